@@ -1,0 +1,234 @@
+"""Gateway throughput: 50 concurrent clients reading one cached local page, beside a bare app.
+
+    python bench/gateway.py [--requests 2000] [--clients 50]
+
+Two servers run the same way, each uvicorn in its own process on 127.0.0.1:
+
+- **ours**: ``webward serve`` with a bearer token, SQLite audit in a temp state dir, reading a
+  page from a loopback origin (the first request fetches it; every measured one is a cache
+  hit, so the figure is the gateway and the core's cached path: auth, JSON, policy, guard,
+  window, envelope and one audit write per call);
+- **anchor**: a bare ASGI app (no framework) answering every POST with the very bytes the
+  gateway returned.
+
+The client is a small keep-alive HTTP/1.1 client on asyncio streams (so the client costs the
+same for both). Target: ours at least 0.5x the anchor's rate. Loopback only, bounded: a fixed
+number of requests per server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "bench-token"
+FETCH_PATH = "/v1/capabilities/web:page.fetch@1"
+PAGE = (
+    "<html><head><title>Bench page</title></head><body><h1>Bench</h1>"
+    + "".join(f"<p>Paragraph {i}: owls and herons read the public web.</p>" for i in range(40))
+    + "</body></html>"
+).encode()
+
+ANCHOR_APP = '''
+import sys
+from pathlib import Path
+
+import uvicorn
+
+BODY = Path(sys.argv[1]).read_bytes()
+HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    more = True
+    while more:  # read the request body, as the gateway must
+        more = (await receive()).get("more_body", False)
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": BODY})
+
+
+sock = __import__("socket").socket()
+sock.bind(("127.0.0.1", 0))
+sock.listen(2048)  # listening before the address is announced: early clients queue
+print(f"anchor on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+config = uvicorn.Config(app, log_level="warning", ws="none", server_header=False)
+uvicorn.Server(config).run(sockets=[sock])
+'''
+
+
+class _Origin(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str, int]:
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    if match is None:
+        proc.kill()
+        raise SystemExit(f"server did not start: {line}{proc.stderr.read()}")
+    return proc, "127.0.0.1", int(match.group(1))
+
+
+def _request(port: int, body: bytes) -> bytes:
+    head = (
+        f"POST {FETCH_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def _one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> bytes:
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+    assert length is not None, head
+    body = await reader.readexactly(int(length.group(1)))
+    if status != 200:
+        raise SystemExit(f"status {status}: {body[:300]!r}")
+    return body
+
+
+async def _load(host: str, port: int, request: bytes, total: int, clients: int) -> tuple[float, list[float]]:
+    """``total`` requests over ``clients`` keep-alive connections; (seconds, latencies)."""
+    latencies: list[float] = []
+    left = [total]
+
+    async def worker() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while left[0] > 0:
+                left[0] -= 1
+                started = time.perf_counter()
+                await _one(reader, writer, request)
+                latencies.append(time.perf_counter() - started)
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return time.perf_counter() - started, latencies
+
+
+def _measure(name: str, host: str, port: int, request: bytes, total: int, clients: int) -> tuple[float, float, float]:
+    asyncio.run(_load(host, port, request, min(200, total), clients))  # warm up
+    seconds, latencies = asyncio.run(_load(host, port, request, total, clients))
+    latencies.sort()
+    rate = total / seconds
+    p50 = statistics.median(latencies) * 1000
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
+    print(f"{name:>7}: {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   ({total} requests, {clients} clients)")
+    return rate, p50, p99
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=50)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from webward._gateway import hash_token
+
+    origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
+    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    page_url = f"http://127.0.0.1:{origin.server_address[1]}/page"
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "webward.toml"
+        config.write_text(
+            "\n".join(
+                [
+                    "[network]",
+                    'allow_ranges = ["127.0.0.1/32"]',
+                    "[policy]",
+                    "robots = false",
+                    "[state]",
+                    f"dir = {json.dumps(str(Path(tmp) / 'state'))}",
+                    "[agents.bench]",
+                    'tier = "connected"',
+                    f'token_sha256 = "{hash_token(TOKEN)}"',
+                ]
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        env["PYTHONPATH"] = str(ROOT / "src")
+        env.pop("WEBWARD_CONFIG", None)
+        body = json.dumps({"url": page_url}).encode()
+
+        ours, host, port = _spawn(
+            [sys.executable, "-m", "webward.cli", "serve", "--port", "0", "--config", str(config)], env
+        )
+        try:
+            request = _request(port, body)
+
+            async def first() -> bytes:
+                reader, writer = await asyncio.open_connection(host, port)
+                try:
+                    return await _one(reader, writer, request)
+                finally:
+                    writer.close()
+
+            sample = asyncio.run(first())  # fetches the page once; the rest are cache hits
+            our_rate, our_p50, our_p99 = _measure("ours", host, port, request, args.requests, args.clients)
+        finally:
+            ours.terminate()
+            ours.wait(15)
+
+        body_file = Path(tmp) / "body.json"
+        body_file.write_bytes(sample)
+        anchor, host, port = _spawn([sys.executable, "-c", ANCHOR_APP, str(body_file)], env)
+        try:
+            anchor_rate, anchor_p50, anchor_p99 = _measure(
+                "anchor", host, port, _request(port, body), args.requests, args.clients
+            )
+        finally:
+            anchor.terminate()
+            anchor.wait(15)
+    origin.shutdown()
+
+    ratio = our_rate / anchor_rate
+    print(f"gateway: ours {our_rate:.0f} req/s, anchor {anchor_rate:.0f} req/s, ratio {ratio:.2f}")
+    print(
+        f"latency: ours p50 {our_p50:.1f} ms p99 {our_p99:.1f} ms; "
+        f"anchor p50 {anchor_p50:.1f} ms p99 {anchor_p99:.1f} ms; response {len(sample)} bytes"
+    )
+    print(f"target: ratio >= 0.5 -> {'met' if ratio >= 0.5 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

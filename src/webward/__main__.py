@@ -1,0 +1,5 @@
+import sys
+
+from webward.cli import main
+
+sys.exit(main())

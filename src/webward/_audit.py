@@ -1,0 +1,422 @@
+"""The audit log: one record per call, allowed or refused; no record, no call.
+
+A record says who (agent, tier), what (capability, target), what webward decided and why
+(decision, reason code), and how it went (final URL, redirect chain, status, bytes, content
+type, duration, provider). It never holds page text or base64: there is no field for them,
+a ``data:`` target is cut to its scheme, credentials in URLs (``user:pass@``) are dropped, and
+targets are cut at :data:`MAX_TARGET_CHARS`.
+
+Decisions (:data:`DECISIONS`):
+
+- ``allowed``: the call went through;
+- ``report-would-deny``: it went through only because ``[policy] mode = "report"``; ``reason``
+  (and ``would_deny``) name the policy refusal that enforce mode would have given;
+- ``refused``: webward said no (policy, guard, limits, robots.txt, caps, bad input);
+- ``failed``: the far side failed (timeout, HTTP error, provider error).
+
+A record that cannot be written refuses the call: sinks raise ``Refused`` with reason
+``audit_unavailable``. Sinks: :class:`SQLiteAuditSink` (``audit.db`` in the state dir, WAL and a
+busy timeout, so several processes can write at once) and :class:`MemoryAuditSink` (tests,
+``webward.testing``). PostgreSQL comes later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from ._errors import Refused
+from ._settings import Settings
+
+__all__ = [
+    "DECISIONS",
+    "MAX_TARGET_CHARS",
+    "REASON_AUDIT_UNAVAILABLE",
+    "AuditRecord",
+    "AuditSink",
+    "MemoryAuditSink",
+    "SQLiteAuditSink",
+    "audit_unavailable",
+    "open_audit_sink",
+]
+
+DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
+REASON_AUDIT_UNAVAILABLE = "audit_unavailable"
+#: Targets (URLs, queries) longer than this are cut, and marked with an ellipsis.
+MAX_TARGET_CHARS = 2048
+
+_USERINFO_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@")
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _clean_url(value: Any) -> str:
+    text = str(value)
+    if text[:5].lower() == "data:":
+        return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
+    text = _USERINFO_RE.sub(r"\1", text)
+    if len(text) > MAX_TARGET_CHARS:
+        text = text[: MAX_TARGET_CHARS - 1] + "…"
+    return text
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One call through the door. Field names are snake_case; :meth:`to_wire` is camelCase."""
+
+    agent: str
+    tier: str
+    capability: str  # web:page.fetch@1 | web:search.query@1
+    target: str  # the requested URL, or the query
+    decision: str  # see DECISIONS
+    reason: str  # a fixed code: "ok" when allowed, else the refusal's or failure's reason
+    time: dt.datetime = field(default_factory=_utcnow)
+    id: str = field(default_factory=_new_id)
+    would_deny: str | None = None  # report mode: the policy reason enforce would refuse with
+    final_url: str | None = None
+    redirects: tuple[str, ...] = ()  # every URL visited, the requested one first
+    status: int | None = None
+    bytes: int | None = None
+    content_type: str | None = None
+    duration_ms: int | None = None
+    provider: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
+            raise ValueError(f"unknown audit decision {self.decision!r}")
+        if self.time.tzinfo is None:
+            raise ValueError("audit time must carry a time zone")
+        # Frozen, but cleaned once here so that no writer can put secrets or payloads in.
+        set_ = object.__setattr__
+        set_(self, "target", _clean_url(self.target))
+        if self.final_url is not None:
+            set_(self, "final_url", _clean_url(self.final_url))
+        set_(self, "redirects", tuple(_clean_url(u) for u in self.redirects))
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        decision: str,
+        reason: str,
+        agent: str = "",
+        tier: str = "",
+        capability: str = "",
+        target: str = "",
+        **fields: Any,
+    ) -> AuditRecord:
+        """A record stamped now; every other field of the dataclass may be given by name.
+
+        Lenient where the core may not know a field yet (a call refused before its tier was
+        known has ``tier=""``); ``redirects`` may be any sequence.
+        """
+        if "redirects" in fields and fields["redirects"] is not None:
+            fields["redirects"] = tuple(fields["redirects"])
+        elif "redirects" in fields:
+            del fields["redirects"]
+        return cls(
+            agent=str(agent),
+            tier=str(tier),
+            capability=str(capability),
+            target=target if isinstance(target, str) else repr(target),
+            decision=decision,
+            reason=str(reason),
+            **fields,
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The record as camelCase JSON (``webward audit --json``)."""
+        return {
+            "id": self.id,
+            "time": _iso(self.time),
+            "agent": self.agent,
+            "tier": self.tier,
+            "capability": self.capability,
+            "target": self.target,
+            "decision": self.decision,
+            "reason": self.reason,
+            "wouldDeny": self.would_deny,
+            "finalUrl": self.final_url,
+            "redirects": list(self.redirects),
+            "status": self.status,
+            "bytes": self.bytes,
+            "contentType": self.content_type,
+            "durationMs": self.duration_ms,
+            "provider": self.provider,
+        }
+
+
+class AuditSink(Protocol):
+    """Where audit records go. ``write`` raises ``Refused(audit_unavailable)`` if it cannot."""
+
+    async def write(self, record: AuditRecord) -> None:
+        """Store ``record`` durably, or raise ``Refused`` (reason ``audit_unavailable``)."""
+        ...
+
+    async def query(
+        self,
+        since: dt.datetime | None = None,
+        agent: str | None = None,
+        decision: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        """Records at or after ``since``, newest first, at most ``limit``.
+
+        ``decision="report-would-deny"`` also finds calls that report mode let through and
+        that then failed.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release the store."""
+        ...
+
+
+def audit_unavailable(detail: str) -> Refused:
+    """The refusal every sink raises when a record cannot be written."""
+    return Refused(
+        f"refused: audit unavailable; webward does not open the door unaudited ({detail})",
+        reason=REASON_AUDIT_UNAVAILABLE,
+    )
+
+
+def _matches(
+    r: AuditRecord, since: dt.datetime | None, agent: str | None, decision: str | None
+) -> bool:
+    if since is not None and r.time < since:
+        return False
+    if agent is not None and r.agent != agent:
+        return False
+    if decision is not None:
+        if decision == "report-would-deny":
+            return r.decision == decision or r.would_deny is not None
+        return r.decision == decision
+    return True
+
+
+class MemoryAuditSink:
+    """Audit records in a list (``.records``), oldest first: for tests and ``webward.testing``.
+
+    ``broken=True`` makes every write fail as an unavailable store does, so a test can show
+    that its agent copes with webward refusing to work unaudited.
+    """
+
+    def __init__(self, *, broken: bool = False) -> None:
+        self.records: list[AuditRecord] = []
+        self.broken = broken
+
+    async def write(self, record: AuditRecord) -> None:
+        if self.broken:
+            raise audit_unavailable("the memory audit sink was made broken")
+        self.records.append(record)
+
+    async def query(
+        self,
+        since: dt.datetime | None = None,
+        agent: str | None = None,
+        decision: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        found = [r for r in reversed(self.records) if _matches(r, since, agent, decision)]
+        return found[: max(limit, 0)]
+
+    async def aclose(self) -> None:
+        return None
+
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS audit (
+        id TEXT PRIMARY KEY,
+        ts REAL NOT NULL,
+        agent TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        capability TEXT NOT NULL,
+        target TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        would_deny TEXT,
+        final_url TEXT,
+        redirects TEXT NOT NULL,
+        status INTEGER,
+        bytes INTEGER,
+        content_type TEXT,
+        duration_ms INTEGER,
+        provider TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)",
+)
+_FIELDS = (
+    "id", "ts", "agent", "tier", "capability", "target", "decision", "reason", "would_deny",
+    "final_url", "redirects", "status", "bytes", "content_type", "duration_ms", "provider",
+)  # fmt: skip
+_INSERT = f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({', '.join('?' for _ in _FIELDS)})"
+
+
+def _to_row(r: AuditRecord) -> tuple[Any, ...]:
+    values = dataclasses.asdict(r)
+    values["ts"] = r.time.timestamp()
+    values["redirects"] = json.dumps(list(r.redirects), ensure_ascii=False)
+    return tuple(values[f] for f in _FIELDS)
+
+
+def _from_row(row: tuple[Any, ...]) -> AuditRecord:
+    values = dict(zip(_FIELDS, row, strict=True))
+    ts = values.pop("ts")
+    values["time"] = dt.datetime.fromtimestamp(ts, dt.UTC)
+    values["redirects"] = tuple(json.loads(values["redirects"] or "[]"))
+    return AuditRecord(**values)
+
+
+class SQLiteAuditSink:
+    """Audit records in ``audit.db`` in the state dir: WAL, a busy timeout, one INSERT per
+    record, so several ``webward`` processes can write at once without losing a row.
+
+    The file and its directory are created on the first write. sqlite3 runs in a worker
+    thread (``anyio.to_thread``) so the event loop never waits on the disk.
+    """
+
+    def __init__(self, state_dir: str | Path, *, busy_timeout_s: float = 10.0) -> None:
+        self.path = Path(state_dir) / "audit.db"
+        self._busy_timeout_s = busy_timeout_s
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    async def write(self, record: AuditRecord) -> None:
+        await anyio.to_thread.run_sync(self._write_sync, record)
+
+    async def query(
+        self,
+        since: dt.datetime | None = None,
+        agent: str | None = None,
+        decision: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        return await anyio.to_thread.run_sync(
+            lambda: self._query_sync(since, agent, decision, limit)
+        )
+
+    async def aclose(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _connect(self, create: bool) -> sqlite3.Connection | None:
+        if self._conn is not None:
+            return self._conn
+        if not create and not self.path.exists():
+            return None
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _write_sync(self, record: AuditRecord) -> None:
+        with self._lock:
+            try:
+                conn = self._connect(create=True)
+                assert conn is not None
+                conn.execute(_INSERT, _to_row(record))  # autocommit: durable when it returns
+            except (sqlite3.Error, OSError) as exc:
+                raise audit_unavailable(f"{self.path}: {exc}") from None
+
+    def _query_sync(
+        self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
+    ) -> list[AuditRecord]:
+        where: list[str] = []
+        params: list[Any] = []
+        if since is not None:
+            where.append("ts >= ?")
+            params.append(since.timestamp())
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if decision is not None:
+            if decision == "report-would-deny":
+                where.append("(decision = ? OR would_deny IS NOT NULL)")
+            else:
+                where.append("decision = ?")
+            params.append(decision)
+        sql = f"SELECT {', '.join(_FIELDS)} FROM audit"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY ts DESC, rowid DESC LIMIT ?"
+        params.append(max(int(limit), 0))
+        with self._lock:
+            try:
+                conn = self._connect(create=False)
+                if conn is None:
+                    return []  # nothing was ever audited here
+                rows = conn.execute(sql, params).fetchall()
+            except (sqlite3.Error, OSError) as exc:
+                raise Refused(
+                    f"refused: the audit log at {self.path} cannot be read ({exc})",
+                    reason=REASON_AUDIT_UNAVAILABLE,
+                ) from None
+        return [_from_row(tuple(row)) for row in rows]
+
+
+def open_audit_sink(settings: Settings) -> AuditSink:
+    """The audit sink ``settings`` ask for: SQLite in the state dir unless PostgreSQL is set.
+
+    PostgreSQL (``[audit] postgres_dsn_env``) is not built yet; asking for it refuses every
+    call rather than quietly auditing somewhere else.
+    """
+    if settings.audit.postgres_dsn_env:
+        return _RefusingSink(
+            "[audit] postgres_dsn_env is set, but this build of webward has no PostgreSQL audit "
+            "sink yet; unset it to audit to SQLite in the state dir"
+        )
+    return SQLiteAuditSink(settings.state.path())
+
+
+class _RefusingSink:
+    """A sink that refuses every write: the configured store does not exist."""
+
+    def __init__(self, detail: str) -> None:
+        self._detail = detail
+
+    async def write(self, record: AuditRecord) -> None:
+        raise audit_unavailable(self._detail)
+
+    async def query(
+        self,
+        since: dt.datetime | None = None,
+        agent: str | None = None,
+        decision: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        raise audit_unavailable(self._detail)
+
+    async def aclose(self) -> None:
+        return None

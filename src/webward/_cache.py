@@ -1,0 +1,211 @@
+"""The page cache: a page's converted text, kept briefly so offset calls page through the same
+text without fetching it again.
+
+Keyed by the requested URL and ``include_links`` (:func:`cache_key`); entries live
+``limits.page_cache_ttl_s`` seconds (600 by default) and the cache holds at most
+``limits.page_cache_max_chars`` characters, evicting the least recently used page first.
+Policy, guard and abuse checks run before a lookup, exactly as before a fetch: a cached page
+is only ever handed to a caller who may read its URL.
+
+Two implementations of :class:`PageCache`: :class:`MemoryPageCache` (one process) and
+:class:`NullPageCache` (caching off). A shared one (Redis) can store :meth:`CachedPage.to_dict`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ._convert import Converted
+from ._models import Link, Part
+from ._settings import LimitsSettings
+
+__all__ = ["CachedPage", "MemoryPageCache", "NullPageCache", "PageCache", "cache_key"]
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    """What an offset call needs of an earlier read: the converted page and its provenance."""
+
+    requested_url: str
+    final_url: str
+    status: int
+    converted: Converted  # before windowing and the envelope
+    redirects: tuple[str, ...] = ()
+    bytes_read: int = 0
+    retrieved_at: str = ""
+
+    def size(self) -> int:
+        """Characters this entry costs against ``page_cache_max_chars`` (base64 included)."""
+        c = self.converted
+        return (
+            len(c.text)
+            + len(c.title)
+            + len(self.requested_url)
+            + len(self.final_url)
+            + sum(len(link.url) + len(link.text) for link in c.links)
+            + sum(len(p.data) + len(p.text or "") for p in c.parts)
+            + sum(len(r) for r in self.redirects)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, for caches kept outside the process."""
+        c = self.converted
+        return {
+            "requestedUrl": self.requested_url,
+            "finalUrl": self.final_url,
+            "status": self.status,
+            "redirects": list(self.redirects),
+            "bytesRead": self.bytes_read,
+            "retrievedAt": self.retrieved_at,
+            "converted": {
+                "kind": c.kind,
+                "mediaType": c.media_type,
+                "title": c.title,
+                "text": c.text,
+                "parts": [p.to_wire() for p in c.parts],
+                "links": [link.to_wire() for link in c.links],
+                "truncated": c.truncated,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CachedPage:
+        """The inverse of :meth:`to_dict`."""
+        c = data["converted"]
+        converted = Converted(
+            kind=str(c["kind"]),
+            media_type=str(c["mediaType"]),
+            title=str(c["title"]),
+            text=str(c["text"]),
+            parts=tuple(
+                Part(
+                    type=str(p["type"]),
+                    media_type=str(p["mediaType"]),
+                    bytes=int(p["bytes"]),
+                    name=str(p["name"]),
+                    data=str(p["data"]),
+                    text=p.get("text"),
+                )
+                for p in c.get("parts", ())
+            ),
+            links=tuple(Link(url=str(x["url"]), text=str(x["text"])) for x in c.get("links", ())),
+            truncated=bool(c["truncated"]),
+        )
+        return cls(
+            requested_url=str(data["requestedUrl"]),
+            final_url=str(data["finalUrl"]),
+            status=int(data["status"]),
+            converted=converted,
+            redirects=tuple(str(r) for r in data.get("redirects", ())),
+            bytes_read=int(data.get("bytesRead", 0)),
+            retrieved_at=str(data.get("retrievedAt", "")),
+        )
+
+
+def cache_key(url: str, include_links: bool) -> str:
+    """The cache key of a read: the requested URL (as normalised by the guard) and whether
+    links were asked for."""
+    return f"{url}\x00links={bool(include_links)}"
+
+
+@runtime_checkable
+class PageCache(Protocol):
+    """Where converted pages wait for their next window."""
+
+    def get(self, key: str) -> CachedPage | None:
+        """The page stored under ``key``, or ``None`` if absent or expired."""
+        ...
+
+    def put(self, key: str, page: CachedPage) -> None:
+        """Store ``page`` under ``key``, replacing what was there."""
+        ...
+
+
+class NullPageCache:
+    """Caching off: stores nothing, finds nothing; every offset call fetches again."""
+
+    def get(self, key: str) -> CachedPage | None:
+        return None
+
+    def put(self, key: str, page: CachedPage) -> None:
+        return None
+
+
+class MemoryPageCache:
+    """An in-process LRU cache bounded by age and by total characters. Thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        ttl_s: float = 600.0,
+        max_chars: int = 50_000_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._ttl = ttl_s
+        self._max_chars = max_chars
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[float, int, CachedPage]] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_limits(
+        cls, limits: LimitsSettings, clock: Callable[[], float] = time.monotonic
+    ) -> MemoryPageCache:
+        """A cache sized by ``page_cache_ttl_s`` and ``page_cache_max_chars``."""
+        return cls(
+            ttl_s=limits.page_cache_ttl_s, max_chars=limits.page_cache_max_chars, clock=clock
+        )
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def chars(self) -> int:
+        """Characters held now."""
+        return self._chars
+
+    def get(self, key: str) -> CachedPage | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            expires, _, page = entry
+            if self._clock() >= expires:
+                self._remove(key)
+                return None
+            self._entries.move_to_end(key)
+            return page
+
+    def put(self, key: str, page: CachedPage) -> None:
+        size = page.size()
+        with self._lock:
+            if key in self._entries:
+                self._remove(key)
+            if self._ttl <= 0 or size > self._max_chars:
+                return  # caching off, or a page bigger than the whole cache: not kept
+            now = self._clock()
+            self._entries[key] = (now + self._ttl, size, page)
+            self._chars += size
+            self._evict(now)
+
+    def clear(self) -> None:
+        """Forget every page."""
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0
+
+    def _remove(self, key: str) -> None:
+        _, size, _ = self._entries.pop(key)
+        self._chars -= size
+
+    def _evict(self, now: float) -> None:
+        for key in [k for k, (expires, _, _) in self._entries.items() if now >= expires]:
+            self._remove(key)
+        while self._chars > self._max_chars and self._entries:
+            self._remove(next(iter(self._entries)))

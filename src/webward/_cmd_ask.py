@@ -1,0 +1,160 @@
+"""``webward ask QUESTION``: the research agent, on any model, reading the web through webward."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import anyio
+
+from ._errors import InvalidInput
+from ._settings import TIERS, Settings
+from .agents import (
+    RESEARCH,
+    AnthropicClient,
+    CallRecord,
+    OpenAIClient,
+    ToolContext,
+    _anthropic,
+    _openai,
+    run_agent,
+)
+
+HELP = "ask the research agent a question; it searches and reads the web through webward"
+DESCRIPTION = """\
+Run webward's research agent on a model of your choice. The model gets two tools, web_search
+and web_fetch, which go through webward's guard, policy, limits and audit like any other read;
+it answers with the sources it used. The model API itself is called directly at --base-url.
+
+  --provider anthropic   the Anthropic Messages API (key: ANTHROPIC_API_KEY)
+  --provider openai      any OpenAI-compatible chat-completions server: OpenAI, vLLM, Ollama,
+                         LM Studio, OpenRouter ... (key: OPENAI_API_KEY; a local server that
+                         needs no key takes any value)
+
+Keys come from the credential store: the environment, the OS keyring, or the file written by
+`webward credentials set NAME`. Without a search provider the agent still reads URLs.
+The research agent acts at tier connected unless --tier or [agents.research] tier says
+otherwise."""
+
+_PROVIDERS: dict[str, tuple[str, str]] = {
+    "anthropic": (_anthropic.KEY_VARIABLE, _anthropic.DEFAULT_BASE_URL),
+    "openai": (_openai.KEY_VARIABLE, _openai.DEFAULT_BASE_URL),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("question", metavar="QUESTION", help="what to find out")
+    p.add_argument(
+        "--provider",
+        choices=sorted(_PROVIDERS),
+        default="anthropic",
+        help="the model API's wire format (default anthropic)",
+    )
+    p.add_argument("--model", required=True, metavar="M", help="the model name the API expects")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the API's base URL (default https://api.anthropic.com or https://api.openai.com/v1)",
+    )
+    p.add_argument(
+        "--tier", choices=TIERS, metavar="T", help="reach tier: as-owner, connected or full"
+    )
+    p.add_argument(
+        "--max-turns", type=int, default=10, metavar="N", help="most model turns (default 10)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="most output tokens per turn (default 4096 for anthropic, the server's for openai)",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="print each tool call and its summary to stderr"
+    )
+    p.add_argument("--json", action="store_true", help="print the answer and the run as JSON")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    return anyio.run(_run, args, settings)
+
+
+def _check(args: argparse.Namespace) -> str:
+    if args.max_turns < 1:
+        raise InvalidInput("--max-turns must be at least 1")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise InvalidInput("--max-tokens must be at least 1")
+    if not args.question.strip():
+        raise InvalidInput("the question must not be empty")
+    base_url: str = args.base_url or _PROVIDERS[args.provider][1]
+    scheme, sep, rest = base_url.partition("://")
+    if scheme.lower() not in ("http", "https") or not sep or not rest.strip("/"):
+        raise InvalidInput(
+            f"--base-url must be an absolute http:// or https:// URL, not {base_url!r}"
+        )
+    return base_url
+
+
+def _client(args: argparse.Namespace, key: str, base_url: str) -> AnthropicClient | OpenAIClient:
+    if args.provider == "anthropic":
+        return AnthropicClient(
+            key, args.model, base_url=base_url, max_tokens=args.max_tokens or 4096
+        )
+    return OpenAIClient(key, args.model, base_url=base_url, max_tokens=args.max_tokens)
+
+
+def _print_call(record: CallRecord) -> None:
+    arguments = (
+        json.dumps(record.arguments, ensure_ascii=False) if record.arguments is not None else "?"
+    )
+    if len(arguments) > 300:
+        arguments = arguments[:299] + "…"
+    print(
+        f"webward: turn {record.turn}: {record.name} {arguments} -> {record.summary}",
+        file=sys.stderr,
+    )
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._credentials import default_store
+    from ._limits import open_limit_state
+    from ._web import Web
+
+    base_url = _check(args)
+    store = default_store()
+    variable = _PROVIDERS[args.provider][0]
+    key = store.get(variable)
+    if not key:
+        raise InvalidInput(
+            f"no key for the {args.provider} API: set {variable} in the environment or run "
+            f"`webward credentials set {variable}`"
+        )
+    agent = RESEARCH
+    tier = agent.tier_for(settings, args.tier)
+    async with (
+        Web(
+            settings, limit_state=open_limit_state(settings, kind="sqlite"), credentials=store
+        ) as web,
+        _client(args, key, base_url) as client,
+    ):
+        result = await run_agent(
+            client,
+            agent,
+            args.question,
+            ToolContext(web, agent.name, tier),
+            max_turns=args.max_turns,
+            on_call=_print_call if args.verbose else None,
+        )
+    if args.json:
+        out: dict[str, Any] = {
+            "provider": args.provider,
+            "model": args.model,
+            "agent": agent.name,
+            "tier": tier,
+            **result.to_wire(),
+        }
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        print(result.answer)
+    return 0

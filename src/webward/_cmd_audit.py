@@ -1,0 +1,155 @@
+"""``webward audit``: read the audit log (one record per call, allowed or refused)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sys
+import unicodedata
+from collections.abc import Callable
+
+import anyio
+
+from ._audit import DECISIONS, AuditRecord, open_audit_sink
+from ._errors import InvalidInput, WebwardError
+from ._settings import Settings
+
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "parse_since", "run"]
+
+HELP = "show the audit log: who read or searched what, and what webward decided"
+DESCRIPTION = """\
+Show the audit log, newest first: one record per call, allowed or refused. Decisions are
+allowed, report-would-deny (let through by report mode; enforce would refuse), refused and
+failed. --json prints one JSON array of camelCase records."""
+
+_DEFAULT_LIMIT = 50
+_MAX_LIMIT = 100_000
+_RELATIVE_RE = re.compile(r"^\s*(\d{1,9})\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--since",
+        metavar="T",
+        help="only records at or after T: an ISO 8601 time (UTC if it names no zone) or an age "
+        "such as 10m, 2h, 7d",
+    )
+    p.add_argument("--agent", metavar="NAME", help="only records of this agent")
+    p.add_argument("--decision", metavar="D", help=f"only this decision: {', '.join(DECISIONS)}")
+    p.add_argument(
+        "--limit",
+        metavar="N",
+        default=str(_DEFAULT_LIMIT),
+        help=f"at most N records (default {_DEFAULT_LIMIT})",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON array of records")
+
+
+def parse_since(value: str, now: dt.datetime) -> dt.datetime:
+    """``--since``: an ISO 8601 time (UTC when it names no zone) or an age before ``now``."""
+    m = _RELATIVE_RE.match(value)
+    if m:
+        return now - dt.timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+    try:
+        when = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"--since {value!r} is neither an ISO 8601 time nor an age such as 10m, 2h or 7d"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+def _parse_limit(value: str) -> int:
+    v = str(value).strip()
+    if not v.isdigit() or not 1 <= int(v) <= _MAX_LIMIT:
+        raise InvalidInput(f"--limit must be a whole number from 1 to {_MAX_LIMIT}, not {value!r}")
+    return int(v)
+
+
+def run(
+    args: argparse.Namespace,
+    settings: Settings,
+    *,
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+) -> int:
+    """Print the matching records; 0 when done, 2 on bad input, 3 if the log is unreadable."""
+    try:
+        since = parse_since(args.since, now()) if args.since else None
+        if args.decision is not None and args.decision not in DECISIONS:
+            raise InvalidInput(
+                f"--decision must be one of {', '.join(DECISIONS)}, not {args.decision!r}"
+            )
+        if args.agent is not None and not args.agent.strip():
+            raise InvalidInput("--agent must name an agent")
+        limit = _parse_limit(args.limit)
+    except InvalidInput as exc:
+        print(f"webward: {exc.message}", file=sys.stderr)
+        return 2
+    try:
+        records = anyio.run(_query, settings, since, args.agent, args.decision, limit)
+    except WebwardError as exc:
+        print(f"webward: {exc.message}", file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
+    else:
+        print(render_table(records))
+    return 0
+
+
+async def _query(
+    settings: Settings,
+    since: dt.datetime | None,
+    agent: str | None,
+    decision: str | None,
+    limit: int,
+) -> list[AuditRecord]:
+    sink = open_audit_sink(settings)
+    try:
+        return await sink.query(since=since, agent=agent, decision=decision, limit=limit)
+    finally:
+        await sink.aclose()
+
+
+_COLUMNS = ("TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS", "TARGET")
+
+
+def render_table(records: list[AuditRecord]) -> str:
+    """An aligned table for people; the target (the widest column) comes last."""
+    if not records:
+        return "no audit records match"
+    rows = [
+        (
+            r.time.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            r.agent,
+            r.tier or "-",
+            r.capability,
+            r.decision,
+            r.reason,
+            "-" if r.status is None else str(r.status),
+            r.target,
+        )
+        for r in records
+    ]
+    cells = [tuple(_cell(c) for c in row) for row in [_COLUMNS, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(_COLUMNS) - 1)]
+    lines = []
+    for row in cells:
+        head = "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True))
+        lines.append(f"{head}  {row[-1]}".rstrip())
+    return "\n".join(lines)
+
+
+def _cell(value: str) -> str:
+    # Targets are caller input: control, format and line-breaking characters are shown
+    # escaped so that one record stays one line and cannot rewrite the terminal.
+    out = []
+    for c in value:
+        if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(c.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(c)
+    return "".join(out)

@@ -1,0 +1,154 @@
+"""``webward credentials set|get|delete|list``: keys for search and model providers.
+
+A secret is read from stdin (when it is not a terminal) or a hidden prompt, never from the
+command line, where it would land in shell history and the process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+from ._credentials import (
+    ChainedStore,
+    EnvironmentStore,
+    FileStore,
+    KeyringStore,
+    check_name,
+    default_store,
+    mask,
+)
+from ._errors import InvalidInput, Refused
+from ._settings import Settings
+
+HELP = "store, show (masked), delete or list search and model API keys"
+DESCRIPTION = """\
+Keys are looked up in the environment, then the OS keyring, then a file only you can read
+(mode 0600) in the user config dir. `set NAME` reads the key from stdin or a hidden prompt and
+writes the file (or the OS keyring with --keyring); `get NAME` shows it masked; `delete NAME`
+removes it from the keyring and the file; `list` shows which keys are set and where.
+Names: BRAVE_SEARCH_API_KEY, TAVILY_API_KEY, ANTHROPIC_API_KEY, OPENAI_API_KEY."""
+
+ACTIONS = ("set", "get", "delete", "list")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=ACTIONS, help="what to do")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the credential, e.g. TAVILY_API_KEY")
+    # Caught so a key typed on the command line is refused without being echoed back.
+    p.add_argument("extra", nargs="*", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--keyring", action="store_true", help="set: store in the OS keyring instead of the file"
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    return run_with(args, default_store())
+
+
+def run_with(args: argparse.Namespace, store: ChainedStore) -> int:
+    """``run`` against a given store (the tests pass one with a temporary file)."""
+    if args.extra:
+        raise InvalidInput(
+            "refused to take a key from the command line (it would stay in shell history); "
+            "pipe it on stdin or type it at the prompt, and if that was a real key, rotate it"
+        )
+    if args.action == "list":
+        if args.name:
+            raise InvalidInput("`webward credentials list` takes no NAME")
+        return _list(store)
+    if not args.name:
+        raise InvalidInput(f"`webward credentials {args.action}` needs a NAME, e.g. TAVILY_API_KEY")
+    name = check_name(args.name)
+    if args.action == "set":
+        return _set(store, name, args.keyring)
+    if args.action == "get":
+        return _get(store, name)
+    return _delete(store, name)
+
+
+def _read_secret(name: str) -> str:
+    if sys.stdin is not None and sys.stdin.isatty():
+        value = getpass.getpass(f"{name}: ")
+    else:
+        value = sys.stdin.readline() if sys.stdin is not None else ""
+    value = value.strip()
+    if not value:
+        raise InvalidInput(
+            f"no key was given for {name}; pipe it on stdin or type it at the prompt"
+        )
+    if any(ch.isspace() or ord(ch) < 32 for ch in value):
+        raise InvalidInput("a key is one word without spaces or control characters")
+    return value
+
+
+def _store_of(store: ChainedStore, kind: type) -> object:
+    return next((s for s in store.stores if isinstance(s, kind)), None)
+
+
+def _set(store: ChainedStore, name: str, use_keyring: bool) -> int:
+    value = _read_secret(name)
+    if use_keyring:
+        target = _store_of(store, KeyringStore)
+        if not isinstance(target, KeyringStore):
+            raise Refused("refused: no OS keyring is configured", reason="keyring_unavailable")
+        target.set(name, value)
+        where = "the OS keyring"
+    else:
+        store.set(name, value)
+        file_store = _store_of(store, FileStore)
+        where = (
+            str(file_store.path) if isinstance(file_store, FileStore) else "the credential store"
+        )
+    print(f"stored {name} ({mask(value)}) in {where}")
+    env = _store_of(store, EnvironmentStore)
+    if isinstance(env, EnvironmentStore) and env.get(name):
+        print(f"note: {name} is also set in the environment, which takes precedence")
+    return 0
+
+
+def _describe(store: object) -> str:
+    if isinstance(store, FileStore):
+        return f"file {store.path}"
+    return str(getattr(store, "kind", "store"))
+
+
+def _get(store: ChainedStore, name: str) -> int:
+    found = store.lookup(name)
+    if found is None:
+        raise Refused(
+            f"{name} is not set in the environment, the OS keyring or the credential file; "
+            f"run `webward credentials set {name}`",
+            code="not_configured",
+            reason="not_configured",
+        )
+    value, source = found
+    print(f"{name}: {mask(value)} (from {_describe(source)})")
+    return 0
+
+
+def _delete(store: ChainedStore, name: str) -> int:
+    removed = store.delete(name)
+    print(
+        f"deleted {name}"
+        if removed
+        else f"{name} was not stored in the OS keyring or the credential file"
+    )
+    env = _store_of(store, EnvironmentStore)
+    if isinstance(env, EnvironmentStore) and env.get(name):
+        print(f"note: {name} is still set in the environment; unset it in your shell")
+    return 0
+
+
+def _list(store: ChainedStore) -> int:
+    names = store.names()
+    width = max(len(n) for n in names)
+    for name in names:
+        found = store.lookup(name)
+        if found is None:
+            print(f"{name:<{width}}  (not set)")
+        else:
+            value, source = found
+            print(f"{name:<{width}}  {mask(value)}  from {_describe(source)}")
+    return 0

@@ -1,0 +1,62 @@
+"""``webward fetch URL``: read one page through the audited door."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import anyio
+
+from ._parts import tool_result_text
+from ._settings import Settings
+
+HELP = "read one public page (text window, image or PDF) through the guard"
+DESCRIPTION = """\
+Read one page through webward's guard, policy, limits and audit. HTML comes back as readable
+Markdown in windows of at most 40,000 characters: pass --offset to continue where the header
+says. Images and PDFs come back as parts (their bytes only with --json)."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("url", metavar="URL", help="an absolute http:// or https:// URL")
+    p.add_argument("--offset", default="0", metavar="N", help="start of the window, in characters (default 0)")
+    p.add_argument("--links", action="store_true", help="also list the page's outbound links")
+    p.add_argument("--screenshot", action="store_true", help="ask for a screenshot (tier full)")
+    p.add_argument("--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)")
+    p.add_argument("--agent", default="cli", metavar="NAME", help="the agent acting (default cli)")
+    p.add_argument("--json", action="store_true", help="print the result model as JSON")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    return anyio.run(_run, args, settings)
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._web import Web
+    from ._limits import open_limit_state
+
+    offset: object = int(args.offset) if args.offset.isdigit() else args.offset
+    async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
+        page = await web.fetch(
+            args.url,
+            offset=offset,  # type: ignore[arg-type]
+            include_links=args.links,
+            include_screenshot=args.screenshot,
+            agent=args.agent,
+            tier=args.tier,
+        )
+    if args.json:
+        print(json.dumps(page.to_wire(), ensure_ascii=False, indent=2))
+        return 0
+    print(f"{page.final_url}  {page.status}  {page.content_type}")
+    if page.title:
+        print(f"title: {page.title}")
+    for part in page.parts:
+        print(tool_result_text([part]))
+    print()
+    print(page.content)
+    if page.links:
+        print("\nlinks:")
+        for i, link in enumerate(page.links, 1):
+            print(f"{i:>4}. {link.text or '(no text)'} <{link.url}>")
+    return 0

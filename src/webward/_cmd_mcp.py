@@ -1,0 +1,45 @@
+"""``webward mcp``: serve the web_fetch and web_search tools to an MCP client."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._settings import TIERS, Settings
+
+HELP = "serve web_fetch and web_search over MCP (stdio, or streamable HTTP with --http)"
+DESCRIPTION = """\
+Serve the tools web_fetch and web_search to an MCP client (a desktop assistant or an IDE
+agent). By default the protocol runs on stdin/stdout: register `webward mcp` as the server's
+command. With --http HOST:PORT it serves streamable HTTP at http://HOST:PORT/mcp instead
+(127.0.0.1 unless named; DNS-rebinding protection is always on).
+
+The agent name and reach tier come from these flags or the config file, never from the
+client. One process keeps one set of rate limits, circuit breakers, page cache and audit log
+for all its sessions."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP on HOST:PORT (for example 127.0.0.1:8000) instead of stdio",
+    )
+    p.add_argument(
+        "--agent",
+        default="mcp",
+        metavar="NAME",
+        help="the agent acting, for policy and audit (default mcp)",
+    )
+    p.add_argument(
+        "--tier",
+        choices=TIERS,
+        metavar="T",
+        help="reach tier: as-owner, connected or full (default: the agent's tier in config)",
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._mcp import run as run_mcp
+
+    run_mcp(settings, http=args.http, agent=args.agent, tier=args.tier)
+    return 0

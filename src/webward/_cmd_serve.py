@@ -1,0 +1,77 @@
+"""``webward serve``: the HTTP gateway many agents share."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._errors import InvalidInput
+from ._settings import Settings
+
+HELP = "run the HTTP gateway (bearer tokens map to agents and tiers in config)"
+DESCRIPTION = """\
+Run the HTTP gateway: POST /v1/capabilities/web:page.fetch@1 and
+POST /v1/capabilities/web:search.query@1, with the OpenAPI document at /openapi.json and
+/healthz. Each request names its agent with `Authorization: Bearer <token>`; config keeps
+the token's SHA-256 as [agents.NAME] token_sha256 beside the agent's tier.
+
+Make a token's hash with `webward serve --hash-token` (reads the token on stdin). Serve on
+loopback and put TLS and any public address on a reverse proxy in front."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--host", default="127.0.0.1", metavar="H", help="address to listen on (default 127.0.0.1)"
+    )
+    p.add_argument(
+        "--port", default=8080, type=int, metavar="P", help="port to listen on (default 8080)"
+    )
+    p.add_argument(
+        "--hash-token",
+        action="store_true",
+        help="read a token on stdin, print its SHA-256 for [agents.NAME] token_sha256, and exit",
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._gateway import hash_token
+
+    if args.hash_token:
+        token = sys.stdin.readline().strip()
+        if not token:
+            raise InvalidInput(
+                "no token on stdin: pipe the token in, for example "
+                '`echo "$TOKEN" | webward serve --hash-token`'
+            )
+        print(hash_token(token))
+        return 0
+    if not 0 <= args.port <= 65535:
+        raise InvalidInput(f"--port must be from 0 to 65535, not {args.port}")
+    import anyio
+
+    anyio.run(_serve, settings, args.host, args.port)
+    return 0
+
+
+async def _serve(settings: Settings, host: str, port: int) -> None:
+    import uvicorn
+
+    from ._gateway import address_url, bind_socket, create_app, require_tokens
+
+    require_tokens(settings)
+    app = create_app(settings)
+    sock = bind_socket(host, port)
+    print(
+        f"webward serve: gateway on {address_url(sock)} (openapi at /openapi.json)",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        proxy_headers=False,  # behind a proxy, webward sees the proxy's address; no X-Forwarded-For
+        server_header=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+    )
+    await uvicorn.Server(config).serve(sockets=[sock])

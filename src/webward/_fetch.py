@@ -1,0 +1,152 @@
+"""The guarded read: redirects followed by webward itself, under one deadline.
+
+Every hop — the first included — goes through ``hooks.before`` (literal guard, policy,
+rate limit, circuit breaker, robots.txt) and the pinned transport; ``hooks.after`` learns how
+the hop went (for the breaker). No cookies or credentials are ever sent, so none can cross
+origins. A redirect loop, too many hops and a slow server are refused by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+
+from . import guard
+from ._errors import Refused, UpstreamError, WebwardError
+from ._transport import Body, CapFor, Transport
+
+__all__ = ["FetchResult", "Hooks", "fetch"]
+
+_REDIRECTS = {301, 302, 303, 307, 308}
+
+
+class Hooks(Protocol):
+    """What runs around each hop of a read."""
+
+    async def before(self, url: guard.ParsedURL) -> None:
+        """Refuse (raise) or let the hop go ahead."""
+        ...
+
+    async def after(self, url: guard.ParsedURL, status: int | None, error: WebwardError | None, retry_after: float | None) -> None:
+        """Record how the hop went (status, or the error that ended it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    requested: guard.ParsedURL
+    final: guard.ParsedURL
+    body: Body
+    redirects: tuple[str, ...]  # every URL visited, the requested one first
+
+    @property
+    def status(self) -> int:
+        return self.body.status
+
+    @property
+    def content_type(self) -> str | None:
+        return self.body.header("content-type")
+
+
+async def fetch(
+    transport: Transport,
+    url: guard.ParsedURL,
+    *,
+    hooks: Hooks,
+    cap_for: CapFor,
+    timeout_s: float,
+    max_redirects: int,
+    headers: tuple[tuple[str, str], ...] = (("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8"),),
+) -> FetchResult:
+    """GET ``url`` following redirects; the whole read has ``timeout_s`` seconds."""
+    chain: list[str] = [url.url]
+    current = url
+    try:
+        with anyio.fail_after(timeout_s):
+            while True:
+                await hooks.before(current)
+                body = await _hop(transport, current, hooks, cap_for, timeout_s, headers)
+                location = body.header("location") if body.status in _REDIRECTS else None
+                if not location:
+                    return FetchResult(url, current, body, tuple(chain))
+                nxt = current.join(location)
+                if nxt.url in chain:
+                    raise Refused(
+                        f"refused: {url.url} redirects in a loop (back to {nxt.url})", reason="redirect_loop"
+                    )
+                if len(chain) > max_redirects:
+                    raise Refused(
+                        f"refused: {url.url} redirected more than {max_redirects} times", reason="too_many_redirects"
+                    )
+                chain.append(nxt.url)
+                current = nxt
+    except TimeoutError:
+        raise UpstreamError(
+            f"reading {url.url} took longer than {timeout_s:g} s and was stopped", code="timeout", reason="deadline"
+        ) from None
+
+
+async def _hop(
+    transport: Transport,
+    url: guard.ParsedURL,
+    hooks: Hooks,
+    cap_for: CapFor,
+    timeout_s: float,
+    headers: tuple[tuple[str, str], ...],
+) -> Body:
+    try:
+        body = await transport.request(
+            "GET",
+            url,
+            headers=headers,
+            cap_for=cap_for,
+            timeout=timeout_s,
+            read_body=lambda status: status not in _REDIRECTS and status < 400,
+        )
+    except WebwardError as exc:
+        await hooks.after(url, None, exc, None)
+        raise
+    except BaseException as exc:  # cancellation by the deadline counts as a failure of the host
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            with anyio.CancelScope(shield=True):
+                await hooks.after(url, None, UpstreamError("timeout", code="timeout"), None)
+        raise
+    retry_after = _retry_after(body.header("retry-after")) if body.status in (429, 503) else None
+    await hooks.after(url, body.status, None, retry_after)
+    if body.status >= 400:
+        raise _http_error(url, body.status, retry_after)
+    return body
+
+
+def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) -> UpstreamError:
+    from http import HTTPStatus
+
+    try:
+        phrase = f" {HTTPStatus(status).phrase}"
+    except ValueError:
+        phrase = ""
+    hint = f"; retry in {retry_after:g} s" if retry_after is not None else ""
+    return UpstreamError(
+        f"{url.url} answered HTTP {status}{phrase}{hint}", reason=f"http_{status}", status=status, retry_after=retry_after
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(min(int(value), 86_400))
+    from email.utils import parsedate_to_datetime
+    import datetime as dt
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return max(0.0, min((when - dt.datetime.now(dt.timezone.utc)).total_seconds(), 86_400.0))

@@ -1,0 +1,757 @@
+"""Abuse protections per host: a token bucket, a few concurrent requests, a circuit breaker.
+
+- **Rate**: a token bucket per key (a host, or ``provider:NAME`` for a search provider):
+  ``per_host_rate`` tokens a second, at most ``per_host_burst`` saved up. An empty bucket is
+  refused with ``code="rate_limited"`` and when to retry.
+- **Back-pressure**: an upstream 429 is not a failure. Its ``Retry-After`` (seconds or an HTTP
+  date; ``X-RateLimit-Reset`` as a fallback) holds the key's bucket until then (at most
+  :data:`MAX_BACKPRESSURE_S`; :data:`DEFAULT_BACKPRESSURE_S` when the server names no time).
+- **Circuit**: ``breaker_failures`` consecutive failures (connect errors, timeouts, broken
+  bodies, 5xx; never 4xx) open the key's circuit for ``breaker_open_s`` x the number of times
+  it has opened, capped at ``breaker_max_open_s``. When that time is up the circuit is
+  half-open: exactly one probe goes through; its success closes the circuit (and forgets the
+  count), its failure opens it again for longer. Any answer from the host that is not a 5xx
+  (a 404 included) counts as a success.
+- **Concurrency**: at most ``per_host_concurrency`` requests in flight per key. These slots
+  live in the process (an anyio semaphore per key), also when the rest of the state is in
+  SQLite: they bound what one process sends at once, not the machine.
+
+The state sits behind :class:`LimitState`, one atomic read-modify-write per call, so the
+algorithms here stay the same whatever stores them: :class:`MemoryLimitState` for one
+long-lived process, :class:`SQLiteLimitState` (``limits.db`` in the state dir, WAL,
+``BEGIN IMMEDIATE``) so that separate ``webward`` processes on one machine share one budget.
+Time comes from an injected clock; with SQLite it must be the wall clock, which the
+processes share.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import math
+import sqlite3
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import anyio
+
+from ._errors import InvalidInput, Refused
+from ._settings import LimitsSettings, Settings
+
+__all__ = [
+    "DEFAULT_BACKPRESSURE_S",
+    "MAX_BACKPRESSURE_S",
+    "REASON_BACKPRESSURE",
+    "REASON_CIRCUIT_OPEN",
+    "REASON_LIMITS_UNAVAILABLE",
+    "REASON_RATE_LIMITED",
+    "HostState",
+    "LimitState",
+    "Limiter",
+    "MemoryLimitState",
+    "SQLiteLimitState",
+    "Ticket",
+    "open_limit_state",
+    "parse_retry_after",
+    "retry_after_from_headers",
+]
+
+#: Fixed reason codes of the refusals raised here.
+REASON_RATE_LIMITED = "rate_limited"
+REASON_BACKPRESSURE = "upstream_backpressure"
+REASON_CIRCUIT_OPEN = "circuit_open"
+REASON_LIMITS_UNAVAILABLE = "limits_unavailable"
+
+#: A 429 that names no time holds the key this long.
+DEFAULT_BACKPRESSURE_S = 5.0
+#: A hostile or confused server cannot hold a key longer than this.
+MAX_BACKPRESSURE_S = 3600.0
+# While a half-open probe is in flight, others are told to come back after at most this long;
+# the probe itself holds a lease of twice the fetch deadline, in case its process dies.
+_PROBE_RETRY_HINT_S = 2.0
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What is remembered about one key. Times are clock seconds; 0 means "not set"."""
+
+    tokens: float
+    updated: float  # when ``tokens`` was last brought up to date
+    hold_until: float = 0.0  # back-pressure from a 429
+    failures: int = 0  # consecutive failures
+    opened: int = 0  # how many times the circuit has opened since the last success
+    open_until: float = 0.0  # the circuit is open until then; half-open after, while > 0
+    probe_until: float = 0.0  # a half-open probe is in flight until then
+
+
+Change = Callable[[HostState | None], tuple[HostState, R]]
+
+
+class LimitState(Protocol):
+    """Where limiter and breaker state lives: one atomic read-modify-write per call.
+
+    ``change`` is pure (it may be called again if a store retries) and gets ``None`` for a key
+    never seen. Implementations: :class:`MemoryLimitState`, :class:`SQLiteLimitState`
+    (Redis later).
+    """
+
+    async def update(self, key: str, change: Change[R]) -> R:
+        """Apply ``change`` to the state of ``key`` atomically and return its result."""
+        ...
+
+    async def get(self, key: str) -> HostState | None:
+        """The stored state of ``key`` (for inspection and tests)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the store."""
+        ...
+
+
+class MemoryLimitState:
+    """Limiter state in a dict: for one long-lived process (the gateway, the MCP server).
+
+    At most ``max_keys`` keys are kept; the least recently used healthy key goes first.
+    """
+
+    def __init__(self, max_keys: int = 100_000) -> None:
+        self._data: OrderedDict[str, HostState] = OrderedDict()
+        self._lock = threading.Lock()  # the gateway may drive one limiter from several threads
+        self._max_keys = max_keys
+
+    async def update(self, key: str, change: Change[R]) -> R:
+        with self._lock:
+            new, result = change(self._data.get(key))
+            self._data[key] = new
+            self._data.move_to_end(key)
+            if len(self._data) > self._max_keys:
+                self._evict()
+            return result
+
+    def _evict(self) -> None:
+        for k, s in list(self._data.items()):
+            if len(self._data) <= self._max_keys:
+                return
+            if s.failures == 0 and s.open_until == 0 and s.hold_until == 0:
+                del self._data[k]
+
+    async def get(self, key: str) -> HostState | None:
+        with self._lock:
+            return self._data.get(key)
+
+    async def aclose(self) -> None:
+        return None
+
+
+_COLUMNS = ("tokens", "updated", "hold_until", "failures", "opened", "open_until", "probe_until")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS hosts (
+    key TEXT PRIMARY KEY,
+    tokens REAL NOT NULL,
+    updated REAL NOT NULL,
+    hold_until REAL NOT NULL,
+    failures INTEGER NOT NULL,
+    opened INTEGER NOT NULL,
+    open_until REAL NOT NULL,
+    probe_until REAL NOT NULL
+)
+"""
+_UPSERT = (
+    f"INSERT INTO hosts (key, {', '.join(_COLUMNS)}) "
+    f"VALUES (?, {', '.join('?' for _ in _COLUMNS)}) "
+    f"ON CONFLICT(key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS)}"
+)
+# Rows of keys idle this long, with a closed circuit and no hold, are dropped on open.
+_PRUNE_AFTER_S = 86_400.0
+
+
+class SQLiteLimitState:
+    """Limiter state in ``limits.db`` in the state dir, shared by the processes of one machine.
+
+    Every change is one ``BEGIN IMMEDIATE`` transaction (the write lock is taken before the
+    read, so two processes cannot both spend the last token). WAL and a busy timeout let
+    several ``webward`` processes wait their turn instead of failing. If the store cannot be
+    opened or written, acquiring is refused (``limits_unavailable``): abuse protections fail
+    closed. ``clock`` is only used to prune idle rows; pass the limiter's clock.
+    """
+
+    def __init__(
+        self,
+        state_dir: str | Path,
+        *,
+        busy_timeout_s: float = 10.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = Path(state_dir) / "limits.db"
+        self._busy_timeout_s = busy_timeout_s
+        self._clock = clock
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # one connection, used by one worker thread at a time
+
+    async def update(self, key: str, change: Change[R]) -> R:
+        return await anyio.to_thread.run_sync(self._update_sync, key, change)
+
+    async def get(self, key: str) -> HostState | None:
+        return await anyio.to_thread.run_sync(self._get_sync, key)
+
+    async def aclose(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(_SCHEMA)
+                conn.execute(
+                    "DELETE FROM hosts WHERE updated < ? AND open_until = 0 AND hold_until < ?",
+                    (self._clock() - _PRUNE_AFTER_S, self._clock()),
+                )
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _update_sync(self, key: str, change: Change[R]) -> R:
+        with self._lock:
+            try:
+                conn = self._connect()
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    row = conn.execute(
+                        f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?", (key,)
+                    ).fetchone()
+                    new, result = change(_row_to_state(row))
+                    conn.execute(_UPSERT, (key, *(getattr(new, c) for c in _COLUMNS)))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                return result
+            except (sqlite3.Error, OSError) as exc:
+                raise _unavailable(self.path, exc) from None
+
+    def _get_sync(self, key: str) -> HostState | None:
+        with self._lock:
+            try:
+                row = (
+                    self._connect()
+                    .execute(f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?", (key,))
+                    .fetchone()
+                )
+            except (sqlite3.Error, OSError) as exc:
+                raise _unavailable(self.path, exc) from None
+            return _row_to_state(row)
+
+
+def _row_to_state(row: Any) -> HostState | None:
+    if row is None:
+        return None
+    tokens, updated, hold, failures, opened, open_until, probe = row
+    return HostState(
+        float(tokens),
+        float(updated),
+        float(hold),
+        int(failures),
+        int(opened),
+        float(open_until),
+        float(probe),
+    )
+
+
+def _unavailable(path: Path, exc: BaseException) -> Refused:
+    return Refused(
+        f"refused: the rate-limit state at {path} is unavailable ({exc}); webward does not "
+        "read without its abuse protections",
+        reason=REASON_LIMITS_UNAVAILABLE,
+    )
+
+
+def open_limit_state(
+    settings: Settings, kind: str = "memory", *, clock: Callable[[], float] = time.time
+) -> LimitState:
+    """The limit store for ``settings``: ``kind`` is ``memory`` (one long-lived process) or
+    ``sqlite`` (``limits.db`` in the state dir; the command line's default)."""
+    if settings.state.redis_url:
+        raise InvalidInput(
+            "state.redis_url is set, but this build of webward has no Redis limit store yet; "
+            "unset it to keep limits in this process or in the state dir"
+        )
+    if kind == "memory":
+        return MemoryLimitState()
+    if kind == "sqlite":
+        return SQLiteLimitState(settings.state.path(), clock=clock)
+    raise InvalidInput(f"unknown limit store {kind!r}; use memory or sqlite")
+
+
+# ---- the algorithms: pure functions of (state, now) -------------------------------------
+
+
+@dataclass(frozen=True)
+class _Config:
+    rate: float
+    burst: float
+    failures: int
+    open_s: float
+    max_open_s: float
+    probe_lease_s: float
+
+
+@dataclass(frozen=True)
+class _Admission:
+    ok: bool
+    probe: bool = False
+    reason: str = ""
+    retry_after: float = 0.0
+    failures: int = 0
+
+
+def _fresh(cfg: _Config, now: float) -> HostState:
+    return HostState(tokens=cfg.burst, updated=now)
+
+
+def _refill(s: HostState, cfg: _Config, now: float) -> HostState:
+    # A clock that steps backwards refills nothing (and never un-spends tokens).
+    elapsed = max(0.0, now - s.updated)
+    return replace(
+        s, tokens=min(cfg.burst, s.tokens + elapsed * cfg.rate), updated=max(now, s.updated)
+    )
+
+
+def _admit(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, _Admission]:
+    s = _refill(cur or _fresh(cfg, now), cfg, now)
+    if now < s.hold_until:
+        return s, _Admission(False, reason=REASON_BACKPRESSURE, retry_after=s.hold_until - now)
+    probe = False
+    if s.open_until:
+        if now < s.open_until:
+            return s, _Admission(
+                False,
+                reason=REASON_CIRCUIT_OPEN,
+                retry_after=s.open_until - now,
+                failures=s.failures,
+            )
+        if now < s.probe_until:  # half-open, and someone else is already probing
+            return s, _Admission(
+                False,
+                reason=REASON_CIRCUIT_OPEN,
+                retry_after=min(s.probe_until - now, _PROBE_RETRY_HINT_S),
+                failures=s.failures,
+            )
+        probe = True
+    if s.tokens < 1.0:
+        return s, _Admission(
+            False, reason=REASON_RATE_LIMITED, retry_after=(1.0 - s.tokens) / cfg.rate
+        )
+    s = replace(s, tokens=s.tokens - 1.0)
+    if probe:
+        s = replace(s, probe_until=now + cfg.probe_lease_s)
+    return s, _Admission(True, probe=probe)
+
+
+def _success(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
+    s = cur or _fresh(cfg, now)
+    return replace(s, failures=0, opened=0, open_until=0.0, probe_until=0.0), None
+
+
+def _failure(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
+    s = cur or _fresh(cfg, now)
+    failures = s.failures + 1
+    half_open = bool(s.open_until) and now >= s.open_until
+    closed = not s.open_until
+    if half_open or (closed and failures >= cfg.failures):
+        opened = s.opened + 1
+        open_for = min(cfg.open_s * opened, cfg.max_open_s)
+        return replace(
+            s, failures=failures, opened=opened, open_until=now + open_for, probe_until=0.0
+        ), None
+    return replace(s, failures=failures), None  # open already, or not yet at the threshold
+
+
+def _hold(
+    cur: HostState | None, cfg: _Config, now: float, seconds: float
+) -> tuple[HostState, None]:
+    s = _refill(cur or _fresh(cfg, now), cfg, now)
+    hold = now + min(max(seconds, 0.0), MAX_BACKPRESSURE_S)
+    return replace(s, tokens=0.0, hold_until=max(s.hold_until, hold)), None
+
+
+def _backpressure(
+    cur: HostState | None, cfg: _Config, now: float, seconds: float
+) -> tuple[HostState, None]:
+    # A 429 means the host answered: its failure streak ends, and its bucket empties and is
+    # held until the time it named.
+    s, _ = _hold(cur, cfg, now, seconds)
+    return replace(s, failures=0, opened=0, open_until=0.0, probe_until=0.0), None
+
+
+def _release_probe(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
+    s = cur or _fresh(cfg, now)
+    return replace(s, probe_until=0.0), None
+
+
+def _fmt_s(seconds: float) -> str:
+    """Seconds for a message, rounded up: ``1.5``, ``0.3``, ``30``."""
+    if seconds >= 10:
+        return str(math.ceil(seconds - 1e-9))
+    return f"{math.ceil(seconds * 10 - 1e-9) / 10:g}"
+
+
+def _refusal(label: str, a: _Admission) -> Refused:
+    wait = max(a.retry_after, 0.001)
+    if a.reason == REASON_RATE_LIMITED:
+        return Refused(
+            f"rate limited: {label} has had too many requests; retry in {_fmt_s(wait)} s",
+            code="rate_limited",
+            reason=REASON_RATE_LIMITED,
+            retry_after=wait,
+        )
+    if a.reason == REASON_BACKPRESSURE:
+        return Refused(
+            f"rate limited: {label} asked webward to slow down (HTTP 429); "
+            f"retry in {_fmt_s(wait)} s",
+            code="rate_limited",
+            reason=REASON_BACKPRESSURE,
+            retry_after=wait,
+        )
+    times = "once" if a.failures == 1 else f"{a.failures} times in a row"
+    return Refused(
+        f"circuit open: {label} failed {times}; webward will try it again in {_fmt_s(wait)} s",
+        code="circuit_open",
+        reason=REASON_CIRCUIT_OPEN,
+        retry_after=wait,
+    )
+
+
+# ---- the front the core uses ------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One admitted request: holds a concurrency slot until it is recorded or released."""
+
+    key: str
+    probe: bool = False  # this request is the half-open circuit's one probe
+    done: bool = False
+
+
+class _Slots:
+    def __init__(self, size: int) -> None:
+        self.sem = anyio.Semaphore(size)
+        self.users = 0
+
+
+class Limiter:
+    """Rate limit, back-pressure, circuit breaker and concurrency per key.
+
+    Use it as ``async with limiter.guard(key) as ticket:`` (the outcome is recorded from how
+    the block ends, or explicitly with :meth:`record`), or pair :meth:`acquire` with exactly
+    one :meth:`record` (or :meth:`release`). ``clock`` gives seconds; with
+    :class:`SQLiteLimitState` it must be the wall clock. ``sleep`` is only used when a caller
+    lets :meth:`acquire` wait (``max_wait_s``).
+    """
+
+    def __init__(
+        self,
+        state: LimitState,
+        limits: LimitsSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
+    ) -> None:
+        for name in (
+            "per_host_rate",
+            "per_host_burst",
+            "per_host_concurrency",
+            "breaker_failures",
+            "breaker_open_s",
+            "breaker_max_open_s",
+        ):
+            value = getattr(limits, name)
+            if not value > 0:
+                raise InvalidInput(f"limits.{name} must be greater than 0 (it is {value!r})")
+        if limits.per_host_burst < 1:
+            raise InvalidInput("limits.per_host_burst must be at least 1")
+        self.state = state
+        self.limits = limits
+        self._clock = clock
+        self._sleep = sleep
+        self._cfg = _Config(
+            rate=float(limits.per_host_rate),
+            burst=float(limits.per_host_burst),
+            failures=int(limits.breaker_failures),
+            open_s=float(limits.breaker_open_s),
+            max_open_s=float(limits.breaker_max_open_s),
+            probe_lease_s=max(2.0 * limits.fetch_timeout_s, 1.0),
+        )
+        self._slots: dict[str, _Slots] = {}
+        self._open: dict[str, deque[Ticket]] = {}
+
+    async def acquire(
+        self, key: str, *, max_wait_s: float = 0.0, label: str | None = None
+    ) -> Ticket:
+        """Admit one request to ``key`` or raise :class:`Refused` (``rate_limited`` or
+        ``circuit_open``, with ``retry_after``). Waits for a concurrency slot; waits out a
+        refusal only if it ends within ``max_wait_s``. ``label`` names the key in messages."""
+        slots = self._slots.get(key)
+        if slots is None:
+            slots = self._slots[key] = _Slots(self.limits.per_host_concurrency)
+        slots.users += 1
+        try:
+            await slots.sem.acquire()
+        except BaseException:
+            self._drop_user(key, slots)
+            raise
+        waited = 0.0
+        try:
+            while True:
+                admission = await self.state.update(key, self._admitter(self._clock()))
+                if admission.ok:
+                    break
+                if waited + admission.retry_after > max_wait_s:
+                    raise _refusal(label or key, admission)
+                await self._sleep(admission.retry_after)
+                waited += admission.retry_after
+        except BaseException:
+            slots.sem.release()
+            self._drop_user(key, slots)
+            raise
+        ticket = Ticket(key, probe=admission.probe)
+        self._open.setdefault(key, deque()).append(ticket)
+        return ticket
+
+    async def release(self, ticket: Ticket) -> None:
+        """End ``ticket`` without recording an outcome (a probe that learnt nothing frees the
+        half-open circuit for the next caller)."""
+        if ticket.done:
+            return
+        ticket.done = True
+        queue = self._open.get(ticket.key)
+        if queue is not None:
+            with suppress(ValueError):
+                queue.remove(ticket)
+            if not queue:
+                del self._open[ticket.key]
+        slots = self._slots.get(ticket.key)
+        if slots is not None:
+            slots.sem.release()
+            self._drop_user(ticket.key, slots)
+        if ticket.probe:
+            await self._update(ticket.key, _release_probe)
+
+    async def record(
+        self,
+        ticket: Ticket | str,
+        status: int | None = None,
+        error: BaseException | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Record how a request ended and end its ticket.
+
+        ``ticket`` may be the key instead; then the oldest open ticket of that key is ended.
+        A status of 429 is back-pressure (held for ``retry_after`` seconds); 5xx, and errors
+        without a status (timeouts, connect errors), are failures; any other status is a
+        success. Refusals and invalid input say nothing about the host.
+        """
+        if isinstance(ticket, str):
+            queue = self._open.get(ticket)
+            key = ticket
+            tk = queue[0] if queue else None
+        else:
+            key, tk = ticket.key, ticket
+        await self._finish(key, tk, _classify(status, error), retry_after)
+
+    async def _finish(
+        self, key: str, tk: Ticket | None, outcome: str, retry_after: float | None
+    ) -> None:
+        try:
+            with anyio.CancelScope(shield=True):  # the outcome must land even when cancelled
+                if outcome == "success":
+                    await self.record_success(key)
+                elif outcome == "failure":
+                    await self.record_failure(key)
+                    if retry_after is not None:  # a 503 naming a time: a failure, and a hold
+                        await self._update(
+                            key, lambda cur, cfg, now: _hold(cur, cfg, now, retry_after)
+                        )
+                elif outcome == "backpressure":
+                    await self.record_backpressure(key, retry_after)
+                if tk is not None:
+                    if outcome != "neutral":
+                        tk.probe = False  # the probe told us something; its lease is spent
+                    await self.release(tk)
+        except BaseException:
+            if tk is not None and not tk.done:
+                with anyio.CancelScope(shield=True):
+                    await self.release(tk)
+            raise
+
+    async def record_success(self, key: str) -> None:
+        """The host answered (anything but a 5xx or a 429): its failure streak ends."""
+        await self._update(key, _success)
+
+    async def record_failure(self, key: str) -> None:
+        """A connect error, timeout, broken body or 5xx: one more consecutive failure."""
+        await self._update(key, _failure)
+
+    async def record_backpressure(self, key: str, retry_after_s: float | None) -> None:
+        """An upstream 429: hold the key for ``retry_after_s`` seconds (a default if None)."""
+        seconds = DEFAULT_BACKPRESSURE_S if retry_after_s is None else retry_after_s
+        await self._update(key, lambda cur, cfg, now: _backpressure(cur, cfg, now, seconds))
+
+    @asynccontextmanager
+    async def guard(
+        self, key: str, *, max_wait_s: float = 0.0, label: str | None = None
+    ) -> AsyncIterator[Ticket]:
+        """Admit one request for the block and record how it ended.
+
+        Inside the block, call ``await limiter.record(ticket, status=..., retry_after=...)``
+        when a response arrives. If the block ends without a record, an exception is
+        classified (see :meth:`record`) and a normal exit counts as a success.
+        """
+        ticket = await self.acquire(key, max_wait_s=max_wait_s, label=label)
+        try:
+            yield ticket
+        except BaseException as exc:
+            if not ticket.done:
+                await self.record(ticket, error=exc)
+            raise
+        else:
+            if not ticket.done:
+                await self._finish(ticket.key, ticket, "success", None)
+
+    async def state_of(self, key: str) -> HostState | None:
+        """The stored state of ``key`` (for tests and diagnostics)."""
+        return await self.state.get(key)
+
+    async def aclose(self) -> None:
+        """Close the state store."""
+        await self.state.aclose()
+
+    async def _update(
+        self, key: str, fn: Callable[[HostState | None, _Config, float], tuple[HostState, None]]
+    ) -> None:
+        now = self._clock()
+        await self.state.update(key, lambda cur: fn(cur, self._cfg, now))
+
+    def _admitter(self, now: float) -> Change[_Admission]:
+        def change(cur: HostState | None) -> tuple[HostState, _Admission]:
+            return _admit(cur, self._cfg, now)
+
+        return change
+
+    def _drop_user(self, key: str, slots: _Slots) -> None:
+        slots.users -= 1
+        if slots.users <= 0 and self._slots.get(key) is slots:
+            del self._slots[key]
+
+
+def _classify(status: int | None, error: BaseException | None) -> str:
+    """``success``, ``failure``, ``backpressure`` or ``neutral`` for the breaker."""
+    if error is not None:
+        if isinstance(error, Refused | InvalidInput):
+            return "neutral"  # webward said no; the host said nothing
+        err_status = getattr(error, "status", None)
+        if isinstance(err_status, int):
+            return _classify(err_status, None)
+        if isinstance(error, Exception):
+            return "failure"  # timeout, connect error, broken body
+        return "neutral"  # cancellation from outside, KeyboardInterrupt: not the host's fault
+    if status is None:
+        return "neutral"
+    if status == 429:
+        return "backpressure"
+    if status >= 500:
+        return "failure"
+    return "success"
+
+
+# ---- Retry-After ------------------------------------------------------------------------
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value: delta-seconds or an HTTP date.
+
+    ``now`` is the wall-clock time (``time.time()`` if None). Returns None for a missing or
+    unreadable value; never less than 0 or more than :data:`MAX_BACKPRESSURE_S`.
+    """
+    if value is None:
+        return None
+    v = value.strip()
+    if not v:
+        return None
+    try:
+        seconds = float(v)
+    except ValueError:
+        seconds = math.nan
+    if not math.isnan(seconds):
+        if math.isinf(seconds):
+            return MAX_BACKPRESSURE_S if seconds > 0 else 0.0
+        return min(max(seconds, 0.0), MAX_BACKPRESSURE_S)
+    try:
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    current = time.time() if now is None else now
+    return min(max(when.timestamp() - current, 0.0), MAX_BACKPRESSURE_S)
+
+
+def retry_after_from_headers(
+    headers: Mapping[str, str] | Iterable[tuple[str, str]], now: float | None = None
+) -> float | None:
+    """Seconds to wait from response headers: ``Retry-After``, else ``X-RateLimit-Reset``.
+
+    ``X-RateLimit-Reset`` may list several windows (Brave: ``1, 1419704``); the longest
+    window whose ``X-RateLimit-Remaining`` is 0 wins, else the shortest.
+    """
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    found: dict[str, str] = {}
+    for k, v in pairs:
+        found.setdefault(k.lower(), v)
+    from_retry = parse_retry_after(found.get("retry-after"), now)
+    if from_retry is not None:
+        return from_retry
+    resets = _numbers(found.get("x-ratelimit-reset"))
+    if not resets:
+        return None
+    remaining = _numbers(found.get("x-ratelimit-remaining"))
+    exhausted = [r for r, left in zip(resets, remaining, strict=False) if left <= 0]
+    chosen = max(exhausted) if exhausted else min(resets)
+    return min(max(chosen, 0.0), MAX_BACKPRESSURE_S)
+
+
+def _numbers(value: str | None) -> list[float]:
+    if not value:
+        return []
+    out: list[float] = []
+    for part in value.split(","):
+        try:
+            n = float(part.strip())
+        except ValueError:
+            return []
+        if math.isnan(n) or math.isinf(n):
+            return []
+        out.append(n)
+    return out

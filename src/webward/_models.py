@@ -1,0 +1,138 @@
+"""The result models: one wire format (camelCase JSON) for every face.
+
+Attributes are snake_case (``page.final_url``); :meth:`to_wire` gives the camelCase JSON that
+the CLI's ``--json``, the MCP structured content and the gateway all return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Hit", "Link", "Page", "Part", "SearchResult", "Window"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """A binary part the model can see: an image, or a document (PDF)."""
+
+    type: str  # "image" | "document"
+    media_type: str
+    bytes: int
+    name: str
+    data: str  # base64; never logged, never summarised
+    text: str | None = None  # a document's extracted text, for providers without documents
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "mediaType": self.media_type,
+            "bytes": self.bytes,
+            "name": self.name,
+            "data": self.data,
+        }
+        if self.type == "document":
+            out["text"] = self.text
+        return out
+
+    def __repr__(self) -> str:  # base64 stays out of reprs and therefore out of logs
+        return f"Part(type={self.type!r}, media_type={self.media_type!r}, bytes={self.bytes}, name={self.name!r})"
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which characters of the page this call hands over."""
+
+    offset: int
+    end: int
+    total: int
+    next_offset: int | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"offset": self.offset, "end": self.end, "total": self.total, "nextOffset": self.next_offset}
+
+
+@dataclass(frozen=True)
+class Link:
+    """An outbound link: absolute URL and its anchor text (neutralised)."""
+
+    url: str
+    text: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"url": self.url, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Page:
+    """The result of one page read."""
+
+    requested_url: str
+    final_url: str
+    status: int
+    title: str
+    content_type: str
+    content: str  # the enveloped window
+    window: Window
+    truncated: bool
+    retrieved_at: str
+    parts: tuple[Part, ...] = ()
+    links: tuple[Link, ...] | None = None
+    screenshot: Part | None = None
+    classification: str = "untrusted-external"
+    # Not on the wire: for the audit record and --verbose.
+    redirects: tuple[str, ...] = field(default=(), compare=False)
+    bytes_read: int = field(default=0, compare=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "requestedUrl": self.requested_url,
+            "finalUrl": self.final_url,
+            "status": self.status,
+            "title": self.title,
+            "classification": self.classification,
+            "contentType": self.content_type,
+            "content": self.content,
+            "window": self.window.to_wire(),
+            "truncated": self.truncated,
+            "parts": [p.to_wire() for p in self.parts],
+            "retrievedAt": self.retrieved_at,
+        }
+        if self.links is not None:
+            out["links"] = [link.to_wire() for link in self.links]
+        if self.screenshot is not None:
+            out["screenshot"] = self.screenshot.to_wire()
+        return out
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search hit. Title and snippet are neutralised; the URL is absolute."""
+
+    title: str
+    url: str
+    snippet: str
+    published: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"title": self.title, "url": self.url, "snippet": self.snippet, "published": self.published}
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The result of one search."""
+
+    provider: str
+    query: str
+    hits: tuple[Hit, ...]
+    content: str  # the enveloped rendering for the model
+    retrieved_at: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "query": self.query,
+            "hits": [h.to_wire() for h in self.hits],
+            "content": self.content,
+            "retrievedAt": self.retrieved_at,
+        }

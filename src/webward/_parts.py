@@ -1,0 +1,143 @@
+"""Binary parts the model can see: images and PDF documents, and their one-line summaries.
+
+A part carries its bytes as base64 for the model; everything meant for people (log lines, run
+visibility, audit records) uses :func:`part_summary` / :func:`tool_result_text`, which never
+include the base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from ._models import Part
+
+__all__ = [
+    "IMAGE_TYPES",
+    "PdfText",
+    "document_part",
+    "file_name",
+    "image_part",
+    "part_summary",
+    "pdf_text",
+    "tool_result_text",
+]
+
+#: The image types every model provider takes, with the extension used for fallback names.
+IMAGE_TYPES = {"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp"}
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_NAME = 100
+
+
+def file_name(url: str, default_stem: str, extension: str) -> str:
+    """A safe file name for a part, from the last path segment of ``url``.
+
+    ``https://x/docs/Report%202024.pdf`` gives ``Report_2024.pdf``; a URL without a usable
+    segment gives ``<default_stem>.<extension>``; a name without the extension gets it.
+    """
+    try:
+        segment = posixpath.basename(unquote(urlsplit(url).path))
+    except ValueError:
+        segment = ""
+    name = _UNSAFE_NAME.sub("_", segment).strip("._-")
+    if not name:
+        name = default_stem
+    if not name.lower().endswith(f".{extension}") and not (
+        extension == "jpg" and name.lower().endswith(".jpeg")
+    ):
+        name = f"{name}.{extension}"
+    if len(name) > _MAX_NAME:
+        name = name[: _MAX_NAME - len(extension) - 1].rstrip("._-") + f".{extension}"
+    return name
+
+
+def image_part(body: bytes, media_type: str, url: str) -> Part:
+    """An image part (base64) for one of :data:`IMAGE_TYPES`."""
+    return Part(
+        type="image",
+        media_type=media_type,
+        bytes=len(body),
+        name=file_name(url, "image", IMAGE_TYPES.get(media_type, "bin")),
+        data=base64.b64encode(body).decode("ascii"),
+    )
+
+
+@dataclass(frozen=True)
+class PdfText:
+    """What pypdf could read of a PDF: its text, page count and title (empty when unknown)."""
+
+    text: str
+    pages: int | None
+    title: str
+    truncated: bool
+
+
+def pdf_text(body: bytes, max_chars: int) -> PdfText:
+    """The text of a PDF, page after page, cut at ``max_chars``. Never raises: a PDF pypdf
+    cannot read (broken, encrypted) gives empty text."""
+    try:
+        from pypdf import PdfReader  # lazy: only PDF reads pay for the import
+
+        reader = PdfReader(io.BytesIO(body), strict=False)
+        pages = len(reader.pages)
+        title = ""
+        try:
+            meta = reader.metadata
+            if meta is not None and isinstance(meta.title, str):
+                title = " ".join(meta.title.split())[:300]
+        except Exception:  # broken metadata must not cost the text
+            title = ""
+        chunks: list[str] = []
+        size = 0
+        truncated = False
+        for page in reader.pages:
+            try:
+                chunk = (page.extract_text() or "").strip()
+            except Exception:  # one unreadable page must not cost the others
+                chunk = ""
+            if not chunk:
+                continue
+            chunks.append(chunk)
+            size += len(chunk) + 2
+            if size > max_chars:
+                truncated = True
+                break
+    except Exception:  # pypdf raises many kinds of errors on hostile files
+        return PdfText(text="", pages=None, title="", truncated=False)
+    text = "\n\n".join(chunks)
+    if len(text) > max_chars:
+        text, truncated = text[:max_chars], True
+    return PdfText(text=text, pages=pages, title=title, truncated=truncated)
+
+
+def document_part(body: bytes, url: str, text: str) -> Part:
+    """A PDF document part (base64), named after the URL's file name, carrying its text."""
+    return Part(
+        type="document",
+        media_type="application/pdf",
+        bytes=len(body),
+        name=file_name(url, "document", "pdf"),
+        data=base64.b64encode(body).decode("ascii"),
+        text=text,
+    )
+
+
+def part_summary(part: Part) -> str:
+    """``[image image/png, 12345 bytes]`` or ``[document report.pdf, 12345 bytes]``."""
+    if part.type == "image":
+        return f"[image {part.media_type}, {part.bytes} bytes]"
+    if part.type == "document":
+        return f"[document {part.name}, {part.bytes} bytes]"
+    return f"[{part.type} {part.media_type}, {part.bytes} bytes]"
+
+
+def tool_result_text(parts: Iterable[str | Part]) -> str:
+    """The text of a tool result for logs and run visibility: text blocks as they are, each
+    binary part as its one-line summary, one block per line. Never any base64."""
+    return "\n".join(item if isinstance(item, str) else part_summary(item) for item in parts)

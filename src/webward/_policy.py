@@ -1,0 +1,267 @@
+"""Reach tiers and host patterns: who may read what. Pure: no sockets, no DNS, no files.
+
+The check order, written out once:
+
+1. the tier must be one of ``as-owner``, ``connected``, ``full``;
+2. the deny list wins over everything: a denied host is refused in every tier;
+3. ``as-owner`` reads only hosts on the allow list; ``connected`` and ``full`` read any host
+   (non-public addresses are the literal guard's business, not the policy's);
+4. search needs ``connected`` or ``full``; screenshots need ``full``;
+5. in ``report`` mode a refusal becomes an allowed :class:`Decision` with ``would_deny=True``,
+   so an operator can roll a policy out and read the audit log before enforcing it.
+
+Host patterns (as smokescreen has them): an exact host (``docs.python.org``) or a leading
+``*.`` that matches subdomains only (``*.python.org`` matches ``docs.python.org`` and
+``a.b.python.org``, not ``python.org``). Patterns and hosts are normalised the same way:
+case folded, trailing dot dropped, IDNA to punycode. ``*`` alone, a wildcard anywhere but the
+front, a wildcard over a single label (``*.com``), and anything with a scheme, port or path are
+refused when the policy loads.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+import idna
+
+from ._errors import InvalidInput, Refused
+from ._settings import TIERS, PolicySettings
+
+__all__ = [
+    "REASON_ALLOWED",
+    "REASON_HOST_DENIED",
+    "REASON_HOST_NOT_ALLOWED",
+    "REASON_SCREENSHOT_TIER",
+    "REASON_SEARCH_TIER",
+    "Decision",
+    "HostPattern",
+    "Policy",
+    "normalise_host",
+]
+
+#: Fixed reason codes; tests and the audit log key on these literals.
+REASON_ALLOWED = "allowed"
+REASON_HOST_DENIED = "host_denied"
+REASON_HOST_NOT_ALLOWED = "host_not_allowed"
+REASON_SEARCH_TIER = "search_needs_tier"
+REASON_SCREENSHOT_TIER = "screenshot_needs_tier"
+
+_SEARCH_TIERS = ("connected", "full")
+_SCREENSHOT_TIERS = ("full",)
+_POLICY_VERSION = 1
+
+# What an ASCII host may hold after folding. Underscores are tolerated (some real hosts carry
+# them); everything else that is not a letter, digit, dot or hyphen is not a host.
+_ASCII_HOST = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_](?:[a-z0-9_-]{0,62}))*$")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The policy's answer for one call.
+
+    ``allowed`` says whether the call may go ahead. ``reason`` is a fixed code
+    (``allowed``, ``host_denied``, ``host_not_allowed``, ``search_needs_tier``,
+    ``screenshot_needs_tier``). ``message`` is the one-sentence refusal the caller reads (empty
+    when allowed). In report mode a call enforce would refuse comes back with
+    ``allowed=True``, ``would_deny=True`` and the refusal's reason and message, for the audit.
+    """
+
+    allowed: bool
+    reason: str
+    message: str
+    would_deny: bool = False
+
+    def raise_if_denied(self) -> None:
+        """Raise :class:`Refused` carrying this decision's reason and message if not allowed."""
+        if not self.allowed:
+            raise Refused(self.message, reason=self.reason)
+
+
+_ALLOW = Decision(True, REASON_ALLOWED, "")
+
+
+def normalise_host(host: str) -> str:
+    """The canonical form of a host name or IP literal: lower case, no trailing dot, punycode.
+
+    IP literals (``[::1]`` or ``::1``, ``127.0.0.1``) come back in their compressed form
+    without brackets. Raises :class:`InvalidInput` if ``host`` is not a host name.
+    """
+    if not isinstance(host, str):
+        raise InvalidInput("a host must be a string")
+    h = host.strip()
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    try:
+        return str(ipaddress.ip_address(h))
+    except ValueError:
+        pass
+    if h.endswith("."):  # the root label: example.org. is example.org
+        h = h[:-1]
+    if not h:
+        raise InvalidInput(f"{host!r} is not a host name")
+    if h.isascii():
+        h = h.lower()
+    else:
+        try:
+            h = idna.encode(h, uts46=True, transitional=False).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
+            raise InvalidInput(f"{host!r} is not a valid international host name") from None
+    if len(h) > 253 or not _ASCII_HOST.match(h):
+        raise InvalidInput(f"{host!r} is not a host name")
+    return h
+
+
+@dataclass(frozen=True)
+class HostPattern:
+    """One normalised host pattern: an exact host, or ``*.`` + a domain (subdomains only)."""
+
+    text: str  # as written in the config, for messages
+    host: str  # normalised; for a wildcard, the domain after ``*.``
+    wildcard: bool
+
+    @classmethod
+    def parse(cls, pattern: str, where: str) -> HostPattern:
+        """Parse and validate a pattern; ``where`` names the list in messages (``policy.allow``)."""
+        if not isinstance(pattern, str):
+            raise InvalidInput(f"{where} holds {pattern!r}, which is not a host pattern")
+        text = pattern.strip()
+        hint = (
+            "use an exact host (docs.python.org) or a leading *. for its subdomains (*.python.org)"
+        )
+        if text in ("", "*", "*.", "."):
+            raise InvalidInput(f"{where} holds {pattern!r}, which would match every host; {hint}")
+        if any(c in text for c in "/:@?#") and not _is_ip_literal(text):
+            raise InvalidInput(
+                f"{where} holds {pattern!r}; a pattern is a host only, "
+                f"no scheme, port or path; {hint}"
+            )
+        wildcard = text.startswith("*.")
+        rest = text[2:] if wildcard else text
+        if "*" in rest:
+            raise InvalidInput(
+                f"{where} holds {pattern!r}; a wildcard is allowed only as a leading *.; {hint}"
+            )
+        try:
+            host = normalise_host(rest)
+        except InvalidInput:
+            raise InvalidInput(
+                f"{where} holds {pattern!r}, which is not a host name; {hint}"
+            ) from None
+        if wildcard:
+            if _is_ip_literal(host):
+                raise InvalidInput(f"{where} holds {pattern!r}; an IP address takes no wildcard")
+            if "." not in host:
+                raise InvalidInput(
+                    f"{where} holds {pattern!r}, which would match a whole top-level domain; {hint}"
+                )
+        return cls(text=text, host=host, wildcard=wildcard)
+
+    def matches(self, host: str) -> bool:
+        """Whether the normalised ``host`` matches this pattern."""
+        if self.wildcard:
+            return host.endswith("." + self.host)
+        return host == self.host
+
+
+def _is_ip_literal(text: str) -> bool:
+    t = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        ipaddress.ip_address(t)
+    except ValueError:
+        return False
+    return True
+
+
+class Policy:
+    """Reach-tier decisions over a validated :class:`PolicySettings`.
+
+    The constructor validates every pattern and raises :class:`InvalidInput` naming the first
+    bad one, so a broken policy file fails when it loads, never halfway through a call.
+    """
+
+    def __init__(self, settings: PolicySettings, *, source: str = "") -> None:
+        where = f" in {source}" if source else ""
+        if settings.version != _POLICY_VERSION:
+            raise InvalidInput(
+                f"policy.version{where} is {settings.version}; this webward reads version 1"
+            )
+        if settings.mode not in ("enforce", "report"):
+            raise InvalidInput(f"policy.mode{where} must be enforce or report")
+        if settings.default_tier not in TIERS:
+            raise InvalidInput(
+                f"unknown tier {settings.default_tier!r}{where}; the tiers are {', '.join(TIERS)}"
+            )
+        for tier in settings.robots_off_tiers:
+            if tier not in TIERS:
+                raise InvalidInput(
+                    f"[policy.tiers.{tier}]{where} names an unknown tier; "
+                    f"the tiers are {', '.join(TIERS)}"
+                )
+        self.settings = settings
+        self.allow = tuple(HostPattern.parse(p, f"policy.allow{where}") for p in settings.allow)
+        self.deny = tuple(HostPattern.parse(p, f"policy.deny{where}") for p in settings.deny)
+        self.report = settings.mode == "report"
+
+    # ---- decisions --------------------------------------------------------------------
+
+    def check_fetch(self, host: str, tier: str, agent: str) -> Decision:
+        """May ``agent`` with ``tier`` read a page on ``host``? (Hosts are normalised here.)"""
+        _check_tier(tier)
+        h = normalise_host(host)
+        denied = _first_match(self.deny, h)
+        if denied is not None:
+            return self._deny(
+                REASON_HOST_DENIED,
+                f"refused: {h} is on the deny-list ({denied.text} in [policy] deny); "
+                "no tier may read it",
+            )
+        if tier == "as-owner" and _first_match(self.allow, h) is None:
+            return self._deny(
+                REASON_HOST_NOT_ALLOWED,
+                f"refused: {h} is not on the allow-list of tier as-owner; add it to [policy] "
+                f"allow in the config or give agent {agent} the tier connected",
+            )
+        return _ALLOW
+
+    def check_search(self, tier: str, agent: str) -> Decision:
+        """May ``agent`` with ``tier`` run a web search? (``connected`` or ``full`` only.)"""
+        _check_tier(tier)
+        if tier not in _SEARCH_TIERS:
+            return self._deny(
+                REASON_SEARCH_TIER,
+                f"refused: web search needs tier connected or full; agent {agent} has tier {tier}",
+            )
+        return _ALLOW
+
+    def check_screenshot(self, tier: str, agent: str) -> Decision:
+        """May ``agent`` with ``tier`` ask for a screenshot? (``full`` only.)"""
+        _check_tier(tier)
+        if tier not in _SCREENSHOT_TIERS:
+            return self._deny(
+                REASON_SCREENSHOT_TIER,
+                f"refused: screenshots need tier full; agent {agent} has tier {tier}",
+            )
+        return _ALLOW
+
+    def robots_enabled(self, tier: str) -> bool:
+        """Whether robots.txt is consulted for reads in ``tier``."""
+        return self.settings.robots and tier not in self.settings.robots_off_tiers
+
+    def _deny(self, reason: str, message: str) -> Decision:
+        if self.report:  # report mode: let it through, but say what enforce would have done
+            return Decision(True, reason, message, would_deny=True)
+        return Decision(False, reason, message)
+
+
+def _check_tier(tier: str) -> None:
+    if tier not in TIERS:
+        raise InvalidInput(f"unknown tier {tier!r}; the tiers are {', '.join(TIERS)}")
+
+
+def _first_match(patterns: tuple[HostPattern, ...], host: str) -> HostPattern | None:
+    for p in patterns:
+        if p.matches(host):
+            return p
+    return None

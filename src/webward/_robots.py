@@ -1,0 +1,187 @@
+"""robots.txt (RFC 9309), read with Protego under webward's own user-agent token.
+
+The rules, as the RFC has them:
+
+- 2xx: the file is parsed (its first :data:`MAX_ROBOTS_BYTES`; the RFC asks parsers to read at
+  least 500 KiB) and the group for the token ``webward`` (else ``*``) decides;
+- 3xx left over, and 4xx (404 included): the file is "unavailable", every path is allowed;
+- 5xx, and a robots.txt that cannot be reached at all (the fetch raised: a refused redirect to
+  an internal address, a timeout, a reset): "unreachable", every path is disallowed. A 429 is
+  treated like a 5xx (the host asked us to slow down; reading pages at once would not).
+
+The fetch itself is injected (``fetch_robots(url) -> (status, body)``): the core passes its
+own, which goes through the same guard, pinned transport and redirect rules (at most five
+hops) as a page read. Answers are cached per origin (scheme, host, port) for ``ttl_s``;
+"unreachable" for only ``error_ttl_s``, so a passing outage does not block a host for long.
+If the fetch is refused by webward's own rate limit or open circuit, that refusal is passed on
+as it is (it says when to retry) and nothing is cached.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import anyio
+from protego import Protego
+
+from ._errors import InvalidInput, Refused, WebwardError
+
+__all__ = [
+    "MAX_ROBOTS_BYTES",
+    "REASON_ROBOTS",
+    "REASON_ROBOTS_UNREACHABLE",
+    "USER_AGENT_TOKEN",
+    "FetchRobots",
+    "RobotsChecker",
+    "robots_url",
+]
+
+#: Fixed reason codes.
+REASON_ROBOTS = "robots"
+REASON_ROBOTS_UNREACHABLE = "robots_unreachable"
+
+#: webward's product token in robots.txt groups (the full User-Agent lives with the core).
+USER_AGENT_TOKEN = "webward"
+#: How much of a robots.txt is parsed (RFC 9309, 2.5: at least 500 kibibytes).
+MAX_ROBOTS_BYTES = 500 * 1024
+
+#: ``fetch_robots(robots_url) -> (status, body)``; raises ``WebwardError`` when it cannot.
+FetchRobots = Callable[[str], Awaitable[tuple[int, bytes]]]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class _HasURL(Protocol):
+    @property
+    def url(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class _Entry:
+    expires: float
+    rules: Protego | None  # None: every path allowed (4xx)
+    unreachable: str = ""  # non-empty: every path disallowed, and why
+
+
+def robots_url(url: str) -> tuple[str, str, str]:
+    """``(origin, robots_url, host_for_messages)`` of an absolute http(s) URL."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise InvalidInput(f"{url!r} is not an absolute http or https URL")
+    host = parts.hostname.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        raise InvalidInput(f"{url!r} has an invalid port") from None
+    shown = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        shown = f"{shown}:{port}"
+    origin = f"{scheme}://{shown}"
+    return origin, f"{origin}/robots.txt", shown
+
+
+class RobotsChecker:
+    """Answers "may webward read this URL?" from the origin's robots.txt, cached.
+
+    ``fetch`` is the core's guarded fetch; ``clock`` gives seconds (inject a fake one in
+    tests). Raises :class:`Refused` with reason ``robots`` or ``robots_unreachable``.
+    """
+
+    def __init__(
+        self,
+        fetch: FetchRobots,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        ttl_s: float = 3600.0,
+        error_ttl_s: float = 60.0,
+        token: str = USER_AGENT_TOKEN,
+        max_origins: int = 1024,
+    ) -> None:
+        self._fetch = fetch
+        self._clock = clock
+        self._ttl_s = ttl_s
+        self._error_ttl_s = error_ttl_s
+        self._token = token
+        self._max_origins = max_origins
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._locks: dict[str, anyio.Lock] = {}
+
+    async def check(self, url: str | _HasURL) -> None:
+        """Return if robots.txt lets webward read ``url``; raise :class:`Refused` if not."""
+        target = url if isinstance(url, str) else url.url
+        origin, robots, host = robots_url(target)
+        entry = await self._entry(origin, robots, host)
+        if entry.unreachable:
+            raise Refused(
+                f"refused: robots.txt of {host} could not be read ({entry.unreachable}), so "
+                "webward treats every path there as disallowed; try again later",
+                reason=REASON_ROBOTS_UNREACHABLE,
+            )
+        if entry.rules is not None and not entry.rules.can_fetch(target, self._token):
+            parts = urlsplit(target)
+            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            raise Refused(
+                f"refused: robots.txt of {host} disallows {path} for {self._token}",
+                reason=REASON_ROBOTS,
+            )
+
+    def forget(self, url: str) -> None:
+        """Drop the cached answer for the origin of ``url``."""
+        self._cache.pop(robots_url(url)[0], None)
+
+    async def _entry(self, origin: str, robots: str, host: str) -> _Entry:
+        cached = self._cached(origin)
+        if cached is not None:
+            return cached
+        # One fetch per origin at a time: concurrent reads of one host wait for the first.
+        lock = self._locks.get(origin)
+        if lock is None:
+            lock = self._locks[origin] = anyio.Lock()
+        try:
+            async with lock:
+                cached = self._cached(origin)
+                if cached is not None:
+                    return cached
+                entry = await self._load(robots)
+                self._cache[origin] = entry
+                self._cache.move_to_end(origin)
+                while len(self._cache) > self._max_origins:
+                    self._cache.popitem(last=False)
+                return entry
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._locks.pop(origin, None)
+
+    def _cached(self, origin: str) -> _Entry | None:
+        entry = self._cache.get(origin)
+        if entry is None:
+            return None
+        if self._clock() >= entry.expires:
+            del self._cache[origin]
+            return None
+        return entry
+
+    async def _load(self, robots: str) -> _Entry:
+        now = self._clock()
+        try:
+            status, body = await self._fetch(robots)
+        except WebwardError as exc:
+            if exc.code in ("rate_limited", "circuit_open"):
+                raise  # our own limits: the caller learns when to retry; nothing is cached
+            return _Entry(now + self._error_ttl_s, None, unreachable=exc.message.rstrip("."))
+        if 200 <= status < 300:
+            text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
+            try:
+                rules = Protego.parse(text)
+            except Exception:  # Protego is lenient; a parser bug must not open the door
+                return _Entry(now + self._error_ttl_s, None, unreachable="it could not be parsed")
+            return _Entry(now + self._ttl_s, rules)
+        if status == 429 or status >= 500:
+            return _Entry(now + self._error_ttl_s, None, unreachable=f"HTTP {status}")
+        return _Entry(now + self._ttl_s, None)  # 3xx left over, 4xx: unavailable, allow all

@@ -1,0 +1,152 @@
+"""One web search, as ``Web.search`` runs it:
+
+    validate (query 1..512 chars, limit 1..50) -> policy (tier connected or full)
+    -> choose the provider (call, config, credential store) -> provider call(s) through
+    ``Web.provider_request`` -> hits: http(s) only, de-duplicated, cut, neutralised
+    -> envelope -> SearchResult
+
+The audit record gets the provider's name and the last HTTP status; never a key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import unicodedata
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import _envelope
+from ._credentials import CredentialStore, default_store
+from ._errors import InvalidInput
+from ._models import Hit, SearchResult
+from .search import Http, Response, SearchProvider, check_provider_name, choose_provider
+from .search._common import collect
+
+if TYPE_CHECKING:
+    from ._web import Web
+
+__all__ = ["MAX_LIMIT", "SEARCH", "check_limit", "check_query", "render_hits", "run_search"]
+
+SEARCH = "web:search.query@1"
+MAX_LIMIT = 50
+
+
+def check_query(query: object, max_chars: int) -> str:
+    """The query with its whitespace collapsed, or ``InvalidInput``."""
+    if not isinstance(query, str):
+        raise InvalidInput("query must be a string")
+    if any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in query):
+        raise InvalidInput("query must not contain control characters")
+    text = " ".join(query.split())
+    if not text:
+        raise InvalidInput("query must not be empty")
+    if len(text) > max_chars:
+        raise InvalidInput(f"query must be at most {max_chars} characters (it has {len(text)})")
+    return text
+
+
+def check_limit(limit: object) -> int:
+    """``limit`` if it is a whole number from 1 to 50 (not a bool, float or string)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    return limit
+
+
+def finish_hits(hits: Sequence[Hit], limit: int) -> tuple[Hit, ...]:
+    """Drop non-http(s) URLs and duplicates, cut to ``limit``, neutralise titles, snippets
+    and dates (a provider adapter we did not write gets the same treatment)."""
+    kept: list[Hit] = []
+    cleaned = (
+        Hit(
+            title=_envelope.neutralise_line(h.title),
+            url=h.url,
+            snippet=_envelope.neutralise_line(h.snippet),
+            published=_envelope.neutralise_line(h.published) if h.published else None,
+        )
+        for h in hits
+        if isinstance(h, Hit)
+        and isinstance(h.url, str)
+        and h.url.lower().startswith(("http://", "https://"))
+    )
+    collect(kept, set(), cleaned, limit)
+    return tuple(kept)
+
+
+def render_hits(hits: Sequence[Hit]) -> str:
+    """The numbered list the model reads inside the envelope."""
+    if not hits:
+        return "No results for this query."
+    lines: list[str] = []
+    for i, hit in enumerate(hits, 1):
+        lines.append(f"{i}. {hit.title}")
+        lines.append(f"   {hit.url}")
+        if hit.snippet:
+            lines.append(f"   {hit.snippet}")
+        if hit.published:
+            lines.append(f"   published: {hit.published}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def _timestamp(now: float) -> str:
+    when = dt.datetime.fromtimestamp(now, dt.UTC)
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _provider_for(web: Web, name: str | None, record: dict[str, Any]) -> SearchProvider:
+    injected: SearchProvider | None = web._search_provider
+    if injected is not None and (name is None or name == injected.name):
+        return injected
+    credentials: CredentialStore = (
+        web._credentials if web._credentials is not None else default_store()
+    )
+
+    def http_for(provider: str) -> Http:
+        async def call(
+            method: str,
+            url: str,
+            *,
+            headers: tuple[tuple[str, str], ...] = (),
+            content: bytes | None = None,
+        ) -> Response:
+            body = await web.provider_request(
+                provider, method, url, headers=headers, content=content
+            )
+            record["status"] = body.status
+            return body
+
+        return call
+
+    return choose_provider(web.settings.search, credentials, http_for, name, clock=web._clock)
+
+
+async def run_search(
+    web: Web,
+    query: object,
+    limit: object,
+    agent: str,
+    tier: str,
+    provider: str | None,
+    record: dict[str, Any],
+) -> SearchResult:
+    """One search for ``agent`` at ``tier``; fills ``record`` with ``provider`` and ``status``."""
+    text = check_query(query, web.settings.limits.max_query_chars)
+    count = check_limit(limit)
+    name = check_provider_name(provider)
+    web._check_policy(web._policy.check_search(tier, agent), record)
+    chosen = _provider_for(web, name, record)
+    record["provider"] = chosen.name
+    hits = finish_hits(await chosen.search(text, count), count)
+    retrieved_at = _timestamp(web._clock())
+    content = _envelope.wrap(
+        render_hits(hits),
+        {
+            "capability": SEARCH,
+            "query": text,
+            "provider": chosen.name,
+            "retrieved_at": retrieved_at,
+        },
+    )
+    return SearchResult(
+        provider=chosen.name, query=text, hits=hits, content=content, retrieved_at=retrieved_at
+    )

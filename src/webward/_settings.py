@@ -1,0 +1,346 @@
+"""Settings: one frozen value object holding every limit, default and switch.
+
+Only :meth:`Settings.load` reads files and the environment; everything else takes a
+``Settings`` in its constructor. The search order of the config file is ``path``, then
+``$WEBWARD_CONFIG``, then ``./webward.toml``, then the user config dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from ._errors import InvalidInput
+
+__all__ = ["TIERS", "AgentSettings", "Settings"]
+
+TIERS = ("as-owner", "connected", "full")
+
+# Config keys that look like credentials: refused on load, because keys belong in the
+# credential store (environment, keyring or the 0600 file), never in a config file.
+_CREDENTIAL_KEYS = {
+    "api_key", "apikey", "key", "token", "secret", "password",
+    "brave_api_key", "brave_search_api_key", "tavily_api_key",
+    "anthropic_api_key", "openai_api_key",
+}
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """Where webward may connect beyond the public internet."""
+
+    # CIDRs the operator lets through although they are not global (intranet, tests).
+    allow_ranges: tuple[str, ...] = ()
+
+    def allow_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(r, strict=False) for r in self.allow_ranges)
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """Reach tiers: who may read what."""
+
+    version: int = 1
+    default_tier: str = "as-owner"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    robots: bool = True
+    # Tiers for which robots.txt is not consulted (``[policy.tiers.NAME] robots = false``).
+    robots_off_tiers: tuple[str, ...] = ()
+    mode: str = "enforce"  # enforce | report
+
+
+@dataclass(frozen=True)
+class LimitsSettings:
+    """Caps, deadlines and abuse protections."""
+
+    max_url_chars: int = 2048
+    max_query_chars: int = 512
+    max_read_bytes: int = 1_000_000
+    max_fetch_text_chars: int = 40_000
+    max_image_bytes: int = 5 * 1024 * 1024
+    max_pdf_bytes: int = 10 * 1024 * 1024
+    fetch_timeout_s: float = 12.0
+    max_redirects: int = 10
+    per_host_rate: float = 2.0
+    per_host_burst: int = 5
+    per_host_concurrency: int = 4
+    breaker_failures: int = 5
+    breaker_open_s: float = 30.0
+    breaker_max_open_s: float = 300.0
+    page_cache_ttl_s: float = 600.0
+    page_cache_max_chars: int = 50_000_000
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Which search provider, and where it lives."""
+
+    provider: str = ""
+    brave_url: str = "https://api.search.brave.com"
+    tavily_url: str = "https://api.tavily.com"
+    searxng_url: str = ""
+
+
+@dataclass(frozen=True)
+class StateSettings:
+    """Where state lives: the audit database and caches."""
+
+    dir: str = ""
+    redis_url: str = ""
+
+    def path(self) -> Path:
+        return Path(self.dir) if self.dir else Path(platformdirs.user_state_dir("webward"))
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    postgres_dsn_env: str = ""
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """One named agent: its reach tier and (for the gateway) its hashed bearer token."""
+
+    tier: str = "as-owner"
+    token_sha256: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting webward reads, with the defaults of DESIGN.md."""
+
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    state: StateSettings = field(default_factory=StateSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
+    agents: Mapping[str, AgentSettings] = field(default_factory=dict)
+    source: str = ""  # the config file the settings came from, for messages
+
+    def tier_for(self, agent: str) -> str:
+        """The reach tier of ``agent``: its own entry, else the default tier."""
+        entry = self.agents.get(agent)
+        return entry.tier if entry else self.policy.default_tier
+
+    def replace(self, overrides: Mapping[str, Any]) -> Settings:
+        """A copy with ``overrides`` (a nested dict shaped like the TOML) applied."""
+        return _build(_merge(_to_dict(self), overrides), self.source)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> Settings:
+        """The config file (see the module doc for the search order), then ``WEBWARD_*``
+        variables, then ``overrides``."""
+        env = os.environ if environ is None else environ
+        data: dict[str, Any] = {}
+        source = ""
+        found = _find_config(path, env)
+        if found is not None:
+            source = str(found)
+            try:
+                data = tomllib.loads(found.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInput(f"the config file {found} could not be read: {exc}") from exc
+            except tomllib.TOMLDecodeError as exc:
+                raise InvalidInput(f"the config file {found} is not valid TOML: {exc}") from exc
+            _refuse_credentials(data, source)
+        data = _merge(data, _from_environment(env))
+        if overrides:
+            data = _merge(data, overrides)
+        return _build(data, source)
+
+
+def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise InvalidInput(f"the config file {p} does not exist")
+        return p
+    if env.get("WEBWARD_CONFIG"):
+        p = Path(env["WEBWARD_CONFIG"])
+        if not p.is_file():
+            raise InvalidInput(f"the config file {p} named by WEBWARD_CONFIG does not exist")
+        return p
+    for candidate in (Path("webward.toml"), Path(platformdirs.user_config_dir("webward")) / "webward.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _refuse_credentials(data: Mapping[str, Any], source: str, prefix: str = "") -> None:
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            _refuse_credentials(value, source, f"{name}.")
+        elif key.lower() in _CREDENTIAL_KEYS or key.lower().endswith("_api_key"):
+            raise InvalidInput(
+                f"the config file {source} holds a credential ({name}); credentials belong in "
+                "the credential store: set the environment variable (for example "
+                "BRAVE_SEARCH_API_KEY) or run `webward credentials set NAME`, and remove it "
+                "from the file"
+            )
+
+
+_ENV_KEYS: dict[str, tuple[str, str]] = {
+    "WEBWARD_ALLOW_RANGES": ("network", "allow_ranges"),
+    "WEBWARD_TIER": ("policy", "default_tier"),
+    "WEBWARD_STATE_DIR": ("state", "dir"),
+    "WEBWARD_REDIS_URL": ("state", "redis_url"),
+    "WEBWARD_SEARCH_PROVIDER": ("search", "provider"),
+    "WEBWARD_BRAVE_URL": ("search", "brave_url"),
+    "WEBWARD_TAVILY_URL": ("search", "tavily_url"),
+    "WEBWARD_SEARXNG_URL": ("search", "searxng_url"),
+}
+
+
+def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for var, (section, key) in _ENV_KEYS.items():
+        if var not in env:
+            continue
+        value: Any = env[var]
+        if key == "allow_ranges":
+            value = [r.strip() for r in value.split(",") if r.strip()]
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _to_dict(settings: Settings) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if f.name == "agents":
+            out["agents"] = {name: dataclasses.asdict(a) for name, a in value.items()}
+        elif dataclasses.is_dataclass(value):
+            out[f.name] = dataclasses.asdict(value)  # type: ignore[arg-type]
+    return out
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "network": NetworkSettings,
+    "policy": PolicySettings,
+    "limits": LimitsSettings,
+    "search": SearchSettings,
+    "state": StateSettings,
+    "audit": AuditSettings,
+}
+
+
+def _build(data: Mapping[str, Any], source: str) -> Settings:
+    where = f" in {source}" if source else ""
+    kwargs: dict[str, Any] = {"source": source}
+    for section, value in data.items():
+        if section == "agents":
+            kwargs["agents"] = _build_agents(value, where)
+            continue
+        cls = _SECTIONS.get(section)
+        if cls is None:
+            raise InvalidInput(f"unknown config section [{section}]{where}")
+        if not isinstance(value, Mapping):
+            raise InvalidInput(f"config section [{section}]{where} must be a table")
+        kwargs[section] = _build_section(cls, section, dict(value), where)
+    settings = Settings(**kwargs)
+    _validate(settings, where)
+    return settings
+
+
+def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if section == "policy" and isinstance(value.get("tiers"), Mapping):
+        # [policy.tiers.NAME] robots = false turns robots.txt off for one tier.
+        tiers = value.pop("tiers")
+        off = [t for t, cfg in tiers.items() if isinstance(cfg, Mapping) and cfg.get("robots") is False]
+        value["robots_off_tiers"] = tuple(off)
+    args: dict[str, Any] = {}
+    for key, item in value.items():
+        f = fields.get(key)
+        if f is None:
+            raise InvalidInput(f"unknown config key {section}.{key}{where}")
+        default = f.default if f.default is not dataclasses.MISSING else None
+        args[key] = _coerce(item, default, f"{section}.{key}", where)
+    return cls(**args)
+
+
+def _coerce(item: Any, default: Any, name: str, where: str) -> Any:
+    """Coerce a TOML or environment value to the type of the field's default."""
+    try:
+        if isinstance(default, bool):
+            if isinstance(item, str):
+                if item.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if item.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(item)
+            if not isinstance(item, bool):
+                raise ValueError(item)
+            return item
+        if isinstance(default, tuple):
+            if isinstance(item, str):
+                item = [p.strip() for p in item.split(",") if p.strip()]
+            if not isinstance(item, list | tuple) or not all(isinstance(i, str) for i in item):
+                raise ValueError(item)
+            return tuple(item)
+        if isinstance(default, int) and not isinstance(default, bool):
+            if isinstance(item, bool):
+                raise ValueError(item)
+            return int(item)
+        if isinstance(default, float):
+            if isinstance(item, bool):
+                raise ValueError(item)
+            return float(item)
+        if isinstance(default, str):
+            if not isinstance(item, str):
+                raise ValueError(item)
+            return item
+    except (TypeError, ValueError):
+        raise InvalidInput(f"config key {name}{where} has the wrong type ({item!r})") from None
+    return item
+
+
+def _build_agents(value: Any, where: str) -> dict[str, AgentSettings]:
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"config section [agents]{where} must be a table of agents")
+    agents: dict[str, AgentSettings] = {}
+    for name, cfg in value.items():
+        if not isinstance(cfg, Mapping):
+            raise InvalidInput(f"[agents.{name}]{where} must be a table")
+        agents[name] = _build_section(AgentSettings, f"agents.{name}", dict(cfg), where)
+    return agents
+
+
+def _validate(settings: Settings, where: str) -> None:
+    for tier in [settings.policy.default_tier, *(a.tier for a in settings.agents.values())]:
+        if tier not in TIERS:
+            raise InvalidInput(f"unknown tier {tier!r}{where}; the tiers are {', '.join(TIERS)}")
+    if settings.policy.mode not in ("enforce", "report"):
+        raise InvalidInput(f"policy.mode{where} must be enforce or report")
+    for r in settings.network.allow_ranges:
+        try:
+            ipaddress.ip_network(r, strict=False)
+        except ValueError:
+            raise InvalidInput(f"network.allow_ranges{where} holds {r!r}, which is not a CIDR") from None

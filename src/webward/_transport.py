@@ -1,0 +1,272 @@
+"""The pinned transport: the only module that opens sockets.
+
+Why httpcore with a custom network backend (and not aiohttp or plain httpx): httpcore hands
+every new connection's host and port to one method, ``connect_tcp``, and then does TLS itself
+with the *origin's host name* as SNI and for certificate checks. So the backend can resolve the
+name once, refuse if any answer is internal, and connect to exactly the validated IP, while
+TLS still verifies the name. It takes the URL as explicit components (scheme, host, port,
+target), so the host the guard checked is the host that is requested — nothing re-parses the
+URL string. It never reads proxy settings from the environment.
+
+Bodies are read raw and decoded here, with an output limit on every decompression step, so a
+gzip or brotli bomb stops at the cap with bounded memory.
+"""
+
+from __future__ import annotations
+
+import ssl
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import brotli
+import httpcore
+
+from . import guard
+from ._errors import Refused, UpstreamError
+
+__all__ = ["Body", "Connector", "PinnedBackend", "Transport"]
+
+USER_AGENT = "webward/0.1 (+https://github.com/webward/webward)"
+
+
+class Connector(Protocol):
+    """Opens a TCP stream to an IP address (httpcore's network backend shape)."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream: ...
+
+
+class PinnedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves once, refuses internal answers, connects to exactly a validated address."""
+
+    def __init__(self, resolver: Any, allow_networks: Sequence[Any] = (), connector: Connector | None = None) -> None:
+        self._resolver = resolver
+        self._allow = tuple(allow_networks)
+        self._connector: Connector = connector or httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
+        answers = await self._resolver.resolve(host)
+        # Every answer must pass, not just the one we pick: a mixed answer is an attack.
+        for ip in answers:
+            guard.assert_ip_allowed(host, ip, self._allow)
+        last: Exception | None = None
+        for ip in answers:
+            try:
+                return await self._connector.connect_tcp(
+                    ip, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        raise Refused("refused: unix sockets are never opened", reason="scheme")
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+
+class _Decoder(Protocol):
+    def feed(self, data: bytes, limit: int) -> bytes:
+        """Decode ``data``, returning at most ``limit`` bytes (more input may stay buffered)."""
+        ...
+
+
+class _Identity:
+    def feed(self, data: bytes, limit: int) -> bytes:
+        return data[:limit]
+
+
+class _Zlib:
+    def __init__(self, wbits: int) -> None:
+        self._d = zlib.decompressobj(wbits)
+        self._first = wbits != -zlib.MAX_WBITS and wbits < 16
+
+    def feed(self, data: bytes, limit: int) -> bytes:
+        try:
+            return self._d.decompress(data, limit)
+        except zlib.error:
+            if self._first:  # servers send raw deflate as "deflate" too: retry raw once
+                self._first = False
+                self._d = zlib.decompressobj(-zlib.MAX_WBITS)
+                return self.feed(data, limit)
+            raise
+        finally:
+            self._first = False
+
+
+class _Brotli:
+    def __init__(self) -> None:
+        self._d = brotli.Decompressor()
+
+    def feed(self, data: bytes, limit: int) -> bytes:
+        out = self._d.process(data, output_buffer_limit=limit)
+        while len(out) < limit and not self._d.can_accept_more_data():
+            more = self._d.process(b"", output_buffer_limit=limit - len(out))
+            if not more:
+                break
+            out += more
+        return out
+
+
+def _decoder(encoding: str) -> _Decoder:
+    enc = encoding.strip().lower()
+    if enc in ("", "identity"):
+        return _Identity()
+    if enc in ("gzip", "x-gzip"):
+        return _Zlib(16 + zlib.MAX_WBITS)
+    if enc == "deflate":
+        return _Zlib(zlib.MAX_WBITS)
+    if enc == "br":
+        return _Brotli()
+    raise UpstreamError(f"the server sent an unsupported content encoding ({enc[:40]})", reason="encoding")
+
+
+@dataclass(frozen=True)
+class Body:
+    """A response read under its cap: decoded bytes, and whether the cap cut it."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    content: bytes
+    truncated: bool
+    wire_bytes: int
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+
+# cap_for(status, headers) -> (cap in decoded bytes, whether overflow truncates or refuses)
+CapFor = Callable[[int, tuple[tuple[str, str], ...]], tuple[int, bool]]
+
+
+class Transport:
+    """One connection pool over a :class:`PinnedBackend`."""
+
+    def __init__(self, backend: PinnedBackend, *, ssl_context: ssl.SSLContext | None = None, max_connections: int = 100) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=max_connections,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            retries=0,
+            network_backend=backend,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+    async def request(
+        self,
+        method: str,
+        url: guard.ParsedURL,
+        *,
+        cap_for: CapFor,
+        headers: Sequence[tuple[str, str]] = (),
+        content: bytes | None = None,
+        timeout: float,
+        read_body: Callable[[int], bool] = lambda status: True,
+    ) -> Body:
+        """Send one request to ``url`` (already checked) and read its body under the cap.
+
+        No redirects are followed here; the caller decides about each hop.
+        """
+        hdrs = [("Host", _host_header(url)), ("User-Agent", USER_AGENT), ("Accept-Encoding", "gzip, deflate, br")]
+        hdrs += [(k, v) for k, v in headers if k.lower() not in ("host", "accept-encoding")]
+        if content is not None:
+            hdrs.append(("Content-Length", str(len(content))))
+        target_url = httpcore.URL(scheme=url.scheme.encode(), host=url.host.encode(), port=url.port, target=url.target.encode())
+        extensions = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}
+        try:
+            async with self._pool.stream(
+                method, target_url, headers=hdrs, content=content, extensions=extensions
+            ) as resp:
+                resp_headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.headers)
+                if not read_body(resp.status):
+                    return Body(resp.status, resp_headers, b"", False, 0)
+                cap, truncate_ok = cap_for(resp.status, resp_headers)
+                return await _read_capped(resp, resp.status, resp_headers, cap, truncate_ok, url)
+        except httpcore.TimeoutException as exc:
+            raise UpstreamError(f"{url.host} did not answer in time", code="timeout", reason="timeout") from exc
+        except (httpcore.ConnectError, OSError) as exc:
+            raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
+        except (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError) as exc:
+            raise UpstreamError(f"the connection to {url.host} broke before the response was complete", reason="broken") from exc
+        except httpcore.ProtocolError as exc:
+            raise UpstreamError(f"{url.host} sent a malformed HTTP response", reason="protocol") from exc
+
+
+def _host_header(url: guard.ParsedURL) -> str:
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    default = 443 if url.scheme == "https" else 80
+    return host if url.port == default else f"{host}:{url.port}"
+
+
+async def _read_capped(
+    resp: httpcore.Response,
+    status: int,
+    headers: tuple[tuple[str, str], ...],
+    cap: int,
+    truncate_ok: bool,
+    url: guard.ParsedURL,
+) -> Body:
+    encoding = ",".join(v for k, v in headers if k.lower() == "content-encoding")
+    encodings = [e for e in (p.strip() for p in encoding.split(",")) if e and e.lower() != "identity"]
+    if len(encodings) > 1:
+        raise UpstreamError("the server sent stacked content encodings, which webward does not decode", reason="encoding")
+    decoder = _decoder(encodings[0] if encodings else "")
+    if not truncate_ok and not encodings:
+        length = next((v for k, v in headers if k.lower() == "content-length"), None)
+        if length is not None and length.isdigit() and int(length) > cap:
+            raise _too_large(url, cap)
+    out = bytearray()
+    wire = 0
+    try:
+        async for chunk in resp.aiter_stream():
+            wire += len(chunk)
+            # One byte over the cap tells us the body is longer than the cap.
+            out += decoder.feed(chunk, cap + 1 - len(out))
+            if len(out) > cap:
+                if not truncate_ok:
+                    raise _too_large(url, cap)
+                return Body(status, headers, bytes(out[:cap]), True, wire)
+    except (zlib.error, brotli.error) as exc:
+        raise UpstreamError(f"{url.host} sent a body that could not be decompressed", reason="encoding") from exc
+    return Body(status, headers, bytes(out), False, wire)
+
+
+def _too_large(url: guard.ParsedURL, cap: int) -> Refused:
+    return Refused(
+        f"refused: {url.url} is larger than the {_human(cap)} cap, and binary content is never truncated",
+        code="too_large",
+        reason="too_large",
+    )
+
+
+def _human(n: int) -> str:
+    if n % (1024 * 1024) == 0:
+        return f"{n // (1024 * 1024)} MiB"
+    if n % 1_000_000 == 0:
+        return f"{n // 1_000_000} MB"
+    return f"{n} bytes"

@@ -1,0 +1,354 @@
+"""``Web``: the one core every face calls. A read is a chain of small named steps.
+
+    validate -> policy -> literal guard -> (cache) -> limits + robots + pinned fetch per hop
+    -> convert -> window -> envelope -> audit -> Page
+
+Every step raises a ``WebwardError``; every call, allowed or refused, leaves one audit record,
+and if that record cannot be written the call is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from . import _content, _convert, _envelope, _window, guard
+from ._audit import AuditRecord, AuditSink, open_audit_sink
+from ._cache import CachedPage, MemoryPageCache, PageCache
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._fetch import FetchResult, fetch
+from ._limits import LimitState, Limiter, open_limit_state
+from ._models import Page, SearchResult
+from ._policy import Policy
+from ._resolver import Resolver, SystemResolver
+from ._robots import RobotsChecker
+from ._settings import TIERS, Settings
+from ._transport import Body, Connector, PinnedBackend, Transport
+
+__all__ = ["Web"]
+
+FETCH = "web:page.fetch@1"
+SEARCH = "web:search.query@1"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class Web:
+    """The audited door: ``fetch`` reads a page, ``search`` runs a web search.
+
+    Everything that touches the outside world is injected: the resolver (system DNS by
+    default), the connector under the pinned transport, the audit sink, the limiter state,
+    the page cache and the search provider.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        resolver: Resolver | None = None,
+        *,
+        connector: Connector | None = None,
+        audit: AuditSink | None = None,
+        limit_state: LimitState | None = None,
+        page_cache: PageCache | None = None,
+        search_provider: Any = None,
+        credentials: Any = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings or Settings.load()
+        self._clock = clock
+        allow = self.settings.network.allow_networks()
+        self._allow = allow
+        self._transport = Transport(PinnedBackend(resolver or SystemResolver(), allow, connector))
+        self._policy = Policy(self.settings.policy)
+        self._audit = audit if audit is not None else open_audit_sink(self.settings)
+        self._limiter = Limiter(
+            limit_state if limit_state is not None else open_limit_state(self.settings, kind="memory"),
+            self.settings.limits,
+            clock=clock,
+        )
+        self._cache = page_cache if page_cache is not None else MemoryPageCache(
+            ttl_s=self.settings.limits.page_cache_ttl_s, max_chars=self.settings.limits.page_cache_max_chars
+        )
+        self._robots = RobotsChecker(self._fetch_robots, clock=clock)
+        self._search_provider = search_provider
+        self._credentials = credentials
+
+    async def __aenter__(self) -> Web:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+        await self._limiter.aclose()
+        await self._audit.aclose()
+
+    # ---- page reads -------------------------------------------------------------------
+
+    async def fetch(
+        self,
+        url: str,
+        offset: int = 0,
+        include_links: bool = False,
+        include_screenshot: bool = False,
+        agent: str = "cli",
+        tier: str | None = None,
+    ) -> Page:
+        """Read one page (see DESIGN.md): a window of its text, or an image / PDF part."""
+        started = time.monotonic()
+        record: dict[str, Any] = {"capability": FETCH, "agent": agent, "target": url if isinstance(url, str) else repr(url)[:200]}
+        try:
+            tier = self._tier(agent, tier)
+            record["tier"] = tier
+            page = await self._fetch(url, offset, include_links, include_screenshot, agent, tier, record)
+        except WebwardError as exc:
+            await self._write_audit(record, started, exc)
+            raise
+        await self._write_audit(record, started, None)
+        return page
+
+    async def _fetch(
+        self,
+        url: str,
+        offset: Any,
+        include_links: bool,
+        include_screenshot: bool,
+        agent: str,
+        tier: str,
+        record: dict[str, Any],
+    ) -> Page:
+        if not isinstance(url, str):
+            raise InvalidInput("url must be a string")
+        offset = _window.check_offset(offset)
+        parsed = guard.parse_url(url, max_chars=self.settings.limits.max_url_chars)
+        self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
+        parsed = guard.assert_url_allowed(parsed, allow_ranges=self._allow)
+        if include_screenshot:
+            self._check_policy(self._policy.check_screenshot(tier, agent), record)
+            raise Refused(
+                "refused: screenshots need the headless renderer, which is not part of this build",
+                code="unsupported_type",
+                reason="screenshot_unavailable",
+            )
+
+        key = f"{parsed.url}\x00links={bool(include_links)}"
+        cached = self._cache.get(key)
+        if cached is None:
+            result = await fetch(
+                self._transport,
+                parsed,
+                hooks=_PageHops(self, agent, tier, record),
+                cap_for=lambda status, headers: _content.body_cap(_header(headers, "content-type"), self.settings.limits),
+                timeout_s=self.settings.limits.fetch_timeout_s,
+                max_redirects=self.settings.limits.max_redirects,
+            )
+            converted = _convert.convert(
+                result.body.content,
+                result.content_type,
+                result.final.url,
+                truncated=result.body.truncated,
+                include_links=include_links,
+                limits=self.settings.limits,
+            )
+            cached = CachedPage(
+                requested_url=parsed.url,
+                final_url=result.final.url,
+                status=result.status,
+                converted=converted,
+                redirects=result.redirects,
+                bytes_read=result.body.wire_bytes,
+                retrieved_at=_now(),
+            )
+            self._cache.put(key, cached)
+        record.update(
+            final_url=cached.final_url,
+            redirects=list(cached.redirects),
+            status=cached.status,
+            bytes=cached.bytes_read,
+            content_type=cached.converted.media_type,
+        )
+        converted = cached.converted
+        window_text, window = _window.make_window(converted.text, offset, self.settings.limits.max_fetch_text_chars)
+        content = _envelope.wrap(
+            window_text,
+            {
+                "capability": FETCH,
+                "requested_url": url,
+                "final_url": cached.final_url,
+                "status": cached.status,
+                "content_type": converted.media_type,
+                "retrieved_at": cached.retrieved_at,
+            },
+        )
+        return Page(
+            requested_url=url,
+            final_url=cached.final_url,
+            status=cached.status,
+            title=_envelope.neutralise_line(converted.title),
+            content_type=converted.media_type,
+            content=content,
+            window=window,
+            truncated=converted.truncated,
+            retrieved_at=cached.retrieved_at,
+            parts=converted.parts if offset == 0 else (),
+            links=converted.links if include_links else None,
+            redirects=cached.redirects,
+            bytes_read=cached.bytes_read,
+        )
+
+    async def _fetch_robots(self, robots_url: str) -> tuple[int, bytes]:
+        """robots.txt goes through the same guard, pinned transport and redirect rules."""
+        parsed = guard.assert_url_allowed(robots_url, allow_ranges=self._allow)
+        try:
+            result = await fetch(
+                self._transport,
+                parsed,
+                hooks=_RobotsHops(self),
+                cap_for=lambda status, headers: (512 * 1024, True),
+                timeout_s=self.settings.limits.fetch_timeout_s,
+                max_redirects=5,
+                headers=(("Accept", "text/plain,*/*;q=0.5"),),
+            )
+        except UpstreamError as exc:
+            if exc.status is not None:
+                return exc.status, b""
+            raise
+        return result.status, result.body.content
+
+    # ---- search -----------------------------------------------------------------------
+
+    async def search(
+        self, query: str, limit: int = 10, agent: str = "cli", tier: str | None = None, provider: str | None = None
+    ) -> SearchResult:
+        """Run a web search through the configured provider."""
+        from ._search_core import run_search
+
+        started = time.monotonic()
+        record: dict[str, Any] = {"capability": SEARCH, "agent": agent, "target": query if isinstance(query, str) else repr(query)[:200]}
+        try:
+            tier = self._tier(agent, tier)
+            record["tier"] = tier
+            result = await run_search(self, query, limit, agent, tier, provider, record)
+        except WebwardError as exc:
+            await self._write_audit(record, started, exc)
+            raise
+        await self._write_audit(record, started, None)
+        return result
+
+    async def provider_request(
+        self,
+        provider: str,
+        method: str,
+        url: str,
+        *,
+        headers: tuple[tuple[str, str], ...] = (),
+        content: bytes | None = None,
+    ) -> Body:
+        """One call to a search provider through the same guard, pinned transport, rate limit
+        and circuit breaker as page reads, keyed by provider. Any status comes back as a
+        ``Body`` (the provider adapter interprets its own error shapes); redirects are not
+        followed. Raises ``WebwardError`` for refusals, timeouts and broken connections."""
+        parsed = guard.assert_url_allowed(url, allow_ranges=self._allow, max_chars=8192)
+        key = f"provider:{provider}"
+        await self._limiter.acquire(key)
+        try:
+            with anyio.fail_after(self.settings.limits.fetch_timeout_s):
+                body = await self._transport.request(
+                    method,
+                    parsed,
+                    headers=headers,
+                    content=content,
+                    cap_for=lambda status, hdrs: (4_000_000, True),
+                    timeout=self.settings.limits.fetch_timeout_s,
+                )
+        except TimeoutError:
+            error = UpstreamError(f"the {provider} search provider did not answer in time", code="timeout", reason="timeout")
+            await self._limiter.record(key, None, error, None)
+            raise error from None
+        except WebwardError as exc:
+            await self._limiter.record(key, None, exc, None)
+            raise
+        await self._limiter.record(key, body.status, None, None)
+        return body
+
+    # ---- shared steps -----------------------------------------------------------------
+
+    def _tier(self, agent: str, tier: str | None) -> str:
+        if not isinstance(agent, str) or not agent:
+            raise InvalidInput("agent must be a non-empty name")
+        tier = tier or self.settings.tier_for(agent)
+        if tier not in TIERS:
+            raise InvalidInput(f"unknown tier {tier!r}; the tiers are {', '.join(TIERS)}")
+        return tier
+
+    def _check_policy(self, decision: Any, record: dict[str, Any]) -> None:
+        if decision.would_deny:
+            record["would_deny"] = decision.reason
+        decision.raise_if_denied()
+
+    async def _write_audit(self, record: Mapping[str, Any], started: float, error: WebwardError | None) -> None:
+        fields = dict(record)
+        would_deny = fields.pop("would_deny", None)
+        if error is None:
+            decision, reason = ("report-would-deny", would_deny) if would_deny else ("allowed", "ok")
+        else:
+            decision = "failed" if isinstance(error, UpstreamError) else "refused"
+            reason = error.reason
+        rec = AuditRecord.create(
+            decision=decision,
+            reason=reason,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            **fields,
+        )
+        await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
+
+
+def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+class _PageHops:
+    """Around every hop of a page read: guard, policy, rate limit, breaker, robots."""
+
+    def __init__(self, web: Web, agent: str, tier: str, record: dict[str, Any]) -> None:
+        self._web, self._agent, self._tier, self._record = web, agent, tier, record
+        self._first = True
+
+    async def before(self, url: guard.ParsedURL) -> None:
+        web = self._web
+        if not self._first:  # the first hop was checked before the cache lookup
+            web._check_policy(web._policy.check_fetch(url.host, self._tier, self._agent), self._record)
+            guard.assert_url_allowed(url, allow_ranges=web._allow)
+        self._first = False
+        if web._policy.robots_enabled(self._tier):
+            await web._robots.check(url)
+        await web._limiter.acquire(url.host)
+
+    async def after(self, url: guard.ParsedURL, status: int | None, error: WebwardError | None, retry_after: float | None) -> None:
+        await self._web._limiter.record(url.host, status, error, retry_after)
+
+
+class _RobotsHops:
+    """robots.txt hops: the literal guard on redirects; no robots check of robots itself."""
+
+    def __init__(self, web: Web) -> None:
+        self._web = web
+
+    async def before(self, url: guard.ParsedURL) -> None:
+        guard.assert_url_allowed(url, allow_ranges=self._web._allow)
+
+    async def after(self, url: guard.ParsedURL, status: int | None, error: WebwardError | None, retry_after: float | None) -> None:
+        return None

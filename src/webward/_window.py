@@ -1,0 +1,122 @@
+"""Windows: the part of a page's text handed over in one call, with its offsets.
+
+Offsets count characters of the converted text (Python ``str`` code points). A page longer than
+one window, or read from an offset past 0, starts with a header naming the window::
+
+    showing characters 0\u201340000 of 81234; pass offset=40000 to continue
+
+with an EN DASH (U+2013) between the numbers. The last window names its range without the
+hint, and a page read whole has no header at all. Windows tile exactly: the bodies of the
+windows from offset 0, each starting where the previous one ended, concatenate to the text.
+
+A cut never separates ``\\r`` from ``\\n``, a backslash from the character it escapes
+(``\\*``), a base character from its combining marks or joiner, or the halves of a surrogate
+pair: the cut moves back, and the next window starts where this one ended.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ._errors import InvalidInput
+from ._models import Window
+
+__all__ = ["BAD_OFFSET", "check_offset", "make_window", "window_header"]
+
+BAD_OFFSET = "offset must be a non-negative whole number"
+
+_DIGITS = re.compile(r"[0-9]{1,4000}")
+# How far a cut may move back; past this the text is pathological and the plain cut stands.
+_MAX_BACKOFF = 32
+# Joiners and variation selectors bind to their neighbours like combining marks do.
+_BINDING = {"\u200d", "\u034f", "\ufe0e", "\ufe0f"}
+
+
+def check_offset(value: object) -> int:
+    """A validated offset: an ``int`` (not a ``bool``) or a string of ASCII digits, >= 0.
+
+    ``None`` means "not given" and is 0. Anything else raises
+    ``InvalidInput("offset must be a non-negative whole number")``.
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise InvalidInput(BAD_OFFSET, reason="bad_offset")
+    if isinstance(value, int):
+        if value < 0:
+            raise InvalidInput(BAD_OFFSET, reason="bad_offset")
+        return value
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        return int(value.strip())
+    raise InvalidInput(BAD_OFFSET, reason="bad_offset")
+
+
+def _binds_left(ch: str) -> bool:
+    """True if ``ch`` belongs with the character before it."""
+    if ch in _BINDING or "\udc00" <= ch <= "\udfff":
+        return True
+    return unicodedata.combining(ch) != 0 or unicodedata.category(ch) in ("Mn", "Mc", "Me")
+
+
+def _odd_backslashes(text: str, end: int) -> bool:
+    count = 0
+    i = end - 1
+    while i >= 0 and text[i] == "\\" and count <= _MAX_BACKOFF:
+        count += 1
+        i -= 1
+    return count % 2 == 1
+
+
+def _cut(text: str, offset: int, limit: int) -> int:
+    """Where a window that starts at ``offset`` and may hold ``limit`` characters ends."""
+    end = offset + limit
+    if end >= len(text):
+        return len(text)
+    for _ in range(_MAX_BACKOFF):
+        if end - 1 <= offset:
+            break  # a window always makes progress, whatever the text
+        before, after = text[end - 1], text[end]
+        if (
+            (before == "\r" and after == "\n")
+            or _binds_left(after)
+            or before == "\u200d"
+            or ("\ud800" <= before <= "\udbff")
+            or (before == "\\" and _odd_backslashes(text, end))
+        ):
+            end -= 1
+            continue
+        break
+    return end
+
+
+def window_header(offset: int, end: int, total: int) -> str:
+    """``showing characters <from>\u2013<to> of <total>``, then ``; pass offset=<to> to continue``
+    unless the window reaches the end of the text."""
+    header = f"showing characters {offset}\u2013{end} of {total}"
+    if end < total:
+        header += f"; pass offset={end} to continue"
+    return header
+
+
+def make_window(text: str, offset: int, max_chars: int) -> tuple[str, Window]:
+    """The window of ``text`` starting at ``offset``: its text (with the header and a blank
+    line when the page does not fit one call) and its :class:`~webward._models.Window`.
+
+    An offset at or past the end of a non-empty text raises ``InvalidInput`` naming the page's
+    length; offset 0 of an empty text is an empty window.
+    """
+    offset = check_offset(offset)
+    if max_chars < 1:
+        raise ValueError("max_chars must be at least 1")  # a settings error, not user input
+    total = len(text)
+    if offset >= total and not offset == total == 0:
+        raise InvalidInput(
+            f"offset {offset} is past the end of the page, which is {total} characters long",
+            reason="offset_past_end",
+        )
+    if offset == 0 and total <= max_chars:
+        return text, Window(offset=0, end=total, total=total, next_offset=None)
+    end = _cut(text, offset, max_chars)
+    window = Window(offset=offset, end=end, total=total, next_offset=end if end < total else None)
+    return f"{window_header(offset, end, total)}\n\n{text[offset:end]}", window

@@ -1,0 +1,131 @@
+"""JSON over HTTP to a model vendor's API, with every failure as one ``UpstreamError``.
+
+Model API calls are not web reads: they go to the configured vendor base URL (a hosted API or a
+local OpenAI-compatible server), not through the guard, the tiers or the audit log. They use
+httpcore (already a runtime dependency), which never reads proxy settings from the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpcore
+
+from .._errors import InvalidInput, UpstreamError
+
+__all__ = ["JsonClient"]
+
+# A model turn with a long answer can take minutes; connecting should not.
+_TIMEOUTS = {"connect": 15.0, "read": 600.0, "write": 60.0, "pool": 15.0}
+_MAX_MESSAGE = 300
+
+
+class JsonClient:
+    """POSTs JSON to one vendor and returns the decoded object, or raises ``UpstreamError``."""
+
+    def __init__(self, vendor: str, key_variable: str) -> None:
+        self._vendor = vendor
+        self._key_variable = key_variable
+        self._pool = httpcore.AsyncConnectionPool(max_connections=4)
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+    async def post(
+        self, url: str, headers: Sequence[tuple[str, str]], body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        all_headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+            ("User-Agent", "webward-agents/0.1"),
+            *headers,
+        ]
+        try:
+            response = await self._pool.request(
+                "POST", url, headers=all_headers, content=data, extensions={"timeout": _TIMEOUTS}
+            )
+        except httpcore.TimeoutException:
+            raise UpstreamError(
+                f"the {self._vendor} API at {_origin(url)} did not answer in time",
+                code="timeout",
+                reason="model_timeout",
+            ) from None
+        except (httpcore.LocalProtocolError, httpcore.UnsupportedProtocol, ValueError, TypeError):
+            # Our side could not form the request: a key or URL HTTP cannot carry.
+            raise InvalidInput(
+                f"the request to the {self._vendor} API could not be sent: check the base URL "
+                f"and {self._key_variable}"
+            ) from None
+        except (httpcore.ProtocolError, httpcore.NetworkError, OSError) as exc:
+            raise UpstreamError(
+                f"could not reach the {self._vendor} API at {_origin(url)} ({type(exc).__name__})",
+                reason="model_unreachable",
+            ) from None
+        parsed = _decode(response.content)
+        if response.status >= 400:
+            raise self._status_error(response.status, parsed, response.headers)
+        if not isinstance(parsed, dict):
+            raise UpstreamError(
+                f"the {self._vendor} API returned a response that is not a JSON object",
+                reason="model_bad_response",
+            )
+        return parsed
+
+    def _status_error(
+        self, status: int, parsed: Any, headers: Sequence[tuple[bytes, bytes]]
+    ) -> UpstreamError:
+        detail = _vendor_message(parsed)
+        suffix = f": {detail}" if detail else ""
+        if status in (401, 403):
+            message = (
+                f"the {self._vendor} API refused the key (HTTP {status}){suffix}; "
+                f"check {self._key_variable}"
+            )
+        elif status == 429:
+            retry = _retry_after(headers)
+            when = f"; retry in {retry} s" if retry is not None else "; retry later"
+            message = f"the {self._vendor} API is rate limiting requests (HTTP 429){suffix}{when}"
+        elif status >= 500:
+            message = f"the {self._vendor} API failed (HTTP {status}){suffix}"
+        else:
+            message = f"the {self._vendor} API rejected the request (HTTP {status}){suffix}"
+        return UpstreamError(message, reason="model_http_error", status=status)
+
+
+def _decode(content: bytes) -> Any:
+    try:
+        return json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def _vendor_message(parsed: Any) -> str:
+    """The vendor's own error text (Anthropic and OpenAI both use ``error.message``)."""
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = " ".join(error["message"].split()).rstrip(".")
+            return text[:_MAX_MESSAGE]
+        if isinstance(error, str):
+            return " ".join(error.split()).rstrip(".")[:_MAX_MESSAGE]
+    return ""
+
+
+def _retry_after(headers: Sequence[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"retry-after":
+            try:
+                seconds = float(value.decode("latin-1").strip())
+            except ValueError:
+                return None
+            return max(0, math.ceil(seconds)) if math.isfinite(seconds) else None
+    return None
+
+
+def _origin(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"

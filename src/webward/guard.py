@@ -1,0 +1,886 @@
+"""The SSRF guard: pure, synchronous checks of URLs and addresses (no I/O at all).
+
+Three layers, each usable alone:
+
+* the **address table**: :func:`classify_ip` sorts an address into one :class:`AddressKind`
+  (public, or one named reason it is not globally reachable); :func:`ip_in_blocked_range`,
+  :func:`is_metadata_address` and :func:`ip_allowed` are the yes/no faces of it;
+* **URL parsing**: :func:`parse_url` parses a URL once, the way WHATWG URL host parsing does
+  (percent-decoding, UTS #46 mapping, the IPv4 number parser), into a :class:`ParsedURL` whose
+  components are exactly what the fetch core connects to;
+* the **literal guard**: :func:`assert_url_allowed` refuses schemes, credentials, internal
+  address literals in every spelling and internal host names; :func:`assert_ip_allowed` is the
+  check the pinned transport runs on every DNS answer.
+
+The check order of :func:`classify_ip`, written out once: cloud metadata (also when carried
+inside an IPv6 address), then for IPv6 the forms that carry an IPv4 address, then the table of
+special-purpose blocks, then "outside 2000::/3", then ISATAP, else public. The table follows the
+IANA IPv4 and IPv6 Special-Purpose Address Registries; it does not use ``ipaddress.is_global``
+and friends, whose answers change between Python releases.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes, urljoin
+
+import idna
+
+from ._errors import InvalidInput, Refused
+
+__all__ = [
+    "INTERNAL_NAME_SUFFIXES",
+    "METADATA_ADDRESSES",
+    "METADATA_NAMES",
+    "REASON_BACKSLASH",
+    "REASON_BAD_PORT",
+    "REASON_CONTROL_CHARACTER",
+    "REASON_EMPTY_HOST",
+    "REASON_INTERNAL_ADDRESS",
+    "REASON_INTERNAL_NAME",
+    "REASON_INVALID_ADDRESS",
+    "REASON_INVALID_HOST",
+    "REASON_INVALID_URL",
+    "REASON_NOT_ABSOLUTE",
+    "REASON_SCHEME",
+    "REASON_TOO_LONG",
+    "REASON_USERINFO",
+    "REASON_ZONE_ID",
+    "AddressKind",
+    "Classification",
+    "ParsedURL",
+    "assert_ip_allowed",
+    "assert_url_allowed",
+    "classify_ip",
+    "embedded_ipv4",
+    "embedded_ipv4s",
+    "ip_allowed",
+    "ip_in_blocked_range",
+    "is_6to4",
+    "is_internal_name",
+    "is_ipv4_compatible",
+    "is_ipv4_mapped",
+    "is_isatap",
+    "is_metadata_address",
+    "is_nat64",
+    "is_nat64_local",
+    "is_teredo",
+    "parse_url",
+]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+DEFAULT_MAX_URL_CHARS = 2048
+
+# Reason codes: fixed literals the audit record and the tests key on.
+REASON_SCHEME = "scheme"  # Refused: not http or https
+REASON_USERINFO = "userinfo"  # Refused: user:password@ in the URL
+REASON_BACKSLASH = "backslash"  # Refused: a backslash where parsers disagree on the host
+REASON_INTERNAL_ADDRESS = "internal_address"  # Refused: a non-global or metadata address
+REASON_INTERNAL_NAME = "internal_name"  # Refused: localhost, *.internal, single labels...
+REASON_INVALID_ADDRESS = "invalid_address"  # Refused: a DNS answer that is not an address
+REASON_TOO_LONG = "too_long"  # InvalidInput: over max_chars
+REASON_CONTROL_CHARACTER = "control_character"  # InvalidInput: controls, whitespace, bidi marks
+REASON_NOT_ABSOLUTE = "not_absolute"  # InvalidInput: no scheme://
+REASON_EMPTY_HOST = "empty_host"  # InvalidInput
+REASON_BAD_PORT = "bad_port"  # InvalidInput: 0, over 65535 or not digits
+REASON_ZONE_ID = "zone_id"  # InvalidInput: [fe80::1%25eth0]
+REASON_INVALID_HOST = "invalid_host"  # InvalidInput: bad IDNA, bad IPv4 number, bad label
+REASON_INVALID_URL = "invalid_url"  # InvalidInput: anything else malformed
+
+
+# --------------------------------------------------------------------------- address table
+
+
+class AddressKind(enum.StrEnum):
+    """Why an address is (not) reachable: one value per row of the table.
+
+    Three renderings, as in smokescreen: :attr:`blocked` (the decision), :attr:`reason` (a human
+    phrase) and the value itself (a stable metric / audit name).
+    """
+
+    PUBLIC = "public"
+    METADATA = "metadata"
+    THIS_NETWORK = "this_network"
+    PRIVATE = "private"
+    SHARED = "shared"
+    LOOPBACK = "loopback"
+    LINK_LOCAL = "link_local"
+    IETF_PROTOCOL = "ietf_protocol"
+    DOCUMENTATION = "documentation"
+    BENCHMARKING = "benchmarking"
+    RELAY_6TO4 = "relay_6to4"
+    MULTICAST = "multicast"
+    RESERVED = "reserved"
+    BROADCAST = "broadcast"
+    UNSPECIFIED = "unspecified"
+    IPV4_MAPPED = "ipv4_mapped"
+    IPV4_COMPATIBLE = "ipv4_compatible"
+    NAT64 = "nat64"
+    NAT64_LOCAL = "nat64_local"
+    SIX_TO_FOUR = "6to4"
+    TEREDO = "teredo"
+    ISATAP = "isatap"
+    DISCARD = "discard"
+    SRV6 = "srv6"
+    UNIQUE_LOCAL = "unique_local"
+    SITE_LOCAL = "site_local"
+    NOT_GLOBAL_UNICAST = "not_global_unicast"
+
+    @property
+    def blocked(self) -> bool:
+        """True unless the address is globally reachable."""
+        return self is not AddressKind.PUBLIC
+
+    @property
+    def reason(self) -> str:
+        """A short human phrase naming the block."""
+        return _KIND_REASONS[self]
+
+
+_KIND_REASONS: dict[AddressKind, str] = {
+    AddressKind.PUBLIC: "a public address",
+    AddressKind.METADATA: "a cloud metadata address",
+    AddressKind.THIS_NETWORK: "a 'this network' address (0.0.0.0/8)",
+    AddressKind.PRIVATE: "a private address (RFC 1918)",
+    AddressKind.SHARED: "a shared carrier-grade NAT address (100.64.0.0/10)",
+    AddressKind.LOOPBACK: "a loopback address",
+    AddressKind.LINK_LOCAL: "a link-local address",
+    AddressKind.IETF_PROTOCOL: "an IETF protocol assignment",
+    AddressKind.DOCUMENTATION: "a documentation address",
+    AddressKind.BENCHMARKING: "a benchmarking address",
+    AddressKind.RELAY_6TO4: "a deprecated 6to4 relay anycast address (192.88.99.0/24)",
+    AddressKind.MULTICAST: "a multicast address",
+    AddressKind.RESERVED: "a reserved address (240.0.0.0/4)",
+    AddressKind.BROADCAST: "the limited broadcast address",
+    AddressKind.UNSPECIFIED: "the unspecified address",
+    AddressKind.IPV4_MAPPED: "an IPv4-mapped IPv6 address",
+    AddressKind.IPV4_COMPATIBLE: "an IPv4-compatible IPv6 address",
+    AddressKind.NAT64: "a NAT64 address carrying an internal IPv4 address",
+    AddressKind.NAT64_LOCAL: "a local-use NAT64 address (64:ff9b:1::/48)",
+    AddressKind.SIX_TO_FOUR: "a 6to4 address (2002::/16)",
+    AddressKind.TEREDO: "a Teredo address (2001::/32)",
+    AddressKind.ISATAP: "an ISATAP address carrying an internal IPv4 address",
+    AddressKind.DISCARD: "a discard-only or dummy address (100::/64, 100:0:0:1::/64)",
+    AddressKind.SRV6: "an SRv6 segment identifier (5f00::/16)",
+    AddressKind.UNIQUE_LOCAL: "a unique local address (fc00::/7)",
+    AddressKind.SITE_LOCAL: "a deprecated site-local address (fec0::/10)",
+    AddressKind.NOT_GLOBAL_UNICAST: "outside global unicast (2000::/3)",
+}
+
+_N4 = ipaddress.IPv4Network
+_N6 = ipaddress.IPv6Network
+
+# First match wins, so narrower rows come before the rows that contain them.
+_IPV4_TABLE: tuple[tuple[ipaddress.IPv4Network, AddressKind], ...] = (
+    (_N4("0.0.0.0/8"), AddressKind.THIS_NETWORK),
+    (_N4("10.0.0.0/8"), AddressKind.PRIVATE),
+    (_N4("100.64.0.0/10"), AddressKind.SHARED),
+    (_N4("127.0.0.0/8"), AddressKind.LOOPBACK),
+    (_N4("169.254.0.0/16"), AddressKind.LINK_LOCAL),
+    (_N4("172.16.0.0/12"), AddressKind.PRIVATE),
+    # The whole /24, although IANA marks 192.0.0.9/32 (PCP anycast) and 192.0.0.10/32 (TURN
+    # anycast) globally reachable: neither serves web pages, and OCI's metadata lives here.
+    (_N4("192.0.0.0/24"), AddressKind.IETF_PROTOCOL),
+    (_N4("192.0.2.0/24"), AddressKind.DOCUMENTATION),
+    (_N4("192.88.99.0/24"), AddressKind.RELAY_6TO4),
+    (_N4("192.168.0.0/16"), AddressKind.PRIVATE),
+    (_N4("198.18.0.0/15"), AddressKind.BENCHMARKING),
+    (_N4("198.51.100.0/24"), AddressKind.DOCUMENTATION),
+    (_N4("203.0.113.0/24"), AddressKind.DOCUMENTATION),
+    (_N4("224.0.0.0/4"), AddressKind.MULTICAST),
+    (_N4("255.255.255.255/32"), AddressKind.BROADCAST),
+    (_N4("240.0.0.0/4"), AddressKind.RESERVED),
+)
+
+# IPv6 rows checked after the IPv4-carrying forms (see classify_ip). Everything outside
+# 2000::/3 is refused anyway; the rows there only give a more precise reason.
+_IPV6_TABLE: tuple[tuple[ipaddress.IPv6Network, AddressKind], ...] = (
+    (_N6("100::/64"), AddressKind.DISCARD),
+    (_N6("100:0:0:1::/64"), AddressKind.DISCARD),
+    (_N6("2001:2::/48"), AddressKind.BENCHMARKING),
+    # The whole /23, although a few small anycast, AMT and ORCHIDv2 sub-blocks are marked
+    # globally reachable: none of them serves web pages.
+    (_N6("2001::/23"), AddressKind.IETF_PROTOCOL),
+    (_N6("2001:db8::/32"), AddressKind.DOCUMENTATION),
+    (_N6("3fff::/20"), AddressKind.DOCUMENTATION),
+    (_N6("5f00::/16"), AddressKind.SRV6),
+    (_N6("fc00::/7"), AddressKind.UNIQUE_LOCAL),
+    (_N6("fe80::/10"), AddressKind.LINK_LOCAL),
+    (_N6("fec0::/10"), AddressKind.SITE_LOCAL),
+    (_N6("ff00::/8"), AddressKind.MULTICAST),
+)
+
+_GLOBAL_UNICAST = _N6("2000::/3")
+_MAPPED = _N6("::ffff:0:0/96")
+_COMPATIBLE = _N6("::/96")
+_NAT64 = _N6("64:ff9b::/96")
+_NAT64_LOCAL = _N6("64:ff9b:1::/48")
+_SIX_TO_FOUR = _N6("2002::/16")
+_TEREDO = _N6("2001::/32")
+_UNSPECIFIED = ipaddress.IPv6Address("::")
+_LOOPBACK6 = ipaddress.IPv6Address("::1")
+
+#: Cloud metadata services: refused even inside the operator's ``allow_ranges``.
+METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure IMDS, OpenStack, DigitalOcean, OCI...
+        "169.254.170.2",  # AWS ECS task metadata and credentials
+        "169.254.170.23",  # AWS EKS Pod Identity agent
+        "169.254.0.23",  # Tencent Cloud
+        "100.100.100.200",  # Alibaba Cloud
+        "168.63.129.16",  # Azure WireServer: a *public* address, refused all the same
+        "192.0.0.192",  # Oracle Cloud
+        "fd00:ec2::254",  # AWS IMDS over IPv6
+        "fd00:ec2::23",  # AWS EKS Pod Identity agent over IPv6
+    )
+)
+_METADATA_V4 = frozenset(a for a in METADATA_ADDRESSES if a.version == 4)
+
+
+@dataclass(frozen=True)
+class Classification:
+    """The table's answer for one address: its kind and any IPv4 address it carries."""
+
+    address: IPAddress
+    kind: AddressKind
+    embedded: ipaddress.IPv4Address | None = None
+
+    @property
+    def blocked(self) -> bool:
+        """True unless the address is globally reachable."""
+        return self.kind.blocked
+
+    @property
+    def reason(self) -> str:
+        """A human phrase, e.g. ``an IPv4-mapped IPv6 address carrying 127.0.0.1``."""
+        if self.embedded is not None and self.kind is not AddressKind.PUBLIC:
+            return f"{self.kind.reason} carrying {self.embedded}"
+        return self.kind.reason
+
+
+def is_ipv4_mapped(ip: ipaddress.IPv6Address) -> bool:
+    """``::ffff:a.b.c.d`` (::ffff:0:0/96): a dual-stack socket connects to a.b.c.d."""
+    return ip in _MAPPED
+
+
+def is_ipv4_compatible(ip: ipaddress.IPv6Address) -> bool:
+    """``::a.b.c.d`` (::/96, deprecated by RFC 4291): some stacks still route it to a.b.c.d."""
+    return ip in _COMPATIBLE
+
+
+def is_nat64(ip: ipaddress.IPv6Address) -> bool:
+    """The NAT64 well-known prefix 64:ff9b::/96 (RFC 6052): a NAT64 gateway dials the last
+    32 bits."""
+    return ip in _NAT64
+
+
+def is_nat64_local(ip: ipaddress.IPv6Address) -> bool:
+    """The local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215); where the IPv4 sits depends on
+    the operator's prefix length, so it is refused outright."""
+    return ip in _NAT64_LOCAL
+
+
+def is_6to4(ip: ipaddress.IPv6Address) -> bool:
+    """6to4, 2002::/16 (RFC 3056): bits 16-47 are an IPv4 address."""
+    return ip in _SIX_TO_FOUR
+
+
+def is_teredo(ip: ipaddress.IPv6Address) -> bool:
+    """Teredo, 2001::/32 (RFC 4380): server IPv4 in bits 32-63, client IPv4 inverted in the
+    last 32 bits."""
+    return ip in _TEREDO
+
+
+def is_isatap(ip: ipaddress.IPv6Address) -> bool:
+    """An ISATAP interface id (RFC 5214): ``0000:5efe:a.b.c.d`` or ``0200:5efe:a.b.c.d``.
+
+    The u/g bits of the first octet are ignored, so the group variants count as well.
+    """
+    return (int(ip) >> 32) & 0xFCFF_FFFF == 0x0000_5EFE
+
+
+def embedded_ipv4s(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """Every IPv4 address an IPv6 address carries: mapped, compatible, NAT64 (both prefixes;
+    the local one read as a /96), 6to4, Teredo (client, then server), ISATAP."""
+    value = int(ip)
+    low = ipaddress.IPv4Address(value & 0xFFFF_FFFF)
+    if is_ipv4_mapped(ip) or is_ipv4_compatible(ip) or is_nat64(ip) or is_nat64_local(ip):
+        return (low,)
+    if is_6to4(ip):
+        return (ipaddress.IPv4Address((value >> 80) & 0xFFFF_FFFF),)
+    if is_teredo(ip):
+        client = ipaddress.IPv4Address(~value & 0xFFFF_FFFF)
+        server = ipaddress.IPv4Address((value >> 64) & 0xFFFF_FFFF)
+        return (client, server)
+    if is_isatap(ip):
+        return (low,)
+    return ()
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (for Teredo, the client), or None."""
+    carried = embedded_ipv4s(ip)
+    return carried[0] if carried else None
+
+
+def classify_ip(ip: str | IPAddress) -> Classification:
+    """Sort ``ip`` into one :class:`AddressKind`; raises :class:`InvalidInput` for non-addresses."""
+    addr = _to_address(ip)
+    if addr in METADATA_ADDRESSES:
+        return Classification(addr, AddressKind.METADATA)
+    if isinstance(addr, ipaddress.IPv4Address):
+        for network, kind in _IPV4_TABLE:
+            if addr in network:
+                return Classification(addr, kind)
+        return Classification(addr, AddressKind.PUBLIC)
+    return _classify_ipv6(addr)
+
+
+def _classify_ipv6(addr: ipaddress.IPv6Address) -> Classification:
+    carried = embedded_ipv4s(addr)
+    for v4 in carried:
+        if v4 in _METADATA_V4:
+            return Classification(addr, AddressKind.METADATA, v4)
+    embedded = carried[0] if carried else None
+    if addr == _UNSPECIFIED:
+        return Classification(addr, AddressKind.UNSPECIFIED)
+    if addr == _LOOPBACK6:
+        return Classification(addr, AddressKind.LOOPBACK)
+    if is_ipv4_mapped(addr):
+        return Classification(addr, AddressKind.IPV4_MAPPED, embedded)
+    if is_ipv4_compatible(addr):
+        return Classification(addr, AddressKind.IPV4_COMPATIBLE, embedded)
+    if is_nat64(addr):
+        # IANA marks 64:ff9b::/96 globally reachable, and DNS64 networks (AWS IPv6-only
+        # subnets among them) hand these out for every IPv4-only site: the gateway dials the
+        # embedded address, so that address decides.
+        if embedded is not None and classify_ip(embedded).blocked:
+            return Classification(addr, AddressKind.NAT64, embedded)
+        return Classification(addr, AddressKind.PUBLIC, embedded)
+    if is_nat64_local(addr):
+        return Classification(addr, AddressKind.NAT64_LOCAL)
+    if is_6to4(addr):
+        return Classification(addr, AddressKind.SIX_TO_FOUR, embedded)
+    if is_teredo(addr):
+        return Classification(addr, AddressKind.TEREDO, embedded)
+    for network, kind in _IPV6_TABLE:
+        if addr in network:
+            return Classification(addr, kind)
+    if addr not in _GLOBAL_UNICAST:
+        return Classification(addr, AddressKind.NOT_GLOBAL_UNICAST)
+    if is_isatap(addr) and embedded is not None and classify_ip(embedded).blocked:
+        return Classification(addr, AddressKind.ISATAP, embedded)
+    return Classification(addr, AddressKind.PUBLIC)
+
+
+def ip_in_blocked_range(ip: str | IPAddress) -> bool:
+    """True for every address that is not globally reachable (and for metadata addresses).
+
+    Raises :class:`InvalidInput` when ``ip`` is not an IP address.
+    """
+    return classify_ip(ip).blocked
+
+
+def is_metadata_address(ip: str | IPAddress) -> bool:
+    """True for a cloud metadata address, also when carried inside an IPv6 address."""
+    return classify_ip(ip).kind is AddressKind.METADATA
+
+
+def ip_allowed(ip: str | IPAddress, allow_networks: Sequence[IPNetwork | str] = ()) -> bool:
+    """True if ``ip`` is public, or inside one of ``allow_networks`` and not a metadata address."""
+    found = classify_ip(ip)
+    if not found.blocked:
+        return True
+    if found.kind is AddressKind.METADATA:
+        return False
+    return any(found.address in net for net in _networks(allow_networks))
+
+
+def _to_address(ip: object) -> IPAddress:
+    if isinstance(ip, ipaddress.IPv6Address):
+        # getaddrinfo reports link-local answers with a scope id; the table ignores it.
+        return ipaddress.IPv6Address(int(ip)) if ip.scope_id else ip
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip
+    if isinstance(ip, str) and ip.isascii():
+        try:
+            return _to_address(ipaddress.ip_address(ip))
+        except ValueError:
+            pass
+    raise InvalidInput(
+        f"{_shorten(repr(ip))} is not an IP address", reason=REASON_INVALID_ADDRESS
+    )
+
+
+def _networks(allow: Iterable[IPNetwork | str]) -> tuple[IPNetwork, ...]:
+    out: list[IPNetwork] = []
+    for net in allow:
+        if isinstance(net, ipaddress.IPv4Network | ipaddress.IPv6Network):
+            out.append(net)
+            continue
+        try:
+            out.append(ipaddress.ip_network(str(net), strict=False))
+        except ValueError:
+            raise InvalidInput(
+                f"allow_ranges holds {_shorten(repr(net))}, which is not a CIDR",
+                reason=REASON_INVALID_ADDRESS,
+            ) from None
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- internal names
+
+#: Suffixes (and whole names) that only mean something inside a local network.
+INTERNAL_NAME_SUFFIXES: tuple[str, ...] = (
+    "localhost",  # RFC 6761
+    "local",  # mDNS, RFC 6762
+    "internal",  # reserved for private use by ICANN (2024)
+    "home.arpa",  # RFC 8375
+    "cluster.local",  # Kubernetes
+    "svc",  # Kubernetes short forms (kubernetes.default.svc)
+    "localdomain",
+    "lan",
+    "intranet",
+    "corp",
+    "home",
+    "private",
+    "test",  # RFC 6761; local development resolvers
+)
+
+#: Host names of cloud metadata services (besides the suffixes above).
+METADATA_NAMES: frozenset[str] = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.azure.internal",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.tencentyun.com",
+    }
+)
+
+
+def is_internal_name(host: str) -> bool:
+    """True for a canonical host name (lower-case ASCII, no trailing dot) that is internal:
+    an internal suffix, a metadata name, or a single label."""
+    if "." not in host or host in METADATA_NAMES:
+        return True
+    return any(host == s or host.endswith("." + s) for s in INTERNAL_NAME_SUFFIXES)
+
+
+# --------------------------------------------------------------------------- URL parsing
+
+
+@dataclass(frozen=True)
+class ParsedURL:
+    """A URL parsed once: the exact components the fetch core connects to.
+
+    ``host`` is lower-case ASCII (IDNA-encoded, no trailing dot) or a canonical IP string
+    (IPv6 without brackets); ``port`` is the effective port; ``target`` is path and query,
+    always starting with ``/``, fragment dropped.
+    """
+
+    scheme: str
+    host: str
+    port: int
+    target: str
+    is_ip: bool
+
+    @property
+    def authority(self) -> str:
+        """``host[:port]`` as it goes in the Host header: brackets for IPv6, default port
+        omitted."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.port == _DEFAULT_PORTS[self.scheme]:
+            return host
+        return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The canonical absolute URL."""
+        return f"{self.scheme}://{self.authority}{self.target}"
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        """``(scheme, host, port)``."""
+        return (self.scheme, self.host, self.port)
+
+    @property
+    def path(self) -> str:
+        """The target without its query."""
+        return self.target.split("?", 1)[0]
+
+    def join(self, location: str, *, max_chars: int = DEFAULT_MAX_URL_CHARS) -> ParsedURL:
+        """Resolve a redirect ``Location`` against this URL and parse the result.
+
+        Raises the same errors as :func:`parse_url`; the result still has to pass
+        :func:`assert_url_allowed`.
+        """
+        if not isinstance(location, str):
+            raise InvalidInput("the redirect location must be a string", reason=REASON_INVALID_URL)
+        if len(location) > max_chars:
+            raise _too_long(max_chars)
+        # Checked before urljoin, which silently drops tabs and newlines.
+        _refuse_bad_characters(location)
+        # Browsers read a backslash before the query as a slash in http(s) URLs, so
+        # "/\\evil.example" leads to evil.example; follow them, then guard what they would reach.
+        cut = min((i for i in (location.find("?"), location.find("#")) if i >= 0),
+                  default=len(location))
+        location = location[:cut].replace("\\", "/") + location[cut:]
+        try:
+            joined = urljoin(self.url, location)
+        except ValueError:
+            raise InvalidInput(
+                f"the redirect location {_shorten(location)} is not a valid URL",
+                reason=REASON_INVALID_URL,
+            ) from None
+        return parse_url(joined, max_chars=max_chars)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_AUTHORITY_END_RE = re.compile(r"[/?#\\]")
+# Controls (C0, DEL, C1), every Unicode space and line/paragraph separator, bidi controls and
+# the BOM: invisible in logs and prompts, stripped differently by different parsers.
+_BAD_CHAR_RE = re.compile(
+    "[\x00-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200a\u200e\u200f\u2028\u2029\u202a-\u202f"
+    "\u205f\u2066-\u2069\u3000\ufeff]"
+)
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_IPV6_CHARS_RE = re.compile(r"[0-9A-Fa-f:.]+")
+_LABEL_RE = re.compile(r"[a-z0-9_\-]{1,63}")
+_PORT_RE = re.compile(r"[0-9]+")
+_HEX_RE = re.compile(r"0[xX][0-9A-Fa-f]*")
+# WHATWG percent-encode sets (C0 controls and space are refused before we get here).
+_PATH_ENCODE = frozenset('"#<>?`{}^')
+_QUERY_ENCODE = frozenset("\"#<>'")
+_SINGLE_DOT = frozenset({".", "%2e"})
+_DOUBLE_DOT = frozenset({"..", ".%2e", "%2e.", "%2e%2e"})
+
+
+def parse_url(url: str, *, max_chars: int = DEFAULT_MAX_URL_CHARS) -> ParsedURL:
+    """Parse an absolute http(s) URL once, the way WHATWG URL host parsing does.
+
+    Raises :class:`InvalidInput` for malformed URLs and :class:`Refused` for a scheme other
+    than http/https, credentials in the URL and a backslash in the authority. It does not
+    classify the host: that is :func:`assert_url_allowed`.
+    """
+    if not isinstance(url, str):
+        raise InvalidInput("the URL must be a string", reason=REASON_INVALID_URL)
+    if len(url) > max_chars:  # before anything else, so a huge string costs nothing
+        raise _too_long(max_chars)
+    _refuse_bad_characters(url)
+    match = _SCHEME_RE.match(url)
+    if match is None:
+        raise _not_absolute(url)
+    scheme = match.group()[:-1].lower()
+    after = url[match.end() : match.end() + 1]
+    if scheme not in _DEFAULT_PORTS and ("." in scheme or after.isdigit()):
+        raise _not_absolute(url)  # "example.com:8080/x" is a host and port, not a scheme
+    if scheme not in _DEFAULT_PORTS:
+        raise Refused(
+            f"refused: the scheme {_shorten(scheme)}: is not allowed; only http and https URLs "
+            "can be read",
+            reason=REASON_SCHEME,
+        )
+    rest = url[match.end() :]
+    if rest[:2] != "//":
+        if "\\" in rest[:2]:
+            raise _backslash()
+        raise _not_absolute(url)
+    rest = rest[2:]
+    end = _AUTHORITY_END_RE.search(rest)
+    split = end.start() if end else len(rest)
+    authority, tail = rest[:split], rest[split:]
+    if tail.startswith("\\"):
+        raise _backslash()
+    if "@" in authority:
+        raise Refused(
+            "refused: URLs with credentials (user:password@) are not allowed",
+            reason=REASON_USERINFO,
+        )
+    host_text, port_text = _split_host_port(authority)
+    host, is_ip = _parse_host(host_text)
+    port = _parse_port(port_text, scheme)
+    return ParsedURL(scheme, host, port, _normalise_target(tail), is_ip)
+
+
+def _refuse_bad_characters(text: str) -> None:
+    bad = _BAD_CHAR_RE.search(text) or _SURROGATE_RE.search(text)
+    if bad is not None:
+        raise InvalidInput(
+            f"the URL contains a control character or whitespace (U+{ord(bad.group()):04X}), "
+            "which is not allowed; percent-encode it or remove it",
+            reason=REASON_CONTROL_CHARACTER,
+        )
+
+
+def _split_host_port(authority: str) -> tuple[str, str | None]:
+    if authority.startswith("["):
+        close = authority.find("]")
+        if close < 0:
+            raise _invalid_host(authority, "its IPv6 literal has no closing bracket")
+        host, after = authority[: close + 1], authority[close + 1 :]
+        if not after:
+            return host, None
+        if not after.startswith(":"):
+            raise _invalid_host(authority, "text follows its IPv6 literal")
+        return host, after[1:]
+    host, sep, port = authority.partition(":")
+    return host, (port if sep else None)
+
+
+def _parse_port(text: str | None, scheme: str) -> int:
+    if not text:  # "http://host:/" is the default port, as in WHATWG
+        return _DEFAULT_PORTS[scheme]
+    if _PORT_RE.fullmatch(text) and len(text.lstrip("0")) <= 5:
+        port = int(text)
+        if 1 <= port <= 65535:
+            return port
+    raise InvalidInput(
+        f"the port {_shorten(text)} is not valid; a port is a number from 1 to 65535",
+        reason=REASON_BAD_PORT,
+    )
+
+
+def _parse_host(text: str) -> tuple[str, bool]:
+    """The canonical host and whether it is an IP address (WHATWG host parsing)."""
+    if not text:
+        raise InvalidInput("the URL has no host", reason=REASON_EMPTY_HOST)
+    if text.startswith("["):
+        inner = text[1:-1]
+        if "%" in inner:
+            raise InvalidInput(
+                f"the host {_shorten(text)} carries a percent sign (an IPv6 zone id), which "
+                "is not allowed",
+                reason=REASON_ZONE_ID,
+            )
+        if _IPV6_CHARS_RE.fullmatch(inner):
+            try:
+                return str(ipaddress.IPv6Address(inner)), True
+            except ValueError:
+                pass
+        raise _invalid_host(text, "it is not an IPv6 address")
+    if "[" in text or "]" in text:
+        raise _invalid_host(text, "it has a bracket outside an IPv6 literal")
+    try:
+        decoded = unquote_to_bytes(text).decode("utf-8")
+    except UnicodeError:
+        raise _invalid_host(text, "its percent-encoded bytes are not UTF-8") from None
+    ascii_host = _domain_to_ascii(decoded, text)
+    if ascii_host.endswith("."):
+        ascii_host = ascii_host[:-1]
+    if not ascii_host:
+        raise InvalidInput("the URL has no host", reason=REASON_EMPTY_HOST)
+    labels = ascii_host.split(".")
+    if "" in labels:
+        raise _invalid_host(text, "it has an empty label")
+    if _ends_in_number(labels[-1]):
+        return str(_parse_ipv4(labels, text)), True
+    for label in labels:
+        if not _LABEL_RE.fullmatch(label):
+            raise _invalid_host(text, "it has a character or label length no host name has")
+        if label.startswith("xn--"):
+            try:
+                idna.ulabel(label)
+            except (idna.IDNAError, UnicodeError, ValueError):
+                raise _invalid_host(text, "it has an invalid IDNA label") from None
+    if len(ascii_host) > 253:
+        raise _invalid_host(text, "it is longer than 253 characters")
+    return ascii_host, False
+
+
+def _domain_to_ascii(domain: str, shown: str) -> str:
+    """UTS #46 mapping (full-width forms, ideographic full stops, case folding) then
+    punycode for the labels that are not ASCII."""
+    if domain.isascii():
+        return domain.lower()
+    try:
+        mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
+        labels = [
+            label if label.isascii() else idna.alabel(label).decode("ascii")
+            for label in mapped.split(".")
+        ]
+    except (idna.IDNAError, UnicodeError, ValueError):
+        raise _invalid_host(shown, "it is not a valid internationalised domain name") from None
+    return ".".join(labels)
+
+
+def _ends_in_number(last: str) -> bool:
+    return (last.isascii() and last.isdigit()) or _HEX_RE.fullmatch(last) is not None
+
+
+def _parse_ipv4(parts: list[str], shown: str) -> ipaddress.IPv4Address:
+    """The WHATWG IPv4 parser: 1 to 4 parts, each decimal, 0x-hex or 0-octal; the last part
+    fills the remaining bytes (so 127.1 is 127.0.0.1 and 2130706433 is too)."""
+    numbers = [_ipv4_number(p) for p in parts]
+    if len(parts) > 4 or None in numbers:
+        raise _invalid_host(shown, "it ends in a number but is not an IPv4 address")
+    values = [n for n in numbers if n is not None]
+    if any(n > 255 for n in values[:-1]) or values[-1] >= 256 ** (5 - len(values)):
+        raise _invalid_host(shown, "it ends in a number but is not an IPv4 address")
+    address = values[-1]
+    for i, n in enumerate(values[:-1]):
+        address += n * 256 ** (3 - i)
+    return ipaddress.IPv4Address(address)
+
+
+def _ipv4_number(part: str) -> int | None:
+    radix = 10
+    if part[:2] in ("0x", "0X"):
+        part, radix = part[2:], 16
+    elif len(part) > 1 and part.startswith("0"):
+        part, radix = part[1:], 8
+    if not part:
+        return 0
+    digits = "0123456789abcdefABCDEF"[: 10 if radix == 10 else 8 if radix == 8 else 22]
+    if any(c not in digits for c in part):
+        return None
+    return int(part, radix)
+
+
+def _normalise_target(tail: str) -> str:
+    """Path and query: backslashes in the path become slashes and dot segments go (as in
+    WHATWG, so robots.txt matching sees the path the server sees); characters a request
+    line cannot carry are percent-encoded; the fragment is dropped."""
+    tail = tail.split("#", 1)[0]
+    path, sep, query = tail.partition("?")
+    path = path.replace("\\", "/")
+    segments = path[1:].split("/") if path else [""]
+    out: list[str] = []
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        lowered = segment.lower()
+        if lowered in _DOUBLE_DOT:
+            if out:
+                out.pop()
+            if last:
+                out.append("")
+        elif lowered in _SINGLE_DOT:
+            if last:
+                out.append("")
+        else:
+            out.append(_percent_encode(segment, _PATH_ENCODE))
+    target = "/" + "/".join(out)
+    if sep:
+        target += "?" + _percent_encode(query, _QUERY_ENCODE)
+    return target
+
+
+def _percent_encode(text: str, encode: frozenset[str]) -> str:
+    if text.isascii() and not any(c in encode for c in text):
+        return text
+    return "".join(
+        "".join(f"%{b:02X}" for b in c.encode("utf-8")) if c in encode or ord(c) > 0x7E else c
+        for c in text
+    )
+
+
+# --------------------------------------------------------------------------- the literal guard
+
+
+def assert_url_allowed(
+    url: str | ParsedURL,
+    *,
+    allow_ranges: Sequence[IPNetwork | str] = (),
+    max_chars: int = DEFAULT_MAX_URL_CHARS,
+) -> ParsedURL:
+    """Parse ``url`` and refuse it if it can only reach an internal target.
+
+    Refuses (``Refused``) non-http(s) schemes, credentials, backslashes in the authority,
+    literal internal addresses in every spelling (unless inside ``allow_ranges``; metadata
+    addresses never) and internal host names; malformed URLs raise ``InvalidInput``. Returns
+    the parsed URL. Host names still have to pass :func:`assert_ip_allowed` for every address
+    they resolve to.
+    """
+    if isinstance(url, ParsedURL):
+        # Re-parse the canonical form: a hand-built ParsedURL gets no trust.
+        shown = url.url
+        parsed = parse_url(shown, max_chars=max(max_chars, len(shown)))
+    else:
+        shown = url
+        parsed = parse_url(url, max_chars=max_chars)
+    if parsed.is_ip:
+        found = classify_ip(parsed.host)
+        if found.blocked and not ip_allowed(found.address, allow_ranges):
+            what = _address_phrase(found)
+            raise Refused(
+                f"refused: {_shorten(shown, 200)} points to {what} ({parsed.host}), "
+                "which webward never fetches",
+                reason=REASON_INTERNAL_ADDRESS,
+            )
+    elif is_internal_name(parsed.host):
+        raise Refused(
+            f"refused: {_shorten(parsed.host)} is an internal host name, which webward never "
+            "fetches",
+            reason=REASON_INTERNAL_NAME,
+        )
+    return parsed
+
+
+def assert_ip_allowed(
+    host: str, ip: str | IPAddress, allow_networks: Sequence[IPNetwork | str] = ()
+) -> None:
+    """Refuse a DNS answer: raise ``Refused`` unless ``ip`` is allowed (see :func:`ip_allowed`).
+
+    The pinned transport calls this for every address ``host`` resolves to.
+    """
+    try:
+        found = classify_ip(ip)
+    except InvalidInput:
+        raise Refused(
+            f"refused: {_shorten(host)} resolves to {_shorten(str(ip))}, which is not an IP "
+            "address webward can check",
+            reason=REASON_INVALID_ADDRESS,
+        ) from None
+    if found.blocked and not ip_allowed(found.address, allow_networks):
+        raise Refused(
+            f"refused: {_shorten(host)} resolves to {_address_phrase(found)} "
+            f"({found.address}), which webward never fetches",
+            reason=REASON_INTERNAL_ADDRESS,
+        )
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _address_phrase(found: Classification) -> str:
+    if found.kind is AddressKind.METADATA:
+        return "a cloud metadata address"
+    return "an internal address"
+
+
+def _shorten(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _too_long(max_chars: int) -> InvalidInput:
+    return InvalidInput(f"the URL is longer than {max_chars} characters", reason=REASON_TOO_LONG)
+
+
+def _not_absolute(url: str) -> InvalidInput:
+    return InvalidInput(
+        f"the URL {_shorten(url)} is not absolute; give a full URL starting with http:// or "
+        "https://",
+        reason=REASON_NOT_ABSOLUTE,
+    )
+
+
+def _backslash() -> Refused:
+    return Refused(
+        "refused: the URL has a backslash in its host part, which parsers read differently",
+        reason=REASON_BACKSLASH,
+    )
+
+
+def _invalid_host(host: str, why: str) -> InvalidInput:
+    return InvalidInput(
+        f"the host {_shorten(host)} is not valid: {why}", reason=REASON_INVALID_HOST
+    )

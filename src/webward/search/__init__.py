@@ -1,0 +1,138 @@
+"""The ``web_search`` seam: one small Protocol, one module per vendor wire shape.
+
+    SearchProvider            name + async search(query, limit) -> list[Hit]
+     ├── BraveProvider        Brave Search API          (_brave.py)
+     ├── TavilyProvider       Tavily                    (_tavily.py)
+     ├── SearxngProvider      a self-hosted SearXNG     (_searxng.py)
+     └── NullProvider         none configured: refuses with how to configure one (_null.py)
+
+Adapters make their HTTP calls through an :class:`Http` callable — in webward that is
+``Web.provider_request`` with the provider's name bound, so provider calls pass the same
+guard, pinned transport, rate limit and circuit breaker as page reads. Adapters return hits
+whose text is cleaned (tags stripped, entities decoded); ``webward._search_core`` neutralises,
+de-duplicates, cuts, envelopes and audits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from .._credentials import CredentialStore, Secret
+from .._errors import InvalidInput
+from .._models import Hit
+from .._settings import SearchSettings
+from ._brave import BraveProvider
+from ._common import Http, Response
+from ._null import NOT_CONFIGURED, NullProvider
+from ._searxng import SearxngProvider
+from ._tavily import TavilyProvider
+
+__all__ = [
+    "KEY_NAMES",
+    "NOT_CONFIGURED",
+    "PROVIDERS",
+    "BraveProvider",
+    "Http",
+    "NullProvider",
+    "Response",
+    "SearchProvider",
+    "SearxngProvider",
+    "TavilyProvider",
+    "check_provider_name",
+    "choose_provider",
+]
+
+#: Every provider name ``[search] provider``, ``WEBWARD_SEARCH_PROVIDER`` and ``--provider`` take.
+PROVIDERS = ("brave", "tavily", "searxng", "none")
+
+#: The credential each keyed provider reads.
+KEY_NAMES = {"brave": "BRAVE_SEARCH_API_KEY", "tavily": "TAVILY_API_KEY"}
+
+_STILL_WORKS = "reading URLs with web_fetch still works"
+
+
+@runtime_checkable
+class SearchProvider(Protocol):
+    """A web search backend: ``name`` for the audit record and the envelope, and ``search``.
+
+    ``search`` returns at most ``limit`` hits, raises ``Refused`` (rate limited, not
+    configured) or ``UpstreamError`` (key rejected, provider failure), and never returns an
+    empty list to mean "not configured".
+    """
+
+    name: str
+
+    async def search(self, query: str, limit: int) -> list[Hit]: ...
+
+
+def check_provider_name(value: object, *, where: str = "") -> str | None:
+    """The provider name normalised (None for "choose for me"), or ``InvalidInput``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"the search provider{where} must be one of {', '.join(PROVIDERS)}")
+    name = value.strip().lower()
+    if not name:
+        return None
+    if name not in PROVIDERS:
+        raise InvalidInput(
+            f"unknown search provider {value[:40]!r}{where}; choose one of {', '.join(PROVIDERS)}"
+        )
+    return name
+
+
+def choose_provider(
+    settings: SearchSettings,
+    credentials: CredentialStore,
+    http_for: Callable[[str], Http],
+    provider: str | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> SearchProvider:
+    """The provider for one search.
+
+    ``provider`` (the call's or the CLI's ``--provider``) wins over ``settings.provider``
+    (``[search] provider`` / ``WEBWARD_SEARCH_PROVIDER``). Neither set: the first provider
+    with a credential — Brave, then Tavily, then SearXNG when ``searxng_url`` is set — else
+    :class:`NullProvider`. A chosen provider without its key or URL is a ``NullProvider``
+    whose message names what is missing. ``http_for(name)`` gives the HTTP callable for a
+    provider.
+    """
+    name = check_provider_name(provider)
+    if name is None:
+        name = check_provider_name(settings.provider, where=" in [search] provider")
+    if name is None:
+        for candidate in ("brave", "tavily"):
+            if credentials.get(KEY_NAMES[candidate]):
+                name = candidate
+                break
+        else:
+            name = "searxng" if settings.searxng_url.strip() else "none"
+            if name == "none":
+                return NullProvider()
+    if name == "none":
+        return NullProvider(
+            'web search is not configured: the search provider is set to "none" (set '
+            "`[search] provider` to brave, tavily or searxng to turn it on); " + _STILL_WORKS
+        )
+    if name == "searxng":
+        url = settings.searxng_url.strip()
+        if not url:
+            return NullProvider(
+                "web search is not configured: the searxng provider is chosen but "
+                "`[search] searxng_url` (WEBWARD_SEARXNG_URL) is not set; point it at your "
+                "SearXNG instance; " + _STILL_WORKS
+            )
+        return SearxngProvider(url, http_for(name), clock=clock)
+    key_name = KEY_NAMES[name]
+    key = credentials.get(key_name)
+    if not key:
+        return NullProvider(
+            f"web search is not configured: the {name} provider is chosen but {key_name} is "
+            f"not set; set it or run `webward credentials set {key_name}`; " + _STILL_WORKS
+        )
+    if name == "brave":
+        return BraveProvider(Secret(key), http_for(name), settings.brave_url, clock=clock)
+    return TavilyProvider(Secret(key), http_for(name), settings.tavily_url, clock=clock)

@@ -1,0 +1,171 @@
+"""Brave Search API (web): ``GET /res/v1/web/search``.
+
+Wire shape (api-dashboard.search.brave.com/app/documentation/web-search): the key goes in
+``X-Subscription-Token``; ``count`` is 1..20 and ``offset`` counts *pages* of ``count``
+(0..9); results sit at ``web.results[]`` (``title``, ``url``, ``description``, ``page_age``),
+and a response may have no ``web`` key at all. Errors are ``{"type": "ErrorResponse",
+"error": {"code", ...}}`` (some examples use an ``errors`` array): a bad key is 422
+``SUBSCRIPTION_TOKEN_INVALID``, limits are 429 ``RATE_LIMITED`` / ``QUOTA_LIMITED`` with
+``X-RateLimit-Reset`` in seconds per window.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from .._credentials import Secret
+from .._errors import InvalidInput, Refused, UpstreamError
+from .._models import Hit
+from ._common import (
+    Http,
+    Response,
+    collect,
+    make_hit,
+    provider_failed,
+    rate_limited,
+    read_json,
+    try_json,
+)
+
+__all__ = ["BraveProvider"]
+
+PAGE_MAX = 20  # count
+OFFSET_MAX = 9  # pages
+MAX_QUERY_CHARS = 400
+MAX_QUERY_WORDS = 50
+KEY_NAME = "BRAVE_SEARCH_API_KEY"
+
+
+class BraveProvider:
+    """Searches through the Brave Search API."""
+
+    name = "brave"
+
+    def __init__(
+        self,
+        api_key: str | Secret,
+        http: Http,
+        base_url: str = "https://api.search.brave.com",
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        self._http = http
+        self._endpoint = base_url.rstrip("/") + "/res/v1/web/search"
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"BraveProvider(endpoint={self._endpoint!r})"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        """Up to ``limit`` hits, paging with ``offset`` when ``limit`` is over 20."""
+        if len(query) > MAX_QUERY_CHARS or len(query.split()) > MAX_QUERY_WORDS:
+            raise InvalidInput(
+                f"the Brave search provider takes queries of at most {MAX_QUERY_CHARS} characters "
+                f"and {MAX_QUERY_WORDS} words"
+            )
+        count = min(limit, PAGE_MAX)
+        pages = min(math.ceil(limit / count), OFFSET_MAX + 1)
+        hits: list[Hit] = []
+        seen: set[str] = set()
+        for offset in range(pages):
+            try:
+                data = await self._page(query, count, offset)
+            except Refused as exc:
+                # A later page that is rate limited still leaves the first pages' hits.
+                if offset > 0 and exc.code == "rate_limited":
+                    break
+                raise
+            results, more = _results(data)
+            collect(hits, seen, (_hit(r) for r in results), limit)
+            if len(hits) >= limit or len(results) < count or not more:
+                break
+        return hits
+
+    async def _page(self, query: str, count: int, offset: int) -> Any:
+        params = {
+            "q": query,
+            "count": str(count),
+            "offset": str(offset),
+            "text_decorations": "false",
+        }
+        body = await self._http(
+            "GET",
+            f"{self._endpoint}?{urlencode(params)}",
+            headers=(("Accept", "application/json"), ("X-Subscription-Token", self._key.reveal())),
+        )
+        if body.status != 200:
+            raise self._error(body)
+        data = read_json(body, "Brave")
+        if not isinstance(data, dict):
+            raise UpstreamError(
+                "the Brave search provider sent a malformed response",
+                reason="provider_malformed",
+                status=200,
+            )
+        if data.get("type") == "ErrorResponse":
+            raise self._error(body)
+        return data
+
+    def _error(self, body: Response) -> Exception:
+        code = _error_code(try_json(body))
+        if code == "SUBSCRIPTION_TOKEN_INVALID" or body.status in (401, 403):
+            return UpstreamError(
+                f"the Brave key was rejected; check {KEY_NAME} or run "
+                f"`webward credentials set {KEY_NAME}`",
+                reason="provider_key_rejected",
+                status=body.status,
+            )
+        if code == "QUOTA_LIMITED":
+            return rate_limited(
+                "the Brave plan's search quota is used up",
+                body,
+                self._clock,
+                reason="provider_quota",
+            )
+        if body.status == 429 or code == "RATE_LIMITED":
+            return rate_limited(
+                "the Brave search provider is rate limiting webward", body, self._clock
+            )
+        if 400 <= body.status < 500:
+            return UpstreamError(
+                f"the Brave search provider refused the request (HTTP {body.status})",
+                reason="provider_rejected",
+                status=body.status,
+            )
+        return provider_failed("Brave", body)
+
+
+def _error_code(data: Any) -> str | None:
+    """``error.code`` or ``errors[0].code``, whichever the body carries."""
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if not isinstance(error, dict):
+        errors = data.get("errors")
+        error = errors[0] if isinstance(errors, list) and errors else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def _results(data: dict[str, Any]) -> tuple[list[Any], bool]:
+    """``web.results`` (empty when there is no ``web`` key) and whether more may follow."""
+    web = data.get("web")
+    results = web.get("results") if isinstance(web, dict) else None
+    if not isinstance(results, list):
+        results = []
+    query = data.get("query")
+    more = query.get("more_results_available", True) if isinstance(query, dict) else True
+    return results, more is not False
+
+
+def _hit(item: Any) -> Hit | None:
+    if not isinstance(item, dict):
+        return None
+    return make_hit(
+        item.get("title"), item.get("url"), item.get("description"), item.get("page_age")
+    )

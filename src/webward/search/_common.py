@@ -1,0 +1,293 @@
+"""What every provider adapter shares: the HTTP seam, text cleaning, hit collection,
+JSON reading and the rate-limit answer.
+
+Adapters never echo a provider's error body: they read its error *code* to classify the
+failure and then say what happened in their own words.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import html
+import ipaddress
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import idna
+
+from .._errors import Refused, UpstreamError
+from .._models import Hit
+
+__all__ = [
+    "Http",
+    "Response",
+    "clean_text",
+    "clean_url",
+    "collect",
+    "human_wait",
+    "rate_limited",
+    "read_json",
+    "retry_after",
+]
+
+MAX_TITLE_CHARS = 300
+MAX_SNIPPET_CHARS = 1000
+MAX_PUBLISHED_CHARS = 40
+MAX_HIT_URL_CHARS = 2048
+# Quota resets can be a month away; anything further is a provider's mistake.
+_MAX_RETRY_AFTER_S = 32 * 24 * 3600.0
+
+
+class Response(Protocol):
+    """What a provider call returns (``webward._transport.Body`` has this shape)."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+    def header(self, name: str) -> str | None: ...
+
+
+class Http(Protocol):
+    """One HTTP call to a provider: ``Web.provider_request`` with the provider bound."""
+
+    def __call__(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: tuple[tuple[str, str], ...] = (),
+        content: bytes | None = None,
+    ) -> Awaitable[Response]: ...
+
+
+# Tags as providers send them (highlight markup, stray paragraph tags), before unescaping.
+_TAG = re.compile(r"<[A-Za-z/!][^<>]{0,500}>")
+# After unescaping, only the markup providers use for highlights: ``&lt;b&gt;`` style
+# double-encoding, without eating text such as "a <b and c> d" wholesale.
+_INLINE_TAG = re.compile(
+    r"</?(?:strong|b|em|i|mark|span|u|small|br|p|a|sup|sub|code)\b[^<>]{0,200}>", re.I
+)
+
+
+def clean_text(value: Any, max_chars: int) -> str:
+    """Provider text as one plain line: tags stripped, entities decoded, control and
+    invisible characters dropped, whitespace collapsed, cut at ``max_chars``."""
+    if not isinstance(value, str):
+        return ""
+    text = _TAG.sub("", value)
+    text = html.unescape(text)
+    text = _INLINE_TAG.sub("", text)
+    text = "".join(
+        " " if ch.isspace() else ch
+        for ch in text
+        if unicodedata.category(ch) not in ("Cc", "Cf") or ch.isspace()
+    )
+    text = " ".join(text.split())
+    if len(text) > max_chars:
+        text = text[: max_chars - 1].rstrip() + "…"
+    return text
+
+
+# Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
+# non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
+_URL_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
+_HOST = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?")
+
+
+def clean_url(value: Any) -> str | None:
+    """An absolute http(s) URL in ASCII form, or None when the hit should be dropped."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if (
+        not value
+        or len(value) > MAX_HIT_URL_CHARS
+        or any(unicodedata.category(ch) == "Cc" for ch in value)
+    ):
+        return None
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    if (
+        parts.scheme.lower() not in ("http", "https")
+        or not host
+        or parts.username
+        or parts.password
+    ):
+        return None
+    if not host.isascii():
+        try:
+            host = idna.encode(host, uts46=True).decode("ascii")
+        except idna.IDNAError:
+            return None
+    if ":" in host:
+        try:
+            host = f"[{ipaddress.IPv6Address(host)}]"
+        except ValueError:
+            return None
+    elif not _HOST.fullmatch(host):
+        return None
+    netloc = host if port is None else f"{host}:{port}"
+    url = urlunsplit(
+        (
+            parts.scheme.lower(),
+            netloc.lower(),
+            quote(parts.path, safe=_URL_SAFE),
+            quote(parts.query, safe=_URL_SAFE),
+            quote(parts.fragment, safe=_URL_SAFE),
+        )
+    )
+    return url if len(url) <= MAX_HIT_URL_CHARS else None
+
+
+def _dedupe_key(url: str) -> str:
+    # The fragment never names a different document; a trailing slash rarely does.
+    base = url.split("#", 1)[0]
+    return base[:-1] if base.endswith("/") else base
+
+
+def make_hit(title: Any, url: Any, snippet: Any, published: Any = None) -> Hit | None:
+    """A cleaned hit, or None when its URL is not an absolute http(s) URL."""
+    clean = clean_url(url)
+    if clean is None:
+        return None
+    pub = clean_text(published, MAX_PUBLISHED_CHARS) or None
+    return Hit(
+        title=clean_text(title, MAX_TITLE_CHARS) or clean,
+        url=clean,
+        snippet=clean_text(snippet, MAX_SNIPPET_CHARS),
+        published=pub,
+    )
+
+
+def collect(into: list[Hit], seen: set[str], hits: Iterable[Hit | None], limit: int) -> int:
+    """Append new hits (de-duplicated by URL) until ``limit``; returns how many were new."""
+    added = 0
+    for hit in hits:
+        if hit is None or len(into) >= limit:
+            continue
+        key = _dedupe_key(hit.url)
+        if key in seen:
+            continue
+        seen.add(key)
+        into.append(hit)
+        added += 1
+    return added
+
+
+def read_json(body: Response, provider: str) -> Any:
+    """The body as JSON, or an ``UpstreamError`` that says what came instead (never what
+    it said: an HTML challenge page or an error text is not shown to the model)."""
+    ctype = (body.header("content-type") or "").lower()
+    if "html" in ctype or body.content.lstrip()[:1] == b"<":
+        raise UpstreamError(
+            f"the {provider} search provider sent a web page instead of JSON (HTTP {body.status}), "
+            "perhaps a bot check; try again later",
+            reason="provider_malformed",
+            status=body.status,
+        )
+    try:
+        return json.loads(body.content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise UpstreamError(
+            f"the {provider} search provider sent a malformed JSON response (HTTP {body.status})",
+            reason="provider_malformed",
+            status=body.status,
+        ) from None
+
+
+def try_json(body: Response) -> Any:
+    """The body as JSON, or None: for error bodies, read only to classify."""
+    try:
+        return json.loads(body.content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
+def retry_after(body: Response, now: Callable[[], float]) -> float | None:
+    """Seconds until the provider lets us try again: ``Retry-After`` (seconds or an HTTP
+    date), else Brave's ``X-RateLimit-Reset`` (one number per window, comma separated; the
+    windows whose ``X-RateLimit-Remaining`` is 0 are the ones that matter)."""
+    value = (body.header("retry-after") or "").strip()
+    if value:
+        seconds: float | None
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+                if when.tzinfo is None:
+                    when = when.replace(tzinfo=dt.UTC)
+                seconds = when.timestamp() - now()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                seconds = None
+        if seconds is not None and math.isfinite(seconds):
+            return min(max(seconds, 0.0), _MAX_RETRY_AFTER_S)
+    resets = _numbers(body.header("x-ratelimit-reset"))
+    if not resets:
+        return None
+    remaining = _numbers(body.header("x-ratelimit-remaining"))
+    exhausted = [r for r, left in zip(resets, remaining, strict=False) if left <= 0]
+    seconds = max(exhausted) if exhausted else min(resets)
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER_S)
+
+
+def _numbers(value: str | None) -> list[float]:
+    out = []
+    for part in (value or "").split(","):
+        try:
+            number = float(part.strip())
+        except ValueError:
+            return []
+        if not math.isfinite(number):
+            return []
+        out.append(number)
+    return out
+
+
+def human_wait(seconds: float) -> str:
+    """``3 s``, ``4 min``, ``2 h``, ``12 days``: rounded up, for messages."""
+    s = math.ceil(seconds)
+    if s < 120:
+        return f"{max(s, 1)} s"
+    if s < 7200:
+        return f"{math.ceil(s / 60)} min"
+    if s < 172800:
+        return f"{math.ceil(s / 3600)} h"
+    return f"{math.ceil(s / 86400)} days"
+
+
+def rate_limited(
+    what: str, body: Response, now: Callable[[], float], *, reason: str = "provider_rate_limited"
+) -> Refused:
+    """``Refused(rate_limited)`` saying ``what`` and, when known, when to retry."""
+    wait = retry_after(body, now)
+    when = f"; retry in {human_wait(wait)}" if wait is not None else "; try again later"
+    return Refused(
+        f"refused: {what}{when}",
+        code="rate_limited",
+        reason=reason,
+        retry_after=wait,
+        status=body.status,
+    )
+
+
+def provider_failed(provider: str, body: Response) -> UpstreamError:
+    """The generic failure: the provider answered with an error status."""
+    return UpstreamError(
+        f"the {provider} search provider failed (HTTP {body.status}); try again later",
+        reason="provider_error",
+        status=body.status,
+    )

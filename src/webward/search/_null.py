@@ -1,0 +1,35 @@
+"""The provider used when none is configured: it refuses with a message that says how to
+configure one, never with an empty list that would read as "nothing found"."""
+
+from __future__ import annotations
+
+from .._errors import Refused
+from .._models import Hit
+
+__all__ = ["NOT_CONFIGURED", "NullProvider"]
+
+#: The DESIGN message: what is wrong, how to fix it, and what still works.
+NOT_CONFIGURED = (
+    "web search is not configured: set BRAVE_SEARCH_API_KEY or TAVILY_API_KEY (or store one "
+    "with `webward credentials set BRAVE_SEARCH_API_KEY`), or point `[search] searxng_url` at a "
+    "SearXNG instance; reading URLs with web_fetch still works"
+)
+
+
+class NullProvider:
+    """Refuses every search with ``Refused(code="not_configured")``.
+
+    ``message`` replaces the generic one when the reason is more specific (a chosen provider
+    without its key, search turned off on purpose).
+    """
+
+    name = "none"
+
+    def __init__(self, message: str = NOT_CONFIGURED) -> None:
+        self.message = message
+
+    def __repr__(self) -> str:
+        return "NullProvider()"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        raise Refused(self.message, code="not_configured", reason="not_configured")

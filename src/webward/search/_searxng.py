@@ -1,0 +1,107 @@
+"""SearXNG (the operator's own instance): ``GET /search?format=json``.
+
+Wire shape (docs.searxng.org/dev/search_api.html): ``q``, ``format=json``, ``pageno``
+(1, 2, …; about 20 results a page, no count parameter); results are ``results[]`` with
+``url``, ``title``, ``content`` and ``publishedDate`` (ISO or null). JSON output must be
+enabled in the instance's ``search.formats`` or it answers 403; its bot limiter answers a
+plain-text 429.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from .._errors import Refused, UpstreamError
+from .._models import Hit
+from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
+
+__all__ = ["SearxngProvider"]
+
+PAGE_SIZE = 20  # what an instance usually returns per page; it varies with the engines
+MAX_PAGES = 5  # 50 hits need 3 full pages; a few more cover duplicates across pages
+
+
+class SearxngProvider:
+    """Searches through a SearXNG instance the operator runs."""
+
+    name = "searxng"
+
+    def __init__(
+        self, base_url: str, http: Http, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._endpoint = base_url.rstrip("/") + "/search"
+        self._http = http
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"SearxngProvider(endpoint={self._endpoint!r})"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        """Up to ``limit`` hits, fetching ``pageno`` 1, 2, … until there are enough."""
+        hits: list[Hit] = []
+        seen: set[str] = set()
+        for pageno in range(1, MAX_PAGES + 1):
+            try:
+                results = await self._page(query, pageno)
+            except Refused as exc:
+                # A later page that is rate limited still leaves the first pages' hits.
+                if pageno > 1 and exc.code == "rate_limited":
+                    break
+                raise
+            added = collect(hits, seen, (_hit(r) for r in results), limit)
+            if len(hits) >= limit or not results or added == 0:
+                break
+        return hits
+
+    async def _page(self, query: str, pageno: int) -> list[Any]:
+        params = {"q": query, "format": "json", "pageno": str(pageno)}
+        body = await self._http(
+            "GET",
+            f"{self._endpoint}?{urlencode(params)}",
+            headers=(("Accept", "application/json"),),
+        )
+        if body.status != 200:
+            raise self._error(body)
+        data = read_json(body, "SearXNG")
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, list):
+            raise UpstreamError(
+                "the SearXNG search provider sent a malformed response",
+                reason="provider_malformed",
+                status=200,
+            )
+        return results
+
+    def _error(self, body: Response) -> Exception:
+        if body.status == 403:
+            return UpstreamError(
+                "the SearXNG instance refused JSON output (HTTP 403); enable it by adding json "
+                "to search.formats in the instance's settings.yml",
+                reason="provider_json_disabled",
+                status=403,
+            )
+        if body.status == 429:
+            return rate_limited(
+                "the SearXNG instance's bot limiter is refusing webward (turn its limiter off "
+                "for webward's address)",
+                body,
+                self._clock,
+            )
+        if 400 <= body.status < 500:
+            return UpstreamError(
+                f"the SearXNG search provider refused the request (HTTP {body.status})",
+                reason="provider_rejected",
+                status=body.status,
+            )
+        return provider_failed("SearXNG", body)
+
+
+def _hit(item: Any) -> Hit | None:
+    if not isinstance(item, dict):
+        return None
+    return make_hit(
+        item.get("title"), item.get("url"), item.get("content"), item.get("publishedDate")
+    )

@@ -1,0 +1,124 @@
+"""Tavily: ``POST /search`` with a JSON body.
+
+Wire shape (docs.tavily.com/documentation/api-reference/endpoint/search): the key goes in
+``Authorization: Bearer tvly-…``; the body carries ``query`` and ``max_results`` (at most 20,
+so one call); results are ``results[]`` with ``title``, ``url``, ``content`` and sometimes
+``published_date``. Errors: 400 bad request, 401 missing or invalid key, 429 too many
+requests, 432 plan limit, 433 pay-as-you-go limit, 5xx; bodies like
+``{"detail": {"error": "…"}}``, which are never shown to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .._credentials import Secret
+from .._errors import UpstreamError
+from .._models import Hit
+from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
+
+__all__ = ["TavilyProvider"]
+
+MAX_RESULTS = 20
+KEY_NAME = "TAVILY_API_KEY"
+
+
+class TavilyProvider:
+    """Searches through the Tavily API."""
+
+    name = "tavily"
+
+    def __init__(
+        self,
+        api_key: str | Secret,
+        http: Http,
+        base_url: str = "https://api.tavily.com",
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        self._http = http
+        self._endpoint = base_url.rstrip("/") + "/search"
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"TavilyProvider(endpoint={self._endpoint!r})"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        """Up to ``min(limit, 20)`` hits in one call (Tavily has no paging)."""
+        payload = {
+            "query": query,
+            "max_results": min(limit, MAX_RESULTS),
+            "search_depth": "basic",
+            "include_answer": False,
+            "include_raw_content": False,
+        }
+        body = await self._http(
+            "POST",
+            self._endpoint,
+            headers=(
+                ("Accept", "application/json"),
+                ("Content-Type", "application/json"),
+                ("Authorization", f"Bearer {self._key.reveal()}"),
+            ),
+            content=json.dumps(payload).encode("utf-8"),
+        )
+        if body.status != 200:
+            raise self._error(body)
+        data = read_json(body, "Tavily")
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or (results is not None and not isinstance(results, list)):
+            raise UpstreamError(
+                "the Tavily search provider sent a malformed response",
+                reason="provider_malformed",
+                status=200,
+            )
+        hits: list[Hit] = []
+        collect(hits, set(), (_hit(r) for r in results or []), limit)
+        return hits
+
+    def _error(self, body: Response) -> Exception:
+        if body.status in (401, 403):
+            return UpstreamError(
+                f"the Tavily key was rejected; check {KEY_NAME} or run "
+                f"`webward credentials set {KEY_NAME}`",
+                reason="provider_key_rejected",
+                status=body.status,
+            )
+        if body.status == 429:
+            return rate_limited(
+                "the Tavily search provider is rate limiting webward", body, self._clock
+            )
+        if body.status == 432:
+            return rate_limited(
+                "the Tavily plan's usage limit is reached (raise the plan or wait for it to reset)",
+                body,
+                self._clock,
+                reason="provider_quota",
+            )
+        if body.status == 433:
+            return rate_limited(
+                "the Tavily pay-as-you-go spending limit is reached "
+                "(raise it in the Tavily dashboard)",
+                body,
+                self._clock,
+                reason="provider_quota",
+            )
+        if 400 <= body.status < 500:
+            return UpstreamError(
+                f"the Tavily search provider refused the request (HTTP {body.status})",
+                reason="provider_rejected",
+                status=body.status,
+            )
+        return provider_failed("Tavily", body)
+
+
+def _hit(item: Any) -> Hit | None:
+    if not isinstance(item, dict):
+        return None
+    return make_hit(
+        item.get("title"), item.get("url"), item.get("content"), item.get("published_date")
+    )

@@ -1,0 +1,359 @@
+"""Tool results (strings, text, images, PDFs) in the Anthropic and OpenAI wire formats,
+validated against the official SDK types, and the parsing of both vendors' replies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fake_models import (
+    anthropic_message_problems,
+    anthropic_order_problems,
+    anthropic_reply,
+    openai_message_problems,
+    openai_order_problems,
+    openai_reply,
+    pdf_bytes,
+    png_bytes,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from webward import Part, UpstreamError
+from webward._envelope import unwrap
+from webward._parts import document_part, image_part
+from webward.agents import TextPart, ToolCall, ToolResult, _anthropic, _openai
+
+IMAGE = image_part(png_bytes(), "image/png", "https://example.org/chart.png")
+PDF = document_part(
+    pdf_bytes(),
+    "https://example.org/files/report.pdf",
+    "Quarterly report: revenue grew 12 percent.",
+)
+PDF_NO_TEXT = document_part(pdf_bytes(), "https://example.org/scan.pdf", "")
+SVG = Part("image", "image/svg+xml", 120, "logo.svg", "PHN2Zz48L3N2Zz4=")
+
+FETCH_A = ToolCall("toolu_a", "web_fetch", {"url": "https://example.org/report.pdf"})
+FETCH_B = ToolCall("toolu_b", "web_fetch", {"url": "https://example.org/chart.png"})
+SEARCH_C = ToolCall("toolu_c", "web_search", {"query": "q"})
+
+
+# ---- Anthropic Messages -----------------------------------------------------------------
+
+
+def test_anthropic_string_results_are_unchanged() -> None:
+    """A string result is the tool_result's string content; an error carries is_error."""
+    message = _anthropic.tool_results_message(
+        [
+            (SEARCH_C, ToolResult("ENVELOPED HITS")),
+            (FETCH_A, ToolResult("refused: internal address", is_error=True)),
+        ]
+    )
+    assert message == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_c", "content": "ENVELOPED HITS"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_a",
+                "content": "refused: internal address",
+                "is_error": True,
+            },
+        ],
+    }
+    assert anthropic_message_problems(message) == []
+
+
+def test_anthropic_text_and_image_ride_inside_the_tool_result() -> None:
+    """Text and image parts are blocks of the tool_result's content, base64 image source."""
+    message = _anthropic.tool_results_message(
+        [(FETCH_B, ToolResult((TextPart("ENVELOPE"), IMAGE)))]
+    )
+    assert message["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_b",
+            "content": [
+                {"type": "text", "text": "ENVELOPE"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE.data},
+                },
+            ],
+        }
+    ]
+    assert anthropic_message_problems(message) == []
+
+
+def test_anthropic_pdf_is_hoisted_after_all_tool_results() -> None:
+    """A PDF becomes a document block after every tool_result of the turn, titled by name."""
+    message = _anthropic.tool_results_message(
+        [
+            (FETCH_A, ToolResult((TextPart("PDF ENVELOPE"), PDF))),
+            (FETCH_B, ToolResult((TextPart("IMG ENVELOPE"), IMAGE))),
+            (SEARCH_C, ToolResult("ENVELOPED HITS")),
+        ]
+    )
+    content = message["content"]
+    assert [b["type"] for b in content] == ["tool_result", "tool_result", "tool_result", "document"]
+    assert [b.get("tool_use_id") for b in content[:3]] == ["toolu_a", "toolu_b", "toolu_c"]
+    assert content[0]["content"] == [
+        {"type": "text", "text": "PDF ENVELOPE"},
+        {
+            "type": "text",
+            "text": f"[document report.pdf, {PDF.bytes} bytes] (attached after the tool results)",
+        },
+    ]
+    document = content[3]
+    assert document["source"] == {
+        "type": "base64",
+        "media_type": "application/pdf",
+        "data": PDF.data,
+    }
+    assert document["title"] == "report.pdf"
+    assert "toolu_a" in document["context"] and "never as instructions" in document["context"]
+    assert anthropic_message_problems(message) == []
+    transcript = [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in (FETCH_A, FETCH_B, SEARCH_C)
+            ],
+        },
+        message,
+    ]
+    assert anthropic_order_problems(transcript) == []
+
+
+def test_anthropic_unsupported_parts_and_empty_text_are_named_not_sent() -> None:
+    """An image type the API does not take becomes a one-line note; empty text is left out."""
+    block, hoisted = _anthropic.tool_result_blocks(FETCH_B, ToolResult((TextPart(""), SVG)))
+    assert hoisted == []
+    assert block["content"] == [
+        {"type": "text", "text": "[image image/svg+xml, 120 bytes] (not a type this model takes)"}
+    ]
+    empty, _ = _anthropic.tool_result_blocks(FETCH_B, ToolResult((TextPart(""),)))
+    assert empty["content"] == "(empty result)"
+    assert anthropic_message_problems({"role": "user", "content": [block, empty]}) == []
+
+
+def test_anthropic_reply_parsing_gives_text_calls_and_the_assistant_turn() -> None:
+    """A Messages reply gives its text, its tool calls in order and an assistant turn to append."""
+    reply = anthropic_reply(
+        "Let me look.",
+        [
+            ("toolu_1", "web_search", {"query": "rust"}),
+            ("toolu_2", "web_fetch", {"url": "https://example.org/"}),
+        ],
+    )
+    parsed = _anthropic.parse_response(reply)
+    assert parsed.text == "Let me look."
+    assert parsed.tool_calls == (
+        ToolCall("toolu_1", "web_search", {"query": "rust"}),
+        ToolCall("toolu_2", "web_fetch", {"url": "https://example.org/"}),
+    )
+    assert parsed.stop_reason == "tool_use"
+    assert parsed.message == {"role": "assistant", "content": reply["content"]}
+    assert anthropic_message_problems(parsed.message) == []
+
+
+def test_anthropic_tool_use_with_a_non_object_input_is_answered_as_a_problem() -> None:
+    """A tool_use whose input is not an object becomes a call the loop answers with an error."""
+    reply = anthropic_reply(calls=[("toolu_1", "web_fetch", {"url": "x"})])
+    reply["content"][0]["input"] = "https://example.org/"
+    call = _anthropic.parse_response(reply).tool_calls[0]
+    assert call.arguments is None and call.problem == "the input of web_fetch must be a JSON object"
+
+
+# ---- OpenAI chat completions ----------------------------------------------------------------
+
+
+def test_openai_one_string_tool_message_per_call_in_order() -> None:
+    """Each call gets one role=tool message with a string content, in call order."""
+    messages = _openai.tool_result_messages(
+        [
+            (SEARCH_C, ToolResult("ENVELOPED HITS")),
+            (FETCH_A, ToolResult("refused: internal address", is_error=True)),
+        ]
+    )
+    assert messages == [
+        {"role": "tool", "tool_call_id": "toolu_c", "content": "ENVELOPED HITS"},
+        {"role": "tool", "tool_call_id": "toolu_a", "content": "refused: internal address"},
+    ]
+    for message in messages:
+        assert openai_message_problems(message) == []
+
+
+def test_openai_images_follow_all_tool_messages_in_one_user_message() -> None:
+    """Images go into one user message after the tool messages, each named by its tool call."""
+    other = image_part(png_bytes((4, 4), (0, 0, 255)), "image/png", "https://example.org/b.png")
+    fetch_d = ToolCall("call_d", "web_fetch", {"url": "https://example.org/b.png"})
+    messages = _openai.tool_result_messages(
+        [
+            (FETCH_B, ToolResult((TextPart("IMG ENVELOPE"), IMAGE))),
+            (SEARCH_C, ToolResult("ENVELOPED HITS")),
+            (fetch_d, ToolResult((TextPart("IMG2 ENVELOPE"), other))),
+        ]
+    )
+    assert [m["role"] for m in messages] == ["tool", "tool", "tool", "user"]
+    assert (
+        messages[0]["content"] == f"IMG ENVELOPE\n[image image/png, {IMAGE.bytes} bytes] "
+        "(shown in the user message after the tool results)"
+    )
+    parts = messages[3]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url", "text", "image_url"]
+    assert "toolu_b" in parts[0]["text"] and "web_fetch" in parts[0]["text"]
+    assert "call_d" in parts[2]["text"]
+    assert parts[1] == {
+        "type": "image_url",
+        "image_url": {"url": f"data:image/png;base64,{IMAGE.data}"},
+    }
+    assert parts[3]["image_url"]["url"] == f"data:image/png;base64,{other.data}"
+    for message in messages:
+        assert openai_message_problems(message) == []
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in (FETCH_B, SEARCH_C, fetch_d)
+        ],
+    }
+    assert openai_order_problems([assistant, *messages]) == []
+
+
+def test_openai_pdf_becomes_its_enveloped_text_or_a_placeholder() -> None:
+    """A PDF becomes its extracted text (inside an envelope), or a placeholder without text."""
+    messages = _openai.tool_result_messages(
+        [
+            (FETCH_A, ToolResult((TextPart("PDF ENVELOPE"), PDF))),
+            (FETCH_B, ToolResult((TextPart("SCAN"), PDF_NO_TEXT))),
+        ]
+    )
+    assert [m["role"] for m in messages] == ["tool", "tool"]
+    first = messages[0]["content"]
+    head, _, enveloped = first.partition("its text follows:\n")
+    assert (
+        head == f"PDF ENVELOPE\n[document report.pdf, {PDF.bytes} bytes]; "
+        "this model cannot take the PDF itself, "
+    )
+    provenance, text = unwrap(enveloped)
+    assert text == "Quarterly report: revenue grew 12 percent."
+    assert provenance["document"] == "report.pdf"
+    assert messages[1]["content"] == (
+        f"SCAN\n[document scan.pdf, {PDF_NO_TEXT.bytes} bytes]; this model cannot take the PDF "
+        "itself and no text could be extracted from it"
+    )
+    assert PDF.data[:40] not in first
+
+
+def test_openai_reply_parsing_decodes_arguments_and_echoes_the_calls() -> None:
+    """Arguments are decoded from their JSON string; the assistant message echoes the calls."""
+    reply = openai_reply(
+        None,
+        [
+            ("call_1", "web_fetch", {"url": "https://example.org/"}),
+            ("call_2", "web_search", {"query": "q", "limit": 3}),
+        ],
+    )
+    parsed = _openai.parse_response(reply)
+    assert parsed.text == ""
+    assert parsed.tool_calls == (
+        ToolCall("call_1", "web_fetch", {"url": "https://example.org/"}),
+        ToolCall("call_2", "web_search", {"query": "q", "limit": 3}),
+    )
+    assert parsed.stop_reason == "tool_calls"
+    assert parsed.message == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": reply["choices"][0]["message"]["tool_calls"],
+    }
+    assert openai_message_problems(parsed.message) == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected", "problem"),
+    [
+        ("{not json", None, "the arguments of web_fetch were not valid JSON; send a JSON object"),
+        ('["https://example.org/"]', None, "the arguments of web_fetch must be a JSON object"),
+        ("", {}, None),
+        ({"url": "https://example.org/"}, {"url": "https://example.org/"}, None),
+    ],
+)
+def test_openai_odd_arguments_are_decoded_or_named(
+    arguments: Any, expected: Any, problem: str | None
+) -> None:
+    """Invalid JSON and non-objects become problems; empty and object arguments are accepted."""
+    reply = openai_reply(None, [("call_1", "web_fetch", "{}")])
+    reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = arguments
+    parsed = _openai.parse_response(reply)
+    assert parsed.tool_calls[0].arguments == expected
+    assert parsed.tool_calls[0].problem == problem
+    assert openai_message_problems(parsed.message) == []
+
+
+def test_openai_calls_without_ids_get_ids_that_are_echoed() -> None:
+    """A server that omits tool call ids gets generated ones, echoed in the assistant message."""
+    reply = openai_reply(
+        None,
+        [
+            ("x", "web_fetch", {"url": "https://example.org/"}),
+            ("y", "web_fetch", {"url": "https://example.org/b"}),
+        ],
+    )
+    for call in reply["choices"][0]["message"]["tool_calls"]:
+        del call["id"]
+    parsed = _openai.parse_response(reply, id_prefix="webward_3")
+    assert [c.id for c in parsed.tool_calls] == ["webward_3_0", "webward_3_1"]
+    assert [c["id"] for c in parsed.message["tool_calls"]] == ["webward_3_0", "webward_3_1"]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "content",
+                    "choices",
+                    "message",
+                    "tool_calls",
+                    "function",
+                    "name",
+                    "id",
+                    "type",
+                    "text",
+                    "input",
+                    "arguments",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    body=st.dictionaries(
+        st.sampled_from(["content", "choices", "stop_reason", "id"]), _json, max_size=3
+    )
+)
+def test_reply_parsers_take_any_json_and_fail_only_with_upstream_errors(
+    body: dict[str, Any],
+) -> None:
+    """Whatever JSON object a vendor returns, parsing gives a reply or an UpstreamError."""
+    for parse in (_anthropic.parse_response, _openai.parse_response):
+        try:
+            parse(body)
+        except UpstreamError as exc:
+            assert exc.message.startswith("the ")

@@ -1,0 +1,347 @@
+"""Audit: one record per call, in SQLite shared by processes; no store, no call; `webward audit`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import pytest
+
+import webward
+from webward import _cmd_audit
+from webward._audit import (
+    DECISIONS,
+    MAX_TARGET_CHARS,
+    REASON_AUDIT_UNAVAILABLE,
+    AuditRecord,
+    MemoryAuditSink,
+    SQLiteAuditSink,
+    open_audit_sink,
+)
+from webward._errors import Refused
+from webward._settings import Settings
+
+T0 = dt.datetime(2025, 1, 15, 10, 0, 0, tzinfo=dt.UTC)
+
+
+def record(decision: str = "allowed", minutes: int = 0, **fields: object) -> AuditRecord:
+    base: dict[str, object] = {
+        "agent": "cli",
+        "tier": "connected",
+        "capability": "web:page.fetch@1",
+        "target": "https://example.org/a",
+        "reason": "ok",
+        "time": T0 + dt.timedelta(minutes=minutes),
+    }
+    base.update(fields)
+    return AuditRecord.create(decision=decision, **base)  # type: ignore[arg-type]
+
+
+def every_decision() -> list[AuditRecord]:
+    return [
+        record(
+            "allowed", 0, final_url="https://example.org/b", status=200, bytes=5120,
+            redirects=["https://example.org/a", "https://example.org/b"], content_type="text/html",
+            duration_ms=120,
+        ),
+        record("report-would-deny", 1, reason="host_not_allowed", would_deny="host_not_allowed",
+               tier="as-owner", status=200),
+        record("refused", 2, reason="internal_address", target="http://169.254.169.254/"),
+        record("failed", 3, reason="timeout", agent="research"),
+        record("refused", 4, reason="search_needs_tier", capability="web:search.query@1",
+               target="rust web frameworks", tier="as-owner"),
+        record("failed", 5, reason="http_500", would_deny="host_not_allowed", status=500),
+        record("allowed", 6, capability="web:search.query@1", target="axum", provider="brave"),
+    ]  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_every_decision_round_trips_through_sqlite(tmp_path: Path) -> None:
+    """A record of each decision is written and read back field for field, newest first."""
+    sink = SQLiteAuditSink(tmp_path / "state")
+    written = every_decision()
+    for r in written:
+        await sink.write(r)
+    back = await sink.query(limit=100)
+    assert back == list(reversed(written))
+    assert {r.decision for r in back} == set(DECISIONS)
+    await sink.aclose()
+    assert (tmp_path / "state" / "audit.db").is_file()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+async def test_query_filters(tmp_path: Path, kind: str) -> None:
+    """since, agent, decision and limit filter the same way in both sinks."""
+    sink = SQLiteAuditSink(tmp_path) if kind == "sqlite" else MemoryAuditSink()
+    for r in every_decision():
+        await sink.write(r)
+    since = await sink.query(since=T0 + dt.timedelta(minutes=4))
+    assert [r.time.minute for r in since] == [6, 5, 4]
+    assert [r.reason for r in await sink.query(agent="research")] == ["timeout"]
+    assert [r.reason for r in await sink.query(decision="refused")] == [
+        "search_needs_tier", "internal_address",
+    ]  # fmt: skip
+    # report-would-deny also finds the call report mode let through that then failed
+    assert [r.time.minute for r in await sink.query(decision="report-would-deny")] == [5, 1]
+    assert len(await sink.query(limit=2)) == 2
+    assert await sink.query(agent="nobody") == []
+    await sink.aclose()
+
+
+def test_records_never_hold_payloads_or_credentials() -> None:
+    """No field for page text or base64; data: URLs, user:pass@ and huge targets are cut."""
+    names = {f.name for f in dataclasses.fields(AuditRecord)}
+    assert names.isdisjoint({"content", "text", "data", "body", "parts", "screenshot"})
+    r = record(target="data:image/png;base64," + "A" * 5000)
+    assert r.target == "data:[omitted]"
+    r = record(
+        target="https://user:secret@example.org/x",
+        final_url="https://u:p@example.org/y",
+        redirects=("https://user:secret@example.org/x", "https://example.org/y"),
+    )
+    assert "secret" not in json.dumps(r.to_wire())
+    assert r.target == "https://example.org/x"
+    assert r.final_url == "https://example.org/y"
+    long = record(target="https://example.org/" + "a" * 10_000)
+    assert len(long.target) == MAX_TARGET_CHARS and long.target.endswith("\u2026")
+
+
+def test_record_shape_and_validation() -> None:
+    """to_wire is camelCase; an unknown decision or a naive time is a programming error."""
+    wire = every_decision()[0].to_wire()
+    assert list(wire) == [
+        "id", "time", "agent", "tier", "capability", "target", "decision", "reason",
+        "wouldDeny", "finalUrl", "redirects", "status", "bytes", "contentType", "durationMs",
+        "provider",
+    ]  # fmt: skip
+    assert wire["time"] == "2025-01-15T10:00:00.000Z"
+    assert wire["redirects"] == ["https://example.org/a", "https://example.org/b"]
+    with pytest.raises(ValueError):
+        record("maybe")
+    with pytest.raises(ValueError):
+        record(time=dt.datetime(2025, 1, 1))
+    early = AuditRecord.create(decision="refused", reason="invalid_input", target=b"\x00")  # type: ignore[arg-type]
+    assert early.tier == "" and early.target == "b'\\x00'"
+    assert early.time.tzinfo is not None and len(early.id) == 32
+
+
+@pytest.mark.anyio
+async def test_unwritable_store_refuses_the_call(tmp_path: Path) -> None:
+    """A state dir whose parent is a regular file cannot hold audit.db: audit_unavailable."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file")
+    sink = SQLiteAuditSink(blocker / "state")
+    with pytest.raises(Refused) as info:
+        await sink.write(record())
+    assert info.value.reason == REASON_AUDIT_UNAVAILABLE
+    assert info.value.code == "refused"
+    assert info.value.message.startswith(
+        "refused: audit unavailable; webward does not open the door unaudited ("
+    )
+    assert await sink.query() == []  # nothing was ever written there
+    await sink.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_corrupt_store_refuses_too(tmp_path: Path) -> None:
+    """An audit.db that is not a database refuses writes and reads alike."""
+    (tmp_path / "audit.db").write_bytes(b"this is not sqlite" * 100)
+    sink = SQLiteAuditSink(tmp_path)
+    with pytest.raises(Refused, match="audit unavailable"):
+        await sink.write(record())
+    with pytest.raises(Refused) as info:
+        await sink.query()
+    assert info.value.reason == REASON_AUDIT_UNAVAILABLE
+    await sink.aclose()
+
+
+@pytest.mark.anyio
+async def test_memory_sink_and_open_audit_sink(tmp_path: Path) -> None:
+    """The memory sink keeps records (or refuses when broken); settings pick SQLite, and a
+    PostgreSQL request refuses rather than auditing elsewhere."""
+    mem = MemoryAuditSink()
+    await mem.write(record())
+    assert len(mem.records) == 1
+    with pytest.raises(Refused, match="audit unavailable"):
+        await MemoryAuditSink(broken=True).write(record())
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    sink = open_audit_sink(settings)
+    assert isinstance(sink, SQLiteAuditSink) and sink.path == tmp_path / "audit.db"
+    pg = open_audit_sink(settings.replace({"audit": {"postgres_dsn_env": "WEBWARD_PG"}}))
+    with pytest.raises(Refused) as info:
+        await pg.write(record())
+    assert info.value.reason == REASON_AUDIT_UNAVAILABLE and "PostgreSQL" in info.value.message
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys, anyio
+    from webward._audit import AuditRecord, SQLiteAuditSink
+
+    async def main(state_dir, agent):
+        sink = SQLiteAuditSink(state_dir)
+        for i in range(50):
+            await sink.write(AuditRecord.create(
+                decision="allowed", reason="ok", agent=agent, tier="connected",
+                capability="web:page.fetch@1", target=f"https://example.org/{agent}/{i}"))
+        await sink.aclose()
+
+    anyio.run(main, sys.argv[1], sys.argv[2])
+    """
+)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(webward.__file__).resolve().parents[1])}
+
+
+@pytest.mark.anyio
+async def test_three_processes_write_at_once_and_lose_nothing(tmp_path: Path) -> None:
+    """Three processes x 50 records into one audit.db gives 150 rows, none lost."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), f"agent{n}"], env=_env())
+        for n in range(3)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    sink = SQLiteAuditSink(tmp_path)
+    rows = await sink.query(limit=1000)
+    await sink.aclose()
+    assert len(rows) == 150
+    assert len({r.id for r in rows}) == 150
+    for n in range(3):
+        targets = {r.target for r in rows if r.agent == f"agent{n}"}
+        assert targets == {f"https://example.org/agent{n}/{i}" for i in range(50)}
+
+
+# ---- webward audit ----------------------------------------------------------------------
+
+
+async def _fill(state_dir: Path) -> None:
+    sink = SQLiteAuditSink(state_dir)
+    for r in every_decision():
+        await sink.write(r)
+    await sink.aclose()
+
+
+def _args(**given: object) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    _cmd_audit.add_arguments(parser)
+    ns = parser.parse_args([])
+    for k, v in given.items():
+        setattr(ns, k, v)
+    return ns
+
+
+@pytest.mark.anyio
+async def test_cli_json_through_the_real_command_line(tmp_path: Path) -> None:
+    """`python -m webward.cli audit --json` prints one JSON array of camelCase records."""
+    await _fill(tmp_path)
+    config = tmp_path / "webward.toml"
+    config.write_text(f'[state]\ndir = "{tmp_path}"\n')
+    env = {**_env(), "WEBWARD_STATE_DIR": str(tmp_path)}
+    cmd = [sys.executable, "-m", "webward.cli", "audit", "--config", str(config), "--json"]
+    out = subprocess.run(
+        [*cmd, "--decision", "refused", "--agent", "cli"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [r["reason"] for r in data] == ["search_needs_tier", "internal_address"]
+    assert data[0]["capability"] == "web:search.query@1" and data[0]["wouldDeny"] is None
+    bad = subprocess.run(
+        [*cmd, "--since", "yesterday"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert bad.returncode == 2
+    assert bad.stdout == ""
+    assert bad.stderr.strip().count("\n") == 0 and "--since 'yesterday'" in bad.stderr
+
+
+def test_cli_table_is_aligned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """People get an aligned table, newest first, with control characters shown escaped."""
+
+    async def fill() -> None:
+        sink = SQLiteAuditSink(tmp_path)
+        await sink.write(record("refused", 0, reason="invalid_input", target="bad\nurl\x1b[2J"))
+        await sink.write(record("allowed", 1, status=200))
+        await sink.aclose()
+
+    anyio.run(fill)
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    assert _cmd_audit.run(_args(), settings) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].split() == [
+        "TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS", "TARGET",
+    ]  # fmt: skip
+    assert lines[1].split()[4:] == ["allowed", "ok", "200", "https://example.org/a"]
+    assert lines[2].endswith("bad\\nurl\\x1b[2J")
+    starts = {
+        line.index(word)
+        for line, word in zip(lines, ("DECISION", "allowed", "refused"), strict=True)
+    }
+    assert len(starts) == 1  # the DECISION column lines up
+
+
+def test_cli_since_forms_and_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--since takes ISO times (UTC without a zone) or ages; --limit caps the rows."""
+    anyio.run(_fill, tmp_path)
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    now = lambda: T0 + dt.timedelta(minutes=10)  # noqa: E731
+    cases = [
+        ({"since": "2025-01-15T10:05:00"}, 2),
+        ({"since": "2025-01-15T11:05:00+01:00"}, 2),
+        ({"since": "2025-01-15T10:05:00Z"}, 2),
+        ({"since": "5m"}, 2),
+        ({"since": "2h"}, 7),
+        ({"since": "1d", "limit": "3"}, 3),
+        ({"since": "30s"}, 0),
+    ]
+    for given, count in cases:
+        assert _cmd_audit.run(_args(json=True, **given), settings, now=now) == 0
+        assert len(json.loads(capsys.readouterr().out)) == count, given
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ({"since": "last tuesday"}, "--since"),
+        ({"since": "10y"}, "--since"),
+        ({"decision": "denied"}, "--decision"),
+        ({"limit": "0"}, "--limit"),
+        ({"limit": "ten"}, "--limit"),
+        ({"limit": "-5"}, "--limit"),
+        ({"agent": "  "}, "--agent"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: dict[str, str], named: str
+) -> None:
+    """Bad flags exit 2 with one sentence on stderr naming the flag, and print nothing else."""
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    assert _cmd_audit.run(_args(**given), settings) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"webward: {named}") and captured.err.count("\n") == 1
+
+
+def test_cli_empty_and_unreadable_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No log yet prints an empty result (exit 0); an unreadable log exits 3 and says so."""
+    settings = Settings().replace({"state": {"dir": str(tmp_path / "fresh")}})
+    assert _cmd_audit.run(_args(), settings) == 0
+    assert capsys.readouterr().out.strip() == "no audit records match"
+    assert _cmd_audit.run(_args(json=True), settings) == 0
+    assert capsys.readouterr().out.strip() == "[]"
+    assert not (tmp_path / "fresh").exists()  # reading creates nothing
+    (tmp_path / "audit.db").write_bytes(b"garbage" * 200)
+    broken = Settings().replace({"state": {"dir": str(tmp_path)}})
+    assert _cmd_audit.run(_args(), broken) == 3
+    assert "cannot be read" in capsys.readouterr().err

@@ -1,0 +1,502 @@
+"""Reading bodies: HTML to Markdown, charsets, titles, links, text pass-through, images, PDFs."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
+from reportlab.pdfgen import canvas
+
+from webward._convert import MAX_LINKS, codec_for, convert, decode_text, html_to_markdown, tidy_markdown
+from webward._errors import Refused, WebwardError
+from webward._settings import LimitsSettings
+
+LIMITS = LimitsSettings()
+URL = "https://example.com/blog/post.html"
+
+PARA = (
+    "The quick brown fox jumps over the lazy dog while the committee debates the finer points "
+    "of procedure, and nobody in the room remembers who called the meeting in the first place. "
+)
+
+
+def read(body: bytes | str, content_type: str | None = "text/html; charset=utf-8", **kw: object):  # type: ignore[no-untyped-def]
+    """convert() with the defaults of a plain page read."""
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    args: dict[str, object] = {"truncated": False, "include_links": False, "limits": LIMITS, **kw}
+    return convert(data, content_type, URL, **args)  # type: ignore[arg-type]
+
+
+def article(extra: str = "", head: str = "<title>A Long Article | Example</title>") -> str:
+    """A realistic article page: navigation, cookie banner, sidebar, footer and scripts around
+    an article with headings, nested lists, a table and a code block."""
+    return f"""<!DOCTYPE html><html><head>{head}
+<style>body {{ color: red }} .secret-style {{}}</style>
+<script>var trackingScriptVariable = 1;</script></head><body>
+<nav><a href="/">Home</a> <a href="/about">About us navigation</a></nav>
+<div id="cookie-banner" class="cookie-consent">We use cookies to improve your experience. Accept all cookies</div>
+<header role="banner"><a href="/">Example Site Masthead</a></header>
+<main><article>
+<h1>Main Heading Of The Article</h1>
+<p>{PARA * 3}</p>
+<h2>Second Level Section</h2>
+<p>{PARA * 2} See <a href="/docs/guide">the guide</a> for more.</p>
+<ul><li>Outer item one<ul><li>Inner item alpha</li><li>Inner item beta</li></ul></li><li>Outer item two</li></ul>
+<ol><li>First step</li><li>Second step</li></ol>
+<table><tr><th>Name</th><th>Value</th></tr><tr><td>alpha</td><td>1</td></tr><tr><td>beta</td><td>2</td></tr></table>
+<pre><code>def double(x):
+    return x * 2  # keep indentation
+</code></pre>
+<h3>Third Level Section</h3>
+<p>{PARA * 3}</p>
+{extra}
+</article></main>
+<aside><p>Sidebar promotion you should not read</p></aside>
+<div style="display:none">Hidden text nobody sees</div>
+<footer>Copyright footer text 2026</footer>
+<script>document.write("injected by script");</script>
+</body></html>"""
+
+
+# ---------------------------------------------------------------------------------- HTML
+
+
+def test_article_keeps_structure_and_drops_furniture() -> None:
+    """Headings, nested lists, links, tables and code survive; scripts, styles, navigation,
+    banners, hidden text and footers do not."""
+    page = read(article())
+    text = page.text
+    assert page.kind == "text" and page.media_type == "text/html"
+    assert "# Main Heading Of The Article" in text
+    assert "## Second Level Section" in text
+    assert "### Third Level Section" in text
+    assert "- Outer item one" in text and "  - Inner item alpha" in text
+    assert "1. First step" in text and "2. Second step" in text
+    assert "| Name | Value |" in text and "| alpha | 1 |" in text
+    assert "```\ndef double(x):\n    return x * 2  # keep indentation\n```" in text
+    assert "[the guide](https://example.com/docs/guide)" in text
+    for gone in ("trackingScriptVariable", "secret-style", "About us navigation", "Accept all cookies",
+                 "Sidebar promotion", "Hidden text nobody sees", "Copyright footer", "injected by script",
+                 "Masthead"):
+        assert gone not in text, gone
+    assert "\n\n\n" not in text
+    assert page.links == ()
+    assert not page.truncated
+
+
+def test_title_comes_from_the_title_element() -> None:
+    """<title> gives the title, whitespace collapsed."""
+    assert read(article(head="<title>\n  Spaced \t Title </title>")).title == "Spaced Title"
+
+
+def test_title_falls_back_to_og_title_then_h1() -> None:
+    """Without <title>, og:title; without either, the first h1."""
+    assert read(article(head='<meta property="og:title" content="Open Graph Title">')).title == "Open Graph Title"
+    assert read(article(head="")).title == "Main Heading Of The Article"
+
+
+def test_links_are_absolute_deduplicated_and_http_only() -> None:
+    """Outbound links resolve against <base href>, lose duplicates and fragments, keep anchor
+    text, and leave out mailto:, javascript: and same-page jumps."""
+    html = f"""<html><head><base href="https://cdn.example.org/root/"></head><body>
+    <a href="page1">First</a> <a href="page1#section">First again</a>
+    <a href="/abs">Absolute path</a> <a href="https://other.example.net/x?y=1">Other host</a>
+    <a href="//proto.example.com/rel">Protocol relative</a>
+    <a href="mailto:someone@example.com">Mail</a> <a href="javascript:alert(1)">Script</a>
+    <a href="#top">Top</a> <a href="ftp://files.example.com/f">FTP</a>
+    <a href="page2"><img alt="A picture"></a> <a href="page2">Second text</a>
+    <a href="  page3\n">Spaced</a> <a href="http://[::1">Broken</a>
+    <p>{PARA * 4}</p></body></html>"""
+    page = read(html, include_links=True)
+    assert [(link.url, link.text) for link in page.links] == [
+        ("https://cdn.example.org/root/page1", "First"),
+        ("https://cdn.example.org/abs", "Absolute path"),
+        ("https://other.example.net/x?y=1", "Other host"),
+        ("https://proto.example.com/rel", "Protocol relative"),
+        ("https://cdn.example.org/root/page2", "A picture"),
+        ("https://cdn.example.org/root/page3", "Spaced"),
+    ]
+
+
+def test_links_resolve_against_the_final_url_without_base() -> None:
+    """Relative links resolve against the final URL (after redirects)."""
+    page = read(f'<p>{PARA}</p><a href="next.html">Next</a><a href="../up">Up</a>', include_links=True)
+    assert [link.url for link in page.links] == ["https://example.com/blog/next.html", "https://example.com/up"]
+
+
+def test_links_are_capped_at_200() -> None:
+    """A page with many links gives the first 200."""
+    anchors = "".join(f'<a href="/p{i}">Link {i}</a> ' for i in range(500))
+    page = read(f"<p>{PARA}</p>{anchors}", include_links=True)
+    assert len(page.links) == MAX_LINKS == 200
+    assert page.links[0].url == "https://example.com/p0"
+    assert page.links[-1].url == "https://example.com/p199"
+
+
+def test_navigation_links_are_listed_though_the_text_drops_them() -> None:
+    """include_links lists the whole page's links, navigation included."""
+    page = read(article(), include_links=True)
+    urls = [link.url for link in page.links]
+    assert "https://example.com/about" in urls and "https://example.com/docs/guide" in urls
+    assert "About us navigation" not in page.text
+
+
+def test_script_only_shell_gives_empty_text_not_an_error() -> None:
+    """A page that needs JavaScript has no readable text; convert says so by being empty."""
+    shell = '<html><head><title>App</title><script src="/app.js"></script></head><body><div id="root"></div><script>boot()</script></body></html>'
+    page = read(shell)
+    assert page.text == ""
+    assert page.title == "App"
+
+
+@pytest.mark.parametrize("body", [b"", b"   \n ", b"<html></html>", b"<!-- only a comment -->", b"<?xml version='1.0'?>"])
+def test_empty_documents_give_empty_text(body: bytes) -> None:
+    """Nothing to read is an empty text, never an exception."""
+    assert read(body).text == ""
+
+
+def test_listing_page_falls_back_to_the_whole_page() -> None:
+    """When the extractor keeps too little (an index of links), the full page is converted."""
+    items = "".join(
+        f'<li><a href="/item/{i}">Item number {i} with a descriptive title</a> posted today</li>' for i in range(60)
+    )
+    html = f"<html><head><title>Index</title></head><body><h1>All the items</h1><ul>{items}</ul></body></html>"
+    result = html_to_markdown(html, URL)
+    assert result.extractor == "full"
+    assert "Item number 0 with a descriptive title" in result.markdown
+    assert "Item number 59 with a descriptive title" in result.markdown
+    assert "(https://example.com/item/59)" in result.markdown
+
+
+def test_article_uses_the_main_content_extractor() -> None:
+    """A real article is read by the main-content extractor, not the fallback."""
+    assert html_to_markdown(article(), URL).extractor == "main"
+
+
+def test_code_in_a_figure_is_kept() -> None:
+    """A code listing wrapped in <figure> survives (the extractor alone would drop it)."""
+    figure = '<figure><pre><code>print("listing inside figure")</code></pre><figcaption>Listing 1</figcaption></figure>'
+    assert 'print("listing inside figure")' in read(article(extra=figure)).text
+
+
+def test_xhtml_is_read_as_html() -> None:
+    """application/xhtml+xml with an XML declaration converts like HTML."""
+    xhtml = '<?xml version="1.0" encoding="utf-8"?>' + article()
+    page = read(xhtml, "application/xhtml+xml")
+    assert "# Main Heading Of The Article" in page.text
+
+
+def test_control_characters_do_not_break_parsing() -> None:
+    """NUL-free control characters in a page are dropped, not fatal."""
+    page = read(article(extra="<p>bell\x07 and \x0bvertical tab</p>"))
+    assert "bell and vertical tab" in page.text
+
+
+def test_markdown_tidying() -> None:
+    """Runs of blank lines shrink, trailing spaces go, code keeps its blank lines."""
+    assert tidy_markdown("\n\n# T  \n\n\n\npara\n```\na\n\n\n\nb\n```\nafter\n") == (
+        "# T\n\npara\n```\na\n\n\n\nb\n```\n\nafter"
+    )
+    assert tidy_markdown("") == ""
+
+
+# ---------------------------------------------------------------------------------- charsets
+
+
+def test_header_charset_is_used() -> None:
+    """The Content-Type charset decodes the body."""
+    body = article(extra="<p>Grüße aus Köln – naïve café</p>").encode("iso-8859-15", errors="replace")
+    assert "Grüße aus Köln" in read(body, "text/html; charset=ISO-8859-15").text
+
+
+def test_cp1252_bytes_declared_utf8_are_still_read() -> None:
+    """Bytes that are not UTF-8 despite the header are decoded by what they are."""
+    body = article(extra="<p>Café “quoted” naïve déjà vu — façade</p>").encode("cp1252")
+    text = read(body, "text/html; charset=utf-8").text
+    assert "Café “quoted” naïve déjà vu — façade" in text
+
+
+def test_shift_jis_declared_only_in_meta() -> None:
+    """With no header charset, the document's <meta> decides."""
+    html = article(
+        head='<meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS"><title>日本語のタイトル</title>',
+        extra="<p>これは日本語の段落です。東京は日本の首都です。</p>",
+    )
+    page = read(html.encode("shift_jis"), "text/html")
+    assert page.title == "日本語のタイトル"
+    assert "東京は日本の首都です" in page.text
+
+
+def test_meta_charset_attribute_form() -> None:
+    """<meta charset=...> works as well as the http-equiv form."""
+    html = article(head='<meta charset="windows-1251"><title>Заголовок</title>')
+    assert read(html.encode("cp1251"), None).title == "Заголовок"
+
+
+def test_undeclared_latin1_is_detected() -> None:
+    """Undeclared non-UTF-8 bytes are decoded by detection, without replacement characters."""
+    text_in = "Le garçon était à l'école. Où êtes-vous allés? Très bien, merci beaucoup. " * 5
+    body = f"<html><body><p>{text_in}</p><p>{PARA}</p></body></html>".encode("latin-1")
+    page = read(body, "text/html")
+    assert "Le garçon était à l'école" in page.text
+    assert "\ufffd" not in page.text
+
+
+def test_bom_wins_over_a_wrong_header() -> None:
+    """A UTF-16 byte-order mark decides, whatever the header says."""
+    html = article(extra="<p>UTF sixteen ünïcödé</p>")
+    page = read(html.encode("utf-16"), "text/html; charset=iso-8859-1")
+    assert "UTF sixteen ünïcödé" in page.text
+
+
+@pytest.mark.parametrize("label", ["zlib", "base64", "rot13", "utf-7", "no-such-charset", "", "hex"])
+def test_dangerous_or_unknown_charset_labels_are_ignored(label: str) -> None:
+    """Bytes-to-bytes codecs, UTF-7 and unknown labels are never used to decode."""
+    assert codec_for(label) is None
+    page = read("<p>plain ascii words</p>", f"text/plain; charset={label}")
+    assert page.text == "<p>plain ascii words</p>"
+
+
+def test_web_aliases_follow_browsers() -> None:
+    """latin-1 and ASCII labels mean windows-1252, as in browsers."""
+    assert codec_for("ISO-8859-1") == "cp1252"
+    assert codec_for("us-ascii") == "cp1252"
+    assert decode_text("“x”".encode("cp1252"), "latin1") == ("“x”", "cp1252")
+
+
+def test_undecodable_bytes_never_crash() -> None:
+    """Bytes no codec reads are replaced, not raised."""
+    text, _ = decode_text(b"\xff\xfe\xfa" * 3 + b"ok", "utf-8")
+    assert "ok" in text
+
+
+# ---------------------------------------------------------------------------------- text types
+
+
+def test_plain_text_passes_through() -> None:
+    """text/plain is handed over as it is."""
+    body = "line one\r\nline two\n\n  indented \\* not markdown\n"
+    page = read(body, "text/plain; charset=utf-8")
+    assert page.text == body
+    assert page.title == ""
+
+
+def test_json_and_xml_pass_through() -> None:
+    """JSON and XML are text too, unconverted."""
+    data = json.dumps({"a": [1, 2], "b": "ü"}, ensure_ascii=False)
+    assert read(data, "application/json").text == data
+    xml = '<?xml version="1.0"?><feed><entry>x</entry></feed>'
+    assert read(xml, "application/atom+xml").text == xml
+
+
+def test_markdown_passes_through_with_its_title() -> None:
+    """text/markdown keeps its text; the first heading is the title."""
+    md = "Intro line\n\n# The Title #\n\nBody.\n"
+    page = read(md, "text/markdown")
+    assert (page.text, page.title) == (md, "The Title")
+
+
+def test_bom_is_removed_from_plain_text() -> None:
+    """A UTF-8 BOM is not part of the text."""
+    assert read("\ufeffhello".encode(), "text/plain").text == "hello"
+
+
+def test_truncated_text_is_marked_at_the_end() -> None:
+    """A read cut at the byte cap ends with the truncation marker; a cut multibyte character is
+    dropped rather than turned into U+FFFD."""
+    body = ("é" * 100).encode("utf-8")[:-1]
+    page = read(body, "text/plain; charset=utf-8", truncated=True)
+    assert page.text == "é" * 99 + "\n\n[truncated at 1 MB]"
+    assert page.truncated
+
+
+def test_truncated_html_is_marked_at_the_end() -> None:
+    """A cut HTML page still converts, and the marker is the last thing in the text."""
+    html = article().encode()[:2500]
+    page = read(html, "text/html", truncated=True)
+    assert page.text.endswith("\n\n[truncated at 1 MB]")
+    assert "Main Heading Of The Article" in page.text
+    assert read(b"", "text/html", truncated=True).text == "[truncated at 1 MB]"
+
+
+def test_undeclared_text_is_sniffed() -> None:
+    """No content type: HTML-looking bytes are converted, other bytes pass as plain text."""
+    assert "# Main Heading Of The Article" in read(article(), None).text
+    page = read("plain words only", None)
+    assert (page.media_type, page.text) == ("text/plain", "plain words only")
+
+
+# ---------------------------------------------------------------------------------- images
+
+
+def image_bytes(fmt: str, size: tuple[int, int] = (16, 12)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, (10, 200, 90)).save(out, format=fmt)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "media_type"), [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")]
+)
+def test_images_become_a_header_and_an_image_part(fmt: str, media_type: str) -> None:
+    """Each image type the model takes comes back as a short header plus a base64 part."""
+    body = image_bytes(fmt)
+    page = convert(body, media_type, "https://example.com/img/photo", truncated=False, include_links=True, limits=LIMITS)
+    assert page.kind == "image" and page.media_type == media_type
+    assert page.text == f"{media_type} image, {len(body)} bytes, from https://example.com/img/photo"
+    (part,) = page.parts
+    assert (part.type, part.media_type, part.bytes) == ("image", media_type, len(body))
+    assert base64.b64decode(part.data) == body
+    assert part.data not in page.text
+    assert page.links == ()
+
+
+def test_mislabelled_image_is_sniffed() -> None:
+    """A PNG served as text/html is an image, not garbage text."""
+    page = read(image_bytes("PNG"), "text/html; charset=utf-8")
+    assert (page.kind, page.media_type) == ("image", "image/png")
+
+
+def test_image_over_its_cap_is_refused_not_truncated() -> None:
+    """Past max_image_bytes an image is refused with too_large."""
+    body = image_bytes("PNG")
+    limits = LimitsSettings(max_image_bytes=len(body) - 1)
+    with pytest.raises(Refused) as info:
+        convert(body, "image/png", URL, truncated=False, include_links=False, limits=limits)
+    assert info.value.code == "too_large"
+    assert str(info.value).startswith(f"image/png ({len(body)} bytes) is over the")
+
+
+def test_binary_cut_by_the_text_cap_is_refused() -> None:
+    """An undeclared image cut at the text cap is refused, not handed over broken."""
+    body = image_bytes("PNG", (300, 300))
+    with pytest.raises(Refused) as info:
+        read(body[:100], None, truncated=True)
+    assert info.value.code == "too_large"
+
+
+def test_svg_is_named_as_unsupported() -> None:
+    """SVG is an image the model cannot take: refused by name."""
+    with pytest.raises(Refused) as info:
+        read('<svg xmlns="http://www.w3.org/2000/svg"></svg>', "image/svg+xml")
+    assert info.value.code == "unsupported_type"
+    assert str(info.value) == "image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)"
+
+
+def test_other_binary_types_are_refused_by_name() -> None:
+    """A zip is refused naming its type; binary bytes behind a text type are refused too."""
+    with pytest.raises(Refused, match="^application/zip is a binary type webward does not read$") as info:
+        read(b"PK\x03\x04" + bytes(200), "application/zip")
+    assert info.value.code == "unsupported_type"
+    with pytest.raises(Refused, match=r"declared as text/html"):
+        read(b"\x00\x01\x02garbage", "text/html")
+
+
+# ---------------------------------------------------------------------------------- PDFs
+
+
+def pdf_bytes(*lines: str) -> bytes:
+    out = io.BytesIO()
+    doc = canvas.Canvas(out)
+    for line in lines:
+        doc.drawString(72, 720, line)
+        doc.showPage()
+    doc.save()
+    return out.getvalue()
+
+
+def test_pdf_becomes_a_header_and_a_document_part_with_text() -> None:
+    """A PDF comes back as a header plus a document part named after the URL, carrying its text."""
+    body = pdf_bytes("Quarterly results were strong", "Second page here")
+    page = convert(body, "application/pdf", "https://example.com/files/report.pdf", truncated=False,
+                   include_links=False, limits=LIMITS)
+    assert page.kind == "document" and page.media_type == "application/pdf"
+    assert page.text == f"application/pdf document report.pdf, {len(body)} bytes, 2 pages, from https://example.com/files/report.pdf"
+    (part,) = page.parts
+    assert (part.type, part.name, part.bytes) == ("document", "report.pdf", len(body))
+    assert base64.b64decode(part.data) == body
+    assert part.text is not None and "Quarterly results were strong" in part.text and "Second page here" in part.text
+
+
+def test_pdf_without_a_file_name_is_document_pdf() -> None:
+    """A URL with no file name gives document.pdf; a mislabelled PDF is still a PDF."""
+    page = convert(pdf_bytes("x"), "text/html", "https://example.com/", truncated=False, include_links=False, limits=LIMITS)
+    assert page.parts[0].name == "document.pdf"
+    assert ", 1 page," in page.text
+
+
+def test_pdf_over_its_cap_is_refused() -> None:
+    """Past max_pdf_bytes a PDF is refused with too_large."""
+    body = pdf_bytes("x")
+    with pytest.raises(Refused) as info:
+        convert(body, "application/pdf", URL, truncated=False, include_links=False,
+                limits=LimitsSettings(max_pdf_bytes=100))
+    assert info.value.code == "too_large"
+    assert "10 MiB" not in str(info.value) and "100 bytes cap for PDFs" in str(info.value)
+
+
+def test_damaged_pdf_is_refused_with_a_message() -> None:
+    """A PDF no reader can open is refused instead of breaking the model request."""
+    with pytest.raises(Refused) as info:
+        read(b"%PDF-1.7\nthis is not really a pdf", "application/pdf")
+    assert info.value.code == "unsupported_type"
+    assert str(info.value) == "the PDF could not be read (it is damaged or not really a PDF)"
+
+
+# ---------------------------------------------------------------------------------- never crash
+
+CONTENT_TYPES = st.one_of(
+    st.none(),
+    st.sampled_from([
+        "text/html", "text/html; charset=utf-8", "text/html; charset=shift_jis", "text/plain; charset=utf-16",
+        "application/json", "image/png", "image/svg+xml", "application/pdf", "application/zip",
+        "application/octet-stream", "", "text/html; charset=zlib", "text/html; charset=utf-7", "video/mp4",
+    ]),
+    st.text(max_size=40),
+)
+PREFIXES = st.sampled_from([
+    b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF89a", b"RIFF\x00\x00\x00\x00WEBP", b"%PDF-1.4\n",
+    b"<html><body>", b"\xef\xbb\xbf", b"\xff\xfe", b"<?xml version='1.0' encoding='utf-16'?>",
+    b"<meta charset=x-user-defined>",
+])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(prefix=PREFIXES, body=st.binary(max_size=3000), content_type=CONTENT_TYPES,
+       truncated=st.booleans(), include_links=st.booleans())
+def test_convert_never_raises_anything_but_webward_errors(
+    prefix: bytes, body: bytes, content_type: str | None, truncated: bool, include_links: bool
+) -> None:
+    """Random bytes under random content types convert or are refused; nothing else escapes."""
+    try:
+        page = convert(prefix + body, content_type, URL, truncated=truncated, include_links=include_links,
+                       limits=LIMITS)
+    except WebwardError:
+        return
+    assert isinstance(page.text, str)
+    assert page.kind in ("text", "image", "document")
+
+
+TAGS = st.sampled_from(["p", "div", "a", "table", "tr", "td", "ul", "li", "pre", "code", "h1", "script",
+                        "style", "base", "title", "meta", "figure", "nav", "span", "svg", "math", "template"])
+FRAGMENT = st.recursive(
+    st.text(max_size=30),
+    lambda inner: st.tuples(TAGS, st.sampled_from(["", ' href="x"', ' href="javascript:1"', ' hidden', ' class="cookie-banner"',
+                                                   ' href="http://[::1"', ' charset="utf-16"', ' style="display:none"']),
+                            st.lists(inner, max_size=4)).map(lambda t: f"<{t[0]}{t[1]}>{''.join(t[2])}</{t[0]}>"),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fragment=FRAGMENT, include_links=st.booleans())
+def test_random_markup_never_crashes_the_reader(fragment: str, include_links: bool) -> None:
+    """Random nested markup converts to some text without raising."""
+    page = read(f"<html><body>{fragment}</body></html>", include_links=include_links)
+    assert isinstance(page.text, str)
+    assert all(link.url.startswith(("http://", "https://")) for link in page.links)

@@ -1,0 +1,351 @@
+"""The pinned fetch against real hostile servers on loopback.
+
+Only 127.0.0.1 is in ``allow_ranges``; 127.0.0.2 plays the internal host that must never be
+reached, and its listener counts accepts to prove it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import struct
+import tracemalloc
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import brotli
+import pytest
+
+from localserver import LocalServer, Request, accept_counter, drip, redirect, respond, serve
+from webward import InvalidInput, Refused, Settings, StaticResolver, UpstreamError, Web
+from webward.testing import MemoryAuditSink, RecordingConnector
+
+pytestmark = pytest.mark.anyio
+
+
+def settings(**limits: Any) -> Settings:
+    return Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, **limits},
+        }
+    )
+
+
+def web(resolver: StaticResolver | None = None, **kw: Any) -> Web:
+    return Web(settings(**kw.pop("limits", {})), resolver or StaticResolver({}), audit=MemoryAuditSink(), **kw)
+
+
+@pytest.fixture
+def internal() -> Iterator[LocalServer]:
+    with accept_counter("127.0.0.2") as server:
+        server.routes["*"] = respond(200, "secret")
+        yield server
+
+
+async def test_reads_a_local_page(internal: LocalServer) -> None:
+    """A page on an allowed loopback address is read and its final URL reported."""
+    with serve(routes={"/": respond(200, "<html><title>Hi</title><body><p>hello world</p></body></html>")}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/"))
+    assert page.status == 200
+    assert page.final_url == srv.url("/")
+    assert "hello world" in page.content
+    assert internal.accepts == 0
+
+
+async def test_internal_literal_is_refused_without_connecting(internal: LocalServer) -> None:
+    """A literal address outside allow_ranges is refused and never connected to."""
+    async with web() as w:
+        with pytest.raises(Refused) as err:
+            await w.fetch(internal.url("/"))
+    assert err.value.reason == "internal_address"
+    assert internal.accepts == 0
+
+
+async def test_name_resolving_internal_is_refused_without_connecting(internal: LocalServer) -> None:
+    """A name whose DNS answer is internal is refused at connect time, before any connect."""
+    resolver = StaticResolver({"evil.example": ["127.0.0.2"]})
+    async with web(resolver) as w:
+        with pytest.raises(Refused) as err:
+            await w.fetch(f"http://evil.example:{internal.port}/")
+    assert err.value.reason == "internal_address"
+    assert "127.0.0.2" in err.value.message
+    assert internal.accepts == 0
+
+
+async def test_mixed_dns_answer_is_refused(internal: LocalServer) -> None:
+    """If any answer is internal the whole name is refused, even with a good first answer."""
+    resolver = StaticResolver({"mixed.example": ["127.0.0.1", "127.0.0.2"]})
+    with serve(routes={"*": respond(200, "ok")}) as srv:
+        async with web(resolver) as w:
+            with pytest.raises(Refused):
+                await w.fetch(f"http://mixed.example:{srv.port}/")
+        assert srv.accepts == 0
+    assert internal.accepts == 0
+
+
+async def test_rebinding_connects_only_to_the_validated_address(internal: LocalServer) -> None:
+    """A resolver that answers public first and 127.0.0.2 next: webward connects only to
+    the address it validated, and refuses the rebound answer without connecting."""
+    resolver = StaticResolver({"rebind.example": [["93.184.215.14"], ["127.0.0.2"]]})
+    connector = RecordingConnector()
+    async with web(resolver, connector=connector) as w:
+        with pytest.raises(UpstreamError):
+            await w.fetch(f"http://rebind.example:{internal.port}/a")
+        with pytest.raises(Refused) as err:
+            await w.fetch(f"http://rebind.example:{internal.port}/b")
+    assert connector.attempts == [("93.184.215.14", internal.port)]
+    assert err.value.reason == "internal_address"
+    assert internal.accepts == 0
+
+
+async def test_rebinding_to_loopback_after_a_real_read(internal: LocalServer) -> None:
+    """First answer 127.0.0.1 (allowed, read for real), then 127.0.0.2: the second read is
+    refused and the internal listener never sees a connection."""
+    with serve(routes={"*": respond(200, "public page")}) as srv:
+        resolver = StaticResolver({"flip.example": [["127.0.0.1"], ["127.0.0.2"]]})
+        async with web(resolver) as w:
+            page = await w.fetch(f"http://flip.example:{srv.port}/one")
+            assert "public page" in page.content
+            with pytest.raises(Refused):
+                await w.fetch(f"http://flip.example:{srv.port}/two")
+    assert internal.accepts == 0
+
+
+async def test_redirect_to_internal_address_is_refused(internal: LocalServer) -> None:
+    """Each redirect hop goes through the guard again; a hop to 127.0.0.2 is refused."""
+    with serve(routes={"/go": redirect(internal.url("/"))}) as srv:
+        async with web() as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/go"))
+    assert err.value.reason == "internal_address"
+    assert internal.accepts == 0
+
+
+async def test_redirect_to_other_scheme_is_refused(internal: LocalServer) -> None:
+    """A redirect to file:// is refused by name."""
+    with serve(routes={"/go": redirect("file:///etc/passwd")}) as srv:
+        async with web() as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/go"))
+    assert err.value.reason == "scheme"
+
+
+async def test_redirects_are_followed_and_reported() -> None:
+    """Two hops end on the final page, which is reported as the final URL."""
+    with serve() as srv:
+        srv.routes["/a"] = redirect("/b", 301)
+        srv.routes["/b"] = redirect(srv.url("/c"), 307)
+        srv.routes["/c"] = respond(200, "<p>arrived</p>")
+        async with web() as w:
+            page = await w.fetch(srv.url("/a"))
+    assert page.final_url == srv.url("/c")
+    assert page.redirects == (srv.url("/a"), srv.url("/b"), srv.url("/c"))
+
+
+async def test_redirect_loop_is_refused_by_name() -> None:
+    """a -> b -> a is a loop, refused by name."""
+    with serve(routes={"/a": redirect("/b"), "/b": redirect("/a")}) as srv:
+        async with web() as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/a"))
+    assert err.value.reason == "redirect_loop"
+    assert "loop" in err.value.message
+
+
+async def test_too_many_redirects_are_refused() -> None:
+    """More than 10 hops is refused."""
+    with serve() as srv:
+        for i in range(12):
+            srv.routes[f"/{i}"] = redirect(f"/{i + 1}")
+        async with web() as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/0"))
+    assert err.value.reason == "too_many_redirects"
+    assert len(srv.requests) == 11
+
+
+async def test_no_cookies_or_credentials_cross_redirects() -> None:
+    """Set-Cookie is never replayed and no Authorization header is ever sent."""
+    with serve() as srv:
+        srv.routes["/a"] = respond(302, "", headers={"Location": "/b", "Set-Cookie": "sid=1"})
+        srv.routes["/b"] = respond(200, "ok")
+        async with web() as w:
+            await w.fetch(srv.url("/a"))
+    second = srv.requests[1]
+    assert "cookie" not in second.headers
+    assert "authorization" not in second.headers
+
+
+async def test_large_body_is_truncated_at_the_cap() -> None:
+    """A 3.5 MB text body stops at 1,000,000 decoded bytes and says so."""
+    body = ("word " * 700_000).encode()
+    with serve(routes={"/big": respond(200, body, "text/plain")}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/big"))
+    assert page.truncated is True
+    assert page.window.total <= 1_000_000 + 100
+    assert page.window.next_offset is not None
+
+
+def _gzip_bomb(size: int) -> bytes:
+    comp = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = b"a" * (1 << 20)
+    parts = [comp.compress(chunk) for _ in range(size >> 20)]
+    return b"".join(parts) + comp.flush()
+
+
+async def test_gzip_bomb_stops_at_the_cap_with_bounded_memory() -> None:
+    """A 200 MB gzip bomb is cut at the text cap; memory stays far below the bomb's size."""
+    bomb = _gzip_bomb(200 << 20)
+    headers = {"Content-Encoding": "gzip"}
+    with serve(routes={"/bomb": respond(200, bomb, "text/plain", headers)}) as srv:
+        async with web() as w:
+            tracemalloc.start()
+            page = await w.fetch(srv.url("/bomb"))
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+    assert page.truncated is True
+    assert peak < 60 << 20
+
+
+async def test_brotli_bomb_stops_at_the_cap() -> None:
+    """A brotli bomb is cut at the cap too."""
+    bomb = brotli.compress(b"a" * (50 << 20), quality=5)
+    with serve(routes={"/br": respond(200, bomb, "text/plain", {"Content-Encoding": "br"})}) as srv:
+        async with web() as w:
+            tracemalloc.start()
+            page = await w.fetch(srv.url("/br"))
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+    assert page.truncated is True
+    assert peak < 40 << 20
+
+
+async def test_gzip_page_is_decoded() -> None:
+    """An ordinary gzip-encoded page is decoded."""
+    body = gzip.compress(b"<p>compressed hello</p>")
+    with serve(routes={"/": respond(200, body, headers={"Content-Encoding": "gzip"})}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/"))
+    assert "compressed hello" in page.content
+
+
+async def test_drip_feed_is_cut_off_at_the_deadline() -> None:
+    """A server sending one byte at a time is stopped at the whole-read deadline."""
+    with serve(routes={"/drip": drip(b"x" * 200, 0.2, "text/plain")}) as srv:
+        async with web(limits={"fetch_timeout_s": 1.0}) as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(srv.url("/drip"))
+    assert err.value.code == "timeout"
+
+
+def _reset(req: Request, sock: socket.socket) -> None:
+    sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n" + b"x" * 1000)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+async def test_reset_mid_body_is_an_upstream_error() -> None:
+    """A connection reset in the middle of the body is reported, not raised raw."""
+    with serve(routes={"/reset": _reset}) as srv:
+        async with web() as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(srv.url("/reset"))
+    assert err.value.code == "upstream_error"
+
+
+def _short(req: Request, sock: socket.socket) -> None:
+    sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\nonly a little")
+    sock.close()
+
+
+async def test_wrong_content_length_is_an_upstream_error() -> None:
+    """A body shorter than its Content-Length is a broken response."""
+    with serve(routes={"/short": _short}) as srv:
+        async with web() as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(srv.url("/short"))
+    assert "broke" in err.value.message
+
+
+async def test_http_errors_are_messages_with_their_codes() -> None:
+    """404 and 500 become upstream errors naming the status."""
+    with serve(routes={"/500": respond(500, "boom")}) as srv:
+        async with web() as w:
+            with pytest.raises(UpstreamError) as err404:
+                await w.fetch(srv.url("/missing"))
+            with pytest.raises(UpstreamError) as err500:
+                await w.fetch(srv.url("/500"))
+    assert err404.value.status == 404 and "404 Not Found" in err404.value.message
+    assert err500.value.status == 500 and "boom" not in err500.value.message
+
+
+async def test_429_carries_retry_after() -> None:
+    """An upstream 429 says when to retry."""
+    with serve(routes={"/slow": respond(429, "", headers={"Retry-After": "7"})}) as srv:
+        async with web() as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(srv.url("/slow"))
+    assert err.value.retry_after == 7
+    assert "retry in 7 s" in err.value.message
+
+
+async def test_proxy_environment_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY never routes webward's traffic: the proxy listener sees nothing."""
+    with accept_counter("127.0.0.3") as proxy, serve(routes={"/": respond(200, "direct")}) as srv:
+        monkeypatch.setenv("HTTP_PROXY", proxy.base)
+        monkeypatch.setenv("http_proxy", proxy.base)
+        monkeypatch.setenv("ALL_PROXY", proxy.base)
+        async with web() as w:
+            page = await w.fetch(srv.url("/"))
+    assert "direct" in page.content
+    assert proxy.accepts == 0
+
+
+async def test_bad_inputs_are_invalid_input() -> None:
+    """Non-strings, bad offsets and malformed URLs are refused as invalid input."""
+    async with web() as w:
+        for bad in (None, 42, "", "not a url", "http://"):
+            with pytest.raises((InvalidInput, Refused)):
+                await w.fetch(bad)  # type: ignore[arg-type]
+        for offset in (-1, 1.5, "x", True):
+            with pytest.raises(InvalidInput) as err:
+                await w.fetch("http://127.0.0.1:9/", offset=offset)  # type: ignore[arg-type]
+            assert err.value.message == "offset must be a non-negative whole number"
+
+
+async def test_public_address_passes_the_guard_but_is_never_connected() -> None:
+    """A public name is allowed by the guard; the recording connector shows where it would go."""
+    connector = RecordingConnector()
+    resolver = StaticResolver({"docs.python.org": ["151.101.0.223"]})
+    async with web(resolver, connector=connector) as w:
+        with pytest.raises(UpstreamError) as err:
+            await w.fetch("https://docs.python.org/3/")
+    assert connector.attempts == [("151.101.0.223", 443)]
+    assert err.value.reason == "connect"
+
+
+async def test_every_call_is_audited() -> None:
+    """An allowed read and a refused one each leave one audit record."""
+    audit = MemoryAuditSink()
+    with serve(routes={"/": respond(200, "ok")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=audit) as w:
+            await w.fetch(srv.url("/"))
+            with pytest.raises(Refused):
+                await w.fetch("http://127.0.0.2/")
+    decisions = [r.decision for r in audit.records]
+    assert decisions == ["allowed", "refused"]
+
+
+async def test_hop_to_unix_socket_is_never_possible() -> None:
+    """No URL form reaches a unix socket: the transport refuses them outright."""
+    from webward._transport import PinnedBackend
+
+    backend = PinnedBackend(StaticResolver({}))
+    with pytest.raises(Refused):
+        await backend.connect_unix_socket("/var/run/docker.sock")
+

@@ -1,0 +1,610 @@
+"""The HTTP gateway, driven over real HTTP against uvicorn on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import socket
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from localserver import accept_counter, drip, respond, serve
+
+from webward import Settings, StaticResolver, Web
+from webward._credentials import EnvironmentStore
+from webward._errors import InvalidInput
+from webward._gateway import (
+    FETCH_PATH,
+    SEARCH_PATH,
+    STATUS_FOR_CODE,
+    TokenTable,
+    address_url,
+    bind_socket,
+    create_app,
+    hash_token,
+    openapi_document,
+)
+from webward.cli import main
+from webward.testing import MemoryAuditSink
+
+TOKENS = {"alice": "alice-secret-token", "bob": "bob-secret-token", "dave": "dave-secret-token"}
+TIERS = {"alice": "connected", "bob": "as-owner", "dave": "full"}
+
+
+def write_config(
+    tmp_path: Path, *, limits: dict[str, Any] | None = None, agents: bool = True
+) -> Path:
+    """A config for loopback tests: 127.0.0.1 allowed, robots off, three agents with tokens."""
+    lines = [
+        "[network]",
+        'allow_ranges = ["127.0.0.1/32"]',
+        "[policy]",
+        'default_tier = "as-owner"',
+        "robots = false",
+        "[state]",
+        f"dir = {json.dumps(str(tmp_path / 'state'))}",
+        "[limits]",
+        "per_host_rate = 1000.0",
+        "per_host_burst = 1000",
+    ]
+    for key, value in (limits or {}).items():
+        lines = [line for line in lines if not line.startswith(f"{key} =")]
+        lines.append(f"{key} = {json.dumps(value)}")
+    if agents:
+        for name, token in TOKENS.items():
+            lines += [
+                f"[agents.{name}]",
+                f'tier = "{TIERS[name]}"',
+                f'token_sha256 = "{hash_token(token)}"',
+            ]
+        lines += ["[agents.carol]", 'tier = "full"']  # no token: not a gateway agent
+    path = tmp_path / "webward.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def load(tmp_path: Path, **kwargs: Any) -> Settings:
+    return Settings.load(write_config(tmp_path, **kwargs), environ={})
+
+
+def loopback_web(settings: Settings, audit: MemoryAuditSink) -> Web:
+    """A Web that resolves no names, keeps its audit in memory and knows no search keys."""
+    return Web(settings, resolver=StaticResolver({}), audit=audit, credentials=EnvironmentStore({}))
+
+
+@contextmanager
+def running_gateway(settings: Settings, make_web: Callable[[], Web]) -> Iterator[str]:
+    """Run ``create_app(settings, make_web())`` under uvicorn in a thread; yield its base URL.
+
+    The socket listens before the thread starts, so requests made at once queue in the backlog
+    until uvicorn accepts them: no waiting for readiness.
+    """
+    sock = bind_socket("127.0.0.1", 0)
+    base = address_url(sock)
+    servers: list[uvicorn.Server] = []
+    created = threading.Event()
+    failure: list[BaseException] = []
+
+    async def run() -> None:
+        async with make_web() as web:
+            config = uvicorn.Config(
+                create_app(settings, web),
+                log_level="warning",
+                lifespan="on",
+                ws="none",
+                proxy_headers=False,
+            )
+            server = uvicorn.Server(config)
+            servers.append(server)
+            created.set()
+            await server.serve(sockets=[sock])
+
+    def target() -> None:
+        try:
+            asyncio.run(run())
+        except BaseException as exc:  # surfaced to the test below
+            failure.append(exc)
+        finally:
+            created.set()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    created.wait(10)
+    try:
+        yield base
+    finally:
+        if servers:
+            servers[0].should_exit = True
+        thread.join(15)
+        sock.close()
+    if failure:
+        raise failure[0]
+
+
+def auth(agent: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[agent]}"}
+
+
+PAGE = "<html><head><title>Gateway page</title></head><body><h1>Hello</h1><p>{}</p></body></html>"
+
+
+@pytest.fixture
+def site() -> Iterator[Any]:
+    with serve(
+        routes={"*": lambda req, sock: respond(200, PAGE.format(req.path))(req, sock)}
+    ) as server:
+        yield server
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[tuple[str, MemoryAuditSink]]:
+    settings = load(tmp_path)
+    audit = MemoryAuditSink()
+    with running_gateway(settings, lambda: loopback_web(settings, audit)) as base:
+        yield base, audit
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(trust_env=False, timeout=20) as c:
+        yield c
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> str:
+    """The response is the error model with this status and code; returns the message."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == code
+    message: str = body["error"]["message"]
+    assert message and "\n" not in message
+    return message
+
+
+# ---- success and auth ------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_fetch_returns_the_page_wire_model(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """A connected agent's fetch gets 200 and the camelCase page model, audited as that agent."""
+    base, audit = gateway
+    r = await client.post(
+        base + FETCH_PATH,
+        json={"url": site.url("/one"), "includeLinks": True},
+        headers=auth("alice"),
+    )
+    assert r.status_code == 200, r.text
+    page = r.json()
+    assert page["requestedUrl"] == site.url("/one")
+    assert page["finalUrl"] == site.url("/one")
+    assert page["classification"] == "untrusted-external"
+    assert page["title"] == "Gateway page"
+    assert "/one" in page["content"] and "untrusted-web-content" in page["content"]
+    assert page["window"]["offset"] == 0 and page["window"]["nextOffset"] is None
+    assert isinstance(page["links"], list)
+    assert r.headers["cache-control"] == "no-store"
+    assert [(rec.agent, rec.tier, rec.decision) for rec in audit.records] == [
+        ("alice", "connected", "allowed")
+    ]
+
+
+@pytest.mark.anyio
+async def test_missing_and_unknown_tokens_get_401(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """No token, another scheme or an unknown token: 401 with WWW-Authenticate, no audit."""
+    base, audit = gateway
+    body = {"url": site.url("/x")}
+    for headers in (
+        {},
+        {"Authorization": "Basic YWxpY2U6eA=="},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer not-a-known-token"},
+        {"Authorization": f"Bearer {TOKENS['alice']}x"},
+    ):
+        r = await client.post(base + FETCH_PATH, json=body, headers=headers)
+        assert_error(r, 401, "refused")
+        assert r.headers["www-authenticate"].startswith("Bearer")
+    assert audit.records == []
+    assert site.requests == []
+
+
+@pytest.mark.anyio
+async def test_agents_get_their_own_tiers(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """Two tokens, two tiers: the as-owner agent is refused a host the connected agent reads."""
+    base, audit = gateway
+    ok = await client.post(base + FETCH_PATH, json={"url": site.url("/t")}, headers=auth("alice"))
+    assert ok.status_code == 200
+    refused = await client.post(
+        base + FETCH_PATH, json={"url": site.url("/u")}, headers=auth("bob")
+    )
+    message = assert_error(refused, 403, "refused")
+    assert "127.0.0.1" in message
+    search = await client.post(base + SEARCH_PATH, json={"query": "webward"}, headers=auth("bob"))
+    assert_error(search, 403, "refused")
+    assert [(rec.agent, rec.tier) for rec in audit.records] == [
+        ("alice", "connected"),
+        ("bob", "as-owner"),
+        ("bob", "as-owner"),
+    ]
+    assert [req.path for req in site.requests] == ["/t"]
+
+
+@pytest.mark.anyio
+async def test_search_without_provider_is_501_not_configured(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
+) -> None:
+    """A search with no provider configured answers 501 with the not-configured message."""
+    base, _ = gateway
+    r = await client.post(
+        base + SEARCH_PATH, json={"query": "webward", "limit": 5}, headers=auth("alice")
+    )
+    message = assert_error(r, 501, "not_configured")
+    assert message.startswith("web search is not configured")
+    assert "web_fetch still works" in message
+
+
+@pytest.mark.anyio
+async def test_refused_address_is_403_and_never_connected(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
+) -> None:
+    """A loopback address outside allow_ranges is refused with 403 and no connection is made."""
+    base, audit = gateway
+    with accept_counter("127.0.0.2") as counter:
+        r = await client.post(
+            base + FETCH_PATH, json={"url": counter.url("/")}, headers=auth("dave")
+        )
+        message = assert_error(r, 403, "refused")
+        assert "internal address" in message
+    assert counter.accepts == 0
+    assert audit.records[-1].decision == "refused"
+
+
+# ---- bad input -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({}, "url is required"),
+        ({"url": 5}, "url must be a string"),
+        ({"url": None}, "url must be a string"),
+        ({"url": "http://127.0.0.1/", "offset": "3"}, "offset must be a non-negative whole number"),
+        ({"url": "http://127.0.0.1/", "offset": 1.5}, "offset must be a non-negative whole number"),
+        (
+            {"url": "http://127.0.0.1/", "offset": True},
+            "offset must be a non-negative whole number",
+        ),
+        ({"url": "http://127.0.0.1/", "offset": -1}, "offset must be a non-negative whole number"),
+        ({"url": "http://127.0.0.1/", "includeLinks": "yes"}, "includeLinks must be true or false"),
+        (
+            {"url": "http://127.0.0.1/", "includeScreenshot": 1},
+            "includeScreenshot must be true or false",
+        ),
+        ({"url": "http://127.0.0.1/", "include_links": True}, "unknown field 'include_links'"),
+        ({"url": "not a url"}, "URL"),
+        ([{"url": "http://127.0.0.1/"}], "must be a JSON object"),
+        ("http://127.0.0.1/", "must be a JSON object"),
+    ],
+)
+async def test_bad_fetch_bodies_are_400(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient, body: Any, fragment: str
+) -> None:
+    """Missing, extra and mistyped fields and values the core refuses give 400 naming them."""
+    base, _ = gateway
+    r = await client.post(base + FETCH_PATH, json=body, headers=auth("alice"))
+    assert fragment in assert_error(r, 400, "invalid_input")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({}, "query is required"),
+        ({"query": 7}, "query must be a string"),
+        ({"query": "x", "limit": "10"}, "limit must be a whole number from 1 to 50"),
+        ({"query": "x", "limit": 0}, "limit"),
+        ({"query": "x", "limit": 51}, "limit"),
+        ({"query": "x", "page": 2}, "unknown field 'page'"),
+        ({"query": ""}, "query"),
+        ({"query": "x" * 513}, "query"),
+    ],
+)
+async def test_bad_search_bodies_are_400(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient, body: Any, fragment: str
+) -> None:
+    """Search bodies with missing, extra or mistyped fields or out-of-range values give 400."""
+    base, _ = gateway
+    r = await client.post(base + SEARCH_PATH, json=body, headers=auth("alice"))
+    assert fragment in assert_error(r, 400, "invalid_input")
+
+
+@pytest.mark.anyio
+async def test_non_json_bodies_are_400_or_415(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
+) -> None:
+    """Broken JSON, non-UTF-8, NaN and deep nesting are 400; a body not declared JSON is 415."""
+    base, _ = gateway
+    json_headers = {**auth("alice"), "Content-Type": "application/json"}
+    for raw in (b"{", b"", b"\xff\xfe{}", b'{"url": NaN}', b"[" * 60_000):
+        r = await client.post(base + FETCH_PATH, content=raw, headers=json_headers)
+        assert_error(r, 400, "invalid_input")
+    for content_type in (None, "text/plain", "application/x-www-form-urlencoded"):
+        headers = (
+            auth("alice")
+            if content_type is None
+            else {**auth("alice"), "Content-Type": content_type}
+        )
+        r = await client.post(
+            base + FETCH_PATH, content=b'{"url": "http://127.0.0.1/"}', headers=headers
+        )
+        assert_error(r, 415, "invalid_input")
+
+
+@pytest.mark.anyio
+async def test_oversized_bodies_are_413_whatever_the_headers_say(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
+) -> None:
+    """A body over 64 KiB is 413 when declared and when streamed chunked without a length."""
+    base, audit = gateway
+    big = json.dumps({"url": "http://127.0.0.1/" + "a" * 70_000}).encode()
+    r = await client.post(
+        base + FETCH_PATH,
+        content=big,
+        headers={**auth("alice"), "Content-Type": "application/json"},
+    )
+    assert_error(r, 413, "invalid_input")
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"url": "http://127.0.0.1/'
+        for _ in range(20):
+            yield b"a" * 4096
+        yield b'"}'
+
+    r = await client.post(
+        base + FETCH_PATH,
+        content=chunks(),
+        headers={**auth("alice"), "Content-Type": "application/json"},
+    )
+    assert "content-length" not in r.request.headers
+    assert_error(r, 413, "invalid_input")
+    assert audit.records == []
+
+
+@pytest.mark.anyio
+async def test_wrong_method_unknown_path_health_and_openapi(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
+) -> None:
+    """GET on a capability is 405 with Allow, an unknown path 404; health and OpenAPI answer."""
+    base, _ = gateway
+    r = await client.get(base + FETCH_PATH, headers=auth("alice"))
+    assert_error(r, 405, "invalid_input")
+    assert r.headers["allow"] == "POST"
+    assert_error(
+        await client.post(base + "/v1/capabilities/web:page.fetch@2", json={}), 404, "invalid_input"
+    )
+    assert_error(await client.get(base + "/"), 404, "invalid_input")
+    health = await client.get(base + "/healthz")
+    assert health.status_code == 200 and health.json() == {"status": "ok"}
+    doc = await client.get(base + "/openapi.json")
+    assert doc.status_code == 200
+    assert doc.json() == openapi_document()
+
+
+# ---- status mapping for the core's errors ------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_core_errors_map_to_their_statuses(tmp_path: Path, client: httpx.AsyncClient) -> None:
+    """Core errors map to statuses: 403, 422 (cap, type), 504, 502, 503 and 429 with Retry-After."""
+    settings = load(
+        tmp_path,
+        limits={
+            "breaker_failures": 2,
+            "breaker_open_s": 60.0,
+            "max_image_bytes": 100,
+            "fetch_timeout_s": 0.5,
+        },
+    )
+    routes = {
+        "/err": respond(500, "boom"),
+        "/big.png": respond(200, b"\x89PNG\r\n\x1a\n" + b"\0" * 500, "image/png"),
+        "/blob": respond(200, b"\0\1\2\3" * 64, "application/octet-stream"),
+        "/slow": drip(b"x" * 100, 0.05, "text/plain"),
+    }
+    audit = MemoryAuditSink()
+    with (
+        serve(routes=routes) as site,
+        running_gateway(settings, lambda: loopback_web(settings, audit)) as base,
+    ):
+        url = base + FETCH_PATH
+        ftp = await client.post(url, json={"url": "ftp://127.0.0.1/"}, headers=auth("alice"))
+        assert "ftp" in assert_error(ftp, 403, "refused")
+        assert_error(
+            await client.post(url, json={"url": site.url("/big.png")}, headers=auth("alice")),
+            422,
+            "too_large",
+        )
+        assert_error(
+            await client.post(url, json={"url": site.url("/blob")}, headers=auth("alice")),
+            422,
+            "unsupported_type",
+        )
+        # Two failures in a row (breaker_failures = 2) open the host's circuit.
+        assert_error(
+            await client.post(url, json={"url": site.url("/slow")}, headers=auth("alice")),
+            504,
+            "timeout",
+        )
+        assert_error(
+            await client.post(url, json={"url": site.url("/err")}, headers=auth("alice")),
+            502,
+            "upstream_error",
+        )
+        open_circuit = await client.post(url, json={"url": site.url("/err")}, headers=auth("alice"))
+        assert_error(open_circuit, 503, "circuit_open")
+        assert int(open_circuit.headers["retry-after"]) >= 1
+        assert [rec.decision for rec in audit.records] == [
+            "refused",
+            "refused",
+            "refused",
+            "failed",
+            "failed",
+            "refused",
+        ]
+
+    limited = load(tmp_path, limits={"per_host_rate": 0.001, "per_host_burst": 1})
+    with (
+        serve(routes={"*": respond(200, PAGE.format("x"))}) as site,
+        running_gateway(limited, lambda: loopback_web(limited, MemoryAuditSink())) as base,
+    ):
+        first = await client.post(
+            base + FETCH_PATH, json={"url": site.url("/a")}, headers=auth("alice")
+        )
+        assert first.status_code == 200
+        second = await client.post(
+            base + FETCH_PATH, json={"url": site.url("/b")}, headers=auth("alice")
+        )
+        assert_error(second, 429, "rate_limited")
+        assert int(second.headers["retry-after"]) >= 1
+
+
+def test_every_wire_code_has_a_documented_status() -> None:
+    """Each wire code maps to a status the OpenAPI document lists for both capabilities."""
+    from webward._errors import WIRE_CODES
+
+    doc = openapi_document()
+    assert set(STATUS_FOR_CODE) == set(WIRE_CODES)
+    for path in (FETCH_PATH, SEARCH_PATH):
+        documented = set(doc["paths"][path]["post"]["responses"])
+        assert {str(s) for s in STATUS_FOR_CODE.values()} <= documented
+        assert {"400", "401", "413", "415"} <= documented
+
+
+# ---- many agents at once -------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_thirty_concurrent_requests_from_three_agents(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """Thirty requests at once from three tokens all succeed and leave thirty audit records."""
+    base, audit = gateway
+    agents = ["alice", "dave", "alice"] * 10
+
+    async def one(i: int, agent: str) -> httpx.Response:
+        return await client.post(
+            base + FETCH_PATH, json={"url": site.url(f"/c/{i}")}, headers=auth(agent)
+        )
+
+    responses = await asyncio.gather(*(one(i, a) for i, a in enumerate(agents)))
+    assert [r.status_code for r in responses] == [200] * 30
+    assert sorted(r.json()["requestedUrl"] for r in responses) == sorted(
+        site.url(f"/c/{i}") for i in range(30)
+    )
+    assert len(audit.records) == 30
+    assert sorted(rec.agent for rec in audit.records) == sorted(agents)
+    assert all(rec.decision == "allowed" for rec in audit.records)
+
+
+# ---- tokens and the command line -------------------------------------------------------
+
+
+def test_token_table_matches_every_agent_and_rejects_bad_digests(tmp_path: Path) -> None:
+    """Each token finds its agent, an unknown one none; a malformed digest is refused at startup."""
+    table = TokenTable(load(tmp_path))
+    assert len(table) == 3
+    for name, token in TOKENS.items():
+        found = table.lookup(token)
+        assert found is not None and (found.name, found.tier) == (name, TIERS[name])
+    assert table.lookup("") is None
+    assert table.lookup(TOKENS["bob"].upper()) is None
+    bad = Settings.load(
+        overrides={"agents": {"eve": {"tier": "full", "token_sha256": "abc123"}}},
+        environ={"WEBWARD_CONFIG": str(write_config(tmp_path))},
+    )
+    with pytest.raises(InvalidInput, match=r"\[agents\.eve\] token_sha256"):
+        create_app(bad)
+
+
+def test_hash_token_reads_stdin_and_prints_the_digest(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`webward serve --hash-token` prints the SHA-256 of the token on stdin, newline stripped."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("s3cret-token\n"))
+    assert main(["serve", "--hash-token", "--config", str(write_config(tmp_path))]) == 0
+    assert capsys.readouterr().out.strip() == hashlib.sha256(b"s3cret-token").hexdigest()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
+    assert main(["serve", "--hash-token", "--config", str(write_config(tmp_path))]) == 2
+
+
+def test_serve_refuses_to_start_without_tokens(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """With no agent holding a token, `webward serve` exits 3 saying how to add one."""
+    config = write_config(tmp_path, agents=False)
+    assert main(["serve", "--port", "0", "--config", str(config)]) == 3
+    message = capsys.readouterr().err
+    assert "[agents.NAME]" in message and "token_sha256" in message and "--hash-token" in message
+
+
+def test_serve_command_runs_the_gateway(tmp_path: Path, site: Any) -> None:
+    """`webward serve --port 0` starts, names its address on stderr and serves a fetch."""
+    import os
+    import subprocess
+
+    import webward
+
+    config = write_config(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env["PYTHONPATH"] = str(Path(webward.__file__).resolve().parents[1])
+    env["WEBWARD_STATE_DIR"] = str(tmp_path / "state")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webward.cli", "serve", "--port", "0", "--config", str(config)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("webward serve: gateway on http://127.0.0.1:"), line
+        base = line.split(" on ", 1)[1].split()[0]
+        with httpx.Client(trust_env=False, timeout=20) as c:
+            assert c.get(base + "/healthz").json() == {"status": "ok"}
+            r = c.post(base + FETCH_PATH, json={"url": site.url("/served")}, headers=auth("alice"))
+            assert r.status_code == 200 and r.json()["finalUrl"] == site.url("/served")
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_bind_socket_reports_a_taken_port() -> None:
+    """Binding a port already in use is a one-sentence InvalidInput, not a traceback."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        with pytest.raises(InvalidInput, match=r"cannot listen on 127\.0\.0\.1:"):
+            bind_socket("127.0.0.1", taken.getsockname()[1]).close()
+    finally:
+        taken.close()

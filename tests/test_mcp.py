@@ -1,0 +1,373 @@
+"""The MCP server, driven by the official MCP client: over stdio, streamable HTTP and in memory."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from localserver import LocalServer, accept_counter, respond, serve
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, EmbeddedResource, ImageContent, TextContent
+from PIL import Image
+from reportlab.pdfgen import canvas
+
+import webward
+from webward import Settings, StaticResolver, Web
+from webward._audit import open_audit_sink
+from webward._credentials import EnvironmentStore
+from webward._errors import InvalidInput, Refused
+from webward._mcp import build_server, error_result, parse_http_address
+from webward.testing import MemoryAuditSink
+
+PAGE = (
+    "<html><head><title>MCP page</title></head><body><h1>Hello MCP</h1>"
+    "<p>A paragraph about owls.</p>"
+    '<a href="/next">next page</a></body></html>'
+)
+
+
+def png_bytes() -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def pdf_bytes() -> bytes:
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    c.drawString(72, 720, "webward pdf text about herons")
+    c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+PNG = png_bytes()
+PDF = pdf_bytes()
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    routes = {
+        "/page": respond(200, PAGE),
+        "/pic.png": respond(200, PNG, "image/png"),
+        "/doc.pdf": respond(200, PDF, "application/pdf"),
+    }
+    with serve(routes=routes) as server:
+        yield server
+
+
+def write_config(tmp_path: Path) -> Path:
+    """Loopback allowed, robots off, generous limits; state in the temp dir."""
+    path = tmp_path / "webward.toml"
+    path.write_text(
+        "\n".join(
+            [
+                "[network]",
+                'allow_ranges = ["127.0.0.1/32"]',
+                "[policy]",
+                'default_tier = "as-owner"',
+                "robots = false",
+                "[limits]",
+                "per_host_rate = 1000.0",
+                "per_host_burst = 1000",
+                "[state]",
+                f"dir = {json.dumps(str(tmp_path / 'state'))}",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def child_env(tmp_path: Path) -> dict[str, str]:
+    """The server process's environment: this webward, no search keys, no user config or keyring."""
+    return {
+        "PYTHONPATH": str(Path(webward.__file__).resolve().parents[1]),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+    }
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+async def check_session(client: Client, site: LocalServer) -> None:
+    """What every transport must do: tools, a page, an image, a PDF, a refusal, no search."""
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == {"web_fetch", "web_search"}
+    fetch, search = tools["web_fetch"], tools["web_search"]
+    assert set(fetch.input_schema["properties"]) == {"url", "offset", "include_links"}
+    assert fetch.input_schema["required"] == ["url"]
+    assert fetch.input_schema["properties"]["offset"]["type"] == "integer"
+    assert set(search.input_schema["properties"]) == {"query", "limit"}
+    for tool in (fetch, search):
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is True and tool.annotations.open_world_hint is True
+        assert "untrusted" in (tool.description or "")
+    assert "offset=" in (fetch.description or "")
+
+    page = await client.call_tool("web_fetch", {"url": site.url("/page"), "include_links": True})
+    assert not page.is_error
+    assert "Hello MCP" in page.content[0].text and "untrusted-web-content" in page.content[0].text  # type: ignore[union-attr]
+    assert page.structured_content is not None
+    assert page.structured_content["finalUrl"] == site.url("/page")
+    assert page.structured_content["title"] == "MCP page"
+    assert page.structured_content["classification"] == "untrusted-external"
+    assert site.url("/next") in text_of(page)
+
+    image = await client.call_tool("web_fetch", {"url": site.url("/pic.png")})
+    assert not image.is_error
+    images = [b for b in image.content if isinstance(b, ImageContent)]
+    assert len(images) == 1 and images[0].mime_type == "image/png"
+    assert base64.b64decode(images[0].data) == PNG
+    assert (
+        image.structured_content is not None
+        and image.structured_content["parts"][0]["type"] == "image"
+    )
+
+    pdf = await client.call_tool("web_fetch", {"url": site.url("/doc.pdf")})
+    assert not pdf.is_error
+    resources = [b for b in pdf.content if isinstance(b, EmbeddedResource)]
+    assert len(resources) == 1
+    blob = resources[0].resource
+    assert str(blob.uri) == site.url("/doc.pdf")
+    assert blob.mime_type == "application/pdf"
+    assert base64.b64decode(blob.blob) == PDF  # type: ignore[union-attr]
+    extracted = [b.text for b in pdf.content if isinstance(b, TextContent) and "herons" in b.text]
+    assert len(extracted) == 1 and "untrusted-web-content" in extracted[0]
+
+    with accept_counter("127.0.0.2") as counter:
+        refused = await client.call_tool("web_fetch", {"url": counter.url("/")})
+    assert counter.accepts == 0
+    assert refused.is_error
+    assert "internal address" in text_of(refused)
+    assert refused.structured_content == {"error": {"code": "refused", "message": text_of(refused)}}
+
+    no_search = await client.call_tool("web_search", {"query": "owls", "limit": 3})
+    assert no_search.is_error
+    assert text_of(no_search).startswith("web search is not configured")
+    assert "web_fetch still works" in text_of(no_search)
+    assert no_search.structured_content is not None
+    assert no_search.structured_content["error"]["code"] == "not_configured"
+
+
+@pytest.mark.anyio
+async def test_stdio_server_with_the_official_client(tmp_path: Path, site: LocalServer) -> None:
+    """`webward mcp --tier connected` over stdio passes every session check and audits each call."""
+    config = write_config(tmp_path)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "webward.cli", "mcp", "--tier", "connected", "--config", str(config)],
+        env=child_env(tmp_path),
+        cwd=str(tmp_path),
+    )
+    with (tmp_path / "server-stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=30) as client:
+            await check_session(client, site)
+    # One Web served the whole session: its audit log holds all five calls, as the agent "mcp".
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        records = await sink.query(limit=100)
+    finally:
+        await sink.aclose()
+    assert len(records) == 5
+    assert {(r.agent, r.tier) for r in records} == {("mcp", "connected")}
+    assert sorted(r.decision for r in records) == [
+        "allowed",
+        "allowed",
+        "allowed",
+        "refused",
+        "refused",
+    ]
+
+
+@asynccontextmanager
+async def mcp_over_http(tmp_path: Path) -> AsyncIterator[str]:
+    """Run `webward mcp --http 127.0.0.1:0` and yield the URL it prints once bound."""
+    config = write_config(tmp_path)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")},
+        **child_env(tmp_path),
+    }
+    process = await anyio.open_process(
+        [
+            sys.executable,
+            "-m",
+            "webward.cli",
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--tier",
+            "connected",
+            "--config",
+            str(config),
+        ],
+        env=env,
+        cwd=str(tmp_path),
+    )
+    try:
+        assert process.stderr is not None
+        buffered = b""
+        with anyio.fail_after(30):
+            while b"\n" not in buffered:
+                buffered += await process.stderr.receive()
+        line = buffered.decode().splitlines()[0]
+        assert line.startswith("webward mcp: streamable HTTP on http://127.0.0.1:"), line
+        yield line.rsplit(" ", 1)[1]
+    finally:
+        process.terminate()
+        with anyio.fail_after(15):
+            await process.wait()
+        await process.aclose()
+
+
+@pytest.mark.anyio
+async def test_streamable_http_server_with_the_official_client(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """`webward mcp --http 127.0.0.1:0` serves the same tools over streamable HTTP."""
+    async with mcp_over_http(tmp_path) as url:
+        assert url.endswith("/mcp")
+        async with Client(url, read_timeout_seconds=30) as client:
+            await check_session(client, site)
+
+
+@pytest.mark.anyio
+async def test_streamable_http_refuses_foreign_host_and_origin(tmp_path: Path) -> None:
+    """DNS-rebinding protection: a foreign Host header gets 421 and a foreign Origin 403."""
+    async with (
+        mcp_over_http(tmp_path) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        port = url.split(":")[2].split("/")[0]
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        foreign_host = await http.post(
+            url, json=body, headers={**headers, "Host": f"attacker.example:{port}"}
+        )
+        assert foreign_host.status_code == 421
+        foreign_origin = await http.post(
+            url, json=body, headers={**headers, "Origin": "http://attacker.example"}
+        )
+        assert foreign_origin.status_code == 403
+
+
+# ---- in memory: one Web, the agent and tier fixed at start, bad arguments ------------------
+
+
+def memory_web(tmp_path: Path, audit: MemoryAuditSink) -> Web:
+    settings = Settings.load(write_config(tmp_path), environ={})
+    return Web(settings, resolver=StaticResolver({}), audit=audit, credentials=EnvironmentStore({}))
+
+
+@pytest.mark.anyio
+async def test_agent_and_tier_come_from_the_server_not_the_client(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """Calls run as the agent and tier the server started with; its one Web audits every call."""
+    audit = MemoryAuditSink()
+    async with memory_web(tmp_path, audit) as web:
+        async with Client(build_server(web, agent="ide", tier="connected")) as client:
+            ok = await client.call_tool(
+                "web_fetch", {"url": site.url("/page"), "agent": "root", "tier": "full"}
+            )
+            assert not ok.is_error
+            await client.call_tool("web_search", {"query": "owls"})
+        async with Client(
+            build_server(web, agent="desk")
+        ) as client:  # the config's default tier: as-owner
+            refused = await client.call_tool("web_fetch", {"url": site.url("/page")})
+            assert refused.is_error and refused.structured_content is not None
+            assert refused.structured_content["error"]["code"] == "refused"
+    assert [(r.agent, r.tier, r.decision) for r in audit.records] == [
+        ("ide", "connected", "allowed"),
+        ("ide", "connected", "refused"),
+        ("desk", "as-owner", "refused"),
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool", "arguments", "fragment"),
+    [
+        ("web_fetch", {"url": 42}, "url must be a string"),
+        (
+            "web_fetch",
+            {"url": "http://127.0.0.1/", "offset": -5},
+            "offset must be a non-negative whole number",
+        ),
+        (
+            "web_fetch",
+            {"url": "http://127.0.0.1/", "offset": "ten"},
+            "offset must be a non-negative whole number",
+        ),
+        (
+            "web_fetch",
+            {"url": "http://127.0.0.1/", "offset": [1]},
+            "offset must be a non-negative whole number",
+        ),
+        (
+            "web_fetch",
+            {"url": "http://127.0.0.1/", "include_links": "yes"},
+            "include_links must be true or false",
+        ),
+        ("web_search", {"query": 3}, "query must be a string"),
+        ("web_search", {"query": "owls", "limit": 500}, "limit"),
+    ],
+)
+async def test_bad_arguments_are_one_sentence_errors(
+    tmp_path: Path, tool: str, arguments: dict[str, Any], fragment: str
+) -> None:
+    """Mistyped or out-of-range arguments are isError with the core's message and error model."""
+    async with (
+        memory_web(tmp_path, MemoryAuditSink()) as web,
+        Client(build_server(web, tier="connected")) as client,
+    ):
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    message = text_of(result)
+    assert fragment in message and "\n" not in message
+    assert result.structured_content == {"error": {"code": "invalid_input", "message": message}}
+
+
+def test_error_result_carries_retry_after_in_the_error_model() -> None:
+    """A rate-limit refusal keeps its retryAfter in the structured error model."""
+    result = error_result(
+        Refused("rate limited: try again in 3 s", code="rate_limited", retry_after=3.0)
+    )
+    assert result.is_error
+    assert result.structured_content == {
+        "error": {
+            "code": "rate_limited",
+            "message": "rate limited: try again in 3 s",
+            "retryAfter": 3.0,
+        }
+    }
+
+
+def test_parse_http_address() -> None:
+    """--http takes HOST:PORT, [v6]:PORT or :PORT, and refuses anything else in one sentence."""
+    assert parse_http_address("127.0.0.1:8000") == ("127.0.0.1", 8000)
+    assert parse_http_address("[::1]:9000") == ("::1", 9000)
+    assert parse_http_address(":0") == ("127.0.0.1", 0)
+    for bad in ("8000", "host:", "host:http", "127.0.0.1:70000"):
+        with pytest.raises(InvalidInput, match="--http takes HOST:PORT"):
+            parse_http_address(bad)

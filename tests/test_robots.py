@@ -1,0 +1,262 @@
+"""robots.txt: RFC 9309 rules against real loopback servers, through an injected fetch."""
+
+from __future__ import annotations
+
+import http.client
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+import anyio
+import pytest
+from localserver import accept_counter, redirect, respond, serve
+
+from webward._errors import InvalidInput, Refused
+from webward._robots import (
+    MAX_ROBOTS_BYTES,
+    REASON_ROBOTS,
+    REASON_ROBOTS_UNREACHABLE,
+    RobotsChecker,
+    robots_url,
+)
+
+ROBOTS = """\
+User-agent: *
+Disallow: /private
+Allow: /private/open
+
+User-agent: otherbot
+Disallow: /
+"""
+
+
+class Clock:
+    """A clock that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 5_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class LoopbackFetch:
+    """A small stand-in for the core's guarded fetch: stdlib HTTP in a worker thread.
+
+    Like the core it follows up to five redirects and refuses (without connecting) any host
+    outside its allowed set; here only 127.0.0.1 is "public", so a redirect to 127.0.0.2
+    plays the part of a redirect to an internal address.
+    """
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    async def __call__(self, url: str) -> tuple[int, bytes]:
+        self.urls.append(url)
+        for _ in range(6):
+            parts = urlsplit(url)
+            if parts.hostname != "127.0.0.1":
+                raise Refused(
+                    f"refused: {parts.hostname} is an internal address", reason="internal_address"
+                )
+            status, body, location = await anyio.to_thread.run_sync(
+                _get, parts.hostname, parts.port, parts.path
+            )
+            if status in (301, 302, 307, 308) and location:
+                url = urljoin(url, location)
+                continue
+            return status, body
+        return status, body
+
+
+def _get(host: str, port: int | None, path: str) -> tuple[int, bytes, str | None]:
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"User-Agent": "webward-test"})
+        response = conn.getresponse()
+        return response.status, response.read(), response.getheader("Location")
+    finally:
+        conn.close()
+
+
+def robots_requests(server: object) -> int:
+    return sum(1 for r in server.requests if r.path == "/robots.txt")  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_allowed_and_disallowed_paths() -> None:
+    """A disallowed path is refused by name; an allowed one (and an Allow inside it) passes."""
+    with serve(routes={"/robots.txt": respond(200, ROBOTS, "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        await robots.check(srv.url("/"))
+        await robots.check(srv.url("/public/page?x=1"))
+        await robots.check(srv.url("/private/open/doc"))
+        with pytest.raises(Refused) as info:
+            await robots.check(srv.url("/private/page"))
+        assert info.value.reason == REASON_ROBOTS
+        assert info.value.code == "refused"
+        assert info.value.message == (
+            f"refused: robots.txt of 127.0.0.1:{srv.port} disallows /private/page for webward"
+        )
+        assert robots_requests(srv) == 1  # cached per origin
+
+
+@pytest.mark.anyio
+async def test_a_group_for_webward_wins_over_the_star_group() -> None:
+    """webward reads the group naming its own token before the * group."""
+    body = "User-agent: *\nAllow: /\n\nUser-agent: webward\nDisallow: /no-agents\n"
+    with serve(routes={"/robots.txt": respond(200, body, "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        await robots.check(srv.url("/yes"))
+        with pytest.raises(Refused, match="disallows /no-agents/x for webward"):
+            await robots.check(srv.url("/no-agents/x"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 410])
+async def test_4xx_robots_allows_everything(status: int) -> None:
+    """A 4xx robots.txt (404 included) is "unavailable": every path is allowed."""
+    with serve(routes={"/robots.txt": respond(status, "nope", "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        await robots.check(srv.url("/private/page"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("status", [500, 502, 503, 429])
+async def test_5xx_robots_disallows_everything(status: int) -> None:
+    """A 5xx (or 429) robots.txt is "unreachable": every path is refused, and says why."""
+    with serve(routes={"/robots.txt": respond(status, "down", "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        with pytest.raises(Refused) as info:
+            await robots.check(srv.url("/"))
+        assert info.value.reason == REASON_ROBOTS_UNREACHABLE
+        assert f"HTTP {status}" in info.value.message
+        assert info.value.message.startswith(
+            f"refused: robots.txt of 127.0.0.1:{srv.port} could not"
+        )
+
+
+@pytest.mark.anyio
+async def test_robots_redirect_to_an_internal_address_disallows_and_never_connects() -> None:
+    """A robots.txt redirect the guard refuses counts as unreachable; no connection is made."""
+    with accept_counter("127.0.0.2") as internal:
+        target = internal.url("/robots.txt")
+        with serve(routes={"/robots.txt": redirect(target)}) as srv:
+            robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+            with pytest.raises(Refused) as info:
+                await robots.check(srv.url("/page"))
+        assert info.value.reason == REASON_ROBOTS_UNREACHABLE
+        assert "127.0.0.2 is an internal address" in info.value.message
+        assert internal.accepts == 0
+
+
+@pytest.mark.anyio
+async def test_robots_redirect_on_the_same_host_is_followed() -> None:
+    """A redirect the guard allows is followed, and the file it leads to decides."""
+    routes = {"/robots.txt": redirect("/real-robots.txt"), "/real-robots.txt": respond(200, ROBOTS)}
+    with serve(routes=routes) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        with pytest.raises(Refused, match="disallows /private"):
+            await robots.check(srv.url("/private"))
+
+
+@pytest.mark.anyio
+async def test_unreachable_is_cached_briefly_and_rules_for_the_ttl() -> None:
+    """Rules are kept for ttl_s; an unreachable answer only for error_ttl_s."""
+    clock = Clock()
+    state = {"status": 503}
+
+    def handler(req: object, sock: object) -> None:
+        respond(state["status"], ROBOTS, "text/plain")(req, sock)  # type: ignore[arg-type]
+
+    with serve(routes={"/robots.txt": handler}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=clock, ttl_s=3600, error_ttl_s=60)
+        for _ in range(2):
+            with pytest.raises(Refused, match="could not be read"):
+                await robots.check(srv.url("/a"))
+        assert robots_requests(srv) == 1
+        state["status"] = 200
+        clock.now += 60
+        await robots.check(srv.url("/a"))
+        assert robots_requests(srv) == 2
+        state["status"] = 503
+        clock.now += 3599
+        await robots.check(srv.url("/a"))  # still the cached rules
+        assert robots_requests(srv) == 2
+        clock.now += 1
+        with pytest.raises(Refused, match="could not be read"):
+            await robots.check(srv.url("/a"))
+        assert robots_requests(srv) == 3
+
+
+@pytest.mark.anyio
+async def test_own_rate_limit_on_the_robots_fetch_is_passed_on_uncached() -> None:
+    """If webward's own limiter refuses the robots fetch, that refusal (with its retry time)
+    comes back as it is and nothing is cached."""
+    calls: list[str] = []
+
+    async def limited(url: str) -> tuple[int, bytes]:
+        calls.append(url)
+        raise Refused("rate limited: x; retry in 1 s", code="rate_limited", retry_after=1.0)
+
+    robots = RobotsChecker(limited, clock=Clock())
+    for _ in range(2):
+        with pytest.raises(Refused) as info:
+            await robots.check("https://example.org/a")
+        assert info.value.code == "rate_limited"
+    assert calls == ["https://example.org/robots.txt"] * 2
+
+
+@pytest.mark.anyio
+async def test_only_the_first_500_kib_are_parsed() -> None:
+    """Rules past MAX_ROBOTS_BYTES are ignored; rules before them hold."""
+    filler = "# " + "x" * 1000 + "\n"
+    body = "User-agent: *\nDisallow: /early\n" + filler * (MAX_ROBOTS_BYTES // len(filler) + 5)
+    body += "Disallow: /late\n"
+    assert len(body.encode()) > MAX_ROBOTS_BYTES
+    with serve(routes={"/robots.txt": respond(200, body, "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        await robots.check(srv.url("/late"))
+        with pytest.raises(Refused, match="/early"):
+            await robots.check(srv.url("/early"))
+
+
+@pytest.mark.anyio
+async def test_concurrent_checks_of_one_origin_fetch_once() -> None:
+    """Ten reads of one new host at once fetch its robots.txt once."""
+    with serve(routes={"/robots.txt": respond(200, ROBOTS, "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(robots.check, srv.url(f"/page{i}"))
+        assert robots_requests(srv) == 1
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    url: str
+
+
+@pytest.mark.anyio
+async def test_accepts_parsed_urls_and_origins_are_separate() -> None:
+    """check() takes the core's parsed URL objects; each scheme/host/port has its own file."""
+    fetch = LoopbackFetch()
+    with (
+        serve(routes={"/robots.txt": respond(200, ROBOTS, "text/plain")}) as a,
+        serve(routes={"/robots.txt": respond(404)}) as b,
+    ):
+        robots = RobotsChecker(fetch, clock=Clock())
+        with pytest.raises(Refused):
+            await robots.check(_Parsed(a.url("/private")))
+        await robots.check(_Parsed(b.url("/private")))
+    assert fetch.urls == [a.url("/robots.txt"), b.url("/robots.txt")]
+
+
+def test_robots_url_and_bad_urls() -> None:
+    """The robots URL drops default ports and keeps others; a non-http URL is InvalidInput."""
+    assert robots_url("https://Example.org:443/a?b") == (
+        "https://example.org", "https://example.org/robots.txt", "example.org",
+    )  # fmt: skip
+    assert robots_url("http://[::1]:8080/x")[1] == "http://[::1]:8080/robots.txt"
+    for bad in ("ftp://example.org/", "/relative", "http://", "http://example.org:99999/"):
+        with pytest.raises(InvalidInput):
+            robots_url(bad)

@@ -1,0 +1,705 @@
+"""The search seam: each vendor adapter against a local server speaking its wire shape,
+the Null provider, the choosing rules, and the text and URL cleaning."""
+
+from __future__ import annotations
+
+import email.utils
+import socket
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+import pytest
+from fake_search import (
+    BRAVE_PATH,
+    BRAVE_RATE_HEADERS,
+    PROVIDER_DETAIL,
+    FakeBrave,
+    FakeSearxng,
+    FakeTavily,
+    brave_error,
+    params,
+    results,
+    searxng_json_disabled,
+    searxng_limited,
+    tavily_error,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+from localserver import LocalServer, Request, respond, serve
+
+from webward import Settings, Web
+from webward._credentials import EnvironmentStore
+from webward._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from webward._settings import SearchSettings
+from webward._transport import Body
+from webward.search import (
+    NOT_CONFIGURED,
+    BraveProvider,
+    NullProvider,
+    SearchProvider,
+    SearxngProvider,
+    TavilyProvider,
+    choose_provider,
+)
+from webward.search._common import clean_text, clean_url, human_wait, retry_after
+from webward.testing import MemoryAuditSink
+
+BRAVE_KEY = "BSAq1w2e3r4t5y6u7i8o9p0"
+TAVILY_KEY = "tvly-dev-0123456789abcdef9f3a"
+
+
+def _web() -> Web:
+    settings = Settings().replace({"network": {"allow_ranges": ["127.0.0.1/32"]}})
+    return Web(settings, audit=MemoryAuditSink())
+
+
+@pytest.fixture
+def server() -> Iterator[LocalServer]:
+    with serve() as s:
+        yield s
+
+
+def _no_secret(exc: WebwardError, *secrets: str) -> None:
+    for text in (exc.message, repr(exc), str(exc.to_wire())):
+        for secret in (*secrets, PROVIDER_DETAIL):
+            assert secret not in text
+
+
+# ---- Brave -----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_brave_sends_key_and_params_and_cleans_hits(server: LocalServer) -> None:
+    """One page: key in X-Subscription-Token, count=limit, offset 0; markup and entities cleaned."""
+    items = results(3)
+    items[0]["title"] = "Axum &amp; friends"
+    items[0]["snippet"] = "A <strong>Rust</strong> web framework &#x27;fast&#x27;"
+    server.routes[BRAVE_PATH] = FakeBrave(items, BRAVE_KEY)
+    async with _web() as web:
+        hits = await BraveProvider(
+            BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+        ).search("rust web", 10)
+    assert [h.url for h in hits] == [r["url"] for r in items]
+    assert hits[0].title == "Axum & friends"
+    assert hits[0].snippet == "A Rust web framework 'fast'"
+    assert hits[0].published == items[0]["published"]
+    [req] = server.requests
+    assert req.method == "GET"
+    assert req.headers["x-subscription-token"] == BRAVE_KEY
+    assert req.headers["accept"] == "application/json"
+    assert params(req) == {
+        "q": "rust web",
+        "count": "10",
+        "offset": "0",
+        "text_decorations": "false",
+    }
+
+
+@pytest.mark.anyio
+async def test_brave_pages_with_offset_counting_pages(server: LocalServer) -> None:
+    """A limit over 20 asks count=20 at offset 0, 1, 2 (pages, not items), cut to the limit."""
+    server.routes[BRAVE_PATH] = FakeBrave(results(80), BRAVE_KEY)
+    async with _web() as web:
+        hits = await BraveProvider(
+            BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+        ).search("q", 45)
+    assert len(hits) == 45
+    assert hits[-1].url == "https://example.org/page/45"
+    assert [(params(r)["count"], params(r)["offset"]) for r in server.requests] == [
+        ("20", "0"),
+        ("20", "1"),
+        ("20", "2"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_brave_stops_paging_when_results_run_out(server: LocalServer) -> None:
+    """A short page (or more_results_available false) ends the paging."""
+    server.routes[BRAVE_PATH] = FakeBrave(results(25), BRAVE_KEY)
+    async with _web() as web:
+        hits = await BraveProvider(
+            BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+        ).search("q", 50)
+    assert len(hits) == 25
+    assert [params(r)["offset"] for r in server.requests] == ["0", "1"]
+
+
+@pytest.mark.anyio
+async def test_brave_deduplicates_across_pages_and_drops_non_http_urls(server: LocalServer) -> None:
+    """Repeated URLs and javascript:, ftp: or relative URLs never become hits."""
+    items = results(20) + results(20)  # page 2 repeats page 1
+    items[3]["url"] = "javascript:alert(1)"
+    items[4]["url"] = "ftp://example.org/file"
+    items[5]["url"] = "/relative/path"
+    items[6]["url"] = "https://example.org/page/1#section"  # same document as hit 1
+    server.routes[BRAVE_PATH] = FakeBrave(items, BRAVE_KEY, more=True)
+    async with _web() as web:
+        hits = await BraveProvider(
+            BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+        ).search("q", 40)
+    urls = [h.url for h in hits]
+    # Page 1: 20 items, 3 bad URLs and 1 fragment duplicate -> 16. Page 2 repeats the first
+    # 20 URLs, of which only the 4 replaced on page 1 are new -> 20 in all.
+    assert len(urls) == len(set(urls)) == 20
+    assert "https://example.org/page/7" in urls
+    assert all(u.startswith("https://") for u in urls)
+    assert len(server.requests) == 2
+
+
+@pytest.mark.anyio
+async def test_brave_response_without_web_key_is_no_hits(server: LocalServer) -> None:
+    """A Brave answer with no `web` key at all means no web results: an empty list."""
+    server.routes[BRAVE_PATH] = FakeBrave(results(5), BRAVE_KEY, omit_web=True)
+    async with _web() as web:
+        hits = await BraveProvider(
+            BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+        ).search("q", 10)
+    assert hits == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("array", [False, True])
+async def test_brave_bad_key_is_an_upstream_error_naming_the_variable(
+    server: LocalServer, array: bool
+) -> None:
+    """422 SUBSCRIPTION_TOKEN_INVALID (either shape) says the key was rejected, not Brave's text."""
+    server.routes[BRAVE_PATH] = brave_error(422, "SUBSCRIPTION_TOKEN_INVALID", array=array)
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await BraveProvider(
+                BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+            ).search("q", 10)
+    assert err.value.reason == "provider_key_rejected"
+    assert err.value.status == 422
+    assert "Brave key was rejected" in err.value.message
+    assert "BRAVE_SEARCH_API_KEY" in err.value.message
+    _no_secret(err.value, BRAVE_KEY)
+
+
+@pytest.mark.anyio
+async def test_brave_wrong_key_against_the_fake(server: LocalServer) -> None:
+    """The fake checks the token like Brave does; a wrong one is reported as rejected."""
+    server.routes[BRAVE_PATH] = FakeBrave(results(3), BRAVE_KEY)
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await BraveProvider(
+                "BSAwrongwrongwrong0000", partial(web.provider_request, "brave"), server.base
+            ).search("q", 3)
+    assert err.value.reason == "provider_key_rejected"
+    _no_secret(err.value, "BSAwrongwrongwrong0000")
+
+
+@pytest.mark.anyio
+async def test_brave_rate_limited_carries_the_reset(server: LocalServer) -> None:
+    """429 RATE_LIMITED is Refused(rate_limited) with the exhausted window's X-RateLimit-Reset."""
+    server.routes[BRAVE_PATH] = brave_error(429, "RATE_LIMITED", headers=BRAVE_RATE_HEADERS)
+    async with _web() as web:
+        with pytest.raises(Refused) as err:
+            await BraveProvider(
+                BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+            ).search("q", 10)
+    assert err.value.code == "rate_limited"
+    assert err.value.retry_after == 1.0
+    assert "rate limiting" in err.value.message and "retry in 1 s" in err.value.message
+    _no_secret(err.value, BRAVE_KEY)
+
+
+@pytest.mark.anyio
+async def test_brave_quota_limited_says_quota_and_when_it_resets(server: LocalServer) -> None:
+    """429 QUOTA_LIMITED says the quota is used up and waits for the monthly window."""
+    headers = dict(BRAVE_RATE_HEADERS, **{"X-RateLimit-Remaining": "1, 0"})
+    server.routes[BRAVE_PATH] = brave_error(429, "QUOTA_LIMITED", headers=headers)
+    async with _web() as web:
+        with pytest.raises(Refused) as err:
+            await BraveProvider(
+                BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+            ).search("q", 10)
+    assert err.value.code == "rate_limited"
+    assert err.value.reason == "provider_quota"
+    assert err.value.retry_after == 1419704.0
+    assert "quota" in err.value.message and "17 days" in err.value.message
+
+
+@pytest.mark.anyio
+async def test_brave_later_page_rate_limited_keeps_earlier_hits(server: LocalServer) -> None:
+    """When page 2 is rate limited, the hits of page 1 still come back."""
+    fake = FakeBrave(results(60), BRAVE_KEY)
+    limited = brave_error(429, "RATE_LIMITED", headers=BRAVE_RATE_HEADERS)
+
+    def handler(req: Request, sock: socket.socket) -> None:
+        (fake if params(req)["offset"] == "0" else limited)(req, sock)
+
+    server.routes[BRAVE_PATH] = handler
+    async with _web() as web:
+        hits = await BraveProvider(
+            BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+        ).search("q", 50)
+    assert len(hits) == 20
+    assert len(server.requests) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("handler", "reason", "words"),
+    [
+        (brave_error(500, "INTERNAL"), "provider_error", "failed (HTTP 500)"),
+        (respond(503, "<html>down</html>"), "provider_error", "failed (HTTP 503)"),
+        (
+            respond(200, "<html><body>Checking your browser…</body></html>"),
+            "provider_malformed",
+            "web page instead of JSON",
+        ),
+        (
+            respond(200, '{"web": {"results": [', "application/json"),
+            "provider_malformed",
+            "malformed JSON",
+        ),
+        (respond(200, "[1, 2]", "application/json"), "provider_malformed", "malformed"),
+        (brave_error(422, "VALIDATION"), "provider_rejected", "refused the request (HTTP 422)"),
+    ],
+)
+async def test_brave_failures_are_upstream_errors_without_the_body(
+    server: LocalServer, handler: Any, reason: str, words: str
+) -> None:
+    """5xx, challenge pages, broken JSON and other 4xx become messages that never quote the body."""
+    server.routes[BRAVE_PATH] = handler
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await BraveProvider(
+                BRAVE_KEY, partial(web.provider_request, "brave"), server.base
+            ).search("q", 5)
+    assert err.value.reason == reason
+    assert words in err.value.message
+    assert "Checking your browser" not in err.value.message
+    _no_secret(err.value, BRAVE_KEY)
+
+
+@pytest.mark.anyio
+async def test_brave_query_over_its_own_limit_is_refused_before_calling(
+    server: LocalServer,
+) -> None:
+    """Brave takes at most 400 characters and 50 words: longer is InvalidInput with no request."""
+    server.routes[BRAVE_PATH] = FakeBrave(results(3), BRAVE_KEY)
+    async with _web() as web:
+        provider = BraveProvider(BRAVE_KEY, partial(web.provider_request, "brave"), server.base)
+        with pytest.raises(InvalidInput):
+            await provider.search("x" * 401, 10)
+        with pytest.raises(InvalidInput):
+            await provider.search(" ".join(["w"] * 51), 10)
+    assert server.requests == []
+
+
+# ---- Tavily ----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_tavily_posts_json_with_bearer_key(server: LocalServer) -> None:
+    """POST /search with Authorization: Bearer and a JSON body carrying query and max_results."""
+    fake = FakeTavily(results(8), TAVILY_KEY)
+    server.routes["/search"] = fake
+    async with _web() as web:
+        hits = await TavilyProvider(
+            TAVILY_KEY, partial(web.provider_request, "tavily"), server.base
+        ).search("llm agents", 5)
+    assert [h.title for h in hits] == [f"Result {i}" for i in range(1, 6)]
+    assert hits[0].published == "2025-01-02T00:00:00"
+    [req] = server.requests
+    assert req.method == "POST"
+    assert req.headers["authorization"] == f"Bearer {TAVILY_KEY}"
+    assert req.headers["content-type"] == "application/json"
+    assert fake.bodies[0]["query"] == "llm agents"
+    assert fake.bodies[0]["max_results"] == 5
+    assert "api_key" not in fake.bodies[0]  # the key travels in the header only
+
+
+@pytest.mark.anyio
+async def test_tavily_asks_at_most_20_in_one_call(server: LocalServer) -> None:
+    """A limit over 20 asks max_results=20 once; Tavily has no paging."""
+    fake = FakeTavily(results(30), TAVILY_KEY)
+    server.routes["/search"] = fake
+    async with _web() as web:
+        hits = await TavilyProvider(
+            TAVILY_KEY, partial(web.provider_request, "tavily"), server.base
+        ).search("q", 50)
+    assert len(hits) == 20
+    assert [b["max_results"] for b in fake.bodies] == [20]
+
+
+@pytest.mark.anyio
+async def test_tavily_empty_results(server: LocalServer) -> None:
+    """No results is an empty list."""
+    server.routes["/search"] = FakeTavily([], TAVILY_KEY)
+    async with _web() as web:
+        assert (
+            await TavilyProvider(
+                TAVILY_KEY, partial(web.provider_request, "tavily"), server.base
+            ).search("q", 5)
+            == []
+        )
+
+
+@pytest.mark.anyio
+async def test_tavily_bad_key_is_an_upstream_error_naming_the_variable(server: LocalServer) -> None:
+    """401 says the Tavily key was rejected and how to fix it."""
+    server.routes["/search"] = FakeTavily(results(3), TAVILY_KEY)
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await TavilyProvider(
+                "tvly-wrong-0000000000000000", partial(web.provider_request, "tavily"), server.base
+            ).search("q", 5)
+    assert err.value.reason == "provider_key_rejected"
+    assert "Tavily key was rejected" in err.value.message
+    assert "TAVILY_API_KEY" in err.value.message
+    _no_secret(err.value, "tvly-wrong-0000000000000000")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("status", "headers", "words", "wait"),
+    [
+        (429, {"Retry-After": "30"}, "rate limiting", 30.0),
+        (432, {}, "usage limit", None),
+        (433, {}, "pay-as-you-go", None),
+    ],
+)
+async def test_tavily_limits_are_rate_limited(
+    server: LocalServer, status: int, headers: dict[str, str], words: str, wait: float | None
+) -> None:
+    """429, 432 and 433 are Refused(rate_limited), with Retry-After when sent."""
+    server.routes["/search"] = tavily_error(status, headers=headers)
+    async with _web() as web:
+        with pytest.raises(Refused) as err:
+            await TavilyProvider(
+                TAVILY_KEY, partial(web.provider_request, "tavily"), server.base
+            ).search("q", 5)
+    assert err.value.code == "rate_limited"
+    assert err.value.retry_after == wait
+    assert words in err.value.message
+    _no_secret(err.value, TAVILY_KEY)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [(400, "provider_rejected"), (500, "provider_error"), (502, "provider_error")],
+)
+async def test_tavily_other_errors_are_upstream_errors(
+    server: LocalServer, status: int, reason: str
+) -> None:
+    """400 and 5xx are provider failures that do not quote the body."""
+    server.routes["/search"] = tavily_error(status)
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await TavilyProvider(
+                TAVILY_KEY, partial(web.provider_request, "tavily"), server.base
+            ).search("q", 5)
+    assert err.value.reason == reason
+    assert f"HTTP {status}" in err.value.message
+    _no_secret(err.value, TAVILY_KEY)
+
+
+# ---- SearXNG ---------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_searxng_asks_json_and_pages_with_pageno(server: LocalServer) -> None:
+    """format=json on every call; pageno 1, 2, 3 until the limit is reached."""
+    server.routes["/searx/search"] = FakeSearxng(results(100), per_page=20)
+    async with _web() as web:
+        hits = await SearxngProvider(
+            server.url("/searx/"), partial(web.provider_request, "searxng")
+        ).search("q", 45)
+    assert len(hits) == 45
+    assert [
+        (params(r)["format"], params(r)["pageno"], params(r)["q"]) for r in server.requests
+    ] == [("json", "1", "q"), ("json", "2", "q"), ("json", "3", "q")]
+    assert hits[0].published == "2025-01-02T00:00:00"
+
+
+@pytest.mark.anyio
+async def test_searxng_stops_at_an_empty_page(server: LocalServer) -> None:
+    """An empty page ends the paging; no results at all is an empty list."""
+    server.routes["/search"] = FakeSearxng(results(25), per_page=20)
+    async with _web() as web:
+        provider = SearxngProvider(server.base, partial(web.provider_request, "searxng"))
+        assert len(await provider.search("q", 50)) == 25
+    assert [params(r)["pageno"] for r in server.requests] == ["1", "2", "3"]
+    server.routes["/search"] = FakeSearxng([])
+    async with _web() as web:
+        assert (
+            await SearxngProvider(server.base, partial(web.provider_request, "searxng")).search(
+                "q", 5
+            )
+            == []
+        )
+
+
+@pytest.mark.anyio
+async def test_searxng_json_disabled_says_so(server: LocalServer) -> None:
+    """403 means JSON output is disabled on the instance: the message says how to enable it."""
+    server.routes["/search"] = searxng_json_disabled()
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await SearxngProvider(server.base, partial(web.provider_request, "searxng")).search(
+                "q", 5
+            )
+    assert err.value.reason == "provider_json_disabled"
+    assert "search.formats" in err.value.message
+    assert "Forbidden" not in err.value.message
+
+
+@pytest.mark.anyio
+async def test_searxng_limiter_is_rate_limited(server: LocalServer) -> None:
+    """The instance's bot limiter (plain-text 429) is Refused(rate_limited) naming the limiter."""
+    server.routes["/search"] = searxng_limited()
+    async with _web() as web:
+        with pytest.raises(Refused) as err:
+            await SearxngProvider(server.base, partial(web.provider_request, "searxng")).search(
+                "q", 5
+            )
+    assert err.value.code == "rate_limited"
+    assert "limiter" in err.value.message
+    assert "Too Many Requests" not in err.value.message
+
+
+@pytest.mark.anyio
+async def test_searxng_html_page_is_an_upstream_error(server: LocalServer) -> None:
+    """An instance that answers HTML with 200 is reported as not JSON."""
+    server.routes["/search"] = respond(200, "<html><body>results</body></html>")
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await SearxngProvider(server.base, partial(web.provider_request, "searxng")).search(
+                "q", 5
+            )
+    assert err.value.reason == "provider_malformed"
+
+
+# ---- Null ------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_null_provider_refuses_with_how_to_configure() -> None:
+    """Null never returns an empty list: it refuses with not_configured and the fix."""
+    with pytest.raises(Refused) as err:
+        await NullProvider().search("q", 5)
+    assert err.value.code == "not_configured"
+    message = err.value.message
+    assert message == NOT_CONFIGURED
+    assert message.startswith("web search is not configured")
+    for words in (
+        "BRAVE_SEARCH_API_KEY",
+        "TAVILY_API_KEY",
+        "webward credentials set",
+        "searxng_url",
+        "web_fetch still works",
+    ):
+        assert words in message
+
+
+def test_every_provider_meets_the_protocol() -> None:
+    """All four implementations satisfy SearchProvider and carry their wire names."""
+
+    async def http(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("not called")
+
+    providers = [
+        BraveProvider(BRAVE_KEY, http),
+        TavilyProvider(TAVILY_KEY, http),
+        SearxngProvider("http://127.0.0.1:1", http),
+        NullProvider(),
+    ]
+    assert [p.name for p in providers] == ["brave", "tavily", "searxng", "none"]
+    for p in providers:
+        assert isinstance(p, SearchProvider)
+        assert BRAVE_KEY not in repr(p) and TAVILY_KEY not in repr(p)
+
+
+# ---- choosing --------------------------------------------------------------------------
+
+
+def _choose(env: dict[str, str], arg: str | None = None, **search: str) -> SearchProvider:
+    asked: list[str] = []
+
+    def http_for(name: str) -> Any:
+        asked.append(name)
+
+        async def http(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("choosing never calls the provider")
+
+        return http
+
+    chosen = choose_provider(SearchSettings(**search), EnvironmentStore(env), http_for, arg)
+    assert asked == ([] if chosen.name == "none" else [chosen.name])
+    return chosen
+
+
+BOTH = {"BRAVE_SEARCH_API_KEY": BRAVE_KEY, "TAVILY_API_KEY": TAVILY_KEY}
+
+
+@pytest.mark.parametrize(
+    ("env", "search", "provider", "expected"),
+    [
+        ({}, {}, None, "none"),
+        ({"BRAVE_SEARCH_API_KEY": BRAVE_KEY}, {}, None, "brave"),
+        ({"TAVILY_API_KEY": TAVILY_KEY}, {}, None, "tavily"),
+        (BOTH, {}, None, "brave"),
+        ({}, {"searxng_url": "http://127.0.0.1:8888"}, None, "searxng"),
+        ({"TAVILY_API_KEY": TAVILY_KEY}, {"searxng_url": "http://127.0.0.1:8888"}, None, "tavily"),
+        (BOTH, {"provider": "tavily"}, None, "tavily"),
+        (BOTH, {"provider": "TAVILY "}, None, "tavily"),
+        (BOTH, {"provider": "tavily"}, "brave", "brave"),
+        (BOTH, {"searxng_url": "http://127.0.0.1:8888"}, "searxng", "searxng"),
+        (BOTH, {"provider": "none"}, None, "none"),
+        (BOTH, {}, "none", "none"),
+    ],
+)
+def test_choosing_rules(
+    env: dict[str, str], search: dict[str, str], provider: str | None, expected: str
+) -> None:
+    """Call beats config; unset: the first with a credential (Brave, Tavily, SearXNG); else Null."""
+    assert _choose(env, provider, **search).name == expected
+
+
+@pytest.mark.parametrize(
+    ("provider", "search", "words"),
+    [
+        ("brave", {}, "BRAVE_SEARCH_API_KEY is not set"),
+        ("tavily", {}, "TAVILY_API_KEY is not set"),
+        (None, {"provider": "tavily"}, "TAVILY_API_KEY is not set"),
+        ("searxng", {}, "searxng_url"),
+        ("none", {}, '"none"'),
+    ],
+)
+@pytest.mark.anyio
+async def test_chosen_provider_without_its_key_names_what_is_missing(
+    provider: str | None, search: dict[str, str], words: str
+) -> None:
+    """A chosen provider without its key or URL refuses with not_configured naming the setting."""
+    chosen = _choose({}, provider, **search)
+    assert isinstance(chosen, NullProvider)
+    with pytest.raises(Refused) as err:
+        await chosen.search("q", 3)
+    assert err.value.code == "not_configured"
+    assert err.value.message.startswith("web search is not configured")
+    assert words in err.value.message
+    assert "web_fetch still works" in err.value.message
+
+
+def test_unknown_provider_names_are_invalid_input() -> None:
+    """An unknown provider, by argument or in config, is InvalidInput naming the choices."""
+    with pytest.raises(InvalidInput) as err:
+        _choose(BOTH, "bing")
+    assert "brave, tavily, searxng, none" in err.value.message
+    with pytest.raises(InvalidInput) as err:
+        _choose(BOTH, None, provider="bing")
+    assert "[search] provider" in err.value.message
+
+
+def test_provider_from_the_environment_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """WEBWARD_SEARCH_PROVIDER and WEBWARD_BRAVE_URL reach the choice through Settings.load."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    settings = Settings.load(
+        environ={"WEBWARD_SEARCH_PROVIDER": "tavily", "WEBWARD_TAVILY_URL": "http://127.0.0.1:9"}
+    )
+    assert settings.search.provider == "tavily"
+    chosen = choose_provider(settings.search, EnvironmentStore(BOTH), lambda name: None)  # type: ignore[arg-type,return-value]
+    assert chosen.name == "tavily"
+    assert "127.0.0.1:9/search" in repr(chosen)
+
+
+# ---- cleaning --------------------------------------------------------------------------
+
+
+def test_clean_text_strips_highlights_and_decodes_entities() -> None:
+    """Highlight markup (raw or entity-encoded) goes; entities are decoded; one line."""
+    assert clean_text("A <strong>Rust</strong>\n web &amp; <b>more</b>", 100) == "A Rust web & more"
+    assert clean_text("&lt;strong&gt;bold&lt;/strong&gt; a &lt; b", 100) == "bold a < b"
+    assert clean_text("x" * 50, 10) == "x" * 9 + "…"
+    assert clean_text(None, 10) == ""
+    assert clean_text("zero\u200bwidth\u202ebidi\x07bell", 100) == "zerowidthbidibell"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://Example.ORG/a b?q=<x>", "https://example.org/a%20b?q=%3Cx%3E"),
+        ("http://例え.jp/パス", "http://xn--r8jz45g.jp/%E3%83%91%E3%82%B9"),
+        ("https://[2001:db8::1]:8443/x", "https://[2001:db8::1]:8443/x"),
+        ("javascript:alert(1)", None),
+        ("data:text/html,hi", None),
+        ("//example.org/x", None),
+        ("https://user:pw@example.org/", None),
+        ("https://example.org/\x00", None),
+        ("https://example.org:99999/", None),
+        (42, None),
+    ],
+)
+def test_clean_url(url: Any, expected: str | None) -> None:
+    """Only absolute http(s) URLs survive, in ASCII with unsafe characters percent-encoded."""
+    assert clean_url(url) == expected
+
+
+@given(st.text(max_size=300))
+def test_clean_text_is_always_one_plain_line(value: str) -> None:
+    """Whatever a provider sends, the cleaned text is one line without control characters."""
+    out = clean_text(value, 120)
+    assert len(out) <= 120
+    assert "\n" not in out and "\r" not in out
+    assert not any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in out)
+    assert out == out.strip()
+
+
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.builds(lambda s: "https://example.org/" + s, st.text(max_size=100)),
+    )
+)
+def test_clean_url_output_is_safe(value: str) -> None:
+    """A cleaned URL is None or ASCII http(s) with no spaces, quotes or angle brackets."""
+    out = clean_url(value)
+    if out is not None:
+        assert out.startswith(("http://", "https://"))
+        assert out.isascii()
+        assert not any(ch in out for ch in ' <>"`{}|\\^') and out.isprintable()
+
+
+# ---- retry-after -----------------------------------------------------------------------
+
+
+def _body(status: int, **headers: str) -> Body:
+    return Body(status, tuple((k.replace("_", "-"), v) for k, v in headers.items()), b"", False, 0)
+
+
+def test_retry_after_reads_seconds_dates_and_brave_windows() -> None:
+    """Retry-After in seconds or as an HTTP date; else the exhausted X-RateLimit-Reset window."""
+    now = 1_700_000_000.0
+    assert retry_after(_body(429, Retry_After="12"), lambda: now) == 12.0
+    date = email.utils.formatdate(now + 90, usegmt=True)
+    assert retry_after(_body(429, Retry_After=date), lambda: now) == 90.0
+    assert (
+        retry_after(
+            _body(429, X_RateLimit_Reset="1, 500", X_RateLimit_Remaining="5, 0"), lambda: now
+        )
+        == 500.0
+    )
+    assert retry_after(_body(429, X_RateLimit_Reset="3, 500"), lambda: now) == 3.0
+    assert retry_after(_body(429, Retry_After="soon"), lambda: now) is None
+    assert retry_after(_body(429, X_RateLimit_Reset="nan"), lambda: now) is None
+    assert retry_after(_body(429), lambda: now) is None
+    assert retry_after(_body(429, Retry_After="-5"), lambda: now) == 0.0
+
+
+def test_human_wait() -> None:
+    """Waits are rounded up into seconds, minutes, hours or days."""
+    assert [human_wait(s) for s in (0.2, 59.5, 150, 7300, 1419704)] == [
+        "1 s",
+        "60 s",
+        "3 min",
+        "3 h",
+        "17 days",
+    ]

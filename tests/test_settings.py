@@ -1,0 +1,101 @@
+"""Settings: defaults, the config file search order, environment overrides, bad files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from webward import InvalidInput, Settings
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "webward.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_match_the_design() -> None:
+    """The limits table of DESIGN.md is the default."""
+    s = Settings()
+    assert s.limits.max_url_chars == 2048
+    assert s.limits.max_read_bytes == 1_000_000
+    assert s.limits.max_fetch_text_chars == 40_000
+    assert s.limits.max_image_bytes == 5 * 1024 * 1024
+    assert s.limits.max_pdf_bytes == 10 * 1024 * 1024
+    assert s.limits.fetch_timeout_s == 12
+    assert s.limits.max_redirects == 10
+    assert s.policy.default_tier == "as-owner"
+    assert s.network.allow_ranges == ()
+
+
+def test_file_then_environment_then_overrides(tmp_path: Path) -> None:
+    """Environment beats the file, and overrides beat both."""
+    path = write(tmp_path, '[policy]\ndefault_tier = "full"\nallow = ["docs.python.org"]\n[limits]\nper_host_rate = 1.5\n')
+    env = {"WEBWARD_TIER": "connected", "WEBWARD_ALLOW_RANGES": "127.0.0.1/32, 10.0.0.0/8"}
+    s = Settings.load(path, environ=env)
+    assert s.policy.default_tier == "connected"
+    assert s.policy.allow == ("docs.python.org",)
+    assert s.limits.per_host_rate == 1.5
+    assert s.network.allow_ranges == ("127.0.0.1/32", "10.0.0.0/8")
+    s2 = Settings.load(path, {"policy": {"default_tier": "as-owner"}}, environ=env)
+    assert s2.policy.default_tier == "as-owner"
+    assert s2.source == str(path)
+
+
+def test_search_order_uses_webward_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$WEBWARD_CONFIG is read when no path is given; ./webward.toml is next."""
+    path = write(tmp_path, '[policy]\ndefault_tier = "full"\n')
+    assert Settings.load(environ={"WEBWARD_CONFIG": str(path)}).policy.default_tier == "full"
+    monkeypatch.chdir(tmp_path)
+    assert Settings.load(environ={}).policy.default_tier == "full"
+
+
+def test_agents_map_to_tiers(tmp_path: Path) -> None:
+    """[agents.NAME] tier is the agent's tier; others get the default."""
+    path = write(tmp_path, '[agents.research]\ntier = "connected"\ntoken_sha256 = "ab"\n')
+    s = Settings.load(path, environ={})
+    assert s.tier_for("research") == "connected"
+    assert s.tier_for("someone") == "as-owner"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[policy\n", "not valid TOML"),
+        ("[nope]\n", "unknown config section [nope]"),
+        ("[policy]\ncolour = 1\n", "unknown config key policy.colour"),
+        ('[policy]\ndefault_tier = "god"\n', "unknown tier"),
+        ('[limits]\nper_host_rate = "fast"\n', "wrong type"),
+        ('[network]\nallow_ranges = ["not-a-cidr"]\n', "not a CIDR"),
+        ("[policy]\nrobots = 3\n", "wrong type"),
+        ('[agents]\nx = 1\n', "must be a table"),
+    ],
+)
+def test_broken_files_are_refused_by_name(tmp_path: Path, text: str, needle: str) -> None:
+    """A broken config file is one InvalidInput that says what is wrong."""
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(write(tmp_path, text), environ={})
+    assert needle in err.value.message
+
+
+def test_a_key_in_the_config_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    """Credentials never live in the config; the message says where they belong."""
+    path = write(tmp_path, '[search]\nbrave_api_key = "BSAsecret123"\n')
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(path, environ={})
+    assert "credential store" in err.value.message
+    assert "BSAsecret123" not in err.value.message
+
+
+def test_missing_config_file_is_invalid_input(tmp_path: Path) -> None:
+    """--config naming a missing file is a clear error."""
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(tmp_path / "absent.toml", environ={})
+    assert "does not exist" in err.value.message
+
+
+def test_robots_off_per_tier(tmp_path: Path) -> None:
+    """[policy.tiers.NAME] robots = false turns robots off for that tier only."""
+    path = write(tmp_path, "[policy.tiers.full]\nrobots = false\n")
+    assert Settings.load(path, environ={}).policy.robots_off_tiers == ("full",)

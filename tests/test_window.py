@@ -1,0 +1,200 @@
+"""Windows: the exact header, exact tiling, safe cut points, and offsets refused by name."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from webward._errors import InvalidInput
+from webward._models import Window
+from webward._window import check_offset, make_window, window_header
+
+DASH = "\u2013"
+HEADER = re.compile(
+    r"showing characters (\d+)\u2013(\d+) of (\d+)(; pass offset=(\d+) to continue)?"
+)
+
+
+def read_all(text: str, max_chars: int) -> list[tuple[str, Window]]:
+    """Every window of ``text``, following next_offset from 0."""
+    windows = [make_window(text, 0, max_chars)]
+    while windows[-1][1].next_offset is not None:
+        windows.append(make_window(text, windows[-1][1].next_offset, max_chars))
+        assert len(windows) <= len(text) + 1
+    return windows
+
+
+def body_of(window_text: str, window: Window, whole: bool) -> str:
+    """The window text without its header line and blank line."""
+    if whole:
+        return window_text
+    header, sep, body = window_text.partition("\n\n")
+    assert sep == "\n\n"
+    assert header == window_header(window.offset, window.end, window.total)
+    return body
+
+
+def test_page_under_the_cap_has_no_paging_note() -> None:
+    """A page that fits one window comes back as it is, with no header."""
+    text, window = make_window("hello world", 0, 40_000)
+    assert text == "hello world"
+    assert window == Window(offset=0, end=11, total=11, next_offset=None)
+
+
+def test_first_window_of_a_long_page_has_the_exact_header() -> None:
+    """The first window names its range and how to continue, with an EN DASH."""
+    page = "a" * 81_234
+    text, window = make_window(page, 0, 40_000)
+    assert text.startswith(f"showing characters 0{DASH}40000 of 81234; pass offset=40000 to continue\n\n")
+    assert text.endswith("a" * 40_000)
+    assert len(text) == len(f"showing characters 0{DASH}40000 of 81234; pass offset=40000 to continue\n\n") + 40_000
+    assert window == Window(offset=0, end=40_000, total=81_234, next_offset=40_000)
+
+
+def test_last_window_names_its_range_without_a_hint() -> None:
+    """The last window says where it is but not how to continue."""
+    page = "b" * 81_234
+    text, window = make_window(page, 80_000, 40_000)
+    assert text == f"showing characters 80000{DASH}81234 of 81234\n\n" + "b" * 1234
+    assert window == Window(offset=80_000, end=81_234, total=81_234, next_offset=None)
+
+
+def test_short_page_read_from_an_offset_names_the_range() -> None:
+    """A page under the cap read from offset > 0 still says which part it is."""
+    text, window = make_window("0123456789", 4, 40_000)
+    assert text == f"showing characters 4{DASH}10 of 10\n\n456789"
+    assert window.next_offset is None
+
+
+def test_offset_past_the_end_is_refused_with_the_page_length() -> None:
+    """An offset beyond the text says so and gives the page's length."""
+    with pytest.raises(InvalidInput) as info:
+        make_window("x" * 81_234, 90_000, 40_000)
+    assert str(info.value) == "offset 90000 is past the end of the page, which is 81234 characters long"
+    assert info.value.code == "invalid_input"
+
+
+def test_offset_at_the_end_of_a_non_empty_page_is_refused() -> None:
+    """Offset == length names no character of a non-empty page."""
+    with pytest.raises(InvalidInput, match="offset 5 is past the end of the page, which is 5 characters long"):
+        make_window("abcde", 5, 3)
+
+
+def test_empty_page_at_offset_zero_is_an_empty_window() -> None:
+    """Offset 0 of an empty page is fine: an empty text, no header."""
+    assert make_window("", 0, 40_000) == ("", Window(offset=0, end=0, total=0, next_offset=None))
+    with pytest.raises(InvalidInput, match="which is 0 characters long"):
+        make_window("", 1, 40_000)
+
+
+@pytest.mark.parametrize("value", [-1, True, False, 1.0, 2.5, "abc", "-3", "1e3", "", " ", "٣", [], {}, b"1"])
+def test_bad_offsets_are_refused_by_name(value: object) -> None:
+    """Negative numbers, bools, floats and non-numeric strings are not offsets."""
+    with pytest.raises(InvalidInput) as info:
+        check_offset(value)
+    assert str(info.value) == "offset must be a non-negative whole number"
+
+
+@pytest.mark.parametrize(("value", "expected"), [(0, 0), (7, 7), ("12", 12), (" 40000 ", 40000), (None, 0)])
+def test_good_offsets_are_accepted(value: object, expected: int) -> None:
+    """Whole numbers, digit strings and "not given" are offsets."""
+    assert check_offset(value) == expected
+
+
+def test_make_window_checks_the_offset_too() -> None:
+    """make_window refuses a bad offset with the same message."""
+    with pytest.raises(InvalidInput, match="offset must be a non-negative whole number"):
+        make_window("abc", -1, 10)  # type: ignore[arg-type]
+
+
+def test_cut_never_splits_crlf() -> None:
+    """A window ending between \\r and \\n ends before the \\r instead."""
+    page = "abc\r\ndef" * 3
+    text, window = make_window(page, 0, 4)
+    assert window.end == 3
+    assert text.endswith("\n\nabc")
+    following, _ = make_window(page, window.end, 4)
+    assert following.endswith("\n\n\r\nde")
+
+
+def test_cut_never_splits_a_markdown_escape() -> None:
+    """A window never ends on the backslash of ``\\*``; an escaped backslash may end it."""
+    _, window = make_window("abc\\*def", 0, 4)
+    assert window.end == 3
+    _, window = make_window("ab\\\\cdef", 0, 4)  # ends after "\\\\": a whole escape
+    assert window.end == 4
+
+
+def test_cut_keeps_combining_marks_with_their_base() -> None:
+    """A combining accent stays with the letter it modifies."""
+    page = "abce\u0301fgh"  # e + COMBINING ACUTE ACCENT
+    _, window = make_window(page, 0, 4)
+    assert window.end == 3
+    _, window = make_window("ab\U0001F469\u200d\U0001F4BBcd", 0, 3)  # woman ZWJ laptop
+    assert window.end == 2
+
+
+def test_windows_always_make_progress() -> None:
+    """A one-character window moves forward even through text made only of escapes."""
+    windows = read_all("\\\\\\\\\r\n\r\n", 1)
+    assert [w.end - w.offset for _, w in windows] == [1] * 8
+
+
+def test_zero_max_chars_is_a_programming_error() -> None:
+    """max_chars comes from settings; zero is a bug, not user input."""
+    with pytest.raises(ValueError):
+        make_window("abc", 0, 0)
+
+
+# Texts made of pieces that tempt a bad cut (CRLF, escapes, combining marks, joiners, astral
+# characters) mixed with any other characters.
+TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(["\r\n", "\r", "\n", "\\", "\\*", "*", "e\u0301", "\u200d", "\U0001F600", "\ufe0f"]),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=300,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT, max_chars=st.integers(min_value=1, max_value=120))
+def test_windows_tile_the_text_exactly(text: str, max_chars: int) -> None:
+    """Concatenating every window's body gives the text back; headers are exact; only the last
+    window lacks the continue hint."""
+    windows = read_all(text, max_chars)
+    whole = len(text) <= max_chars
+    assert "".join(body_of(t, w, whole) for t, w in windows) == text
+    position = 0
+    for index, (window_text, window) in enumerate(windows):
+        assert window.offset == position
+        assert window.total == len(text)
+        assert 0 < window.end - window.offset <= max_chars or len(text) == 0
+        last = index == len(windows) - 1
+        assert (window.next_offset is None) == last
+        if not whole:
+            match = HEADER.fullmatch(window_text.split("\n\n", 1)[0])
+            assert match is not None
+            assert int(match.group(1)) == window.offset and int(match.group(2)) == window.end
+            assert (match.group(4) is None) == last
+            if not last:
+                assert int(match.group(5)) == window.end == window.next_offset
+        position = window.end
+    assert position == len(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=TEXT, max_chars=st.integers(min_value=2, max_value=60))
+def test_cuts_do_not_split_crlf_or_escapes(text: str, max_chars: int) -> None:
+    """No window but the last ends inside \\r\\n or on an escaping backslash, unless moving
+    back would leave it empty (a window always makes progress)."""
+    for _, window in read_all(text, max_chars)[:-1]:
+        end, offset = window.end, window.offset
+        run = len(text[offset:end]) - len(text[offset:end].rstrip("\\"))
+        split_crlf = text[end - 1] == "\r" and text[end] == "\n"
+        split_escape = run % 2 == 1
+        could_move = end - 1 > offset and offset + max_chars - end < 32
+        assert not (split_crlf or split_escape) or not could_move
