@@ -41,7 +41,7 @@ PAGE = (
     + "</body></html>"
 ).encode()
 
-ANCHOR_APP = '''
+ANCHOR_APP = """
 import sys
 from pathlib import Path
 
@@ -67,17 +67,46 @@ async def app(scope, receive, send):
     await send({"type": "http.response.body", "body": BODY})
 
 
-sock = __import__("socket").socket()
+import socket
+
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # as bind_socket does
 sock.bind(("127.0.0.1", 0))
 sock.listen(2048)  # listening before the address is announced: early clients queue
 print(f"anchor on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
 config = uvicorn.Config(app, log_level="warning", ws="none", server_header=False)
 uvicorn.Server(config).run(sockets=[sock])
-'''
+"""
+
+
+# ``--audit memory``: the same gateway, with the audit kept in memory instead of SQLite, to
+# tell the gateway's own cost from the audit store's (one durable INSERT per call).
+MEMORY_AUDIT_GATEWAY = """
+import sys
+
+import anyio
+import uvicorn
+
+from webward import Settings, Web
+from webward._gateway import address_url, bind_socket, create_app
+from webward.testing import MemoryAuditSink
+
+
+async def main() -> None:
+    settings = Settings.load(sys.argv[1])
+    async with Web(settings, audit=MemoryAuditSink()) as web:
+        sock = bind_socket("127.0.0.1", 0)
+        print(f"gateway on {address_url(sock)}", file=sys.stderr, flush=True)
+        app = create_app(settings, web)
+        config = uvicorn.Config(app, log_level="warning", ws="none", server_header=False)
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+
+anyio.run(main)
+"""
 
 
 class _Origin(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(PAGE)))
@@ -89,7 +118,9 @@ class _Origin(BaseHTTPRequestHandler):
 
 
 def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str, int]:
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+    )
     assert proc.stderr is not None
     line = proc.stderr.readline()
     match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
@@ -120,7 +151,9 @@ async def _one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reque
     return body
 
 
-async def _load(host: str, port: int, request: bytes, total: int, clients: int) -> tuple[float, list[float]]:
+async def _load(
+    host: str, port: int, request: bytes, total: int, clients: int
+) -> tuple[float, list[float]]:
     """``total`` requests over ``clients`` keep-alive connections; (seconds, latencies)."""
     latencies: list[float] = []
     left = [total]
@@ -141,21 +174,34 @@ async def _load(host: str, port: int, request: bytes, total: int, clients: int) 
     return time.perf_counter() - started, latencies
 
 
-def _measure(name: str, host: str, port: int, request: bytes, total: int, clients: int) -> tuple[float, float, float]:
+def _measure(
+    name: str, host: str, port: int, request: bytes, total: int, clients: int
+) -> tuple[float, float, float]:
     asyncio.run(_load(host, port, request, min(200, total), clients))  # warm up
     seconds, latencies = asyncio.run(_load(host, port, request, total, clients))
     latencies.sort()
     rate = total / seconds
     p50 = statistics.median(latencies) * 1000
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
-    print(f"{name:>7}: {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   ({total} requests, {clients} clients)")
+    print(
+        f"{name:>7}: {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   "
+        f"({total} requests, {clients} clients)"
+    )
     return rate, p50, p99
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument(
+        "--audit",
+        choices=("sqlite", "memory"),
+        default="sqlite",
+        help="sqlite: `webward serve` as shipped (default); memory: the gateway's own cost",
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -189,9 +235,12 @@ def main() -> int:
         env.pop("WEBWARD_CONFIG", None)
         body = json.dumps({"url": page_url}).encode()
 
-        ours, host, port = _spawn(
-            [sys.executable, "-m", "webward.cli", "serve", "--port", "0", "--config", str(config)], env
-        )
+        if args.audit == "sqlite":
+            command = [sys.executable, "-m", "webward.cli", "serve", "--port", "0"]
+            command += ["--config", str(config)]
+        else:
+            command = [sys.executable, "-c", MEMORY_AUDIT_GATEWAY, str(config)]
+        ours, host, port = _spawn(command, env)
         try:
             request = _request(port, body)
 
@@ -203,7 +252,9 @@ def main() -> int:
                     writer.close()
 
             sample = asyncio.run(first())  # fetches the page once; the rest are cache hits
-            our_rate, our_p50, our_p99 = _measure("ours", host, port, request, args.requests, args.clients)
+            our_rate, our_p50, our_p99 = _measure(
+                "ours", host, port, request, args.requests, args.clients
+            )
         finally:
             ours.terminate()
             ours.wait(15)
@@ -221,7 +272,10 @@ def main() -> int:
     origin.shutdown()
 
     ratio = our_rate / anchor_rate
-    print(f"gateway: ours {our_rate:.0f} req/s, anchor {anchor_rate:.0f} req/s, ratio {ratio:.2f}")
+    print(
+        f"gateway: ours {our_rate:.0f} req/s, anchor {anchor_rate:.0f} req/s, "
+        f"ratio {ratio:.2f} (audit: {args.audit})"
+    )
     print(
         f"latency: ours p50 {our_p50:.1f} ms p99 {our_p99:.1f} ms; "
         f"anchor p50 {anchor_p50:.1f} ms p99 {anchor_p99:.1f} ms; response {len(sample)} bytes"

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -129,7 +130,8 @@ def test_record_shape_and_validation() -> None:
         record("maybe")
     with pytest.raises(ValueError):
         record(time=dt.datetime(2025, 1, 1))
-    early = AuditRecord.create(decision="refused", reason="invalid_input", target=b"\x00")  # type: ignore[arg-type]
+    not_a_string: Any = b"\x00"  # a caller's bad input, before validation
+    early = AuditRecord.create(decision="refused", reason="invalid_input", target=not_a_string)
     assert early.tier == "" and early.target == "b'\\x00'"
     assert early.time.tzinfo is not None and len(early.id) == 32
 

@@ -22,7 +22,13 @@ class FakeClock:
 
 def page(text: str, url: str = "https://example.com/a") -> CachedPage:
     converted = Converted(
-        kind="text", media_type="text/html", title="", text=text, parts=(), links=(), truncated=False
+        kind="text",
+        media_type="text/html",
+        title="",
+        text=text,
+        parts=(),
+        links=(),
+        truncated=False,
     )
     return CachedPage(requested_url=url, final_url=url, status=200, converted=converted)
 
@@ -91,9 +97,15 @@ def test_expired_pages_are_swept_on_put() -> None:
 
 def test_parts_count_toward_the_size() -> None:
     """An image's base64 costs its length in characters."""
-    converted = Converted("image", "image/png", "a.png", "header", (
-        Part(type="image", media_type="image/png", bytes=3, name="a.png", data="QUJD"),
-    ), (), False)
+    converted = Converted(
+        "image",
+        "image/png",
+        "a.png",
+        "header",
+        (Part(type="image", media_type="image/png", bytes=3, name="a.png", data="QUJD"),),
+        (),
+        False,
+    )
     entry = CachedPage("https://e.com/a.png", "https://e.com/a.png", 200, converted)
     assert entry.size() == len("header") + len("a.png") + 2 * len("https://e.com/a.png") + 4
 
@@ -101,7 +113,9 @@ def test_parts_count_toward_the_size() -> None:
 def test_from_limits_uses_the_settings() -> None:
     """The cache takes its ttl and size bound from LimitsSettings."""
     clock = FakeClock()
-    cache = MemoryPageCache.from_limits(LimitsSettings(page_cache_ttl_s=1.0, page_cache_max_chars=100), clock)
+    cache = MemoryPageCache.from_limits(
+        LimitsSettings(page_cache_ttl_s=1.0, page_cache_max_chars=100), clock
+    )
     cache.put("k", page("x"))
     clock.now += 1.0
     assert cache.get("k") is None
@@ -148,7 +162,16 @@ def test_cached_page_round_trips_through_json() -> None:
         media_type="application/pdf",
         title="Report",
         text="application/pdf document report.pdf, 3 bytes, 1 page, from https://e.com/report.pdf",
-        parts=(Part(type="document", media_type="application/pdf", bytes=3, name="report.pdf", data="QUJD", text="hi"),),
+        parts=(
+            Part(
+                type="document",
+                media_type="application/pdf",
+                bytes=3,
+                name="report.pdf",
+                data="QUJD",
+                text="hi",
+            ),
+        ),
         links=(Link(url="https://e.com/b", text="B"),),
         truncated=True,
     )

@@ -92,9 +92,16 @@ def test_body_cap_follows_the_settings() -> None:
     assert body_cap("application/pdf", limits) == (30, False)
 
 
-@pytest.mark.parametrize("fmt,media_type", [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")])
-@pytest.mark.parametrize("declared", ["text/html", "application/octet-stream", "", "image/png", "text/plain"])
-def test_image_signatures_win_over_the_declared_type(fmt: str, media_type: str, declared: str) -> None:
+@pytest.mark.parametrize(
+    "fmt,media_type",
+    [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")],
+)
+@pytest.mark.parametrize(
+    "declared", ["text/html", "application/octet-stream", "", "image/png", "text/plain"]
+)
+def test_image_signatures_win_over_the_declared_type(
+    fmt: str, media_type: str, declared: str
+) -> None:
     """A real image is an image, whatever the server called it."""
     assert sniff(image_bytes(fmt), declared) == media_type
 
@@ -166,9 +173,16 @@ def test_declared_binary_types_stay_binary() -> None:
 @pytest.mark.parametrize(
     ("media_type", "text"),
     [
-        ("text/html", True), ("text/csv", True), ("application/json", True), ("application/ld+json", True),
-        ("application/atom+xml", True), ("application/xhtml+xml", True), ("image/svg+xml", False),
-        ("application/zip", False), ("application/octet-stream", False), ("", False),
+        ("text/html", True),
+        ("text/csv", True),
+        ("application/json", True),
+        ("application/ld+json", True),
+        ("application/atom+xml", True),
+        ("application/xhtml+xml", True),
+        ("image/svg+xml", False),
+        ("application/zip", False),
+        ("application/octet-stream", False),
+        ("", False),
     ],
 )
 def test_text_types(media_type: str, text: bool) -> None:
@@ -190,9 +204,13 @@ def test_too_large_names_the_type_and_cap() -> None:
     """An over-cap image is refused with code too_large and a one-sentence message."""
     err = too_large("image/png", LIMITS, 6_000_000)
     assert err.code == "too_large"
-    assert str(err) == "image/png (6000000 bytes) is over the 5 MiB cap for images; webward refuses it rather than truncating it"
+    assert str(err) == (
+        "image/png (6000000 bytes) is over the 5 MiB cap for images; "
+        "webward refuses it rather than truncating it"
+    )
     assert str(too_large("application/pdf", LIMITS)) == (
-        "application/pdf is over the 10 MiB cap for PDFs; webward refuses it rather than truncating it"
+        "application/pdf is over the 10 MiB cap for PDFs; "
+        "webward refuses it rather than truncating it"
     )
 
 
@@ -204,6 +222,12 @@ def test_unreadable_types_are_named() -> None:
         "image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)",
     )
     zip_ = not_readable("application/zip", "application/zip")
-    assert (zip_.code, str(zip_)) == ("unsupported_type", "application/zip is a binary type webward does not read")
+    assert (zip_.code, str(zip_)) == (
+        "unsupported_type",
+        "application/zip is a binary type webward does not read",
+    )
     sniffed = not_readable("application/octet-stream", "text/html")
-    assert str(sniffed) == "application/octet-stream (declared as text/html) is a binary type webward does not read"
+    assert (
+        str(sniffed)
+        == "application/octet-stream (declared as text/html) is a binary type webward does not read"
+    )

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from PIL import Image
 from reportlab.pdfgen import canvas
 
-from webward._convert import MAX_LINKS, codec_for, convert, decode_text, html_to_markdown, tidy_markdown
+from webward._convert import (
+    MAX_LINKS,
+    codec_for,
+    convert,
+    decode_text,
+    html_to_markdown,
+    tidy_markdown,
+)
 from webward._errors import Refused, WebwardError
 from webward._settings import LimitsSettings
 
@@ -39,14 +46,15 @@ def article(extra: str = "", head: str = "<title>A Long Article | Example</title
 <style>body {{ color: red }} .secret-style {{}}</style>
 <script>var trackingScriptVariable = 1;</script></head><body>
 <nav><a href="/">Home</a> <a href="/about">About us navigation</a></nav>
-<div id="cookie-banner" class="cookie-consent">We use cookies to improve your experience. Accept all cookies</div>
+<div id="cookie-banner" class="cookie-consent">We use cookies. Accept all cookies</div>
 <header role="banner"><a href="/">Example Site Masthead</a></header>
 <main><article>
 <h1>Main Heading Of The Article</h1>
 <p>{PARA * 3}</p>
 <h2>Second Level Section</h2>
 <p>{PARA * 2} See <a href="/docs/guide">the guide</a> for more.</p>
-<ul><li>Outer item one<ul><li>Inner item alpha</li><li>Inner item beta</li></ul></li><li>Outer item two</li></ul>
+<ul><li>Outer item one<ul><li>Inner item alpha</li><li>Inner item beta</li></ul></li>
+<li>Outer item two</li></ul>
 <ol><li>First step</li><li>Second step</li></ol>
 <table><tr><th>Name</th><th>Value</th></tr><tr><td>alpha</td><td>1</td></tr><tr><td>beta</td><td>2</td></tr></table>
 <pre><code>def double(x):
@@ -80,9 +88,17 @@ def test_article_keeps_structure_and_drops_furniture() -> None:
     assert "| Name | Value |" in text and "| alpha | 1 |" in text
     assert "```\ndef double(x):\n    return x * 2  # keep indentation\n```" in text
     assert "[the guide](https://example.com/docs/guide)" in text
-    for gone in ("trackingScriptVariable", "secret-style", "About us navigation", "Accept all cookies",
-                 "Sidebar promotion", "Hidden text nobody sees", "Copyright footer", "injected by script",
-                 "Masthead"):
+    for gone in (
+        "trackingScriptVariable",
+        "secret-style",
+        "About us navigation",
+        "Accept all cookies",
+        "Sidebar promotion",
+        "Hidden text nobody sees",
+        "Copyright footer",
+        "injected by script",
+        "Masthead",
+    ):
         assert gone not in text, gone
     assert "\n\n\n" not in text
     assert page.links == ()
@@ -96,7 +112,10 @@ def test_title_comes_from_the_title_element() -> None:
 
 def test_title_falls_back_to_og_title_then_h1() -> None:
     """Without <title>, og:title; without either, the first h1."""
-    assert read(article(head='<meta property="og:title" content="Open Graph Title">')).title == "Open Graph Title"
+    assert (
+        read(article(head='<meta property="og:title" content="Open Graph Title">')).title
+        == "Open Graph Title"
+    )
     assert read(article(head="")).title == "Main Heading Of The Article"
 
 
@@ -125,8 +144,13 @@ def test_links_are_absolute_deduplicated_and_http_only() -> None:
 
 def test_links_resolve_against_the_final_url_without_base() -> None:
     """Relative links resolve against the final URL (after redirects)."""
-    page = read(f'<p>{PARA}</p><a href="next.html">Next</a><a href="../up">Up</a>', include_links=True)
-    assert [link.url for link in page.links] == ["https://example.com/blog/next.html", "https://example.com/up"]
+    page = read(
+        f'<p>{PARA}</p><a href="next.html">Next</a><a href="../up">Up</a>', include_links=True
+    )
+    assert [link.url for link in page.links] == [
+        "https://example.com/blog/next.html",
+        "https://example.com/up",
+    ]
 
 
 def test_links_are_capped_at_200() -> None:
@@ -148,13 +172,18 @@ def test_navigation_links_are_listed_though_the_text_drops_them() -> None:
 
 def test_script_only_shell_gives_empty_text_not_an_error() -> None:
     """A page that needs JavaScript has no readable text; convert says so by being empty."""
-    shell = '<html><head><title>App</title><script src="/app.js"></script></head><body><div id="root"></div><script>boot()</script></body></html>'
+    shell = (
+        '<html><head><title>App</title><script src="/app.js"></script></head>'
+        '<body><div id="root"></div><script>boot()</script></body></html>'
+    )
     page = read(shell)
     assert page.text == ""
     assert page.title == "App"
 
 
-@pytest.mark.parametrize("body", [b"", b"   \n ", b"<html></html>", b"<!-- only a comment -->", b"<?xml version='1.0'?>"])
+@pytest.mark.parametrize(
+    "body", [b"", b"   \n ", b"<html></html>", b"<!-- only a comment -->", b"<?xml version='1.0'?>"]
+)
 def test_empty_documents_give_empty_text(body: bytes) -> None:
     """Nothing to read is an empty text, never an exception."""
     assert read(body).text == ""
@@ -163,9 +192,13 @@ def test_empty_documents_give_empty_text(body: bytes) -> None:
 def test_listing_page_falls_back_to_the_whole_page() -> None:
     """When the extractor keeps too little (an index of links), the full page is converted."""
     items = "".join(
-        f'<li><a href="/item/{i}">Item number {i} with a descriptive title</a> posted today</li>' for i in range(60)
+        f'<li><a href="/item/{i}">Item number {i} with a descriptive title</a> posted today</li>'
+        for i in range(60)
     )
-    html = f"<html><head><title>Index</title></head><body><h1>All the items</h1><ul>{items}</ul></body></html>"
+    html = (
+        "<html><head><title>Index</title></head>"
+        f"<body><h1>All the items</h1><ul>{items}</ul></body></html>"
+    )
     result = html_to_markdown(html, URL)
     assert result.extractor == "full"
     assert "Item number 0 with a descriptive title" in result.markdown
@@ -180,7 +213,10 @@ def test_article_uses_the_main_content_extractor() -> None:
 
 def test_code_in_a_figure_is_kept() -> None:
     """A code listing wrapped in <figure> survives (the extractor alone would drop it)."""
-    figure = '<figure><pre><code>print("listing inside figure")</code></pre><figcaption>Listing 1</figcaption></figure>'
+    figure = (
+        '<figure><pre><code>print("listing inside figure")</code></pre>'
+        "<figcaption>Listing 1</figcaption></figure>"
+    )
     assert 'print("listing inside figure")' in read(article(extra=figure)).text
 
 
@@ -210,7 +246,9 @@ def test_markdown_tidying() -> None:
 
 def test_header_charset_is_used() -> None:
     """The Content-Type charset decodes the body."""
-    body = article(extra="<p>Grüße aus Köln – naïve café</p>").encode("iso-8859-15", errors="replace")
+    body = article(extra="<p>Grüße aus Köln \u2013 naïve café</p>").encode(
+        "iso-8859-15", errors="replace"
+    )
     assert "Grüße aus Köln" in read(body, "text/html; charset=ISO-8859-15").text
 
 
@@ -224,7 +262,8 @@ def test_cp1252_bytes_declared_utf8_are_still_read() -> None:
 def test_shift_jis_declared_only_in_meta() -> None:
     """With no header charset, the document's <meta> decides."""
     html = article(
-        head='<meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS"><title>日本語のタイトル</title>',
+        head='<meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS">'
+        "<title>日本語のタイトル</title>",
         extra="<p>これは日本語の段落です。東京は日本の首都です。</p>",
     )
     page = read(html.encode("shift_jis"), "text/html")
@@ -254,7 +293,9 @@ def test_bom_wins_over_a_wrong_header() -> None:
     assert "UTF sixteen ünïcödé" in page.text
 
 
-@pytest.mark.parametrize("label", ["zlib", "base64", "rot13", "utf-7", "no-such-charset", "", "hex"])
+@pytest.mark.parametrize(
+    "label", ["zlib", "base64", "rot13", "utf-7", "no-such-charset", "", "hex"]
+)
 def test_dangerous_or_unknown_charset_labels_are_ignored(label: str) -> None:
     """Bytes-to-bytes codecs, UTF-7 and unknown labels are never used to decode."""
     assert codec_for(label) is None
@@ -271,8 +312,10 @@ def test_web_aliases_follow_browsers() -> None:
 
 def test_undecodable_bytes_never_crash() -> None:
     """Bytes no codec reads are replaced, not raised."""
-    text, _ = decode_text(b"\xff\xfe\xfa" * 3 + b"ok", "utf-8")
-    assert "ok" in text
+    for body in (b"\xfa\xfb\xfc\x81" * 3 + b"ok", b"\x00\xd8", b"\xff"):
+        for label in ("utf-8", "utf-16", "utf-32", "shift_jis", None):
+            text, codec = decode_text(body, label)
+            assert isinstance(text, str) and codec
 
 
 # ---------------------------------------------------------------------------------- text types
@@ -341,12 +384,20 @@ def image_bytes(fmt: str, size: tuple[int, int] = (16, 12)) -> bytes:
 
 
 @pytest.mark.parametrize(
-    ("fmt", "media_type"), [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")]
+    ("fmt", "media_type"),
+    [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")],
 )
 def test_images_become_a_header_and_an_image_part(fmt: str, media_type: str) -> None:
     """Each image type the model takes comes back as a short header plus a base64 part."""
     body = image_bytes(fmt)
-    page = convert(body, media_type, "https://example.com/img/photo", truncated=False, include_links=True, limits=LIMITS)
+    page = convert(
+        body,
+        media_type,
+        "https://example.com/img/photo",
+        truncated=False,
+        include_links=True,
+        limits=LIMITS,
+    )
     assert page.kind == "image" and page.media_type == media_type
     assert page.text == f"{media_type} image, {len(body)} bytes, from https://example.com/img/photo"
     (part,) = page.parts
@@ -385,12 +436,17 @@ def test_svg_is_named_as_unsupported() -> None:
     with pytest.raises(Refused) as info:
         read('<svg xmlns="http://www.w3.org/2000/svg"></svg>', "image/svg+xml")
     assert info.value.code == "unsupported_type"
-    assert str(info.value) == "image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)"
+    assert (
+        str(info.value)
+        == "image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)"
+    )
 
 
 def test_other_binary_types_are_refused_by_name() -> None:
     """A zip is refused naming its type; binary bytes behind a text type are refused too."""
-    with pytest.raises(Refused, match="^application/zip is a binary type webward does not read$") as info:
+    with pytest.raises(
+        Refused, match=r"^application/zip is a binary type webward does not read$"
+    ) as info:
         read(b"PK\x03\x04" + bytes(200), "application/zip")
     assert info.value.code == "unsupported_type"
     with pytest.raises(Refused, match=r"declared as text/html"):
@@ -413,19 +469,39 @@ def pdf_bytes(*lines: str) -> bytes:
 def test_pdf_becomes_a_header_and_a_document_part_with_text() -> None:
     """A PDF comes back as a header plus a document part named after the URL, carrying its text."""
     body = pdf_bytes("Quarterly results were strong", "Second page here")
-    page = convert(body, "application/pdf", "https://example.com/files/report.pdf", truncated=False,
-                   include_links=False, limits=LIMITS)
+    page = convert(
+        body,
+        "application/pdf",
+        "https://example.com/files/report.pdf",
+        truncated=False,
+        include_links=False,
+        limits=LIMITS,
+    )
     assert page.kind == "document" and page.media_type == "application/pdf"
-    assert page.text == f"application/pdf document report.pdf, {len(body)} bytes, 2 pages, from https://example.com/files/report.pdf"
+    assert (
+        page.text
+        == f"application/pdf document report.pdf, {len(body)} bytes, 2 pages, from https://example.com/files/report.pdf"
+    )
     (part,) = page.parts
     assert (part.type, part.name, part.bytes) == ("document", "report.pdf", len(body))
     assert base64.b64decode(part.data) == body
-    assert part.text is not None and "Quarterly results were strong" in part.text and "Second page here" in part.text
+    assert (
+        part.text is not None
+        and "Quarterly results were strong" in part.text
+        and "Second page here" in part.text
+    )
 
 
 def test_pdf_without_a_file_name_is_document_pdf() -> None:
     """A URL with no file name gives document.pdf; a mislabelled PDF is still a PDF."""
-    page = convert(pdf_bytes("x"), "text/html", "https://example.com/", truncated=False, include_links=False, limits=LIMITS)
+    page = convert(
+        pdf_bytes("x"),
+        "text/html",
+        "https://example.com/",
+        truncated=False,
+        include_links=False,
+        limits=LIMITS,
+    )
     assert page.parts[0].name == "document.pdf"
     assert ", 1 page," in page.text
 
@@ -434,8 +510,14 @@ def test_pdf_over_its_cap_is_refused() -> None:
     """Past max_pdf_bytes a PDF is refused with too_large."""
     body = pdf_bytes("x")
     with pytest.raises(Refused) as info:
-        convert(body, "application/pdf", URL, truncated=False, include_links=False,
-                limits=LimitsSettings(max_pdf_bytes=100))
+        convert(
+            body,
+            "application/pdf",
+            URL,
+            truncated=False,
+            include_links=False,
+            limits=LimitsSettings(max_pdf_bytes=100),
+        )
     assert info.value.code == "too_large"
     assert "10 MiB" not in str(info.value) and "100 bytes cap for PDFs" in str(info.value)
 
@@ -452,43 +534,114 @@ def test_damaged_pdf_is_refused_with_a_message() -> None:
 
 CONTENT_TYPES = st.one_of(
     st.none(),
-    st.sampled_from([
-        "text/html", "text/html; charset=utf-8", "text/html; charset=shift_jis", "text/plain; charset=utf-16",
-        "application/json", "image/png", "image/svg+xml", "application/pdf", "application/zip",
-        "application/octet-stream", "", "text/html; charset=zlib", "text/html; charset=utf-7", "video/mp4",
-    ]),
+    st.sampled_from(
+        [
+            "text/html",
+            "text/html; charset=utf-8",
+            "text/html; charset=shift_jis",
+            "text/plain; charset=utf-16",
+            "application/json",
+            "image/png",
+            "image/svg+xml",
+            "application/pdf",
+            "application/zip",
+            "application/octet-stream",
+            "",
+            "text/html; charset=zlib",
+            "text/html; charset=utf-7",
+            "video/mp4",
+        ]
+    ),
     st.text(max_size=40),
 )
-PREFIXES = st.sampled_from([
-    b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF89a", b"RIFF\x00\x00\x00\x00WEBP", b"%PDF-1.4\n",
-    b"<html><body>", b"\xef\xbb\xbf", b"\xff\xfe", b"<?xml version='1.0' encoding='utf-16'?>",
-    b"<meta charset=x-user-defined>",
-])
+PREFIXES = st.sampled_from(
+    [
+        b"",
+        b"\x89PNG\r\n\x1a\n",
+        b"\xff\xd8\xff",
+        b"GIF89a",
+        b"RIFF\x00\x00\x00\x00WEBP",
+        b"%PDF-1.4\n",
+        b"<html><body>",
+        b"\xef\xbb\xbf",
+        b"\xff\xfe",
+        b"<?xml version='1.0' encoding='utf-16'?>",
+        b"<meta charset=x-user-defined>",
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(prefix=PREFIXES, body=st.binary(max_size=3000), content_type=CONTENT_TYPES,
-       truncated=st.booleans(), include_links=st.booleans())
+@given(
+    prefix=PREFIXES,
+    body=st.binary(max_size=3000),
+    content_type=CONTENT_TYPES,
+    truncated=st.booleans(),
+    include_links=st.booleans(),
+)
 def test_convert_never_raises_anything_but_webward_errors(
     prefix: bytes, body: bytes, content_type: str | None, truncated: bool, include_links: bool
 ) -> None:
     """Random bytes under random content types convert or are refused; nothing else escapes."""
     try:
-        page = convert(prefix + body, content_type, URL, truncated=truncated, include_links=include_links,
-                       limits=LIMITS)
+        page = convert(
+            prefix + body,
+            content_type,
+            URL,
+            truncated=truncated,
+            include_links=include_links,
+            limits=LIMITS,
+        )
     except WebwardError:
         return
     assert isinstance(page.text, str)
     assert page.kind in ("text", "image", "document")
 
 
-TAGS = st.sampled_from(["p", "div", "a", "table", "tr", "td", "ul", "li", "pre", "code", "h1", "script",
-                        "style", "base", "title", "meta", "figure", "nav", "span", "svg", "math", "template"])
+TAGS = st.sampled_from(
+    [
+        "p",
+        "div",
+        "a",
+        "table",
+        "tr",
+        "td",
+        "ul",
+        "li",
+        "pre",
+        "code",
+        "h1",
+        "script",
+        "style",
+        "base",
+        "title",
+        "meta",
+        "figure",
+        "nav",
+        "span",
+        "svg",
+        "math",
+        "template",
+    ]
+)
 FRAGMENT = st.recursive(
     st.text(max_size=30),
-    lambda inner: st.tuples(TAGS, st.sampled_from(["", ' href="x"', ' href="javascript:1"', ' hidden', ' class="cookie-banner"',
-                                                   ' href="http://[::1"', ' charset="utf-16"', ' style="display:none"']),
-                            st.lists(inner, max_size=4)).map(lambda t: f"<{t[0]}{t[1]}>{''.join(t[2])}</{t[0]}>"),
+    lambda inner: st.tuples(
+        TAGS,
+        st.sampled_from(
+            [
+                "",
+                ' href="x"',
+                ' href="javascript:1"',
+                " hidden",
+                ' class="cookie-banner"',
+                ' href="http://[::1"',
+                ' charset="utf-16"',
+                ' style="display:none"',
+            ]
+        ),
+        st.lists(inner, max_size=4),
+    ).map(lambda t: f"<{t[0]}{t[1]}>{''.join(t[2])}</{t[0]}>"),
     max_leaves=20,
 )
 

@@ -44,7 +44,12 @@ def pdf_bytes(*pages: str, title: str | None = None) -> bytes:
     ("url", "stem", "ext", "expected"),
     [
         ("https://example.com/files/report.pdf", "document", "pdf", "report.pdf"),
-        ("https://example.com/files/Report%202024.pdf?x=1#p2", "document", "pdf", "Report_2024.pdf"),
+        (
+            "https://example.com/files/Report%202024.pdf?x=1#p2",
+            "document",
+            "pdf",
+            "Report_2024.pdf",
+        ),
         ("https://example.com/", "document", "pdf", "document.pdf"),
         ("https://example.com", "document", "pdf", "document.pdf"),
         ("https://example.com/download", "document", "pdf", "download.pdf"),
@@ -94,7 +99,9 @@ def test_pdf_text_is_cut_at_the_cap() -> None:
     assert extracted.truncated
 
 
-@pytest.mark.parametrize("body", [b"", b"%PDF-1.7\n garbage", b"not a pdf", b"%PDF-" + bytes(range(256)) * 10])
+@pytest.mark.parametrize(
+    "body", [b"", b"%PDF-1.7\n garbage", b"not a pdf", b"%PDF-" + bytes(range(256)) * 10]
+)
 def test_pdf_text_of_a_broken_file_is_empty_not_an_error(body: bytes) -> None:
     """A file pypdf cannot open gives no pages and no text, never an exception."""
     extracted = pdf_text(body, 1000)
@@ -106,7 +113,12 @@ def test_document_part_is_named_and_carries_text() -> None:
     """A document part names its file and carries the extracted text."""
     body = pdf_bytes("hello")
     part = document_part(body, "https://example.com/report.pdf", "hello")
-    assert (part.type, part.media_type, part.name, part.text) == ("document", "application/pdf", "report.pdf", "hello")
+    assert (part.type, part.media_type, part.name, part.text) == (
+        "document",
+        "application/pdf",
+        "report.pdf",
+        "hello",
+    )
     assert base64.b64decode(part.data) == body
 
 

@@ -8,7 +8,7 @@ from urllib.parse import urljoin, urlsplit
 
 import anyio
 import pytest
-from localserver import accept_counter, redirect, respond, serve
+from localserver import LocalServer, accept_counter, redirect, respond, serve
 
 from webward._errors import InvalidInput, Refused
 from webward._robots import (
@@ -78,8 +78,8 @@ def _get(host: str, port: int | None, path: str) -> tuple[int, bytes, str | None
         conn.close()
 
 
-def robots_requests(server: object) -> int:
-    return sum(1 for r in server.requests if r.path == "/robots.txt")  # type: ignore[attr-defined]
+def robots_requests(server: LocalServer) -> int:
+    return len([r for r in server.requests if r.path == "/robots.txt"])
 
 
 @pytest.mark.anyio

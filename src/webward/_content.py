@@ -137,10 +137,11 @@ def _image_magic(head: bytes) -> str | None:
 
 def _looks_binary(head: bytes) -> bool:
     """NUL bytes, a known binary signature, or mostly control bytes in the first 1 KiB."""
-    if b"\x00" in head or head.startswith(_BINARY_MAGIC):
-        return True
-    if not head:
-        return False
+    return b"\x00" in head or head.startswith(_BINARY_MAGIC) or _control_heavy(head)
+
+
+def _control_heavy(head: bytes) -> bool:
+    """More than one byte in ten is a control byte that text does not use."""
     controls = sum(head.count(bytes([c])) for c in _TEXT_CONTROLS)
     return controls > len(head) // 10
 
@@ -173,7 +174,9 @@ def sniff(body: bytes, media_type: str, charset: str | None = None) -> str:
     if declared.startswith("image/"):
         return declared  # SVG and the like: named as unsupported, whatever the bytes
     if is_text_type(declared):
-        if _looks_binary(head) and not _wide_text(head, charset):
+        # A stray NUL inside what plainly starts as HTML is a broken page, not a binary file.
+        html_like = declared in HTML_TYPES and _HTML_START.match(head) and not _control_heavy(head)
+        if _looks_binary(head) and not _wide_text(head, charset) and not html_like:
             return "application/octet-stream"
         return declared
     if declared in _UNKNOWN_TYPES:

@@ -116,7 +116,8 @@ _WEB_ALIASES = {
     "iso-8859-9": "cp1254", "latin5": "cp1254", "iso-8859-11": "cp874", "tis-620": "cp874",
     "gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "euc-kr": "cp949",
     "x-sjis": "shift_jis", "ms_kanji": "cp932", "windows-31j": "cp932",
-    "unicode-1-1-utf-8": "utf-8", "utf8": "utf-8",
+    "unicode-1-1-utf-8": "utf-8", "utf8": "utf-8", "utf-16": "utf-16-le", "utf16": "utf-16-le",
+    "unicode": "utf-16-le", "ucs-2": "utf-16-le", "utf-32": "utf-32-le",
 }
 # Never decode with these, whatever a page claims: UTF-7 is an XSS vector, and a UTF-16/32
 # label inside an ASCII-readable document is wrong by construction (WHATWG reads it as UTF-8).
@@ -169,10 +170,22 @@ def _detect(body: bytes) -> str | None:
     import charset_normalizer  # lazy: only pages with no usable declaration pay for it
 
     try:
-        best = charset_normalizer.from_bytes(body[:262_144]).best()
+        matches = charset_normalizer.from_bytes(body[:262_144])
+        best = matches.best()
+        if best is None:
+            return None
+        # Short Western texts fit several single-byte codecs equally well (cp1250, cp1257 ...);
+        # windows-1252 is by far the most common on the web, and browsers' default for them.
+        for match in matches:
+            if (
+                match.encoding == "cp1252"
+                and match.chaos <= best.chaos + 0.01
+                and match.coherence >= best.coherence - 0.05
+            ):
+                return "cp1252"
+        return codec_for(best.encoding)
     except Exception:  # detection is a heuristic: its failure is "no answer", never an error
         return None
-    return codec_for(best.encoding) if best is not None else None
 
 
 def decode_text(
@@ -188,7 +201,7 @@ def decode_text(
     """
     for bom, codec in _BOMS:
         if body.startswith(bom):
-            return _decode(body[len(bom):], codec, "replace", truncated), codec
+            return _decode(body[len(bom) :], codec, "replace", truncated), codec
     declared: list[str] = []
     header_codec = codec_for(header_charset)
     if header_codec is not None:
@@ -198,11 +211,11 @@ def decode_text(
     if doc_match is None and html:
         doc_match = _META_CHARSET.search(head)
     if doc_match is not None:
-        codec = codec_for(doc_match.group(1).decode("ascii"))
-        if codec is not None and codec.startswith(("utf-16", "utf-32")):
-            codec = "utf-8"  # an ASCII-readable declaration cannot be in UTF-16 (WHATWG)
-        if codec is not None:
-            declared.append(codec)
+        in_doc = codec_for(doc_match.group(1).decode("ascii"))
+        if in_doc is not None and in_doc.startswith(("utf-16", "utf-32")):
+            in_doc = "utf-8"  # an ASCII-readable declaration cannot be in UTF-16 (WHATWG)
+        if in_doc is not None:
+            declared.append(in_doc)
     for codec in declared:
         text = _try(body, codec, truncated)
         if text is not None:
@@ -215,8 +228,12 @@ def decode_text(
         text = _try(body, detected, truncated)
         if text is not None:
             return text, detected
-    codec = declared[0] if declared else "cp1252"
-    return _decode(body, codec, "replace", truncated), codec
+    for codec in (*declared, "cp1252"):
+        try:
+            return _decode(body, codec, "replace", truncated), codec
+        except (UnicodeError, LookupError, ValueError, TypeError):
+            continue  # some codecs fail even when told to replace (a UTF-16 stream's BOM)
+    return body.decode("latin-1"), "latin-1"  # unreachable in practice: latin-1 maps every byte
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,8 +255,8 @@ def _collapse(text: str, limit: int) -> str:
 
 
 def _parse(text: str) -> Any:
-    import lxml.etree
-    import lxml.html
+    import lxml.etree  # type: ignore[import-untyped]  # lxml ships no type stubs
+    import lxml.html  # type: ignore[import-untyped]
 
     text = _XML_DECL.sub("", text, count=1)
     if _CONTROL.search(text):
@@ -248,7 +265,11 @@ def _parse(text: str) -> Any:
         return None
     # A fresh parser per call: lxml parser objects are not meant to be shared across threads,
     # and the fetch core may convert pages in worker threads.
-    parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+    # huge_tree lifts libxml2's nesting limit of 256, past which it silently drops the rest of
+    # the page (up to 2048 levels then); the body is already capped at 1 MB.
+    parser = lxml.html.HTMLParser(
+        remove_comments=True, remove_pis=True, no_network=True, huge_tree=True
+    )
     try:
         return lxml.html.document_fromstring(text, parser=parser)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
@@ -319,6 +340,11 @@ def _clean(tree: Any) -> None:
 
     lxml.etree.strip_elements(tree, *_DROP_TAGS, with_tail=False)
     doomed = []
+    for element in tree.iter("header", "form"):
+        # A masthead (logo, menus, search) or a search / sign-up form; a header holding the
+        # article's title and a form wrapping the whole page (ASP.NET) hold paragraphs or h1.
+        if element.find(".//h1") is None and element.find(".//p") is None:
+            doomed.append(element)
     for figure in tree.iter("figure"):
         if any(True for _ in figure.iter(*_FIGURE_CONTENT)):
             figure.tag = "div"  # trafilatura would drop a figure whole, code listing and all

@@ -105,13 +105,17 @@ async def _hop(
             timeout=timeout_s,
             read_body=lambda status: status not in _REDIRECTS and status < 400,
         )
-    except WebwardError as exc:
-        await hooks.after(url, None, exc, None)
-        raise
-    except BaseException as exc:  # cancellation by the deadline counts as a failure of the host
-        if isinstance(exc, anyio.get_cancelled_exc_class()):
-            with anyio.CancelScope(shield=True):
-                await hooks.after(url, None, UpstreamError("timeout", code="timeout"), None)
+    except BaseException as exc:
+        # Whatever ends the hop — an error, the deadline's cancellation, a bug — the hooks
+        # hear of it, so a concurrency slot is never leaked and the breaker counts failures.
+        if isinstance(exc, WebwardError):
+            error: WebwardError = exc
+        elif isinstance(exc, anyio.get_cancelled_exc_class()):
+            error = UpstreamError(f"{url.host} did not answer in time", code="timeout", reason="timeout")
+        else:
+            error = UpstreamError(f"the read of {url.host} was interrupted", reason="interrupted")
+        with anyio.CancelScope(shield=True):
+            await hooks.after(url, None, error, None)
         raise
     retry_after = _retry_after(body.header("retry-after")) if body.status in (429, 503) else None
     await hooks.after(url, body.status, None, retry_after)

@@ -37,7 +37,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -302,6 +302,10 @@ def create_app(
                 )
             try:
                 raw = await _read_body(request, max_body_bytes)
+            except ClientDisconnect:  # the caller left mid-body; nobody is there to answer
+                return _error_response(
+                    400, "invalid_input", "the client disconnected before the body ended"
+                )
             except _BodyTooLarge:
                 return _error_response(
                     413,
@@ -382,7 +386,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (``port=0``: any free port), bound up front so
     the caller knows the address before serving."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named explicitly: asyncio turns Nagle off only on sockets whose proto says
+    # TCP, and accepted sockets inherit it. With proto 0 every response written in two parts
+    # (headers, then body) waits out the peer's delayed ACK: 40 ms a request.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -1,12 +1,14 @@
 """The MCP server: ``web_fetch`` and ``web_search`` over stdio or streamable HTTP.
 
 This is the only module that imports the ``mcp`` SDK (2.x: the server class is ``MCPServer``).
-The tools are typed functions: the name comes from the function, the description from the
-docstring-like text below, and the input schema from the annotations. The annotations carry
-their JSON Schema explicitly (``WithJsonSchema``) over ``Any``, so the SDK does no validation
-of its own: every argument reaches :class:`~webward.Web` as sent, and the core validates it,
-audits the call and answers a bad value with its own one-sentence message — the same message
-the command line and the gateway give.
+The tools are typed functions: the name comes from the function, the description from
+``FETCH_DESCRIPTION`` / ``SEARCH_DESCRIPTION`` below, and the input schema from the
+annotations. The annotations carry their JSON Schema explicitly (``WithJsonSchema``) over
+``Any``, so the SDK does no validation of its own: every argument reaches
+:class:`~webward.Web` as sent, and the core validates it, audits the call and answers a bad
+value with its own one-sentence message — the same message the command line and the gateway
+give. (``include_links`` is the exception: the core takes any truthy value, so its type is
+checked here.)
 
 How a result becomes MCP content:
 

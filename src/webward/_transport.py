@@ -168,7 +168,7 @@ class Transport:
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,
             max_connections=max_connections,
-            max_keepalive_connections=20,
+            max_keepalive_connections=max_connections,
             keepalive_expiry=5.0,
             retries=0,
             network_backend=backend,
@@ -192,7 +192,7 @@ class Transport:
 
         No redirects are followed here; the caller decides about each hop.
         """
-        hdrs = [("Host", _host_header(url)), ("User-Agent", USER_AGENT), ("Accept-Encoding", "gzip, deflate, br")]
+        hdrs = [("Host", url.authority), ("User-Agent", USER_AGENT), ("Accept-Encoding", "gzip, deflate, br")]
         hdrs += [(k, v) for k, v in headers if k.lower() not in ("host", "accept-encoding")]
         if content is not None:
             hdrs.append(("Content-Length", str(len(content))))
@@ -215,12 +215,6 @@ class Transport:
             raise UpstreamError(f"the connection to {url.host} broke before the response was complete", reason="broken") from exc
         except httpcore.ProtocolError as exc:
             raise UpstreamError(f"{url.host} sent a malformed HTTP response", reason="protocol") from exc
-
-
-def _host_header(url: guard.ParsedURL) -> str:
-    host = f"[{url.host}]" if ":" in url.host else url.host
-    default = 443 if url.scheme == "https" else 80
-    return host if url.port == default else f"{host}:{url.port}"
 
 
 async def _read_capped(

@@ -22,7 +22,7 @@ from ._audit import AuditRecord, AuditSink, open_audit_sink
 from ._cache import CachedPage, MemoryPageCache, PageCache
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import FetchResult, fetch
-from ._limits import LimitState, Limiter, open_limit_state
+from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Page, SearchResult
 from ._policy import Policy
 from ._resolver import Resolver, SystemResolver
@@ -260,25 +260,23 @@ class Web:
         followed. Raises ``WebwardError`` for refusals, timeouts and broken connections."""
         parsed = guard.assert_url_allowed(url, allow_ranges=self._allow, max_chars=8192)
         key = f"provider:{provider}"
-        await self._limiter.acquire(key)
-        try:
-            with anyio.fail_after(self.settings.limits.fetch_timeout_s):
-                body = await self._transport.request(
-                    method,
-                    parsed,
-                    headers=headers,
-                    content=content,
-                    cap_for=lambda status, hdrs: (4_000_000, True),
-                    timeout=self.settings.limits.fetch_timeout_s,
-                )
-        except TimeoutError:
-            error = UpstreamError(f"the {provider} search provider did not answer in time", code="timeout", reason="timeout")
-            await self._limiter.record(key, None, error, None)
-            raise error from None
-        except WebwardError as exc:
-            await self._limiter.record(key, None, exc, None)
-            raise
-        await self._limiter.record(key, body.status, None, None)
+        async with self._limiter.guard(key, label=f"the {provider} search provider") as ticket:
+            try:
+                with anyio.fail_after(self.settings.limits.fetch_timeout_s):
+                    body = await self._transport.request(
+                        method,
+                        parsed,
+                        headers=headers,
+                        content=content,
+                        cap_for=lambda status, hdrs: (4_000_000, True),
+                        timeout=self.settings.limits.fetch_timeout_s,
+                    )
+            except TimeoutError:
+                raise UpstreamError(
+                    f"the {provider} search provider did not answer in time", code="timeout", reason="timeout"
+                ) from None
+            retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
+            await self._limiter.record(ticket, body.status, None, retry_after)
         return body
 
     # ---- shared steps -----------------------------------------------------------------
@@ -300,13 +298,14 @@ class Web:
         fields = dict(record)
         would_deny = fields.pop("would_deny", None)
         if error is None:
-            decision, reason = ("report-would-deny", would_deny) if would_deny else ("allowed", "ok")
+            decision, reason = ("report-would-deny", would_deny) if would_deny else ("allowed", "allowed")
         else:
             decision = "failed" if isinstance(error, UpstreamError) else "refused"
             reason = error.reason
         rec = AuditRecord.create(
             decision=decision,
             reason=reason,
+            would_deny=would_deny,
             duration_ms=int((time.monotonic() - started) * 1000),
             **fields,
         )
@@ -321,11 +320,12 @@ def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
 
 
 class _PageHops:
-    """Around every hop of a page read: guard, policy, rate limit, breaker, robots."""
+    """Around every hop of a page read: guard, policy, robots, rate limit and breaker."""
 
     def __init__(self, web: Web, agent: str, tier: str, record: dict[str, Any]) -> None:
         self._web, self._agent, self._tier, self._record = web, agent, tier, record
         self._first = True
+        self._ticket: Ticket | None = None  # hops are sequential: one ticket at a time
 
     async def before(self, url: guard.ParsedURL) -> None:
         web = self._web
@@ -335,20 +335,20 @@ class _PageHops:
         self._first = False
         if web._policy.robots_enabled(self._tier):
             await web._robots.check(url)
-        await web._limiter.acquire(url.host)
+        self._ticket = await web._limiter.acquire(url.host)
 
     async def after(self, url: guard.ParsedURL, status: int | None, error: WebwardError | None, retry_after: float | None) -> None:
-        await self._web._limiter.record(url.host, status, error, retry_after)
+        ticket, self._ticket = self._ticket, None
+        if ticket is not None:
+            await self._web._limiter.record(ticket, status, error, retry_after)
 
 
-class _RobotsHops:
-    """robots.txt hops: the literal guard on redirects; no robots check of robots itself."""
+class _RobotsHops(_PageHops):
+    """robots.txt hops: the guard on every hop and the host's limits; no robots of robots."""
 
     def __init__(self, web: Web) -> None:
-        self._web = web
+        super().__init__(web, "", "", {})
 
     async def before(self, url: guard.ParsedURL) -> None:
         guard.assert_url_allowed(url, allow_ranges=self._web._allow)
-
-    async def after(self, url: guard.ParsedURL, status: int | None, error: WebwardError | None, retry_after: float | None) -> None:
-        return None
+        self._ticket = await self._web._limiter.acquire(url.host)
