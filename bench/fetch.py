@@ -65,8 +65,19 @@ async def main(requests: int) -> None:
     appdir.mkdir(exist_ok=True)
     (appdir / "benchapp.py").write_text(APP)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "benchapp:app", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning", "--no-access-log"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "benchapp:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
         cwd=appdir,
     )
     try:
@@ -81,11 +92,19 @@ async def main(requests: int) -> None:
             {
                 "network": {"allow_ranges": ["127.0.0.1/32"]},
                 "policy": {"default_tier": "connected", "robots": False},
-                "limits": {"per_host_rate": 1e9, "per_host_burst": 10**9, "per_host_concurrency": 1000},
+                "limits": {
+                    "per_host_rate": 1e9,
+                    "per_host_burst": 10**9,
+                    "per_host_concurrency": 1000,
+                },
             }
         )
-        async with Web(settings, StaticResolver({}), audit=MemoryAuditSink(), page_cache=NullPageCache()) as web, \
-                httpx.AsyncClient(trust_env=False, limits=httpx.Limits(max_connections=100)) as client:
+        async with (
+            Web(
+                settings, StaticResolver({}), audit=MemoryAuditSink(), page_cache=NullPageCache()
+            ) as web,
+            httpx.AsyncClient(trust_env=False, limits=httpx.Limits(max_connections=100)) as client,
+        ):
 
             async def ours() -> None:
                 await web.fetch(url)
@@ -100,13 +119,17 @@ async def main(requests: int) -> None:
             for conc in (1, 50):
                 a = await timed(requests, conc, anchor)
                 o = await timed(requests, conc, ours)
-                print(f"fetch c={conc} (ms/read): ours {o * 1000:.3f}, anchor(httpx) {a * 1000:.3f}, ratio {o / a:.2f}")
+                print(
+                    f"fetch c={conc} (ms/read): ours {o * 1000:.3f}, anchor(httpx) {a * 1000:.3f}, ratio {o / a:.2f}"
+                )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=2000)
     anyio.run(main, parser.parse_args().requests)

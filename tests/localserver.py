@@ -118,7 +118,7 @@ def _read_request(sock: socket.socket) -> Request | None:
             return None
     head, _, rest = buf.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    method, target, _ = (lines[0].split(" ", 2) + ["", ""])[:3]
+    method, target, _ = [*lines[0].split(" ", 2), "", ""][:3]
     headers: dict[str, str] = {}
     for line in lines[1:]:
         k, _, v = line.partition(":")
@@ -133,7 +133,9 @@ def _read_request(sock: socket.socket) -> Request | None:
 
 
 @contextmanager
-def serve(host: str = "127.0.0.1", routes: dict[str, Handler] | None = None) -> Iterator[LocalServer]:
+def serve(
+    host: str = "127.0.0.1", routes: dict[str, Handler] | None = None
+) -> Iterator[LocalServer]:
     """Run a :class:`LocalServer` on ``host`` (a loopback address) for the block."""
     assert host.startswith("127.") or host == "::1", "tests only ever listen on loopback"
     server = LocalServer(host=host, routes=dict(routes or {}))

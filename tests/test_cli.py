@@ -12,7 +12,9 @@ import pytest
 from localserver import accept_counter, respond, serve
 
 
-def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "webward", *args],
@@ -27,7 +29,9 @@ def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "webward.toml"
-    path.write_text('[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\nrobots = false\n')
+    path.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\nrobots = false\n'
+    )
     return path
 
 
@@ -41,7 +45,9 @@ def test_help_lists_every_command() -> None:
 
 def test_fetch_prints_the_page(config: Path) -> None:
     """A local page is printed for people, exit 0."""
-    with serve(routes={"/": respond(200, "<html><title>T</title><body><p>hello cli</p></body></html>")}) as srv:
+    with serve(
+        routes={"/": respond(200, "<html><title>T</title><body><p>hello cli</p></body></html>")}
+    ) as srv:
         out = run("fetch", srv.url("/"), "--config", str(config))
     assert out.returncode == 0, out.stderr
     assert "hello cli" in out.stdout

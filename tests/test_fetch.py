@@ -16,8 +16,8 @@ from typing import Any
 
 import brotli
 import pytest
-
 from localserver import LocalServer, Request, accept_counter, drip, redirect, respond, serve
+
 from webward import InvalidInput, Refused, Settings, StaticResolver, UpstreamError, Web
 from webward.testing import MemoryAuditSink, RecordingConnector
 
@@ -35,7 +35,12 @@ def settings(**limits: Any) -> Settings:
 
 
 def web(resolver: StaticResolver | None = None, **kw: Any) -> Web:
-    return Web(settings(**kw.pop("limits", {})), resolver or StaticResolver({}), audit=MemoryAuditSink(), **kw)
+    return Web(
+        settings(**kw.pop("limits", {})),
+        resolver or StaticResolver({}),
+        audit=MemoryAuditSink(),
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -47,7 +52,9 @@ def internal() -> Iterator[LocalServer]:
 
 async def test_reads_a_local_page(internal: LocalServer) -> None:
     """A page on an allowed loopback address is read and its final URL reported."""
-    with serve(routes={"/": respond(200, "<html><title>Hi</title><body><p>hello world</p></body></html>")}) as srv:
+    with serve(
+        routes={"/": respond(200, "<html><title>Hi</title><body><p>hello world</p></body></html>")}
+    ) as srv:
         async with web() as w:
             page = await w.fetch(srv.url("/"))
     assert page.status == 200
@@ -244,7 +251,10 @@ async def test_drip_feed_is_cut_off_at_the_deadline() -> None:
 
 
 def _reset(req: Request, sock: socket.socket) -> None:
-    sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n" + b"x" * 1000)
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n"
+        + b"x" * 1000
+    )
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
 
@@ -259,7 +269,9 @@ async def test_reset_mid_body_is_an_upstream_error() -> None:
 
 
 def _short(req: Request, sock: socket.socket) -> None:
-    sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\nonly a little")
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\nonly a little"
+    )
     sock.close()
 
 
@@ -348,4 +360,3 @@ async def test_hop_to_unix_socket_is_never_possible() -> None:
     backend = PinnedBackend(StaticResolver({}))
     with pytest.raises(Refused):
         await backend.connect_unix_socket("/var/run/docker.sock")
-

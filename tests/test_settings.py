@@ -31,7 +31,10 @@ def test_defaults_match_the_design() -> None:
 
 def test_file_then_environment_then_overrides(tmp_path: Path) -> None:
     """Environment beats the file, and overrides beat both."""
-    path = write(tmp_path, '[policy]\ndefault_tier = "full"\nallow = ["docs.python.org"]\n[limits]\nper_host_rate = 1.5\n')
+    path = write(
+        tmp_path,
+        '[policy]\ndefault_tier = "full"\nallow = ["docs.python.org"]\n[limits]\nper_host_rate = 1.5\n',
+    )
     env = {"WEBWARD_TIER": "connected", "WEBWARD_ALLOW_RANGES": "127.0.0.1/32, 10.0.0.0/8"}
     s = Settings.load(path, environ=env)
     assert s.policy.default_tier == "connected"
@@ -69,7 +72,7 @@ def test_agents_map_to_tiers(tmp_path: Path) -> None:
         ('[limits]\nper_host_rate = "fast"\n', "wrong type"),
         ('[network]\nallow_ranges = ["not-a-cidr"]\n', "not a CIDR"),
         ("[policy]\nrobots = 3\n", "wrong type"),
-        ('[agents]\nx = 1\n', "must be a table"),
+        ("[agents]\nx = 1\n", "must be a table"),
     ],
 )
 def test_broken_files_are_refused_by_name(tmp_path: Path, text: str, needle: str) -> None:

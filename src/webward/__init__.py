@@ -10,6 +10,8 @@ async with Web(settings=Settings.load()) as web:
 
 from __future__ import annotations
 
+import contextlib
+
 __version__ = "0.1.0"
 
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
@@ -38,9 +40,6 @@ __all__ = [
 
 for _name in __all__:  # reprs and docs read webward.Web, not webward._web.Web
     _obj = globals()[_name]
-    if hasattr(_obj, "__module__"):
-        try:
-            _obj.__module__ = "webward"
-        except (AttributeError, TypeError):
-            pass
+    with contextlib.suppress(AttributeError, TypeError):
+        _obj.__module__ = "webward"
 del _name, _obj

@@ -22,7 +22,6 @@ busy timeout, so several processes can write at once) and :class:`MemoryAuditSin
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import re
@@ -273,10 +272,10 @@ _INSERT = f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({', '.join('?' for 
 
 
 def _to_row(r: AuditRecord) -> tuple[Any, ...]:
-    values = dataclasses.asdict(r)
-    values["ts"] = r.time.timestamp()
-    values["redirects"] = json.dumps(list(r.redirects), ensure_ascii=False)
-    return tuple(values[f] for f in _FIELDS)
+    # Plain getattr, not dataclasses.asdict: asdict deep-copies every field, and this runs
+    # once per call on the hot path.
+    special = {"ts": r.time.timestamp(), "redirects": json.dumps(list(r.redirects), ensure_ascii=False)}
+    return tuple(special[f] if f in special else getattr(r, f) for f in _FIELDS)
 
 
 def _from_row(row: tuple[Any, ...]) -> AuditRecord:
@@ -285,6 +284,16 @@ def _from_row(row: tuple[Any, ...]) -> AuditRecord:
     values["time"] = dt.datetime.fromtimestamp(ts, dt.UTC)
     values["redirects"] = tuple(json.loads(values["redirects"] or "[]"))
     return AuditRecord(**values)
+
+
+class _Batch:
+    """Records waiting for one commit; the first writer leads and commits them all."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.leader = False
+        self.done = anyio.Event()
+        self.error: str | None = None
 
 
 class SQLiteAuditSink:
@@ -300,9 +309,28 @@ class SQLiteAuditSink:
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._batch = _Batch()
+        self._flush_lock: anyio.Lock | None = None
 
     async def write(self, record: AuditRecord) -> None:
-        await anyio.to_thread.run_sync(self._write_sync, record)
+        """Group commit: records that arrive while a commit is on disk join the next one,
+        and every caller returns only once the transaction holding its record committed."""
+        batch = self._batch
+        batch.rows.append(_to_row(record))
+        if batch.leader:
+            await batch.done.wait()
+        else:
+            batch.leader = True
+            if self._flush_lock is None:
+                self._flush_lock = anyio.Lock()
+            try:
+                async with self._flush_lock:
+                    self._batch = _Batch()  # from here on, new records wait for the next commit
+                    batch.error = await anyio.to_thread.run_sync(self._write_sync, batch.rows)
+            finally:
+                batch.done.set()
+        if batch.error is not None:
+            raise audit_unavailable(batch.error)
 
     async def query(
         self,
@@ -341,14 +369,18 @@ class SQLiteAuditSink:
         self._conn = conn
         return conn
 
-    def _write_sync(self, record: AuditRecord) -> None:
+    def _write_sync(self, rows: list[tuple[Any, ...]]) -> str | None:
+        """Insert ``rows`` in one transaction; the error text if that failed, else None."""
         with self._lock:
             try:
                 conn = self._connect(create=True)
                 assert conn is not None
-                conn.execute(_INSERT, _to_row(record))  # autocommit: durable when it returns
+                with conn:  # one transaction: durable when it returns
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.executemany(_INSERT, rows)
             except (sqlite3.Error, OSError) as exc:
-                raise audit_unavailable(f"{self.path}: {exc}") from None
+                return f"{self.path}: {exc}"
+        return None
 
     def _query_sync(
         self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int

@@ -19,10 +19,14 @@ says. Images and PDFs come back as parts (their bytes only with --json)."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", metavar="URL", help="an absolute http:// or https:// URL")
-    p.add_argument("--offset", default="0", metavar="N", help="start of the window, in characters (default 0)")
+    p.add_argument(
+        "--offset", default="0", metavar="N", help="start of the window, in characters (default 0)"
+    )
     p.add_argument("--links", action="store_true", help="also list the page's outbound links")
     p.add_argument("--screenshot", action="store_true", help="ask for a screenshot (tier full)")
-    p.add_argument("--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)")
+    p.add_argument(
+        "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
+    )
     p.add_argument("--agent", default="cli", metavar="NAME", help="the agent acting (default cli)")
     p.add_argument("--json", action="store_true", help="print the result model as JSON")
 
@@ -32,8 +36,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from ._web import Web
     from ._limits import open_limit_state
+    from ._web import Web
 
     offset: object = int(args.offset) if args.offset.isdigit() else args.offset
     async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:

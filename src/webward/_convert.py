@@ -30,6 +30,7 @@ back to the next step and in the end to the page's plain text.
 from __future__ import annotations
 
 import codecs
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,10 @@ __all__ = [
     "tidy_markdown",
 ]
 
+# As for pypdf in _parts: the extractors' warnings about odd pages stay out of the terminal.
+for _name in ("trafilatura", "htmldate", "courlan", "justext"):
+    logging.getLogger(_name).addHandler(logging.NullHandler())
+
 #: At most this many outbound links are returned with ``include_links``.
 MAX_LINKS = 200
 #: Anchor texts and titles are cut to this many characters.
@@ -71,7 +76,7 @@ _MIN_KEEP_SHARE = 0.05
 # them too, but later, and every element removed up front is one its XPath passes skip
 # (measured: about 10 % faster on the benchmark, same F1).
 _DROP_TAGS = (
-    "script", "style", "noscript", "template", "svg", "math", "canvas", "iframe", "frame",
+    "script", "style", "noscript", "template", "svg", "canvas", "iframe", "frame",
     "frameset", "object", "embed", "applet", "video", "audio", "map", "nav", "aside", "footer",
     "menu", "button", "select", "textarea", "input", "dialog", "link", "meta", "img", "picture",
     "source", "track", "area",

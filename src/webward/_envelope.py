@@ -148,17 +148,37 @@ def _fold_char(c: str) -> str:
     return "".join(out)
 
 
-def _folded_view(text: str) -> tuple[str, list[int] | None]:
-    """The folded text and, unless it maps one to one, the original index of each char."""
+# Printable ASCII (with tab and newlines) folds by lower-casing, one to one; only the other
+# runs need the per-character fold. Splitting into runs keeps mostly-ASCII pages fast.
+_PLAIN_RUN_RE = re.compile(r"[\t\n\r\x20-\x7e]+")
+
+
+def _folded_view(text: str, with_index: bool = True) -> tuple[str, list[int] | None]:
+    """The folded text and, unless it maps one to one (or ``with_index`` is false), the
+    original index of each char."""
     if text.isascii() and not _ASCII_PLAIN_RE.search(text):
         return text.lower(), None
     chars: list[str] = []
-    index: list[int] = []
-    for i, c in enumerate(text):
-        f = _fold_char(c)
-        chars.append(f)
-        index.extend([i] * len(f))
+    index: list[int] | None = [] if with_index else None
+    pos = 0
+    for m in _PLAIN_RUN_RE.finditer(text):
+        _fold_other(text, pos, m.start(), chars, index)
+        chars.append(m.group().lower())
+        if index is not None:
+            index.extend(range(m.start(), m.end()))
+        pos = m.end()
+    _fold_other(text, pos, len(text), chars, index)
     return "".join(chars), index
+
+
+def _fold_other(
+    text: str, start: int, stop: int, chars: list[str], index: list[int] | None
+) -> None:
+    for i in range(start, stop):
+        f = _fold_char(text[i])
+        chars.append(f)
+        if index is not None:
+            index.extend([i] * len(f))
 
 
 def fold(text: str) -> str:
@@ -168,6 +188,9 @@ def fold(text: str) -> str:
 
 def find_markers(text: str) -> list[tuple[int, int]]:
     """Spans ``(start, end)`` of ``text`` that read as an envelope marker once folded."""
+    folded, _ = _folded_view(text, with_index=False)
+    if not _CORE_RE.search(folded):
+        return []  # the common case: no marker words at all, so no index is needed
     folded, index = _folded_view(text)
     spans: list[tuple[int, int]] = []
     for m in _CORE_RE.finditer(folded):

@@ -29,7 +29,13 @@ class Hooks(Protocol):
         """Refuse (raise) or let the hop go ahead."""
         ...
 
-    async def after(self, url: guard.ParsedURL, status: int | None, error: WebwardError | None, retry_after: float | None) -> None:
+    async def after(
+        self,
+        url: guard.ParsedURL,
+        status: int | None,
+        error: WebwardError | None,
+        retry_after: float | None,
+    ) -> None:
         """Record how the hop went (status, or the error that ended it)."""
         ...
 
@@ -58,7 +64,9 @@ async def fetch(
     cap_for: CapFor,
     timeout_s: float,
     max_redirects: int,
-    headers: tuple[tuple[str, str], ...] = (("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8"),),
+    headers: tuple[tuple[str, str], ...] = (
+        ("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8"),
+    ),
 ) -> FetchResult:
     """GET ``url`` following redirects; the whole read has ``timeout_s`` seconds."""
     chain: list[str] = [url.url]
@@ -74,17 +82,21 @@ async def fetch(
                 nxt = current.join(location)
                 if nxt.url in chain:
                     raise Refused(
-                        f"refused: {url.url} redirects in a loop (back to {nxt.url})", reason="redirect_loop"
+                        f"refused: {url.url} redirects in a loop (back to {nxt.url})",
+                        reason="redirect_loop",
                     )
                 if len(chain) > max_redirects:
                     raise Refused(
-                        f"refused: {url.url} redirected more than {max_redirects} times", reason="too_many_redirects"
+                        f"refused: {url.url} redirected more than {max_redirects} times",
+                        reason="too_many_redirects",
                     )
                 chain.append(nxt.url)
                 current = nxt
     except TimeoutError:
         raise UpstreamError(
-            f"reading {url.url} took longer than {timeout_s:g} s and was stopped", code="timeout", reason="deadline"
+            f"reading {url.url} took longer than {timeout_s:g} s and was stopped",
+            code="timeout",
+            reason="deadline",
         ) from None
 
 
@@ -111,7 +123,9 @@ async def _hop(
         if isinstance(exc, WebwardError):
             error: WebwardError = exc
         elif isinstance(exc, anyio.get_cancelled_exc_class()):
-            error = UpstreamError(f"{url.host} did not answer in time", code="timeout", reason="timeout")
+            error = UpstreamError(
+                f"{url.host} did not answer in time", code="timeout", reason="timeout"
+            )
         else:
             error = UpstreamError(f"the read of {url.host} was interrupted", reason="interrupted")
         with anyio.CancelScope(shield=True):
@@ -133,7 +147,10 @@ def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) ->
         phrase = ""
     hint = f"; retry in {retry_after:g} s" if retry_after is not None else ""
     return UpstreamError(
-        f"{url.url} answered HTTP {status}{phrase}{hint}", reason=f"http_{status}", status=status, retry_after=retry_after
+        f"{url.url} answered HTTP {status}{phrase}{hint}",
+        reason=f"http_{status}",
+        status=status,
+        retry_after=retry_after,
     )
 
 
@@ -144,13 +161,13 @@ def _retry_after(value: str | None) -> float | None:
     value = value.strip()
     if value.isdigit():
         return float(min(int(value), 86_400))
-    from email.utils import parsedate_to_datetime
     import datetime as dt
+    from email.utils import parsedate_to_datetime
 
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return max(0.0, min((when - dt.datetime.now(dt.timezone.utc)).total_seconds(), 86_400.0))
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, min((when - dt.datetime.now(dt.UTC)).total_seconds(), 86_400.0))

@@ -49,7 +49,12 @@ class Window:
     next_offset: int | None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"offset": self.offset, "end": self.end, "total": self.total, "nextOffset": self.next_offset}
+        return {
+            "offset": self.offset,
+            "end": self.end,
+            "total": self.total,
+            "nextOffset": self.next_offset,
+        }
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,12 @@ class Hit:
     published: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"title": self.title, "url": self.url, "snippet": self.snippet, "published": self.published}
+        return {
+            "title": self.title,
+            "url": self.url,
+            "snippet": self.snippet,
+            "published": self.published,
+        }
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import logging
 import posixpath
 import re
 from collections.abc import Iterable
@@ -30,6 +31,11 @@ __all__ = [
 
 #: The image types every model provider takes, with the extension used for fallback names.
 IMAGE_TYPES = {"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp"}
+
+# pypdf logs every oddity of a damaged file as a warning; with no handler configured, Python
+# would print those to stderr under the CLI. A NullHandler keeps them out of the terminal while
+# still propagating to whatever logging the application sets up.
+logging.getLogger("pypdf").addHandler(logging.NullHandler())
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 100

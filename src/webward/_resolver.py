@@ -69,7 +69,7 @@ class StaticResolver:
         for name, value in table.items():
             items = list(value)
             if items and not isinstance(items[0], str):
-                turns = [list(t) for t in items]  # type: ignore[arg-type]
+                turns = [list(t) for t in items]
             else:
                 turns = [[str(i) for i in items]]
             self._turns[name.lower().rstrip(".")] = turns

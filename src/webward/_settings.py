@@ -27,9 +27,17 @@ TIERS = ("as-owner", "connected", "full")
 # Config keys that look like credentials: refused on load, because keys belong in the
 # credential store (environment, keyring or the 0600 file), never in a config file.
 _CREDENTIAL_KEYS = {
-    "api_key", "apikey", "key", "token", "secret", "password",
-    "brave_api_key", "brave_search_api_key", "tavily_api_key",
-    "anthropic_api_key", "openai_api_key",
+    "api_key",
+    "apikey",
+    "key",
+    "token",
+    "secret",
+    "password",
+    "brave_api_key",
+    "brave_search_api_key",
+    "tavily_api_key",
+    "anthropic_api_key",
+    "openai_api_key",
 }
 
 
@@ -176,7 +184,10 @@ def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) ->
         if not p.is_file():
             raise InvalidInput(f"the config file {p} named by WEBWARD_CONFIG does not exist")
         return p
-    for candidate in (Path("webward.toml"), Path(platformdirs.user_config_dir("webward")) / "webward.toml"):
+    for candidate in (
+        Path("webward.toml"),
+        Path(platformdirs.user_config_dir("webward")) / "webward.toml",
+    ):
         if candidate.is_file():
             return candidate
     return None
@@ -274,7 +285,9 @@ def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: s
     if section == "policy" and isinstance(value.get("tiers"), Mapping):
         # [policy.tiers.NAME] robots = false turns robots.txt off for one tier.
         tiers = value.pop("tiers")
-        off = [t for t, cfg in tiers.items() if isinstance(cfg, Mapping) and cfg.get("robots") is False]
+        off = [
+            t for t, cfg in tiers.items() if isinstance(cfg, Mapping) and cfg.get("robots") is False
+        ]
         value["robots_off_tiers"] = tuple(off)
     args: dict[str, Any] = {}
     for key, item in value.items():
@@ -343,4 +356,6 @@ def _validate(settings: Settings, where: str) -> None:
         try:
             ipaddress.ip_network(r, strict=False)
         except ValueError:
-            raise InvalidInput(f"network.allow_ranges{where} holds {r!r}, which is not a CIDR") from None
+            raise InvalidInput(
+                f"network.allow_ranges{where} holds {r!r}, which is not a CIDR"
+            ) from None

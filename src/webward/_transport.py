@@ -48,7 +48,9 @@ class Connector(Protocol):
 class PinnedBackend(httpcore.AsyncNetworkBackend):
     """Resolves once, refuses internal answers, connects to exactly a validated address."""
 
-    def __init__(self, resolver: Any, allow_networks: Sequence[Any] = (), connector: Connector | None = None) -> None:
+    def __init__(
+        self, resolver: Any, allow_networks: Sequence[Any] = (), connector: Connector | None = None
+    ) -> None:
         self._resolver = resolver
         self._allow = tuple(allow_networks)
         self._connector: Connector = connector or httpcore.AnyIOBackend()
@@ -69,14 +71,20 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         for ip in answers:
             try:
                 return await self._connector.connect_tcp(
-                    ip, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                    ip,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
                 last = exc
         assert last is not None
         raise last
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> Any:
         raise Refused("refused: unix sockets are never opened", reason="scheme")
 
     async def sleep(self, seconds: float) -> None:
@@ -117,9 +125,9 @@ class _Brotli:
         self._d = brotli.Decompressor()
 
     def feed(self, data: bytes, limit: int) -> bytes:
-        out = self._d.process(data, output_buffer_limit=limit)
+        out: bytes = self._d.process(data, output_buffer_limit=limit)
         while len(out) < limit and not self._d.can_accept_more_data():
-            more = self._d.process(b"", output_buffer_limit=limit - len(out))
+            more: bytes = self._d.process(b"", output_buffer_limit=limit - len(out))
             if not more:
                 break
             out += more
@@ -136,7 +144,9 @@ def _decoder(encoding: str) -> _Decoder:
         return _Zlib(zlib.MAX_WBITS)
     if enc == "br":
         return _Brotli()
-    raise UpstreamError(f"the server sent an unsupported content encoding ({enc[:40]})", reason="encoding")
+    raise UpstreamError(
+        f"the server sent an unsupported content encoding ({enc[:40]})", reason="encoding"
+    )
 
 
 @dataclass(frozen=True)
@@ -164,7 +174,13 @@ CapFor = Callable[[int, tuple[tuple[str, str], ...]], tuple[int, bool]]
 class Transport:
     """One connection pool over a :class:`PinnedBackend`."""
 
-    def __init__(self, backend: PinnedBackend, *, ssl_context: ssl.SSLContext | None = None, max_connections: int = 100) -> None:
+    def __init__(
+        self,
+        backend: PinnedBackend,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = 100,
+    ) -> None:
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,
             max_connections=max_connections,
@@ -192,29 +208,49 @@ class Transport:
 
         No redirects are followed here; the caller decides about each hop.
         """
-        hdrs = [("Host", url.authority), ("User-Agent", USER_AGENT), ("Accept-Encoding", "gzip, deflate, br")]
+        hdrs = [
+            ("Host", url.authority),
+            ("User-Agent", USER_AGENT),
+            ("Accept-Encoding", "gzip, deflate, br"),
+        ]
         hdrs += [(k, v) for k, v in headers if k.lower() not in ("host", "accept-encoding")]
         if content is not None:
             hdrs.append(("Content-Length", str(len(content))))
-        target_url = httpcore.URL(scheme=url.scheme.encode(), host=url.host.encode(), port=url.port, target=url.target.encode())
-        extensions = {"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}
+        target_url = httpcore.URL(
+            scheme=url.scheme.encode(),
+            host=url.host.encode(),
+            port=url.port,
+            target=url.target.encode(),
+        )
+        extensions = {
+            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+        }
         try:
             async with self._pool.stream(
                 method, target_url, headers=hdrs, content=content, extensions=extensions
             ) as resp:
-                resp_headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.headers)
+                resp_headers = tuple(
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.headers
+                )
                 if not read_body(resp.status):
                     return Body(resp.status, resp_headers, b"", False, 0)
                 cap, truncate_ok = cap_for(resp.status, resp_headers)
                 return await _read_capped(resp, resp.status, resp_headers, cap, truncate_ok, url)
         except httpcore.TimeoutException as exc:
-            raise UpstreamError(f"{url.host} did not answer in time", code="timeout", reason="timeout") from exc
+            raise UpstreamError(
+                f"{url.host} did not answer in time", code="timeout", reason="timeout"
+            ) from exc
         except (httpcore.ConnectError, OSError) as exc:
             raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
         except (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError) as exc:
-            raise UpstreamError(f"the connection to {url.host} broke before the response was complete", reason="broken") from exc
+            raise UpstreamError(
+                f"the connection to {url.host} broke before the response was complete",
+                reason="broken",
+            ) from exc
         except httpcore.ProtocolError as exc:
-            raise UpstreamError(f"{url.host} sent a malformed HTTP response", reason="protocol") from exc
+            raise UpstreamError(
+                f"{url.host} sent a malformed HTTP response", reason="protocol"
+            ) from exc
 
 
 async def _read_capped(
@@ -226,9 +262,14 @@ async def _read_capped(
     url: guard.ParsedURL,
 ) -> Body:
     encoding = ",".join(v for k, v in headers if k.lower() == "content-encoding")
-    encodings = [e for e in (p.strip() for p in encoding.split(",")) if e and e.lower() != "identity"]
+    encodings = [
+        e for e in (p.strip() for p in encoding.split(",")) if e and e.lower() != "identity"
+    ]
     if len(encodings) > 1:
-        raise UpstreamError("the server sent stacked content encodings, which webward does not decode", reason="encoding")
+        raise UpstreamError(
+            "the server sent stacked content encodings, which webward does not decode",
+            reason="encoding",
+        )
     decoder = _decoder(encodings[0] if encodings else "")
     if not truncate_ok and not encodings:
         length = next((v for k, v in headers if k.lower() == "content-length"), None)
@@ -246,7 +287,9 @@ async def _read_capped(
                     raise _too_large(url, cap)
                 return Body(status, headers, bytes(out[:cap]), True, wire)
     except (zlib.error, brotli.error) as exc:
-        raise UpstreamError(f"{url.host} sent a body that could not be decompressed", reason="encoding") from exc
+        raise UpstreamError(
+            f"{url.host} sent a body that could not be decompressed", reason="encoding"
+        ) from exc
     return Body(status, headers, bytes(out), False, wire)
 
 

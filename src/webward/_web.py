@@ -21,7 +21,7 @@ from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, open_audit_sink
 from ._cache import CachedPage, MemoryPageCache, PageCache
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
-from ._fetch import FetchResult, fetch
+from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Page, SearchResult
 from ._policy import Policy
@@ -37,7 +37,7 @@ SEARCH = "web:search.query@1"
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class Web:
@@ -69,12 +69,19 @@ class Web:
         self._policy = Policy(self.settings.policy)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
         self._limiter = Limiter(
-            limit_state if limit_state is not None else open_limit_state(self.settings, kind="memory"),
+            limit_state
+            if limit_state is not None
+            else open_limit_state(self.settings, kind="memory"),
             self.settings.limits,
             clock=clock,
         )
-        self._cache = page_cache if page_cache is not None else MemoryPageCache(
-            ttl_s=self.settings.limits.page_cache_ttl_s, max_chars=self.settings.limits.page_cache_max_chars
+        self._cache = (
+            page_cache
+            if page_cache is not None
+            else MemoryPageCache(
+                ttl_s=self.settings.limits.page_cache_ttl_s,
+                max_chars=self.settings.limits.page_cache_max_chars,
+            )
         )
         self._robots = RobotsChecker(self._fetch_robots, clock=clock)
         self._search_provider = search_provider
@@ -84,7 +91,10 @@ class Web:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.aclose()
 
@@ -106,11 +116,17 @@ class Web:
     ) -> Page:
         """Read one page (see DESIGN.md): a window of its text, or an image / PDF part."""
         started = time.monotonic()
-        record: dict[str, Any] = {"capability": FETCH, "agent": agent, "target": url if isinstance(url, str) else repr(url)[:200]}
+        record: dict[str, Any] = {
+            "capability": FETCH,
+            "agent": agent,
+            "target": url if isinstance(url, str) else repr(url)[:200],
+        }
         try:
             tier = self._tier(agent, tier)
             record["tier"] = tier
-            page = await self._fetch(url, offset, include_links, include_screenshot, agent, tier, record)
+            page = await self._fetch(
+                url, offset, include_links, include_screenshot, agent, tier, record
+            )
         except WebwardError as exc:
             await self._write_audit(record, started, exc)
             raise
@@ -130,9 +146,11 @@ class Web:
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
         offset = _window.check_offset(offset)
-        parsed = guard.parse_url(url, max_chars=self.settings.limits.max_url_chars)
+        # The literal guard parses the URL once; both it and the policy must pass.
+        parsed = guard.assert_url_allowed(
+            url, allow_ranges=self._allow, max_chars=self.settings.limits.max_url_chars
+        )
         self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
-        parsed = guard.assert_url_allowed(parsed, allow_ranges=self._allow)
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
             raise Refused(
@@ -148,7 +166,9 @@ class Web:
                 self._transport,
                 parsed,
                 hooks=_PageHops(self, agent, tier, record),
-                cap_for=lambda status, headers: _content.body_cap(_header(headers, "content-type"), self.settings.limits),
+                cap_for=lambda status, headers: _content.body_cap(
+                    _header(headers, "content-type"), self.settings.limits
+                ),
                 timeout_s=self.settings.limits.fetch_timeout_s,
                 max_redirects=self.settings.limits.max_redirects,
             )
@@ -178,7 +198,9 @@ class Web:
             content_type=cached.converted.media_type,
         )
         converted = cached.converted
-        window_text, window = _window.make_window(converted.text, offset, self.settings.limits.max_fetch_text_chars)
+        window_text, window = _window.make_window(
+            converted.text, offset, self.settings.limits.max_fetch_text_chars
+        )
         content = _envelope.wrap(
             window_text,
             {
@@ -228,13 +250,22 @@ class Web:
     # ---- search -----------------------------------------------------------------------
 
     async def search(
-        self, query: str, limit: int = 10, agent: str = "cli", tier: str | None = None, provider: str | None = None
+        self,
+        query: str,
+        limit: int = 10,
+        agent: str = "cli",
+        tier: str | None = None,
+        provider: str | None = None,
     ) -> SearchResult:
         """Run a web search through the configured provider."""
         from ._search_core import run_search
 
         started = time.monotonic()
-        record: dict[str, Any] = {"capability": SEARCH, "agent": agent, "target": query if isinstance(query, str) else repr(query)[:200]}
+        record: dict[str, Any] = {
+            "capability": SEARCH,
+            "agent": agent,
+            "target": query if isinstance(query, str) else repr(query)[:200],
+        }
         try:
             tier = self._tier(agent, tier)
             record["tier"] = tier
@@ -273,7 +304,9 @@ class Web:
                     )
             except TimeoutError:
                 raise UpstreamError(
-                    f"the {provider} search provider did not answer in time", code="timeout", reason="timeout"
+                    f"the {provider} search provider did not answer in time",
+                    code="timeout",
+                    reason="timeout",
                 ) from None
             retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
             await self._limiter.record(ticket, body.status, None, retry_after)
@@ -294,11 +327,15 @@ class Web:
             record["would_deny"] = decision.reason
         decision.raise_if_denied()
 
-    async def _write_audit(self, record: Mapping[str, Any], started: float, error: WebwardError | None) -> None:
+    async def _write_audit(
+        self, record: Mapping[str, Any], started: float, error: WebwardError | None
+    ) -> None:
         fields = dict(record)
         would_deny = fields.pop("would_deny", None)
         if error is None:
-            decision, reason = ("report-would-deny", would_deny) if would_deny else ("allowed", "allowed")
+            decision, reason = (
+                ("report-would-deny", would_deny) if would_deny else ("allowed", "allowed")
+            )
         else:
             decision = "failed" if isinstance(error, UpstreamError) else "refused"
             reason = error.reason
@@ -330,14 +367,22 @@ class _PageHops:
     async def before(self, url: guard.ParsedURL) -> None:
         web = self._web
         if not self._first:  # the first hop was checked before the cache lookup
-            web._check_policy(web._policy.check_fetch(url.host, self._tier, self._agent), self._record)
+            web._check_policy(
+                web._policy.check_fetch(url.host, self._tier, self._agent), self._record
+            )
             guard.assert_url_allowed(url, allow_ranges=web._allow)
         self._first = False
         if web._policy.robots_enabled(self._tier):
             await web._robots.check(url)
         self._ticket = await web._limiter.acquire(url.host)
 
-    async def after(self, url: guard.ParsedURL, status: int | None, error: WebwardError | None, retry_after: float | None) -> None:
+    async def after(
+        self,
+        url: guard.ParsedURL,
+        status: int | None,
+        error: WebwardError | None,
+        retry_after: float | None,
+    ) -> None:
         ticket, self._ticket = self._ticket, None
         if ticket is not None:
             await self._web._limiter.record(ticket, status, error, retry_after)
