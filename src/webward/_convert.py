@@ -631,6 +631,12 @@ def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
     text = extracted.text
     if extracted.truncated:
         text = f"{text}\n\n{_content.truncation_marker(limits)}"
+    # The text rides in one message (no offsets for a part), so it is held to one window.
+    if len(text) > limits.max_fetch_text_chars:
+        text = (
+            f"{text[: limits.max_fetch_text_chars]}\n\n[PDF text cut at "
+            f"{limits.max_fetch_text_chars:,} characters; the document part holds the whole PDF]"
+        )
     part = document_part(body, final_url, text)
     pages = f", {extracted.pages} page{'' if extracted.pages == 1 else 's'}"
     unreadable = "" if text else ", no extractable text"  # scanned pages, or encrypted

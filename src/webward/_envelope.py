@@ -244,6 +244,9 @@ def neutralise(text: str) -> str:
 
 def neutralise_line(text: str) -> str:
     """:func:`neutralise`, on one line: every run of whitespace becomes one space."""
+    if text.isascii() and "untrusted" not in text.lower() and not _ASCII_PLAIN_RE.search(text):
+        # Printable ASCII folds to its lower case: without the marker word nothing can match.
+        return " ".join(text.split())
     return " ".join(neutralise(text).split())
 
 

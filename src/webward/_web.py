@@ -10,6 +10,7 @@ and if that record cannot be written the call is refused.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -23,7 +24,7 @@ from ._cache import CachedPage, MemoryPageCache, PageCache
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
-from ._models import Page, SearchResult
+from ._models import Link, Page, SearchResult
 from ._policy import Policy
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker
@@ -33,6 +34,7 @@ from ._transport import Body, Connector, PinnedBackend, Transport
 __all__ = ["Web"]
 
 FETCH = "web:page.fetch@1"
+_INLINE_CONVERT_BYTES = 16_384
 SEARCH = "web:search.query@1"
 
 
@@ -147,9 +149,7 @@ class Web:
             raise InvalidInput("url must be a string")
         offset = _window.check_offset(offset)
         # The literal guard parses the URL once; both it and the policy must pass.
-        parsed = guard.assert_url_allowed(
-            url, allow_ranges=self._allow, max_chars=self.settings.limits.max_url_chars
-        )
+        parsed = self._literal_guard(url)
         self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
@@ -172,7 +172,8 @@ class Web:
                 timeout_s=self.settings.limits.fetch_timeout_s,
                 max_redirects=self.settings.limits.max_redirects,
             )
-            converted = _convert.convert(
+            convert = functools.partial(
+                _convert.convert,
                 result.body.content,
                 result.content_type,
                 result.final.url,
@@ -180,6 +181,13 @@ class Web:
                 include_links=include_links,
                 limits=self.settings.limits,
             )
+            # Conversion is CPU-bound (up to ~1 s for 1 MB of HTML): a worker thread keeps
+            # the event loop, and every other agent's call on it, moving. A small body is
+            # quicker to convert than to hand to a thread.
+            if len(result.body.content) <= _INLINE_CONVERT_BYTES:
+                converted = convert()
+            else:
+                converted = await anyio.to_thread.run_sync(convert)
             cached = CachedPage(
                 requested_url=parsed.url,
                 final_url=result.final.url,
@@ -223,10 +231,15 @@ class Web:
             truncated=converted.truncated,
             retrieved_at=cached.retrieved_at,
             parts=converted.parts if offset == 0 else (),
-            links=converted.links if include_links else None,
+            links=_neutral_links(converted.links) if include_links else None,
             redirects=cached.redirects,
             bytes_read=cached.bytes_read,
         )
+
+    def _literal_guard(self, url: str) -> guard.ParsedURL:
+        """``guard.assert_url_allowed`` with this Web's settings, remembered per URL: the
+        guard is pure, so an agent paging through a page does not pay for it again."""
+        return _cached_guard(url, self._allow, self.settings.limits.max_url_chars)
 
     async def _fetch_robots(self, robots_url: str) -> tuple[int, bytes]:
         """robots.txt goes through the same guard, pinned transport and redirect rules."""
@@ -347,6 +360,17 @@ class Web:
             **fields,
         )
         await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_guard(url: str, allow: tuple[Any, ...], max_chars: int) -> guard.ParsedURL:
+    # Only successes are cached (lru_cache does not keep exceptions); refusals re-run.
+    return guard.assert_url_allowed(url, allow_ranges=allow, max_chars=max_chars)
+
+
+def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
+    """Anchor texts are page text outside the envelope: neutralise them like titles."""
+    return tuple(Link(link.url, _envelope.neutralise_line(link.text)) for link in links)
 
 
 def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:

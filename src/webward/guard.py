@@ -717,9 +717,15 @@ def _ends_in_number(last: str) -> bool:
     return (last.isascii() and last.isdigit()) or _HEX_RE.fullmatch(last) is not None
 
 
+_DOTTED_QUAD_RE = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")
+
+
 def _parse_ipv4(parts: list[str], shown: str) -> ipaddress.IPv4Address:
     """The WHATWG IPv4 parser: 1 to 4 parts, each decimal, 0x-hex or 0-octal; the last part
     fills the remaining bytes (so 127.1 is 127.0.0.1 and 2130706433 is too)."""
+    dotted = ".".join(parts)
+    if _DOTTED_QUAD_RE.fullmatch(dotted):  # the common spelling: no leading zeros, no hex
+        return ipaddress.IPv4Address(dotted)
     numbers = [_ipv4_number(p) for p in parts]
     if len(parts) > 4 or None in numbers:
         raise _invalid_host(shown, "it ends in a number but is not an IPv4 address")
