@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     extractors: dict[str, Extractor] = {}
     notes: dict[str, str] = {}
     factories = (
-        ("webward", _webward), ("trafilatura", _trafilatura), ("readability", _readability)
+        ("webward", _webward),
+        ("trafilatura", _trafilatura),
+        ("readability", _readability),
     )
     for name, factory in factories:
         if name not in args.skip:
@@ -166,19 +168,29 @@ def main(argv: list[str] | None = None) -> int:
         n = len(pages)
         p, r = p_sum / n, r_sum / n
         f1 = 2 * p * r / (p + r) if p + r else 0.0
-        rows[name] = {"p": p, "r": r, "f1": f1, "pps": n / best[name] if best[name] else 0.0,
-                      "chars": chars / n, "empty": empty}
+        rows[name] = {
+            "p": p,
+            "r": r,
+            "f1": f1,
+            "pps": n / best[name] if best[name] else 0.0,
+            "chars": chars / n,
+            "empty": empty,
+        }
 
-    print(f"{len(pages)} pages from {args.dir} "
-          f"(cpu count {os.cpu_count()}, best of {args.repeat} passes)")
+    print(
+        f"{len(pages)} pages from {args.dir} "
+        f"(cpu count {os.cpu_count()}, best of {args.repeat} passes)"
+    )
     for name, note in notes.items():
         print(f"note: {name} ran in {note}")
     print()
     print(f"| {'extractor':<12} | precision | recall |    F1 | pages/s | chars/page | empty |")
     print(f"|{'-' * 14}|-----------|--------|-------|---------|------------|-------|")
     for name, row in rows.items():
-        print(f"| {name:<12} | {row['p']:9.3f} | {row['r']:6.3f} | {row['f1']:5.3f} | "
-              f"{row['pps']:7.1f} | {row['chars']:10.0f} | {row['empty']:5d} |")
+        print(
+            f"| {name:<12} | {row['p']:9.3f} | {row['r']:6.3f} | {row['f1']:5.3f} | "
+            f"{row['pps']:7.1f} | {row['chars']:10.0f} | {row['empty']:5d} |"
+        )
     print()
 
     ours = rows.get("webward")
@@ -189,18 +201,23 @@ def main(argv: list[str] | None = None) -> int:
     if others:
         top = max(others, key=lambda k: others[k]["f1"])
         ratio = ours["f1"] / others[top]["f1"] if others[top]["f1"] else float("inf")
-        print(f"f1: ours {ours['f1']:.3f}, anchor({top}) {others[top]['f1']:.3f}, "
-              f"ratio {ratio:.2f}")
+        print(
+            f"f1: ours {ours['f1']:.3f}, anchor({top}) {others[top]['f1']:.3f}, ratio {ratio:.2f}"
+        )
         verdicts.append(("F1 at least the best anchor", ours["f1"] >= others[top]["f1"]))
     if "trafilatura" in rows:
         anchor = rows["trafilatura"]["pps"]
-        print(f"speed: ours {ours['pps']:.1f} pages/s, anchor(trafilatura) {anchor:.1f} pages/s, "
-              f"ratio {ours['pps'] / anchor:.2f}")
+        print(
+            f"speed: ours {ours['pps']:.1f} pages/s, anchor(trafilatura) {anchor:.1f} pages/s, "
+            f"ratio {ours['pps'] / anchor:.2f}"
+        )
         verdicts.append(("speed at least trafilatura's", ours["pps"] >= anchor))
     if "mcp-fetch" in rows:
         anchor = rows["mcp-fetch"]["chars"]
-        print(f"chars: ours {ours['chars']:.0f} per page, anchor(mcp-fetch) {anchor:.0f} per page, "
-              f"ratio {ours['chars'] / anchor:.2f}")
+        print(
+            f"chars: ours {ours['chars']:.0f} per page, anchor(mcp-fetch) {anchor:.0f} per page, "
+            f"ratio {ours['chars'] / anchor:.2f}"
+        )
         verdicts.append(("fewer characters per page than mcp-fetch", ours["chars"] < anchor))
     print()
     for label, met in verdicts:

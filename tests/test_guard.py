@@ -85,25 +85,63 @@ IPV6_BLOCKS = [
     ("fe80::/10", "fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", K.LINK_LOCAL),
     ("fec0::/10", "fec0::", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", K.SITE_LOCAL),
     ("ff00::/8", "ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", K.MULTICAST),
-    ("outside 2000::/3 (low)", "1::", "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-     K.NOT_GLOBAL_UNICAST),
-    ("outside 2000::/3 (high)", "4000::", "5eff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-     K.NOT_GLOBAL_UNICAST),
+    (
+        "outside 2000::/3 (low)",
+        "1::",
+        "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        K.NOT_GLOBAL_UNICAST,
+    ),
+    (
+        "outside 2000::/3 (high)",
+        "4000::",
+        "5eff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        K.NOT_GLOBAL_UNICAST,
+    ),
 ]
 
 # The neighbours just outside blocks, where those are public, plus registry rows that IANA
 # marks globally reachable and webward therefore lets through.
 PUBLIC_NEIGHBOURS = [
-    "1.0.0.0", "9.255.255.255", "11.0.0.0", "100.63.255.255", "100.128.0.0",
-    "126.255.255.255", "128.0.0.0", "169.253.255.255", "169.255.0.0", "172.15.255.255",
-    "172.32.0.0", "191.255.255.255", "192.0.1.0", "192.0.1.255", "192.0.3.0",
-    "192.88.98.255", "192.88.100.0", "192.167.255.255", "192.169.0.0", "198.17.255.255",
-    "198.20.0.0", "198.51.99.255", "198.51.101.0", "203.0.112.255", "203.0.114.0",
+    "1.0.0.0",
+    "9.255.255.255",
+    "11.0.0.0",
+    "100.63.255.255",
+    "100.128.0.0",
+    "126.255.255.255",
+    "128.0.0.0",
+    "169.253.255.255",
+    "169.255.0.0",
+    "172.15.255.255",
+    "172.32.0.0",
+    "191.255.255.255",
+    "192.0.1.0",
+    "192.0.1.255",
+    "192.0.3.0",
+    "192.88.98.255",
+    "192.88.100.0",
+    "192.167.255.255",
+    "192.169.0.0",
+    "198.17.255.255",
+    "198.20.0.0",
+    "198.51.99.255",
+    "198.51.101.0",
+    "203.0.112.255",
+    "203.0.114.0",
     "223.255.255.255",
-    "192.31.196.1", "192.52.193.1", "192.175.48.1",  # AS112 and AMT: globally reachable
-    "2000::", "2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2001:200::", "2001:db7:ffff::",
-    "2001:db9::", "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2003::", "3ffe:ffff::",
-    "3fff:1000::", "3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2620:4f:8000::1",
+    "192.31.196.1",
+    "192.52.193.1",
+    "192.175.48.1",  # AS112 and AMT: globally reachable
+    "2000::",
+    "2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+    "2001:200::",
+    "2001:db7:ffff::",
+    "2001:db9::",
+    "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+    "2003::",
+    "3ffe:ffff::",
+    "3fff:1000::",
+    "3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+    "2620:4f:8000::1",
 ]
 
 
@@ -124,8 +162,9 @@ def test_public_neighbours_are_allowed(address: str) -> None:
     assert ip_allowed(address)
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700::1111",
-                                     "2001:4860:4860::8888"])
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "2001:4860:4860::8888"]
+)
 def test_well_known_public_resolvers_are_allowed(address: str) -> None:
     """Ordinary public addresses pass the table (a decision only; nothing connects)."""
     assert not ip_in_blocked_range(address)
@@ -137,8 +176,19 @@ def test_ipv6_scope_id_is_ignored_by_the_table() -> None:
     assert classify_ip("fe80::1%eth0").kind is K.LINK_LOCAL
 
 
-@pytest.mark.parametrize("text", ["", "localhost", "127.1", "0177.0.0.1", "::1%", "1.2.3",
-                                  "[::1]", "\uff11\uff12\uff17.\uff10.\uff10.\uff11"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "localhost",
+        "127.1",
+        "0177.0.0.1",
+        "::1%",
+        "1.2.3",
+        "[::1]",
+        "\uff11\uff12\uff17.\uff10.\uff10.\uff11",
+    ],
+)
 def test_ip_functions_refuse_non_addresses_by_name(text: str) -> None:
     """Strings that are not canonical addresses raise InvalidInput, never a ValueError."""
     with pytest.raises(InvalidInput) as info:
@@ -179,8 +229,9 @@ EMBEDDED_FORMS = [
 
 
 @pytest.mark.parametrize(("address", "kind", "carried"), EMBEDDED_FORMS)
-def test_ipv6_forms_carrying_ipv4_are_blocked(address: str, kind: AddressKind,
-                                              carried: str | None) -> None:
+def test_ipv6_forms_carrying_ipv4_are_blocked(
+    address: str, kind: AddressKind, carried: str | None
+) -> None:
     """Every IPv4-carrying IPv6 form is refused, and the classification names what it carries."""
     found = classify_ip(address)
     assert found.blocked
@@ -190,10 +241,13 @@ def test_ipv6_forms_carrying_ipv4_are_blocked(address: str, kind: AddressKind,
         assert carried in found.reason
 
 
-@pytest.mark.parametrize("address", [
-    "64:ff9b::8.8.8.8",  # NAT64 of a public address: DNS64 networks need it
-    "2606:4700:1:2:0:5efe:8.8.8.8",  # ISATAP carrying a public address
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::8.8.8.8",  # NAT64 of a public address: DNS64 networks need it
+        "2606:4700:1:2:0:5efe:8.8.8.8",  # ISATAP carrying a public address
+    ],
+)
 def test_ipv6_forms_carrying_public_ipv4_follow_the_carried_address(address: str) -> None:
     """NAT64 (well-known prefix) and ISATAP are decided by the IPv4 address they carry."""
     assert not ip_in_blocked_range(address)
@@ -203,8 +257,10 @@ def test_predicates_extract_embedded_ipv4_by_bits() -> None:
     """The named predicates and extractors read bits, not strings."""
     teredo = ipaddress.IPv6Address("2001:0:4136:e378:8000:63bf:3fff:fdd2")
     assert is_teredo(teredo)
-    assert embedded_ipv4s(teredo) == (ipaddress.IPv4Address("192.0.2.45"),
-                                      ipaddress.IPv4Address("65.54.227.120"))
+    assert embedded_ipv4s(teredo) == (
+        ipaddress.IPv4Address("192.0.2.45"),
+        ipaddress.IPv4Address("65.54.227.120"),
+    )
     assert is_6to4(ipaddress.IPv6Address("2002:a00:1::"))
     assert embedded_ipv4(ipaddress.IPv6Address("2002:a00:1::")) == ipaddress.IPv4Address("10.0.0.1")
     assert is_nat64(ipaddress.IPv6Address("64:ff9b::1"))
@@ -216,10 +272,21 @@ def test_predicates_extract_embedded_ipv4_by_bits() -> None:
 # ----------------------------------------------------------------------- metadata
 
 METADATA = [
-    "169.254.169.254", "169.254.170.2", "169.254.170.23", "169.254.0.23", "100.100.100.200",
-    "168.63.129.16", "192.0.0.192", "fd00:ec2::254", "fd00:ec2::23",
-    "::ffff:169.254.169.254", "::169.254.169.254", "64:ff9b::169.254.169.254",
-    "64:ff9b::168.63.129.16", "64:ff9b:1::a9fe:a9fe", "2002:a9fe:a9fe::1",
+    "169.254.169.254",
+    "169.254.170.2",
+    "169.254.170.23",
+    "169.254.0.23",
+    "100.100.100.200",
+    "168.63.129.16",
+    "192.0.0.192",
+    "fd00:ec2::254",
+    "fd00:ec2::23",
+    "::ffff:169.254.169.254",
+    "::169.254.169.254",
+    "64:ff9b::169.254.169.254",
+    "64:ff9b::168.63.129.16",
+    "64:ff9b:1::a9fe:a9fe",
+    "2002:a9fe:a9fe::1",
     "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo client ~0x56015601 = 169.254.169.254
     "2606:4700::5efe:169.254.169.254",
 ]
@@ -312,8 +379,9 @@ def test_assert_ip_allowed_passes_public_and_allowed_answers() -> None:
 def test_assert_ip_allowed_refuses_metadata_even_when_allowed() -> None:
     """A host resolving to a metadata address is refused even inside allow_networks."""
     with pytest.raises(Refused) as info:
-        assert_ip_allowed("rebind.example", "169.254.169.254",
-                          [ipaddress.ip_network("169.254.0.0/16")])
+        assert_ip_allowed(
+            "rebind.example", "169.254.169.254", [ipaddress.ip_network("169.254.0.0/16")]
+        )
     assert "cloud metadata address (169.254.169.254)" in str(info.value)
 
 
@@ -412,25 +480,39 @@ def test_internal_address_message_is_pinned() -> None:
     )
 
 
-@pytest.mark.parametrize(("url", "address"), [
-    ("http://8.8.8.8/", "8.8.8.8"),
-    ("http://134744072/", "8.8.8.8"),
-    ("http://0x8.0x8.0x8.0x8/", "8.8.8.8"),
-    ("http://1.1/", "1.0.0.1"),
-    ("https://[2606:4700::1111]/", "2606:4700::1111"),
-    ("http://[64:ff9b::8.8.8.8]/", "64:ff9b::808:808"),
-])
+@pytest.mark.parametrize(
+    ("url", "address"),
+    [
+        ("http://8.8.8.8/", "8.8.8.8"),
+        ("http://134744072/", "8.8.8.8"),
+        ("http://0x8.0x8.0x8.0x8/", "8.8.8.8"),
+        ("http://1.1/", "1.0.0.1"),
+        ("https://[2606:4700::1111]/", "2606:4700::1111"),
+        ("http://[64:ff9b::8.8.8.8]/", "64:ff9b::808:808"),
+    ],
+)
 def test_public_literals_are_allowed(url: str, address: str) -> None:
     """Public address literals pass the literal guard (decision only; nothing connects)."""
     parsed = assert_url_allowed(url)
     assert (parsed.host, parsed.is_ip) == (address, True)
 
 
-@pytest.mark.parametrize("url", [
-    "http://1.2.3.999/", "http://1.2.3.4.5/", "http://256.256.256.256/", "http://4294967296/",
-    "http://0x100000000/", "http://1.2.65536/", "http://09.0.0.1/", "http://0x7g.0.0.1/",
-    "http://example.123/", "http://1..1/", "http://.1.2.3/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://1.2.3.999/",
+        "http://1.2.3.4.5/",
+        "http://256.256.256.256/",
+        "http://4294967296/",
+        "http://0x100000000/",
+        "http://1.2.65536/",
+        "http://09.0.0.1/",
+        "http://0x7g.0.0.1/",
+        "http://example.123/",
+        "http://1..1/",
+        "http://.1.2.3/",
+    ],
+)
 def test_numeric_hosts_that_are_not_ipv4_are_invalid(url: str) -> None:
     """A host ending in a number must be a valid IPv4 address, else the URL is bad input."""
     with pytest.raises(InvalidInput) as info:
@@ -481,11 +563,19 @@ def test_internal_names_are_refused(url: str, host: str) -> None:
     )
 
 
-@pytest.mark.parametrize("url", [
-    "https://example.com/", "https://docs.python.org/3/", "https://localhost.example.com/",
-    "https://local.example/", "https://internal.example.org/x", "https://my-corp.com/",
-    "https://a_b.example.com/", "https://127.0.0.1.nip.io/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/",
+        "https://docs.python.org/3/",
+        "https://localhost.example.com/",
+        "https://local.example/",
+        "https://internal.example.org/x",
+        "https://my-corp.com/",
+        "https://a_b.example.com/",
+        "https://127.0.0.1.nip.io/",
+    ],
+)
 def test_public_looking_names_pass_the_literal_guard(url: str) -> None:
     """Names that merely contain an internal word pass (their DNS answers are checked later)."""
     assert not assert_url_allowed(url).is_ip
@@ -494,12 +584,20 @@ def test_public_looking_names_pass_the_literal_guard(url: str) -> None:
 # ----------------------------------------------------------------------- URL tricks
 
 
-@pytest.mark.parametrize(("url", "scheme"), [
-    ("file:///etc/passwd", "file"), ("gopher://127.0.0.1:6379/_", "gopher"),
-    ("ftp://example.com/", "ftp"), ("javascript:alert(1)", "javascript"),
-    ("data:text/html,hi", "data"), ("dict://127.0.0.1:11211/", "dict"),
-    ("ws://example.com/", "ws"), ("FILE:///etc/passwd", "file"), ("jar:http://x/!/", "jar"),
-])
+@pytest.mark.parametrize(
+    ("url", "scheme"),
+    [
+        ("file:///etc/passwd", "file"),
+        ("gopher://127.0.0.1:6379/_", "gopher"),
+        ("ftp://example.com/", "ftp"),
+        ("javascript:alert(1)", "javascript"),
+        ("data:text/html,hi", "data"),
+        ("dict://127.0.0.1:11211/", "dict"),
+        ("ws://example.com/", "ws"),
+        ("FILE:///etc/passwd", "file"),
+        ("jar:http://x/!/", "jar"),
+    ],
+)
 def test_other_schemes_are_refused_by_name(url: str, scheme: str) -> None:
     """Only http and https are read; the refusal names the scheme."""
     with pytest.raises(Refused) as info:
@@ -510,11 +608,18 @@ def test_other_schemes_are_refused_by_name(url: str, scheme: str) -> None:
     )
 
 
-@pytest.mark.parametrize("url", [
-    "http://user:password@example.com/", "http://user@example.com/", "http://@example.com/",
-    "http://:@example.com/", "http://example.com@127.0.0.1/", "http://good.com:80@evil.com/",
-    "http://a@b@c/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:password@example.com/",
+        "http://user@example.com/",
+        "http://@example.com/",
+        "http://:@example.com/",
+        "http://example.com@127.0.0.1/",
+        "http://good.com:80@evil.com/",
+        "http://a@b@c/",
+    ],
+)
 def test_credentials_in_urls_are_refused(url: str) -> None:
     """Any userinfo, even empty, is refused before the host is looked at."""
     with pytest.raises(Refused) as info:
@@ -523,13 +628,34 @@ def test_credentials_in_urls_are_refused(url: str) -> None:
     assert str(info.value) == "refused: URLs with credentials (user:password@) are not allowed"
 
 
-@pytest.mark.parametrize("char", ["\t", "\n", "\r", "\x00", " ", "\x7f", "\x85", "\x0b",
-                                  "\u00a0", "\u2028", "\u3000", "\u202e", "\u200e", "\ufeff",
-                                  "\ud800"])
+@pytest.mark.parametrize(
+    "char",
+    [
+        "\t",
+        "\n",
+        "\r",
+        "\x00",
+        " ",
+        "\x7f",
+        "\x85",
+        "\x0b",
+        "\u00a0",
+        "\u2028",
+        "\u3000",
+        "\u202e",
+        "\u200e",
+        "\ufeff",
+        "\ud800",
+    ],
+)
 def test_control_characters_and_whitespace_are_refused_anywhere(char: str) -> None:
     """Controls, whitespace and bidi marks are refused in the host, the path and at the ends."""
-    for url in (f"http://exa{char}mple.com/", f"http://example.com/a{char}b",
-                f"{char}http://example.com/", f"http://example.com/{char}"):
+    for url in (
+        f"http://exa{char}mple.com/",
+        f"http://example.com/a{char}b",
+        f"{char}http://example.com/",
+        f"http://example.com/{char}",
+    ):
         with pytest.raises(InvalidInput) as info:
             assert_url_allowed(url)
         assert info.value.reason == REASON_CONTROL_CHARACTER
@@ -538,18 +664,28 @@ def test_control_characters_and_whitespace_are_refused_anywhere(char: str) -> No
 
 def test_every_unicode_control_and_space_is_refused() -> None:
     """No code point that is a control, a space or a separator slips through the filter."""
-    bad = [c for c in map(chr, range(0x110000))
-           if c.isspace() or unicodedata.category(c) in ("Cc", "Zs", "Zl", "Zp")]
+    bad = [
+        c
+        for c in map(chr, range(0x110000))
+        if c.isspace() or unicodedata.category(c) in ("Cc", "Zs", "Zl", "Zp")
+    ]
     assert len(bad) > 60
     for char in bad:
         with pytest.raises(InvalidInput):
             parse_url(f"https://example.com/{char}")
 
 
-@pytest.mark.parametrize("url", [
-    "http://evil.com\\@good.com/", "http:\\\\evil.com/", "http:/\\evil.com/",
-    "http://evil.com\\", "https://127.0.0.1\\.good.com/", "http://good.com\\\\evil.com",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://evil.com\\@good.com/",
+        "http:\\\\evil.com/",
+        "http:/\\evil.com/",
+        "http://evil.com\\",
+        "https://127.0.0.1\\.good.com/",
+        "http://good.com\\\\evil.com",
+    ],
+)
 def test_backslashes_in_the_authority_are_refused(url: str) -> None:
     """A backslash where parsers disagree about the host is refused."""
     with pytest.raises(Refused) as info:
@@ -557,36 +693,56 @@ def test_backslashes_in_the_authority_are_refused(url: str) -> None:
     assert info.value.reason == REASON_BACKSLASH
 
 
-@pytest.mark.parametrize(("url", "reason"), [
-    ("http://", REASON_EMPTY_HOST), ("http:///path", REASON_EMPTY_HOST),
-    ("http://:80/", REASON_EMPTY_HOST), ("http://./", REASON_EMPTY_HOST),
-    ("http://?x", REASON_EMPTY_HOST),
-    ("http://example.com:0/", REASON_BAD_PORT), ("http://example.com:65536/", REASON_BAD_PORT),
-    ("http://example.com:99999999999999999999/", REASON_BAD_PORT),
-    ("http://example.com:abc/", REASON_BAD_PORT), ("http://example.com:-1/", REASON_BAD_PORT),
-    ("http://example.com:+80/", REASON_BAD_PORT),
-    ("http://example.com:\uff18\uff10/", REASON_BAD_PORT),
-    ("http://example.com:1_0/", REASON_BAD_PORT), ("http://example.com:80:80/", REASON_BAD_PORT),
-    ("http://[fe80::1%25eth0]/", REASON_ZONE_ID), ("http://[fe80::1%eth0]/", REASON_ZONE_ID),
-    ("http://[::1/", REASON_INVALID_HOST), ("http://[::1]x/", REASON_INVALID_HOST),
-    ("http://[::1::2]/", REASON_INVALID_HOST), ("http://[127.0.0.1]/", REASON_INVALID_HOST),
-    ("http://[::ffff:0177.0.0.1]/", REASON_INVALID_HOST), ("http://a[b].com/", REASON_INVALID_HOST),
-    ("http://[\uff11::1]/", REASON_INVALID_HOST),
-    ("http://a..b/", REASON_INVALID_HOST), ("http://example.com../", REASON_INVALID_HOST),
-    ("http://exa%00mple.com/", REASON_INVALID_HOST), ("http://%zz.com/", REASON_INVALID_HOST),
-    ("http://%ff.com/", REASON_INVALID_HOST),
-    ("http://%2531%2532%2537.0.0.1/", REASON_INVALID_HOST),
-    ("http://exa%40mple.com/", REASON_INVALID_HOST), ("http://ex*ample.com/", REASON_INVALID_HOST),
-    ("http://xn--zz.com/", REASON_INVALID_HOST), ("http://xn--.com/", REASON_INVALID_HOST),
-    ("http://\u200d.com/", REASON_INVALID_HOST),
-    ("http://evil.com\uff0fgood.com/", REASON_INVALID_HOST),
-    ("http://" + "a" * 64 + ".com/", REASON_INVALID_HOST),
-    ("http://" + "a." * 127 + "com/", REASON_INVALID_HOST),
-    ("example.com", REASON_NOT_ABSOLUTE), ("//example.com/", REASON_NOT_ABSOLUTE),
-    ("/relative/path", REASON_NOT_ABSOLUTE), ("http:/example.com/", REASON_NOT_ABSOLUTE),
-    ("http:example.com", REASON_NOT_ABSOLUTE), ("localhost:8080", REASON_NOT_ABSOLUTE),
-    ("example.com:443/x", REASON_NOT_ABSOLUTE), ("", REASON_NOT_ABSOLUTE),
-])
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://", REASON_EMPTY_HOST),
+        ("http:///path", REASON_EMPTY_HOST),
+        ("http://:80/", REASON_EMPTY_HOST),
+        ("http://./", REASON_EMPTY_HOST),
+        ("http://?x", REASON_EMPTY_HOST),
+        ("http://example.com:0/", REASON_BAD_PORT),
+        ("http://example.com:65536/", REASON_BAD_PORT),
+        ("http://example.com:99999999999999999999/", REASON_BAD_PORT),
+        ("http://example.com:abc/", REASON_BAD_PORT),
+        ("http://example.com:-1/", REASON_BAD_PORT),
+        ("http://example.com:+80/", REASON_BAD_PORT),
+        ("http://example.com:\uff18\uff10/", REASON_BAD_PORT),
+        ("http://example.com:1_0/", REASON_BAD_PORT),
+        ("http://example.com:80:80/", REASON_BAD_PORT),
+        ("http://[fe80::1%25eth0]/", REASON_ZONE_ID),
+        ("http://[fe80::1%eth0]/", REASON_ZONE_ID),
+        ("http://[::1/", REASON_INVALID_HOST),
+        ("http://[::1]x/", REASON_INVALID_HOST),
+        ("http://[::1::2]/", REASON_INVALID_HOST),
+        ("http://[127.0.0.1]/", REASON_INVALID_HOST),
+        ("http://[::ffff:0177.0.0.1]/", REASON_INVALID_HOST),
+        ("http://a[b].com/", REASON_INVALID_HOST),
+        ("http://[\uff11::1]/", REASON_INVALID_HOST),
+        ("http://a..b/", REASON_INVALID_HOST),
+        ("http://example.com../", REASON_INVALID_HOST),
+        ("http://exa%00mple.com/", REASON_INVALID_HOST),
+        ("http://%zz.com/", REASON_INVALID_HOST),
+        ("http://%ff.com/", REASON_INVALID_HOST),
+        ("http://%2531%2532%2537.0.0.1/", REASON_INVALID_HOST),
+        ("http://exa%40mple.com/", REASON_INVALID_HOST),
+        ("http://ex*ample.com/", REASON_INVALID_HOST),
+        ("http://xn--zz.com/", REASON_INVALID_HOST),
+        ("http://xn--.com/", REASON_INVALID_HOST),
+        ("http://\u200d.com/", REASON_INVALID_HOST),
+        ("http://evil.com\uff0fgood.com/", REASON_INVALID_HOST),
+        ("http://" + "a" * 64 + ".com/", REASON_INVALID_HOST),
+        ("http://" + "a." * 127 + "com/", REASON_INVALID_HOST),
+        ("example.com", REASON_NOT_ABSOLUTE),
+        ("//example.com/", REASON_NOT_ABSOLUTE),
+        ("/relative/path", REASON_NOT_ABSOLUTE),
+        ("http:/example.com/", REASON_NOT_ABSOLUTE),
+        ("http:example.com", REASON_NOT_ABSOLUTE),
+        ("localhost:8080", REASON_NOT_ABSOLUTE),
+        ("example.com:443/x", REASON_NOT_ABSOLUTE),
+        ("", REASON_NOT_ABSOLUTE),
+    ],
+)
 def test_malformed_urls_are_invalid_input_by_name(url: str, reason: str) -> None:
     """Malformed URLs are InvalidInput with a fixed reason, never a crash."""
     with pytest.raises(InvalidInput) as info:
@@ -641,18 +797,21 @@ def test_the_length_limit_is_exact_and_configurable() -> None:
 # ----------------------------------------------------------------------- IDN hosts
 
 
-@pytest.mark.parametrize(("url", "host"), [
-    ("http://bücher.example/", "xn--bcher-kva.example"),
-    ("http://BÜCHER.Example./", "xn--bcher-kva.example"),
-    ("http://xn--bcher-kva.example/", "xn--bcher-kva.example"),
-    ("http://b%C3%BCcher.example/", "xn--bcher-kva.example"),
-    ("http://\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.com/", "example.com"),
-    ("http://example。com/", "example.com"),
-    ("http://ex\u00adample.com/", "example.com"),  # soft hyphen is ignored by UTS #46
-    ("http://münchen.de/", "xn--mnchen-3ya.de"),
-    ("http://例え.テスト.jp/", "xn--r8jz45g.xn--zckzah.jp"),
-    ("http://faß.de/", "xn--fa-hia.de"),  # non-transitional: ß stays ß
-])
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("http://bücher.example/", "xn--bcher-kva.example"),
+        ("http://BÜCHER.Example./", "xn--bcher-kva.example"),
+        ("http://xn--bcher-kva.example/", "xn--bcher-kva.example"),
+        ("http://b%C3%BCcher.example/", "xn--bcher-kva.example"),
+        ("http://\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.com/", "example.com"),
+        ("http://example。com/", "example.com"),
+        ("http://ex\u00adample.com/", "example.com"),  # soft hyphen is ignored by UTS #46
+        ("http://münchen.de/", "xn--mnchen-3ya.de"),
+        ("http://例え.テスト.jp/", "xn--r8jz45g.xn--zckzah.jp"),
+        ("http://faß.de/", "xn--fa-hia.de"),  # non-transitional: ß stays ß
+    ],
+)
 def test_idn_hosts_are_idna_encoded(url: str, host: str) -> None:
     """Hosts are mapped with UTS #46 and sent in their ASCII form."""
     parsed = assert_url_allowed(url)
@@ -672,37 +831,43 @@ def test_parsed_url_components_are_what_gets_requested() -> None:
     assert parsed.path == "/3/index.html"
 
 
-@pytest.mark.parametrize(("url", "target"), [
-    ("http://example.com", "/"),
-    ("http://example.com?x=1", "/?x=1"),
-    ("http://example.com/?", "/?"),
-    ("http://example.com#frag", "/"),
-    ("http://example.com/a/./b/../c", "/a/c"),
-    ("http://example.com/a/%2e%2E/b", "/b"),
-    ("http://example.com/../../etc/passwd", "/etc/passwd"),
-    ("http://example.com/a/..", "/"),
-    ("http://example.com/a/.", "/a/"),
-    ("http://example.com/a\\b", "/a/b"),
-    ("http://example.com/ä", "/%C3%A4"),
-    ("http://example.com/a<b>\"c\"`{}^", "/a%3Cb%3E%22c%22%60%7B%7D%5E"),
-    ("http://example.com/?q='<x>'&r=ä", "/?q=%27%3Cx%3E%27&r=%C3%A4"),
-    ("http://example.com/%7e%zz?%41", "/%7e%zz?%41"),  # existing escapes are kept as they are
-    ("http://example.com/a?b?c/../d", "/a?b?c/../d"),  # the query is not a path
-])
+@pytest.mark.parametrize(
+    ("url", "target"),
+    [
+        ("http://example.com", "/"),
+        ("http://example.com?x=1", "/?x=1"),
+        ("http://example.com/?", "/?"),
+        ("http://example.com#frag", "/"),
+        ("http://example.com/a/./b/../c", "/a/c"),
+        ("http://example.com/a/%2e%2E/b", "/b"),
+        ("http://example.com/../../etc/passwd", "/etc/passwd"),
+        ("http://example.com/a/..", "/"),
+        ("http://example.com/a/.", "/a/"),
+        ("http://example.com/a\\b", "/a/b"),
+        ("http://example.com/ä", "/%C3%A4"),
+        ('http://example.com/a<b>"c"`{}^', "/a%3Cb%3E%22c%22%60%7B%7D%5E"),
+        ("http://example.com/?q='<x>'&r=ä", "/?q=%27%3Cx%3E%27&r=%C3%A4"),
+        ("http://example.com/%7e%zz?%41", "/%7e%zz?%41"),  # existing escapes are kept as they are
+        ("http://example.com/a?b?c/../d", "/a?b?c/../d"),  # the query is not a path
+    ],
+)
 def test_targets_are_normalised_minimally(url: str, target: str) -> None:
     """Dot segments go, unsafe characters are percent-encoded, escapes are left alone."""
     assert parse_url(url).target == target
 
 
-@pytest.mark.parametrize(("url", "canonical", "port"), [
-    ("http://example.com:80/", "http://example.com/", 80),
-    ("https://example.com:443/", "https://example.com/", 443),
-    ("http://example.com:443/", "http://example.com:443/", 443),
-    ("http://example.com:/", "http://example.com/", 80),
-    ("http://example.com:00080/", "http://example.com/", 80),
-    ("https://[2606:4700::1111]:8443/x", "https://[2606:4700::1111]:8443/x", 8443),
-    ("http://[2606:4700:0:0::1111]/", "http://[2606:4700::1111]/", 80),
-])
+@pytest.mark.parametrize(
+    ("url", "canonical", "port"),
+    [
+        ("http://example.com:80/", "http://example.com/", 80),
+        ("https://example.com:443/", "https://example.com/", 443),
+        ("http://example.com:443/", "http://example.com:443/", 443),
+        ("http://example.com:/", "http://example.com/", 80),
+        ("http://example.com:00080/", "http://example.com/", 80),
+        ("https://[2606:4700::1111]:8443/x", "https://[2606:4700::1111]:8443/x", 8443),
+        ("http://[2606:4700:0:0::1111]/", "http://[2606:4700::1111]/", 80),
+    ],
+)
 def test_canonical_url_and_effective_port(url: str, canonical: str, port: int) -> None:
     """The canonical URL brackets IPv6, omits default ports and always has a path."""
     parsed = parse_url(url)
@@ -723,17 +888,20 @@ def test_a_hand_built_parsed_url_gets_no_trust() -> None:
 # ----------------------------------------------------------------------- redirects
 
 
-@pytest.mark.parametrize(("location", "url"), [
-    ("/next", "https://example.com/next"),
-    ("next", "https://example.com/dir/next"),
-    ("../up?x=1", "https://example.com/up?x=1"),
-    ("?page=2", "https://example.com/dir/page?page=2"),
-    ("#frag", "https://example.com/dir/page"),
-    ("//other.example/p", "https://other.example/p"),
-    ("http://other.example:8080/", "http://other.example:8080/"),
-    ("/\\evil.example/x", "https://evil.example/x"),  # browsers read \ as / here
-    ("https://bücher.example/", "https://xn--bcher-kva.example/"),
-])
+@pytest.mark.parametrize(
+    ("location", "url"),
+    [
+        ("/next", "https://example.com/next"),
+        ("next", "https://example.com/dir/next"),
+        ("../up?x=1", "https://example.com/up?x=1"),
+        ("?page=2", "https://example.com/dir/page?page=2"),
+        ("#frag", "https://example.com/dir/page"),
+        ("//other.example/p", "https://other.example/p"),
+        ("http://other.example:8080/", "http://other.example:8080/"),
+        ("/\\evil.example/x", "https://evil.example/x"),  # browsers read \ as / here
+        ("https://bücher.example/", "https://xn--bcher-kva.example/"),
+    ],
+)
 def test_join_resolves_locations_like_a_browser(location: str, url: str) -> None:
     """A redirect Location resolves against the current URL and is parsed again."""
     assert parse_url("https://example.com/dir/page").join(location).url == url
@@ -756,8 +924,13 @@ def test_joined_locations_still_face_the_guard() -> None:
 
 def test_reason_codes_are_stable_literals() -> None:
     """The reason codes the audit log keys on do not drift."""
-    assert (REASON_SCHEME, REASON_USERINFO, REASON_INTERNAL_ADDRESS, REASON_INTERNAL_NAME,
-            REASON_TOO_LONG, REASON_BACKSLASH) == (
-        "scheme", "userinfo", "internal_address", "internal_name", "too_long", "backslash")
+    assert (
+        REASON_SCHEME,
+        REASON_USERINFO,
+        REASON_INTERNAL_ADDRESS,
+        REASON_INTERNAL_NAME,
+        REASON_TOO_LONG,
+        REASON_BACKSLASH,
+    ) == ("scheme", "userinfo", "internal_address", "internal_name", "too_long", "backslash")
     assert K.SIX_TO_FOUR.value == "6to4"
     assert K.PUBLIC.blocked is False and K.LOOPBACK.blocked is True

@@ -24,35 +24,73 @@ from webward.guard import (
     parse_url,
 )
 
-FAST = settings(max_examples=200, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # The test's own copy of the IANA registries (not the module's table), so a slip in one
 # shows up against the other.
-BLOCKED_V4 = [ipaddress.IPv4Network(n) for n in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-    "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
-    "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-)]
-BLOCKED_V6_IN_GLOBAL_UNICAST = [ipaddress.IPv6Network(n) for n in (
-    "2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20",
-)]
+BLOCKED_V4 = [
+    ipaddress.IPv4Network(n)
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+]
+BLOCKED_V6_IN_GLOBAL_UNICAST = [
+    ipaddress.IPv6Network(n)
+    for n in (
+        "2001::/23",
+        "2001:db8::/32",
+        "2002::/16",
+        "3fff::/20",
+    )
+]
 METADATA_V4 = ["169.254.169.254", "168.63.129.16", "100.100.100.200", "192.0.0.192"]
-PUBLIC_V4 = [ipaddress.IPv4Network(n) for n in (
-    "1.0.0.0/8", "8.0.0.0/7", "11.0.0.0/8", "45.0.0.0/8", "93.184.0.0/16", "104.16.0.0/12",
-)]
-PUBLIC_V6 = [ipaddress.IPv6Network(n) for n in (
-    "2600::/12", "2a00::/12", "2606:4700::/32", "2001:4860::/32",
-)]
+PUBLIC_V4 = [
+    ipaddress.IPv4Network(n)
+    for n in (
+        "1.0.0.0/8",
+        "8.0.0.0/7",
+        "11.0.0.0/8",
+        "45.0.0.0/8",
+        "93.184.0.0/16",
+        "104.16.0.0/12",
+    )
+]
+PUBLIC_V6 = [
+    ipaddress.IPv6Network(n)
+    for n in (
+        "2600::/12",
+        "2a00::/12",
+        "2606:4700::/32",
+        "2001:4860::/32",
+    )
+]
 
 
-def _in_network(networks: list[ipaddress.IPv4Network] | list[ipaddress.IPv6Network]
-                ) -> st.SearchStrategy[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    def pick(net: ipaddress.IPv4Network | ipaddress.IPv6Network
-             ) -> st.SearchStrategy[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+def _in_network(
+    networks: list[ipaddress.IPv4Network] | list[ipaddress.IPv6Network],
+) -> st.SearchStrategy[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    def pick(
+        net: ipaddress.IPv4Network | ipaddress.IPv6Network,
+    ) -> st.SearchStrategy[ipaddress.IPv4Address | ipaddress.IPv6Address]:
         base = int(net.network_address)
         return st.integers(0, net.num_addresses - 1).map(
-            lambda offset: ipaddress.ip_address(base + offset))
+            lambda offset: ipaddress.ip_address(base + offset)
+        )
+
     return st.sampled_from(networks).flatmap(pick)
 
 
@@ -69,14 +107,18 @@ u32 = st.integers(0, 0xFFFF_FFFF)
 # ----------------------------------------------------------------------- never crashes
 
 # Pieces of URLs with the characters parsers disagree about.
-TRICKY = ("abcxyz019.-_%:@[]/\\?#~!$&'()*+,;=\"<>^`{|}"
-          "\u3002\uff0e\uff61\uff11\uff10\u24db\u2460\u00ad\u200d\u00df\u00fc\u0131\u212a")
+TRICKY = (
+    "abcxyz019.-_%:@[]/\\?#~!$&'()*+,;=\"<>^`{|}"
+    "\u3002\uff0e\uff61\uff11\uff10\u24db\u2460\u00ad\u200d\u00df\u00fc\u0131\u212a"
+)
 tricky_text = st.text(alphabet=TRICKY, max_size=30)
 hosts = st.one_of(
     tricky_text,
     st.ip_addresses().map(lambda a: f"[{a}]" if a.version == 6 else str(a)),
-    st.from_regex(r"(0x?[0-9a-fA-F]{0,9}|[0-9]{1,11})(\.(0x?[0-9a-fA-F]{0,4}|[0-9]{1,5})){0,4}\.?",
-                  fullmatch=True),
+    st.from_regex(
+        r"(0x?[0-9a-fA-F]{0,9}|[0-9]{1,11})(\.(0x?[0-9a-fA-F]{0,4}|[0-9]{1,5})){0,4}\.?",
+        fullmatch=True,
+    ),
     st.text(max_size=20),
 )
 urls = st.builds(
@@ -85,18 +127,23 @@ urls = st.builds(
     st.sampled_from(["://", ":/", ":", ":\\\\", ":/\\", ":///"]),
     st.sampled_from(["", "user:pw@", "@", "a\\@"]),
     hosts,
-    st.one_of(st.just(""), st.integers(-5, 70000).map(lambda p: f":{p}"),
-              tricky_text.map(lambda t: ":" + t)),
+    st.one_of(
+        st.just(""),
+        st.integers(-5, 70000).map(lambda p: f":{p}"),
+        tricky_text.map(lambda t: ":" + t),
+    ),
     st.one_of(st.just(""), tricky_text.map(lambda t: "/" + t), st.text(max_size=20)),
 )
 
 # URLs that mostly parse: real-looking hosts (names, IDNs, numbers, IPv6) and hostile paths.
 labels = st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True)
-idn_labels = st.text(alphabet=st.characters(categories=["Ll", "Lu", "Lo", "Nd", "Mn"]),
-                     min_size=1, max_size=8)
+idn_labels = st.text(
+    alphabet=st.characters(categories=["Ll", "Lu", "Lo", "Nd", "Mn"]), min_size=1, max_size=8
+)
 plausible_hosts = st.one_of(
     st.lists(st.one_of(labels, idn_labels), min_size=1, max_size=3).map(
-        lambda parts: ".".join([*parts, "com"])),
+        lambda parts: ".".join([*parts, "com"])
+    ),
     st.ip_addresses().map(lambda a: f"[{a}]" if a.version == 6 else str(a)),
     st.integers(0, 0xFFFF_FFFF).map(str),
 )
@@ -106,8 +153,12 @@ plausible_urls = st.builds(
     st.sampled_from(["http", "https", "HTTPS"]),
     plausible_hosts,
     st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}")),
-    st.one_of(st.just(""), st.text(alphabet=st.one_of(visible, st.sampled_from(TRICKY)),
-                                   max_size=40).map(lambda t: "/" + t)),
+    st.one_of(
+        st.just(""),
+        st.text(alphabet=st.one_of(visible, st.sampled_from(TRICKY)), max_size=40).map(
+            lambda t: "/" + t
+        ),
+    ),
 )
 
 
@@ -191,8 +242,9 @@ def test_ipv6_decisions_match_the_registry(address: ipaddress.IPv6Address) -> No
         assert not found.blocked
 
 
-def _embeddings(v4: ipaddress.IPv4Address, prefix: int, server: int, flags: int, port: int,
-                isatap_u: int) -> dict[str, ipaddress.IPv6Address]:
+def _embeddings(
+    v4: ipaddress.IPv4Address, prefix: int, server: int, flags: int, port: int, isatap_u: int
+) -> dict[str, ipaddress.IPv6Address]:
     n = int(v4)
     return {
         "mapped": ipaddress.IPv6Address(0xFFFF_0000_0000 | n),
@@ -201,11 +253,12 @@ def _embeddings(v4: ipaddress.IPv4Address, prefix: int, server: int, flags: int,
         "nat64-local": ipaddress.IPv6Address((0x64_FF9B_0001 << 80) | n),
         "6to4": ipaddress.IPv6Address((0x2002 << 112) | (n << 80) | (prefix & 0xFFFF_FFFF_FFFF)),
         "teredo": ipaddress.IPv6Address(
-            (0x2001_0000 << 96) | (server << 64) | (flags << 48) | (port << 32)
-            | (~n & 0xFFFF_FFFF)),
+            (0x2001_0000 << 96) | (server << 64) | (flags << 48) | (port << 32) | (~n & 0xFFFF_FFFF)
+        ),
         # A random /64 inside 2600::/12 (public), then the ISATAP interface id.
         "isatap": ipaddress.IPv6Address(
-            (((0x260 << 52) | prefix) << 64) | (isatap_u << 56) | (0x5EFE << 32) | n),
+            (((0x260 << 52) | prefix) << 64) | (isatap_u << 56) | (0x5EFE << 32) | n
+        ),
     }
 
 
@@ -230,8 +283,14 @@ def test_internal_ipv4_is_refused_in_every_ipv6_embedding(
 
 
 @FAST
-@given(st.sampled_from(METADATA_V4).map(ipaddress.IPv4Address), st.integers(0, (1 << 52) - 1),
-       u32, u16, u16, st.sampled_from([0, 2]))
+@given(
+    st.sampled_from(METADATA_V4).map(ipaddress.IPv4Address),
+    st.integers(0, (1 << 52) - 1),
+    u32,
+    u16,
+    u16,
+    st.sampled_from([0, 2]),
+)
 def test_metadata_is_recognised_in_every_ipv6_embedding(
     v4: ipaddress.IPv4Address, prefix: int, server: int, flags: int, port: int, isatap_u: int
 ) -> None:
@@ -273,8 +332,7 @@ def spellings(draw: st.DrawFn) -> tuple[int, str]:
     """A random IPv4 address and one of the ways a resolver or browser spells it."""
     n = draw(u32)
     octets = [(n >> s) & 0xFF for s in (24, 16, 8, 0)]
-    shape = draw(st.sampled_from(["whole", "dotted", "short3", "short2", "fullwidth",
-                                  "percent"]))
+    shape = draw(st.sampled_from(["whole", "dotted", "short3", "short2", "fullwidth", "percent"]))
     pads = draw(st.lists(st.integers(0, 3), min_size=4, max_size=4))
     if shape == "whole":
         parts = [(n, draw(styles))]
@@ -316,8 +374,9 @@ def test_every_ipv4_spelling_gets_the_dotted_quad_decision(case: tuple[int, str]
 
 @FAST
 @given(st.one_of(public_v4, public_v6.filter(lambda a: not is_isatap(a))))
-def test_public_addresses_are_allowed(address: ipaddress.IPv4Address | ipaddress.IPv6Address
-                                      ) -> None:
+def test_public_addresses_are_allowed(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> None:
     """Addresses in public ranges pass the table and the literal guard (decision only)."""
     assert not ip_in_blocked_range(address)
     literal = f"[{address}]" if address.version == 6 else str(address)

@@ -282,7 +282,10 @@ _INSERT = f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({', '.join('?' for 
 def _to_row(r: AuditRecord) -> tuple[Any, ...]:
     # Plain getattr, not dataclasses.asdict: asdict deep-copies every field, and this runs
     # once per call on the hot path.
-    special = {"ts": r.time.timestamp(), "redirects": json.dumps(list(r.redirects), ensure_ascii=False)}
+    special = {
+        "ts": r.time.timestamp(),
+        "redirects": json.dumps(list(r.redirects), ensure_ascii=False),
+    }
     return tuple(special[f] if f in special else getattr(r, f) for f in _FIELDS)
 
 

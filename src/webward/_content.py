@@ -40,17 +40,38 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "application/markdown"})
 # application/* types that are text although their top-level type does not say so.
 _TEXT_APPLICATION = {
-    "application/json", "application/xml", "application/javascript", "application/ecmascript",
-    "application/x-javascript", "application/x-yaml", "application/yaml", "application/toml",
-    "application/x-ndjson", "application/ndjson", "application/csv", "application/sql",
-    "application/graphql", "application/x-sh", "application/x-httpd-php", "application/x-tex",
-    "application/rtf", "application/x-subrip", "application/markdown",
+    "application/json",
+    "application/xml",
+    "application/javascript",
+    "application/ecmascript",
+    "application/x-javascript",
+    "application/x-yaml",
+    "application/yaml",
+    "application/toml",
+    "application/x-ndjson",
+    "application/ndjson",
+    "application/csv",
+    "application/sql",
+    "application/graphql",
+    "application/x-sh",
+    "application/x-httpd-php",
+    "application/x-tex",
+    "application/rtf",
+    "application/x-subrip",
+    "application/markdown",
 }
 # Declared types that say nothing: the bytes decide.
 _UNKNOWN_TYPES = {
-    "", "application/octet-stream", "binary/octet-stream", "application/unknown",
-    "unknown/unknown", "application/x-unknown", "application/binary", "application/download",
-    "application/force-download", "application/x-download",
+    "",
+    "application/octet-stream",
+    "binary/octet-stream",
+    "application/unknown",
+    "unknown/unknown",
+    "application/x-unknown",
+    "application/binary",
+    "application/download",
+    "application/force-download",
+    "application/x-download",
 }
 PDF = "application/pdf"
 
@@ -109,9 +130,20 @@ def body_cap(media_type: str | None, limits: LimitsSettings) -> tuple[int, bool]
 
 # Signatures of common binary formats; each holds a byte no text file starts with.
 _BINARY_MAGIC = (
-    b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"7z\xbc\xaf\x27\x1c", b"Rar!\x1a\x07",
-    b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x7fELF", b"\x00asm", b"\x1aE\xdf\xa3",
-    b"\xd0\xcf\x11\xe0", b"\xca\xfe\xba\xbe", b"SQLite format 3\x00", b"OggS\x00",
+    b"PK\x03\x04",
+    b"PK\x05\x06",
+    b"\x1f\x8b",
+    b"7z\xbc\xaf\x27\x1c",
+    b"Rar!\x1a\x07",
+    b"\xfd7zXZ\x00",
+    b"\x28\xb5\x2f\xfd",
+    b"\x7fELF",
+    b"\x00asm",
+    b"\x1aE\xdf\xa3",
+    b"\xd0\xcf\x11\xe0",
+    b"\xca\xfe\xba\xbe",
+    b"SQLite format 3\x00",
+    b"OggS\x00",
 )
 # The HTML patterns of the WHATWG MIME Sniffing Standard (section 7.1), checked after leading
 # whitespace: "<!DOCTYPE HTML", "<HTML", "<HEAD", ... each followed by a space or ">".

@@ -414,9 +414,7 @@ def _to_address(ip: object) -> IPAddress:
             return _to_address(ipaddress.ip_address(ip))
         except ValueError:
             pass
-    raise InvalidInput(
-        f"{_shorten(repr(ip))} is not an IP address", reason=REASON_INVALID_ADDRESS
-    )
+    raise InvalidInput(f"{_shorten(repr(ip))} is not an IP address", reason=REASON_INVALID_ADDRESS)
 
 
 def _networks(allow: Iterable[IPNetwork | str]) -> tuple[IPNetwork, ...]:
@@ -531,8 +529,9 @@ class ParsedURL:
         _refuse_bad_characters(location)
         # Browsers read a backslash before the query as a slash in http(s) URLs, so
         # "/\\evil.example" leads to evil.example; follow them, then guard what they would reach.
-        cut = min((i for i in (location.find("?"), location.find("#")) if i >= 0),
-                  default=len(location))
+        cut = min(
+            (i for i in (location.find("?"), location.find("#")) if i >= 0), default=len(location)
+        )
         location = location[:cut].replace("\\", "/") + location[cut:]
         try:
             joined = urljoin(self.url, location)
@@ -717,7 +716,9 @@ def _ends_in_number(last: str) -> bool:
     return (last.isascii() and last.isdigit()) or _HEX_RE.fullmatch(last) is not None
 
 
-_DOTTED_QUAD_RE = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")
+_DOTTED_QUAD_RE = re.compile(
+    r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+)
 
 
 def _parse_ipv4(parts: list[str], shown: str) -> ipaddress.IPv4Address:
