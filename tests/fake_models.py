@@ -224,7 +224,7 @@ class FakeModelAPI:
 
     vendor: str  # "anthropic" | "openai"
     replies: list[Reply]
-    key: str = API_KEY
+    key: str | None = API_KEY  # None: a local server that wants no key header at all
     bodies: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     base_url: str = ""
@@ -275,11 +275,13 @@ class FakeModelAPI:
             problems.append("the content-type is not JSON")
         if self.vendor == "anthropic":
             if req.headers.get("x-api-key") != self.key:
-                problems.append("x-api-key is missing or wrong")
+                problems.append("x-api-key is missing, wrong or not expected")
             if req.headers.get("anthropic-version") != "2023-06-01":
                 problems.append("anthropic-version is missing")
-        elif req.headers.get("authorization") != f"Bearer {self.key}":
-            problems.append("the bearer token is missing or wrong")
+        elif req.headers.get("authorization") != (
+            None if self.key is None else f"Bearer {self.key}"
+        ):
+            problems.append("the bearer token is missing, wrong or not expected")
         return problems
 
     def messages(self, request: int) -> list[dict[str, Any]]:
@@ -290,7 +292,7 @@ class FakeModelAPI:
 
 @contextmanager
 def fake_model_api(
-    vendor: str, replies: Sequence[Reply], *, key: str = API_KEY
+    vendor: str, replies: Sequence[Reply], *, key: str | None = API_KEY
 ) -> Iterator[FakeModelAPI]:
     """Serve a scripted ``vendor`` API ("anthropic" or "openai") on 127.0.0.1 for the block.
 

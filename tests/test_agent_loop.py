@@ -4,7 +4,10 @@ and a PDF served on loopback and a fake Brave search."""
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -549,9 +552,12 @@ def test_ask_prints_the_answer_and_verbose_calls(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
     isolated_credentials: None,
 ) -> None:
-    """`webward ask` runs the research agent, prints the answer, and with --verbose each call."""
+    """`webward ask` runs the research agent, prints the answer, and with --verbose each call;
+    no base64 reaches stdout, stderr or the log."""
+    caplog.set_level(logging.DEBUG, logger="webward")
     monkeypatch.setenv("BRAVE_SEARCH_API_KEY", "brave-key")
     monkeypatch.setenv("ANTHROPIC_API_KEY" if vendor == "anthropic" else "OPENAI_API_KEY", API_KEY)
     config = write_config(tmp_path, brave.base)
@@ -577,8 +583,15 @@ def test_ask_prints_the_answer_and_verbose_calls(
     assert out.startswith("Revenue grew twelve percent. Sources: ")
     assert 'webward: turn 1: web_search {"query": "quarterly results revenue"} -> ok, ' in err
     assert "[image image/png, " in err and "[document report.pdf, " in err
-    assert png_bytes()[:3].hex() not in err
+    for data in (png_bytes(), pdf_bytes("Revenue grew twelve percent.")):
+        encoded = base64.b64encode(data).decode()
+        assert encoded[:24] not in out + err and encoded[-24:] not in out + err
+    assert re.search(r"[A-Za-z0-9+/=]{100,}", out + err) is None  # no base64 of anything
     assert "base64" not in err
+    # Nor in the log: the run loop logs each call's summary, never its content.
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "web_fetch -> ok" in logged and "[image image/png, " in logged
+    assert re.search(r"[A-Za-z0-9+/=]{100,}", logged) is None
 
 
 def test_ask_json_reports_the_run(
@@ -626,6 +639,58 @@ def test_ask_json_reports_the_run(
     assert len(out) < 5000  # summaries, never the image or PDF bytes
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_ask_passes_model_tier_turns_and_tokens_through(
+    vendor: str,
+    site: LocalServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    isolated_credentials: None,
+) -> None:
+    """--tier as-owner makes the read a refusal the model is told about, --max-turns 2 stops a
+    model that keeps calling tools, and --model / --max-tokens reach the request body."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY" if vendor == "anthropic" else "OPENAI_API_KEY", API_KEY)
+    script = [
+        reply(vendor, "", [(f"f{i}", "web_fetch", {"url": site.url("/results")})]) for i in range(3)
+    ]
+    with fake_model_api(vendor, script) as fake:
+        code = main(
+            [
+                "ask",
+                "Q?",
+                "--provider",
+                vendor,
+                "--model",
+                "my-model",
+                "--base-url",
+                fake.base_url,
+                "--tier",
+                "as-owner",
+                "--max-turns",
+                "2",
+                "--max-tokens",
+                "321",
+                "--config",
+                str(write_config(tmp_path, None)),
+                "--json",
+            ]
+        )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert fake.problems == []
+    assert len(fake.bodies) == 2
+    assert {b["model"] for b in fake.bodies} == {"my-model"}
+    token_field = "max_tokens" if vendor == "anthropic" else "max_completion_tokens"
+    assert {b[token_field] for b in fake.bodies} == {321}
+    data = json.loads(out)
+    assert (data["tier"], data["turns"], data["stoppedAtCeiling"]) == ("as-owner", 2, True)
+    assert [c["isError"] for c in data["toolCalls"]] == [True]
+    assert data["toolCalls"][0]["summary"].startswith("error: refused")
+    assert "[stopped: the run reached its limit of 2 turns" in data["answer"]
+    assert site.requests == []  # the refused read never reached the site
+
+
 def test_ask_without_a_search_provider_still_answers(
     site: LocalServer,
     tmp_path: Path,
@@ -667,15 +732,45 @@ def test_ask_without_a_search_provider_still_answers(
 @pytest.mark.parametrize(
     ("vendor", "variable"), [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")]
 )
+@pytest.mark.parametrize("base_url", [None, "https://models.invalid/v1"])
 def test_ask_without_a_key_exits_2_naming_the_variable(
     vendor: str,
     variable: str,
+    base_url: str | None,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     isolated_credentials: None,
 ) -> None:
-    """A missing model key is bad usage: exit 2 and a message naming the variable to set."""
-    with fake_model_api(vendor, []) as fake:
+    """A missing key for a hosted API (the default base URL, or any public host) is bad usage:
+    exit 2 naming the variable, before any model client exists (``.invalid`` never resolves)."""
+    argv = ["ask", "Q?", "--provider", vendor, "--model", "m"]
+    argv += ["--config", str(write_config(tmp_path, None))]
+    if base_url is not None:
+        argv += ["--base-url", base_url]
+    code = main(argv)
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert (
+        err == f"webward: no key for the {vendor} API: set {variable} in the environment or run "
+        f"`webward credentials set {variable}`\n"
+    )
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_ask_without_a_key_on_a_local_server_sends_no_key(
+    vendor: str,
+    site: LocalServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    isolated_credentials: None,
+) -> None:
+    """With --base-url on loopback (a local Ollama, vLLM ...) a missing key is fine: the run
+    answers and the server sees no Authorization / x-api-key header at all."""
+    script = [
+        reply(vendor, "", [("f1", "web_fetch", {"url": site.url("/results")})]),
+        reply(vendor, "Revenue grew twelve percent."),
+    ]
+    with fake_model_api(vendor, script, key=None) as fake:
         code = main(
             [
                 "ask",
@@ -683,20 +778,50 @@ def test_ask_without_a_key_exits_2_naming_the_variable(
                 "--provider",
                 vendor,
                 "--model",
-                "m",
+                "llama3",
                 "--base-url",
                 fake.base_url,
                 "--config",
                 str(write_config(tmp_path, None)),
+                "--verbose",
             ]
         )
-        assert fake.bodies == []
-    _, err = capsys.readouterr()
-    assert code == 2
-    assert (
-        err == f"webward: no key for the {vendor} API: set {variable} in the environment or run "
-        f"`webward credentials set {variable}`\n"
-    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert fake.problems == []  # includes: no key header was sent
+    assert len(fake.bodies) == 2
+    assert out == "Revenue grew twelve percent.\n"
+    variable = "ANTHROPIC_API_KEY" if vendor == "anthropic" else "OPENAI_API_KEY"
+    assert f"webward: no {variable}; sending no key to the local server at {fake.base_url}" in err
+
+
+@pytest.mark.parametrize(
+    ("base_url", "optional"),
+    [
+        ("http://127.0.0.1:11434/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://10.0.0.7:8000/v1", True),
+        ("http://192.168.1.20:1234/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://gpu-box:8000/v1", True),
+        ("http://ollama.lan/v1", True),
+        ("https://vllm.internal/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("https://openrouter.ai/api/v1", False),
+        ("http://8.8.8.8/v1", False),
+        ("http://[2606:4700::1111]/v1", False),
+        ("https://user:pw@127.0.0.1/v1", False),
+        (None, False),
+        ("", False),
+    ],
+)
+def test_a_key_is_optional_only_for_an_explicit_local_base_url(
+    base_url: str | None, optional: bool
+) -> None:
+    """The decision alone (no DNS, no connection): loopback, private and internal names only."""
+    from webward._cmd_ask import key_optional
+
+    assert key_optional(base_url) is optional
 
 
 def test_ask_model_api_error_exits_1_with_one_sentence(

@@ -357,3 +357,24 @@ def test_reply_parsers_take_any_json_and_fail_only_with_upstream_errors(
             parse(body)
         except UpstreamError as exc:
             assert exc.message.startswith("the ")
+
+
+def test_the_runtime_imports_neither_vendor_sdk() -> None:
+    """webward speaks both wire formats itself: no module imports anthropic or openai, which are
+    test-only dependencies used to validate the shapes."""
+    import ast
+    from pathlib import Path
+
+    import webward
+
+    package = Path(webward.__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            vendors = [n for n in names if n.split(".")[0] in ("anthropic", "openai")]
+            assert vendors == [], f"{path.name} imports {vendors}"

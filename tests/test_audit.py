@@ -39,7 +39,7 @@ def record(decision: str = "allowed", minutes: int = 0, **fields: object) -> Aud
         "tier": "connected",
         "capability": "web:page.fetch@1",
         "target": "https://example.org/a",
-        "reason": "ok",
+        "reason": "allowed",
         "time": T0 + dt.timedelta(minutes=minutes),
     }
     base.update(fields)
@@ -193,7 +193,7 @@ _WRITER = textwrap.dedent(
         sink = SQLiteAuditSink(state_dir)
         for i in range(50):
             await sink.write(AuditRecord.create(
-                decision="allowed", reason="ok", agent=agent, tier="connected",
+                decision="allowed", reason="allowed", agent=agent, tier="connected",
                 capability="web:page.fetch@1", target=f"https://example.org/{agent}/{i}"))
         await sink.aclose()
 
@@ -284,7 +284,7 @@ def test_cli_table_is_aligned(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert lines[0].split() == [
         "TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS", "TARGET",
     ]  # fmt: skip
-    assert lines[1].split()[4:] == ["allowed", "ok", "200", "https://example.org/a"]
+    assert lines[1].split()[4:] == ["allowed", "allowed", "200", "https://example.org/a"]
     assert lines[2].endswith("bad\\nurl\\x1b[2J")
     starts = {
         line.index(word)

@@ -113,3 +113,127 @@ def test_default_tier_as_owner_refuses_unlisted_hosts() -> None:
     out = run("fetch", "https://example.org/", env={"WEBWARD_ALLOW_RANGES": ""})
     assert out.returncode == 3
     assert "as-owner" in out.stderr
+
+
+def test_links_are_listed_for_people(config: Path) -> None:
+    """--links prints the page's outbound links, numbered, absolute, with their anchor text."""
+    html = (
+        '<html><body><p>Read <a href="/docs">the docs</a> and <a href="https://example.org/x">'
+        "an outside page</a>; this paragraph is long enough to be the main content.</p>"
+        "</body></html>"
+    )
+    with serve(routes={"/": respond(200, html)}) as srv:
+        out = run("fetch", srv.url("/"), "--links", "--config", str(config))
+        plain = run("fetch", srv.url("/"), "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    tail = out.stdout.split("\nlinks:\n", 1)[1].splitlines()
+    assert tail == [
+        f"   1. the docs <{srv.url('/docs')}>",
+        "   2. an outside page <https://example.org/x>",
+    ]
+    assert "links:" not in plain.stdout
+
+
+def test_links_in_json_are_the_wire_model(config: Path) -> None:
+    """--links --json adds the links array of url and text."""
+    with serve(routes={"/": respond(200, '<p><a href="/a">A link</a> in a sentence.</p>')}) as srv:
+        out = run("fetch", srv.url("/"), "--links", "--json", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["links"] == [{"url": srv.url("/a"), "text": "A link"}]
+
+
+def test_offset_pages_through_a_long_page(config: Path) -> None:
+    """--offset continues where the header says, and the last window has no hint."""
+    text = "".join(f"line {i:05d}\n" for i in range(5000))  # 55,000 characters
+    with serve(routes={"/": respond(200, text, "text/plain")}) as srv:
+        first = run("fetch", srv.url("/"), "--config", str(config))
+        second = run("fetch", srv.url("/"), "--offset", "40000", "--config", str(config))
+    assert "showing characters 0\u201340000 of 55000; pass offset=40000 to continue" in first.stdout
+    assert "showing characters 40000\u201355000 of 55000\n" in second.stdout
+    assert "pass offset" not in second.stdout
+
+
+@pytest.mark.parametrize("offset", ["\u00b2", "\u0661\u0662", "1e3", "-0", "12abc"])
+def test_odd_offsets_exit_2_by_name(config: Path, offset: str) -> None:
+    """Superscript and non-ASCII digits, exponents and signs are bad input, never a crash."""
+    out = run("fetch", "http://127.0.0.1:9/", "--offset", offset, "--config", str(config))
+    assert out.returncode == 2
+    assert out.stderr.strip() == "webward: offset must be a non-negative whole number"
+
+
+def test_images_print_their_summary_and_json_carries_the_bytes(config: Path) -> None:
+    """For people an image is its one-line summary (no base64); --json carries the part."""
+    import base64
+
+    from fake_models import png_bytes
+
+    data = png_bytes()
+    with serve(routes={"/chart.png": respond(200, data, "image/png")}) as srv:
+        plain = run("fetch", srv.url("/chart.png"), "--config", str(config))
+        wire = run("fetch", srv.url("/chart.png"), "--json", "--config", str(config))
+    assert plain.returncode == 0, plain.stderr
+    assert f"[image image/png, {len(data)} bytes]" in plain.stdout
+    assert base64.b64encode(data).decode() not in plain.stdout
+    part = json.loads(wire.stdout)["parts"][0]
+    assert base64.b64decode(part["data"]) == data and part["name"] == "chart.png"
+
+
+def test_too_large_exits_3_with_its_code(config: Path) -> None:
+    """An over-cap image is a refusal: exit 3, code too_large."""
+    big = b"\x89PNG\r\n\x1a\n" + b"\0" * (5 * 1024 * 1024)
+    with serve(routes={"/big.png": respond(200, big, "image/png")}) as srv:
+        out = run("fetch", srv.url("/big.png"), "--json", "--config", str(config))
+    assert out.returncode == 3
+    assert json.loads(out.stdout)["error"]["code"] == "too_large"
+
+
+def test_upstream_failure_json_is_the_error_model(config: Path) -> None:
+    """With --json an HTTP error is the error model (upstream_error) on stdout, exit 1."""
+    with serve(routes={"/500": respond(500, "boom")}) as srv:
+        out = run("fetch", srv.url("/500"), "--json", "--config", str(config))
+    assert out.returncode == 1
+    error = json.loads(out.stdout)["error"]
+    assert error["code"] == "upstream_error" and "500" in error["message"]
+
+
+def test_tier_and_agent_flags_decide_the_tier(config: Path, tmp_path: Path) -> None:
+    """--tier overrides the configured tier; --agent picks the agent's tier from the config."""
+    agents = tmp_path / "agents.toml"
+    agents.write_text(config.read_text() + '[agents.bot]\ntier = "as-owner"\n')
+    with serve(routes={"/": respond(200, "<p>hello</p>")}) as srv:
+        as_owner = run("fetch", srv.url("/"), "--tier", "as-owner", "--config", str(config))
+        bot = run("fetch", srv.url("/"), "--agent", "bot", "--config", str(agents))
+        bot_up = run(
+            "fetch", srv.url("/"), "--agent", "bot", "--tier", "connected", "--config", str(agents)
+        )
+        bad = run("fetch", srv.url("/"), "--tier", "root", "--config", str(config))
+        assert len(srv.requests) == 1
+    assert as_owner.returncode == 3 and "as-owner" in as_owner.stderr
+    assert bot.returncode == 3 and "bot" in bot.stderr
+    assert bot_up.returncode == 0, bot_up.stderr
+    assert bad.returncode == 2
+
+
+def test_state_dir_and_config_come_from_the_environment(tmp_path: Path, config: Path) -> None:
+    """WEBWARD_CONFIG names the config file; WEBWARD_STATE_DIR is where the audit log and the
+    shared limits live."""
+    state = tmp_path / "elsewhere"
+    env = {"WEBWARD_CONFIG": str(config), "WEBWARD_STATE_DIR": str(state)}
+    with serve(routes={"/": respond(200, "<p>state</p>")}) as srv:
+        out = run("fetch", srv.url("/"), env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (state / "audit.db").is_file()
+    assert (state / "limits.db").is_file()
+
+
+def test_environment_allow_ranges_override_the_file(tmp_path: Path) -> None:
+    """WEBWARD_ALLOW_RANGES beats the config file: emptied, the local server is refused."""
+    path = tmp_path / "webward.toml"
+    path.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\nrobots = false\n'
+    )
+    with serve(routes={"/": respond(200, "<p>x</p>")}) as srv:
+        out = run("fetch", srv.url("/"), "--config", str(path), env={"WEBWARD_ALLOW_RANGES": ""})
+        assert srv.accepts == 0
+    assert out.returncode == 3
+    assert "internal address" in out.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import socket
 import struct
+import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
@@ -360,3 +361,237 @@ async def test_hop_to_unix_socket_is_never_possible() -> None:
     backend = PinnedBackend(StaticResolver({}))
     with pytest.raises(Refused):
         await backend.connect_unix_socket("/var/run/docker.sock")
+
+
+# ---- every refused target, proven unconnected -----------------------------------------------
+
+# Spellings of 127.0.0.2 that resolvers or browsers accept; 127.0.0.2 is outside allow_ranges.
+_INTERNAL_SPELLINGS = [
+    "127.0.0.2",
+    "2130706434",
+    "0177.0.0.2",
+    "0x7f.0.0.2",
+    "0x7f000002",
+    "127.2",
+    "127.0.2",
+    "%31%32%37.0.0.2",
+    "\uff11\uff12\uff17.\uff10.\uff10.\uff12",
+    "127\u30020\u30020\u30022",
+    "127.0.0.2.",
+    "[::ffff:127.0.0.2]",
+    "[::ffff:7f00:2]",
+    "[0:0:0:0:0:ffff:127.0.0.2]",
+    "[::127.0.0.2]",
+    "[64:ff9b::127.0.0.2]",
+    "[64:ff9b:1::7f00:2]",
+    "[2002:7f00:2::]",
+    "[::1]",
+    "0.0.0.0",
+    "0",
+]
+
+# Internal names; in these tests they resolve to 127.0.0.2 *inside* allow_ranges, so only the
+# name rule stands between the request and the listener.
+_INTERNAL_NAMES = [
+    "localhost",
+    "app.localhost",
+    "printer.local",
+    "db.internal",
+    "nas.home.arpa",
+    "api.default.svc.cluster.local",
+    "metadata.google.internal",
+    "metadata",
+    "intranet",
+]
+
+
+def _names_web(**policy: Any) -> Web:
+    """A Web where 127.0.0.2 is an allowed range and every test name resolves to it."""
+    table = {name: ["127.0.0.2"] for name in [*_INTERNAL_NAMES, "ok.example"]}
+    s = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32", "127.0.0.2/32"]},
+            "policy": {"default_tier": "connected", "robots": False, **policy},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+        }
+    )
+    return Web(s, StaticResolver(table), audit=MemoryAuditSink())
+
+
+@pytest.mark.parametrize("host", _INTERNAL_SPELLINGS)
+async def test_every_spelling_of_an_internal_address_is_refused_unconnected(
+    internal: LocalServer, host: str
+) -> None:
+    """Each spelling of an internal address is refused by Web.fetch; the listener on
+    127.0.0.2 sees no connection."""
+    async with web() as w:
+        with pytest.raises(Refused) as err:
+            await w.fetch(f"http://{host}:{internal.port}/")
+    assert err.value.reason == "internal_address"
+    assert internal.accepts == 0
+
+
+@pytest.mark.parametrize("host", _INTERNAL_NAMES)
+async def test_every_internal_name_is_refused_unconnected(internal: LocalServer, host: str) -> None:
+    """Internal names are refused by name although their address is in allow_ranges."""
+    async with _names_web() as w:
+        with pytest.raises(Refused) as err:
+            await w.fetch(f"http://{host}:{internal.port}/")
+    assert err.value.reason == "internal_name"
+    assert internal.accepts == 0
+
+
+async def test_the_listener_does_count_a_connection(internal: LocalServer) -> None:
+    """The control for the tests above: an allowed name resolving to 127.0.0.2 is read, and
+    the listener counts it, so its zero elsewhere means something."""
+    async with _names_web() as w:
+        page = await w.fetch(f"http://ok.example:{internal.port}/")
+    assert "secret" in page.content
+    assert internal.accepts == 1
+
+
+@pytest.mark.parametrize(
+    ("template", "error", "reason"),
+    [
+        ("http://user:pw@ok.example:{port}/", Refused, "userinfo"),
+        ("http://@ok.example:{port}/", Refused, "userinfo"),
+        ("http://ok.example:{port}\\@evil.example/", Refused, "backslash"),
+        ("http:\\\\ok.example:{port}/", Refused, "backslash"),
+        ("gopher://ok.example:{port}/", Refused, "scheme"),
+        ("ftp://ok.example:{port}/", Refused, "scheme"),
+        ("file:///etc/passwd", Refused, "scheme"),
+        ("http://ok.example:{port}/a b", InvalidInput, "control_character"),
+        ("http://ok.example:{port}/\x00", InvalidInput, "control_character"),
+        (" http://ok.example:{port}/", InvalidInput, "control_character"),
+        ("http://ok.example:0/", InvalidInput, "bad_port"),
+        ("http://:{port}/", InvalidInput, "empty_host"),
+        ("http://[fe80::1%25lo]:{port}/", InvalidInput, "zone_id"),
+        ("http://ok.example:{port}/" + "a" * 2100, InvalidInput, "too_long"),
+        ("ok.example:{port}/", InvalidInput, "not_absolute"),
+    ],
+)
+async def test_every_url_trick_is_refused_unconnected(
+    internal: LocalServer, template: str, error: type[Exception], reason: str
+) -> None:
+    """Credentials, backslashes, other schemes, controls, bad ports, empty hosts, zone ids
+    and overlong URLs are refused before any connection, though the host would be allowed."""
+    async with _names_web() as w:
+        with pytest.raises(error) as err:
+            await w.fetch(template.format(port=internal.port))
+    assert getattr(err.value, "reason", None) == reason
+    assert internal.accepts == 0
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "2130706434", "[::ffff:127.0.0.2]", "0x7f.2"])
+async def test_redirects_to_internal_spellings_are_refused_unconnected(
+    internal: LocalServer, host: str
+) -> None:
+    """A redirect hop to any spelling of an internal address is refused before connecting."""
+    with serve(routes={"/go": redirect(f"http://{host}:{internal.port}/")}) as srv:
+        async with web() as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/go"))
+    assert err.value.reason == "internal_address"
+    assert internal.accepts == 0
+
+
+@pytest.mark.parametrize("host", ["localhost", "db.internal", "intranet"])
+async def test_redirects_to_internal_names_are_refused_unconnected(
+    internal: LocalServer, host: str
+) -> None:
+    """A redirect hop to an internal name is refused by name, before connecting."""
+    with serve(routes={"/go": redirect(f"http://{host}:{internal.port}/")}) as srv:
+        async with _names_web() as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/go"))
+    assert err.value.reason == "internal_name"
+    assert internal.accepts == 0
+
+
+async def test_policy_refusals_never_connect(internal: LocalServer) -> None:
+    """A host off the as-owner allow-list, or on the deny-list, is refused unconnected."""
+    async with _names_web(default_tier="as-owner", allow=["other.example"]) as w:
+        with pytest.raises(Refused) as err:
+            await w.fetch(f"http://ok.example:{internal.port}/")
+    assert "allow-list" in err.value.message
+    async with _names_web(deny=["ok.example"]) as w:
+        with pytest.raises(Refused):
+            await w.fetch(f"http://ok.example:{internal.port}/")
+    assert internal.accepts == 0
+
+
+async def test_a_redirect_hop_faces_the_policy_again(internal: LocalServer) -> None:
+    """as-owner may read ok.example; its redirect to a host off the allow-list is refused
+    before that host is connected."""
+    with serve(routes={"/go": redirect(f"http://other.example:{internal.port}/")}) as srv:
+        resolver = StaticResolver({"ok.example": ["127.0.0.1"], "other.example": ["127.0.0.2"]})
+        s = Settings().replace(
+            {
+                "network": {"allow_ranges": ["127.0.0.1/32", "127.0.0.2/32"]},
+                "policy": {"default_tier": "as-owner", "allow": ["ok.example"], "robots": False},
+            }
+        )
+        async with Web(s, resolver, audit=MemoryAuditSink()) as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(f"http://ok.example:{srv.port}/go")
+    assert "other.example" in err.value.message
+    assert [r.path for r in srv.requests] == ["/go"]
+    assert internal.accepts == 0
+
+
+# ---- more hostile servers --------------------------------------------------------------------
+
+
+def _slow_redirect(to: str, delay_s: float) -> Any:
+    def handler(req: Request, sock: socket.socket) -> None:
+        time.sleep(delay_s)
+        redirect(to)(req, sock)
+
+    return handler
+
+
+async def test_the_deadline_covers_all_redirect_hops() -> None:
+    """Each hop answers well inside the deadline, but the chain does not: the whole read is
+    stopped at the deadline, redirects included."""
+    with serve() as srv:
+        for i in range(6):
+            srv.routes[f"/{i}"] = _slow_redirect(f"/{i + 1}", 0.4)
+        srv.routes["/6"] = respond(200, "too late")
+        async with web(limits={"fetch_timeout_s": 1.0}) as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(srv.url("/0"))
+    assert err.value.code == "timeout"
+    assert err.value.reason == "deadline"
+    assert "/6" not in [r.path for r in srv.requests]
+
+
+def _long_body(req: Request, sock: socket.socket) -> None:
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n"
+        + b"hello and then a lot more that was never announced"
+    )
+
+
+def _bad_length(req: Request, sock: socket.socket) -> None:
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: lots\r\n\r\nhello"
+    )
+
+
+async def test_a_body_longer_than_its_content_length_is_cut_at_the_length() -> None:
+    """Bytes past the announced Content-Length are never read as part of the page."""
+    with serve(routes={"/long": _long_body}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/long"))
+    assert "hello" in page.content
+    assert "announced" not in page.content
+
+
+async def test_a_malformed_content_length_is_an_upstream_error() -> None:
+    """A Content-Length that is not a number is a broken response, reported by message."""
+    with serve(routes={"/bad": _bad_length}) as srv:
+        async with web() as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(srv.url("/bad"))
+    assert err.value.reason == "broken"
+    assert srv.host in err.value.message

@@ -405,6 +405,29 @@ async def test_wrong_method_unknown_path_health_and_openapi(
     assert doc.json() == openapi_document()
 
 
+@pytest.mark.anyio
+async def test_a_root_path_mount_reaches_the_same_checks(tmp_path: Path, site: Any) -> None:
+    """Mounted under a root path (a proxy's prefix), the capability routes go through Starlette
+    to the same handler: auth, body checks and the page model, as on the direct path."""
+    settings = load(tmp_path)
+    audit = MemoryAuditSink()
+    async with loopback_web(settings, audit) as web:
+        transport = httpx.ASGITransport(app=create_app(settings, web), root_path="/webward")
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            url = "/webward" + FETCH_PATH
+            ok = await c.post(url, json={"url": site.url("/mounted")}, headers=auth("alice"))
+            assert ok.status_code == 200 and ok.json()["finalUrl"] == site.url("/mounted")
+            assert ok.headers["cache-control"] == "no-store"
+            assert_error(await c.post(url, json={"url": site.url("/x")}), 401, "refused")
+            assert_error(
+                await c.post(url, json={"url": 1}, headers=auth("alice")), 400, "invalid_input"
+            )
+            assert_error(await c.get(url, headers=auth("alice")), 405, "invalid_input")
+            health = await c.get("/webward/healthz")
+            assert health.json() == {"status": "ok"}
+    assert [(r.agent, r.decision) for r in audit.records] == [("alice", "allowed")]
+
+
 # ---- status mapping for the core's errors ------------------------------------------------
 
 
@@ -521,6 +544,52 @@ async def test_thirty_concurrent_requests_from_three_agents(
     assert all(rec.decision == "allowed" for rec in audit.records)
 
 
+@pytest.mark.anyio
+async def test_agents_share_one_cache_limiter_and_breaker(
+    tmp_path: Path, client: httpx.AsyncClient
+) -> None:
+    """One process, one Web: a page alice read is served to dave from the cache, the host's
+    rate limit counts both agents' reads, and a circuit alice's failures opened stays open
+    for dave."""
+    settings = load(tmp_path)
+    with (
+        serve(routes={"/page": respond(200, PAGE.format("shared"))}) as site,
+        running_gateway(settings, lambda: loopback_web(settings, MemoryAuditSink())) as base,
+    ):
+        url = base + FETCH_PATH
+        first = await client.post(url, json={"url": site.url("/page")}, headers=auth("alice"))
+        second = await client.post(url, json={"url": site.url("/page")}, headers=auth("dave"))
+        assert [first.status_code, second.status_code] == [200, 200]
+        assert second.json()["title"] == "Gateway page"
+        assert [req.path for req in site.requests] == ["/page"]  # dave's read was a cache hit
+
+    limited = load(tmp_path, limits={"per_host_burst": 2, "per_host_rate": 0.001})
+    with (
+        serve(routes={"*": respond(200, PAGE.format("limited"))}) as site,
+        running_gateway(limited, lambda: loopback_web(limited, MemoryAuditSink())) as base,
+    ):
+        url = base + FETCH_PATH
+        for path, agent in (("/a", "alice"), ("/b", "dave")):
+            ok = await client.post(url, json={"url": site.url(path)}, headers=auth(agent))
+            assert ok.status_code == 200, ok.text
+        # alice and dave together spent the host's burst of two: dave's next read waits.
+        refused = await client.post(url, json={"url": site.url("/c")}, headers=auth("dave"))
+        assert "127.0.0.1" in assert_error(refused, 429, "rate_limited")
+        assert [req.path for req in site.requests] == ["/a", "/b"]
+
+    failing = load(tmp_path, limits={"breaker_failures": 1, "breaker_open_s": 60.0})
+    with (
+        serve(routes={"*": respond(500, "boom")}) as site,
+        running_gateway(failing, lambda: loopback_web(failing, MemoryAuditSink())) as base,
+    ):
+        url = base + FETCH_PATH
+        failed = await client.post(url, json={"url": site.url("/a")}, headers=auth("alice"))
+        assert_error(failed, 502, "upstream_error")
+        blocked = await client.post(url, json={"url": site.url("/b")}, headers=auth("dave"))
+        assert_error(blocked, 503, "circuit_open")
+        assert [req.path for req in site.requests] == ["/a"]
+
+
 # ---- tokens and the command line -------------------------------------------------------
 
 
@@ -539,6 +608,33 @@ def test_token_table_matches_every_agent_and_rejects_bad_digests(tmp_path: Path)
     )
     with pytest.raises(InvalidInput, match=r"\[agents\.eve\] token_sha256"):
         create_app(bad)
+
+
+def test_token_lookup_compares_every_entry_whichever_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token is compared with hmac.compare_digest against every agent's digest, matching the
+    first, the last or none: no early exit tells which agent came close."""
+    import webward._gateway as gateway_module
+
+    table = TokenTable(load(tmp_path))
+    compared: list[tuple[bytes, bytes]] = []
+    real = gateway_module.hmac.compare_digest
+
+    def counting(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(gateway_module.hmac, "compare_digest", counting)
+    for token in (*TOKENS.values(), "unknown-token", ""):
+        compared.clear()
+        table.lookup(token)
+        assert len(compared) == len(TOKENS)
+        digest = hashlib.sha256(token.encode()).digest()
+        assert {a for a, _ in compared} == {digest}  # the hash is compared, never the token
+        assert {b for _, b in compared} == {
+            hashlib.sha256(t.encode()).digest() for t in TOKENS.values()
+        }
 
 
 def test_hash_token_reads_stdin_and_prints_the_digest(

@@ -115,9 +115,13 @@ async def check_session(client: Client, site: LocalServer) -> None:
     assert fetch.input_schema["required"] == ["url"]
     assert fetch.input_schema["properties"]["offset"]["type"] == "integer"
     assert set(search.input_schema["properties"]) == {"query", "limit"}
+    assert search.input_schema["required"] == ["query"]
+    assert "default" not in fetch.input_schema["properties"]["url"]
+    assert "default" not in search.input_schema["properties"]["query"]
     for tool in (fetch, search):
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is True and tool.annotations.open_world_hint is True
+        assert tool.annotations.destructive_hint is False
         assert "untrusted" in (tool.description or "")
     assert "offset=" in (fetch.description or "")
 
@@ -330,13 +334,19 @@ async def test_agent_and_tier_come_from_the_server_not_the_client(
             "include_links must be true or false",
         ),
         ("web_search", {"query": 3}, "query must be a string"),
+        ("web_fetch", {}, "web_fetch needs a url: an absolute http:// or https:// URL to read"),
+        ("web_fetch", {"offset": 3}, "web_fetch needs a url"),
+        ("web_fetch", {"url": None}, "web_fetch needs a url"),
+        ("web_search", {}, "web_search needs a query: the words to search for"),
+        ("web_search", {"limit": 3}, "web_search needs a query"),
         ("web_search", {"query": "owls", "limit": 500}, "limit"),
     ],
 )
 async def test_bad_arguments_are_one_sentence_errors(
     tmp_path: Path, tool: str, arguments: dict[str, Any], fragment: str
 ) -> None:
-    """Mistyped or out-of-range arguments are isError with the core's message and error model."""
+    """Missing, mistyped or out-of-range arguments are isError with one sentence and the error
+    model, never the SDK's multi-line validation report."""
     async with (
         memory_web(tmp_path, MemoryAuditSink()) as web,
         Client(build_server(web, tier="connected")) as client,
@@ -345,6 +355,7 @@ async def test_bad_arguments_are_one_sentence_errors(
     assert result.is_error
     message = text_of(result)
     assert fragment in message and "\n" not in message
+    assert "validation error" not in message and "pydantic" not in message
     assert result.structured_content == {"error": {"code": "invalid_input", "message": message}}
 
 
@@ -371,3 +382,23 @@ def test_parse_http_address() -> None:
     for bad in ("8000", "host:", "host:http", "127.0.0.1:70000"):
         with pytest.raises(InvalidInput, match="--http takes HOST:PORT"):
             parse_http_address(bad)
+
+
+def test_the_mcp_sdk_is_imported_in_exactly_one_module() -> None:
+    """Only webward/_mcp.py imports the mcp SDK, so its API churn stays in one place."""
+    import ast
+
+    package = Path(webward.__file__).resolve().parent
+    importers = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            if any(n == "mcp" or n.startswith("mcp.") for n in names):
+                importers.append(path.relative_to(package).as_posix())
+    assert sorted(set(importers)) == ["_mcp.py"]

@@ -102,8 +102,8 @@ def test_refusal_messages_name_host_tier_reason_and_remedy() -> None:
     d = policy.check_fetch("x.bad.example", "full", "bot")
     assert d.reason == REASON_HOST_DENIED
     assert d.message == (
-        "refused: x.bad.example is on the deny-list (*.bad.example in [policy] deny); "
-        "no tier may read it"
+        "refused: x.bad.example is on the deny-list, which holds in every tier (agent bot has "
+        "tier full); remove *.bad.example from [policy] deny to allow it"
     )
     d = policy.check_search("as-owner", "cli")
     assert d.reason == REASON_SEARCH_TIER

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -274,6 +275,32 @@ async def test_provider_errors_never_carry_the_key(
             assert PROVIDER_DETAIL not in text
     for record in sink.records:
         assert BRAVE_KEY not in _record_text(record)
+
+
+@pytest.mark.anyio
+async def test_keys_never_reach_the_logs(
+    home: Path,
+    server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """With every logger at DEBUG (httpcore included), no search leaves a key in the logs."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("BRAVE_SEARCH_API_KEY", BRAVE_KEY)
+    monkeypatch.setenv("TAVILY_API_KEY", TAVILY_KEY)
+    settings = _settings(brave_url=server.base, tavily_url=server.url("/tv"))
+    server.routes[BRAVE_PATH] = FakeBrave(results(2), BRAVE_KEY)
+    server.routes["/tv/search"] = FakeTavily(results(2), TAVILY_KEY)
+    async with Web(settings, audit=MemoryAuditSink()) as web:
+        await web.search("q", provider="brave")
+        await web.search("q", provider="tavily")
+        server.routes[BRAVE_PATH] = brave_error(422, "SUBSCRIPTION_TOKEN_INVALID")
+        with pytest.raises(UpstreamError):
+            await web.search("q", provider="brave")
+        assert BRAVE_KEY not in repr(web.__dict__) and TAVILY_KEY not in repr(web.__dict__)
+    assert any(r.name.startswith("httpcore") for r in caplog.records)  # the logs were on
+    text = caplog.text + "".join(repr(r.args) for r in caplog.records)
+    assert BRAVE_KEY not in text and TAVILY_KEY not in text
 
 
 @pytest.mark.anyio

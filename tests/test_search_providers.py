@@ -599,7 +599,8 @@ def test_unknown_provider_names_are_invalid_input() -> None:
 def test_provider_from_the_environment_variable(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    """WEBWARD_SEARCH_PROVIDER and WEBWARD_BRAVE_URL reach the choice through Settings.load."""
+    """WEBWARD_SEARCH_PROVIDER and the WEBWARD_*_URL variables reach the choice through
+    Settings.load."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     settings = Settings.load(
@@ -609,6 +610,15 @@ def test_provider_from_the_environment_variable(
     chosen = choose_provider(settings.search, EnvironmentStore(BOTH), lambda name: None)  # type: ignore[arg-type,return-value]
     assert chosen.name == "tavily"
     assert "127.0.0.1:9/search" in repr(chosen)
+    for provider, var, env in (
+        ("brave", "WEBWARD_BRAVE_URL", BOTH),
+        ("searxng", "WEBWARD_SEARXNG_URL", {}),
+    ):
+        settings = Settings.load(environ={var: "http://127.0.0.1:8/x/"})
+        assert settings.search.provider == ""
+        chosen = choose_provider(settings.search, EnvironmentStore(env), lambda name: None)  # type: ignore[arg-type,return-value]
+        assert chosen.name == provider
+        assert "127.0.0.1:8/x/" in repr(chosen)
 
 
 # ---- cleaning --------------------------------------------------------------------------

@@ -152,6 +152,18 @@ def test_cut_keeps_combining_marks_with_their_base() -> None:
     assert window.end == 2
 
 
+def test_cut_never_splits_a_surrogate_pair() -> None:
+    """Astral characters are one code point and are never cut; a surrogate pair held as two
+    code points (text decoded with ``surrogatepass``) stays together too."""
+    pair = "\ud83d\ude00"  # GRINNING FACE as UTF-16 halves
+    _, window = make_window("abc" + pair + "def", 0, 4)
+    assert window.end == 3
+    following, _ = make_window("abc" + pair + "def", window.end, 4)
+    assert following.endswith("\n\n" + pair + "de")
+    text, window = make_window("abc\U0001f600def", 0, 4)
+    assert window.end == 4 and text.endswith("abc\U0001f600")
+
+
 def test_windows_always_make_progress() -> None:
     """A one-character window moves forward even through text made only of escapes."""
     windows = read_all("\\\\\\\\\r\n\r\n", 1)

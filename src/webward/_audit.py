@@ -38,6 +38,7 @@ import anyio
 
 from ._errors import Refused
 from ._settings import Settings
+from ._sqlite import open_wal
 
 __all__ = [
     "DECISIONS",
@@ -96,7 +97,7 @@ class AuditRecord:
     capability: str  # web:page.fetch@1 | web:search.query@1
     target: str  # the requested URL, or the query
     decision: str  # see DECISIONS
-    reason: str  # a fixed code: "ok" when allowed, else the refusal's or failure's reason
+    reason: str  # a fixed code: "allowed" when allowed, else the refusal's or failure's reason
     time: dt.datetime = field(default_factory=_utcnow)
     id: str = field(default_factory=_new_id)
     would_deny: str | None = None  # report mode: the policy reason enforce would refuse with
@@ -365,18 +366,7 @@ class SQLiteAuditSink:
             return self._conn
         if not create and not self.path.exists():
             return None
-        if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            for statement in _SCHEMA:
-                conn.execute(statement)
-        except BaseException:
-            conn.close()
-            raise
+        conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=_SCHEMA)
         self._conn = conn
         return conn
 

@@ -4,8 +4,10 @@ text without fetching it again.
 Keyed by the requested URL and ``include_links`` (:func:`cache_key`); entries live
 ``limits.page_cache_ttl_s`` seconds (600 by default) and the cache holds at most
 ``limits.page_cache_max_chars`` characters, evicting the least recently used page first.
-Policy, guard and abuse checks run before a lookup, exactly as before a fetch: a cached page
-is only ever handed to a caller who may read its URL.
+The cache saves the download and nothing else: the literal guard and the policy run before a
+lookup, and on a hit ``Web`` runs every hop of the cached read (the requested URL and each
+redirect) through this caller's policy, guard, robots.txt and limits again, so a cached page is
+only ever handed to a caller who may read it.
 
 Two implementations of :class:`PageCache`: :class:`MemoryPageCache` (one process) and
 :class:`NullPageCache` (caching off). A shared one (Redis) can store :meth:`CachedPage.to_dict`.

@@ -9,7 +9,8 @@ from typing import Any
 
 import anyio
 
-from ._errors import InvalidInput
+from . import guard
+from ._errors import InvalidInput, WebwardError
 from ._settings import TIERS, Settings
 from .agents import (
     RESEARCH,
@@ -30,11 +31,13 @@ it answers with the sources it used. The model API itself is called directly at 
 
   --provider anthropic   the Anthropic Messages API (key: ANTHROPIC_API_KEY)
   --provider openai      any OpenAI-compatible chat-completions server: OpenAI, vLLM, Ollama,
-                         LM Studio, OpenRouter ... (key: OPENAI_API_KEY; a local server that
-                         needs no key takes any value)
+                         LM Studio, OpenRouter ... (key: OPENAI_API_KEY)
 
 Keys come from the credential store: the environment, the OS keyring, or the file written by
-`webward credentials set NAME`. Without a search provider the agent still reads URLs.
+`webward credentials set NAME`. A --base-url on a loopback or private address or an internal
+host name (localhost, *.local, *.lan, a single label ...) may go without a key: then none is
+sent, as a local server such as Ollama expects. Without a search provider the agent still
+reads URLs.
 The research agent acts at tier connected unless --tier or [agents.research] tier says
 otherwise."""
 
@@ -96,7 +99,24 @@ def _check(args: argparse.Namespace) -> str:
     return base_url
 
 
-def _client(args: argparse.Namespace, key: str, base_url: str) -> AnthropicClient | OpenAIClient:
+def key_optional(base_url: str | None) -> bool:
+    """Whether a model API at ``base_url`` may be called without a key: only an explicit base
+    URL on a loopback or private address, or an internal host name, such as a local Ollama or
+    vLLM. A missing key for anything else is a mistake worth stopping for. Pure: no DNS."""
+    if not base_url:
+        return False
+    try:
+        parsed = guard.parse_url(base_url)
+        if parsed.is_ip:
+            return guard.ip_in_blocked_range(parsed.host)
+        return guard.is_internal_name(parsed.host)
+    except WebwardError:
+        return False
+
+
+def _client(
+    args: argparse.Namespace, key: str | None, base_url: str
+) -> AnthropicClient | OpenAIClient:
     if args.provider == "anthropic":
         return AnthropicClient(
             key, args.model, base_url=base_url, max_tokens=args.max_tokens or 4096
@@ -124,11 +144,16 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     base_url = _check(args)
     store = default_store()
     variable = _PROVIDERS[args.provider][0]
-    key = store.get(variable)
-    if not key:
+    key = store.get(variable) or None
+    if key is None and not key_optional(args.base_url):
         raise InvalidInput(
             f"no key for the {args.provider} API: set {variable} in the environment or run "
             f"`webward credentials set {variable}`"
+        )
+    if key is None and args.verbose:
+        print(
+            f"webward: no {variable}; sending no key to the local server at {base_url}",
+            file=sys.stderr,
         )
     agent = RESEARCH
     tier = agent.tier_for(settings, args.tier)

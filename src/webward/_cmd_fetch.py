@@ -23,7 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--offset", default="0", metavar="N", help="start of the window, in characters (default 0)"
     )
     p.add_argument("--links", action="store_true", help="also list the page's outbound links")
-    p.add_argument("--screenshot", action="store_true", help="ask for a screenshot (tier full)")
+    p.add_argument(
+        "--screenshot",
+        action="store_true",
+        help="ask for a screenshot (tier full; refused in this build, which has no headless renderer)",
+    )
     p.add_argument(
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
     )
@@ -39,7 +43,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._limits import open_limit_state
     from ._web import Web
 
-    offset: object = int(args.offset) if args.offset.isdigit() else args.offset
+    # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and
+    # refuses the rest by name (str.isdigit() + int() would take "١٢" and crash on "²").
+    offset: object = args.offset
     async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
         page = await web.fetch(
             args.url,

@@ -69,6 +69,7 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     config = uvicorn.Config(
         app,
         log_level="warning",
+        access_log=False,  # at log level warning nothing would be printed; skip the call
         proxy_headers=False,  # behind a proxy, webward sees the proxy's address; no X-Forwarded-For
         server_header=False,
         lifespan="on",

@@ -240,8 +240,9 @@ def truncation_marker(limits: LimitsSettings) -> str:
 
 
 def too_large(media_type: str, limits: LimitsSettings, size: int | None = None) -> Refused:
-    """The refusal for a body over its cap (the fetch core raises it when Content-Length or the
-    read shows the cap is passed). Images and PDFs are refused, never truncated."""
+    """The refusal for a body over its cap, raised by ``convert`` for an image or PDF found
+    only after the read (a declared one is refused earlier by the transport, as soon as its
+    Content-Length or the bytes read pass the cap). Images and PDFs are refused, never truncated."""
     media_type = media_type_of(media_type) or "application/octet-stream"
     cap, _ = body_cap(media_type, limits)
     what = "images" if media_type in IMAGE_TYPES else "PDFs" if media_type == PDF else "this type"

@@ -20,6 +20,12 @@ A ``WebwardError`` becomes the status of :data:`STATUS_FOR_CODE`. Two choices wo
 body* is too large; ``unsupported_type`` (the fetched file's type) is 422 too, because 415 is
 about the request's own ``Content-Type``. ``not_configured`` is 501: retrying will not help
 until the operator configures a search provider, which 503 would wrongly suggest.
+
+The two POST routes are the hot path, served by a plain ASGI handler in front of Starlette
+(:class:`_Capability`): with one ``Web`` shared by many agents, a framework's request and
+response objects and its middleware cost about as much as the core's cached read. Everything
+else (health, OpenAPI, 404, 405, lifespan, a request under a ``root_path``) goes through
+Starlette, which routes a capability request to the same handler.
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._errors import WIRE_CODES, InvalidInput, Refused, WebwardError
 from ._settings import Settings
@@ -181,24 +188,37 @@ class _BodyTooLarge(Exception):
     pass
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+class _Disconnected(Exception):
+    pass
+
+
+async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> bytes:
     """The body, read from the stream and cut off past ``limit`` bytes whatever the headers say."""
-    declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _BodyTooLarge  # an honest client's oversized body is refused before it is sent
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise _BodyTooLarge
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+# Built once: ``json.loads`` with a keyword builds a new decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _parse_json(body: bytes) -> Any:
     try:
-        return json.loads(body, parse_constant=_reject_constant)
+        # What json.loads does with bytes: UTF-8, -16 or -32, told apart by the first bytes.
+        return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except RecursionError:
         raise InvalidInput("the request body is nested too deeply") from None
     except ValueError:  # JSONDecodeError and UnicodeDecodeError both derive from it
@@ -207,16 +227,21 @@ def _parse_json(body: bytes) -> Any:
 
 # ---- responses ---------------------------------------------------------------------------
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _dumps(payload: Mapping[str, Any]) -> bytes:
+    try:
+        return _ENCODER.encode(payload).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate sent in by the caller and echoed back
+        return json.dumps(payload, separators=(",", ":")).encode("ascii")
+
 
 def _json_response(
     status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
 ) -> Response:
-    try:
-        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate sent in by the caller and echoed back
-        body = json.dumps(payload, separators=(",", ":")).encode("ascii")
     hdrs = {"Cache-Control": "no-store", **(headers or {})}
-    return Response(body, status_code=status, media_type=_JSON, headers=hdrs)
+    return Response(_dumps(payload), status_code=status, media_type=_JSON, headers=hdrs)
 
 
 def _error_response(
@@ -225,17 +250,21 @@ def _error_response(
     return _json_response(status, {"error": {"code": code, "message": message}}, headers)
 
 
-def error_response(error: WebwardError) -> Response:
-    """A ``WebwardError`` as the error model with its status (and ``Retry-After`` when known)."""
+def _error_status(error: WebwardError) -> tuple[int, dict[str, str]]:
     status = STATUS_FOR_CODE.get(error.code, 502)
     headers: dict[str, str] = {}
     if error.retry_after is not None and status in (429, 503):
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    return status, headers
+
+
+def error_response(error: WebwardError) -> Response:
+    """A ``WebwardError`` as the error model with its status (and ``Retry-After`` when known)."""
+    status, headers = _error_status(error)
     return _json_response(status, error.to_wire(), headers)
 
 
-def _unauthorized(message: str) -> Response:
-    return _error_response(401, "refused", message, {"WWW-Authenticate": 'Bearer realm="webward"'})
+_BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="webward"'}
 
 
 # ---- the application -------------------------------------------------------------------
@@ -263,9 +292,146 @@ async def _search(web: Web, agent: Agent, body: dict[str, Any]) -> Mapping[str, 
     return result.to_wire()
 
 
+def _is_json(content_type: bytes | None) -> bool:
+    if content_type is None:
+        return False
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (
+        media.startswith(b"application/") and media.endswith(b"+json")
+    )
+
+
+class _Capability:
+    """One capability route as a plain ASGI app (a class, so Starlette routes to it as ASGI).
+
+    The two POST routes are the gateway's hot path: they read the three headers they need
+    straight from the scope and answer with two ``send`` calls, without a framework's request
+    and response objects or its middleware. Every check of the module docstring still runs,
+    in the same order.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        fields: tuple[_Field, ...],
+        capability: str,
+        tokens: TokenTable,
+        holder: Mapping[str, Web],
+        max_body_bytes: int,
+    ) -> None:
+        self._handler = handler
+        self._fields = fields
+        self._capability = capability
+        self._tokens = tokens
+        self._holder = holder
+        self._max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        status, payload, headers = await self._answer(scope, receive)
+        try:
+            body = _dumps(payload)
+        except Exception:  # a bug in a result model: answered like any other, and logged
+            log.exception("the gateway could not encode its answer on %s", self._capability)
+            status, payload, headers = _problem(
+                500, "upstream_error", "the gateway failed unexpectedly; the error was logged"
+            )
+            body = _dumps(payload)
+        raw_headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"cache-control", b"no-store"),
+        ]
+        raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+        await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _answer(
+        self, scope: Scope, receive: Receive
+    ) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
+        authorization = content_type = content_length = None
+        # ASGI header names are lowercase bytes; the first of a repeated header counts.
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                if authorization is None:
+                    authorization = value
+            elif name == b"content-type":
+                if content_type is None:
+                    content_type = value
+            elif name == b"content-length" and content_length is None:
+                content_length = value
+        scheme, _, token = (authorization or b"").decode("latin-1").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return _problem(
+                401,
+                "refused",
+                "a bearer token is required: send Authorization: Bearer <token>",
+                list(_BEARER_CHALLENGE.items()),
+            )
+        agent = self._tokens.lookup(token)
+        if agent is None:
+            return _problem(
+                401,
+                "refused",
+                "the bearer token is not known to this gateway",
+                list(_BEARER_CHALLENGE.items()),
+            )
+        if not _is_json(content_type):
+            return _problem(
+                415,
+                "invalid_input",
+                "the request body must be JSON (Content-Type: application/json)",
+            )
+        try:
+            raw = await _read_body(receive, content_length, self._max_body_bytes)
+        except _Disconnected:  # the caller left mid-body; nobody is there to answer
+            return _problem(400, "invalid_input", "the client disconnected before the body ended")
+        except _BodyTooLarge:
+            return _problem(
+                413,
+                "invalid_input",
+                f"the request body is larger than {self._max_body_bytes // 1024} KiB",
+            )
+        try:
+            body = _check_body(_parse_json(raw), self._fields, self._capability)
+            return 200, await self._handler(self._holder["web"], agent, body), []
+        except WebwardError as exc:
+            status, headers = _error_status(exc)
+            return status, exc.to_wire(), list(headers.items())
+        except Exception:  # a bug: logged with its traceback, answered without one
+            log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
+            return _problem(
+                500, "upstream_error", "the gateway failed unexpectedly; the error was logged"
+            )
+
+
+def _problem(
+    status: int, code: str, message: str, headers: list[tuple[str, str]] | None = None
+) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
+    return status, {"error": {"code": code, "message": message}}, headers or []
+
+
+class _Gateway:
+    """The ASGI application: POSTs to the two capability paths go straight to their handler;
+    everything else (health, OpenAPI, 404, 405, lifespan, a mounted root path) goes through
+    Starlette."""
+
+    def __init__(self, routes: Mapping[str, _Capability], fallback: Starlette) -> None:
+        self._routes = routes
+        self._fallback = fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            route = self._routes.get(scope["path"])
+            if route is not None:
+                await route(scope, receive, send)
+                return
+        await self._fallback(scope, receive, send)
+
+
 def create_app(
     settings: Settings, web: Web | None = None, *, max_body_bytes: int = MAX_BODY_BYTES
-) -> Starlette:
+) -> ASGIApp:
     """The gateway as an ASGI application.
 
     ``web=None``: the app opens one ``Web`` at startup and closes it at shutdown (run it under
@@ -278,53 +444,14 @@ def create_app(
         holder["web"] = web
     document = json.dumps(openapi_document(), separators=(",", ":")).encode("utf-8")
 
-    def endpoint(
-        handler: Handler, fields: tuple[_Field, ...], capability: str
-    ) -> Callable[[Request], Awaitable[Response]]:
-        async def handle(request: Request) -> Response:
-            scheme, _, token = request.headers.get("authorization", "").partition(" ")
-            token = token.strip()
-            if scheme.lower() != "bearer" or not token:
-                return _unauthorized(
-                    "a bearer token is required: send Authorization: Bearer <token>"
-                )
-            agent = tokens.lookup(token)
-            if agent is None:
-                return _unauthorized("the bearer token is not known to this gateway")
-            media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if media != _JSON and not (
-                media.startswith("application/") and media.endswith("+json")
-            ):
-                return _error_response(
-                    415,
-                    "invalid_input",
-                    "the request body must be JSON (Content-Type: application/json)",
-                )
-            try:
-                raw = await _read_body(request, max_body_bytes)
-            except ClientDisconnect:  # the caller left mid-body; nobody is there to answer
-                return _error_response(
-                    400, "invalid_input", "the client disconnected before the body ended"
-                )
-            except _BodyTooLarge:
-                return _error_response(
-                    413,
-                    "invalid_input",
-                    f"the request body is larger than {max_body_bytes // 1024} KiB",
-                )
-            try:
-                body = _check_body(_parse_json(raw), fields, capability)
-                result = await handler(holder["web"], agent, body)
-            except WebwardError as exc:
-                return error_response(exc)
-            except Exception:  # a bug: logged with its traceback, answered without one
-                log.exception("the gateway failed on %s for agent %s", capability, agent.name)
-                return _error_response(
-                    500, "upstream_error", "the gateway failed unexpectedly; the error was logged"
-                )
-            return _json_response(200, result)
-
-        return handle
+    capabilities = {
+        FETCH_PATH: _Capability(
+            _fetch, _FETCH_FIELDS, "web:page.fetch@1", tokens, holder, max_body_bytes
+        ),
+        SEARCH_PATH: _Capability(
+            _search, _SEARCH_FIELDS, "web:search.query@1", tokens, holder, max_body_bytes
+        ),
+    }
 
     async def openapi(request: Request) -> Response:
         return Response(document, media_type=_JSON)
@@ -358,16 +485,14 @@ def create_app(
                 holder.pop("web", None)
 
     routes = [
-        Route(FETCH_PATH, endpoint(_fetch, _FETCH_FIELDS, "web:page.fetch@1"), methods=["POST"]),
-        Route(
-            SEARCH_PATH, endpoint(_search, _SEARCH_FIELDS, "web:search.query@1"), methods=["POST"]
-        ),
+        *(Route(path, app, methods=["POST"]) for path, app in capabilities.items()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
     ]
-    return Starlette(
+    fallback = Starlette(
         routes=routes, exception_handlers={HTTPException: http_error}, lifespan=lifespan
     )
+    return _Gateway(capabilities, fallback)
 
 
 def require_tokens(settings: Settings) -> None:

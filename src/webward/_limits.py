@@ -43,6 +43,7 @@ import anyio
 
 from ._errors import InvalidInput, Refused
 from ._settings import LimitsSettings, Settings
+from ._sqlite import open_wal
 
 __all__ = [
     "DEFAULT_BACKPRESSURE_S",
@@ -210,17 +211,10 @@ class SQLiteLimitState:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self._busy_timeout_s,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=(_SCHEMA,))
             try:
-                conn.execute("PRAGMA journal_mode=WAL")
+                # Limits are soft state: losing the last updates to a power cut is harmless.
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(_SCHEMA)
                 conn.execute(
                     "DELETE FROM hosts WHERE updated < ? AND open_until = 0 AND hold_until < ?",
                     (self._clock() - _PRUNE_AFTER_S, self._clock()),

@@ -7,8 +7,10 @@ annotations. The annotations carry their JSON Schema explicitly (``WithJsonSchem
 ``Any``, so the SDK does no validation of its own: every argument reaches
 :class:`~webward.Web` as sent, and the core validates it, audits the call and answers a bad
 value with its own one-sentence message — the same message the command line and the gateway
-give. (``include_links`` is the exception: the core takes any truthy value, so its type is
-checked here.)
+give. Two exceptions are checked here: ``include_links`` (the core takes any truthy value)
+and a missing ``url`` / ``query``. Those two have a ``None`` default in Python, while the
+schema the client lists still marks them required, so that a call without one gets a
+one-sentence ``isError`` result rather than the SDK's multi-line validation report.
 
 How a result becomes MCP content:
 
@@ -34,6 +36,7 @@ from typing import Annotated, Any
 import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
     BlobResourceContents,
@@ -64,6 +67,8 @@ __all__ = [
 ]
 
 DEFAULT_AGENT = "mcp"
+MISSING_URL = "web_fetch needs a url: an absolute http:// or https:// URL to read"
+MISSING_QUERY = "web_search needs a query: the words to search for"
 MCP_PATH = "/mcp"
 
 INSTRUCTIONS = """\
@@ -143,20 +148,14 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
     """
     from . import __version__
 
-    server: MCPServer = MCPServer(
-        "webward",
-        title="webward",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        log_level="WARNING",
-    )
-
     async def web_fetch(
-        url: Annotated[Any, WithJsonSchema(_URL_SCHEMA)],
+        url: Annotated[Any, WithJsonSchema(_URL_SCHEMA)] = None,
         offset: Annotated[Any, WithJsonSchema(_OFFSET_SCHEMA)] = 0,
         include_links: Annotated[Any, WithJsonSchema(_LINKS_SCHEMA)] = False,
     ) -> CallToolResult:
         try:
+            if url is None:
+                raise InvalidInput(MISSING_URL)
             if not isinstance(include_links, bool):
                 raise InvalidInput("include_links must be true or false")
             page = await web.fetch(
@@ -167,29 +166,48 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
         return page_result(page)
 
     async def web_search(
-        query: Annotated[Any, WithJsonSchema(_QUERY_SCHEMA)],
+        query: Annotated[Any, WithJsonSchema(_QUERY_SCHEMA)] = None,
         limit: Annotated[Any, WithJsonSchema(_LIMIT_SCHEMA)] = 10,
     ) -> CallToolResult:
         try:
+            if query is None:
+                raise InvalidInput(MISSING_QUERY)
             result = await web.search(query, limit=limit, agent=agent, tier=tier)
         except WebwardError as exc:
             return error_result(exc)
         return search_result(result)
 
     window = web.settings.limits.max_fetch_text_chars
-    server.add_tool(
-        web_fetch,
-        title="Read a web page",
-        description=FETCH_DESCRIPTION.format(window=window),
-        annotations=_ANNOTATIONS,
+    tools = [
+        _tool(
+            web_fetch,
+            title="Read a web page",
+            description=FETCH_DESCRIPTION.format(window=window),
+            required="url",
+        ),
+        _tool(web_search, title="Search the web", description=SEARCH_DESCRIPTION, required="query"),
+    ]
+    return MCPServer(
+        "webward",
+        title="webward",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=tools,
     )
-    server.add_tool(
-        web_search,
-        title="Search the web",
-        description=SEARCH_DESCRIPTION,
-        annotations=_ANNOTATIONS,
-    )
-    return server
+
+
+def _tool(fn: Callable[..., Any], *, title: str, description: str, required: str) -> Tool:
+    """A tool whose required argument has a ``None`` default in Python, so that a call
+    without it reaches the function and gets webward's one-sentence message instead of the
+    SDK's multi-line validation dump; the schema the client sees still marks it required."""
+    tool = Tool.from_function(fn, title=title, description=description, annotations=_ANNOTATIONS)
+    schema = dict(tool.parameters)
+    properties = dict(schema["properties"])
+    properties[required] = {k: v for k, v in properties[required].items() if k != "default"}
+    schema["properties"] = properties
+    schema["required"] = [required]
+    return tool.model_copy(update={"parameters": schema})
 
 
 # ---- results -> MCP content ----------------------------------------------------------

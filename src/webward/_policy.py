@@ -214,8 +214,8 @@ class Policy:
         if denied is not None:
             return self._deny(
                 REASON_HOST_DENIED,
-                f"refused: {h} is on the deny-list ({denied.text} in [policy] deny); "
-                "no tier may read it",
+                f"refused: {h} is on the deny-list, which holds in every tier (agent {agent} "
+                f"has tier {tier}); remove {denied.text} from [policy] deny to allow it",
             )
         if tier == "as-owner" and _first_match(self.allow, h) is None:
             return self._deny(

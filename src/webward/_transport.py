@@ -240,7 +240,14 @@ class Transport:
             raise UpstreamError(
                 f"{url.host} did not answer in time", code="timeout", reason="timeout"
             ) from exc
-        except (httpcore.ConnectError, OSError) as exc:
+        except httpcore.ConnectError as exc:
+            # httpcore reports a failed handshake as a connect error wrapping the ssl error;
+            # say that it was TLS, so a wrong or untrusted certificate is not read as an outage.
+            tls = _ssl_cause(exc)
+            if tls is not None:
+                raise _tls_error(url, tls) from exc
+            raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
+        except OSError as exc:
             raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
         except (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError) as exc:
             raise UpstreamError(
@@ -291,6 +298,23 @@ async def _read_capped(
             f"{url.host} sent a body that could not be decompressed", reason="encoding"
         ) from exc
     return Body(status, headers, bytes(out), False, wire)
+
+
+def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:
+    """The ssl error behind an httpcore connect error (it wraps it as its argument)."""
+    for cand in (exc.__cause__, exc.__context__, *exc.args[:1]):
+        if isinstance(cand, ssl.SSLError):
+            return cand
+    return None
+
+
+def _tls_error(url: guard.ParsedURL, exc: ssl.SSLError) -> UpstreamError:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        why = " ".join(str(exc.verify_message or "verification failed").split())[:200]
+        message = f"the TLS certificate of {url.host} could not be verified ({why.rstrip('.')})"
+    else:
+        message = f"the TLS handshake with {url.host} failed"
+    return UpstreamError(message, reason="tls")
 
 
 def _too_large(url: guard.ParsedURL, cap: int) -> Refused:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -20,7 +21,7 @@ import anyio
 
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, open_audit_sink
-from ._cache import CachedPage, MemoryPageCache, PageCache
+from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
@@ -62,12 +63,17 @@ class Web:
         search_provider: Any = None,
         credentials: Any = None,
         clock: Callable[[], float] = time.time,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
         self._clock = clock
         allow = self.settings.network.allow_networks()
         self._allow = allow
-        self._transport = Transport(PinnedBackend(resolver or SystemResolver(), allow, connector))
+        # ssl_context=None: the system's trust store with host-name checks (httpcore's
+        # default). Tests pass a context trusting a local CA; it is never a way to turn checks off.
+        self._transport = Transport(
+            PinnedBackend(resolver or SystemResolver(), allow, connector), ssl_context=ssl_context
+        )
         self._policy = Policy(self.settings.policy)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
         self._limiter = Limiter(
@@ -130,6 +136,8 @@ class Web:
                 url, offset, include_links, include_screenshot, agent, tier, record
             )
         except WebwardError as exc:
+            if exc.status is not None:
+                record.setdefault("status", exc.status)
             await self._write_audit(record, started, exc)
             raise
         await self._write_audit(record, started, None)
@@ -159,9 +167,13 @@ class Web:
                 reason="screenshot_unavailable",
             )
 
-        key = f"{parsed.url}\x00links={bool(include_links)}"
+        key = cache_key(parsed.url, include_links)
         cached = self._cache.get(key)
-        if cached is None:
+        if cached is not None:
+            # The cache saves the download, nothing else: every hop of the cached read faces
+            # this caller's policy, robots.txt and limits again, as a fresh read would.
+            await self._recheck_cached(cached, parsed, agent, tier, record)
+        else:
             result = await fetch(
                 self._transport,
                 parsed,
@@ -235,6 +247,27 @@ class Web:
             redirects=cached.redirects,
             bytes_read=cached.bytes_read,
         )
+
+    async def _recheck_cached(
+        self,
+        cached: CachedPage,
+        parsed: guard.ParsedURL,
+        agent: str,
+        tier: str,
+        record: dict[str, Any],
+    ) -> None:
+        """Run the per-hop checks of a read for a page served from the cache.
+
+        The cache key holds neither the agent nor the tier, and a cached page may have been
+        reached through redirects to other hosts: without this, an agent could read through
+        the cache a page its own policy or robots.txt would refuse. Nothing is sent to the
+        host, so no rate-limit token is spent: paging through a long page stays quick.
+        """
+        hops = _PageHops(self, agent, tier, record, limits=False)
+        for i, hop_url in enumerate(cached.redirects or (parsed.url,)):
+            hop = parsed if i == 0 else guard.parse_url(hop_url)
+            await hops.before(hop)
+            await hops.after(hop, None, None, None)
 
     def _literal_guard(self, url: str) -> guard.ParsedURL:
         """``guard.assert_url_allowed`` with this Web's settings, remembered per URL: the
@@ -383,13 +416,17 @@ def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
 class _PageHops:
     """Around every hop of a page read: guard, policy, robots, rate limit and breaker."""
 
-    def __init__(self, web: Web, agent: str, tier: str, record: dict[str, Any]) -> None:
+    def __init__(
+        self, web: Web, agent: str, tier: str, record: dict[str, Any], *, limits: bool = True
+    ) -> None:
         self._web, self._agent, self._tier, self._record = web, agent, tier, record
+        self._limits = limits  # False for a window served from the cache: no request is sent
         self._first = True
         self._ticket: Ticket | None = None  # hops are sequential: one ticket at a time
 
     async def before(self, url: guard.ParsedURL) -> None:
         web = self._web
+        self._record.setdefault("redirects", []).append(url.url)  # the chain so far, if refused
         if not self._first:  # the first hop was checked before the cache lookup
             web._check_policy(
                 web._policy.check_fetch(url.host, self._tier, self._agent), self._record
@@ -398,7 +435,8 @@ class _PageHops:
         self._first = False
         if web._policy.robots_enabled(self._tier):
             await web._robots.check(url)
-        self._ticket = await web._limiter.acquire(url.host)
+        if self._limits:
+            self._ticket = await web._limiter.acquire(url.host)
 
     async def after(
         self,
@@ -420,4 +458,6 @@ class _RobotsHops(_PageHops):
 
     async def before(self, url: guard.ParsedURL) -> None:
         guard.assert_url_allowed(url, allow_ranges=self._web._allow)
+        # A robots.txt redirect must not carry webward to a host the deny list refuses.
+        self._web._policy.check_fetch(url.host, "full", "robots.txt").raise_if_denied()
         self._ticket = await self._web._limiter.acquire(url.host)

@@ -183,12 +183,13 @@ class AnthropicClient:
 
     def __init__(
         self,
-        api_key: str,
+        api_key: str | None,
         model: str,
         *,
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int = 4096,
     ) -> None:
+        """``api_key=None`` sends no ``x-api-key`` (a local server that needs none)."""
         self.model = model
         self._api_key = api_key
         self._url = base_url.rstrip("/") + "/v1/messages"
@@ -224,7 +225,9 @@ class AnthropicClient:
     async def complete(
         self, system: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolSpec]
     ) -> ModelReply:
-        headers = [("x-api-key", self._api_key), ("anthropic-version", ANTHROPIC_VERSION)]
+        headers = [("anthropic-version", ANTHROPIC_VERSION)]
+        if self._api_key is not None:
+            headers.append(("x-api-key", self._api_key))
         body = await self._http.post(self._url, headers, self.request_body(system, messages, tools))
         return parse_response(body)
 

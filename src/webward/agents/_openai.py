@@ -194,12 +194,13 @@ class OpenAIClient:
 
     def __init__(
         self,
-        api_key: str,
+        api_key: str | None,
         model: str,
         *,
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int | None = None,
     ) -> None:
+        """``api_key=None`` sends no ``Authorization`` header (a local server that needs none)."""
         self.model = model
         self._api_key = api_key
         self._url = base_url.rstrip("/") + "/chat/completions"
@@ -237,7 +238,7 @@ class OpenAIClient:
         self, system: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolSpec]
     ) -> ModelReply:
         self._turn += 1
-        headers = [("Authorization", f"Bearer {self._api_key}")]
+        headers = [] if self._api_key is None else [("Authorization", f"Bearer {self._api_key}")]
         body = await self._http.post(self._url, headers, self.request_body(system, messages, tools))
         return parse_response(body, id_prefix=f"webward_{self._turn}")
 
