@@ -7,8 +7,7 @@ Two servers run the same way, each uvicorn in its own process on 127.0.0.1:
 - **ours**: ``webward serve`` with a bearer token, SQLite audit in a temp state dir, reading a
   page from a loopback origin (the first request fetches it; every measured one is a cache
   hit, so the figure is the gateway and the core's cached path: auth, JSON, policy, guard,
-  window, envelope and one audit write per call; the per-host rate limit is raised, since a
-  cached read still spends one of its tokens);
+  window, envelope and one audit write per call);
 - **anchor**: a bare ASGI app (no framework) answering every POST with the very bytes the
   gateway returned.
 
@@ -225,11 +224,6 @@ def main() -> int:
                     'allow_ranges = ["127.0.0.1/32"]',
                     "[policy]",
                     "robots = false",
-                    # A cached read still spends a token of the per-host limiter; the bench
-                    # measures throughput, so the limiter must not refuse 2,000 reads of one host.
-                    "[limits]",
-                    "per_host_rate = 1000000.0",
-                    "per_host_burst = 1000000",
                     "[state]",
                     f"dir = {json.dumps(str(Path(tmp) / 'state'))}",
                     "[agents.bench]",

@@ -78,7 +78,8 @@ def _clean_url(value: Any) -> str:
     text = str(value)
     if text[:5].lower() == "data:":
         return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
-    text = _USERINFO_RE.sub(r"\1", text)
+    if "@" in text:  # only then can there be credentials to drop (and the regex is costly)
+        text = _USERINFO_RE.sub(r"\1", text)
     if len(text) > MAX_TARGET_CHARS:
         text = text[: MAX_TARGET_CHARS - 1] + "…"
     return text
