@@ -15,6 +15,7 @@ import anyio
 
 from . import guard
 from ._errors import Refused, UpstreamError, WebwardError
+from ._limits import parse_retry_after
 from ._transport import Body, CapFor, Transport
 
 __all__ = ["FetchResult", "Hooks", "fetch"]
@@ -131,7 +132,9 @@ async def _hop(
         with anyio.CancelScope(shield=True):
             await hooks.after(url, None, error, None)
         raise
-    retry_after = _retry_after(body.header("retry-after")) if body.status in (429, 503) else None
+    retry_after = (
+        parse_retry_after(body.header("retry-after")) if body.status in (429, 503) else None
+    )
     await hooks.after(url, body.status, None, retry_after)
     if body.status >= 400:
         raise _http_error(url, body.status, retry_after)
@@ -152,22 +155,3 @@ def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) ->
         status=status,
         retry_after=retry_after,
     )
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(min(int(value), 86_400))
-    import datetime as dt
-    from email.utils import parsedate_to_datetime
-
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return max(0.0, min((when - dt.datetime.now(dt.UTC)).total_seconds(), 86_400.0))

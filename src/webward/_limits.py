@@ -683,11 +683,13 @@ def _classify(status: int | None, error: BaseException | None) -> str:
 # ---- Retry-After ------------------------------------------------------------------------
 
 
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+def parse_retry_after(
+    value: str | None, now: float | None = None, *, cap: float = MAX_BACKPRESSURE_S
+) -> float | None:
     """Seconds to wait from a ``Retry-After`` value: delta-seconds or an HTTP date.
 
     ``now`` is the wall-clock time (``time.time()`` if None). Returns None for a missing or
-    unreadable value; never less than 0 or more than :data:`MAX_BACKPRESSURE_S`.
+    unreadable value; never less than 0 or more than ``cap`` (:data:`MAX_BACKPRESSURE_S`).
     """
     if value is None:
         return None
@@ -700,8 +702,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
         seconds = math.nan
     if not math.isnan(seconds):
         if math.isinf(seconds):
-            return MAX_BACKPRESSURE_S if seconds > 0 else 0.0
-        return min(max(seconds, 0.0), MAX_BACKPRESSURE_S)
+            return cap if seconds > 0 else 0.0
+        return min(max(seconds, 0.0), cap)
     try:
         when = email.utils.parsedate_to_datetime(v)
     except (TypeError, ValueError, IndexError):
@@ -709,11 +711,14 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     current = time.time() if now is None else now
-    return min(max(when.timestamp() - current, 0.0), MAX_BACKPRESSURE_S)
+    return min(max(when.timestamp() - current, 0.0), cap)
 
 
 def retry_after_from_headers(
-    headers: Mapping[str, str] | Iterable[tuple[str, str]], now: float | None = None
+    headers: Mapping[str, str] | Iterable[tuple[str, str]],
+    now: float | None = None,
+    *,
+    cap: float = MAX_BACKPRESSURE_S,
 ) -> float | None:
     """Seconds to wait from response headers: ``Retry-After``, else ``X-RateLimit-Reset``.
 
@@ -724,7 +729,7 @@ def retry_after_from_headers(
     found: dict[str, str] = {}
     for k, v in pairs:
         found.setdefault(k.lower(), v)
-    from_retry = parse_retry_after(found.get("retry-after"), now)
+    from_retry = parse_retry_after(found.get("retry-after"), now, cap=cap)
     if from_retry is not None:
         return from_retry
     resets = _numbers(found.get("x-ratelimit-reset"))
@@ -733,7 +738,7 @@ def retry_after_from_headers(
     remaining = _numbers(found.get("x-ratelimit-remaining"))
     exhausted = [r for r, left in zip(resets, remaining, strict=False) if left <= 0]
     chosen = max(exhausted) if exhausted else min(resets)
-    return min(max(chosen, 0.0), MAX_BACKPRESSURE_S)
+    return min(max(chosen, 0.0), cap)
 
 
 def _numbers(value: str | None) -> list[float]:

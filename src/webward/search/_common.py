@@ -7,8 +7,6 @@ failure and then say what happened in their own words.
 
 from __future__ import annotations
 
-import datetime as dt
-import email.utils
 import html
 import ipaddress
 import json
@@ -22,6 +20,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import idna
 
 from .._errors import Refused, UpstreamError
+from .._limits import retry_after_from_headers
 from .._models import Hit
 
 __all__ = [
@@ -220,41 +219,10 @@ def retry_after(body: Response, now: Callable[[], float]) -> float | None:
     """Seconds until the provider lets us try again: ``Retry-After`` (seconds or an HTTP
     date), else Brave's ``X-RateLimit-Reset`` (one number per window, comma separated; the
     windows whose ``X-RateLimit-Remaining`` is 0 are the ones that matter)."""
-    value = (body.header("retry-after") or "").strip()
-    if value:
-        seconds: float | None
-        try:
-            seconds = float(value)
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(value)
-                if when.tzinfo is None:
-                    when = when.replace(tzinfo=dt.UTC)
-                seconds = when.timestamp() - now()
-            except (TypeError, ValueError, IndexError, OverflowError):
-                seconds = None
-        if seconds is not None and math.isfinite(seconds):
-            return min(max(seconds, 0.0), _MAX_RETRY_AFTER_S)
-    resets = _numbers(body.header("x-ratelimit-reset"))
-    if not resets:
-        return None
-    remaining = _numbers(body.header("x-ratelimit-remaining"))
-    exhausted = [r for r, left in zip(resets, remaining, strict=False) if left <= 0]
-    seconds = max(exhausted) if exhausted else min(resets)
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER_S)
-
-
-def _numbers(value: str | None) -> list[float]:
-    out = []
-    for part in (value or "").split(","):
-        try:
-            number = float(part.strip())
-        except ValueError:
-            return []
-        if not math.isfinite(number):
-            return []
-        out.append(number)
-    return out
+    names = ("retry-after", "x-ratelimit-reset", "x-ratelimit-remaining")
+    headers = [(n, v) for n in names if (v := body.header(n)) is not None]
+    # Quotas reset monthly, so a provider's wait may be far longer than a host's hold.
+    return retry_after_from_headers(headers, now(), cap=_MAX_RETRY_AFTER_S)
 
 
 def human_wait(seconds: float) -> str:
