@@ -13,9 +13,9 @@ import datetime as dt
 import functools
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -34,9 +34,11 @@ from ._transport import Body, Connector, PinnedBackend, Transport
 
 __all__ = ["Web"]
 
+_R = TypeVar("_R")
+
 FETCH = "web:page.fetch@1"
-_INLINE_CONVERT_BYTES = 16_384
 SEARCH = "web:search.query@1"
+_INLINE_CONVERT_BYTES = 16_384  # bodies up to this size are converted on the event loop
 
 
 def _now() -> str:
@@ -123,25 +125,15 @@ class Web:
         tier: str | None = None,
     ) -> Page:
         """Read one page (see DESIGN.md): a window of its text, or an image / PDF part."""
-        started = time.monotonic()
-        record: dict[str, Any] = {
-            "capability": FETCH,
-            "agent": agent,
-            "target": url if isinstance(url, str) else repr(url)[:200],
-        }
-        try:
-            tier = self._tier(agent, tier)
-            record["tier"] = tier
-            page = await self._fetch(
-                url, offset, include_links, include_screenshot, agent, tier, record
-            )
-        except WebwardError as exc:
-            if exc.status is not None:
-                record.setdefault("status", exc.status)
-            await self._write_audit(record, started, exc)
-            raise
-        await self._write_audit(record, started, None)
-        return page
+        return await self._audited(
+            FETCH,
+            agent,
+            tier,
+            url,
+            lambda t, record: self._fetch(
+                url, offset, include_links, include_screenshot, agent, t, record
+            ),
+        )
 
     async def _fetch(
         self,
@@ -306,21 +298,13 @@ class Web:
         """Run a web search through the configured provider."""
         from ._search_core import run_search
 
-        started = time.monotonic()
-        record: dict[str, Any] = {
-            "capability": SEARCH,
-            "agent": agent,
-            "target": query if isinstance(query, str) else repr(query)[:200],
-        }
-        try:
-            tier = self._tier(agent, tier)
-            record["tier"] = tier
-            result = await run_search(self, query, limit, agent, tier, provider, record)
-        except WebwardError as exc:
-            await self._write_audit(record, started, exc)
-            raise
-        await self._write_audit(record, started, None)
-        return result
+        return await self._audited(
+            SEARCH,
+            agent,
+            tier,
+            query,
+            lambda t, record: run_search(self, query, limit, agent, t, provider, record),
+        )
 
     async def provider_request(
         self,
@@ -359,6 +343,34 @@ class Web:
         return body
 
     # ---- shared steps -----------------------------------------------------------------
+
+    async def _audited(
+        self,
+        capability: str,
+        agent: str,
+        tier: str | None,
+        target: object,
+        call: Callable[[str, dict[str, Any]], Awaitable[_R]],
+    ) -> _R:
+        """Run one call and write its audit record, whatever the outcome; a record that
+        cannot be written refuses the call (the door never opens unaudited)."""
+        started = time.monotonic()
+        record: dict[str, Any] = {
+            "capability": capability,
+            "agent": agent,
+            "target": target if isinstance(target, str) else repr(target)[:200],
+        }
+        try:
+            resolved = self._tier(agent, tier)
+            record["tier"] = resolved
+            result = await call(resolved, record)
+        except WebwardError as exc:
+            if exc.status is not None:
+                record.setdefault("status", exc.status)
+            await self._write_audit(record, started, exc)
+            raise
+        await self._write_audit(record, started, None)
+        return result
 
     def _tier(self, agent: str, tier: str | None) -> str:
         if not isinstance(agent, str) or not agent:
