@@ -470,6 +470,26 @@ async def test_robots_redirect_to_an_internal_address_is_refused_without_connect
 
 
 @pytest.mark.anyio
+async def test_robots_redirect_to_a_deny_listed_host_is_never_followed() -> None:
+    """A robots.txt that redirects to a host on the deny list is not fetched from there: the
+    robots answer is unreachable (refused) and the denied server sees no connection."""
+    with serve(routes={"*": respond(200, "User-agent: *\nAllow: /\n", "text/plain")}) as denied:
+        routes = {
+            "/robots.txt": redirect(f"http://denied.example:{denied.port}/robots.txt"),
+            "*": respond(200, "page"),
+        }
+        with serve(routes=routes) as srv:
+            resolver = StaticResolver({"denied.example": ["127.0.0.1"]})
+            s = settings(policy={"robots": True, "deny": ["denied.example"]})
+            async with Web(s, resolver, audit=MemoryAuditSink(), clock=FakeClock()) as w:
+                with pytest.raises(Refused) as err:
+                    await w.fetch(srv.url("/page"))
+            assert page_requests(srv) == []
+        assert denied.accepts == 0
+    assert err.value.reason == "robots_unreachable"
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("hops", [["/robots.txt"], [f"/r{i}" for i in range(1, 7)]])
 async def test_robots_redirect_loop_or_chain_past_five_disallows(hops: list[str]) -> None:
     """A robots.txt that loops or redirects more than five times is unreachable: refused."""
@@ -635,6 +655,9 @@ async def test_one_audit_row_per_call_for_every_outcome(tmp_path: Path) -> None:
     assert allowed.status == 200 and allowed.bytes == len("<p>final</p>")
     assert allowed.content_type is not None and allowed.content_type.startswith("text/html")
     assert allowed.duration_ms is not None and allowed.duration_ms >= 0
+    failed = rows[4]
+    assert failed.status == 502
+    assert failed.redirects == (srv.url("/err"),)
 
 
 @pytest.mark.anyio
