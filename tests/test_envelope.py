@@ -17,6 +17,7 @@ from webward._envelope import (
     find_markers,
     neutralise,
     neutralise_line,
+    prepare_body,
     unwrap,
     wrap,
 )
@@ -296,3 +297,17 @@ def test_property_ordinary_text_passes_unchanged(text: str) -> None:
     """Text with no marker and no control characters comes back exactly as it went in."""
     assume(not find_markers(text))
     assert unwrap(wrap(text, PAGE))[1] == text
+
+
+@given(text=hostile_text(), cut=st.tuples(st.integers(0, 400), st.integers(0, 400)))
+@settings(max_examples=300, deadline=None)
+def test_property_windows_of_a_prepared_page_need_no_second_preparing(
+    text: str, cut: tuple[int, int]
+) -> None:
+    """A page is prepared once and then windowed: every window of the prepared text is
+    already prepared, so wrap(prepared=True) gives exactly what wrap gives."""
+    prepared = prepare_body(text)
+    start, stop = sorted(cut)
+    window = prepared[start:stop]
+    assert prepare_body(window) == window
+    assert wrap(window, PAGE, nonce=NONCE, prepared=True) == wrap(window, PAGE, nonce=NONCE)

@@ -55,6 +55,7 @@ __all__ = [
     "fold",
     "neutralise",
     "neutralise_line",
+    "prepare_body",
     "unwrap",
     "wrap",
 ]
@@ -250,7 +251,10 @@ def neutralise_line(text: str) -> str:
     return " ".join(neutralise(text).split())
 
 
-def _body(text: str) -> str:
+def prepare_body(text: str) -> str:
+    """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi and
+    control characters dropped, marker-like spans neutralised. Any substring of the result is
+    prepared too, so a page can be prepared once and then windowed (``wrap(prepared=True)``)."""
     return _neutralise_markers(_BODY_STRIP_RE.sub("", _newlines(text)))
 
 
@@ -259,13 +263,15 @@ def wrap(
     provenance: Mapping[str, str | int | None],
     *,
     nonce: str | None = None,
+    prepared: bool = False,
 ) -> str:
     """``text`` inside the envelope, under the handling notice and a provenance header.
 
     ``provenance`` keys are simple names (``capability``, ``requested_url``, ``final_url``,
     ``query``, ``provider``, ``status``, ``content_type``, ``retrieved_at``); ``None`` values
     are left out. ``nonce`` is for tests that need a fixed one (at least 32 hex digits); left
-    out, a fresh ``secrets.token_hex(16)`` is drawn.
+    out, a fresh ``secrets.token_hex(16)`` is drawn. ``prepared=True`` says ``text`` is (a
+    window of) the output of :func:`prepare_body` and skips preparing it again.
     """
     if nonce is None:
         nonce = secrets.token_hex(16)
@@ -279,7 +285,7 @@ def wrap(
             continue
         lines.append(f"{key.replace('_', '-')}: {neutralise_line(str(value))}")
     lines.append(BEGIN.format(nonce=nonce))
-    lines.append(_body(text))
+    lines.append(text if prepared else prepare_body(text))
     lines.append(END.format(nonce=nonce))
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ and if that record cannot be written the call is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import ssl
@@ -192,6 +193,9 @@ class Web:
                 converted = convert()
             else:
                 converted = await anyio.to_thread.run_sync(convert)
+            # Prepared for the envelope once, here, rather than on every window handed out;
+            # offsets and totals count the prepared text.
+            converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
             cached = CachedPage(
                 requested_url=parsed.url,
                 final_url=result.final.url,
@@ -223,6 +227,7 @@ class Web:
                 "content_type": converted.media_type,
                 "retrieved_at": cached.retrieved_at,
             },
+            prepared=True,
         )
         return Page(
             requested_url=url,
