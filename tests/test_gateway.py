@@ -615,17 +615,17 @@ def test_token_lookup_compares_every_entry_whichever_matches(
 ) -> None:
     """A token is compared with hmac.compare_digest against every agent's digest, matching the
     first, the last or none: no early exit tells which agent came close."""
-    import webward._gateway as gateway_module
+    import webward._tokens as tokens_module
 
     table = TokenTable(load(tmp_path))
     compared: list[tuple[bytes, bytes]] = []
-    real = gateway_module.hmac.compare_digest
+    real = tokens_module.hmac.compare_digest
 
     def counting(a: bytes, b: bytes) -> bool:
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(gateway_module.hmac, "compare_digest", counting)
+    monkeypatch.setattr(tokens_module.hmac, "compare_digest", counting)
     for token in (*TOKENS.values(), "unknown-token", ""):
         compared.clear()
         table.lookup(token)

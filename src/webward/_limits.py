@@ -16,11 +16,11 @@
   live in the process (an anyio semaphore per key), also when the rest of the state is in
   SQLite: they bound what one process sends at once, not the machine.
 
-The state sits behind :class:`LimitState`, one atomic read-modify-write per call, so the
-algorithms here stay the same whatever stores them: :class:`MemoryLimitState` for one
-long-lived process, :class:`SQLiteLimitState` (``limits.db`` in the state dir, WAL,
-``BEGIN IMMEDIATE``) so that separate ``webward`` processes on one machine share one budget.
-Time comes from an injected clock; with SQLite it must be the wall clock, which the
+The state sits behind :class:`LimitState` (in ``_limit_state``, with the pure functions that
+change it), one atomic read-modify-write per call, so the algorithms stay the same whatever
+stores them: :class:`MemoryLimitState` for one long-lived process, :class:`SQLiteLimitState`
+(``limits.db`` in the state dir, WAL, ``BEGIN IMMEDIATE``) so that separate ``webward``
+processes on one machine share one budget. Time comes from an injected clock; with SQLite it must be the wall clock, which the
 processes share.
 """
 
@@ -29,21 +29,38 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import math
-import sqlite3
-import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
 from ._errors import InvalidInput, Refused
-from ._settings import LimitsSettings, Settings
-from ._sqlite import open_wal
+from ._limit_state import (
+    MAX_BACKPRESSURE_S,
+    REASON_BACKPRESSURE,
+    REASON_CIRCUIT_OPEN,
+    REASON_LIMITS_UNAVAILABLE,
+    REASON_RATE_LIMITED,
+    Change,
+    HostState,
+    LimitState,
+    MemoryLimitState,
+    SQLiteLimitState,
+    _Admission,
+    _admit,
+    _backpressure,
+    _Config,
+    _failure,
+    _hold,
+    _release_probe,
+    _success,
+    open_limit_state,
+)
+from ._settings import LimitsSettings
 
 __all__ = [
     "DEFAULT_BACKPRESSURE_S",
@@ -63,345 +80,11 @@ __all__ = [
     "retry_after_from_headers",
 ]
 
-#: Fixed reason codes of the refusals raised here.
-REASON_RATE_LIMITED = "rate_limited"
-REASON_BACKPRESSURE = "upstream_backpressure"
-REASON_CIRCUIT_OPEN = "circuit_open"
-REASON_LIMITS_UNAVAILABLE = "limits_unavailable"
+# The reason codes and MAX_BACKPRESSURE_S are defined in _limit_state, whose decisions use
+# them, and are public here with the rest of this module's names.
 
 #: A 429 that names no time holds the key this long.
 DEFAULT_BACKPRESSURE_S = 5.0
-#: A hostile or confused server cannot hold a key longer than this.
-MAX_BACKPRESSURE_S = 3600.0
-# While a half-open probe is in flight, others are told to come back after at most this long;
-# the probe itself holds a lease of twice the fetch deadline, in case its process dies.
-_PROBE_RETRY_HINT_S = 2.0
-
-R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class HostState:
-    """What is remembered about one key. Times are clock seconds; 0 means "not set"."""
-
-    tokens: float
-    updated: float  # when ``tokens`` was last brought up to date
-    hold_until: float = 0.0  # back-pressure from a 429
-    failures: int = 0  # consecutive failures
-    opened: int = 0  # how many times the circuit has opened since the last success
-    open_until: float = 0.0  # the circuit is open until then; half-open after, while > 0
-    probe_until: float = 0.0  # a half-open probe is in flight until then
-
-
-Change = Callable[[HostState | None], tuple[HostState, R]]
-
-
-class LimitState(Protocol):
-    """Where limiter and breaker state lives: one atomic read-modify-write per call.
-
-    ``change`` is pure (it may be called again if a store retries) and gets ``None`` for a key
-    never seen. Implementations: :class:`MemoryLimitState`, :class:`SQLiteLimitState`
-    (Redis later).
-    """
-
-    async def update(self, key: str, change: Change[R]) -> R:
-        """Apply ``change`` to the state of ``key`` atomically and return its result."""
-        ...
-
-    async def get(self, key: str) -> HostState | None:
-        """The stored state of ``key`` (for inspection and tests)."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release the store."""
-        ...
-
-
-class MemoryLimitState:
-    """Limiter state in a dict: for one long-lived process (the gateway, the MCP server).
-
-    At most ``max_keys`` keys are kept; the least recently used healthy key goes first.
-    """
-
-    def __init__(self, max_keys: int = 100_000) -> None:
-        self._data: OrderedDict[str, HostState] = OrderedDict()
-        self._lock = threading.Lock()  # the gateway may drive one limiter from several threads
-        self._max_keys = max_keys
-
-    async def update(self, key: str, change: Change[R]) -> R:
-        with self._lock:
-            new, result = change(self._data.get(key))
-            self._data[key] = new
-            self._data.move_to_end(key)
-            if len(self._data) > self._max_keys:
-                self._evict()
-            return result
-
-    def _evict(self) -> None:
-        for k, s in list(self._data.items()):
-            if len(self._data) <= self._max_keys:
-                return
-            if s.failures == 0 and s.open_until == 0 and s.hold_until == 0:
-                del self._data[k]
-
-    async def get(self, key: str) -> HostState | None:
-        with self._lock:
-            return self._data.get(key)
-
-    async def aclose(self) -> None:
-        return None
-
-
-_COLUMNS = ("tokens", "updated", "hold_until", "failures", "opened", "open_until", "probe_until")
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS hosts (
-    key TEXT PRIMARY KEY,
-    tokens REAL NOT NULL,
-    updated REAL NOT NULL,
-    hold_until REAL NOT NULL,
-    failures INTEGER NOT NULL,
-    opened INTEGER NOT NULL,
-    open_until REAL NOT NULL,
-    probe_until REAL NOT NULL
-)
-"""
-_UPSERT = (
-    f"INSERT INTO hosts (key, {', '.join(_COLUMNS)}) "
-    f"VALUES (?, {', '.join('?' for _ in _COLUMNS)}) "
-    f"ON CONFLICT(key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS)}"
-)
-# Rows of keys idle this long, with a closed circuit and no hold, are dropped on open.
-_PRUNE_AFTER_S = 86_400.0
-
-
-class SQLiteLimitState:
-    """Limiter state in ``limits.db`` in the state dir, shared by the processes of one machine.
-
-    Every change is one ``BEGIN IMMEDIATE`` transaction (the write lock is taken before the
-    read, so two processes cannot both spend the last token). WAL and a busy timeout let
-    several ``webward`` processes wait their turn instead of failing. If the store cannot be
-    opened or written, acquiring is refused (``limits_unavailable``): abuse protections fail
-    closed. ``clock`` is only used to prune idle rows; pass the limiter's clock.
-    """
-
-    def __init__(
-        self,
-        state_dir: str | Path,
-        *,
-        busy_timeout_s: float = 10.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.path = Path(state_dir) / "limits.db"
-        self._busy_timeout_s = busy_timeout_s
-        self._clock = clock
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # one connection, used by one worker thread at a time
-
-    async def update(self, key: str, change: Change[R]) -> R:
-        return await anyio.to_thread.run_sync(self._update_sync, key, change)
-
-    async def get(self, key: str) -> HostState | None:
-        return await anyio.to_thread.run_sync(self._get_sync, key)
-
-    async def aclose(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=(_SCHEMA,))
-            try:
-                # Limits are soft state: losing the last updates to a power cut is harmless.
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(
-                    "DELETE FROM hosts WHERE updated < ? AND open_until = 0 AND hold_until < ?",
-                    (self._clock() - _PRUNE_AFTER_S, self._clock()),
-                )
-            except BaseException:
-                conn.close()
-                raise
-            self._conn = conn
-        return self._conn
-
-    def _update_sync(self, key: str, change: Change[R]) -> R:
-        with self._lock:
-            try:
-                conn = self._connect()
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    row = conn.execute(
-                        f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?", (key,)
-                    ).fetchone()
-                    new, result = change(_row_to_state(row))
-                    conn.execute(_UPSERT, (key, *(getattr(new, c) for c in _COLUMNS)))
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                return result
-            except (sqlite3.Error, OSError) as exc:
-                raise _unavailable(self.path, exc) from None
-
-    def _get_sync(self, key: str) -> HostState | None:
-        with self._lock:
-            try:
-                row = (
-                    self._connect()
-                    .execute(f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?", (key,))
-                    .fetchone()
-                )
-            except (sqlite3.Error, OSError) as exc:
-                raise _unavailable(self.path, exc) from None
-            return _row_to_state(row)
-
-
-def _row_to_state(row: Any) -> HostState | None:
-    if row is None:
-        return None
-    tokens, updated, hold, failures, opened, open_until, probe = row
-    return HostState(
-        float(tokens),
-        float(updated),
-        float(hold),
-        int(failures),
-        int(opened),
-        float(open_until),
-        float(probe),
-    )
-
-
-def _unavailable(path: Path, exc: BaseException) -> Refused:
-    return Refused(
-        f"refused: the rate-limit state at {path} is unavailable ({exc}); webward does not "
-        "read without its abuse protections",
-        reason=REASON_LIMITS_UNAVAILABLE,
-    )
-
-
-def open_limit_state(
-    settings: Settings, kind: str = "memory", *, clock: Callable[[], float] = time.time
-) -> LimitState:
-    """The limit store for ``settings``: ``kind`` is ``memory`` (one long-lived process) or
-    ``sqlite`` (``limits.db`` in the state dir; the command line's default)."""
-    if settings.state.redis_url:
-        raise InvalidInput(
-            "state.redis_url is set, but this build of webward has no Redis limit store yet; "
-            "unset it to keep limits in this process or in the state dir"
-        )
-    if kind == "memory":
-        return MemoryLimitState()
-    if kind == "sqlite":
-        return SQLiteLimitState(settings.state.path(), clock=clock)
-    raise InvalidInput(f"unknown limit store {kind!r}; use memory or sqlite")
-
-
-# ---- the algorithms: pure functions of (state, now) -------------------------------------
-
-
-@dataclass(frozen=True)
-class _Config:
-    rate: float
-    burst: float
-    failures: int
-    open_s: float
-    max_open_s: float
-    probe_lease_s: float
-
-
-@dataclass(frozen=True)
-class _Admission:
-    ok: bool
-    probe: bool = False
-    reason: str = ""
-    retry_after: float = 0.0
-    failures: int = 0
-
-
-def _fresh(cfg: _Config, now: float) -> HostState:
-    return HostState(tokens=cfg.burst, updated=now)
-
-
-def _refill(s: HostState, cfg: _Config, now: float) -> HostState:
-    # A clock that steps backwards refills nothing (and never un-spends tokens).
-    elapsed = max(0.0, now - s.updated)
-    return replace(
-        s, tokens=min(cfg.burst, s.tokens + elapsed * cfg.rate), updated=max(now, s.updated)
-    )
-
-
-def _admit(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, _Admission]:
-    s = _refill(cur or _fresh(cfg, now), cfg, now)
-    if now < s.hold_until:
-        return s, _Admission(False, reason=REASON_BACKPRESSURE, retry_after=s.hold_until - now)
-    probe = False
-    if s.open_until:
-        if now < s.open_until:
-            return s, _Admission(
-                False,
-                reason=REASON_CIRCUIT_OPEN,
-                retry_after=s.open_until - now,
-                failures=s.failures,
-            )
-        if now < s.probe_until:  # half-open, and someone else is already probing
-            return s, _Admission(
-                False,
-                reason=REASON_CIRCUIT_OPEN,
-                retry_after=min(s.probe_until - now, _PROBE_RETRY_HINT_S),
-                failures=s.failures,
-            )
-        probe = True
-    if s.tokens < 1.0:
-        return s, _Admission(
-            False, reason=REASON_RATE_LIMITED, retry_after=(1.0 - s.tokens) / cfg.rate
-        )
-    s = replace(s, tokens=s.tokens - 1.0)
-    if probe:
-        s = replace(s, probe_until=now + cfg.probe_lease_s)
-    return s, _Admission(True, probe=probe)
-
-
-def _success(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
-    s = cur or _fresh(cfg, now)
-    return replace(s, failures=0, opened=0, open_until=0.0, probe_until=0.0), None
-
-
-def _failure(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
-    s = cur or _fresh(cfg, now)
-    failures = s.failures + 1
-    half_open = bool(s.open_until) and now >= s.open_until
-    closed = not s.open_until
-    if half_open or (closed and failures >= cfg.failures):
-        opened = s.opened + 1
-        open_for = min(cfg.open_s * opened, cfg.max_open_s)
-        return replace(
-            s, failures=failures, opened=opened, open_until=now + open_for, probe_until=0.0
-        ), None
-    return replace(s, failures=failures), None  # open already, or not yet at the threshold
-
-
-def _hold(
-    cur: HostState | None, cfg: _Config, now: float, seconds: float
-) -> tuple[HostState, None]:
-    s = _refill(cur or _fresh(cfg, now), cfg, now)
-    hold = now + min(max(seconds, 0.0), MAX_BACKPRESSURE_S)
-    return replace(s, tokens=0.0, hold_until=max(s.hold_until, hold)), None
-
-
-def _backpressure(
-    cur: HostState | None, cfg: _Config, now: float, seconds: float
-) -> tuple[HostState, None]:
-    # A 429 means the host answered: its failure streak ends, and its bucket empties and is
-    # held until the time it named.
-    s, _ = _hold(cur, cfg, now, seconds)
-    return replace(s, failures=0, opened=0, open_until=0.0, probe_until=0.0), None
-
-
-def _release_probe(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
-    s = cur or _fresh(cfg, now)
-    return replace(s, probe_until=0.0), None
 
 
 def _fmt_s(seconds: float) -> str:
