@@ -35,12 +35,12 @@ def test_file_then_environment_then_overrides(tmp_path: Path) -> None:
         tmp_path,
         '[policy]\ndefault_tier = "full"\nallow = ["docs.python.org"]\n[limits]\nper_host_rate = 1.5\n',
     )
-    env = {"WEBWARD_TIER": "connected", "WEBWARD_ALLOW_RANGES": "127.0.0.1/32, 10.0.0.0/8"}
+    env = {"WEBWARD_TIER": "connected", "WEBWARD_ALLOW_RANGES": "127.0.0.1/32, ::1/128"}
     s = Settings.load(path, environ=env)
     assert s.policy.default_tier == "connected"
     assert s.policy.allow == ("docs.python.org",)
     assert s.limits.per_host_rate == 1.5
-    assert s.network.allow_ranges == ("127.0.0.1/32", "10.0.0.0/8")
+    assert s.network.allow_ranges == ("127.0.0.1/32", "::1/128")
     s2 = Settings.load(path, {"policy": {"default_tier": "as-owner"}}, environ=env)
     assert s2.policy.default_tier == "as-owner"
     assert s2.source == str(path)
