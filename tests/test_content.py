@@ -205,11 +205,11 @@ def test_too_large_names_the_type_and_cap() -> None:
     err = too_large("image/png", LIMITS, 6_000_000)
     assert err.code == "too_large"
     assert str(err) == (
-        "image/png (6000000 bytes) is over the 5 MiB cap for images; "
+        "refused: image/png (6000000 bytes) is over the 5 MiB cap for images; "
         "webward refuses it rather than truncating it"
     )
     assert str(too_large("application/pdf", LIMITS)) == (
-        "application/pdf is over the 10 MiB cap for PDFs; "
+        "refused: application/pdf is over the 10 MiB cap for PDFs; "
         "webward refuses it rather than truncating it"
     )
 
@@ -219,15 +219,15 @@ def test_unreadable_types_are_named() -> None:
     svg = not_readable("image/svg+xml")
     assert (svg.code, str(svg)) == (
         "unsupported_type",
-        "image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)",
+        "refused: image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)",
     )
     zip_ = not_readable("application/zip", "application/zip")
     assert (zip_.code, str(zip_)) == (
         "unsupported_type",
-        "application/zip is a binary type webward does not read",
+        "refused: application/zip is a binary type webward does not read",
     )
     sniffed = not_readable("application/octet-stream", "text/html")
     assert (
         str(sniffed)
-        == "application/octet-stream (declared as text/html) is a binary type webward does not read"
+        == "refused: application/octet-stream (declared as text/html) is a binary type webward does not read"
     )

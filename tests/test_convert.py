@@ -420,7 +420,7 @@ def test_image_over_its_cap_is_refused_not_truncated() -> None:
     with pytest.raises(Refused) as info:
         convert(body, "image/png", URL, truncated=False, include_links=False, limits=limits)
     assert info.value.code == "too_large"
-    assert str(info.value).startswith(f"image/png ({len(body)} bytes) is over the")
+    assert str(info.value).startswith(f"refused: image/png ({len(body)} bytes) is over the")
 
 
 def test_binary_cut_by_the_text_cap_is_refused() -> None:
@@ -438,14 +438,14 @@ def test_svg_is_named_as_unsupported() -> None:
     assert info.value.code == "unsupported_type"
     assert (
         str(info.value)
-        == "image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)"
+        == "refused: image/svg+xml is not an image type the model can take (jpeg, png, gif, webp)"
     )
 
 
 def test_other_binary_types_are_refused_by_name() -> None:
     """A zip is refused naming its type; binary bytes behind a text type are refused too."""
     with pytest.raises(
-        Refused, match=r"^application/zip is a binary type webward does not read$"
+        Refused, match=r"^refused: application/zip is a binary type webward does not read$"
     ) as info:
         read(b"PK\x03\x04" + bytes(200), "application/zip")
     assert info.value.code == "unsupported_type"
@@ -527,7 +527,9 @@ def test_damaged_pdf_is_refused_with_a_message() -> None:
     with pytest.raises(Refused) as info:
         read(b"%PDF-1.7\nthis is not really a pdf", "application/pdf")
     assert info.value.code == "unsupported_type"
-    assert str(info.value) == "the PDF could not be read (it is damaged or not really a PDF)"
+    assert (
+        str(info.value) == "refused: the PDF could not be read (it is damaged or not really a PDF)"
+    )
 
 
 # ---------------------------------------------------------------------------------- never crash

@@ -535,7 +535,8 @@ async def test_binary_bytes_served_as_text_are_refused() -> None:
                 await w.fetch(srv.url("/"))
     assert err.value.code == "unsupported_type"
     assert err.value.message == (
-        "application/octet-stream (declared as text/plain) is a binary type webward does not read"
+        "refused: application/octet-stream (declared as text/plain) is a binary type webward does "
+        "not read"
     )
 
 

@@ -248,7 +248,7 @@ def too_large(media_type: str, limits: LimitsSettings, size: int | None = None) 
     what = "images" if media_type in IMAGE_TYPES else "PDFs" if media_type == PDF else "this type"
     actual = f" ({size} bytes)" if size is not None else ""
     return Refused(
-        f"{media_type}{actual} is over the {human_size(cap)} cap for {what}; webward refuses it "
+        f"refused: {media_type}{actual} is over the {human_size(cap)} cap for {what}; webward refuses it "
         "rather than truncating it",
         code="too_large",
         reason="too_large",
@@ -260,13 +260,13 @@ def not_readable(media_type: str, declared: str = "") -> Refused:
     type the models cannot take, or a binary type."""
     if media_type.startswith("image/"):
         return Refused(
-            f"{media_type} is not an image type the model can take (jpeg, png, gif, webp)",
+            f"refused: {media_type} is not an image type the model can take (jpeg, png, gif, webp)",
             code="unsupported_type",
             reason="unsupported_image",
         )
     said = f" (declared as {declared})" if declared and declared != media_type else ""
     return Refused(
-        f"{media_type}{said} is a binary type webward does not read",
+        f"refused: {media_type}{said} is a binary type webward does not read",
         code="unsupported_type",
         reason="binary_type",
     )

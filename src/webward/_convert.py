@@ -526,7 +526,7 @@ def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
         # A file a PDF reader cannot open would make the model provider reject the whole
         # request; better to say so here, as a message the agent can read.
         raise Refused(
-            "the PDF could not be read (it is damaged or not really a PDF)",
+            "refused: the PDF could not be read (it is damaged or not really a PDF)",
             code="unsupported_type",
             reason="unreadable_pdf",
         )
