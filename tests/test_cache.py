@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from webward._cache import CachedPage, MemoryPageCache, NullPageCache, PageCache, cache_key
 from webward._convert import Converted
 from webward._models import Link, Part
@@ -33,64 +35,69 @@ def page(text: str, url: str = "https://example.com/a") -> CachedPage:
     return CachedPage(requested_url=url, final_url=url, status=200, converted=converted)
 
 
-def test_a_page_is_found_until_its_ttl_passes() -> None:
+@pytest.mark.anyio
+async def test_a_page_is_found_until_its_ttl_passes() -> None:
     """An entry lives exactly ttl seconds."""
     clock = FakeClock()
     cache = MemoryPageCache(ttl_s=600, max_chars=10_000, clock=clock)
-    cache.put("k", page("hello"))
+    await cache.put("k", page("hello"))
     clock.now += 599.9
-    got = cache.get("k")
+    got = await cache.get("k")
     assert got is not None and got.converted.text == "hello"
     clock.now += 0.1
-    assert cache.get("k") is None
+    assert await cache.get("k") is None
     assert len(cache) == 0
     assert cache.chars == 0
 
 
-def test_size_bound_evicts_the_least_recently_used_page() -> None:
+@pytest.mark.anyio
+async def test_size_bound_evicts_the_least_recently_used_page() -> None:
     """Past max_chars the page used longest ago goes first; a get counts as a use."""
     clock = FakeClock()
     url = "https://example.com/a"
     size = page("x" * 100, url).size()
     cache = MemoryPageCache(ttl_s=600, max_chars=3 * size, clock=clock)
     for key in ("a", "b", "c"):
-        cache.put(key, page("x" * 100, url))
-    assert cache.get("a") is not None  # a is now the most recently used
-    cache.put("d", page("x" * 100, url))
-    assert cache.get("b") is None
-    assert all(cache.get(k) is not None for k in ("a", "c", "d"))
+        await cache.put(key, page("x" * 100, url))
+    assert await cache.get("a") is not None  # a is now the most recently used
+    await cache.put("d", page("x" * 100, url))
+    assert await cache.get("b") is None
+    assert [await cache.get(k) for k in ("a", "c", "d")].count(None) == 0
     assert cache.chars == 3 * size
 
 
-def test_a_page_bigger_than_the_cache_is_not_kept() -> None:
+@pytest.mark.anyio
+async def test_a_page_bigger_than_the_cache_is_not_kept() -> None:
     """A page that alone exceeds max_chars is not stored and evicts nothing."""
     cache = MemoryPageCache(ttl_s=600, max_chars=500, clock=FakeClock())
-    cache.put("small", page("s"))
-    cache.put("huge", page("h" * 1000))
-    assert cache.get("huge") is None
-    assert cache.get("small") is not None
+    await cache.put("small", page("s"))
+    await cache.put("huge", page("h" * 1000))
+    assert await cache.get("huge") is None
+    assert await cache.get("small") is not None
 
 
-def test_putting_a_key_again_replaces_it_and_renews_its_ttl() -> None:
+@pytest.mark.anyio
+async def test_putting_a_key_again_replaces_it_and_renews_its_ttl() -> None:
     """A second put replaces the page and starts its lifetime again."""
     clock = FakeClock()
     cache = MemoryPageCache(ttl_s=10, max_chars=10_000, clock=clock)
-    cache.put("k", page("old"))
+    await cache.put("k", page("old"))
     clock.now += 8
-    cache.put("k", page("new"))
+    await cache.put("k", page("new"))
     clock.now += 8
-    got = cache.get("k")
+    got = await cache.get("k")
     assert got is not None and got.converted.text == "new"
     assert len(cache) == 1
 
 
-def test_expired_pages_are_swept_on_put() -> None:
+@pytest.mark.anyio
+async def test_expired_pages_are_swept_on_put() -> None:
     """Expired entries stop counting against the size bound when anything is stored."""
     clock = FakeClock()
     cache = MemoryPageCache(ttl_s=5, max_chars=10_000, clock=clock)
-    cache.put("a", page("a" * 50))
+    await cache.put("a", page("a" * 50))
     clock.now += 6
-    cache.put("b", page("b"))
+    await cache.put("b", page("b"))
     assert len(cache) == 1
     assert cache.chars == page("b").size()
 
@@ -110,37 +117,41 @@ def test_parts_count_toward_the_size() -> None:
     assert entry.size() == len("header") + len("a.png") + 2 * len("https://e.com/a.png") + 4
 
 
-def test_from_limits_uses_the_settings() -> None:
+@pytest.mark.anyio
+async def test_from_limits_uses_the_settings() -> None:
     """The cache takes its ttl and size bound from LimitsSettings."""
     clock = FakeClock()
     cache = MemoryPageCache.from_limits(
         LimitsSettings(page_cache_ttl_s=1.0, page_cache_max_chars=100), clock
     )
-    cache.put("k", page("x"))
+    await cache.put("k", page("x"))
     clock.now += 1.0
-    assert cache.get("k") is None
+    assert await cache.get("k") is None
 
 
-def test_zero_ttl_turns_the_memory_cache_off() -> None:
+@pytest.mark.anyio
+async def test_zero_ttl_turns_the_memory_cache_off() -> None:
     """With ttl 0 nothing is kept."""
     cache = MemoryPageCache(ttl_s=0, max_chars=1000, clock=FakeClock())
-    cache.put("k", page("x"))
-    assert cache.get("k") is None
+    await cache.put("k", page("x"))
+    assert await cache.get("k") is None
 
 
-def test_clear_forgets_everything() -> None:
+@pytest.mark.anyio
+async def test_clear_forgets_everything() -> None:
     """clear() empties the cache."""
     cache = MemoryPageCache(clock=FakeClock())
-    cache.put("k", page("x"))
+    await cache.put("k", page("x"))
     cache.clear()
-    assert cache.get("k") is None and cache.chars == 0
+    assert await cache.get("k") is None and cache.chars == 0
 
 
-def test_null_cache_stores_nothing() -> None:
+@pytest.mark.anyio
+async def test_null_cache_stores_nothing() -> None:
     """Caching off: every get misses."""
     cache = NullPageCache()
-    cache.put("k", page("x"))
-    assert cache.get("k") is None
+    await cache.put("k", page("x"))
+    assert await cache.get("k") is None
 
 
 def test_both_implementations_satisfy_the_protocol() -> None:

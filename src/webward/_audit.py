@@ -16,8 +16,9 @@ Decisions (:data:`DECISIONS`):
 
 A record that cannot be written refuses the call: sinks raise ``Refused`` with reason
 ``audit_unavailable``. Sinks: :class:`SQLiteAuditSink` (``audit.db`` in the state dir, WAL and a
-busy timeout, so several processes can write at once) and :class:`MemoryAuditSink` (tests,
-``webward.testing``). PostgreSQL comes later.
+busy timeout, so several processes can write at once), ``_postgres.PostgresAuditSink`` (one
+log for N replicas, ``[audit] postgres_dsn_env``) and :class:`MemoryAuditSink` (tests,
+``webward.testing``).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import os
 import re
 import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -421,17 +424,24 @@ class SQLiteAuditSink:
         return [_from_row(tuple(row)) for row in rows]
 
 
-def open_audit_sink(settings: Settings) -> AuditSink:
+def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None) -> AuditSink:
     """The audit sink ``settings`` ask for: SQLite in the state dir unless PostgreSQL is set.
 
-    PostgreSQL (``[audit] postgres_dsn_env``) is not built yet; asking for it refuses every
-    call rather than quietly auditing somewhere else.
+    ``[audit] postgres_dsn_env`` names the environment variable (in ``environ``, by default
+    the process's) holding the PostgreSQL DSN. If it is unset or empty, every call is refused
+    rather than quietly audited somewhere else.
     """
-    if settings.audit.postgres_dsn_env:
-        return _RefusingSink(
-            "[audit] postgres_dsn_env is set, but this build of webward has no PostgreSQL audit "
-            "sink yet; unset it to audit to SQLite in the state dir"
-        )
+    var = settings.audit.postgres_dsn_env
+    if var:
+        dsn = (os.environ if environ is None else environ).get(var, "").strip()
+        if not dsn:
+            return _RefusingSink(
+                f"[audit] postgres_dsn_env names ${var}, which is unset or empty; it must "
+                "hold the PostgreSQL DSN of the audit log"
+            )
+        from ._postgres import PostgresAuditSink  # imported only when configured
+
+        return PostgresAuditSink(dsn, dsn_env=var)
     return SQLiteAuditSink(settings.state.path())
 
 

@@ -9,8 +9,10 @@ lookup, and on a hit ``Web`` runs every hop of the cached read (the requested UR
 redirect) through this caller's policy, guard, robots.txt and limits again, so a cached page is
 only ever handed to a caller who may read it.
 
-Two implementations of :class:`PageCache`: :class:`MemoryPageCache` (one process) and
-:class:`NullPageCache` (caching off). A shared one (Redis) can store :meth:`CachedPage.to_dict`.
+Implementations of :class:`PageCache`: :class:`MemoryPageCache` (one process),
+:class:`NullPageCache` (caching off) and ``_redis.RedisPageCache`` (shared by replicas through
+``[state] redis_url``; it stores :meth:`CachedPage.to_dict` as JSON). The protocol is async
+because the shared one talks to a server.
 """
 
 from __future__ import annotations
@@ -117,24 +119,35 @@ def cache_key(url: str, include_links: bool) -> str:
 
 @runtime_checkable
 class PageCache(Protocol):
-    """Where converted pages wait for their next window."""
+    """Where converted pages wait for their next window.
 
-    def get(self, key: str) -> CachedPage | None:
+    A cache never refuses or raises: a store it cannot reach is a miss (``get``) or a page not
+    kept (``put``), because the cache only saves a download.
+    """
+
+    async def get(self, key: str) -> CachedPage | None:
         """The page stored under ``key``, or ``None`` if absent or expired."""
         ...
 
-    def put(self, key: str, page: CachedPage) -> None:
+    async def put(self, key: str, page: CachedPage) -> None:
         """Store ``page`` under ``key``, replacing what was there."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the store."""
         ...
 
 
 class NullPageCache:
     """Caching off: stores nothing, finds nothing; every offset call fetches again."""
 
-    def get(self, key: str) -> CachedPage | None:
+    async def get(self, key: str) -> CachedPage | None:
         return None
 
-    def put(self, key: str, page: CachedPage) -> None:
+    async def put(self, key: str, page: CachedPage) -> None:
+        return None
+
+    async def aclose(self) -> None:
         return None
 
 
@@ -172,7 +185,7 @@ class MemoryPageCache:
         """Characters held now."""
         return self._chars
 
-    def get(self, key: str) -> CachedPage | None:
+    async def get(self, key: str) -> CachedPage | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -184,7 +197,7 @@ class MemoryPageCache:
             self._entries.move_to_end(key)
             return page
 
-    def put(self, key: str, page: CachedPage) -> None:
+    async def put(self, key: str, page: CachedPage) -> None:
         size = page.size()
         with self._lock:
             if key in self._entries:
@@ -195,6 +208,9 @@ class MemoryPageCache:
             self._entries[key] = (now + self._ttl, size, page)
             self._chars += size
             self._evict(now)
+
+    async def aclose(self) -> None:
+        return None
 
     def clear(self) -> None:
         """Forget every page."""

@@ -5,7 +5,8 @@ functions that change it.
 read-modify-write per call, so the algorithms stay the same whatever stores them:
 :class:`MemoryLimitState` for one long-lived process, :class:`SQLiteLimitState` (``limits.db``
 in the state dir, WAL, ``BEGIN IMMEDIATE``) so that separate ``webward`` processes on one
-machine share one budget. The algorithms are pure functions of (state, settings, now); the
+machine share one budget, and ``_redis.RedisLimitState`` for replicas on many machines
+(``[state] redis_url``). The algorithms are pure functions of (state, settings, now); the
 ``Limiter`` front in ``_limits`` applies them and turns their verdicts into refusals.
 
 The reason codes and the back-pressure cap are defined here, where the decisions that use
@@ -78,8 +79,8 @@ class LimitState(Protocol):
     """Where limiter and breaker state lives: one atomic read-modify-write per call.
 
     ``change`` is pure (it may be called again if a store retries) and gets ``None`` for a key
-    never seen. Implementations: :class:`MemoryLimitState`, :class:`SQLiteLimitState`
-    (Redis later).
+    never seen. Implementations: :class:`MemoryLimitState`, :class:`SQLiteLimitState`,
+    ``_redis.RedisLimitState``.
     """
 
     async def update(self, key: str, change: Change[R]) -> R:
@@ -262,18 +263,18 @@ def _unavailable(path: Path, exc: BaseException) -> Refused:
 def open_limit_state(
     settings: Settings, kind: str = "memory", *, clock: Callable[[], float] = time.time
 ) -> LimitState:
-    """The limit store for ``settings``: ``kind`` is ``memory`` (one long-lived process) or
-    ``sqlite`` (``limits.db`` in the state dir; the command line's default)."""
+    """The limit store for ``settings``: Redis whenever ``[state] redis_url`` is set (replicas
+    share one budget), else ``kind``: ``memory`` (one long-lived process) or ``sqlite``
+    (``limits.db`` in the state dir; the command line's default)."""
+    if kind not in ("memory", "sqlite"):
+        raise InvalidInput(f"unknown limit store {kind!r}; use memory or sqlite")
     if settings.state.redis_url:
-        raise InvalidInput(
-            "state.redis_url is set, but this build of webward has no Redis limit store yet; "
-            "unset it to keep limits in this process or in the state dir"
-        )
+        from ._redis import RedisLimitState  # imported only when configured
+
+        return RedisLimitState(settings.state.redis_url)
     if kind == "memory":
         return MemoryLimitState()
-    if kind == "sqlite":
-        return SQLiteLimitState(settings.state.path(), clock=clock)
-    raise InvalidInput(f"unknown limit store {kind!r}; use memory or sqlite")
+    return SQLiteLimitState(settings.state.path(), clock=clock)
 
 
 # ---- the algorithms: pure functions of (state, now) -------------------------------------

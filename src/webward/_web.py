@@ -86,14 +86,7 @@ class Web:
             self.settings.limits,
             clock=clock,
         )
-        self._cache = (
-            page_cache
-            if page_cache is not None
-            else MemoryPageCache(
-                ttl_s=self.settings.limits.page_cache_ttl_s,
-                max_chars=self.settings.limits.page_cache_max_chars,
-            )
-        )
+        self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
         self._robots = RobotsChecker(self._fetch_robots, clock=clock)
         self._search_provider = search_provider
         self._credentials = credentials
@@ -112,6 +105,7 @@ class Web:
     async def aclose(self) -> None:
         await self._transport.aclose()
         await self._limiter.aclose()
+        await self._cache.aclose()
         await self._audit.aclose()
 
     # ---- page reads -------------------------------------------------------------------
@@ -161,7 +155,7 @@ class Web:
             )
 
         key = cache_key(parsed.url, include_links)
-        cached = self._cache.get(key)
+        cached = await self._cache.get(key)
         if cached is not None:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
@@ -205,7 +199,7 @@ class Web:
                 bytes_read=result.body.wire_bytes,
                 retrieved_at=_now(),
             )
-            self._cache.put(key, cached)
+            await self._cache.put(key, cached)
         record.update(
             final_url=cached.final_url,
             redirects=list(cached.redirects),
@@ -410,6 +404,20 @@ class Web:
             **fields,
         )
         await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
+
+
+def _default_cache(settings: Settings) -> PageCache:
+    """Replicas sharing a Redis share their page cache too; one process keeps its own."""
+    limits = settings.limits
+    if settings.state.redis_url:
+        from ._redis import RedisPageCache  # imported only when configured
+
+        return RedisPageCache(
+            settings.state.redis_url,
+            ttl_s=limits.page_cache_ttl_s,
+            max_chars=limits.page_cache_max_chars,
+        )
+    return MemoryPageCache(ttl_s=limits.page_cache_ttl_s, max_chars=limits.page_cache_max_chars)
 
 
 @functools.lru_cache(maxsize=4096)

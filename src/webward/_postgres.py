@@ -1,0 +1,199 @@
+"""The PostgreSQL audit sink: one audit log for N gateway replicas.
+
+Chosen by ``[audit] postgres_dsn_env``, the *name* of an environment variable holding the DSN
+(``open_audit_sink`` reads it). The DSN may carry a password, so it never appears in a
+message, a repr or a log line: messages name the variable instead.
+
+Same columns as the SQLite table (``_audit._FIELDS``), created on first use. Records are
+written with group commit, as the SQLite sink does: records arriving while a transaction is in
+flight join the next one, one INSERT each, and every writer returns only once the transaction
+holding its record committed. Any database error refuses the call (``audit_unavailable``):
+the door never opens unaudited. A broken connection is dropped and the next call connects
+again, so the sink recovers when the server comes back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from typing import Any
+
+import anyio
+import psycopg
+from psycopg import conninfo
+
+from ._audit import (
+    _FIELDS,
+    REASON_AUDIT_UNAVAILABLE,
+    AuditRecord,
+    _Batch,
+    _from_row,
+    _to_row,
+    audit_unavailable,
+)
+from ._errors import Refused
+
+__all__ = ["PostgresAuditSink"]
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS audit (
+        id TEXT PRIMARY KEY,
+        ts DOUBLE PRECISION NOT NULL,
+        agent TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        capability TEXT NOT NULL,
+        target TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        would_deny TEXT,
+        final_url TEXT,
+        redirects TEXT NOT NULL,
+        status INTEGER,
+        bytes BIGINT,
+        content_type TEXT,
+        duration_ms BIGINT,
+        provider TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)",
+)
+# Two replicas creating the table at the same moment would collide in the catalogue
+# (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them.
+_SCHEMA_LOCK = 0x77656277  # "webw"
+_INSERT = f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({', '.join('%s' for _ in _FIELDS)})"
+_CONNECT_TIMEOUT_S = 5
+
+
+class PostgresAuditSink:
+    """Audit records in PostgreSQL, shared by every replica given the same DSN.
+
+    ``dsn_env`` is the name of the variable the DSN came from; it is what messages show.
+    """
+
+    def __init__(self, dsn: str, *, dsn_env: str) -> None:
+        self._dsn = dsn
+        self._env = dsn_env
+        self._secrets = _secrets_of(dsn)
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._lock: anyio.Lock | None = None  # one statement at a time on the connection
+        self._batch = _Batch()
+
+    def __repr__(self) -> str:
+        return f"PostgresAuditSink(dsn_env={self._env!r})"
+
+    async def write(self, record: AuditRecord) -> None:
+        """Group commit: see the module docstring."""
+        batch = self._batch
+        batch.rows.append(_to_row(record))
+        if batch.leader:
+            await batch.done.wait()
+        else:
+            batch.leader = True
+            try:
+                async with self._locked():
+                    self._batch = _Batch()  # from here on, new records wait for the next commit
+                    batch.error = await self._insert(batch.rows)
+            finally:
+                batch.done.set()
+        if batch.error is not None:
+            raise audit_unavailable(batch.error)
+
+    async def query(
+        self,
+        since: dt.datetime | None = None,
+        agent: str | None = None,
+        decision: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        where: list[str] = []
+        params: list[Any] = []
+        if since is not None:
+            where.append("ts >= %s")
+            params.append(since.timestamp())
+        if agent is not None:
+            where.append("agent = %s")
+            params.append(agent)
+        if decision is not None:
+            if decision == "report-would-deny":
+                where.append("(decision = %s OR would_deny IS NOT NULL)")
+            else:
+                where.append("decision = %s")
+            params.append(decision)
+        sql = f"SELECT {', '.join(_FIELDS)} FROM audit"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY ts DESC, id DESC LIMIT %s"
+        params.append(max(int(limit), 0))
+        async with self._locked():
+            try:
+                conn = await self._connect()
+                async with conn.transaction():
+                    cur = await conn.execute(sql, params)
+                    rows = await cur.fetchall()
+            except (psycopg.Error, OSError) as exc:
+                await self._drop()
+                raise Refused(
+                    f"refused: the PostgreSQL audit log named by ${self._env} cannot be read "
+                    f"({self._describe(exc)})",
+                    reason=REASON_AUDIT_UNAVAILABLE,
+                ) from None
+        return [_from_row(tuple(row)) for row in rows]
+
+    async def aclose(self) -> None:
+        await self._drop()
+
+    def _locked(self) -> anyio.Lock:
+        if self._lock is None:  # created lazily: anyio locks belong to the running loop
+            self._lock = anyio.Lock()
+        return self._lock
+
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+        if self._conn is None or self._conn.closed:
+            conn = await psycopg.AsyncConnection.connect(
+                self._dsn, autocommit=False, connect_timeout=_CONNECT_TIMEOUT_S
+            )
+            try:
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    for statement in _SCHEMA:
+                        await conn.execute(statement)
+            except BaseException:
+                await conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    async def _insert(self, rows: list[tuple[Any, ...]]) -> str | None:
+        """Insert ``rows`` in one transaction; the error text if that failed, else None."""
+        try:
+            conn = await self._connect()
+            async with conn.transaction(), conn.cursor() as cur:
+                await cur.executemany(_INSERT, rows)
+        except (psycopg.Error, OSError) as exc:
+            await self._drop()
+            return f"PostgreSQL named by ${self._env}: {self._describe(exc)}"
+        return None
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error, OSError):  # already broken: nothing to free
+                await conn.close()
+
+    def _describe(self, exc: BaseException) -> str:
+        # The first line of the driver's message, with anything of the DSN that might be
+        # secret taken out (a DSN with a typo can be echoed back in a parse error).
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return f"{type(exc).__name__}: {text}"
+
+
+def _secrets_of(dsn: str) -> tuple[str, ...]:
+    found = [dsn] if dsn else []
+    try:
+        password = conninfo.conninfo_to_dict(dsn).get("password")
+    except psycopg.Error:
+        password = None
+    if password:
+        found.append(str(password))
+    return tuple(sorted(found, key=len, reverse=True))  # the whole DSN first

@@ -1,0 +1,184 @@
+"""Scaling out the audit log: replicas writing into one real PostgreSQL lose no row, read each
+other's rows (through ``query`` and ``webward audit``), refuse calls when it is down, and never
+show the DSN."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import PostgresServer
+from localserver import respond, serve
+
+from webward import Refused, Settings, StaticResolver, Web
+from webward._audit import REASON_AUDIT_UNAVAILABLE, AuditRecord, open_audit_sink
+from webward._postgres import PostgresAuditSink
+from webward.testing import FakeClock
+
+pytestmark = pytest.mark.anyio
+
+ENV = "WEBWARD_TEST_PG_DSN"
+SECRET = "pg-pass-0123456789"  # trust auth ignores it; it must never be shown
+
+
+def with_password(dsn: str) -> str:
+    return f"{dsn} password={SECRET}"
+
+
+def settings(**sections: Any) -> Settings:
+    return Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            "audit": {"postgres_dsn_env": ENV},
+            **sections,
+        }
+    )
+
+
+def record(agent: str, i: int = 0) -> AuditRecord:
+    return AuditRecord.create(
+        decision="allowed",
+        reason="allowed",
+        agent=agent,
+        tier="connected",
+        capability="web:page.fetch@1",
+        target=f"https://example.org/{agent}/{i}",
+        redirects=[f"https://example.org/{agent}/{i}"],
+        status=200,
+        bytes=12,
+        duration_ms=3,
+    )
+
+
+async def test_the_setting_chooses_postgres_and_a_missing_variable_refuses(
+    postgres_dsn: str,
+) -> None:
+    """postgres_dsn_env picks the PostgreSQL sink; with the variable unset or empty every call
+    is refused, naming the variable."""
+    s = settings()
+    sink = open_audit_sink(s, {ENV: with_password(postgres_dsn)})
+    assert isinstance(sink, PostgresAuditSink)
+    assert SECRET not in repr(sink) and ENV in repr(sink)
+    await sink.aclose()
+    for environ in ({}, {ENV: "  "}):
+        missing = open_audit_sink(s, environ)
+        with pytest.raises(Refused) as err:
+            await missing.write(record("a"))
+        assert err.value.reason == REASON_AUDIT_UNAVAILABLE and f"${ENV}" in err.value.message
+        with pytest.raises(Refused):
+            await missing.query()
+
+
+async def test_two_replicas_write_into_one_log_and_read_each_other(postgres_dsn: str) -> None:
+    """Two replicas' reads land in one table; query on either returns both rows, newest
+    first, filtered by agent and decision, with every field intact."""
+    env = {ENV: with_password(postgres_dsn)}
+    clock = FakeClock()
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with (
+            Web(
+                settings(), StaticResolver({}), audit=open_audit_sink(settings(), env), clock=clock
+            ) as a,
+            Web(
+                settings(), StaticResolver({}), audit=open_audit_sink(settings(), env), clock=clock
+            ) as b,
+        ):
+            await a.fetch(srv.url("/one"), agent="alpha")
+            await b.fetch(srv.url("/two"), agent="beta")
+    sink = open_audit_sink(settings(), env)
+    rows = await sink.query()
+    only_beta = await sink.query(agent="beta")
+    none_refused = await sink.query(decision="refused")
+    later = await sink.query(since=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1))
+    direct = record("gamma")
+    await sink.write(direct)
+    (back,) = await sink.query(agent="gamma")
+    await sink.aclose()
+    assert [(r.agent, r.target) for r in rows] == [
+        ("beta", srv.url("/two")),
+        ("alpha", srv.url("/one")),
+    ]
+    assert [r.status for r in rows] == [200, 200] and rows[0].redirects == (srv.url("/two"),)
+    assert [r.agent for r in only_beta] == ["beta"]
+    assert none_refused == [] and later == []
+    assert back == direct
+
+
+async def test_concurrent_writers_lose_no_row(postgres_dsn: str) -> None:
+    """100 records written at once from two replicas' sinks are all there afterwards."""
+    env = {ENV: postgres_dsn}
+    sinks = [open_audit_sink(settings(), env), open_audit_sink(settings(), env)]
+
+    async def write_many(sink: Any, agent: str) -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(sink.write, record(agent, i))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(write_many, sinks[0], "r1")
+        tg.start_soon(write_many, sinks[1], "r2")
+    rows = await sinks[0].query(limit=1000)
+    for sink in sinks:
+        await sink.aclose()
+    assert len(rows) == 100 and len({r.id for r in rows}) == 100
+    assert sorted(r.target for r in rows if r.agent == "r2") == sorted(
+        f"https://example.org/r2/{i}" for i in range(50)
+    )
+
+
+async def test_webward_audit_reads_the_postgres_log(postgres_dsn: str, tmp_path: Path) -> None:
+    """`python -m webward audit --json` with the config reads the replicas' rows."""
+    env = {ENV: with_password(postgres_dsn)}
+    sink = open_audit_sink(settings(), env)
+    await sink.write(record("alpha"))
+    await sink.write(record("beta"))
+    await sink.aclose()
+    config = tmp_path / "webward.toml"
+    config.write_text(f'[audit]\npostgres_dsn_env = "{ENV}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "webward", "audit", "--json", "--config", str(config)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [r["agent"] for r in json.loads(done.stdout)] == ["beta", "alpha"]
+
+
+async def test_postgres_down_refuses_the_read_and_hides_the_dsn(
+    postgres_server: PostgresServer, postgres_dsn: str
+) -> None:
+    """With PostgreSQL stopped, Web.fetch is refused (audit_unavailable) and nothing said
+    shows the DSN or its password; once it is back the same sink writes again."""
+    env = {ENV: with_password(postgres_dsn)}
+    sink = open_audit_sink(settings(), env)
+    await sink.write(record("before"))  # connected and the table made
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=sink, clock=FakeClock()) as w:
+            postgres_server.stop()
+            try:
+                with pytest.raises(Refused) as err:
+                    await w.fetch(srv.url("/"))
+                with pytest.raises(Refused) as read_err:
+                    await sink.query()
+            finally:
+                postgres_server.start()
+            await sink.write(record("after"))
+            agents = [r.agent for r in await sink.query()]
+    assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+    assert read_err.value.reason == REASON_AUDIT_UNAVAILABLE
+    for message in (err.value.message, read_err.value.message):
+        assert f"${ENV}" in message
+        assert SECRET not in message and postgres_dsn not in message
+    assert "after" in agents and "before" in agents

@@ -1,0 +1,197 @@
+"""Scaling out through Redis: two ``Web`` replicas pointed at one real redis-server share one
+rate budget, one breaker and one page cache, and a Redis that goes away refuses reads
+(limits) or misses (cache) without crashing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+import redis
+from conftest import RedisServer
+from localserver import respond, serve
+
+from webward import Refused, Settings, StaticResolver, UpstreamError, Web
+from webward._cache import CachedPage, PageCache
+from webward._convert import Converted
+from webward._limit_state import HostState, _admit, _Config, open_limit_state
+from webward._redis import LIMITS_PREFIX, RedisLimitState, RedisPageCache, redact_url
+from webward._web import _default_cache
+from webward.testing import FakeClock, MemoryAuditSink
+
+pytestmark = pytest.mark.anyio
+
+
+def settings(redis_url: str, **limits: Any) -> Settings:
+    return Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, **limits},
+            "state": {"redis_url": redis_url},
+        }
+    )
+
+
+@asynccontextmanager
+async def replicas(s: Settings, clock: FakeClock) -> AsyncIterator[tuple[Web, Web]]:
+    """Two gateways as two machines would run them: nothing shared but the Redis URL."""
+    async with (
+        Web(s, StaticResolver({}), audit=MemoryAuditSink(), clock=clock) as a,
+        Web(s, StaticResolver({}), audit=MemoryAuditSink(), clock=clock) as b,
+    ):
+        yield a, b
+
+
+def page(text: str) -> CachedPage:
+    converted = Converted("text", "text/plain", "", text, (), (), False)
+    return CachedPage("https://e.com/a", "https://e.com/a", 200, converted)
+
+
+async def test_settings_choose_redis_for_limits_and_the_page_cache(redis_url: str) -> None:
+    """With state.redis_url set, both the limit store and the default page cache are Redis."""
+    s = settings(redis_url)
+    state = open_limit_state(s, "sqlite")
+    cache = _default_cache(s)
+    assert isinstance(state, RedisLimitState)
+    assert isinstance(cache, RedisPageCache) and isinstance(cache, PageCache)
+    await state.aclose()
+    await cache.aclose()
+
+
+async def test_two_replicas_share_one_rate_budget(redis_url: str) -> None:
+    """A burst of 2 is spent across both replicas: the third read on either is rate limited."""
+    clock = FakeClock()
+    s = settings(redis_url, per_host_rate=0.001, per_host_burst=2)
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with replicas(s, clock) as (a, b):
+            await a.fetch(srv.url("/1"))
+            await b.fetch(srv.url("/2"))
+            for w, path in ((a, "/3"), (b, "/4")):
+                with pytest.raises(Refused) as err:
+                    await w.fetch(srv.url(path))
+                assert err.value.code == "rate_limited"
+    assert [r.path for r in srv.requests] == ["/1", "/2"]
+
+
+async def test_concurrent_spenders_never_overspend(redis_url: str) -> None:
+    """Forty racing updates on one key through two stores each see a consistent state: the
+    WATCH/MULTI/EXEC loop grants exactly the burst of 10, no more."""
+    cfg = _Config(rate=0.001, burst=10, failures=5, open_s=30, max_open_s=300, probe_lease_s=60)
+    stores = [RedisLimitState(redis_url), RedisLimitState(redis_url)]
+    granted: list[bool] = []
+
+    async def spend(store: RedisLimitState) -> None:
+        admission = await store.update("host", lambda cur: _admit(cur, cfg, 1000.0))
+        granted.append(admission.ok)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(40):
+            tg.start_soon(spend, stores[i % 2])
+    state = await stores[0].get("host")
+    for store in stores:
+        await store.aclose()
+    assert granted.count(True) == 10
+    assert state is not None and state.tokens == 0.0
+
+
+async def test_a_breaker_opened_on_one_replica_refuses_on_the_other(redis_url: str) -> None:
+    """A host failing on replica A opens its circuit for replica B too, before B sends anything."""
+    clock = FakeClock()
+    s = settings(redis_url, breaker_failures=1)
+    with serve(routes={"*": respond(503, "down")}) as srv:
+        async with replicas(s, clock) as (a, b):
+            with pytest.raises(UpstreamError):
+                await a.fetch(srv.url("/x"))
+            with pytest.raises(Refused) as err:
+                await b.fetch(srv.url("/y"))
+    assert err.value.code == "circuit_open"
+    assert [r.path for r in srv.requests] == ["/x"]
+
+
+async def test_a_page_cached_by_one_replica_is_served_by_the_other(redis_url: str) -> None:
+    """Replica B pages through a document replica A downloaded, without a second download."""
+    text = "".join(f"line {i:06d} of a long plain text page\n" for i in range(3000))
+    clock = FakeClock()
+    with serve(routes={"/": respond(200, text, "text/plain")}) as srv:
+        async with replicas(settings(redis_url), clock) as (a, b):
+            first = await a.fetch(srv.url("/"))
+            second = await b.fetch(srv.url("/"), offset=40_000)
+    assert len(srv.requests) == 1
+    assert first.window.offset == 0 and second.window.offset == 40_000
+    assert "line 00" in second.content
+
+
+async def test_pages_are_stored_with_the_ttl_and_a_hashed_key(redis_url: str) -> None:
+    """The entry carries the page-cache TTL, sits under webward:pages:, and round-trips."""
+    cache = RedisPageCache(redis_url, ttl_s=60)
+    await cache.put("https://e.com/a\x00links=False", page("hello"))
+    got = await cache.get("https://e.com/a\x00links=False")
+    await cache.aclose()
+    with redis.Redis.from_url(redis_url) as client:
+        (name,) = client.keys("*")
+        ttl_ms = client.pttl(name)
+    assert got == page("hello")
+    assert name.startswith(b"webward:pages:") and b"e.com" not in name
+    assert 0 < ttl_ms <= 60_000
+
+
+async def test_oversized_pages_and_zero_ttl_are_not_kept(redis_url: str) -> None:
+    """A page bigger than max_chars, or any page with TTL 0, is not stored."""
+    small = RedisPageCache(redis_url, ttl_s=60, max_chars=10)
+    off = RedisPageCache(redis_url, ttl_s=0)
+    await small.put("k", page("x" * 100))
+    await off.put("j", page("x"))
+    assert await small.get("k") is None and await off.get("j") is None
+    await small.aclose()
+    await off.aclose()
+
+
+async def test_limit_state_lives_under_its_namespace_with_an_idle_ttl(redis_url: str) -> None:
+    """One JSON value per key under webward:limits:, expiring when idle; get reads it back."""
+    store = RedisLimitState(redis_url, idle_ttl_s=3600)
+    state = HostState(tokens=1.5, updated=10.0, failures=2)
+    await store.update("example.org", lambda cur: (state, None))
+    assert await store.get("example.org") == state
+    assert await store.get("never.seen") is None
+    await store.aclose()
+    with redis.Redis.from_url(redis_url) as client:
+        assert 0 < client.ttl(LIMITS_PREFIX + "example.org") <= 3600
+
+
+async def test_redis_going_down_refuses_reads_and_misses_the_cache() -> None:
+    """With Redis stopped, reads are refused (limits_unavailable, fail closed) and the page
+    cache answers misses and drops puts instead of raising."""
+    server = RedisServer().start()
+    try:
+        clock = FakeClock()
+        cache = RedisPageCache(server.url)
+        with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+            async with replicas(settings(server.url), clock) as (a, _):
+                await a.fetch(srv.url("/before"))
+                server.stop()
+                with pytest.raises(Refused) as err:
+                    await a.fetch(srv.url("/after"))
+                assert await cache.get("k") is None
+                await cache.put("k", page("x"))
+        await cache.aclose()
+    finally:
+        server.stop()
+    assert err.value.reason == "limits_unavailable"
+    assert "webward does not read without its abuse protections" in err.value.message
+    assert [r.path for r in srv.requests] == ["/before"]
+
+
+async def test_messages_never_show_a_redis_password() -> None:
+    """A URL's user and password are cut from everything the limit store says."""
+    url = "redis://user:s3cret-pass@127.0.0.1:1/0"  # port 1: nothing listens, refused at once
+    assert redact_url(url) == "redis://127.0.0.1:1/0"
+    store = RedisLimitState(url)
+    with pytest.raises(Refused) as err:
+        await store.get("k")
+    await store.aclose()
+    assert "s3cret" not in err.value.message and "s3cret" not in repr(store)
+    assert "127.0.0.1:1" in err.value.message
