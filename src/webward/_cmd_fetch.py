@@ -7,7 +7,7 @@ import json
 
 import anyio
 
-from ._parts import tool_result_text
+from ._parts import part_summary, tool_result_text
 from ._settings import Settings
 
 HELP = "read one public page (text window, image or PDF) through the guard"
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--screenshot",
         action="store_true",
-        help="ask for a screenshot (tier full; refused in this build, which has no headless renderer)",
+        help="also return a 1280x800 PNG screenshot (tier full; needs Debian's chromium and playwright)",
     )
     p.add_argument(
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
@@ -63,6 +63,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"title: {page.title}")
     for part in page.parts:
         print(tool_result_text([part]))
+    if page.screenshot is not None:  # the PNG itself only with --json
+        print(f"screenshot: {part_summary(page.screenshot)}")
     print()
     print(page.content)
     if page.links:

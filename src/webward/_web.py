@@ -9,6 +9,7 @@ and if that record cannot be written the call is refused.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime as dt
 import functools
@@ -19,15 +20,17 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio
+import httpcore
 
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, open_audit_sink
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
-from ._models import Link, Page, SearchResult
+from ._models import Link, Page, Part, SearchResult
 from ._policy import Policy
+from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker
 from ._settings import TIERS, Settings
@@ -67,6 +70,7 @@ class Web:
         credentials: Any = None,
         clock: Callable[[], float] = time.time,
         ssl_context: ssl.SSLContext | None = None,
+        renderer: Renderer | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
         self._clock = clock
@@ -74,9 +78,11 @@ class Web:
         self._allow = allow
         # ssl_context=None: the system's trust store with host-name checks (httpcore's
         # default). Tests pass a context trusting a local CA; it is never a way to turn checks off.
-        self._transport = Transport(
-            PinnedBackend(resolver or SystemResolver(), allow, connector), ssl_context=ssl_context
-        )
+        # The renderer's egress proxy connects through this same backend: one resolver,
+        # one address table, one pinning rule for reads and rendered pages alike.
+        self._backend = PinnedBackend(resolver or SystemResolver(), allow, connector)
+        self._transport = Transport(self._backend, ssl_context=ssl_context)
+        self._renderer = renderer if renderer is not None else default_renderer()
         self._policy = Policy(self.settings.policy)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
         self._limiter = Limiter(
@@ -148,11 +154,6 @@ class Web:
         self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
-            raise Refused(
-                "refused: screenshots need the headless renderer, which is not part of this build",
-                code="unsupported_type",
-                reason="screenshot_unavailable",
-            )
 
         key = cache_key(parsed.url, include_links)
         cached = await self._cache.get(key)
@@ -208,6 +209,14 @@ class Web:
             content_type=cached.converted.media_type,
         )
         converted = cached.converted
+        screenshot = None
+        if include_screenshot and offset == 0:
+            # Rendered after the plain read, so robots.txt, limits and the page's own redirect
+            # hops have been checked; the renderer's every request then meets the gate.
+            rendered = await self._renderer.render(
+                cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
+            )
+            screenshot = _screenshot_part(rendered.screenshot_png)
         window_text, window = _window.make_window(
             converted.text, offset, self.settings.limits.max_fetch_text_chars
         )
@@ -237,6 +246,7 @@ class Web:
             links=_neutral_links(converted.links) if include_links else None,
             redirects=cached.redirects,
             bytes_read=cached.bytes_read,
+            screenshot=screenshot,
         )
 
     async def _recheck_cached(
@@ -436,6 +446,40 @@ def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
         if k.lower() == name:
             return v
     return None
+
+
+def _screenshot_part(png: bytes | None) -> Part:
+    if png is None:  # a renderer asked for a screenshot must return one
+        raise UpstreamError("the headless renderer returned no screenshot", reason="render")
+    return Part(
+        type="image",
+        media_type="image/png",
+        bytes=len(png),
+        name="screenshot.png",
+        data=base64.b64encode(png).decode("ascii"),
+    )
+
+
+class _RenderGate:
+    """The egress proxy's gate for one render: the literal guard, this caller's reach policy,
+    then the Web's own pinned backend (resolver, every answer checked, exact-IP connect)."""
+
+    def __init__(self, web: Web, agent: str, tier: str) -> None:
+        self._web, self._agent, self._tier = web, agent, tier
+
+    def check(self, url: str) -> guard.ParsedURL:
+        web = self._web
+        parsed = guard.assert_url_allowed(
+            url, allow_ranges=web._allow, max_chars=web.settings.limits.max_url_chars
+        )
+        web._policy.check_fetch(parsed.host, self._tier, self._agent).raise_if_denied()
+        return parsed
+
+    async def connect(self, url: guard.ParsedURL, timeout: float) -> httpcore.AsyncNetworkStream:
+        try:
+            return await self._web._backend.connect_tcp(url.host, url.port, timeout=timeout)
+        except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
+            raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
 
 
 class _PageHops:
