@@ -243,3 +243,42 @@ async def test_missing_chromium_or_plain_build_is_refused_by_name() -> None:
                 "renderer_unavailable",
             )
             assert "Debian package chromium" in err.value.message
+
+
+SHELL_PAGE = (
+    "<html><head><title>App</title></head><body><div id='app'></div><script>"
+    "document.getElementById('app').innerHTML = '<h1>Rendered heading</h1><p>' + "
+    "'Text the page script wrote. '.repeat(12) + '</p>';</script></body></html>"
+)
+
+
+@pytest.mark.parametrize("tier", ["connected", "full"])
+async def test_a_script_only_page_is_rendered_headless(tier: str) -> None:
+    """A page whose HTML holds only a script shell is rendered through the proxy and its
+    rendered DOM is what the model reads (tiers connected and full)."""
+    with serve(routes={"/": respond(200, SHELL_PAGE)}) as srv:
+        async with make_web(renderer=ChromiumRenderer()) as web:
+            page = await web.fetch(srv.url("/"), tier=tier)
+        assert any("HeadlessChrome" in r.headers.get("user-agent", "") for r in srv.requests)
+    assert "Text the page script wrote." in page.content
+
+
+async def test_as_owner_and_plain_builds_read_a_shell_as_served() -> None:
+    """Tier as-owner never renders, and a build without the renderer reads the shell as
+    served: no error either way, and no browser request reaches the page."""
+    with serve(routes={"/": respond(200, SHELL_PAGE)}) as srv:
+        owner_settings = Settings().replace(
+            {
+                "network": {"allow_ranges": ["127.0.0.1/32"]},
+                "policy": {"default_tier": "as-owner", "allow": ["127.0.0.1"], "robots": False},
+            }
+        )
+        async with Web(
+            owner_settings, StaticResolver({}), audit=MemoryAuditSink(), renderer=ChromiumRenderer()
+        ) as web:
+            owner = await web.fetch(srv.url("/"))
+        async with make_web(renderer=PlainRenderer()) as web:
+            plain = await web.fetch(srv.url("/"), tier="connected")
+        assert not any("HeadlessChrome" in r.headers.get("user-agent", "") for r in srv.requests)
+    for page in (owner, plain):
+        assert "Text the page script wrote." not in page.content

@@ -188,6 +188,10 @@ class Web:
                 converted = convert()
             else:
                 converted = await anyio.to_thread.run_sync(convert)
+            if tier in _RENDER_FALLBACK_TIERS and _needs_browser(converted, result.body.content):
+                converted = await self._render_fallback(
+                    converted, result.final.url, include_links, agent, tier
+                )
             # Prepared for the envelope once, here, rather than on every window handed out;
             # offsets and totals count the prepared text.
             converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
@@ -248,6 +252,41 @@ class Web:
             bytes_read=cached.bytes_read,
             screenshot=screenshot,
         )
+
+    async def _render_fallback(
+        self,
+        converted: _convert.Converted,
+        final_url: str,
+        include_links: bool,
+        agent: str,
+        tier: str,
+    ) -> _convert.Converted:
+        """A script-only page, rendered headless through the gate and converted again.
+
+        Best effort: the page was read, so a missing or failing renderer, or one that does not
+        finish within the read deadline, leaves the plain reading in place.
+        """
+        with anyio.move_on_after(self.settings.limits.fetch_timeout_s):
+            try:
+                rendered = await self._renderer.render(
+                    final_url, screenshot=False, gate=_RenderGate(self, agent, tier)
+                )
+                again = await anyio.to_thread.run_sync(
+                    functools.partial(
+                        _convert.convert,
+                        rendered.html.encode("utf-8"),
+                        "text/html; charset=utf-8",
+                        final_url,
+                        truncated=False,
+                        include_links=include_links,
+                        limits=self.settings.limits,
+                    )
+                )
+            except WebwardError:
+                return converted
+            if len(again.text.strip()) > len(converted.text.strip()):
+                return again
+        return converted
 
     async def _recheck_cached(
         self,
@@ -434,6 +473,25 @@ def _default_cache(settings: Settings) -> PageCache:
 def _cached_guard(url: str, allow: tuple[Any, ...], max_chars: int) -> guard.ParsedURL:
     # Only successes are cached (lru_cache does not keep exceptions); refusals re-run.
     return guard.assert_url_allowed(url, allow_ranges=allow, max_chars=max_chars)
+
+
+# Tiers whose reads may use the headless fallback (DESIGN.md: "connected ... headless fallback
+# included"); as-owner reads stay plain HTTP.
+_RENDER_FALLBACK_TIERS = frozenset({"connected", "full"})
+# A page whose reading keeps fewer visible characters than this, and whose HTML carries
+# scripts, is taken for a script-only shell that needs a browser.
+_SHELL_MAX_CHARS = 100
+
+
+def _needs_browser(converted: _convert.Converted, body: bytes) -> bool:
+    if converted.kind != "text" or converted.media_type not in (
+        "text/html",
+        "application/xhtml+xml",
+    ):
+        return False
+    if len("".join(converted.text.split())) >= _SHELL_MAX_CHARS:
+        return False
+    return b"<script" in body[:1_000_000].lower()
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
