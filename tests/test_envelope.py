@@ -311,3 +311,23 @@ def test_property_windows_of_a_prepared_page_need_no_second_preparing(
     window = prepared[start:stop]
     assert prepare_body(window) == window
     assert wrap(window, PAGE, nonce=NONCE, prepared=True) == wrap(window, PAGE, nonce=NONCE)
+
+
+def test_nonces_are_fresh_128_bit_and_differ_in_a_forked_child() -> None:
+    """Every call draws a new 32-hex-digit nonce, and a forked child (a pre-fork server's
+    worker) draws from its own stream, never repeating its parent's next nonces."""
+    import multiprocessing as mp
+
+    from webward._envelope import fresh_nonce
+
+    drawn = [fresh_nonce() for _ in range(10_000)]
+    assert len(set(drawn)) == len(drawn)
+    assert all(re.fullmatch(r"[0-9a-f]{32}", n) for n in drawn[:100])
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=lambda: queue.put([fresh_nonce() for _ in range(5)]))
+    child.start()
+    from_child = queue.get(timeout=30)
+    child.join(30)
+    from_parent = [fresh_nonce() for _ in range(5)]
+    assert not set(from_child) & set(from_parent)

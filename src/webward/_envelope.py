@@ -40,8 +40,10 @@ single spaces.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import os
 import re
-import secrets
 import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
@@ -53,6 +55,7 @@ __all__ = [
     "REPLACEMENT",
     "find_markers",
     "fold",
+    "fresh_nonce",
     "neutralise",
     "neutralise_line",
     "prepare_body",
@@ -251,6 +254,32 @@ def neutralise_line(text: str) -> str:
     return " ".join(neutralise(text).split())
 
 
+class _NonceSource:
+    """Fresh 128-bit nonces: keyed BLAKE2b over a counter, with a 256-bit key drawn from the OS
+    once per process, and again in a forked child so parent and child never share a stream.
+
+    Without the key the next nonce cannot be guessed (BLAKE2b keyed is a PRF), as with
+    ``secrets.token_hex``; but it costs one getrandom() per process rather than per call, which
+    under load was 5 % of the gateway's CPU.
+    """
+
+    def __init__(self) -> None:
+        self.reseed()
+
+    def reseed(self) -> None:
+        self._key = os.urandom(32)
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        block = next(self._counter).to_bytes(16, "big")
+        return hashlib.blake2b(block, key=self._key, digest_size=16).hexdigest()
+
+
+#: A fresh 32-hex-digit nonce per call.
+fresh_nonce = _NonceSource()
+os.register_at_fork(after_in_child=fresh_nonce.reseed)
+
+
 def prepare_body(text: str) -> str:
     """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi and
     control characters dropped, marker-like spans neutralised. Any substring of the result is
@@ -270,11 +299,11 @@ def wrap(
     ``provenance`` keys are simple names (``capability``, ``requested_url``, ``final_url``,
     ``query``, ``provider``, ``status``, ``content_type``, ``retrieved_at``); ``None`` values
     are left out. ``nonce`` is for tests that need a fixed one (at least 32 hex digits); left
-    out, a fresh ``secrets.token_hex(16)`` is drawn. ``prepared=True`` says ``text`` is (a
+    out, a fresh 128-bit nonce is drawn (:func:`fresh_nonce`). ``prepared=True`` says ``text`` is (a
     window of) the output of :func:`prepare_body` and skips preparing it again.
     """
     if nonce is None:
-        nonce = secrets.token_hex(16)
+        nonce = fresh_nonce()
     elif not _NONCE_RE.match(nonce):
         raise ValueError("a nonce is at least 32 lower-case hex digits")
     lines = [f"[webward] {HANDLING_NOTICE}. It ends only at the end marker with nonce {nonce}."]
