@@ -7,6 +7,7 @@ import base64
 import io
 import socket
 import threading
+import time
 from typing import Any
 
 import anyio
@@ -282,3 +283,37 @@ async def test_as_owner_and_plain_builds_read_a_shell_as_served() -> None:
         assert not any("HeadlessChrome" in r.headers.get("user-agent", "") for r in srv.requests)
     for page in (owner, plain):
         assert "Text the page script wrote." not in page.content
+
+
+async def test_renders_beyond_the_concurrency_cap_wait_their_turn() -> None:
+    """With max_concurrent=1, two screenshots asked at once are both taken, one browser after
+    the other: the page server never sees the two browsers' requests overlap."""
+    import threading
+
+    spans: list[tuple[float, float]] = []
+    lock = threading.Lock()
+    page = respond(200, "<html><body><h1>Slow</h1></body></html>")
+
+    def slow(req: Any, sock: socket.socket) -> None:
+        start = time.monotonic()
+        if "HeadlessChrome" in req.headers.get("user-agent", ""):
+            time.sleep(1.5)  # holds the browser's request open, so an overlap would show
+        page(req, sock)
+        with lock:
+            if "HeadlessChrome" in req.headers.get("user-agent", ""):
+                spans.append((start, time.monotonic()))
+
+    with serve(routes={"/": slow}) as srv:
+        async with make_web(renderer=ChromiumRenderer(max_concurrent=1)) as web:
+            results: list[Any] = []
+
+            async def shot() -> None:
+                results.append(await web.fetch(srv.url("/"), include_screenshot=True, tier="full"))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(shot)
+                tg.start_soon(shot)
+    assert len(results) == 2 and all(r.screenshot is not None for r in results)
+    assert len(spans) == 2
+    (_, first_ends), (second_starts, _) = sorted(spans)
+    assert first_ends <= second_starts

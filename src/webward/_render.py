@@ -101,10 +101,15 @@ class ChromiumRenderer:
         executable: str = CHROMIUM,
         goto_timeout_s: float = 12.0,
         proxy_max_bytes: int = 20_000_000,
+        max_concurrent: int = 2,
     ) -> None:
         self._executable = executable
         self._goto_timeout_s = goto_timeout_s
         self._proxy_max_bytes = proxy_max_bytes
+        # A browser costs hundreds of MB: a long-lived gateway or MCP server renders at most
+        # this many pages at once, and the others wait (inside their own deadline).
+        self._max_concurrent = max_concurrent
+        self._slots: anyio.Semaphore | None = None
 
     async def render(self, url: str, *, screenshot: bool, gate: Gate) -> Rendered:
         # Playwright reads this variable from the real environment when it launches, so the
@@ -120,13 +125,29 @@ class ChromiumRenderer:
             raise Refused("refused: only http:// and https:// pages are rendered", reason="scheme")
         if not os.path.exists(self._executable) or importlib.util.find_spec("playwright") is None:
             raise _unavailable()
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        deadline = self._goto_timeout_s + 15.0  # launch, load and screenshot together
+        if self._slots is None:
+            self._slots = anyio.Semaphore(self._max_concurrent)
+        try:
+            with anyio.fail_after(deadline):
+                async with self._slots:
+                    return await self._render(url, screenshot, gate, deadline)
+        except (TimeoutError, PlaywrightTimeout):
+            raise UpstreamError(
+                f"the page did not finish rendering within {self._goto_timeout_s:g} s",
+                code="timeout",
+                reason="render_timeout",
+            ) from None
+
+    async def _render(self, url: str, screenshot: bool, gate: Gate, deadline: float) -> Rendered:
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
         from playwright.async_api import async_playwright
 
-        deadline = self._goto_timeout_s + 15.0  # launch, load and screenshot together
         try:
-            with anyio.fail_after(deadline), tempfile.TemporaryDirectory(prefix="webward-") as prof:
+            with tempfile.TemporaryDirectory(prefix="webward-") as prof:
                 async with (
                     open_proxy(gate, deadline_s=deadline, max_bytes=self._proxy_max_bytes) as proxy,
                     async_playwright() as pw,
@@ -151,12 +172,8 @@ class ChromiumRenderer:
                         await context.close()
         except FileNotFoundError:
             raise _unavailable() from None
-        except (TimeoutError, PlaywrightTimeout):
-            raise UpstreamError(
-                f"the page did not finish rendering within {self._goto_timeout_s:g} s",
-                code="timeout",
-                reason="render_timeout",
-            ) from None
+        except PlaywrightTimeout:
+            raise  # the caller words it, with the deadline
         except PlaywrightError as exc:
             first = (str(exc).strip().splitlines() or ["unknown error"])[0][:200]
             raise UpstreamError(
