@@ -32,7 +32,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -313,6 +313,68 @@ class _Batch:
         self.error: str | None = None
 
 
+class _GroupCommit:
+    """Group commit for a sink: records that arrive while a commit is in flight join the
+    next one, and every writer returns only once the transaction holding its record
+    committed. ``flush(rows)`` commits one batch and returns the error text, or None."""
+
+    def __init__(self, flush: Callable[[list[tuple[Any, ...]]], Awaitable[str | None]]) -> None:
+        self._flush = flush
+        self._batch = _Batch()
+        self._lock: anyio.Lock | None = None  # created lazily: it belongs to the running loop
+
+    async def write(self, row: tuple[Any, ...]) -> None:
+        batch = self._batch
+        batch.rows.append(row)
+        if batch.leader:
+            await batch.done.wait()
+        else:
+            batch.leader = True
+            if self._lock is None:
+                self._lock = anyio.Lock()
+            try:
+                async with self._lock:
+                    self._batch = _Batch()  # from here on, new records wait for the next commit
+                    batch.error = await self._flush(batch.rows)
+            finally:
+                batch.done.set()
+        if batch.error is not None:
+            raise audit_unavailable(batch.error)
+
+
+def _select(
+    since: dt.datetime | None,
+    agent: str | None,
+    decision: str | None,
+    limit: int,
+    *,
+    mark: str,
+    tiebreak: str,
+) -> tuple[str, list[Any]]:
+    """The query behind ``AuditSink.query`` for a SQL sink: ``mark`` is the driver's
+    placeholder, ``tiebreak`` the column that orders records of the same instant."""
+    where: list[str] = []
+    params: list[Any] = []
+    if since is not None:
+        where.append(f"ts >= {mark}")
+        params.append(since.timestamp())
+    if agent is not None:
+        where.append(f"agent = {mark}")
+        params.append(agent)
+    if decision is not None:
+        if decision == "report-would-deny":
+            where.append(f"(decision = {mark} OR would_deny IS NOT NULL)")
+        else:
+            where.append(f"decision = {mark}")
+        params.append(decision)
+    sql = f"SELECT {', '.join(_FIELDS)} FROM audit"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY ts DESC, {tiebreak} DESC LIMIT {mark}"
+    params.append(max(int(limit), 0))
+    return sql, params
+
+
 class SQLiteAuditSink:
     """Audit records in ``audit.db`` in the state dir: WAL, a busy timeout, one INSERT per
     record, so several ``webward`` processes can write at once without losing a row.
@@ -326,28 +388,10 @@ class SQLiteAuditSink:
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        self._batch = _Batch()
-        self._flush_lock: anyio.Lock | None = None
+        self._commits = _GroupCommit(lambda rows: anyio.to_thread.run_sync(self._write_sync, rows))
 
     async def write(self, record: AuditRecord) -> None:
-        """Group commit: records that arrive while a commit is on disk join the next one,
-        and every caller returns only once the transaction holding its record committed."""
-        batch = self._batch
-        batch.rows.append(_to_row(record))
-        if batch.leader:
-            await batch.done.wait()
-        else:
-            batch.leader = True
-            if self._flush_lock is None:
-                self._flush_lock = anyio.Lock()
-            try:
-                async with self._flush_lock:
-                    self._batch = _Batch()  # from here on, new records wait for the next commit
-                    batch.error = await anyio.to_thread.run_sync(self._write_sync, batch.rows)
-            finally:
-                batch.done.set()
-        if batch.error is not None:
-            raise audit_unavailable(batch.error)
+        await self._commits.write(_to_row(record))
 
     async def query(
         self,
@@ -391,25 +435,7 @@ class SQLiteAuditSink:
     def _query_sync(
         self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
     ) -> list[AuditRecord]:
-        where: list[str] = []
-        params: list[Any] = []
-        if since is not None:
-            where.append("ts >= ?")
-            params.append(since.timestamp())
-        if agent is not None:
-            where.append("agent = ?")
-            params.append(agent)
-        if decision is not None:
-            if decision == "report-would-deny":
-                where.append("(decision = ? OR would_deny IS NOT NULL)")
-            else:
-                where.append("decision = ?")
-            params.append(decision)
-        sql = f"SELECT {', '.join(_FIELDS)} FROM audit"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY ts DESC, rowid DESC LIMIT ?"
-        params.append(max(int(limit), 0))
+        sql, params = _select(since, agent, decision, limit, mark="?", tiebreak="rowid")
         with self._lock:
             try:
                 conn = self._connect(create=False)

@@ -43,7 +43,6 @@ class Hooks(Protocol):
 
 @dataclass(frozen=True)
 class FetchResult:
-    requested: guard.ParsedURL
     final: guard.ParsedURL
     body: Body
     redirects: tuple[str, ...]  # every URL visited, the requested one first
@@ -79,7 +78,7 @@ async def fetch(
                 body = await _hop(transport, current, hooks, cap_for, timeout_s, headers)
                 location = body.header("location") if body.status in _REDIRECTS else None
                 if not location:
-                    return FetchResult(url, current, body, tuple(chain))
+                    return FetchResult(current, body, tuple(chain))
                 nxt = current.join(location)
                 if nxt.url in chain:
                     raise Refused(

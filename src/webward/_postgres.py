@@ -26,10 +26,10 @@ from ._audit import (
     _FIELDS,
     REASON_AUDIT_UNAVAILABLE,
     AuditRecord,
-    _Batch,
     _from_row,
+    _GroupCommit,
+    _select,
     _to_row,
-    audit_unavailable,
 )
 from ._errors import Refused
 
@@ -75,27 +75,14 @@ class PostgresAuditSink:
         self._secrets = _secrets_of(dsn)
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock: anyio.Lock | None = None  # one statement at a time on the connection
-        self._batch = _Batch()
+        self._commits = _GroupCommit(self._insert)
 
     def __repr__(self) -> str:
         return f"PostgresAuditSink(dsn_env={self._env!r})"
 
     async def write(self, record: AuditRecord) -> None:
         """Group commit: see the module docstring."""
-        batch = self._batch
-        batch.rows.append(_to_row(record))
-        if batch.leader:
-            await batch.done.wait()
-        else:
-            batch.leader = True
-            try:
-                async with self._locked():
-                    self._batch = _Batch()  # from here on, new records wait for the next commit
-                    batch.error = await self._insert(batch.rows)
-            finally:
-                batch.done.set()
-        if batch.error is not None:
-            raise audit_unavailable(batch.error)
+        await self._commits.write(_to_row(record))
 
     async def query(
         self,
@@ -104,25 +91,7 @@ class PostgresAuditSink:
         decision: str | None = None,
         limit: int = 100,
     ) -> list[AuditRecord]:
-        where: list[str] = []
-        params: list[Any] = []
-        if since is not None:
-            where.append("ts >= %s")
-            params.append(since.timestamp())
-        if agent is not None:
-            where.append("agent = %s")
-            params.append(agent)
-        if decision is not None:
-            if decision == "report-would-deny":
-                where.append("(decision = %s OR would_deny IS NOT NULL)")
-            else:
-                where.append("decision = %s")
-            params.append(decision)
-        sql = f"SELECT {', '.join(_FIELDS)} FROM audit"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY ts DESC, id DESC LIMIT %s"
-        params.append(max(int(limit), 0))
+        sql, params = _select(since, agent, decision, limit, mark="%s", tiebreak="id")
         async with self._locked():
             try:
                 conn = await self._connect()
@@ -164,13 +133,14 @@ class PostgresAuditSink:
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> str | None:
         """Insert ``rows`` in one transaction; the error text if that failed, else None."""
-        try:
-            conn = await self._connect()
-            async with conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(_INSERT, rows)
-        except (psycopg.Error, OSError) as exc:
-            await self._drop()
-            return f"PostgreSQL named by ${self._env}: {self._describe(exc)}"
+        async with self._locked():
+            try:
+                conn = await self._connect()
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(_INSERT, rows)
+            except (psycopg.Error, OSError) as exc:
+                await self._drop()
+                return f"PostgreSQL named by ${self._env}: {self._describe(exc)}"
         return None
 
     async def _drop(self) -> None:
