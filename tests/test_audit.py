@@ -224,6 +224,69 @@ async def test_three_processes_write_at_once_and_lose_nothing(tmp_path: Path) ->
         assert targets == {f"https://example.org/agent{n}/{i}" for i in range(50)}
 
 
+@pytest.mark.anyio
+async def test_a_burst_larger_than_one_statement_loses_nothing(tmp_path: Path) -> None:
+    """1,200 concurrent writes commit in batches bigger than one INSERT holds; all are stored."""
+    sink = SQLiteAuditSink(tmp_path)
+    async with anyio.create_task_group() as tg:
+        for i in range(1200):
+            tg.start_soon(sink.write, record(target=f"https://example.org/{i}"))
+    rows = await sink.query(limit=5000)
+    await sink.aclose()
+    assert sorted(r.target for r in rows) == sorted(f"https://example.org/{i}" for i in range(1200))
+    assert len({r.id for r in rows}) == 1200
+
+
+@pytest.mark.anyio
+async def test_a_lone_surrogate_is_stored_escaped_and_spoils_no_batch(tmp_path: Path) -> None:
+    """A caller's lone surrogate (JSON lets one through as \\ud800) cannot be stored as UTF-8:
+    it is kept as its escape, and the records committed beside it are written too."""
+    sink = SQLiteAuditSink(tmp_path)
+    odd = record(
+        target="https://example.org/\ud800", agent="a\udfff", redirects=["https://x.org/\ud800"]
+    )
+    plain = [record(target=f"https://example.org/{i}") for i in range(6)]
+    async with anyio.create_task_group() as tg:
+        for r in [*plain[:3], odd, *plain[3:]]:
+            tg.start_soon(sink.write, r)
+    rows = {r.id: r for r in await sink.query(limit=100)}
+    await sink.aclose()
+    assert set(rows) == {r.id for r in [*plain, odd]}
+    stored = rows[odd.id]
+    assert stored.target == "https://example.org/\\ud800"
+    assert stored.agent == "a\\udfff"
+    assert stored.redirects == ("https://x.org/\\ud800",)
+
+
+@pytest.mark.anyio
+async def test_a_flush_that_raises_refuses_every_call_of_its_batch(tmp_path: Path) -> None:
+    """An unexpected error in the store fails every writer whose row was in that commit: none
+    may take its row for written."""
+
+    class Broken(SQLiteAuditSink):
+        def _write_sync(self, rows: list[tuple[Any, ...]]) -> str | None:
+            raise RuntimeError("disk on fire")
+
+    sink = Broken(tmp_path)
+    outcomes: list[BaseException | None] = []
+
+    async def write(i: int) -> None:
+        try:
+            await sink.write(record(target=f"https://example.org/{i}"))
+        except Refused as exc:
+            outcomes.append(exc)
+        else:
+            outcomes.append(None)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(10):
+            tg.start_soon(write, i)
+    await sink.aclose()
+    assert len(outcomes) == 10
+    assert all(isinstance(o, Refused) and o.reason == REASON_AUDIT_UNAVAILABLE for o in outcomes)
+    assert "disk on fire" in str(outcomes[0])
+
+
 # ---- webward audit ----------------------------------------------------------------------
 
 

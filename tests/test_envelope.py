@@ -156,6 +156,10 @@ def test_neutralise_fields() -> None:
     assert neutralise(title) == f"Hello World!\n\n{REPLACEMENT} next"
     assert neutralise_line(title) == f"Hello World! {REPLACEMENT} next"
     assert neutralise_line("  a\tb\r\nc\u2028d  ") == "a b c d"
+    # Asked again (short lines are remembered) and at a length past the memo: the same work.
+    assert neutralise_line(title) == f"Hello World! {REPLACEMENT} next"
+    long = "x" * 5000 + title  # past the memo
+    assert neutralise_line(long) == "x" * 5000 + f"Hello World! {REPLACEMENT} next"
 
 
 def test_provenance_values_are_one_neutralised_line() -> None:

@@ -19,6 +19,7 @@ import uvicorn
 from localserver import accept_counter, drip, respond, serve
 
 from webward import Settings, StaticResolver, Web
+from webward._audit import SQLiteAuditSink
 from webward._credentials import EnvironmentStore
 from webward._errors import InvalidInput
 from webward._gateway import (
@@ -542,6 +543,43 @@ async def test_thirty_concurrent_requests_from_three_agents(
     assert len(audit.records) == 30
     assert sorted(rec.agent for rec in audit.records) == sorted(agents)
     assert all(rec.decision == "allowed" for rec in audit.records)
+
+
+@pytest.mark.anyio
+async def test_a_lone_surrogate_spoils_no_other_agents_audit(
+    tmp_path: Path, site: Any, client: httpx.AsyncClient
+) -> None:
+    """A body whose URL holds a lone surrogate (valid JSON: "\\ud800") gets its 400 and its
+    record; the reads committed to SQLite beside it are answered and recorded as usual."""
+    settings = load(tmp_path)
+
+    def web() -> Web:  # the shipped SQLite audit in the state dir
+        return Web(settings, resolver=StaticResolver({}), credentials=EnvironmentStore({}))
+
+    with running_gateway(settings, web) as base:
+        odd = b'{"url": "' + site.url("/x").encode() + b'\\ud800"}'
+        headers = {**auth("alice"), "Content-Type": "application/json"}
+        responses = await asyncio.gather(
+            *(client.post(base + FETCH_PATH, json={"url": site.url(f"/{i}")}, headers=auth("dave"))
+              for i in range(10)),
+            client.post(base + FETCH_PATH, content=odd, headers=headers),
+        )  # fmt: skip
+    assert [r.status_code for r in responses[:10]] == [200] * 10
+    assert_error(responses[10], 400, "invalid_input")
+    rows = await webward_audit_rows(tmp_path / "state")
+    assert sorted(r.target for r in rows if r.agent == "dave") == sorted(
+        site.url(f"/{i}") for i in range(10)
+    )
+    (odd_row,) = [r for r in rows if r.agent == "alice"]
+    assert odd_row.decision == "refused" and odd_row.target.endswith("/x\\ud800")
+
+
+async def webward_audit_rows(state_dir: Path) -> list[Any]:
+    sink = SQLiteAuditSink(state_dir)
+    try:
+        return await sink.query(limit=1000)
+    finally:
+        await sink.aclose()
 
 
 @pytest.mark.anyio

@@ -220,6 +220,27 @@ def test_unknown_tier_and_bad_host_are_invalid_input() -> None:
             policy.check_fetch(bad, "connected", "cli")
 
 
+def test_remembered_decisions_stay_per_host_tier_and_agent() -> None:
+    """Decisions are remembered per (host, tier, agent): asked again, in any order, each answer
+    names its own agent and tier, and bad input is refused every time, never remembered."""
+    policy = Policy(PolicySettings(allow=("docs.python.org",)))
+    asks = [("example.org", "as-owner", a) for a in ("cli", "bot")] + [
+        ("example.org", "connected", "cli"),
+        ("docs.python.org", "as-owner", "bot"),
+    ]
+    first = [policy.check_fetch(*ask) for ask in asks]
+    again = [policy.check_fetch(*ask) for ask in reversed(asks)][::-1]
+    assert again == first
+    assert [d.allowed for d in first] == [False, False, True, True]
+    assert "give agent cli the tier" in first[0].message
+    assert "give agent bot the tier" in first[1].message
+    for _ in range(2):
+        with pytest.raises(InvalidInput):
+            policy.check_fetch("exa mple.org", "connected", "cli")
+        with pytest.raises(InvalidInput):
+            policy.check_fetch(["example.org"], "connected", "cli")  # type: ignore[arg-type]
+
+
 def test_wildcard_matches_subdomains_only() -> None:
     """*.python.org matches docs.python.org and a.b.python.org, not python.org or xpython.org."""
     pattern = HostPattern.parse("*.Python.ORG.", "policy.allow")

@@ -24,6 +24,7 @@ log for N replicas, ``[audit] postgres_dsn_env``) and :class:`MemoryAuditSink` (
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import json
 import os
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
+import orjson
 
 from ._errors import Refused
 from ._settings import Settings
@@ -85,11 +87,29 @@ def _clean_url(value: Any) -> str:
         text = _USERINFO_RE.sub(r"\1", text)
     if len(text) > MAX_TARGET_CHARS:
         text = text[: MAX_TARGET_CHARS - 1] + "…"
+    return _storable(text)
+
+
+def _storable(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a lone surrogate (a caller can send one as ``\\ud800``
+    in JSON) is written out as its escape, so that the store never turns the row down."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
 
 
 def _iso(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# Text fields besides the URLs (which _clean_url handles) that must reach the store intact.
+_OTHER_TEXT_FIELDS = (
+    "agent", "tier", "capability", "reason", "would_deny", "content_type", "provider",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -124,6 +144,10 @@ class AuditRecord:
         if self.final_url is not None:
             set_(self, "final_url", _clean_url(self.final_url))
         set_(self, "redirects", tuple(_clean_url(u) for u in self.redirects))
+        for name in _OTHER_TEXT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, str) and value.isascii()):
+                set_(self, name, _storable(str(value)))
 
     @classmethod
     def create(
@@ -281,13 +305,47 @@ _FIELDS = (
     "id", "ts", "agent", "tier", "capability", "target", "decision", "reason", "would_deny",
     "final_url", "redirects", "status", "bytes", "content_type", "duration_ms", "provider",
 )  # fmt: skip
-_INSERT = f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({', '.join('?' for _ in _FIELDS)})"
+
+
+# Rows per INSERT statement: 16 columns x 500 rows stays far below SQLite's 32,766 variables.
+_ROWS_PER_STATEMENT = 500
+_ROW_MARKS = f"({', '.join('?' for _ in _FIELDS)})"
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(n: int) -> str:
+    return f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES {', '.join([_ROW_MARKS] * n)}"
+
+
+def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` in one transaction, durable when this returns.
+
+    A batch is one multi-row INSERT, so one statement step, rather than executemany's step
+    per row: sqlite3 lets go of the GIL around every step, and under load each step was a
+    thread switch the event loop paid for. In autocommit mode a lone statement is its own
+    transaction; a larger batch is wrapped in one.
+    """
+    if len(rows) <= _ROWS_PER_STATEMENT:
+        conn.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
+        return
+    with conn:
+        conn.execute("BEGIN IMMEDIATE")
+        for i in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[i : i + _ROWS_PER_STATEMENT]
+            conn.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+
+
+def _json_list(items: tuple[str, ...]) -> str:
+    try:
+        return orjson.dumps(items).decode("utf-8")
+    except orjson.JSONEncodeError:  # a lone surrogate: escaped, as ASCII JSON
+        return json.dumps(list(items))
 
 
 def _to_row(r: AuditRecord) -> tuple[Any, ...]:
     # Spelled out in _FIELDS order (the round-trip tests hold it to that): this runs once per call on
     # the hot path, and asdict() would deep-copy every field.
-    redirects = json.dumps(list(r.redirects), ensure_ascii=False) if r.redirects else "[]"
+    redirects = _json_list(r.redirects) if r.redirects else "[]"
     return (
         r.id, r.time.timestamp(), r.agent, r.tier, r.capability, r.target, r.decision,
         r.reason, r.would_deny, r.final_url, redirects, r.status, r.bytes, r.content_type,
@@ -332,10 +390,16 @@ class _GroupCommit:
             batch.leader = True
             if self._lock is None:
                 self._lock = anyio.Lock()
+            # Until the flush answers, the batch counts as failed: a leader cancelled or hit
+            # by an unexpected error must not let its followers take their rows for written.
+            batch.error = "the audit write did not finish"
             try:
                 async with self._lock:
                     self._batch = _Batch()  # from here on, new records wait for the next commit
-                    batch.error = await self._flush(batch.rows)
+                    try:
+                        batch.error = await self._flush(batch.rows)
+                    except Exception as exc:
+                        batch.error = f"the audit write failed: {exc}"
             finally:
                 batch.done.set()
         if batch.error is not None:
@@ -425,9 +489,7 @@ class SQLiteAuditSink:
             try:
                 conn = self._connect(create=True)
                 assert conn is not None
-                with conn:  # one transaction: durable when it returns
-                    conn.execute("BEGIN IMMEDIATE")
-                    conn.executemany(_INSERT, rows)
+                _insert_rows(conn, rows)
             except (sqlite3.Error, OSError) as exc:
                 return f"{self.path}: {exc}"
         return None

@@ -72,6 +72,7 @@ REPLACEMENT = "[marker removed]"
 
 _NONCE_RE = re.compile(r"^[0-9a-f]{32,}$")
 _KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+_SIMPLE_KEYS: set[str] = set()  # provenance keys already found to match _KEY_RE
 
 # Zero-width and bidi marks: dropped from one-line fields and from the folded view.
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
@@ -248,10 +249,24 @@ def neutralise(text: str) -> str:
 
 def neutralise_line(text: str) -> str:
     """:func:`neutralise`, on one line: every run of whitespace becomes one space."""
+    if len(text) <= _LINE_MEMO_CHARS:
+        return _neutralise_line_memo(text)
+    return _neutralise_line(text)
+
+
+# Provenance lines, titles and link texts repeat from call to call (every window of a cached
+# page carries the same ones): short ones are remembered. The function is pure.
+_LINE_MEMO_CHARS = 1024
+
+
+def _neutralise_line(text: str) -> str:
     if text.isascii() and "untrusted" not in text.lower() and not _ASCII_PLAIN_RE.search(text):
         # Printable ASCII folds to its lower case: without the marker word nothing can match.
         return " ".join(text.split())
     return " ".join(neutralise(text).split())
+
+
+_neutralise_line_memo = lru_cache(maxsize=4096)(_neutralise_line)
 
 
 class _NonceSource:
@@ -308,8 +323,10 @@ def wrap(
         raise ValueError("a nonce is at least 32 lower-case hex digits")
     lines = [f"[webward] {HANDLING_NOTICE}. It ends only at the end marker with nonce {nonce}."]
     for key, value in provenance.items():
-        if not _KEY_RE.match(key):
-            raise ValueError(f"provenance key {key!r} is not a simple name")
+        if key not in _SIMPLE_KEYS:
+            if not isinstance(key, str) or not _KEY_RE.match(key):
+                raise ValueError(f"provenance key {key!r} is not a simple name")
+            _SIMPLE_KEYS.add(key)
         if value is None:
             continue
         lines.append(f"{key.replace('_', '-')}: {neutralise_line(str(value))}")

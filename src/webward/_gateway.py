@@ -39,6 +39,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -184,8 +185,13 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 def _dumps(payload: Mapping[str, Any]) -> bytes:
     try:
+        # Compact UTF-8, as _ENCODER writes it, in a fraction of the time.
+        return orjson.dumps(payload)
+    except orjson.JSONEncodeError:  # e.g. a lone surrogate sent in by the caller, echoed back
+        pass
+    try:
         return _ENCODER.encode(payload).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate sent in by the caller and echoed back
+    except UnicodeEncodeError:
         return json.dumps(payload, separators=(",", ":")).encode("ascii")
 
 

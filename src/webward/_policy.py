@@ -20,6 +20,7 @@ refused when the policy loads.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -90,6 +91,13 @@ def normalise_host(host: str) -> str:
     """
     if not isinstance(host, str):
         raise InvalidInput("a host must be a string")
+    return _normalise_host(host)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalise_host(host: str) -> str:
+    # Pure, and asked for the same few hosts on every read: remembered (refusals, which
+    # raise, are not).
     h = host.strip()
     if h.startswith("[") and h.endswith("]"):
         h = h[1:-1]
@@ -203,11 +211,19 @@ class Policy:
         self.allow = tuple(HostPattern.parse(p, f"policy.allow{where}") for p in settings.allow)
         self.deny = tuple(HostPattern.parse(p, f"policy.deny{where}") for p in settings.deny)
         self.report = settings.mode == "report"
+        # A policy never changes once built: its decisions for a (host, tier, agent) are
+        # remembered rather than matched again on every read and every redirect hop.
+        self._check_fetch = functools.lru_cache(maxsize=4096)(self._decide_fetch)
 
     # ---- decisions --------------------------------------------------------------------
 
     def check_fetch(self, host: str, tier: str, agent: str) -> Decision:
         """May ``agent`` with ``tier`` read a page on ``host``? (Hosts are normalised here.)"""
+        if not (isinstance(host, str) and isinstance(tier, str) and isinstance(agent, str)):
+            return self._decide_fetch(host, tier, agent)  # odd input: decided, not remembered
+        return self._check_fetch(host, tier, agent)
+
+    def _decide_fetch(self, host: str, tier: str, agent: str) -> Decision:
         _check_tier(tier)
         h = normalise_host(host)
         denied = _first_match(self.deny, h)
