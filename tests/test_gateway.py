@@ -16,6 +16,9 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 from localserver import accept_counter, drip, respond, serve
 
 from webward import Settings, StaticResolver, Web
@@ -27,6 +30,7 @@ from webward._gateway import (
     SEARCH_PATH,
     STATUS_FOR_CODE,
     TokenTable,
+    _parse_json,
     address_url,
     bind_socket,
     create_app,
@@ -626,6 +630,39 @@ async def test_agents_share_one_cache_limiter_and_breaker(
         blocked = await client.post(url, json={"url": site.url("/b")}, headers=auth("dave"))
         assert_error(blocked, 503, "circuit_open")
         assert [req.path for req in site.requests] == ["/a"]
+
+
+# ---- request bodies ---------------------------------------------------------------------
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)  # past 64 bits too
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(value=_JSON_VALUES, encoding=st.sampled_from(["utf-8", "utf-16", "utf-8-sig"]))
+@hyp_settings(max_examples=300, deadline=None)
+def test_property_bodies_read_as_json_loads_reads_them(value: Any, encoding: str) -> None:
+    """Whatever the fast reader takes, the body reads exactly as ``json.loads`` reads it:
+    same values and same types (an integer past 64 bits stays an integer)."""
+    for data in (value, {"url": "http://127.0.0.1/", "offset": value}):
+        body = json.dumps(data, ensure_ascii=False).encode(encoding)
+        parsed = _parse_json(body)
+        expected = json.loads(body)
+        assert parsed == expected
+        assert repr(parsed) == repr(expected)  # 1 and 1.0 compare equal; their reprs do not
+
+
+def test_bodies_json_loads_turns_down_are_invalid_input() -> None:
+    """NaN, broken UTF-8 and bad syntax are the one-sentence invalid-JSON refusal."""
+    for body in (b'{"url": NaN}', b'{"url": "\xff"}', b'{"url": ', b"[" * 5000):
+        with pytest.raises(InvalidInput, match=r"not valid JSON|nested too deeply"):
+            _parse_json(body)
 
 
 # ---- tokens and the command line -------------------------------------------------------

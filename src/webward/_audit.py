@@ -143,10 +143,10 @@ class AuditRecord:
         set_(self, "target", _clean_url(self.target))
         if self.final_url is not None:
             set_(self, "final_url", _clean_url(self.final_url))
-        set_(self, "redirects", tuple(_clean_url(u) for u in self.redirects))
+        set_(self, "redirects", tuple(map(_clean_url, self.redirects)))
         for name in _OTHER_TEXT_FIELDS:
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, str) and value.isascii()):
+            if value is not None and not (type(value) is str and value.isascii()):
                 set_(self, name, _storable(str(value)))
 
     @classmethod

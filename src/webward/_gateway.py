@@ -168,7 +168,20 @@ async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> by
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+_FLAT = frozenset({str, int, bool, type(None)})
+
+
 def _parse_json(body: bytes) -> Any:
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass  # UTF-16, a BOM, NaN, a lone surrogate, deep nesting: the standard library decides
+    else:
+        # orjson reads an integer past 64 bits as a float. A body is one object of strings,
+        # whole numbers and booleans; anything else (a float, a nested value, no object at
+        # all) is read again, as json.loads would read it.
+        if type(data) is dict and all(type(v) in _FLAT for v in data.values()):
+            return data
     try:
         # What json.loads does with bytes: UTF-8, -16 or -32, told apart by the first bytes.
         return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
