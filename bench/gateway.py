@@ -75,7 +75,8 @@ sock.bind(("127.0.0.1", 0))
 sock.listen(2048)  # listening before the address is announced: early clients queue
 print(f"anchor on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
 config = uvicorn.Config(
-    app, log_level="warning", access_log=False, ws="none", server_header=False
+    app, log_level="warning", access_log=False, ws="none", server_header=False,
+    loop="asyncio",  # as `webward serve` runs (anyio on asyncio), even where uvloop is installed
 )
 uvicorn.Server(config).run(sockets=[sock])
 """
@@ -84,6 +85,7 @@ uvicorn.Server(config).run(sockets=[sock])
 # ``--audit memory``: the same gateway, with the audit kept in memory instead of SQLite, to
 # tell the gateway's own cost from the audit store's (one durable INSERT per call).
 MEMORY_AUDIT_GATEWAY = """
+import gc
 import sys
 
 import anyio
@@ -103,6 +105,7 @@ async def main() -> None:
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, ws="none", server_header=False
         )
+        gc.freeze()  # as `webward serve` does
         await uvicorn.Server(config).serve(sockets=[sock])
 
 

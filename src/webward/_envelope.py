@@ -72,7 +72,6 @@ REPLACEMENT = "[marker removed]"
 
 _NONCE_RE = re.compile(r"^[0-9a-f]{32,}$")
 _KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
-_SIMPLE_KEYS: set[str] = set()  # provenance keys already found to match _KEY_RE
 
 # Zero-width and bidi marks: dropped from one-line fields and from the folded view.
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
@@ -321,19 +320,31 @@ def wrap(
         nonce = fresh_nonce()
     elif not _NONCE_RE.match(nonce):
         raise ValueError("a nonce is at least 32 lower-case hex digits")
-    lines = [f"[webward] {HANDLING_NOTICE}. It ends only at the end marker with nonce {nonce}."]
-    for key, value in provenance.items():
-        if key not in _SIMPLE_KEYS:
-            if not isinstance(key, str) or not _KEY_RE.match(key):
-                raise ValueError(f"provenance key {key!r} is not a simple name")
-            _SIMPLE_KEYS.add(key)
-        if value is None:
-            continue
-        lines.append(f"{key.replace('_', '-')}: {neutralise_line(str(value))}")
-    lines.append(BEGIN.format(nonce=nonce))
-    lines.append(text if prepared else prepare_body(text))
-    lines.append(END.format(nonce=nonce))
+    items = tuple(provenance.items())
+    try:
+        header = _header_memo(items)
+    except TypeError:  # an unhashable value: made afresh
+        header = _header(items)
+    notice = f"[webward] {HANDLING_NOTICE}. It ends only at the end marker with nonce {nonce}."
+    body = text if prepared else prepare_body(text)
+    if header:
+        return "\n".join((notice, header, BEGIN.format(nonce=nonce), body, END.format(nonce=nonce)))
+    return "\n".join((notice, BEGIN.format(nonce=nonce), body, END.format(nonce=nonce)))
+
+
+def _header(items: tuple[tuple[str, object], ...]) -> str:
+    """The provenance lines of an envelope (they hold no nonce, so every window of a page
+    shares them)."""
+    lines = []
+    for key, value in items:
+        if not isinstance(key, str) or not _KEY_RE.match(key):
+            raise ValueError(f"provenance key {key!r} is not a simple name")
+        if value is not None:
+            lines.append(f"{key.replace('_', '-')}: {neutralise_line(str(value))}")
     return "\n".join(lines)
+
+
+_header_memo = lru_cache(maxsize=1024)(_header)
 
 
 def unwrap(enveloped: str) -> tuple[dict[str, str], str]:

@@ -436,8 +436,8 @@ class Web:
     async def _write_audit(
         self, record: Mapping[str, Any], started: float, error: WebwardError | None
     ) -> None:
-        fields = dict(record)
-        would_deny = fields.pop("would_deny", None)
+        get = record.get
+        would_deny = get("would_deny")
         if error is None:
             decision, reason = (
                 ("report-would-deny", would_deny) if would_deny else ("allowed", "allowed")
@@ -445,12 +445,22 @@ class Web:
         else:
             decision = "failed" if isinstance(error, UpstreamError) else "refused"
             reason = error.reason
-        rec = AuditRecord.create(
+        # Spelled out rather than AuditRecord.create(**record): once per call, on the hot path.
+        rec = AuditRecord(
+            agent=str(record["agent"]),
+            tier=str(get("tier", "")),
+            capability=record["capability"],
+            target=record["target"],
             decision=decision,
             reason=reason,
             would_deny=would_deny,
+            final_url=get("final_url"),
+            redirects=tuple(get("redirects") or ()),
+            status=get("status"),
+            bytes=get("bytes"),
+            content_type=get("content_type"),
             duration_ms=int((time.monotonic() - started) * 1000),
-            **fields,
+            provider=get("provider"),
         )
         await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
 
