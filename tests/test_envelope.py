@@ -172,6 +172,16 @@ def test_provenance_values_are_one_neutralised_line() -> None:
     assert body == "x"
 
 
+def test_provenance_values_keep_their_own_spelling() -> None:
+    """Values equal as numbers (1, True, 1.0) keep their own text, whichever came first, and
+    an unhashable value is written too; a header with no value adds no line."""
+    for value, text in [(1, "1"), (True, "True"), (1.0, "1.0"), ([1], "[1]"), (1, "1")]:
+        provenance, _ = unwrap(wrap("x", {"status": value}, nonce=NONCE))
+        assert provenance == {"status": text}
+    assert wrap("x", {"status": None}, nonce=NONCE) == wrap("x", {}, nonce=NONCE)
+    assert wrap("x", {}, nonce=NONCE).split("\n")[1].startswith("<<<untrusted-web-content")
+
+
 def test_bad_nonce_and_key_are_programming_errors() -> None:
     """A short nonce or a key that is not a simple name raises ValueError."""
     with pytest.raises(ValueError):

@@ -321,9 +321,11 @@ def wrap(
     elif not _NONCE_RE.match(nonce):
         raise ValueError("a nonce is at least 32 lower-case hex digits")
     items = tuple(provenance.items())
-    try:
+    # Remembered only for values of exactly str or int: True == 1 and 1.0 == 1 as keys, but
+    # not as text.
+    if all(v is None or type(v) is str or type(v) is int for _, v in items):
         header = _header_memo(items)
-    except TypeError:  # an unhashable value: made afresh
+    else:
         header = _header(items)
     notice = f"[webward] {HANDLING_NOTICE}. It ends only at the end marker with nonce {nonce}."
     body = text if prepared else prepare_body(text)
