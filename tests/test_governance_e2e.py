@@ -203,6 +203,27 @@ async def test_per_host_rate_limit_refuses_with_when_to_retry() -> None:
 
 
 @pytest.mark.anyio
+async def test_tier_full_reads_on_a_larger_budget_of_the_same_host() -> None:
+    """With a burst of 2, an agent in tier connected reads 2 pages and tier full 8 (budget 4),
+    from the host's one bucket: once full has spent it, connected is refused too, unsent."""
+    s = settings(limits={"per_host_rate": 0.001, "per_host_burst": 2})
+    with serve(routes={"*": respond(200, "ok")}) as srv:
+        async with web(s) as w:
+            for i in range(2):
+                await w.fetch(srv.url(f"/c{i}"), agent="reader", tier="connected")
+            with pytest.raises(Refused, match="rate limited"):
+                await w.fetch(srv.url("/c2"), agent="reader", tier="connected")
+        async with web(s) as w:
+            for i in range(8):
+                await w.fetch(srv.url(f"/f{i}"), agent="crawler", tier="full")
+            with pytest.raises(Refused, match="rate limited"):
+                await w.fetch(srv.url("/f8"), agent="crawler", tier="full")
+            with pytest.raises(Refused, match="rate limited"):
+                await w.fetch(srv.url("/c3"), agent="reader", tier="connected")
+        assert page_requests(srv) == [f"/c{i}" for i in range(2)] + [f"/f{i}" for i in range(8)]
+
+
+@pytest.mark.anyio
 async def test_breaker_opens_after_consecutive_5xx_never_4xx_and_probes_once() -> None:
     """N consecutive 5xx open the host's circuit (4xx never count); half-open lets one probe."""
     clock = FakeClock()

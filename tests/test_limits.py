@@ -97,6 +97,31 @@ async def test_bucket_allows_a_burst_then_refuses_with_when(state: LimitState) -
 
 
 @pytest.mark.anyio
+async def test_tier_full_has_the_larger_budget_of_the_same_bucket(state: LimitState) -> None:
+    """Tier full's reads spend a quarter token (full_tier_budget 4): 20 at once where the other
+    tiers get 5, four times the refill, and from the host's one bucket, which the others then
+    find as empty as full left it."""
+    clock = Clock()
+    lim = limiter(state, clock)
+    full = lim.cost_for("full")
+    assert (full, lim.cost_for("connected"), lim.cost_for("as-owner")) == (0.25, 1.0, 1.0)
+    for _ in range(20):
+        await lim.record(await lim.acquire(HOST, cost=full), status=200)
+    with pytest.raises(Refused) as info:
+        await lim.acquire(HOST, cost=full)
+    assert info.value.retry_after == pytest.approx(0.125)  # a quarter token at 2 a second
+    assert (await refused(lim)).retry_after == pytest.approx(0.5)  # a whole one
+    clock.advance(0.5)  # one token: four reads in tier full, or one in any other
+    for _ in range(4):
+        await lim.record(await lim.acquire(HOST, cost=full), status=200)
+    await refused(lim)
+    clock.advance(0.5)
+    await lim.record(await lim.acquire(HOST), status=200)
+    with pytest.raises(Refused):
+        await lim.acquire(HOST, cost=full)
+
+
+@pytest.mark.anyio
 async def test_bucket_refills_only_up_to_the_burst(state: LimitState) -> None:
     """A long quiet spell saves up at most per_host_burst tokens."""
     clock = Clock()
@@ -419,6 +444,9 @@ def test_bad_limits_are_invalid_input() -> None:
     ):
         with pytest.raises(InvalidInput, match=name):
             Limiter(MemoryLimitState(), replace(LimitsSettings(), **{name: 0}))
+    for budget in (0.5, 0.0, float("nan")):  # a smaller budget than the other tiers' is a typo
+        with pytest.raises(InvalidInput, match="full_tier_budget must be at least 1"):
+            Limiter(MemoryLimitState(), replace(LimitsSettings(), full_tier_budget=budget))
 
 
 def test_open_limit_state_kinds(tmp_path: Path) -> None:

@@ -311,7 +311,9 @@ def _refill(s: HostState, cfg: _Config, now: float) -> HostState:
     )
 
 
-def _admit(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, _Admission]:
+def _admit(
+    cur: HostState | None, cfg: _Config, now: float, cost: float = 1.0
+) -> tuple[HostState, _Admission]:
     s = _refill(cur or _fresh(cfg, now), cfg, now)
     if now < s.hold_until:
         return s, _Admission(False, reason=REASON_BACKPRESSURE, retry_after=s.hold_until - now)
@@ -332,11 +334,11 @@ def _admit(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, 
                 failures=s.failures,
             )
         probe = True
-    if s.tokens < 1.0:
+    if s.tokens < cost:
         return s, _Admission(
-            False, reason=REASON_RATE_LIMITED, retry_after=(1.0 - s.tokens) / cfg.rate
+            False, reason=REASON_RATE_LIMITED, retry_after=(cost - s.tokens) / cfg.rate
         )
-    s = replace(s, tokens=s.tokens - 1.0)
+    s = replace(s, tokens=s.tokens - cost)
     if probe:
         s = replace(s, probe_until=now + cfg.probe_lease_s)
     return s, _Admission(True, probe=probe)

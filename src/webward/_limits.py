@@ -169,6 +169,10 @@ class Limiter:
                 raise InvalidInput(f"limits.{name} must be greater than 0 (it is {value!r})")
         if limits.per_host_burst < 1:
             raise InvalidInput("limits.per_host_burst must be at least 1")
+        if not limits.full_tier_budget >= 1:
+            raise InvalidInput(
+                f"limits.full_tier_budget must be at least 1 (it is {limits.full_tier_budget!r})"
+            )
         self.state = state
         self.limits = limits
         self._clock = clock
@@ -184,12 +188,17 @@ class Limiter:
         self._slots: dict[str, _Slots] = {}
         self._open: dict[str, deque[Ticket]] = {}
 
+    def cost_for(self, tier: str) -> float:
+        """The tokens one page read by ``tier`` spends: tier full has the larger budget."""
+        return 1.0 / self.limits.full_tier_budget if tier == "full" else 1.0
+
     async def acquire(
-        self, key: str, *, max_wait_s: float = 0.0, label: str | None = None
+        self, key: str, *, max_wait_s: float = 0.0, label: str | None = None, cost: float = 1.0
     ) -> Ticket:
         """Admit one request to ``key`` or raise :class:`Refused` (``rate_limited`` or
         ``circuit_open``, with ``retry_after``). Waits for a concurrency slot; waits out a
-        refusal only if it ends within ``max_wait_s``. ``label`` names the key in messages."""
+        refusal only if it ends within ``max_wait_s``. ``label`` names the key in messages;
+        ``cost`` is the tokens the request spends (see :meth:`cost_for`)."""
         slots = self._slots.get(key)
         if slots is None:
             slots = self._slots[key] = _Slots(self.limits.per_host_concurrency)
@@ -202,7 +211,7 @@ class Limiter:
         waited = 0.0
         try:
             while True:
-                admission = await self.state.update(key, self._admitter(self._clock()))
+                admission = await self.state.update(key, self._admitter(self._clock(), cost))
                 if admission.ok:
                     break
                 if waited + admission.retry_after > max_wait_s:
@@ -331,9 +340,9 @@ class Limiter:
         now = self._clock()
         await self.state.update(key, lambda cur: fn(cur, self._cfg, now))
 
-    def _admitter(self, now: float) -> Change[_Admission]:
+    def _admitter(self, now: float, cost: float) -> Change[_Admission]:
         def change(cur: HostState | None) -> tuple[HostState, _Admission]:
-            return _admit(cur, self._cfg, now)
+            return _admit(cur, self._cfg, now, cost)
 
         return change
 

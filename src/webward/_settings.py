@@ -80,6 +80,9 @@ class LimitsSettings:
     max_redirects: int = 10
     per_host_rate: float = 2.0
     per_host_burst: int = 5
+    # Tier full's larger budget: its page reads spend 1/full_tier_budget of a host's token, so
+    # it gets this many times the rate and burst of the other tiers (search keys excepted).
+    full_tier_budget: float = 4.0
     per_host_concurrency: int = 4
     breaker_failures: int = 5
     breaker_open_s: float = 30.0

@@ -573,7 +573,9 @@ class _PageHops:
         if web._policy.robots_enabled(self._tier):
             await web._robots.check(url)
         if self._limits:
-            self._ticket = await web._limiter.acquire(url.host)
+            self._ticket = await web._limiter.acquire(
+                url.host, cost=web._limiter.cost_for(self._tier)
+            )
 
     async def after(
         self,
