@@ -1,8 +1,9 @@
 """Abuse protections per host: a token bucket, a few concurrent requests, a circuit breaker.
 
 - **Rate**: a token bucket per key (a host, or ``provider:NAME`` for a search provider):
-  ``per_host_rate`` tokens a second, at most ``per_host_burst`` saved up. An empty bucket is
-  refused with ``code="rate_limited"`` and when to retry.
+  ``per_host_rate`` tokens a second, at most ``per_host_burst`` saved up. A request spends one
+  token, a page read in tier full ``1 / full_tier_budget`` of one (:meth:`Limiter.cost_for`).
+  An empty bucket is refused with ``code="rate_limited"`` and when to retry.
 - **Back-pressure**: an upstream 429 is not a failure. Its ``Retry-After`` (seconds or an HTTP
   date; ``X-RateLimit-Reset`` as a fallback) holds the key's bucket until then (at most
   :data:`MAX_BACKPRESSURE_S`; :data:`DEFAULT_BACKPRESSURE_S` when the server names no time).
