@@ -77,6 +77,7 @@ print(f"anchor on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, fl
 config = uvicorn.Config(
     app, log_level="warning", access_log=False, ws="none", server_header=False,
     loop="asyncio",  # as `webward serve` runs (anyio on asyncio), even where uvloop is installed
+    proxy_headers=False,  # as `webward serve` sets it: no X-Forwarded-* middleware on either
 )
 uvicorn.Server(config).run(sockets=[sock])
 """
@@ -103,7 +104,8 @@ async def main() -> None:
         print(f"gateway on {address_url(sock)}", file=sys.stderr, flush=True)
         app = create_app(settings, web)
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, ws="none", server_header=False
+            app, log_level="warning", access_log=False, ws="none", server_header=False,
+            proxy_headers=False,
         )
         gc.freeze()  # as `webward serve` does
         await uvicorn.Server(config).serve(sockets=[sock])
