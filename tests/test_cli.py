@@ -91,6 +91,19 @@ def test_bad_input_exits_2(config: Path) -> None:
     assert run("fetch", "http://127.0.0.1:9/", "--config", str(bad)).returncode == 2
 
 
+def test_an_undecodable_byte_in_the_url_is_exit_2_and_audited(config: Path) -> None:
+    """A URL argument holding a byte that is not UTF-8 (a lone surrogate in sys.argv) is one
+    sentence and exit 2, and its audit row is written with the byte escaped."""
+    state = config.parent / "state"
+    env = {"WEBWARD_STATE_DIR": str(state)}
+    out = run("fetch", "http://127.0.0.1/\udcff", "--config", str(config), env=env)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "U+DCFF" in out.stderr
+    assert "Traceback" not in out.stderr
+    rows = json.loads(run("audit", "--json", "--config", str(config), env=env).stdout)
+    assert [(r["decision"], r["target"]) for r in rows] == [("refused", "http://127.0.0.1/\\udcff")]
+
+
 def test_upstream_failure_exits_1(config: Path) -> None:
     """A 404 is an upstream failure: exit 1."""
     with serve() as srv:
