@@ -193,18 +193,11 @@ def _parse_json(body: bytes) -> Any:
 
 # ---- responses ---------------------------------------------------------------------------
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
 
 def _dumps(payload: Mapping[str, Any]) -> bytes:
     try:
-        # Compact UTF-8, as _ENCODER writes it, in a fraction of the time.
-        return orjson.dumps(payload)
-    except orjson.JSONEncodeError:  # e.g. a lone surrogate sent in by the caller, echoed back
-        pass
-    try:
-        return _ENCODER.encode(payload).encode("utf-8")
-    except UnicodeEncodeError:
+        return orjson.dumps(payload)  # compact UTF-8
+    except orjson.JSONEncodeError:  # a lone surrogate echoed back, an integer past 64 bits
         return json.dumps(payload, separators=(",", ":")).encode("ascii")
 
 
@@ -227,12 +220,6 @@ def _error_status(error: WebwardError) -> tuple[int, dict[str, str]]:
     if error.retry_after is not None and status in (429, 503):
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
     return status, headers
-
-
-def error_response(error: WebwardError) -> Response:
-    """A ``WebwardError`` as the error model with its status (and ``Retry-After`` when known)."""
-    status, headers = _error_status(error)
-    return _json_response(status, error.to_wire(), headers)
 
 
 _BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="webward"'}

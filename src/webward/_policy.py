@@ -91,13 +91,6 @@ def normalise_host(host: str) -> str:
     """
     if not isinstance(host, str):
         raise InvalidInput("a host must be a string")
-    return _normalise_host(host)
-
-
-@functools.lru_cache(maxsize=4096)
-def _normalise_host(host: str) -> str:
-    # Pure, and asked for the same few hosts on every read: remembered (refusals, which
-    # raise, are not).
     h = host.strip()
     if h.startswith("[") and h.endswith("]"):
         h = h[1:-1]

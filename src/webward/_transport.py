@@ -160,11 +160,16 @@ class Body:
     wire_bytes: int
 
     def header(self, name: str) -> str | None:
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return None
+        return header_value(self.headers, name)
+
+
+def header_value(headers: Sequence[tuple[str, str]], name: str) -> str | None:
+    """The first value of header ``name`` (any case) in ``headers``, or None."""
+    name = name.lower()
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
 
 
 # cap_for(status, headers) -> (cap in decoded bytes, whether overflow truncates or refuses)

@@ -34,7 +34,7 @@ from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker
 from ._settings import TIERS, Settings
-from ._transport import Body, Connector, PinnedBackend, Transport
+from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 
 __all__ = ["Web"]
 
@@ -167,7 +167,7 @@ class Web:
                 parsed,
                 hooks=_PageHops(self, agent, tier, record),
                 cap_for=lambda status, headers: _content.body_cap(
-                    _header(headers, "content-type"), self.settings.limits
+                    header_value(headers, "content-type"), self.settings.limits
                 ),
                 timeout_s=self.settings.limits.fetch_timeout_s,
                 max_redirects=self.settings.limits.max_redirects,
@@ -436,8 +436,7 @@ class Web:
     async def _write_audit(
         self, record: Mapping[str, Any], started: float, error: WebwardError | None
     ) -> None:
-        get = record.get
-        would_deny = get("would_deny")
+        would_deny = record.get("would_deny")
         if error is None:
             decision, reason = (
                 ("report-would-deny", would_deny) if would_deny else ("allowed", "allowed")
@@ -445,22 +444,11 @@ class Web:
         else:
             decision = "failed" if isinstance(error, UpstreamError) else "refused"
             reason = error.reason
-        # Spelled out rather than AuditRecord.create(**record): once per call, on the hot path.
-        rec = AuditRecord(
-            agent=str(record["agent"]),
-            tier=str(get("tier", "")),
-            capability=record["capability"],
-            target=record["target"],
+        rec = AuditRecord.create(
             decision=decision,
             reason=reason,
-            would_deny=would_deny,
-            final_url=get("final_url"),
-            redirects=tuple(get("redirects") or ()),
-            status=get("status"),
-            bytes=get("bytes"),
-            content_type=get("content_type"),
             duration_ms=int((time.monotonic() - started) * 1000),
-            provider=get("provider"),
+            **record,  # would_deny included, when the policy set it
         )
         await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
 
@@ -507,13 +495,6 @@ def _needs_browser(converted: _convert.Converted, body: bytes) -> bool:
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
     """Anchor texts are page text outside the envelope: neutralise them like titles."""
     return tuple(Link(link.url, _envelope.neutralise_line(link.text)) for link in links)
-
-
-def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
-    for k, v in headers:
-        if k.lower() == name:
-            return v
-    return None
 
 
 def _screenshot_part(png: bytes | None) -> Part:
