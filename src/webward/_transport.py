@@ -25,6 +25,7 @@ import brotli
 import httpcore
 
 from . import guard
+from ._content import human_size
 from ._errors import Refused, UpstreamError
 
 __all__ = ["Body", "Connector", "PinnedBackend", "Transport"]
@@ -284,7 +285,7 @@ async def _read_capped(
         )
     decoder = _decoder(encodings[0] if encodings else "")
     if not truncate_ok and not encodings:
-        length = next((v for k, v in headers if k.lower() == "content-length"), None)
+        length = header_value(headers, "content-length")
         if length is not None and length.isdigit() and int(length) > cap:
             raise _too_large(url, cap)
     out = bytearray()
@@ -324,15 +325,7 @@ def _tls_error(url: guard.ParsedURL, exc: ssl.SSLError) -> UpstreamError:
 
 def _too_large(url: guard.ParsedURL, cap: int) -> Refused:
     return Refused(
-        f"refused: {url.url} is larger than the {_human(cap)} cap, and binary content is never truncated",
+        f"refused: {url.url} is larger than the {human_size(cap)} cap, and binary content is never truncated",
         code="too_large",
         reason="too_large",
     )
-
-
-def _human(n: int) -> str:
-    if n % (1024 * 1024) == 0:
-        return f"{n // (1024 * 1024)} MiB"
-    if n % 1_000_000 == 0:
-        return f"{n // 1_000_000} MB"
-    return f"{n} bytes"
