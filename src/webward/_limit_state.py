@@ -149,6 +149,7 @@ _UPSERT = (
     f"VALUES (?, {', '.join('?' for _ in _COLUMNS)}) "
     f"ON CONFLICT(key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS)}"
 )
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?"
 # Rows of keys idle this long, with a closed circuit and no hold, are dropped on open.
 _PRUNE_AFTER_S = 86_400.0
 
@@ -210,9 +211,7 @@ class SQLiteLimitState:
                 conn = self._connect()
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    row = conn.execute(
-                        f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?", (key,)
-                    ).fetchone()
+                    row = conn.execute(_SELECT, (key,)).fetchone()
                     new, result = change(_row_to_state(row))
                     conn.execute(_UPSERT, (key, *(getattr(new, c) for c in _COLUMNS)))
                     conn.execute("COMMIT")
@@ -222,18 +221,14 @@ class SQLiteLimitState:
                     raise
                 return result
             except (sqlite3.Error, OSError) as exc:
-                raise _unavailable(self.path, exc) from None
+                raise limits_unavailable(self.path, exc) from None
 
     def _get_sync(self, key: str) -> HostState | None:
         with self._lock:
             try:
-                row = (
-                    self._connect()
-                    .execute(f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?", (key,))
-                    .fetchone()
-                )
+                row = self._connect().execute(_SELECT, (key,)).fetchone()
             except (sqlite3.Error, OSError) as exc:
-                raise _unavailable(self.path, exc) from None
+                raise limits_unavailable(self.path, exc) from None
             return _row_to_state(row)
 
 
@@ -252,9 +247,10 @@ def _row_to_state(row: Any) -> HostState | None:
     )
 
 
-def _unavailable(path: Path, exc: BaseException) -> Refused:
+def limits_unavailable(where: object, detail: object) -> Refused:
+    """The refusal every limit store raises when it cannot be read or written."""
     return Refused(
-        f"refused: the rate-limit state at {path} is unavailable ({exc}); webward does not "
+        f"refused: the rate-limit state at {where} is unavailable ({detail}); webward does not "
         "read without its abuse protections",
         reason=REASON_LIMITS_UNAVAILABLE,
     )

@@ -29,7 +29,7 @@ from redis.exceptions import RedisError, WatchError
 
 from ._cache import CachedPage
 from ._errors import Refused
-from ._limit_state import REASON_LIMITS_UNAVAILABLE, Change, HostState, R
+from ._limit_state import Change, HostState, R, limits_unavailable
 
 __all__ = ["LIMITS_PREFIX", "PAGES_PREFIX", "RedisLimitState", "RedisPageCache", "redact_url"]
 
@@ -124,12 +124,7 @@ class RedisLimitState:
         await self._client.aclose()
 
     def _unavailable(self, exc: BaseException | str) -> Refused:
-        return Refused(
-            f"refused: the rate-limit state at {self._where} is unavailable "
-            f"({str(exc).strip().rstrip('.')}); webward "
-            "does not read without its abuse protections",
-            reason=REASON_LIMITS_UNAVAILABLE,
-        )
+        return limits_unavailable(self._where, str(exc).strip().rstrip("."))
 
 
 class RedisPageCache:
