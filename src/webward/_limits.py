@@ -21,7 +21,8 @@ The state sits behind :class:`LimitState` (in ``_limit_state``, with the pure fu
 change it), one atomic read-modify-write per call, so the algorithms stay the same whatever
 stores them: :class:`MemoryLimitState` for one long-lived process, :class:`SQLiteLimitState`
 (``limits.db`` in the state dir, WAL, ``BEGIN IMMEDIATE``) so that separate ``webward``
-processes on one machine share one budget. Time comes from an injected clock; with SQLite it must be the wall clock, which the
+processes on one machine share one budget (and ``_redis.RedisLimitState`` for replicas).
+Time comes from an injected clock; with SQLite or Redis it must be the wall clock, which the
 processes share.
 """
 
