@@ -128,21 +128,30 @@ async def check_session(client: Client, site: LocalServer) -> None:
     page = await client.call_tool("web_fetch", {"url": site.url("/page"), "include_links": True})
     assert not page.is_error
     assert "Hello MCP" in page.content[0].text and "untrusted-web-content" in page.content[0].text  # type: ignore[union-attr]
-    assert page.structured_content is not None
-    assert page.structured_content["finalUrl"] == site.url("/page")
-    assert page.structured_content["title"] == "MCP page"
-    assert page.structured_content["classification"] == "untrusted-external"
+    # The structured content says what the blocks say, as text; the result model is in _meta.
+    assert page.structured_content == {"result": text_of(page)}
+    assert page.meta is not None
+    model = page.meta["webward/result"]
+    assert model["finalUrl"] == site.url("/page")
+    assert model["title"] == "MCP page"
+    assert model["classification"] == "untrusted-external"
     assert site.url("/next") in text_of(page)
+    assert (fetch.output_schema or {})["required"] == ["result"]
+    assert (search.output_schema or {})["required"] == ["result"]
 
     image = await client.call_tool("web_fetch", {"url": site.url("/pic.png")})
     assert not image.is_error
     images = [b for b in image.content if isinstance(b, ImageContent)]
     assert len(images) == 1 and images[0].mime_type == "image/png"
     assert base64.b64decode(images[0].data) == PNG
-    assert (
-        image.structured_content is not None
-        and image.structured_content["parts"][0]["type"] == "image"
-    )
+    # The image is listed, never carried, in the structured content and in _meta.
+    listed = {"type": "image", "mediaType": "image/png", "bytes": len(PNG), "name": "pic.png"}
+    assert image.structured_content == {
+        "result": f"{text_of(image)}\n[image image/png, {len(PNG)} bytes]",
+        "parts": [listed],
+    }
+    assert image.meta is not None and image.meta["webward/result"]["parts"] == [listed]
+    assert images[0].data not in json.dumps([image.structured_content, image.meta])
 
     pdf = await client.call_tool("web_fetch", {"url": site.url("/doc.pdf")})
     assert not pdf.is_error
@@ -154,20 +163,32 @@ async def check_session(client: Client, site: LocalServer) -> None:
     assert base64.b64decode(blob.blob) == PDF  # type: ignore[union-attr]
     extracted = [b.text for b in pdf.content if isinstance(b, TextContent) and "herons" in b.text]
     assert len(extracted) == 1 and "untrusted-web-content" in extracted[0]
+    assert pdf.structured_content is not None
+    assert pdf.structured_content["parts"] == [
+        {"type": "document", "mediaType": "application/pdf", "bytes": len(PDF), "name": "doc.pdf"}
+    ]
+    assert extracted[0] in pdf.structured_content["result"]
+    assert blob.blob not in json.dumps([pdf.structured_content, pdf.meta])  # type: ignore[union-attr]
 
     with accept_counter("127.0.0.2") as counter:
         refused = await client.call_tool("web_fetch", {"url": counter.url("/")})
     assert counter.accepts == 0
     assert refused.is_error
     assert "internal address" in text_of(refused)
-    assert refused.structured_content == {"error": {"code": "refused", "message": text_of(refused)}}
+    # No structured content a client could prefer over the one sentence; the model in _meta.
+    assert refused.structured_content is None
+    assert refused.meta is not None
+    assert refused.meta["webward/result"] == {
+        "error": {"code": "refused", "message": text_of(refused)}
+    }
 
     no_search = await client.call_tool("web_search", {"query": "owls", "limit": 3})
     assert no_search.is_error
     assert text_of(no_search).startswith("web search is not configured")
     assert "web_fetch still works" in text_of(no_search)
-    assert no_search.structured_content is not None
-    assert no_search.structured_content["error"]["code"] == "not_configured"
+    assert no_search.structured_content is None
+    assert no_search.meta is not None
+    assert no_search.meta["webward/result"]["error"]["code"] == "not_configured"
 
 
 @pytest.mark.anyio
@@ -299,8 +320,8 @@ async def test_agent_and_tier_come_from_the_server_not_the_client(
             build_server(web, agent="desk")
         ) as client:  # the config's default tier: as-owner
             refused = await client.call_tool("web_fetch", {"url": site.url("/page")})
-            assert refused.is_error and refused.structured_content is not None
-            assert refused.structured_content["error"]["code"] == "refused"
+            assert refused.is_error and refused.meta is not None
+            assert refused.meta["webward/result"]["error"]["code"] == "refused"
     assert [(r.agent, r.tier, r.decision) for r in audit.records] == [
         ("ide", "connected", "allowed"),
         ("ide", "connected", "refused"),
@@ -356,16 +377,21 @@ async def test_bad_arguments_are_one_sentence_errors(
     message = text_of(result)
     assert fragment in message and "\n" not in message
     assert "validation error" not in message and "pydantic" not in message
-    assert result.structured_content == {"error": {"code": "invalid_input", "message": message}}
+    assert result.structured_content is None
+    assert result.meta is not None
+    assert result.meta["webward/result"] == {
+        "error": {"code": "invalid_input", "message": message}
+    }
 
 
 def test_error_result_carries_retry_after_in_the_error_model() -> None:
-    """A rate-limit refusal keeps its retryAfter in the structured error model."""
+    """A rate-limit refusal keeps its retryAfter in the error model in _meta."""
     result = error_result(
         Refused("rate limited: try again in 3 s", code="rate_limited", retry_after=3.0)
     )
-    assert result.is_error
-    assert result.structured_content == {
+    assert result.is_error and result.structured_content is None
+    assert result.meta is not None
+    assert result.meta["webward/result"] == {
         "error": {
             "code": "rate_limited",
             "message": "rate limited: try again in 3 s",

@@ -19,8 +19,18 @@ How a result becomes MCP content:
 - a PDF: the envelope text (a one-line description), an embedded resource (blob,
   ``application/pdf``, ``uri`` = the final URL), then the PDF's extracted text in an envelope
   of its own;
-- a refusal or failure: an ``isError`` result whose text is the one-sentence message;
-- always: the structured content is the wire model (``to_wire()``; the error model for errors).
+- a refusal or failure: an ``isError`` result whose text is the one-sentence message, with
+  no structured content.
+
+The structured content says the same as the content blocks, as the MCP spec asks: one field,
+``result``, the text the blocks carry (each image or PDF as a one-line listing in its place),
+plus ``parts``, the images and PDFs listed by type, media type, size and name. Never base64:
+the bytes travel only in image and embedded-resource blocks. Clients that prefer structured
+content (pydantic-ai whenever all blocks are text, unwrapping a lone ``result``; the OpenAI
+Agents SDK with ``use_structured_content``) thus still hand the model the envelope, its handling
+notice first, rather than a JSON object with the text escaped inside. Programs find the result
+model (the wire JSON, base64 left out; the error model for errors) in ``_meta`` under
+``webward/result``.
 
 The agent name and tier are fixed when the server starts (flags or config); a client cannot
 choose them. One :class:`~webward.Web` serves the server's whole life, so every session shares
@@ -47,12 +57,13 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
-from pydantic import WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from . import _envelope
 from ._errors import InvalidInput, WebwardError
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
+from ._parts import tool_result_text
 from ._settings import Settings
 from ._web import Web
 
@@ -152,7 +163,7 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
         url: Annotated[Any, WithJsonSchema(_URL_SCHEMA)] = None,
         offset: Annotated[Any, WithJsonSchema(_OFFSET_SCHEMA)] = 0,
         include_links: Annotated[Any, WithJsonSchema(_LINKS_SCHEMA)] = False,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ToolText]:
         try:
             if url is None:
                 raise InvalidInput(MISSING_URL)
@@ -168,7 +179,7 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
     async def web_search(
         query: Annotated[Any, WithJsonSchema(_QUERY_SCHEMA)] = None,
         limit: Annotated[Any, WithJsonSchema(_LIMIT_SCHEMA)] = 10,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ToolText]:
         try:
             if query is None:
                 raise InvalidInput(MISSING_QUERY)
@@ -212,35 +223,81 @@ def _tool(fn: Callable[..., Any], *, title: str, description: str, required: str
 
 # ---- results -> MCP content ----------------------------------------------------------
 
+RESULT_META = "webward/result"
+
+
+class ListedPart(BaseModel):
+    """An image or PDF of a result, named but not carried: its bytes are in a content block."""
+
+    type: str
+    mediaType: str  # the wire's camelCase
+    bytes: int
+    name: str
+
+
+class ToolText(BaseModel):
+    """The structured content of every successful call: what its content blocks say."""
+
+    result: str = Field(
+        description="the result as text: the enveloped page window or search hits, each image "
+        "or PDF as a one-line listing in its place"
+    )
+    parts: list[ListedPart] | None = Field(
+        default=None, description="the images and PDFs of the result, without their bytes"
+    )
+
 
 def page_result(page: Page) -> CallToolResult:
     """A page as MCP content: the enveloped text, then its images / documents, then links."""
-    blocks: list[ContentBlock] = [TextContent(type="text", text=page.content)]
+    items: list[str | Part] = [page.content]
     for part in page.parts:
-        blocks.append(_part_block(part, page.final_url))
+        items.append(part)
         if part.type == "document" and part.text:
             # The extracted text is page text: it travels inside its own envelope.
-            enveloped = _envelope.wrap(
-                part.text,
-                {
-                    "capability": "web:page.fetch@1",
-                    "requested_url": page.requested_url,
-                    "final_url": page.final_url,
-                    "status": page.status,
-                    "content_type": f"{part.media_type} (extracted text)",
-                    "retrieved_at": page.retrieved_at,
-                },
+            items.append(
+                _envelope.wrap(
+                    part.text,
+                    {
+                        "capability": "web:page.fetch@1",
+                        "requested_url": page.requested_url,
+                        "final_url": page.final_url,
+                        "status": page.status,
+                        "content_type": f"{part.media_type} (extracted text)",
+                        "retrieved_at": page.retrieved_at,
+                    },
+                )
             )
-            blocks.append(TextContent(type="text", text=enveloped))
     if page.screenshot is not None:
-        blocks.append(_part_block(page.screenshot, page.final_url))
+        items.append(page.screenshot)
     if page.links:
         lines = [f"outbound links of {page.final_url} (text from the page, untrusted):"]
         lines += [
             f"{i}. {link.text or '(no text)'} <{link.url}>" for i, link in enumerate(page.links, 1)
         ]
-        blocks.append(TextContent(type="text", text="\n".join(lines)))
-    return CallToolResult(content=blocks, structured_content=page.to_wire())
+        items.append("\n".join(lines))
+    wire = page.to_wire()
+    wire["parts"] = [_listed(p) for p in page.parts]
+    if page.screenshot is not None:
+        wire["screenshot"] = _listed(page.screenshot)
+    return _result(items, page.final_url, wire)
+
+
+def _listed(part: Part) -> dict[str, Any]:
+    return {"type": part.type, "mediaType": part.media_type, "bytes": part.bytes, "name": part.name}
+
+
+def _result(items: list[str | Part], uri: str, wire: dict[str, Any]) -> CallToolResult:
+    """Content blocks for ``items``, the same as text for the structured content, and the
+    result model (base64 left out) in ``_meta``."""
+    blocks = [
+        TextContent(type="text", text=item) if isinstance(item, str) else _part_block(item, uri)
+        for item in items
+    ]
+    structured: dict[str, Any] = {"result": tool_result_text(items)}
+    parts = [_listed(item) for item in items if isinstance(item, Part)]
+    if parts:  # only then: a lone "result" is what pydantic-ai unwraps into plain text
+        structured["parts"] = parts
+    return CallToolResult(content=blocks, structured_content=structured, meta={RESULT_META: wire})
 
 
 def _part_block(part: Part, uri: str) -> ContentBlock:
@@ -254,18 +311,17 @@ def _part_block(part: Part, uri: str) -> ContentBlock:
 
 
 def search_result(result: SearchResult) -> CallToolResult:
-    """A search result as MCP content: the enveloped rendering; the hits as structured content."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=result.content)], structured_content=result.to_wire()
-    )
+    """A search result as MCP content: the enveloped rendering, the same as structured content."""
+    return _result([result.content], "", result.to_wire())
 
 
 def error_result(error: WebwardError) -> CallToolResult:
-    """A refusal or failure as an ``isError`` result: the one-sentence message, the error model."""
+    """A refusal or failure as an ``isError`` result: the one-sentence message and nothing else
+    a client could hand the model instead (no structured content); the error model in ``_meta``."""
     return CallToolResult(
         content=[TextContent(type="text", text=error.message)],
-        structured_content=error.to_wire(),
         is_error=True,
+        meta={RESULT_META: error.to_wire()},
     )
 
 
