@@ -222,9 +222,11 @@ async def test_stdio_server_with_the_official_client(tmp_path: Path, site: Local
 
 
 @asynccontextmanager
-async def mcp_over_http(tmp_path: Path) -> AsyncIterator[str]:
+async def mcp_over_http(
+    tmp_path: Path, config: Path | None = None, args: tuple[str, ...] = ("--tier", "connected")
+) -> AsyncIterator[str]:
     """Run `webward mcp --http 127.0.0.1:0` and yield the URL it prints once bound."""
-    config = write_config(tmp_path)
+    config = config or write_config(tmp_path)
     env = {
         **{k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")},
         **child_env(tmp_path),
@@ -237,8 +239,7 @@ async def mcp_over_http(tmp_path: Path) -> AsyncIterator[str]:
             "mcp",
             "--http",
             "127.0.0.1:0",
-            "--tier",
-            "connected",
+            *args,
             "--config",
             str(config),
         ],
@@ -379,9 +380,7 @@ async def test_bad_arguments_are_one_sentence_errors(
     assert "validation error" not in message and "pydantic" not in message
     assert result.structured_content is None
     assert result.meta is not None
-    assert result.meta["webward/result"] == {
-        "error": {"code": "invalid_input", "message": message}
-    }
+    assert result.meta["webward/result"] == {"error": {"code": "invalid_input", "message": message}}
 
 
 def test_error_result_carries_retry_after_in_the_error_model() -> None:

@@ -14,8 +14,13 @@ command. With --http HOST:PORT it serves streamable HTTP at http://HOST:PORT/mcp
 (127.0.0.1 unless named; DNS-rebinding protection is always on).
 
 The agent name and reach tier come from these flags or the config file, never from the
-client. One process keeps one set of rate limits, circuit breakers, page cache and audit log
-for all its sessions."""
+client. Over HTTP, when config gives agents bearer tokens ([agents.NAME] token_sha256, as for
+`webward serve`), every request must carry one and runs as that token's agent and tier; the
+metadata clients discover it by is at /.well-known/oauth-protected-resource/mcp. Without
+tokens, --http listens on loopback only.
+
+One process keeps one set of rate limits, circuit breakers, page cache and audit log for all
+its sessions."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,15 +31,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--agent",
-        default="mcp",
         metavar="NAME",
-        help="the agent acting, for policy and audit (default mcp)",
+        help="the agent acting, for policy and audit (default mcp; not with HTTP tokens)",
     )
     p.add_argument(
         "--tier",
         choices=TIERS,
         metavar="T",
-        help="reach tier: as-owner, connected or full (default: the agent's tier in config)",
+        help="reach tier: as-owner, connected or full (default: the agent's tier in config; "
+        "not with HTTP tokens)",
     )
 
 

@@ -39,12 +39,17 @@ its rate limits, circuit breakers, page cache and audit sink.
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import anyio
 import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.routes import create_protected_resource_routes
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
@@ -57,19 +62,21 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import AnyHttpUrl, BaseModel, Field, WithJsonSchema
 
 from . import _envelope
-from ._errors import InvalidInput, WebwardError
+from ._errors import InvalidInput, Refused, WebwardError
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._settings import Settings
+from ._tokens import TokenTable, hash_token
 from ._web import Web
 
 __all__ = [
     "build_server",
     "error_result",
+    "http_access",
     "page_result",
     "parse_http_address",
     "search_result",
@@ -81,6 +88,8 @@ DEFAULT_AGENT = "mcp"
 MISSING_URL = "web_fetch needs a url: an absolute http:// or https:// URL to read"
 MISSING_QUERY = "web_search needs a query: the words to search for"
 MCP_PATH = "/mcp"
+WELL_KNOWN_METADATA = "/.well-known/oauth-protected-resource"
+UNAUTHENTICATED = "a bearer token is required: send Authorization: Bearer <token>"
 
 INSTRUCTIONS = """\
 webward reads the public web for you through one audited door. web_fetch reads a page in
@@ -151,13 +160,34 @@ _ANNOTATIONS = ToolAnnotations(
 )
 
 
-def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = None) -> MCPServer:
+def build_server(
+    web: Web,
+    *,
+    agent: str = DEFAULT_AGENT,
+    tier: str | None = None,
+    tokens: TokenTable | None = None,
+    resource_url: str | None = None,
+) -> MCPServer:
     """An MCP server whose two tools call ``web`` as ``agent`` with ``tier``.
 
     ``tier=None`` means the agent's tier from config (``[agents.NAME] tier``, else the
     default tier). Neither can be changed by the client.
+
+    With ``tokens`` (for streamable HTTP at ``resource_url``), every request must carry one of
+    the ``[agents.NAME]`` bearer tokens, and each call runs as that token's agent and tier
+    instead: the SDK's bearer middleware answers 401 otherwise, binds each session to the agent
+    that opened it, and publishes the OAuth 2.0 Protected Resource Metadata (RFC 9728).
     """
     from . import __version__
+
+    def acting() -> tuple[str, str | None]:
+        if tokens is None:
+            return agent, tier
+        # Set by the SDK's AuthContextMiddleware for the request that carries this call.
+        access = get_access_token()
+        if access is None:  # the middleware lets no such request through; never guess
+            raise Refused(UNAUTHENTICATED, reason="no_token")
+        return access.client_id, (access.claims or {})["tier"]
 
     async def web_fetch(
         url: Annotated[Any, WithJsonSchema(_URL_SCHEMA)] = None,
@@ -169,8 +199,9 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
                 raise InvalidInput(MISSING_URL)
             if not isinstance(include_links, bool):
                 raise InvalidInput("include_links must be true or false")
+            name, reach = acting()
             page = await web.fetch(
-                url, offset=offset, include_links=include_links, agent=agent, tier=tier
+                url, offset=offset, include_links=include_links, agent=name, tier=reach
             )
         except WebwardError as exc:
             return error_result(exc)
@@ -183,7 +214,8 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
         try:
             if query is None:
                 raise InvalidInput(MISSING_QUERY)
-            result = await web.search(query, limit=limit, agent=agent, tier=tier)
+            name, reach = acting()
+            result = await web.search(query, limit=limit, agent=name, tier=reach)
         except WebwardError as exc:
             return error_result(exc)
         return search_result(result)
@@ -198,14 +230,51 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
         ),
         _tool(web_search, title="Search the web", description=SEARCH_DESCRIPTION, required="query"),
     ]
-    return MCPServer(
+    auth: AuthSettings | None = None
+    if tokens is not None:
+        if resource_url is None:
+            raise ValueError("an MCP server with tokens needs the URL it serves")
+        auth = AuthSettings(
+            # webward hands out its own tokens (`webward serve --hash-token`): there is no
+            # OAuth flow, and the metadata names the server itself as the one that issues them.
+            issuer_url=AnyHttpUrl(resource_url.removesuffix(MCP_PATH)),
+            resource_server_url=AnyHttpUrl(resource_url),
+            validate_token_resource=False,  # a webward token is for this server and no other
+        )
+    server = MCPServer(
         "webward",
         title="webward",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         tools=tools,
+        auth=auth,
+        token_verifier=None if tokens is None else _Tokens(tokens),
     )
+    if auth is not None and auth.resource_server_url is not None:
+        # The SDK serves the metadata under the resource's path (RFC 9728 section 3.1); the
+        # same document at the root too, for clients that look only there.
+        for route in create_protected_resource_routes(
+            resource_url=auth.resource_server_url, authorization_servers=[auth.issuer_url]
+        ):
+            server.custom_route(WELL_KNOWN_METADATA, methods=["GET", "OPTIONS"])(route.endpoint)
+    return server
+
+
+class _Tokens:
+    """The gateway's ``[agents.NAME]`` tokens as the MCP SDK's token verifier."""
+
+    def __init__(self, tokens: TokenTable) -> None:
+        self._tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        agent = self._tokens.lookup(token)
+        if agent is None:
+            return None
+        # The SDK keeps the token beside the principal; the digest serves as well.
+        return AccessToken(
+            token=hash_token(token), client_id=agent.name, scopes=[], claims={"tier": agent.tier}
+        )
 
 
 def _tool(fn: Callable[..., Any], *, title: str, description: str, required: str) -> Tool:
@@ -297,7 +366,7 @@ def _result(items: list[str | Part], uri: str, wire: dict[str, Any]) -> CallTool
     parts = [_listed(item) for item in items if isinstance(item, Part)]
     if parts:  # only then: a lone "result" is what pydantic-ai unwraps into plain text
         structured["parts"] = parts
-    return CallToolResult(content=blocks, structured_content=structured, meta={RESULT_META: wire})
+    return CallToolResult(content=blocks, structured_content=structured, _meta={RESULT_META: wire})
 
 
 def _part_block(part: Part, uri: str) -> ContentBlock:
@@ -321,7 +390,7 @@ def error_result(error: WebwardError) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=error.message)],
         is_error=True,
-        meta={RESULT_META: error.to_wire()},
+        _meta={RESULT_META: error.to_wire()},
     )
 
 
@@ -370,31 +439,74 @@ async def serve_stdio(
             await web.aclose()
 
 
+def http_access(
+    settings: Settings, host: str, *, agent: str | None = None, tier: str | None = None
+) -> TokenTable | None:
+    """Who may call MCP over HTTP on ``host``, decided before anything is bound.
+
+    Config with ``[agents.NAME]`` tokens: the token table (each request's agent and tier come
+    from its token, so ``agent`` and ``tier`` must not be given). Without tokens: None, and
+    only a loopback ``host``, since anyone who reached the port would act as the server's agent.
+    """
+    tokens = TokenTable(settings)
+    if len(tokens):
+        if agent is not None or tier is not None:
+            raise InvalidInput(
+                "--agent and --tier do not apply to MCP over HTTP when [agents.NAME] tokens "
+                "are configured: each request's agent and tier come from its bearer token"
+            )
+        return tokens
+    if not _is_loopback(host):
+        where = settings.source or "the config file"
+        raise Refused(
+            f"webward mcp will not listen on {host} without bearer tokens, as anyone who "
+            "reached it would act as its agent: listen on 127.0.0.1, or add [agents.NAME] "
+            f"with token_sha256 = the output of `webward serve --hash-token` to {where}",
+            reason="no_tokens",
+        )
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it could resolve anywhere
+
+
 async def serve_http(
     settings: Settings,
     host: str = "127.0.0.1",
     port: int = 8000,
     *,
-    agent: str = DEFAULT_AGENT,
+    agent: str | None = None,
     tier: str | None = None,
     web: Web | None = None,
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled.
 
-    The socket is bound before serving, so ``port=0`` works; ``ready`` is called with the URL
-    once it is bound (the command line prints it to stderr).
+    With ``[agents.NAME]`` tokens in config every request needs one, and runs as its agent and
+    tier; without, calls run as ``agent`` (default ``mcp``) and ``tier``, on loopback only
+    (:func:`http_access`). The socket is bound before serving, so ``port=0`` works; ``ready``
+    is called with the URL once it is bound (the command line prints it to stderr).
     """
+    tokens = http_access(settings, host, agent=agent, tier=tier)
     owned = web is None
     web = _open_web(settings, web)
     try:
-        app = build_server(web, agent=agent, tier=tier).streamable_http_app(
+        sock = bind_socket(host, port)
+        url = address_url(sock) + MCP_PATH
+        server = build_server(
+            web, agent=agent or DEFAULT_AGENT, tier=tier, tokens=tokens, resource_url=url
+        )
+        app = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             transport_security=_transport_security(host),
             host=host,
         )
-        sock = bind_socket(host, port)
-        url = address_url(sock) + MCP_PATH
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -404,10 +516,9 @@ async def serve_http(
             lifespan="on",
             timeout_graceful_shutdown=5,  # an open event stream must not hold shutdown forever
         )
-        server = uvicorn.Server(config)
         if ready is not None:
             ready(url)
-        await server.serve(sockets=[sock])
+        await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         if owned:
             await web.aclose()
@@ -418,10 +529,10 @@ def print_ready(url: str) -> None:
     print(f"webward mcp: streamable HTTP on {url}", file=sys.stderr, flush=True)
 
 
-def run(settings: Settings, *, http: str | None, agent: str, tier: str | None) -> None:
+def run(settings: Settings, *, http: str | None, agent: str | None, tier: str | None) -> None:
     """Entry point of ``webward mcp``: stdio, or streamable HTTP with ``http="HOST:PORT"``."""
     if http is None:
-        anyio.run(lambda: serve_stdio(settings, agent=agent, tier=tier))
+        anyio.run(lambda: serve_stdio(settings, agent=agent or DEFAULT_AGENT, tier=tier))
         return
     host, port = parse_http_address(http)
     anyio.run(lambda: serve_http(settings, host, port, agent=agent, tier=tier, ready=print_ready))

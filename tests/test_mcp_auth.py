@@ -1,0 +1,209 @@
+"""MCP over streamable HTTP knows the agent: the gateway's bearer tokens, 401 with the
+protected-resource metadata otherwise, and no listening beyond loopback without tokens."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from localserver import LocalServer, respond, serve
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from test_mcp import mcp_over_http, text_of, write_config
+
+from webward import Settings
+from webward._audit import open_audit_sink
+from webward._errors import InvalidInput, Refused
+from webward._mcp import http_access
+from webward._tokens import hash_token
+from webward.cli import main
+
+TOKENS = {"alice": "alice-mcp-token", "bob": "bob-mcp-token"}
+TIERS = {"alice": "connected", "bob": "as-owner"}
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    with serve(routes={"/page": respond(200, "<h1>Owls</h1><p>Owls hunt at night.</p>")}) as s:
+        yield s
+
+
+def token_config(tmp_path: Path) -> Path:
+    """The loopback test config plus two agents with tokens, and one without."""
+    path = write_config(tmp_path)
+    lines = []
+    for name, token in TOKENS.items():
+        lines += [f"[agents.{name}]", f'tier = "{TIERS[name]}"']
+        lines += [f'token_sha256 = "{hash_token(token)}"']
+    lines += ["[agents.carol]", 'tier = "full"']  # no token: cannot call
+    path.write_text(path.read_text(encoding="utf-8") + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def bearer(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[name]}"}
+
+
+async def records(config: Path) -> list[tuple[str, str, str]]:
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        found = await sink.query(limit=100)
+    finally:
+        await sink.aclose()
+    return sorted((r.agent, r.tier, r.decision) for r in found)
+
+
+@pytest.mark.anyio
+async def test_each_token_acts_as_its_agent_and_tier(tmp_path: Path, site: LocalServer) -> None:
+    """alice (connected) reads the page, bob (as-owner) is refused it and search; arguments
+    naming another agent or tier change nothing; the audit names the token's agent."""
+    config = token_config(tmp_path)
+    async with mcp_over_http(tmp_path, config, args=()) as url:
+        async with (
+            httpx2.AsyncClient(headers=bearer("alice")) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            page = await client.call_tool(
+                "web_fetch", {"url": site.url("/page"), "agent": "carol", "tier": "full"}
+            )
+            assert not page.is_error and "Owls hunt at night." in text_of(page)
+        async with (
+            httpx2.AsyncClient(headers=bearer("bob")) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            refused = await client.call_tool("web_fetch", {"url": site.url("/page")})
+            assert refused.is_error and "127.0.0.1" in text_of(refused)
+            search = await client.call_tool("web_search", {"query": "owls", "tier": "full"})
+            assert search.is_error and "agent bob has tier as-owner" in text_of(search)
+    assert [r.path for r in site.requests] == ["/page"]
+    assert await records(config) == [
+        ("alice", "connected", "allowed"),
+        ("bob", "as-owner", "refused"),
+        ("bob", "as-owner", "refused"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path: Path) -> None:
+    """No token, another scheme, a wrong token or an agent without one: 401 and a
+    WWW-Authenticate naming the RFC 9728 metadata, which names this server; nothing audited."""
+    config = token_config(tmp_path)
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        base = url.removesuffix("/mcp")
+        metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
+        for headers in (
+            {},
+            {"Authorization": "Basic YWxpY2U6eA=="},
+            {"Authorization": "Bearer"},
+            {"Authorization": f"Bearer {TOKENS['alice']}x"},
+            {"Authorization": "Bearer carol"},
+        ):
+            r = await http.post(url, json=LIST, headers={**ACCEPT, **headers})
+            assert r.status_code == 401, headers
+            challenge = r.headers["www-authenticate"]
+            assert challenge.startswith("Bearer ")
+            assert f'resource_metadata="{metadata_url}"' in challenge
+        for where in (metadata_url, f"{base}/.well-known/oauth-protected-resource"):
+            document = (await http.get(where)).json()
+            assert document["resource"] == url
+            assert document["bearer_methods_supported"] == ["header"]
+            assert document["authorization_servers"]
+        ok = await http.post(url, json=LIST, headers={**ACCEPT, **bearer("alice")})
+        assert ok.status_code != 401
+    assert await records(config) == []
+
+
+@pytest.mark.anyio
+async def test_a_session_belongs_to_the_agent_that_opened_it(tmp_path: Path) -> None:
+    """bob's token on alice's session id is turned away: a token cannot borrow a session."""
+    config = token_config(tmp_path)
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = await http.post(url, json=initialize, headers={**ACCEPT, **bearer("alice")})
+        assert opened.status_code == 200
+        session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        theirs = await http.post(url, json=LIST, headers={**ACCEPT, **session, **bearer("bob")})
+        assert theirs.status_code in (403, 404)
+        assert "web_fetch" not in theirs.text
+
+
+def settings_with(tmp_path: Path, *, tokens: bool) -> Settings:
+    return Settings.load(token_config(tmp_path) if tokens else write_config(tmp_path), environ={})
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "example.org", "10.1.2.3"])
+def test_without_tokens_only_loopback_is_served(tmp_path: Path, host: str) -> None:
+    """Without tokens a non-loopback address is refused in one sentence saying what to do."""
+    with pytest.raises(Refused) as caught:
+        http_access(settings_with(tmp_path, tokens=False), host)
+    message = caught.value.message
+    assert f"will not listen on {host} without bearer tokens" in message
+    assert "127.0.0.1" in message and "token_sha256" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_without_tokens_loopback_is_served_as_the_servers_agent(tmp_path: Path, host: str) -> None:
+    """Loopback without tokens: no token table, the server's own agent acts."""
+    assert http_access(settings_with(tmp_path, tokens=False), host) is None
+
+
+def test_with_tokens_any_address_and_no_agent_flags(tmp_path: Path) -> None:
+    """With tokens every address is allowed; --agent or --tier would contradict the tokens."""
+    settings = settings_with(tmp_path, tokens=True)
+    tokens = http_access(settings, "0.0.0.0")
+    assert tokens is not None and tokens.lookup(TOKENS["bob"]) is not None
+    for flags in ({"agent": "x"}, {"tier": "full"}):
+        with pytest.raises(InvalidInput, match="come from its bearer token"):
+            http_access(settings, "127.0.0.1", **flags)
+
+
+def test_command_refuses_a_public_address_before_binding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`webward mcp --http 0.0.0.0:PORT` without tokens exits 3 with one line, never binding."""
+    bound: list[tuple[str, int]] = []
+
+    def no_bind(host: str, port: int) -> socket.socket:
+        bound.append((host, port))
+        raise AssertionError("bound a socket")
+
+    monkeypatch.setattr("webward._mcp.bind_socket", no_bind)
+    config = write_config(tmp_path)
+    assert main(["mcp", "--http", "0.0.0.0:8765", "--config", str(config)]) == 3
+    err = capsys.readouterr().err.strip()
+    assert bound == []
+    assert len(err.splitlines()) == 1 and "will not listen on 0.0.0.0" in err
+    config = token_config(tmp_path)
+    assert main(["mcp", "--http", "127.0.0.1:0", "--tier", "full", "--config", str(config)]) == 2
+    assert "come from its bearer token" in capsys.readouterr().err
+    assert bound == []
+
+
+def test_help_names_the_token_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """`webward mcp --help` says HTTP takes the [agents.NAME] tokens and is loopback without."""
+    with pytest.raises(SystemExit):
+        main(["mcp", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "token_sha256" in text and "loopback only" in text
+    assert "/.well-known/oauth-protected-resource/mcp" in text
