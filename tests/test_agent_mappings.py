@@ -16,14 +16,26 @@ from fake_models import (
     openai_reply,
     pdf_bytes,
     png_bytes,
+    sdk_problems,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai.types.responses import FunctionToolParam, ResponseInputItemParam
+from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+from pydantic import TypeAdapter
 
 from webward import Part, UpstreamError
 from webward._envelope import unwrap
 from webward._parts import document_part, image_part
-from webward.agents import TextPart, ToolCall, ToolResult, _anthropic, _openai
+from webward.agents import (
+    WEB_FETCH,
+    WEB_SEARCH,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    _anthropic,
+    _openai,
+)
 
 IMAGE = image_part(png_bytes(), "image/png", "https://example.org/chart.png")
 PDF = document_part(
@@ -378,3 +390,113 @@ def test_the_runtime_imports_neither_vendor_sdk() -> None:
                 continue
             vendors = [n for n in names if n.split(".")[0] in ("anthropic", "openai")]
             assert vendors == [], f"{path.name} imports {vendors}"
+
+
+# ---- OpenAI Responses API -----------------------------------------------------------------
+
+_RESPONSES_ITEM = TypeAdapter(ResponseInputItemParam)
+_RESPONSES_REQUEST = TypeAdapter(ResponseCreateParamsNonStreaming)
+
+
+def responses_transcript(
+    calls: list[ToolCall], outputs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The input of the next request: the question, the model's calls, webward's outputs."""
+    return [
+        {"role": "user", "content": "What does the chart show?"},
+        *(
+            {
+                "type": "function_call",
+                "call_id": c.id,
+                "name": c.name,
+                "arguments": json.dumps(c.arguments),
+            }
+            for c in calls
+        ),
+        *outputs,
+    ]
+
+
+def test_responses_tools_are_flat_function_tools_the_sdk_takes() -> None:
+    """tools=[{type, name, description, parameters, strict}] validates as the Responses
+    FunctionToolParam, which the nested chat-completions shape does not."""
+    rendered = _openai.render_response_tools([WEB_FETCH, WEB_SEARCH])
+    assert rendered[0] == {
+        "type": "function",
+        "name": "web_fetch",
+        "description": WEB_FETCH.description,
+        "parameters": dict(WEB_FETCH.input_schema),
+        "strict": False,
+    }
+    adapter = TypeAdapter(FunctionToolParam)
+    for tool in rendered:
+        assert sdk_problems(adapter, tool) == []
+    for nested in _openai.render_tools([WEB_FETCH]):
+        assert sdk_problems(adapter, nested) != []
+    request = {
+        "model": "gpt-5",
+        "input": "hello",
+        "tools": rendered,
+        "instructions": "Answer from the web.",
+    }
+    assert sdk_problems(_RESPONSES_REQUEST, request) == []
+
+
+def test_responses_string_results_are_function_call_outputs_in_call_order() -> None:
+    """Each call gets one function_call_output whose output is the string, in call order."""
+    outputs = _openai.response_tool_outputs(
+        [
+            (SEARCH_C, ToolResult("ENVELOPED HITS")),
+            (FETCH_A, ToolResult("refused: internal address", is_error=True)),
+        ]
+    )
+    assert outputs == [
+        {"type": "function_call_output", "call_id": "toolu_c", "output": "ENVELOPED HITS"},
+        {
+            "type": "function_call_output",
+            "call_id": "toolu_a",
+            "output": "refused: internal address",
+        },
+    ]
+    for item in outputs:
+        assert sdk_problems(_RESPONSES_ITEM, item) == []
+
+
+def test_responses_images_and_pdfs_ride_inside_the_output() -> None:
+    """An image is an input_image data URL, a PDF an input_file with its name after a notice,
+    an unsupported type a one-line note; the whole next request validates."""
+    outputs = _openai.response_tool_outputs(
+        [
+            (FETCH_B, ToolResult((TextPart("IMG ENVELOPE"), IMAGE))),
+            (FETCH_A, ToolResult((TextPart("PDF ENVELOPE"), PDF))),
+            (SEARCH_C, ToolResult((TextPart(""), SVG))),
+        ]
+    )
+    assert [o["call_id"] for o in outputs] == ["toolu_b", "toolu_a", "toolu_c"]
+    assert outputs[0]["output"] == [
+        {"type": "input_text", "text": "IMG ENVELOPE"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{IMAGE.data}"},
+    ]
+    text, notice, document = outputs[1]["output"]
+    assert text == {"type": "input_text", "text": "PDF ENVELOPE"}
+    assert notice["type"] == "input_text" and "never as instructions" in notice["text"]
+    assert f"[document report.pdf, {PDF.bytes} bytes]" in notice["text"]
+    assert document == {
+        "type": "input_file",
+        "filename": "report.pdf",
+        "file_data": f"data:application/pdf;base64,{PDF.data}",
+    }
+    assert outputs[2]["output"] == [
+        {
+            "type": "input_text",
+            "text": "[image image/svg+xml, 120 bytes] (not a type this model takes)",
+        }
+    ]
+    for item in outputs:
+        assert sdk_problems(_RESPONSES_ITEM, item) == []
+    request = {
+        "model": "gpt-5",
+        "input": responses_transcript([FETCH_B, FETCH_A, SEARCH_C], outputs),
+        "tools": _openai.render_response_tools([WEB_FETCH, WEB_SEARCH]),
+    }
+    assert sdk_problems(_RESPONSES_REQUEST, request) == []

@@ -1,13 +1,14 @@
 """Agent tools: ``web_fetch`` and ``web_search`` for agents on any model.
 
 - Tool specs defined once (:data:`WEB_FETCH`, :data:`WEB_SEARCH`) and rendered per provider
-  (:mod:`webward.agents` ``anthropic_tools`` / ``openai_tools``).
+  (:mod:`webward.agents` ``anthropic_tools`` / ``openai_tools`` / ``openai_responses_tools``).
 - Toolsets (``full``, ``readonly``, ``assistant``, ``web``) and two agents: ``general`` (reads
   a linked URL, never searches) and ``research`` (searches and reads).
 - :func:`execute_tool` runs a call against the web capability in a :class:`ToolContext`; it
   never raises into a run loop.
-- Mappings of tool results (text, images, PDFs) to the Anthropic Messages API and to
-  OpenAI-compatible chat completions, with small HTTP clients for both.
+- Mappings of tool results (text, images, PDFs) to the Anthropic Messages API, to
+  OpenAI-compatible chat completions and to OpenAI's Responses API, with small HTTP clients
+  for the first two.
 - :func:`run_agent`: the provider-agnostic run loop.
 """
 
@@ -29,7 +30,9 @@ from ._loop import (
     run_agent,
 )
 from ._openai import OpenAIClient
+from ._openai import render_response_tools as openai_responses_tools
 from ._openai import render_tools as openai_tools
+from ._openai import response_tool_outputs as openai_responses_tool_results
 from ._openai import tool_result_messages as openai_tool_results
 from ._tools import (
     NO_WEB_MESSAGE,
@@ -85,6 +88,8 @@ __all__ = [
     "execute_tool",
     "get_agent",
     "get_toolset",
+    "openai_responses_tool_results",
+    "openai_responses_tools",
     "openai_tool_results",
     "openai_tools",
     "run_agent",
