@@ -232,3 +232,21 @@ async def test_openai_agents_with_structured_content(
     ]
     assert f"[image image/png, {len(PNG)} bytes]" in json.loads(image)["result"]
     assert refused["type"] == "text" and refused["text"].startswith("refused: ")
+
+
+# ---- fastmcp's client -----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_fastmcp_snippet_reads_the_envelope_and_the_refusal(
+    webward_on_path: Path, site: LocalServer
+) -> None:
+    """The snippet of fastmcp.md: `result.data.result` is the envelope text; a refusal, with
+    raise_on_error=False, is its one sentence."""
+    namespace: dict[str, Any] = {}
+    exec(snippets("fastmcp.md")[0], namespace)
+    assert_envelope_text(await namespace["read"](site.url("/owls")))
+    with accept_counter("127.0.0.2") as counter:
+        refused = await namespace["read"](counter.url("/"))
+    assert counter.accepts == 0
+    assert refused.startswith("refused: ") and "\n" not in refused

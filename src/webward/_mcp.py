@@ -459,7 +459,7 @@ def http_access(
     if not _is_loopback(host):
         where = settings.source or "the config file"
         raise Refused(
-            f"webward mcp will not listen on {host} without bearer tokens, as anyone who "
+            f"MCP over HTTP will not listen on {host} without bearer tokens, as anyone who "
             "reached it would act as its agent: listen on 127.0.0.1, or add [agents.NAME] "
             f"with token_sha256 = the output of `webward serve --hash-token` to {where}",
             reason="no_tokens",
