@@ -427,3 +427,19 @@ def test_the_mcp_sdk_is_imported_in_exactly_one_module() -> None:
             if any(n == "mcp" or n.startswith("mcp.") for n in names):
                 importers.append(path.relative_to(package).as_posix())
     assert sorted(set(importers)) == ["_mcp.py"]
+
+
+def test_search_result_says_its_hits_as_text_and_keeps_the_model_in_meta() -> None:
+    """A search's structured content is its enveloped rendering alone (what pydantic-ai
+    unwraps to plain text); the hits as data ride in _meta."""
+    from webward import Hit, SearchResult
+    from webward._mcp import search_result
+
+    hits = (Hit("Owls", "https://example.org/owls", "Barn owls hunt by sound."),)
+    result = search_result(
+        SearchResult("brave", "owls", hits, "ENVELOPED HITS", "2026-01-01T00:00:00Z")
+    )
+    assert text_of(result) == "ENVELOPED HITS"
+    assert result.structured_content == {"result": "ENVELOPED HITS"}
+    assert result.meta is not None
+    assert result.meta["webward/result"]["hits"][0]["url"] == "https://example.org/owls"

@@ -32,8 +32,9 @@ notice first, rather than a JSON object with the text escaped inside. Programs f
 model (the wire JSON, base64 left out; the error model for errors) in ``_meta`` under
 ``webward/result``.
 
-The agent name and tier are fixed when the server starts (flags or config); a client cannot
-choose them. One :class:`~webward.Web` serves the server's whole life, so every session shares
+The agent name and tier are fixed when the server starts (flags or config), or, over HTTP
+with ``[agents.NAME]`` tokens in config, named by each request's bearer token; a client's
+arguments cannot choose them. One :class:`~webward.Web` serves the server's whole life, so every session shares
 its rate limits, circuit breakers, page cache and audit sink.
 """
 
