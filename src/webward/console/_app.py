@@ -287,6 +287,7 @@ class Console:
             form=raw,
             older=older,
             newest=newest if cursor else "",
+            searched=page.searched,
             agents=sorted(self.settings.agents),
         )
 

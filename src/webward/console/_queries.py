@@ -51,6 +51,9 @@ FETCH = "web:page.fetch@1"
 SEARCH = "web:search.query@1"
 #: Rows read to rank the top hosts: the newest this many page reads of the window.
 TOP_HOSTS_SCAN = 100_000
+#: A page filtered on host or text looks at most this many records (newest first); when it
+#: found too few, its cursor continues the search further back.
+SCAN_ROWS = 100_000
 
 _INDEXED = ("agent", "decision", "reason")
 _SQLITE_INDEXES = tuple(
@@ -82,10 +85,15 @@ class AuditFilter:
 
 @dataclass(frozen=True)
 class AuditPage:
-    """One page of records, newest first, and the cursor of the next (older) page, if any."""
+    """One page of records, newest first, and the cursor of the next (older) page, if any.
+
+    ``searched`` is set when the page stopped at :data:`SCAN_ROWS` records looked at, with
+    fewer matches than a page: the cursor then continues the search further back.
+    """
 
     records: list[AuditRecord]
     next_cursor: str | None
+    searched: int = 0
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,7 @@ def _escape_like(text: str) -> str:
 
 
 def _where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """Clauses an index serves (equality, time range) for ``f``."""
     m = d.mark
     clauses: list[str] = []
     params: list[Any] = []
@@ -173,6 +182,14 @@ def _where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     if f.until is not None:
         clauses.append(f"ts < {m}")
         params.append(f.until.timestamp())
+    return clauses, params
+
+
+def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """Clauses no index serves (host, text in the target): checked row by row."""
+    m = d.mark
+    clauses: list[str] = []
+    params: list[Any] = []
     if f.host:
         # scheme://host followed by the end, a port, a path, a query or a fragment.
         host = _escape_like(f.host.strip().lower())
@@ -183,6 +200,10 @@ def _where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
         clauses.append(f"target LIKE {m} ESCAPE '\\'")
         params.append(f"%{_escape_like(f.text)}%")
     return clauses, params
+
+
+def _and(clauses: list[str]) -> str:
+    return f"WHERE {' AND '.join(clauses)}" if clauses else ""
 
 
 def _encode_cursor(ts: float, key: object) -> str:
@@ -227,21 +248,36 @@ class _SQLReader:
 
     async def page(self, where: AuditFilter, cursor: str | None, size: int) -> AuditPage:
         d = self.dialect
+        order = f" ORDER BY ts DESC, {d.tiebreak} DESC"
         clauses, params = _where(where, d)
         if cursor is not None:
             ts, key = _decode_cursor(cursor, numeric_key=d.tiebreak == "rowid")
             clauses.append(f"(ts, {d.tiebreak}) < ({d.mark}, {d.mark})")
             params += [ts, key]
-        sql = f"SELECT {d.tiebreak}, {', '.join(_FIELDS)} FROM audit"
-        if clauses:
-            sql += " WHERE " + " AND ".join(clauses)
-        sql += f" ORDER BY ts DESC, {d.tiebreak} DESC LIMIT {d.mark}"
-        rows = await self._rows(sql, [*params, size + 1])
+        scan, scan_params = _scan_where(where, d)
+        boundary: tuple[Any, ...] | None = None
+        if scan:
+            # The SCAN_ROWS-th record the indexed part reaches: the page looks no further.
+            found = await self._rows(
+                f"SELECT ts, {d.tiebreak} FROM audit {_and(clauses)}{order} "
+                f"LIMIT 1 OFFSET {SCAN_ROWS - 1}",
+                params,
+            )
+            if found:
+                boundary = tuple(found[0])
+                scan = [*scan, f"(ts, {d.tiebreak}) >= ({d.mark}, {d.mark})"]
+                scan_params = [*scan_params, *boundary]
+        rows = await self._rows(
+            f"SELECT {d.tiebreak}, {', '.join(_FIELDS)} FROM audit "
+            f"{_and([*clauses, *scan])}{order} LIMIT {d.mark}",
+            [*params, *scan_params, size + 1],
+        )
         records = [_from_row(tuple(r[1:])) for r in rows[:size]]
-        more = len(rows) > size
-        last = rows[size - 1] if more else None
-        # r[2] is ts: _FIELDS starts with id, ts.
-        return AuditPage(records, _encode_cursor(last[2], last[0]) if last else None)
+        if len(rows) > size:  # r[2] is ts: _FIELDS starts with id, ts
+            return AuditPage(records, _encode_cursor(rows[size - 1][2], rows[size - 1][0]))
+        if boundary is not None:
+            return AuditPage(records, _encode_cursor(*boundary), searched=SCAN_ROWS)
+        return AuditPage(records, None)
 
     async def record(self, record_id: str) -> AuditRecord | None:
         m = self.dialect.mark
