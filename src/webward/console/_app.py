@@ -41,7 +41,7 @@ CSP = (
 _HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer would make the form's Origin "null"
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
