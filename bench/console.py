@@ -156,7 +156,9 @@ async def measure(settings: Settings, runs: int) -> tuple[float, list[tuple[str,
 
 
 def report(store: str, n: int, fill_s: float, index_s: float, results: list[Any]) -> bool:
-    print(f"\n{store}: {n:,} rows (filled in {fill_s:.1f} s; first view with index build {index_s:.1f} s)")
+    print(
+        f"\n{store}: {n:,} rows (filled in {fill_s:.1f} s; first view with index build {index_s:.1f} s)"
+    )
     ok = True
     for name, ms, shown in results:
         flag = "ok" if ms <= 200 else "OVER 200 ms"
@@ -166,7 +168,9 @@ def report(store: str, n: int, fill_s: float, index_s: float, results: list[Any]
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--postgres-dsn", default="", help="an empty PostgreSQL database to fill")

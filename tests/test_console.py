@@ -23,13 +23,16 @@ from test_gateway import running_gateway
 
 from webward import Settings, Web
 from webward._audit import AuditRecord, open_audit_sink
+from webward._errors import InvalidInput
 from webward._gateway import FETCH_PATH, hash_token
 from webward._render import CHROMIUM
 from webward.console import CSP
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN, BOT = "admin-console-token", "bot-gateway-token"
-SCRIPT_URL = 'https://evil.example/<script>alert(1)</script>"><img src=https://tracker.example/x.png>'
+SCRIPT_URL = (
+    'https://evil.example/<script>alert(1)</script>"><img src=https://tracker.example/x.png>'
+)
 BIDI_QUERY = "invoice \u202egpj.exe holiday"
 HTML_AGENT = '<b onmouseover="alert(3)">mallory</b>'
 # Regenerate the screenshots in docs/console/ with WEBWARD_CONSOLE_SCREENSHOTS=1.
@@ -75,7 +78,9 @@ def seed(settings: Settings, now: dt.datetime, count: int = 130) -> None:
                 await sink.write(
                     AuditRecord.create(
                         decision="refused" if refused else "allowed",
-                        reason=("host_denied" if i % 10 == 0 else "rate_limited") if refused else "allowed",
+                        reason=("host_denied" if i % 10 == 0 else "rate_limited")
+                        if refused
+                        else "allowed",
                         agent=("alice", "research", "crawler")[i % 3],
                         tier="connected",
                         capability="web:page.fetch@1",
@@ -85,7 +90,11 @@ def seed(settings: Settings, now: dt.datetime, count: int = 130) -> None:
                         time=now - dt.timedelta(seconds=20 * i + 60),
                     )
                 )
-            for target, agent in ((SCRIPT_URL, "research"), (BIDI_QUERY, "research"), ("https://a.example/", HTML_AGENT)):
+            for target, agent in (
+                (SCRIPT_URL, "research"),
+                (BIDI_QUERY, "research"),
+                ("https://a.example/", HTML_AGENT),
+            ):
                 await sink.write(
                     AuditRecord.create(
                         decision="allowed", reason="allowed", agent=agent, tier="full",
@@ -208,7 +217,9 @@ def walk_console(browser: Browser, base: str, tmp_path: Path, *, shots: bool) ->
         box = lines.first.bounding_box()
         assert box is not None and box["width"] > 100
         assert page.locator("figure.chart svg rect.d-refused").count() >= 3
-        assert "host_denied" in page.inner_text("main") and "rate_limited" in page.inner_text("main")
+        assert "host_denied" in page.inner_text("main") and "rate_limited" in page.inner_text(
+            "main"
+        )
         if shots:
             w.shot("usage", tmp_path)
 
@@ -245,7 +256,9 @@ def origin_server() -> Any:
     return serve(
         routes={
             "/hop": redirect("/page"),
-            "/page": respond(200, "<html><head><title>P</title></head><body><p>hi</p></body></html>"),
+            "/page": respond(
+                200, "<html><head><title>P</title></head><body><p>hi</p></body></html>"
+            ),
             "/fail": respond(500, "down"),
         }
     )
@@ -261,7 +274,11 @@ def test_console_in_chromium_from_sqlite_and_memory_state(browser: Browser, tmp_
 
 
 def test_console_in_chromium_from_postgres_and_redis(
-    browser: Browser, tmp_path: Path, postgres_dsn: str, redis_url: str, monkeypatch: pytest.MonkeyPatch
+    browser: Browser,
+    tmp_path: Path,
+    postgres_dsn: str,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Scale-out: the same pages from the PostgreSQL audit log and the Redis limit state."""
     monkeypatch.setenv("WEBWARD_TEST_AUDIT_DSN", postgres_dsn)
@@ -296,7 +313,9 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
             assert r.headers["cache-control"] == "no-store"
         assert "<script" not in admin.text.lower() and " style=" not in admin.text
 
-        evil = c.post("/console/login", data={"token": ADMIN}, headers={"Origin": "https://evil.example"})
+        evil = c.post(
+            "/console/login", data={"token": ADMIN}, headers={"Origin": "https://evil.example"}
+        )
         assert evil.status_code == 403 and "set-cookie" not in evil.headers
         wrong = c.post("/console/login", data={"token": BOT + "x"})
         assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
@@ -338,8 +357,15 @@ def test_webward_console_command_prints_a_one_time_link(
     if setup != "sqlite":
         monkeypatch.setenv("WEBWARD_TEST_AUDIT_DSN", request.getfixturevalue("postgres_dsn"))
         redis_url = request.getfixturevalue("redis_url")
-        lines += [f"redis_url = {json.dumps(redis_url)}", "[audit]", 'postgres_dsn_env = "WEBWARD_TEST_AUDIT_DSN"']
-        sections = {"audit": {"postgres_dsn_env": "WEBWARD_TEST_AUDIT_DSN"}, "state": {"redis_url": redis_url}}
+        lines += [
+            f"redis_url = {json.dumps(redis_url)}",
+            "[audit]",
+            'postgres_dsn_env = "WEBWARD_TEST_AUDIT_DSN"',
+        ]
+        sections = {
+            "audit": {"postgres_dsn_env": "WEBWARD_TEST_AUDIT_DSN"},
+            "state": {"redis_url": redis_url},
+        }
     config = tmp_path / "webward.toml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
     seed(console_settings(tmp_path, **sections), dt.datetime.now(dt.UTC), count=60)
@@ -376,3 +402,11 @@ def test_webward_console_refuses_a_non_loopback_address(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "--host must be a loopback address" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_role_other_than_admin_is_refused_when_config_loads() -> None:
+    """`role` knows one value; a typo is an error at load, not an agent silently without it."""
+    with pytest.raises(
+        InvalidInput, match=r'\[agents\.ops\] role is .root.; leave it out or set "admin"'
+    ):
+        Settings().replace({"agents": {"ops": {"tier": "full", "role": "root"}}})

@@ -467,7 +467,9 @@ def create_app(
         Mount("/console", app=console.app),
     ]
     fallback = Starlette(
-        routes=routes, exception_handlers={HTTPException: http_error}, lifespan=lifespan_with_console
+        routes=routes,
+        exception_handlers={HTTPException: http_error},
+        lifespan=lifespan_with_console,
     )
     return _Gateway(capabilities, fallback)
 

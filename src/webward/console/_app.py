@@ -88,12 +88,16 @@ class HostRow:
     held: str
 
 
-def describe_state(state: HostState | None, settings: Settings, now: float) -> tuple[str, str, str, int, str]:
+def describe_state(
+    state: HostState | None, settings: Settings, now: float
+) -> tuple[str, str, str, int, str]:
     """Tokens left, breaker text and CSS class, consecutive failures, hold: for one key."""
     limits = settings.limits
     if state is None:
         return f"{limits.per_host_burst:g} (full)", "closed", "ok", 0, "-"
-    tokens = min(limits.per_host_burst, state.tokens + max(0.0, now - state.updated) * limits.per_host_rate)
+    tokens = min(
+        limits.per_host_burst, state.tokens + max(0.0, now - state.updated) * limits.per_host_rate
+    )
     if state.open_until == 0:
         breaker, css = "closed", "ok"
     elif now < state.open_until:
@@ -228,12 +232,16 @@ class Console:
 
     async def login(self, request: Request) -> Response:
         if not self._same_origin(request):
-            return self._render(request, "error.html", 403, message="a login must come from this console's own page")
+            return self._render(
+                request, "error.html", 403, message="a login must come from this console's own page"
+            )
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > _MAX_FORM_BYTES:
-                return self._render(request, "login.html", 400, message="the login form is too large")
+                return self._render(
+                    request, "login.html", 400, message="the login form is too large"
+                )
         token = parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip()
         return self._exchange(request, token)
 
@@ -241,7 +249,9 @@ class Console:
         base = request.scope.get("root_path", "")
         response = RedirectResponse(f"{base}/login", status_code=303, headers=_HEADERS)
         if self._same_origin(request):
-            response.delete_cookie(COOKIE, path=f"{base}/" if base else "/", httponly=True, samesite="strict")
+            response.delete_cookie(
+                COOKIE, path=f"{base}/" if base else "/", httponly=True, samesite="strict"
+            )
         return response
 
     async def stylesheet(self, request: Request) -> Response:
@@ -310,9 +320,13 @@ class Console:
         now = self._clock()
         start = (now // bucket_s + 1) * bucket_s - bucket_s * buckets  # whole buckets, now last
         u = await self.reader.usage(start, bucket_s, buckets)
-        per = "minute" if bucket_s == 60 else "hour" if bucket_s == 3600 else f"{bucket_s // 3600} h"
+        per = (
+            "minute" if bucket_s == 60 else "hour" if bucket_s == 3600 else f"{bucket_s // 3600} h"
+        )
         charts = [
-            line_chart(f"Calls per {per}, by agent", start, bucket_s, dict(sorted(u.by_agent.items()))),
+            line_chart(
+                f"Calls per {per}, by agent", start, bucket_s, dict(sorted(u.by_agent.items()))
+            ),
             stacked_chart(
                 f"Calls per {per}, by decision",
                 start,
@@ -371,8 +385,20 @@ class Console:
                 "no",
                 "as-owner" not in p.robots_off_tiers and p.robots,
             ),
-            ("connected", "any public host not denied", "yes", "no", "connected" not in p.robots_off_tiers and p.robots),
-            ("full", "any public host not denied; larger budget", "yes", "yes", "full" not in p.robots_off_tiers and p.robots),
+            (
+                "connected",
+                "any public host not denied",
+                "yes",
+                "no",
+                "connected" not in p.robots_off_tiers and p.robots,
+            ),
+            (
+                "full",
+                "any public host not denied; larger budget",
+                "yes",
+                "yes",
+                "full" not in p.robots_off_tiers and p.robots,
+            ),
         ]
         provider = s.search.provider
         endpoint = ""

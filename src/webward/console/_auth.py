@@ -91,7 +91,10 @@ class OneTimeToken:
     def login(self, token: str) -> tuple[Check, str]:
         if self._used or not hmac.compare_digest(token.encode(), self.token.encode()):
             return (
-                Check(401, message="that token is used or wrong; restart `webward console` for a new one"),
+                Check(
+                    401,
+                    message="that token is used or wrong; restart `webward console` for a new one",
+                ),
                 "",
             )
         self._used = True

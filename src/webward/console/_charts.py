@@ -58,7 +58,7 @@ class Chart:
 class Rows:
     """Horizontal bars: (label, value, bar width in px, y) rows in a ``width`` x ``height`` box."""
 
-    items: list[tuple[str, int, float, float]]
+    items: Sequence[tuple[str, int, float, float]]
     width: int = WIDTH
     height: int = 0
     label_w: int = 220

@@ -38,7 +38,7 @@ class PostgresAuditReader(_SQLReader):
                             await conn.execute(statement)
                     self._indexed = True
                 async with conn.transaction():
-                    cur = await conn.execute(sql, list(params))  # type: ignore[arg-type]
+                    cur = await conn.execute(sql, list(params))
                     return [tuple(r) for r in await cur.fetchall()]
             except (psycopg.Error, OSError) as exc:
                 await sink._drop()

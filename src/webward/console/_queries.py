@@ -191,10 +191,17 @@ def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if f.host:
-        # scheme://host followed by the end, a port, a path, a query or a fragment.
+        # http(s)://host, then the end, a port, a path, a query or a fragment (the audit
+        # drops user info, so the host follows the scheme); a URL quoted in a query is no match.
         host = _escape_like(f.host.strip().lower())
-        forms = [f"%://{host}", *(f"%://{host}{c}%" for c in ":/?#")]
-        clauses.append("(" + " OR ".join(f"lower(target) LIKE {m} ESCAPE '\\'" for _ in forms) + ")")
+        forms = [
+            form
+            for scheme in ("http", "https")
+            for form in (f"{scheme}://{host}", *(f"{scheme}://{host}{c}%" for c in ":/?#"))
+        ]
+        clauses.append(
+            "(" + " OR ".join(f"lower(target) LIKE {m} ESCAPE '\\'" for _ in forms) + ")"
+        )
         params.extend(forms)
     if f.text:
         clauses.append(f"target LIKE {m} ESCAPE '\\'")
@@ -281,7 +288,9 @@ class _SQLReader:
 
     async def record(self, record_id: str) -> AuditRecord | None:
         m = self.dialect.mark
-        rows = await self._rows(f"SELECT {', '.join(_FIELDS)} FROM audit WHERE id = {m}", [record_id])
+        rows = await self._rows(
+            f"SELECT {', '.join(_FIELDS)} FROM audit WHERE id = {m}", [record_id]
+        )
         return _from_row(tuple(rows[0])) if rows else None
 
     async def usage(self, start: float, bucket_s: int, buckets: int) -> Usage:
