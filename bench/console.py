@@ -106,7 +106,7 @@ def fill_postgres(dsn: str, n: int, now: float) -> None:
         with conn.cursor() as cur, cur.copy(f"COPY audit ({', '.join(_FIELDS)}) FROM STDIN") as cp:
             for row in rows(n, now):
                 cp.write_row(row)
-        conn.execute("ANALYZE audit")
+        conn.execute("VACUUM ANALYZE audit")  # as autovacuum leaves a settled table
 
 
 QUERIES = [
@@ -131,9 +131,15 @@ async def measure(settings: Settings, runs: int) -> tuple[float, list[tuple[str,
     headers = {"Authorization": f"Bearer {TOKEN}"}
     out = []
     async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
+        # A large log is read with bounded scans until `webward console` builds the indexes.
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            r = await client.get(f"/?agent={RARE_AGENT}", headers=headers)
+            times.append((time.perf_counter() - t) * 1000)
+        out.append(("agent, no index yet", statistics.median(times), r.text.count('<tr class="d-')))
         t0 = time.perf_counter()
-        first = await client.get("/", headers=headers)  # builds the indexes on first use
-        assert first.status_code == 200, first.text[:500]
+        assert await console.reader.prepare(build_large=True)
         index_s = time.perf_counter() - t0
         older = "/"
         for _ in range(20):
@@ -156,9 +162,7 @@ async def measure(settings: Settings, runs: int) -> tuple[float, list[tuple[str,
 
 
 def report(store: str, n: int, fill_s: float, index_s: float, results: list[Any]) -> bool:
-    print(
-        f"\n{store}: {n:,} rows (filled in {fill_s:.1f} s; first view with index build {index_s:.1f} s)"
-    )
+    print(f"\n{store}: {n:,} rows (filled in {fill_s:.1f} s; index build {index_s:.1f} s)")
     ok = True
     for name, ms, shown in results:
         flag = "ok" if ms <= 200 else "OVER 200 ms"

@@ -204,3 +204,28 @@ async def test_sqlite_indexes_serve_the_filters(tmp_path: Path) -> None:
         conn.close()
     assert {"audit_agent_ts", "audit_decision_ts", "audit_reason_ts"} <= names
     assert "audit_agent_ts" in plan and "TEMP B-TREE" not in plan
+
+
+async def test_a_large_log_is_not_indexed_by_a_page_view(
+    store: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past BUILD_AT_ONCE_ROWS a view builds no index (writers must not wait on it) and its
+    filters are bounded scans; prepare(build_large=True), as `webward console` calls it, builds."""
+    monkeypatch.setattr(_queries, "BUILD_AT_ONCE_ROWS", 5)
+    monkeypatch.setattr(_queries, "SCAN_ROWS", 4)
+    await write(
+        store, [rec(f"https://l.example/{i}", seconds=i, agent=f"a{i % 4}") for i in range(12)]
+    )
+    reader = open_audit_reader(store)
+    try:
+        assert await reader.prepare() is False
+        first = await reader.page(AuditFilter(agent="a1"), None, 50)
+        assert [r.target for r in first.records] == ["https://l.example/1"]
+        assert first.searched == 4 and first.next_cursor is not None
+        assert await reader.prepare(build_large=True) is True
+        assert await reader.prepare() is True
+        built = await reader.page(AuditFilter(agent="a1"), None, 50)
+        assert [r.target for r in built.records] == [f"https://l.example/{i}" for i in (1, 5, 9)]
+        assert built.searched == 0 and built.next_cursor is None
+    finally:
+        await reader.aclose()

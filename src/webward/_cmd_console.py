@@ -65,7 +65,11 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     auth = OneTimeToken()
     # The limit store the command line's own reads use, so their breakers are the ones shown.
     state = open_limit_state(settings, "sqlite")
-    console = Console(settings, open_audit_reader(settings), auth, lambda: state)
+    reader = open_audit_reader(settings)
+    # Built here, before anyone looks: on a large log this takes a while, and a page view
+    # must not hold the audit's write lock (see AuditReader.prepare).
+    await reader.prepare(build_large=True)
+    console = Console(settings, reader, auth, lambda: state)
 
     async def home(request: object) -> RedirectResponse:
         return RedirectResponse("/console/", status_code=307)

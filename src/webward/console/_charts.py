@@ -13,7 +13,7 @@ from dataclasses import dataclass
 __all__ = ["Bar", "Chart", "Rows", "line_chart", "reason_rows", "stacked_chart"]
 
 WIDTH, HEIGHT = 720, 220
-_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 8, 10, 24
+_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 20, 10, 24
 _PLOT_W = WIDTH - _LEFT - _RIGHT
 _PLOT_H = HEIGHT - _TOP - _BOTTOM
 _PALETTE = 8

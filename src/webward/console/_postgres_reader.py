@@ -10,9 +10,15 @@ import psycopg
 from .._audit import REASON_AUDIT_UNAVAILABLE
 from .._errors import Refused
 from .._postgres import _SCHEMA_LOCK, PostgresAuditSink
-from ._queries import _POSTGRES, _POSTGRES_INDEXES, _SQLReader
+from . import _queries
+from ._queries import _INDEXED, _POSTGRES, _SQLReader
 
 __all__ = ["PostgresAuditReader"]
+
+_INDEXES = {
+    "audit_ts_id": "(ts, id)",
+    **{f"audit_{c}_ts_id": f"({c}, ts, id)" for c in _INDEXED},
+}
 
 
 class PostgresAuditReader(_SQLReader):
@@ -24,29 +30,66 @@ class PostgresAuditReader(_SQLReader):
         self._sink = sink
         self._indexed = False
 
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        if self._indexed:
+            return True
+        names = {
+            str(r[0])
+            for r in await self._rows(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'audit'", []
+            )
+        }
+        if set(_INDEXES) <= names:
+            self._indexed = True
+            return True
+        if not build_large:
+            # Counted no further than the limit: a large table costs what a small one does.
+            limit = _queries.BUILD_AT_ONCE_ROWS
+            ((rows,),) = await self._rows(
+                f"SELECT count(*) FROM (SELECT 1 FROM audit LIMIT {int(limit) + 1}) AS head", []
+            )
+            if rows > limit:
+                return False
+        await self._build()
+        self._indexed = True
+        return True
+
+    async def _build(self) -> None:
+        # CONCURRENTLY: the replicas' audit writes go on while an index is built. It cannot
+        # run in a transaction, so it gets a connection of its own in autocommit mode; the
+        # session lock keeps two consoles from building the same index at once.
+        sink = self._sink
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                sink._dsn, autocommit=True, connect_timeout=5
+            ) as conn:
+                await conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
+                for name, columns in _INDEXES.items():
+                    await conn.execute(
+                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON audit {columns}"
+                    )
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
+        except (psycopg.Error, OSError) as exc:
+            raise self._unreadable(exc) from None
+
     async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         sink = self._sink
         async with sink._locked():
             try:
                 conn = await sink._connect()  # creates the table if no replica has yet
-                if not self._indexed:
-                    async with conn.transaction():
-                        # Serialised with the sinks' schema creation: concurrent CREATE
-                        # INDEX IF NOT EXISTS collide in the catalogue as CREATE TABLE does.
-                        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                        for statement in _POSTGRES_INDEXES:
-                            await conn.execute(statement)
-                    self._indexed = True
                 async with conn.transaction():
                     cur = await conn.execute(sql, list(params))
                     return [tuple(r) for r in await cur.fetchall()]
             except (psycopg.Error, OSError) as exc:
                 await sink._drop()
-                raise Refused(
-                    f"refused: the PostgreSQL audit log named by ${sink._env} cannot be read "
-                    f"({sink._describe(exc)})",
-                    reason=REASON_AUDIT_UNAVAILABLE,
-                ) from None
+                raise self._unreadable(exc) from None
+
+    def _unreadable(self, exc: BaseException) -> Refused:
+        return Refused(
+            f"refused: the PostgreSQL audit log named by ${self._sink._env} cannot be read "
+            f"({self._sink._describe(exc)})",
+            reason=REASON_AUDIT_UNAVAILABLE,
+        )
 
     async def aclose(self) -> None:
         await self._sink.aclose()

@@ -4,11 +4,13 @@ The same SQL runs on both stores; only the placeholder, the tie-break column and
 expression differ (:class:`_Dialect`). Pages are ordered newest first by ``(ts, tiebreak)``
 and continue from a cursor holding the last row's pair, so page 1,000 costs what page 1 does.
 
-Indexes (created idempotently when the console opens the log; the writers keep them up to
+Indexes (created idempotently by :meth:`AuditReader.prepare`; the writers keep them up to
 date): ``(agent, ts)``, ``(decision, ts)`` and ``(reason, ts)`` beside the sinks' ``(ts)``, so a
 filter on a rare agent, decision or reason reads only its own rows, already in order. On
-PostgreSQL every index ends in ``id`` so the tie-break is in index order too. Filters on the
-host and on text in the target scan newest first and stop at the page's end.
+PostgreSQL every index ends in ``id`` so the tie-break is in index order too, and is built
+``CONCURRENTLY``. Filters no index serves (the host, text in the target, and every filter of a
+large log whose indexes are not built yet) look at no more than :data:`SCAN_ROWS` records a
+page, newest first; the page's cursor continues the search further back.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import datetime as dt
 import math
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -51,17 +53,17 @@ FETCH = "web:page.fetch@1"
 SEARCH = "web:search.query@1"
 #: Rows read to rank the top hosts: the newest this many page reads of the window.
 TOP_HOSTS_SCAN = 100_000
+#: A log with at most this many rows gets the console's indexes on the first view.
+BUILD_AT_ONCE_ROWS = 200_000
 #: A page filtered on host or text looks at most this many records (newest first); when it
 #: found too few, its cursor continues the search further back.
-SCAN_ROWS = 100_000
+SCAN_ROWS = 50_000
+
+T = TypeVar("T")
 
 _INDEXED = ("agent", "decision", "reason")
 _SQLITE_INDEXES = tuple(
     f"CREATE INDEX IF NOT EXISTS audit_{c}_ts ON audit ({c}, ts)" for c in _INDEXED
-)
-_POSTGRES_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS audit_ts_id ON audit (ts, id)",
-    *(f"CREATE INDEX IF NOT EXISTS audit_{c}_ts_id ON audit ({c}, ts, id)" for c in _INDEXED),
 )
 
 
@@ -151,6 +153,10 @@ class AuditReader(Protocol):
         """The hosts read most since ``since`` (among the newest :data:`TOP_HOSTS_SCAN`)."""
         ...
 
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        """Make sure the console's indexes exist (see ``_SQLReader.prepare``)."""
+        ...
+
     async def aclose(self) -> None:
         """Release the store."""
         ...
@@ -160,8 +166,21 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
-    """Clauses an index serves (equality, time range) for ``f``."""
+def _time_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """The time range of ``f``: every index starts or ends with ``ts``."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.since is not None:
+        clauses.append(f"ts >= {d.mark}")
+        params.append(f.since.timestamp())
+    if f.until is not None:
+        clauses.append(f"ts < {d.mark}")
+        params.append(f.until.timestamp())
+    return clauses, params
+
+
+def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """The equality filters of ``f``, which the console's indexes serve once built."""
     m = d.mark
     clauses: list[str] = []
     params: list[Any] = []
@@ -176,12 +195,6 @@ def _where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     elif f.decision is not None:
         clauses.append(f"decision = {m}")
         params.append(f.decision)
-    if f.since is not None:
-        clauses.append(f"ts >= {m}")
-        params.append(f.since.timestamp())
-    if f.until is not None:
-        clauses.append(f"ts < {m}")
-        params.append(f.until.timestamp())
     return clauses, params
 
 
@@ -253,15 +266,31 @@ class _SQLReader:
     async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        """Make sure the console's indexes exist; True when they do.
+
+        On a log of at most :data:`BUILD_AT_ONCE_ROWS` rows they are built at once (about a
+        second). A larger log is left alone unless ``build_large`` (``webward console`` does
+        it before it serves): building takes the table's write lock for as long as it runs,
+        and the audit writers of a busy gateway must not wait on a page view. Until then,
+        every filter is a bounded scan.
+        """
+        return False
+
     async def page(self, where: AuditFilter, cursor: str | None, size: int) -> AuditPage:
         d = self.dialect
         order = f" ORDER BY ts DESC, {d.tiebreak} DESC"
-        clauses, params = _where(where, d)
+        clauses, params = _time_where(where, d)
         if cursor is not None:
             ts, key = _decode_cursor(cursor, numeric_key=d.tiebreak == "rowid")
             clauses.append(f"(ts, {d.tiebreak}) < ({d.mark}, {d.mark})")
             params += [ts, key]
+        equal, equal_params = _equal_where(where, d)
         scan, scan_params = _scan_where(where, d)
+        if await self.prepare():
+            clauses, params = [*clauses, *equal], [*params, *equal_params]
+        else:  # no index for them: a rare agent or reason must not mean reading every row
+            scan, scan_params = [*equal, *scan], [*equal_params, *scan_params]
         boundary: tuple[Any, ...] | None = None
         if scan:
             # The SCAN_ROWS-th record the indexed part reaches: the page looks no further.
@@ -361,21 +390,44 @@ class SQLiteAuditReader(_SQLReader):
         self._sink = sink
         self._indexed = False
 
-    async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return await anyio.to_thread.run_sync(self._rows_sync, sql, list(params))
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        if not self._indexed:
+            self._indexed = await anyio.to_thread.run_sync(self._prepare_sync, build_large)
+        return self._indexed
 
-    def _rows_sync(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    def _prepare_sync(self, build_large: bool) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            names = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+            }
+            if all(f"audit_{c}_ts" in names for c in _INDEXED):
+                return True
+            # max(rowid) is one step down the table's b-tree, where count(*) reads it all.
+            (rows,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM audit").fetchone()
+            if rows > BUILD_AT_ONCE_ROWS and not build_large:
+                return False
+            for statement in _SQLITE_INDEXES:
+                conn.execute(statement)
+            return True
+
+        return self._with_connection(work, default=False)
+
+    async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return await anyio.to_thread.run_sync(
+            lambda: self._with_connection(
+                lambda conn: [tuple(r) for r in conn.execute(sql, list(params)).fetchall()],
+                default=[],
+            )
+        )
+
+    def _with_connection(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
         sink = self._sink
         with sink._lock:
             try:
                 conn = sink._connect(create=False)
                 if conn is None:
-                    return []  # nothing was ever audited here
-                if not self._indexed:
-                    for statement in _SQLITE_INDEXES:
-                        conn.execute(statement)
-                    self._indexed = True
-                return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+                    return default  # nothing was ever audited here
+                return work(conn)
             except (sqlite3.Error, OSError) as exc:
                 raise Refused(
                     f"refused: the audit log at {sink.path} cannot be read ({exc})",
