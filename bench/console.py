@@ -165,6 +165,9 @@ def report(store: str, n: int, fill_s: float, index_s: float, results: list[Any]
     print(f"\n{store}: {n:,} rows (filled in {fill_s:.1f} s; index build {index_s:.1f} s)")
     ok = True
     for name, ms, shown in results:
+        if name.endswith("no index yet"):  # a passing state `webward console` ends: shown, not held
+            print(f"  {name:<20} {ms:8.1f} ms  ({shown} rows shown; one bounded step)")
+            continue
         flag = "ok" if ms <= 200 else "OVER 200 ms"
         ok &= ms <= 200
         print(f"  {name:<20} {ms:8.1f} ms  ({shown} rows shown)  {flag}")

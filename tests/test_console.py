@@ -141,10 +141,10 @@ class Watched:
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
 
-    def shot(self, name: str, tmp_path: Path) -> None:
+    def shot(self, name: str, tmp_path: Path, *, full_page: bool = True) -> None:
         path = (SHOTS or tmp_path) / f"{name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(path), full_page=True)
+        self.page.screenshot(path=str(path), full_page=full_page)
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -176,7 +176,7 @@ def walk_console(browser: Browser, base: str, tmp_path: Path, *, shots: bool) ->
         assert page.evaluate("document.scripts.length") == 0
         assert page.locator("main img, main b").count() == 0
         if shots:
-            w.shot("audit", tmp_path)
+            w.shot("audit", tmp_path, full_page=False)  # the first rows are the story
 
         # Filter by agent and decision with the form.
         page.fill("input[name=agent]", "alice")

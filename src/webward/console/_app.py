@@ -94,7 +94,7 @@ def describe_state(
     """Tokens left, breaker text and CSS class, consecutive failures, hold: for one key."""
     limits = settings.limits
     if state is None:
-        return f"{limits.per_host_burst:g} (full)", "closed", "ok", 0, "-"
+        return f"{limits.per_host_burst:g} of {limits.per_host_burst:g}", "closed", "ok", 0, "-"
     tokens = min(
         limits.per_host_burst, state.tokens + max(0.0, now - state.updated) * limits.per_host_rate
     )
@@ -105,7 +105,7 @@ def describe_state(
     else:
         breaker, css = "half-open (one probe may pass)", "warn"
     held = _time(state.hold_until) if state.hold_until > now else "-"
-    return f"{tokens:.1f} of {limits.per_host_burst:g}", breaker, css, state.failures, held
+    return f"{round(tokens, 1):g} of {limits.per_host_burst:g}", breaker, css, state.failures, held
 
 
 def _endpoint(url: str) -> str:

@@ -57,7 +57,7 @@ TOP_HOSTS_SCAN = 100_000
 BUILD_AT_ONCE_ROWS = 200_000
 #: A page filtered on host or text looks at most this many records (newest first); when it
 #: found too few, its cursor continues the search further back.
-SCAN_ROWS = 50_000
+SCAN_ROWS = 25_000
 
 T = TypeVar("T")
 
