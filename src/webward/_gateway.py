@@ -4,6 +4,7 @@
     POST /v1/capabilities/web:search.query@1  {"query", "limit"}
     GET  /openapi.json                        the OpenAPI 3.1 document (hand-written: _openapi)
     GET  /healthz                             {"status": "ok"}
+    GET  /console/                            the operator console (agents with role = "admin")
 
 Each request is checked in this order, and the first failure answers with the error model
 (``{"error": {"code", "message"}}``): route (404), method (405), bearer token (401),
@@ -44,7 +45,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._errors import InvalidInput, WebwardError
@@ -430,6 +431,15 @@ def create_app(
             return _error_response(404, "invalid_input", "no such route; see /openapi.json")
         return _error_response(exc.status_code, "invalid_input", str(exc.detail))
 
+    from .console import AgentTokens, Console, open_audit_reader  # pages, templates: not hot
+
+    console = Console(
+        settings,
+        open_audit_reader(settings),
+        AgentTokens(tokens),
+        lambda: holder["web"]._limiter.state if "web" in holder else None,
+    )
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if web is not None:
@@ -442,13 +452,24 @@ def create_app(
             finally:
                 holder.pop("web", None)
 
+    @contextlib.asynccontextmanager
+    async def lifespan_with_console(app: Starlette) -> AsyncIterator[None]:
+        try:
+            async with lifespan(app):
+                yield
+        finally:
+            await console.aclose()
+
     routes = [
         *(Route(path, app, methods=["POST"]) for path, app in capabilities.items()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Mount("/console", app=console.app),
     ]
     fallback = Starlette(
-        routes=routes, exception_handlers={HTTPException: http_error}, lifespan=lifespan
+        routes=routes,
+        exception_handlers={HTTPException: http_error},
+        lifespan=lifespan_with_console,
     )
     return _Gateway(capabilities, fallback)
 

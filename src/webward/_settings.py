@@ -20,9 +20,11 @@ import platformdirs
 
 from ._errors import InvalidInput
 
-__all__ = ["TIERS", "AgentSettings", "Settings"]
+__all__ = ["ROLES", "TIERS", "AgentSettings", "Settings"]
 
 TIERS = ("as-owner", "connected", "full")
+#: Agent roles: none (the default, "") or "admin" (may open the operator console).
+ROLES = ("", "admin")
 
 # Config keys that look like credentials: refused on load, because keys belong in the
 # credential store (environment, keyring or the 0600 file), never in a config file.
@@ -123,6 +125,8 @@ class AgentSettings:
 
     tier: str = "as-owner"
     token_sha256: str = ""
+    # "admin": the agent's token also opens the operator console (/console) of the gateway.
+    role: str = ""
 
 
 @dataclass(frozen=True)
@@ -355,6 +359,11 @@ def _validate(settings: Settings, where: str) -> None:
             raise InvalidInput(f"unknown tier {tier!r}{where}; the tiers are {', '.join(TIERS)}")
     if settings.policy.mode not in ("enforce", "report"):
         raise InvalidInput(f"policy.mode{where} must be enforce or report")
+    for name, agent in settings.agents.items():
+        if agent.role not in ROLES:
+            raise InvalidInput(
+                f'[agents.{name}] role{where} is {agent.role!r}; leave it out or set "admin"'
+            )
     for r in settings.network.allow_ranges:
         try:
             ipaddress.ip_network(r, strict=False)

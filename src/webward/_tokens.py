@@ -28,6 +28,7 @@ class Agent:
 
     name: str
     tier: str
+    role: str = ""  # "admin" opens the operator console
 
 
 class TokenTable:
@@ -45,7 +46,7 @@ class TokenTable:
                     f"[agents.{name}] token_sha256{where} is not a SHA-256 hex digest; "
                     "make one with `webward serve --hash-token`"
                 )
-            entries.append((bytes.fromhex(digest), Agent(name, agent.tier)))
+            entries.append((bytes.fromhex(digest), Agent(name, agent.tier, agent.role)))
         self._entries = tuple(entries)
 
     def __len__(self) -> int:

@@ -20,7 +20,7 @@ from ._settings import Settings
 __all__ = ["exit_code", "main", "report_error"]
 
 # The order is the order of `webward --help`.
-COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve")
+COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "console")
 
 EPILOG = """\
 exit codes: 0 read or searched; 1 upstream failure (timeout, HTTP or provider error);

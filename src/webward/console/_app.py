@@ -1,0 +1,433 @@
+"""The console's pages: server-rendered HTML and SVG, no script, one stylesheet.
+
+Everything shown comes from the audit log, which holds attacker-chosen text (URLs, queries,
+agent names, reasons): Jinja2 escapes every value (autoescape), the ``shown`` filter writes
+control and bidi characters out as escapes, and the Content-Security-Policy allows nothing
+but this app's own stylesheet, so even a missed escape could run nothing and load nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from .._audit import DECISIONS
+from .._cmd_audit import _cell, parse_since
+from .._errors import InvalidInput, WebwardError
+from .._limit_state import HostState, LimitState
+from .._settings import TIERS, Settings
+from ._auth import Check, ConsoleAuth
+from ._charts import line_chart, reason_rows, stacked_chart
+from ._queries import FETCH, SEARCH, AuditFilter, AuditReader
+
+__all__ = ["COOKIE", "CSP", "Console"]
+
+COOKIE = "webward_console"
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # no-referrer would make the form's Origin "null"
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+PAGE_SIZE = 50
+_MAX_FIELD = 2048
+_MAX_FORM_BYTES = 4096
+#: Usage windows: name -> (bucket seconds, buckets).
+RANGES = {"1h": (60, 60), "24h": (3600, 24), "7d": (3600 * 6, 28)}
+_CAPABILITIES = {"fetch": FETCH, "search": SEARCH}
+
+
+def _time(value: dt.datetime | float | None) -> str:
+    if value is None or value == 0:
+        return "-"
+    when = value if isinstance(value, dt.datetime) else dt.datetime.fromtimestamp(value, dt.UTC)
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("webward.console", "templates"),
+        autoescape=True,  # every value, in every template
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["shown"] = lambda v: _cell("" if v is None else str(v))
+    env.filters["when"] = _time
+    return env
+
+
+@dataclass(frozen=True)
+class HostRow:
+    """A top host with its limiter and breaker state, ready to show."""
+
+    host: str
+    calls: int
+    refused: int
+    failed: int
+    tokens: str
+    breaker: str
+    breaker_css: str
+    failures: int
+    held: str
+
+
+def describe_state(
+    state: HostState | None, settings: Settings, now: float
+) -> tuple[str, str, str, int, str]:
+    """Tokens left, breaker text and CSS class, consecutive failures, hold: for one key."""
+    limits = settings.limits
+    if state is None:
+        return f"{limits.per_host_burst:g} of {limits.per_host_burst:g}", "closed", "ok", 0, "-"
+    tokens = min(
+        limits.per_host_burst, state.tokens + max(0.0, now - state.updated) * limits.per_host_rate
+    )
+    if state.open_until == 0:
+        breaker, css = "closed", "ok"
+    elif now < state.open_until:
+        breaker, css = f"open until {_time(state.open_until)}", "bad"
+    else:
+        breaker, css = "half-open (one probe may pass)", "warn"
+    held = _time(state.hold_until) if state.hold_until > now else "-"
+    return f"{round(tokens, 1):g} of {limits.per_host_burst:g}", breaker, css, state.failures, held
+
+
+def _endpoint(url: str) -> str:
+    """A provider URL without user info, query or fragment: never a credential."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:
+        return "(not a URL)"
+
+
+class Console:
+    """The console as a Starlette app (``.app``), to mount at ``/console``.
+
+    ``limit_state`` returns the limiter store whose state the hosts view shows (the
+    gateway's own ``Web``'s, or the store the command line writes); None if there is none yet.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        reader: AuditReader,
+        auth: ConsoleAuth,
+        limit_state: Callable[[], LimitState | None],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.reader = reader
+        self.auth = auth
+        self._limit_state = limit_state
+        self._clock = clock
+        self._env = _environment()
+        self._css = resources.files("webward.console").joinpath("static/console.css").read_bytes()
+        views: dict[str, Callable[[Request], Awaitable[Response]]] = {
+            "/": self.audit,
+            "/usage": self.usage,
+            "/hosts": self.hosts,
+            "/policy": self.policy,
+            "/budgets": self.budgets,
+        }
+        routes = [Route(path, self._guarded(view), methods=["GET"]) for path, view in views.items()]
+        routes += [
+            Route("/audit/{record_id}", self._guarded(self.record), methods=["GET"]),
+            Route("/login", self.login_form, methods=["GET"]),
+            Route("/login", self.login, methods=["POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/static/console.css", self.stylesheet, methods=["GET"]),
+        ]
+        self.app = Starlette(routes=routes)
+
+    async def aclose(self) -> None:
+        await self.reader.aclose()
+
+    # ---- plumbing ----------------------------------------------------------------------
+
+    def _render(self, request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
+        html = self._env.get_template(template).render(
+            base=request.scope.get("root_path", ""),
+            decisions=DECISIONS,
+            who=getattr(request.state, "who", ""),
+            **ctx,
+        )
+        return Response(html, status_code=status, media_type="text/html", headers=_HEADERS)
+
+    def _credential(self, request: Request) -> str:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+        return request.cookies.get(COOKIE, "")
+
+    def _guarded(
+        self, view: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def guarded(request: Request) -> Response:
+            if self.auth.url_login and "token" in request.query_params:
+                return self._exchange(request, request.query_params["token"])
+            verdict = self.auth.check(self._credential(request))
+            if verdict.status != 200:
+                return self._refused(request, verdict)
+            request.state.who = verdict.who
+            try:
+                return await view(request)
+            except InvalidInput as exc:
+                return self._render(request, "error.html", 400, message=exc.message)
+            except WebwardError as exc:  # the audit log or the limit store is unavailable
+                return self._render(request, "error.html", 503, message=exc.message)
+
+        return guarded
+
+    def _refused(self, request: Request, verdict: Check) -> Response:
+        if verdict.status == 403:
+            return self._render(request, "error.html", 403, message=verdict.message)
+        return self._render(request, "login.html", 401, message=verdict.message)
+
+    def _exchange(self, request: Request, token: str) -> Response:
+        verdict, value = self.auth.login(token)
+        if verdict.status != 200:
+            return self._refused(request, verdict)
+        base = request.scope.get("root_path", "")
+        response = RedirectResponse(f"{base}/", status_code=303, headers=_HEADERS)
+        response.set_cookie(
+            COOKIE,
+            value,
+            path=f"{base}/" if base else "/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    def _same_origin(self, request: Request) -> bool:
+        # Browsers send Origin with every form POST; a tool without it (curl) is let through.
+        origin = request.headers.get("origin")
+        return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
+
+    # ---- login -------------------------------------------------------------------------
+
+    async def login_form(self, request: Request) -> Response:
+        return self._render(request, "login.html", message="")
+
+    async def login(self, request: Request) -> Response:
+        if not self._same_origin(request):
+            return self._render(
+                request, "error.html", 403, message="a login must come from this console's own page"
+            )
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > _MAX_FORM_BYTES:
+                return self._render(
+                    request, "login.html", 400, message="the login form is too large"
+                )
+        token = parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip()
+        return self._exchange(request, token)
+
+    async def logout(self, request: Request) -> Response:
+        base = request.scope.get("root_path", "")
+        response = RedirectResponse(f"{base}/login", status_code=303, headers=_HEADERS)
+        if self._same_origin(request):
+            response.delete_cookie(
+                COOKIE, path=f"{base}/" if base else "/", httponly=True, samesite="strict"
+            )
+        return response
+
+    async def stylesheet(self, request: Request) -> Response:
+        return Response(
+            self._css,
+            media_type="text/css",
+            headers={**_HEADERS, "Cache-Control": "max-age=3600"},
+        )
+
+    # ---- views -------------------------------------------------------------------------
+
+    def _filter(self, request: Request) -> tuple[AuditFilter, dict[str, str]]:
+        raw = {k: v.strip()[:_MAX_FIELD] for k, v in request.query_params.items() if v.strip()}
+        now = dt.datetime.fromtimestamp(self._clock(), dt.UTC)
+        capability = raw.get("capability")
+        if capability is not None and capability not in _CAPABILITIES:
+            raise InvalidInput("capability must be fetch or search")
+        if "decision" in raw and raw["decision"] not in DECISIONS:
+            raise InvalidInput(f"decision must be one of {', '.join(DECISIONS)}")
+        where = AuditFilter(
+            agent=raw.get("agent"),
+            capability=_CAPABILITIES.get(capability or ""),
+            decision=raw.get("decision"),
+            reason=raw.get("reason"),
+            host=raw.get("host"),
+            text=raw.get("q"),
+            since=parse_since(raw["since"], now) if "since" in raw else None,
+            until=parse_since(raw["until"], now) if "until" in raw else None,
+        )
+        return where, raw
+
+    async def audit(self, request: Request) -> Response:
+        where, raw = self._filter(request)
+        cursor = raw.pop("cursor", None)
+        page = await self.reader.page(where, cursor, PAGE_SIZE)
+        older = f"?{urlencode({**raw, 'cursor': page.next_cursor})}" if page.next_cursor else ""
+        newest = f"?{urlencode(raw)}" if raw else "?"
+        return self._render(
+            request,
+            "audit.html",
+            view="audit",
+            records=page.records,
+            form=raw,
+            older=older,
+            newest=newest if cursor else "",
+            searched=page.searched,
+            agents=sorted(self.settings.agents),
+        )
+
+    async def record(self, request: Request) -> Response:
+        record_id = request.path_params["record_id"][:64]
+        found = await self.reader.record(record_id)
+        if found is None:
+            return self._render(request, "error.html", 404, message="no audit record has that id")
+        wire = found.to_wire()
+        render_hosts = wire.get("renderHosts") or []
+        return self._render(
+            request, "record.html", view="audit", r=found, wire=wire, render_hosts=render_hosts
+        )
+
+    async def usage(self, request: Request) -> Response:
+        name = request.query_params.get("range", "24h")
+        if name not in RANGES:
+            raise InvalidInput(f"range must be one of {', '.join(RANGES)}")
+        bucket_s, buckets = RANGES[name]
+        now = self._clock()
+        start = (now // bucket_s + 1) * bucket_s - bucket_s * buckets  # whole buckets, now last
+        u = await self.reader.usage(start, bucket_s, buckets)
+        per = (
+            "minute" if bucket_s == 60 else "hour" if bucket_s == 3600 else f"{bucket_s // 3600} h"
+        )
+        charts = [
+            line_chart(
+                f"Calls per {per}, by agent", start, bucket_s, dict(sorted(u.by_agent.items()))
+            ),
+            stacked_chart(
+                f"Calls per {per}, by decision",
+                start,
+                bucket_s,
+                {d: u.by_decision[d] for d in DECISIONS if d in u.by_decision},
+            ),
+            line_chart(
+                "Latency (ms): p50 and p95",
+                start,
+                bucket_s,
+                {"p50": u.p50_ms, "p95": u.p95_ms},
+                unit="",
+                css={"p50": "s0", "p95": "s3"},
+            ),
+        ]
+        return self._render(
+            request,
+            "usage.html",
+            view="usage",
+            charts=charts,
+            reasons=reason_rows(u.refusals),
+            total=u.total,
+            ranges=list(RANGES),
+            current=name,
+        )
+
+    async def hosts(self, request: Request) -> Response:
+        now = self._clock()
+        counts = await self.reader.top_hosts(now - 86_400, 25)
+        state = self._limit_state()
+        rows = []
+        keys = [(c.host, c.calls, c.refused, c.failed) for c in counts]
+        if self.settings.search.provider:
+            keys.append((f"provider:{self.settings.search.provider}", 0, 0, 0))
+        for key, calls, refused, failed in keys:
+            found = await state.get(key) if state is not None else None
+            tokens, breaker, css, failures, held = describe_state(found, self.settings, now)
+            rows.append(HostRow(key, calls, refused, failed, tokens, breaker, css, failures, held))
+        return self._render(
+            request,
+            "hosts.html",
+            view="hosts",
+            rows=rows,
+            limits=self.settings.limits,
+            has_state=state is not None,
+        )
+
+    async def policy(self, request: Request) -> Response:
+        s = self.settings
+        p = s.policy
+        tiers = [
+            (
+                "as-owner",
+                "hosts on the allow list only",
+                "no",
+                "no",
+                "as-owner" not in p.robots_off_tiers and p.robots,
+            ),
+            (
+                "connected",
+                "any public host not denied",
+                "yes",
+                "no",
+                "connected" not in p.robots_off_tiers and p.robots,
+            ),
+            (
+                "full",
+                "any public host not denied; larger budget",
+                "yes",
+                "yes",
+                "full" not in p.robots_off_tiers and p.robots,
+            ),
+        ]
+        provider = s.search.provider
+        endpoint = ""
+        if provider in ("brave", "tavily", "searxng"):
+            endpoint = _endpoint(getattr(s.search, f"{provider}_url"))
+        agents = [
+            (name, a.tier, a.role or "-", "yes" if a.token_sha256 else "no")
+            for name, a in sorted(s.agents.items())
+        ]
+        return self._render(
+            request,
+            "policy.html",
+            view="policy",
+            p=p,
+            tiers=tiers,
+            tier_names=TIERS,
+            provider=provider,
+            endpoint=endpoint,
+            agents=agents,
+            source=s.source,
+            limits=s.limits,
+        )
+
+    async def budgets(self, request: Request) -> Response:
+        # Budgets are not a webward feature yet: the view says so, and its table is ready
+        # for the rows (agent, budget, used, left) a budgets store will hand it.
+        return self._render(
+            request,
+            "budgets.html",
+            view="budgets",
+            budgets=[],
+        )

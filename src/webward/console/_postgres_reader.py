@@ -1,0 +1,95 @@
+"""The console's reads of the PostgreSQL audit log (the queries live in ``_queries``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from .._audit import REASON_AUDIT_UNAVAILABLE
+from .._errors import Refused
+from .._postgres import _SCHEMA_LOCK, PostgresAuditSink
+from . import _queries
+from ._queries import _INDEXED, _POSTGRES, _SQLReader
+
+__all__ = ["PostgresAuditReader"]
+
+_INDEXES = {
+    "audit_ts_id": "(ts, id)",
+    **{f"audit_{c}_ts_id": f"({c}, ts, id)" for c in _INDEXED},
+}
+
+
+class PostgresAuditReader(_SQLReader):
+    """Reads through a sink of its own: its connection, its lock, its redaction of the DSN."""
+
+    dialect = _POSTGRES
+
+    def __init__(self, sink: PostgresAuditSink) -> None:
+        self._sink = sink
+        self._indexed = False
+
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        if self._indexed:
+            return True
+        names = {
+            str(r[0])
+            for r in await self._rows(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'audit'", []
+            )
+        }
+        if set(_INDEXES) <= names:
+            self._indexed = True
+            return True
+        if not build_large:
+            # Counted no further than the limit: a large table costs what a small one does.
+            limit = _queries.BUILD_AT_ONCE_ROWS
+            ((rows,),) = await self._rows(
+                f"SELECT count(*) FROM (SELECT 1 FROM audit LIMIT {int(limit) + 1}) AS head", []
+            )
+            if rows > limit:
+                return False
+        await self._build()
+        self._indexed = True
+        return True
+
+    async def _build(self) -> None:
+        # CONCURRENTLY: the replicas' audit writes go on while an index is built. It cannot
+        # run in a transaction, so it gets a connection of its own in autocommit mode; the
+        # session lock keeps two consoles from building the same index at once.
+        sink = self._sink
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                sink._dsn, autocommit=True, connect_timeout=5
+            ) as conn:
+                await conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
+                for name, columns in _INDEXES.items():
+                    await conn.execute(
+                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON audit {columns}"
+                    )
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
+        except (psycopg.Error, OSError) as exc:
+            raise self._unreadable(exc) from None
+
+    async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        sink = self._sink
+        async with sink._locked():
+            try:
+                conn = await sink._connect()  # creates the table if no replica has yet
+                async with conn.transaction():
+                    cur = await conn.execute(sql, list(params))
+                    return [tuple(r) for r in await cur.fetchall()]
+            except (psycopg.Error, OSError) as exc:
+                await sink._drop()
+                raise self._unreadable(exc) from None
+
+    def _unreadable(self, exc: BaseException) -> Refused:
+        return Refused(
+            f"refused: the PostgreSQL audit log named by ${self._sink._env} cannot be read "
+            f"({self._sink._describe(exc)})",
+            reason=REASON_AUDIT_UNAVAILABLE,
+        )
+
+    async def aclose(self) -> None:
+        await self._sink.aclose()

@@ -1,0 +1,471 @@
+"""The console's reads of the audit log: filtered pages (keyset paging), one record, aggregates.
+
+The same SQL runs on both stores; only the placeholder, the tie-break column and the bucket
+expression differ (:class:`_Dialect`). Pages are ordered newest first by ``(ts, tiebreak)``
+and continue from a cursor holding the last row's pair, so page 1,000 costs what page 1 does.
+
+Indexes (created idempotently by :meth:`AuditReader.prepare`; the writers keep them up to
+date): ``(agent, ts)``, ``(decision, ts)`` and ``(reason, ts)`` beside the sinks' ``(ts)``, so a
+filter on a rare agent, decision or reason reads only its own rows, already in order. On
+PostgreSQL every index ends in ``id`` so the tie-break is in index order too, and is built
+``CONCURRENTLY``. Filters no index serves (the host, text in the target, and every filter of a
+large log whose indexes are not built yet) look at no more than :data:`SCAN_ROWS` records a
+page, newest first; the page's cursor continues the search further back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+
+from .._audit import (
+    _FIELDS,
+    DECISIONS,
+    REASON_AUDIT_UNAVAILABLE,
+    AuditRecord,
+    SQLiteAuditSink,
+    _from_row,
+    open_audit_sink,
+)
+from .._errors import InvalidInput, Refused
+from .._settings import Settings
+
+__all__ = [
+    "FETCH",
+    "SEARCH",
+    "AuditFilter",
+    "AuditPage",
+    "AuditReader",
+    "HostCount",
+    "Usage",
+    "open_audit_reader",
+]
+
+FETCH = "web:page.fetch@1"
+SEARCH = "web:search.query@1"
+#: Rows read to rank the top hosts: the newest this many page reads of the window.
+TOP_HOSTS_SCAN = 100_000
+#: A log with at most this many rows gets the console's indexes on the first view.
+BUILD_AT_ONCE_ROWS = 200_000
+#: A page filtered on host or text looks at most this many records (newest first); when it
+#: found too few, its cursor continues the search further back.
+SCAN_ROWS = 25_000
+
+T = TypeVar("T")
+
+_INDEXED = ("agent", "decision", "reason")
+_SQLITE_INDEXES = tuple(
+    f"CREATE INDEX IF NOT EXISTS audit_{c}_ts ON audit ({c}, ts)" for c in _INDEXED
+)
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """What the audit view shows: every field optional; ``text`` is a substring of the target."""
+
+    agent: str | None = None
+    capability: str | None = None
+    decision: str | None = None
+    reason: str | None = None
+    host: str | None = None
+    text: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision is not None and self.decision not in DECISIONS:
+            raise InvalidInput(f"decision must be one of {', '.join(DECISIONS)}")
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    """One page of records, newest first, and the cursor of the next (older) page, if any.
+
+    ``searched`` is set when the page stopped at :data:`SCAN_ROWS` records looked at, with
+    fewer matches than a page: the cursor then continues the search further back.
+    """
+
+    records: list[AuditRecord]
+    next_cursor: str | None
+    searched: int = 0
+
+
+@dataclass(frozen=True)
+class HostCount:
+    """Calls to one host in a window."""
+
+    host: str
+    calls: int
+    refused: int
+    failed: int
+
+
+@dataclass
+class Usage:
+    """Aggregates over a window cut into buckets of ``bucket_s`` seconds, oldest first."""
+
+    start: float
+    bucket_s: int
+    buckets: int
+    by_agent: dict[str, list[int]] = field(default_factory=dict)
+    by_decision: dict[str, list[int]] = field(default_factory=dict)
+    refusals: list[tuple[str, int]] = field(default_factory=list)  # reason, count; most first
+    p50_ms: list[float | None] = field(default_factory=list)
+    p95_ms: list[float | None] = field(default_factory=list)
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    mark: str
+    tiebreak: str
+    bucket: str  # the bucket number of ``ts`` for a width ``{b}``
+
+
+_SQLITE = _Dialect("?", "rowid", "CAST((ts - {start}) / {b} AS INTEGER)")
+_POSTGRES = _Dialect("%s", "id", "CAST(floor((ts - {start}) / {b}) AS BIGINT)")
+
+
+class AuditReader(Protocol):
+    """Read-only queries over the audit log."""
+
+    async def page(self, where: AuditFilter, cursor: str | None, size: int) -> AuditPage:
+        """Records matching ``where``, newest first, from ``cursor`` on (None: the newest)."""
+        ...
+
+    async def record(self, record_id: str) -> AuditRecord | None:
+        """One record by its id."""
+        ...
+
+    async def usage(self, start: float, bucket_s: int, buckets: int) -> Usage:
+        """Calls per bucket per agent and decision, refusals by reason, p50/p95 latency."""
+        ...
+
+    async def top_hosts(self, since: float, limit: int) -> list[HostCount]:
+        """The hosts read most since ``since`` (among the newest :data:`TOP_HOSTS_SCAN`)."""
+        ...
+
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        """Make sure the console's indexes exist (see ``_SQLReader.prepare``)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the store."""
+        ...
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _time_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """The time range of ``f``: every index starts or ends with ``ts``."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.since is not None:
+        clauses.append(f"ts >= {d.mark}")
+        params.append(f.since.timestamp())
+    if f.until is not None:
+        clauses.append(f"ts < {d.mark}")
+        params.append(f.until.timestamp())
+    return clauses, params
+
+
+def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """The equality filters of ``f``, which the console's indexes serve once built."""
+    m = d.mark
+    clauses: list[str] = []
+    params: list[Any] = []
+    for name in ("agent", "capability", "reason"):
+        value = getattr(f, name)
+        if value is not None:
+            clauses.append(f"{name} = {m}")
+            params.append(value)
+    if f.decision == "report-would-deny":  # as `webward audit`: also what report mode let fail
+        clauses.append(f"(decision = {m} OR would_deny IS NOT NULL)")
+        params.append(f.decision)
+    elif f.decision is not None:
+        clauses.append(f"decision = {m}")
+        params.append(f.decision)
+    return clauses, params
+
+
+def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """Clauses no index serves (host, text in the target): checked row by row."""
+    m = d.mark
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.host:
+        # http(s)://host, then the end, a port, a path, a query or a fragment (the audit
+        # drops user info, so the host follows the scheme); a URL quoted in a query is no match.
+        host = _escape_like(f.host.strip().lower())
+        forms = [
+            form
+            for scheme in ("http", "https")
+            for form in (f"{scheme}://{host}", *(f"{scheme}://{host}{c}%" for c in ":/?#"))
+        ]
+        clauses.append(
+            "(" + " OR ".join(f"lower(target) LIKE {m} ESCAPE '\\'" for _ in forms) + ")"
+        )
+        params.extend(forms)
+    if f.text:
+        clauses.append(f"target LIKE {m} ESCAPE '\\'")
+        params.append(f"%{_escape_like(f.text)}%")
+    return clauses, params
+
+
+def _and(clauses: list[str]) -> str:
+    return f"WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+def _encode_cursor(ts: float, key: object) -> str:
+    return f"{ts!r}~{key}"
+
+
+def _decode_cursor(cursor: str, numeric_key: bool) -> tuple[float, Any]:
+    ts_text, sep, key = cursor.partition("~")
+    try:
+        ts = float(ts_text)
+        if not sep or not math.isfinite(ts):
+            raise ValueError(cursor)
+        return ts, (int(key) if numeric_key else key)
+    except ValueError:
+        raise InvalidInput("the page cursor is not one this console made") from None
+
+
+def host_of(target: str) -> str | None:
+    """The host of a URL target, lowercased; None for a query or an unparseable target."""
+    try:
+        host = urlsplit(target).hostname
+    except ValueError:
+        return None
+    return host or None
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """The nearest-rank ``q`` percentile (0..1) of ascending values; None when empty."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(q * len(sorted_values)))
+    return float(sorted_values[rank - 1])
+
+
+class _SQLReader:
+    """The queries, run by a subclass's ``_rows`` on its store."""
+
+    dialect: _Dialect
+
+    async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        """Make sure the console's indexes exist; True when they do.
+
+        On a log of at most :data:`BUILD_AT_ONCE_ROWS` rows they are built at once (about a
+        second). A larger log is left alone unless ``build_large`` (``webward console`` does
+        it before it serves): building takes the table's write lock for as long as it runs,
+        and the audit writers of a busy gateway must not wait on a page view. Until then,
+        every filter is a bounded scan.
+        """
+        return False
+
+    async def page(self, where: AuditFilter, cursor: str | None, size: int) -> AuditPage:
+        d = self.dialect
+        order = f" ORDER BY ts DESC, {d.tiebreak} DESC"
+        clauses, params = _time_where(where, d)
+        if cursor is not None:
+            ts, key = _decode_cursor(cursor, numeric_key=d.tiebreak == "rowid")
+            clauses.append(f"(ts, {d.tiebreak}) < ({d.mark}, {d.mark})")
+            params += [ts, key]
+        equal, equal_params = _equal_where(where, d)
+        scan, scan_params = _scan_where(where, d)
+        if await self.prepare():
+            clauses, params = [*clauses, *equal], [*params, *equal_params]
+        else:  # no index for them: a rare agent or reason must not mean reading every row
+            scan, scan_params = [*equal, *scan], [*equal_params, *scan_params]
+        boundary: tuple[Any, ...] | None = None
+        if scan:
+            # The SCAN_ROWS-th record the indexed part reaches: the page looks no further.
+            found = await self._rows(
+                f"SELECT ts, {d.tiebreak} FROM audit {_and(clauses)}{order} "
+                f"LIMIT 1 OFFSET {SCAN_ROWS - 1}",
+                params,
+            )
+            if found:
+                boundary = tuple(found[0])
+                scan = [*scan, f"(ts, {d.tiebreak}) >= ({d.mark}, {d.mark})"]
+                scan_params = [*scan_params, *boundary]
+        rows = await self._rows(
+            f"SELECT {d.tiebreak}, {', '.join(_FIELDS)} FROM audit "
+            f"{_and([*clauses, *scan])}{order} LIMIT {d.mark}",
+            [*params, *scan_params, size + 1],
+        )
+        records = [_from_row(tuple(r[1:])) for r in rows[:size]]
+        if len(rows) > size:  # r[2] is ts: _FIELDS starts with id, ts
+            return AuditPage(records, _encode_cursor(rows[size - 1][2], rows[size - 1][0]))
+        if boundary is not None:
+            return AuditPage(records, _encode_cursor(*boundary), searched=SCAN_ROWS)
+        return AuditPage(records, None)
+
+    async def record(self, record_id: str) -> AuditRecord | None:
+        m = self.dialect.mark
+        rows = await self._rows(
+            f"SELECT {', '.join(_FIELDS)} FROM audit WHERE id = {m}", [record_id]
+        )
+        return _from_row(tuple(rows[0])) if rows else None
+
+    async def usage(self, start: float, bucket_s: int, buckets: int) -> Usage:
+        d = self.dialect
+        m = d.mark
+        end = start + bucket_s * buckets
+        bucket = d.bucket.format(start=repr(float(start)), b=int(bucket_s))
+        out = Usage(start=start, bucket_s=bucket_s, buckets=buckets)
+        rows = await self._rows(
+            f"SELECT {bucket}, agent, decision, COUNT(*) FROM audit "
+            f"WHERE ts >= {m} AND ts < {m} GROUP BY 1, 2, 3",
+            [start, end],
+        )
+        for b, agent, decision, n in rows:
+            i = int(b)
+            if not 0 <= i < buckets:
+                continue
+            out.by_agent.setdefault(agent, [0] * buckets)[i] += int(n)
+            out.by_decision.setdefault(decision, [0] * buckets)[i] += int(n)
+            out.total += int(n)
+        rows = await self._rows(
+            f"SELECT reason, COUNT(*) FROM audit WHERE ts >= {m} AND ts < {m} "
+            f"AND decision = 'refused' GROUP BY reason ORDER BY 2 DESC, 1 LIMIT 20",
+            [start, end],
+        )
+        out.refusals = [(str(reason), int(n)) for reason, n in rows]
+        rows = await self._rows(
+            f"SELECT {bucket}, duration_ms FROM audit WHERE ts >= {m} AND ts < {m} "
+            f"AND duration_ms IS NOT NULL ORDER BY 1, 2",
+            [start, end],
+        )
+        durations: list[list[float]] = [[] for _ in range(buckets)]
+        for b, ms in rows:
+            if 0 <= int(b) < buckets:
+                durations[int(b)].append(float(ms))
+        out.p50_ms = [percentile(v, 0.50) for v in durations]
+        out.p95_ms = [percentile(v, 0.95) for v in durations]
+        return out
+
+    async def top_hosts(self, since: float, limit: int) -> list[HostCount]:
+        m = self.dialect.mark
+        rows = await self._rows(
+            f"SELECT target, decision FROM audit WHERE ts >= {m} AND capability = {m} "
+            f"ORDER BY ts DESC LIMIT {m}",
+            [since, FETCH, TOP_HOSTS_SCAN],
+        )
+        calls: Counter[str] = Counter()
+        refused: Counter[str] = Counter()
+        failed: Counter[str] = Counter()
+        for target, decision in rows:
+            host = host_of(str(target))
+            if host is None:
+                continue
+            calls[host] += 1
+            if decision == "refused":
+                refused[host] += 1
+            elif decision == "failed":
+                failed[host] += 1
+        return [HostCount(h, n, refused[h], failed[h]) for h, n in calls.most_common(limit)]
+
+
+class SQLiteAuditReader(_SQLReader):
+    """Reads ``audit.db`` through a sink of its own (its own connection and lock)."""
+
+    dialect = _SQLITE
+
+    def __init__(self, sink: SQLiteAuditSink) -> None:
+        self._sink = sink
+        self._indexed = False
+
+    async def prepare(self, *, build_large: bool = False) -> bool:
+        if not self._indexed:
+            self._indexed = await anyio.to_thread.run_sync(self._prepare_sync, build_large)
+        return self._indexed
+
+    def _prepare_sync(self, build_large: bool) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            names = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+            }
+            if all(f"audit_{c}_ts" in names for c in _INDEXED):
+                return True
+            # max(rowid) is one step down the table's b-tree, where count(*) reads it all.
+            (rows,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM audit").fetchone()
+            if rows > BUILD_AT_ONCE_ROWS and not build_large:
+                return False
+            for statement in _SQLITE_INDEXES:
+                conn.execute(statement)
+            return True
+
+        return self._with_connection(work, default=False)
+
+    async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return await anyio.to_thread.run_sync(
+            lambda: self._with_connection(
+                lambda conn: [tuple(r) for r in conn.execute(sql, list(params)).fetchall()],
+                default=[],
+            )
+        )
+
+    def _with_connection(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
+        sink = self._sink
+        with sink._lock:
+            try:
+                conn = sink._connect(create=False)
+                if conn is None:
+                    return default  # nothing was ever audited here
+                return work(conn)
+            except (sqlite3.Error, OSError) as exc:
+                raise Refused(
+                    f"refused: the audit log at {sink.path} cannot be read ({exc})",
+                    reason=REASON_AUDIT_UNAVAILABLE,
+                ) from None
+
+    async def aclose(self) -> None:
+        await self._sink.aclose()
+
+
+class _SinkReader(_SQLReader):
+    """A sink that is not SQL: its refusal, for every read."""
+
+    dialect = _SQLITE
+
+    def __init__(self, sink: Any) -> None:
+        self._sink = sink
+
+    async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        await self._sink.query(limit=0)  # the configured store's own refusal
+        raise Refused(
+            "refused: this audit store cannot be browsed", reason=REASON_AUDIT_UNAVAILABLE
+        )
+
+    async def aclose(self) -> None:
+        await self._sink.aclose()
+
+
+def open_audit_reader(settings: Settings) -> AuditReader:
+    """A reader of the audit log ``settings`` name: SQLite in the state dir, or PostgreSQL."""
+    sink = open_audit_sink(settings)
+    if isinstance(sink, SQLiteAuditSink):
+        return SQLiteAuditReader(sink)
+    if settings.audit.postgres_dsn_env:
+        from .._postgres import PostgresAuditSink  # imported only when configured
+
+        if isinstance(sink, PostgresAuditSink):
+            from ._postgres_reader import PostgresAuditReader
+
+            return PostgresAuditReader(sink)
+    return _SinkReader(sink)

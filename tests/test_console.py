@@ -1,0 +1,412 @@
+"""The operator console in Debian's Chromium (Playwright), over real HTTP on loopback, from
+both setups: SQLite audit with memory limit state, and PostgreSQL audit with Redis state."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from localserver import redirect, respond, serve
+from playwright.sync_api import Browser, Page, sync_playwright
+from test_gateway import running_gateway
+
+from webward import Settings, Web
+from webward._audit import AuditRecord, open_audit_sink
+from webward._errors import InvalidInput
+from webward._gateway import FETCH_PATH, hash_token
+from webward._render import CHROMIUM
+from webward.console import CSP
+
+ROOT = Path(__file__).resolve().parents[1]
+ADMIN, BOT = "admin-console-token", "bot-gateway-token"
+SCRIPT_URL = (
+    'https://evil.example/<script>alert(1)</script>"><img src=https://tracker.example/x.png>'
+)
+BIDI_QUERY = "invoice \u202egpj.exe holiday"
+HTML_AGENT = '<b onmouseover="alert(3)">mallory</b>'
+# Regenerate the screenshots in docs/console/ with WEBWARD_CONSOLE_SCREENSHOTS=1.
+SHOTS = ROOT / "docs" / "console" if os.environ.get("WEBWARD_CONSOLE_SCREENSHOTS") else None
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    # Nothing but loopback resolves: a request a hostile row smuggled in could not leave.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
+
+def console_settings(tmp_path: Path, **sections: Any) -> Settings:
+    """Loopback reads, breaker after 2 failures; alice-admin (role admin) and bot (no role)."""
+    base: dict[str, Any] = {
+        "network": {"allow_ranges": ["127.0.0.1/32"]},
+        "policy": {"default_tier": "connected", "robots": False, "deny": ["*.blocked.example"]},
+        "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, "breaker_failures": 2},
+        "state": {"dir": str(tmp_path / "state")},
+        "search": {"provider": "searxng", "searxng_url": "http://user:pw@127.0.0.1:9/search?k=1"},
+        "agents": {
+            "alice-admin": {"tier": "full", "role": "admin", "token_sha256": hash_token(ADMIN)},
+            "bot": {"tier": "full", "token_sha256": hash_token(BOT)},
+        },
+    }
+    for name, value in sections.items():
+        base[name] = {**base.get(name, {}), **value}
+    return Settings().replace(base)
+
+
+def seed(settings: Settings, now: dt.datetime, count: int = 130) -> None:
+    """``count`` records over the last hour (three hostile ones newest) and one redirect chain."""
+
+    async def write() -> None:
+        sink = open_audit_sink(settings)
+        try:
+            for i in range(count, 0, -1):
+                refused = i % 5 == 0
+                await sink.write(
+                    AuditRecord.create(
+                        decision="refused" if refused else "allowed",
+                        reason=("host_denied" if i % 10 == 0 else "rate_limited")
+                        if refused
+                        else "allowed",
+                        agent=("alice", "research", "crawler")[i % 3],
+                        tier="connected",
+                        capability="web:page.fetch@1",
+                        target=f"https://site{i % 7}.example/page/{i}",
+                        status=None if refused else 200,
+                        duration_ms=40 + 7 * i,
+                        time=now - dt.timedelta(seconds=20 * i + 60),
+                    )
+                )
+            for target, agent in (
+                (SCRIPT_URL, "research"),
+                (BIDI_QUERY, "research"),
+                ("https://a.example/", HTML_AGENT),
+            ):
+                await sink.write(
+                    AuditRecord.create(
+                        decision="allowed", reason="allowed", agent=agent, tier="full",
+                        capability="web:search.query@1" if target == BIDI_QUERY else "web:page.fetch@1",
+                        target=target, time=now - dt.timedelta(seconds=30), duration_ms=120,
+                    )
+                )  # fmt: skip
+        finally:
+            await sink.aclose()
+
+    # In a thread of its own: Playwright's sync API keeps an event loop in the test's thread.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(anyio.run, write).result()
+
+
+def gateway_calls(base: str, origin: Any) -> None:
+    """Real calls by bot: one read through a redirect, then two 500s (the breaker opens)."""
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {BOT}"}, timeout=30) as c:
+        assert c.post(FETCH_PATH, json={"url": origin.url("/hop")}).status_code == 200
+        for _ in range(2):
+            assert c.post(FETCH_PATH, json={"url": origin.url("/fail")}).status_code == 502
+        assert c.post(FETCH_PATH, json={"url": origin.url("/fail")}).status_code == 503
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Debian Chromium for the module (never a downloaded browser)."""
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Watched:
+    """A page with every request and dialog it saw written down."""
+
+    def __init__(self, browser: Browser) -> None:
+        self.context = browser.new_context(viewport={"width": 1280, "height": 860})
+        self.page: Page = self.context.new_page()
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    def shot(self, name: str, tmp_path: Path, *, full_page: bool = True) -> None:
+        path = (SHOTS or tmp_path) / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(path), full_page=full_page)
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def walk_console(browser: Browser, base: str, tmp_path: Path, *, shots: bool) -> None:
+    """Log in, read, filter, page, open a record, see the charts, hosts, policy and budgets."""
+    w = Watched(browser)
+    page = w.page
+    try:
+        resp = page.goto(f"{base}/console/")
+        assert resp is not None and resp.status == 401
+        assert resp.headers["content-security-policy"] == CSP
+        page.fill("#token", BOT)  # an agent without the admin role
+        page.click("button[type=submit]")
+        assert "may not open the console" in page.inner_text("main")
+        assert 'role = "admin"' in page.inner_text("main")
+        page.goto(f"{base}/console/login")
+        page.fill("#token", ADMIN)
+        page.click("button[type=submit]")
+        page.wait_for_selector("table.audit")
+        assert page.url == f"{base}/console/"
+
+        # Newest first: bot's real calls through the gateway, then the hostile rows, as text.
+        rows = page.locator("table.audit tbody tr")
+        assert rows.count() == 50
+        assert rows.nth(0).inner_text().split("\t")[1].strip() == "bot"
+        body = page.inner_text("table.audit")
+        assert SCRIPT_URL in body and HTML_AGENT in body
+        assert "invoice \\u202egpj.exe holiday" in body  # the bidi override is shown, not obeyed
+        assert page.evaluate("document.scripts.length") == 0
+        assert page.locator("main img, main b").count() == 0
+        if shots:
+            w.shot("audit", tmp_path, full_page=False)  # the first rows are the story
+
+        # Filter by agent and decision with the form.
+        page.fill("input[name=agent]", "alice")
+        page.select_option("select[name=decision]", "refused")
+        page.click(".filters button[type=submit]")
+        page.wait_for_url(re.compile(r"agent=alice"))
+        cells = page.locator("table.audit tbody tr td:nth-child(2)").all_inner_texts()
+        decisions = page.locator("table.audit tbody tr td:nth-child(5)").all_inner_texts()
+        assert len(cells) == 8 and set(cells) == {"alice"} and set(decisions) == {"refused"}
+
+        # Page through everything, newest to oldest: 50, 50, 36 distinct records.
+        page.goto(f"{base}/console/")
+        seen: list[str] = []
+        while True:
+            seen += page.locator("table.audit tbody tr td:first-child a").evaluate_all(
+                "links => links.map(a => a.getAttribute('href'))"
+            )
+            older = page.locator("a[rel=next]")
+            if not older.count():
+                break
+            older.click()
+            page.wait_for_selector("a[rel=first]")
+        assert len(seen) == len(set(seen)) == 130 + 3 + 4
+
+        # One click to a call's full record: the read through a redirect shows its chain.
+        page.goto(f"{base}/console/?q=/hop")
+        page.locator("table.audit tbody tr td.target a").first.click()
+        page.wait_for_selector("ol.chain")
+        chain = page.locator("ol.chain li").all_inner_texts()
+        assert [c.rsplit("/", 1)[1] for c in chain] == ["hop", "page"]
+        if shots:
+            w.shot("record", tmp_path)
+
+        # Usage: the charts are drawn (SVG with visible lines and bars).
+        page.goto(f"{base}/console/usage?range=1h")
+        lines = page.locator("figure.chart svg polyline")
+        assert lines.count() >= 4  # three agents (and bot), p50 and p95
+        box = lines.first.bounding_box()
+        assert box is not None and box["width"] > 100
+        assert page.locator("figure.chart svg rect.d-refused").count() >= 3
+        assert "host_denied" in page.inner_text("main") and "rate_limited" in page.inner_text(
+            "main"
+        )
+        if shots:
+            w.shot("usage", tmp_path)
+
+        # Top hosts with their breaker: 127.0.0.1 failed twice and is open.
+        page.goto(f"{base}/console/hosts")
+        row = page.locator("table.hosts tr", has_text="127.0.0.1")
+        assert "open until" in row.inner_text()
+        assert page.locator("table.hosts tr", has_text="provider:searxng").count() == 1
+        if shots:
+            w.shot("hosts", tmp_path)
+
+        page.goto(f"{base}/console/policy")
+        text = page.inner_text("main")
+        assert "*.blocked.example" in text and "searxng" in text and "enforce" in text
+        assert "http://127.0.0.1:9/search" in text and "pw" not in text and "k=1" not in text
+        if shots:
+            w.shot("policy", tmp_path)
+
+        page.goto(f"{base}/console/budgets")
+        assert "No budgets are configured" in page.inner_text("main")
+        if shots:
+            w.shot("budgets", tmp_path)
+
+        page.click("header .logout button")
+        page.wait_for_url(re.compile(r"/console/login$"))
+        assert page.goto(f"{base}/console/").status == 401  # type: ignore[union-attr]
+    finally:
+        w.context.close()
+    assert w.dialogs == []
+    assert w.requests and all(u.startswith(f"{base}/") for u in w.requests), w.requests
+
+
+def origin_server() -> Any:
+    return serve(
+        routes={
+            "/hop": redirect("/page"),
+            "/page": respond(
+                200, "<html><head><title>P</title></head><body><p>hi</p></body></html>"
+            ),
+            "/fail": respond(500, "down"),
+        }
+    )
+
+
+def test_console_in_chromium_from_sqlite_and_memory_state(browser: Browser, tmp_path: Path) -> None:
+    """Embedded defaults: the whole console works, hostile rows stay text, nothing leaves."""
+    settings = console_settings(tmp_path)
+    seed(settings, dt.datetime.now(dt.UTC))
+    with origin_server() as origin, running_gateway(settings, lambda: Web(settings)) as base:
+        gateway_calls(base, origin)
+        walk_console(browser, base, tmp_path, shots=True)
+
+
+def test_console_in_chromium_from_postgres_and_redis(
+    browser: Browser,
+    tmp_path: Path,
+    postgres_dsn: str,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scale-out: the same pages from the PostgreSQL audit log and the Redis limit state."""
+    monkeypatch.setenv("WEBWARD_TEST_AUDIT_DSN", postgres_dsn)
+    settings = console_settings(
+        tmp_path,
+        audit={"postgres_dsn_env": "WEBWARD_TEST_AUDIT_DSN"},
+        state={"redis_url": redis_url},
+    )
+    seed(settings, dt.datetime.now(dt.UTC))
+    with origin_server() as origin, running_gateway(settings, lambda: Web(settings)) as base:
+        gateway_calls(base, origin)
+        walk_console(browser, base, tmp_path, shots=False)
+
+
+def test_console_http_auth_and_headers(tmp_path: Path) -> None:
+    """401 without a credential, 403 for an agent without the admin role (bearer or cookie),
+    strict headers on every page, a same-site http-only cookie, no cross-site login."""
+    settings = console_settings(tmp_path)
+    seed(settings, dt.datetime.now(dt.UTC), count=3)
+    with running_gateway(settings, lambda: Web(settings)) as base, httpx.Client(base_url=base) as c:
+        assert c.get("/console/").status_code == 401
+        assert c.get("/console/", headers={"Authorization": "Bearer nope"}).status_code == 401
+        bot = c.get("/console/policy", headers={"Authorization": f"Bearer {BOT}"})
+        assert bot.status_code == 403 and "mallory" not in bot.text
+        with httpx.Client(base_url=base, cookies={"webward_console": BOT}) as with_cookie:
+            assert with_cookie.get("/console/").status_code == 403
+        admin = c.get("/console/", headers={"Authorization": f"Bearer {ADMIN}"})
+        assert admin.status_code == 200
+        for r in (bot, admin):
+            assert r.headers["content-security-policy"] == CSP
+            assert r.headers["x-content-type-options"] == "nosniff"
+            assert r.headers["cache-control"] == "no-store"
+        assert "<script" not in admin.text.lower() and " style=" not in admin.text
+
+        evil = c.post(
+            "/console/login", data={"token": ADMIN}, headers={"Origin": "https://evil.example"}
+        )
+        assert evil.status_code == 403 and "set-cookie" not in evil.headers
+        wrong = c.post("/console/login", data={"token": BOT + "x"})
+        assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
+        ok = c.post("/console/login", data={"token": ADMIN}, headers={"Origin": base})
+        cookie = ok.headers["set-cookie"]
+        assert ok.status_code == 303 and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        assert "Path=/console/" in cookie and "Secure" not in cookie  # plain http on loopback
+        assert c.get("/console/budgets").status_code == 200  # the cookie now counts
+
+        # A bad filter or a forged cursor is one sentence, not a traceback.
+        bad = c.get("/console/?cursor=1e400~x")
+        assert bad.status_code == 400 and "cursor is not one this console made" in bad.text
+        assert "Traceback" not in bad.text
+        assert c.get("/console/?since=soon").status_code == 400
+        assert c.get("/console/audit/0000").status_code == 404
+
+
+def _console_process(settings_file: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webward", "console", "--config", str(settings_file)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    found = re.search(r"(http://127\.0\.0\.1:\d+/console/\?token=[\w-]+)", line)
+    assert found, line
+    return proc, found.group(1)
+
+
+@pytest.mark.parametrize("setup", ["sqlite", "postgres+redis"])
+def test_webward_console_command_prints_a_one_time_link(
+    setup: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`webward console` serves on loopback; its printed token works once, then the cookie."""
+    lines = ["[state]", f"dir = {json.dumps(str(tmp_path / 'state'))}"]
+    sections: dict[str, Any] = {}
+    if setup != "sqlite":
+        monkeypatch.setenv("WEBWARD_TEST_AUDIT_DSN", request.getfixturevalue("postgres_dsn"))
+        redis_url = request.getfixturevalue("redis_url")
+        lines += [
+            f"redis_url = {json.dumps(redis_url)}",
+            "[audit]",
+            'postgres_dsn_env = "WEBWARD_TEST_AUDIT_DSN"',
+        ]
+        sections = {
+            "audit": {"postgres_dsn_env": "WEBWARD_TEST_AUDIT_DSN"},
+            "state": {"redis_url": redis_url},
+        }
+    config = tmp_path / "webward.toml"
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    seed(console_settings(tmp_path, **sections), dt.datetime.now(dt.UTC), count=60)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("WEBWARD_STATE_DIR")  # the config file names the state dir
+    proc, url = _console_process(config, env)
+    try:
+        with httpx.Client(timeout=30) as c:
+            first = c.get(url)
+            assert first.status_code == 303 and first.headers["location"] == "/console/"
+            assert "token=" not in first.headers["location"]
+            page = c.get(url.split("?")[0])
+            assert page.status_code == 200 and page.text.count('<tr class="d-') == 50
+            assert "mallory" in page.text  # the hostile agent, escaped
+            assert c.get(url.split("?")[0] + "hosts").status_code == 200
+            with httpx.Client(timeout=30) as other:  # the link is spent
+                again = other.get(url)
+                assert again.status_code == 401 and "set-cookie" not in again.headers
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
+def test_webward_console_refuses_a_non_loopback_address(tmp_path: Path) -> None:
+    """The local console listens on loopback only; the message says what to use instead."""
+    done = subprocess.run(
+        [sys.executable, "-m", "webward", "console", "--host", "0.0.0.0"],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--host must be a loopback address" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_role_other_than_admin_is_refused_when_config_loads() -> None:
+    """`role` knows one value; a typo is an error at load, not an agent silently without it."""
+    with pytest.raises(
+        InvalidInput, match=r'\[agents\.ops\] role is .root.; leave it out or set "admin"'
+    ):
+        Settings().replace({"agents": {"ops": {"tier": "full", "role": "root"}}})

@@ -1,0 +1,231 @@
+"""The console's audit reads on real SQLite and PostgreSQL: keyset paging, filters, bounded
+scans, aggregates, and the indexes they rely on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from webward import Settings
+from webward._audit import AuditRecord, open_audit_sink
+from webward._errors import InvalidInput
+from webward.console import AuditFilter, AuditReader, _queries, open_audit_reader
+
+pytestmark = pytest.mark.anyio
+
+NOW = dt.datetime(2026, 5, 4, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Settings]:
+    """Settings naming an empty audit log of each kind."""
+    if request.param == "sqlite":
+        yield Settings().replace({"state": {"dir": str(tmp_path)}})
+    else:
+        monkeypatch.setenv("WEBWARD_TEST_AUDIT_DSN", request.getfixturevalue("postgres_dsn"))
+        yield Settings().replace({"audit": {"postgres_dsn_env": "WEBWARD_TEST_AUDIT_DSN"}})
+
+
+async def write(settings: Settings, records: list[AuditRecord]) -> None:
+    sink = open_audit_sink(settings)
+    try:
+        for r in records:
+            await sink.write(r)
+    finally:
+        await sink.aclose()
+
+
+def rec(target: str, *, seconds: float = 0, **kw: object) -> AuditRecord:
+    kw.setdefault("decision", "allowed")
+    kw.setdefault("reason", "allowed")
+    return AuditRecord.create(
+        agent=str(kw.pop("agent", "alice")),
+        capability=str(kw.pop("capability", "web:page.fetch@1")),
+        target=target,
+        time=NOW - dt.timedelta(seconds=seconds),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def all_pages(reader: AuditReader, where: AuditFilter, size: int) -> list[list[str]]:
+    pages, cursor = [], None
+    while True:
+        page = await reader.page(where, cursor, size)
+        pages.append([r.target for r in page.records])
+        cursor = page.next_cursor
+        if cursor is None:
+            return pages
+
+
+async def test_keyset_pages_cover_records_of_one_instant_exactly_once(store: Settings) -> None:
+    """120 records stamped the same instant page out 50, 50, 20: none repeated, none lost."""
+    await write(store, [rec(f"https://same.example/{i}") for i in range(120)])
+    reader = open_audit_reader(store)
+    try:
+        pages = await all_pages(reader, AuditFilter(), 50)
+    finally:
+        await reader.aclose()
+    assert [len(p) for p in pages] == [50, 50, 20]
+    flat = [t for p in pages for t in p]
+    assert sorted(flat) == sorted(f"https://same.example/{i}" for i in range(120))
+    assert flat[0] == "https://same.example/119"  # newest (last written) first
+
+
+async def test_filters_match_exactly_and_text_is_literal(store: Settings) -> None:
+    """Host matches the host (not a longer one, not the path); % and _ in text are literal."""
+    await write(
+        store,
+        [
+            rec("https://host.example/a", seconds=1, agent="bob"),
+            rec("https://HOST.example:8443/b?x=1", seconds=2),
+            rec("https://evilhost.example/c", seconds=3),
+            rec("https://host.example.evil.test/d", seconds=4),
+            rec("https://other.example/host.example/e", seconds=5),
+            rec("https://x.example/?u=https://host.example/", seconds=5),
+            rec("https://p.example/100%_off", seconds=6, decision="refused", reason="host_denied"),
+            rec("https://p.example/100xyoff", seconds=7, capability="web:search.query@1"),
+            rec("https://old.example/", seconds=3600, decision="failed", reason="timeout"),
+        ],
+    )
+    reader = open_audit_reader(store)
+
+    async def targets(**kw: object) -> list[str]:
+        page = await reader.page(AuditFilter(**kw), None, 50)  # type: ignore[arg-type]
+        return [r.target for r in page.records]
+
+    try:
+        assert await targets(host="host.example") == [
+            "https://host.example/a",
+            "https://HOST.example:8443/b?x=1",
+        ]
+        assert await targets(text="100%_off") == ["https://p.example/100%_off"]
+        assert await targets(agent="bob") == ["https://host.example/a"]
+        assert await targets(decision="refused") == ["https://p.example/100%_off"]
+        assert await targets(reason="timeout") == ["https://old.example/"]
+        assert await targets(capability="web:search.query@1") == ["https://p.example/100xyoff"]
+        assert await targets(since=NOW - dt.timedelta(seconds=2.5)) == [
+            "https://host.example/a",
+            "https://HOST.example:8443/b?x=1",
+        ]
+        assert await targets(until=NOW - dt.timedelta(seconds=60)) == ["https://old.example/"]
+        with pytest.raises(InvalidInput, match="cursor"):
+            await reader.page(AuditFilter(), "12.5", 10)
+    finally:
+        await reader.aclose()
+
+
+async def test_a_rare_match_is_searched_in_bounded_steps(
+    store: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text filter looks at SCAN_ROWS records a page; the cursor continues further back."""
+    monkeypatch.setattr(_queries, "SCAN_ROWS", 10)
+    records = [rec(f"https://n.example/{i}", seconds=i) for i in range(35)]
+    records[25] = rec("https://n.example/needle", seconds=25)
+    await write(store, records)
+    reader = open_audit_reader(store)
+    try:
+        first = await reader.page(AuditFilter(text="needle"), None, 50)
+        assert first.records == [] and first.searched == 10 and first.next_cursor
+        second = await reader.page(AuditFilter(text="needle"), first.next_cursor, 50)
+        assert second.records == [] and second.searched == 10
+        third = await reader.page(AuditFilter(text="needle"), second.next_cursor, 50)
+        assert [r.target for r in third.records] == ["https://n.example/needle"]
+        assert third.searched == 10
+        last = await reader.page(AuditFilter(text="needle"), third.next_cursor, 50)
+        assert last.records == [] and last.next_cursor is None
+    finally:
+        await reader.aclose()
+
+
+async def test_usage_counts_buckets_reasons_and_latency(store: Settings) -> None:
+    """Calls per bucket per agent and decision, refusals by reason, nearest-rank p50/p95."""
+    records = [rec(f"https://u.example/{i}", seconds=30 + i, duration_ms=i + 1) for i in range(20)]
+    records += [
+        rec(
+            "https://u.example/r1",
+            seconds=90,
+            agent="bob",
+            decision="refused",
+            reason="host_denied",
+        ),
+        rec(
+            "https://u.example/r2",
+            seconds=95,
+            agent="bob",
+            decision="refused",
+            reason="host_denied",
+        ),
+        rec("https://u.example/r3", seconds=100, agent="bob", decision="refused", reason="robots"),
+        rec("https://u.example/old", seconds=7200),  # outside the window
+    ]
+    await write(store, records)
+    reader = open_audit_reader(store)
+    try:
+        start = NOW.timestamp() - 180
+        usage = await reader.usage(start, 60, 3)  # [-180, -120), [-120, -60), [-60, 0)
+        hosts = await reader.top_hosts(start, 5)
+    finally:
+        await reader.aclose()
+    assert usage.total == 23
+    assert usage.by_agent == {"alice": [0, 0, 20], "bob": [0, 3, 0]}
+    assert usage.by_decision == {"allowed": [0, 0, 20], "refused": [0, 3, 0]}
+    assert usage.refusals == [("host_denied", 2), ("robots", 1)]
+    assert usage.p50_ms == [None, None, 10.0] and usage.p95_ms == [None, None, 19.0]
+    assert [(h.host, h.calls, h.refused) for h in hosts] == [("u.example", 23, 3)]
+
+
+async def test_sqlite_indexes_serve_the_filters(tmp_path: Path) -> None:
+    """The console creates its indexes once; a filtered page is read from one, in order."""
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    await write(settings, [rec("https://i.example/", agent=f"a{i % 3}") for i in range(30)])
+    reader = open_audit_reader(settings)
+    try:
+        assert len((await reader.page(AuditFilter(agent="a1"), None, 5)).records) == 5
+    finally:
+        await reader.aclose()
+    conn = sqlite3.connect(tmp_path / "audit.db")
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        plan = " ".join(
+            str(r[-1])
+            for r in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT rowid FROM audit WHERE agent = ? "
+                "ORDER BY ts DESC, rowid DESC LIMIT 5",
+                ("a1",),
+            )
+        )
+    finally:
+        conn.close()
+    assert {"audit_agent_ts", "audit_decision_ts", "audit_reason_ts"} <= names
+    assert "audit_agent_ts" in plan and "TEMP B-TREE" not in plan
+
+
+async def test_a_large_log_is_not_indexed_by_a_page_view(
+    store: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past BUILD_AT_ONCE_ROWS a view builds no index (writers must not wait on it) and its
+    filters are bounded scans; prepare(build_large=True), as `webward console` calls it, builds."""
+    monkeypatch.setattr(_queries, "BUILD_AT_ONCE_ROWS", 5)
+    monkeypatch.setattr(_queries, "SCAN_ROWS", 4)
+    await write(
+        store, [rec(f"https://l.example/{i}", seconds=i, agent=f"a{i % 4}") for i in range(12)]
+    )
+    reader = open_audit_reader(store)
+    try:
+        assert await reader.prepare() is False
+        first = await reader.page(AuditFilter(agent="a1"), None, 50)
+        assert [r.target for r in first.records] == ["https://l.example/1"]
+        assert first.searched == 4 and first.next_cursor is not None
+        assert await reader.prepare(build_large=True) is True
+        assert await reader.prepare() is True
+        built = await reader.page(AuditFilter(agent="a1"), None, 50)
+        assert [r.target for r in built.records] == [f"https://l.example/{i}" for i in (1, 5, 9)]
+        assert built.searched == 0 and built.next_cursor is None
+    finally:
+        await reader.aclose()
