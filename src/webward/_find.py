@@ -100,7 +100,8 @@ def blocks(text: str) -> list[Block]:
 
 
 def _tokenize(texts: list[str]) -> list[list[str]]:
-    import bm25s  # imported on first use: it takes a few tenths of a second to load
+    # Imported on first use: it takes a few tenths of a second to load.
+    import bm25s  # type: ignore[import-untyped]  # bm25s ships no type information
 
     tokens: list[list[str]] = bm25s.tokenize(
         texts,

@@ -15,7 +15,7 @@ import datetime as dt
 import functools
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -406,17 +406,28 @@ class Web:
         agent: str = "cli",
         tier: str | None = None,
         provider: str | None = None,
+        *,
+        allowed_domains: Sequence[str] | None = None,
+        blocked_domains: Sequence[str] | None = None,
+        freshness: str | None = None,
+        country: str | None = None,
+        language: str | None = None,
     ) -> SearchResult:
-        """Run a web search through the configured provider."""
-        from ._search_core import run_search
+        """Run a web search through the configured provider.
 
-        return await self._audited(
-            SEARCH,
-            agent,
-            tier,
-            query,
-            lambda t, record: run_search(self, query, limit, agent, t, provider, record),
-        )
+        The filters narrow it: hits only from ``allowed_domains`` (and their subdomains), none
+        from ``blocked_domains``, published within ``freshness`` (day, week, month, year), for
+        ``country`` (ISO 3166-1 alpha-2) and in ``language`` (ISO 639-1). A filter the chosen
+        provider cannot honour is refused by name (``webward.search._filters``).
+        """
+        from ._search_core import run_search
+        from .search import check_filters
+
+        def call(t: str, record: dict[str, Any]) -> Awaitable[SearchResult]:
+            filters = check_filters(allowed_domains, blocked_domains, freshness, country, language)
+            return run_search(self, query, limit, agent, t, provider, record, filters)
+
+        return await self._audited(SEARCH, agent, tier, query, call)
 
     async def provider_request(
         self,
