@@ -5,7 +5,12 @@ site answers ``text/markdown``), through ``Web.fetch`` against real servers on l
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +23,8 @@ from webward._find import MAX_BLOCK_CHARS, MAX_PASSAGES, blocks, find
 from webward._window import approx_tokens, check_max_chars, make_window
 
 pytestmark = pytest.mark.anyio
+
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 _HEADER = re.compile(
     r"showing characters (\d+)\u2013(\d+) of (\d+)(?:; pass offset=(\d+) to continue)?"
@@ -278,3 +285,64 @@ async def test_an_html_answer_is_not_marked_as_site_markdown() -> None:
     assert page.markdown_source is None
     assert "markdown-source" not in page.content
     assert page.to_wire()["markdownSource"] is None
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+
+def _cli(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "webward", "fetch", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        timeout=60,
+    )
+
+
+def test_cli_max_chars_and_query(tmp_path: Path) -> None:
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n'
+        '[policy]\ndefault_tier = "connected"\nrobots = false\n'
+        f"[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n"
+    )
+    with serve(routes={"/a": respond(200, _ARTICLE, "text/markdown; charset=utf-8")}) as srv:
+        small = _cli(srv.url("/a"), "--max-chars", "500", "--json", config=config)
+        found = _cli(srv.url("/a"), "--query", "blight brown patches", config=config)
+        bad = _cli(srv.url("/a"), "--max-chars", "0", config=config)
+    assert small.returncode == 0, small.stderr
+    wire = json.loads(small.stdout)
+    assert wire["window"]["end"] <= 500 and wire["window"]["nextOffset"] == wire["window"]["end"]
+    assert wire["approxTokens"] > 0 and wire["markdownSource"] == "site"
+    assert found.returncode == 0, found.stderr
+    assert "[1] characters " in found.stdout and "Blight shows as brown patches" in found.stdout
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "webward: max_chars must be a whole number from 1 to 40000"
+
+
+async def test_the_agent_tool_takes_max_chars_and_query() -> None:
+    """web_fetch as a model calls it: max_chars as a number or digit string, query; null
+    means "not given"; a bad value is an error result naming it."""
+    from webward.agents import ToolContext, execute_tool
+
+    with serve(routes={"/t": respond(200, _ARTICLE, "text/plain; charset=utf-8")}) as srv:
+        async with web() as w:
+            context = ToolContext(w, "research", "connected")
+            small = await execute_tool(
+                "web_fetch", {"url": srv.url("/t"), "max_chars": "300"}, context
+            )
+            found = await execute_tool(
+                "web_fetch",
+                {"url": srv.url("/t"), "query": "feed fertiliser", "max_chars": None},
+                context,
+            )
+            bad = await execute_tool("web_fetch", {"url": srv.url("/t"), "max_chars": 0}, context)
+    assert not small.is_error
+    assert (
+        f"showing characters 0{DASH}" in small.text
+        and f"of {len(_ARTICLE)}; pass offset=" in small.text
+    )
+    assert not found.is_error and "[1] characters " in found.text
+    assert "Feed them with a potassium-rich fertiliser" in found.text
+    assert bad.is_error and bad.text == "max_chars must be a whole number from 1 to 40000"

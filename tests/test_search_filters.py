@@ -6,6 +6,9 @@ enforced on the hits whatever the provider did."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -248,3 +251,59 @@ async def test_no_provider_is_still_not_configured_with_filters(tmp_path: Path) 
     async with Web(settings, audit=MemoryAuditSink(), credentials=EnvironmentStore({})) as web:
         with pytest.raises(Refused, match="web search is not configured"):
             await web.search("python", freshness="day")
+
+
+def test_cli_search_filters(tmp_path: Path, server: LocalServer) -> None:
+    """`webward search` passes its filter flags to the provider and refuses bad ones by name."""
+    server.routes[BRAVE_PATH] = FakeBrave(_items(), BRAVE_KEY)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("WEBWARD_", "BRAVE_"))},
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
+        "HOME": str(tmp_path),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+        "WEBWARD_ALLOW_RANGES": "127.0.0.1/32",
+        "WEBWARD_TIER": "connected",
+        "WEBWARD_BRAVE_URL": server.base,
+        "BRAVE_SEARCH_API_KEY": BRAVE_KEY,
+    }
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "webward", "search", "python", *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    ok = cli(
+        "--allow-domain", "python.org", "--block-domain", "docs.python.org",
+        "--freshness", "day", "--country", "gb", "--language", "en", "--json",
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert {h["url"].split("/")[2] for h in json.loads(ok.stdout)["hits"]} == {"python.org"}
+    p = params(server.requests[-1])
+    assert p["q"] == "python site:python.org -site:docs.python.org"
+    assert (p["freshness"], p["country"], p["search_lang"]) == ("pd", "GB", "en")
+    bad = cli("--freshness", "hour")
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "webward: freshness must be one of day, week, month, year"
+
+
+async def test_the_agent_tool_passes_the_filters(server: LocalServer) -> None:
+    from webward.agents import ToolContext, execute_tool
+
+    server.routes[BRAVE_PATH] = FakeBrave(_items(), BRAVE_KEY)
+    async with _web(server, "brave") as web:
+        context = ToolContext(web, "research", "connected")
+        ok = await execute_tool(
+            "web_search",
+            {"query": "python", "blocked_domains": ["python.org"], "freshness": None},
+            context,
+        )
+        bad = await execute_tool("web_search", {"query": "python", "country": "usa"}, context)
+    assert not ok.is_error and "blog.example" in ok.text and "python.org/" not in ok.text
+    assert params(server.requests[0])["q"] == "python -site:python.org"
+    assert bad.is_error and bad.text.startswith("country must be a two-letter ISO 3166-1 code")
