@@ -224,6 +224,23 @@ async def test_query_returns_passages_that_point_into_the_page_and_reads_no_more
     assert len(srv.requests) == 1
 
 
+async def test_query_on_a_long_page_finds_the_passage_past_the_first_window() -> None:
+    """A page of several windows (ranked in a worker thread): the passage lies past the first
+    window, and reading from its offset shows it."""
+    filler = "\n\n".join(f"Paragraph {i} about nothing in particular, again." for i in range(2000))
+    page_text = filler + "\n\nThe albatross glides for hours without a wingbeat.\n\n" + filler
+    with serve(routes={"/long": respond(200, page_text, "text/plain; charset=utf-8")}) as srv:
+        async with web() as w:
+            found = await w.fetch(srv.url("/long"), query="albatross wingbeat")
+            assert found.passages is not None
+            best = found.passages[0]
+            assert best.offset > 40_000
+            jump = await w.fetch(srv.url("/long"), offset=best.offset, max_chars=200)
+    assert page_text[best.offset : best.end].startswith("The albatross glides")
+    assert text_of(jump.content).split("\n\n", 1)[1].startswith("The albatross glides")
+    assert len(srv.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -245,7 +245,7 @@ class Web:
         if query is None:
             window_text, window = _window.make_window(converted.text, offset, max_chars)
         else:
-            window_text, passages, window = self._find(converted, url, query, max_chars)
+            window_text, passages, window = await self._find(converted, url, query, max_chars)
         # The site answered Markdown itself (Markdown for Agents, or a .md file): said in the
         # provenance so the model knows no extractor chose what it reads.
         markdown_source = "site" if converted.media_type in _content.MARKDOWN_TYPES else None
@@ -298,7 +298,7 @@ class Web:
         return check_query(query, self.settings.limits.max_query_chars)
 
     @staticmethod
-    def _find(
+    async def _find(
         converted: _convert.Converted, url: str, query: str, max_chars: int
     ) -> tuple[str, tuple[Passage, ...], Window]:
         """The passages of the page matching ``query``: their rendering, the passages and
@@ -312,7 +312,13 @@ class Web:
                 "(read it without query)",
                 reason="bad_query",
             )
-        text, passages = _find.find(converted.text, query, max_chars)
+        find = functools.partial(_find.find, converted.text, query, max_chars)
+        # Ranking is CPU-bound (about a second for 1 MB of text): like conversion, a long
+        # page is ranked in a worker thread so other calls on the event loop keep moving.
+        if len(converted.text) <= _INLINE_CONVERT_BYTES:
+            text, passages = find()
+        else:
+            text, passages = await anyio.to_thread.run_sync(find)
         total = len(converted.text)
         first = passages[0].offset if passages else None
         return text, passages, Window(offset=0, end=0, total=total, next_offset=first)
