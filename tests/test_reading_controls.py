@@ -167,6 +167,38 @@ def test_blocks_cover_the_text_and_stay_bounded() -> None:
     )
 
 
+_WORDS = st.sampled_from(["owl", "heron", "the", "tide", "river", "\u65e5\u672c", "x", "\u0301"])
+_SEPARATORS = st.sampled_from([" ", " ", "\n", "\n\n", ". ", "\n \n", "\r\n\r\n"])
+
+
+@given(
+    text=st.lists(st.tuples(_WORDS, _SEPARATORS), max_size=600).map(
+        lambda pairs: "".join(w + sep for w, sep in pairs)
+    ),
+    query=st.lists(_WORDS, min_size=1, max_size=4).map(" ".join),
+    size=st.integers(min_value=1, max_value=3000),
+)
+@settings(max_examples=150, deadline=None)
+def test_blocks_and_passages_always_point_into_the_text(text: str, query: str, size: int) -> None:
+    """Blocks are ordered, disjoint, bounded and leave out only blank runs; every passage is
+    a span of the text, shown verbatim, within max_chars in all."""
+    spans = blocks(text)
+    covered = "".join(text[b.offset : b.end] for b in spans)
+    assert "".join(text.split()) == "".join(covered.split())
+    for a, b in itertools.pairwise(spans):
+        assert a.end <= b.offset
+    assert all(0 < b.end - b.offset <= MAX_BLOCK_CHARS for b in spans)
+    rendering, passages = find(text, query, size)
+    assert len(passages) <= MAX_PASSAGES
+    assert sum(p.end - p.offset for p in passages) <= size
+    for i, p in enumerate(passages, 1):
+        assert 0 <= p.offset < p.end <= len(text)
+        assert (
+            f"[{i}] characters {p.offset}{DASH}{p.end} of {len(text)}; pass offset={p.offset}"
+            f" to read the page from here\n\n{text[p.offset : p.end]}"
+        ) in rendering
+
+
 def test_find_ranks_the_passage_that_holds_the_words_first() -> None:
     rendering, passages = find(_ARTICLE, "brown patches on leaves blight", 40_000)
     assert passages and len(passages) <= MAX_PASSAGES

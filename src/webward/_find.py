@@ -124,6 +124,9 @@ def rank(text: str, query: str) -> list[tuple[Block, float]]:
         return []
     corpus = _tokenize([text[b.offset : b.end] for b in spans])
     wanted = set(query_tokens)
+    if not any(wanted.intersection(tokens) for tokens in corpus):
+        # Nothing to rank (and BM25 of a corpus without a word divides by zero).
+        return []
     retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
     retriever.index(corpus, show_progress=False)
     scores = retriever.get_scores(query_tokens)
