@@ -307,3 +307,21 @@ async def test_the_agent_tool_passes_the_filters(server: LocalServer) -> None:
     assert not ok.is_error and "blog.example" in ok.text and "python.org/" not in ok.text
     assert params(server.requests[0])["q"] == "python -site:python.org"
     assert bad.is_error and bad.text.startswith("country must be a two-letter ISO 3166-1 code")
+
+
+async def test_a_provider_without_filters_refuses_them_by_name() -> None:
+    """An injected adapter written before filters existed still serves unfiltered searches,
+    and a filtered one is refused by name rather than crashing."""
+    from webward._models import Hit
+
+    class OldProvider:
+        name = "old"
+
+        async def search(self, query: str, limit: int) -> list[Hit]:
+            return [Hit("T", "https://example.org/", "s")]
+
+    settings = Settings().replace({"policy": {"default_tier": "connected"}})
+    async with Web(settings, audit=MemoryAuditSink(), search_provider=OldProvider()) as web:
+        assert len((await web.search("python")).hits) == 1
+        with pytest.raises(InvalidInput, match=r"^the old search provider takes no filters"):
+            await web.search("python", freshness="day")

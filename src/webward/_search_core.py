@@ -11,6 +11,7 @@ The audit record gets the provider's name and the last HTTP status; never a key.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,16 @@ def render_hits(hits: Sequence[Hit]) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+def _takes_filters(provider: SearchProvider) -> bool:
+    """Whether a provider's ``search`` takes the third argument, ``filters`` (an adapter of
+    one's own written before filters existed may not)."""
+    try:
+        parameters = inspect.signature(provider.search).parameters
+    except (TypeError, ValueError):
+        return False
+    return "filters" in parameters or len(parameters) >= 3
+
+
 def _timestamp(now: float) -> str:
     when = dt.datetime.fromtimestamp(now, dt.UTC)
     return when.isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -153,6 +164,11 @@ async def run_search(
     chosen = _provider_for(web, name, record)
     record["provider"] = chosen.name
     if filters:
+        if not _takes_filters(chosen):
+            raise InvalidInput(
+                f"the {chosen.name} search provider takes no filters; leave them out",
+                reason="filter_unsupported",
+            )
         found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
     else:
         found = await chosen.search(text, count)
