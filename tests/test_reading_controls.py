@@ -395,3 +395,15 @@ async def test_the_agent_tool_takes_max_chars_and_query() -> None:
     assert not found.is_error and "[1] characters " in found.text
     assert "Feed them with a potassium-rich fertiliser" in found.text
     assert bad.is_error and bad.text == "max_chars must be a whole number from 1 to 40000"
+
+
+async def test_site_markdown_is_capped_like_any_text() -> None:
+    """A Markdown answer over the 1 MB text cap is cut there and marked, like any reading."""
+    markdown = "# Big\n\n" + "word " * 300_000  # 1.5 MB
+    with serve(routes={"/big.md": respond(200, markdown, "text/markdown")}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/big.md"))
+            last = await w.fetch(srv.url("/big.md"), offset=page.window.total - 40)
+    assert page.markdown_source == "site" and page.truncated
+    assert text_of(last.content).endswith("[truncated at 1 MB]")
+    assert page.window.total < 1_000_100
