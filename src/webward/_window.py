@@ -85,14 +85,18 @@ def check_max_chars(value: object, limit: int) -> int:
     return number
 
 
+# U+0080..U+2FFF: accented Latin, Greek, Cyrillic, Hebrew, Arabic, Indic and the like.
+_TWO_PER_TOKEN = re.compile("[\\u0080-\\u2fff]+")
+_NON_ASCII = re.compile("[^\\x00-\\x7f]+")
+
+
 def approx_tokens(text: str) -> int:
     """About how many tokens ``text`` costs a model (see the module docstring)."""
     if text.isascii():
         return -(-len(text) // 4)
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    # U+0080..U+2FFF: accented Latin, Greek, Cyrillic, Hebrew, Arabic, Indic and the like.
-    two = sum(1 for ch in text if "\x80" <= ch <= "\u2fff")
-    one = len(text) - ascii_chars - two
+    other = sum(map(len, _NON_ASCII.findall(text)))
+    two = sum(map(len, _TWO_PER_TOKEN.findall(text)))
+    ascii_chars, one = len(text) - other, other - two
     return -(-(ascii_chars + 2 * two + 4 * one) // 4)
 
 
