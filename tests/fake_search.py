@@ -19,6 +19,7 @@ Every error body carries :data:`PROVIDER_DETAIL`, so tests can prove it never re
 from __future__ import annotations
 
 import json
+import re
 import socket
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -47,6 +48,89 @@ def results(n: int, *, host: str = "example.org", prefix: str = "Result") -> lis
             "published": f"2025-01-{(i % 28) + 1:02d}T00:00:00",
         }
         for i in range(1, n + 1)
+    ]
+
+
+# Brave's documented freshness values and search_lang codes (web search reference).
+BRAVE_FRESHNESS = {"pd", "pw", "pm", "py"}
+BRAVE_SEARCH_LANG = set(
+    [
+        "ar",
+        "eu",
+        "bn",
+        "bg",
+        "ca",
+        "zh-hans",
+        "zh-hant",
+        "hr",
+        "cs",
+        "da",
+        "nl",
+        "en",
+        "en-gb",
+        "et",
+        "fi",
+        "fr",
+        "gl",
+        "de",
+        "gu",
+        "he",
+        "hi",
+        "hu",
+        "is",
+        "it",
+        "jp",
+        "kn",
+        "ko",
+        "lv",
+        "lt",
+        "ms",
+        "ml",
+        "mr",
+        "nb",
+        "pl",
+        "pt-br",
+        "pt-pt",
+        "pa",
+        "ro",
+        "ru",
+        "sr",
+        "sk",
+        "sl",
+        "es",
+        "sv",
+        "ta",
+        "te",
+        "th",
+        "tr",
+        "uk",
+        "vi",
+    ]
+)
+# Tavily's time_range values; a few of its country names (its enum is lower-case names).
+TAVILY_TIME_RANGES = {"day", "week", "month", "year", "d", "w", "m", "y"}
+TAVILY_COUNTRIES = {"united states", "germany", "united kingdom", "japan", "switzerland"}
+# SearXNG's documented time_range values (docs.searxng.org/dev/search_api.html).
+SEARXNG_TIME_RANGES = {"day", "month", "year"}
+
+_SITE = re.compile(r"(-?)site:([^\s()]+)")
+
+
+def site_filtered(query: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` narrowed by the ``site:`` and ``-site:`` operators of ``query``, as a search
+    engine honouring them would (a subdomain counts as its domain)."""
+    wanted = [d for neg, d in _SITE.findall(query) if not neg]
+    unwanted = [d for neg, d in _SITE.findall(query) if neg]
+
+    def under(url: str, domain: str) -> bool:
+        host = urlsplit(url).hostname or ""
+        return host == domain or host.endswith("." + domain)
+
+    return [
+        r
+        for r in items
+        if (not wanted or any(under(r["url"], d) for d in wanted))
+        and not any(under(r["url"], d) for d in unwanted)
     ]
 
 
@@ -118,8 +202,16 @@ class FakeBrave:
         if not p.get("q") or not 1 <= count <= 20 or not 0 <= offset <= 9:
             _json(sock, 422, brave_error_body(422, "VALIDATION"))
             return
-        page = self.items[offset * count : (offset + 1) * count]
-        more = self.more if self.more is not None else len(self.items) > (offset + 1) * count
+        if (
+            p.get("freshness", "pd") not in BRAVE_FRESHNESS
+            or not re.fullmatch(r"[A-Z]{2}|ALL", p.get("country", "US"))
+            or p.get("search_lang", "en") not in BRAVE_SEARCH_LANG
+        ):
+            _json(sock, 422, brave_error_body(422, "VALIDATION"))
+            return
+        items = site_filtered(p["q"], self.items)
+        page = items[offset * count : (offset + 1) * count]
+        more = self.more if self.more is not None else len(items) > (offset + 1) * count
         data: dict[str, Any] = {
             "type": "search",
             "query": {"original": p["q"], "more_results_available": more},
@@ -175,9 +267,30 @@ class FakeTavily:
             return
         self.bodies.append(body)
         max_results = body.get("max_results", 5)
-        if req.method != "POST" or not body.get("query") or not 0 <= max_results <= 20:
+        known = {
+            "query",
+            "max_results",
+            "search_depth",
+            "include_answer",
+            "include_raw_content",
+            "include_domains",
+            "exclude_domains",
+            "time_range",
+            "country",
+            "topic",
+        }
+        if (
+            req.method != "POST"
+            or not body.get("query")
+            or not 0 <= max_results <= 20
+            or set(body) - known
+            or body.get("time_range", "day") not in TAVILY_TIME_RANGES
+            or body.get("country", "germany") not in TAVILY_COUNTRIES
+        ):
             _json(sock, 400, {"detail": {"error": PROVIDER_DETAIL}})
             return
+        include, exclude = body.get("include_domains", []), body.get("exclude_domains", [])
+        query = " ".join([*(f"site:{d}" for d in include), *(f"-site:{d}" for d in exclude)])
         _json(
             sock,
             200,
@@ -195,7 +308,7 @@ class FakeTavily:
                         "raw_content": None,
                         "published_date": r.get("published"),
                     }
-                    for r in self.items[:max_results]
+                    for r in site_filtered(query, self.items)[:max_results]
                 ],
                 "response_time": "1.02",
                 "request_id": "123e4567-e89b-12d3-a456-426614174111",
@@ -219,17 +332,25 @@ def searxng_limited() -> Handler:
 class FakeSearxng:
     """``GET /search?q=…&format=json&pageno=N``: ``per_page`` results a page."""
 
-    def __init__(self, items: list[dict[str, Any]], per_page: int = 20) -> None:
+    def __init__(
+        self, items: list[dict[str, Any]], per_page: int = 20, *, honour_sites: bool = True
+    ) -> None:
         self.items = items
         self.per_page = per_page
+        # False: the engines behind the instance ignore site: operators, as some do.
+        self.honour_sites = honour_sites
 
     def __call__(self, req: Request, sock: socket.socket) -> None:
         p = params(req)
         if p.get("format") != "json":
             send(sock, 200, b"<html><body>results page</body></html>", "text/html")
             return
+        if p.get("time_range", "day") not in SEARXNG_TIME_RANGES:
+            _json(sock, 400, {"error": PROVIDER_DETAIL})
+            return
         pageno = int(p.get("pageno", "1"))
-        page = self.items[(pageno - 1) * self.per_page : pageno * self.per_page]
+        items = site_filtered(p.get("q", ""), self.items) if self.honour_sites else self.items
+        page = items[(pageno - 1) * self.per_page : pageno * self.per_page]
         _json(
             sock,
             200,

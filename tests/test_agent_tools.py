@@ -99,8 +99,20 @@ class StubWeb:
 def test_specs_are_valid_json_schemas_with_the_documented_arguments() -> None:
     """Both input schemas are valid JSON Schema and take exactly the documented arguments."""
     for spec, args, required in (
-        (WEB_FETCH, {"url", "offset"}, ["url"]),
-        (WEB_SEARCH, {"query", "limit"}, ["query"]),
+        (WEB_FETCH, {"url", "offset", "max_chars", "query"}, ["url"]),
+        (
+            WEB_SEARCH,
+            {
+                "query",
+                "limit",
+                "allowed_domains",
+                "blocked_domains",
+                "freshness",
+                "country",
+                "language",
+            },
+            ["query"],
+        ),
     ):
         jsonschema.Draft202012Validator.check_schema(spec.input_schema)
         assert set(spec.input_schema["properties"]) == args
@@ -327,15 +339,20 @@ async def test_other_exceptions_become_a_generic_message_logged_without_base64(
         (
             "web_fetch",
             ["https://example.org/"],
-            "web_fetch takes a JSON object of arguments (url, offset)",
+            "web_fetch takes a JSON object of arguments (url, offset, max_chars, query)",
         ),
         (
             "web_fetch",
             {"url": "https://example.org/", "include_links": True},
-            "web_fetch does not take include_links; its arguments are url, offset",
+            "web_fetch does not take include_links; its arguments are url, offset, max_chars, query",
         ),
         ("web_search", {"query": None}, "web_search needs a query: the words to search for"),
-        ("web_search", {"q": "x"}, "web_search does not take q; its arguments are query, limit"),
+        (
+            "web_search",
+            {"q": "x"},
+            "web_search does not take q; its arguments are query, limit, allowed_domains, "
+            "blocked_domains, freshness, country, language",
+        ),
         (
             "shell",
             {"cmd": "ls"},

@@ -205,6 +205,33 @@ async def test_fetch_returns_the_page_wire_model(
 
 
 @pytest.mark.anyio
+async def test_fetch_takes_max_chars_and_query(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """maxChars gives a smaller window with exact offsets and a token estimate; query gives
+    the matching passages; a maxChars over the window is 400 in one sentence."""
+    base, _ = gateway
+    small = await client.post(
+        base + FETCH_PATH, json={"url": site.url("/two"), "maxChars": 4}, headers=auth("alice")
+    )
+    assert small.status_code == 200, small.text
+    window = small.json()["window"]
+    assert (window["offset"], window["end"], window["nextOffset"]) == (0, 4, 4)
+    assert small.json()["approxTokens"] > 0
+    found = await client.post(
+        base + FETCH_PATH, json={"url": site.url("/two"), "query": "two"}, headers=auth("alice")
+    )
+    assert found.status_code == 200, found.text
+    assert found.json()["passages"][0]["offset"] == found.json()["window"]["nextOffset"]
+    too_big = await client.post(
+        base + FETCH_PATH, json={"url": site.url("/two"), "maxChars": 40_001}, headers=auth("alice")
+    )
+    assert assert_error(too_big, 400, "invalid_input") == (
+        "max_chars must be a whole number from 1 to 40000"
+    )
+
+
+@pytest.mark.anyio
 async def test_missing_and_unknown_tokens_get_401(
     gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
 ) -> None:
@@ -327,6 +354,11 @@ async def test_bad_fetch_bodies_are_400(
         ({"query": "x", "page": 2}, "unknown field 'page'"),
         ({"query": ""}, "query"),
         ({"query": "x" * 513}, "query"),
+        ({"query": "x", "allowedDomains": "a.org"}, "allowedDomains must be a list"),
+        ({"query": "x", "blockedDomains": ["a.org/x"]}, "blocked_domains takes domain names"),
+        ({"query": "x", "freshness": "hour"}, "freshness must be one of day, week, month, year"),
+        ({"query": "x", "country": "usa"}, "country must be a two-letter ISO 3166-1 code"),
+        ({"query": "x", "language": 5}, "language must be a two-letter ISO 639-1 code"),
     ],
 )
 async def test_bad_search_bodies_are_400(

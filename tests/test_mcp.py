@@ -111,10 +111,25 @@ async def check_session(client: Client, site: LocalServer) -> None:
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == {"web_fetch", "web_search"}
     fetch, search = tools["web_fetch"], tools["web_search"]
-    assert set(fetch.input_schema["properties"]) == {"url", "offset", "include_links"}
+    assert set(fetch.input_schema["properties"]) == {
+        "url",
+        "offset",
+        "include_links",
+        "max_chars",
+        "query",
+    }
     assert fetch.input_schema["required"] == ["url"]
     assert fetch.input_schema["properties"]["offset"]["type"] == "integer"
-    assert set(search.input_schema["properties"]) == {"query", "limit"}
+    assert fetch.input_schema["properties"]["max_chars"]["maximum"] == 40_000
+    assert set(search.input_schema["properties"]) == {
+        "query",
+        "limit",
+        "allowed_domains",
+        "blocked_domains",
+        "freshness",
+        "country",
+        "language",
+    }
     assert search.input_schema["required"] == ["query"]
     assert "default" not in fetch.input_schema["properties"]["url"]
     assert "default" not in search.input_schema["properties"]["query"]
@@ -362,6 +377,14 @@ async def test_agent_and_tier_come_from_the_server_not_the_client(
         ("web_search", {}, "web_search needs a query: the words to search for"),
         ("web_search", {"limit": 3}, "web_search needs a query"),
         ("web_search", {"query": "owls", "limit": 500}, "limit"),
+        (
+            "web_fetch",
+            {"url": "http://127.0.0.1/", "max_chars": 0},
+            "max_chars must be a whole number from 1 to 40000",
+        ),
+        ("web_fetch", {"url": "http://127.0.0.1/", "query": ""}, "query must not be empty"),
+        ("web_search", {"query": "owls", "freshness": "hour"}, "freshness must be one of"),
+        ("web_search", {"query": "owls", "allowed_domains": "a.org"}, "allowed_domains must be"),
     ],
 )
 async def test_bad_arguments_are_one_sentence_errors(
@@ -381,6 +404,26 @@ async def test_bad_arguments_are_one_sentence_errors(
     assert result.structured_content is None
     assert result.meta is not None
     assert result.meta["webward/result"] == {"error": {"code": "invalid_input", "message": message}}
+
+
+@pytest.mark.anyio
+async def test_max_chars_and_query_over_mcp(tmp_path: Path, site: LocalServer) -> None:
+    """The reading controls reach the core: a smaller window with its token estimate, and
+    the passages matching a query, both in the structured content."""
+    async with (
+        memory_web(tmp_path, MemoryAuditSink()) as web,
+        Client(build_server(web, tier="connected")) as client,
+    ):
+        small = await client.call_tool("web_fetch", {"url": site.url("/page"), "max_chars": 5})
+        found = await client.call_tool("web_fetch", {"url": site.url("/page"), "query": "owls"})
+    assert not small.is_error and small.structured_content is not None
+    assert small.structured_content["window"]["end"] <= 5
+    assert small.structured_content["approxTokens"] > 0
+    assert "showing characters 0\u2013" in text_of(small)
+    assert not found.is_error and found.structured_content is not None
+    [best, *_] = found.structured_content["passages"]
+    assert found.structured_content["window"]["nextOffset"] == best["offset"]
+    assert "A paragraph about owls." in text_of(found)
 
 
 def test_error_result_carries_retry_after_in_the_error_model() -> None:

@@ -14,13 +14,25 @@ HELP = "read one public page (text window, image or PDF) through the guard"
 DESCRIPTION = """\
 Read one page through webward's guard, policy, limits and audit. HTML comes back as readable
 Markdown in windows of at most 40,000 characters: pass --offset to continue where the header
-says. Images and PDFs come back as parts (their bytes only with --json)."""
+says (--max-chars asks for smaller windows), or pass --query to get the passages that best
+match some words, each with the offset to read on from. Images and PDFs come back as parts
+(their bytes only with --json)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", metavar="URL", help="an absolute http:// or https:// URL")
     p.add_argument(
         "--offset", default="0", metavar="N", help="start of the window, in characters (default 0)"
+    )
+    p.add_argument(
+        "--max-chars",
+        metavar="N",
+        help="the most characters per window, 1 to [limits] max_fetch_text_chars (the default)",
+    )
+    p.add_argument(
+        "--query",
+        metavar="WORDS",
+        help="find in page: print the passages best matching WORDS, with their offsets",
     )
     p.add_argument("--links", action="store_true", help="also list the page's outbound links")
     p.add_argument(
@@ -54,6 +66,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             include_screenshot=args.screenshot,
             agent=args.agent,
             tier=args.tier,
+            # Strings go through as they are: the core takes ASCII digits and refuses the rest.
+            max_chars=args.max_chars,
+            query=args.query,
         )
     if args.json:
         print(json.dumps(page.to_wire(), ensure_ascii=False, indent=2))

@@ -16,7 +16,8 @@ Run a web search through webward's policy, limits and audit. The provider is --p
 [search] provider / WEBWARD_SEARCH_PROVIDER, else the first with a credential (Brave, Tavily,
 then SearXNG when [search] searxng_url is set). Keys come from BRAVE_SEARCH_API_KEY /
 TAVILY_API_KEY, the OS keyring or `webward credentials set NAME`. Search needs the tier
-connected or full."""
+connected or full. --allow-domain, --block-domain, --freshness, --country and --language narrow
+the search; a filter the provider cannot honour is refused by name."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,6 +26,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--provider", choices=PROVIDERS, metavar="P", help=f"one of {', '.join(PROVIDERS)}"
     )
+    p.add_argument(
+        "--allow-domain",
+        action="append",
+        metavar="DOMAIN",
+        help="only hits from DOMAIN and its subdomains (repeat for more)",
+    )
+    p.add_argument(
+        "--block-domain",
+        action="append",
+        metavar="DOMAIN",
+        help="no hits from DOMAIN or its subdomains (repeat for more)",
+    )
+    p.add_argument(
+        "--freshness",
+        metavar="WINDOW",
+        help="only pages from the past day, week, month or year",
+    )
+    p.add_argument("--country", metavar="CC", help="a two-letter ISO 3166-1 code such as US")
+    p.add_argument("--language", metavar="LL", help="a two-letter ISO 639-1 code such as en")
     p.add_argument(
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
     )
@@ -49,6 +69,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             agent=args.agent,
             tier=args.tier,
             provider=args.provider,
+            allowed_domains=args.allow_domain,
+            blocked_domains=args.block_domain,
+            freshness=args.freshness,
+            country=args.country,
+            language=args.language,
         )
     if args.json:
         print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))

@@ -18,9 +18,13 @@ from ._errors import Refused, UpstreamError, WebwardError
 from ._limits import parse_retry_after
 from ._transport import Body, CapFor, Transport
 
-__all__ = ["FetchResult", "Hooks", "fetch"]
+__all__ = ["PAGE_ACCEPT", "FetchResult", "Hooks", "fetch"]
 
 _REDIRECTS = {301, 302, 303, 307, 308}
+
+#: What a page read asks for: Markdown alongside HTML (Cloudflare's "Markdown for Agents" and
+#: sites like it answer ``text/markdown`` to a request that lists it; the rest send HTML).
+PAGE_ACCEPT = "text/markdown,text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8"
 
 
 class Hooks(Protocol):
@@ -64,9 +68,7 @@ async def fetch(
     cap_for: CapFor,
     timeout_s: float,
     max_redirects: int,
-    headers: tuple[tuple[str, str], ...] = (
-        ("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8"),
-    ),
+    headers: tuple[tuple[str, str], ...] = (("Accept", PAGE_ACCEPT),),
 ) -> FetchResult:
     """GET ``url`` following redirects; the whole read has ``timeout_s`` seconds."""
     chain: list[str] = [url.url]

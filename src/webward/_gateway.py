@@ -1,7 +1,9 @@
 """The HTTP gateway: many agents share one process's ``Web`` over HTTP.
 
-    POST /v1/capabilities/web:page.fetch@1    {"url", "offset", "includeLinks", "includeScreenshot"}
-    POST /v1/capabilities/web:search.query@1  {"query", "limit"}
+    POST /v1/capabilities/web:page.fetch@1    {"url", "offset", "includeLinks", "includeScreenshot",
+                                               "maxChars", "query"}
+    POST /v1/capabilities/web:search.query@1  {"query", "limit", "allowedDomains",
+                                               "blockedDomains", "freshness", "country", "language"}
     GET  /openapi.json                        the OpenAPI 3.1 document (hand-written: _openapi)
     GET  /healthz                             {"status": "ok"}
     GET  /console/                            the operator console (agents with role = "admin")
@@ -103,10 +105,17 @@ _FETCH_FIELDS = (
     _Field("offset", int, "offset must be a non-negative whole number"),
     _Field("includeLinks", bool, "includeLinks must be true or false"),
     _Field("includeScreenshot", bool, "includeScreenshot must be true or false"),
+    _Field("maxChars", int, "maxChars must be a whole number"),
+    _Field("query", str, "query must be a string"),
 )
 _SEARCH_FIELDS = (
     _Field("query", str, "query must be a string", required=True),
     _Field("limit", int, "limit must be a whole number from 1 to 50"),
+    _Field("allowedDomains", list, "allowedDomains must be a list of domain names"),
+    _Field("blockedDomains", list, "blockedDomains must be a list of domain names"),
+    _Field("freshness", str, "freshness must be one of day, week, month, year"),
+    _Field("country", str, "country must be a two-letter ISO 3166-1 code such as US or DE"),
+    _Field("language", str, "language must be a two-letter ISO 639-1 code such as en or de"),
 )
 
 
@@ -240,13 +249,23 @@ async def _fetch(web: Web, agent: Agent, body: dict[str, Any]) -> Mapping[str, A
         include_screenshot=body.get("includeScreenshot", False),
         agent=agent.name,
         tier=agent.tier,
+        max_chars=body.get("maxChars"),
+        query=body.get("query"),
     )
     return page.to_wire()
 
 
 async def _search(web: Web, agent: Agent, body: dict[str, Any]) -> Mapping[str, Any]:
     result = await web.search(
-        body["query"], limit=body.get("limit", 10), agent=agent.name, tier=agent.tier
+        body["query"],
+        limit=body.get("limit", 10),
+        agent=agent.name,
+        tier=agent.tier,
+        allowed_domains=body.get("allowedDomains"),
+        blocked_domains=body.get("blockedDomains"),
+        freshness=body.get("freshness"),
+        country=body.get("country"),
+        language=body.get("language"),
     )
     return result.to_wire()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Hit", "Link", "Page", "Part", "SearchResult", "Window"]
+__all__ = ["Hit", "Link", "Page", "Part", "Passage", "SearchResult", "Window"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,19 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """A span of the page's text that matches a ``query``: ``offset`` is where a read from it
+    starts; ``score`` is its BM25 score (higher is better; only comparable within one page)."""
+
+    offset: int
+    end: int
+    score: float
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"offset": self.offset, "end": self.end, "score": self.score}
+
+
+@dataclass(frozen=True)
 class Link:
     """An outbound link: absolute URL and its anchor text (neutralised)."""
 
@@ -85,6 +98,12 @@ class Page:
     links: tuple[Link, ...] | None = None
     screenshot: Part | None = None
     classification: str = "untrusted-external"
+    # About how many tokens ``content`` costs a model (``_window.approx_tokens``).
+    approx_tokens: int = 0
+    # "site" when the site answered text/markdown itself (Markdown for Agents), else None.
+    markdown_source: str | None = None
+    # With ``query``: the matching passages, best first (their text is in ``content``).
+    passages: tuple[Passage, ...] | None = None
     # Not on the wire: for the audit record and --verbose.
     redirects: tuple[str, ...] = field(default=(), compare=False)
     bytes_read: int = field(default=0, compare=False)
@@ -102,7 +121,11 @@ class Page:
             "truncated": self.truncated,
             "parts": [p.to_wire() for p in self.parts],
             "retrievedAt": self.retrieved_at,
+            "approxTokens": self.approx_tokens,
+            "markdownSource": self.markdown_source,
         }
+        if self.passages is not None:
+            out["passages"] = [p.to_wire() for p in self.passages]
         if self.links is not None:
             out["links"] = [link.to_wire() for link in self.links]
         if self.screenshot is not None:

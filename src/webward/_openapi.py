@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._errors import WIRE_CODES
+from .search._filters import FILTER_SCHEMA
 
 __all__ = ["FETCH_PATH", "SEARCH_PATH", "openapi_document"]
 
@@ -51,6 +52,11 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
             entry["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
         out[str(status)] = entry
     return out
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 def openapi_document() -> dict[str, Any]:
@@ -175,6 +181,21 @@ def openapi_document() -> dict[str, Any]:
                             "default": False,
                             "description": "tier full only",
                         },
+                        "maxChars": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "the most characters of text per window, from 1 up "
+                            "to the operator's window (40,000 by default, the largest and the "
+                            "default); offsets stay exact for any size",
+                        },
+                        "query": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 512,
+                            "description": "find in page: the passages best matching these "
+                            "words (BM25), with their offsets, instead of a window; not "
+                            "together with a non-zero offset",
+                        },
                     },
                 },
                 "SearchRequest": {
@@ -184,6 +205,16 @@ def openapi_document() -> dict[str, Any]:
                     "properties": {
                         "query": {"type": "string", "minLength": 1, "maxLength": 512},
                         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+                        **{_camel(name): schema for name, schema in FILTER_SCHEMA.items()},
+                    },
+                },
+                "Passage": {
+                    "type": "object",
+                    "required": ["offset", "end", "score"],
+                    "properties": {
+                        "offset": {"type": "integer", "minimum": 0},
+                        "end": {"type": "integer", "minimum": 0},
+                        "score": {"type": "number", "description": "BM25, higher is better"},
                     },
                 },
                 "Window": {
@@ -216,6 +247,8 @@ def openapi_document() -> dict[str, Any]:
                         "truncated",
                         "parts",
                         "retrievedAt",
+                        "approxTokens",
+                        "markdownSource",
                     ],
                     "properties": {
                         "requestedUrl": {"type": "string"},
@@ -231,6 +264,21 @@ def openapi_document() -> dict[str, Any]:
                         "links": {"type": "array", "items": {"$ref": "#/components/schemas/Link"}},
                         "screenshot": {"$ref": "#/components/schemas/Part"},
                         "retrievedAt": {"type": "string"},
+                        "approxTokens": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "about how many tokens `content` costs a model",
+                        },
+                        "markdownSource": {
+                            "type": ["string", "null"],
+                            "enum": ["site", None],
+                            "description": "`site` when the site answered text/markdown itself",
+                        },
+                        "passages": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/Passage"},
+                            "description": "with `query`: the matching passages, best first",
+                        },
                     },
                 },
                 "Hit": {

@@ -11,6 +11,7 @@ The audit record gets the provider's name and the last HTTP status; never a key.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,14 @@ from . import _envelope
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput
 from ._models import Hit, SearchResult
-from .search import Http, Response, SearchProvider, check_provider_name, choose_provider
+from .search import (
+    Http,
+    Response,
+    SearchFilters,
+    SearchProvider,
+    check_provider_name,
+    choose_provider,
+)
 from .search._common import collect
 
 if TYPE_CHECKING:
@@ -52,9 +60,13 @@ def check_limit(limit: object) -> int:
     return limit
 
 
-def finish_hits(hits: Sequence[Hit], limit: int) -> tuple[Hit, ...]:
-    """Drop non-http(s) URLs and duplicates, cut to ``limit``, neutralise titles, snippets
-    and dates (a provider adapter we did not write gets the same treatment)."""
+def finish_hits(
+    hits: Sequence[Hit], limit: int, filters: SearchFilters | None = None
+) -> tuple[Hit, ...]:
+    """Drop non-http(s) URLs, duplicates and hits the domain filters exclude, cut to
+    ``limit``, neutralise titles, snippets and dates (a provider adapter we did not write
+    gets the same treatment)."""
+    keeps = filters.keeps if filters else (lambda url: True)
     kept: list[Hit] = []
     cleaned = (
         Hit(
@@ -67,6 +79,7 @@ def finish_hits(hits: Sequence[Hit], limit: int) -> tuple[Hit, ...]:
         if isinstance(h, Hit)
         and isinstance(h.url, str)
         and h.url.lower().startswith(("http://", "https://"))
+        and keeps(h.url)
     )
     collect(kept, set(), cleaned, limit)
     return tuple(kept)
@@ -86,6 +99,16 @@ def render_hits(hits: Sequence[Hit]) -> str:
             lines.append(f"   published: {hit.published}")
         lines.append("")
     return "\n".join(lines).rstrip("\n")
+
+
+def _takes_filters(provider: SearchProvider) -> bool:
+    """Whether a provider's ``search`` takes the third argument, ``filters`` (an adapter of
+    one's own written before filters existed may not)."""
+    try:
+        parameters = inspect.signature(provider.search).parameters
+    except (TypeError, ValueError):
+        return False
+    return "filters" in parameters or len(parameters) >= 3
 
 
 def _timestamp(now: float) -> str:
@@ -128,15 +151,28 @@ async def run_search(
     tier: str,
     provider: str | None,
     record: dict[str, Any],
+    filters: SearchFilters | None = None,
 ) -> SearchResult:
-    """One search for ``agent`` at ``tier``; fills ``record`` with ``provider`` and ``status``."""
+    """One search for ``agent`` at ``tier``; fills ``record`` with ``provider`` and ``status``.
+
+    ``filters`` (already validated by ``search.check_filters``) go to the provider only when
+    one is set, so a provider that takes none keeps working for unfiltered searches."""
     text = check_query(query, web.settings.limits.max_query_chars)
     count = check_limit(limit)
     name = check_provider_name(provider)
     web._check_policy(web._policy.check_search(tier, agent), record)
     chosen = _provider_for(web, name, record)
     record["provider"] = chosen.name
-    hits = finish_hits(await chosen.search(text, count), count)
+    if filters:
+        if not _takes_filters(chosen):
+            raise InvalidInput(
+                f"the {chosen.name} search provider takes no filters; leave them out",
+                reason="filter_unsupported",
+            )
+        found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
+    else:
+        found = await chosen.search(text, count)
+    hits = finish_hits(found, count, filters)
     retrieved_at = _timestamp(web._clock())
     content = _envelope.wrap(
         render_hits(hits),

@@ -15,7 +15,7 @@ import datetime as dt
 import functools
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -28,7 +28,7 @@ from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
 from ._errors import InvalidInput, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
-from ._models import Link, Page, Part, SearchResult
+from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import Policy
 from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
@@ -124,15 +124,30 @@ class Web:
         include_screenshot: bool = False,
         agent: str = "cli",
         tier: str | None = None,
+        *,
+        max_chars: int | None = None,
+        query: str | None = None,
     ) -> Page:
-        """Read one page (see DESIGN.md): a window of its text, or an image / PDF part."""
+        """Read one page (see DESIGN.md): a window of its text, or an image / PDF part.
+
+        ``max_chars`` asks for smaller windows (1 up to ``[limits] max_fetch_text_chars``, the
+        default). ``query`` returns, instead of a window, the passages of the text that best
+        match it, each with the offset to read on from (see ``_find``).
+        """
         return await self._audited(
             FETCH,
             agent,
             tier,
             url,
             lambda t, record: self._fetch(
-                url, offset, include_links, include_screenshot, agent, t, record
+                url,
+                offset,
+                include_links,
+                include_screenshot,
+                agent,
+                t,
+                record,
+                _Reading(max_chars, query),
             ),
         )
 
@@ -145,10 +160,15 @@ class Web:
         agent: str,
         tier: str,
         record: dict[str, Any],
+        reading: _Reading,
     ) -> Page:
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
         offset = _window.check_offset(offset)
+        max_chars = _window.check_max_chars(
+            reading.max_chars, self.settings.limits.max_fetch_text_chars
+        )
+        query = self._check_find_query(reading.query, offset)
         # The literal guard parses the URL once; both it and the policy must pass.
         parsed = self._literal_guard(url)
         self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
@@ -221,9 +241,14 @@ class Web:
                 cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
             )
             screenshot = _screenshot_part(rendered.screenshot_png)
-        window_text, window = _window.make_window(
-            converted.text, offset, self.settings.limits.max_fetch_text_chars
-        )
+        passages = None
+        if query is None:
+            window_text, window = _window.make_window(converted.text, offset, max_chars)
+        else:
+            window_text, passages, window = await self._find(converted, url, query, max_chars)
+        # The site answered Markdown itself (Markdown for Agents, or a .md file): said in the
+        # provenance so the model knows no extractor chose what it reads.
+        markdown_source = "site" if converted.media_type in _content.MARKDOWN_TYPES else None
         content = _envelope.wrap(
             window_text,
             {
@@ -232,6 +257,8 @@ class Web:
                 "final_url": cached.final_url,
                 "status": cached.status,
                 "content_type": converted.media_type,
+                "markdown_source": markdown_source,
+                "query": query,
                 "retrieved_at": cached.retrieved_at,
             },
             prepared=True,
@@ -251,7 +278,50 @@ class Web:
             redirects=cached.redirects,
             bytes_read=cached.bytes_read,
             screenshot=screenshot,
+            approx_tokens=_window.approx_tokens(content),
+            markdown_source=markdown_source,
+            passages=passages,
         )
+
+    def _check_find_query(self, query: object, offset: int) -> str | None:
+        """The ``query`` of a find-in-page call, checked like a search query; ``None`` when
+        the call reads a window."""
+        if query is None:
+            return None
+        from ._search_core import check_query
+
+        if offset:
+            raise InvalidInput(
+                "pass either offset or query, not both: query finds passages in the whole page",
+                reason="bad_query",
+            )
+        return check_query(query, self.settings.limits.max_query_chars)
+
+    @staticmethod
+    async def _find(
+        converted: _convert.Converted, url: str, query: str, max_chars: int
+    ) -> tuple[str, tuple[Passage, ...], Window]:
+        """The passages of the page matching ``query``: their rendering, the passages and
+        the window the result stands for (nothing handed over as a window: offset 0, end 0,
+        and ``nextOffset`` the best passage's offset, or null when none matched)."""
+        from . import _find
+
+        if converted.kind != "text":
+            raise InvalidInput(
+                f"query finds passages in a page's text, and {url} is a {converted.kind} "
+                "(read it without query)",
+                reason="bad_query",
+            )
+        find = functools.partial(_find.find, converted.text, query, max_chars)
+        # Ranking is CPU-bound (about a second for 1 MB of text): like conversion, a long
+        # page is ranked in a worker thread so other calls on the event loop keep moving.
+        if len(converted.text) <= _INLINE_CONVERT_BYTES:
+            text, passages = find()
+        else:
+            text, passages = await anyio.to_thread.run_sync(find)
+        total = len(converted.text)
+        first = passages[0].offset if passages else None
+        return text, passages, Window(offset=0, end=0, total=total, next_offset=first)
 
     async def _render_fallback(
         self,
@@ -342,17 +412,28 @@ class Web:
         agent: str = "cli",
         tier: str | None = None,
         provider: str | None = None,
+        *,
+        allowed_domains: Sequence[str] | None = None,
+        blocked_domains: Sequence[str] | None = None,
+        freshness: str | None = None,
+        country: str | None = None,
+        language: str | None = None,
     ) -> SearchResult:
-        """Run a web search through the configured provider."""
-        from ._search_core import run_search
+        """Run a web search through the configured provider.
 
-        return await self._audited(
-            SEARCH,
-            agent,
-            tier,
-            query,
-            lambda t, record: run_search(self, query, limit, agent, t, provider, record),
-        )
+        The filters narrow it: hits only from ``allowed_domains`` (and their subdomains), none
+        from ``blocked_domains``, published within ``freshness`` (day, week, month, year), for
+        ``country`` (ISO 3166-1 alpha-2) and in ``language`` (ISO 639-1). A filter the chosen
+        provider cannot honour is refused by name (``webward.search._filters``).
+        """
+        from ._search_core import run_search
+        from .search import check_filters
+
+        def call(t: str, record: dict[str, Any]) -> Awaitable[SearchResult]:
+            filters = check_filters(allowed_domains, blocked_domains, freshness, country, language)
+            return run_search(self, query, limit, agent, t, provider, record, filters)
+
+        return await self._audited(SEARCH, agent, tier, query, call)
 
     async def provider_request(
         self,
@@ -451,6 +532,14 @@ class Web:
             **record,  # would_deny included, when the policy set it
         )
         await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reading:
+    """How a call wants the page handed over: window size, or the passages matching a query."""
+
+    max_chars: Any = None
+    query: Any = None
 
 
 def _default_cache(settings: Settings) -> PageCache:

@@ -12,6 +12,15 @@ windows from offset 0, each starting where the previous one ended, concatenate t
 A cut never separates ``\\r`` from ``\\n``, a backslash from the character it escapes
 (``\\*``), a base character from its combining marks or joiner, or the halves of a surrogate
 pair: the cut moves back, and the next window starts where this one ended.
+
+A call may ask for smaller windows (``max_chars``, 1 up to the operator's
+``[limits] max_fetch_text_chars``): :func:`check_max_chars` validates it, and the header and
+offsets stay exact whatever the size. :func:`approx_tokens` estimates how many tokens a text
+costs a model, without a tokenizer: ASCII at 4 characters a token, other alphabetic scripts
+(Latin with accents, Greek, Cyrillic, Arabic, Hebrew, Indic) at 2, and CJK, emoji and the rest
+at 1 character a token, rounded up. It errs on the high side for English prose (real
+tokenizers give about 4.5 characters a token there), so a window sized by it stays under a
+client's cap.
 """
 
 from __future__ import annotations
@@ -22,7 +31,14 @@ import unicodedata
 from ._errors import InvalidInput
 from ._models import Window
 
-__all__ = ["BAD_OFFSET", "check_offset", "make_window", "window_header"]
+__all__ = [
+    "BAD_OFFSET",
+    "approx_tokens",
+    "check_max_chars",
+    "check_offset",
+    "make_window",
+    "window_header",
+]
 
 BAD_OFFSET = "offset must be a non-negative whole number"
 
@@ -50,6 +66,38 @@ def check_offset(value: object) -> int:
     if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         return int(value.strip())
     raise InvalidInput(BAD_OFFSET, reason="bad_offset")
+
+
+def check_max_chars(value: object, limit: int) -> int:
+    """A validated window size: a whole number from 1 to ``limit`` (the operator's
+    ``[limits] max_fetch_text_chars``). ``None`` means "not given" and is ``limit``."""
+    if value is None:
+        return limit
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        number = int(value.strip())
+    if number is None or not 1 <= number <= limit:
+        raise InvalidInput(
+            f"max_chars must be a whole number from 1 to {limit}", reason="bad_max_chars"
+        )
+    return number
+
+
+# U+0080..U+2FFF: accented Latin, Greek, Cyrillic, Hebrew, Arabic, Indic and the like.
+_TWO_PER_TOKEN = re.compile("[\\u0080-\\u2fff]+")
+_NON_ASCII = re.compile("[^\\x00-\\x7f]+")
+
+
+def approx_tokens(text: str) -> int:
+    """About how many tokens ``text`` costs a model (see the module docstring)."""
+    if text.isascii():
+        return -(-len(text) // 4)
+    other = sum(map(len, _NON_ASCII.findall(text)))
+    two = sum(map(len, _TWO_PER_TOKEN.findall(text)))
+    ascii_chars, one = len(text) - other, other - two
+    return -(-(ascii_chars + 2 * two + 4 * one) // 4)
 
 
 def _binds_left(ch: str) -> bool:

@@ -1,6 +1,6 @@
 """The ``web_search`` seam: one small Protocol, one module per vendor wire shape.
 
-    SearchProvider            name + async search(query, limit) -> list[Hit]
+    SearchProvider            name + async search(query, limit, filters=None) -> list[Hit]
      ├── BraveProvider        Brave Search API          (_brave.py)
      ├── TavilyProvider       Tavily                    (_tavily.py)
      ├── SearxngProvider      a self-hosted SearXNG     (_searxng.py)
@@ -10,7 +10,8 @@ Adapters make their HTTP calls through an :class:`Http` callable — in webward 
 ``Web.provider_request`` with the provider's name bound, so provider calls pass the same
 guard, pinned transport, rate limit and circuit breaker as page reads. Adapters return hits
 whose text is cleaned (tags stripped, entities decoded); ``webward._search_core`` neutralises,
-de-duplicates, cuts, envelopes and audits.
+de-duplicates, cuts, envelopes and audits. Search filters (domains, freshness, country,
+language) are validated in :mod:`._filters` and mapped by each adapter (see the table there).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .._models import Hit
 from .._settings import SearchSettings
 from ._brave import BraveProvider
 from ._common import Http, Response
+from ._filters import SearchFilters, check_filters
 from ._null import NOT_CONFIGURED, NullProvider
 from ._searxng import SearxngProvider
 from ._tavily import TavilyProvider
@@ -37,9 +39,11 @@ __all__ = [
     "Http",
     "NullProvider",
     "Response",
+    "SearchFilters",
     "SearchProvider",
     "SearxngProvider",
     "TavilyProvider",
+    "check_filters",
     "check_provider_name",
     "choose_provider",
 ]
@@ -59,7 +63,8 @@ class SearchProvider(Protocol):
 
     ``search`` returns at most ``limit`` hits, raises ``Refused`` (rate limited, not
     configured) or ``UpstreamError`` (key rejected, provider failure), and never returns an
-    empty list to mean "not configured".
+    empty list to mean "not configured". ``filters`` is passed only when the call sets one;
+    a filter the provider cannot honour raises ``InvalidInput`` naming it.
     """
 
     name: str

@@ -30,6 +30,7 @@ from ._common import (
     read_json,
     try_json,
 )
+from ._filters import SearchFilters, site_operators
 
 __all__ = ["BraveProvider"]
 
@@ -38,6 +39,11 @@ OFFSET_MAX = 9  # pages
 MAX_QUERY_CHARS = 400
 MAX_QUERY_WORDS = 50
 KEY_NAME = "BRAVE_SEARCH_API_KEY"
+# freshness: pd / pw / pm / py (past day, week, month, year).
+_FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
+# search_lang codes that are not the ISO 639-1 code: Japanese is "jp", Chinese and Portuguese
+# come in two variants (the simplified and the European one stand for the bare code).
+_SEARCH_LANG = {"ja": "jp", "zh": "zh-hans", "pt": "pt-pt"}
 
 
 class BraveProvider:
@@ -61,20 +67,37 @@ class BraveProvider:
     def __repr__(self) -> str:
         return f"BraveProvider(endpoint={self._endpoint!r})"
 
-    async def search(self, query: str, limit: int) -> list[Hit]:
-        """Up to ``limit`` hits, paging with ``offset`` when ``limit`` is over 20."""
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Hit]:
+        """Up to ``limit`` hits, paging with ``offset`` when ``limit`` is over 20.
+
+        Filters: ``freshness``, ``country`` and ``search_lang`` parameters; the domains as
+        ``site:`` operators in the query (Brave has no domain parameter)."""
+        filters = filters or SearchFilters()
+        query = site_operators(query, filters)
         if len(query) > MAX_QUERY_CHARS or len(query.split()) > MAX_QUERY_WORDS:
+            sites = filters.allowed_domains or filters.blocked_domains
+            with_sites = " (the domain filters count, as site: operators)" if sites else ""
             raise InvalidInput(
                 f"the Brave search provider takes queries of at most {MAX_QUERY_CHARS} characters "
-                f"and {MAX_QUERY_WORDS} words"
+                f"and {MAX_QUERY_WORDS} words{with_sites}"
             )
+        extra: dict[str, str] = {}
+        if filters.freshness:
+            extra["freshness"] = _FRESHNESS[filters.freshness]
+        if filters.country:
+            extra["country"] = filters.country
+        if filters.language:
+            extra["search_lang"] = _SEARCH_LANG.get(filters.language, filters.language)
+
         count = min(limit, PAGE_MAX)
         pages = min(math.ceil(limit / count), OFFSET_MAX + 1)
         hits: list[Hit] = []
         seen: set[str] = set()
         for offset in range(pages):
             try:
-                data = await self._page(query, count, offset)
+                data = await self._page(query, count, offset, extra)
             except Refused as exc:
                 # A later page that is rate limited still leaves the first pages' hits.
                 if offset > 0 and exc.code == "rate_limited":
@@ -86,12 +109,13 @@ class BraveProvider:
                 break
         return hits
 
-    async def _page(self, query: str, count: int, offset: int) -> Any:
+    async def _page(self, query: str, count: int, offset: int, extra: dict[str, str]) -> Any:
         params = {
             "q": query,
             "count": str(count),
             "offset": str(offset),
             "text_decorations": "false",
+            **extra,
         }
         body = await self._http(
             "GET",

@@ -31,5 +31,5 @@ class NullProvider:
     def __repr__(self) -> str:
         return "NullProvider()"
 
-    async def search(self, query: str, limit: int) -> list[Hit]:
+    async def search(self, query: str, limit: int, filters: object = None) -> list[Hit]:
         raise Refused(self.message, code="not_configured", reason="not_configured")

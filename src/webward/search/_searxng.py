@@ -17,11 +17,13 @@ from urllib.parse import urlencode
 from .._errors import Refused, UpstreamError
 from .._models import Hit
 from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
+from ._filters import SearchFilters, site_operators, unsupported
 
 __all__ = ["SearxngProvider"]
 
 PAGE_SIZE = 20  # what an instance usually returns per page; it varies with the engines
 MAX_PAGES = 5  # 50 hits need 3 full pages; a few more cover duplicates across pages
+TIME_RANGES = ("day", "month", "year")  # the search API's documented time_range values
 
 
 class SearxngProvider:
@@ -39,13 +41,23 @@ class SearxngProvider:
     def __repr__(self) -> str:
         return f"SearxngProvider(endpoint={self._endpoint!r})"
 
-    async def search(self, query: str, limit: int) -> list[Hit]:
-        """Up to ``limit`` hits, fetching ``pageno`` 1, 2, … until there are enough."""
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Hit]:
+        """Up to ``limit`` hits, fetching ``pageno`` 1, 2, … until there are enough.
+
+        Filters: ``time_range`` (day, month or year: the search API documents no week),
+        ``language`` (``de``, or ``de-CH`` with a country; a country alone has no parameter)
+        and the domains as ``site:`` operators in ``q``, which the instance passes on to its
+        engines."""
+        filters = filters or SearchFilters()
+        query = site_operators(query, filters)
+        extra = _filter_params(filters)
         hits: list[Hit] = []
         seen: set[str] = set()
         for pageno in range(1, MAX_PAGES + 1):
             try:
-                results = await self._page(query, pageno)
+                results = await self._page(query, pageno, extra)
             except Refused as exc:
                 # A later page that is rate limited still leaves the first pages' hits.
                 if pageno > 1 and exc.code == "rate_limited":
@@ -56,8 +68,8 @@ class SearxngProvider:
                 break
         return hits
 
-    async def _page(self, query: str, pageno: int) -> list[Any]:
-        params = {"q": query, "format": "json", "pageno": str(pageno)}
+    async def _page(self, query: str, pageno: int, extra: dict[str, str]) -> list[Any]:
+        params = {"q": query, "format": "json", "pageno": str(pageno), **extra}
         body = await self._http(
             "GET",
             f"{self._endpoint}?{urlencode(params)}",
@@ -97,6 +109,29 @@ class SearxngProvider:
                 status=body.status,
             )
         return provider_failed("SearXNG", body)
+
+
+def _filter_params(filters: SearchFilters) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if filters.freshness:
+        if filters.freshness not in TIME_RANGES:
+            raise unsupported(
+                "searxng",
+                f"freshness {filters.freshness}",
+                "its time_range takes day, month or year",
+            )
+        params["time_range"] = filters.freshness
+    if filters.country and not filters.language:
+        raise unsupported(
+            "searxng",
+            f"country {filters.country} alone",
+            "it takes a country only with a language, as in language=de and country=CH",
+        )
+    if filters.language:
+        params["language"] = (
+            f"{filters.language}-{filters.country}" if filters.country else filters.language
+        )
+    return params
 
 
 def _hit(item: Any) -> Hit | None:

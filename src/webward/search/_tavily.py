@@ -19,11 +19,80 @@ from .._credentials import Secret
 from .._errors import UpstreamError
 from .._models import Hit
 from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
+from ._filters import SearchFilters, unsupported
 
 __all__ = ["TavilyProvider"]
 
 MAX_RESULTS = 20
 KEY_NAME = "TAVILY_API_KEY"
+
+#: ISO 3166-1 codes and the country names Tavily's ``country`` takes (lower case, its spelling).
+COUNTRIES = {
+    "AE": "united arab emirates",
+    "AR": "argentina",
+    "AT": "austria",
+    "AU": "australia",
+    "BD": "bangladesh",
+    "BE": "belgium",
+    "BG": "bulgaria",
+    "BR": "brazil",
+    "CA": "canada",
+    "CH": "switzerland",
+    "CL": "chile",
+    "CN": "china",
+    "CO": "colombia",
+    "CZ": "czech republic",
+    "DE": "germany",
+    "DK": "denmark",
+    "EE": "estonia",
+    "EG": "egypt",
+    "ES": "spain",
+    "FI": "finland",
+    "FR": "france",
+    "GB": "united kingdom",
+    "GR": "greece",
+    "HR": "croatia",
+    "HU": "hungary",
+    "ID": "indonesia",
+    "IE": "ireland",
+    "IL": "israel",
+    "IN": "india",
+    "IS": "iceland",
+    "IT": "italy",
+    "JP": "japan",
+    "KE": "kenya",
+    "KR": "south korea",
+    "LT": "lithuania",
+    "LU": "luxembourg",
+    "LV": "latvia",
+    "MA": "morocco",
+    "MX": "mexico",
+    "MY": "malaysia",
+    "NG": "nigeria",
+    "NL": "netherlands",
+    "NO": "norway",
+    "NZ": "new zealand",
+    "PE": "peru",
+    "PH": "philippines",
+    "PK": "pakistan",
+    "PL": "poland",
+    "PT": "portugal",
+    "RO": "romania",
+    "RS": "serbia",
+    "RU": "russia",
+    "SA": "saudi arabia",
+    "SE": "sweden",
+    "SG": "singapore",
+    "SI": "slovenia",
+    "SK": "slovakia",
+    "TH": "thailand",
+    "TR": "turkey",
+    "TW": "taiwan",
+    "UA": "ukraine",
+    "US": "united states",
+    "VN": "vietnam",
+    "ZA": "south africa",
+}
 
 
 class TavilyProvider:
@@ -47,15 +116,22 @@ class TavilyProvider:
     def __repr__(self) -> str:
         return f"TavilyProvider(endpoint={self._endpoint!r})"
 
-    async def search(self, query: str, limit: int) -> list[Hit]:
-        """Up to ``min(limit, 20)`` hits in one call (Tavily has no paging)."""
-        payload = {
+    async def search(
+        self, query: str, limit: int, filters: SearchFilters | None = None
+    ) -> list[Hit]:
+        """Up to ``min(limit, 20)`` hits in one call (Tavily has no paging).
+
+        Filters: ``include_domains``, ``exclude_domains``, ``time_range`` and ``country`` (a
+        country name from Tavily's list); Tavily has no language filter, so one is refused."""
+        payload: dict[str, Any] = {
             "query": query,
             "max_results": min(limit, MAX_RESULTS),
             "search_depth": "basic",
             "include_answer": False,
             "include_raw_content": False,
         }
+        if filters:
+            payload.update(_filter_fields(filters))
         body = await self._http(
             "POST",
             self._endpoint,
@@ -114,6 +190,30 @@ class TavilyProvider:
                 status=body.status,
             )
         return provider_failed("Tavily", body)
+
+
+def _filter_fields(filters: SearchFilters) -> dict[str, Any]:
+    if filters.language:
+        raise unsupported(
+            "tavily", f"language ({filters.language})", "it has no language parameter"
+        )
+    fields: dict[str, Any] = {}
+    if filters.allowed_domains:
+        fields["include_domains"] = list(filters.allowed_domains)
+    if filters.blocked_domains:
+        fields["exclude_domains"] = list(filters.blocked_domains)
+    if filters.freshness:
+        fields["time_range"] = filters.freshness
+    if filters.country:
+        name = COUNTRIES.get(filters.country)
+        if name is None:
+            raise unsupported(
+                "tavily",
+                f"country {filters.country}",
+                "it is not one of the countries webward maps to Tavily's names",
+            )
+        fields["country"] = name
+    return fields
 
 
 def _hit(item: Any) -> Hit | None:

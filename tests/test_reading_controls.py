@@ -1,0 +1,409 @@
+"""The reading controls an agent passes per call: ``max_chars`` (window size, with a token
+estimate), ``query`` (find in page, BM25 over the page's blocks) and Markdown for Agents (the
+site answers ``text/markdown``), through ``Web.fetch`` against real servers on loopback."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from localserver import Request, respond, send, serve
+from test_reading import DASH, long_text, text_of, web
+
+from webward import InvalidInput
+from webward._find import MAX_BLOCK_CHARS, MAX_PASSAGES, blocks, find
+from webward._window import approx_tokens, check_max_chars, make_window
+
+pytestmark = pytest.mark.anyio
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+_HEADER = re.compile(
+    r"showing characters (\d+)\u2013(\d+) of (\d+)(?:; pass offset=(\d+) to continue)?"
+)
+
+
+# ---- max_chars ------------------------------------------------------------------------------
+
+
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(
+            ["a", "b", " ", "\n", "\r", "\\", "*", "\u0301", "\u200d", "é", "日"]
+        ),
+        max_size=400,
+    ),
+    size=st.integers(min_value=1, max_value=120),
+)
+@settings(max_examples=300, deadline=None)
+def test_windows_of_any_size_tile_the_text_with_exact_headers(text: str, size: int) -> None:
+    """For any max_chars, the windows from offset 0 concatenate to the text, each header names
+    exactly its range, and each continue hint is where the next window starts."""
+    bodies: list[str] = []
+    offset = 0
+    while True:
+        shown, window = make_window(text, offset, size)
+        if offset == 0 and len(text) <= size:
+            assert shown == text and window.next_offset is None
+            bodies.append(shown)
+            break
+        header, body = shown.split("\n\n", 1)
+        m = _HEADER.fullmatch(header)
+        assert m is not None, header
+        start, end, total = int(m[1]), int(m[2]), int(m[3])
+        assert (start, end, total) == (offset, window.end, len(text))
+        assert body == text[start:end]
+        assert end - start <= size
+        bodies.append(body)
+        if m[4] is None:
+            assert end == len(text) and window.next_offset is None
+            break
+        assert int(m[4]) == end == window.next_offset
+        offset = end
+    assert "".join(bodies) == text
+
+
+@pytest.mark.parametrize("bad", [0, -1, -40_000, 40_001, 10**9, True, 2.5, "ten", "", None])
+def test_bad_max_chars_is_refused_in_one_sentence(bad: object) -> None:
+    if bad is None:
+        assert check_max_chars(bad, 40_000) == 40_000  # not given: the operator's window
+        return
+    with pytest.raises(InvalidInput) as exc:
+        check_max_chars(bad, 40_000)
+    assert str(exc.value) == "max_chars must be a whole number from 1 to 40000"
+
+
+def test_the_token_estimate_follows_the_script() -> None:
+    assert approx_tokens("") == 0
+    assert approx_tokens("a" * 400) == 100  # ASCII: 4 characters a token
+    assert approx_tokens("\u0436" * 400) == 200  # Cyrillic: 2
+    assert approx_tokens("\u65e5" * 400) == 400  # CJK: 1
+
+
+async def test_max_chars_pages_a_page_in_smaller_windows_with_exact_offsets() -> None:
+    """Through Web.fetch: windows of max_chars tile the page, the header is exact, the page
+    is downloaded once, and each result says about how many tokens it holds."""
+    page_text = long_text(25_000)
+    with serve(routes={"/t": respond(200, page_text, "text/plain; charset=utf-8")}) as srv:
+        async with web() as w:
+            for size in (7_000, 9_999):
+                bodies: list[str] = []
+                offset: int | None = 0
+                while offset is not None:
+                    page = await w.fetch(srv.url("/t"), offset=offset, max_chars=size)
+                    header, body = text_of(page.content).split("\n\n", 1)
+                    assert header.startswith(
+                        f"showing characters {offset}{DASH}{page.window.end} of 25000"
+                    )
+                    assert page.window.end - offset <= size
+                    assert page.approx_tokens == approx_tokens(page.content)
+                    assert page.to_wire()["approxTokens"] == page.approx_tokens
+                    assert page.approx_tokens < size  # a window of max_chars stays under its cap
+                    bodies.append(body)
+                    offset = page.window.next_offset
+                assert "".join(bodies) == page_text
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize("bad", [0, -5, 40_001])
+async def test_a_bad_max_chars_is_refused_before_any_connection(bad: int) -> None:
+    with serve(routes={"/t": respond(200, "hello", "text/plain")}) as srv:
+        async with web() as w:
+            with pytest.raises(
+                InvalidInput, match=r"^max_chars must be a whole number from 1 to 40000$"
+            ):
+                await w.fetch(srv.url("/t"), max_chars=bad)
+    assert srv.accepts == 0
+
+
+async def test_max_chars_is_bounded_by_the_operators_limit() -> None:
+    with serve(routes={"/t": respond(200, long_text(3000), "text/plain")}) as srv:
+        async with web(limits={"max_fetch_text_chars": 1000}) as w:
+            page = await w.fetch(srv.url("/t"))
+            assert page.window.end == 1000
+            with pytest.raises(InvalidInput, match=r"from 1 to 1000$"):
+                await w.fetch(srv.url("/t"), max_chars=1001)
+
+
+# ---- query: find in page --------------------------------------------------------------------
+
+_ARTICLE = "\n\n".join(
+    [
+        "# Growing tomatoes on a balcony",
+        "Tomatoes need at least six hours of direct sunlight every day to ripen well, so "
+        "pick the sunniest corner of the balcony for the pots.",
+        "Water the plants deeply twice a week rather than a little every day; shallow watering "
+        "keeps the roots near the surface where they dry out.",
+        "Feed them with a potassium-rich fertiliser once the first flowers appear, and pinch "
+        "out the side shoots of cordon varieties as they grow.",
+        "Blight shows as brown patches on the leaves in wet summers: remove affected leaves at "
+        "once and keep the foliage dry when watering.",
+        *[
+            f"Filler paragraph {i} about compost, mulch, trellis and seed catalogues."
+            for i in range(40)
+        ],
+    ]
+)
+
+
+def test_blocks_cover_the_text_and_stay_bounded() -> None:
+    text = _ARTICLE + "\n\n" + ("word " * 2000).strip() + "\n\nshort tail"
+    spans = blocks(text)
+    assert spans[0].offset == 0 and spans[-1].end == len(text)
+    for a, b in itertools.pairwise(spans):
+        assert a.end <= b.offset and not text[a.end : b.offset].strip()
+    assert all(b.end - b.offset <= MAX_BLOCK_CHARS for b in spans)
+    # The heading joins the paragraph it heads.
+    assert text[spans[0].offset : spans[0].end].startswith(
+        "# Growing tomatoes on a balcony\n\nTomatoes"
+    )
+
+
+_WORDS = st.sampled_from(["owl", "heron", "the", "tide", "river", "\u65e5\u672c", "x", "\u0301"])
+_SEPARATORS = st.sampled_from([" ", " ", "\n", "\n\n", ". ", "\n \n", "\r\n\r\n"])
+
+
+@given(
+    text=st.lists(st.tuples(_WORDS, _SEPARATORS), max_size=600).map(
+        lambda pairs: "".join(w + sep for w, sep in pairs)
+    ),
+    query=st.lists(_WORDS, min_size=1, max_size=4).map(" ".join),
+    size=st.integers(min_value=1, max_value=3000),
+)
+@settings(max_examples=150, deadline=None)
+def test_blocks_and_passages_always_point_into_the_text(text: str, query: str, size: int) -> None:
+    """Blocks are ordered, disjoint, bounded and leave out only blank runs; every passage is
+    a span of the text, shown verbatim, within max_chars in all."""
+    spans = blocks(text)
+    covered = "".join(text[b.offset : b.end] for b in spans)
+    assert "".join(text.split()) == "".join(covered.split())
+    for a, b in itertools.pairwise(spans):
+        assert a.end <= b.offset
+    assert all(0 < b.end - b.offset <= MAX_BLOCK_CHARS for b in spans)
+    rendering, passages = find(text, query, size)
+    assert len(passages) <= MAX_PASSAGES
+    assert sum(p.end - p.offset for p in passages) <= size
+    for i, p in enumerate(passages, 1):
+        assert 0 <= p.offset < p.end <= len(text)
+        assert (
+            f"[{i}] characters {p.offset}{DASH}{p.end} of {len(text)}; pass offset={p.offset}"
+            f" to read the page from here\n\n{text[p.offset : p.end]}"
+        ) in rendering
+
+
+def test_find_ranks_the_passage_that_holds_the_words_first() -> None:
+    rendering, passages = find(_ARTICLE, "brown patches on leaves blight", 40_000)
+    assert passages and len(passages) <= MAX_PASSAGES
+    best = passages[0]
+    assert _ARTICLE[best.offset : best.end].startswith("Blight shows as brown patches")
+    assert rendering.startswith(f"{len(passages)} passage")
+    assert (
+        f"[1] characters {best.offset}{DASH}{best.end} of {len(_ARTICLE)}; pass offset={best.offset}"
+        in rendering
+    )
+    assert [p.score for p in passages] == sorted((p.score for p in passages), reverse=True)
+
+
+def test_find_with_no_shared_word_returns_no_passage() -> None:
+    rendering, passages = find(_ARTICLE, "quantum chromodynamics", 40_000)
+    assert passages == ()
+    assert rendering.startswith("no passage of this page")
+
+
+def test_find_keeps_to_max_chars() -> None:
+    _, passages = find(_ARTICLE, "compost mulch trellis", 150)
+    assert sum(p.end - p.offset for p in passages) <= 150
+
+
+async def test_query_returns_passages_that_point_into_the_page_and_reads_no_more() -> None:
+    """A query on a cached page downloads nothing; each passage's offsets point into the
+    same text the windows index, and reading from its offset starts with the passage."""
+    html = (
+        "<html><head><title>Tomatoes</title></head><body><article>"
+        + "".join(f"<p>{para}</p>" for para in _ARTICLE.split("\n\n")[1:])
+        + "</article></body></html>"
+    )
+    with serve(routes={"/a": respond(200, html)}) as srv:
+        async with web() as w:
+            whole = await w.fetch(srv.url("/a"))
+            assert len(srv.requests) == 1
+            found = await w.fetch(srv.url("/a"), query="how often should I water the plants")
+            assert len(srv.requests) == 1  # the cached page, searched: no download
+            text = text_of(whole.content)
+            assert found.passages
+            best = found.passages[0]
+            assert text[best.offset : best.end].startswith("Water the plants deeply")
+            assert found.window.next_offset == best.offset
+            assert found.window.total == len(text)
+            assert text[best.offset : best.end] in text_of(found.content)
+            wire = found.to_wire()
+            assert wire["passages"][0] == {
+                "offset": best.offset,
+                "end": best.end,
+                "score": best.score,
+            }
+            assert "query: how often should I water the plants" in found.content
+            jump = await w.fetch(srv.url("/a"), offset=best.offset)
+            assert text_of(jump.content).split("\n\n", 1)[1].startswith("Water the plants deeply")
+    assert len(srv.requests) == 1
+
+
+async def test_query_on_a_long_page_finds_the_passage_past_the_first_window() -> None:
+    """A page of several windows (ranked in a worker thread): the passage lies past the first
+    window, and reading from its offset shows it."""
+    filler = "\n\n".join(f"Paragraph {i} about nothing in particular, again." for i in range(2000))
+    page_text = filler + "\n\nThe albatross glides for hours without a wingbeat.\n\n" + filler
+    with serve(routes={"/long": respond(200, page_text, "text/plain; charset=utf-8")}) as srv:
+        async with web() as w:
+            found = await w.fetch(srv.url("/long"), query="albatross wingbeat")
+            assert found.passages is not None
+            best = found.passages[0]
+            assert best.offset > 40_000
+            jump = await w.fetch(srv.url("/long"), offset=best.offset, max_chars=200)
+    assert page_text[best.offset : best.end].startswith("The albatross glides")
+    assert text_of(jump.content).split("\n\n", 1)[1].startswith("The albatross glides")
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": "  "}, "query must not be empty"),
+        ({"query": 5}, "query must be a string"),
+        ({"query": "x" * 513}, "query must be at most 512 characters (it has 513)"),
+        ({"query": "tomato", "offset": 10}, "pass either offset or query, not both"),
+    ],
+)
+async def test_a_bad_query_is_refused_before_any_connection(
+    kwargs: dict[str, object], message: str
+) -> None:
+    with serve(routes={"/a": respond(200, "hello")}) as srv:
+        async with web() as w:
+            with pytest.raises(InvalidInput) as exc:
+                await w.fetch(srv.url("/a"), **kwargs)  # type: ignore[arg-type]
+    assert str(exc.value).startswith(message)
+    assert srv.accepts == 0
+
+
+# ---- Markdown for Agents ------------------------------------------------------------------
+
+
+async def test_a_site_that_answers_markdown_is_read_as_it_is_and_said_so() -> None:
+    """The read asks for text/markdown alongside HTML; a Markdown answer becomes the reading
+    (windowed, enveloped) and the result names the site as its source."""
+    markdown = "# Release notes\n\n" + "\n\n".join(
+        f"- change {i}: fixed a bug" for i in range(3000)
+    )
+    seen: list[Request] = []
+
+    def negotiate(req: Request, sock: object) -> None:
+        seen.append(req)
+        if "text/markdown" in req.headers.get("accept", ""):
+            send(sock, 200, markdown.encode(), "text/markdown; charset=utf-8")  # type: ignore[arg-type]
+        else:
+            send(sock, 200, b"<html><body><p>html</p></body></html>")  # type: ignore[arg-type]
+
+    with serve(routes={"/notes": negotiate}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/notes"), max_chars=20_000)
+    accept = seen[0].headers["accept"]
+    assert accept.split(",")[0] == "text/markdown" and "text/html" in accept
+    assert page.content_type == "text/markdown"
+    assert page.markdown_source == "site"
+    assert page.to_wire()["markdownSource"] == "site"
+    assert "\nmarkdown-source: site\n" in page.content
+    assert page.title == "Release notes"
+    assert text_of(page.content).split("\n\n", 1)[1] == markdown[:20_000]
+    assert page.window.total == len(markdown) and page.window.next_offset == 20_000
+
+
+async def test_an_html_answer_is_not_marked_as_site_markdown() -> None:
+    with serve(
+        routes={"/h": respond(200, "<html><body><p>Plain HTML page.</p></body></html>")}
+    ) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/h"))
+    assert page.markdown_source is None
+    assert "markdown-source" not in page.content
+    assert page.to_wire()["markdownSource"] is None
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+
+def _cli(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "webward", "fetch", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        timeout=60,
+    )
+
+
+def test_cli_max_chars_and_query(tmp_path: Path) -> None:
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n'
+        '[policy]\ndefault_tier = "connected"\nrobots = false\n'
+        f"[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n"
+    )
+    with serve(routes={"/a": respond(200, _ARTICLE, "text/markdown; charset=utf-8")}) as srv:
+        small = _cli(srv.url("/a"), "--max-chars", "500", "--json", config=config)
+        found = _cli(srv.url("/a"), "--query", "blight brown patches", config=config)
+        bad = _cli(srv.url("/a"), "--max-chars", "0", config=config)
+    assert small.returncode == 0, small.stderr
+    wire = json.loads(small.stdout)
+    assert wire["window"]["end"] <= 500 and wire["window"]["nextOffset"] == wire["window"]["end"]
+    assert wire["approxTokens"] > 0 and wire["markdownSource"] == "site"
+    assert found.returncode == 0, found.stderr
+    assert "[1] characters " in found.stdout and "Blight shows as brown patches" in found.stdout
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "webward: max_chars must be a whole number from 1 to 40000"
+
+
+async def test_the_agent_tool_takes_max_chars_and_query() -> None:
+    """web_fetch as a model calls it: max_chars as a number or digit string, query; null
+    means "not given"; a bad value is an error result naming it."""
+    from webward.agents import ToolContext, execute_tool
+
+    with serve(routes={"/t": respond(200, _ARTICLE, "text/plain; charset=utf-8")}) as srv:
+        async with web() as w:
+            context = ToolContext(w, "research", "connected")
+            small = await execute_tool(
+                "web_fetch", {"url": srv.url("/t"), "max_chars": "300"}, context
+            )
+            found = await execute_tool(
+                "web_fetch",
+                {"url": srv.url("/t"), "query": "feed fertiliser", "max_chars": None},
+                context,
+            )
+            bad = await execute_tool("web_fetch", {"url": srv.url("/t"), "max_chars": 0}, context)
+    assert not small.is_error
+    assert (
+        f"showing characters 0{DASH}" in small.text
+        and f"of {len(_ARTICLE)}; pass offset=" in small.text
+    )
+    assert not found.is_error and "[1] characters " in found.text
+    assert "Feed them with a potassium-rich fertiliser" in found.text
+    assert bad.is_error and bad.text == "max_chars must be a whole number from 1 to 40000"
+
+
+async def test_site_markdown_is_capped_like_any_text() -> None:
+    """A Markdown answer over the 1 MB text cap is cut there and marked, like any reading."""
+    markdown = "# Big\n\n" + "word " * 300_000  # 1.5 MB
+    with serve(routes={"/big.md": respond(200, markdown, "text/markdown")}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/big.md"))
+            last = await w.fetch(srv.url("/big.md"), offset=page.window.total - 40)
+    assert page.markdown_source == "site" and page.truncated
+    assert text_of(last.content).endswith("[truncated at 1 MB]")
+    assert page.window.total < 1_000_100
