@@ -409,20 +409,22 @@ async def test_bad_arguments_are_one_sentence_errors(
 @pytest.mark.anyio
 async def test_max_chars_and_query_over_mcp(tmp_path: Path, site: LocalServer) -> None:
     """The reading controls reach the core: a smaller window with its token estimate, and
-    the passages matching a query, both in the structured content."""
+    the passages matching a query, both in the result model in _meta."""
     async with (
         memory_web(tmp_path, MemoryAuditSink()) as web,
         Client(build_server(web, tier="connected")) as client,
     ):
         small = await client.call_tool("web_fetch", {"url": site.url("/page"), "max_chars": 5})
         found = await client.call_tool("web_fetch", {"url": site.url("/page"), "query": "owls"})
-    assert not small.is_error and small.structured_content is not None
-    assert small.structured_content["window"]["end"] <= 5
-    assert small.structured_content["approxTokens"] > 0
+    assert not small.is_error and small.meta is not None
+    small_model = small.meta["webward/result"]
+    assert small_model["window"]["end"] <= 5
+    assert small_model["approxTokens"] > 0
     assert "showing characters 0\u2013" in text_of(small)
-    assert not found.is_error and found.structured_content is not None
-    [best, *_] = found.structured_content["passages"]
-    assert found.structured_content["window"]["nextOffset"] == best["offset"]
+    assert not found.is_error and found.meta is not None
+    found_model = found.meta["webward/result"]
+    [best, *_] = found_model["passages"]
+    assert found_model["window"]["nextOffset"] == best["offset"]
     assert "A paragraph about owls." in text_of(found)
 
 
