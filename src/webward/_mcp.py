@@ -29,6 +29,7 @@ its rate limits, circuit breakers, page cache and audit sink.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -50,7 +51,7 @@ from mcp.types import (
 from pydantic import WithJsonSchema
 
 from . import _envelope
-from ._errors import InvalidInput, WebwardError
+from ._errors import InvalidInput, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._settings import Settings
@@ -65,6 +66,8 @@ __all__ = [
     "serve_http",
     "serve_stdio",
 ]
+
+log = logging.getLogger("webward.mcp")
 
 DEFAULT_AGENT = "mcp"
 MISSING_URL = "web_fetch needs a url: an absolute http:// or https:// URL to read"
@@ -161,9 +164,11 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
             page = await web.fetch(
                 url, offset=offset, include_links=include_links, agent=agent, tier=tier
             )
+            return page_result(page)
         except WebwardError as exc:
             return error_result(exc)
-        return page_result(page)
+        except Exception as exc:  # a bug: one sentence, never a traceback
+            return _unexpected("web_fetch", exc)
 
     async def web_search(
         query: Annotated[Any, WithJsonSchema(_QUERY_SCHEMA)] = None,
@@ -173,9 +178,11 @@ def build_server(web: Web, *, agent: str = DEFAULT_AGENT, tier: str | None = Non
             if query is None:
                 raise InvalidInput(MISSING_QUERY)
             result = await web.search(query, limit=limit, agent=agent, tier=tier)
+            return search_result(result)
         except WebwardError as exc:
             return error_result(exc)
-        return search_result(result)
+        except Exception as exc:  # a bug: one sentence, never a traceback
+            return _unexpected("web_search", exc)
 
     window = web.settings.limits.max_fetch_text_chars
     tools = [
@@ -267,6 +274,13 @@ def error_result(error: WebwardError) -> CallToolResult:
         structured_content=error.to_wire(),
         is_error=True,
     )
+
+
+def _unexpected(tool: str, exc: Exception) -> CallToolResult:
+    """An unexpected exception: logged with its traceback (stderr, never the protocol's
+    stdout), answered as one sentence with code ``internal_error``."""
+    log.error("%s failed unexpectedly", tool, exc_info=exc)
+    return error_result(internal_error(exc))
 
 
 # ---- transports ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, internal_error
 from ._settings import Settings
 
 __all__ = ["exit_code", "main", "report_error"]
@@ -102,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report_error(exc, as_json)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: one sentence (code internal_error), never a traceback
+        return report_error(internal_error(exc), as_json)
     return code
 
 

@@ -218,7 +218,7 @@ async def execute_tool(name: str, arguments: Any, context: ToolContext) -> ToolR
             name,
             _scrub("".join(traceback.format_exception(exc))),
         )
-        return _error(name, f"{name} failed unexpectedly; the error was logged")
+        return _error(name, f"{name} failed unexpectedly (internal_error); the error was logged")
 
 
 def _error(tool: str, message: str) -> ToolResult:
