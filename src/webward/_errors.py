@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._unicode import replace_surrogates
+
 __all__ = [
     "WIRE_CODES",
     "InvalidInput",
@@ -59,6 +61,7 @@ class WebwardError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ) -> None:
+        message = replace_surrogates(message)  # it may echo a caller's or a page's text
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code

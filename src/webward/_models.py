@@ -1,15 +1,27 @@
 """The result models: one wire format (camelCase JSON) for every face.
 
 Attributes are snake_case (``page.final_url``); :meth:`to_wire` gives the camelCase JSON that
-the CLI's ``--json``, the MCP structured content and the gateway all return.
+the CLI's ``--json``, the MCP structured content and the gateway all return. No text field
+holds a lone surrogate (each becomes U+FFFD when the model is made): every face can print and
+serialise what it is given.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ._unicode import replace_surrogates
+
 __all__ = ["Hit", "Link", "Page", "Part", "SearchResult", "Window"]
+
+
+def _no_surrogates(model: Any) -> None:
+    """Replace lone surrogates in the text fields of a frozen model (its __post_init__)."""
+    for f in fields(model):
+        value = getattr(model, f.name)
+        if type(value) is str and not value.isascii():
+            object.__setattr__(model, f.name, replace_surrogates(value))
 
 
 @dataclass(frozen=True)
@@ -22,6 +34,9 @@ class Part:
     name: str
     data: str  # base64; never logged, never summarised
     text: str | None = None  # a document's extracted text, for providers without documents
+
+    def __post_init__(self) -> None:
+        _no_surrogates(self)
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -64,6 +79,9 @@ class Link:
     url: str
     text: str
 
+    def __post_init__(self) -> None:
+        _no_surrogates(self)
+
     def to_wire(self) -> dict[str, Any]:
         return {"url": self.url, "text": self.text}
 
@@ -88,6 +106,9 @@ class Page:
     # Not on the wire: for the audit record and --verbose.
     redirects: tuple[str, ...] = field(default=(), compare=False)
     bytes_read: int = field(default=0, compare=False)
+
+    def __post_init__(self) -> None:
+        _no_surrogates(self)
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -119,6 +140,9 @@ class Hit:
     snippet: str
     published: str | None = None
 
+    def __post_init__(self) -> None:
+        _no_surrogates(self)
+
     def to_wire(self) -> dict[str, Any]:
         return {
             "title": self.title,
@@ -137,6 +161,9 @@ class SearchResult:
     hits: tuple[Hit, ...]
     content: str  # the enveloped rendering for the model
     retrieved_at: str
+
+    def __post_init__(self) -> None:
+        _no_surrogates(self)
 
     def to_wire(self) -> dict[str, Any]:
         return {

@@ -53,13 +53,13 @@ def check_limit(limit: object) -> int:
 
 
 def finish_hits(hits: Sequence[Hit], limit: int) -> tuple[Hit, ...]:
-    """Drop non-http(s) URLs and duplicates, cut to ``limit``, neutralise titles, snippets
-    and dates (a provider adapter we did not write gets the same treatment)."""
+    """Drop non-http(s) URLs and duplicates, cut to ``limit``, neutralise titles, URLs,
+    snippets and dates (a provider adapter we did not write gets the same treatment)."""
     kept: list[Hit] = []
     cleaned = (
         Hit(
             title=_envelope.neutralise_line(h.title),
-            url=h.url,
+            url=_envelope.neutralise_line(h.url),  # shown outside the envelope too
             snippet=_envelope.neutralise_line(h.snippet),
             published=_envelope.neutralise_line(h.published) if h.published else None,
         )

@@ -534,8 +534,10 @@ def _needs_browser(converted: _convert.Converted, body: bytes) -> bool:
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
-    """Anchor texts are page text outside the envelope: neutralise them like titles."""
-    return tuple(Link(link.url, _envelope.neutralise_line(link.text)) for link in links)
+    """Anchor texts and link URLs are page text outside the envelope: neutralise them like
+    titles."""
+    line = _envelope.neutralise_line
+    return tuple(Link(line(link.url), line(link.text)) for link in links)
 
 
 def _screenshot_part(png: bytes | None) -> Part:
