@@ -427,6 +427,8 @@ class Web:
                 record.setdefault("status", exc.status)
             await self._write_audit(record, started, exc)
             raise
+        except GeneratorExit:  # the coroutine is being closed: no await may run now
+            raise
         except BaseException as exc:
             await self._write_unexpected(record, started, exc)
             raise
