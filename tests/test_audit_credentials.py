@@ -15,6 +15,7 @@ from test_audit_always import STORES, settings_for, store
 from webward import Web
 from webward._audit import AuditRecord
 from webward._errors import WebwardError
+from webward.guard import assert_url_allowed
 
 # Spellings of a URL with credentials that parsers (WHATWG, urllib, curl) read differently.
 LEADS = ["", " ", "  ", "\t", "\n ", "\x00", "\x1f "]
@@ -51,6 +52,23 @@ def test_no_spelling_of_credentials_reaches_a_record(
     secret = "Zq" + password  # "Zq" appears nowhere else in the URL
     url = f"{lead}{scheme}:{slashes}{user}:{secret}@{host}{rest}"
     assert secret not in record_text(url)
+
+
+@given(
+    lead=st.sampled_from(LEADS),
+    scheme=st.sampled_from(SCHEMES),
+    slashes=st.sampled_from(SLASHES),
+    password=st.text(PASSWORD_CHARS, min_size=1, max_size=24),
+    rest=st.sampled_from(["", "/", "/@me", "?mail=a@b.org"]),
+)
+def test_no_refusal_message_echoes_the_password(
+    lead: str, scheme: str, slashes: str, password: str, rest: str
+) -> None:
+    """The guard's messages (which reach the agent loop's log lines) never carry it either."""
+    secret = "Zq" + password
+    with pytest.raises(WebwardError) as info:
+        assert_url_allowed(f"{lead}{scheme}:{slashes}user:{secret}@example.org{rest}")
+    assert secret not in info.value.message
 
 
 @given(password=st.text(PASSWORD_CHARS, min_size=1, max_size=24))
@@ -100,8 +118,9 @@ async def test_no_store_and_no_log_line_holds_the_password(
         async with store(kind, tmp_path, request) as sink:
             async with Web(settings_for(tmp_path), audit=sink) as web:
                 for url in SPELLINGS:
-                    with pytest.raises(WebwardError):
+                    with pytest.raises(WebwardError) as info:
                         await web.fetch(url)
+                    assert "Zq-p" not in info.value.message
             records = await sink.query(limit=100)
     assert len(records) == len(SPELLINGS)
     stored = json.dumps([r.to_wire() for r in records])

@@ -28,7 +28,6 @@ import functools
 import itertools
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -42,6 +41,7 @@ import anyio
 import orjson
 
 from ._errors import Refused
+from ._redact import drop_userinfo
 from ._settings import Settings
 from ._sqlite import open_wal
 
@@ -86,41 +86,6 @@ def _clean_url(value: Any) -> str:
     if len(text) > MAX_TARGET_CHARS:
         text = text[: MAX_TARGET_CHARS - 1] + "…"
     return _storable(text)
-
-
-# What comes before a URL's authority: anything leading that is not a letter or slash (URL
-# parsers strip C0 controls and spaces; other parsers more), the scheme, then any number of
-# slashes or backslashes (``https:user:pw@host`` and ``https:\\\\host`` are URLs to WHATWG);
-# or, without a scheme, two or more slashes.
-_BEFORE_AUTHORITY_RE = re.compile(r"[^A-Za-z/\\]*(?:[A-Za-z][A-Za-z0-9+.\-]*:[/\\]*|[/\\]{2,})")
-_AUTHORITY_END_RE = re.compile(r"[/?#\\]")
-_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
-
-
-def drop_userinfo(text: str) -> str:
-    """``text`` (a URL as a caller spelled it) without anything that may be credentials.
-
-    Whatever the password holds: with an ``@`` in the authority, everything up to its last
-    ``@`` goes (WHATWG's reading); with no ``@`` there, but a ``:`` before the first ``@``
-    later on (a password holding ``/``, ``?``, ``#`` or ``\\``, which parsers read as the
-    end of the authority), everything up to the last ``@`` goes. Either way an unusual URL may
-    lose more than its credentials; a password is never kept.
-    """
-    if "\t" in text or "\n" in text or "\r" in text:
-        text = text.translate(_TAB_OR_NEWLINE)
-    match = _BEFORE_AUTHORITY_RE.match(text)
-    if match is None:
-        return text
-    start = match.end()
-    end = _AUTHORITY_END_RE.search(text, start)
-    authority_end = end.start() if end is not None else len(text)
-    at = text.rfind("@", start, authority_end)
-    if at < 0:
-        first_at = text.find("@", authority_end)
-        if first_at < 0 or ":" not in text[start:first_at]:
-            return text
-        at = text.rfind("@")
-    return text[:start] + text[at + 1 :]
 
 
 def _storable(text: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._redact import redact_urls
 from ._unicode import replace_surrogates
 
 __all__ = [
@@ -61,7 +62,9 @@ class WebwardError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ) -> None:
-        message = replace_surrogates(message)  # it may echo a caller's or a page's text
+        # It may echo a caller's or a page's text: no lone surrogate, no URL credentials
+        # (messages reach log lines, e.g. the agent loop's).
+        message = replace_surrogates(redact_urls(message))
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code
