@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -281,6 +286,30 @@ def test_cli_answers_an_unexpected_error_in_one_sentence(
         assert len(out.err.strip().splitlines()) == 1
     records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
     assert [(r.decision, r.reason) for r in records] == [("failed", "internal_error")]
+
+
+def test_cli_interrupted_mid_read_is_audited(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) while `webward fetch` waits on a server that took the request: exit
+    130, and the read is in the SQLite audit log as ``cancelled``."""
+    config = write_cli_config(tmp_path)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    with stalled_site() as (site, _release):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "webward", "fetch", site.url("/slow"), "--config", str(config)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while not site.requests and time.monotonic() < deadline:  # polled, bounded
+            time.sleep(0.02)
+        assert site.requests, "the request never reached the server"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert b"Traceback" not in err
+    records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    assert [(r.decision, r.reason) for r in records] == [("failed", "cancelled")]
 
 
 @pytest.mark.anyio
