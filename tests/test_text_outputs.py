@@ -151,6 +151,20 @@ async def test_library_page_and_errors_hold_no_lone_surrogate(
     assert no_surrogate(error.message) and "\ufffd" in error.message
 
 
+def test_every_model_and_the_prepared_body_replace_lone_surrogates() -> None:
+    """Whatever produced one (a library's bug, a provider's JSON), it leaves as U+FFFD."""
+    from webward._envelope import neutralise_line, prepare_body
+    from webward._models import Link, Part
+
+    assert prepare_body("a\ud800b\n\udfffc") == "a\ufffdb\n\ufffdc"
+    assert neutralise_line("t\udc80") == "t\ufffd"
+    hit = Hit(title="\ud800", url="https://e.org/\udfff", snippet="s\ud800")
+    part = Part("document", "application/pdf", 1, "d.pdf", "", text="pdf \ud800 text")
+    link = Link("https://e.org/\ud800", "x\udc00")
+    for model in (hit, part, link):
+        assert no_surrogate(json.dumps(model.to_wire(), ensure_ascii=False))
+
+
 def test_the_cli_prints_such_a_page(tmp_path: Path, escape_site: LocalServer) -> None:
     """`webward fetch` (text and --json) prints the page and exits 0, rather than crashing."""
     config = tmp_path / "c.toml"

@@ -51,6 +51,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 
+from ._unicode import replace_surrogates
+
 __all__ = [
     "BEGIN",
     "END",
@@ -270,8 +272,9 @@ def _newlines(text: str) -> str:
 
 def neutralise(text: str) -> str:
     """``text`` without zero-width, bidi and control characters (tab and newline stay) and
-    with every marker-like span replaced by ``[marker removed]``."""
-    return _neutralise_markers(_FIELD_STRIP_RE.sub("", _newlines(text)))
+    with every marker-like span replaced by ``[marker removed]``; lone surrogates become
+    U+FFFD."""
+    return _neutralise_markers(_FIELD_STRIP_RE.sub("", _newlines(replace_surrogates(text))))
 
 
 def neutralise_line(text: str) -> str:
@@ -325,8 +328,9 @@ os.register_at_fork(after_in_child=fresh_nonce.reseed)
 def prepare_body(text: str) -> str:
     """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi and
     control characters dropped, marker-like spans neutralised. Any substring of the result is
-    prepared too, so a page can be prepared once and then windowed (``wrap(prepared=True)``)."""
-    return _neutralise_markers(_BODY_STRIP_RE.sub("", _newlines(text)))
+    prepared too, so a page can be prepared once and then windowed (``wrap(prepared=True)``).
+    Lone surrogates become U+FFFD, so that no face fails to print or serialise the text."""
+    return _neutralise_markers(_BODY_STRIP_RE.sub("", _newlines(replace_surrogates(text))))
 
 
 def wrap(

@@ -8,7 +8,7 @@ serialise what it is given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._unicode import replace_surrogates
@@ -16,12 +16,12 @@ from ._unicode import replace_surrogates
 __all__ = ["Hit", "Link", "Page", "Part", "SearchResult", "Window"]
 
 
-def _no_surrogates(model: Any) -> None:
-    """Replace lone surrogates in the text fields of a frozen model (its __post_init__)."""
-    for f in fields(model):
-        value = getattr(model, f.name)
+def _no_surrogates(model: Any, names: tuple[str, ...]) -> None:
+    """Replace lone surrogates in the text fields ``names`` of a frozen model."""
+    for name in names:
+        value = getattr(model, name)
         if type(value) is str and not value.isascii():
-            object.__setattr__(model, f.name, replace_surrogates(value))
+            object.__setattr__(model, name, replace_surrogates(value))
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Part:
     text: str | None = None  # a document's extracted text, for providers without documents
 
     def __post_init__(self) -> None:
-        _no_surrogates(self)
+        _no_surrogates(self, ("name", "media_type", "text"))
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -80,7 +80,7 @@ class Link:
     text: str
 
     def __post_init__(self) -> None:
-        _no_surrogates(self)
+        _no_surrogates(self, ("url", "text"))
 
     def to_wire(self) -> dict[str, Any]:
         return {"url": self.url, "text": self.text}
@@ -108,7 +108,11 @@ class Page:
     bytes_read: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
-        _no_surrogates(self)
+        # Not content: the core prepares a page's text once (_envelope.prepare_body, which
+        # replaces them) and windows it, so no call pays for the check of 40,000 characters.
+        _no_surrogates(
+            self, ("requested_url", "final_url", "title", "content_type", "retrieved_at")
+        )
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -141,7 +145,7 @@ class Hit:
     published: str | None = None
 
     def __post_init__(self) -> None:
-        _no_surrogates(self)
+        _no_surrogates(self, ("title", "url", "snippet", "published"))
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -163,7 +167,7 @@ class SearchResult:
     retrieved_at: str
 
     def __post_init__(self) -> None:
-        _no_surrogates(self)
+        _no_surrogates(self, ("provider", "query", "content", "retrieved_at"))
 
     def to_wire(self) -> dict[str, Any]:
         return {
