@@ -140,6 +140,10 @@ class PostgresAuditSink:
         async with self._locked():
             try:
                 conn = await self._connect()
+            except (psycopg.Error, OSError) as exc:  # no connection, or no schema: no row
+                await self._drop()
+                return self._failed(exc)
+            try:
                 await _insert_rows(conn, rows)
             except _CONNECTION_ERRORS as exc:
                 await self._drop()
