@@ -15,6 +15,7 @@ from test_audit_always import STORES, settings_for, store
 from webward import Web
 from webward._audit import AuditRecord
 from webward._errors import WebwardError
+from webward.agents import ToolContext, execute_tool
 from webward.guard import assert_url_allowed
 
 # Spellings of a URL with credentials that parsers (WHATWG, urllib, curl) read differently.
@@ -127,3 +128,23 @@ async def test_no_store_and_no_log_line_holds_the_password(
     assert "Zq-p" not in stored
     assert "Zq-p" not in caplog.text
     assert "example.org" in stored  # the host stays, for whoever reads the log
+
+
+@pytest.mark.anyio
+async def test_the_agent_tool_log_line_of_a_bug_drops_url_credentials(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An unexpected exception whose text holds a URL with credentials is logged without them."""
+
+    class LeakyWeb:
+        async def fetch(self, url: str, **kwargs: object) -> None:
+            raise RuntimeError(f"could not read {url}")
+
+        async def search(self, query: str, **kwargs: object) -> None:
+            raise AssertionError("not called")
+
+    url = "https://user:Zq-p/ss@example.org/x"
+    with caplog.at_level(logging.ERROR, logger="webward.agents"):
+        result = await execute_tool("web_fetch", {"url": url}, ToolContext(LeakyWeb(), "a"))
+    assert result.is_error
+    assert "could not read https://" in caplog.text and "Zq-p" not in caplog.text

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from .._errors import InvalidInput, WebwardError
 from .._models import Page, Part, SearchResult
 from .._parts import tool_result_text
+from .._redact import redact_urls
 from .._settings import LimitsSettings
 
 __all__ = [
@@ -280,4 +281,4 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/=_-]{200,}")
 
 
 def _scrub(text: str) -> str:
-    return _BASE64_RUN.sub("[base64 elided]", text)
+    return _BASE64_RUN.sub("[base64 elided]", redact_urls(text))  # and URL credentials
