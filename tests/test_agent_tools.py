@@ -324,7 +324,7 @@ async def test_other_exceptions_become_a_generic_message_logged_without_base64(
             "web_fetch", {"url": "https://example.org/"}, ToolContext(web, "research")
         )
     assert result == ToolResult(
-        "web_fetch failed unexpectedly; the error was logged", is_error=True
+        "web_fetch failed unexpectedly (internal_error); the error was logged", is_error=True
     )
     assert "RuntimeError: boom [base64 elided]" in caplog.text
     assert blob[:200] not in caplog.text

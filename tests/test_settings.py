@@ -47,11 +47,13 @@ def test_file_then_environment_then_overrides(tmp_path: Path) -> None:
 
 
 def test_search_order_uses_webward_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """$WEBWARD_CONFIG is read when no path is given; ./webward.toml is next."""
+    """$WEBWARD_CONFIG is read when no path is given; ./webward.toml is never read unnamed."""
     path = write(tmp_path, '[policy]\ndefault_tier = "full"\n')
     assert Settings.load(environ={"WEBWARD_CONFIG": str(path)}).policy.default_tier == "full"
     monkeypatch.chdir(tmp_path)
-    assert Settings.load(environ={}).policy.default_tier == "full"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert Settings.load(environ={}).policy.default_tier == "as-owner"
+    assert Settings.load("webward.toml", environ={}).policy.default_tier == "full"
 
 
 def test_agents_map_to_tiers(tmp_path: Path) -> None:

@@ -28,7 +28,6 @@ import functools
 import itertools
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -42,6 +41,7 @@ import anyio
 import orjson
 
 from ._errors import Refused
+from ._redact import drop_userinfo
 from ._settings import Settings
 from ._sqlite import open_wal
 
@@ -62,8 +62,6 @@ REASON_AUDIT_UNAVAILABLE = "audit_unavailable"
 #: Targets (URLs, queries) longer than this are cut, and marked with an ellipsis.
 MAX_TARGET_CHARS = 2048
 
-_USERINFO_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@")
-
 
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
@@ -81,24 +79,26 @@ def _new_id() -> str:
 
 def _clean_url(value: Any) -> str:
     text = str(value)
-    if text[:5].lower() == "data:":
+    if text.lstrip("\x00 \t\n\r\f")[:5].lower() == "data:":
         return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
-    if "@" in text:  # only then can there be credentials to drop (and the regex is costly)
-        text = _USERINFO_RE.sub(r"\1", text)
+    if "@" in text:  # only then can there be credentials to drop
+        text = drop_userinfo(text)
     if len(text) > MAX_TARGET_CHARS:
         text = text[: MAX_TARGET_CHARS - 1] + "…"
     return _storable(text)
 
 
 def _storable(text: str) -> str:
-    """``text`` as UTF-8 can hold it: a lone surrogate (a caller can send one as ``\\ud800``
-    in JSON) is written out as its escape, so that the store never turns the row down."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    """``text`` as every store can hold it: a lone surrogate (a caller can send one as
+    ``\\ud800`` in JSON) is written out as its escape, and so is a NUL (``\\x00``, which
+    PostgreSQL refuses in text), so that the store never turns the row down."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
     return text
 
 
@@ -146,7 +146,7 @@ class AuditRecord:
         set_(self, "redirects", tuple(map(_clean_url, self.redirects)))
         for name in _OTHER_TEXT_FIELDS:
             value = getattr(self, name)
-            if value is not None and not (type(value) is str and value.isascii()):
+            if value is not None:
                 set_(self, name, _storable(str(value)))
 
     @classmethod
@@ -368,21 +368,30 @@ class _Batch:
         self.rows: list[tuple[Any, ...]] = []
         self.leader = False
         self.done = anyio.Event()
-        self.error: str | None = None
+        self.failure: str | None = None  # the whole batch failed
+        self.row_errors: list[str | None] = []  # or some rows did (None: written)
+
+
+#: What a flush answers: ``None`` when every row was written; the error text when the batch
+#: was not; or, after a batch retried row by row, the error text (or ``None``) of each row.
+Flushed = str | list[str | None] | None
 
 
 class _GroupCommit:
     """Group commit for a sink: records that arrive while a commit is in flight join the
     next one, and every writer returns only once the transaction holding its record
-    committed. ``flush(rows)`` commits one batch and returns the error text, or None."""
+    committed. ``flush(rows)`` commits one batch and answers :data:`Flushed`: a sink whose
+    batch fails on one row's content retries it row by row, so that one caller's input never
+    costs another caller's record."""
 
-    def __init__(self, flush: Callable[[list[tuple[Any, ...]]], Awaitable[str | None]]) -> None:
+    def __init__(self, flush: Callable[[list[tuple[Any, ...]]], Awaitable[Flushed]]) -> None:
         self._flush = flush
         self._batch = _Batch()
         self._lock: anyio.Lock | None = None  # created lazily: it belongs to the running loop
 
     async def write(self, row: tuple[Any, ...]) -> None:
         batch = self._batch
+        index = len(batch.rows)
         batch.rows.append(row)
         if batch.leader:
             await batch.done.wait()
@@ -390,20 +399,28 @@ class _GroupCommit:
             batch.leader = True
             if self._lock is None:
                 self._lock = anyio.Lock()
-            # Until the flush answers, the batch counts as failed: a leader cancelled or hit
-            # by an unexpected error must not let its followers take their rows for written.
-            batch.error = "the audit write did not finish"
-            try:
-                async with self._lock:
-                    self._batch = _Batch()  # from here on, new records wait for the next commit
-                    try:
-                        batch.error = await self._flush(batch.rows)
-                    except Exception as exc:
-                        batch.error = f"the audit write failed: {exc}"
-            finally:
-                batch.done.set()
-        if batch.error is not None:
-            raise audit_unavailable(batch.error)
+            # Until the flush answers, the batch counts as failed: a leader hit by an
+            # unexpected error must not let its followers take their rows for written.
+            batch.failure = "the audit write did not finish"
+            # Shielded: a leader whose own caller is cancelled still commits the batch, its
+            # followers' rows and its own (a cancelled call is audited too).
+            with anyio.CancelScope(shield=True):
+                try:
+                    async with self._lock:
+                        self._batch = _Batch()  # from here on, new records wait for the next
+                        try:
+                            flushed = await self._flush(batch.rows)
+                        except Exception as exc:
+                            flushed = f"the audit write failed: {exc}"
+                        batch.failure = flushed if isinstance(flushed, str) else None
+                        batch.row_errors = flushed if isinstance(flushed, list) else []
+                finally:
+                    batch.done.set()
+        error = batch.failure
+        if error is None and batch.row_errors:
+            error = batch.row_errors[index]
+        if error is not None:
+            raise audit_unavailable(error)
 
 
 def _select(
@@ -483,15 +500,29 @@ class SQLiteAuditSink:
         self._conn = conn
         return conn
 
-    def _write_sync(self, rows: list[tuple[Any, ...]]) -> str | None:
-        """Insert ``rows`` in one transaction; the error text if that failed, else None."""
+    def _write_sync(self, rows: list[tuple[Any, ...]]) -> Flushed:
+        """Insert ``rows`` in one transaction; see :data:`Flushed`."""
         with self._lock:
             try:
                 conn = self._connect(create=True)
                 assert conn is not None
-                _insert_rows(conn, rows)
             except (sqlite3.Error, OSError) as exc:
                 return f"{self.path}: {exc}"
+            try:
+                _insert_rows(conn, rows)
+            except (sqlite3.OperationalError, OSError) as exc:  # the store: no row would pass
+                return f"{self.path}: {exc}"
+            except Exception as exc:  # a row's content (an integer past 64 bits, a clash)
+                if len(rows) == 1:
+                    return f"{self.path}: {type(exc).__name__}: {exc}"
+                return [self._write_one(conn, row) for row in rows]
+        return None
+
+    def _write_one(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> str | None:
+        try:
+            _insert_rows(conn, [row])
+        except Exception as exc:
+            return f"{self.path}: {type(exc).__name__}: {exc}"
         return None
 
     def _query_sync(

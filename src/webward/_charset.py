@@ -3,14 +3,17 @@
 :func:`decode_text` turns response bytes into text: a byte-order mark, then the header's
 ``charset``, then the document's own ``<meta>`` or XML declaration, then strict UTF-8, then
 detection with charset-normalizer, finally windows-1252; it never raises. :func:`codec_for` maps
-a charset label to a Python codec as the WHATWG Encoding Standard reads it, refusing UTF-7 and
-the bytes-to-bytes transforms of the codec registry. :mod:`webward._convert` re-exports both.
+a charset label to a Python codec as the WHATWG Encoding Standard reads it: only the standard's
+labels count, so a page cannot pick UTF-7, a Python-only codec such as ``unicode_escape`` (which
+decodes escape sequences into lone surrogates) or a bytes-to-bytes transform. :mod:`webward._convert` re-exports both.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+
+import webencodings
 
 __all__ = ["codec_for", "decode_text"]
 
@@ -21,42 +24,22 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 
-# Labels browsers read differently from Python's codec registry (WHATWG Encoding Standard):
-# latin-1 and ASCII mean windows-1252 on the web, GB2312 means GBK, and so on.
-_WEB_ALIASES = {
-    "iso-8859-1": "cp1252",
-    "iso8859-1": "cp1252",
-    "iso_8859-1": "cp1252",
-    "latin1": "cp1252",
-    "latin-1": "cp1252",
-    "l1": "cp1252",
-    "ascii": "cp1252",
-    "us-ascii": "cp1252",
-    "windows-1252": "cp1252",
-    "x-cp1252": "cp1252",
-    "cp819": "cp1252",
-    "iso-8859-9": "cp1254",
-    "latin5": "cp1254",
-    "iso-8859-11": "cp874",
-    "tis-620": "cp874",
-    "gb2312": "gb18030",
-    "gbk": "gb18030",
-    "x-gbk": "gb18030",
-    "euc-kr": "cp949",
-    "x-sjis": "shift_jis",
-    "ms_kanji": "cp932",
-    "windows-31j": "cp932",
-    "unicode-1-1-utf-8": "utf-8",
-    "utf8": "utf-8",
-    "utf-16": "utf-16-le",
-    "utf16": "utf-16-le",
-    "unicode": "utf-16-le",
-    "ucs-2": "utf-16-le",
-    "utf-32": "utf-32-le",
-}
-# Never decode with these, whatever a page claims: UTF-7 is an XSS vector, and a UTF-16/32
-# label inside an ASCII-readable document is wrong by construction (WHATWG reads it as UTF-8).
-_REFUSED_LABELS = {"utf-7", "utf7", "unicode-1-1-utf-7", "csunicode11utf7"}
+# Only the WHATWG Encoding Standard's labels name an encoding (the table comes with
+# ``webencodings``): Python's codec registry also knows codecs no browser does, some of which
+# turn escape sequences into lone surrogates (unicode_escape, raw_unicode_escape, utf-7) or
+# bytes into other bytes (zlib, base64, rot13, uu). A label outside the table is unknown.
+# webencodings reads GBK with Python's gbk codec; the standard reads it with the gb18030
+# decoder. "replacement" (ISO-2022-KR, HZ ...) decodes any document to one U+FFFD: unusable.
+_CODEC_FOR_WHATWG_NAME = {"gbk": "gb18030", "replacement": None, "x-user-defined": None}
+# Python's names of every codec a WHATWG encoding decodes with (for detection's answers).
+_WHATWG_CODECS = frozenset(
+    codecs.lookup(name).name
+    for name in (
+        _CODEC_FOR_WHATWG_NAME.get(enc, webencodings.lookup(enc).codec_info.name)
+        for enc in set(webencodings.LABELS.values())
+    )
+    if name is not None
+)
 
 _META_CHARSET = re.compile(
     rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+-]{1,40})""", re.IGNORECASE
@@ -67,22 +50,32 @@ _XML_ENCODING = re.compile(
 
 
 def codec_for(label: str | None) -> str | None:
-    """The Python codec for a charset label as browsers read it, or ``None`` if unusable."""
+    """The Python codec for a WHATWG charset label, or ``None`` if unknown or unusable."""
     if not label:
         return None
-    name = label.strip().strip("\"'").strip().lower()
-    if not name or name in _REFUSED_LABELS:
+    name = label.strip().strip("\"'").strip()
+    encoding = webencodings.lookup(name) if name else None  # ASCII case-insensitive
+    if encoding is None:
         return None
-    name = _WEB_ALIASES.get(name, name)
+    codec = _CODEC_FOR_WHATWG_NAME.get(encoding.name, encoding.codec_info.name)
+    if codec is None:
+        return None
     try:
-        info = codecs.lookup(name)
-    except (LookupError, ValueError):
+        return codecs.lookup(codec).name
+    except LookupError:
         return None
-    # codecs.lookup also knows base64, zlib, rot13 ...: bytes-to-bytes transforms a header must
-    # never be able to select (a "charset=zlib" would decompress attacker data).
-    if not getattr(info, "_is_text_encoding", True):
+
+
+def _detected_codec(name: str) -> str | None:
+    """A codec charset-normalizer proposes (Python's names), if a WHATWG encoding uses it."""
+    as_label = codec_for(name.replace("_", "-"))  # "euc_kr", "shift_jis", "big5" ...
+    if as_label is not None:
+        return as_label
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
         return None
-    return info.name
+    return codec if codec in _WHATWG_CODECS else None
 
 
 def _decode(body: bytes, codec: str, errors: str, truncated: bool) -> str:
@@ -118,7 +111,7 @@ def _detect(body: bytes) -> str | None:
                 and match.coherence >= best.coherence - 0.05
             ):
                 return "cp1252"
-        return codec_for(best.encoding)
+        return _detected_codec(best.encoding)
     except Exception:  # detection is a heuristic: its failure is "no answer", never an error
         return None
 

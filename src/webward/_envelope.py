@@ -23,7 +23,8 @@ text back exactly.
 The text cannot close the envelope: before wrapping, it is searched for marker-like spans in a
 folded view (NFKC; case folded; look-alike angle brackets, the angle quotation marks, CJK and
 mathematical angle brackets, Canadian syllabics and modifier arrowheads among them, and dashes
-mapped to ASCII; a few Cyrillic and Greek look-alike letters mapped to Latin;
+mapped to ASCII; every character Unicode's confusables data (UTS #39) takes for one ASCII
+character mapped to it, and a few more Cyrillic and Greek look-alike letters;
 zero-width, bidi-control, other format and combining characters and control characters
 dropped), and every such span of the original text is replaced by ``[marker removed]``.
 Marker-like means ``untrusted-web-content`` in any case, with or without ``-``, ``_`` or ``.``
@@ -42,11 +43,15 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import re
 import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
+from importlib import resources
+
+from ._unicode import replace_surrogates
 
 __all__ = [
     "BEGIN",
@@ -138,17 +143,42 @@ _FIELD_STRIP_RE = re.compile(f"[{''.join(sorted(_INVISIBLE))}]|{_CONTROLS_RE.pat
 _ASCII_PLAIN_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
+@lru_cache(maxsize=1)
+def _confusables() -> dict[str, str]:
+    """Unicode's confusables (UTS #39 ``confusables.txt``, as the confusable-homoglyphs
+    package ships it): every non-ASCII character whose prototype is one ASCII character,
+    mapped to it. Loaded on the first non-ASCII character folded."""
+    data = json.loads(
+        resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8")
+    )
+    table: dict[str, str] = {}
+    for char, entries in data.items():
+        if len(char) != 1:
+            continue
+        for entry in entries:
+            other = entry["c"]
+            if len(other) != 1 or char.isascii() == other.isascii():
+                continue
+            if char.isascii():  # the data lists each pair from both sides; take either
+                table.setdefault(other, char)
+            else:
+                table.setdefault(char, other)
+    return table
+
+
 @lru_cache(maxsize=8192)
 def _fold_char(c: str) -> str:
     if c in _INVISIBLE:
         return ""
+    confusables = _confusables()
     out = []
     for d in unicodedata.normalize("NFKC", c):
         cat = unicodedata.category(d)
         if cat in ("Cf", "Mn", "Me") or (cat == "Cc" and d not in "\t\n\r"):
             continue
-        for e in d.casefold():
-            out.append(_HOMOGLYPHS.get(e, e))
+        # Before case folding (a capital's look-alike may be a capital) and after it.
+        for e in confusables.get(d, d).casefold():
+            out.append(_HOMOGLYPHS.get(e) or confusables.get(e, e))
     return "".join(out)
 
 
@@ -242,8 +272,9 @@ def _newlines(text: str) -> str:
 
 def neutralise(text: str) -> str:
     """``text`` without zero-width, bidi and control characters (tab and newline stay) and
-    with every marker-like span replaced by ``[marker removed]``."""
-    return _neutralise_markers(_FIELD_STRIP_RE.sub("", _newlines(text)))
+    with every marker-like span replaced by ``[marker removed]``; lone surrogates become
+    U+FFFD."""
+    return _neutralise_markers(_FIELD_STRIP_RE.sub("", _newlines(replace_surrogates(text))))
 
 
 def neutralise_line(text: str) -> str:
@@ -297,8 +328,9 @@ os.register_at_fork(after_in_child=fresh_nonce.reseed)
 def prepare_body(text: str) -> str:
     """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi and
     control characters dropped, marker-like spans neutralised. Any substring of the result is
-    prepared too, so a page can be prepared once and then windowed (``wrap(prepared=True)``)."""
-    return _neutralise_markers(_BODY_STRIP_RE.sub("", _newlines(text)))
+    prepared too, so a page can be prepared once and then windowed (``wrap(prepared=True)``).
+    Lone surrogates become U+FFFD, so that no face fails to print or serialise the text."""
+    return _neutralise_markers(_BODY_STRIP_RE.sub("", _newlines(replace_surrogates(text))))
 
 
 def wrap(

@@ -8,6 +8,10 @@
      └── UpstreamError           the far side failed: HTTP error, timeout, provider error
                                  (codes ``upstream_error``, ``timeout``)
 
+An exception webward did not expect (a bug, a third-party library's failure) is not a
+``WebwardError``: the core audits it and re-raises it; each face answers it with
+:func:`internal_error`, code ``internal_error``, in one sentence and without a traceback.
+
 Each error also carries a fixed ``reason`` (a short snake_case literal such as
 ``internal_address``) that the audit record and tests key on, and where it helps the caller
 ``retry_after`` in seconds.
@@ -17,7 +21,17 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["WIRE_CODES", "InvalidInput", "Refused", "UpstreamError", "WebwardError"]
+from ._redact import redact_urls
+from ._unicode import replace_surrogates
+
+__all__ = [
+    "WIRE_CODES",
+    "InvalidInput",
+    "Refused",
+    "UpstreamError",
+    "WebwardError",
+    "internal_error",
+]
 
 #: Every ``code`` an error can carry on the wire.
 WIRE_CODES = (
@@ -30,6 +44,7 @@ WIRE_CODES = (
     "timeout",
     "too_large",
     "unsupported_type",
+    "internal_error",
 )
 
 
@@ -47,6 +62,9 @@ class WebwardError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ) -> None:
+        # It may echo a caller's or a page's text: no lone surrogate, no URL credentials
+        # (messages reach log lines, e.g. the agent loop's).
+        message = replace_surrogates(redact_urls(message))
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code
@@ -86,3 +104,14 @@ class UpstreamError(WebwardError):
     """The upstream failed: an HTTP error status, a timeout, a broken connection or body."""
 
     default_code = "upstream_error"
+
+
+def internal_error(exc: BaseException) -> WebwardError:
+    """What a face answers for an exception webward did not expect: one sentence naming only
+    the exception's type (its text may hold anything), code and reason ``internal_error``."""
+    return WebwardError(
+        f"webward failed unexpectedly ({type(exc).__name__}); this is a bug in webward or one "
+        "of its libraries, and the read or search was not completed",
+        code="internal_error",
+        reason="internal_error",
+    )

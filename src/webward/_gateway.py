@@ -84,6 +84,7 @@ STATUS_FOR_CODE: Mapping[str, int] = {
     "unsupported_type": 422,
     "upstream_error": 502,
     "timeout": 504,
+    "internal_error": 500,
 }
 
 _JSON = "application/json"
@@ -232,6 +233,7 @@ def _error_status(error: WebwardError) -> tuple[int, dict[str, str]]:
     return status, headers
 
 
+_UNEXPECTED = "the gateway failed unexpectedly (internal_error); the error was logged"
 _BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="webward"'}
 
 
@@ -310,9 +312,7 @@ class _Capability:
             body = _dumps(payload)
         except Exception:  # a bug in a result model: answered like any other, and logged
             log.exception("the gateway could not encode its answer on %s", self._capability)
-            status, payload, headers = _problem(
-                500, "upstream_error", "the gateway failed unexpectedly; the error was logged"
-            )
+            status, payload, headers = _problem(500, "internal_error", _UNEXPECTED)
             body = _dumps(payload)
         raw_headers = [
             (b"content-type", b"application/json"),
@@ -378,9 +378,7 @@ class _Capability:
             return status, exc.to_wire(), list(headers.items())
         except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
-            return _problem(
-                500, "upstream_error", "the gateway failed unexpectedly; the error was logged"
-            )
+            return _problem(500, "internal_error", _UNEXPECTED)
 
 
 def _problem(

@@ -41,6 +41,7 @@ its rate limits, circuit breakers, page cache and audit sink.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -66,7 +67,7 @@ from mcp.types import (
 from pydantic import AnyHttpUrl, BaseModel, Field, WithJsonSchema
 
 from . import _envelope
-from ._errors import InvalidInput, Refused, WebwardError
+from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
@@ -85,6 +86,8 @@ __all__ = [
     "serve_http",
     "serve_stdio",
 ]
+
+log = logging.getLogger("webward.mcp")
 
 DEFAULT_AGENT = "mcp"
 MISSING_URL = "web_fetch needs a url: an absolute http:// or https:// URL to read"
@@ -227,9 +230,11 @@ def build_server(
                 max_chars=max_chars,
                 query=query,
             )
+            return page_result(page)
         except WebwardError as exc:
             return error_result(exc)
-        return page_result(page)
+        except Exception as exc:  # a bug: one sentence, never a traceback
+            return _unexpected("web_fetch", exc)
 
     async def web_search(
         query: Annotated[Any, WithJsonSchema(_QUERY_SCHEMA)] = None,
@@ -255,9 +260,11 @@ def build_server(
                 country=country,
                 language=language,
             )
+            return search_result(result)
         except WebwardError as exc:
             return error_result(exc)
-        return search_result(result)
+        except Exception as exc:  # a bug: one sentence, never a traceback
+            return _unexpected("web_search", exc)
 
     window = web.settings.limits.max_fetch_text_chars
     tools = [
@@ -444,6 +451,13 @@ def error_result(error: WebwardError) -> CallToolResult:
         is_error=True,
         _meta={RESULT_META: error.to_wire()},
     )
+
+
+def _unexpected(tool: str, exc: Exception) -> CallToolResult:
+    """An unexpected exception: logged with its traceback (stderr, never the protocol's
+    stdout), answered as one sentence with code ``internal_error``."""
+    log.error("%s failed unexpectedly", tool, exc_info=exc)
+    return error_result(internal_error(exc))
 
 
 # ---- transports ----------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The result models: one wire format (camelCase JSON) for every face.
 
 Attributes are snake_case (``page.final_url``); :meth:`to_wire` gives the camelCase JSON that
-the CLI's ``--json``, the MCP structured content and the gateway all return.
+the CLI's ``--json``, the MCP structured content and the gateway all return. No text field
+holds a lone surrogate (each becomes U+FFFD when the model is made): every face can print and
+serialise what it is given.
 """
 
 from __future__ import annotations
@@ -9,7 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._unicode import replace_surrogates
+
 __all__ = ["Hit", "Link", "Page", "Part", "Passage", "SearchResult", "Window"]
+
+
+def _no_surrogates(model: Any, names: tuple[str, ...]) -> None:
+    """Replace lone surrogates in the text fields ``names`` of a frozen model."""
+    for name in names:
+        value = getattr(model, name)
+        if type(value) is str and not value.isascii():
+            object.__setattr__(model, name, replace_surrogates(value))
 
 
 @dataclass(frozen=True)
@@ -22,6 +34,9 @@ class Part:
     name: str
     data: str  # base64; never logged, never summarised
     text: str | None = None  # a document's extracted text, for providers without documents
+
+    def __post_init__(self) -> None:
+        _no_surrogates(self, ("name", "media_type", "text"))
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -77,6 +92,9 @@ class Link:
     url: str
     text: str
 
+    def __post_init__(self) -> None:
+        _no_surrogates(self, ("url", "text"))
+
     def to_wire(self) -> dict[str, Any]:
         return {"url": self.url, "text": self.text}
 
@@ -107,6 +125,13 @@ class Page:
     # Not on the wire: for the audit record and --verbose.
     redirects: tuple[str, ...] = field(default=(), compare=False)
     bytes_read: int = field(default=0, compare=False)
+
+    def __post_init__(self) -> None:
+        # Not content: the core prepares a page's text once (_envelope.prepare_body, which
+        # replaces them) and windows it, so no call pays for the check of 40,000 characters.
+        _no_surrogates(
+            self, ("requested_url", "final_url", "title", "content_type", "retrieved_at")
+        )
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -142,6 +167,9 @@ class Hit:
     snippet: str
     published: str | None = None
 
+    def __post_init__(self) -> None:
+        _no_surrogates(self, ("title", "url", "snippet", "published"))
+
     def to_wire(self) -> dict[str, Any]:
         return {
             "title": self.title,
@@ -160,6 +188,9 @@ class SearchResult:
     hits: tuple[Hit, ...]
     content: str  # the enveloped rendering for the model
     retrieved_at: str
+
+    def __post_init__(self) -> None:
+        _no_surrogates(self, ("provider", "query", "content", "retrieved_at"))
 
     def to_wire(self) -> dict[str, Any]:
         return {

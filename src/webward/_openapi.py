@@ -34,6 +34,7 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
         502: "the upstream failed: an HTTP error, a broken connection or a provider error",
         503: "the host's circuit is open; Retry-After says when it closes",
         504: "the upstream did not answer in time",
+        500: "webward failed unexpectedly (internal_error); the error was logged",
     }
     out: dict[str, Any] = {}
     for status in statuses:
@@ -64,7 +65,7 @@ def openapi_document() -> dict[str, Any]:
     error model, and the bearer scheme."""
     from . import __version__
 
-    errors = _error_responses(400, 401, 403, 413, 415, 422, 429, 501, 502, 503, 504)
+    errors = _error_responses(400, 401, 403, 413, 415, 422, 429, 500, 501, 502, 503, 504)
     part = {
         "type": "object",
         "required": ["type", "mediaType", "bytes", "name", "data"],

@@ -7,8 +7,10 @@ message, a repr or a log line: messages name the variable instead.
 Same columns as the SQLite table (``_audit._FIELDS``), created on first use. Records are
 written with group commit, as the SQLite sink does: records arriving while a transaction is in
 flight join the next one, one INSERT each, and every writer returns only once the transaction
-holding its record committed. Any database error refuses the call (``audit_unavailable``):
-the door never opens unaudited. A broken connection is dropped and the next call connects
+holding its record committed. A batch that fails on one row's content is retried row by row,
+so one caller's input never costs another caller's record; text PostgreSQL cannot hold (a NUL)
+arrives escaped (``AuditRecord`` does it). Any other database error refuses the call
+(``audit_unavailable``): the door never opens unaudited. A broken connection is dropped and the next call connects
 again, so the sink recovers when the server comes back.
 """
 
@@ -26,6 +28,7 @@ from ._audit import (
     _FIELDS,
     REASON_AUDIT_UNAVAILABLE,
     AuditRecord,
+    Flushed,
     _from_row,
     _GroupCommit,
     _select,
@@ -131,17 +134,40 @@ class PostgresAuditSink:
             self._conn = conn
         return self._conn
 
-    async def _insert(self, rows: list[tuple[Any, ...]]) -> str | None:
-        """Insert ``rows`` in one transaction; the error text if that failed, else None."""
+    async def _insert(self, rows: list[tuple[Any, ...]]) -> Flushed:
+        """Insert ``rows`` in one transaction; see ``_audit.Flushed``. A batch that fails on
+        its content (not on the connection) is retried row by row."""
         async with self._locked():
             try:
                 conn = await self._connect()
-                async with conn.transaction(), conn.cursor() as cur:
-                    await cur.executemany(_INSERT, rows)
-            except (psycopg.Error, OSError) as exc:
+            except (psycopg.Error, OSError) as exc:  # no connection, or no schema: no row
                 await self._drop()
-                return f"PostgreSQL named by ${self._env}: {self._describe(exc)}"
-        return None
+                return self._failed(exc)
+            try:
+                await _insert_rows(conn, rows)
+            except _CONNECTION_ERRORS as exc:
+                await self._drop()
+                return self._failed(exc)
+            except Exception as exc:
+                if len(rows) == 1:
+                    return self._failed(exc)
+            else:
+                return None
+            errors: list[str | None] = []
+            for i, row in enumerate(rows):
+                try:
+                    await _insert_rows(conn, [row])
+                except _CONNECTION_ERRORS as exc:
+                    await self._drop()
+                    return errors + [self._failed(exc)] * (len(rows) - i)
+                except Exception as exc:
+                    errors.append(self._failed(exc))
+                else:
+                    errors.append(None)
+            return errors
+
+    def _failed(self, exc: BaseException) -> str:
+        return f"PostgreSQL named by ${self._env}: {self._describe(exc)}"
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -156,6 +182,16 @@ class PostgresAuditSink:
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
         return f"{type(exc).__name__}: {text}"
+
+
+# Errors of the connection or the server, after which no row would do better; any other error
+# is taken for one row's content.
+_CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
+
+
+async def _insert_rows(conn: psycopg.AsyncConnection[Any], rows: list[tuple[Any, ...]]) -> None:
+    async with conn.transaction(), conn.cursor() as cur:
+        await cur.executemany(_INSERT, rows)
 
 
 def _secrets_of(dsn: str) -> tuple[str, ...]:

@@ -64,14 +64,14 @@ def finish_hits(
     hits: Sequence[Hit], limit: int, filters: SearchFilters | None = None
 ) -> tuple[Hit, ...]:
     """Drop non-http(s) URLs, duplicates and hits the domain filters exclude, cut to
-    ``limit``, neutralise titles, snippets and dates (a provider adapter we did not write
-    gets the same treatment)."""
+    ``limit``, neutralise titles, URLs, snippets and dates (a provider adapter we did not
+    write gets the same treatment)."""
     keeps = filters.keeps if filters else (lambda url: True)
     kept: list[Hit] = []
     cleaned = (
         Hit(
             title=_envelope.neutralise_line(h.title),
-            url=h.url,
+            url=_envelope.neutralise_line(h.url),  # shown outside the envelope too
             snippet=_envelope.neutralise_line(h.snippet),
             published=_envelope.neutralise_line(h.published) if h.published else None,
         )

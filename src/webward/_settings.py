@@ -2,7 +2,12 @@
 
 Only :meth:`Settings.load` reads files and the environment; everything else takes a
 ``Settings`` in its constructor. The search order of the config file is ``path``, then
-``$WEBWARD_CONFIG``, then ``./webward.toml``, then the user config dir.
+``$WEBWARD_CONFIG``, then the user config dir (``<user config dir>/webward/webward.toml``).
+
+A ``webward.toml`` in the working directory is never read unless named: the working directory
+may be a repository someone else wrote (an IDE starting ``webward mcp`` in a cloned project), and
+its file could otherwise open internal ranges, raise tiers or point search keys at its own
+server without anyone noticing. Name it with ``--config ./webward.toml`` to use it.
 """
 
 from __future__ import annotations
@@ -191,13 +196,9 @@ def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) ->
         if not p.is_file():
             raise InvalidInput(f"the config file {p} named by WEBWARD_CONFIG does not exist")
         return p
-    for candidate in (
-        Path("webward.toml"),
-        Path(platformdirs.user_config_dir("webward")) / "webward.toml",
-    ):
-        if candidate.is_file():
-            return candidate
-    return None
+    # Never ./webward.toml: see the module docstring.
+    candidate = Path(platformdirs.user_config_dir("webward")) / "webward.toml"
+    return candidate if candidate.is_file() else None
 
 
 def _refuse_credentials(data: Mapping[str, Any], source: str, prefix: str = "") -> None:

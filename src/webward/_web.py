@@ -13,6 +13,7 @@ import base64
 import dataclasses
 import datetime as dt
 import functools
+import logging
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -23,7 +24,7 @@ import anyio
 import httpcore
 
 from . import _content, _convert, _envelope, _window, guard
-from ._audit import AuditRecord, AuditSink, open_audit_sink
+from ._audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
 from ._errors import InvalidInput, UpstreamError, WebwardError
 from ._fetch import fetch
@@ -43,6 +44,10 @@ _R = TypeVar("_R")
 FETCH = "web:page.fetch@1"
 SEARCH = "web:search.query@1"
 _INLINE_CONVERT_BYTES = 16_384  # bodies up to this size are converted on the event loop
+# How long the record of a cancelled call may hold up the cancellation.
+_UNEXPECTED_AUDIT_S = 10.0
+
+log = logging.getLogger("webward")
 
 
 def _now() -> str:
@@ -482,7 +487,12 @@ class Web:
         call: Callable[[str, dict[str, Any]], Awaitable[_R]],
     ) -> _R:
         """Run one call and write its audit record, whatever the outcome; a record that
-        cannot be written refuses the call (the door never opens unaudited)."""
+        cannot be written refuses the call (the door never opens unaudited).
+
+        A call cancelled by its caller, or ended by an exception no step expected, is
+        recorded as ``failed`` (reason ``cancelled`` or ``internal_error``), the record
+        written even while the call is being cancelled, and the exception re-raised.
+        """
         started = time.monotonic()
         record: dict[str, Any] = {
             "capability": capability,
@@ -498,8 +508,29 @@ class Web:
                 record.setdefault("status", exc.status)
             await self._write_audit(record, started, exc)
             raise
+        except GeneratorExit:  # the coroutine is being closed: no await may run now
+            raise
+        except BaseException as exc:
+            await self._write_unexpected(record, started, exc)
+            raise
         await self._write_audit(record, started, None)
         return result
+
+    async def _write_unexpected(
+        self, record: Mapping[str, Any], started: float, exc: BaseException
+    ) -> None:
+        """The record of a call cancelled, or ended by an unexpected exception. Shielded (and
+        bounded) so that it is written even while the call is being cancelled; if the store
+        cannot take it, the caller still gets the original exception, not the store's."""
+        capability = record["capability"]
+        cancelled = not isinstance(exc, Exception)  # cancellation, KeyboardInterrupt, exit
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_UNEXPECTED_AUDIT_S):
+            try:
+                await self._write_audit(
+                    record, started, None, failed="cancelled" if cancelled else "internal_error"
+                )
+            except Exception as audit_exc:  # the exception on its way out matters more
+                log.warning("the audit record of a %s call was lost: %s", capability, audit_exc)
 
     def _tier(self, agent: str, tier: str | None) -> str:
         if not isinstance(agent, str) or not agent:
@@ -515,10 +546,17 @@ class Web:
         decision.raise_if_denied()
 
     async def _write_audit(
-        self, record: Mapping[str, Any], started: float, error: WebwardError | None
+        self,
+        record: Mapping[str, Any],
+        started: float,
+        error: WebwardError | None,
+        *,
+        failed: str | None = None,
     ) -> None:
         would_deny = record.get("would_deny")
-        if error is None:
+        if failed is not None:  # cancelled, or an unexpected exception (_write_unexpected)
+            decision, reason = "failed", failed
+        elif error is None:
             decision, reason = (
                 ("report-would-deny", would_deny) if would_deny else ("allowed", "allowed")
             )
@@ -531,7 +569,12 @@ class Web:
             duration_ms=int((time.monotonic() - started) * 1000),
             **record,  # would_deny included, when the policy set it
         )
-        await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
+        try:
+            await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
+        except WebwardError:
+            raise
+        except Exception as exc:  # a sink of the caller's own that fails in its own way
+            raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -582,8 +625,10 @@ def _needs_browser(converted: _convert.Converted, body: bytes) -> bool:
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
-    """Anchor texts are page text outside the envelope: neutralise them like titles."""
-    return tuple(Link(link.url, _envelope.neutralise_line(link.text)) for link in links)
+    """Anchor texts and link URLs are page text outside the envelope: neutralise them like
+    titles."""
+    line = _envelope.neutralise_line
+    return tuple(Link(line(link.url), line(link.text)) for link in links)
 
 
 def _screenshot_part(png: bytes | None) -> Part:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, internal_error
 from ._settings import Settings
 
 __all__ = ["exit_code", "main", "report_error"]
@@ -26,9 +26,10 @@ EPILOG = """\
 exit codes: 0 read or searched; 1 upstream failure (timeout, HTTP or provider error);
 2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not configured).
 
-configuration: --config FILE, else $WEBWARD_CONFIG, else ./webward.toml, else the user config
-dir; WEBWARD_* variables override single settings (WEBWARD_TIER, WEBWARD_ALLOW_RANGES,
-WEBWARD_STATE_DIR, ...). Credentials never live in the config file.
+configuration: --config FILE, else $WEBWARD_CONFIG, else the user config dir; a webward.toml
+in the working directory is read only when named with --config. WEBWARD_* variables override
+single settings (WEBWARD_TIER, WEBWARD_ALLOW_RANGES, WEBWARD_STATE_DIR, ...). Credentials
+never live in the config file.
 """
 
 
@@ -102,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report_error(exc, as_json)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: one sentence (code internal_error), never a traceback
+        return report_error(internal_error(exc), as_json)
     return code
 
 

@@ -320,9 +320,10 @@ def _parse_port(text: str | None, scheme: str) -> int:
         port = int(text)
         if 1 <= port <= 65535:
             return port
+    # Only a number is echoed: other text may be the start of a password ("user:pa/ss@host").
+    shown = f"the port {_shorten(text)}" if _PORT_RE.fullmatch(text) else "the URL's port"
     raise InvalidInput(
-        f"the port {_shorten(text)} is not valid; a port is a number from 1 to 65535",
-        reason=REASON_BAD_PORT,
+        f"{shown} is not valid; a port is a number from 1 to 65535", reason=REASON_BAD_PORT
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpcore
 
 from .._errors import InvalidInput, UpstreamError
+from .._unicode import replace_surrogates_in
 
 __all__ = ["JsonClient"]
 
@@ -98,9 +99,12 @@ class JsonClient:
 
 def _decode(content: bytes) -> Any:
     try:
-        return json.loads(content.decode("utf-8"))
+        text = content.decode("utf-8")
+        parsed = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
+    # JSON can spell a lone surrogate ("\ud800"): none may reach a reply, a tool call or a print.
+    return replace_surrogates_in(parsed) if "\\u" in text else parsed
 
 
 def _vendor_message(parsed: Any) -> str:

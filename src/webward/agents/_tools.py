@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from .._errors import InvalidInput, WebwardError
 from .._models import Page, Part, SearchResult
 from .._parts import tool_result_text
+from .._redact import redact_urls
 from .._settings import LimitsSettings
 from ..search._filters import FILTER_SCHEMA
 
@@ -261,7 +262,7 @@ async def execute_tool(name: str, arguments: Any, context: ToolContext) -> ToolR
             name,
             _scrub("".join(traceback.format_exception(exc))),
         )
-        return _error(name, f"{name} failed unexpectedly; the error was logged")
+        return _error(name, f"{name} failed unexpectedly (internal_error); the error was logged")
 
 
 def _error(tool: str, message: str) -> ToolResult:
@@ -339,4 +340,4 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/=_-]{200,}")
 
 
 def _scrub(text: str) -> str:
-    return _BASE64_RUN.sub("[base64 elided]", text)
+    return _BASE64_RUN.sub("[base64 elided]", redact_urls(text))  # and URL credentials

@@ -1,0 +1,57 @@
+"""Credentials out of URLs (pure, no I/O): for the audit log, messages and log lines.
+
+:func:`drop_userinfo` takes what may be credentials out of one URL as a caller spelled it;
+:func:`redact_urls` does so for every URL in a free text (an error message).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["drop_userinfo", "redact_urls"]
+
+# What comes before a URL's authority: anything leading that is not a letter or slash (URL
+# parsers strip C0 controls and spaces; other parsers more), the scheme, then any number of
+# slashes or backslashes (``https:user:pw@host`` and ``https:\\\\host`` are URLs to WHATWG);
+# or, without a scheme, two or more slashes.
+_BEFORE_AUTHORITY_RE = re.compile(r"[^A-Za-z/\\]*(?:[A-Za-z][A-Za-z0-9+.\-]*:[/\\]*|[/\\]{2,})")
+_AUTHORITY_END_RE = re.compile(r"[/?#\\]")
+_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
+
+
+def drop_userinfo(text: str) -> str:
+    """``text`` (a URL as a caller spelled it) without anything that may be credentials.
+
+    Whatever the password holds: with an ``@`` in the authority, everything up to its last
+    ``@`` goes (WHATWG's reading); with no ``@`` there, but a ``:`` before the first ``@``
+    later on (a password holding ``/``, ``?``, ``#`` or ``\\``, which parsers read as the
+    end of the authority), everything up to the last ``@`` goes. Either way an unusual URL may
+    lose more than its credentials; a password is never kept.
+    """
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.translate(_TAB_OR_NEWLINE)
+    match = _BEFORE_AUTHORITY_RE.match(text)
+    if match is None:
+        return text
+    start = match.end()
+    end = _AUTHORITY_END_RE.search(text, start)
+    authority_end = end.start() if end is not None else len(text)
+    at = text.rfind("@", start, authority_end)
+    if at < 0:
+        first_at = text.find("@", authority_end)
+        if first_at < 0 or ":" not in text[start:first_at]:
+            return text
+        at = text.rfind("@")
+    return text[:start] + text[at + 1 :]
+
+
+# A word (after a space, a quote or "<", or at the start) that starts like a URL and holds an @.
+_URL_TOKEN_RE = re.compile(r"(?:(?<=[\s'\"<])|^)[A-Za-z][A-Za-z0-9+.\-]*:\S*@\S*")
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with :func:`drop_userinfo` applied to every word that looks like a URL with
+    an ``@`` (URLs in webward's messages hold no whitespace: the guard refuses it)."""
+    if "@" not in text:
+        return text
+    return _URL_TOKEN_RE.sub(lambda m: drop_userinfo(m.group()), text)

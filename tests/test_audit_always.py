@@ -1,0 +1,423 @@
+"""Every call leaves exactly one audit record, whatever happens (issue 12, item 1).
+
+A read cancelled by its caller after the request went out, an exception no step expected and
+an audit store failing on one row are each recorded (decision ``failed``, reason
+``cancelled`` / ``internal_error``) on every store, and every face answers an unexpected error
+in one sentence with code ``internal_error``, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from localserver import LocalServer, Request, respond, serve
+from mcp import Client
+from test_gateway import TOKENS, running_gateway
+from test_gateway import write_config as gateway_config
+
+import webward._convert
+from webward import Settings, StaticResolver, Web
+from webward._audit import AuditRecord, SQLiteAuditSink
+from webward._credentials import EnvironmentStore
+from webward._errors import Refused, WebwardError
+from webward._gateway import FETCH_PATH, SEARCH_PATH
+from webward._mcp import build_server
+from webward._postgres import PostgresAuditSink
+from webward.agents import ToolContext, execute_tool
+from webward.cli import main
+from webward.search import Hit
+from webward.testing import MemoryAuditSink
+
+PAGE = "<html><head><title>T</title></head><body><p>an ordinary page</p></body></html>"
+
+
+def settings_for(tmp_path: Path) -> Settings:
+    return Settings.load(
+        overrides={
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            "state": {"dir": str(tmp_path / "state")},
+        },
+        environ={},
+    )
+
+
+@asynccontextmanager
+async def store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """An audit sink of each kind: in memory, SQLite in the temp dir, real PostgreSQL."""
+    sink: Any
+    if kind == "memory":
+        sink = MemoryAuditSink()
+    elif kind == "sqlite":
+        sink = SQLiteAuditSink(tmp_path / "state")
+    else:
+        dsn = request.getfixturevalue("postgres_dsn")
+        sink = PostgresAuditSink(dsn, dsn_env="WEBWARD_TEST_PG")
+    try:
+        yield sink
+    finally:
+        await sink.aclose()
+
+
+STORES = ["memory", "sqlite", "postgres"]
+
+
+@contextmanager
+def stalled_site() -> Iterator[tuple[LocalServer, threading.Event]]:
+    """A loopback server that takes the request and answers nothing until released."""
+    release = threading.Event()
+
+    def stall(req: Request, sock: socket.socket) -> None:
+        release.wait(30)
+
+    with serve(routes={"/slow": stall, "/page": respond(200, PAGE)}) as site:
+        try:
+            yield site, release
+        finally:
+            release.set()
+
+
+async def request_arrived(site: LocalServer, count: int = 1) -> None:
+    """Wait until the server holds ``count`` requests (polled; bounded by the caller)."""
+    while len(site.requests) < count:
+        await anyio.sleep(0.01)
+
+
+class BrokenResolver:
+    """A resolver with a bug of its own: an exception no webward step expects."""
+
+    async def resolve(self, host: str) -> list[str]:
+        raise RuntimeError("resolver bug with a secret detail")
+
+
+class BrokenProvider:
+    """A search provider adapter with a bug."""
+
+    name = "broken"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        raise KeyError("provider bug")
+
+
+def broken_convert(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("converter bug with a secret detail")
+
+
+# ---- the core, on each store ------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", STORES)
+async def test_a_read_cancelled_after_its_request_went_out_is_audited(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A library caller's cancel scope, after the request reached the server: one record,
+    ``failed`` / ``cancelled``, and the cancellation goes on to the caller."""
+    async with store(kind, tmp_path, request) as sink:
+        with stalled_site() as (site, _release):
+            async with Web(settings_for(tmp_path), audit=sink) as web:
+                with anyio.fail_after(20):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(web.fetch, site.url("/slow"))
+                        await request_arrived(site)
+                        tg.cancel_scope.cancel()
+                records = await sink.query()
+    assert [(r.decision, r.reason, r.target) for r in records] == [
+        ("failed", "cancelled", site.url("/slow"))
+    ]
+    assert records[0].redirects == (site.url("/slow"),)
+
+
+@pytest.mark.anyio
+async def test_asyncio_wait_for_timeout_is_audited(tmp_path: Path) -> None:
+    """``asyncio.wait_for`` around a read whose server never answers: TimeoutError for the
+    caller, and a ``cancelled`` record in the store."""
+    sink = MemoryAuditSink()
+    with stalled_site() as (site, _release):
+        async with Web(settings_for(tmp_path), audit=sink) as web:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(web.fetch(site.url("/slow")), timeout=1.0)
+    assert site.requests and site.requests[0].path == "/slow"
+    assert [(r.decision, r.reason) for r in sink.records] == [("failed", "cancelled")]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", STORES)
+async def test_an_unexpected_exception_is_audited_and_re_raised(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A collaborator's own bug (the resolver, a search provider adapter) is recorded as
+    ``failed`` / ``internal_error`` and reaches the library caller unchanged."""
+    async with store(kind, tmp_path, request) as sink:
+        web = Web(
+            settings_for(tmp_path),
+            resolver=BrokenResolver(),
+            audit=sink,
+            search_provider=BrokenProvider(),
+        )
+        async with web:
+            with pytest.raises(RuntimeError, match="resolver bug"):
+                await web.fetch("http://pages.example/x", agent="lib")
+            with pytest.raises(KeyError):
+                await web.search("owls", agent="lib")
+            records = await sink.query()
+    assert sorted((r.capability, r.decision, r.reason, r.agent) for r in records) == [
+        ("web:page.fetch@1", "failed", "internal_error", "lib"),
+        ("web:search.query@1", "failed", "internal_error", "lib"),
+    ]
+    assert {r.provider for r in records} == {None, "broken"}
+
+
+class ExplodingSink(MemoryAuditSink):
+    """A sink of the caller's own whose write fails in its own way (not ``Refused``)."""
+
+    async def write(self, record: AuditRecord) -> None:
+        raise ValueError("the sink's own bug")
+
+
+@pytest.mark.anyio
+async def test_a_sink_failing_its_own_way_refuses_the_call(tmp_path: Path) -> None:
+    """No record, no call: a sink raising anything is ``audit_unavailable``, not a crash."""
+    with serve(routes={"/page": respond(200, PAGE)}) as site:
+        async with Web(settings_for(tmp_path), audit=ExplodingSink()) as web:
+            with pytest.raises(Refused) as info:
+                await web.fetch(site.url("/page"))
+    assert info.value.reason == "audit_unavailable"
+    assert "ValueError" in info.value.message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_one_bad_row_never_costs_another_callers_record(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A batch failing on one row's content is retried row by row: every other record of the
+    batch is written, and only the bad row's writer is refused."""
+    async with store(kind, tmp_path, request) as sink:
+        ok = [
+            AuditRecord.create(decision="allowed", reason="allowed", agent=f"a{i}")
+            for i in range(8)
+        ]
+        bad = AuditRecord.create(decision="allowed", reason="allowed", agent="bad", bytes=2**70)
+        outcomes: dict[str, BaseException | None] = {}
+
+        async def write(rec: AuditRecord) -> None:
+            try:
+                await sink.write(rec)
+            except Refused as exc:
+                outcomes[rec.agent] = exc
+            else:
+                outcomes[rec.agent] = None
+
+        async with anyio.create_task_group() as tg:
+            for rec in [ok[0], *ok[1:4], bad, *ok[4:]]:  # the first leads; the rest batch up
+                tg.start_soon(write, rec)
+        stored = {r.agent for r in await sink.query(limit=100)}
+    assert stored == {r.agent for r in ok}
+    assert isinstance(outcomes.pop("bad"), Refused)
+    assert set(outcomes.values()) == {None}
+
+
+@pytest.mark.anyio
+async def test_postgres_stores_nul_bytes_escaped(tmp_path: Path, postgres_dsn: str) -> None:
+    """A NUL in a URL and an agent name (PostgreSQL text cannot hold one) is stored escaped,
+    so the refusal is audited rather than turned into ``audit_unavailable``."""
+    sink = PostgresAuditSink(postgres_dsn, dsn_env="WEBWARD_TEST_PG")
+    async with Web(settings_for(tmp_path), audit=sink) as web:
+        with pytest.raises(WebwardError) as info:
+            await web.fetch("http://127.0.0.1:1/a\x00b", agent="ag\x00ent")
+        assert info.value.reason != "audit_unavailable"
+        [record] = await sink.query(agent="ag\\x00ent")
+    assert record.target == "http://127.0.0.1:1/a\\x00b"
+    assert record.decision == "refused"
+
+
+# ---- the faces --------------------------------------------------------------------------
+
+
+def write_cli_config(tmp_path: Path) -> Path:
+    path = tmp_path / "cli.toml"
+    path.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n'
+        f"robots = false\n[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_cli_answers_an_unexpected_error_in_one_sentence(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    as_json: bool,
+) -> None:
+    """The converter failing its own way: exit 1, one sentence (code ``internal_error`` with
+    --json), no traceback, and the call in the SQLite audit log."""
+    monkeypatch.setattr(webward._convert, "convert", broken_convert)
+    monkeypatch.setenv("WEBWARD_STATE_DIR", str(tmp_path / "state"))
+    config = write_cli_config(tmp_path)
+    body = "<p>" + "x" * 20_000 + "</p>"  # converted in a worker thread
+    with serve(routes={"/p": respond(200, body)}) as site:
+        code = main(["fetch", site.url("/p"), "--config", str(config), *(["--json"] * as_json)])
+    out = capsys.readouterr()
+    assert code == 1
+    assert "Traceback" not in out.err + out.out and "secret detail" not in out.err + out.out
+    if as_json:
+        assert json.loads(out.out)["error"]["code"] == "internal_error"
+    else:
+        assert out.err.startswith("webward: webward failed unexpectedly (RuntimeError)")
+        assert len(out.err.strip().splitlines()) == 1
+    records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    assert [(r.decision, r.reason) for r in records] == [("failed", "internal_error")]
+
+
+def test_cli_interrupted_mid_read_is_audited(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) while `webward fetch` waits on a server that took the request: exit
+    130, and the read is in the SQLite audit log as ``cancelled``."""
+    config = write_cli_config(tmp_path)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    with stalled_site() as (site, _release):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "webward", "fetch", site.url("/slow"), "--config", str(config)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while not site.requests and time.monotonic() < deadline:  # polled, bounded
+            time.sleep(0.02)
+        assert site.requests, "the request never reached the server"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert b"Traceback" not in err
+    records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    assert [(r.decision, r.reason) for r in records] == [("failed", "cancelled")]
+
+
+@pytest.mark.anyio
+async def test_mcp_answers_an_unexpected_error_as_is_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the official client: ``isError``, code ``internal_error``, one sentence; the
+    session goes on, and both calls are audited."""
+    audit = MemoryAuditSink()
+    with serve(routes={"/page": respond(200, PAGE)}) as site:
+        async with (
+            Web(settings_for(tmp_path), audit=audit) as web,
+            Client(build_server(web, tier="connected")) as client,
+        ):
+            monkeypatch.setattr(webward._convert, "convert", broken_convert)
+            failed = await client.call_tool("web_fetch", {"url": site.url("/page")})
+            monkeypatch.undo()
+            ok = await client.call_tool("web_fetch", {"url": site.url("/page") + "?2"})
+    assert failed.is_error and failed.structured_content is not None
+    assert failed.structured_content["error"]["code"] == "internal_error"
+    [block] = failed.content
+    assert "Traceback" not in getattr(block, "text", "") and "secret" not in getattr(
+        block, "text", ""
+    )
+    assert not ok.is_error
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("failed", "internal_error"),
+        ("allowed", "allowed"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_mcp_notifications_cancelled_leaves_a_record(tmp_path: Path) -> None:
+    """The official client abandons a call (it sends ``notifications/cancelled``): the
+    server's read is cancelled and audited as ``cancelled``."""
+    audit = MemoryAuditSink()
+    with stalled_site() as (site, _release):
+        async with (
+            Web(settings_for(tmp_path), audit=audit) as web,
+            Client(build_server(web, tier="connected")) as client,
+        ):
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(client.call_tool, "web_fetch", {"url": site.url("/slow")})
+                    await request_arrived(site)
+                    tg.cancel_scope.cancel()
+                while not audit.records:
+                    await anyio.sleep(0.01)
+            ok = await client.call_tool("web_fetch", {"url": site.url("/page")})
+    assert not ok.is_error
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("failed", "cancelled"),
+        ("allowed", "allowed"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_gateway_answers_an_unexpected_error_with_500_internal_error(
+    tmp_path: Path,
+) -> None:
+    """A search provider's bug behind the gateway: 500 with the JSON error model, code
+    ``internal_error``, and the call audited."""
+    settings = Settings.load(gateway_config(tmp_path), environ={})
+    audit = MemoryAuditSink()
+
+    def make_web() -> Web:
+        return Web(
+            settings,
+            resolver=StaticResolver({}),
+            audit=audit,
+            credentials=EnvironmentStore({}),
+            search_provider=BrokenProvider(),
+        )
+
+    with running_gateway(settings, make_web) as base:
+        async with httpx.AsyncClient(trust_env=False, timeout=20) as client:
+            response = await client.post(
+                base + SEARCH_PATH,
+                json={"query": "owls"},
+                headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+            )
+            fetch = await client.post(
+                base + FETCH_PATH,
+                json={"url": "http://127.0.0.1:1/"},
+                headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+            )
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "internal_error"
+    assert "Traceback" not in response.text
+    assert fetch.status_code == 502  # the gateway goes on serving
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("failed", "internal_error"),
+        ("failed", "connect"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_agent_loop_tool_answers_an_unexpected_error_and_it_is_audited(
+    tmp_path: Path,
+) -> None:
+    """The agent tool layer over a real Web: an error result for the model, one record."""
+    audit = MemoryAuditSink()
+    async with Web(settings_for(tmp_path), resolver=BrokenResolver(), audit=audit) as web:
+        result = await execute_tool(
+            "web_fetch", {"url": "http://pages.example/"}, ToolContext(web, "research")
+        )
+    assert result.is_error and "(internal_error)" in result.text
+    assert "Traceback" not in result.text
+    assert [(r.decision, r.reason, r.agent) for r in audit.records] == [
+        ("failed", "internal_error", "research")
+    ]

@@ -1,0 +1,150 @@
+"""No secrets in the audit (issue 12, item 8): credentials in a URL never reach a record,
+whatever their characters and however the URL is spelled."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_audit_always import STORES, settings_for, store
+
+from webward import Web
+from webward._audit import AuditRecord
+from webward._errors import WebwardError
+from webward.agents import ToolContext, execute_tool
+from webward.guard import assert_url_allowed
+
+# Spellings of a URL with credentials that parsers (WHATWG, urllib, curl) read differently.
+LEADS = ["", " ", "  ", "\t", "\n ", "\x00", "\x1f "]
+SCHEMES = ["https", "http", "HTTPS", "ftp"]
+SLASHES = ["//", "", "/", "///", "\\\\", "/\\"]
+PASSWORD_CHARS = "abcXYZ0189@/?#:;&=+$,%!*'()[]\\ ~-_."
+
+
+def record_text(target: str) -> str:
+    r = AuditRecord.create(
+        decision="refused",
+        reason="userinfo",
+        target=target,
+        final_url=target,
+        redirects=(target,),
+    )
+    return json.dumps(r.to_wire(), ensure_ascii=False)
+
+
+@given(
+    lead=st.sampled_from(LEADS),
+    scheme=st.sampled_from(SCHEMES),
+    slashes=st.sampled_from(SLASHES),
+    user=st.text("userABC", max_size=6),
+    password=st.text(PASSWORD_CHARS, min_size=1, max_size=24),
+    host=st.sampled_from(["example.org", "127.0.0.1:8080", "[::1]", "h"]),
+    rest=st.sampled_from(["", "/", "/path?q=1#f", "/@me", "?mail=a@b.org", "#x@y"]),
+)
+def test_no_spelling_of_credentials_reaches_a_record(
+    lead: str, scheme: str, slashes: str, user: str, password: str, host: str, rest: str
+) -> None:
+    """Whatever the password holds (``@ / ? # :``), with or without ``//`` and leading
+    whitespace, the record's target, final URL and redirects never carry it."""
+    secret = "Zq" + password  # "Zq" appears nowhere else in the URL
+    url = f"{lead}{scheme}:{slashes}{user}:{secret}@{host}{rest}"
+    assert secret not in record_text(url)
+
+
+@given(
+    lead=st.sampled_from(LEADS),
+    scheme=st.sampled_from(SCHEMES),
+    slashes=st.sampled_from(SLASHES),
+    password=st.text(PASSWORD_CHARS, min_size=1, max_size=24),
+    rest=st.sampled_from(["", "/", "/@me", "?mail=a@b.org"]),
+)
+def test_no_refusal_message_echoes_the_password(
+    lead: str, scheme: str, slashes: str, password: str, rest: str
+) -> None:
+    """The guard's messages (which reach the agent loop's log lines) never carry it either."""
+    secret = "Zq" + password
+    with pytest.raises(WebwardError) as info:
+        assert_url_allowed(f"{lead}{scheme}:{slashes}user:{secret}@example.org{rest}")
+    assert secret not in info.value.message
+
+
+@given(password=st.text(PASSWORD_CHARS, min_size=1, max_size=24))
+def test_a_username_alone_or_a_token_is_dropped_too(password: str) -> None:
+    """``https://TOKEN@host`` (a token as user name) leaves no trace either."""
+    secret = "Zq" + password.replace("/", "").replace("?", "").replace("#", "").replace("\\", "")
+    assert secret not in record_text(f"https://{secret}@example.org/x")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.org/@someone",
+        "https://example.org/?mail=a@b.org",
+        "https://example.org/#top@x",
+        "https://example.org:8443/a",
+    ],
+)
+def test_urls_without_credentials_are_recorded_as_they_are(url: str) -> None:
+    """An ``@`` in a path, query or fragment is not a credential: the URL stays whole."""
+    r = AuditRecord.create(decision="allowed", reason="allowed", target=url)
+    assert r.target == url
+
+
+SPELLINGS = [
+    "https://user:Zq-p@ss@example.org/",
+    "https://user:Zq-p/ss@example.org/",
+    "https://user:Zq-p?ss@example.org/",
+    "https://user:Zq-p#ss@example.org/",
+    "https:user:Zq-pass@example.org/",
+    "  https://user:Zq-pass@example.org/",
+    "https:\\\\user:Zq-pass@example.org/",
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", STORES)
+async def test_no_store_and_no_log_line_holds_the_password(
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Reads of URLs with credentials in every spelling: refused, audited, and no store
+    (memory, SQLite, PostgreSQL) nor any log line holds the password."""
+    with caplog.at_level(logging.DEBUG):
+        async with store(kind, tmp_path, request) as sink:
+            async with Web(settings_for(tmp_path), audit=sink) as web:
+                for url in SPELLINGS:
+                    with pytest.raises(WebwardError) as info:
+                        await web.fetch(url)
+                    assert "Zq-p" not in info.value.message
+            records = await sink.query(limit=100)
+    assert len(records) == len(SPELLINGS)
+    stored = json.dumps([r.to_wire() for r in records])
+    assert "Zq-p" not in stored
+    assert "Zq-p" not in caplog.text
+    assert "example.org" in stored  # the host stays, for whoever reads the log
+
+
+@pytest.mark.anyio
+async def test_the_agent_tool_log_line_of_a_bug_drops_url_credentials(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An unexpected exception whose text holds a URL with credentials is logged without them."""
+
+    class LeakyWeb:
+        async def fetch(self, url: str, **kwargs: object) -> None:
+            raise RuntimeError(f"could not read {url}")
+
+        async def search(self, query: str, **kwargs: object) -> None:
+            raise AssertionError("not called")
+
+    url = "https://user:Zq-p/ss@example.org/x"
+    with caplog.at_level(logging.ERROR, logger="webward.agents"):
+        result = await execute_tool("web_fetch", {"url": url}, ToolContext(LeakyWeb(), "a"))
+    assert result.is_error
+    assert "could not read https://" in caplog.text and "Zq-p" not in caplog.text
