@@ -328,8 +328,8 @@ async def test_mcp_answers_an_unexpected_error_as_is_error(
             failed = await client.call_tool("web_fetch", {"url": site.url("/page")})
             monkeypatch.undo()
             ok = await client.call_tool("web_fetch", {"url": site.url("/page") + "?2"})
-    assert failed.is_error and failed.structured_content is not None
-    assert failed.structured_content["error"]["code"] == "internal_error"
+    assert failed.is_error and failed.meta is not None
+    assert failed.meta["webward/result"]["error"]["code"] == "internal_error"
     [block] = failed.content
     assert "Traceback" not in getattr(block, "text", "") and "secret" not in getattr(
         block, "text", ""

@@ -127,6 +127,6 @@ async def test_mcp_started_in_such_a_directory_stays_inside_the_defaults(
             ) as client:
                 result = await client.call_tool("web_fetch", {"url": internal.url("/")})
         assert internal.accepts == 0
-    assert result.is_error and result.structured_content is not None
-    assert result.structured_content["error"]["code"] == "refused"
-    assert "internal" in result.structured_content["error"]["message"]
+    assert result.is_error and result.meta is not None
+    assert result.meta["webward/result"]["error"]["code"] == "refused"
+    assert "internal" in result.meta["webward/result"]["error"]["message"]

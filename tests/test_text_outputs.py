@@ -333,8 +333,8 @@ async def test_link_urls_are_neutralised_on_mcp_and_in_the_library(
     ]
     assert links_block and "[marker removed]" in links_block[0]
     assert_neutral(links_block[0])
-    assert result.structured_content is not None
-    urls = [link["url"] for link in result.structured_content["links"]]
+    assert result.meta is not None
+    urls = [link["url"] for link in result.meta["webward/result"]["links"]]
     assert len(urls) == len(CONFUSED_MARKERS)
     for url in urls:
         assert_neutral(url)
@@ -374,8 +374,8 @@ async def test_search_hit_urls_are_neutralised_on_mcp_and_the_gateway(
         Client(build_server(web, tier="connected")) as client,
     ):
         result = await client.call_tool("web_search", {"query": "owls"})
-    assert not result.is_error and result.structured_content is not None
-    assert_neutral(result.structured_content["hits"][0]["url"])
+    assert not result.is_error and result.meta is not None
+    assert_neutral(result.meta["webward/result"]["hits"][0]["url"])
 
     settings = Settings.load(gateway_config(tmp_path), environ={})
 
