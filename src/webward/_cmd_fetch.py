@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import anyio
-
-from ._parts import part_summary, tool_result_text
 from ._settings import Settings
 
 HELP = "read one public page (text window, image or PDF) through the guard"
@@ -36,11 +33,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
     return anyio.run(_run, args, settings)
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._limits import open_limit_state
+    from ._parts import part_summary, tool_result_text
     from ._web import Web
 
     # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and

@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._extras import require
+
+    require("mcp", "mcp", "`webward mcp`")
     from ._mcp import run as run_mcp
 
     run_mcp(settings, http=args.http, agent=args.agent, tier=args.tier)

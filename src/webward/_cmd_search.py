@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-import anyio
-
 from ._settings import Settings
-from .search import PROVIDERS
 
 HELP = "run a web search through the configured provider (tier connected or full)"
 DESCRIPTION = """\
@@ -20,6 +17,8 @@ connected or full."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .search import PROVIDERS
+
     p.add_argument("query", metavar="QUERY", help="what to search for (1 to 512 characters)")
     p.add_argument("--limit", default="10", metavar="N", help="how many hits, 1 to 50 (default 10)")
     p.add_argument(
@@ -33,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
     return anyio.run(_run, args, settings)
 
 

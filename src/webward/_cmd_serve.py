@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from ._gateway import hash_token
+    from ._tokens import hash_token
 
     if args.hash_token:
         token = sys.stdin.readline().strip()
@@ -48,6 +48,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not 0 <= args.port <= 65535:
         raise InvalidInput(f"--port must be from 0 to 65535, not {args.port}")
+    from ._extras import require
+
+    for module in ("starlette", "uvicorn"):
+        require(module, "serve", "`webward serve`")
     import anyio
 
     anyio.run(_serve, settings, args.host, args.port)

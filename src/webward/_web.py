@@ -457,6 +457,9 @@ def _default_cache(settings: Settings) -> PageCache:
     """Replicas sharing a Redis share their page cache too; one process keeps its own."""
     limits = settings.limits
     if settings.state.redis_url:
+        from ._extras import require
+
+        require("redis", "redis", "[state] redis_url")
         from ._redis import RedisPageCache  # imported only when configured
 
         return RedisPageCache(

@@ -3,6 +3,9 @@
 Each command module exposes ``HELP`` (one line), ``add_arguments(parser)`` and
 ``run(args, settings) -> int``. Every command takes ``--config FILE``. Exit codes: 0 done,
 1 upstream failure, 2 bad usage or input, 3 refused.
+
+Start-up is kept short: a command module imports at its top only what ``webward --help``
+needs, and only the command being run gets its arguments (and their imports) added.
 """
 
 from __future__ import annotations
@@ -63,7 +66,9 @@ def _modules() -> list[tuple[str, ModuleType]]:
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, only the command it names gets its arguments added."""
+    chosen = _chosen_command(argv)
     parser = argparse.ArgumentParser(
         prog="webward",
         description="The one audited door through which AI agents read the public web and search it.",
@@ -82,14 +87,29 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        if chosen is not None and name != chosen:
+            continue  # the command line names another command: its arguments are not needed
         p.add_argument("--config", metavar="FILE", help="the config file (TOML) to read")
         module.add_arguments(p)
         p.set_defaults(_module=module)
     return parser
 
 
+def _chosen_command(argv: Sequence[str] | None) -> str | None:
+    # The command is the first word that is not an option (the top level has only options
+    # without values: --help, --version).
+    # "" when no command is named (top-level help, or a typo argparse will name): none of
+    # the commands' arguments are needed.
+    if argv is None:
+        return None
+    first = next((a for a in argv if not a.startswith("-")), "")
+    return first if first in COMMANDS else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
