@@ -41,20 +41,35 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._limits import open_limit_state
     from ._parts import part_summary, tool_result_text
+    from ._state_cache import SQLitePageCache, SQLiteRobotsStore, StateCache
     from ._web import Web
 
     # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and
     # refuses the rest by name (str.isdigit() + int() would take "١٢" and crash on "²").
     offset: object = args.offset
-    async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
-        page = await web.fetch(
-            args.url,
-            offset=offset,  # type: ignore[arg-type]
-            include_links=args.links,
-            include_screenshot=args.screenshot,
-            agent=args.agent,
-            tier=args.tier,
-        )
+    # Each command is a new process: pages and robots.txt answers wait in the state dir for
+    # the next --offset (replicas sharing a Redis share its page cache instead).
+    store = StateCache(settings.state.path())
+    page_cache = (
+        None if settings.state.redis_url else SQLitePageCache.from_limits(store, settings.limits)
+    )
+    try:
+        async with Web(
+            settings,
+            limit_state=open_limit_state(settings, kind="sqlite"),
+            page_cache=page_cache,
+            robots_store=SQLiteRobotsStore(store),
+        ) as web:
+            page = await web.fetch(
+                args.url,
+                offset=offset,  # type: ignore[arg-type]
+                include_links=args.links,
+                include_screenshot=args.screenshot,
+                agent=args.agent,
+                tier=args.tier,
+            )
+    finally:
+        await store.aclose()  # also when Redis holds the pages and robots.txt used it
     if args.json:
         print(json.dumps(page.to_wire(), ensure_ascii=False, indent=2))
         return 0

@@ -15,6 +15,9 @@ hops) as a page read. Answers are cached per origin (scheme, host, port) for ``t
 "unreachable" for only ``error_ttl_s``, so a passing outage does not block a host for long.
 If the fetch is refused by webward's own rate limit or open circuit, that refusal is passed on
 as it is (it says when to retry) and nothing is cached.
+
+A :class:`RobotsStore` (the command line's is ``cache.db`` in the state dir) keeps answers
+beyond the process, so that a new ``webward fetch`` does not ask for the file again.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "USER_AGENT_TOKEN",
     "FetchRobots",
     "RobotsChecker",
+    "RobotsStore",
     "robots_url",
 ]
 
@@ -61,11 +65,32 @@ class _HasURL(Protocol):
     def url(self) -> str: ...
 
 
+class RobotsStore(Protocol):
+    """Answers kept outside the process: ``kind`` is ``rules`` (``text`` is the file),
+    ``allow`` (no usable file) or ``unreachable`` (``text`` says why). Never raises."""
+
+    async def get(self, origin: str) -> tuple[float, str, str] | None:
+        """``(seconds left, kind, text)`` for ``origin``, or ``None``."""
+        ...
+
+    async def put(self, origin: str, ttl_s: float, kind: str, text: str) -> None:
+        """Keep an answer for ``ttl_s`` seconds."""
+        ...
+
+
 @dataclass(frozen=True)
 class _Entry:
     expires: float
     rules: Protego | None  # None: every path allowed (4xx)
     unreachable: str = ""  # non-empty: every path disallowed, and why
+    text: str = ""  # the parsed file, for a RobotsStore
+
+
+def _parsed(expires: float, text: str) -> _Entry | None:
+    try:
+        return _Entry(expires, Protego.parse(text), text=text)
+    except Exception:  # Protego is lenient; a parser bug must not open the door
+        return None
 
 
 def robots_url(url: str) -> tuple[str, str, str]:
@@ -102,8 +127,10 @@ class RobotsChecker:
         error_ttl_s: float = 60.0,
         token: str = USER_AGENT_TOKEN,
         max_origins: int = 1024,
+        store: RobotsStore | None = None,
     ) -> None:
         self._fetch = fetch
+        self._store = store
         self._clock = clock
         self._ttl_s = ttl_s
         self._error_ttl_s = error_ttl_s
@@ -148,7 +175,10 @@ class RobotsChecker:
                 cached = self._cached(origin)
                 if cached is not None:
                     return cached
-                entry = await self._load(robots)
+                entry = await self._stored(origin)
+                if entry is None:
+                    entry = await self._load(robots)
+                    await self._keep(origin, entry)
                 self._cache[origin] = entry
                 self._cache.move_to_end(origin)
                 while len(self._cache) > self._max_origins:
@@ -167,6 +197,31 @@ class RobotsChecker:
             return None
         return entry
 
+    async def _stored(self, origin: str) -> _Entry | None:
+        if self._store is None:
+            return None
+        found = await self._store.get(origin)
+        if found is None:
+            return None
+        left, kind, text = found
+        expires = self._clock() + left
+        if kind == "rules":
+            return _parsed(expires, text)
+        if kind == "unreachable":
+            return _Entry(expires, None, unreachable=text or "unknown")
+        return _Entry(expires, None) if kind == "allow" else None
+
+    async def _keep(self, origin: str, entry: _Entry) -> None:
+        if self._store is None:
+            return
+        ttl = entry.expires - self._clock()
+        if entry.unreachable:
+            await self._store.put(origin, ttl, "unreachable", entry.unreachable)
+        elif entry.rules is not None:
+            await self._store.put(origin, ttl, "rules", entry.text)
+        else:
+            await self._store.put(origin, ttl, "allow", "")
+
     async def _load(self, robots: str) -> _Entry:
         now = self._clock()
         try:
@@ -177,11 +232,10 @@ class RobotsChecker:
             return _Entry(now + self._error_ttl_s, None, unreachable=exc.message.rstrip("."))
         if 200 <= status < 300:
             text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
-            try:
-                rules = Protego.parse(text)
-            except Exception:  # Protego is lenient; a parser bug must not open the door
+            entry = _parsed(now + self._ttl_s, text)
+            if entry is None:
                 return _Entry(now + self._error_ttl_s, None, unreachable="it could not be parsed")
-            return _Entry(now + self._ttl_s, rules)
+            return entry
         if status == 429 or status >= 500:
             return _Entry(now + self._error_ttl_s, None, unreachable=f"HTTP {status}")
         return _Entry(now + self._ttl_s, None)  # 3xx left over, 4xx: unavailable, allow all

@@ -32,7 +32,7 @@ from ._models import Link, Page, Part, SearchResult
 from ._policy import Policy
 from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
-from ._robots import RobotsChecker
+from ._robots import RobotsChecker, RobotsStore
 from ._settings import TIERS, Settings
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 
@@ -54,7 +54,7 @@ class Web:
 
     Everything that touches the outside world is injected: the resolver (system DNS by
     default), the connector under the pinned transport, the audit sink, the limiter state,
-    the page cache and the search provider.
+    the page cache, a store for robots.txt answers and the search provider.
     """
 
     def __init__(
@@ -71,6 +71,7 @@ class Web:
         clock: Callable[[], float] = time.time,
         ssl_context: ssl.SSLContext | None = None,
         renderer: Renderer | None = None,
+        robots_store: RobotsStore | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
         self._clock = clock
@@ -93,7 +94,7 @@ class Web:
             clock=clock,
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
-        self._robots = RobotsChecker(self._fetch_robots, clock=clock)
+        self._robots = RobotsChecker(self._fetch_robots, clock=clock, store=robots_store)
         self._search_provider = search_provider
         self._credentials = credentials
 
