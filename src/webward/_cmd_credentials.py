@@ -30,9 +30,7 @@ ACTIONS = ("set", "get", "delete", "list")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "action", choices=ACTIONS, metavar="ACTION", help="set, get, delete or list"
-    )
+    p.add_argument("action", choices=ACTIONS, metavar="ACTION", help="set, get, delete or list")
     p.add_argument(
         "name",
         nargs="?",

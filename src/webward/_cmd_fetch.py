@@ -82,6 +82,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"screenshot: {part_summary(page.screenshot)}")
     print()
     print(page.content)
+    for part in page.parts:
+        extracted = page.document_text(part)  # a PDF's text, in its own envelope
+        if extracted is not None:
+            print()
+            print(extracted)
     if page.links:
         print("\nlinks:")
         for i, link in enumerate(page.links, 1):

@@ -38,19 +38,30 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._errors import Refused
     from ._limits import open_limit_state
     from ._web import Web
 
     # A string that is not a whole number goes through as is, so the core refuses it by name.
     limit: object = int(args.limit) if args.limit.isdigit() else args.limit
     async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
-        result = await web.search(
-            args.query,
-            limit=limit,  # type: ignore[arg-type]
-            agent=args.agent,
-            tier=args.tier,
-            provider=args.provider,
-        )
+        try:
+            result = await web.search(
+                args.query,
+                limit=limit,  # type: ignore[arg-type]
+                agent=args.agent,
+                tier=args.tier,
+                provider=args.provider,
+            )
+        except Refused as exc:
+            if exc.code != "not_configured":
+                raise
+            # The core's message names the agents' tool; here the person ran a command.
+            raise Refused(
+                exc.message.replace("with web_fetch", "with `webward fetch URL`"),
+                code=exc.code,
+                reason=exc.reason,
+            ) from None
     if args.json:
         print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
         return 0

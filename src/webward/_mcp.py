@@ -49,7 +49,6 @@ from mcp.types import (
 )
 from pydantic import WithJsonSchema
 
-from . import _envelope
 from ._errors import InvalidInput, WebwardError
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
@@ -218,20 +217,9 @@ def page_result(page: Page) -> CallToolResult:
     blocks: list[ContentBlock] = [TextContent(type="text", text=page.content)]
     for part in page.parts:
         blocks.append(_part_block(part, page.final_url))
-        if part.type == "document" and part.text:
-            # The extracted text is page text: it travels inside its own envelope.
-            enveloped = _envelope.wrap(
-                part.text,
-                {
-                    "capability": "web:page.fetch@1",
-                    "requested_url": page.requested_url,
-                    "final_url": page.final_url,
-                    "status": page.status,
-                    "content_type": f"{part.media_type} (extracted text)",
-                    "retrieved_at": page.retrieved_at,
-                },
-            )
-            blocks.append(TextContent(type="text", text=enveloped))
+        extracted = page.document_text(part)  # page text: it travels inside its own envelope
+        if extracted is not None:
+            blocks.append(TextContent(type="text", text=extracted))
     if page.screenshot is not None:
         blocks.append(_part_block(page.screenshot, page.final_url))
     if page.links:

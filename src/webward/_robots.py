@@ -5,9 +5,14 @@ The rules, as the RFC has them:
 - 2xx: the file is parsed (its first :data:`MAX_ROBOTS_BYTES`; the RFC asks parsers to read at
   least 500 KiB) and the group for the token ``webward`` (else ``*``) decides;
 - 3xx left over, and 4xx (404 included): the file is "unavailable", every path is allowed;
-- 5xx, and a robots.txt that cannot be reached at all (the fetch raised: a refused redirect to
-  an internal address, a timeout, a reset): "unreachable", every path is disallowed. A 429 is
+- 5xx, and a robots.txt that cannot be read (the fetch raised: a refused redirect to an
+  internal address, a timeout, a reset): "unreachable", every path is disallowed. A 429 is
   treated like a 5xx (the host asked us to slow down; reading pages at once would not).
+
+A host that cannot be resolved, connected to or shaken hands with (TLS) is not a robots.txt
+answer at all: the page could not be read either, so that upstream failure is passed on as it
+is (``could not connect to HOST``, exit 1), not dressed up as a robots refusal, and nothing is
+cached.
 
 The fetch itself is injected (``fetch_robots(url) -> (status, body)``): the core passes its
 own, which goes through the same guard, pinned transport and redirect rules (at most five
@@ -32,7 +37,7 @@ from urllib.parse import urlsplit
 import anyio
 from protego import Protego
 
-from ._errors import InvalidInput, Refused, WebwardError
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
@@ -58,6 +63,8 @@ MAX_ROBOTS_BYTES = 500 * 1024
 FetchRobots = Callable[[str], Awaitable[tuple[int, bytes]]]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# Upstream failures that mean the host itself is out of reach (see the module docstring).
+_HOST_UNREACHABLE = frozenset({"dns", "connect", "tls"})
 
 
 class _HasURL(Protocol):
@@ -229,6 +236,8 @@ class RobotsChecker:
         except WebwardError as exc:
             if exc.code in ("rate_limited", "circuit_open"):
                 raise  # our own limits: the caller learns when to retry; nothing is cached
+            if isinstance(exc, UpstreamError) and exc.reason in _HOST_UNREACHABLE:
+                raise  # the host is out of reach: an upstream failure, not a robots answer
             return _Entry(now + self._error_ttl_s, None, unreachable=exc.message.rstrip("."))
         if 200 <= status < 300:
             text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")

@@ -72,9 +72,7 @@ class StateCache:
                 return default
             try:
                 if self._conn is None:
-                    self._conn = open_wal(
-                        self.path, timeout_s=self._busy_timeout_s, schema=_SCHEMA
-                    )
+                    self._conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=_SCHEMA)
                     # A cache is soft state: losing the last writes to a power cut is harmless.
                     self._conn.execute("PRAGMA synchronous=NORMAL")
                 return work(self._conn)

@@ -25,12 +25,12 @@ import httpcore
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, open_audit_sink
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
-from ._errors import InvalidInput, UpstreamError, WebwardError
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, SearchResult
 from ._policy import Policy
-from ._render import Renderer, default_renderer
+from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker, RobotsStore
 from ._settings import TIERS, Settings
@@ -189,7 +189,8 @@ class Web:
                 converted = convert()
             else:
                 converted = await anyio.to_thread.run_sync(convert)
-            if tier in _RENDER_FALLBACK_TIERS and _needs_browser(converted, result.body.content):
+            if _needs_browser(converted, result.body.content):
+                self._check_can_render(url, tier)
                 converted = await self._render_fallback(
                     converted, result.final.url, include_links, agent, tier
                 )
@@ -252,6 +253,26 @@ class Web:
             redirects=cached.redirects,
             bytes_read=cached.bytes_read,
             screenshot=screenshot,
+        )
+
+    def _check_can_render(self, url: str, tier: str) -> None:
+        """A script-only page read where nothing can render it: say so and what would, rather
+        than hand over an empty reading as if the page had no text."""
+        shown = url if len(url) <= 200 else url[:199] + "…"
+        if tier not in _RENDER_FALLBACK_TIERS:
+            how = f"webward renders such pages in tiers connected and full, not {tier}"
+        elif isinstance(self._renderer, PlainRenderer):
+            how = (
+                "this installation has no headless renderer: install Debian's chromium and "
+                "pip install 'webward[render]'"
+            )
+        else:
+            return
+        raise Refused(
+            f"refused: {shown} writes its text with JavaScript and has none without a "
+            f"browser; {how}",
+            code="unsupported_type",
+            reason="needs_browser",
         )
 
     async def _render_fallback(

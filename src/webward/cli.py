@@ -11,10 +11,14 @@ needs, and only the command being run gets its arguments (and their imports) add
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import logging
+import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
@@ -116,13 +120,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     as_json = bool(getattr(args, "json", False))
     try:
-        settings = Settings.load(args.config)
-        code: int = args._module.run(args, settings)
+        with _quiet_libraries():
+            settings = Settings.load(args.config)
+            code: int = args._module.run(args, settings)
     except WebwardError as exc:
         return report_error(exc, as_json)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`webward fetch URL | head`): stop quietly, as a tool killed
+        # by SIGPIPE would, and keep the interpreter's last flush from raising again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return code
+
+
+class _OwnRecords(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name == "webward" or record.name.startswith("webward.")
+
+
+@contextlib.contextmanager
+def _quiet_libraries() -> Iterator[None]:
+    """Libraries' warnings and log records are for their developers, not for the person at
+    the terminal, who gets webward's one sentence: while a command runs, only webward's own
+    records (WARNING and up) reach stderr, and warnings are shown only when asked for with
+    ``python -W``."""
+    handler = logging.StreamHandler()  # stderr, as logging's last resort would print
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(_OwnRecords())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            if not sys.warnoptions:
+                warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.removeHandler(handler)
 
 
 if __name__ == "__main__":
