@@ -7,8 +7,6 @@ command line, where it would land in shell history and the process list.
 from __future__ import annotations
 
 import argparse
-import difflib
-import getpass
 import sys
 from typing import TYPE_CHECKING
 
@@ -81,6 +79,8 @@ def _warn_unknown(name: str) -> None:
 
     if name in KNOWN_NAMES:
         return
+    import difflib
+
     close = difflib.get_close_matches(name, KNOWN_NAMES, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]}? " if close else ""
     print(
@@ -92,6 +92,8 @@ def _warn_unknown(name: str) -> None:
 
 def _read_secret(name: str) -> str:
     if sys.stdin is not None and sys.stdin.isatty():
+        import getpass
+
         value = getpass.getpass(f"{name}: ")
     else:
         value = sys.stdin.readline() if sys.stdin is not None else ""
