@@ -260,3 +260,54 @@ def test_each_face_imports_only_its_extra(module: str, extra: str) -> None:
     assert module in {info.name for info in pkgutil.walk_packages(webward.__path__, "webward.")}
     allowed = reachable(declared(extra))
     assert required_but_undeclared(sorted(EXTRA_OF_MODULE), [module], False, allowed) == []
+
+
+# ---- the README, as a new user follows it ---------------------------------------------------
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_readme_setup_is_two_commands_and_ci_runs_its_test_command() -> None:
+    """The setup section holds two one-line commands; `.ci/run` installs with `pip install .`
+    from a fresh venv's own pip (never upgraded) and ends with the README's test command."""
+    setup = README.split("## Setup", 1)[1].split("\n## ", 1)[0]
+    commands = [b.split("\n", 1)[1].strip() for b in setup.split("```")[1::2]]
+    assert len(commands) == 2 and all("\n" not in c for c in commands)
+    assert commands[0].startswith("pip install . && webward fetch ")
+    test_command = commands[1].rsplit(" && ", 1)[1]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.rstrip("\n").splitlines()[-1] == test_command == "python3 -m pytest -q"
+    assert "python3 -m venv" in ci and "-m pip install .\n" in ci
+    assert "--upgrade pip" not in ci and "install -U pip" not in ci
+
+
+def test_the_readme_python_example_runs_as_it_is(tmp_path: Path) -> None:
+    """The README's library example is a complete script: run unchanged but for its URL (a
+    page on loopback), it prints the page's text."""
+    from localserver import respond, serve
+
+    block = next(b for b in README.split("```")[1::2] if b.startswith("python\n"))
+    script = block.split("\n", 1)[1]
+    assert "asyncio.run(main())" in script
+    config = tmp_path / "webward.toml"
+    config.write_text('[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\nrobots = false\n')
+    page = (
+        "<html><head><title>Example</title></head><body><p>Text of the example.</p></body></html>"
+    )
+    with serve(routes={"/3/": respond(200, page)}) as srv:
+        script = script.replace("https://docs.python.org/3/", srv.url("/3/"))
+        out = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "PYTHONPATH": str(SRC.parent),
+                "WEBWARD_CONFIG": str(config),
+                "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+            },
+            timeout=60,
+        )
+    assert out.returncode == 0, out.stderr
+    assert "Example: characters 0-" in out.stdout
+    assert "Text of the example." in out.stdout
