@@ -11,7 +11,9 @@ HELP = "read one public page (text window, image or PDF) through the guard"
 DESCRIPTION = """\
 Read one page through webward's guard, policy, limits and audit. HTML comes back as readable
 Markdown in windows of at most 40,000 characters: pass --offset to continue where the header
-says. Images and PDFs come back as parts (their bytes only with --json)."""
+says; the page waits in the state dir's cache ([limits] page_cache_ttl_s), so later windows
+send no request. Images and PDFs come back as parts (their bytes only with --json; a PDF's
+text is printed)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,7 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--screenshot",
         action="store_true",
-        help="also return a 1280x800 PNG screenshot (tier full; needs Debian's chromium and playwright)",
+        help="also return a 1280x800 PNG screenshot (tier full; needs Debian's chromium and "
+        "pip install 'webward[render]')",
     )
     p.add_argument(
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"

@@ -17,7 +17,8 @@ POST /v1/capabilities/web:search.query@1, with the OpenAPI document at /openapi.
 the token's SHA-256 as [agents.NAME] token_sha256 beside the agent's tier.
 
 Make a token's hash with `webward serve --hash-token` (reads the token on stdin). Serve on
-loopback and put TLS and any public address on a reverse proxy in front."""
+loopback and put TLS and any public address on a reverse proxy in front. Needs the serve
+extra: pip install 'webward[serve]'."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
