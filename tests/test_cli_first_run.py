@@ -388,3 +388,53 @@ def test_a_missing_extra_is_named_in_one_sentence(
     assert f"pip install 'webward[{extra}]'" in out.stderr
     assert "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+# ---- 7. start-up: import nothing a command does not use -----------------------------------
+
+
+def modules_after(tmp_path: Path, *args: str) -> set[str]:
+    """The modules a `webward ARGS` process had loaded when it exited."""
+    dump = tmp_path / "modules.json"
+    prelude = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: open({str(dump)!r}, 'w').write(json.dumps(sorted(sys.modules))))"
+    )
+    out = run(*args, prelude=prelude, env={"WEBWARD_STATE_DIR": str(tmp_path / "state")})
+    assert out.returncode in (0, 2), out.stderr
+    return set(json.loads(dump.read_text()))
+
+
+NEVER_FOR_A_READ = (
+    "playwright",
+    "redis",
+    "psycopg",
+    "mcp",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "anthropic",
+    "openai",
+    "webward.agents",
+    "webward._gateway",
+    "webward._mcp",
+    "webward.search",
+)
+
+
+def test_help_imports_no_command_dependencies(tmp_path: Path) -> None:
+    """`webward --help` loads neither the core nor its HTTP stack nor any face."""
+    loaded = modules_after(tmp_path, "--help")
+    for name in ("webward._web", "httpcore", "anyio", "lxml", "webward._audit", *NEVER_FOR_A_READ):
+        assert name not in loaded, name
+
+
+def test_fetch_of_a_small_page_imports_only_what_a_read_uses(tmp_path: Path) -> None:
+    """`webward fetch` of a small page loads no browser, store, server, MCP or model code, and
+    not the main-content extractor (a short page is read whole)."""
+    config = write_config(tmp_path)
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, "<p>small page</p>")}) as srv:
+        loaded = modules_after(tmp_path, "fetch", srv.url("/"), "--config", str(config))
+    assert "webward._web" in loaded and "html_to_markdown" in loaded  # it did read the page
+    for name in (*NEVER_FOR_A_READ, "trafilatura", "justext"):
+        assert name not in loaded, name
