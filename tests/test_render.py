@@ -264,9 +264,10 @@ async def test_a_script_only_page_is_rendered_headless(tier: str) -> None:
     assert "Text the page script wrote." in page.content
 
 
-async def test_as_owner_and_plain_builds_read_a_shell_as_served() -> None:
-    """Tier as-owner never renders, and a build without the renderer reads the shell as
-    served: no error either way, and no browser request reaches the page."""
+async def test_as_owner_and_plain_builds_say_a_shell_needs_a_browser() -> None:
+    """Tier as-owner never renders, and a build without the renderer cannot: either way the
+    read is refused with what would render it (not an empty reading), and no browser request
+    reaches the page."""
     with serve(routes={"/": respond(200, SHELL_PAGE)}) as srv:
         owner_settings = Settings().replace(
             {
@@ -277,12 +278,17 @@ async def test_as_owner_and_plain_builds_read_a_shell_as_served() -> None:
         async with Web(
             owner_settings, StaticResolver({}), audit=MemoryAuditSink(), renderer=ChromiumRenderer()
         ) as web:
-            owner = await web.fetch(srv.url("/"))
+            with pytest.raises(Refused) as owner:
+                await web.fetch(srv.url("/"))
         async with make_web(renderer=PlainRenderer()) as web:
-            plain = await web.fetch(srv.url("/"), tier="connected")
+            with pytest.raises(Refused) as plain:
+                await web.fetch(srv.url("/"), tier="connected")
         assert not any("HeadlessChrome" in r.headers.get("user-agent", "") for r in srv.requests)
-    for page in (owner, plain):
-        assert "Text the page script wrote." not in page.content
+    assert owner.value.reason == plain.value.reason == "needs_browser"
+    assert owner.value.code == "unsupported_type"
+    assert "writes its text with JavaScript" in owner.value.message
+    assert "tiers connected and full, not as-owner" in owner.value.message
+    assert "pip install 'webward[render]'" in plain.value.message
 
 
 async def test_renders_beyond_the_concurrency_cap_wait_their_turn() -> None:

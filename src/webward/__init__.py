@@ -11,14 +11,37 @@ async with Web(settings=Settings.load()) as web:
 from __future__ import annotations
 
 import contextlib
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
-from ._models import Hit, Link, Page, Part, SearchResult, Window
-from ._resolver import Resolver, StaticResolver, SystemResolver
-from ._settings import Settings
-from ._web import Web
+if TYPE_CHECKING:
+    from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+    from ._models import Hit, Link, Page, Part, SearchResult, Window
+    from ._resolver import Resolver, StaticResolver, SystemResolver
+    from ._settings import Settings
+    from ._web import Web
+
+# Each name is imported on first use: `webward --help` and the commands that do not read
+# pages do not pay for the core (its HTTP stack and converters) at start-up.
+_SOURCES = {
+    "Hit": "_models",
+    "InvalidInput": "_errors",
+    "Link": "_models",
+    "Page": "_models",
+    "Part": "_models",
+    "Refused": "_errors",
+    "Resolver": "_resolver",
+    "SearchResult": "_models",
+    "Settings": "_settings",
+    "StaticResolver": "_resolver",
+    "SystemResolver": "_resolver",
+    "UpstreamError": "_errors",
+    "Web": "_web",
+    "WebwardError": "_errors",
+    "Window": "_models",
+}
 
 __all__ = [
     "Hit",
@@ -38,8 +61,17 @@ __all__ = [
     "Window",
 ]
 
-for _name in __all__:  # reprs and docs read webward.Web, not webward._web.Web
-    _obj = globals()[_name]
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module 'webward' has no attribute {name!r}")
+    obj = getattr(importlib.import_module(f"webward.{source}"), name)
     with contextlib.suppress(AttributeError, TypeError):
-        _obj.__module__ = "webward"
-del _name, _obj
+        obj.__module__ = "webward"  # reprs and docs read webward.Web, not webward._web.Web
+    globals()[name] = obj
+    return obj
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -558,6 +558,9 @@ def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None
                 f"[audit] postgres_dsn_env names ${var}, which is unset or empty; it must "
                 "hold the PostgreSQL DSN of the audit log"
             )
+        from ._extras import require
+
+        require("psycopg", "postgres", "[audit] postgres_dsn_env")
         from ._postgres import PostgresAuditSink  # imported only when configured
 
         return PostgresAuditSink(dsn, dsn_env=var)

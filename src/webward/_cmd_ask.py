@@ -5,23 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from . import guard
 from ._errors import InvalidInput, WebwardError
 from ._settings import TIERS, Settings
-from .agents import (
-    RESEARCH,
-    AnthropicClient,
-    CallRecord,
-    OpenAIClient,
-    ToolContext,
-    _anthropic,
-    _openai,
-    run_agent,
-)
+
+if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from .agents import AnthropicClient, CallRecord, OpenAIClient
 
 HELP = "ask the research agent a question; it searches and reads the web through webward"
 DESCRIPTION = """\
@@ -41,17 +31,22 @@ reads URLs.
 The research agent acts at tier connected unless --tier or [agents.research] tier says
 otherwise."""
 
-_PROVIDERS: dict[str, tuple[str, str]] = {
-    "anthropic": (_anthropic.KEY_VARIABLE, _anthropic.DEFAULT_BASE_URL),
-    "openai": (_openai.KEY_VARIABLE, _openai.DEFAULT_BASE_URL),
-}
+_PROVIDER_NAMES = ("anthropic", "openai")
+
+
+def _provider(name: str) -> tuple[str, str]:
+    """``(key variable, default base URL)`` of a model API."""
+    from .agents import _anthropic, _openai
+
+    module = _anthropic if name == "anthropic" else _openai
+    return module.KEY_VARIABLE, module.DEFAULT_BASE_URL
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", metavar="QUESTION", help="what to find out")
     p.add_argument(
         "--provider",
-        choices=sorted(_PROVIDERS),
+        choices=_PROVIDER_NAMES,
         default="anthropic",
         help="the model API's wire format (default anthropic)",
     )
@@ -80,6 +75,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
     return anyio.run(_run, args, settings)
 
 
@@ -90,7 +87,7 @@ def _check(args: argparse.Namespace) -> str:
         raise InvalidInput("--max-tokens must be at least 1")
     if not args.question.strip():
         raise InvalidInput("the question must not be empty")
-    base_url: str = args.base_url or _PROVIDERS[args.provider][1]
+    base_url: str = args.base_url or _provider(args.provider)[1]
     scheme, sep, rest = base_url.partition("://")
     if scheme.lower() not in ("http", "https") or not sep or not rest.strip("/"):
         raise InvalidInput(
@@ -105,6 +102,8 @@ def key_optional(base_url: str | None) -> bool:
     vLLM. A missing key for anything else is a mistake worth stopping for. Pure: no DNS."""
     if not base_url:
         return False
+    from . import guard
+
     try:
         parsed = guard.parse_url(base_url)
         if parsed.is_ip:
@@ -117,6 +116,8 @@ def key_optional(base_url: str | None) -> bool:
 def _client(
     args: argparse.Namespace, key: str | None, base_url: str
 ) -> AnthropicClient | OpenAIClient:
+    from .agents import AnthropicClient, OpenAIClient
+
     if args.provider == "anthropic":
         return AnthropicClient(
             key, args.model, base_url=base_url, max_tokens=args.max_tokens or 4096
@@ -140,10 +141,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._credentials import default_store
     from ._limits import open_limit_state
     from ._web import Web
+    from .agents import RESEARCH, ToolContext, run_agent
 
     base_url = _check(args)
     store = default_store()
-    variable = _PROVIDERS[args.provider][0]
+    variable = _provider(args.provider)[0]
     key = store.get(variable) or None
     if key is None and not key_optional(args.base_url):
         raise InvalidInput(

@@ -5,16 +5,22 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
+import shutil
 import sys
 import unicodedata
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import anyio
-
-from ._audit import DECISIONS, AuditRecord, open_audit_sink
 from ._errors import InvalidInput, WebwardError
 from ._settings import Settings
+
+if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._audit import AuditRecord
+
+# As _audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.
+DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "parse_since", "run"]
 
@@ -88,16 +94,34 @@ def run(
     except InvalidInput as exc:
         print(f"webward: {exc.message}", file=sys.stderr)
         return 2
+    import anyio
+
     try:
-        records = anyio.run(_query, settings, since, args.agent, args.decision, limit)
+        # One record more than shown tells whether --limit cut the answer.
+        records = anyio.run(_query, settings, since, args.agent, args.decision, limit + 1)
     except WebwardError as exc:
         print(f"webward: {exc.message}", file=sys.stderr)
         return 3
+    more = len(records) > limit
+    records = records[:limit]
     if args.json:
         print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
     else:
-        print(render_table(records))
+        print(render_table(records, width=_terminal_width()))
+        if more:
+            print(
+                f"webward: more records match than the {limit} shown; "
+                "raise --limit or narrow with --since, --agent or --decision",
+                file=sys.stderr,
+            )
     return 0
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width when printing to one (or when $COLUMNS says), else no limit."""
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        return None
+    return shutil.get_terminal_size().columns
 
 
 async def _query(
@@ -107,6 +131,8 @@ async def _query(
     decision: str | None,
     limit: int,
 ) -> list[AuditRecord]:
+    from ._audit import open_audit_sink
+
     sink = open_audit_sink(settings)
     try:
         return await sink.query(since=since, agent=agent, decision=decision, limit=limit)
@@ -117,8 +143,9 @@ async def _query(
 _COLUMNS = ("TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS", "TARGET")
 
 
-def render_table(records: list[AuditRecord]) -> str:
-    """An aligned table for people; the target (the widest column) comes last."""
+def render_table(records: list[AuditRecord], width: int | None = None) -> str:
+    """An aligned table for people; the target (the widest column) comes last, cut with an
+    ellipsis so that each row fits in ``width`` columns (when given)."""
     if not records:
         return "no audit records match"
     rows = [
@@ -139,7 +166,12 @@ def render_table(records: list[AuditRecord]) -> str:
     lines = []
     for row in cells:
         head = "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True))
-        lines.append(f"{head}  {row[-1]}".rstrip())
+        target = row[-1]
+        if width is not None:
+            room = max(width - len(head) - 2, 10)  # a narrow terminal still shows a start
+            if len(target) > room:
+                target = target[: room - 1] + "…"
+        lines.append(f"{head}  {target}".rstrip())
     return "\n".join(lines)
 
 

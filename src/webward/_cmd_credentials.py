@@ -7,20 +7,14 @@ command line, where it would land in shell history and the process list.
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
+from typing import TYPE_CHECKING
 
-from ._credentials import (
-    ChainedStore,
-    EnvironmentStore,
-    FileStore,
-    KeyringStore,
-    check_name,
-    default_store,
-    mask,
-)
 from ._errors import InvalidInput, Refused
 from ._settings import Settings
+
+if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._credentials import ChainedStore
 
 HELP = "store, show (masked), delete or list search and model API keys"
 DESCRIPTION = """\
@@ -34,8 +28,13 @@ ACTIONS = ("set", "get", "delete", "list")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=ACTIONS, help="what to do")
-    p.add_argument("name", nargs="?", metavar="NAME", help="the credential, e.g. TAVILY_API_KEY")
+    p.add_argument("action", choices=ACTIONS, metavar="ACTION", help="set, get, delete or list")
+    p.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="the key's name, e.g. TAVILY_API_KEY (set, get and delete need one)",
+    )
     # Caught so a key typed on the command line is refused without being echoed back.
     p.add_argument("extra", nargs="*", help=argparse.SUPPRESS)
     p.add_argument(
@@ -44,6 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._credentials import default_store
+
     return run_with(args, default_store())
 
 
@@ -60,7 +61,11 @@ def run_with(args: argparse.Namespace, store: ChainedStore) -> int:
         return _list(store)
     if not args.name:
         raise InvalidInput(f"`webward credentials {args.action}` needs a NAME, e.g. TAVILY_API_KEY")
+    from ._credentials import check_name
+
     name = check_name(args.name)
+    if args.action != "delete":  # deleting a mistyped name is how a typo is cleaned up
+        _warn_unknown(name)
     if args.action == "set":
         return _set(store, name, args.keyring)
     if args.action == "get":
@@ -68,8 +73,27 @@ def run_with(args: argparse.Namespace, store: ChainedStore) -> int:
     return _delete(store, name)
 
 
+def _warn_unknown(name: str) -> None:
+    """A name webward never reads is most often a typo: say so, and which name was meant."""
+    from ._credentials import KNOWN_NAMES
+
+    if name in KNOWN_NAMES:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(name, KNOWN_NAMES, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    print(
+        f"webward: warning: webward does not read {name}; {hint}"
+        f"the names it reads are {', '.join(KNOWN_NAMES)}",
+        file=sys.stderr,
+    )
+
+
 def _read_secret(name: str) -> str:
     if sys.stdin is not None and sys.stdin.isatty():
+        import getpass
+
         value = getpass.getpass(f"{name}: ")
     else:
         value = sys.stdin.readline() if sys.stdin is not None else ""
@@ -88,6 +112,8 @@ def _store_of(store: ChainedStore, kind: type) -> object:
 
 
 def _set(store: ChainedStore, name: str, use_keyring: bool) -> int:
+    from ._credentials import EnvironmentStore, FileStore, KeyringStore, mask
+
     value = _read_secret(name)
     if use_keyring:
         target = _store_of(store, KeyringStore)
@@ -109,12 +135,16 @@ def _set(store: ChainedStore, name: str, use_keyring: bool) -> int:
 
 
 def _describe(store: object) -> str:
+    from ._credentials import FileStore
+
     if isinstance(store, FileStore):
         return f"file {store.path}"
     return str(getattr(store, "kind", "store"))
 
 
 def _get(store: ChainedStore, name: str) -> int:
+    from ._credentials import mask
+
     found = store.lookup(name)
     if found is None:
         raise Refused(
@@ -129,6 +159,8 @@ def _get(store: ChainedStore, name: str) -> int:
 
 
 def _delete(store: ChainedStore, name: str) -> int:
+    from ._credentials import EnvironmentStore
+
     removed = store.delete(name)
     print(
         f"deleted {name}"
@@ -142,6 +174,8 @@ def _delete(store: ChainedStore, name: str) -> int:
 
 
 def _list(store: ChainedStore) -> int:
+    from ._credentials import mask
+
     names = store.names()
     width = max(len(n) for n in names)
     for name in names:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import anyio
-
-from ._parts import part_summary, tool_result_text
 from ._settings import Settings
 
 HELP = "read one public page (text window, image or PDF) through the guard"
@@ -15,8 +12,9 @@ DESCRIPTION = """\
 Read one page through webward's guard, policy, limits and audit. HTML comes back as readable
 Markdown in windows of at most 40,000 characters: pass --offset to continue where the header
 says (--max-chars asks for smaller windows), or pass --query to get the passages that best
-match some words, each with the offset to read on from. Images and PDFs come back as parts
-(their bytes only with --json)."""
+match some words, each with the offset to read on from. The page waits in the state dir's cache
+([limits] page_cache_ttl_s), so later windows and queries send no request. Images and PDFs
+come back as parts (their bytes only with --json; a PDF's text is printed)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--screenshot",
         action="store_true",
-        help="also return a 1280x800 PNG screenshot (tier full; needs Debian's chromium and playwright)",
+        help="also return a 1280x800 PNG screenshot (tier full; needs Debian's chromium and "
+        "pip install 'webward[render]')",
     )
     p.add_argument(
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
@@ -48,28 +47,46 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
     return anyio.run(_run, args, settings)
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._limits import open_limit_state
+    from ._parts import part_summary, tool_result_text
+    from ._state_cache import SQLitePageCache, SQLiteRobotsStore, StateCache
     from ._web import Web
 
     # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and
     # refuses the rest by name (str.isdigit() + int() would take "١٢" and crash on "²").
     offset: object = args.offset
-    async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
-        page = await web.fetch(
-            args.url,
-            offset=offset,  # type: ignore[arg-type]
-            include_links=args.links,
-            include_screenshot=args.screenshot,
-            agent=args.agent,
-            tier=args.tier,
-            # Strings go through as they are: the core takes ASCII digits and refuses the rest.
-            max_chars=args.max_chars,
-            query=args.query,
-        )
+    # Each command is a new process: pages and robots.txt answers wait in the state dir for
+    # the next --offset (replicas sharing a Redis share its page cache instead).
+    store = StateCache(settings.state.path())
+    page_cache = (
+        None if settings.state.redis_url else SQLitePageCache.from_limits(store, settings.limits)
+    )
+    try:
+        async with Web(
+            settings,
+            limit_state=open_limit_state(settings, kind="sqlite"),
+            page_cache=page_cache,
+            robots_store=SQLiteRobotsStore(store),
+        ) as web:
+            page = await web.fetch(
+                args.url,
+                offset=offset,  # type: ignore[arg-type]
+                include_links=args.links,
+                include_screenshot=args.screenshot,
+                agent=args.agent,
+                tier=args.tier,
+                # Strings go through as they are: the core takes ASCII digits and refuses the rest.
+                max_chars=args.max_chars,
+                query=args.query,
+            )
+    finally:
+        await store.aclose()  # also when Redis holds the pages and robots.txt used it
     if args.json:
         print(json.dumps(page.to_wire(), ensure_ascii=False, indent=2))
         return 0
@@ -82,6 +99,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"screenshot: {part_summary(page.screenshot)}")
     print()
     print(page.content)
+    for part in page.parts:
+        extracted = page.document_text(part)  # a PDF's text, in its own envelope
+        if extracted is not None:
+            print()
+            print(extracted)
     if page.links:
         print("\nlinks:")
         for i, link in enumerate(page.links, 1):

@@ -20,7 +20,7 @@ metadata clients discover it by is at /.well-known/oauth-protected-resource/mcp.
 tokens, --http listens on loopback only.
 
 One process keeps one set of rate limits, circuit breakers, page cache and audit log for all
-its sessions."""
+its sessions. Needs the mcp extra: pip install 'webward[mcp]'."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._extras import require
+
+    require("mcp", "mcp", "`webward mcp`")
     from ._mcp import run as run_mcp
 
     run_mcp(settings, http=args.http, agent=args.agent, tier=args.tier)

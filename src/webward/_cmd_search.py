@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-import anyio
-
 from ._settings import Settings
-from .search import PROVIDERS
 
 HELP = "run a web search through the configured provider (tier connected or full)"
 DESCRIPTION = """\
@@ -21,6 +18,8 @@ the search; a filter the provider cannot honour is refused by name."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .search import PROVIDERS
+
     p.add_argument("query", metavar="QUERY", help="what to search for (1 to 512 characters)")
     p.add_argument("--limit", default="10", metavar="N", help="how many hits, 1 to 50 (default 10)")
     p.add_argument(
@@ -53,28 +52,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
     return anyio.run(_run, args, settings)
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._errors import Refused
     from ._limits import open_limit_state
     from ._web import Web
 
     # A string that is not a whole number goes through as is, so the core refuses it by name.
     limit: object = int(args.limit) if args.limit.isdigit() else args.limit
     async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
-        result = await web.search(
-            args.query,
-            limit=limit,  # type: ignore[arg-type]
-            agent=args.agent,
-            tier=args.tier,
-            provider=args.provider,
-            allowed_domains=args.allow_domain,
-            blocked_domains=args.block_domain,
-            freshness=args.freshness,
-            country=args.country,
-            language=args.language,
-        )
+        try:
+            result = await web.search(
+                args.query,
+                limit=limit,  # type: ignore[arg-type]
+                agent=args.agent,
+                tier=args.tier,
+                provider=args.provider,
+                allowed_domains=args.allow_domain,
+                blocked_domains=args.block_domain,
+                freshness=args.freshness,
+                country=args.country,
+                language=args.language,
+            )
+        except Refused as exc:
+            if exc.code != "not_configured":
+                raise
+            # The core's message names the agents' tool; here the person ran a command.
+            raise Refused(
+                exc.message.replace("with web_fetch", "with `webward fetch URL`"),
+                code=exc.code,
+                reason=exc.reason,
+            ) from None
     if args.json:
         print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
         return 0

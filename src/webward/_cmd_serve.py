@@ -17,7 +17,8 @@ POST /v1/capabilities/web:search.query@1, with the OpenAPI document at /openapi.
 the token's SHA-256 as [agents.NAME] token_sha256 beside the agent's tier.
 
 Make a token's hash with `webward serve --hash-token` (reads the token on stdin). Serve on
-loopback and put TLS and any public address on a reverse proxy in front."""
+loopback and put TLS and any public address on a reverse proxy in front. Needs the serve
+extra: pip install 'webward[serve]'."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from ._gateway import hash_token
+    from ._tokens import hash_token
 
     if args.hash_token:
         token = sys.stdin.readline().strip()
@@ -48,6 +49,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not 0 <= args.port <= 65535:
         raise InvalidInput(f"--port must be from 0 to 65535, not {args.port}")
+    from ._extras import require
+
+    for module in ("starlette", "uvicorn"):
+        require(module, "serve", "`webward serve`")
     import anyio
 
     anyio.run(_serve, settings, args.host, args.port)

@@ -75,6 +75,11 @@ _MIN_KEEP_CHARS = 200
 #: ... or than this share of the cleaned page's visible text. The article pages of the
 #: extraction benchmark keep at least 12 % of their page, so 5 % only catches listings.
 _MIN_KEEP_SHARE = 0.05
+#: A page with less visible text than this is read whole, without the main-content extractor:
+#: it would keep little more than the floor above, and below its own floor (250 characters)
+#: trafilatura starts justext, whose stoplists for 100 languages cost ~0.25 s CPU in every new
+#: process, more than the rest of a small read (`webward fetch` starts one per call).
+_SHORT_PAGE_CHARS = 500
 
 # Elements that are never readable content. Dropped before extraction: trafilatura drops
 # them too, but later, and every element removed up front is one its XPath passes skip
@@ -398,6 +403,11 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     visible = _visible_chars(tree)
     if visible == 0:
         return HtmlResult(title=title, markdown="", links=links, extractor="")
+    if visible < _SHORT_PAGE_CHARS:
+        markdown = tidy_markdown(_full_page(tree))
+        return HtmlResult(
+            title=title, markdown=markdown, links=links, extractor="full" if markdown else ""
+        )
     # trafilatura prunes the tree it is given in place, so the full-page fallback parses afresh.
     markdown = tidy_markdown(_main_content(tree))
     extractor = "main"

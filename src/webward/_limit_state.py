@@ -265,6 +265,9 @@ def open_limit_state(
     if kind not in ("memory", "sqlite"):
         raise InvalidInput(f"unknown limit store {kind!r}; use memory or sqlite")
     if settings.state.redis_url:
+        from ._extras import require
+
+        require("redis", "redis", "[state] redis_url")
         from ._redis import RedisLimitState  # imported only when configured
 
         return RedisLimitState(settings.state.redis_url)

@@ -66,7 +66,6 @@ from mcp.types import (
 )
 from pydantic import AnyHttpUrl, BaseModel, Field, WithJsonSchema
 
-from . import _envelope
 from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
@@ -380,21 +379,9 @@ def page_result(page: Page) -> CallToolResult:
     items: list[str | Part] = [page.content]
     for part in page.parts:
         items.append(part)
-        if part.type == "document" and part.text:
-            # The extracted text is page text: it travels inside its own envelope.
-            items.append(
-                _envelope.wrap(
-                    part.text,
-                    {
-                        "capability": "web:page.fetch@1",
-                        "requested_url": page.requested_url,
-                        "final_url": page.final_url,
-                        "status": page.status,
-                        "content_type": f"{part.media_type} (extracted text)",
-                        "retrieved_at": page.retrieved_at,
-                    },
-                )
-            )
+        extracted = page.document_text(part)  # page text: it travels inside its own envelope
+        if extracted is not None:
+            items.append(extracted)
     if page.screenshot is not None:
         items.append(page.screenshot)
     if page.links:

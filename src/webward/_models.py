@@ -157,6 +157,25 @@ class Page:
             out["screenshot"] = self.screenshot.to_wire()
         return out
 
+    def document_text(self, part: Part) -> str | None:
+        """A document part's extracted text (a PDF's) inside its own envelope, for faces that
+        show text; ``None`` for other parts. It is page text, so it is enveloped like one."""
+        if part.type != "document" or not part.text:
+            return None
+        from . import _envelope
+
+        return _envelope.wrap(
+            part.text,
+            {
+                "capability": "web:page.fetch@1",
+                "requested_url": self.requested_url,
+                "final_url": self.final_url,
+                "status": self.status,
+                "content_type": f"{part.media_type} (extracted text)",
+                "retrieved_at": self.retrieved_at,
+            },
+        )
+
 
 @dataclass(frozen=True)
 class Hit:

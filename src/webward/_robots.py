@@ -5,9 +5,14 @@ The rules, as the RFC has them:
 - 2xx: the file is parsed (its first :data:`MAX_ROBOTS_BYTES`; the RFC asks parsers to read at
   least 500 KiB) and the group for the token ``webward`` (else ``*``) decides;
 - 3xx left over, and 4xx (404 included): the file is "unavailable", every path is allowed;
-- 5xx, and a robots.txt that cannot be reached at all (the fetch raised: a refused redirect to
-  an internal address, a timeout, a reset): "unreachable", every path is disallowed. A 429 is
+- 5xx, and a robots.txt that cannot be read (the fetch raised: a refused redirect to an
+  internal address, a timeout, a reset): "unreachable", every path is disallowed. A 429 is
   treated like a 5xx (the host asked us to slow down; reading pages at once would not).
+
+A host that cannot be resolved, connected to or shaken hands with (TLS) is not a robots.txt
+answer at all: the page could not be read either, so that upstream failure is passed on as it
+is (``could not connect to HOST``, exit 1), not dressed up as a robots refusal, and nothing is
+cached.
 
 The fetch itself is injected (``fetch_robots(url) -> (status, body)``): the core passes its
 own, which goes through the same guard, pinned transport and redirect rules (at most five
@@ -15,6 +20,9 @@ hops) as a page read. Answers are cached per origin (scheme, host, port) for ``t
 "unreachable" for only ``error_ttl_s``, so a passing outage does not block a host for long.
 If the fetch is refused by webward's own rate limit or open circuit, that refusal is passed on
 as it is (it says when to retry) and nothing is cached.
+
+A :class:`RobotsStore` (the command line's is ``cache.db`` in the state dir) keeps answers
+beyond the process, so that a new ``webward fetch`` does not ask for the file again.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from urllib.parse import urlsplit
 import anyio
 from protego import Protego
 
-from ._errors import InvalidInput, Refused, WebwardError
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
@@ -38,6 +46,7 @@ __all__ = [
     "USER_AGENT_TOKEN",
     "FetchRobots",
     "RobotsChecker",
+    "RobotsStore",
     "robots_url",
 ]
 
@@ -54,6 +63,8 @@ MAX_ROBOTS_BYTES = 500 * 1024
 FetchRobots = Callable[[str], Awaitable[tuple[int, bytes]]]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# Upstream failures that mean the host itself is out of reach (see the module docstring).
+_HOST_UNREACHABLE = frozenset({"dns", "connect", "tls"})
 
 
 class _HasURL(Protocol):
@@ -61,11 +72,32 @@ class _HasURL(Protocol):
     def url(self) -> str: ...
 
 
+class RobotsStore(Protocol):
+    """Answers kept outside the process: ``kind`` is ``rules`` (``text`` is the file),
+    ``allow`` (no usable file) or ``unreachable`` (``text`` says why). Never raises."""
+
+    async def get(self, origin: str) -> tuple[float, str, str] | None:
+        """``(seconds left, kind, text)`` for ``origin``, or ``None``."""
+        ...
+
+    async def put(self, origin: str, ttl_s: float, kind: str, text: str) -> None:
+        """Keep an answer for ``ttl_s`` seconds."""
+        ...
+
+
 @dataclass(frozen=True)
 class _Entry:
     expires: float
     rules: Protego | None  # None: every path allowed (4xx)
     unreachable: str = ""  # non-empty: every path disallowed, and why
+    text: str = ""  # the parsed file, for a RobotsStore
+
+
+def _parsed(expires: float, text: str) -> _Entry | None:
+    try:
+        return _Entry(expires, Protego.parse(text), text=text)
+    except Exception:  # Protego is lenient; a parser bug must not open the door
+        return None
 
 
 def robots_url(url: str) -> tuple[str, str, str]:
@@ -102,8 +134,10 @@ class RobotsChecker:
         error_ttl_s: float = 60.0,
         token: str = USER_AGENT_TOKEN,
         max_origins: int = 1024,
+        store: RobotsStore | None = None,
     ) -> None:
         self._fetch = fetch
+        self._store = store
         self._clock = clock
         self._ttl_s = ttl_s
         self._error_ttl_s = error_ttl_s
@@ -148,7 +182,10 @@ class RobotsChecker:
                 cached = self._cached(origin)
                 if cached is not None:
                     return cached
-                entry = await self._load(robots)
+                entry = await self._stored(origin)
+                if entry is None:
+                    entry = await self._load(robots)
+                    await self._keep(origin, entry)
                 self._cache[origin] = entry
                 self._cache.move_to_end(origin)
                 while len(self._cache) > self._max_origins:
@@ -167,6 +204,31 @@ class RobotsChecker:
             return None
         return entry
 
+    async def _stored(self, origin: str) -> _Entry | None:
+        if self._store is None:
+            return None
+        found = await self._store.get(origin)
+        if found is None:
+            return None
+        left, kind, text = found
+        expires = self._clock() + left
+        if kind == "rules":
+            return _parsed(expires, text)
+        if kind == "unreachable":
+            return _Entry(expires, None, unreachable=text or "unknown")
+        return _Entry(expires, None) if kind == "allow" else None
+
+    async def _keep(self, origin: str, entry: _Entry) -> None:
+        if self._store is None:
+            return
+        ttl = entry.expires - self._clock()
+        if entry.unreachable:
+            await self._store.put(origin, ttl, "unreachable", entry.unreachable)
+        elif entry.rules is not None:
+            await self._store.put(origin, ttl, "rules", entry.text)
+        else:
+            await self._store.put(origin, ttl, "allow", "")
+
     async def _load(self, robots: str) -> _Entry:
         now = self._clock()
         try:
@@ -174,14 +236,15 @@ class RobotsChecker:
         except WebwardError as exc:
             if exc.code in ("rate_limited", "circuit_open"):
                 raise  # our own limits: the caller learns when to retry; nothing is cached
+            if isinstance(exc, UpstreamError) and exc.reason in _HOST_UNREACHABLE:
+                raise  # the host is out of reach: an upstream failure, not a robots answer
             return _Entry(now + self._error_ttl_s, None, unreachable=exc.message.rstrip("."))
         if 200 <= status < 300:
             text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
-            try:
-                rules = Protego.parse(text)
-            except Exception:  # Protego is lenient; a parser bug must not open the door
+            entry = _parsed(now + self._ttl_s, text)
+            if entry is None:
                 return _Entry(now + self._error_ttl_s, None, unreachable="it could not be parsed")
-            return _Entry(now + self._ttl_s, rules)
+            return entry
         if status == 429 or status >= 500:
             return _Entry(now + self._error_ttl_s, None, unreachable=f"HTTP {status}")
         return _Entry(now + self._ttl_s, None)  # 3xx left over, 4xx: unavailable, allow all

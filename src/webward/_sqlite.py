@@ -1,7 +1,8 @@
-"""Opening the state dir's SQLite files (audit, limits) safely from several processes."""
+"""Opening the state dir's SQLite files (audit, limits, cache) safely from several processes."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -15,8 +16,13 @@ def open_wal(path: Path, *, timeout_s: float, schema: tuple[str, ...] = ()) -> s
     Two processes opening a new file at the same moment can get "database is locked" from
     the journal-mode switch, which SQLite answers without waiting on its busy handler; the
     setup is therefore retried until ``timeout_s`` has passed.
+
+    The file is created readable by its owner only (0600, like the credentials file): the
+    audit log and the cached pages say what was read. SQLite gives its ``-wal`` and ``-shm``
+    files the database's own mode.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     deadline = time.monotonic() + timeout_s
     delay = 0.005
     while True:

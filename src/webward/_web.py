@@ -26,14 +26,14 @@ import httpcore
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
-from ._errors import InvalidInput, UpstreamError, WebwardError
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import Policy
-from ._render import Renderer, default_renderer
+from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
-from ._robots import RobotsChecker
+from ._robots import RobotsChecker, RobotsStore
 from ._settings import TIERS, Settings
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 
@@ -59,7 +59,7 @@ class Web:
 
     Everything that touches the outside world is injected: the resolver (system DNS by
     default), the connector under the pinned transport, the audit sink, the limiter state,
-    the page cache and the search provider.
+    the page cache, a store for robots.txt answers and the search provider.
     """
 
     def __init__(
@@ -76,6 +76,7 @@ class Web:
         clock: Callable[[], float] = time.time,
         ssl_context: ssl.SSLContext | None = None,
         renderer: Renderer | None = None,
+        robots_store: RobotsStore | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
         self._clock = clock
@@ -98,7 +99,7 @@ class Web:
             clock=clock,
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
-        self._robots = RobotsChecker(self._fetch_robots, clock=clock)
+        self._robots = RobotsChecker(self._fetch_robots, clock=clock, store=robots_store)
         self._search_provider = search_provider
         self._credentials = credentials
 
@@ -213,7 +214,8 @@ class Web:
                 converted = convert()
             else:
                 converted = await anyio.to_thread.run_sync(convert)
-            if tier in _RENDER_FALLBACK_TIERS and _needs_browser(converted, result.body.content):
+            if _needs_browser(converted, result.body.content):
+                self._check_can_render(url, tier)
                 converted = await self._render_fallback(
                     converted, result.final.url, include_links, agent, tier
                 )
@@ -327,6 +329,26 @@ class Web:
         total = len(converted.text)
         first = passages[0].offset if passages else None
         return text, passages, Window(offset=0, end=0, total=total, next_offset=first)
+
+    def _check_can_render(self, url: str, tier: str) -> None:
+        """A script-only page read where nothing can render it: say so and what would, rather
+        than hand over an empty reading as if the page had no text."""
+        shown = url if len(url) <= 200 else url[:199] + "…"
+        if tier not in _RENDER_FALLBACK_TIERS:
+            how = f"webward renders such pages in tiers connected and full, not {tier}"
+        elif isinstance(self._renderer, PlainRenderer):
+            how = (
+                "this installation has no headless renderer: install Debian's chromium and "
+                "pip install 'webward[render]'"
+            )
+        else:
+            return
+        raise Refused(
+            f"refused: {shown} writes its text with JavaScript and has none without a "
+            f"browser; {how}",
+            code="unsupported_type",
+            reason="needs_browser",
+        )
 
     async def _render_fallback(
         self,
@@ -589,6 +611,9 @@ def _default_cache(settings: Settings) -> PageCache:
     """Replicas sharing a Redis share their page cache too; one process keeps its own."""
     limits = settings.limits
     if settings.state.redis_url:
+        from ._extras import require
+
+        require("redis", "redis", "[state] redis_url")
         from ._redis import RedisPageCache  # imported only when configured
 
         return RedisPageCache(

@@ -3,15 +3,22 @@
 Each command module exposes ``HELP`` (one line), ``add_arguments(parser)`` and
 ``run(args, settings) -> int``. Every command takes ``--config FILE``. Exit codes: 0 done,
 1 upstream failure, 2 bad usage or input, 3 refused.
+
+Start-up is kept short: a command module imports at its top only what ``webward --help``
+needs, and only the command being run gets its arguments (and their imports) added.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import logging
+import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, internal_error
@@ -64,7 +71,9 @@ def _modules() -> list[tuple[str, ModuleType]]:
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, only the command it names gets its arguments added."""
+    chosen = _chosen_command(argv)
     parser = argparse.ArgumentParser(
         prog="webward",
         description="The one audited door through which AI agents read the public web and search it.",
@@ -83,29 +92,76 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        if chosen is not None and name != chosen:
+            continue  # the command line names another command: its arguments are not needed
         p.add_argument("--config", metavar="FILE", help="the config file (TOML) to read")
         module.add_arguments(p)
         p.set_defaults(_module=module)
     return parser
 
 
+def _chosen_command(argv: Sequence[str] | None) -> str | None:
+    # The command is the first word that is not an option (the top level has only options
+    # without values: --help, --version).
+    # "" when no command is named (top-level help, or a typo argparse will name): none of
+    # the commands' arguments are needed.
+    if argv is None:
+        return None
+    first = next((a for a in argv if not a.startswith("-")), "")
+    return first if first in COMMANDS else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
     as_json = bool(getattr(args, "json", False))
     try:
-        settings = Settings.load(args.config)
-        code: int = args._module.run(args, settings)
+        with _quiet_libraries():
+            settings = Settings.load(args.config)
+            code: int = args._module.run(args, settings)
     except WebwardError as exc:
         return report_error(exc, as_json)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`webward fetch URL | head`): stop quietly, as a tool killed
+        # by SIGPIPE would, and keep the interpreter's last flush from raising again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a bug: one sentence (code internal_error), never a traceback
         return report_error(internal_error(exc), as_json)
     return code
+
+
+class _OwnRecords(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name == "webward" or record.name.startswith("webward.")
+
+
+@contextlib.contextmanager
+def _quiet_libraries() -> Iterator[None]:
+    """Libraries' warnings and log records are for their developers, not for the person at
+    the terminal, who gets webward's one sentence: while a command runs, only webward's own
+    records (WARNING and up) reach stderr, and warnings are shown only when asked for with
+    ``python -W``."""
+    handler = logging.StreamHandler()  # stderr, as logging's last resort would print
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(_OwnRecords())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            if not sys.warnoptions:
+                warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.removeHandler(handler)
 
 
 if __name__ == "__main__":

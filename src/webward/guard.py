@@ -498,13 +498,13 @@ def assert_url_allowed(
             what = _address_phrase(found)
             raise Refused(
                 f"refused: {_shorten(shown, 200)} points to {what} ({parsed.host}), "
-                "which webward never fetches",
+                f"which webward never fetches{_allow_hint(found)}",
                 reason=REASON_INTERNAL_ADDRESS,
             )
     elif is_internal_name(parsed.host):
         raise Refused(
             f"refused: {_shorten(parsed.host)} is an internal host name, which webward never "
-            "fetches",
+            f"fetches{_name_hint(parsed.host)}",
             reason=REASON_INTERNAL_NAME,
         )
     return parsed
@@ -528,7 +528,7 @@ def assert_ip_allowed(
     if found.blocked and not ip_allowed(found.address, allow_networks):
         raise Refused(
             f"refused: {_shorten(host)} resolves to {_address_phrase(found)} "
-            f"({found.address}), which webward never fetches",
+            f"({found.address}), which webward never fetches{_allow_hint(found)}",
             reason=REASON_INTERNAL_ADDRESS,
         )
 
@@ -540,6 +540,31 @@ def _address_phrase(found: Classification) -> str:
     if found.kind is AddressKind.METADATA:
         return "a cloud metadata address"
     return "an internal address"
+
+
+# The next step, for the person at the terminal: only the operator's allow_ranges lets an
+# internal range through (metadata addresses never), and only for addresses, never for names.
+_ALLOW_SETTING = "[network] allow_ranges of the config (or WEBWARD_ALLOW_RANGES)"
+
+
+def _allow_hint(found: Classification) -> str:
+    if found.kind is AddressKind.METADATA:
+        return ""
+    bits = 32 if found.address.version == 4 else 128
+    return (
+        f'; an operator can allow its range by adding "{found.address}/{bits}" to {_ALLOW_SETTING}'
+    )
+
+
+def _name_hint(host: str) -> str:
+    if host in METADATA_NAMES:
+        return ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return (
+            "; for a server on this machine use 127.0.0.1 instead, and allow it by adding "
+            f'"127.0.0.1/32" to {_ALLOW_SETTING}'
+        )
+    return f"; name the server by its IP address instead, and allow its range in {_ALLOW_SETTING}"
 
 
 def _too_long(max_chars: int) -> InvalidInput:

@@ -131,5 +131,9 @@ def _retry_after(headers: Sequence[tuple[bytes, bytes]]) -> int | None:
 
 
 def _origin(url: str) -> str:
+    """The URL for messages as the person gave it (``/v1`` of a base URL kept), without
+    what may hold a secret: user info, query and fragment."""
     scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}"
+    rest = rest.split("#", 1)[0].split("?", 1)[0]
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"

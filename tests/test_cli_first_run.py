@@ -1,0 +1,440 @@
+"""The command line as a newcomer meets it, run as a subprocess: paging without downloads,
+failures named for what they are, next steps in messages, output that behaves in a pipe,
+state files only the owner can read, and the faces whose extra is missing."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from localserver import LocalServer, accept_counter, respond, serve
+from reportlab.pdfgen import canvas
+
+LONG_PAGE = (
+    "<html><head><title>Long</title></head><body><article><h1>Long page</h1>"
+    + "".join(
+        f"<p>Paragraph {i} of the long page, with enough words to make a real line.</p>"
+        for i in range(1500)
+    )
+    + "</article></body></html>"
+)
+ROBOTS = respond(200, "User-agent: *\nAllow: /\n", "text/plain")
+
+
+def run(
+    *args: str, env: dict[str, str] | None = None, prelude: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``webward ARGS`` in a new process; ``prelude`` is Python run before the CLI starts."""
+    command = [sys.executable, "-m", "webward", *args]
+    if prelude:
+        command = [
+            sys.executable,
+            "-c",
+            f"{prelude}\nimport sys\nfrom webward.cli import main\nsys.exit(main(sys.argv[1:]))",
+            *args,
+        ]
+    return subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120
+    )
+
+
+def write_config(tmp_path: Path, extra: str = "", robots: bool = True) -> Path:
+    path = tmp_path / "webward.toml"
+    path.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n'
+        f"robots = {'true' if robots else 'false'}\n{extra}"
+    )
+    return path
+
+
+def page_requests(srv: LocalServer) -> list[str]:
+    return [r.path for r in srv.requests]
+
+
+def read_all_windows(url: str, config: Path) -> list[dict[str, object]]:
+    windows = []
+    offset: int | None = 0
+    while offset is not None:
+        out = run("fetch", url, "--config", str(config), "--offset", str(offset), "--json")
+        assert out.returncode == 0, out.stderr
+        window = json.loads(out.stdout)["window"]
+        windows.append(window)
+        offset = window["nextOffset"]
+    return windows
+
+
+# ---- 2. paging costs no download -----------------------------------------------------------
+
+
+def test_paging_in_new_processes_downloads_the_page_and_robots_once(tmp_path: Path) -> None:
+    """Every window after the first comes from the state dir's cache: the server sees one
+    robots.txt and one page, and a burst of 2 does not rate-limit the later windows."""
+    config = write_config(tmp_path, "[limits]\nper_host_rate = 0.01\nper_host_burst = 2\n")
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, LONG_PAGE)}) as srv:
+        windows = read_all_windows(srv.url("/"), config)
+    assert len(windows) >= 3
+    assert page_requests(srv) == ["/robots.txt", "/"]
+
+
+def test_concurrent_processes_share_the_cache(tmp_path: Path) -> None:
+    """After one read, four processes asking for windows at once are all served from the
+    cache, without a request."""
+    config = write_config(tmp_path)
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, LONG_PAGE)}) as srv:
+        assert run("fetch", srv.url("/"), "--config", str(config)).returncode == 0
+        with ThreadPoolExecutor(4) as pool:
+            outs = list(
+                pool.map(
+                    lambda n: run(
+                        "fetch", srv.url("/"), "--config", str(config), "--offset", str(n)
+                    ),
+                    (40_000, 40_000, 80_000, 0),
+                )
+            )
+    assert [o.returncode for o in outs] == [0, 0, 0, 0], [o.stderr for o in outs]
+    assert page_requests(srv) == ["/robots.txt", "/"]
+
+
+@pytest.mark.parametrize(
+    "limits", ["page_cache_ttl_s = 0", "page_cache_max_chars = 1000"], ids=["ttl", "size"]
+)
+def test_cache_limits_from_the_config_apply(tmp_path: Path, limits: str) -> None:
+    """With caching off or a cache smaller than the page, each window reads the page again
+    (robots.txt answers are still kept)."""
+    config = write_config(tmp_path, f"[limits]\n{limits}\n")
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, LONG_PAGE)}) as srv:
+        for offset in ("0", "40000"):
+            out = run("fetch", srv.url("/"), "--config", str(config), "--offset", offset)
+            assert out.returncode == 0, out.stderr
+    assert page_requests(srv) == ["/robots.txt", "/", "/"]
+
+
+def test_a_robots_refusal_is_kept_between_processes(tmp_path: Path) -> None:
+    """A robots.txt that disallows a path refuses the second process too, without asking the
+    host again."""
+    config = write_config(tmp_path)
+    robots = respond(200, "User-agent: *\nDisallow: /private\n", "text/plain")
+    with serve(routes={"/robots.txt": robots, "*": respond(200, "<p>x</p>")}) as srv:
+        for _ in range(2):
+            out = run("fetch", srv.url("/private"), "--config", str(config))
+            assert out.returncode == 3
+            assert "robots.txt" in out.stderr and "disallows /private" in out.stderr
+    assert page_requests(srv) == ["/robots.txt"]
+
+
+# ---- 3. say what really failed ---------------------------------------------------------------
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed when the block ends: nothing listens there
+
+
+def test_a_host_that_cannot_be_connected_to_is_an_upstream_failure(tmp_path: Path) -> None:
+    """Nothing listening: exit 1 naming the connection, not a robots.txt refusal (exit 3);
+    the audit log says failed."""
+    config = write_config(tmp_path)
+    out = run("fetch", f"http://127.0.0.1:{closed_port()}/page", "--config", str(config))
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip() == "webward: could not connect to 127.0.0.1"
+    rows = json.loads(run("audit", "--json", "--config", str(config)).stdout)
+    assert [(r["decision"], r["reason"]) for r in rows] == [("failed", "connect")]
+
+
+@pytest.mark.anyio
+async def test_a_host_that_cannot_be_resolved_is_an_upstream_failure() -> None:
+    """A name without an address fails as an upstream failure naming the name (no robots
+    refusal), and nothing is cached: a later read asks again."""
+    from webward import Settings, StaticResolver, UpstreamError, Web
+    from webward.testing import MemoryAuditSink
+
+    settings = Settings().replace({"policy": {"default_tier": "connected", "robots": True}})
+    async with Web(settings, StaticResolver({}), audit=MemoryAuditSink()) as web:
+        for _ in range(2):
+            with pytest.raises(UpstreamError) as err:
+                await web.fetch("http://nowhere.example/page")
+            assert err.value.reason == "dns"
+            assert err.value.message == "nowhere.example could not be resolved"
+
+
+def test_a_robots_txt_answering_5xx_stays_a_refusal(tmp_path: Path) -> None:
+    """RFC 9309: a robots.txt that answers 503 disallows every path: exit 3."""
+    config = write_config(tmp_path)
+    with serve(routes={"/robots.txt": respond(503, "busy"), "*": respond(200, "<p>x</p>")}) as srv:
+        out = run("fetch", srv.url("/page"), "--config", str(config))
+    assert out.returncode == 3
+    assert "robots.txt" in out.stderr and "HTTP 503" in out.stderr
+    assert page_requests(srv) == ["/robots.txt"]
+
+
+# ---- 4. next steps in messages -------------------------------------------------------------
+
+
+def test_a_refused_internal_address_names_the_setting_that_allows_it(tmp_path: Path) -> None:
+    """The refusal names allow_ranges with the address's own range; nothing is connected."""
+    state = {"WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    with accept_counter("127.0.0.2") as internal:
+        out = run("fetch", internal.url("/"), env=state)
+        assert internal.accepts == 0
+    assert out.returncode == 3
+    assert '"127.0.0.2/32" to [network] allow_ranges' in out.stderr
+    assert "WEBWARD_ALLOW_RANGES" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_localhost_suggests_127_0_0_1_and_the_setting(tmp_path: Path) -> None:
+    """`localhost` is refused by name, with 127.0.0.1 and allow_ranges as the way through."""
+    out = run("fetch", "http://localhost:8000/", env={"WEBWARD_STATE_DIR": str(tmp_path)})
+    assert out.returncode == 3
+    assert "use 127.0.0.1 instead" in out.stderr
+    assert '"127.0.0.1/32" to [network] allow_ranges' in out.stderr
+
+
+SHELL = (
+    "<html><head><title>App</title></head><body><div id='root'></div>"
+    "<script>document.getElementById('root').textContent = 'hello';</script></body></html>"
+)
+
+
+def test_a_script_only_page_says_it_needs_a_browser(tmp_path: Path) -> None:
+    """At tier as-owner nothing renders: the read says so and where it would (exit 3),
+    instead of an empty envelope with exit 0."""
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n'
+        '[policy]\ndefault_tier = "as-owner"\nallow = ["127.0.0.1"]\nrobots = false\n'
+    )
+    with serve(routes={"/": respond(200, SHELL)}) as srv:
+        out = run("fetch", srv.url("/"), "--config", str(config))
+    assert out.returncode == 3
+    assert out.stdout == ""
+    assert "writes its text with JavaScript" in out.stderr
+    assert "tiers connected and full" in out.stderr
+
+
+def test_search_not_configured_speaks_of_the_command(tmp_path: Path) -> None:
+    """The person ran `webward search`: the way that still works is `webward fetch URL`."""
+    out = run("search", "rust", "--tier", "connected", env={"WEBWARD_STATE_DIR": str(tmp_path)})
+    assert out.returncode == 3
+    assert "web search is not configured" in out.stderr
+    assert "`webward fetch URL` still works" in out.stderr
+    assert "web_fetch" not in out.stderr
+
+
+# ---- 5. output -------------------------------------------------------------------------------
+
+
+def make_pdf(text: str) -> bytes:
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    c.drawString(100, 750, text)
+    c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def test_a_pdfs_text_shows_in_the_text_output(tmp_path: Path) -> None:
+    """`webward fetch` of a PDF prints its extracted text (in its own envelope)."""
+    config = write_config(tmp_path, robots=False)
+    pdf = make_pdf("Quarterly figures in the PDF body")
+    with serve(routes={"/r.pdf": respond(200, pdf, "application/pdf")}) as srv:
+        out = run("fetch", srv.url("/r.pdf"), "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    assert "Quarterly figures in the PDF body" in out.stdout
+    assert "(extracted text)" in out.stdout
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`webward fetch URL | head` where the reader is gone: no BrokenPipeError traceback."""
+    config = write_config(tmp_path, robots=False)
+    with serve(routes={"/": respond(200, LONG_PAGE)}) as srv:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "webward", "fetch", srv.url("/"), "--config", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        proc.stdout.close()  # the reader went away before the first line
+        _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+    assert err == b""
+    assert proc.returncode == 141
+
+
+def test_library_warnings_and_logs_stay_off_stderr(tmp_path: Path) -> None:
+    """A library's warning or log record during a command is not printed; webward's own log
+    records still are."""
+    prelude = (
+        "import logging, warnings\n"
+        "import webward._cmd_fetch as f\n"
+        "def noisy(args, settings):\n"
+        "    warnings.warn('a library warning', UserWarning)\n"
+        "    logging.getLogger('trafilatura.core').error('a library log record')\n"
+        "    logging.getLogger('webward.agents').error('our own record')\n"
+        "    return 0\n"
+        "f.run = noisy\n"
+    )
+    out = run(
+        "fetch", "http://127.0.0.1/", prelude=prelude, env={"WEBWARD_STATE_DIR": str(tmp_path)}
+    )
+    assert out.returncode == 0
+    assert "library" not in out.stderr
+    assert "our own record" in out.stderr
+
+
+def test_audit_cuts_long_targets_and_says_when_rows_are_left_out(tmp_path: Path) -> None:
+    """In a 120-column terminal every row fits, long targets end with an ellipsis, and a
+    --limit that hides rows says so."""
+    env = {"WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    for i in range(3):
+        run("fetch", f"http://10.0.0.{i}/{'a' * 150}", env=env)
+    out = run("audit", "--limit", "2", env={**env, "COLUMNS": "120"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3  # header and two rows
+    assert all(len(line) <= 120 for line in lines)
+    assert lines[1].endswith("…")
+    assert "more records match than the 2 shown" in out.stderr
+    whole = run("audit", "--limit", "3", env={**env, "COLUMNS": "120"})
+    assert whole.stderr == ""
+
+
+def test_credentials_usage_names_its_arguments(tmp_path: Path) -> None:
+    """The usage line reads ACTION [NAME], not a brace list of choices."""
+    out = run("credentials", "--help")
+    assert "ACTION [NAME]" in out.stdout
+    assert "{set,get,delete,list}" not in out.stdout
+
+
+def test_credentials_warn_about_a_name_webward_does_not_read(tmp_path: Path) -> None:
+    """A typo such as TAVLY_API_KEY is stored as asked, with a warning naming the likely
+    meant name; a known name gets no warning."""
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "WEBWARD_STATE_DIR": str(tmp_path)}
+    typo = subprocess.run(
+        [sys.executable, "-m", "webward", "credentials", "set", "TAVLY_API_KEY"],
+        input="tvly-0123456789abcdef\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
+    )
+    assert typo.returncode == 0, typo.stderr
+    assert "webward does not read TAVLY_API_KEY; did you mean TAVILY_API_KEY?" in typo.stderr
+    known = subprocess.run(
+        [sys.executable, "-m", "webward", "credentials", "set", "TAVILY_API_KEY"],
+        input="tvly-0123456789abcdef\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
+    )
+    assert known.returncode == 0 and known.stderr == ""
+
+
+# ---- 6. files ----------------------------------------------------------------------------------
+
+
+def test_state_databases_are_created_owner_only(tmp_path: Path) -> None:
+    """audit.db, limits.db and cache.db (and their WAL files) are 0600, the dir 0700."""
+    state = tmp_path / "state"
+    config = write_config(tmp_path)
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, "<p>hello</p>")}) as srv:
+        out = run(
+            "fetch", srv.url("/"), "--config", str(config), env={"WEBWARD_STATE_DIR": str(state)}
+        )
+    assert out.returncode == 0, out.stderr
+    names = sorted(p.name for p in state.iterdir())
+    assert {"audit.db", "limits.db", "cache.db"} <= set(names)
+    for path in state.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+
+
+# ---- 1. optional faces name their extra -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "hidden", "extra"),
+    [
+        (["mcp"], "mcp", "mcp"),
+        (["serve"], "uvicorn", "serve"),
+        (["fetch", "http://127.0.0.1:9/"], "redis", "redis"),
+        (["audit"], "psycopg", "postgres"),
+    ],
+)
+def test_a_missing_extra_is_named_in_one_sentence(
+    tmp_path: Path, args: list[str], hidden: str, extra: str
+) -> None:
+    """Without its package, a face or store says which extra to install: exit 2 (audit: 3,
+    the log cannot be read), one line, no traceback."""
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[state]\nredis_url = "redis://127.0.0.1:9/0"\n[audit]\npostgres_dsn_env = "PG_DSN"\n'
+    )
+    prelude = f"import sys\nsys.modules[{hidden!r}] = None  # as if not installed"
+    env = {"WEBWARD_CONFIG": str(config), "PG_DSN": "postgresql://127.0.0.1:9/x"}
+    out = run(*args, prelude=prelude, env={**env, "WEBWARD_STATE_DIR": str(tmp_path)})
+    assert out.returncode == (3 if args == ["audit"] else 2), out.stderr
+    assert f"pip install 'webward[{extra}]'" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+# ---- 7. start-up: import nothing a command does not use -----------------------------------
+
+
+def modules_after(tmp_path: Path, *args: str) -> set[str]:
+    """The modules a `webward ARGS` process had loaded when it exited."""
+    dump = tmp_path / "modules.json"
+    prelude = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: open({str(dump)!r}, 'w').write(json.dumps(sorted(sys.modules))))"
+    )
+    out = run(*args, prelude=prelude, env={"WEBWARD_STATE_DIR": str(tmp_path / "state")})
+    assert out.returncode in (0, 2), out.stderr
+    return set(json.loads(dump.read_text()))
+
+
+NEVER_FOR_A_READ = (
+    "playwright",
+    "redis",
+    "psycopg",
+    "mcp",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "anthropic",
+    "openai",
+    "webward.agents",
+    "webward._gateway",
+    "webward._mcp",
+    "webward.search",
+)
+
+
+def test_help_imports_no_command_dependencies(tmp_path: Path) -> None:
+    """`webward --help` loads neither the core nor its HTTP stack nor any face."""
+    loaded = modules_after(tmp_path, "--help")
+    for name in ("webward._web", "httpcore", "anyio", "lxml", "webward._audit", *NEVER_FOR_A_READ):
+        assert name not in loaded, name
+
+
+def test_fetch_of_a_small_page_imports_only_what_a_read_uses(tmp_path: Path) -> None:
+    """`webward fetch` of a small page loads no browser, store, server, MCP or model code, and
+    not the main-content extractor (a short page is read whole)."""
+    config = write_config(tmp_path)
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, "<p>small page</p>")}) as srv:
+        loaded = modules_after(tmp_path, "fetch", srv.url("/"), "--config", str(config))
+    assert "webward._web" in loaded and "html_to_markdown" in loaded  # it did read the page
+    for name in (*NEVER_FOR_A_READ, "trafilatura", "justext"):
+        assert name not in loaded, name
