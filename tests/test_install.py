@@ -45,6 +45,11 @@ EXTRA_OF_MODULE = {
     "webward._redis": "redis",
     "webward._postgres": "postgres",
     "webward._render": "render",
+    "webward._cmd_console": "serve",
+    "webward.console": "serve",
+    "webward.console._app": "serve",
+    "webward.console._auth": "serve",
+    "webward.console._postgres_reader": "postgres",
 }
 
 

@@ -46,6 +46,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     if not 0 <= args.port <= 65535:
         raise InvalidInput(f"--port must be from 0 to 65535, not {args.port}")
+    from ._extras import require
+
+    for module in ("starlette", "uvicorn", "jinja2"):
+        require(module, "serve", "`webward console`")
     import anyio
 
     anyio.run(_serve, settings, args.host, args.port)

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InvalidInput(f"--port must be from 0 to 65535, not {args.port}")
     from ._extras import require
 
-    for module in ("starlette", "uvicorn"):
+    for module in ("starlette", "uvicorn", "jinja2"):
         require(module, "serve", "`webward serve`")
     import anyio
 
