@@ -54,6 +54,7 @@ from ._errors import InvalidInput, WebwardError
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._settings import Settings
+from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
 from ._web import Web
 
 __all__ = [
@@ -294,7 +295,9 @@ def _transport_security(host: str) -> TransportSecuritySettings:
 
 
 def _open_web(settings: Settings, web: Web | None) -> Web:
-    return web if web is not None else Web(settings)
+    if web is not None:
+        return web
+    return Web(settings, telemetry=Telemetry.for_settings(settings, server=True))
 
 
 async def serve_stdio(
@@ -337,6 +340,8 @@ async def serve_http(
             transport_security=_transport_security(host),
             host=host,
         )
+        # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
+        app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         sock = bind_socket(host, port)
         url = address_url(sock) + MCP_PATH
         config = uvicorn.Config(

@@ -34,6 +34,7 @@ from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker
 from ._settings import TIERS, Settings
+from ._telemetry import Telemetry, span
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 
 __all__ = ["Web"]
@@ -71,8 +72,11 @@ class Web:
         clock: Callable[[], float] = time.time,
         ssl_context: ssl.SSLContext | None = None,
         renderer: Renderer | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
+        # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
+        self.telemetry = telemetry or Telemetry.for_settings(self.settings, server=False)
         self._clock = clock
         allow = self.settings.network.allow_networks()
         self._allow = allow
@@ -113,6 +117,7 @@ class Web:
         await self._limiter.aclose()
         await self._cache.aclose()
         await self._audit.aclose()
+        self.telemetry.close()
 
     # ---- page reads -------------------------------------------------------------------
 
@@ -126,13 +131,18 @@ class Web:
         tier: str | None = None,
     ) -> Page:
         """Read one page (see DESIGN.md): a window of its text, or an image / PDF part."""
-        return await self._audited(
+        return await self.telemetry.call(
+            "web_fetch",
             FETCH,
             agent,
-            tier,
-            url,
-            lambda t, record: self._fetch(
-                url, offset, include_links, include_screenshot, agent, t, record
+            self._audited(
+                FETCH,
+                agent,
+                tier,
+                url,
+                lambda t, record: self._fetch(
+                    url, offset, include_links, include_screenshot, agent, t, record
+                ),
             ),
         )
 
@@ -157,6 +167,7 @@ class Web:
 
         key = cache_key(parsed.url, include_links)
         cached = await self._cache.get(key)
+        self.telemetry.cache(hit=cached is not None)
         if cached is not None:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
@@ -184,10 +195,11 @@ class Web:
             # Conversion is CPU-bound (up to ~1 s for 1 MB of HTML): a worker thread keeps
             # the event loop, and every other agent's call on it, moving. A small body is
             # quicker to convert than to hand to a thread.
-            if len(result.body.content) <= _INLINE_CONVERT_BYTES:
-                converted = convert()
-            else:
-                converted = await anyio.to_thread.run_sync(convert)
+            with self.telemetry.converting():
+                if len(result.body.content) <= _INLINE_CONVERT_BYTES:
+                    converted = convert()
+                else:
+                    converted = await anyio.to_thread.run_sync(convert)
             if tier in _RENDER_FALLBACK_TIERS and _needs_browser(converted, result.body.content):
                 converted = await self._render_fallback(
                     converted, result.final.url, include_links, agent, tier
@@ -217,9 +229,10 @@ class Web:
         if include_screenshot and offset == 0:
             # Rendered after the plain read, so robots.txt, limits and the page's own redirect
             # hops have been checked; the renderer's every request then meets the gate.
-            rendered = await self._renderer.render(
-                cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
-            )
+            with span("render", {"webward.screenshot": True}):
+                rendered = await self._renderer.render(
+                    cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
+                )
             screenshot = _screenshot_part(rendered.screenshot_png)
         window_text, window = _window.make_window(
             converted.text, offset, self.settings.limits.max_fetch_text_chars
@@ -268,9 +281,10 @@ class Web:
         """
         with anyio.move_on_after(self.settings.limits.fetch_timeout_s):
             try:
-                rendered = await self._renderer.render(
-                    final_url, screenshot=False, gate=_RenderGate(self, agent, tier)
-                )
+                with span("render", {"webward.screenshot": False}):
+                    rendered = await self._renderer.render(
+                        final_url, screenshot=False, gate=_RenderGate(self, agent, tier)
+                    )
                 again = await anyio.to_thread.run_sync(
                     functools.partial(
                         _convert.convert,
@@ -346,12 +360,17 @@ class Web:
         """Run a web search through the configured provider."""
         from ._search_core import run_search
 
-        return await self._audited(
+        return await self.telemetry.call(
+            "web_search",
             SEARCH,
             agent,
-            tier,
-            query,
-            lambda t, record: run_search(self, query, limit, agent, t, provider, record),
+            self._audited(
+                SEARCH,
+                agent,
+                tier,
+                query,
+                lambda t, record: run_search(self, query, limit, agent, t, provider, record),
+            ),
         )
 
     async def provider_request(
@@ -450,7 +469,8 @@ class Web:
             duration_ms=int((time.monotonic() - started) * 1000),
             **record,  # would_deny included, when the policy set it
         )
-        await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
+        with self.telemetry.audit_write(rec):  # its span, latency, metrics and log line
+            await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
 
 
 def _default_cache(settings: Settings) -> PageCache:
@@ -552,7 +572,8 @@ class _PageHops:
             guard.assert_url_allowed(url, allow_ranges=web._allow)
         self._first = False
         if web._policy.robots_enabled(self._tier):
-            await web._robots.check(url)
+            with span("robots.txt", {"server.address": url.host}):
+                await web._robots.check(url)
         if self._limits:
             self._ticket = await web._limiter.acquire(
                 url.host, cost=web._limiter.cost_for(self._tier)
@@ -566,6 +587,7 @@ class _PageHops:
         retry_after: float | None,
     ) -> None:
         ticket, self._ticket = self._ticket, None
+        self._web.telemetry.hop(url.host, status, error)
         if ticket is not None:
             await self._web._limiter.record(ticket, status, error, retry_after)
 
