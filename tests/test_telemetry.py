@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.testclient import TestClient
 from fake_search import FakeSearxng, results
 from localserver import LocalServer, respond, serve
 from mcp import Client
@@ -34,6 +33,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
 from test_gateway import auth, load, loopback_web, running_gateway
 from test_mcp import child_env, mcp_over_http
 
@@ -268,10 +268,10 @@ async def test_an_mcp_tool_call_joins_the_clients_trace_through_meta(
     """The client puts traceparent in the request's _meta; the server's web_fetch span is in
     the same trace, under the SDK's tools/call span."""
     tracer = trace.get_tracer("agent")
-    async with web_for(loopback_settings(tmp_path)) as web:
-        async with Client(build_server(web, agent="ide")) as client:
-            with tracer.start_as_current_span("agent step") as step:
-                result = await client.call_tool("web_fetch", {"url": site.url("/page")})
+    web = web_for(loopback_settings(tmp_path))
+    async with web, Client(build_server(web, agent="ide")) as client:
+        with tracer.start_as_current_span("agent step") as step:
+            result = await client.call_tool("web_fetch", {"url": site.url("/page")})
     assert not result.is_error
     call = one(spans, "web_fetch")
     assert call.context.trace_id == step.get_span_context().trace_id
@@ -321,7 +321,15 @@ def test_otlp_http_export_to_a_local_receiver(tmp_path: Path, site: LocalServer)
             "OTEL_SERVICE_NAME": "webward-test",
         }
         done = subprocess.run(
-            [sys.executable, "-m", "webward.cli", "fetch", site.url("/page"), "--config", str(config)],
+            [
+                sys.executable,
+                "-m",
+                "webward.cli",
+                "fetch",
+                site.url("/page"),
+                "--config",
+                str(config),
+            ],
             env=env,
             cwd=tmp_path,
             capture_output=True,
@@ -382,9 +390,13 @@ async def test_gateway_metrics_move_with_calls(tmp_path: Path, site: LocalServer
         async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=30) as http:
             before = samples((await http.get("/metrics")).text)
             for _ in range(2):
-                ok = await http.post(FETCH_PATH, json={"url": site.url("/page")}, headers=auth("alice"))
+                ok = await http.post(
+                    FETCH_PATH, json={"url": site.url("/page")}, headers=auth("alice")
+                )
                 assert ok.status_code == 200
-            down = await http.post(FETCH_PATH, json={"url": site.url("/broken")}, headers=auth("dave"))
+            down = await http.post(
+                FETCH_PATH, json={"url": site.url("/broken")}, headers=auth("dave")
+            )
             assert down.status_code == 502
             fresh = site.url("/page?uncached")  # a cached page sends nothing: no breaker check
             open_ = await http.post(FETCH_PATH, json={"url": fresh}, headers=auth("dave"))
@@ -402,7 +414,10 @@ async def test_gateway_metrics_move_with_calls(tmp_path: Path, site: LocalServer
     assert after[("webward_page_cache_misses_total", ())] == 3  # /page, /broken, ?uncached
     read = after[("webward_read_bytes_total", (("capability", fetch),))]
     assert read >= len(PAGE)
-    latency = ("webward_call_duration_seconds_count", (("capability", fetch), ("decision", "allowed")))
+    latency = (
+        "webward_call_duration_seconds_count",
+        (("capability", fetch), ("decision", "allowed")),
+    )
     assert after[latency] == 2
     assert after[("webward_audit_write_seconds_count", ())] == 4
     assert after[("webward_audit_queue_depth", ())] == 0
@@ -596,3 +611,36 @@ def test_an_unwritable_call_log_is_one_sentence(tmp_path: Path) -> None:
     settings = loopback_settings(tmp_path, observability={"call_log": str(tmp_path / "no" / "x")})
     with pytest.raises(webward.InvalidInput, match="call log"):
         Telemetry.for_settings(settings, server=True)
+
+
+def test_the_fetch_path_imports_no_tracing_or_metrics_library(tmp_path: Path) -> None:
+    """With no OTEL_* variables, a Web is made and closed without importing OpenTelemetry or
+    the Prometheus client: the command line's start-up does not pay for observability."""
+    code = (
+        "import sys, anyio\n"
+        "from webward import Settings, Web\n"
+        "async def main():\n"
+        "    async with Web(Settings()):\n"
+        "        pass\n"
+        "anyio.run(main)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'opentelemetry', 'prometheus_client'}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(child_env(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_otel_variables_asking_for_an_unknown_exporter_are_one_sentence() -> None:
+    from webward._telemetry import _exporters_asked
+
+    assert _exporters_asked({}) == []
+    assert _exporters_asked({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}) == ["otlp"]
+    assert _exporters_asked({"OTEL_TRACES_EXPORTER": "none"}) == []
+    assert _exporters_asked({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}) == []
+    with pytest.raises(webward.InvalidInput, match="OTEL_TRACES_EXPORTER names 'zipkin'"):
+        _exporters_asked({"OTEL_TRACES_EXPORTER": "zipkin"})

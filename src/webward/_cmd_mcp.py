@@ -15,7 +15,8 @@ command. With --http HOST:PORT it serves streamable HTTP at http://HOST:PORT/mcp
 
 The agent name and reach tier come from these flags or the config file, never from the
 client. One process keeps one set of rate limits, circuit breakers, page cache and audit log
-for all its sessions."""
+for all its sessions. Each call writes one JSON line to stderr ([observability] call_log);
+with --http, GET /metrics serves Prometheus metrics (see docs/operations.md)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
