@@ -567,8 +567,10 @@ async def test_the_call_log_carries_the_trace_id_when_tracing(
 ) -> None:
     log = tmp_path / "calls.jsonl"
     settings = loopback_settings(tmp_path, observability={"call_log": str(log)})
-    async with web_for(settings, Telemetry.for_settings(settings, server=False)) as web:
+    telemetry = Telemetry.for_settings(settings, server=False)
+    async with web_for(settings, telemetry) as web:
         await web.fetch(site.url("/page"))
+    telemetry.close()
     [entry] = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     call = one(spans, "web_fetch")
     assert entry["traceId"] == f"{call.context.trace_id:032x}"

@@ -402,6 +402,8 @@ def create_app(
     left open: its owner closes it.
     """
     tokens = TokenTable(settings)
+    # Made here, not at startup, so that a bad [observability] setting is one sentence.
+    telemetry = Telemetry.for_settings(settings, server=True) if web is None else None
     holder: dict[str, Web] = {}
     if web is not None:
         holder["web"] = web
@@ -440,13 +442,14 @@ def create_app(
         if web is not None:
             yield
             return
-        telemetry = Telemetry.for_settings(settings, server=True)
         async with Web(settings, telemetry=telemetry) as own:
             holder["web"] = own
             try:
                 yield
             finally:
                 holder.pop("web", None)
+                if telemetry is not None:
+                    telemetry.close()
 
     routes = [
         *(Route(path, app, methods=["POST"]) for path, app in capabilities.items()),

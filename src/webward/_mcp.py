@@ -315,6 +315,7 @@ async def serve_stdio(
     finally:
         if owned:
             await web.aclose()
+            web.telemetry.close()
 
 
 async def serve_http(
@@ -360,6 +361,7 @@ async def serve_http(
     finally:
         if owned:
             await web.aclose()
+            web.telemetry.close()
 
 
 def print_ready(url: str) -> None:

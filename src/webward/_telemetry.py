@@ -313,11 +313,17 @@ class Telemetry:
             metrics=server and obs.metrics, call_log=call_log, top_hosts=obs.metrics_top_hosts
         )
 
-    async def call(self, tool: str, capability: str, agent: Any, work: Awaitable[_R]) -> _R:
-        """Await ``work`` (one audited call) inside the call's span."""
+    def call(self, tool: str, capability: str, agent: Any, work: Awaitable[_R]) -> Awaitable[_R]:
+        """``work`` (one audited call), to be awaited inside the call's span; ``work`` itself
+        when tracing is off, so the untraced path adds no coroutine."""
         tracer = _tracer()
         if tracer is None:
-            return await work
+            return work
+        return self._traced(tracer, tool, capability, agent, work)
+
+    async def _traced(
+        self, tracer: Any, tool: str, capability: str, agent: Any, work: Awaitable[_R]
+    ) -> _R:
         attributes = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": tool,
@@ -337,11 +343,16 @@ class Telemetry:
                 )
             return result
 
-    @contextlib.contextmanager
-    def audit_write(self, record: Any) -> Iterator[None]:
+    def audit_write(self, record: Any) -> contextlib.AbstractContextManager[Any]:
         """Around the audit write of ``record`` (an ``AuditRecord``): its span and latency;
         then the call's attributes, counters and log line, with the decision as it stood
         once the write was done (a failed write refuses the call: ``audit_unavailable``)."""
+        if self.metrics is None and self._log is None and _tracer() is None:
+            return _NULL  # nothing to observe: no generator on the hot path
+        return self._audit_write(record)
+
+    @contextlib.contextmanager
+    def _audit_write(self, record: Any) -> Iterator[None]:
         metrics = self.metrics
         tracer = _tracer()
         if tracer is not None:
@@ -426,16 +437,21 @@ class _CallLog:
     """One JSON line per call, on stderr or appended to a file."""
 
     def __init__(self, where: str) -> None:
+        self._path = None if where == "stderr" else where
         self._file: IO[str] | None = None
-        if where != "stderr":
+        self._lock = threading.Lock()
+        if self._path is not None:
             try:
-                self._file = open(where, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+                self._file = self._open()
             except OSError as exc:
                 raise InvalidInput(
                     f"the call log {where} cannot be opened ({exc.strerror or exc}); set "
                     "[observability] call_log to a writable file, stderr or off"
                 ) from None
-        self._lock = threading.Lock()
+
+    def _open(self) -> IO[str]:
+        assert self._path is not None
+        return open(self._path, "a", encoding="utf-8")  # kept open; close() closes it
 
     def write(self, record: Any) -> None:
         line = record.to_wire()
@@ -453,17 +469,21 @@ class _CallLog:
             import json
 
             text = json.dumps(line) + "\n"
-        stream = self._file if self._file is not None else sys.stderr
         with self._lock:
             try:
+                if self._path is not None and self._file is None:
+                    self._file = self._open()  # reopened after close(): a server started again
+                stream = self._file if self._file is not None else sys.stderr
                 stream.write(text)
                 stream.flush()
             except (OSError, ValueError):
                 pass  # a closed or full log must not refuse the call: the audit is the record
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
 
 # ---- metrics ----------------------------------------------------------------------------
@@ -525,18 +545,25 @@ class _Metrics:
         )
         self.hosts = _HostMetrics(top_hosts)
         r.register(self.hosts)
+        self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
         self._agents: set[str] = set()
         self._agents_lock = threading.Lock()
 
     def count_call(self, record: Any) -> None:
-        agent = self._agent_label(record.agent)
-        self.calls.labels(record.capability, record.decision, record.reason, agent).inc()
-        if record.duration_ms is not None:
-            self.duration.labels(record.capability, record.decision).observe(
-                record.duration_ms / 1000
+        key = (record.capability, record.decision, record.reason, self._agent_label(record.agent))
+        children = self._children.get(key)
+        if children is None:  # labels() takes a lock and builds a key: once per label set
+            children = self._children[key] = (
+                self.calls.labels(*key),
+                self.duration.labels(key[0], key[1]),
+                self.bytes.labels(key[0]),
             )
+        calls, duration, read = children
+        calls.inc()
+        if record.duration_ms is not None:
+            duration.observe(record.duration_ms / 1000)
         if record.bytes:
-            self.bytes.labels(record.capability).inc(record.bytes)
+            read.inc(record.bytes)
         if record.reason in _LIMIT_REASONS:
             self.hosts.refused(_limited_key(record), record.reason)
 
@@ -678,7 +705,7 @@ class MetricsEndpoint:
         await send({"type": "http.response.body", "body": body})
 
     def _answer(self, scope: Any) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
-        if scope.get("method") not in ("GET", "HEAD"):
+        if scope.get("method") != "GET":
             return _metrics_error(
                 405, "invalid_input", f"{scope.get('method')} is not allowed here"
             )

@@ -76,6 +76,7 @@ class Web:
     ) -> None:
         self.settings = settings or Settings.load()
         # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
+        self._own_telemetry = telemetry is None
         self.telemetry = telemetry or Telemetry.for_settings(self.settings, server=False)
         self._clock = clock
         allow = self.settings.network.allow_networks()
@@ -117,7 +118,8 @@ class Web:
         await self._limiter.aclose()
         await self._cache.aclose()
         await self._audit.aclose()
-        self.telemetry.close()
+        if self._own_telemetry:
+            self.telemetry.close()
 
     # ---- page reads -------------------------------------------------------------------
 
