@@ -250,13 +250,28 @@ async def test_the_gateway_span_joins_the_callers_traceparent(
                 json={"url": site.url("/page")},
                 headers={**auth("alice"), "traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"},
             )
+            garbled = await http.post(
+                FETCH_PATH,
+                json={"url": site.url("/page")},
+                headers={**auth("dave"), "traceparent": "00-not-a-trace-01"},
+            )
     assert response.status_code == 200
-    server_span = one(spans, f"POST {FETCH_PATH}")
+    assert garbled.status_code == 200  # a malformed traceparent starts a trace of its own
+    [dave_call] = [
+        s for s in named(spans, "web_fetch") if (s.attributes or {})["webward.agent"] == "dave"
+    ]
+    assert f"{dave_call.context.trace_id:032x}" != TRACE_ID
+    assert ancestors(spans, dave_call) == [f"POST {FETCH_PATH}"]
+    [server_span] = [
+        s for s in named(spans, f"POST {FETCH_PATH}") if f"{s.context.trace_id:032x}" == TRACE_ID
+    ]
     assert f"{server_span.context.trace_id:032x}" == TRACE_ID
     assert server_span.parent is not None and f"{server_span.parent.span_id:016x}" == PARENT_ID
     assert (server_span.attributes or {})["http.response.status_code"] == 200
     assert (server_span.attributes or {})["http.route"] == FETCH_PATH
-    call = one(spans, "web_fetch")
+    [call] = [
+        s for s in named(spans, "web_fetch") if s.context.trace_id == server_span.context.trace_id
+    ]
     assert ancestors(spans, call) == [f"POST {FETCH_PATH}"]
     assert (call.attributes or {})["webward.agent"] == "alice"
 
