@@ -1,6 +1,7 @@
 """Gateway throughput: 50 concurrent clients reading one cached local page, beside a bare app.
 
     python bench/gateway.py [--requests 2000] [--clients 50] [--rounds 5]
+    python bench/gateway.py --observability [--baseline /path/to/other/checkout/src]
 
 Two servers run the same way, each uvicorn in its own process on 127.0.0.1, and take turns
 (``--rounds`` runs of ``--requests`` each; the median round is the figure):
@@ -15,6 +16,16 @@ Two servers run the same way, each uvicorn in its own process on 127.0.0.1, and 
 The client is a small keep-alive HTTP/1.1 client on asyncio streams (so the client costs the
 same for both). Target: ours at least 0.5x the anchor's rate. Loopback only, bounded: a fixed
 number of requests per server.
+
+``--observability`` instead runs the gateway once per observability setting, all taking turns
+in the same rounds (docs/operations.md):
+
+- **off**: no tracing (no ``OTEL_*``), ``metrics = false``, ``call_log = "off"``;
+- **tracing**: spans exported over OTLP/HTTP to a local receiver in this process;
+- **metrics**: ``GET /metrics`` kept (``metrics = true``), no call log;
+- **shipped**: as ``webward serve`` ships: metrics, and a call log line on stderr;
+- **today** (with ``--baseline SRC``): the same gateway from another checkout's ``src``, the
+  figure "off" must stay within 3 % of.
 """
 
 from __future__ import annotations
@@ -96,10 +107,18 @@ from webward import Settings, Web
 from webward._gateway import address_url, bind_socket, create_app
 from webward.testing import MemoryAuditSink
 
+try:  # as `webward serve` opens its Web; a checkout from before telemetry has none
+    from webward._telemetry import Telemetry
+except ImportError:
+    Telemetry = None
+
 
 async def main() -> None:
     settings = Settings.load(sys.argv[1])
-    async with Web(settings, audit=MemoryAuditSink()) as web:
+    extra = {}
+    if Telemetry is not None:
+        extra["telemetry"] = Telemetry.for_settings(settings, server=True)
+    async with Web(settings, audit=MemoryAuditSink(), **extra) as web:
         sock = bind_socket("127.0.0.1", 0)
         print(f"gateway on {address_url(sock)}", file=sys.stderr, flush=True)
         app = create_app(settings, web)
@@ -127,6 +146,29 @@ class _Origin(BaseHTTPRequestHandler):
         return
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _OTLPSink(BaseHTTPRequestHandler):
+    """A local OTLP/HTTP receiver: takes each export and answers 200 (an empty response)."""
+
+    exports = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).exports += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
 def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str, int]:
     proc = subprocess.Popen(
         args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
@@ -137,6 +179,8 @@ def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
     if match is None:
         proc.kill()
         raise SystemExit(f"server did not start: {line}{proc.stderr.read()}")
+    # The rest of stderr (a call log line per request) is drained, so the pipe never fills.
+    threading.Thread(target=proc.stderr.read, daemon=True).start()
     return proc, "127.0.0.1", int(match.group(1))
 
 
@@ -185,7 +229,12 @@ async def _load(
 
 
 def _measure(
-    servers: dict[str, tuple[str, int, bytes]], total: int, clients: int, rounds: int
+    servers: dict[str, tuple[str, int, bytes]],
+    total: int,
+    clients: int,
+    rounds: int,
+    best: dict[str, float] | None = None,
+    cpu: dict[str, tuple[int, list[float]]] | None = None,
 ) -> dict[str, tuple[float, float, float]]:
     """Each server's (rate, p50 ms, p99 ms): ``rounds`` runs of ``total`` requests each, taking
     turns, so a slow spell of the machine falls on both alike; the rate is the median round."""
@@ -195,7 +244,10 @@ def _measure(
     latencies: dict[str, list[float]] = {name: [] for name in servers}
     for _ in range(rounds):
         for name, (host, port, request) in servers.items():
+            used = _cpu_seconds(cpu[name][0]) if cpu is not None else 0.0
             seconds, lat = asyncio.run(_load(host, port, request, total, clients))
+            if cpu is not None:  # the server's own CPU time per request: steadier under load
+                cpu[name][1].append((_cpu_seconds(cpu[name][0]) - used) / total)
             rates[name].append(total / seconds)
             latencies[name] += lat
     out = {}
@@ -210,6 +262,8 @@ def _measure(
             f"({rounds} x {total} requests, {clients} clients; rounds: {spread})"
         )
         out[name] = (rate, p50, p99)
+        if best is not None:  # on a loaded machine the best round is the least disturbed
+            best[name] = max(rates[name])
     return out
 
 
@@ -221,6 +275,22 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument(
         "--rounds", type=int, default=5, help="turns per server; the median round counts"
+    )
+    parser.add_argument(
+        "--observability",
+        action="store_true",
+        help="compare the gateway with tracing off, tracing on (OTLP to a local receiver), "
+        "metrics on, and as shipped",
+    )
+    parser.add_argument(
+        "--modes",
+        default="off,tracing,metrics,shipped",
+        help="with --observability: which settings to run (comma-separated; default all)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="with --observability: also run the gateway from this src directory ('today')",
     )
     parser.add_argument(
         "--audit",
@@ -266,6 +336,8 @@ def main() -> int:
             command += ["--config", str(config)]
         else:
             command = [sys.executable, "-c", MEMORY_AUDIT_GATEWAY, str(config)]
+        if args.observability:
+            return _observability(args, command, config, env, body)
         procs: list[subprocess.Popen[str]] = []
         try:
             ours, host, port = _spawn(command, env)
@@ -313,6 +385,82 @@ def main() -> int:
         f"anchor p50 {anchor_p50:.1f} ms p99 {anchor_p99:.1f} ms; response {len(sample)} bytes"
     )
     print(f"target: ratio >= 0.5 -> {'met' if ratio >= 0.5 else 'NOT met'}")
+    return 0
+
+
+def _observability(
+    args: argparse.Namespace,
+    command: list[str],
+    config: Path,
+    env: dict[str, str],
+    body: bytes,
+) -> int:
+    """One gateway per observability setting, taking turns in the same rounds."""
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), _OTLPSink)
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    base = config.read_text(encoding="utf-8")
+    quiet = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
+    otlp = {
+        **quiet,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}",
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+    }
+    modes: dict[str, tuple[str, dict[str, str]]] = {
+        "off": ('metrics = false\ncall_log = "off"', quiet),
+        "tracing": ('metrics = false\ncall_log = "off"', otlp),
+        "metrics": ('metrics = true\ncall_log = "off"', quiet),
+        "shipped": ("", quiet),
+    }
+    procs: list[subprocess.Popen[str]] = []
+    servers: dict[str, tuple[str, int, bytes]] = {}
+    cpu: dict[str, tuple[int, list[float]]] = {}
+    try:
+        if args.baseline:
+            today_env = {**quiet, "PYTHONPATH": str(Path(args.baseline).resolve())}
+            proc, host, port = _spawn(command, today_env)
+            procs.append(proc)
+            servers["today"] = (host, port, _request(port, body))
+            cpu["today"] = (proc.pid, [])
+        for name in args.modes.split(","):
+            section, mode_env = modes[name]
+            mode_config = config.with_name(f"webward-{name}.toml")
+            mode_config.write_text(f"{base}[observability]\n{section}\n", encoding="utf-8")
+            mode_command = [str(mode_config) if c == str(config) else c for c in command]
+            proc, host, port = _spawn(mode_command, mode_env)
+            procs.append(proc)
+            servers[name] = (host, port, _request(port, body))
+            cpu[name] = (proc.pid, [])
+        for host, port, request in servers.values():  # each reads the page once; then cache hits
+            asyncio.run(_load(host, port, request, 1, 1))
+        best: dict[str, float] = {}
+        results = _measure(servers, args.requests, args.clients, args.rounds, best, cpu)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(15)
+        sink.shutdown()
+    first = next(iter(results))
+    for name, (rate, _, _) in results.items():
+        print(
+            f"{name:>8}: median {rate / results[first][0]:6.3f} x {first}, "
+            f"best round {best[name]:.0f} req/s = {best[name] / best[first]:6.3f} x {first}"
+        )
+    per_request = {name: statistics.median(used) for name, (_, used) in cpu.items()}
+    for name, seconds in per_request.items():
+        print(
+            f"{name:>8}: server CPU {seconds * 1e6:6.0f} us/request (median round) = "
+            f"{per_request[first] / seconds:6.3f} x {first} in requests per CPU second"
+        )
+    print(f"OTLP exports received: {_OTLPSink.exports}")
+    if "today" in results and "off" in results:
+        median = results["off"][0] / results["today"][0]
+        top = best["off"] / best["today"]
+        by_cpu = per_request["today"] / per_request["off"]
+        verdict = "met" if by_cpu >= 0.97 else "NOT met"
+        print(
+            f"target: off within 3 % of today -> by server CPU {by_cpu:.3f} ({verdict}); "
+            f"rate median {median:.3f}, best round {top:.3f}"
+        )
     return 0
 
 

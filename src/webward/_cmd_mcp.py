@@ -20,7 +20,9 @@ metadata clients discover it by is at /.well-known/oauth-protected-resource/mcp.
 tokens, --http listens on loopback only.
 
 One process keeps one set of rate limits, circuit breakers, page cache and audit log for all
-its sessions. Needs the mcp extra: pip install 'webward[mcp]'."""
+its sessions. Each call writes one JSON line to stderr ([observability] call_log); with
+--http, GET /metrics serves Prometheus metrics (see docs/operations.md). Needs the mcp extra:
+pip install 'webward[mcp]'."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

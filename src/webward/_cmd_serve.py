@@ -18,7 +18,12 @@ the token's SHA-256 as [agents.NAME] token_sha256 beside the agent's tier.
 
 Make a token's hash with `webward serve --hash-token` (reads the token on stdin). Serve on
 loopback and put TLS and any public address on a reverse proxy in front. Needs the serve
-extra: pip install 'webward[serve]'."""
+extra: pip install 'webward[serve]'.
+
+GET /metrics answers Prometheus metrics (loopback clients only, unless [observability]
+metrics_token_sha256 names a token), and each call writes one JSON line to stderr
+([observability] call_log). Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+See docs/operations.md."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@
     GET  /openapi.json                        the OpenAPI 3.1 document (hand-written: _openapi)
     GET  /healthz                             {"status": "ok"}
     GET  /console/                            the operator console (agents with role = "admin")
+    GET  /metrics                             Prometheus text (docs/operations.md)
 
 Each request is checked in this order, and the first failure answers with the error model
 (``{"error": {"code", "message"}}``): route (404), method (405), bearer token (401),
@@ -53,6 +54,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ._errors import InvalidInput, WebwardError
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._settings import Settings
+from ._telemetry import MetricsEndpoint, Telemetry, server_span
 from ._tokens import Agent, TokenTable, hash_token
 from ._tokens import require_tokens as require_tokens
 from ._web import Web
@@ -305,9 +307,12 @@ class _Capability:
         self._tokens = tokens
         self._holder = holder
         self._max_body_bytes = max_body_bytes
+        self._route = f"/v1/capabilities/{capability}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        status, payload, headers = await self._answer(scope, receive)
+        with server_span("POST", self._route, scope["headers"]) as current:
+            status, payload, headers = await self._answer(scope, receive)
+            current.set_attribute("http.response.status_code", status)
         try:
             body = _dumps(payload)
         except Exception:  # a bug in a result model: answered like any other, and logged
@@ -415,6 +420,8 @@ def create_app(
     left open: its owner closes it.
     """
     tokens = TokenTable(settings)
+    # Made here, not at startup, so that a bad [observability] setting is one sentence.
+    telemetry = Telemetry.for_settings(settings, server=True) if web is None else None
     holder: dict[str, Web] = {}
     if web is not None:
         holder["web"] = web
@@ -462,12 +469,14 @@ def create_app(
         if web is not None:
             yield
             return
-        async with Web(settings) as own:
+        async with Web(settings, telemetry=telemetry) as own:
             holder["web"] = own
             try:
                 yield
             finally:
                 holder.pop("web", None)
+                if telemetry is not None:
+                    telemetry.close()
 
     @contextlib.asynccontextmanager
     async def lifespan_with_console(app: Starlette) -> AsyncIterator[None]:
@@ -482,6 +491,7 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Mount("/console", app=console.app),
+        Route("/metrics", MetricsEndpoint(settings, lambda: _telemetry_of(holder))),
     ]
     fallback = Starlette(
         routes=routes,
@@ -489,6 +499,11 @@ def create_app(
         lifespan=lifespan_with_console,
     )
     return _Gateway(capabilities, fallback)
+
+
+def _telemetry_of(holder: Mapping[str, Web]) -> Telemetry | None:
+    web = holder.get("web")
+    return web.telemetry if web is not None else None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -71,6 +71,7 @@ from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._settings import Settings
+from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
 from ._tokens import TokenTable, hash_token
 from ._web import Web
 from .search._filters import FILTER_SCHEMA
@@ -472,7 +473,9 @@ def _transport_security(host: str) -> TransportSecuritySettings:
 
 
 def _open_web(settings: Settings, web: Web | None) -> Web:
-    return web if web is not None else Web(settings)
+    if web is not None:
+        return web
+    return Web(settings, telemetry=Telemetry.for_settings(settings, server=True))
 
 
 async def serve_stdio(
@@ -490,6 +493,7 @@ async def serve_stdio(
     finally:
         if owned:
             await web.aclose()
+            web.telemetry.close()
 
 
 def http_access(
@@ -560,6 +564,8 @@ async def serve_http(
             transport_security=_transport_security(host),
             host=host,
         )
+        # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
+        app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -575,6 +581,7 @@ async def serve_http(
     finally:
         if owned:
             await web.aclose()
+            web.telemetry.close()
 
 
 def print_ready(url: str) -> None:

@@ -20,6 +20,7 @@ from . import _envelope
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput
 from ._models import Hit, SearchResult
+from ._telemetry import span
 from .search import (
     Http,
     Response,
@@ -132,9 +133,10 @@ def _provider_for(web: Web, name: str | None, record: dict[str, Any]) -> SearchP
             headers: tuple[tuple[str, str], ...] = (),
             content: bytes | None = None,
         ) -> Response:
-            body = await web.provider_request(
-                provider, method, url, headers=headers, content=content
-            )
+            with span("search provider", {"webward.provider": provider}):
+                body = await web.provider_request(
+                    provider, method, url, headers=headers, content=content
+                )
             record["status"] = body.status
             return body
 

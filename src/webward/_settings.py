@@ -125,6 +125,19 @@ class AuditSettings:
 
 
 @dataclass(frozen=True)
+class ObservabilitySettings:
+    """Metrics and the call log (docs/operations.md); traces follow the ``OTEL_*`` variables."""
+
+    # One JSON line per call: "" (servers: stderr; command line and library: off), "off",
+    # "stderr" or a file to append to.
+    call_log: str = ""
+    metrics: bool = True  # servers answer GET /metrics
+    # The SHA-256 of the bearer token /metrics asks for; empty: loopback clients only.
+    metrics_token_sha256: str = ""
+    metrics_top_hosts: int = 20  # hosts beyond the busiest N are labelled host="other"
+
+
+@dataclass(frozen=True)
 class AgentSettings:
     """One named agent: its reach tier and (for the gateway) its hashed bearer token."""
 
@@ -144,6 +157,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     state: StateSettings = field(default_factory=StateSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     agents: Mapping[str, AgentSettings] = field(default_factory=dict)
     source: str = ""  # the config file the settings came from, for messages
 
@@ -224,6 +238,7 @@ _ENV_KEYS: dict[str, tuple[str, str]] = {
     "WEBWARD_BRAVE_URL": ("search", "brave_url"),
     "WEBWARD_TAVILY_URL": ("search", "tavily_url"),
     "WEBWARD_SEARXNG_URL": ("search", "searxng_url"),
+    "WEBWARD_CALL_LOG": ("observability", "call_log"),
 }
 
 
@@ -267,6 +282,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "search": SearchSettings,
     "state": StateSettings,
     "audit": AuditSettings,
+    "observability": ObservabilitySettings,
 }
 
 
@@ -358,6 +374,14 @@ def _validate(settings: Settings, where: str) -> None:
     for tier in [settings.policy.default_tier, *(a.tier for a in settings.agents.values())]:
         if tier not in TIERS:
             raise InvalidInput(f"unknown tier {tier!r}{where}; the tiers are {', '.join(TIERS)}")
+    if settings.observability.metrics_top_hosts < 1:
+        raise InvalidInput(f"observability.metrics_top_hosts{where} must be at least 1")
+    digest = settings.observability.metrics_token_sha256
+    if digest and not (len(digest) == 64 and all(c in "0123456789abcdefABCDEF" for c in digest)):
+        raise InvalidInput(
+            f"observability.metrics_token_sha256{where} must be 64 hex digits: make it with "
+            "`webward serve --hash-token`"
+        )
     if settings.policy.mode not in ("enforce", "report"):
         raise InvalidInput(f"policy.mode{where} must be enforce or report")
     for name, agent in settings.agents.items():

@@ -27,6 +27,7 @@ import httpcore
 from . import guard
 from ._content import human_size
 from ._errors import Refused, UpstreamError
+from ._telemetry import http_span, span
 
 __all__ = ["Body", "Connector", "PinnedBackend", "Transport"]
 
@@ -64,6 +65,18 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> httpcore.AsyncNetworkStream:
+        with span("connect", {"server.address": host, "server.port": port}):
+            return await self._connect(host, port, timeout, local_address, socket_options)
+
+    async def _connect(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None,
+        local_address: str | None,
+        socket_options: Any,
+    ) -> httpcore.AsyncNetworkStream:
+        """DNS, every answer checked, then a connection to the first address that answers."""
         answers = await self._resolver.resolve(host)
         # Every answer must pass, not just the one we pick: a mixed answer is an attack.
         for ip in answers:
@@ -214,6 +227,21 @@ class Transport:
 
         No redirects are followed here; the caller decides about each hop.
         """
+        with http_span(method, url) as current:
+            body = await self._request(method, url, cap_for, headers, content, timeout, read_body)
+            current.set_attribute("http.response.status_code", body.status)
+        return body
+
+    async def _request(
+        self,
+        method: str,
+        url: guard.ParsedURL,
+        cap_for: CapFor,
+        headers: Sequence[tuple[str, str]],
+        content: bytes | None,
+        timeout: float,
+        read_body: Callable[[int], bool],
+    ) -> Body:
         hdrs = [
             ("Host", url.authority),
             ("User-Agent", USER_AGENT),
@@ -241,7 +269,10 @@ class Transport:
                 if not read_body(resp.status):
                     return Body(resp.status, resp_headers, b"", False, 0)
                 cap, truncate_ok = cap_for(resp.status, resp_headers)
-                return await _read_capped(resp, resp.status, resp_headers, cap, truncate_ok, url)
+                with span("read"):
+                    return await _read_capped(
+                        resp, resp.status, resp_headers, cap, truncate_ok, url
+                    )
         except httpcore.TimeoutException as exc:
             raise UpstreamError(
                 f"{url.host} did not answer in time", code="timeout", reason="timeout"

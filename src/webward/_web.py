@@ -35,6 +35,7 @@ from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker, RobotsStore
 from ._settings import TIERS, Settings
+from ._telemetry import Telemetry, span
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 
 __all__ = ["Web"]
@@ -77,8 +78,12 @@ class Web:
         ssl_context: ssl.SSLContext | None = None,
         renderer: Renderer | None = None,
         robots_store: RobotsStore | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
+        # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
+        self._own_telemetry = telemetry is None
+        self.telemetry = telemetry or Telemetry.for_settings(self.settings, server=False)
         self._clock = clock
         allow = self.settings.network.allow_networks()
         self._allow = allow
@@ -119,6 +124,8 @@ class Web:
         await self._limiter.aclose()
         await self._cache.aclose()
         await self._audit.aclose()
+        if self._own_telemetry:
+            self.telemetry.close()
 
     # ---- page reads -------------------------------------------------------------------
 
@@ -140,20 +147,25 @@ class Web:
         default). ``query`` returns, instead of a window, the passages of the text that best
         match it, each with the offset to read on from (see ``_find``).
         """
-        return await self._audited(
+        return await self.telemetry.call(
+            "web_fetch",
             FETCH,
             agent,
-            tier,
-            url,
-            lambda t, record: self._fetch(
-                url,
-                offset,
-                include_links,
-                include_screenshot,
+            self._audited(
+                FETCH,
                 agent,
-                t,
-                record,
-                _Reading(max_chars, query),
+                tier,
+                url,
+                lambda t, record: self._fetch(
+                    url,
+                    offset,
+                    include_links,
+                    include_screenshot,
+                    agent,
+                    t,
+                    record,
+                    _Reading(max_chars, query),
+                ),
             ),
         )
 
@@ -183,6 +195,7 @@ class Web:
 
         key = cache_key(parsed.url, include_links)
         cached = await self._cache.get(key)
+        self.telemetry.cache(hit=cached is not None)
         if cached is not None:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
@@ -210,10 +223,11 @@ class Web:
             # Conversion is CPU-bound (up to ~1 s for 1 MB of HTML): a worker thread keeps
             # the event loop, and every other agent's call on it, moving. A small body is
             # quicker to convert than to hand to a thread.
-            if len(result.body.content) <= _INLINE_CONVERT_BYTES:
-                converted = convert()
-            else:
-                converted = await anyio.to_thread.run_sync(convert)
+            with self.telemetry.converting():
+                if len(result.body.content) <= _INLINE_CONVERT_BYTES:
+                    converted = convert()
+                else:
+                    converted = await anyio.to_thread.run_sync(convert)
             if _needs_browser(converted, result.body.content):
                 self._check_can_render(url, tier)
                 converted = await self._render_fallback(
@@ -244,9 +258,10 @@ class Web:
         if include_screenshot and offset == 0:
             # Rendered after the plain read, so robots.txt, limits and the page's own redirect
             # hops have been checked; the renderer's every request then meets the gate.
-            rendered = await self._renderer.render(
-                cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
-            )
+            with span("render", {"webward.screenshot": True}):
+                rendered = await self._renderer.render(
+                    cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
+                )
             screenshot = _screenshot_part(rendered.screenshot_png)
         passages = None
         if query is None:
@@ -365,9 +380,10 @@ class Web:
         """
         with anyio.move_on_after(self.settings.limits.fetch_timeout_s):
             try:
-                rendered = await self._renderer.render(
-                    final_url, screenshot=False, gate=_RenderGate(self, agent, tier)
-                )
+                with span("render", {"webward.screenshot": False}):
+                    rendered = await self._renderer.render(
+                        final_url, screenshot=False, gate=_RenderGate(self, agent, tier)
+                    )
                 again = await anyio.to_thread.run_sync(
                     functools.partial(
                         _convert.convert,
@@ -460,7 +476,9 @@ class Web:
             filters = check_filters(allowed_domains, blocked_domains, freshness, country, language)
             return run_search(self, query, limit, agent, t, provider, record, filters)
 
-        return await self._audited(SEARCH, agent, tier, query, call)
+        return await self.telemetry.call(
+            "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call)
+        )
 
     async def provider_request(
         self,
@@ -591,12 +609,14 @@ class Web:
             duration_ms=int((time.monotonic() - started) * 1000),
             **record,  # would_deny included, when the policy set it
         )
-        try:
-            await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
-        except WebwardError:
-            raise
-        except Exception as exc:  # a sink of the caller's own that fails in its own way
-            raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
+        with self.telemetry.audit_write(rec):  # its span, latency, metrics and log line
+            try:
+                # raises Refused(audit_unavailable): no unaudited door
+                await self._audit.write(rec)
+            except WebwardError:
+                raise
+            except Exception as exc:  # a sink of the caller's own that fails in its own way
+                raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -711,7 +731,8 @@ class _PageHops:
             guard.assert_url_allowed(url, allow_ranges=web._allow)
         self._first = False
         if web._policy.robots_enabled(self._tier):
-            await web._robots.check(url)
+            with span("robots.txt", {"server.address": url.host}):
+                await web._robots.check(url)
         if self._limits:
             self._ticket = await web._limiter.acquire(
                 url.host, cost=web._limiter.cost_for(self._tier)
@@ -725,6 +746,7 @@ class _PageHops:
         retry_after: float | None,
     ) -> None:
         ticket, self._ticket = self._ticket, None
+        self._web.telemetry.hop(url.host, status, error)
         if ticket is not None:
             await self._web._limiter.record(ticket, status, error, retry_after)
 

@@ -1,0 +1,767 @@
+"""Observability behind one seam: trace spans, Prometheus metrics and one log line per call.
+
+The rest of webward calls only this module, with one line where a step happens:
+
+- :func:`span` opens a child span (robots.txt, connect, read, convert, render, search provider,
+  audit write) and :func:`http_span` an HTTP client span; :meth:`Telemetry.call` wraps one
+  ``web_fetch`` / ``web_search`` call in its span; :func:`server_span` is the gateway's span,
+  joined to the caller's trace through the request's ``traceparent`` header. MCP calls join
+  the caller's trace through the SDK, which reads ``traceparent`` from the request's ``_meta``
+  and opens its ``tools/call`` span around the tool.
+- :meth:`Telemetry.audit_write` times the audit write and, once the call's record is final,
+  counts the call and writes its log line.
+
+**Tracing** is OpenTelemetry's. :func:`configure_tracing` installs the SDK with an OTLP
+exporter only when the standard ``OTEL_*`` variables ask for one (``OTEL_TRACES_EXPORTER``, or
+an ``OTEL_EXPORTER_OTLP_*ENDPOINT``); an application embedding webward may instead install its
+own tracer provider. With neither, every span here is a shared null context: nothing is
+imported, allocated or attached, so tracing that is off costs a dictionary lookup per call.
+
+**Metrics** (servers only) live in a registry of their own per :class:`Telemetry`, served as
+Prometheus text by :class:`MetricsEndpoint`. Label sets are bounded: hosts beyond the busiest
+``metrics_top_hosts`` fold into ``host="other"``, agents beyond :data:`MAX_AGENT_LABELS` into
+``agent="other"``.
+
+**The call log** is one JSON line per call: the audit record's wire fields (no page text, no
+credentials; :class:`~webward._audit.AuditRecord` has no field for either) plus the trace and
+span ids when tracing is on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import importlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import IO, Any, TypeVar
+from urllib.parse import urlsplit
+
+import orjson
+
+from ._errors import InvalidInput, WebwardError
+from ._settings import Settings
+
+__all__ = [
+    "MAX_AGENT_LABELS",
+    "MetricsEndpoint",
+    "Telemetry",
+    "configure_tracing",
+    "http_span",
+    "server_span",
+    "span",
+]
+
+_R = TypeVar("_R")
+
+#: Distinct agent label values before further agents fold into ``agent="other"``.
+MAX_AGENT_LABELS = 50
+#: Hosts remembered for the per-host metrics; past this the quietest fold into ``other``.
+_MAX_TRACKED_HOSTS = 10_000
+_LIMIT_REASONS = frozenset({"rate_limited", "backpressure", "circuit_open"})
+
+
+# ---- tracing ---------------------------------------------------------------------------
+
+
+class _NoSpan:
+    """What a span context yields when tracing is off: attributes go nowhere."""
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        return None
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        return None
+
+
+_NULL: contextlib.nullcontext[Any] = contextlib.nullcontext(_NoSpan())
+_TRACER: Any = None  # the OpenTelemetry tracer, once a real tracer provider is installed
+
+
+def _tracer() -> Any:
+    """The tracer, or None while no tracer provider is installed (the no-op path).
+
+    Nobody can have installed a provider without importing ``opentelemetry.trace``, so until
+    then this is one dictionary lookup. A provider, once set, cannot change: the tracer is
+    kept.
+    """
+    global _TRACER
+    if _TRACER is not None:
+        return _TRACER
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        return None
+    from . import __version__
+
+    _TRACER = provider.get_tracer("webward", __version__)
+    return _TRACER
+
+
+def span(
+    name: str, attributes: Mapping[str, Any] | None = None
+) -> contextlib.AbstractContextManager[Any]:
+    """A child span of the current one around a step; a null context when tracing is off."""
+    tracer = _tracer()
+    if tracer is None:
+        return _NULL
+    return _span(tracer, name, attributes, None, None)
+
+
+def http_span(method: str, url: Any) -> contextlib.AbstractContextManager[Any]:
+    """An HTTP client span (OpenTelemetry HTTP semantic conventions) for one request to
+    ``url`` (a ``guard.ParsedURL``); set ``http.response.status_code`` on what it yields."""
+    tracer = _tracer()
+    if tracer is None:
+        return _NULL
+    from opentelemetry.trace import SpanKind
+
+    attributes = {
+        "http.request.method": method,
+        "url.full": _strip_credentials(url.url),
+        "server.address": url.host,
+        "server.port": url.port,
+    }
+    return _span(tracer, method, attributes, SpanKind.CLIENT, None)
+
+
+def server_span(
+    method: str, route: str, headers: Iterable[tuple[bytes, bytes]]
+) -> contextlib.AbstractContextManager[Any]:
+    """The gateway's server span for one request (ASGI ``headers``), a child of the caller's
+    span when the request carries a W3C ``traceparent`` header (and ``tracestate``)."""
+    tracer = _tracer()
+    if tracer is None:
+        return _NULL
+    from opentelemetry import propagate
+    from opentelemetry.trace import SpanKind
+
+    carrier: dict[str, str] = {}
+    for name, value in headers:
+        if name in (b"traceparent", b"tracestate") and name.decode() not in carrier:
+            carrier[name.decode()] = value.decode("latin-1")
+    parent = propagate.extract(carrier) if carrier else None
+    attributes = {"http.request.method": method, "http.route": route, "url.path": route}
+    return _span(tracer, f"{method} {route}", attributes, SpanKind.SERVER, parent)
+
+
+@contextlib.contextmanager
+def _span(
+    tracer: Any, name: str, attributes: Mapping[str, Any] | None, kind: Any, parent: Any
+) -> Iterator[Any]:
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    with tracer.start_as_current_span(
+        name,
+        context=parent,
+        kind=kind if kind is not None else SpanKind.INTERNAL,
+        attributes=attributes,
+        # A refusal is an answer, not a crash: the span names its reason, without a traceback.
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            if isinstance(exc, WebwardError):
+                current.set_attribute("error.type", exc.reason)
+                current.set_status(Status(StatusCode.ERROR, exc.message))
+            else:
+                current.set_attribute("error.type", type(exc).__qualname__)
+                current.set_status(Status(StatusCode.ERROR))
+            raise
+
+
+def _strip_credentials(url: str) -> str:
+    if "@" not in url:
+        return url
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc).geturl()
+
+
+_configured = False
+_configure_lock = threading.Lock()
+
+
+def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
+    """Install the OpenTelemetry SDK with an exporter if the ``OTEL_*`` variables ask for one.
+
+    ``OTEL_TRACES_EXPORTER`` names the exporter (``otlp``, ``console`` or ``none``); unset, an
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` means ``otlp``.
+    The OTLP protocol is ``http/protobuf`` unless ``OTEL_EXPORTER_OTLP[_TRACES]_PROTOCOL``
+    says ``grpc``; endpoint, headers, timeout, compression and batching follow their usual
+    ``OTEL_*`` variables. A tracer provider the application installed itself is left alone.
+    Returns whether webward installed one. Runs once per process.
+    """
+    global _configured
+    env = os.environ if environ is None else environ
+    with _configure_lock:
+        if _configured:
+            return False
+        exporters = _exporters_asked(env)
+        if not exporters:
+            return False
+        _configured = True
+        try:
+            from opentelemetry import trace
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError:
+            raise InvalidInput(
+                "the OTEL_* environment asks for trace export, but the OpenTelemetry SDK is not "
+                "installed: pip install 'webward[otel]', or unset OTEL_TRACES_EXPORTER"
+            ) from None
+        if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            return False  # the application installed its own
+        from . import __version__
+
+        attributes = {"service.version": __version__}
+        if not env.get("OTEL_SERVICE_NAME"):
+            attributes["service.name"] = "webward"
+        provider = TracerProvider(resource=Resource.create(attributes))
+        for name in exporters:
+            provider.add_span_processor(BatchSpanProcessor(_exporter(name, env)))
+        trace.set_tracer_provider(provider)
+        return True
+
+
+def _exporters_asked(env: Mapping[str, str]) -> list[str]:
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return []
+    named = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if not named:
+        endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get(
+            "OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
+        return ["otlp"] if endpoint else []
+    names = [n.strip() for n in named.split(",") if n.strip() and n.strip() != "none"]
+    for n in names:
+        if n not in ("otlp", "console"):
+            raise InvalidInput(
+                f"OTEL_TRACES_EXPORTER names {n!r}; webward exports traces with otlp or "
+                "console (or none)"
+            )
+    return names
+
+
+def _exporter(name: str, env: Mapping[str, str]) -> Any:
+    if name == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        return ConsoleSpanExporter(out=sys.stderr)  # stdout may be the MCP protocol
+    protocol = (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
+    try:
+        if protocol == "grpc":
+            module = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
+        elif protocol == "http/protobuf":
+            module = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+        else:
+            raise InvalidInput(
+                f"OTEL_EXPORTER_OTLP_PROTOCOL is {protocol!r}; webward exports OTLP over "
+                "http/protobuf or grpc"
+            )
+        exporter_class = importlib.import_module(module).OTLPSpanExporter
+    except ImportError:
+        package = "opentelemetry-exporter-otlp-proto-" + ("grpc" if protocol == "grpc" else "http")
+        raise InvalidInput(
+            f"OTLP over {protocol} needs the package {package}: pip install {package}"
+        ) from None
+    return exporter_class()  # endpoint, headers, timeout: the OTEL_EXPORTER_OTLP_* variables
+
+
+# ---- one call ---------------------------------------------------------------------------
+
+
+class Telemetry:
+    """Metrics and the call log of one :class:`~webward.Web`; tracing is process-wide.
+
+    ``metrics``: keep Prometheus metrics (servers). ``call_log``: ``"off"``, ``"stderr"`` or
+    a file path to append one JSON line per call to.
+    """
+
+    def __init__(
+        self, *, metrics: bool = False, call_log: str = "off", top_hosts: int = 20
+    ) -> None:
+        self.metrics = _Metrics(top_hosts) if metrics else None
+        self._log: _CallLog | None = None
+        if call_log not in ("", "off"):
+            self._log = _CallLog(call_log)
+
+    @classmethod
+    def for_settings(cls, settings: Settings, *, server: bool) -> Telemetry:
+        """What ``[observability]`` asks for: servers keep metrics and log each call to
+        stderr unless told otherwise; the command line and the library log nothing unless
+        ``call_log`` is set. Also installs OTLP export if the ``OTEL_*`` variables ask."""
+        configure_tracing()
+        obs = settings.observability
+        call_log = obs.call_log or ("stderr" if server else "off")
+        return cls(
+            metrics=server and obs.metrics, call_log=call_log, top_hosts=obs.metrics_top_hosts
+        )
+
+    def call(self, tool: str, capability: str, agent: Any, work: Awaitable[_R]) -> Awaitable[_R]:
+        """``work`` (one audited call), to be awaited inside the call's span; ``work`` itself
+        when tracing is off, so the untraced path adds no coroutine."""
+        tracer = _tracer()
+        if tracer is None:
+            return work
+        return self._traced(tracer, tool, capability, agent, work)
+
+    async def _traced(
+        self, tracer: Any, tool: str, capability: str, agent: Any, work: Awaitable[_R]
+    ) -> _R:
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "webward.capability": capability,
+            "webward.agent": str(agent),
+        }
+        with _span(tracer, tool, attributes, None, None) as current:
+            result = await work
+            window = getattr(result, "window", None)
+            if window is not None:
+                current.set_attributes(
+                    {
+                        "webward.window.offset": window.offset,
+                        "webward.window.end": window.end,
+                        "webward.window.total": window.total,
+                    }
+                )
+            return result
+
+    def audit_write(self, record: Any) -> contextlib.AbstractContextManager[Any]:
+        """Around the audit write of ``record`` (an ``AuditRecord``): its span and latency;
+        then the call's attributes, counters and log line, with the decision as it stood
+        once the write was done (a failed write refuses the call: ``audit_unavailable``)."""
+        if self.metrics is None and self._log is None and _tracer() is None:
+            return _NULL  # nothing to observe: no generator on the hot path
+        return self._audit_write(record)
+
+    @contextlib.contextmanager
+    def _audit_write(self, record: Any) -> Iterator[None]:
+        metrics = self.metrics
+        tracer = _tracer()
+        if tracer is not None:
+            _describe_call(record)
+        started = time.perf_counter()
+        if metrics is not None:
+            metrics.audit_waiting.inc()
+        outcome = record
+        try:
+            with span("audit write") if tracer is not None else _NULL:
+                yield
+        except WebwardError as exc:
+            outcome = _refused_by(record, exc)
+            if tracer is not None:
+                _describe_call(outcome)
+            raise
+        finally:
+            if metrics is not None:
+                metrics.audit_waiting.dec()
+                metrics.audit_seconds.observe(time.perf_counter() - started)
+                metrics.count_call(outcome)
+            if self._log is not None:
+                self._log.write(outcome)
+
+    def cache(self, hit: bool) -> None:
+        """A page-cache lookup."""
+        if self.metrics is not None:
+            (self.metrics.cache_hits if hit else self.metrics.cache_misses).inc()
+
+    def hop(self, host: str, status: int | None, error: WebwardError | None) -> None:
+        """One hop to ``host`` ended: an answer that is neither a 5xx nor a 429 shows its
+        circuit closed."""
+        if self.metrics is not None:
+            self.metrics.hosts.hop(host, status, error)
+
+    @contextlib.contextmanager
+    def converting(self) -> Iterator[None]:
+        """A conversion in flight, in its span."""
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.converting.inc()
+        try:
+            with span("convert"):
+                yield
+        finally:
+            if metrics is not None:
+                metrics.converting.dec()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+
+def _describe_call(record: Any) -> None:
+    from opentelemetry.trace import Status, StatusCode, get_current_span
+
+    current = get_current_span()
+    attributes: dict[str, Any] = {
+        "webward.tier": record.tier,
+        "webward.decision": record.decision,
+        "webward.reason": record.reason,
+    }
+    if record.status is not None:
+        attributes["webward.status"] = record.status
+    if record.bytes is not None:
+        attributes["webward.bytes"] = record.bytes
+    if record.provider is not None:
+        attributes["webward.provider"] = record.provider
+    current.set_attributes(attributes)
+    if record.decision in ("refused", "failed"):
+        current.set_attribute("error.type", record.reason)
+        current.set_status(Status(StatusCode.ERROR))
+
+
+def _refused_by(record: Any, error: WebwardError) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(record, decision="refused", reason=error.reason)
+
+
+class _CallLog:
+    """One JSON line per call, on stderr or appended to a file."""
+
+    def __init__(self, where: str) -> None:
+        self._path = None if where == "stderr" else where
+        self._file: IO[str] | None = None
+        self._lock = threading.Lock()
+        if self._path is not None:
+            try:
+                self._file = self._open()
+            except OSError as exc:
+                raise InvalidInput(
+                    f"the call log {where} cannot be opened ({exc.strerror or exc}); set "
+                    "[observability] call_log to a writable file, stderr or off"
+                ) from None
+
+    def _open(self) -> IO[str]:
+        assert self._path is not None
+        return open(self._path, "a", encoding="utf-8")  # kept open; close() closes it
+
+    def write(self, record: Any) -> None:
+        line = record.to_wire()
+        tracer = _tracer()
+        if tracer is not None:
+            from opentelemetry.trace import get_current_span
+
+            context = get_current_span().get_span_context()
+            if context.is_valid:
+                line["traceId"] = f"{context.trace_id:032x}"
+                line["spanId"] = f"{context.span_id:016x}"
+        try:
+            text = orjson.dumps(line).decode("utf-8") + "\n"
+        except (orjson.JSONEncodeError, UnicodeDecodeError):
+            import json
+
+            text = json.dumps(line) + "\n"
+        with self._lock:
+            try:
+                if self._path is not None and self._file is None:
+                    self._file = self._open()  # reopened after close(): a server started again
+                stream = self._file if self._file is not None else sys.stderr
+                stream.write(text)
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # a closed or full log must not refuse the call: the audit is the record
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+# ---- metrics ----------------------------------------------------------------------------
+
+
+_CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_AUDIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+
+
+class _Metrics:
+    """The Prometheus registry of one Web (names: docs/operations.md)."""
+
+    def __init__(self, top_hosts: int) -> None:
+        try:
+            import prometheus_client as prom
+        except ImportError:
+            raise InvalidInput(
+                "metrics need the package prometheus-client: pip install prometheus-client, "
+                "or set [observability] metrics = false"
+            ) from None
+        self.registry = prom.CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.calls = prom.Counter(
+            "webward_calls",
+            "Calls through the door, by capability, decision, reason and agent.",
+            ["capability", "decision", "reason", "agent"],
+            registry=r,
+        )
+        self.duration = prom.Histogram(
+            "webward_call_duration_seconds",
+            "How long calls took, audit write included.",
+            ["capability", "decision"],
+            buckets=_CALL_BUCKETS,
+            registry=r,
+        )
+        self.bytes = prom.Counter(
+            "webward_read_bytes",
+            "Bytes read from the web (on the wire).",
+            ["capability"],
+            registry=r,
+        )
+        self.cache_hits = prom.Counter(
+            "webward_page_cache_hits", "Page reads served from the page cache.", registry=r
+        )
+        self.cache_misses = prom.Counter(
+            "webward_page_cache_misses", "Page reads the page cache could not serve.", registry=r
+        )
+        self.audit_seconds = prom.Histogram(
+            "webward_audit_write_seconds",
+            "How long audit writes took (group commit included).",
+            buckets=_AUDIT_BUCKETS,
+            registry=r,
+        )
+        self.audit_waiting = prom.Gauge(
+            "webward_audit_queue_depth", "Audit writes waiting for their commit.", registry=r
+        )
+        self.converting = prom.Gauge(
+            "webward_conversions_in_flight", "Bodies being converted to text now.", registry=r
+        )
+        self.hosts = _HostMetrics(top_hosts)
+        r.register(self.hosts)
+        self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
+        self._agents: set[str] = set()
+        self._agents_lock = threading.Lock()
+
+    def count_call(self, record: Any) -> None:
+        key = (record.capability, record.decision, record.reason, self._agent_label(record.agent))
+        children = self._children.get(key)
+        if children is None:  # labels() takes a lock and builds a key: once per label set
+            children = self._children[key] = (
+                self.calls.labels(*key),
+                self.duration.labels(key[0], key[1]),
+                self.bytes.labels(key[0]),
+            )
+        calls, duration, read = children
+        calls.inc()
+        if record.duration_ms is not None:
+            duration.observe(record.duration_ms / 1000)
+        if record.bytes:
+            read.inc(record.bytes)
+        if record.reason in _LIMIT_REASONS:
+            self.hosts.refused(_limited_key(record), record.reason)
+
+    def _agent_label(self, agent: str) -> str:
+        if agent in self._agents:
+            return agent
+        with self._agents_lock:
+            if len(self._agents) >= MAX_AGENT_LABELS:
+                return "other"
+            self._agents.add(agent)
+        return agent
+
+    def exposition(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+
+def _limited_key(record: Any) -> str:
+    """The host (or ``provider:NAME``) whose limits refused the call."""
+    if record.provider:
+        return f"provider:{record.provider}"
+    url = record.redirects[-1] if record.redirects else record.target
+    try:
+        return urlsplit(url).hostname or "other"
+    except ValueError:
+        return "other"
+
+
+class _HostMetrics:
+    """Per-host limiter refusals and breaker state, with a bounded label set.
+
+    Exact counts are kept per host (at most :data:`_MAX_TRACKED_HOSTS`; past that the
+    quietest half is folded into ``other``); a scrape shows the ``top`` busiest hosts by
+    name and sums the rest into ``host="other"``. A host that drops out of the top moves its
+    counts into ``other``: sum by host over ``rate()`` stays right.
+    """
+
+    def __init__(self, top: int) -> None:
+        self._top = max(1, top)
+        self._activity: dict[str, int] = {}
+        self._refusals: dict[tuple[str, str], int] = {}
+        self._open: dict[str, bool] = {}
+        self._folded: dict[str, int] = {}  # refusals by reason of hosts no longer tracked
+        self._lock = threading.Lock()
+
+    def hop(self, host: str, status: int | None, error: WebwardError | None) -> None:
+        with self._lock:
+            self._touch(host)
+            if status is not None and status < 500 and status != 429:
+                self._open[host] = False
+
+    def refused(self, host: str, reason: str) -> None:
+        with self._lock:
+            self._touch(host)
+            self._refusals[(host, reason)] = self._refusals.get((host, reason), 0) + 1
+            if reason == "circuit_open":
+                self._open[host] = True
+
+    def _touch(self, host: str) -> None:
+        self._activity[host] = self._activity.get(host, 0) + 1
+        if len(self._activity) > _MAX_TRACKED_HOSTS:
+            quiet = sorted(self._activity, key=self._activity.__getitem__)
+            for gone in quiet[: len(quiet) // 2]:
+                if gone == host:
+                    continue
+                del self._activity[gone]
+                self._open.pop(gone, None)
+                for key in [k for k in self._refusals if k[0] == gone]:
+                    self._folded[key[1]] = self._folded.get(key[1], 0) + self._refusals.pop(key)
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        refusals = CounterMetricFamily(
+            "webward_host_refusals",
+            "Calls refused by a host's own limits (rate_limited, backpressure, circuit_open); "
+            'hosts beyond the busiest N are host="other".',
+            labels=["host", "reason"],
+        )
+        breaker = GaugeMetricFamily(
+            "webward_breaker_open",
+            '1 while a host\'s circuit breaker was last seen open, else 0; for host="other", '
+            "how many of the other hosts have it open.",
+            labels=["host"],
+        )
+        with self._lock:
+            busiest = sorted(self._activity, key=self._activity.__getitem__, reverse=True)
+            shown = set(busiest[: self._top])
+            other: dict[str, int] = dict(self._folded)
+            for (host, reason), count in sorted(self._refusals.items()):
+                if host in shown:
+                    refusals.add_metric([host, reason], count)
+                else:
+                    other[reason] = other.get(reason, 0) + count
+            others_open = 0
+            for host, is_open in sorted(self._open.items()):
+                if host in shown:
+                    breaker.add_metric([host], 1.0 if is_open else 0.0)
+                elif is_open:
+                    others_open += 1
+        for reason, count in sorted(other.items()):
+            refusals.add_metric(["other", reason], count)
+        if len(busiest) > self._top or others_open:
+            breaker.add_metric(["other"], float(others_open))
+        yield refusals
+        yield breaker
+
+    def describe(self) -> Iterator[Any]:
+        return iter(())
+
+
+# ---- GET /metrics ------------------------------------------------------------------------
+
+_LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
+
+
+class MetricsEndpoint:
+    """``GET /metrics`` as a plain ASGI app: Prometheus text of ``metrics_of()``'s registry.
+
+    Guarded by ``[observability] metrics_token_sha256`` (a bearer token's SHA-256) when set;
+    otherwise only loopback clients are served. ``metrics_of`` returns the Telemetry of the
+    running Web, or None before it opens.
+    """
+
+    def __init__(self, settings: Settings, metrics_of: Callable[[], Telemetry | None]) -> None:
+        self._digest = settings.observability.metrics_token_sha256.strip().lower()
+        self._metrics_of = metrics_of
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        status, body, content_type, extra = self._answer(scope)
+        headers = [
+            (b"content-type", content_type),
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"cache-control", b"no-store"),
+            *extra,
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _answer(self, scope: Any) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
+        if scope.get("method") != "GET":
+            return _metrics_error(
+                405, "invalid_input", f"{scope.get('method')} is not allowed here"
+            )
+        if self._digest:
+            if not self._token_ok(scope):
+                problem = _metrics_error(
+                    401,
+                    "refused",
+                    "a bearer token is required for /metrics: send Authorization: Bearer <token>",
+                )
+                problem[3].append((b"www-authenticate", b'Bearer realm="webward-metrics"'))
+                return problem
+        else:
+            client = scope.get("client")
+            host = str(client[0]) if client else ""
+            if not host.startswith(_LOOPBACK_PREFIXES):
+                return _metrics_error(
+                    403,
+                    "refused",
+                    "/metrics answers loopback clients only; set [observability] "
+                    "metrics_token_sha256 to serve it to others with a bearer token",
+                )
+        telemetry = self._metrics_of()
+        if telemetry is None or telemetry.metrics is None:
+            return _metrics_error(
+                404, "invalid_input", "metrics are off here ([observability] metrics = false)"
+            )
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        return 200, telemetry.metrics.exposition(), CONTENT_TYPE_LATEST.encode("ascii"), []
+
+    def _token_ok(self, scope: Any) -> bool:
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                if scheme.lower() != "bearer" or not token.strip():
+                    return False
+                digest = hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+                return hmac.compare_digest(digest, self._digest)
+        return False
+
+
+def _metrics_error(
+    status: int, code: str, message: str
+) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
+    body = orjson.dumps({"error": {"code": code, "message": message}})
+    return status, body, b"application/json", []
+
+
+def with_metrics(app: Any, endpoint: MetricsEndpoint, path: str = "/metrics") -> Any:
+    """``app`` with ``GET path`` answered by ``endpoint`` (the MCP HTTP server's front)."""
+
+    async def front(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == path:
+            await endpoint(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return front

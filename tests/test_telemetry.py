@@ -1,0 +1,663 @@
+"""Observability: OpenTelemetry spans, Prometheus metrics and the call log line.
+
+Spans are caught with the SDK's in-memory exporter (installed once for this process, and
+listening only while a test asks), and once exported over OTLP/HTTP to a receiver on
+127.0.0.1. Metrics are read with the Prometheus client's own parser.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fake_search import FakeSearxng, results
+from localserver import LocalServer, respond, serve
+from mcp import Client
+from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+from test_gateway import auth, load, loopback_web, running_gateway
+from test_mcp import child_env, mcp_over_http
+
+import webward
+from webward import Settings, StaticResolver, Web
+from webward._credentials import EnvironmentStore
+from webward._errors import Refused
+from webward._gateway import FETCH_PATH, create_app, hash_token
+from webward._mcp import build_server
+from webward._telemetry import MetricsEndpoint, Telemetry, _HostMetrics, _strip_credentials
+from webward.cli import main
+from webward.testing import MemoryAuditSink
+
+PAGE = (
+    "<html><head><title>Owls</title></head><body><h1>Owls</h1>"
+    + "".join(f"<p>Paragraph {i} about owls and SECRET-PAGE-TEXT.</p>" for i in range(20))
+    + "</body></html>"
+)
+TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+PARENT_ID = "b7ad6b7169203331"
+
+
+# ---- the in-memory exporter ---------------------------------------------------------------
+
+
+class _Listening(SimpleSpanProcessor):
+    """Exports only while a test listens, so the rest of the suite leaves no spans behind."""
+
+    on = False
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.on:
+            super().on_end(span)
+
+
+_EXPORTER = InMemorySpanExporter()
+_PROCESSOR = _Listening(_EXPORTER)
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The process's tracer provider (installed once) with this test's spans only."""
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(_PROCESSOR)
+        trace.set_tracer_provider(provider)
+    _EXPORTER.clear()
+    _PROCESSOR.on = True
+    try:
+        yield _EXPORTER
+    finally:
+        _PROCESSOR.on = False
+        _EXPORTER.clear()
+
+
+def named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    return [s for s in exporter.get_finished_spans() if s.name == name]
+
+
+def one(exporter: InMemorySpanExporter, name: str) -> ReadableSpan:
+    found = named(exporter, name)
+    assert len(found) == 1, [s.name for s in exporter.get_finished_spans()]
+    return found[0]
+
+
+def ancestors(exporter: InMemorySpanExporter, span: ReadableSpan) -> list[str]:
+    """The names of ``span``'s ancestors among the exported spans, nearest first."""
+    by_id = {s.context.span_id: s for s in exporter.get_finished_spans()}
+    out: list[str] = []
+    parent = span.parent
+    while parent is not None and parent.span_id in by_id:
+        span = by_id[parent.span_id]
+        out.append(span.name)
+        parent = span.parent
+    return out
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    routes = {
+        "/robots.txt": respond(200, "User-agent: *\nDisallow: /private\n", "text/plain"),
+        "/page": respond(200, PAGE),
+        "/broken": respond(500, "down"),
+    }
+    with serve(routes=routes) as server:
+        yield server
+
+
+def loopback_settings(tmp_path: Path, **extra: Any) -> Settings:
+    return Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected"},
+            "state": {"dir": str(tmp_path / "state")},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            **extra,
+        }
+    )
+
+
+def web_for(settings: Settings, telemetry: Telemetry | None = None, **kwargs: Any) -> Web:
+    return Web(
+        settings,
+        resolver=StaticResolver({}),
+        audit=kwargs.pop("audit", MemoryAuditSink()),
+        credentials=EnvironmentStore({}),
+        telemetry=telemetry or Telemetry(),
+        **kwargs,
+    )
+
+
+# ---- traces -------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_read_is_one_call_span_with_a_child_per_step(
+    tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter
+) -> None:
+    """web_fetch joins the caller's span; robots.txt, connect, GET, read, convert and the
+    audit write are its children, with HTTP and GenAI tool attributes."""
+    tracer = trace.get_tracer("agent")
+    async with web_for(loopback_settings(tmp_path)) as web:
+        with tracer.start_as_current_span("agent step") as step:
+            page = await web.fetch(site.url("/page"), agent="owl-agent")
+    call = one(spans, "web_fetch")
+    assert call.context.trace_id == step.get_span_context().trace_id
+    assert ancestors(spans, call) == ["agent step"]
+    attrs = dict(call.attributes or {})
+    assert attrs["gen_ai.operation.name"] == "execute_tool"
+    assert attrs["gen_ai.tool.name"] == "web_fetch"
+    assert attrs["webward.capability"] == "web:page.fetch@1"
+    assert attrs["webward.agent"] == "owl-agent"
+    assert attrs["webward.tier"] == "connected"
+    assert attrs["webward.decision"] == "allowed"
+    assert attrs["webward.reason"] == "allowed"
+    assert attrs["webward.status"] == 200
+    assert attrs["webward.bytes"] == page.bytes_read > 0
+    assert attrs["webward.window.total"] == page.window.total
+    assert call.status.status_code is StatusCode.UNSET
+
+    for step_name in ("robots.txt", "convert", "audit write"):
+        assert ancestors(spans, one(spans, step_name))[0] == "web_fetch"
+    gets = named(spans, "GET")
+    urls = sorted(str((s.attributes or {})["url.full"]) for s in gets)
+    assert urls == [site.url("/page"), site.url("/robots.txt")]
+    page_get = next(s for s in gets if (s.attributes or {})["url.full"] == site.url("/page"))
+    assert ancestors(spans, page_get)[0] == "web_fetch"
+    hop = dict(page_get.attributes or {})
+    assert hop["http.request.method"] == "GET"
+    assert hop["server.address"] == "127.0.0.1"
+    assert hop["http.response.status_code"] == 200
+    robots_get = next(s for s in gets if s is not page_get)
+    assert ancestors(spans, robots_get)[:2] == ["robots.txt", "web_fetch"]
+    assert "read" in [s.name for s in spans.get_finished_spans()]
+    connects = named(spans, "connect")  # one pooled connection serves both requests
+    assert connects and all("web_fetch" in ancestors(spans, s) for s in connects)
+    for read in named(spans, "read"):
+        assert ancestors(spans, read)[0] == "GET"
+
+
+@pytest.mark.anyio
+async def test_a_refused_call_is_an_error_span_naming_its_reason(
+    tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter
+) -> None:
+    async with web_for(loopback_settings(tmp_path)) as web:
+        with pytest.raises(Refused):
+            await web.fetch(site.url("/private/x"))
+    call = one(spans, "web_fetch")
+    attrs = dict(call.attributes or {})
+    assert attrs["webward.decision"] == "refused"
+    assert attrs["error.type"] == attrs["webward.reason"] == "robots"
+    assert call.status.status_code is StatusCode.ERROR
+    robots = one(spans, "robots.txt")
+    assert robots.status.status_code is StatusCode.ERROR
+    assert (robots.attributes or {})["error.type"] == "robots"
+    assert one(spans, "audit write")  # the refusal was audited inside the call's span
+
+
+@pytest.mark.anyio
+async def test_a_search_has_a_provider_span_around_its_http_request(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    with serve() as server:
+        server.routes["/sx/search"] = FakeSearxng(results(3, host="searx.example"))
+        settings = loopback_settings(tmp_path, search={"searxng_url": server.url("/sx")})
+        async with web_for(settings) as web:
+            await web.search("owls", limit=2, agent="finder")
+    call = one(spans, "web_search")
+    attrs = dict(call.attributes or {})
+    assert attrs["gen_ai.tool.name"] == "web_search"
+    assert attrs["webward.provider"] == "searxng"
+    provider = one(spans, "search provider")
+    assert ancestors(spans, provider)[0] == "web_search"
+    assert (provider.attributes or {})["webward.provider"] == "searxng"
+    [get] = named(spans, "GET")
+    assert ancestors(spans, get)[0] == "search provider"
+    assert str((get.attributes or {})["url.full"]).startswith(server.url("/sx/search"))
+
+
+def test_url_full_never_carries_credentials() -> None:
+    assert _strip_credentials("https://user:pw@example.org/a?b=1") == "https://example.org/a?b=1"
+    assert _strip_credentials("https://example.org/@owl") == "https://example.org/@owl"
+
+
+@pytest.mark.anyio
+async def test_the_gateway_span_joins_the_callers_traceparent(
+    tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter
+) -> None:
+    settings = load(tmp_path)
+    with running_gateway(settings, lambda: loopback_web(settings, MemoryAuditSink())) as base:
+        async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=30) as http:
+            response = await http.post(
+                FETCH_PATH,
+                json={"url": site.url("/page")},
+                headers={**auth("alice"), "traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"},
+            )
+            garbled = await http.post(
+                FETCH_PATH,
+                json={"url": site.url("/page")},
+                headers={**auth("dave"), "traceparent": "00-not-a-trace-01"},
+            )
+    assert response.status_code == 200
+    assert garbled.status_code == 200  # a malformed traceparent starts a trace of its own
+    [dave_call] = [
+        s for s in named(spans, "web_fetch") if (s.attributes or {})["webward.agent"] == "dave"
+    ]
+    assert f"{dave_call.context.trace_id:032x}" != TRACE_ID
+    assert ancestors(spans, dave_call) == [f"POST {FETCH_PATH}"]
+    [server_span] = [
+        s for s in named(spans, f"POST {FETCH_PATH}") if f"{s.context.trace_id:032x}" == TRACE_ID
+    ]
+    assert f"{server_span.context.trace_id:032x}" == TRACE_ID
+    assert server_span.parent is not None and f"{server_span.parent.span_id:016x}" == PARENT_ID
+    assert (server_span.attributes or {})["http.response.status_code"] == 200
+    assert (server_span.attributes or {})["http.route"] == FETCH_PATH
+    [call] = [
+        s for s in named(spans, "web_fetch") if s.context.trace_id == server_span.context.trace_id
+    ]
+    assert ancestors(spans, call) == [f"POST {FETCH_PATH}"]
+    assert (call.attributes or {})["webward.agent"] == "alice"
+
+
+@pytest.mark.anyio
+async def test_an_mcp_tool_call_joins_the_clients_trace_through_meta(
+    tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter
+) -> None:
+    """The client puts traceparent in the request's _meta; the server's web_fetch span is in
+    the same trace, under the SDK's tools/call span."""
+    tracer = trace.get_tracer("agent")
+    web = web_for(loopback_settings(tmp_path))
+    async with web, Client(build_server(web, agent="ide")) as client:
+        with tracer.start_as_current_span("agent step") as step:
+            result = await client.call_tool("web_fetch", {"url": site.url("/page")})
+    assert not result.is_error
+    call = one(spans, "web_fetch")
+    assert call.context.trace_id == step.get_span_context().trace_id
+    assert ancestors(spans, call)[0] == "tools/call web_fetch"
+    assert ancestors(spans, call)[-1] == "agent step"
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace receiver: keeps each decoded export request."""
+
+    got: list[ExportTraceServiceRequest]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        type(self).got.append(request)
+        answer = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def test_otlp_http_export_to_a_local_receiver(tmp_path: Path, site: LocalServer) -> None:
+    """`webward fetch` with OTEL_EXPORTER_OTLP_ENDPOINT set exports its spans over OTLP/HTTP."""
+    handler = type("Receiver", (_Receiver,), {"got": []})
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
+    thread.start()
+    try:
+        config = tmp_path / "webward.toml"
+        config.write_text(
+            '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n',
+            encoding="utf-8",
+        )
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+            **child_env(tmp_path),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.server_port}",
+            "OTEL_SERVICE_NAME": "webward-test",
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "webward.cli",
+                "fetch",
+                site.url("/page"),
+                "--config",
+                str(config),
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "{" not in done.stderr  # the command line writes no call log unless asked
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+    exported = [
+        (resource, s)
+        for request in handler.got
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for s in scope.spans
+    ]
+    names = {s.name for _, s in exported}
+    assert {"web_fetch", "robots.txt", "GET", "connect", "read", "convert", "audit write"} <= names
+    resource, call = next((r, s) for r, s in exported if s.name == "web_fetch")
+    service = {a.key: a.value.string_value for a in resource.resource.attributes}
+    assert service["service.name"] == "webward-test"
+    attrs = {a.key: a.value for a in call.attributes}
+    assert attrs["gen_ai.tool.name"].string_value == "web_fetch"
+    assert attrs["webward.decision"].string_value == "allowed"
+    assert {s.trace_id for _, s in exported} == {call.trace_id}
+
+
+# ---- metrics ------------------------------------------------------------------------------
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a Prometheus text page, by name and sorted labels."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def calls(page: dict[Any, float], **labels: str) -> float:
+    return sum(
+        v
+        for (name, ls), v in page.items()
+        if name == "webward_calls_total" and labels.items() <= dict(ls).items()
+    )
+
+
+@pytest.mark.anyio
+async def test_gateway_metrics_move_with_calls(tmp_path: Path, site: LocalServer) -> None:
+    settings = load(tmp_path, limits={"breaker_failures": 1})
+
+    def make_web() -> Web:
+        return web_for(settings, Telemetry.for_settings(settings, server=True))
+
+    with running_gateway(settings, make_web) as base:
+        async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=30) as http:
+            before = samples((await http.get("/metrics")).text)
+            for _ in range(2):
+                ok = await http.post(
+                    FETCH_PATH, json={"url": site.url("/page")}, headers=auth("alice")
+                )
+                assert ok.status_code == 200
+            down = await http.post(
+                FETCH_PATH, json={"url": site.url("/broken")}, headers=auth("dave")
+            )
+            assert down.status_code == 502
+            fresh = site.url("/page?uncached")  # a cached page sends nothing: no breaker check
+            open_ = await http.post(FETCH_PATH, json={"url": fresh}, headers=auth("dave"))
+            assert open_.json()["error"]["code"] == "circuit_open"
+            metrics = await http.get("/metrics")
+    assert metrics.status_code == 200
+    assert metrics.headers["content-type"].startswith("text/plain")
+    after = samples(metrics.text)
+    fetch = "web:page.fetch@1"
+    assert calls(before) == 0
+    assert calls(after, capability=fetch, decision="allowed", reason="allowed", agent="alice") == 2
+    assert calls(after, decision="failed", reason="http_500", agent="dave") == 1
+    assert calls(after, decision="refused", reason="circuit_open", agent="dave") == 1
+    assert after[("webward_page_cache_hits_total", ())] == 1
+    assert after[("webward_page_cache_misses_total", ())] == 3  # /page, /broken, ?uncached
+    read = after[("webward_read_bytes_total", (("capability", fetch),))]
+    assert read >= len(PAGE)
+    latency = (
+        "webward_call_duration_seconds_count",
+        (("capability", fetch), ("decision", "allowed")),
+    )
+    assert after[latency] == 2
+    assert after[("webward_audit_write_seconds_count", ())] == 4
+    assert after[("webward_audit_queue_depth", ())] == 0
+    assert after[("webward_conversions_in_flight", ())] == 0
+    refusals = ("webward_host_refusals_total", (("host", "127.0.0.1"), ("reason", "circuit_open")))
+    assert after[refusals] == 1
+    assert after[("webward_breaker_open", (("host", "127.0.0.1"),))] == 1
+
+
+@pytest.mark.anyio
+async def test_rate_limit_refusals_are_counted_per_host(tmp_path: Path, site: LocalServer) -> None:
+    settings = loopback_settings(tmp_path).replace(
+        {"limits": {"per_host_rate": 0.001, "per_host_burst": 1}, "policy": {"robots": False}}
+    )
+    telemetry = Telemetry(metrics=True)
+    async with web_for(settings, telemetry) as web:
+        await web.fetch(site.url("/page"))  # spends the only token
+        with pytest.raises(Refused):
+            await web.fetch(site.url("/page"), include_links=True)  # not cached: a new read
+    assert telemetry.metrics is not None
+    page = samples(telemetry.metrics.exposition().decode())
+    key = ("webward_host_refusals_total", (("host", "127.0.0.1"), ("reason", "rate_limited")))
+    assert page[key] == 1
+
+
+def test_hosts_beyond_the_busiest_n_fold_into_other() -> None:
+    hosts = _HostMetrics(top=2)
+    for host, hops in (("a.example", 5), ("b.example", 4), ("c.example", 1), ("d.example", 1)):
+        for _ in range(hops):
+            hosts.hop(host, 200, None)
+    for host in ("a.example", "c.example", "d.example"):
+        hosts.refused(host, "rate_limited")
+    hosts.refused("d.example", "circuit_open")
+    got = {
+        (m.name, tuple(sorted(s.labels.items()))): s.value
+        for m in hosts.collect()
+        for s in m.samples
+    }
+    labels = {dict(ls)["host"] for (_, ls) in got}
+    assert labels == {"a.example", "b.example", "other"}
+    assert got[("webward_host_refusals", (("host", "a.example"), ("reason", "rate_limited")))] == 1
+    assert got[("webward_host_refusals", (("host", "other"), ("reason", "rate_limited")))] == 2
+    assert got[("webward_breaker_open", (("host", "other"),))] == 1
+    assert got[("webward_breaker_open", (("host", "a.example"),))] == 0
+
+
+@pytest.mark.anyio
+async def test_agents_beyond_the_label_bound_fold_into_other(tmp_path: Path) -> None:
+    from webward._telemetry import MAX_AGENT_LABELS
+
+    telemetry = Telemetry(metrics=True)
+    async with web_for(loopback_settings(tmp_path), telemetry) as web:
+        for i in range(MAX_AGENT_LABELS + 3):
+            with pytest.raises(Exception):  # noqa: B017 - an invalid URL: refused, still counted
+                await web.fetch("not a url", agent=f"agent-{i}")
+    assert telemetry.metrics is not None
+    page = samples(telemetry.metrics.exposition().decode())
+    agents = {dict(ls)["agent"] for (name, ls) in page if name == "webward_calls_total"}
+    assert len(agents) == MAX_AGENT_LABELS + 1
+    assert calls(page, agent="other") == 3
+
+
+async def _metrics_answer(endpoint: MetricsEndpoint, client: str, token: str | None) -> int:
+    """Drive the endpoint as ASGI with a given peer address: nothing is connected to."""
+    headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+    scope = {"type": "http", "method": "GET", "path": "/metrics", "headers": headers,
+             "client": (client, 40000)}  # fmt: skip
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await endpoint(scope, receive, send)
+    return int(sent[0]["status"])
+
+
+@pytest.mark.anyio
+async def test_metrics_are_loopback_only_unless_a_token_is_configured(tmp_path: Path) -> None:
+    telemetry = Telemetry(metrics=True)
+    open_ = MetricsEndpoint(loopback_settings(tmp_path), lambda: telemetry)
+    assert await _metrics_answer(open_, "127.0.0.1", None) == 200
+    assert await _metrics_answer(open_, "::1", None) == 200
+    assert await _metrics_answer(open_, "10.1.2.3", None) == 403
+    guarded_settings = loopback_settings(
+        tmp_path, observability={"metrics_token_sha256": hash_token("scrape-me")}
+    )
+    guarded = MetricsEndpoint(guarded_settings, lambda: telemetry)
+    assert await _metrics_answer(guarded, "10.1.2.3", "scrape-me") == 200
+    assert await _metrics_answer(guarded, "127.0.0.1", None) == 401
+    assert await _metrics_answer(guarded, "127.0.0.1", "wrong") == 401
+    off = MetricsEndpoint(loopback_settings(tmp_path), lambda: Telemetry(metrics=False))
+    assert await _metrics_answer(off, "127.0.0.1", None) == 404
+
+
+def test_the_gateway_serves_metrics_from_the_web_it_opens(tmp_path: Path) -> None:
+    """create_app(settings) opens its own Web with server telemetry: metrics on by default."""
+    settings = load(tmp_path)
+    with TestClient(create_app(settings), client=("127.0.0.1", 5000)) as http:
+        response = http.get("/metrics")
+    assert response.status_code == 200
+    assert "# TYPE webward_calls_total counter" in response.text
+
+
+@pytest.mark.anyio
+async def test_mcp_http_serves_metrics_and_they_move(tmp_path: Path, site: LocalServer) -> None:
+    async with mcp_over_http(tmp_path) as url:
+        base = url.removesuffix("/mcp")
+        async with httpx.AsyncClient(trust_env=False, timeout=20) as http:
+            before = samples((await http.get(f"{base}/metrics")).text)
+            async with Client(url, read_timeout_seconds=30) as client:
+                result = await client.call_tool("web_fetch", {"url": site.url("/page")})
+                assert not result.is_error
+            after = samples((await http.get(f"{base}/metrics")).text)
+    assert calls(before) == 0
+    assert calls(after, capability="web:page.fetch@1", decision="allowed", agent="mcp") == 1
+
+
+# ---- the call log -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_servers_log_one_json_line_per_call_with_the_audit_fields(
+    tmp_path: Path, site: LocalServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = loopback_settings(tmp_path)
+    audit = MemoryAuditSink()
+    async with web_for(settings, Telemetry.for_settings(settings, server=True), audit=audit) as web:
+        await web.fetch(site.url("/page"), agent="logger")
+        with pytest.raises(Refused):
+            await web.fetch(site.url("/private/x"), agent="logger")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    logged = [json.loads(line) for line in lines]
+    for entry in logged:  # ids of the call's span, when an earlier test turned tracing on
+        entry.pop("traceId", None), entry.pop("spanId", None)
+    assert logged == [r.to_wire() for r in audit.records]
+    assert [entry["decision"] for entry in logged] == ["allowed", "refused"]
+    assert "SECRET-PAGE-TEXT" not in "".join(lines)
+
+
+@pytest.mark.anyio
+async def test_the_call_log_carries_the_trace_id_when_tracing(
+    tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter
+) -> None:
+    log = tmp_path / "calls.jsonl"
+    settings = loopback_settings(tmp_path, observability={"call_log": str(log)})
+    telemetry = Telemetry.for_settings(settings, server=False)
+    async with web_for(settings, telemetry) as web:
+        await web.fetch(site.url("/page"))
+    telemetry.close()
+    [entry] = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    call = one(spans, "web_fetch")
+    assert entry["traceId"] == f"{call.context.trace_id:032x}"
+    assert entry["target"] == site.url("/page")
+
+
+@pytest.mark.anyio
+async def test_a_call_that_loses_its_audit_is_logged_as_refused(
+    tmp_path: Path, site: LocalServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = loopback_settings(tmp_path, observability={"call_log": "stderr"})
+    telemetry = Telemetry.for_settings(settings, server=False)
+    async with web_for(settings, telemetry, audit=MemoryAuditSink(broken=True)) as web:
+        with pytest.raises(Refused):
+            await web.fetch(site.url("/page"))
+    [line] = capsys.readouterr().err.splitlines()
+    entry = json.loads(line)
+    assert (entry["decision"], entry["reason"]) == ("refused", "audit_unavailable")
+
+
+def test_the_cli_logs_a_call_only_when_asked(
+    tmp_path: Path, site: LocalServer, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n'
+        f"[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n",
+        encoding="utf-8",
+    )
+    assert main(["fetch", site.url("/page"), "--config", str(config)]) == 0
+    assert "{" not in capsys.readouterr().err
+    monkeypatch.setenv("WEBWARD_CALL_LOG", "stderr")
+    assert main(["fetch", site.url("/page"), "--config", str(config)]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert json.loads(line)["capability"] == "web:page.fetch@1"
+
+
+def test_an_unwritable_call_log_is_one_sentence(tmp_path: Path) -> None:
+    settings = loopback_settings(tmp_path, observability={"call_log": str(tmp_path / "no" / "x")})
+    with pytest.raises(webward.InvalidInput, match="call log"):
+        Telemetry.for_settings(settings, server=True)
+
+
+def test_the_fetch_path_imports_no_tracing_or_metrics_library(tmp_path: Path) -> None:
+    """With no OTEL_* variables, a Web is made and closed without importing OpenTelemetry or
+    the Prometheus client: the command line's start-up does not pay for observability."""
+    code = (
+        "import sys, anyio\n"
+        "from webward import Settings, Web\n"
+        "async def main():\n"
+        "    async with Web(Settings()):\n"
+        "        pass\n"
+        "anyio.run(main)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'opentelemetry', 'prometheus_client'}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(child_env(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_otel_variables_asking_for_an_unknown_exporter_are_one_sentence() -> None:
+    from webward._telemetry import _exporters_asked
+
+    assert _exporters_asked({}) == []
+    assert _exporters_asked({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}) == ["otlp"]
+    assert _exporters_asked({"OTEL_TRACES_EXPORTER": "none"}) == []
+    assert _exporters_asked({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}) == []
+    with pytest.raises(webward.InvalidInput, match="OTEL_TRACES_EXPORTER names 'zipkin'"):
+        _exporters_asked({"OTEL_TRACES_EXPORTER": "zipkin"})
