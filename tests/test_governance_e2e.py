@@ -511,6 +511,38 @@ async def test_robots_redirect_to_a_deny_listed_host_is_never_followed() -> None
 
 
 @pytest.mark.anyio
+async def test_robots_redirect_keeps_the_callers_tier() -> None:
+    """In as-owner, an allow-listed host's robots.txt that redirects to a host off the
+    allow-list is not followed (no connection there; the read is refused as unreachable). The
+    refusal belongs to that caller: a connected agent then reads robots.txt through the same
+    redirect, as its tier allows."""
+    with serve(routes={"*": respond(200, "User-agent: *\nAllow: /\n", "text/plain")}) as other:
+        routes = {
+            "/robots.txt": redirect(f"http://elsewhere.example:{other.port}/robots.txt"),
+            "*": respond(200, "<p>page</p>"),
+        }
+        with serve(routes=routes) as srv:
+            resolver = StaticResolver({"elsewhere.example": ["127.0.0.1"]})
+            s = settings(policy={"robots": True, "allow": ["127.0.0.1"]})
+            audit = MemoryAuditSink()
+            async with Web(s, resolver, audit=audit, clock=FakeClock()) as w:
+                with pytest.raises(Refused) as err:
+                    await w.fetch(srv.url("/page"), tier="as-owner")
+                assert other.accepts == 0
+                assert page_requests(srv) == []
+                page = await w.fetch(srv.url("/page"), tier="connected")
+            assert page_requests(srv) == ["/page"]
+        assert [r.path for r in other.requests] == ["/robots.txt"]
+    assert err.value.reason == "robots_unreachable"
+    assert "elsewhere.example is not on the allow-list of tier as-owner" in err.value.message
+    assert page.status == 200
+    assert [(r.tier, r.reason) for r in audit.records] == [
+        ("as-owner", "robots_unreachable"),
+        ("connected", "allowed"),
+    ]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("hops", [["/robots.txt"], [f"/r{i}" for i in range(1, 7)]])
 async def test_robots_redirect_loop_or_chain_past_five_disallows(hops: list[str]) -> None:
     """A robots.txt that loops or redirects more than five times is unreachable: refused."""

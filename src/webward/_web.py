@@ -32,7 +32,7 @@ from ._models import Link, Page, Part, SearchResult
 from ._policy import Policy
 from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
-from ._robots import RobotsChecker
+from ._robots import FetchRobots, RobotsChecker
 from ._settings import TIERS, Settings
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 
@@ -314,14 +314,17 @@ class Web:
         guard is pure, so an agent paging through a page does not pay for it again."""
         return _cached_guard(url, self._allow, self.settings.limits.max_url_chars)
 
-    async def _fetch_robots(self, robots_url: str) -> tuple[int, bytes]:
-        """robots.txt goes through the same guard, pinned transport and redirect rules."""
+    async def _fetch_robots(
+        self, robots_url: str, agent: str = "robots.txt", tier: str = "full"
+    ) -> tuple[int, bytes]:
+        """robots.txt goes through the same guard, pinned transport and redirect rules, and
+        every redirect hop meets the reading agent's tier and policy."""
         parsed = guard.assert_url_allowed(robots_url, allow_ranges=self._allow)
         try:
             result = await fetch(
                 self._transport,
                 parsed,
-                hooks=_RobotsHops(self),
+                hooks=_RobotsHops(self, agent, tier),
                 cap_for=lambda status, headers: (512 * 1024, True),
                 timeout_s=self.settings.limits.fetch_timeout_s,
                 max_redirects=5,
@@ -332,6 +335,10 @@ class Web:
                 return exc.status, b""
             raise
         return result.status, result.body.content
+
+    def _robots_fetch(self, agent: str, tier: str) -> FetchRobots:
+        """The robots.txt fetch for one reading agent: its tier decides every redirect hop."""
+        return functools.partial(self._fetch_robots, agent=agent, tier=tier)
 
     # ---- search -----------------------------------------------------------------------
 
@@ -552,7 +559,7 @@ class _PageHops:
             guard.assert_url_allowed(url, allow_ranges=web._allow)
         self._first = False
         if web._policy.robots_enabled(self._tier):
-            await web._robots.check(url)
+            await web._robots.check(url, via=web._robots_fetch(self._agent, self._tier))
         if self._limits:
             self._ticket = await web._limiter.acquire(
                 url.host, cost=web._limiter.cost_for(self._tier)
@@ -573,11 +580,12 @@ class _PageHops:
 class _RobotsHops(_PageHops):
     """robots.txt hops: the guard on every hop and the host's limits; no robots of robots."""
 
-    def __init__(self, web: Web) -> None:
-        super().__init__(web, "", "", {})
+    def __init__(self, web: Web, agent: str, tier: str) -> None:
+        super().__init__(web, agent, tier, {})
 
     async def before(self, url: guard.ParsedURL) -> None:
         guard.assert_url_allowed(url, allow_ranges=self._web._allow)
-        # A robots.txt redirect must not carry webward to a host the deny list refuses.
-        self._web._policy.check_fetch(url.host, "full", "robots.txt").raise_if_denied()
+        # A robots.txt redirect must not carry webward where the reading agent may not go:
+        # its own tier (the allow-list of as-owner) and the deny list decide every hop.
+        self._web._policy.check_fetch(url.host, self._tier, self._agent).raise_if_denied()
         self._ticket = await self._web._limiter.acquire(url.host)
