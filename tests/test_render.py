@@ -317,3 +317,29 @@ async def test_renders_beyond_the_concurrency_cap_wait_their_turn() -> None:
     assert len(spans) == 2
     (_, first_ends), (second_starts, _) = sorted(spans)
     assert first_ends <= second_starts
+
+
+async def test_a_rendered_reading_is_never_served_from_the_cache_to_a_tier_that_may_not_render() -> (
+    None
+):
+    """A connected read renders a script shell and caches it; an as-owner read of the same
+    URL on the same Web gets the page as served (read again), never the rendered text."""
+    with serve(routes={"/": respond(200, SHELL_PAGE)}) as srv:
+        s = Settings().replace(
+            {
+                "network": {"allow_ranges": ["127.0.0.1/32"]},
+                "policy": {"default_tier": "connected", "allow": ["127.0.0.1"], "robots": False},
+                "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            }
+        )
+        async with Web(
+            s, StaticResolver({}), audit=MemoryAuditSink(), renderer=ChromiumRenderer()
+        ) as web:
+            rendered = await web.fetch(srv.url("/"), tier="connected")
+            plain = await web.fetch(srv.url("/"), tier="as-owner")
+            again = await web.fetch(srv.url("/"), tier="connected")
+        plain_reads = [r for r in srv.requests if "HeadlessChrome" not in r.headers["user-agent"]]
+    assert "Text the page script wrote." in rendered.content
+    assert "Text the page script wrote." not in plain.content
+    assert "Text the page script wrote." in again.content  # connected's own cache entry
+    assert len(plain_reads) == 2  # the as-owner read went to the server, not to the cache

@@ -155,7 +155,10 @@ class Web:
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
 
-        key = cache_key(parsed.url, include_links)
+        # Rendered and plain readings are kept apart: a tier that may not render (as-owner)
+        # never receives a page another tier's read rendered.
+        reading = tier if tier in _RENDER_FALLBACK_TIERS else "plain"
+        key = cache_key(parsed.url, include_links, reading=reading)
         cached = await self._cache.get(key)
         if cached is not None:
             # The cache saves the download, nothing else: every hop of the cached read faces
