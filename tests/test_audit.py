@@ -122,7 +122,7 @@ def test_record_shape_and_validation() -> None:
     assert list(wire) == [
         "id", "time", "agent", "tier", "capability", "target", "decision", "reason",
         "wouldDeny", "finalUrl", "redirects", "status", "bytes", "contentType", "durationMs",
-        "provider",
+        "provider", "renderContacted", "renderRefused",
     ]  # fmt: skip
     assert wire["time"] == "2025-01-15T10:00:00.000Z"
     assert wire["redirects"] == ["https://example.org/a", "https://example.org/b"]

@@ -15,17 +15,17 @@ import datetime as dt
 import functools
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
-import httpcore
 
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, open_audit_sink
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
-from ._errors import InvalidInput, UpstreamError, WebwardError
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, SearchResult
@@ -193,7 +193,7 @@ class Web:
                 converted = await anyio.to_thread.run_sync(convert)
             if tier in _RENDER_FALLBACK_TIERS and _needs_browser(converted, result.body.content):
                 converted = await self._render_fallback(
-                    converted, result.final.url, include_links, agent, tier
+                    converted, result.final.url, include_links, agent, tier, record
                 )
             # Prepared for the envelope once, here, rather than on every window handed out;
             # offsets and totals count the prepared text.
@@ -221,7 +221,7 @@ class Web:
             # Rendered after the plain read, so robots.txt, limits and the page's own redirect
             # hops have been checked; the renderer's every request then meets the gate.
             rendered = await self._renderer.render(
-                cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
+                cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier, record)
             )
             screenshot = _screenshot_part(rendered.screenshot_png)
         window_text, window = _window.make_window(
@@ -263,6 +263,7 @@ class Web:
         include_links: bool,
         agent: str,
         tier: str,
+        record: dict[str, Any],
     ) -> _convert.Converted:
         """A script-only page, rendered headless through the gate and converted again.
 
@@ -272,7 +273,7 @@ class Web:
         with anyio.move_on_after(self.settings.limits.fetch_timeout_s):
             try:
                 rendered = await self._renderer.render(
-                    final_url, screenshot=False, gate=_RenderGate(self, agent, tier)
+                    final_url, screenshot=False, gate=_RenderGate(self, agent, tier, record)
                 )
                 again = await anyio.to_thread.run_sync(
                     functools.partial(
@@ -520,13 +521,91 @@ def _screenshot_part(png: bytes | None) -> Part:
 
 
 class _RenderGate:
-    """The egress proxy's gate for one render: the literal guard, this caller's reach policy,
-    then the Web's own pinned backend (resolver, every answer checked, exact-IP connect)."""
+    """The egress proxy's gate for one render, bound to the calling agent and its audit record.
 
-    def __init__(self, web: Web, agent: str, tier: str) -> None:
+    Every request the page makes faces what a page read's hop faces: the literal guard, the
+    agent's reach policy, robots.txt (for the agent's tier), the host's own rate limit and
+    circuit breaker, and the Web's pinned transport (resolver, every answer checked, exact-IP
+    connect, webward's trust store). On top, only GET and HEAD, and at most
+    ``limits.render_max_requests`` requests per render. The hosts the render contacted and
+    those refused (with the reason) go into the call's audit record.
+    """
+
+    _METHODS = ("GET", "HEAD")
+    _MAX_LISTED = 50  # hosts kept per list in the audit record: a record stays small
+    _MAX_WAIT_S = 1.0  # a subresource may wait this long for its host's rate budget
+
+    def __init__(self, web: Web, agent: str, tier: str, record: dict[str, Any]) -> None:
         self._web, self._agent, self._tier = web, agent, tier
+        self._contacted: list[str] = record.setdefault("render_contacted", [])
+        self._refused: list[str] = record.setdefault("render_refused", [])
+        self.requests = 0
+        self.exhausted = anyio.Event()  # set once the request cap refused a request
 
-    def check(self, url: str) -> guard.ParsedURL:
+    async def check_tunnel(self, url: str) -> guard.ParsedURL:
+        # Opening a tunnel connects nowhere (the proxy ends its TLS): the name is resolved
+        # and its addresses checked for each request inside, when one is sent.
+        try:
+            return self._check(url)
+        except WebwardError as exc:
+            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            raise
+
+    async def request(
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], max_bytes: int
+    ) -> Body:
+        web = self._web
+        self.requests += 1
+        try:
+            limit = web.settings.limits.render_max_requests
+            if self.requests > limit:
+                self.exhausted.set()
+                raise Refused(
+                    f"refused: a render may send at most {limit} requests "
+                    "([limits] render_max_requests)",
+                    reason="render_requests",
+                )
+            if method not in self._METHODS:
+                raise Refused(
+                    f"refused: the renderer sends only GET and HEAD requests, not {method[:20]}",
+                    reason="render_method",
+                )
+            parsed = self._check(url)
+            if web._policy.robots_enabled(self._tier):
+                await web._robots.check(parsed, via=web._robots_fetch(self._agent, self._tier))
+            ticket = await web._limiter.acquire(
+                parsed.host, cost=web._limiter.cost_for(self._tier), max_wait_s=self._MAX_WAIT_S
+            )
+        except WebwardError as exc:
+            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            raise
+        try:
+            body = await web._transport.request(
+                method,
+                parsed,
+                headers=headers,
+                cap_for=lambda status, hdrs: (max_bytes, True),
+                timeout=web.settings.limits.fetch_timeout_s,
+            )
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                if isinstance(exc, WebwardError):
+                    await web._limiter.record(ticket, exc.status, exc, None)
+                else:
+                    await web._limiter.release(ticket)
+            if isinstance(exc, Refused):  # the resolver's answer was internal: no connection
+                self._note(self._refused, f"{parsed.authority} ({exc.reason})")
+            else:
+                self._note(self._contacted, parsed.authority)  # tried, at least
+            raise
+        self._note(self._contacted, parsed.authority)
+        retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
+        await web._limiter.record(ticket, body.status, None, retry_after)
+        return body
+
+    def _check(self, url: str) -> guard.ParsedURL:
+        """The literal guard and this caller's reach policy (the deny list, the allow-list of
+        as-owner); report mode lets a would-deny host through, as it does a page read."""
         web = self._web
         parsed = guard.assert_url_allowed(
             url, allow_ranges=web._allow, max_chars=web.settings.limits.max_url_chars
@@ -534,11 +613,21 @@ class _RenderGate:
         web._policy.check_fetch(parsed.host, self._tier, self._agent).raise_if_denied()
         return parsed
 
-    async def connect(self, url: guard.ParsedURL, timeout: float) -> httpcore.AsyncNetworkStream:
-        try:
-            return await self._web._backend.connect_tcp(url.host, url.port, timeout=timeout)
-        except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
-            raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
+    def _note(self, into: list[str], entry: str) -> None:
+        if entry not in into and len(into) < self._MAX_LISTED:
+            into.append(entry)
+
+
+def _authority_of(url: str) -> str:
+    """``host[:port]`` of a URL for the audit record, without any user info."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = parts.port
+    except ValueError:
+        return "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port is not None else host
 
 
 class _PageHops:
