@@ -597,5 +597,5 @@ async def test_a_rendered_reading_is_never_served_from_the_cache_to_a_tier_that_
         plain_reads = [r for r in srv.requests if "HeadlessChrome" not in r.headers["user-agent"]]
     assert "Text the page script wrote." in rendered.content
     assert "Text the page script wrote." not in plain.content
-    assert "Text the page script wrote." in again.content  # connected's own cache entry
+    assert "Text the page script wrote." in again.content  # the rendered entry, kept apart
     assert len(plain_reads) == 2  # the as-owner read went to the server, not to the cache

@@ -157,7 +157,7 @@ class Web:
 
         # Rendered and plain readings are kept apart: a tier that may not render (as-owner)
         # never receives a page another tier's read rendered.
-        reading = tier if tier in _RENDER_FALLBACK_TIERS else "plain"
+        reading = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
         key = cache_key(parsed.url, include_links, reading=reading)
         cached = await self._cache.get(key)
         if cached is not None:
@@ -302,7 +302,7 @@ class Web:
     ) -> None:
         """Run the per-hop checks of a read for a page served from the cache.
 
-        The cache key holds neither the agent nor the tier, and a cached page may have been
+        The cache key holds neither the agent nor the tier (only plain or rendered), and a cached page may have been
         reached through redirects to other hosts: without this, an agent could read through
         the cache a page its own policy or robots.txt would refuse. Nothing is sent to the
         host, so no rate-limit token is spent: paging through a long page stays quick.
