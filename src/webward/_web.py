@@ -302,9 +302,9 @@ class Web:
     ) -> None:
         """Run the per-hop checks of a read for a page served from the cache.
 
-        The cache key holds neither the agent nor the tier (only plain or rendered), and a cached page may have been
-        reached through redirects to other hosts: without this, an agent could read through
-        the cache a page its own policy or robots.txt would refuse. Nothing is sent to the
+        The cache key holds neither the agent nor the tier (only plain or rendered), and a
+        cached page may have been reached through redirects to other hosts: without this, an
+        agent could read through the cache a page its own policy or robots.txt would refuse. Nothing is sent to the
         host, so no rate-limit token is spent: paging through a long page stays quick.
         """
         hops = _PageHops(self, agent, tier, record, limits=False)
