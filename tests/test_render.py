@@ -439,7 +439,7 @@ async def test_chromium_gets_a_scrubbed_environment_and_no_root(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
     monkeypatch.setenv("BRAVE_API_KEY", "brave-test-secret")
     monkeypatch.setenv("WEBWARD_CONFIG_TEST", "webward-test-secret")
-    seen: dict[int, tuple[bytes, int, bytes]] = {}
+    seen: dict[int, tuple[bytes, int, bytes, bytes]] = {}
     page = respond(200, "<html><body><h1>Env</h1></body></html>")
 
     def inspect(req: Request, sock: socket.socket) -> None:
@@ -450,10 +450,12 @@ async def test_chromium_gets_a_scrubbed_environment_and_no_root(
                         environ = f.read()
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         cmdline = f.read()
+                    with open(f"/proc/{pid}/status", "rb") as f:
+                        status = f.read()
                     uid = os.stat(f"/proc/{pid}").st_uid
                 except OSError:
                     continue
-                seen[pid] = (environ, uid, cmdline)
+                seen[pid] = (environ, uid, cmdline, status)
         page(req, sock)
 
     with serve(routes={"/": inspect}) as srv:
@@ -462,15 +464,19 @@ async def test_chromium_gets_a_scrubbed_environment_and_no_root(
     assert seen, "no Chromium process was found while it rendered"
     home = b"HOME=" + tempfile.gettempdir().encode() + b"/webward-"
     # The browser process shows its environment; helpers write their title over theirs.
-    assert any(home in environ for environ, _, _ in seen.values())
-    for environ, uid, cmdline in seen.values():
+    assert any(home in environ for environ, _, _, _ in seen.values())
+    for environ, uid, _, _ in seen.values():
         assert b"secret" not in environ and b"WEBWARD" not in environ
         if os.geteuid() == 0:
             assert uid == pwd.getpwnam(UNPRIVILEGED_USER).pw_uid
-        if _namespaces_allowed(
-            (uid, pwd.getpwnam(UNPRIVILEGED_USER).pw_gid) if os.geteuid() == 0 else None
-        ):
-            assert b"--no-sandbox" not in cmdline
+    user = pwd.getpwnam(UNPRIVILEGED_USER) if os.geteuid() == 0 else None
+    if _namespaces_allowed((user.pw_uid, user.pw_gid) if user else None):
+        # Sandboxed: no process was told --no-sandbox, and the renderers run under seccomp.
+        assert all(b"--no-sandbox" not in cmdline for _, _, cmdline, _ in seen.values())
+        renderers = [
+            status for _, _, cmdline, status in seen.values() if b"--type=renderer" in cmdline
+        ]
+        assert renderers and all(b"Seccomp:\t2" in status for status in renderers)
 
 
 async def test_launch_refused_when_the_unsafe_playwright_variable_is_set(
