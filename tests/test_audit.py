@@ -122,7 +122,7 @@ def test_record_shape_and_validation() -> None:
     assert list(wire) == [
         "id", "time", "agent", "tier", "capability", "target", "decision", "reason",
         "wouldDeny", "finalUrl", "redirects", "status", "bytes", "contentType", "durationMs",
-        "provider",
+        "provider", "renderContacted", "renderRefused",
     ]  # fmt: skip
     assert wire["time"] == "2025-01-15T10:00:00.000Z"
     assert wire["redirects"] == ["https://example.org/a", "https://example.org/b"]
@@ -410,3 +410,38 @@ def test_cli_empty_and_unreadable_logs(tmp_path: Path, capsys: pytest.CaptureFix
     broken = Settings().replace({"state": {"dir": str(tmp_path)}})
     assert _cmd_audit.run(_args(), broken) == 3
     assert "cannot be read" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
+    tmp_path: Path,
+) -> None:
+    """The hosts a render contacted and refused are stored and read back; an audit.db
+    written before those columns existed gains them on open, its old rows reading empty."""
+    import sqlite3
+
+    from webward._audit import _SCHEMA
+
+    old_schema = _SCHEMA[0].split(",\n        render_contacted")[0] + "\n    )"
+    assert "render_" not in old_schema
+    (tmp_path / "state").mkdir()
+    conn = sqlite3.connect(tmp_path / "state" / "audit.db")
+    conn.execute(old_schema)
+    conn.execute(
+        "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
+        "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL)"
+    )
+    conn.commit()
+    conn.close()
+    sink = SQLiteAuditSink(tmp_path / "state")
+    rendered = record(
+        minutes=1,
+        render_contacted=["example.org", "cdn.example.org:8443"],
+        render_refused=["127.0.0.2:80 (internal_address)", "example.org (render_method)"],
+    )
+    await sink.write(rendered)
+    new, old = await sink.query()
+    await sink.aclose()
+    assert new == rendered
+    assert new.to_wire()["renderRefused"] == list(rendered.render_refused)
+    assert (old.id, old.render_contacted, old.render_refused) == ("old", (), ())

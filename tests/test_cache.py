@@ -164,6 +164,9 @@ def test_cache_key_separates_links_from_plain_reads() -> None:
     """A read with links and one without are different entries."""
     assert cache_key("https://e.com/", True) != cache_key("https://e.com/", False)
     assert cache_key("https://e.com/", True) == cache_key("https://e.com/", True)
+    # Plain and rendered readings never share an entry.
+    keys = {cache_key("https://e.com/", False, reading=r) for r in ("plain", "rendered")}
+    assert len(keys) == 2
 
 
 def test_cached_page_round_trips_through_json() -> None:

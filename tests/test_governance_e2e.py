@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -490,24 +491,57 @@ async def test_robots_redirect_to_an_internal_address_is_refused_without_connect
     assert "127.0.0.2" in err.value.message
 
 
+@contextmanager
+def robots_redirected_to(name: str) -> Iterator[tuple[LocalServer, LocalServer, StaticResolver]]:
+    """A site whose robots.txt redirects to ``name`` (resolving to 127.0.0.1, where a second
+    server answers with a permissive robots.txt): (that server, the site, the resolver)."""
+    with serve(routes={"*": respond(200, "User-agent: *\nAllow: /\n", "text/plain")}) as other:
+        routes = {
+            "/robots.txt": redirect(f"http://{name}:{other.port}/robots.txt"),
+            "*": respond(200, "<p>page</p>"),
+        }
+        with serve(routes=routes) as srv:
+            yield other, srv, StaticResolver({name: ["127.0.0.1"]})
+
+
 @pytest.mark.anyio
 async def test_robots_redirect_to_a_deny_listed_host_is_never_followed() -> None:
     """A robots.txt that redirects to a host on the deny list is not fetched from there: the
     robots answer is unreachable (refused) and the denied server sees no connection."""
-    with serve(routes={"*": respond(200, "User-agent: *\nAllow: /\n", "text/plain")}) as denied:
-        routes = {
-            "/robots.txt": redirect(f"http://denied.example:{denied.port}/robots.txt"),
-            "*": respond(200, "page"),
-        }
-        with serve(routes=routes) as srv:
-            resolver = StaticResolver({"denied.example": ["127.0.0.1"]})
-            s = settings(policy={"robots": True, "deny": ["denied.example"]})
-            async with Web(s, resolver, audit=MemoryAuditSink(), clock=FakeClock()) as w:
-                with pytest.raises(Refused) as err:
-                    await w.fetch(srv.url("/page"))
-            assert page_requests(srv) == []
+    with robots_redirected_to("denied.example") as (denied, srv, resolver):
+        s = settings(policy={"robots": True, "deny": ["denied.example"]})
+        async with Web(s, resolver, audit=MemoryAuditSink(), clock=FakeClock()) as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/page"))
+        assert page_requests(srv) == []
         assert denied.accepts == 0
     assert err.value.reason == "robots_unreachable"
+
+
+@pytest.mark.anyio
+async def test_robots_redirect_keeps_the_callers_tier() -> None:
+    """In as-owner, an allow-listed host's robots.txt that redirects to a host off the
+    allow-list is not followed (no connection there; the read is refused as unreachable). The
+    refusal belongs to that caller: a connected agent then reads robots.txt through the same
+    redirect, as its tier allows."""
+    with robots_redirected_to("elsewhere.example") as (other, srv, resolver):
+        s = settings(policy={"robots": True, "allow": ["127.0.0.1"]})
+        audit = MemoryAuditSink()
+        async with Web(s, resolver, audit=audit, clock=FakeClock()) as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/page"), tier="as-owner")
+            assert other.accepts == 0
+            assert page_requests(srv) == []
+            page = await w.fetch(srv.url("/page"), tier="connected")
+        assert page_requests(srv) == ["/page"]
+        assert [r.path for r in other.requests] == ["/robots.txt"]
+    assert err.value.reason == "robots_unreachable"
+    assert "elsewhere.example is not on the allow-list of tier as-owner" in err.value.message
+    assert page.status == 200
+    assert [(r.tier, r.reason) for r in audit.records] == [
+        ("as-owner", "robots_unreachable"),
+        ("connected", "allowed"),
+    ]
 
 
 @pytest.mark.anyio

@@ -182,3 +182,38 @@ async def test_postgres_down_refuses_the_read_and_hides_the_dsn(
         assert f"${ENV}" in message
         assert SECRET not in message and postgres_dsn not in message
     assert "after" in agents and "before" in agents
+
+
+async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
+    postgres_dsn: str,
+) -> None:
+    """The hosts a render contacted and refused are stored and read back in PostgreSQL; a
+    table an older webward created gains the columns when a sink opens it."""
+    import psycopg
+
+    from webward._postgres import _SCHEMA
+
+    assert "render_" not in _SCHEMA[0]  # the original table; the columns come by ALTER TABLE
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
+        await conn.execute(_SCHEMA[0])
+        await conn.execute(
+            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
+            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL)"
+        )
+    sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+    rendered = AuditRecord.create(
+        decision="allowed",
+        reason="allowed",
+        agent="r",
+        tier="full",
+        capability="web:page.fetch@1",
+        target="https://example.org/r",
+        render_contacted=["example.org"],
+        render_refused=["127.0.0.2:80 (internal_address)"],
+    )
+    await sink.write(rendered)
+    (back,) = await sink.query(agent="r")
+    (old,) = await sink.query(agent="cli")
+    await sink.aclose()
+    assert back == rendered
+    assert (old.render_contacted, old.render_refused) == ((), ())

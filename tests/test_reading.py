@@ -240,7 +240,8 @@ async def test_caching_off_downloads_every_window() -> None:
 
 async def test_a_cached_page_is_not_handed_to_a_tier_its_redirect_is_refused_for() -> None:
     """A page reached through a redirect is cached by its requested URL; an as-owner agent
-    whose allow-list holds the first host but not the redirect's is still refused."""
+    whose allow-list holds the first host but not the redirect's is still refused. (Tier
+    as-owner never shares a cache entry with a rendering tier: its read goes out again.)"""
     resolver = StaticResolver({"a.example": ["127.0.0.1"], "b.example": ["127.0.0.1"]})
     with serve() as srv:
         srv.routes["/r"] = redirect(f"http://b.example:{srv.port}/page")
@@ -251,7 +252,7 @@ async def test_a_cached_page_is_not_handed_to_a_tier_its_redirect_is_refused_for
             with pytest.raises(Refused) as err:
                 await w.fetch(f"http://a.example:{srv.port}/r", tier="as-owner")
     assert "b.example" in err.value.message and "allow-list" in err.value.message
-    assert [r.path for r in srv.requests] == ["/r", "/page"]
+    assert [r.path for r in srv.requests] == ["/r", "/page", "/r"]
 
 
 async def test_a_cached_page_still_faces_robots_for_the_reading_tier() -> None:

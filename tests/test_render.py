@@ -5,22 +5,33 @@ from __future__ import annotations
 
 import base64
 import io
+import os
+import pwd
 import socket
+import ssl
+import tempfile
 import threading
 import time
 from typing import Any
 
 import anyio
 import pytest
-from localserver import accept_counter, respond, serve
+import trustme
+from localserver import LocalServer, Request, accept_counter, respond, serve
 from PIL import Image
+from test_tls import serve_tls
 
 from webward import Refused, Settings, StaticResolver, Web
-from webward._errors import WebwardError
-from webward._proxy import open_proxy
-from webward._render import UNSAFE_ENV, ChromiumRenderer, PlainRenderer
+from webward._proxy import EgressProxy, open_proxy
+from webward._render import (
+    UNPRIVILEGED_USER,
+    UNSAFE_ENV,
+    ChromiumRenderer,
+    PlainRenderer,
+    _namespaces_allowed,
+)
 from webward._web import _RenderGate
-from webward.testing import MemoryAuditSink
+from webward.testing import FakeClock, MemoryAuditSink
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +43,9 @@ def make_web(**kw: Any) -> Web:
         {
             "network": {"allow_ranges": ["127.0.0.1/32"]},
             "policy": {"default_tier": "full", "robots": False},
-            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            # A generous read deadline: the render fallback must finish inside it, and the
+            # test machine is shared.
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, "fetch_timeout_s": 40.0},
         }
     )
     kw.setdefault("audit", MemoryAuditSink())
@@ -70,30 +83,20 @@ async def test_screenshot_in_tier_connected_is_refused_by_policy() -> None:
     assert [(r.decision, r.reason) for r in audit.records] == [("refused", "screenshot_needs_tier")]
 
 
-class RecordingGate:
-    """The Web's real gate, with every refusal it makes written down (what the proxy saw)."""
+def gate_for(web: Web, tier: str = "full") -> tuple[_RenderGate, dict[str, Any]]:
+    """The Web's real gate for one render, and the audit record it writes its hosts into."""
+    record: dict[str, Any] = {}
+    return _RenderGate(web, "cli", tier, record), record
 
-    def __init__(self, inner: _RenderGate) -> None:
-        self.inner, self.refused = inner, set[str]()
 
-    def check(self, url: str) -> Any:
-        try:
-            return self.inner.check(url)
-        except WebwardError:
-            self.refused.add(url)
-            raise
-
-    async def connect(self, url: Any, timeout: float) -> Any:
-        try:
-            return await self.inner.connect(url, timeout)
-        except WebwardError:
-            self.refused.add(url.url)
-            raise
+def browser_requests(server: LocalServer) -> list[Request]:
+    return [r for r in server.requests if "HeadlessChrome" in r.headers.get("user-agent", "")]
 
 
 async def test_proxy_refuses_internal_subresources_without_connecting() -> None:
     """Images, iframes, scripts and XHR to 127.0.0.2, by address or by a name resolving to
-    it, are refused by the proxy and never reach the listener, while the page itself renders."""
+    it, are refused by the proxy and never reach the listener, while the page itself renders;
+    the render's record lists the page's host as contacted and both refused hosts."""
     with accept_counter("127.0.0.2") as internal:
         port = internal.port
         direct, named = f"http://127.0.0.2:{port}/", f"http://{REBIND}:{port}/"
@@ -114,17 +117,117 @@ async def test_proxy_refuses_internal_subresources_without_connecting() -> None:
         </script></body></html>"""
         with serve(routes={"/": respond(200, page)}) as srv:
             async with make_web() as web:
-                gate = RecordingGate(_RenderGate(web, "cli", "full"))
+                gate, record = gate_for(web)
                 rendered = await ChromiumRenderer().render(
                     srv.url("/"), screenshot=False, gate=gate
                 )
         assert "xhr:blocked,blocked" in rendered.html
-        # Everything that must finish before the load event was asked for and refused.
-        for path in ("a.png", "frame", "xhr"):
-            assert f"{direct}{path}" in gate.refused
-        for path in ("b.png", "frame", "s.js", "xhr"):
-            assert f"{named}{path}" in gate.refused
         assert internal.accepts == 0
+    assert record["render_contacted"] == [f"127.0.0.1:{srv.port}"]
+    assert set(record["render_refused"]) == {
+        f"127.0.0.2:{port} (internal_address)",
+        f"{REBIND}:{port} (internal_address)",
+    }
+
+
+async def test_a_script_that_posts_is_refused_and_audited() -> None:
+    """Only GET and HEAD leave through the proxy: a page script's POST, PUT and DELETE
+    (fetch and XHR) never reach the origin, and the call's audit record says so."""
+    page = """<html><body><p id="out">pending</p><script>
+      fetch("/submit", {method: "POST", body: "secret=1"}).catch(() => 0);
+      var seen = [];
+      for (const m of ["POST", "PUT", "DELETE"]) {
+        var x = new XMLHttpRequest();
+        x.open(m, "/submit", false);
+        try { x.send("secret=2"); seen.push(x.status); } catch (e) { seen.push("blocked"); }
+      }
+      document.getElementById("out").textContent = "sent:" + seen.join(",");
+    </script></body></html>"""
+    with serve(routes={"/": respond(200, page), "/submit": respond(200, "taken")}) as srv:
+        audit = MemoryAuditSink()
+        async with make_web(audit=audit, renderer=ChromiumRenderer()) as web:
+            await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+        methods = [r.method for r in srv.requests]
+    assert "POST" not in methods and "PUT" not in methods and "DELETE" not in methods
+    assert [r.path for r in srv.requests if r.path == "/submit"] == []
+    (rec,) = audit.records
+    assert rec.decision == "allowed"
+    assert rec.render_contacted == (f"127.0.0.1:{srv.port}",)
+    assert rec.render_refused == (f"127.0.0.1:{srv.port} (render_method)",)
+
+
+async def test_a_render_sends_at_most_the_request_cap() -> None:
+    """A page asking for 500 images sends at most [limits] render_max_requests requests (the
+    page included); the rest are refused, and the audit record names the cap."""
+    images = "".join(f'<img src="/i{n}.png">' for n in range(500))
+    page = f"<html><body><h1>Many</h1>{images}</body></html>"
+    png = b"\x89PNG\r\n\x1a\n"
+    with serve(routes={"/": respond(200, page), "*": respond(200, png, "image/png")}) as srv:
+        audit = MemoryAuditSink()
+        web = make_web(audit=audit, renderer=ChromiumRenderer())
+        web.settings = web.settings.replace({"limits": {"render_max_requests": 40}})
+        async with web:
+            await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+        sent = len(browser_requests(srv))
+    assert 1 <= sent <= 40
+    assert f"127.0.0.1:{srv.port} (render_requests)" in audit.records[-1].render_refused
+
+
+async def test_a_subresource_on_a_denied_host_is_refused_without_connecting() -> None:
+    """A subresource whose host is on the deny list is refused by the gate: no connection to
+    it, and the audit record lists it as refused (the page's own host as contacted)."""
+    with serve(routes={"*": respond(200, "x", "text/plain")}) as denied:
+        page = (
+            f'<html><body><h1>Page</h1><img src="http://denied.example:{denied.port}/a.png">'
+            f'<script src="http://denied.example:{denied.port}/s.js"></script></body></html>'
+        )
+        with serve(routes={"/": respond(200, page)}) as srv:
+            s = Settings().replace(
+                {
+                    "network": {"allow_ranges": ["127.0.0.1/32"]},
+                    "policy": {"default_tier": "full", "robots": False, "deny": ["denied.example"]},
+                    "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+                }
+            )
+            audit = MemoryAuditSink()
+            resolver = StaticResolver({"denied.example": ["127.0.0.1"]})
+            async with Web(s, resolver, audit=audit, renderer=ChromiumRenderer()) as web:
+                await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+        assert denied.accepts == 0
+    (rec,) = audit.records
+    assert rec.render_contacted == (f"127.0.0.1:{srv.port}",)
+    assert rec.render_refused == (f"denied.example:{denied.port} (host_denied)",)
+
+
+async def test_subresources_meet_robots_and_the_hosts_rate_limit() -> None:
+    """robots.txt (for the caller's tier) and the host's own rate budget decide each
+    subresource: a disallowed image is never requested, and past the budget the rest are
+    refused as rate limited."""
+    robots = "User-agent: *\nDisallow: /private\n"
+    page = '<html><body><h1>P</h1><img src="/private/a.png">' + "".join(
+        f'<img src="/i{n}.png">' for n in range(30)
+    )
+    routes = {"/robots.txt": respond(200, robots, "text/plain"), "/": respond(200, page)}
+    routes["*"] = respond(200, b"\x89PNG", "image/png")
+    with serve(routes=routes) as srv:
+        s = Settings().replace(
+            {
+                "network": {"allow_ranges": ["127.0.0.1/32"]},
+                "policy": {"default_tier": "full", "robots": True},
+                "limits": {"per_host_rate": 0.001, "per_host_burst": 3, "full_tier_budget": 1.0},
+            }
+        )
+        audit = MemoryAuditSink()
+        async with Web(
+            s, StaticResolver({}), audit=audit, renderer=ChromiumRenderer(), clock=FakeClock()
+        ) as web:
+            await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+        paths = [r.path for r in browser_requests(srv)]
+    assert "/private/a.png" not in paths
+    assert len(paths) <= 2  # a burst of 3: the plain read took one token
+    refused = audit.records[-1].render_refused
+    assert f"127.0.0.1:{srv.port} (robots)" in refused
+    assert f"127.0.0.1:{srv.port} (rate_limited)" in refused
 
 
 async def _proxy_request(port: int, raw: bytes) -> bytes:
@@ -139,28 +242,62 @@ async def _proxy_request(port: int, raw: bytes) -> bytes:
                     return out
 
 
-async def test_proxy_connect_to_internal_targets_gets_403_and_no_connection() -> None:
-    """CONNECT to a name resolving to 127.0.0.2, or to 127.0.0.2 itself, is answered 403."""
+def _auth(proxy: EgressProxy) -> str:
+    return f"Proxy-Authorization: {proxy.authorization()}\r\n"
+
+
+async def test_proxy_connect_to_internal_targets_never_connects() -> None:
+    """CONNECT to 127.0.0.2 is answered 403; a tunnel to a name (here resolving to
+    127.0.0.2) connects nowhere when it opens, since the proxy ends its TLS and decides each
+    request inside (the rendering test above shows those refused)."""
     with accept_counter("127.0.0.2") as internal:
-        async with make_web() as web, open_proxy(_RenderGate(web, "cli", "full")) as proxy:
-            for target in (f"{REBIND}:{internal.port}", f"127.0.0.2:{internal.port}"):
-                raw = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()
-                answer = await _proxy_request(proxy.port, raw)
-                assert answer.startswith(b"HTTP/1.1 403 "), answer
+        async with make_web() as web, open_proxy(gate_for(web)[0]) as proxy:
+            target = f"127.0.0.2:{internal.port}"
+            raw = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{_auth(proxy)}\r\n"
+            answer = await _proxy_request(proxy.port, raw.encode())
+            assert answer.startswith(b"HTTP/1.1 403 "), answer
+            named = f"{REBIND}:{internal.port}"
+            async with await anyio.connect_tcp("127.0.0.1", proxy.port) as sock:
+                await sock.send(f"CONNECT {named} HTTP/1.1\r\n{_auth(proxy)}\r\n".encode())
+                with anyio.fail_after(10):
+                    assert (await sock.receive()).startswith(b"HTTP/1.1 200 ")
         assert internal.accepts == 0
-    assert [reason for _, reason in proxy.refused] == ["internal_address", "internal_address"]
+    assert [reason for _, reason in proxy.refused] == ["internal_address"]
 
 
 async def test_proxy_forwards_a_plain_get_to_an_allowed_target() -> None:
     """An absolute-form GET to an allowed loopback page is forwarded in origin form."""
     with serve(routes={"/hello": respond(200, "hi there", "text/plain")}) as srv:
-        async with make_web() as web, open_proxy(_RenderGate(web, "cli", "full")) as proxy:
+        async with make_web() as web, open_proxy(gate_for(web)[0]) as proxy:
             url = srv.url("/hello?x=1")
-            raw = f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Connection: keep-alive\r\n\r\n"
+            raw = (
+                f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Connection: keep-alive\r\n"
+                f"{_auth(proxy)}\r\n"
+            )
             answer = await _proxy_request(proxy.port, raw.encode())
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"hi there")
     assert [r.target for r in srv.requests] == ["/hello?x=1"]
     assert "proxy-connection" not in srv.requests[0].headers
+    assert "proxy-authorization" not in srv.requests[0].headers
+
+
+@pytest.mark.parametrize("credentials", ["", "Proxy-Authorization: Basic d2Vid2FyZDpndWVzcw==\r\n"])
+async def test_proxy_without_the_renders_secret_gets_407_and_nothing_else(
+    credentials: str,
+) -> None:
+    """A client on this machine that finds the proxy's port but not the render's secret is
+    answered 407 before any decision: no request reaches even an allowed origin."""
+    with serve(routes={"*": respond(200, "hi", "text/plain")}) as srv:
+        async with make_web() as web, open_proxy(gate_for(web)[0]) as proxy:
+            for raw in (
+                f"GET {srv.url('/x')} HTTP/1.1\r\nHost: 127.0.0.1\r\n{credentials}\r\n",
+                f"CONNECT 127.0.0.1:{srv.port} HTTP/1.1\r\n{credentials}\r\n",
+            ):
+                answer = await _proxy_request(proxy.port, raw.encode())
+                assert answer.startswith(b"HTTP/1.1 407 "), answer
+                assert b'Proxy-Authenticate: Basic realm="webward"' in answer
+        assert srv.accepts == 0
+    assert proxy.unauthenticated == 2 and proxy.allowed == [] and proxy.refused == []
 
 
 class _KeepAliveOrigin:
@@ -191,30 +328,155 @@ class _KeepAliveOrigin:
                     answered = True
 
 
-async def test_proxy_sends_one_plain_request_per_checked_connection() -> None:
-    """A second request pipelined on one proxy connection never reaches the origin that was
-    checked for the first (it might name another host on the same address)."""
+async def test_proxy_relays_one_response_per_client_connection() -> None:
+    """A second request pipelined (keep-alive) on one proxy connection is never relayed: the
+    proxy answers the first and closes the connection."""
     origin = _KeepAliveOrigin()
-    async with make_web() as web, open_proxy(_RenderGate(web, "cli", "full")) as proxy:
-        first = f"GET http://127.0.0.1:{origin.port}/one HTTP/1.1\r\nHost: x\r\n\r\n"
-        second = "GET http://denied.example/two HTTP/1.1\r\nHost: denied.example\r\n\r\n"
-        async with await anyio.connect_tcp("127.0.0.1", proxy.port) as sock:
-            await sock.send((first + second).encode())
-            with anyio.fail_after(10):
-                answer = await sock.receive()
+    async with make_web() as web, open_proxy(gate_for(web)[0]) as proxy:
+        auth = _auth(proxy)
+        first = f"GET http://127.0.0.1:{origin.port}/one HTTP/1.1\r\nHost: x\r\n{auth}\r\n"
+        second = f"GET http://127.0.0.1:{origin.port}/two HTTP/1.1\r\nHost: x\r\n{auth}\r\n"
+        answer = await _proxy_request(proxy.port, (first + second).encode())
     origin.listener.close()
-    assert answer.startswith(b"HTTP/1.1 200")
-    assert origin.received.count(b"GET ") == 1
-    assert b"/two" not in origin.received and b"denied.example" not in origin.received
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
+    assert answer.count(b"HTTP/1.1 ") == 1  # and then the proxy closed the connection
+    assert origin.received.count(b"GET ") == 1 and b"/two" not in origin.received
+    assert proxy.allowed == [f"http://127.0.0.1:{origin.port}/one"]
 
 
 async def test_proxy_refuses_a_host_outside_the_callers_policy() -> None:
     """A public name the agent's tier does not reach gets 403 before any DNS or connection."""
-    async with make_web() as web, open_proxy(_RenderGate(web, "cli", "as-owner")) as proxy:
-        raw = b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
-        answer = await _proxy_request(proxy.port, raw)
+    async with make_web() as web, open_proxy(gate_for(web, "as-owner")[0]) as proxy:
+        raw = f"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n{_auth(proxy)}\r\n"
+        answer = await _proxy_request(proxy.port, raw.encode())
     assert answer.startswith(b"HTTP/1.1 403 ")
     assert proxy.allowed == []
+
+
+async def test_https_requests_inside_tunnels_meet_the_gate_one_by_one() -> None:
+    """An https page renders through the proxy (TLS ended there, the origin's certificate
+    checked by webward's transport against the local CA), and inside the tunnel each request
+    is decided: a script's POST over https never reaches the origin."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("tls.example")
+    page = """<html><body><h1>Secure page</h1><img src="/pic.png"><script>
+      var x = new XMLHttpRequest(); x.open("POST", "/submit", false);
+      try { x.send("a=1"); } catch (e) {}
+    </script></body></html>"""
+    server = LocalServer(
+        routes={"/": respond(200, page), "*": respond(200, b"\x89PNG", "image/png")}
+    )
+    with serve_tls(cert, server):
+        s = Settings().replace(
+            {
+                "network": {"allow_ranges": ["127.0.0.1/32"]},
+                "policy": {"default_tier": "full", "robots": False},
+                "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            }
+        )
+        ctx = ssl.create_default_context()
+        ca.configure_trust(ctx)
+        audit = MemoryAuditSink()
+        resolver = StaticResolver({"tls.example": ["127.0.0.1"]})
+        async with Web(
+            s, resolver, audit=audit, renderer=ChromiumRenderer(), ssl_context=ctx
+        ) as web:
+            page_read = await web.fetch(
+                f"https://tls.example:{server.port}/", include_screenshot=True, tier="full"
+            )
+    assert page_read.screenshot is not None
+    seen = [(r.method, r.path) for r in browser_requests(server)]
+    assert ("GET", "/") in seen and ("GET", "/pic.png") in seen
+    assert all(method == "GET" for method, _ in seen)
+    (rec,) = audit.records
+    assert rec.render_contacted == (f"tls.example:{server.port}",)
+    assert rec.render_refused == (f"tls.example:{server.port} (render_method)",)
+
+
+async def test_a_render_contacts_only_the_pages_hosts() -> None:
+    """Chromium's own background traffic (updates, accounts, hints, safe browsing) is off:
+    rendering a plain page, the proxy sees requests for the page's host and nothing else."""
+    with serve(routes={"/": respond(200, "<html><body><h1>Quiet</h1></body></html>")}) as srv:
+        audit = MemoryAuditSink()
+        async with make_web(audit=audit, renderer=ChromiumRenderer()) as web:
+            await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+    (rec,) = audit.records
+    assert rec.render_contacted == (f"127.0.0.1:{srv.port}",)
+    assert rec.render_refused == ()
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return int(f.read().rsplit(b")", 1)[1].split()[1])
+
+
+def _browser_processes() -> list[int]:
+    """Chromium processes started by this test process (other renders may run on the
+    machine at the same time)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if b"chromium" not in f.read():
+                    continue
+            pid = int(entry)
+            while pid > 1 and pid != me:
+                pid = _parent(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+        if pid == me:
+            found.append(int(entry))
+    return found
+
+
+async def test_chromium_gets_a_scrubbed_environment_and_no_root(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While Chromium renders, its processes hold none of webward's secrets or WEBWARD_*
+    variables; as root, they run as the unprivileged user, sandboxed when the kernel allows."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
+    monkeypatch.setenv("BRAVE_API_KEY", "brave-test-secret")
+    monkeypatch.setenv("WEBWARD_CONFIG_TEST", "webward-test-secret")
+    seen: dict[int, tuple[bytes, int, bytes, bytes]] = {}
+    page = respond(200, "<html><body><h1>Env</h1></body></html>")
+
+    def inspect(req: Request, sock: socket.socket) -> None:
+        if "HeadlessChrome" in req.headers.get("user-agent", ""):
+            for pid in _browser_processes():
+                try:
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        environ = f.read()
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmdline = f.read()
+                    with open(f"/proc/{pid}/status", "rb") as f:
+                        status = f.read()
+                    uid = os.stat(f"/proc/{pid}").st_uid
+                except OSError:
+                    continue
+                seen[pid] = (environ, uid, cmdline, status)
+        page(req, sock)
+
+    with serve(routes={"/": inspect}) as srv:
+        async with make_web(renderer=ChromiumRenderer()) as web:
+            await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+    assert seen, "no Chromium process was found while it rendered"
+    home = b"HOME=" + tempfile.gettempdir().encode() + b"/webward-"
+    # The browser process shows its environment; helpers write their title over theirs.
+    assert any(home in environ for environ, _, _, _ in seen.values())
+    for environ, uid, _, _ in seen.values():
+        assert b"secret" not in environ and b"WEBWARD" not in environ
+        if os.geteuid() == 0:
+            assert uid == pwd.getpwnam(UNPRIVILEGED_USER).pw_uid
+    user = pwd.getpwnam(UNPRIVILEGED_USER) if os.geteuid() == 0 else None
+    if _namespaces_allowed((user.pw_uid, user.pw_gid) if user else None):
+        # Sandboxed: no process was told --no-sandbox, and the renderers run under seccomp.
+        assert all(b"--no-sandbox" not in cmdline for _, _, cmdline, _ in seen.values())
+        renderers = [
+            status for _, _, cmdline, status in seen.values() if b"--type=renderer" in cmdline
+        ]
+        assert renderers and all(b"Seccomp:\t2" in status for status in renderers)
 
 
 async def test_launch_refused_when_the_unsafe_playwright_variable_is_set(
@@ -323,3 +585,29 @@ async def test_renders_beyond_the_concurrency_cap_wait_their_turn() -> None:
     assert len(spans) == 2
     (_, first_ends), (second_starts, _) = sorted(spans)
     assert first_ends <= second_starts
+
+
+async def test_a_rendered_reading_is_never_served_from_the_cache_to_a_tier_that_may_not_render() -> (
+    None
+):
+    """A connected read renders a script shell and caches it; an as-owner read of the same
+    URL on the same Web gets the page as served (read again), never the rendered text."""
+    with serve(routes={"/": respond(200, SHELL_PAGE)}) as srv:
+        s = Settings().replace(
+            {
+                "network": {"allow_ranges": ["127.0.0.1/32"]},
+                "policy": {"default_tier": "connected", "allow": ["127.0.0.1"], "robots": False},
+                "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            }
+        )
+        async with Web(
+            s, StaticResolver({}), audit=MemoryAuditSink(), renderer=ChromiumRenderer()
+        ) as web:
+            rendered = await web.fetch(srv.url("/"), tier="connected")
+            plain = await web.fetch(srv.url("/"), tier="as-owner")
+            again = await web.fetch(srv.url("/"), tier="connected")
+        plain_reads = [r for r in srv.requests if "HeadlessChrome" not in r.headers["user-agent"]]
+    assert "Text the page script wrote." in rendered.content
+    assert "Text the page script wrote." not in plain.content
+    assert "Text the page script wrote." in again.content  # the rendered entry, kept apart
+    assert len(plain_reads) == 2  # the as-owner read went to the server, not to the cache

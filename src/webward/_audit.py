@@ -132,6 +132,10 @@ class AuditRecord:
     content_type: str | None = None
     duration_ms: int | None = None
     provider: str | None = None
+    # A headless render's requests: the hosts it contacted, and those the gate refused, as
+    # "host[:port] (reason)". Empty when nothing was rendered.
+    render_contacted: tuple[str, ...] = ()
+    render_refused: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
@@ -144,6 +148,8 @@ class AuditRecord:
         if self.final_url is not None:
             set_(self, "final_url", _clean_url(self.final_url))
         set_(self, "redirects", tuple(map(_clean_url, self.redirects)))
+        for name in ("render_contacted", "render_refused"):
+            set_(self, name, tuple(_storable(str(h))[:300] for h in getattr(self, name)))
         for name in _OTHER_TEXT_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -166,10 +172,11 @@ class AuditRecord:
         Lenient where the core may not know a field yet (a call refused before its tier was
         known has ``tier=""``); ``redirects`` may be any sequence.
         """
-        if "redirects" in fields and fields["redirects"] is not None:
-            fields["redirects"] = tuple(fields["redirects"])
-        elif "redirects" in fields:
-            del fields["redirects"]
+        for name in ("redirects", "render_contacted", "render_refused"):
+            if name in fields and fields[name] is not None:
+                fields[name] = tuple(fields[name])
+            elif name in fields:
+                del fields[name]
         return cls(
             agent=str(agent),
             tier=str(tier),
@@ -199,6 +206,8 @@ class AuditRecord:
             "contentType": self.content_type,
             "durationMs": self.duration_ms,
             "provider": self.provider,
+            "renderContacted": list(self.render_contacted),
+            "renderRefused": list(self.render_refused),
         }
 
 
@@ -297,17 +306,26 @@ _SCHEMA = (
         bytes INTEGER,
         content_type TEXT,
         duration_ms INTEGER,
-        provider TEXT
+        provider TEXT,
+        render_contacted TEXT NOT NULL DEFAULT '[]',
+        render_refused TEXT NOT NULL DEFAULT '[]'
     )""",
     "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)",
+)
+# Columns added after the first release: (name, type); a table created before them gains
+# them when a sink opens it (SQLite here, PostgreSQL in _postgres).
+_ADDED_COLUMNS = (
+    ("render_contacted", "TEXT NOT NULL DEFAULT '[]'"),
+    ("render_refused", "TEXT NOT NULL DEFAULT '[]'"),
 )
 _FIELDS = (
     "id", "ts", "agent", "tier", "capability", "target", "decision", "reason", "would_deny",
     "final_url", "redirects", "status", "bytes", "content_type", "duration_ms", "provider",
+    "render_contacted", "render_refused",
 )  # fmt: skip
 
 
-# Rows per INSERT statement: 16 columns x 500 rows stays far below SQLite's 32,766 variables.
+# Rows per INSERT statement: 18 columns x 500 rows stays far below SQLite's 32,766 variables.
 _ROWS_PER_STATEMENT = 500
 _ROW_MARKS = f"({', '.join('?' for _ in _FIELDS)})"
 
@@ -350,6 +368,8 @@ def _to_row(r: AuditRecord) -> tuple[Any, ...]:
         r.id, r.time.timestamp(), r.agent, r.tier, r.capability, r.target, r.decision,
         r.reason, r.would_deny, r.final_url, redirects, r.status, r.bytes, r.content_type,
         r.duration_ms, r.provider,
+        _json_list(r.render_contacted) if r.render_contacted else "[]",
+        _json_list(r.render_refused) if r.render_refused else "[]",
     )  # fmt: skip
 
 
@@ -357,7 +377,8 @@ def _from_row(row: tuple[Any, ...]) -> AuditRecord:
     values = dict(zip(_FIELDS, row, strict=True))
     ts = values.pop("ts")
     values["time"] = dt.datetime.fromtimestamp(ts, dt.UTC)
-    values["redirects"] = tuple(json.loads(values["redirects"] or "[]"))
+    for name in ("redirects", "render_contacted", "render_refused"):
+        values[name] = tuple(json.loads(values[name] or "[]"))
     return AuditRecord(**values)
 
 
@@ -497,6 +518,14 @@ class SQLiteAuditSink:
         if not create and not self.path.exists():
             return None
         conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=_SCHEMA)
+        try:
+            have = {row[1] for row in conn.execute("PRAGMA table_info(audit)")}
+            for name, kind in _ADDED_COLUMNS:
+                if name not in have:  # a log written by an older webward
+                    conn.execute(f"ALTER TABLE audit ADD COLUMN {name} {kind}")
+        except BaseException:
+            conn.close()
+            raise
         self._conn = conn
         return conn
 

@@ -1,7 +1,8 @@
 """The page cache: a page's converted text, kept briefly so offset calls page through the same
 text without fetching it again.
 
-Keyed by the requested URL and ``include_links`` (:func:`cache_key`); entries live
+Keyed by the requested URL, ``include_links`` and how the page may have been read (plain
+HTTP, or possibly rendered headless; :func:`cache_key`); entries live
 ``limits.page_cache_ttl_s`` seconds (600 by default) and the cache holds at most
 ``limits.page_cache_max_chars`` characters, evicting the least recently used page first.
 The cache saves the download and nothing else: the literal guard and the policy run before a
@@ -111,10 +112,12 @@ class CachedPage:
         )
 
 
-def cache_key(url: str, include_links: bool) -> str:
-    """The cache key of a read: the requested URL (as normalised by the guard) and whether
-    links were asked for."""
-    return f"{url}\x00links={bool(include_links)}"
+def cache_key(url: str, include_links: bool, *, reading: str = "plain") -> str:
+    """The cache key of a read: the requested URL (as normalised by the guard), whether
+    links were asked for, and how the page may have been read: ``plain`` (HTTP only, tier
+    as-owner) or ``rendered`` (tiers whose reads may be rendered headless), so a tier that may
+    not render never gets a rendered page."""
+    return f"{url}\x00links={bool(include_links)}\x00reading={reading}"
 
 
 @runtime_checkable

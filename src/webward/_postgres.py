@@ -25,6 +25,7 @@ import psycopg
 from psycopg import conninfo
 
 from ._audit import (
+    _ADDED_COLUMNS,
     _FIELDS,
     REASON_AUDIT_UNAVAILABLE,
     AuditRecord,
@@ -58,6 +59,8 @@ _SCHEMA = (
         provider TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)",
+    # Columns added after the first release (a log an older webward created gains them).
+    *(f"ALTER TABLE audit ADD COLUMN IF NOT EXISTS {name} {kind}" for name, kind in _ADDED_COLUMNS),
 )
 # Two replicas creating the table at the same moment would collide in the catalogue
 # (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them.

@@ -2,63 +2,112 @@
 
 Chromium is launched with this proxy and no bypass (see ``_render``), so every request a
 rendered page makes -- the document, each image, iframe, script, ``fetch()`` and every redirect
-hop -- arrives here as ``CONNECT host:port`` or as an absolute-form ``GET http://...``. Each one
-goes through a :class:`Gate`: the literal guard, the calling agent's reach policy, the resolver
-seam with every answer checked, and a connection to exactly the validated address. A refused
-target gets ``403`` and no connection; TLS stays end-to-end inside the tunnel.
+hop -- arrives here, as an absolute-form ``GET http://...`` or inside a ``CONNECT host:port``
+tunnel. The proxy ends the tunnel's TLS itself (with a throw-away certificate the render's
+browser is told to accept) so that it sees each request inside, and sends it on with webward's
+own pinned transport, which verifies the origin's certificate with webward's trust store as a
+page read does. So every single request, plain or TLS, goes through the :class:`Gate` of the
+calling agent: the method (GET and HEAD only), the render's request cap, the literal guard, the
+agent's reach policy, robots.txt, the host's own rate limit and circuit breaker, the resolver
+with every answer checked, and a connection to exactly the validated address.
 
-The proxy listens on 127.0.0.1 on an ephemeral port and lives for one render, bound to one
-caller's gate. Every connection has a deadline and a byte budget.
+The proxy listens on 127.0.0.1 (ephemeral port) for one render, and serves only the browser of
+that render: each client connection must carry the render's secret (HTTP basic proxy
+credentials Playwright hands Chromium), else it gets ``407`` and nothing else. One client
+connection carries exactly one request and one relayed response, then it is closed, so every
+next request meets the gate again. Every connection has a deadline and the render a byte budget.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
-from collections.abc import AsyncIterator
+import functools
+import hmac
+import os
+import secrets
+import ssl
+import tempfile
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Protocol
 
 import anyio
 import anyio.abc
-import httpcore
+from anyio.streams.tls import TLSStream
 
 from . import guard
 from ._errors import Refused, WebwardError
+from ._transport import Body
 
 __all__ = ["EgressProxy", "Gate", "open_proxy"]
 
 _MAX_HEAD = 16 * 1024
 _CHUNK = 65536
-# Request headers that belong to the hop between Chromium and the proxy, not to the origin.
+_USER = "webward"
+# Request headers that belong to the hop between Chromium and the proxy, or that the
+# transport sets itself, not to the origin.
 _HOP_HEADERS = frozenset(
-    {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "host", "te"}
-)
+    {
+        "connection", "keep-alive", "proxy-connection", "proxy-authorization", "host", "te",
+        "upgrade", "trailer", "transfer-encoding", "content-length", "accept-encoding",
+    }
+)  # fmt: skip
+# Response headers not relayed: the transport decoded the body and the proxy frames it anew.
+_HOP_RESPONSE_HEADERS = frozenset(
+    {
+        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "te", "upgrade",
+        "trailer", "transfer-encoding", "content-length", "content-encoding", "alt-svc",
+    }
+)  # fmt: skip
 
 
 class Gate(Protocol):
-    """Decides about one target for one caller and opens the pinned connection."""
+    """Decides about every request of one render, for one caller, and sends the allowed ones."""
 
-    def check(self, url: str) -> guard.ParsedURL:
-        """The guard and policy decision for ``url``; raises ``WebwardError`` when refused."""
+    #: Set once the render's request cap has refused a request: nothing more will load.
+    exhausted: anyio.Event
+
+    async def check_tunnel(self, url: str) -> guard.ParsedURL:
+        """The decision for a ``CONNECT`` target (``https://host:port/``): the literal guard
+        and the policy; raises ``WebwardError`` when refused."""
         ...
 
-    async def connect(self, url: guard.ParsedURL, timeout: float) -> httpcore.AsyncNetworkStream:
-        """Resolve, check every answer, connect to a validated address; raises when refused."""
+    async def request(
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], max_bytes: int
+    ) -> Body:
+        """Decide about one request (method, cap, guard, policy, robots.txt, limits) and send
+        it through the pinned transport; the body is decoded and at most ``max_bytes`` long.
+        Raises ``WebwardError`` when refused or when the origin cannot be reached."""
         ...
 
 
 @dataclass
 class EgressProxy:
-    """A running proxy: its port, and what it refused (for the audit trail and the tests)."""
+    """A running proxy: its port and secret, and what it relayed and refused (for the tests)."""
 
     port: int
+    password: str = field(repr=False)
+    username: str = _USER
     refused: list[tuple[str, str]] = field(default_factory=list)  # (target, reason)
     allowed: list[str] = field(default_factory=list)
+    unauthenticated: int = 0  # client connections turned away with 407
+    bytes_left: int = 0
 
     @property
     def server(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def playwright_proxy(self) -> dict[str, str]:
+        """Playwright's ``proxy=`` for this render: no bypass, ever, and the render's secret."""
+        return {"server": self.server, "username": self.username, "password": self.password}
+
+    def authorization(self) -> str:
+        """The ``Proxy-Authorization`` value this proxy accepts."""
+        token = base64.b64encode(f"{self.username}:{self.password}".encode()).decode("ascii")
+        return f"Basic {token}"
 
 
 @asynccontextmanager
@@ -68,16 +117,17 @@ async def open_proxy(
     """Run the proxy on 127.0.0.1 (ephemeral port) for the block."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
-    proxy = EgressProxy(port)
+    proxy = EgressProxy(port, secrets.token_urlsafe(32), bytes_left=max_bytes)
+    expected = proxy.authorization().encode("ascii")
 
     async def handle(client: anyio.abc.SocketStream) -> None:
         async with client:
             with anyio.move_on_after(deadline_s):
-                # Chromium hung up or the upstream broke: there is nothing left to answer.
+                # Chromium hung up or a handshake broke: there is nothing left to answer.
                 with contextlib.suppress(
-                    OSError, anyio.BrokenResourceError, anyio.ClosedResourceError
+                    OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.ClosedResourceError
                 ):
-                    await _serve_one(client, gate, proxy, deadline_s, max_bytes)
+                    await _serve_one(client, gate, proxy, expected)
 
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, handle, tg)
@@ -87,158 +137,192 @@ async def open_proxy(
             tg.cancel_scope.cancel()  # the listener closes once its task has stopped
 
 
-async def _read_head(client: anyio.abc.SocketStream) -> tuple[bytes, bytes] | None:
+@dataclass(frozen=True)
+class _Head:
+    method: str
+    target: str
+    headers: tuple[tuple[str, str], ...]
+
+    def header(self, name: str) -> str | None:
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+
+async def _read_head(stream: anyio.abc.ByteStream) -> _Head | None:
+    """One request head; None if the client hung up or sent something that is not HTTP/1."""
     buf = b""
     while b"\r\n\r\n" not in buf:
         try:
-            buf += await client.receive(_CHUNK)
+            buf += await stream.receive(_CHUNK)
         except anyio.EndOfStream:
             return None
         if len(buf) > _MAX_HEAD:
             return None
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    return head, rest
-
-
-async def _answer(client: anyio.abc.SocketStream, status: int, reason: str, text: str) -> None:
-    body = (text + "\n").encode("utf-8", "replace")
-    await client.send(
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("latin-1")
-        + body
-    )
-
-
-async def _serve_one(
-    client: anyio.abc.SocketStream,
-    gate: Gate,
-    proxy: EgressProxy,
-    deadline_s: float,
-    max_bytes: int,
-) -> None:
-    got = await _read_head(client)
-    if got is None:
-        return
-    head, rest = got
+    head = buf.partition(b"\r\n\r\n")[0]
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        await _answer(client, 400, "Bad Request", "webward proxy: malformed request line")
-        return
-    method, target, _version = parts
-    connect = method.upper() == "CONNECT"
-    if connect:
-        url = f"https://{target}/"  # host:port; a path or user info fails the guard's parse
-    elif target.lower().startswith("http://"):
-        url = target
-    else:
-        await _answer(client, 400, "Bad Request", "webward proxy: only CONNECT and http:// URLs")
-        return
+        return None
+    headers = []
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers.append((name.strip(), value.strip()))
+    return _Head(parts[0].upper(), parts[1], tuple(headers))
+
+
+async def _answer(
+    client: anyio.abc.ByteStream,
+    status: int,
+    text: str,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> None:
+    body = (text + "\n").encode("utf-8", "replace")
+    head = [f"HTTP/1.1 {status} {_phrase(status)}", "Content-Type: text/plain; charset=utf-8"]
+    head += [f"{k}: {v}" for k, v in extra]
+    head += [f"Content-Length: {len(body)}", "Connection: close"]
+    await client.send(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+
+
+def _phrase(status: int) -> str:
     try:
-        parsed = gate.check(url)
-        if connect and parsed.target != "/":
-            raise Refused("refused: a CONNECT target must be host:port", reason="proxy_target")
-        upstream = await gate.connect(parsed, deadline_s)
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Status"
+
+
+async def _serve_one(
+    client: anyio.abc.SocketStream, gate: Gate, proxy: EgressProxy, expected: bytes
+) -> None:
+    head = await _read_head(client)
+    if head is None:
+        await _answer(client, 400, "webward proxy: malformed request")
+        return
+    given = (head.header("proxy-authorization") or "").encode("latin-1", "replace")
+    if not hmac.compare_digest(given, expected):
+        # Only the render's own browser knows the secret; anything else on this machine
+        # that finds the port is turned away before any decision or connection.
+        proxy.unauthenticated += 1
+        await _answer(
+            client,
+            407,
+            "webward proxy: authentication required",
+            (("Proxy-Authenticate", 'Basic realm="webward"'),),
+        )
+        return
+    if head.method == "CONNECT":
+        url = f"https://{head.target}/"  # host:port; a path or user info fails the guard's parse
+        try:
+            parsed = await gate.check_tunnel(url)
+            if parsed.target != "/":
+                raise Refused("refused: a CONNECT target must be host:port", reason="proxy_target")
+        except WebwardError as exc:
+            proxy.refused.append((url, exc.reason))
+            await _answer(client, _status_for(exc), exc.message)
+            return
+        await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        # TLS ends here (the browser accepts the render's throw-away certificate); the request
+        # inside is decided like a plain one, and sent on over verified TLS by the transport.
+        tls = await TLSStream.wrap(
+            client, server_side=True, ssl_context=_server_context(), standard_compatible=False
+        )
+        inner = await _read_head(tls)
+        if inner is None:
+            return
+        if not inner.target.startswith("/"):
+            await _answer(tls, 400, "webward proxy: expected an origin-form request in a tunnel")
+            return
+        await _relay(tls, gate, proxy, inner, f"https://{parsed.authority}{inner.target}")
+        return
+    if not head.target.lower().startswith("http://"):
+        await _answer(client, 400, "webward proxy: only CONNECT and http:// URLs")
+        return
+    await _relay(client, gate, proxy, head, head.target)
+
+
+async def _relay(
+    client: anyio.abc.ByteStream, gate: Gate, proxy: EgressProxy, head: _Head, url: str
+) -> None:
+    """One request through the gate and one response back; then the connection closes."""
+    if head.header("upgrade") is not None:
+        exc: WebwardError = Refused(
+            "refused: the renderer does not open WebSockets or other upgraded connections",
+            reason="render_upgrade",
+        )
+        proxy.refused.append((url, exc.reason))
+        await _answer(client, 403, exc.message)
+        return
+    headers = [(k, v) for k, v in head.headers if k.lower() not in _HOP_HEADERS]
+    try:
+        body = await gate.request(head.method, url, headers, max(proxy.bytes_left, 0))
     except WebwardError as exc:
         proxy.refused.append((url, exc.reason))
-        status, why = (403, "Forbidden") if isinstance(exc, Refused) else (502, "Bad Gateway")
-        await _answer(client, status, why, exc.message)
+        await _answer(client, _status_for(exc), exc.message)
         return
     proxy.allowed.append(url)
-    try:
-        if connect:
-            await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            if rest:
-                await upstream.write(rest, timeout=deadline_s)
-            await _pump(client, upstream, deadline_s, max_bytes, both_ways=True)
-            return
-        # Plain HTTP: exactly one request goes upstream (head and a Content-Length body), then
-        # only the answer flows back. A second request on this connection, perhaps for another
-        # host, must never reach the address that was checked for the first.
-        length = _content_length(lines[1:])
-        if length is None or length > max_bytes:
-            await _answer(
-                client,
-                411,
-                "Length Required",
-                "webward proxy: request bodies need a Content-Length",
-            )
-            return
-        body = rest[:length]
-        while len(body) < length:
-            body += await client.receive(min(_CHUNK, length - len(body)))
-        await upstream.write(_origin_request(method, parsed, lines[1:]) + body, timeout=deadline_s)
-        await _pump(client, upstream, deadline_s, max_bytes, both_ways=False)
-    finally:
-        await upstream.aclose()
-
-
-def _content_length(header_lines: list[str]) -> int | None:
-    """The request body's length: 0 without a body, None if it is chunked or unreadable."""
-    length = 0
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        name = name.strip().lower()
-        if name == "transfer-encoding":
-            return None
-        if name == "content-length":
-            if not value.strip().isdigit():
-                return None
-            length = int(value.strip())
-    return length
-
-
-def _origin_request(method: str, url: guard.ParsedURL, header_lines: list[str]) -> bytes:
-    """The absolute-form request rewritten for the origin: origin-form target, the checked
-    host as ``Host``, one request per connection (each next request meets the gate again)."""
-    out = [f"{method} {url.target} HTTP/1.1", f"Host: {url.authority}"]
-    for line in header_lines:
-        name = line.split(":", 1)[0].strip().lower()
-        if name and name not in _HOP_HEADERS:
-            out.append(line)
+    proxy.bytes_left -= len(body.content)
+    out = [f"HTTP/1.1 {body.status} {_phrase(body.status)}"]
+    out += [f"{k}: {v}" for k, v in body.headers if k.lower() not in _HOP_RESPONSE_HEADERS]
+    content = b"" if head.method == "HEAD" else body.content
+    if head.method != "HEAD":
+        out.append(f"Content-Length: {len(content)}")
     out.append("Connection: close")
-    return ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+    await client.send(("\r\n".join(out) + "\r\n\r\n").encode("latin-1", "replace") + content)
 
 
-async def _pump(
-    client: anyio.abc.SocketStream,
-    upstream: httpcore.AsyncNetworkStream,
-    deadline_s: float,
-    max_bytes: int,
-    *,
-    both_ways: bool,
-) -> None:
-    """Copy bytes until either side closes or the byte budget is spent: both ways for a
-    tunnel, only upstream to client once a plain request has been sent."""
-    budget = [max_bytes]
+def _status_for(exc: WebwardError) -> int:
+    if exc.reason == "render_method":
+        return 405
+    if exc.code == "rate_limited":
+        return 429
+    if exc.code == "circuit_open":
+        return 503
+    if isinstance(exc, Refused):
+        return 403
+    return 504 if exc.code == "timeout" else 502
 
-    def spend(n: int) -> bool:
-        budget[0] -= n
-        return budget[0] >= 0
 
-    async def up(scope: anyio.CancelScope) -> None:
-        try:
-            while True:
-                data = await client.receive(_CHUNK)
-                if not spend(len(data)):
-                    break
-                await upstream.write(data, timeout=deadline_s)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, httpcore.NetworkError):
-            pass
-        scope.cancel()
+@functools.cache
+def _server_context() -> ssl.SSLContext:
+    """The TLS context the proxy ends tunnels with: a throw-away self-signed certificate,
+    made once per process. Nothing trusts it but the render's browser, which is launched
+    to accept any certificate from its one proxy; the origin's own certificate is checked by
+    the transport, against webward's trust store."""
+    import datetime as dt
 
-    async def down(scope: anyio.CancelScope) -> None:
-        try:
-            while True:
-                data = await upstream.read(_CHUNK, timeout=deadline_s)
-                if not data or not spend(len(data)):
-                    break
-                await client.send(data)
-        except (anyio.BrokenResourceError, httpcore.NetworkError, httpcore.TimeoutException):
-            pass
-        scope.cancel()
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
 
-    async with anyio.create_task_group() as tg:
-        if both_ways:
-            tg.start_soon(up, tg.cancel_scope)
-        tg.start_soon(down, tg.cancel_scope)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webward render proxy")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=30))
+        .sign(key, hashes.SHA256())
+    )
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # ssl loads a certificate only from a file: written to a private directory, loaded, gone.
+    with tempfile.TemporaryDirectory(prefix="webward-proxy-") as tmp:
+        path = os.path.join(tmp, "proxy.pem")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(
+                key.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+            )
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        ctx.load_cert_chain(path)
+    return ctx

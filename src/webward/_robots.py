@@ -16,8 +16,13 @@ cached.
 
 The fetch itself is injected (``fetch_robots(url) -> (status, body)``): the core passes its
 own, which goes through the same guard, pinned transport and redirect rules (at most five
-hops) as a page read. Answers are cached per origin (scheme, host, port) for ``ttl_s``;
+hops) as a page read, and with the calling agent's tier and policy (``check(url, via=...)``
+takes the caller's fetch), so a robots.txt redirect cannot carry a read to a host that
+caller may not reach. Answers are cached per origin (scheme, host, port) for ``ttl_s``;
 "unreachable" for only ``error_ttl_s``, so a passing outage does not block a host for long.
+A robots.txt that could not be read because the *caller's* allow-list refused a redirect
+hop (``host_not_allowed``) is unreachable for that call only and not cached: another tier
+may reach it.
 If the fetch is refused by webward's own rate limit or open circuit, that refusal is passed on
 as it is (it says when to retry) and nothing is cached.
 
@@ -38,6 +43,7 @@ import anyio
 from protego import Protego
 
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._policy import REASON_HOST_NOT_ALLOWED
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
@@ -146,11 +152,14 @@ class RobotsChecker:
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._locks: dict[str, anyio.Lock] = {}
 
-    async def check(self, url: str | _HasURL) -> None:
-        """Return if robots.txt lets webward read ``url``; raise :class:`Refused` if not."""
+    async def check(self, url: str | _HasURL, *, via: FetchRobots | None = None) -> None:
+        """Return if robots.txt lets webward read ``url``; raise :class:`Refused` if not.
+
+        ``via`` is the calling agent's fetch (its tier and policy on every redirect hop);
+        without it the fetch given to the constructor is used."""
         target = url if isinstance(url, str) else url.url
         origin, robots, host = robots_url(target)
-        entry = await self._entry(origin, robots, host)
+        entry = await self._entry(origin, robots, via or self._fetch)
         if entry.unreachable:
             raise Refused(
                 f"refused: robots.txt of {host} could not be read ({entry.unreachable}), so "
@@ -169,7 +178,7 @@ class RobotsChecker:
         """Drop the cached answer for the origin of ``url``."""
         self._cache.pop(robots_url(url)[0], None)
 
-    async def _entry(self, origin: str, robots: str, host: str) -> _Entry:
+    async def _entry(self, origin: str, robots: str, fetch: FetchRobots) -> _Entry:
         cached = self._cached(origin)
         if cached is not None:
             return cached
@@ -184,7 +193,9 @@ class RobotsChecker:
                     return cached
                 entry = await self._stored(origin)
                 if entry is None:
-                    entry = await self._load(robots)
+                    entry, keep = await self._load(robots, fetch)
+                    if not keep:
+                        return entry
                     await self._keep(origin, entry)
                 self._cache[origin] = entry
                 self._cache.move_to_end(origin)
@@ -229,16 +240,22 @@ class RobotsChecker:
         else:
             await self._store.put(origin, ttl, "allow", "")
 
-    async def _load(self, robots: str) -> _Entry:
+    async def _load(self, robots: str, fetch: FetchRobots) -> tuple[_Entry, bool]:
+        """The answer for one robots.txt, and whether it may be cached for every caller."""
         now = self._clock()
         try:
-            status, body = await self._fetch(robots)
+            status, body = await fetch(robots)
         except WebwardError as exc:
             if exc.code in ("rate_limited", "circuit_open"):
                 raise  # our own limits: the caller learns when to retry; nothing is cached
             if isinstance(exc, UpstreamError) and exc.reason in _HOST_UNREACHABLE:
                 raise  # the host is out of reach: an upstream failure, not a robots answer
-            return _Entry(now + self._error_ttl_s, None, unreachable=exc.message.rstrip("."))
+            entry = _Entry(now + self._error_ttl_s, None, unreachable=exc.message.rstrip("."))
+            # Refused by this caller's allow-list: another tier may read it, so not cached.
+            return entry, exc.reason != REASON_HOST_NOT_ALLOWED
+        return self._parse(now, status, body), True
+
+    def _parse(self, now: float, status: int, body: bytes) -> _Entry:
         if 200 <= status < 300:
             text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
             entry = _parsed(now + self._ttl_s, text)

@@ -96,6 +96,8 @@ class LimitsSettings:
     breaker_max_open_s: float = 300.0
     page_cache_ttl_s: float = 600.0
     page_cache_max_chars: int = 50_000_000
+    # Requests one headless render may send (the page, subresources, redirect hops).
+    render_max_requests: int = 150
 
 
 @dataclass(frozen=True)

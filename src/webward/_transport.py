@@ -242,11 +242,11 @@ class Transport:
         timeout: float,
         read_body: Callable[[int], bool],
     ) -> Body:
-        hdrs = [
-            ("Host", url.authority),
-            ("User-Agent", USER_AGENT),
-            ("Accept-Encoding", "gzip, deflate, br"),
-        ]
+        hdrs = [("Host", url.authority), ("Accept-Encoding", "gzip, deflate, br")]
+        # webward's own User-Agent, unless the caller names one (the renderer relays its
+        # browser's, so a rendered page sees the browser it runs in).
+        if not any(k.lower() == "user-agent" for k, _ in headers):
+            hdrs.insert(1, ("User-Agent", USER_AGENT))
         hdrs += [(k, v) for k, v in headers if k.lower() not in ("host", "accept-encoding")]
         if content is not None:
             hdrs.append(("Content-Length", str(len(content))))

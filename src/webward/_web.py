@@ -19,9 +19,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
-import httpcore
 
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
@@ -33,7 +33,7 @@ from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import Policy
 from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
-from ._robots import RobotsChecker, RobotsStore
+from ._robots import FetchRobots, RobotsChecker, RobotsStore
 from ._settings import TIERS, Settings
 from ._telemetry import Telemetry, span
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
@@ -193,7 +193,10 @@ class Web:
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
 
-        key = cache_key(parsed.url, include_links)
+        # Rendered and plain readings are kept apart: a tier that may not render (as-owner)
+        # never receives a page another tier's read rendered.
+        how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
+        key = cache_key(parsed.url, include_links, reading=how_read)
         cached = await self._cache.get(key)
         self.telemetry.cache(hit=cached is not None)
         if cached is not None:
@@ -231,7 +234,7 @@ class Web:
             if _needs_browser(converted, result.body.content):
                 self._check_can_render(url, tier)
                 converted = await self._render_fallback(
-                    converted, result.final.url, include_links, agent, tier
+                    converted, result.final.url, include_links, agent, tier, record
                 )
             # Prepared for the envelope once, here, rather than on every window handed out;
             # offsets and totals count the prepared text.
@@ -260,7 +263,7 @@ class Web:
             # hops have been checked; the renderer's every request then meets the gate.
             with span("render", {"webward.screenshot": True}):
                 rendered = await self._renderer.render(
-                    cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier)
+                    cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier, record)
                 )
             screenshot = _screenshot_part(rendered.screenshot_png)
         passages = None
@@ -372,6 +375,7 @@ class Web:
         include_links: bool,
         agent: str,
         tier: str,
+        record: dict[str, Any],
     ) -> _convert.Converted:
         """A script-only page, rendered headless through the gate and converted again.
 
@@ -382,7 +386,7 @@ class Web:
             try:
                 with span("render", {"webward.screenshot": False}):
                     rendered = await self._renderer.render(
-                        final_url, screenshot=False, gate=_RenderGate(self, agent, tier)
+                        final_url, screenshot=False, gate=_RenderGate(self, agent, tier, record)
                     )
                 again = await anyio.to_thread.run_sync(
                     functools.partial(
@@ -411,9 +415,9 @@ class Web:
     ) -> None:
         """Run the per-hop checks of a read for a page served from the cache.
 
-        The cache key holds neither the agent nor the tier, and a cached page may have been
-        reached through redirects to other hosts: without this, an agent could read through
-        the cache a page its own policy or robots.txt would refuse. Nothing is sent to the
+        The cache key holds neither the agent nor the tier (only plain or rendered), and a
+        cached page may have been reached through redirects to other hosts: without this, an
+        agent could read through the cache a page its own policy or robots.txt would refuse. Nothing is sent to the
         host, so no rate-limit token is spent: paging through a long page stays quick.
         """
         hops = _PageHops(self, agent, tier, record, limits=False)
@@ -427,14 +431,17 @@ class Web:
         guard is pure, so an agent paging through a page does not pay for it again."""
         return _cached_guard(url, self._allow, self.settings.limits.max_url_chars)
 
-    async def _fetch_robots(self, robots_url: str) -> tuple[int, bytes]:
-        """robots.txt goes through the same guard, pinned transport and redirect rules."""
+    async def _fetch_robots(
+        self, robots_url: str, agent: str = "robots.txt", tier: str = "full"
+    ) -> tuple[int, bytes]:
+        """robots.txt goes through the same guard, pinned transport and redirect rules, and
+        every redirect hop meets the reading agent's tier and policy."""
         parsed = guard.assert_url_allowed(robots_url, allow_ranges=self._allow)
         try:
             result = await fetch(
                 self._transport,
                 parsed,
-                hooks=_RobotsHops(self),
+                hooks=_RobotsHops(self, agent, tier),
                 cap_for=lambda status, headers: (512 * 1024, True),
                 timeout_s=self.settings.limits.fetch_timeout_s,
                 max_redirects=5,
@@ -445,6 +452,10 @@ class Web:
                 return exc.status, b""
             raise
         return result.status, result.body.content
+
+    def _robots_fetch(self, agent: str, tier: str) -> FetchRobots:
+        """The robots.txt fetch for one reading agent: its tier decides every redirect hop."""
+        return functools.partial(self._fetch_robots, agent=agent, tier=tier)
 
     # ---- search -----------------------------------------------------------------------
 
@@ -689,13 +700,91 @@ def _screenshot_part(png: bytes | None) -> Part:
 
 
 class _RenderGate:
-    """The egress proxy's gate for one render: the literal guard, this caller's reach policy,
-    then the Web's own pinned backend (resolver, every answer checked, exact-IP connect)."""
+    """The egress proxy's gate for one render, bound to the calling agent and its audit record.
 
-    def __init__(self, web: Web, agent: str, tier: str) -> None:
+    Every request the page makes faces what a page read's hop faces: the literal guard, the
+    agent's reach policy, robots.txt (for the agent's tier), the host's own rate limit and
+    circuit breaker, and the Web's pinned transport (resolver, every answer checked, exact-IP
+    connect, webward's trust store). On top, only GET and HEAD, and at most
+    ``limits.render_max_requests`` requests per render. The hosts the render contacted and
+    those refused (with the reason) go into the call's audit record.
+    """
+
+    _METHODS = ("GET", "HEAD")
+    _MAX_LISTED = 50  # hosts kept per list in the audit record: a record stays small
+    _MAX_WAIT_S = 1.0  # a subresource may wait this long for its host's rate budget
+
+    def __init__(self, web: Web, agent: str, tier: str, record: dict[str, Any]) -> None:
         self._web, self._agent, self._tier = web, agent, tier
+        self._contacted: list[str] = record.setdefault("render_contacted", [])
+        self._refused: list[str] = record.setdefault("render_refused", [])
+        self.requests = 0
+        self.exhausted = anyio.Event()  # set once the request cap refused a request
 
-    def check(self, url: str) -> guard.ParsedURL:
+    async def check_tunnel(self, url: str) -> guard.ParsedURL:
+        # Opening a tunnel connects nowhere (the proxy ends its TLS): the name is resolved
+        # and its addresses checked for each request inside, when one is sent.
+        try:
+            return self._check(url)
+        except WebwardError as exc:
+            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            raise
+
+    async def request(
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], max_bytes: int
+    ) -> Body:
+        web = self._web
+        self.requests += 1
+        try:
+            limit = web.settings.limits.render_max_requests
+            if self.requests > limit:
+                self.exhausted.set()
+                raise Refused(
+                    f"refused: a render may send at most {limit} requests "
+                    "([limits] render_max_requests)",
+                    reason="render_requests",
+                )
+            if method not in self._METHODS:
+                raise Refused(
+                    f"refused: the renderer sends only GET and HEAD requests, not {method[:20]}",
+                    reason="render_method",
+                )
+            parsed = self._check(url)
+            if web._policy.robots_enabled(self._tier):
+                await web._robots.check(parsed, via=web._robots_fetch(self._agent, self._tier))
+            ticket = await web._limiter.acquire(
+                parsed.host, cost=web._limiter.cost_for(self._tier), max_wait_s=self._MAX_WAIT_S
+            )
+        except WebwardError as exc:
+            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            raise
+        try:
+            body = await web._transport.request(
+                method,
+                parsed,
+                headers=headers,
+                cap_for=lambda status, hdrs: (max_bytes, True),
+                timeout=web.settings.limits.fetch_timeout_s,
+            )
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                if isinstance(exc, WebwardError):
+                    await web._limiter.record(ticket, exc.status, exc, None)
+                else:
+                    await web._limiter.release(ticket)
+            if isinstance(exc, Refused):  # the resolver's answer was internal: no connection
+                self._note(self._refused, f"{parsed.authority} ({exc.reason})")
+            else:
+                self._note(self._contacted, parsed.authority)  # tried, at least
+            raise
+        self._note(self._contacted, parsed.authority)
+        retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
+        await web._limiter.record(ticket, body.status, None, retry_after)
+        return body
+
+    def _check(self, url: str) -> guard.ParsedURL:
+        """The literal guard and this caller's reach policy (the deny list, the allow-list of
+        as-owner); report mode lets a would-deny host through, as it does a page read."""
         web = self._web
         parsed = guard.assert_url_allowed(
             url, allow_ranges=web._allow, max_chars=web.settings.limits.max_url_chars
@@ -703,11 +792,21 @@ class _RenderGate:
         web._policy.check_fetch(parsed.host, self._tier, self._agent).raise_if_denied()
         return parsed
 
-    async def connect(self, url: guard.ParsedURL, timeout: float) -> httpcore.AsyncNetworkStream:
-        try:
-            return await self._web._backend.connect_tcp(url.host, url.port, timeout=timeout)
-        except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
-            raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
+    def _note(self, into: list[str], entry: str) -> None:
+        if entry not in into and len(into) < self._MAX_LISTED:
+            into.append(entry)
+
+
+def _authority_of(url: str) -> str:
+    """``host[:port]`` of a URL for the audit record, without any user info."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = parts.port
+    except ValueError:
+        return "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port is not None else host
 
 
 class _PageHops:
@@ -732,7 +831,7 @@ class _PageHops:
         self._first = False
         if web._policy.robots_enabled(self._tier):
             with span("robots.txt", {"server.address": url.host}):
-                await web._robots.check(url)
+                await web._robots.check(url, via=web._robots_fetch(self._agent, self._tier))
         if self._limits:
             self._ticket = await web._limiter.acquire(
                 url.host, cost=web._limiter.cost_for(self._tier)
@@ -754,11 +853,12 @@ class _PageHops:
 class _RobotsHops(_PageHops):
     """robots.txt hops: the guard on every hop and the host's limits; no robots of robots."""
 
-    def __init__(self, web: Web) -> None:
-        super().__init__(web, "", "", {})
+    def __init__(self, web: Web, agent: str, tier: str) -> None:
+        super().__init__(web, agent, tier, {})
 
     async def before(self, url: guard.ParsedURL) -> None:
         guard.assert_url_allowed(url, allow_ranges=self._web._allow)
-        # A robots.txt redirect must not carry webward to a host the deny list refuses.
-        self._web._policy.check_fetch(url.host, "full", "robots.txt").raise_if_denied()
+        # A robots.txt redirect must not carry webward where the reading agent may not go:
+        # its own tier (the allow-list of as-owner) and the deny list decide every hop.
+        self._web._policy.check_fetch(url.host, self._tier, self._agent).raise_if_denied()
         self._ticket = await self._web._limiter.acquire(url.host)
