@@ -591,7 +591,8 @@ async def test_a_rendered_reading_is_never_served_from_the_cache_to_a_tier_that_
     None
 ):
     """A connected read renders a script shell and caches it; an as-owner read of the same
-    URL on the same Web gets the page as served (read again), never the rendered text."""
+    URL on the same Web reads the page as served (read again, not from the cache) and, finding
+    only a script shell, is refused as needing a browser: never the rendered text."""
     with serve(routes={"/": respond(200, SHELL_PAGE)}) as srv:
         s = Settings().replace(
             {
@@ -604,10 +605,11 @@ async def test_a_rendered_reading_is_never_served_from_the_cache_to_a_tier_that_
             s, StaticResolver({}), audit=MemoryAuditSink(), renderer=ChromiumRenderer()
         ) as web:
             rendered = await web.fetch(srv.url("/"), tier="connected")
-            plain = await web.fetch(srv.url("/"), tier="as-owner")
+            with pytest.raises(Refused) as plain:
+                await web.fetch(srv.url("/"), tier="as-owner")
             again = await web.fetch(srv.url("/"), tier="connected")
         plain_reads = [r for r in srv.requests if "HeadlessChrome" not in r.headers["user-agent"]]
     assert "Text the page script wrote." in rendered.content
-    assert "Text the page script wrote." not in plain.content
+    assert plain.value.reason == "needs_browser"
     assert "Text the page script wrote." in again.content  # the rendered entry, kept apart
     assert len(plain_reads) == 2  # the as-owner read went to the server, not to the cache
