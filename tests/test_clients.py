@@ -2,8 +2,8 @@
 JSON object), images without base64 in the text, a refusal as one plain sentence.
 
 The glue of each framework is the snippet in its page under docs/frameworks/, executed as
-written; `webward` on PATH is this tree's command line, and `./webward.toml` lets it read a
-page served on loopback.
+written; `webward` on PATH is this tree's command line, and the config WEBWARD_CONFIG names
+lets it read a page served on loopback.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def site() -> Iterator[LocalServer]:
 
 @pytest.fixture
 def webward_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """`webward` on PATH runs this tree; the working directory holds the loopback config.
+    """`webward` on PATH runs this tree, with the loopback config named by WEBWARD_CONFIG.
 
     MCP clients start stdio servers with only a few safe variables (PATH, HOME, …), so the
     command itself carries the rest, as an installed `webward` would not need to."""
@@ -63,13 +63,16 @@ def webward_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         f"export PYTHONPATH='{src}'\n"
         "export PYTHON_KEYRING_BACKEND=keyring.backends.null.Keyring\n"
         f"export XDG_CONFIG_HOME='{tmp_path}/xdg-config' XDG_DATA_HOME='{tmp_path}/xdg-data'\n"
+        # The working directory's webward.toml is never read implicitly (docs/design.md,
+        # "Config discovery"): the loopback config is named, as an operator would.
+        f"export WEBWARD_CONFIG='{tmp_path}/webward.toml'\n"
         f"exec '{sys.executable}' -m webward.cli \"$@\"\n",
         encoding="utf-8",
     )
     command.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
-    write_config(tmp_path)  # ./webward.toml: loopback allowed, robots off
+    write_config(tmp_path)  # loopback allowed, robots off
     return tmp_path
 
 

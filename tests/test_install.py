@@ -45,6 +45,7 @@ EXTRA_OF_MODULE = {
     "webward._redis": "redis",
     "webward._postgres": "postgres",
     "webward._render": "render",
+    "webward._proxy": "render",
     "webward._cmd_console": "serve",
     "webward.console": "serve",
     "webward.console._app": "serve",
