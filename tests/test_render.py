@@ -344,6 +344,23 @@ async def test_proxy_relays_one_response_per_client_connection() -> None:
     assert proxy.allowed == [f"http://127.0.0.1:{origin.port}/one"]
 
 
+async def test_a_tunnel_closed_before_its_handshake_ends_only_that_connection() -> None:
+    """A browser that hangs up right after CONNECT (as Chromium does on a certificate it
+    refuses) ends that connection alone: the proxy goes on relaying the render's requests."""
+    origin = _KeepAliveOrigin()
+    async with make_web() as web, open_proxy(gate_for(web)[0]) as proxy:
+        auth = _auth(proxy)
+        tunnel = f"CONNECT 127.0.0.1:{origin.port} HTTP/1.1\r\nHost: x\r\n{auth}\r\n"
+        async with await anyio.connect_tcp("127.0.0.1", proxy.port) as sock:
+            await sock.send(tunnel.encode())
+            with anyio.fail_after(10):
+                assert (await sock.receive()).startswith(b"HTTP/1.1 200")
+        plain = f"GET http://127.0.0.1:{origin.port}/one HTTP/1.1\r\nHost: x\r\n{auth}\r\n"
+        answer = await _proxy_request(proxy.port, plain.encode())
+    origin.listener.close()
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
+
+
 async def test_proxy_refuses_a_host_outside_the_callers_policy() -> None:
     """A public name the agent's tier does not reach gets 403 before any DNS or connection."""
     async with make_web() as web, open_proxy(gate_for(web, "as-owner")[0]) as proxy:

@@ -125,7 +125,11 @@ async def open_proxy(
             with anyio.move_on_after(deadline_s):
                 # Chromium hung up or a handshake broke: there is nothing left to answer.
                 with contextlib.suppress(
-                    OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.ClosedResourceError
+                    OSError,
+                    ssl.SSLError,
+                    anyio.BrokenResourceError,
+                    anyio.ClosedResourceError,
+                    anyio.EndOfStream,  # it closed the tunnel mid-handshake (a cert it refused)
                 ):
                     await _serve_one(client, gate, proxy, expected)
 
