@@ -4,7 +4,8 @@
      ├── InvalidInput            the caller's input is wrong (code ``invalid_input``)
      ├── Refused                 webward decided not to do it: policy, guard, limits, caps
      │                           (codes ``refused``, ``rate_limited``, ``circuit_open``,
-     │                           ``not_configured``, ``too_large``, ``unsupported_type``)
+     │                           ``not_configured``, ``too_large``, ``unsupported_type``,
+     │                           ``overloaded``)
      └── UpstreamError           the far side failed: HTTP error, timeout, provider error
                                  (codes ``upstream_error``, ``timeout``)
 
@@ -30,6 +31,7 @@ WIRE_CODES = (
     "timeout",
     "too_large",
     "unsupported_type",
+    "overloaded",
 )
 
 

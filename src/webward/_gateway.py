@@ -81,6 +81,7 @@ STATUS_FOR_CODE: Mapping[str, int] = {
     "unsupported_type": 422,
     "upstream_error": 502,
     "timeout": 504,
+    "overloaded": 503,
 }
 
 _JSON = "application/json"
