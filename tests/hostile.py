@@ -17,10 +17,33 @@ __all__ = [
     "table_html",
 ]
 
-_WORDS = (
-    "the quick brown fox jumps over the lazy dog while the committee debates the finer points "
-    "of procedure and nobody remembers who called the meeting "
-).split()
+_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "the",
+    "lazy",
+    "dog",
+    "while",
+    "the",
+    "committee",
+    "debates",
+    "the",
+    "finer",
+    "points",
+    "of",
+    "procedure",
+    "and",
+    "nobody",
+    "remembers",
+    "who",
+    "called",
+    "the",
+    "meeting",
+]
 
 
 def _words(n: int, start: int = 0) -> str:
@@ -102,8 +125,8 @@ def _pdf(objects: list[bytes]) -> bytes:
 
 def _stream(data: bytes) -> bytes:
     packed = zlib.compress(data, 9)
-    return b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + (
-        b"\nendstream"
+    return (
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + (b"\nendstream")
     )
 
 

@@ -61,7 +61,9 @@ def test_a_page_nested_100000_deep_yields_its_deepest_words_with_a_note() -> Non
 
 
 def test_a_page_with_nothing_but_deep_text_is_never_an_empty_success() -> None:
-    body = b"<html><body>" + b"<div>" * 50_000 + b"only words" + b"</div>" * 50_000 + b"</body></html>"
+    body = (
+        b"<html><body>" + b"<div>" * 50_000 + b"only words" + b"</div>" * 50_000 + b"</body></html>"
+    )
     result = html_to_markdown(body.decode(), URL)
     assert result.extractor == "plain"
     assert "only words" in result.markdown
@@ -106,8 +108,12 @@ def test_pages_up_to_the_byte_cap_convert_within_the_bound(make: Any) -> None:
 
 def test_ordinary_articles_still_go_to_the_main_content_extractor() -> None:
     article = (
-        "<html><body><nav>" + "<a href='/x'>menu</a>" * 30 + "</nav><article><h1>Title</h1>"
-        + "".join(f"<p>Paragraph {i} of the article, with enough words to count.</p>" for i in range(40))
+        "<html><body><nav>"
+        + "<a href='/x'>menu</a>" * 30
+        + "</nav><article><h1>Title</h1>"
+        + "".join(
+            f"<p>Paragraph {i} of the article, with enough words to count.</p>" for i in range(40)
+        )
         + "</article></body></html>"
     )
     assert html_to_markdown(article, URL).extractor == "main"
@@ -116,7 +122,9 @@ def test_ordinary_articles_still_go_to_the_main_content_extractor() -> None:
 def test_a_pdf_whose_pages_share_one_inflating_stream_stops_at_the_content_cap() -> None:
     result, cpu = cpu_convert(shared_stream_pdf(), "application/pdf")
     text = result.parts[0].text
-    assert "[PDF text stops at page 1, where the inflated page content passes 2,000,000 bytes" in text
+    assert (
+        "[PDF text stops at page 1, where the inflated page content passes 2,000,000 bytes" in text
+    )
     assert result.kind == "document" and "2000 pages" in result.text
     assert cpu < CPU_BOUND_S * 2
 
@@ -125,7 +133,9 @@ def test_a_pdf_with_thousands_of_pages_is_read_up_to_the_page_cap() -> None:
     result, cpu = cpu_convert(many_pages_pdf(5_000), "application/pdf")
     text = result.parts[0].text
     assert "Page 499 words" in text and "Page 500 words" not in text
-    assert text.endswith("[PDF text stops at the first 500 pages; the document part holds the whole PDF]")
+    assert text.endswith(
+        "[PDF text stops at the first 500 pages; the document part holds the whole PDF]"
+    )
     assert cpu < CPU_BOUND_S * 3
 
 
@@ -133,7 +143,9 @@ def test_pdf_text_is_held_to_one_window() -> None:
     limits = LimitsSettings(max_fetch_text_chars=1_000)
     result, _ = cpu_convert(many_pages_pdf(300), "application/pdf", limits=limits)
     text = result.parts[0].text
-    assert text.endswith("[PDF text cut at 1,000 characters; the document part holds the whole PDF]")
+    assert text.endswith(
+        "[PDF text cut at 1,000 characters; the document part holds the whole PDF]"
+    )
     assert len(text) < 1_100
 
 
@@ -244,12 +256,16 @@ async def test_past_the_queue_bound_a_conversion_is_refused_at_once() -> None:
     pool = ConvertPool(workers=1, queue=0, memory_mb=512)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_ignore_timeout, pool.convert(slow_job(slow_pdf_limits()), time.monotonic() + 2))
+            tg.start_soon(
+                _ignore_timeout, pool.convert(slow_job(slow_pdf_limits()), time.monotonic() + 2)
+            )
             while pool._running == 0:
                 await anyio.sleep(0.01)
             started = time.monotonic()
             with pytest.raises(Refused) as caught:
-                await pool.convert(Job(slow_html(), "text/html", URL, False, False, LIMITS), time.monotonic() + 12)
+                await pool.convert(
+                    Job(slow_html(), "text/html", URL, False, False, LIMITS), time.monotonic() + 12
+                )
             assert time.monotonic() - started < 1.0
         assert caught.value.code == "overloaded" and caught.value.retry_after is not None
         assert caught.value.message.startswith("refused: webward is converting as many pages")
@@ -269,12 +285,16 @@ async def test_the_wait_for_a_worker_counts_against_the_deadline() -> None:
     pool = ConvertPool(workers=1, queue=4, memory_mb=512)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_ignore_timeout, pool.convert(slow_job(slow_pdf_limits()), time.monotonic() + 3))
+            tg.start_soon(
+                _ignore_timeout, pool.convert(slow_job(slow_pdf_limits()), time.monotonic() + 3)
+            )
             while pool._running == 0:
                 await anyio.sleep(0.01)
             started = time.monotonic()
             with pytest.raises(UpstreamError) as caught:
-                await pool.convert(Job(slow_html(), "text/html", URL, False, False, LIMITS), started + 1.0)
+                await pool.convert(
+                    Job(slow_html(), "text/html", URL, False, False, LIMITS), started + 1.0
+                )
             assert time.monotonic() - started < 1.0 + 1.0
         assert caught.value.reason == "convert_timeout"
     finally:
@@ -318,7 +338,10 @@ async def test_a_read_whose_conversion_is_cut_ends_in_one_sentence_and_an_audit_
 async def test_forty_hostile_reads_do_not_hold_up_another_agents_small_read() -> None:
     hostile_body = shared_stream_pdf(pages=2, inflated=8_000_000)
     small = b"<html><head><title>Small</title></head><body><p>a small page</p></body></html>"
-    routes = {"/hostile.pdf": respond(200, hostile_body, "application/pdf"), "/small": respond(200, small)}
+    routes = {
+        "/hostile.pdf": respond(200, hostile_body, "application/pdf"),
+        "/small": respond(200, small),
+    }
     with serve(routes=routes) as server:
         s = settings(max_pdf_inflated_bytes=100_000_000, fetch_timeout_s=4.0)
         async with Web(s, StaticResolver({}), audit=MemoryAuditSink()) as web:
@@ -330,7 +353,9 @@ async def test_forty_hostile_reads_do_not_hold_up_another_agents_small_read() ->
                 except (Refused, UpstreamError) as exc:
                     outcomes.append(exc.reason)
 
-            await web.fetch(server.url("/small?warm"), agent="other")  # imports done, as in a server
+            await web.fetch(
+                server.url("/small?warm"), agent="other"
+            )  # imports done, as in a server
             async with anyio.create_task_group() as tg:
                 for i in range(40):
                     tg.start_soon(hostile, i)
@@ -346,7 +371,10 @@ async def test_forty_hostile_reads_do_not_hold_up_another_agents_small_read() ->
 
 def test_the_gateway_sheds_load_with_503_and_retry_after(tmp_path: Path) -> None:
     slow = shared_stream_pdf(pages=2, inflated=8_000_000)
-    routes = {"/slow.pdf": respond(200, slow, "application/pdf"), "/big": respond(200, slow_html(100_000))}
+    routes = {
+        "/slow.pdf": respond(200, slow, "application/pdf"),
+        "/big": respond(200, slow_html(100_000)),
+    }
     limits = {
         "convert_workers": 1,
         "convert_queue": 0,
@@ -366,7 +394,9 @@ def test_the_gateway_sheds_load_with_503_and_retry_after(tmp_path: Path) -> None
 
         def read_slow() -> None:
             body = {"url": server.url("/slow.pdf")}
-            slow_result.append(httpx.post(base + FETCH_PATH, json=body, headers=auth("alice"), timeout=20))
+            slow_result.append(
+                httpx.post(base + FETCH_PATH, json=body, headers=auth("alice"), timeout=20)
+            )
 
         thread = threading.Thread(target=read_slow)
         thread.start()

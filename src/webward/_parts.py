@@ -109,6 +109,7 @@ def pdf_text(
     try:
         from pypdf import PdfReader  # lazy: only PDF reads pay for the import
         from pypdf.errors import LimitReachedError  # a stream past pypdf's own 75 MB cap
+
         reader = PdfReader(io.BytesIO(body), strict=False)
         pages = len(reader.pages)
         title = ""

@@ -223,8 +223,7 @@ class ConvertPool:
     ) -> None:
         if workers < 0 or queue < 0 or memory_mb < 64:
             raise InvalidInput(
-                "limits.convert_workers and convert_queue must be >= 0 and convert_memory_mb "
-                ">= 64"
+                "limits.convert_workers and convert_queue must be >= 0 and convert_memory_mb >= 64"
             )
         self.size = workers or os.cpu_count() or 1
         self._queue = queue
@@ -320,9 +319,7 @@ class ConvertPool:
         except BaseException:  # the caller gave up (cancelled): nobody wants this conversion
             worker.kill()
             raise
-        if answer[0] == "memory":
-            worker.kill()
-        elif self._closed:
+        if answer[0] == "memory" or self._closed:
             worker.kill()
         else:
             self._idle.append(worker)
