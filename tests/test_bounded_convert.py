@@ -26,10 +26,12 @@ from hostile import (
     table_html,
 )
 from localserver import respond, serve
+from mcp import Client
 from test_gateway import FETCH_PATH, assert_error, auth, load, loopback_web, running_gateway
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._convert import convert, html_to_markdown
+from webward._mcp import build_server
 from webward._settings import LimitsSettings
 from webward._workers import CHEAP_HTML_BYTES, ConvertPool, Job, is_cheap
 from webward.testing import MemoryAuditSink
@@ -413,3 +415,30 @@ def test_the_gateway_sheds_load_with_503_and_retry_after(tmp_path: Path) -> None
     assert_error(slow_result[0], 504, "timeout")
     reasons = sorted(r.reason for r in audit.records)
     assert reasons == ["convert_timeout", "overloaded"]
+
+
+@pytest.mark.anyio
+async def test_mcp_answers_an_overloaded_read_with_a_tool_error_saying_the_same() -> None:
+    slow = shared_stream_pdf(pages=2, inflated=8_000_000)
+    routes = {
+        "/slow.pdf": respond(200, slow, "application/pdf"),
+        "/big": respond(200, slow_html(100_000)),
+    }
+    s = settings(
+        convert_workers=1, convert_queue=0, max_pdf_inflated_bytes=100_000_000, fetch_timeout_s=3.0
+    )
+    audit = MemoryAuditSink()
+    with serve(routes=routes) as server:
+        async with Web(s, StaticResolver({}), audit=audit) as web:
+            async with anyio.create_task_group() as tg, Client(build_server(web)) as client:
+                tg.start_soon(_ignore_timeout, web.fetch(server.url("/slow.pdf")))
+                while web._converter._running == 0:
+                    await anyio.sleep(0.01)
+                result = await client.call_tool("web_fetch", {"url": server.url("/big")})
+    assert result.is_error
+    message = "refused: webward is converting as many pages as it can; try again in 1 s"
+    assert [block.text for block in result.content] == [message]  # type: ignore[union-attr]
+    assert result.structured_content == {
+        "error": {"code": "overloaded", "message": message, "retryAfter": 1.0}
+    }
+    assert sorted(r.reason for r in audit.records) == ["convert_timeout", "overloaded"]

@@ -33,6 +33,7 @@ decoding live in :mod:`webward._charset`; ``codec_for`` and ``decode_text`` are 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -227,6 +228,19 @@ def _base_url(tree: Any, final_url: str) -> str:
 # urljoin would give them back unchanged.
 _ABSOLUTE = re.compile(r"https?://[^/?#\s\\@\[\]]+(?:[/?#][^\s\\]*)?", re.IGNORECASE)
 _URL_NOISE = re.compile(r"[\t\n\r]")
+_ROOT_RELATIVE = re.compile(r"/(?!/)[^\s\\]*")
+
+
+@functools.lru_cache(maxsize=64)
+def _origin(base: str) -> str:
+    """``scheme://netloc`` of an http(s) base URL, or ``""``."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return ""
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _resolve(href: str, base: str) -> str | None:
@@ -237,6 +251,10 @@ def _resolve(href: str, base: str) -> str | None:
         return None
     if _ABSOLUTE.fullmatch(href):
         return href  # already absolute: most links on most pages, and urljoin is slow
+    if _ROOT_RELATIVE.fullmatch(href) and "/." not in href:
+        origin = _origin(base)  # "/path" with no dot segments: urljoin would only prepend this
+        if origin:
+            return origin + href
     try:
         url = urljoin(base, href)
         parts = urlsplit(url)

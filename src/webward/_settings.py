@@ -94,7 +94,7 @@ class LimitsSettings:
     # address-space limit, and the caps on the text read from a PDF.
     convert_workers: int = 0
     convert_queue: int = 64
-    convert_memory_mb: int = 1024
+    convert_memory_mb: int = 512
     max_pdf_pages: int = 500
     max_pdf_inflated_bytes: int = 2_000_000
 
