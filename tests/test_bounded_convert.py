@@ -8,6 +8,7 @@ address-space limit), never by exact figure; bench/convert.py prints the measure
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -276,10 +277,8 @@ async def test_past_the_queue_bound_a_conversion_is_refused_at_once() -> None:
 
 
 async def _ignore_timeout(call: Any) -> None:
-    try:
+    with contextlib.suppress(UpstreamError):
         await call
-    except UpstreamError:
-        pass
 
 
 @pytest.mark.anyio
@@ -429,12 +428,15 @@ async def test_mcp_answers_an_overloaded_read_with_a_tool_error_saying_the_same(
     )
     audit = MemoryAuditSink()
     with serve(routes=routes) as server:
-        async with Web(s, StaticResolver({}), audit=audit) as web:
-            async with anyio.create_task_group() as tg, Client(build_server(web)) as client:
-                tg.start_soon(_ignore_timeout, web.fetch(server.url("/slow.pdf")))
-                while web._converter._running == 0:
-                    await anyio.sleep(0.01)
-                result = await client.call_tool("web_fetch", {"url": server.url("/big")})
+        async with (
+            Web(s, StaticResolver({}), audit=audit) as web,
+            anyio.create_task_group() as tg,
+            Client(build_server(web)) as client,
+        ):
+            tg.start_soon(_ignore_timeout, web.fetch(server.url("/slow.pdf")))
+            while web._converter._running == 0:
+                await anyio.sleep(0.01)
+            result = await client.call_tool("web_fetch", {"url": server.url("/big")})
     assert result.is_error
     message = "refused: webward is converting as many pages as it can; try again in 1 s"
     assert [block.text for block in result.content] == [message]  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ already pass the deadline, a read is refused at once as ``overloaded`` with a ``
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -155,10 +156,8 @@ class _Worker:
     conn: Connection
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # already gone
             os.kill(self.pid, signal.SIGKILL)
-        except OSError:  # already gone
-            pass
         self.conn.close()
 
 
