@@ -243,6 +243,22 @@ async def test_the_hostile_corpus_keeps_each_worker_under_its_memory_limit() -> 
 
 
 @pytest.mark.anyio
+async def test_a_worker_killed_while_idle_is_replaced_not_reported() -> None:
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+    job = Job(slow_html(20_000), "text/html", URL, False, False, LIMITS)
+    try:
+        await pool.convert(job, time.monotonic() + 30)
+        [worker] = pool._idle
+        os.kill(worker.pid, 9)
+        while alive(worker.pid):
+            await anyio.sleep(0.01)
+        assert "committee" in (await pool.convert(job, time.monotonic() + 30)).text
+        assert pool._idle[0].pid != worker.pid
+    finally:
+        await pool.aclose()
+
+
+@pytest.mark.anyio
 async def test_a_cancelled_read_kills_the_conversion() -> None:
     pool = ConvertPool(workers=1, queue=4, memory_mb=512)
     try:
@@ -444,3 +460,12 @@ async def test_mcp_answers_an_overloaded_read_with_a_tool_error_saying_the_same(
         "error": {"code": "overloaded", "message": message, "retryAfter": 1.0}
     }
     assert sorted(r.reason for r in audit.records) == ["convert_timeout", "overloaded"]
+
+
+@pytest.mark.anyio
+async def test_a_small_page_is_read_without_starting_any_process() -> None:
+    with serve(routes={"/": respond(200, "<p>small page words</p>")}) as server:
+        async with Web(settings(), StaticResolver({}), audit=MemoryAuditSink()) as web:
+            page = await web.fetch(server.url("/"))
+            assert "small page words" in page.content
+            assert web._converter._zygote is None

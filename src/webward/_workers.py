@@ -32,10 +32,10 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -43,6 +43,9 @@ from . import _content
 from ._convert import Converted, convert
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._settings import LimitsSettings
+
+if TYPE_CHECKING:  # imported when a worker is first needed: a small read never pays for it
+    from multiprocessing.connection import Connection
 
 __all__ = ["CHEAP_HTML_BYTES", "ConvertPool", "Job", "is_cheap"]
 
@@ -101,6 +104,8 @@ class Job:
 def _zygote_main(control_fd: int, memory_bytes: int) -> None:
     """The zygote's loop: for each socket received on ``control_fd``, fork a worker serving
     it and answer with the worker's pid. Ends when the pool closes its end."""
+    from multiprocessing.connection import Connection
+
     import pypdf  # noqa: F401  # imported here once, shared by every worker it forks
 
     Job(_WARM_UP, "text/html", "https://warm.invalid/", False, True, LimitsSettings()).run()
@@ -168,22 +173,35 @@ class _Zygote:
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         ours, theirs = socket.socketpair()
         self._control = ours
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _ZYGOTE, package_root, str(theirs.fileno()), str(memory_bytes)],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            # A native converter dying of a failed allocation prints to stderr: not onto the
-            # terminal of a command-line read, which reports the failure in one sentence.
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        theirs.close()
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _ZYGOTE,
+                    package_root,
+                    str(theirs.fileno()),
+                    str(memory_bytes),
+                ],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                # A native converter dying of a failed allocation prints to stderr: not onto the
+                # terminal of a command-line read, which reports the failure in one sentence.
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        finally:
+            theirs.close()
+        # Stopped when closed, or when the pool is dropped unclosed, or at exit.
+        self._stop = weakref.finalize(self, _stop_zygote, ours, self._process)
 
     def alive(self) -> bool:
         return self._process.poll() is None
 
     def fork(self) -> _Worker:
         """A new worker (blocks until the zygote has forked it)."""
+        from multiprocessing.connection import Connection
+
         ours, theirs = socket.socketpair()
         try:
             socket.send_fds(self._control, [b"w"], [theirs.fileno()])
@@ -201,12 +219,16 @@ class _Zygote:
         return _Worker(int.from_bytes(pid, "little"), Connection(ours.detach()))
 
     def close(self) -> None:
-        self._control.close()  # the zygote sees the end of its socket and exits
-        try:
-            self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        self._stop()
+
+
+def _stop_zygote(control: socket.socket, process: subprocess.Popen[bytes]) -> None:
+    control.close()  # the zygote sees the end of its socket and exits
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class ConvertPool:
@@ -292,6 +314,12 @@ class ConvertPool:
 
     async def _exchange(self, job: Job, deadline: float) -> tuple[Any, ...]:
         worker = self._idle.pop() if self._idle else None
+        if worker is not None:
+            try:
+                worker.conn.send(job)
+            except OSError:  # it died while idle (killed from outside): a fresh one instead
+                worker.kill()
+                worker = None
         if worker is None:
             # The first start also starts the zygote, which imports the converters: off the
             # event loop, and within the deadline (a start given up on leaves a worker whose
@@ -300,12 +328,13 @@ class ConvertPool:
                 worker = await anyio.to_thread.run_sync(self._start_sync, abandon_on_cancel=True)
             if worker is None:
                 return ("timeout",)
+            try:
+                worker.conn.send(job)
+            except OSError:
+                worker.kill()
+                return ("crashed",)
         left = deadline - self._clock()
-        if left <= 0:
-            self._idle.append(worker)
-            return ("timeout",)
         try:
-            worker.conn.send(job)
             with anyio.move_on_after(left) as scope:
                 await anyio.wait_readable(worker.conn.fileno())
             if scope.cancelled_caught:
