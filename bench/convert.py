@@ -161,7 +161,11 @@ async def under_load() -> None:
     outcomes: dict[str, int] = {}
     with serve(routes=routes) as server:
         async with Web(settings, StaticResolver({}), audit=MemoryAuditSink()) as web:
+            # A running server: the converters imported, the zygote started by earlier reads.
+            # A running server: the converters imported, the zygote started by earlier reads.
             await web.fetch(server.url("/small?warm"), agent="other")
+            await web._converter.start()
+            await web._converter.start()
 
             async def read_hostile(i: int) -> None:
                 try:
@@ -182,9 +186,9 @@ async def under_load() -> None:
                     await web.fetch(server.url(f"/small?{i}"), agent="other")
                     latencies.append(time.monotonic() - started)
                     await anyio.sleep(1.0)
-    print(f"hostile reads ended as: {outcomes}")
+    print(f"hostile reads ended as: {outcomes}; small reads: {[round(x, 3) for x in latencies]}")
     print(
-        f"small read during 40 hostile reads (worst of 5): ours {max(latencies):.3f} s, bound 1.0 s, ratio {max(latencies):.3f}"
+        f"small read during 40 hostile reads (worst of 5, the first as the 40 arrive): ours {max(latencies):.3f} s, bound 1.0 s, ratio {max(latencies):.3f}"
     )
 
 
@@ -192,10 +196,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-anchor", action="store_true")
     parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--load-only", action="store_true")
     parser.add_argument("--anchor-limit", type=float, default=20.0)
     args = parser.parse_args()
-    in_process(args.skip_anchor, args.anchor_limit)
-    anyio.run(through_pool)
+    if not args.load_only:
+        in_process(args.skip_anchor, args.anchor_limit)
+        anyio.run(through_pool)
     if not args.skip_load:
         anyio.run(under_load)
 

@@ -370,13 +370,14 @@ async def test_forty_hostile_reads_do_not_hold_up_another_agents_small_read() ->
                 except (Refused, UpstreamError) as exc:
                     outcomes.append(exc.reason)
 
-            await web.fetch(
-                server.url("/small?warm"), agent="other"
-            )  # imports done, as in a server
+            # A running server: the converters imported, the zygote started by earlier reads.
+            await web.fetch(server.url("/small?warm"), agent="other")
+            await web._converter.start()
             async with anyio.create_task_group() as tg:
                 for i in range(40):
                     tg.start_soon(hostile, i)
-                while web._converter._running == 0:
+                pool = web._converter
+                while pool._running + pool.waiting + len(outcomes) < 40:  # all 40 under way
                     await anyio.sleep(0.01)
                 started = time.monotonic()
                 page = await web.fetch(server.url("/small"), agent="other")
@@ -390,7 +391,6 @@ def test_the_gateway_sheds_load_with_503_and_retry_after(tmp_path: Path) -> None
     slow = shared_stream_pdf(pages=2, inflated=8_000_000)
     routes = {
         "/slow.pdf": respond(200, slow, "application/pdf"),
-        "/big": respond(200, slow_html(100_000)),
     }
     limits = {
         "convert_workers": 1,
@@ -437,7 +437,6 @@ async def test_mcp_answers_an_overloaded_read_with_a_tool_error_saying_the_same(
     slow = shared_stream_pdf(pages=2, inflated=8_000_000)
     routes = {
         "/slow.pdf": respond(200, slow, "application/pdf"),
-        "/big": respond(200, slow_html(100_000)),
     }
     s = settings(
         convert_workers=1, convert_queue=0, max_pdf_inflated_bytes=100_000_000, fetch_timeout_s=3.0

@@ -12,7 +12,7 @@ caller's main module is never run again) that has the converters imported and wa
 (trafilatura, lxml, html-to-markdown, pypdf). Starting a worker, or replacing a killed one,
 costs a fork (milliseconds), not the 0.4 s of a fresh interpreter; a command-line read of a
 small page starts neither. Each worker runs
-under ``RLIMIT_AS`` (``limits.convert_memory_mb``); the pool runs at most
+under ``RLIMIT_AS`` (``limits.convert_memory_mb``) at niceness 10; the pool runs at most
 ``limits.convert_workers`` conversions at once (one per core by default). A conversion that
 outlives the call's deadline (the time left after the read, the wait for a worker included) is
 killed with its worker, which is replaced on the next use; one that runs out of memory ends its
@@ -67,6 +67,7 @@ _WARM_UP = (
 # The expected wait is an average of recent conversion times, this much weight on the newest.
 _EWMA = 0.3
 _MAX_RETRY_AFTER_S = 60
+_NICENESS = 10
 
 
 def is_cheap(body: bytes, content_type: str | None) -> bool:
@@ -136,6 +137,9 @@ def _worker_main(conn: Connection, memory_bytes: int) -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    # Below the process serving the calls: a machine busy converting hostile pages still gives
+    # the event loop (other agents' small reads, cached windows) the CPU first.
+    os.nice(_NICENESS)
     while True:
         try:
             job = conn.recv()
@@ -267,6 +271,12 @@ class ConvertPool:
             memory_mb=limits.convert_memory_mb,
         )
 
+    async def start(self) -> None:
+        """Start the zygote and one worker now rather than on the first conversion that needs
+        them (which otherwise pays for the zygote's start, about 0.5 s, inside its deadline)."""
+        if not self._idle:
+            self._idle.append(await anyio.to_thread.run_sync(self._start_sync))
+
     @property
     def waiting(self) -> int:
         """Conversions waiting for a worker now."""
@@ -287,14 +297,11 @@ class ConvertPool:
         if not acquired:  # no worker came free in time
             raise _timed_out(job.final_url, job.limits)
         self._running += 1
-        started = self._clock()
         try:
             answer = await self._exchange(job, deadline)
         finally:
             self._running -= 1
             self._slots.release()
-        spent = self._clock() - started
-        self._average = spent if not self._average else (1 - _EWMA) * self._average + _EWMA * spent
         return self._result(answer, job)
 
     def _shed(self, deadline: float) -> None:
@@ -333,10 +340,11 @@ class ConvertPool:
             except OSError:
                 worker.kill()
                 return ("crashed",)
-        left = deadline - self._clock()
+        started = self._clock()
         try:
-            with anyio.move_on_after(left) as scope:
+            with anyio.move_on_after(deadline - started) as scope:
                 await anyio.wait_readable(worker.conn.fileno())
+            self._learn(self._clock() - started)
             if scope.cancelled_caught:
                 worker.kill()  # still converting: stopped with its worker
                 return ("timeout",)
@@ -352,6 +360,10 @@ class ConvertPool:
         else:
             self._idle.append(worker)
         return answer
+
+    def _learn(self, spent: float) -> None:
+        """Fold one conversion's time (a worker's start not included) into the average."""
+        self._average = spent if not self._average else (1 - _EWMA) * self._average + _EWMA * spent
 
     def _start_sync(self) -> _Worker:
         with self._zygote_lock:
