@@ -391,6 +391,7 @@ def test_the_gateway_sheds_load_with_503_and_retry_after(tmp_path: Path) -> None
     slow = shared_stream_pdf(pages=2, inflated=8_000_000)
     routes = {
         "/slow.pdf": respond(200, slow, "application/pdf"),
+        "/big": respond(200, slow_html(100_000)),
     }
     limits = {
         "convert_workers": 1,
@@ -437,6 +438,7 @@ async def test_mcp_answers_an_overloaded_read_with_a_tool_error_saying_the_same(
     slow = shared_stream_pdf(pages=2, inflated=8_000_000)
     routes = {
         "/slow.pdf": respond(200, slow, "application/pdf"),
+        "/big": respond(200, slow_html(100_000)),
     }
     s = settings(
         convert_workers=1, convert_queue=0, max_pdf_inflated_bytes=100_000_000, fetch_timeout_s=3.0
