@@ -102,6 +102,29 @@ async def test_expired_pages_are_swept_on_put() -> None:
     assert cache.chars == page("b").size()
 
 
+@pytest.mark.anyio
+async def test_expiry_follows_the_order_of_storing_not_of_use() -> None:
+    """A page read again moves to the back of the size queue but still expires on time, and a
+    page stored again expires after the ones stored before it."""
+    clock = FakeClock()
+    cache = MemoryPageCache(ttl_s=10, max_chars=10_000, clock=clock)
+    await cache.put("a", page("a"))
+    clock.now += 1
+    await cache.put("b", page("b"))
+    clock.now += 1
+    await cache.put("c", page("c"))
+    assert await cache.get("a") is not None  # used last, stored first
+    await cache.put("b", page("b2"))  # stored again: now the youngest
+    clock.now += 8.5  # a (stored at +0) has expired; c (+2) and b (+2) have not
+    await cache.put("d", page("d"))
+    assert len(cache) == 3
+    assert await cache.get("a") is None
+    clock.now += 1.6  # c and b (both stored at +2) expire together
+    await cache.put("e", page("e"))
+    assert sorted(k for k in ("b", "c", "d", "e") if cache._entries.get(k)) == ["d", "e"]
+    assert cache.chars == page("d").size() + page("e").size()
+
+
 def test_parts_count_toward_the_size() -> None:
     """An image's base64 costs its length in characters."""
     converted = Converted(

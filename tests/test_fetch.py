@@ -595,3 +595,33 @@ async def test_a_malformed_content_length_is_an_upstream_error() -> None:
                 await w.fetch(srv.url("/bad"))
     assert err.value.reason == "broken"
     assert srv.host in err.value.message
+
+
+# ---- connection pools per origin ---------------------------------------------------------------
+
+
+async def test_each_origin_gets_its_own_small_pool_and_old_idle_ones_are_closed() -> None:
+    """A request scans only its own origin's connections; past max_origins the least recently
+    used idle pool is closed."""
+    import ipaddress
+
+    from webward import guard
+    from webward._transport import PinnedBackend, Transport
+
+    backend = PinnedBackend(StaticResolver({}), (ipaddress.ip_network("127.0.0.1/32"),))
+    transport = Transport(backend, per_origin=2, max_origins=2)
+    allow = (ipaddress.ip_network("127.0.0.1/32"),)
+    with serve() as a, serve() as b, serve() as c:
+        for srv in (a, b, a, c):
+            srv.routes["/"] = respond(200, "hi")
+            url = guard.assert_url_allowed(srv.url("/"), allow_ranges=allow)
+            body = await transport.request("GET", url, cap_for=lambda s, h: (1000, True), timeout=5)
+            assert body.status == 200
+        # a was used after b, so b's pool went when c's came.
+        assert list(transport._pools) == [
+            ("http", "127.0.0.1", a.port),
+            ("http", "127.0.0.1", c.port),
+        ]
+        assert all(pool._max_connections == 2 for pool in transport._pools.values())
+    await transport.aclose()
+    assert not transport._pools

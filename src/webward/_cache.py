@@ -155,7 +155,12 @@ class NullPageCache:
 
 
 class MemoryPageCache:
-    """An in-process LRU cache bounded by age and by total characters. Thread-safe."""
+    """An in-process LRU cache bounded by age and by total characters. Thread-safe.
+
+    Every operation is O(1) (amortised): entries are kept twice in order, by last use (for
+    the size bound) and by insertion, which with one TTL for all is also the order they
+    expire in, so expiry only ever looks at the oldest entries.
+    """
 
     def __init__(
         self,
@@ -168,6 +173,7 @@ class MemoryPageCache:
         self._max_chars = max_chars
         self._clock = clock
         self._entries: OrderedDict[str, tuple[float, int, CachedPage]] = OrderedDict()
+        self._by_age: OrderedDict[str, float] = OrderedDict()  # key -> expiry, oldest first
         self._chars = 0
         self._lock = threading.Lock()
 
@@ -209,6 +215,7 @@ class MemoryPageCache:
                 return  # caching off, or a page bigger than the whole cache: not kept
             now = self._clock()
             self._entries[key] = (now + self._ttl, size, page)
+            self._by_age[key] = now + self._ttl
             self._chars += size
             self._evict(now)
 
@@ -219,14 +226,19 @@ class MemoryPageCache:
         """Forget every page."""
         with self._lock:
             self._entries.clear()
+            self._by_age.clear()
             self._chars = 0
 
     def _remove(self, key: str) -> None:
         _, size, _ = self._entries.pop(key)
+        del self._by_age[key]
         self._chars -= size
 
     def _evict(self, now: float) -> None:
-        for key in [k for k, (expires, _, _) in self._entries.items() if now >= expires]:
+        while self._by_age:
+            key, expires = next(iter(self._by_age.items()))
+            if now < expires:
+                break
             self._remove(key)
         while self._chars > self._max_chars and self._entries:
             self._remove(next(iter(self._entries)))

@@ -33,6 +33,7 @@ decoding live in :mod:`webward._charset`; ``codec_for`` and ``decode_text`` are 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -137,6 +138,25 @@ _WS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
 
+# libxml2's message when a document nests past its limit (2048 levels with huge_tree).
+_TOO_DEEP = "Excessive depth"
+_TOO_DEEP_NOTE = (
+    "[this page nests its elements more than 2,048 levels deep, past what the HTML parser "
+    "reads; webward shows its text without formatting]"
+)
+# Past either bound trafilatura is slow (measured by bench/convert.py: about 50 µs an element,
+# more when deep); the 90 real pages of bench/extraction.py have at most about 1,000 elements
+# after cleaning and nest far less, so only machine-made or pathological pages are routed.
+_MAX_MAIN_ELEMENTS = 5_000
+_MAX_MAIN_DEPTH = 256
+# For the parser-free reading of a page nested too deep.
+_SKIPPED_BLOCK = re.compile(r"<(script|style|noscript|template)\b")
+_BLOCK_TAG = re.compile(
+    r"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b[^>]*>",
+    re.IGNORECASE,
+)
+_ANY_TAG = re.compile(r"<[^>]*>")
+
 
 # --------------------------------------------------------------------------------------------
 # HTML
@@ -149,14 +169,18 @@ class HtmlResult:
     title: str
     markdown: str
     links: tuple[Link, ...]
-    extractor: str  # "main" (trafilatura), "full" (whole page), or "" (nothing readable)
+    # "main" (trafilatura), "full" (whole page), "plain" (words only: nested past the parser's
+    # limit), or "" (nothing readable)
+    extractor: str
 
 
 def _collapse(text: str, limit: int) -> str:
     return _CONTROL.sub("", _WS.sub(" ", text)).strip()[:limit].strip()
 
 
-def _parse(text: str) -> Any:
+def _parse(text: str) -> tuple[Any, bool]:
+    """The parsed document (``None`` if there is nothing to parse) and whether the parser
+    stopped at its nesting limit, dropping everything nested deeper."""
     import lxml.etree  # type: ignore[import-untyped]  # lxml ships no type stubs
     import lxml.html  # type: ignore[import-untyped]
 
@@ -164,7 +188,7 @@ def _parse(text: str) -> Any:
     if _CONTROL.search(text):
         text = _CONTROL.sub("", text)
     if not text.strip():
-        return None
+        return None, False
     # A fresh parser per call: lxml parser objects are not meant to be shared across threads,
     # and the fetch core may convert pages in worker threads.
     # huge_tree lifts libxml2's nesting limit of 256, past which it silently drops the rest of
@@ -173,9 +197,11 @@ def _parse(text: str) -> Any:
         remove_comments=True, remove_pis=True, no_network=True, huge_tree=True
     )
     try:
-        return lxml.html.document_fromstring(text, parser=parser)
+        tree = lxml.html.document_fromstring(text, parser=parser)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
-        return None
+        return None, False
+    too_deep = any(_TOO_DEEP in entry.message for entry in parser.error_log)
+    return tree, too_deep
 
 
 def _title(tree: Any) -> str:
@@ -207,6 +233,19 @@ def _base_url(tree: Any, final_url: str) -> str:
 # urljoin would give them back unchanged.
 _ABSOLUTE = re.compile(r"https?://[^/?#\s\\@\[\]]+(?:[/?#][^\s\\]*)?", re.IGNORECASE)
 _URL_NOISE = re.compile(r"[\t\n\r]")
+_ROOT_RELATIVE = re.compile(r"/(?!/)[^\s\\]*")
+
+
+@functools.lru_cache(maxsize=64)
+def _origin(base: str) -> str:
+    """``scheme://netloc`` of an http(s) base URL, or ``""``."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return ""
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _resolve(href: str, base: str) -> str | None:
@@ -217,6 +256,10 @@ def _resolve(href: str, base: str) -> str | None:
         return None
     if _ABSOLUTE.fullmatch(href):
         return href  # already absolute: most links on most pages, and urljoin is slow
+    if _ROOT_RELATIVE.fullmatch(href) and "/." not in href:
+        origin = _origin(base)  # "/path" with no dot segments: urljoin would only prepend this
+        if origin:
+            return origin + href
     try:
         url = urljoin(base, href)
         parts = urlsplit(url)
@@ -381,12 +424,61 @@ def _kept_too_little(markdown: str, visible: int) -> bool:
     return kept < _MIN_KEEP_CHARS or kept < _MIN_KEEP_SHARE * visible
 
 
+def _too_heavy(tree: Any) -> bool:
+    """Whether the cleaned tree is past what trafilatura converts quickly: more than
+    :data:`_MAX_MAIN_ELEMENTS` elements or nested more than :data:`_MAX_MAIN_DEPTH` deep.
+    One walk, stopped as soon as either bound is passed."""
+    import lxml.etree
+
+    elements = depth = 0
+    for event, _ in lxml.etree.iterwalk(tree, events=("start", "end")):
+        if event == "end":
+            depth -= 1
+            continue
+        elements += 1
+        depth += 1
+        if elements > _MAX_MAIN_ELEMENTS or depth > _MAX_MAIN_DEPTH:
+            return True
+    return False
+
+
+def _skip_block(text: str, lowered: str, start: int, tag: str) -> int:
+    """Where the text after the ``<tag ...>`` opening at ``start`` resumes: past its closing
+    tag, or the end of the text when there is none. Plain ``find``s keep it linear."""
+    close = lowered.find(f"</{tag}", start)
+    if close < 0:
+        return len(text)
+    end = lowered.find(">", close)
+    return len(text) if end < 0 else end + 1
+
+
+def _plain_text(text: str) -> str:
+    """The words of an HTML document without a parser: markup, scripts and styles removed,
+    one line per block. Linear in the text, whatever its nesting."""
+    import html
+
+    lowered = text.lower()
+    kept: list[str] = []
+    pos = 0
+    while True:
+        match = _SKIPPED_BLOCK.search(lowered, pos)
+        if match is None:
+            kept.append(text[pos:])
+            break
+        kept.append(text[pos : match.start()])
+        pos = _skip_block(text, lowered, match.end(), match.group(1))
+    stripped = _BLOCK_TAG.sub("\n", "".join(kept))
+    stripped = html.unescape(_ANY_TAG.sub(" ", stripped))
+    lines = (_CONTROL.sub("", _WS.sub(" ", line)).strip() for line in stripped.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
 def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) -> HtmlResult:
     """Readable Markdown of an HTML document, with its title and (if asked) outbound links.
 
     Never raises: an unparsable or empty document gives empty Markdown.
     """
-    tree = _parse(text)
+    tree, too_deep = _parse(text)
     if tree is None:
         return HtmlResult(title="", markdown="", links=(), extractor="")
     title = _title(tree)
@@ -396,6 +488,13 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # Links from the whole page: the agent may want to follow the navigation that the
         # reading text leaves out.
         links = _rewrite_links(tree, base, collect=True)
+    if too_deep:
+        # The parser dropped everything nested past its limit: rather than a reading with a
+        # hole in it (or an empty one), the page's words, with a note saying why.
+        plain = _plain_text(text)
+        markdown = f"{_TOO_DEEP_NOTE}\n\n{plain}" if plain else ""
+        return HtmlResult(title=title, markdown=markdown, links=links, extractor="plain")
+    if include_links:
         _clean(tree)
     else:
         _clean(tree)
@@ -403,7 +502,10 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     visible = _visible_chars(tree)
     if visible == 0:
         return HtmlResult(title=title, markdown="", links=links, extractor="")
-    if visible < _SHORT_PAGE_CHARS:
+    if visible < _SHORT_PAGE_CHARS or _too_heavy(tree):
+        # A short page is read whole (see _SHORT_PAGE_CHARS). Past the bounds trafilatura
+        # slows down in proportion (about 50 µs an element, 2.5 s for a 1 MB table);
+        # html-to-markdown converts such a page whole in 0.1 s.
         markdown = tidy_markdown(_full_page(tree))
         return HtmlResult(
             title=title, markdown=markdown, links=links, extractor="full" if markdown else ""
@@ -412,7 +514,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     markdown = tidy_markdown(_main_content(tree))
     extractor = "main"
     if _kept_too_little(markdown, visible):
-        fresh = _parse(text)
+        fresh, _ = _parse(text)
         if fresh is not None:
             _clean(fresh)
             _rewrite_links(fresh, base, collect=False)
@@ -529,9 +631,13 @@ def _markdown_title(text: str) -> str:
 
 
 def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
-    # The extracted text rides along for providers that cannot take documents; it is bounded
-    # like a text read so a PDF cannot smuggle more text in than a page could.
-    extracted = pdf_text(body, limits.max_read_bytes)
+    # The extracted text rides along for providers that cannot take documents, in one message
+    # (no offsets for a part), so it is held to one window: reading further would be parsing
+    # for nothing, and pypdf's time grows with every page it parses.
+    window = limits.max_fetch_text_chars
+    extracted = pdf_text(
+        body, window, max_pages=limits.max_pdf_pages, max_inflated=limits.max_pdf_inflated_bytes
+    )
     if extracted.pages is None:
         # A file a PDF reader cannot open would make the model provider reject the whole
         # request; better to say so here, as a message the agent can read.
@@ -541,14 +647,11 @@ def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
             reason="unreadable_pdf",
         )
     text = extracted.text
+    rest = "the document part holds the whole PDF"
     if extracted.truncated:
-        text = f"{text}\n\n{_content.truncation_marker(limits)}"
-    # The text rides in one message (no offsets for a part), so it is held to one window.
-    if len(text) > limits.max_fetch_text_chars:
-        text = (
-            f"{text[: limits.max_fetch_text_chars]}\n\n[PDF text cut at "
-            f"{limits.max_fetch_text_chars:,} characters; the document part holds the whole PDF]"
-        )
+        text = f"{text}\n\n[PDF text cut at {window:,} characters; {rest}]"
+    elif extracted.stopped:
+        text = f"{text}\n\n[PDF text stops at {extracted.stopped}; {rest}]".lstrip()
     part = document_part(body, final_url, text)
     pages = f", {extracted.pages} page{'' if extracted.pages == 1 else 's'}"
     unreadable = "" if text else ", no extractable text"  # scanned pages, or encrypted

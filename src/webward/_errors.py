@@ -4,7 +4,8 @@
      ├── InvalidInput            the caller's input is wrong (code ``invalid_input``)
      ├── Refused                 webward decided not to do it: policy, guard, limits, caps
      │                           (codes ``refused``, ``rate_limited``, ``circuit_open``,
-     │                           ``not_configured``, ``too_large``, ``unsupported_type``)
+     │                           ``not_configured``, ``too_large``, ``unsupported_type``,
+     │                           ``overloaded``)
      └── UpstreamError           the far side failed: HTTP error, timeout, provider error
                                  (codes ``upstream_error``, ``timeout``)
 
@@ -45,6 +46,7 @@ WIRE_CODES = (
     "too_large",
     "unsupported_type",
     "internal_error",
+    "overloaded",
 )
 
 

@@ -87,6 +87,7 @@ STATUS_FOR_CODE: Mapping[str, int] = {
     "upstream_error": 502,
     "timeout": 504,
     "internal_error": 500,
+    "overloaded": 503,
 }
 
 _JSON = "application/json"

@@ -14,6 +14,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ._models import Part
@@ -76,19 +77,38 @@ def image_part(body: bytes, media_type: str, url: str) -> Part:
 
 @dataclass(frozen=True)
 class PdfText:
-    """What pypdf could read of a PDF: its text, page count and title (empty when unknown)."""
+    """What pypdf could read of a PDF: its text, page count and title (empty when unknown).
+
+    ``stopped`` names the cap that ended the text early (``""`` when none did): text is read
+    from at most ``max_pages`` pages and ``max_inflated`` bytes of inflated page content."""
 
     text: str
     pages: int | None
     title: str
     truncated: bool
+    stopped: str = ""
 
 
-def pdf_text(body: bytes, max_chars: int) -> PdfText:
-    """The text of a PDF, page after page, cut at ``max_chars``. Never raises: a PDF pypdf
-    cannot read (broken, encrypted) gives empty text."""
+def _content_bytes(page: Any) -> int:
+    """Bytes of the page's content streams once inflated: what ``extract_text`` will parse.
+    A stream shared by many pages counts once per page, because each page parses it again."""
+    contents = page.get("/Contents")
+    if contents is None:
+        return 0
+    contents = contents.get_object()
+    streams = contents if isinstance(contents, list) else [contents]
+    return sum(len(stream.get_object().get_data()) for stream in streams)
+
+
+def pdf_text(
+    body: bytes, max_chars: int, *, max_pages: int = 10**9, max_inflated: int = 10**12
+) -> PdfText:
+    """The text of a PDF, page after page, cut at ``max_chars``, ``max_pages`` pages or
+    ``max_inflated`` bytes of inflated page content. Never raises: a PDF pypdf cannot read
+    (broken, encrypted) gives empty text."""
     try:
         from pypdf import PdfReader  # lazy: only PDF reads pay for the import
+        from pypdf.errors import LimitReachedError  # a stream past pypdf's own 75 MB cap
 
         reader = PdfReader(io.BytesIO(body), strict=False)
         pages = len(reader.pages)
@@ -100,9 +120,22 @@ def pdf_text(body: bytes, max_chars: int) -> PdfText:
         except Exception:  # broken metadata must not cost the text
             title = ""
         chunks: list[str] = []
-        size = 0
+        size = inflated = 0
         truncated = False
-        for page in reader.pages:
+        stopped = ""
+        for number, page in enumerate(reader.pages):
+            if number >= max_pages:
+                stopped = f"the first {max_pages:,} pages"
+                break
+            try:
+                inflated += _content_bytes(page)
+            except LimitReachedError:  # one stream alone inflates past the cap
+                inflated = max_inflated + 1
+            except Exception:  # unreadable content: extract_text says what it can
+                pass
+            if inflated > max_inflated:
+                stopped = f"page {number + 1:,}, where the inflated page content passes {max_inflated:,} bytes"
+                break
             try:
                 chunk = (page.extract_text() or "").strip()
             except Exception:  # one unreadable page must not cost the others
@@ -119,7 +152,7 @@ def pdf_text(body: bytes, max_chars: int) -> PdfText:
     text = "\n\n".join(chunks)
     if len(text) > max_chars:
         text, truncated = text[:max_chars], True
-    return PdfText(text=text, pages=pages, title=title, truncated=truncated)
+    return PdfText(text=text, pages=pages, title=title, truncated=truncated, stopped=stopped)
 
 
 def document_part(body: bytes, url: str, text: str) -> Part:

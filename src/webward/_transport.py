@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ssl
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -191,26 +192,57 @@ CapFor = Callable[[int, tuple[tuple[str, str], ...]], tuple[int, bool]]
 
 
 class Transport:
-    """One connection pool over a :class:`PinnedBackend`."""
+    """Connection pools over a :class:`PinnedBackend`, one small pool per origin.
+
+    httpcore's pool scans every connection it holds on each request; one pool of 100 shared by
+    every host made each read pay for all the others' keep-alive connections. A pool per
+    origin (scheme, host, port) holds at most ``per_origin`` connections, the few that one
+    host's concurrency limit lets through; the ``max_origins`` most recently used origins keep
+    their pools, and older idle ones are closed.
+    """
 
     def __init__(
         self,
         backend: PinnedBackend,
         *,
         ssl_context: ssl.SSLContext | None = None,
-        max_connections: int = 100,
+        per_origin: int = 8,
+        max_origins: int = 64,
     ) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
-            keepalive_expiry=5.0,
-            retries=0,
-            network_backend=backend,
-        )
+        self._backend = backend
+        self._ssl_context = ssl_context
+        self._per_origin = per_origin
+        self._max_origins = max_origins
+        self._pools: OrderedDict[tuple[str, str, int], httpcore.AsyncConnectionPool] = OrderedDict()
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        pools, self._pools = list(self._pools.values()), OrderedDict()
+        for pool in pools:
+            await pool.aclose()
+
+    async def _pool_for(self, url: guard.ParsedURL) -> httpcore.AsyncConnectionPool:
+        key = (url.scheme, url.host, url.port)
+        pool = self._pools.get(key)
+        if pool is not None:
+            self._pools.move_to_end(key)
+            return pool
+        pool = self._pools[key] = httpcore.AsyncConnectionPool(
+            ssl_context=self._ssl_context,
+            max_connections=self._per_origin,
+            max_keepalive_connections=self._per_origin,
+            keepalive_expiry=5.0,
+            retries=0,
+            network_backend=self._backend,
+        )
+        if len(self._pools) > self._max_origins:
+            # Close the least recently used pool with nothing in flight (a request still
+            # connecting holds a connection that is not idle); at most one per new origin.
+            for old_key, old in self._pools.items():
+                if old_key != key and all(c.is_idle() for c in old.connections):
+                    del self._pools[old_key]
+                    await old.aclose()
+                    break
+        return pool
 
     async def request(
         self,
@@ -260,7 +292,8 @@ class Transport:
             "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
         }
         try:
-            async with self._pool.stream(
+            pool = await self._pool_for(url)
+            async with pool.stream(
                 method, target_url, headers=hdrs, content=content, extensions=extensions
             ) as resp:
                 resp_headers = tuple(

@@ -37,6 +37,8 @@ from ._robots import FetchRobots, RobotsChecker, RobotsStore
 from ._settings import TIERS, Settings
 from ._telemetry import Telemetry, span
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
+from ._workers import ConvertPool, is_cheap
+from ._workers import Job as _Job
 
 __all__ = ["Web"]
 
@@ -44,7 +46,7 @@ _R = TypeVar("_R")
 
 FETCH = "web:page.fetch@1"
 SEARCH = "web:search.query@1"
-_INLINE_CONVERT_BYTES = 16_384  # bodies up to this size are converted on the event loop
+_INLINE_CONVERT_BYTES = 16_384  # cheap bodies up to this size are converted on the event loop
 # How long the record of a cancelled call may hold up the cancellation.
 _UNEXPECTED_AUDIT_S = 10.0
 
@@ -104,6 +106,7 @@ class Web:
             clock=clock,
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
+        self._converter = ConvertPool.from_limits(self.settings.limits)
         self._robots = RobotsChecker(self._fetch_robots, clock=clock, store=robots_store)
         self._search_provider = search_provider
         self._credentials = credentials
@@ -123,6 +126,7 @@ class Web:
         await self._transport.aclose()
         await self._limiter.aclose()
         await self._cache.aclose()
+        await self._converter.aclose()
         await self._audit.aclose()
         if self._own_telemetry:
             self.telemetry.close()
@@ -204,6 +208,8 @@ class Web:
             # this caller's policy, robots.txt and limits again, as a fresh read would.
             await self._recheck_cached(cached, parsed, agent, tier, record)
         else:
+            # The deadline covers the whole call: the conversion gets what the read leaves.
+            deadline = time.monotonic() + self.settings.limits.fetch_timeout_s
             result = await fetch(
                 self._transport,
                 parsed,
@@ -214,23 +220,18 @@ class Web:
                 timeout_s=self.settings.limits.fetch_timeout_s,
                 max_redirects=self.settings.limits.max_redirects,
             )
-            convert = functools.partial(
-                _convert.convert,
-                result.body.content,
-                result.content_type,
-                result.final.url,
-                truncated=result.body.truncated,
-                include_links=include_links,
-                limits=self.settings.limits,
-            )
-            # Conversion is CPU-bound (up to ~1 s for 1 MB of HTML): a worker thread keeps
-            # the event loop, and every other agent's call on it, moving. A small body is
-            # quicker to convert than to hand to a thread.
             with self.telemetry.converting():
-                if len(result.body.content) <= _INLINE_CONVERT_BYTES:
-                    converted = convert()
-                else:
-                    converted = await anyio.to_thread.run_sync(convert)
+                converted = await self._convert(
+                    _Job(
+                        result.body.content,
+                        result.content_type,
+                        result.final.url,
+                        result.body.truncated,
+                        include_links,
+                        self.settings.limits,
+                    ),
+                    deadline,
+                )
             if _needs_browser(converted, result.body.content):
                 self._check_can_render(url, tier)
                 converted = await self._render_fallback(
@@ -382,28 +383,37 @@ class Web:
         Best effort: the page was read, so a missing or failing renderer, or one that does not
         finish within the read deadline, leaves the plain reading in place.
         """
+        deadline = time.monotonic() + self.settings.limits.fetch_timeout_s
         with anyio.move_on_after(self.settings.limits.fetch_timeout_s):
             try:
                 with span("render", {"webward.screenshot": False}):
                     rendered = await self._renderer.render(
                         final_url, screenshot=False, gate=_RenderGate(self, agent, tier, record)
                     )
-                again = await anyio.to_thread.run_sync(
-                    functools.partial(
-                        _convert.convert,
-                        rendered.html.encode("utf-8"),
-                        "text/html; charset=utf-8",
-                        final_url,
-                        truncated=False,
-                        include_links=include_links,
-                        limits=self.settings.limits,
-                    )
+                job = _Job(
+                    rendered.html.encode("utf-8"),
+                    "text/html; charset=utf-8",
+                    final_url,
+                    False,
+                    include_links,
+                    self.settings.limits,
                 )
+                again = await self._convert(job, deadline)
             except WebwardError:
                 return converted
             if len(again.text.strip()) > len(converted.text.strip()):
                 return again
         return converted
+
+    async def _convert(self, job: _Job, deadline: float) -> _convert.Converted:
+        """The conversion step, bounded (see :mod:`webward._workers`): a body whose conversion
+        its size bounds stays in this process (a small one on the event loop, being quicker
+        than a hop to a thread); larger HTML and every PDF go to a killable worker."""
+        if not is_cheap(job.body, job.content_type):
+            return await self._converter.convert(job, deadline)
+        if len(job.body) <= _INLINE_CONVERT_BYTES:
+            return job.run()
+        return await anyio.to_thread.run_sync(job.run)
 
     async def _recheck_cached(
         self,

@@ -1,0 +1,210 @@
+"""Bounded conversion: the hostile-page corpus of tests/hostile.py, measured.
+
+    python bench/convert.py [--skip-anchor] [--skip-load]
+
+1. Each hostile page converted in this process (CPU seconds: webward's routing, html-to-markdown
+   for heavy pages, the PDF caps) beside its anchor: the unrouted converter on the same bytes
+   (``trafilatura.extract`` for HTML; pypdf over every page for PDF), run in a subprocess
+   stopped after ``--anchor-limit`` seconds.
+2. The same pages through the worker pool (``webward._workers.ConvertPool``): wall time and the
+   worker's peak RSS, the worst case printed last.
+3. Forty concurrent hostile reads (the shared-stream PDF, allowed to keep pypdf busy for
+   minutes) through one ``Web`` over a loopback server, and another agent's small read made
+   meanwhile: its latency beside the one-second bound.
+
+Lines read ``name: ours X, anchor Y, ratio Z``. No network beyond 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import anyio
+import hostile
+from localserver import respond, serve
+
+from webward import Refused, Settings, StaticResolver, UpstreamError, Web
+from webward._convert import convert
+from webward._settings import LimitsSettings
+from webward._workers import ConvertPool, Job
+from webward.testing import MemoryAuditSink
+
+LIMITS = LimitsSettings()
+URL = "https://example.com/page"
+
+PAGES: list[tuple[str, Any, str]] = [
+    ("deep 100,000", lambda: hostile.deep_html(100_000), "text/html"),
+    ("table 960 kB", lambda: hostile.table_html(960_000), "text/html"),
+    ("one huge line 990 kB", lambda: hostile.huge_line_html(990_000), "text/html"),
+    ("slow layout 990 kB", lambda: hostile.slow_html(990_000), "text/html"),
+    ("pdf shared stream 2,000 pages", hostile.shared_stream_pdf, "application/pdf"),
+    ("pdf 5,000 pages", lambda: hostile.many_pages_pdf(5_000), "application/pdf"),
+]
+
+_ANCHOR = """
+import io, sys, time
+sys.path.insert(0, {tests!r})
+import hostile
+body = {make}
+t = time.process_time()
+if {pdf}:
+    from pypdf import PdfReader
+    for page in PdfReader(io.BytesIO(body), strict=False).pages:
+        page.extract_text()
+else:
+    import trafilatura
+    trafilatura.extract(body.decode(), output_format="markdown", include_tables=True)
+print(time.process_time() - t)
+"""
+
+_MAKERS = {
+    "deep 100,000": "hostile.deep_html(100_000)",
+    "table 960 kB": "hostile.table_html(960_000)",
+    "one huge line 990 kB": "hostile.huge_line_html(990_000)",
+    "slow layout 990 kB": "hostile.slow_html(990_000)",
+    "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
+    "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",
+}
+
+
+def anchor_cpu(name: str, pdf: bool, limit_s: float) -> float | None:
+    """CPU seconds of the unrouted converter, or None when stopped at ``limit_s``."""
+    code = _ANCHOR.format(tests=str(Path(hostile.__file__).parent), make=_MAKERS[name], pdf=pdf)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=limit_s
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def in_process(skip_anchor: bool, limit_s: float) -> float:
+    print("# in this process: CPU seconds of one conversion")
+    worst = 0.0
+    for name, make, content_type in PAGES:
+        body = make()
+        started = time.process_time()
+        convert(body, content_type, URL, truncated=False, include_links=False, limits=LIMITS)
+        ours = time.process_time() - started
+        worst = max(worst, ours) if content_type == "text/html" else worst
+        if skip_anchor:
+            print(f"{name} ({len(body):,} bytes): ours {ours:.3f} s")
+            continue
+        anchor = anchor_cpu(name, content_type == "application/pdf", limit_s)
+        if anchor is None:
+            print(
+                f"{name}: ours {ours:.3f} s, anchor > {limit_s:g} s (stopped), ratio < {ours / limit_s:.3f}"
+            )
+        else:
+            print(f"{name}: ours {ours:.3f} s, anchor {anchor:.3f} s, ratio {ours / anchor:.3f}")
+    print(f"worst HTML page up to the byte cap: ours {worst:.3f} s, bound 0.5 s")
+    return worst
+
+
+def _peak_rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        fields = dict(line.split(":", 1) for line in status)
+    return int(fields["VmHWM"].split()[0])
+
+
+async def through_pool() -> None:
+    print("# through the worker pool: wall seconds (deadline included), worker peak RSS")
+    worst_s = worst_kb = 0.0
+    for name, make, content_type in PAGES:
+        pool = ConvertPool.from_limits(LIMITS)
+        # Start the worker first, so the figures are the conversion's, not the zygote's.
+        await pool.convert(
+            Job(b"<p>x</p>" * 4000, "text/html", URL, False, False, LIMITS), time.monotonic() + 30
+        )
+        job = Job(make(), content_type, URL, False, True, LIMITS)
+        started = time.monotonic()
+        await pool.convert(job, started + LIMITS.fetch_timeout_s)
+        wall = time.monotonic() - started
+        kb = _peak_rss_kb(pool._idle[0].pid)
+        worst_s, worst_kb = max(worst_s, wall), max(worst_kb, kb)
+        print(f"{name}: {wall:.3f} s, peak RSS {kb / 1024:.0f} MiB")
+        await pool.aclose()
+    limit = LIMITS.convert_memory_mb
+    print(f"worst case: ours {worst_s:.3f} s, deadline {LIMITS.fetch_timeout_s:g} s")
+    print(
+        f"worst worker peak RSS: ours {worst_kb / 1024:.0f} MiB, limit {limit} MiB, ratio {worst_kb / 1024 / limit:.3f}"
+    )
+
+
+async def under_load() -> None:
+    print("# 40 concurrent hostile reads and another agent's small read")
+    hostile_pdf = hostile.shared_stream_pdf(pages=2, inflated=8_000_000)
+    small = b"<html><head><title>Small</title></head><body><p>a small page</p></body></html>"
+    routes = {
+        "/hostile.pdf": respond(200, hostile_pdf, "application/pdf"),
+        "/small": respond(200, small),
+    }
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {
+                "per_host_rate": 1000.0,
+                "per_host_burst": 1000,
+                "max_pdf_inflated_bytes": 100_000_000,
+            },
+        }
+    )
+    outcomes: dict[str, int] = {}
+    with serve(routes=routes) as server:
+        async with Web(settings, StaticResolver({}), audit=MemoryAuditSink()) as web:
+            # A running server: the converters imported, the zygote started by earlier reads.
+            # A running server: the converters imported, the zygote started by earlier reads.
+            await web.fetch(server.url("/small?warm"), agent="other")
+            await web._converter.start()
+            await web._converter.start()
+
+            async def read_hostile(i: int) -> None:
+                try:
+                    await web.fetch(server.url(f"/hostile.pdf?{i}"))
+                    reason = "allowed"
+                except (Refused, UpstreamError) as exc:
+                    reason = exc.reason
+                outcomes[reason] = outcomes.get(reason, 0) + 1
+
+            latencies = []
+            async with anyio.create_task_group() as tg:
+                for i in range(40):
+                    tg.start_soon(read_hostile, i)
+                while web._converter._running == 0:
+                    await anyio.sleep(0.01)
+                for i in range(5):
+                    started = time.monotonic()
+                    await web.fetch(server.url(f"/small?{i}"), agent="other")
+                    latencies.append(time.monotonic() - started)
+                    await anyio.sleep(1.0)
+    print(f"hostile reads ended as: {outcomes}; small reads: {[round(x, 3) for x in latencies]}")
+    print(
+        f"small read during 40 hostile reads (worst of 5, the first as the 40 arrive): ours {max(latencies):.3f} s, bound 1.0 s, ratio {max(latencies):.3f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-anchor", action="store_true")
+    parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--load-only", action="store_true")
+    parser.add_argument("--anchor-limit", type=float, default=20.0)
+    args = parser.parse_args()
+    if not args.load_only:
+        in_process(args.skip_anchor, args.anchor_limit)
+        anyio.run(through_pool)
+    if not args.skip_load:
+        anyio.run(under_load)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,421 @@
+"""Bounded conversion: the conversion step of a read, held inside the call's deadline and a
+memory limit, with a cap on conversions at once and load shedding past a queue bound.
+
+Where a body is converted (see docs/reading.md, "Bounded conversion"):
+
+    images, text, JSON ...   in the calling process: decoding is linear and cheap
+    HTML up to 16 KB         in the calling process: measured worst case about 0.1 s
+    larger HTML, every PDF   in a worker process of :class:`ConvertPool`
+
+A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
+caller's main module is never run again) that has the converters imported and warmed up
+(trafilatura, lxml, html-to-markdown, pypdf). Starting a worker, or replacing a killed one,
+costs a fork (milliseconds), not the 0.4 s of a fresh interpreter; a command-line read of a
+small page starts neither. Each worker runs
+under ``RLIMIT_AS`` (``limits.convert_memory_mb``) at niceness 10; the pool runs at most
+``limits.convert_workers`` conversions at once (one per core by default). A conversion that
+outlives the call's deadline (the time left after the read, the wait for a worker included) is
+killed with its worker, which is replaced on the next use; one that runs out of memory ends its
+worker too. Past ``limits.convert_queue`` waiting conversions, or when the expected wait would
+already pass the deadline, a read is refused at once as ``overloaded`` with a ``retry_after``
+(the gateway's 503 and ``Retry-After``) rather than queued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from . import _content
+from ._convert import Converted, convert
+from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._settings import LimitsSettings
+
+if TYPE_CHECKING:  # imported when a worker is first needed: a small read never pays for it
+    from multiprocessing.connection import Connection
+
+__all__ = ["CHEAP_HTML_BYTES", "ConvertPool", "Job", "is_cheap"]
+
+#: HTML bodies up to this size are converted in the calling process (bench/convert.py: the
+#: hostile pages of this size convert in at most about 0.1 s).
+CHEAP_HTML_BYTES = 16_384
+
+# The zygote: imports and warms up the converters, then forks a worker for each socket it is
+# sent. The package's own directory goes first on its path, so it runs this very webward.
+_ZYGOTE = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from webward._workers import _zygote_main; _zygote_main(int(sys.argv[2]), int(sys.argv[3]))"
+)
+_WARM_UP = (
+    b"<html><head><title>t</title></head><body><article><h1>Warm</h1>"
+    + b"<p>Words to convert once, so the first real page does not pay for set-up.</p>" * 20
+    + b"<table><tr><td>a</td></tr></table></article></body></html>"
+)
+# The expected wait is an average of recent conversion times, this much weight on the newest.
+_EWMA = 0.3
+_MAX_RETRY_AFTER_S = 60
+_NICENESS = 10
+
+
+def is_cheap(body: bytes, content_type: str | None) -> bool:
+    """Whether converting ``body`` in the calling process is bounded by its size alone: every
+    type but PDF and HTML over :data:`CHEAP_HTML_BYTES`."""
+    declared = _content.media_type_of(content_type)
+    media_type = _content.sniff(body, declared, _content.charset_of(content_type))
+    if media_type == _content.PDF:
+        return False
+    return media_type not in _content.HTML_TYPES or len(body) <= CHEAP_HTML_BYTES
+
+
+@dataclass(frozen=True)
+class Job:
+    """The arguments of one :func:`webward._convert.convert` call."""
+
+    body: bytes
+    content_type: str | None
+    final_url: str
+    truncated: bool
+    include_links: bool
+    limits: LimitsSettings
+
+    def run(self) -> Converted:
+        return convert(
+            self.body,
+            self.content_type,
+            self.final_url,
+            truncated=self.truncated,
+            include_links=self.include_links,
+            limits=self.limits,
+        )
+
+
+def _zygote_main(control_fd: int, memory_bytes: int) -> None:
+    """The zygote's loop: for each socket received on ``control_fd``, fork a worker serving
+    it and answer with the worker's pid. Ends when the pool closes its end."""
+    from multiprocessing.connection import Connection
+
+    import pypdf  # noqa: F401  # imported here once, shared by every worker it forks
+
+    Job(_WARM_UP, "text/html", "https://warm.invalid/", False, True, LimitsSettings()).run()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped as they exit
+    control = socket.socket(fileno=control_fd)
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(control, 16, 1)
+        except OSError:
+            fds = []
+        if not fds:
+            os._exit(0)  # the pool closed: so does the zygote, without a slow tear-down
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                _worker_main(Connection(fds[0]), memory_bytes)
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+        control.sendall(pid.to_bytes(8, "little"))
+
+
+def _worker_main(conn: Connection, memory_bytes: int) -> None:
+    """A worker's loop: one job at a time, each answered with ``("ok", Converted)``,
+    ``("error", kind, message, code, reason)`` or ``("memory",)`` (after which it exits)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    # Below the process serving the calls: a machine busy converting hostile pages still gives
+    # the event loop (other agents' small reads, cached windows) the CPU first.
+    os.nice(_NICENESS)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return  # the pool closed or dropped this worker
+        answer: tuple[Any, ...]
+        try:
+            answer = ("ok", job.run())
+        except WebwardError as exc:
+            answer = ("error", type(exc).__name__, exc.message, exc.code, exc.reason)
+        except MemoryError:
+            # The memory is freed once the exception unwinds; say so, then leave: a fresh
+            # worker has an unfragmented heap.
+            answer = ("memory",)
+        conn.send(answer)
+        if answer[0] == "memory":
+            return
+
+
+@dataclass
+class _Worker:
+    pid: int
+    conn: Connection
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):  # already gone
+            os.kill(self.pid, signal.SIGKILL)
+        self.conn.close()
+
+
+class _Zygote:
+    """The pool's zygote process and the socket it takes worker requests on."""
+
+    def __init__(self, memory_bytes: int) -> None:
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        ours, theirs = socket.socketpair()
+        self._control = ours
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _ZYGOTE,
+                    package_root,
+                    str(theirs.fileno()),
+                    str(memory_bytes),
+                ],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                # A native converter dying of a failed allocation prints to stderr: not onto the
+                # terminal of a command-line read, which reports the failure in one sentence.
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        finally:
+            theirs.close()
+        # Stopped when closed, or when the pool is dropped unclosed, or at exit.
+        self._stop = weakref.finalize(self, _stop_zygote, ours, self._process)
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def fork(self) -> _Worker:
+        """A new worker (blocks until the zygote has forked it)."""
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        try:
+            socket.send_fds(self._control, [b"w"], [theirs.fileno()])
+            pid = b""
+            while len(pid) < 8:
+                chunk = self._control.recv(8 - len(pid))
+                if not chunk:
+                    raise OSError("the conversion zygote has exited")
+                pid += chunk
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return _Worker(int.from_bytes(pid, "little"), Connection(ours.detach()))
+
+    def close(self) -> None:
+        self._stop()
+
+
+def _stop_zygote(control: socket.socket, process: subprocess.Popen[bytes]) -> None:
+    control.close()  # the zygote sees the end of its socket and exits
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class ConvertPool:
+    """The worker processes of one ``Web``: started when first needed, closed with it."""
+
+    def __init__(
+        self,
+        *,
+        workers: int,
+        queue: int,
+        memory_mb: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if workers < 0 or queue < 0 or memory_mb < 64:
+            raise InvalidInput(
+                "limits.convert_workers and convert_queue must be >= 0 and convert_memory_mb >= 64"
+            )
+        self.size = workers or os.cpu_count() or 1
+        self._queue = queue
+        self._memory_mb = memory_mb
+        self._clock = clock
+        self._slots = anyio.Semaphore(self.size)
+        self._waiting = 0
+        self._running = 0
+        self._idle: list[_Worker] = []
+        self._average = 0.0  # seconds a conversion takes, recent ones weighing most
+        self._closed = False
+        self._zygote: _Zygote | None = None
+        self._zygote_lock = threading.Lock()  # workers are started from worker threads
+
+    @classmethod
+    def from_limits(cls, limits: LimitsSettings) -> ConvertPool:
+        return cls(
+            workers=limits.convert_workers,
+            queue=limits.convert_queue,
+            memory_mb=limits.convert_memory_mb,
+        )
+
+    async def start(self) -> None:
+        """Start the zygote and one worker now rather than on the first conversion that needs
+        them (which otherwise pays for the zygote's start, about 0.5 s, inside its deadline)."""
+        if not self._idle:
+            self._idle.append(await anyio.to_thread.run_sync(self._start_sync))
+
+    @property
+    def waiting(self) -> int:
+        """Conversions waiting for a worker now."""
+        return self._waiting
+
+    async def convert(self, job: Job, deadline: float) -> Converted:
+        """``job`` converted in a worker, by ``deadline`` (a ``clock`` time); raises
+        ``Refused`` (overloaded, too_large, unsupported_type) or ``UpstreamError`` (timeout)."""
+        self._shed(deadline)
+        acquired = False
+        self._waiting += 1
+        try:
+            with anyio.move_on_after(deadline - self._clock()):
+                await self._slots.acquire()
+                acquired = True
+        finally:
+            self._waiting -= 1
+        if not acquired:  # no worker came free in time
+            raise _timed_out(job.final_url, job.limits)
+        self._running += 1
+        try:
+            answer = await self._exchange(job, deadline)
+        finally:
+            self._running -= 1
+            self._slots.release()
+        return self._result(answer, job)
+
+    def _shed(self, deadline: float) -> None:
+        """Refuse at once what would only queue: past the queue bound, or when the expected
+        wait for a worker would already pass the deadline."""
+        if self._running < self.size:
+            return  # a worker is free
+        expected = (self._waiting // self.size + 1) * self._average
+        if self._waiting >= self._queue or expected >= deadline - self._clock():
+            retry = min(_MAX_RETRY_AFTER_S, max(1, math.ceil(expected)))
+            raise Refused(
+                f"refused: webward is converting as many pages as it can; try again in {retry} s",
+                code="overloaded",
+                reason="overloaded",
+                retry_after=float(retry),
+            )
+
+    async def _exchange(self, job: Job, deadline: float) -> tuple[Any, ...]:
+        worker = self._idle.pop() if self._idle else None
+        if worker is not None:
+            try:
+                worker.conn.send(job)
+            except OSError:  # it died while idle (killed from outside): a fresh one instead
+                worker.kill()
+                worker = None
+        if worker is None:
+            # The first start also starts the zygote, which imports the converters: off the
+            # event loop, and within the deadline (a start given up on leaves a worker whose
+            # socket is dropped with it, so it exits).
+            with anyio.move_on_after(deadline - self._clock()):
+                worker = await anyio.to_thread.run_sync(self._start_sync, abandon_on_cancel=True)
+            if worker is None:
+                return ("timeout",)
+            try:
+                worker.conn.send(job)
+            except OSError:
+                worker.kill()
+                return ("crashed",)
+        started = self._clock()
+        try:
+            with anyio.move_on_after(deadline - started) as scope:
+                await anyio.wait_readable(worker.conn.fileno())
+            self._learn(self._clock() - started)
+            if scope.cancelled_caught:
+                worker.kill()  # still converting: stopped with its worker
+                return ("timeout",)
+            answer: tuple[Any, ...] = worker.conn.recv()
+        except (EOFError, OSError):  # the worker died: a crash in a converter, or killed
+            worker.kill()
+            return ("crashed",)
+        except BaseException:  # the caller gave up (cancelled): nobody wants this conversion
+            worker.kill()
+            raise
+        if answer[0] == "memory" or self._closed:
+            worker.kill()
+        else:
+            self._idle.append(worker)
+        return answer
+
+    def _learn(self, spent: float) -> None:
+        """Fold one conversion's time (a worker's start not included) into the average."""
+        self._average = spent if not self._average else (1 - _EWMA) * self._average + _EWMA * spent
+
+    def _start_sync(self) -> _Worker:
+        with self._zygote_lock:
+            if self._zygote is None or not self._zygote.alive():
+                self._zygote = _Zygote(self._memory_mb * 1024 * 1024)
+            try:
+                return self._zygote.fork()
+            except OSError:  # the zygote died (killed, or out of memory): once more, fresh
+                self._zygote.close()
+                self._zygote = _Zygote(self._memory_mb * 1024 * 1024)
+                return self._zygote.fork()
+
+    def _result(self, answer: tuple[Any, ...], job: Job) -> Converted:
+        kind = answer[0]
+        if kind == "ok":
+            result: Converted = answer[1]
+            return result
+        if kind == "error":
+            _, name, message, code, reason = answer
+            cls = {"Refused": Refused, "InvalidInput": InvalidInput}.get(name, UpstreamError)
+            raise cls(message, code=code, reason=reason)
+        if kind == "timeout":
+            raise _timed_out(job.final_url, job.limits)
+        if kind == "memory":
+            raise Refused(
+                f"refused: converting {job.final_url} needed more than the "
+                f"{self._memory_mb} MiB memory limit and was stopped",
+                code="too_large",
+                reason="convert_memory",
+            )
+        raise Refused(
+            f"refused: the converter stopped on {job.final_url} (it crashed, or ran out of its "
+            f"{self._memory_mb} MiB of memory); webward cannot read this page",
+            code="unsupported_type",
+            reason="convert_crashed",
+        )
+
+    async def aclose(self) -> None:
+        """Stop the idle workers; a busy one is stopped when its conversion ends."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.kill()
+        if self._zygote is not None:
+            zygote, self._zygote = self._zygote, None
+            await anyio.to_thread.run_sync(zygote.close)
+
+
+def _timed_out(url: str, limits: LimitsSettings) -> UpstreamError:
+    return UpstreamError(
+        f"converting {url} did not finish within the read's {limits.fetch_timeout_s:g} s "
+        "deadline and was stopped",
+        code="timeout",
+        reason="convert_timeout",
+    )

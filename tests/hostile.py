@@ -1,0 +1,170 @@
+"""A hostile-page corpus, generated in code (small, nothing stored): PDF and HTML bombs.
+
+Each function returns the bytes of one page webward must read within its deadline and memory
+limit. Used by the tests (bounds asserted) and by ``bench/convert.py`` (figures printed).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+__all__ = [
+    "deep_html",
+    "huge_line_html",
+    "many_pages_pdf",
+    "shared_stream_pdf",
+    "slow_html",
+    "table_html",
+]
+
+_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "the",
+    "lazy",
+    "dog",
+    "while",
+    "the",
+    "committee",
+    "debates",
+    "the",
+    "finer",
+    "points",
+    "of",
+    "procedure",
+    "and",
+    "nobody",
+    "remembers",
+    "who",
+    "called",
+    "the",
+    "meeting",
+]
+
+
+def _words(n: int, start: int = 0) -> str:
+    return " ".join(_WORDS[(start + i) % len(_WORDS)] for i in range(n))
+
+
+def deep_html(depth: int = 100_000) -> bytes:
+    """Text at the bottom of ``depth`` nested ``<div>``s, and a paragraph before them."""
+    return (
+        b"<html><head><title>Deep</title></head><body><p>"
+        + b"Opening words before the nesting begins. " * 8
+        + b"</p>"
+        + b"<div>" * depth
+        + b"DEEPEST-WORDS at the bottom of the nesting."
+        + b"</div>" * depth
+        + b"</body></html>"
+    )
+
+
+def table_html(size: int = 960_000) -> bytes:
+    """A page that is almost all table: rows of short cells up to ``size`` bytes."""
+    head = b"<html><head><title>Table</title></head><body><h1>Figures</h1><table>"
+    rows = []
+    total = len(head)
+    i = 0
+    while total < size - 40:
+        row = "<tr>" + "".join(f"<td>r{i}c{j} {_WORDS[(i + j) % 20]}</td>" for j in range(8))
+        row += "</tr>"
+        rows.append(row.encode())
+        total += len(rows[-1])
+        i += 1
+    return head + b"".join(rows) + b"</table></body></html>"
+
+
+def huge_line_html(size: int = 990_000) -> bytes:
+    """One paragraph on one line, ``size`` bytes long, with no markup inside."""
+    head = b"<html><head><title>Line</title></head><body><p>"
+    tail = b"</p></body></html>"
+    text = (_words(size // 5) + " ").encode()[: size - len(head) - len(tail)]
+    return head + text + tail
+
+
+def slow_html(size: int = 990_000) -> bytes:
+    """About 1 MB of many small nested blocks with links and inline markup: a layout that keeps
+    a main-content extractor scoring candidates for a long time."""
+    head = b"<html><head><title>Slow</title></head><body>"
+    parts = []
+    total = len(head)
+    i = 0
+    while total < size - 40:
+        block = (
+            f'<div class="c{i % 7}"><section><p>{_words(6, i)} <a href="/p{i}">link {i}</a> '
+            f"<b>{_words(3, i + 1)}</b> <i>{_words(2, i + 2)}</i></p>"
+            f"<ul><li>{_words(3, i)}</li><li><span>{_words(2, i)}</span></li></ul></section></div>"
+        ).encode()
+        parts.append(block)
+        total += len(block)
+        i += 1
+    return head + b"".join(parts) + b"</body></html>"
+
+
+def _pdf(objects: list[bytes]) -> bytes:
+    """A PDF file of ``objects`` (object 1 must be the catalog), with a valid xref table."""
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def _stream(data: bytes) -> bytes:
+    packed = zlib.compress(data, 9)
+    return (
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + (b"\nendstream")
+    )
+
+
+_FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+
+
+def shared_stream_pdf(pages: int = 2_000, inflated: int = 8_000_000) -> bytes:
+    """``pages`` pages that all draw one content stream, which inflates to ``inflated`` bytes
+    of text operators: a few kB on the wire, hours of pypdf time unbounded."""
+    line = b"BT /F1 12 Tf 72 720 Td (spam spam spam spam spam spam) Tj ET\n"
+    content = line * (inflated // len(line))
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+        _stream(content),
+        _FONT,
+    ]
+    for _ in range(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+            b"/Resources << /Font << /F1 4 0 R >> >> >>"
+        )
+    return _pdf(objects)
+
+
+def many_pages_pdf(pages: int = 5_000) -> bytes:
+    """``pages`` small pages, each with its own short line of text."""
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+        _FONT,
+    ]
+    for i in range(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+            b"/Resources << /Font << /F1 3 0 R >> >> >>" % (5 + 2 * i)
+        )
+        objects.append(_stream(b"BT /F1 12 Tf 72 720 Td (Page %d words) Tj ET" % i))
+    return _pdf(objects)
