@@ -273,7 +273,7 @@ def test_cli_answers_an_unexpected_error_in_one_sentence(
     monkeypatch.setattr(webward._convert, "convert", broken_convert)
     monkeypatch.setenv("WEBWARD_STATE_DIR", str(tmp_path / "state"))
     config = write_cli_config(tmp_path)
-    body = "<p>" + "x" * 20_000 + "</p>"  # converted in a worker thread
+    body = "<p>" + "x" * 10_000 + "</p>"  # small: converted in this process, patched above
     with serve(routes={"/p": respond(200, body)}) as site:
         code = main(["fetch", site.url("/p"), "--config", str(config), *(["--json"] * as_json)])
     out = capsys.readouterr()

@@ -457,7 +457,8 @@ async def test_mcp_answers_an_overloaded_read_with_a_tool_error_saying_the_same(
     assert result.is_error
     message = "refused: webward is converting as many pages as it can; try again in 1 s"
     assert [block.text for block in result.content] == [message]  # type: ignore[union-attr]
-    assert result.structured_content == {
+    assert result.structured_content is None and result.meta is not None
+    assert result.meta["webward/result"] == {
         "error": {"code": "overloaded", "message": message, "retryAfter": 1.0}
     }
     assert sorted(r.reason for r in audit.records) == ["convert_timeout", "overloaded"]
