@@ -32,6 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
     )
     p.add_argument("--agent", default="cli", metavar="NAME", help="the agent acting (default cli)")
+    p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="the session this call belongs to (its session budgets; the URL typed here joins it)",
+    )
     p.add_argument("--json", action="store_true", help="print the result model as JSON")
 
 
@@ -47,6 +52,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     # refuses the rest by name (str.isdigit() + int() would take "١٢" and crash on "²").
     offset: object = args.offset
     async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
+        if args.session is not None:  # the user typed the URL: it is the session's own input
+            await web.declare_urls(args.session, args.url)
         page = await web.fetch(
             args.url,
             offset=offset,  # type: ignore[arg-type]
@@ -54,6 +61,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             include_screenshot=args.screenshot,
             agent=args.agent,
             tier=args.tier,
+            session=args.session,
         )
     if args.json:
         print(json.dumps(page.to_wire(), ensure_ascii=False, indent=2))

@@ -29,6 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
     )
     p.add_argument("--agent", default="cli", metavar="NAME", help="the agent acting (default cli)")
+    p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="the session this call belongs to (its session budgets and the URLs it has seen)",
+    )
     p.add_argument("--json", action="store_true", help="print the result model as JSON")
 
 
@@ -49,6 +54,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             agent=args.agent,
             tier=args.tier,
             provider=args.provider,
+            session=args.session,
         )
     if args.json:
         print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))

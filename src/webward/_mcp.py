@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+import uuid
+import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -51,7 +53,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
@@ -194,6 +196,7 @@ def build_server(
         url: Annotated[Any, WithJsonSchema(_URL_SCHEMA)] = None,
         offset: Annotated[Any, WithJsonSchema(_OFFSET_SCHEMA)] = 0,
         include_links: Annotated[Any, WithJsonSchema(_LINKS_SCHEMA)] = False,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, ToolText]:
         try:
             if url is None:
@@ -201,8 +204,14 @@ def build_server(
             if not isinstance(include_links, bool):
                 raise InvalidInput("include_links must be true or false")
             name, reach = acting()
+            session = await mcp_session(web, ctx, name)
             page = await web.fetch(
-                url, offset=offset, include_links=include_links, agent=name, tier=reach
+                url,
+                offset=offset,
+                include_links=include_links,
+                agent=name,
+                tier=reach,
+                session=session,
             )
         except WebwardError as exc:
             return error_result(exc)
@@ -211,12 +220,14 @@ def build_server(
     async def web_search(
         query: Annotated[Any, WithJsonSchema(_QUERY_SCHEMA)] = None,
         limit: Annotated[Any, WithJsonSchema(_LIMIT_SCHEMA)] = 10,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, ToolText]:
         try:
             if query is None:
                 raise InvalidInput(MISSING_QUERY)
             name, reach = acting()
-            result = await web.search(query, limit=limit, agent=name, tier=reach)
+            session = await mcp_session(web, ctx, name)
+            result = await web.search(query, limit=limit, agent=name, tier=reach, session=session)
         except WebwardError as exc:
             return error_result(exc)
         return search_result(result)
@@ -260,6 +271,41 @@ def build_server(
         ):
             server.custom_route(WELL_KNOWN_METADATA, methods=["GET", "OPTIONS"])(route.endpoint)
     return server
+
+
+#: The request ``_meta`` key under which a client application declares URLs for its session
+#: (a list of URLs, or text holding them): the application's word, never the model's.
+URLS_META = "webward/urls"
+# Sessions without a transport session id (stdio): one name per MCP connection.
+_CONNECTION_IDS: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+
+async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
+    """The webward session of this MCP call: the transport's session (``Mcp-Session-Id`` on
+    streamable HTTP, the connection on stdio), scoped to the agent; URLs the request's
+    ``_meta`` declares under ``webward/urls`` join it first."""
+    if ctx is None:
+        return None
+    try:
+        request_context = ctx.request_context
+    except ValueError:  # called outside a request (a direct call in a test)
+        return None
+    headers = getattr(request_context.request, "headers", None)
+    sid = headers.get("mcp-session-id") if headers is not None else None
+    if not sid:
+        connection = request_context.session
+        sid = _CONNECTION_IDS.get(connection)
+        if sid is None:
+            sid = _CONNECTION_IDS[connection] = uuid.uuid4().hex
+    session = f"mcp:{agent}:{sid}"
+    declared = (request_context.meta or {}).get(URLS_META)
+    if isinstance(declared, str):
+        declared = [declared]
+    if isinstance(declared, list):
+        await web.declare_urls(session, *(u for u in declared if isinstance(u, str)))
+    elif declared is not None:
+        raise InvalidInput(f"_meta {URLS_META} must be a list of URLs")
+    return session
 
 
 class _Tokens:

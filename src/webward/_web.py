@@ -24,12 +24,14 @@ import httpcore
 
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, open_audit_sink
+from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
 from ._errors import InvalidInput, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, SearchResult
-from ._policy import Policy
+from ._policy import AgentLists, Policy
+from ._provenance import SessionStore, open_session_store
 from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker
@@ -71,6 +73,7 @@ class Web:
         clock: Callable[[], float] = time.time,
         ssl_context: ssl.SSLContext | None = None,
         renderer: Renderer | None = None,
+        session_store: SessionStore | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
         self._clock = clock
@@ -85,12 +88,16 @@ class Web:
         self._renderer = renderer if renderer is not None else default_renderer()
         self._policy = Policy(self.settings.policy)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
-        self._limiter = Limiter(
-            limit_state
-            if limit_state is not None
-            else open_limit_state(self.settings, kind="memory"),
-            self.settings.limits,
-            clock=clock,
+        state = limit_state if limit_state is not None else open_limit_state(self.settings)
+        self._limiter = Limiter(state, self.settings.limits, clock=clock)
+        # Governance per agent and session: its own host lists, its budgets (counted in the
+        # limit store, so processes and replicas sharing it share them) and URL provenance.
+        self._lists = AgentLists(
+            self.settings.agents, report=self._policy.report, source=self.settings.source
+        )
+        self._budgets = Budgets(self.settings, state, clock=clock)
+        self._sessions = (
+            session_store if session_store is not None else open_session_store(self.settings)
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
         self._robots = RobotsChecker(self._fetch_robots, clock=clock)
@@ -112,6 +119,7 @@ class Web:
         await self._transport.aclose()
         await self._limiter.aclose()
         await self._cache.aclose()
+        await self._sessions.aclose()
         await self._audit.aclose()
 
     # ---- page reads -------------------------------------------------------------------
@@ -124,16 +132,54 @@ class Web:
         include_screenshot: bool = False,
         agent: str = "cli",
         tier: str | None = None,
+        session: str | None = None,
     ) -> Page:
-        """Read one page (see DESIGN.md): a window of its text, or an image / PDF part."""
+        """Read one page (see DESIGN.md): a window of its text, or an image / PDF part.
+
+        ``session`` names the session the call belongs to (its URL provenance and session
+        budgets); the page's URL, redirects, links and the URLs in its text join it."""
         return await self._audited(
             FETCH,
             agent,
             tier,
             url,
             lambda t, record: self._fetch(
-                url, offset, include_links, include_screenshot, agent, t, record
+                url, offset, include_links, include_screenshot, agent, t, record, session
             ),
+        )
+
+    async def declare_urls(self, session: str, *texts: str) -> None:
+        """Declare for ``session`` the URLs written in ``texts``: the user's own input or URLs
+        the client application names, never a model's tool arguments."""
+        from ._provenance import urls_in
+
+        _check_session(session)
+        await self._sessions.add(session, [u for text in texts for u in urls_in(text)])
+
+    async def remember_urls(self, session: str | None, urls: Any) -> None:
+        """Add canonical ``urls`` the session has seen (search hits, pages read)."""
+        if session is not None:
+            await self._sessions.add(session, list(urls))
+
+    async def _check_provenance(
+        self, parsed: guard.ParsedURL, agent: str, session: str | None, record: dict[str, Any]
+    ) -> None:
+        entry = self.settings.agents.get(agent)
+        if (
+            entry is None
+            or entry.provenance != "session"
+            or self._policy.on_allow_list(parsed.host)
+        ):
+            return
+        if session is not None and await self._sessions.has(session, parsed.url):
+            return
+        from ._policy import Decision
+        from ._provenance import REASON_URL_NOT_IN_SESSION, refusal_message
+
+        message = refusal_message(parsed.url, agent, session)
+        self._check_policy(
+            Decision(self._policy.report, REASON_URL_NOT_IN_SESSION, message, self._policy.report),
+            record,
         )
 
     async def _fetch(
@@ -145,13 +191,18 @@ class Web:
         agent: str,
         tier: str,
         record: dict[str, Any],
+        session: str | None = None,
     ) -> Page:
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
         offset = _window.check_offset(offset)
+        _check_session(session)
         # The literal guard parses the URL once; both it and the policy must pass.
         parsed = self._literal_guard(url)
         self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
+        self._check_policy(self._lists.check_fetch(parsed.host, agent), record)
+        await self._check_provenance(parsed, agent, session, record)
+        await self._budgets.charge_call(agent, "fetch", session)
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
 
@@ -224,6 +275,17 @@ class Web:
         window_text, window = _window.make_window(
             converted.text, offset, self.settings.limits.max_fetch_text_chars
         )
+        if session is not None:  # what the agent now has seen joins its session
+            from ._provenance import urls_in
+
+            await self.remember_urls(
+                session,
+                [
+                    *(u for u in (cached.final_url, *cached.redirects) if u),
+                    *(link.url for link in converted.links),
+                    *urls_in(window_text),
+                ],
+            )
         content = _envelope.wrap(
             window_text,
             {
@@ -342,8 +404,9 @@ class Web:
         agent: str = "cli",
         tier: str | None = None,
         provider: str | None = None,
+        session: str | None = None,
     ) -> SearchResult:
-        """Run a web search through the configured provider."""
+        """Run a web search through the configured provider; its hits join ``session``."""
         from ._search_core import run_search
 
         return await self._audited(
@@ -351,7 +414,9 @@ class Web:
             agent,
             tier,
             query,
-            lambda t, record: run_search(self, query, limit, agent, t, provider, record),
+            lambda t, record: run_search(
+                self, query, limit, agent, t, provider, record, session=session
+            ),
         )
 
     async def provider_request(
@@ -453,6 +518,13 @@ class Web:
         await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
 
 
+def _check_session(session: object) -> None:
+    if session is not None and (
+        not isinstance(session, str) or not 0 < len(session) <= 200 or not session.isprintable()
+    ):
+        raise InvalidInput("session must be a name of 1 to 200 printable characters")
+
+
 def _default_cache(settings: Settings) -> PageCache:
     """Replicas sharing a Redis share their page cache too; one process keeps its own."""
     limits = settings.limits
@@ -522,6 +594,7 @@ class _RenderGate:
             url, allow_ranges=web._allow, max_chars=web.settings.limits.max_url_chars
         )
         web._policy.check_fetch(parsed.host, self._tier, self._agent).raise_if_denied()
+        web._lists.check_fetch(parsed.host, self._agent).raise_if_denied()
         return parsed
 
     async def connect(self, url: guard.ParsedURL, timeout: float) -> httpcore.AsyncNetworkStream:
@@ -549,6 +622,7 @@ class _PageHops:
             web._check_policy(
                 web._policy.check_fetch(url.host, self._tier, self._agent), self._record
             )
+            web._check_policy(web._lists.check_fetch(url.host, self._agent), self._record)
             guard.assert_url_allowed(url, allow_ranges=web._allow)
         self._first = False
         if web._policy.robots_enabled(self._tier):

@@ -137,20 +137,34 @@ class WebCapability(Protocol):
         include_screenshot: bool = False,
         agent: str = "cli",
         tier: str | None = None,
+        *,
+        session: str | None = None,
     ) -> Page: ...
 
     async def search(
-        self, query: str, limit: int = 10, agent: str = "cli", tier: str | None = None
+        self,
+        query: str,
+        limit: int = 10,
+        agent: str = "cli",
+        tier: str | None = None,
+        *,
+        session: str | None = None,
     ) -> SearchResult: ...
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What one run's tools act with: the web capability (or none), the agent and its tier."""
+    """What one run's tools act with: the web capability (or none), the agent and its tier,
+    and the session the calls belong to (``run_agent`` names one per run when it is None)."""
 
     web: WebCapability | None
     agent: str
     tier: str | None = None
+    session: str | None = None
+
+    def session_args(self) -> dict[str, Any]:
+        """``session=`` for the core, when the context has one (older capabilities take none)."""
+        return {} if self.session is None else {"session": self.session}
 
 
 @dataclass(frozen=True)
@@ -255,7 +269,11 @@ async def _web_fetch(arguments: Any, context: ToolContext) -> ToolResult:
     if not isinstance(url, str) or not url.strip():
         return _error("web_fetch", "web_fetch needs a url: an absolute http:// or https:// URL")
     page = await context.web.fetch(
-        url.strip(), offset=_whole(args.get("offset"), 0), agent=context.agent, tier=context.tier
+        url.strip(),
+        offset=_whole(args.get("offset"), 0),
+        agent=context.agent,
+        tier=context.tier,
+        **context.session_args(),
     )
     if not page.parts:
         return ToolResult(page.content, tool="web_fetch")
@@ -270,7 +288,11 @@ async def _web_search(arguments: Any, context: ToolContext) -> ToolResult:
     if not isinstance(query, str):
         return _error("web_search", "web_search needs a query: the words to search for")
     result = await context.web.search(
-        query, limit=_whole(args.get("limit"), 10), agent=context.agent, tier=context.tier
+        query,
+        limit=_whole(args.get("limit"), 10),
+        agent=context.agent,
+        tier=context.tier,
+        **context.session_args(),
     )
     return ToolResult(result.content, tool="web_search")
 
