@@ -62,9 +62,10 @@ def _lines(
     return lines
 
 
-def _window_start(scope: str, now: float) -> float:
+def _window_start(scope: str, now: float) -> float | None:
+    """The start of the current window; ``None`` for a session, which has none."""
     if scope == "session":
-        return 0.0
+        return None
     period = PERIODS[scope]
     return now - now % period
 
@@ -72,13 +73,21 @@ def _window_start(scope: str, now: float) -> float:
 def _renewal(scope: str, now: float) -> str:
     if scope == "session":
         return "it does not renew within this session; start a new session"
-    at = _window_start(scope, now) + PERIODS[scope]
+    at = now - now % PERIODS[scope] + PERIODS[scope]
     when = dt.datetime.fromtimestamp(at, dt.UTC).isoformat(timespec="seconds")
     return f"it renews at {when.replace('+00:00', 'Z')}"
 
 
-def _used(cur: HostState | None, start: float) -> float:
-    return cur.tokens if cur is not None and cur.updated == start else 0.0
+def _used(cur: HostState | None, start: float | None) -> float:
+    if cur is None:
+        return 0.0
+    return cur.tokens if start is None or cur.updated == start else 0.0
+
+
+def _state(used: float, start: float | None, now: float) -> HostState:
+    # A window's counter is stamped with the window's start (a new window starts from 0); a
+    # session's with the time it was last charged, so idle-row pruning keeps live sessions.
+    return HostState(tokens=used, updated=now if start is None else start)
 
 
 class Budgets:
@@ -110,22 +119,25 @@ class Budgets:
         return cost
 
     async def _charge(self, lines: list[_Line], amount: float, agent: str) -> None:
-        done: list[tuple[_Line, float]] = []
+        done: list[tuple[_Line, float | None]] = []
         for line in lines:
             now = self._clock()
             start = _window_start(line.scope, now)
 
             def take(
-                cur: HostState | None, line: _Line = line, start: float = start
+                cur: HostState | None,
+                line: _Line = line,
+                start: float | None = start,
+                now: float = now,
             ) -> tuple[HostState, bool]:
                 used = _used(cur, start)
                 if used + amount > line.limit + 1e-9:
-                    return (cur or HostState(tokens=0.0, updated=start)), False
-                return HostState(tokens=used + amount, updated=start), True
+                    return (cur or _state(0.0, start, now)), False
+                return _state(used + amount, start, now), True
 
             if not await self._state.update(line.key, take):
                 for earlier, at in done:
-                    await self._state.update(earlier.key, _giver(amount, at))
+                    await self._state.update(earlier.key, _giver(amount, at, now))
                 raise Refused(_message(line, agent, now), reason=REASON_BUDGET_EXHAUSTED)
             done.append((line, start))
 
@@ -153,32 +165,38 @@ class Budgets:
         return out
 
 
-def _giver(amount: float, start: float) -> Callable[[HostState | None], tuple[HostState, None]]:
+def _giver(
+    amount: float, start: float | None, now: float
+) -> Callable[[HostState | None], tuple[HostState, None]]:
     def give(cur: HostState | None) -> tuple[HostState, None]:
-        used = _used(cur, start)
-        return HostState(tokens=max(0.0, used - amount), updated=start), None
+        return _state(max(0.0, _used(cur, start) - amount), start, now), None
 
     return give
 
 
 def _message(line: _Line, agent: str, now: float) -> str:
-    spent = "search spend" if line.what == "spend" else "calls"
     capability = line.key.split(":")[2]
     limit = f"{line.limit:g}"
+    if line.what == "spend":
+        budget, key = f"search spend budget of {limit}", "search_spend"
+    else:
+        budget, key = f"budget of {limit} {capability} calls", capability
     return (
-        f"refused: agent {agent} has used its budget of {limit} {capability} {spent} per "
-        f"{line.scope}; {_renewal(line.scope, now)}, or raise "
-        f"[agents.{agent}.budget] {capability}{'_spend' if line.what == 'spend' else ''}"
-        f"_per_{line.scope}"
+        f"refused: agent {agent} has used its {budget} per {line.scope}; "
+        f"{_renewal(line.scope, now)}, or raise [agents.{agent}.budget] {key}_per_{line.scope}"
     )
 
 
 async def budget_usage(
-    settings: Settings, state: LimitState, *, session: str | None = None
+    settings: Settings,
+    state: LimitState,
+    *,
+    session: str | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> list[dict[str, Any]]:
     """Budgets used and left, per agent, capability and window, from the limit store: for
     the operator console's budgets view. Agents without budgets are left out."""
-    budgets = Budgets(settings, state)
+    budgets = Budgets(settings, state, clock)
     rows: list[dict[str, Any]] = []
     for agent in sorted(settings.agents):
         rows.extend(await budgets.usage(agent, session))
