@@ -43,7 +43,6 @@ from __future__ import annotations
 import ipaddress
 import sys
 import uuid
-import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -273,32 +272,39 @@ def build_server(
     return server
 
 
-#: The request ``_meta`` key under which a client application declares URLs for its session
-#: (a list of URLs, or text holding them): the application's word, never the model's.
+#: The request ``_meta`` keys under which a client application names its session and
+#: declares URLs for it (a list of URLs, or text holding them): the application's word,
+#: never the model's (tool arguments are the model's).
+SESSION_META = "webward/session"
 URLS_META = "webward/urls"
-# Sessions without a transport session id (stdio): one name per MCP connection.
-_CONNECTION_IDS: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+# A stdio server serves exactly one client: its process is that client's session.
+_STDIO_SESSION = uuid.uuid4().hex
 
 
 async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
-    """The webward session of this MCP call: the transport's session (``Mcp-Session-Id`` on
-    streamable HTTP, the connection on stdio), scoped to the agent; URLs the request's
-    ``_meta`` declares under ``webward/urls`` join it first."""
+    """The webward session of this MCP call, scoped to the agent: the one ``_meta`` names
+    (``webward/session``), else the transport's (``Mcp-Session-Id`` on streamable HTTP; on
+    stdio the server process, which serves one client), else this request alone. URLs the
+    request's ``_meta`` declares under ``webward/urls`` join it first."""
     if ctx is None:
         return None
     try:
         request_context = ctx.request_context
     except ValueError:  # called outside a request (a direct call in a test)
         return None
+    meta: Any = request_context.meta or {}
     headers = getattr(request_context.request, "headers", None)
-    sid = headers.get("mcp-session-id") if headers is not None else None
-    if not sid:
-        connection = request_context.session
-        sid = _CONNECTION_IDS.get(connection)
-        if sid is None:
-            sid = _CONNECTION_IDS[connection] = uuid.uuid4().hex
+    named = meta.get(SESSION_META)
+    if named is not None and not isinstance(named, str):
+        raise InvalidInput(f"_meta {SESSION_META} must be a string")
+    if named:
+        sid = f"app:{named}"
+    elif headers is None:
+        sid = _STDIO_SESSION
+    else:
+        sid = headers.get("mcp-session-id") or f"request:{uuid.uuid4().hex}"
     session = f"mcp:{agent}:{sid}"
-    declared = (request_context.meta or {}).get(URLS_META)
+    declared = meta.get(URLS_META)
     if isinstance(declared, str):
         declared = [declared]
     if isinstance(declared, list):
