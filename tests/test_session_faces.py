@@ -300,3 +300,47 @@ async def test_gateway_session_header_and_declared_urls(
         "url_not_in_session",
         "url_not_in_session",
     ]
+
+
+@pytest.mark.anyio
+async def test_gateway_budgets_and_lists_per_agent(
+    site: LocalServer, attacker: LocalServer
+) -> None:
+    """A session budget counts the header's session; the agent's deny list names itself."""
+    token = "gateway-token-9876543210"
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32", "127.0.0.2/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "agents": {
+                "bob": {
+                    "tier": "connected",
+                    "deny": ["127.0.0.2"],
+                    "token_sha256": hash_token(token),
+                    "budget": {"fetch_per_session": 1},
+                }
+            },
+        }
+    )
+    headers = {"Authorization": f"Bearer {token}", "Webward-Session": "conv-1"}
+    async with Web(
+        settings, StaticResolver({}), audit=MemoryAuditSink(), credentials=EnvironmentStore({})
+    ) as web:
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            denied = await c.post(FETCH_PATH, json={"url": attacker.url("/")}, headers=headers)
+            first = await c.post(FETCH_PATH, json={"url": site.url("/next")}, headers=headers)
+            spent = await c.post(FETCH_PATH, json={"url": site.url("/next")}, headers=headers)
+            again = await c.post(
+                FETCH_PATH,
+                json={"url": site.url("/next")},
+                headers={**headers, "Webward-Session": "conv-2"},
+            )
+    assert attacker.accepts == 0
+    assert denied.status_code == 403
+    assert "[agents.bob] deny" in denied.json()["error"]["message"]
+    assert first.status_code == 200 and again.status_code == 200
+    assert spent.status_code == 403
+    assert spent.json()["error"]["message"].startswith(
+        "refused: agent bob has used its budget of 1 fetch calls per session"
+    )

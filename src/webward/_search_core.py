@@ -152,9 +152,9 @@ async def run_search(
     count = check_limit(limit)
     name = check_provider_name(provider)
     web._check_policy(web._policy.check_search(tier, agent), record)
-    await web._budgets.charge_call(agent, "search", session)
     chosen = _provider_for(web, name, record, agent, session)
     record["provider"] = chosen.name
+    await web._budgets.charge_call(agent, "search", session)  # a configured search only
     hits = finish_hits(await chosen.search(text, count), count)
     # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits.
     kept, _dropped = web._lists.filter_hits(hits, _hit_host, agent)
