@@ -15,12 +15,14 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from fake_models import API_KEY, anthropic_reply, fake_model_api
 from fake_search import BRAVE_PATH, FakeBrave
 from localserver import LocalServer, accept_counter, respond, serve
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 import webward
@@ -344,3 +346,43 @@ async def test_gateway_budgets_and_lists_per_agent(
     assert spent.json()["error"]["message"].startswith(
         "refused: agent bob has used its budget of 1 fetch calls per session"
     )
+
+
+@pytest.mark.anyio
+async def test_mcp_http_sessions_are_the_agents_own(tmp_path: Path, site: LocalServer) -> None:
+    """Over streamable HTTP with tokens, the application's _meta names the session and
+    declares its URLs; another session of the same agent has seen none of them; calls that
+    name none share the agent's session."""
+    from test_mcp import mcp_over_http
+    from test_mcp import write_config as mcp_config
+
+    token = "alice-mcp-session-token"
+    config = mcp_config(tmp_path)
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + f'[agents.alice]\ntier = "connected"\nprovenance = "session"\n'
+        f'token_sha256 = "{hash_token(token)}"\n',
+        encoding="utf-8",
+    )
+    url_next = site.url("/next")
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        named = {"webward/session": "chat-7"}
+        first = await client.call_tool(
+            "web_fetch", {"url": url_next}, meta={**named, "webward/urls": [url_next]}
+        )
+        again = await client.call_tool("web_fetch", {"url": url_next}, meta=named)
+        other = await client.call_tool(
+            "web_fetch", {"url": url_next}, meta={"webward/session": "chat-8"}
+        )
+        declared = await client.call_tool(
+            "web_fetch", {"url": url_next}, meta={"webward/urls": [url_next]}
+        )
+        transport = await client.call_tool("web_fetch", {"url": url_next})
+    assert not first.is_error and not again.is_error, text_of(first)
+    # Stateless HTTP has no transport session: the agent's calls without one share one.
+    assert not declared.is_error and not transport.is_error, text_of(transport)
+    assert other.is_error and "session mcp:alice:app:chat-8 has not seen it" in text_of(other)

@@ -284,8 +284,8 @@ _STDIO_SESSION = uuid.uuid4().hex
 async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
     """The webward session of this MCP call, scoped to the agent: the one ``_meta`` names
     (``webward/session``), else the transport's (``Mcp-Session-Id`` on streamable HTTP; on
-    stdio the server process, which serves one client), else this request alone. URLs the
-    request's ``_meta`` declares under ``webward/urls`` join it first."""
+    stdio the server process, which serves one client), else the agent's calls on this
+    server. URLs the request's ``_meta`` declares under ``webward/urls`` join it first."""
     if ctx is None:
         return None
     try:
@@ -302,7 +302,9 @@ async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
     elif headers is None:
         sid = _STDIO_SESSION
     else:
-        sid = headers.get("mcp-session-id") or f"request:{uuid.uuid4().hex}"
+        # Stateless streamable HTTP has no session id: the agent's own calls on this server
+        # are then one session (bounded in size and age like any other).
+        sid = headers.get("mcp-session-id") or "agent"
     session = f"mcp:{agent}:{sid}"
     declared = meta.get(URLS_META)
     if isinstance(declared, str):
