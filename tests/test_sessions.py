@@ -391,3 +391,44 @@ async def test_agent_search_lists_filter_hits(site: LocalServer) -> None:
             other = await w.search("q", agent="cli")
     assert [h.url for h in result.hits] == ["https://docs.example.org/b"]
     assert len(other.hits) == 4
+
+
+# ---- configuration ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"agents": {"a": {"provenance": "always"}}}, "agents.a.provenance must be off or session"),
+        ({"agents": {"a": {"budget": {"fetch_per_day": -1}}}}, "holds a negative budget"),
+        ({"agents": {"a": {"budget": {"fetch_per_week": 1}}}}, "agents.a.budget.fetch_per_week"),
+        ({"search": {"brave": {"cost": -0.5}}}, "search.brave.cost must be a number >= 0"),
+        ({"search": {"brave": {"price": 1}}}, "unknown config key search.brave.price"),
+    ],
+)
+def test_bad_governance_settings_are_refused_on_load(
+    overrides: dict[str, Any], message: str
+) -> None:
+    from webward import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        Settings().replace(overrides)
+    assert message in err.value.message
+
+
+def test_bad_agent_patterns_are_refused_when_the_web_is_built() -> None:
+    from webward import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        Web(settings({"deny": ["*"]}), StaticResolver({}), audit=MemoryAuditSink())
+    assert "agents.bot.deny holds '*'" in err.value.message
+
+
+@pytest.mark.anyio
+async def test_report_mode_lets_agent_lists_through_and_says_so(attacker: LocalServer) -> None:
+    audit = MemoryAuditSink()
+    async with web(settings({"deny": ["127.0.0.2"]}, policy={"mode": "report"}), audit) as w:
+        await w.fetch(attacker.url("/"), agent="bot")
+    assert [(r.decision, r.would_deny) for r in audit.records] == [
+        ("report-would-deny", "host_denied")
+    ]
