@@ -432,3 +432,19 @@ async def test_report_mode_lets_agent_lists_through_and_says_so(attacker: LocalS
     assert [(r.decision, r.would_deny) for r in audit.records] == [
         ("report-would-deny", "host_denied")
     ]
+
+
+@pytest.mark.anyio
+async def test_a_bad_session_name_is_refused_by_name(site: LocalServer) -> None:
+    from webward import InvalidInput
+
+    audit = MemoryAuditSink()
+    async with web(settings(), audit) as w:
+        for bad in ("", "x" * 513, "a\nb"):
+            with pytest.raises(InvalidInput) as err:
+                await w.fetch(site.url("/next"), agent="bot", session=bad)
+            assert err.value.message == "a session must be named by 1 to 512 printable characters"
+            with pytest.raises(InvalidInput):
+                await w.search("q", agent="bot", session=bad)
+    assert site.accepts == 0
+    assert {r.decision for r in audit.records} == {"refused"} and len(audit.records) == 6

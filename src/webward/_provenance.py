@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from . import guard
-from ._errors import WebwardError
+from ._errors import InvalidInput, WebwardError
 from ._limit_state import limits_unavailable
 from ._settings import Settings
 
@@ -40,6 +40,7 @@ __all__ = [
     "MemorySessionStore",
     "SessionStore",
     "canonical",
+    "check_session",
     "open_session_store",
     "urls_in",
 ]
@@ -61,6 +62,14 @@ def canonical(url: str) -> str | None:
         return guard.parse_url(url).url
     except (WebwardError, ValueError):
         return None
+
+
+def check_session(session: object) -> None:
+    """A session name is 1 to 512 printable characters (faces prefix their own scope)."""
+    if session is not None and (
+        not isinstance(session, str) or not 0 < len(session) <= 512 or not session.isprintable()
+    ):
+        raise InvalidInput("a session must be named by 1 to 512 printable characters")
 
 
 def urls_in(text: str) -> list[str]:

@@ -20,7 +20,7 @@ from . import _envelope
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput
 from ._models import Hit, SearchResult
-from ._provenance import canonical
+from ._provenance import canonical, check_session
 from .search import Http, Response, SearchProvider, check_provider_name, choose_provider
 from .search._common import collect
 
@@ -151,6 +151,7 @@ async def run_search(
     text = check_query(query, web.settings.limits.max_query_chars)
     count = check_limit(limit)
     name = check_provider_name(provider)
+    check_session(session)
     web._check_policy(web._policy.check_search(tier, agent), record)
     chosen = _provider_for(web, name, record, agent, session)
     record["provider"] = chosen.name

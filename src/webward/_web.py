@@ -31,7 +31,7 @@ from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, SearchResult
 from ._policy import AgentLists, Policy
-from ._provenance import SessionStore, open_session_store
+from ._provenance import SessionStore, check_session, open_session_store
 from ._render import Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsChecker
@@ -153,7 +153,7 @@ class Web:
         the client application names, never a model's tool arguments."""
         from ._provenance import urls_in
 
-        _check_session(session)
+        check_session(session)
         await self._sessions.add(session, [u for text in texts for u in urls_in(text)])
 
     async def remember_urls(self, session: str | None, urls: Any) -> None:
@@ -196,15 +196,15 @@ class Web:
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
         offset = _window.check_offset(offset)
-        _check_session(session)
+        check_session(session)
         # The literal guard parses the URL once; both it and the policy must pass.
         parsed = self._literal_guard(url)
         self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
         self._check_policy(self._lists.check_fetch(parsed.host, agent), record)
         await self._check_provenance(parsed, agent, session, record)
-        await self._budgets.charge_call(agent, "fetch", session)
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
+        await self._budgets.charge_call(agent, "fetch", session)  # a call refused costs nothing
 
         key = cache_key(parsed.url, include_links)
         cached = await self._cache.get(key)
@@ -516,13 +516,6 @@ class Web:
             **record,  # would_deny included, when the policy set it
         )
         await self._audit.write(rec)  # raises Refused(audit_unavailable): no unaudited door
-
-
-def _check_session(session: object) -> None:
-    if session is not None and (
-        not isinstance(session, str) or not 0 < len(session) <= 200 or not session.isprintable()
-    ):
-        raise InvalidInput("session must be a name of 1 to 200 printable characters")
 
 
 def _default_cache(settings: Settings) -> PageCache:
