@@ -76,7 +76,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--session",
         metavar="NAME",
-        help="the session this call belongs to (its session budgets; default: a new session for this run)",
+        help="the session of this run (the URLs it has seen, its session budgets); default: a "
+        "new session; the question's URLs join it",
     )
     p.add_argument(
         "--verbose", action="store_true", help="print each tool call and its summary to stderr"

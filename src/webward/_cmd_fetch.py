@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--session",
         metavar="NAME",
-        help="the session this call belongs to (its session budgets; the URL typed here joins it)",
+        help="the session of this call (the URLs it has seen, its session budgets); the URL "
+        "typed here joins it",
     )
     p.add_argument("--json", action="store_true", help="print the result model as JSON")
 

@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--session",
         metavar="NAME",
-        help="the session this call belongs to (its session budgets and the URLs it has seen)",
+        help="the session of this call (its session budgets); the hits join the URLs it has seen",
     )
     p.add_argument("--json", action="store_true", help="print the result model as JSON")
 
