@@ -448,3 +448,18 @@ async def test_a_bad_session_name_is_refused_by_name(site: LocalServer) -> None:
                 await w.search("q", agent="bot", session=bad)
     assert site.accepts == 0
     assert {r.decision for r in audit.records} == {"refused"} and len(audit.records) == 6
+
+
+def test_agent_search_lists_count_what_each_list_dropped() -> None:
+    from webward._policy import AgentLists
+    from webward._settings import AgentSettings
+
+    agents = {
+        "bot": AgentSettings(search_allow=("*.example.org",), search_deny=("ads.example.org",))
+    }
+    hosts = ["docs.example.org", "ads.example.org", "other.example", None]
+    for report, kept in ((False, ["docs.example.org"]), (True, hosts)):
+        lists = AgentLists(agents, report=report)
+        got, dropped = lists.filter_hits(hosts, lambda h: h, "bot")
+        assert got == kept
+        assert dropped == {"agents.bot.search_deny": 2, "agents.bot.search_allow": 1}
