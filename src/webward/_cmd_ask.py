@@ -69,6 +69,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="most output tokens per turn (default 4096 for anthropic, the server's for openai)",
     )
     p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="the session of this run (the URLs it has seen, its session budgets); default: a "
+        "new session; the question's URLs join it",
+    )
+    p.add_argument(
         "--verbose", action="store_true", help="print each tool call and its summary to stderr"
     )
     p.add_argument("--json", action="store_true", help="print the answer and the run as JSON")
@@ -169,7 +175,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             client,
             agent,
             args.question,
-            ToolContext(web, agent.name, tier),
+            ToolContext(web, agent.name, tier, args.session),
             max_turns=args.max_turns,
             on_call=_print_call if args.verbose else None,
         )

@@ -10,8 +10,8 @@ import re
 import shutil
 import sys
 import unicodedata
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInput, WebwardError
 from ._settings import Settings
@@ -28,7 +28,8 @@ HELP = "show the audit log: who read or searched what, and what webward decided"
 DESCRIPTION = """\
 Show the audit log, newest first: one record per call, allowed or refused. Decisions are
 allowed, report-would-deny (let through by report mode; enforce would refuse), refused and
-failed. --json prints one JSON array of camelCase records."""
+failed. --json prints one JSON array of camelCase records. --usage sums the period instead:
+calls per agent and capability by decision, and search spend at [search.<provider>] cost."""
 
 _DEFAULT_LIMIT = 50
 _MAX_LIMIT = 100_000
@@ -50,6 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         default=str(_DEFAULT_LIMIT),
         help=f"at most N records (default {_DEFAULT_LIMIT})",
+    )
+    p.add_argument(
+        "--usage",
+        action="store_true",
+        help="sum usage per agent and capability over the period (--since) instead of listing "
+        "records: calls, each decision, and search spend",
     )
     p.add_argument("--json", action="store_true", help="print one JSON array of records")
 
@@ -90,7 +97,11 @@ def run(
             )
         if args.agent is not None and not args.agent.strip():
             raise InvalidInput("--agent must name an agent")
-        limit = _parse_limit(args.limit)
+        usage = getattr(args, "usage", False)
+        # A usage summary reads the whole period unless told otherwise.
+        limit = (
+            _MAX_LIMIT if usage and args.limit == str(_DEFAULT_LIMIT) else _parse_limit(args.limit)
+        )
     except InvalidInput as exc:
         print(f"webward: {exc.message}", file=sys.stderr)
         return 2
@@ -104,6 +115,13 @@ def run(
         return 3
     more = len(records) > limit
     records = records[:limit]
+    if usage:
+        rows = usage_summary(records, settings.search.costs)
+        if args.json:
+            print(json.dumps(rows, ensure_ascii=False))
+        else:
+            print(render_usage(rows))
+        return 0
     if args.json:
         print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
     else:
@@ -122,6 +140,37 @@ def _terminal_width() -> int | None:
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         return None
     return shutil.get_terminal_size().columns
+
+
+def usage_summary(records: list[AuditRecord], costs: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Per agent and capability: calls, the count of each decision, and for search the spend
+    (each call that reached its provider, one that answered with a status, costs
+    ``[search.<provider>] cost``)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        row = rows.setdefault(
+            (r.agent, r.capability),
+            {"agent": r.agent, "capability": r.capability, "calls": 0, "spend": 0.0}
+            | {d: 0 for d in DECISIONS},
+        )
+        row["calls"] += 1
+        row[r.decision] += 1
+        if r.provider is not None and r.status is not None:
+            row["spend"] += costs.get(r.provider, 0.0)
+    return [rows[k] for k in sorted(rows)]
+
+
+def render_usage(rows: list[dict[str, Any]]) -> str:
+    """The usage summary as an aligned table."""
+    if not rows:
+        return "no audit records match"
+    columns = ("AGENT", "CAPABILITY", "CALLS", *(d.upper() for d in DECISIONS), "SPEND")
+    keys = ("agent", "capability", "calls", *DECISIONS)
+    table = [columns] + [(*(_cell(str(row[k])) for k in keys), f"{row['spend']:g}") for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table
+    )
 
 
 async def _query(

@@ -43,6 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
     )
     p.add_argument("--agent", default="cli", metavar="NAME", help="the agent acting (default cli)")
+    p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="the session of this call (the URLs it has seen, its session budgets); the URL "
+        "typed here joins it",
+    )
     p.add_argument("--json", action="store_true", help="print the result model as JSON")
 
 
@@ -74,6 +80,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             page_cache=page_cache,
             robots_store=SQLiteRobotsStore(store),
         ) as web:
+            if args.session is not None:  # the user typed the URL: it is the session's own input
+                await web.declare_urls(args.session, args.url)
             page = await web.fetch(
                 args.url,
                 offset=offset,  # type: ignore[arg-type]
@@ -84,6 +92,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                 # Strings go through as they are: the core takes ASCII digits and refuses the rest.
                 max_chars=args.max_chars,
                 query=args.query,
+                session=args.session,
             )
     finally:
         await store.aclose()  # also when Redis holds the pages and robots.txt used it

@@ -48,6 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tier", metavar="T", help="reach tier: as-owner, connected or full (default: the agent's)"
     )
     p.add_argument("--agent", default="cli", metavar="NAME", help="the agent acting (default cli)")
+    p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="the session of this call (its session budgets); the hits join the URLs it has seen",
+    )
     p.add_argument("--json", action="store_true", help="print the result model as JSON")
 
 
@@ -77,6 +82,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                 freshness=args.freshness,
                 country=args.country,
                 language=args.language,
+                session=args.session,
             )
         except Refused as exc:
             if exc.code != "not_configured":

@@ -243,10 +243,18 @@ _BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="webward"'}
 # ---- the application -------------------------------------------------------------------
 
 
-Handler = Callable[[Web, Agent, dict[str, Any]], Awaitable[Mapping[str, Any]]]
+Handler = Callable[[Web, Agent, dict[str, Any], str | None], Awaitable[Mapping[str, Any]]]
+
+#: The header naming the caller's session (URL provenance, session budgets), and the header
+#: in which the client application declares URLs for it (space-separated; the user's own
+#: input, never the model's tool arguments). Sessions are scoped to the token's agent.
+SESSION_HEADER = b"webward-session"
+SESSION_URLS_HEADER = b"webward-session-urls"
 
 
-async def _fetch(web: Web, agent: Agent, body: dict[str, Any]) -> Mapping[str, Any]:
+async def _fetch(
+    web: Web, agent: Agent, body: dict[str, Any], session: str | None = None
+) -> Mapping[str, Any]:
     page = await web.fetch(
         body["url"],
         offset=body.get("offset", 0),
@@ -256,11 +264,14 @@ async def _fetch(web: Web, agent: Agent, body: dict[str, Any]) -> Mapping[str, A
         tier=agent.tier,
         max_chars=body.get("maxChars"),
         query=body.get("query"),
+        session=session,
     )
     return page.to_wire()
 
 
-async def _search(web: Web, agent: Agent, body: dict[str, Any]) -> Mapping[str, Any]:
+async def _search(
+    web: Web, agent: Agent, body: dict[str, Any], session: str | None = None
+) -> Mapping[str, Any]:
     result = await web.search(
         body["query"],
         limit=body.get("limit", 10),
@@ -271,6 +282,7 @@ async def _search(web: Web, agent: Agent, body: dict[str, Any]) -> Mapping[str, 
         freshness=body.get("freshness"),
         country=body.get("country"),
         language=body.get("language"),
+        session=session,
     )
     return result.to_wire()
 
@@ -332,10 +344,16 @@ class _Capability:
     async def _answer(
         self, scope: Scope, receive: Receive
     ) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
-        authorization = content_type = content_length = None
+        authorization = content_type = content_length = session_name = None
+        declared: list[str] = []
         # ASGI header names are lowercase bytes; the first of a repeated header counts.
         for name, value in scope["headers"]:
-            if name == b"authorization":
+            if name == SESSION_HEADER:
+                if session_name is None:
+                    session_name = value.decode("latin-1").strip()
+            elif name == SESSION_URLS_HEADER:
+                declared.append(value.decode("latin-1"))
+            elif name == b"authorization":
                 if authorization is None:
                     authorization = value
             elif name == b"content-type":
@@ -378,7 +396,12 @@ class _Capability:
             )
         try:
             body = _check_body(_parse_json(raw), self._fields, self._capability)
-            return 200, await self._handler(self._holder["web"], agent, body), []
+            web = self._holder["web"]
+            session = None
+            if session_name:
+                session = f"gateway:{agent.name}:{session_name}"
+                await web.declare_urls(session, *declared)
+            return 200, await self._handler(web, agent, body, session), []
         except WebwardError as exc:
             status, headers = _error_status(exc)
             return status, exc.to_wire(), list(headers.items())

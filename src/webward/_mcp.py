@@ -43,6 +43,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import sys
+import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -52,7 +53,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
@@ -214,6 +215,7 @@ def build_server(
         include_links: Annotated[Any, WithJsonSchema(_LINKS_SCHEMA)] = False,
         max_chars: Annotated[Any, WithJsonSchema(_MAX_CHARS_SCHEMA)] = None,
         query: Annotated[Any, WithJsonSchema(_FIND_SCHEMA)] = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, ToolText]:
         try:
             if url is None:
@@ -221,6 +223,7 @@ def build_server(
             if not isinstance(include_links, bool):
                 raise InvalidInput("include_links must be true or false")
             name, reach = acting()
+            session = await mcp_session(web, ctx, name)
             page = await web.fetch(
                 url,
                 offset=offset,
@@ -229,6 +232,7 @@ def build_server(
                 tier=reach,
                 max_chars=max_chars,
                 query=query,
+                session=session,
             )
             return page_result(page)
         except WebwardError as exc:
@@ -244,11 +248,13 @@ def build_server(
         freshness: Annotated[Any, WithJsonSchema(FILTER_SCHEMA["freshness"])] = None,
         country: Annotated[Any, WithJsonSchema(FILTER_SCHEMA["country"])] = None,
         language: Annotated[Any, WithJsonSchema(FILTER_SCHEMA["language"])] = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, ToolText]:
         try:
             if query is None:
                 raise InvalidInput(MISSING_QUERY)
             name, reach = acting()
+            session = await mcp_session(web, ctx, name)
             result = await web.search(
                 query,
                 limit=limit,
@@ -259,6 +265,7 @@ def build_server(
                 freshness=freshness,
                 country=country,
                 language=language,
+                session=session,
             )
             return search_result(result)
         except WebwardError as exc:
@@ -309,6 +316,50 @@ def build_server(
         ):
             server.custom_route(WELL_KNOWN_METADATA, methods=["GET", "OPTIONS"])(route.endpoint)
     return server
+
+
+#: The request ``_meta`` keys under which a client application names its session and
+#: declares URLs for it (a list of URLs, or text holding them): the application's word,
+#: never the model's (tool arguments are the model's).
+SESSION_META = "webward/session"
+URLS_META = "webward/urls"
+# A stdio server serves exactly one client: its process is that client's session.
+_STDIO_SESSION = uuid.uuid4().hex
+
+
+async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
+    """The webward session of this MCP call, scoped to the agent: the one ``_meta`` names
+    (``webward/session``), else the transport's (``Mcp-Session-Id`` on streamable HTTP; on
+    stdio the server process, which serves one client), else the agent's calls on this
+    server. URLs the request's ``_meta`` declares under ``webward/urls`` join it first."""
+    if ctx is None:
+        return None
+    try:
+        request_context = ctx.request_context
+    except ValueError:  # called outside a request (a direct call in a test)
+        return None
+    meta: Any = request_context.meta or {}
+    headers = getattr(request_context.request, "headers", None)
+    named = meta.get(SESSION_META)
+    if named is not None and not isinstance(named, str):
+        raise InvalidInput(f"_meta {SESSION_META} must be a string")
+    if named:
+        sid = f"app:{named}"
+    elif headers is None:
+        sid = _STDIO_SESSION
+    else:
+        # Stateless streamable HTTP has no session id: the agent's own calls on this server
+        # are then one session (bounded in size and age like any other).
+        sid = headers.get("mcp-session-id") or "agent"
+    session = f"mcp:{agent}:{sid}"
+    declared = meta.get(URLS_META)
+    if isinstance(declared, str):
+        declared = [declared]
+    if isinstance(declared, list):
+        await web.declare_urls(session, *(u for u in declared if isinstance(u, str)))
+    elif declared is not None:
+        raise InvalidInput(f"_meta {URLS_META} must be a list of URLs")
+    return session
 
 
 class _Tokens:

@@ -23,12 +23,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import idna
 
 from ._errors import InvalidInput, Refused
-from ._settings import TIERS, PolicySettings
+from ._settings import TIERS, AgentSettings, PolicySettings
 
 __all__ = [
     "REASON_ALLOWED",
@@ -36,6 +38,7 @@ __all__ = [
     "REASON_HOST_NOT_ALLOWED",
     "REASON_SCREENSHOT_TIER",
     "REASON_SEARCH_TIER",
+    "AgentLists",
     "Decision",
     "HostPattern",
     "Policy",
@@ -254,6 +257,10 @@ class Policy:
             )
         return _ALLOW
 
+    def on_allow_list(self, host: str) -> bool:
+        """Whether ``host`` matches ``[policy] allow`` (such hosts need no URL provenance)."""
+        return _first_match(self.allow, normalise_host(host)) is not None
+
     def robots_enabled(self, tier: str) -> bool:
         """Whether robots.txt is consulted for reads in ``tier``."""
         return self.settings.robots and tier not in self.settings.robots_off_tiers
@@ -274,3 +281,95 @@ def _first_match(patterns: tuple[HostPattern, ...], host: str) -> HostPattern | 
         if p.matches(host):
             return p
     return None
+
+
+_H = TypeVar("_H")
+
+
+@dataclass(frozen=True)
+class _Lists:
+    allow: tuple[HostPattern, ...]
+    deny: tuple[HostPattern, ...]
+    search_allow: tuple[HostPattern, ...]
+    search_deny: tuple[HostPattern, ...]
+
+
+class AgentLists:
+    """Each agent's own host lists (``[agents.NAME] allow / deny`` for reads,
+    ``search_allow / search_deny`` for search results), on top of the tier's rule and
+    ``[policy]``'s lists: both must let a host through, and a deny wins over an allow.
+    An agent's ``allow``, when it holds any pattern, limits the agent to those hosts.
+    Patterns are host patterns as above; refusals name the list that refused.
+    """
+
+    def __init__(
+        self, agents: Mapping[str, AgentSettings], *, report: bool = False, source: str = ""
+    ) -> None:
+        where = f" in {source}" if source else ""
+        self._report = report
+        self._lists: dict[str, _Lists] = {}
+        for name, a in agents.items():
+            lists = _Lists(
+                *(
+                    tuple(HostPattern.parse(p, f"agents.{name}.{key}{where}") for p in patterns)
+                    for key, patterns in (
+                        ("allow", a.allow),
+                        ("deny", a.deny),
+                        ("search_allow", a.search_allow),
+                        ("search_deny", a.search_deny),
+                    )
+                )
+            )
+            if any((lists.allow, lists.deny, lists.search_allow, lists.search_deny)):
+                self._lists[name] = lists
+
+    def check_fetch(self, host: str, agent: str) -> Decision:
+        """May ``agent`` read ``host`` by its own lists? (The tier is checked by ``Policy``.)"""
+        lists = self._lists.get(agent)
+        if lists is None:
+            return _ALLOW
+        h = normalise_host(host)
+        denied = _first_match(lists.deny, h)
+        if denied is not None:
+            return self._deny(
+                REASON_HOST_DENIED,
+                f"refused: {h} is on the deny-list of agent {agent} ({denied.text} in "
+                f"[agents.{agent}] deny); remove it there to allow it",
+            )
+        if lists.allow and _first_match(lists.allow, h) is None:
+            return self._deny(
+                REASON_HOST_NOT_ALLOWED,
+                f"refused: {h} is not on the allow-list of agent {agent} ([agents.{agent}] "
+                "allow), which limits the agent to the hosts it names; add it there",
+            )
+        return _ALLOW
+
+    def filter_hits(
+        self, hits: Sequence[_H], host_of: Callable[[_H], str | None], agent: str
+    ) -> tuple[list[_H], dict[str, int]]:
+        """The hits ``agent``'s search lists keep, and how many each list dropped
+        (``{"agents.NAME.search_deny": 2}``). A hit whose host cannot be read is dropped
+        whenever the agent has a search list."""
+        lists = self._lists.get(agent)
+        if lists is None or not (lists.search_allow or lists.search_deny):
+            return list(hits), {}
+        kept: list[_H] = []
+        dropped: dict[str, int] = {}
+        for hit in hits:
+            host = host_of(hit)
+            if host is None or _first_match(lists.search_deny, host) is not None:
+                key = f"agents.{agent}.search_deny"
+            elif lists.search_allow and _first_match(lists.search_allow, host) is None:
+                key = f"agents.{agent}.search_allow"
+            else:
+                kept.append(hit)
+                continue
+            dropped[key] = dropped.get(key, 0) + 1
+        if self._report:  # report mode: nothing is dropped, the audit says what would be
+            return list(hits), dropped
+        return kept, dropped
+
+    def _deny(self, reason: str, message: str) -> Decision:
+        if self._report:
+            return Decision(True, reason, message, would_deny=True)
+        return Decision(False, reason, message)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import unicodedata
+import urllib.parse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from . import _envelope
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput
 from ._models import Hit, SearchResult
+from ._provenance import canonical, check_session
 from ._telemetry import span
 from .search import (
     Http,
@@ -112,12 +114,23 @@ def _takes_filters(provider: SearchProvider) -> bool:
     return "filters" in parameters or len(parameters) >= 3
 
 
+def _hit_host(hit: Hit) -> str | None:
+    url = canonical(hit.url)
+    return None if url is None else urllib.parse.urlsplit(url).hostname
+
+
 def _timestamp(now: float) -> str:
     when = dt.datetime.fromtimestamp(now, dt.UTC)
     return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _provider_for(web: Web, name: str | None, record: dict[str, Any]) -> SearchProvider:
+def _provider_for(
+    web: Web,
+    name: str | None,
+    record: dict[str, Any],
+    agent: str = "",
+    session: str | None = None,
+) -> SearchProvider:
     injected: SearchProvider | None = web._search_provider
     if injected is not None and (name is None or name == injected.name):
         return injected
@@ -133,6 +146,9 @@ def _provider_for(web: Web, name: str | None, record: dict[str, Any]) -> SearchP
             headers: tuple[tuple[str, str], ...] = (),
             content: bytes | None = None,
         ) -> Response:
+            # Each provider call costs what [search.<provider>] cost says, against the
+            # agent's spend budget; past it nothing is sent.
+            await web._budgets.charge_spend(agent, provider, session)
             with span("search provider", {"webward.provider": provider}):
                 body = await web.provider_request(
                     provider, method, url, headers=headers, content=content
@@ -154,6 +170,8 @@ async def run_search(
     provider: str | None,
     record: dict[str, Any],
     filters: SearchFilters | None = None,
+    *,
+    session: str | None = None,
 ) -> SearchResult:
     """One search for ``agent`` at ``tier``; fills ``record`` with ``provider`` and ``status``.
 
@@ -162,9 +180,11 @@ async def run_search(
     text = check_query(query, web.settings.limits.max_query_chars)
     count = check_limit(limit)
     name = check_provider_name(provider)
+    check_session(session)
     web._check_policy(web._policy.check_search(tier, agent), record)
-    chosen = _provider_for(web, name, record)
+    chosen = _provider_for(web, name, record, agent, session)
     record["provider"] = chosen.name
+    await web._budgets.charge_call(agent, "search", session)  # a configured search only
     if filters:
         if not _takes_filters(chosen):
             raise InvalidInput(
@@ -175,6 +195,10 @@ async def run_search(
     else:
         found = await chosen.search(text, count)
     hits = finish_hits(found, count, filters)
+    # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits.
+    kept, _dropped = web._lists.filter_hits(hits, _hit_host, agent)
+    hits = tuple(kept)
+    await web.remember_urls(session, (u for u in map(canonical, (h.url for h in hits)) if u))
     retrieved_at = _timestamp(web._clock())
     content = _envelope.wrap(
         render_hits(hits),

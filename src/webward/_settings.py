@@ -25,7 +25,7 @@ import platformdirs
 
 from ._errors import InvalidInput
 
-__all__ = ["ROLES", "TIERS", "AgentSettings", "Settings"]
+__all__ = ["ROLES", "TIERS", "AgentSettings", "BudgetSettings", "Settings"]
 
 TIERS = ("as-owner", "connected", "full")
 #: Agent roles: none (the default, "") or "admin" (may open the operator console).
@@ -106,6 +106,10 @@ class LimitsSettings:
     convert_memory_mb: int = 512
     max_pdf_pages: int = 500
     max_pdf_inflated_bytes: int = 2_000_000
+    # A session's URL memory (``provenance = "session"``): at most this many URLs per session,
+    # the oldest forgotten first, and a session idle this long is forgotten whole.
+    session_max_urls: int = 10_000
+    session_max_age_s: float = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class SearchSettings:
     brave_url: str = "https://api.search.brave.com"
     tavily_url: str = "https://api.tavily.com"
     searxng_url: str = ""
+    # What one call to each provider costs (``[search.<provider>] cost``), for spend budgets.
+    costs: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -148,13 +154,36 @@ class ObservabilitySettings:
 
 
 @dataclass(frozen=True)
+class BudgetSettings:
+    """``[agents.NAME.budget]``: calls per session, hour and day for each capability, and
+    search spend (in the unit of ``[search.<provider>] cost``). 0 means no budget."""
+
+    fetch_per_session: int = 0
+    fetch_per_hour: int = 0
+    fetch_per_day: int = 0
+    search_per_session: int = 0
+    search_per_hour: int = 0
+    search_per_day: int = 0
+    search_spend_per_session: float = 0.0
+    search_spend_per_hour: float = 0.0
+    search_spend_per_day: float = 0.0
+
+
+@dataclass(frozen=True)
 class AgentSettings:
-    """One named agent: its reach tier and (for the gateway) its hashed bearer token."""
+    """One named agent: its reach tier, (for the gateway) its hashed bearer token, and its
+    governance: URL provenance, its own host lists and its budgets."""
 
     tier: str = "as-owner"
     token_sha256: str = ""
     # "admin": the agent's token also opens the operator console (/console) of the gateway.
     role: str = ""
+    provenance: str = "off"  # off | session
+    allow: tuple[str, ...] = ()  # fetch: only these hosts, on top of the tier's rule
+    deny: tuple[str, ...] = ()  # fetch: never these hosts
+    search_allow: tuple[str, ...] = ()  # search results: only these domains
+    search_deny: tuple[str, ...] = ()  # search results: never these domains
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
 
 
 @dataclass(frozen=True)
@@ -323,6 +352,8 @@ def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: s
             t for t, cfg in tiers.items() if isinstance(cfg, Mapping) and cfg.get("robots") is False
         ]
         value["robots_off_tiers"] = tuple(off)
+    if section == "search":
+        value["costs"] = _search_costs(value, where)
     args: dict[str, Any] = {}
     for key, item in value.items():
         f = fields.get(key)
@@ -331,6 +362,23 @@ def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: s
         default = f.default if f.default is not dataclasses.MISSING else None
         args[key] = _coerce(item, default, f"{section}.{key}", where)
     return cls(**args)
+
+
+def _search_costs(value: dict[str, Any], where: str) -> dict[str, float]:
+    """``[search.<provider>] cost = 0.005`` tables, taken out of ``value``, plus ``costs``
+    (the same, as ``Settings.replace`` hands it back)."""
+    costs = dict(value.pop("costs", None) or {})
+    for name in [k for k, v in value.items() if isinstance(v, Mapping)]:
+        table = value.pop(name)
+        unknown = set(table) - {"cost"}
+        if unknown:
+            raise InvalidInput(f"unknown config key search.{name}.{sorted(unknown)[0]}{where}")
+        if "cost" in table:
+            costs[name] = table["cost"]
+    for name, cost in costs.items():
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0:
+            raise InvalidInput(f"config key search.{name}.cost{where} must be a number >= 0")
+    return {name: float(cost) for name, cost in costs.items()}
 
 
 def _coerce(item: Any, default: Any, name: str, where: str) -> Any:
@@ -376,7 +424,15 @@ def _build_agents(value: Any, where: str) -> dict[str, AgentSettings]:
     for name, cfg in value.items():
         if not isinstance(cfg, Mapping):
             raise InvalidInput(f"[agents.{name}]{where} must be a table")
-        agents[name] = _build_section(AgentSettings, f"agents.{name}", dict(cfg), where)
+        table = dict(cfg)
+        budget = table.pop("budget", {})
+        if not isinstance(budget, Mapping):
+            raise InvalidInput(f"[agents.{name}.budget]{where} must be a table")
+        agent = _build_section(AgentSettings, f"agents.{name}", table, where)
+        agents[name] = dataclasses.replace(
+            agent,
+            budget=_build_section(BudgetSettings, f"agents.{name}.budget", dict(budget), where),
+        )
     return agents
 
 
@@ -392,6 +448,11 @@ def _validate(settings: Settings, where: str) -> None:
             f"observability.metrics_token_sha256{where} must be 64 hex digits: make it with "
             "`webward serve --hash-token`"
         )
+    for name, agent in settings.agents.items():
+        if agent.provenance not in ("off", "session"):
+            raise InvalidInput(f"agents.{name}.provenance{where} must be off or session")
+        if any(v < 0 for v in dataclasses.astuple(agent.budget)):
+            raise InvalidInput(f"[agents.{name}.budget]{where} holds a negative budget")
     if settings.policy.mode not in ("enforce", "report"):
         raise InvalidInput(f"policy.mode{where} must be enforce or report")
     for name, agent in settings.agents.items():

@@ -25,12 +25,14 @@ import anyio
 
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
+from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, Passage, SearchResult, Window
-from ._policy import Policy
+from ._policy import AgentLists, Policy
+from ._provenance import SessionStore, check_session, open_session_store
 from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import FetchRobots, RobotsChecker, RobotsStore
@@ -81,6 +83,7 @@ class Web:
         renderer: Renderer | None = None,
         robots_store: RobotsStore | None = None,
         telemetry: Telemetry | None = None,
+        session_store: SessionStore | None = None,
     ) -> None:
         self.settings = settings or Settings.load()
         # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
@@ -98,12 +101,16 @@ class Web:
         self._renderer = renderer if renderer is not None else default_renderer()
         self._policy = Policy(self.settings.policy)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
-        self._limiter = Limiter(
-            limit_state
-            if limit_state is not None
-            else open_limit_state(self.settings, kind="memory"),
-            self.settings.limits,
-            clock=clock,
+        state = limit_state if limit_state is not None else open_limit_state(self.settings)
+        self._limiter = Limiter(state, self.settings.limits, clock=clock)
+        # Governance per agent and session: its own host lists, its budgets (counted in the
+        # limit store, so processes and replicas sharing it share them) and URL provenance.
+        self._lists = AgentLists(
+            self.settings.agents, report=self._policy.report, source=self.settings.source
+        )
+        self._budgets = Budgets(self.settings, state, clock=clock)
+        self._sessions = (
+            session_store if session_store is not None else open_session_store(self.settings)
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
         self._converter = ConvertPool.from_limits(self.settings.limits)
@@ -127,6 +134,7 @@ class Web:
         await self._limiter.aclose()
         await self._cache.aclose()
         await self._converter.aclose()
+        await self._sessions.aclose()
         await self._audit.aclose()
         if self._own_telemetry:
             self.telemetry.close()
@@ -144,12 +152,15 @@ class Web:
         *,
         max_chars: int | None = None,
         query: str | None = None,
+        session: str | None = None,
     ) -> Page:
         """Read one page (see DESIGN.md): a window of its text, or an image / PDF part.
 
         ``max_chars`` asks for smaller windows (1 up to ``[limits] max_fetch_text_chars``, the
         default). ``query`` returns, instead of a window, the passages of the text that best
-        match it, each with the offset to read on from (see ``_find``).
+        match it, each with the offset to read on from (see ``_find``). ``session`` names the
+        session the call belongs to (its URL provenance and session budgets); the page's URL,
+        redirects, links and the URLs in its text join it.
         """
         return await self.telemetry.call(
             "web_fetch",
@@ -169,8 +180,43 @@ class Web:
                     t,
                     record,
                     _Reading(max_chars, query),
+                    session,
                 ),
             ),
+        )
+
+    async def declare_urls(self, session: str, *texts: str) -> None:
+        """Declare for ``session`` the URLs written in ``texts``: the user's own input or URLs
+        the client application names, never a model's tool arguments."""
+        from ._provenance import urls_in
+
+        check_session(session)
+        await self._sessions.add(session, [u for text in texts for u in urls_in(text)])
+
+    async def remember_urls(self, session: str | None, urls: Any) -> None:
+        """Add canonical ``urls`` the session has seen (search hits, pages read)."""
+        if session is not None:
+            await self._sessions.add(session, list(urls))
+
+    async def _check_provenance(
+        self, parsed: guard.ParsedURL, agent: str, session: str | None, record: dict[str, Any]
+    ) -> None:
+        entry = self.settings.agents.get(agent)
+        if (
+            entry is None
+            or entry.provenance != "session"
+            or self._policy.on_allow_list(parsed.host)
+        ):
+            return
+        if session is not None and await self._sessions.has(session, parsed.url):
+            return
+        from ._policy import Decision
+        from ._provenance import REASON_URL_NOT_IN_SESSION, refusal_message
+
+        message = refusal_message(parsed.url, agent, session)
+        self._check_policy(
+            Decision(self._policy.report, REASON_URL_NOT_IN_SESSION, message, self._policy.report),
+            record,
         )
 
     async def _fetch(
@@ -183,6 +229,7 @@ class Web:
         tier: str,
         record: dict[str, Any],
         reading: _Reading,
+        session: str | None = None,
     ) -> Page:
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
@@ -191,11 +238,15 @@ class Web:
             reading.max_chars, self.settings.limits.max_fetch_text_chars
         )
         query = self._check_find_query(reading.query, offset)
+        check_session(session)
         # The literal guard parses the URL once; both it and the policy must pass.
         parsed = self._literal_guard(url)
         self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
+        self._check_policy(self._lists.check_fetch(parsed.host, agent), record)
+        await self._check_provenance(parsed, agent, session, record)
         if include_screenshot:
             self._check_policy(self._policy.check_screenshot(tier, agent), record)
+        await self._budgets.charge_call(agent, "fetch", session)  # a call refused costs nothing
 
         # Rendered and plain readings are kept apart: a tier that may not render (as-owner)
         # never receives a page another tier's read rendered.
@@ -275,6 +326,17 @@ class Web:
         # The site answered Markdown itself (Markdown for Agents, or a .md file): said in the
         # provenance so the model knows no extractor chose what it reads.
         markdown_source = "site" if converted.media_type in _content.MARKDOWN_TYPES else None
+        if session is not None:  # what the agent now has seen joins its session
+            from ._provenance import urls_in
+
+            await self.remember_urls(
+                session,
+                [
+                    *(u for u in (cached.final_url, *cached.redirects) if u),
+                    *(link.url for link in converted.links),
+                    *urls_in(window_text),
+                ],
+            )
         content = _envelope.wrap(
             window_text,
             {
@@ -482,8 +544,9 @@ class Web:
         freshness: str | None = None,
         country: str | None = None,
         language: str | None = None,
+        session: str | None = None,
     ) -> SearchResult:
-        """Run a web search through the configured provider.
+        """Run a web search through the configured provider; its hits join ``session``.
 
         The filters narrow it: hits only from ``allowed_domains`` (and their subdomains), none
         from ``blocked_domains``, published within ``freshness`` (day, week, month, year), for
@@ -495,7 +558,9 @@ class Web:
 
         def call(t: str, record: dict[str, Any]) -> Awaitable[SearchResult]:
             filters = check_filters(allowed_domains, blocked_domains, freshness, country, language)
-            return run_search(self, query, limit, agent, t, provider, record, filters)
+            return run_search(
+                self, query, limit, agent, t, provider, record, filters, session=session
+            )
 
         return await self.telemetry.call(
             "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call)
@@ -800,6 +865,7 @@ class _RenderGate:
             url, allow_ranges=web._allow, max_chars=web.settings.limits.max_url_chars
         )
         web._policy.check_fetch(parsed.host, self._tier, self._agent).raise_if_denied()
+        web._lists.check_fetch(parsed.host, self._agent).raise_if_denied()
         return parsed
 
     def _note(self, into: list[str], entry: str) -> None:
@@ -837,6 +903,7 @@ class _PageHops:
             web._check_policy(
                 web._policy.check_fetch(url.host, self._tier, self._agent), self._record
             )
+            web._check_policy(web._lists.check_fetch(url.host, self._agent), self._record)
             guard.assert_url_allowed(url, allow_ranges=web._allow)
         self._first = False
         if web._policy.robots_enabled(self._tier):

@@ -9,7 +9,9 @@ enters a summary, a log line or the printed stream.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -178,6 +180,18 @@ async def execute_calls(
     return [r for r in results if r is not None]
 
 
+async def _start_session(context: ToolContext, question: str) -> ToolContext:
+    """The run is a session: named here unless the caller named one, and the user's question
+    declares the URLs it writes (URL provenance; the model's own words never do)."""
+    declare = getattr(context.web, "declare_urls", None)
+    if declare is None:  # no web, or a capability that knows nothing of sessions
+        return context
+    if context.session is None:
+        context = dataclasses.replace(context, session=f"run-{uuid.uuid4().hex}")
+    await declare(context.session, question)
+    return context
+
+
 async def run_agent(
     client: ModelClient,
     agent: AgentDefinition,
@@ -197,6 +211,7 @@ async def run_agent(
         raise InvalidInput("max_turns must be a whole number of at least 1")
     if not isinstance(question, str) or not question.strip():
         raise InvalidInput("the question must not be empty")
+    context = await _start_session(context, question)
     messages: list[Mapping[str, Any]] = list(client.first_messages(question))
     records: list[CallRecord] = []
     reply: ModelReply | None = None

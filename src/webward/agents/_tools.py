@@ -171,6 +171,7 @@ class WebCapability(Protocol):
         *,
         max_chars: int | None = None,
         query: str | None = None,
+        session: str | None = None,
     ) -> Page: ...
 
     async def search(
@@ -185,16 +186,23 @@ class WebCapability(Protocol):
         freshness: str | None = None,
         country: str | None = None,
         language: str | None = None,
+        session: str | None = None,
     ) -> SearchResult: ...
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What one run's tools act with: the web capability (or none), the agent and its tier."""
+    """What one run's tools act with: the web capability (or none), the agent and its tier,
+    and the session the calls belong to (``run_agent`` names one per run when it is None)."""
 
     web: WebCapability | None
     agent: str
     tier: str | None = None
+    session: str | None = None
+
+    def session_args(self) -> dict[str, Any]:
+        """``session=`` for the core, when the context has one (older capabilities take none)."""
+        return {} if self.session is None else {"session": self.session}
 
 
 @dataclass(frozen=True)
@@ -312,6 +320,7 @@ async def _web_fetch(arguments: Any, context: ToolContext) -> ToolResult:
         agent=context.agent,
         tier=context.tier,
         **extra,
+        **context.session_args(),
     )
     if not page.parts:
         return ToolResult(page.content, tool="web_fetch")
@@ -331,6 +340,7 @@ async def _web_search(arguments: Any, context: ToolContext) -> ToolResult:
         agent=context.agent,
         tier=context.tier,
         **_given(args, SEARCH_FILTERS),
+        **context.session_args(),
     )
     return ToolResult(result.content, tool="web_search")
 

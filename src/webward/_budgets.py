@@ -1,0 +1,203 @@
+"""Budgets per agent and capability: calls per session, hour and day (``max_uses``), and a
+spend budget for search, each provider call costing ``[search.<provider>] cost``.
+
+Counters live in the limit store (memory, SQLite for the command line, Redis for replicas),
+so processes sharing ``limits.db`` and replicas sharing a Redis spend one budget. Each counter
+is one key, changed by one atomic read-modify-write: a :class:`HostState` whose ``tokens`` is
+the amount used and ``updated`` the start of its window. Hours and days are fixed UTC windows
+(a day budget renews at 00:00 UTC); a session's budget never renews within the session.
+
+Past a budget a call is refused by name (``budget_exhausted``) with when it renews; nothing is
+sent. A call that passes charges every budget it falls under; if a later one is exhausted the
+earlier charges are taken back, so a refused call costs nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import Refused
+from ._limit_state import HostState, LimitState
+from ._settings import BudgetSettings, Settings
+
+__all__ = ["PERIODS", "REASON_BUDGET_EXHAUSTED", "Budgets", "budget_usage"]
+
+#: The fixed reason code of a call refused past its budget.
+REASON_BUDGET_EXHAUSTED = "budget_exhausted"
+#: Window lengths in seconds; a session has no window.
+PERIODS: dict[str, float] = {"hour": 3600.0, "day": 86_400.0}
+_SCOPES = ("session", "hour", "day")
+
+
+@dataclass(frozen=True)
+class _Line:
+    """One budget that applies to a call: its counter key and its limit."""
+
+    key: str
+    limit: float
+    what: str  # "calls" or "spend", for messages
+    scope: str  # session | hour | day
+
+
+def _lines(
+    budget: BudgetSettings, agent: str, capability: str, kind: str, session: str | None
+) -> list[_Line]:
+    lines: list[_Line] = []
+    prefix = f"{capability}_spend" if kind == "spend" else capability
+    for scope in _SCOPES:
+        limit = getattr(budget, f"{prefix}_per_{scope}", 0)
+        if not limit:
+            continue
+        if scope == "session":
+            if session is None:
+                continue  # no session, no session budget (hour and day still count)
+            key = f"budget:{agent}:{capability}:{kind}:session:{session}"
+        else:
+            key = f"budget:{agent}:{capability}:{kind}:{scope}"
+        lines.append(_Line(key, float(limit), kind, scope))
+    return lines
+
+
+def _window_start(scope: str, now: float) -> float | None:
+    """The start of the current window; ``None`` for a session, which has none."""
+    if scope == "session":
+        return None
+    period = PERIODS[scope]
+    return now - now % period
+
+
+def _renewal(scope: str, now: float) -> str:
+    if scope == "session":
+        return "it does not renew within this session; start a new session"
+    at = now - now % PERIODS[scope] + PERIODS[scope]
+    when = dt.datetime.fromtimestamp(at, dt.UTC).isoformat(timespec="seconds")
+    return f"it renews at {when.replace('+00:00', 'Z')}"
+
+
+def _used(cur: HostState | None, start: float | None) -> float:
+    if cur is None:
+        return 0.0
+    return cur.tokens if start is None or cur.updated == start else 0.0
+
+
+def _state(used: float, start: float | None, now: float) -> HostState:
+    # A window's counter is stamped with the window's start (a new window starts from 0); a
+    # session's with the time it was last charged, so idle-row pruning keeps live sessions.
+    return HostState(tokens=used, updated=now if start is None else start)
+
+
+class Budgets:
+    """Charges calls and spend against ``[agents.NAME.budget]`` in a limit store."""
+
+    def __init__(
+        self, settings: Settings, state: LimitState, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._settings, self._state, self._clock = settings, state, clock
+
+    def _budget(self, agent: str) -> BudgetSettings | None:
+        entry = self._settings.agents.get(agent)
+        return entry.budget if entry is not None else None
+
+    async def charge_call(self, agent: str, capability: str, session: str | None) -> None:
+        """Count one ``capability`` call (``fetch`` or ``search``), or raise ``budget_exhausted``."""
+        budget = self._budget(agent)
+        if budget is not None:
+            await self._charge(_lines(budget, agent, capability, "calls", session), 1.0, agent)
+
+    async def charge_spend(self, agent: str, provider: str, session: str | None) -> float | None:
+        """Charge one call to ``provider`` against the agent's search spend budgets, or raise
+        ``budget_exhausted``. Returns the call's cost (``None`` when it has none)."""
+        cost = self._settings.search.costs.get(provider)
+        budget = self._budget(agent)
+        if cost is None or budget is None:
+            return cost
+        await self._charge(_lines(budget, agent, "search", "spend", session), cost, agent)
+        return cost
+
+    async def _charge(self, lines: list[_Line], amount: float, agent: str) -> None:
+        done: list[tuple[_Line, float | None]] = []
+        for line in lines:
+            now = self._clock()
+            start = _window_start(line.scope, now)
+
+            def take(
+                cur: HostState | None,
+                line: _Line = line,
+                start: float | None = start,
+                now: float = now,
+            ) -> tuple[HostState, bool]:
+                used = _used(cur, start)
+                if used + amount > line.limit + 1e-9:
+                    return (cur or _state(0.0, start, now)), False
+                return _state(used + amount, start, now), True
+
+            if not await self._state.update(line.key, take):
+                for earlier, at in done:
+                    await self._state.update(earlier.key, _giver(amount, at, now))
+                raise Refused(_message(line, agent, now), reason=REASON_BUDGET_EXHAUSTED)
+            done.append((line, start))
+
+    async def usage(self, agent: str, session: str | None = None) -> list[dict[str, Any]]:
+        """Each budget of ``agent``: capability, kind, scope, limit, used and left."""
+        budget = self._budget(agent)
+        if budget is None:
+            return []
+        out: list[dict[str, Any]] = []
+        now = self._clock()
+        for capability, kind in (("fetch", "calls"), ("search", "calls"), ("search", "spend")):
+            for line in _lines(budget, agent, capability, kind, session):
+                used = _used(await self._state.get(line.key), _window_start(line.scope, now))
+                out.append(
+                    {
+                        "agent": agent,
+                        "capability": capability,
+                        "kind": kind,
+                        "scope": line.scope,
+                        "limit": line.limit,
+                        "used": used,
+                        "left": max(0.0, line.limit - used),
+                    }
+                )
+        return out
+
+
+def _giver(
+    amount: float, start: float | None, now: float
+) -> Callable[[HostState | None], tuple[HostState, None]]:
+    def give(cur: HostState | None) -> tuple[HostState, None]:
+        return _state(max(0.0, _used(cur, start) - amount), start, now), None
+
+    return give
+
+
+def _message(line: _Line, agent: str, now: float) -> str:
+    capability = line.key.split(":")[2]
+    limit = f"{line.limit:g}"
+    if line.what == "spend":
+        budget, key = f"search spend budget of {limit}", "search_spend"
+    else:
+        budget, key = f"budget of {limit} {capability} calls", capability
+    return (
+        f"refused: agent {agent} has used its {budget} per {line.scope}; "
+        f"{_renewal(line.scope, now)}, or raise [agents.{agent}.budget] {key}_per_{line.scope}"
+    )
+
+
+async def budget_usage(
+    settings: Settings,
+    state: LimitState,
+    *,
+    session: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> list[dict[str, Any]]:
+    """Budgets used and left, per agent, capability and window, from the limit store: for
+    the operator console's budgets view. Agents without budgets are left out."""
+    budgets = Budgets(settings, state, clock)
+    rows: list[dict[str, Any]] = []
+    for agent in sorted(settings.agents):
+        rows.extend(await budgets.usage(agent, session))
+    return rows

@@ -1,0 +1,214 @@
+"""URL provenance: each session remembers the URLs it has seen, so that an agent with
+``provenance = "session"`` reads only those (``url_not_in_session``).
+
+What a session has seen: the user's own input where the face sees it (the agent loop,
+``webward ask``, ``webward fetch``), URLs the client application declares (the gateway's
+``Webward-Session-Urls`` header, ``webward/urls`` in an MCP request's ``_meta``, never the
+model's tool arguments), the hits of the session's searches, and the links and text of the
+pages it read. A prompt injection can make a model *ask* for
+``https://attacker.example/?q=<secret>``, but that URL, with that query, was seen nowhere.
+
+Matching: a URL is remembered and looked up in its canonical form (:func:`canonical`): scheme
+and host folded to lower case (IDNA to punycode), the default port dropped, the fragment
+dropped; path and query are kept byte for byte, so the same URL with another query string is
+another URL. Hosts on ``[policy] allow`` always pass. A redirect's target needs no provenance:
+the server chose it, not the agent.
+
+Stores: :class:`MemorySessionStore` for one process; :class:`RedisSessionStore` when
+``[state] redis_url`` is set, so replicas agree. Both are bounded: at most
+``limits.session_max_urls`` URLs per session (the oldest forgotten first), and a session
+untouched for ``limits.session_max_age_s`` is forgotten whole.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from . import guard
+from ._errors import InvalidInput, WebwardError
+from ._limit_state import limits_unavailable
+from ._settings import Settings
+
+__all__ = [
+    "REASON_URL_NOT_IN_SESSION",
+    "SESSIONS_PREFIX",
+    "MemorySessionStore",
+    "SessionStore",
+    "canonical",
+    "check_session",
+    "open_session_store",
+    "urls_in",
+]
+
+#: The fixed reason code of a fetch refused for want of provenance.
+REASON_URL_NOT_IN_SESSION = "url_not_in_session"
+SESSIONS_PREFIX = "webward:session:"
+# Sessions one process remembers at most (the least recently used goes first).
+_MAX_SESSIONS = 10_000
+# An http(s) URL in running text ends at white space, quotes, angle brackets or a closing
+# bracket; trailing sentence punctuation is not part of it.
+_URL_RE = re.compile(r"""https?://[^\s<>"'`()\[\]{}]+""", re.IGNORECASE)
+_TRAILING = ".,;:!?*_"
+
+
+def canonical(url: str) -> str | None:
+    """The form a URL is remembered and matched in, or ``None`` if it is no http(s) URL."""
+    try:
+        return guard.parse_url(url).url
+    except (WebwardError, ValueError):
+        return None
+
+
+def check_session(session: object) -> None:
+    """A session name is 1 to 512 printable characters (faces prefix their own scope)."""
+    if session is not None and (
+        not isinstance(session, str) or not 0 < len(session) <= 512 or not session.isprintable()
+    ):
+        raise InvalidInput("a session must be named by 1 to 512 printable characters")
+
+
+def urls_in(text: str) -> list[str]:
+    """The canonical http(s) URLs written in ``text`` (user input, a page, search hits)."""
+    found: list[str] = []
+    for match in _URL_RE.finditer(text):
+        url = canonical(match.group().rstrip(_TRAILING))
+        if url is not None:
+            found.append(url)
+    return found
+
+
+class SessionStore(Protocol):
+    """Where sessions keep the URLs they have seen."""
+
+    async def add(self, session: str, urls: Iterable[str]) -> None:
+        """Remember canonical ``urls`` for ``session``."""
+        ...
+
+    async def has(self, session: str, url: str) -> bool:
+        """Whether ``session`` has seen the canonical ``url``."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class MemorySessionStore:
+    """Sessions in this process: bounded in URLs per session, idle age and session count."""
+
+    def __init__(
+        self,
+        max_urls: int,
+        max_age_s: float,
+        *,
+        max_sessions: int = _MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max_urls, self._max_age_s, self._max_sessions = max_urls, max_age_s, max_sessions
+        self._clock = clock
+        self._sessions: OrderedDict[str, tuple[float, OrderedDict[str, None]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _live(self, session: str, now: float) -> OrderedDict[str, None] | None:
+        entry = self._sessions.get(session)
+        if entry is None:
+            return None
+        if now - entry[0] > self._max_age_s:
+            del self._sessions[session]
+            return None
+        return entry[1]
+
+    async def add(self, session: str, urls: Iterable[str]) -> None:
+        with self._lock:
+            now = self._clock()
+            seen = self._live(session, now)
+            if seen is None:
+                seen = OrderedDict()
+            for url in urls:
+                seen[url] = None
+                seen.move_to_end(url)
+            while len(seen) > self._max_urls:
+                seen.popitem(last=False)
+            self._sessions[session] = (now, seen)
+            self._sessions.move_to_end(session)
+            while len(self._sessions) > self._max_sessions:
+                self._sessions.popitem(last=False)
+
+    async def has(self, session: str, url: str) -> bool:
+        with self._lock:
+            seen = self._live(session, self._clock())
+            return seen is not None and url in seen
+
+    async def aclose(self) -> None:
+        pass
+
+
+class RedisSessionStore:
+    """Sessions in Redis, one sorted set per session (score: when a URL was last seen), so
+    every replica sees every URL. Any Redis failure refuses (``limits_unavailable``):
+    governance fails closed."""
+
+    def __init__(self, url: str, max_urls: int, max_age_s: float) -> None:
+        from ._redis import _client, redact_url  # imported only when configured
+
+        self._where = redact_url(url)
+        self._client: Any = _client(url, 2.0)
+        self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
+
+    async def add(self, session: str, urls: Iterable[str]) -> None:
+        from redis.exceptions import RedisError
+
+        now = time.time()
+        members = {url: now for url in urls}
+        if not members:
+            return
+        name = SESSIONS_PREFIX + session
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.zadd(name, members)
+                pipe.zremrangebyrank(name, 0, -self._max_urls - 1)  # keep the newest only
+                pipe.expire(name, self._ttl)
+                await pipe.execute()
+        except (RedisError, OSError) as exc:
+            raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
+
+    async def has(self, session: str, url: str) -> bool:
+        from redis.exceptions import RedisError
+
+        try:
+            return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None
+        except (RedisError, OSError) as exc:
+            raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def open_session_store(settings: Settings) -> SessionStore:
+    """Redis when ``[state] redis_url`` is set (replicas agree), else this process's memory."""
+    limits = settings.limits
+    if settings.state.redis_url:
+        return RedisSessionStore(
+            settings.state.redis_url, limits.session_max_urls, limits.session_max_age_s
+        )
+    return MemorySessionStore(limits.session_max_urls, limits.session_max_age_s)
+
+
+def refusal_message(url: str, agent: str, session: str | None) -> str:
+    """The one sentence of a ``url_not_in_session`` refusal: why, and what the operator can
+    change."""
+    why = (
+        "the call names no session"
+        if session is None
+        else f"session {session} has not seen it in the user's input, a search hit or a page "
+        "it read"
+    )
+    return (
+        f"refused: {url} is not a URL this session has seen ({why}), and agent {agent} has "
+        f'provenance = "session", which stops a page\'s text from sending the agent to '
+        f"unseen URLs; declare the URL for the session, add its host to [policy] allow, or "
+        f'set provenance = "off" in [agents.{agent}]'
+    )

