@@ -410,3 +410,31 @@ def test_a_role_other_than_admin_is_refused_when_config_loads() -> None:
         InvalidInput, match=r'\[agents\.ops\] role is .root.; leave it out or set "admin"'
     ):
         Settings().replace({"agents": {"ops": {"tier": "full", "role": "root"}}})
+
+
+def test_budgets_view_shows_used_and_left_from_the_gateways_limit_store(tmp_path: Path) -> None:
+    """An agent with an hourly fetch budget: after one read through the gateway, the budgets
+    view shows that budget with one used and the rest left; agents without one are absent."""
+    settings = console_settings(
+        tmp_path,
+        agents={
+            "bot": {
+                "tier": "full",
+                "token_sha256": hash_token(BOT),
+                "budget": {"fetch_per_hour": 5},
+            }
+        },
+    )
+    with (
+        serve(routes={"/p": respond(200, "<p>budgeted page words</p>")}) as site,
+        running_gateway(settings, lambda: Web(settings)) as base,
+        httpx.Client(base_url=base, timeout=30) as c,
+    ):
+        read = c.post(
+            FETCH_PATH, json={"url": site.url("/p")}, headers={"Authorization": f"Bearer {BOT}"}
+        )
+        assert read.status_code == 200
+        view = c.get("/console/budgets", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert view.status_code == 200
+    rows = re.findall(r"<tr><td>(.*?)</td></tr>", view.text)
+    assert rows == ["bot</td><td>fetch</td><td>calls</td><td>hour</td><td>5</td><td>1</td><td>4"]

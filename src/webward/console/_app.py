@@ -423,11 +423,19 @@ class Console:
         )
 
     async def budgets(self, request: Request) -> Response:
-        # Budgets are not a webward feature yet: the view says so, and its table is ready
-        # for the rows (agent, budget, used, left) a budgets store will hand it.
+        # Used and left are read from the limit store the budgets are counted in (the live
+        # Web's on the gateway); without one, the configured budgets are shown unused.
+        from .._budgets import budget_usage
+        from .._limit_state import MemoryLimitState
+
+        state = self._limit_state()
+        rows = await budget_usage(
+            self.settings, state if state is not None else MemoryLimitState(), clock=self._clock
+        )
         return self._render(
             request,
             "budgets.html",
             view="budgets",
-            budgets=[],
+            budgets=rows,
+            has_state=state is not None,
         )
