@@ -386,3 +386,18 @@ async def test_mcp_http_sessions_are_the_agents_own(tmp_path: Path, site: LocalS
     # Stateless HTTP has no transport session: the agent's calls without one share one.
     assert not declared.is_error and not transport.is_error, text_of(transport)
     assert other.is_error and "session mcp:alice:app:chat-8 has not seen it" in text_of(other)
+
+
+def test_the_openapi_document_declares_the_session_headers() -> None:
+    """Both capabilities document Webward-Session and Webward-Session-Urls as optional
+    headers, so a client generated from the document can send them."""
+    from webward._gateway import FETCH_PATH, SEARCH_PATH
+    from webward._openapi import openapi_document
+
+    doc = openapi_document()
+    for path in (FETCH_PATH, SEARCH_PATH):
+        params = doc["paths"][path]["post"]["parameters"]
+        assert [(p["name"], p["in"], p["required"]) for p in params] == [
+            ("Webward-Session", "header", False),
+            ("Webward-Session-Urls", "header", False),
+        ]

@@ -78,6 +78,25 @@ def openapi_document() -> dict[str, Any]:
             "text": {"type": ["string", "null"], "description": "a document's extracted text"},
         },
     }
+    # The session headers (docs/governance.md, agent sessions): set by the client
+    # application, never by the model; scoped to the token's agent.
+    session_headers = [
+        {
+            "name": "Webward-Session",
+            "in": "header",
+            "required": False,
+            "description": "the session this call belongs to (URL provenance, session budgets)",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "Webward-Session-Urls",
+            "in": "header",
+            "required": False,
+            "description": "URLs the application declares for the session (the user's own "
+            "input), separated by spaces",
+            "schema": {"type": "string"},
+        },
+    ]
     return {
         "openapi": "3.1.0",
         "info": {
@@ -92,6 +111,7 @@ def openapi_document() -> dict[str, Any]:
             FETCH_PATH: {
                 "post": {
                     "operationId": "webPageFetch",
+                    "parameters": session_headers,
                     "summary": "Read one public page: a window of its text, or an image / PDF part",
                     "requestBody": {
                         "required": True,
@@ -111,6 +131,7 @@ def openapi_document() -> dict[str, Any]:
             SEARCH_PATH: {
                 "post": {
                     "operationId": "webSearchQuery",
+                    "parameters": session_headers,
                     "summary": "Run a web search through the configured provider",
                     "requestBody": {
                         "required": True,
