@@ -99,7 +99,7 @@ class StubWeb:
 def test_specs_are_valid_json_schemas_with_the_documented_arguments() -> None:
     """Both input schemas are valid JSON Schema and take exactly the documented arguments."""
     for spec, args, required in (
-        (WEB_FETCH, {"url", "offset", "max_chars", "query"}, ["url"]),
+        (WEB_FETCH, {"url", "offset", "max_chars", "query", "max_age"}, ["url"]),
         (
             WEB_SEARCH,
             {
@@ -339,12 +339,12 @@ async def test_other_exceptions_become_a_generic_message_logged_without_base64(
         (
             "web_fetch",
             ["https://example.org/"],
-            "web_fetch takes a JSON object of arguments (url, offset, max_chars, query)",
+            "web_fetch takes a JSON object of arguments (url, offset, max_chars, query, max_age)",
         ),
         (
             "web_fetch",
             {"url": "https://example.org/", "include_links": True},
-            "web_fetch does not take include_links; its arguments are url, offset, max_chars, query",
+            "web_fetch does not take include_links; its arguments are url, offset, max_chars, query, max_age",
         ),
         ("web_search", {"query": None}, "web_search needs a query: the words to search for"),
         (

@@ -232,6 +232,40 @@ async def test_fetch_takes_max_chars_and_query(
 
 
 @pytest.mark.anyio
+async def test_fetch_takes_max_age(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """maxAge reaches the core: a young reading comes from the cache, 0 asks the site again,
+    and a bad value is 400 in one sentence before any request."""
+    base, _ = gateway
+    url = site.url("/two")
+
+    def reads() -> int:
+        return [r.path for r in site.requests].count("/two")
+
+    first = await client.post(base + FETCH_PATH, json={"url": url}, headers=auth("alice"))
+    assert first.status_code == 200, first.text
+    before = reads()
+    cached = await client.post(
+        base + FETCH_PATH, json={"url": url, "maxAge": 600}, headers=auth("alice")
+    )
+    assert cached.status_code == 200 and reads() == before
+    fresh = await client.post(
+        base + FETCH_PATH, json={"url": url, "maxAge": 0}, headers=auth("alice")
+    )
+    assert fresh.status_code == 200 and reads() == before + 1
+    for bad in (-1, "60", 2.5, 31_536_001):
+        r = await client.post(
+            base + FETCH_PATH, json={"url": url, "maxAge": bad}, headers=auth("alice")
+        )
+        # The wire's type check names maxAge; the core's range check names max_age.
+        assert assert_error(r, 400, "invalid_input").replace("maxAge", "max_age") == (
+            "max_age must be a whole number of seconds from 0 to 31536000"
+        )
+    assert reads() == before + 1
+
+
+@pytest.mark.anyio
 async def test_missing_and_unknown_tokens_get_401(
     gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
 ) -> None:

@@ -117,6 +117,7 @@ async def check_session(client: Client, site: LocalServer) -> None:
         "include_links",
         "max_chars",
         "query",
+        "max_age",
     }
     assert fetch.input_schema["required"] == ["url"]
     assert fetch.input_schema["properties"]["offset"]["type"] == "integer"
@@ -383,6 +384,11 @@ async def test_agent_and_tier_come_from_the_server_not_the_client(
             "max_chars must be a whole number from 1 to 40000",
         ),
         ("web_fetch", {"url": "http://127.0.0.1/", "query": ""}, "query must not be empty"),
+        (
+            "web_fetch",
+            {"url": "http://127.0.0.1/", "max_age": -1},
+            "max_age must be a whole number of seconds from 0 to 31536000",
+        ),
         ("web_search", {"query": "owls", "freshness": "hour"}, "freshness must be one of"),
         ("web_search", {"query": "owls", "allowed_domains": "a.org"}, "allowed_domains must be"),
     ],
@@ -426,6 +432,23 @@ async def test_max_chars_and_query_over_mcp(tmp_path: Path, site: LocalServer) -
     [best, *_] = found_model["passages"]
     assert found_model["window"]["nextOffset"] == best["offset"]
     assert "A paragraph about owls." in text_of(found)
+
+
+@pytest.mark.anyio
+async def test_max_age_over_mcp(tmp_path: Path, site: LocalServer) -> None:
+    """max_age reaches the core: a young reading is served from the cache, 0 asks again."""
+    async with (
+        memory_web(tmp_path, MemoryAuditSink()) as web,
+        Client(build_server(web, tier="connected")) as client,
+    ):
+        await client.call_tool("web_fetch", {"url": site.url("/page")})
+        cached = await client.call_tool("web_fetch", {"url": site.url("/page"), "max_age": 600})
+        reads = [r.path for r in site.requests].count("/page")
+        fresh = await client.call_tool("web_fetch", {"url": site.url("/page"), "max_age": 0})
+    assert not cached.is_error and not fresh.is_error
+    assert reads == 1
+    assert [r.path for r in site.requests].count("/page") == 2
+    assert "A paragraph about owls." in text_of(fresh)
 
 
 def test_error_result_carries_retry_after_in_the_error_model() -> None:

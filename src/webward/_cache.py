@@ -14,6 +14,13 @@ Implementations of :class:`PageCache`: :class:`MemoryPageCache` (one process),
 :class:`NullPageCache` (caching off) and ``_redis.RedisPageCache`` (shared by replicas through
 ``[state] redis_url``; it stores :meth:`CachedPage.to_dict` as JSON). The protocol is async
 because the shared one talks to a server.
+
+Freshness: a page remembers when it was read (``fetched_at``, the ``Web``'s clock) and the
+validators its server sent (``ETag``, ``Last-Modified``). ``Web`` serves it only while it is
+younger than the TTL and than the call's ``max_age``; past that it asks the server again,
+conditionally when it can, and a 304 renews the page without reading or converting it again.
+So that an expired page can still be revalidated, every store keeps a page with validators
+:data:`STALE_KEEP_S` seconds past its TTL (:func:`keep_s`); one without is dropped at the TTL.
 """
 
 from __future__ import annotations
@@ -26,10 +33,28 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ._convert import Converted
+from ._errors import InvalidInput
 from ._models import Link, Part
 from ._settings import LimitsSettings
 
-__all__ = ["CachedPage", "MemoryPageCache", "NullPageCache", "PageCache", "cache_key"]
+__all__ = [
+    "MAX_AGE_LIMIT_S",
+    "STALE_KEEP_S",
+    "CachedPage",
+    "MemoryPageCache",
+    "NullPageCache",
+    "PageCache",
+    "cache_key",
+    "check_max_age",
+    "keep_s",
+]
+
+#: How long past its TTL a page with validators is kept, to be revalidated with a conditional
+#: request rather than read again (an hour: long enough for an agent's session, while the
+#: stores' size bounds still evict it first when space is short).
+STALE_KEEP_S = 3600.0
+#: The largest ``max_age`` a call may pass (a year); the TTL bounds what is served anyway.
+MAX_AGE_LIMIT_S = 31_536_000
 
 
 @dataclass(frozen=True)
@@ -43,6 +68,18 @@ class CachedPage:
     redirects: tuple[str, ...] = ()
     bytes_read: int = 0
     retrieved_at: str = ""
+    etag: str = ""  # the validators the server sent, for a conditional request
+    last_modified: str = ""
+    fetched_at: float = 0.0  # when read (or last revalidated), in the Web's clock seconds
+
+    def validators(self) -> tuple[tuple[str, str], ...]:
+        """The headers of a conditional request for this page (empty when it has none)."""
+        headers: list[tuple[str, str]] = []
+        if self.etag:
+            headers.append(("If-None-Match", self.etag))
+        if self.last_modified:
+            headers.append(("If-Modified-Since", self.last_modified))
+        return tuple(headers)
 
     def size(self) -> int:
         """Characters this entry costs against ``page_cache_max_chars`` (base64 included)."""
@@ -67,6 +104,9 @@ class CachedPage:
             "redirects": list(self.redirects),
             "bytesRead": self.bytes_read,
             "retrievedAt": self.retrieved_at,
+            "etag": self.etag,
+            "lastModified": self.last_modified,
+            "fetchedAt": self.fetched_at,
             "converted": {
                 "kind": c.kind,
                 "mediaType": c.media_type,
@@ -109,6 +149,9 @@ class CachedPage:
             redirects=tuple(str(r) for r in data.get("redirects", ())),
             bytes_read=int(data.get("bytesRead", 0)),
             retrieved_at=str(data.get("retrievedAt", "")),
+            etag=str(data.get("etag", "")),
+            last_modified=str(data.get("lastModified", "")),
+            fetched_at=float(data.get("fetchedAt", 0.0)),
         )
 
 
@@ -118,6 +161,33 @@ def cache_key(url: str, include_links: bool, *, reading: str = "plain") -> str:
     as-owner) or ``rendered`` (tiers whose reads may be rendered headless), so a tier that may
     not render never gets a rendered page."""
     return f"{url}\x00links={bool(include_links)}\x00reading={reading}"
+
+
+def keep_s(page: CachedPage, ttl_s: float) -> float:
+    """How long a store keeps ``page``: its TTL, plus :data:`STALE_KEEP_S` when it carries
+    validators (a TTL of 0 or less turns caching off and stays off)."""
+    if ttl_s <= 0:
+        return ttl_s
+    return ttl_s + STALE_KEEP_S if page.validators() else ttl_s
+
+
+def check_max_age(value: object) -> int | None:
+    """A call's ``max_age``: ``None`` (the TTL alone decides), or whole seconds from 0 (always
+    ask the server) to :data:`MAX_AGE_LIMIT_S`, as an ``int`` or a string of ASCII digits.
+    Anything else is refused in one sentence."""
+    if value is None:
+        return None
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        number = int(value.strip())  # the command line's string, ASCII digits only
+    if number is None or not 0 <= number <= MAX_AGE_LIMIT_S:
+        raise InvalidInput(
+            f"max_age must be a whole number of seconds from 0 to {MAX_AGE_LIMIT_S}",
+            reason="bad_max_age",
+        )
+    return number
 
 
 @runtime_checkable
@@ -158,8 +228,10 @@ class MemoryPageCache:
     """An in-process LRU cache bounded by age and by total characters. Thread-safe.
 
     Every operation is O(1) (amortised): entries are kept twice in order, by last use (for
-    the size bound) and by insertion, which with one TTL for all is also the order they
-    expire in, so expiry only ever looks at the oldest entries.
+    the size bound) and by insertion, so expiry only ever looks at the oldest entries. Pages
+    with validators are kept :data:`STALE_KEEP_S` longer (for revalidation), so insertion is
+    only nearly the order of expiry: an expired entry stored behind a longer-kept one waits
+    for it, or for the size bound, and ``get`` never serves it meanwhile.
     """
 
     def __init__(
@@ -214,8 +286,9 @@ class MemoryPageCache:
             if self._ttl <= 0 or size > self._max_chars:
                 return  # caching off, or a page bigger than the whole cache: not kept
             now = self._clock()
-            self._entries[key] = (now + self._ttl, size, page)
-            self._by_age[key] = now + self._ttl
+            expires = now + keep_s(page, self._ttl)
+            self._entries[key] = (expires, size, page)
+            self._by_age[key] = expires
             self._chars += size
             self._evict(now)
 

@@ -13,7 +13,9 @@ Read one page through webward's guard, policy, limits and audit. HTML comes back
 Markdown in windows of at most 40,000 characters: pass --offset to continue where the header
 says (--max-chars asks for smaller windows), or pass --query to get the passages that best
 match some words, each with the offset to read on from. The page waits in the state dir's cache
-([limits] page_cache_ttl_s), so later windows and queries send no request. Images and PDFs
+([limits] page_cache_ttl_s), so later windows and queries send no request; --max-age N serves
+it only while younger than N seconds (0 asks the server again; a page with an ETag or
+Last-Modified is revalidated, and a 304 renews it without a download). Images and PDFs
 come back as parts (their bytes only with --json; a PDF's text is printed)."""
 
 
@@ -31,6 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--query",
         metavar="WORDS",
         help="find in page: print the passages best matching WORDS, with their offsets",
+    )
+    p.add_argument(
+        "--max-age",
+        metavar="S",
+        help="serve the cached reading only if younger than S seconds (0: ask the server again)",
     )
     p.add_argument("--links", action="store_true", help="also list the page's outbound links")
     p.add_argument(
@@ -93,6 +100,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                 max_chars=args.max_chars,
                 query=args.query,
                 session=args.session,
+                max_age=args.max_age,
             )
     finally:
         await store.aclose()  # also when Redis holds the pages and robots.txt used it

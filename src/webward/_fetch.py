@@ -69,15 +69,24 @@ async def fetch(
     timeout_s: float,
     max_redirects: int,
     headers: tuple[tuple[str, str], ...] = (("Accept", PAGE_ACCEPT),),
+    conditional: tuple[str, tuple[tuple[str, str], ...]] | None = None,
 ) -> FetchResult:
-    """GET ``url`` following redirects; the whole read has ``timeout_s`` seconds."""
+    """GET ``url`` following redirects; the whole read has ``timeout_s`` seconds.
+
+    ``conditional`` is ``(url, validators)``: the hop to that URL (where a cached page was
+    read) also sends the validators (``If-None-Match`` / ``If-Modified-Since``), and may come
+    back 304. Other hops never carry them: they describe that one response.
+    """
     chain: list[str] = [url.url]
     current = url
     try:
         with anyio.fail_after(timeout_s):
             while True:
                 await hooks.before(current)
-                body = await _hop(transport, current, hooks, cap_for, timeout_s, headers)
+                hop_headers = headers
+                if conditional is not None and current.url == conditional[0]:
+                    hop_headers = headers + conditional[1]
+                body = await _hop(transport, current, hooks, cap_for, timeout_s, hop_headers)
                 location = body.header("location") if body.status in _REDIRECTS else None
                 if not location:
                     return FetchResult(current, body, tuple(chain))

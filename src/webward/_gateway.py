@@ -1,7 +1,7 @@
 """The HTTP gateway: many agents share one process's ``Web`` over HTTP.
 
     POST /v1/capabilities/web:page.fetch@1    {"url", "offset", "includeLinks", "includeScreenshot",
-                                               "maxChars", "query"}
+                                               "maxChars", "query", "maxAge"}
     POST /v1/capabilities/web:search.query@1  {"query", "limit", "allowedDomains",
                                                "blockedDomains", "freshness", "country", "language"}
     GET  /openapi.json                        the OpenAPI 3.1 document (hand-written: _openapi)
@@ -51,6 +51,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ._cache import MAX_AGE_LIMIT_S
 from ._errors import InvalidInput, WebwardError
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._settings import Settings
@@ -111,6 +112,7 @@ _FETCH_FIELDS = (
     _Field("includeScreenshot", bool, "includeScreenshot must be true or false"),
     _Field("maxChars", int, "maxChars must be a whole number"),
     _Field("query", str, "query must be a string"),
+    _Field("maxAge", int, f"maxAge must be a whole number of seconds from 0 to {MAX_AGE_LIMIT_S}"),
 )
 _SEARCH_FIELDS = (
     _Field("query", str, "query must be a string", required=True),
@@ -265,6 +267,7 @@ async def _fetch(
         max_chars=body.get("maxChars"),
         query=body.get("query"),
         session=session,
+        max_age=body.get("maxAge"),
     )
     return page.to_wire()
 

@@ -67,6 +67,7 @@ from mcp.types import (
 )
 from pydantic import AnyHttpUrl, BaseModel, Field, WithJsonSchema
 
+from ._cache import MAX_AGE_LIMIT_S
 from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
@@ -151,6 +152,13 @@ _MAX_CHARS_SCHEMA = {
     "description": "the most characters of page text per window, from 1 up to the default, "
     "the largest; offsets stay exact for any size",
 }
+_MAX_AGE_SCHEMA = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": MAX_AGE_LIMIT_S,
+    "description": "accept a cached reading only if younger than this many seconds; 0 asks "
+    "the site again (a page it says is unchanged is not downloaded)",
+}
 _FIND_SCHEMA = {
     "type": "string",
     "minLength": 1,
@@ -216,6 +224,7 @@ def build_server(
         max_chars: Annotated[Any, WithJsonSchema(_MAX_CHARS_SCHEMA)] = None,
         query: Annotated[Any, WithJsonSchema(_FIND_SCHEMA)] = None,
         ctx: Context | None = None,
+        max_age: Annotated[Any, WithJsonSchema(_MAX_AGE_SCHEMA)] = None,
     ) -> Annotated[CallToolResult, ToolText]:
         try:
             if url is None:
@@ -233,6 +242,7 @@ def build_server(
                 max_chars=max_chars,
                 query=query,
                 session=session,
+                max_age=max_age,
             )
             return page_result(page)
         except WebwardError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._cache import MAX_AGE_LIMIT_S
 from ._errors import WIRE_CODES
 from .search._filters import FILTER_SCHEMA
 
@@ -217,6 +218,14 @@ def openapi_document() -> dict[str, Any]:
                             "description": "find in page: the passages best matching these "
                             "words (BM25), with their offsets, instead of a window; not "
                             "together with a non-zero offset",
+                        },
+                        "maxAge": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": MAX_AGE_LIMIT_S,
+                            "description": "serve a cached reading only if younger than this "
+                            "many seconds; 0 asks the site again (conditionally: a 304 renews "
+                            "the cached reading without a download)",
                         },
                     },
                 },

@@ -7,7 +7,8 @@ reads the new state and decides again. Any Redis failure refuses the read
 (``limits_unavailable``): abuse protections fail closed.
 
 :class:`RedisPageCache` keeps converted pages (:meth:`CachedPage.to_dict` as JSON) under
-``webward:pages:<sha256 of the cache key>`` with the page-cache TTL. A Redis failure there is a
+``webward:pages:<sha256 of the cache key>`` with the page-cache TTL (plus ``STALE_KEEP_S`` for a page
+with validators, to revalidate it; ``_cache.keep_s``). A Redis failure there is a
 miss (or a page not kept): the cache only saves a download, so it is never a reason to refuse.
 
 ``[state] redis_url`` chooses both (``open_limit_state``, ``Web``). The URL may carry a password;
@@ -27,7 +28,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, WatchError
 
-from ._cache import CachedPage
+from ._cache import CachedPage, keep_s
 from ._errors import Refused
 from ._limit_state import Change, HostState, R, limits_unavailable
 
@@ -174,7 +175,8 @@ class RedisPageCache:
             return
         try:
             data = json.dumps(page.to_dict(), ensure_ascii=False, separators=(",", ":"))
-            await self._client.set(self._name(key), data, px=self._ttl_ms)
+            keep_ms = int(keep_s(page, self._ttl_ms / 1000) * 1000)
+            await self._client.set(self._name(key), data, px=keep_ms)
         except (RedisError, OSError):
             return None  # not kept; the next window of this page downloads it again
 

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import anyio
 import orjson
 
-from ._cache import CachedPage
+from ._cache import CachedPage, keep_s
 from ._settings import LimitsSettings
 from ._sqlite import open_wal
 
@@ -134,7 +134,7 @@ class SQLitePageCache:
                 if keep:
                     conn.execute(
                         "INSERT INTO pages (key, expires, used, size, data) VALUES (?, ?, ?, ?, ?)",
-                        (key, now + self._ttl, now, size, data),
+                        (key, now + keep_s(page, self._ttl), now, size, data),
                     )
                     _evict(conn, self._max_chars)
                 conn.execute("COMMIT")

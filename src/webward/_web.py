@@ -26,9 +26,9 @@ import anyio
 from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from ._budgets import Budgets
-from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key
+from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
-from ._fetch import fetch
+from ._fetch import FetchResult, fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
@@ -152,15 +152,18 @@ class Web:
         *,
         max_chars: int | None = None,
         query: str | None = None,
+        max_age: int | None = None,
         session: str | None = None,
     ) -> Page:
         """Read one page (see DESIGN.md): a window of its text, or an image / PDF part.
 
         ``max_chars`` asks for smaller windows (1 up to ``[limits] max_fetch_text_chars``, the
         default). ``query`` returns, instead of a window, the passages of the text that best
-        match it, each with the offset to read on from (see ``_find``). ``session`` names the
-        session the call belongs to (its URL provenance and session budgets); the page's URL,
-        redirects, links and the URLs in its text join it.
+        match it, each with the offset to read on from (see ``_find``). ``max_age`` (seconds)
+        serves a cached reading only while it is younger; ``0`` always asks the server (a 304
+        to the conditional request still renews the cached reading; see ``_cache``).
+        ``session`` names the session the call belongs to (its URL provenance and session
+        budgets); the page's URL, redirects, links and the URLs in its text join it.
         """
         return await self.telemetry.call(
             "web_fetch",
@@ -179,7 +182,7 @@ class Web:
                     agent,
                     t,
                     record,
-                    _Reading(max_chars, query),
+                    _Reading(max_chars, query, max_age),
                     session,
                 ),
             ),
@@ -238,6 +241,7 @@ class Web:
             reading.max_chars, self.settings.limits.max_fetch_text_chars
         )
         query = self._check_find_query(reading.query, offset)
+        max_age = check_max_age(reading.max_age)
         check_session(session)
         # The literal guard parses the URL once; both it and the policy must pass.
         parsed = self._literal_guard(url)
@@ -253,14 +257,18 @@ class Web:
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
         key = cache_key(parsed.url, include_links, reading=how_read)
         cached = await self._cache.get(key)
-        self.telemetry.cache(hit=cached is not None)
-        if cached is not None:
+        fresh = cached is not None and self._is_fresh(cached, max_age)
+        self.telemetry.cache(hit=fresh)
+        if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
             await self._recheck_cached(cached, parsed, agent, tier, record)
         else:
             # The deadline covers the whole call: the conversion gets what the read leaves.
             deadline = time.monotonic() + self.settings.limits.fetch_timeout_s
+            # Too old (TTL or max_age), or absent: read again, conditionally when the cached
+            # reading has validators; a 304 renews it without a body or a conversion.
+            stale, validators = cached, cached.validators() if cached is not None else ()
             result = await fetch(
                 self._transport,
                 parsed,
@@ -270,44 +278,53 @@ class Web:
                 ),
                 timeout_s=self.settings.limits.fetch_timeout_s,
                 max_redirects=self.settings.limits.max_redirects,
+                conditional=(stale.final_url, validators) if stale and validators else None,
             )
-            with self.telemetry.converting():
-                converted = await self._convert(
-                    _Job(
-                        result.body.content,
-                        result.content_type,
-                        result.final.url,
-                        result.body.truncated,
-                        include_links,
-                        self.settings.limits,
-                    ),
-                    deadline,
+            cached = await self._revalidated(key, stale, result, validators, record)
+            if cached is None:
+                with self.telemetry.converting():
+                    converted = await self._convert(
+                        _Job(
+                            result.body.content,
+                            result.content_type,
+                            result.final.url,
+                            result.body.truncated,
+                            include_links,
+                            self.settings.limits,
+                        ),
+                        deadline,
+                    )
+                if _needs_browser(converted, result.body.content):
+                    self._check_can_render(url, tier)
+                    converted = await self._render_fallback(
+                        converted, result.final.url, include_links, agent, tier, record
+                    )
+                # Prepared for the envelope once, here, rather than on every window handed
+                # out; offsets and totals count the prepared text.
+                converted = dataclasses.replace(
+                    converted, text=_envelope.prepare_body(converted.text)
                 )
-            if _needs_browser(converted, result.body.content):
-                self._check_can_render(url, tier)
-                converted = await self._render_fallback(
-                    converted, result.final.url, include_links, agent, tier, record
+                cached = CachedPage(
+                    requested_url=parsed.url,
+                    final_url=result.final.url,
+                    status=result.status,
+                    converted=converted,
+                    redirects=result.redirects,
+                    bytes_read=result.body.wire_bytes,
+                    retrieved_at=_now(),
+                    etag=result.body.header("etag") or "",
+                    last_modified=result.body.header("last-modified") or "",
+                    fetched_at=self._clock(),
                 )
-            # Prepared for the envelope once, here, rather than on every window handed out;
-            # offsets and totals count the prepared text.
-            converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
-            cached = CachedPage(
-                requested_url=parsed.url,
-                final_url=result.final.url,
-                status=result.status,
-                converted=converted,
-                redirects=result.redirects,
-                bytes_read=result.body.wire_bytes,
-                retrieved_at=_now(),
-            )
-            await self._cache.put(key, cached)
+                await self._cache.put(key, cached)
         record.update(
             final_url=cached.final_url,
             redirects=list(cached.redirects),
-            status=cached.status,
+            status=304 if record.get("revalidated") else cached.status,
             bytes=cached.bytes_read,
             content_type=cached.converted.media_type,
         )
+        record.pop("revalidated", None)  # said by the status 304; not an audit field
         converted = cached.converted
         screenshot = None
         if include_screenshot and offset == 0:
@@ -370,6 +387,42 @@ class Web:
             markdown_source=markdown_source,
             passages=passages,
         )
+
+    def _is_fresh(self, cached: CachedPage, max_age: int | None) -> bool:
+        """Whether a cached reading may be served as it is: younger than the TTL (stores keep
+        pages with validators past it, to revalidate them) and than the call's ``max_age``."""
+        age = self._clock() - cached.fetched_at
+        limit = self.settings.limits.page_cache_ttl_s
+        if max_age is not None:
+            limit = min(limit, max_age)
+        return age < limit
+
+    async def _revalidated(
+        self,
+        key: str,
+        stale: CachedPage | None,
+        result: FetchResult,
+        validators: tuple[tuple[str, str], ...],
+        record: dict[str, Any],
+    ) -> CachedPage | None:
+        """The cached reading renewed, when the server answered 304 to its validators (the
+        hop met the gate like any other: policy, robots.txt, limits); ``None`` otherwise."""
+        if stale is None or not validators or result.status != 304:
+            return None
+        if result.final.url != stale.final_url:
+            return None  # a 304 from another URL than the one the reading came from
+        renewed = dataclasses.replace(
+            stale,
+            redirects=result.redirects,
+            retrieved_at=_now(),
+            # A 304 may carry updated validators (RFC 9110 section 15.4.5).
+            etag=result.body.header("etag") or stale.etag,
+            last_modified=result.body.header("last-modified") or stale.last_modified,
+            fetched_at=self._clock(),
+        )
+        record["revalidated"] = True
+        await self._cache.put(key, renewed)
+        return renewed
 
     def _check_find_query(self, query: object, offset: int) -> str | None:
         """The ``query`` of a find-in-page call, checked like a search query; ``None`` when
@@ -711,6 +764,7 @@ class _Reading:
 
     max_chars: Any = None
     query: Any = None
+    max_age: Any = None
 
 
 def _default_cache(settings: Settings) -> PageCache:
