@@ -159,7 +159,7 @@ class RedisSessionStore:
         self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
-        from redis.exceptions import RedisError
+        from ._redis import RedisError  # the redis extra's module holds the import
 
         now = time.time()
         members = {url: now for url in urls}
@@ -176,7 +176,7 @@ class RedisSessionStore:
             raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
 
     async def has(self, session: str, url: str) -> bool:
-        from redis.exceptions import RedisError
+        from ._redis import RedisError  # the redis extra's module holds the import
 
         try:
             return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None

@@ -32,7 +32,14 @@ from ._cache import CachedPage, keep_s
 from ._errors import Refused
 from ._limit_state import Change, HostState, R, limits_unavailable
 
-__all__ = ["LIMITS_PREFIX", "PAGES_PREFIX", "RedisLimitState", "RedisPageCache", "redact_url"]
+__all__ = [
+    "LIMITS_PREFIX",
+    "PAGES_PREFIX",
+    "RedisError",
+    "RedisLimitState",
+    "RedisPageCache",
+    "redact_url",
+]
 
 LIMITS_PREFIX = "webward:limits:"
 PAGES_PREFIX = "webward:pages:"
