@@ -8,6 +8,7 @@ lets it read a page served on loopback.
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import os
@@ -253,3 +254,50 @@ async def test_fastmcp_snippet_reads_the_envelope_and_the_refusal(
         refused = await namespace["read"](counter.url("/"))
     assert counter.accepts == 0
     assert refused.startswith("refused: ") and "\n" not in refused
+
+
+# ---- llama-index's MCP tools ----------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_llama_index_snippet_over_streamable_http(
+    tmp_path: Path, site: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snippet of llama-index.md, with alice's token, against `webward mcp --http`: the
+    wrapped tools hand the model the envelope, an image listed without base64, and a refusal
+    as its sentence, where the bare tools hand it the printed MCP result object."""
+    snippet = snippets("llama-index.md")[0]
+    assert "http://127.0.0.1:8000/mcp" in snippet
+    monkeypatch.setenv("WEBWARD_TOKEN", TOKENS["alice"])
+    async with mcp_over_http(tmp_path, token_config(tmp_path), args=()) as url:
+        namespace: dict[str, Any] = {}
+        # The snippet awaits at top level, as in a notebook or `python -m asyncio`.
+        code = compile(
+            snippet.replace("http://127.0.0.1:8000/mcp", url),
+            "llama-index.md",
+            "exec",
+            flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+        )
+        await eval(code, namespace)
+        client = namespace["client"]
+        assert client.timeout > 12
+        tools = {t.metadata.name: t for t in namespace["tools"]}
+        assert set(tools) == {"web_fetch", "web_search"}
+        with accept_counter("127.0.0.2") as counter:
+            page, image, refused = [
+                (await tools["web_fetch"].acall(url=u)).content
+                for u in (site.url("/owls"), site.url("/owl.png"), counter.url("/"))
+            ]
+            bare = await namespace["McpToolSpec"](client=client).to_tool_list_async()
+            bare_image = (await bare[0].acall(url=site.url("/owl.png"))).content
+        # BasicMCPClient makes its HTTP client up front and never closes it.
+        await client.http_client.aclose()
+    assert counter.accepts == 0
+    assert_envelope_text(page)
+    assert base64.b64encode(PNG).decode() not in image
+    assert image.startswith(NOTICE) and f"[image image/png, {len(PNG)} bytes]" in image
+    assert refused.startswith("refused: ") and counter.url("/") in refused
+    assert "\n" not in refused and "{" not in refused
+    # Why the wrapper: without it the model gets the printed result, base64 and all.
+    assert bare[0].metadata.name == "web_fetch"
+    assert "ImageContent(" in bare_image and base64.b64encode(PNG).decode() in bare_image
