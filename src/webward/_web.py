@@ -32,7 +32,7 @@ from ._fetch import FetchResult, fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
-from ._provenance import SessionStore, check_session, open_session_store
+from ._provenance import SessionStore, check_session, open_session_store, urls_in
 from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import FetchRobots, RobotsChecker, RobotsStore
@@ -259,6 +259,7 @@ class Web:
         cached = await self._cache.get(key)
         fresh = cached is not None and self._is_fresh(cached, max_age)
         self.telemetry.cache(hit=fresh)
+        revalidated = False
         if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
@@ -280,7 +281,8 @@ class Web:
                 max_redirects=self.settings.limits.max_redirects,
                 conditional=(stale.final_url, validators) if stale and validators else None,
             )
-            cached = await self._revalidated(key, stale, result, validators, record)
+            cached = await self._revalidated(key, stale, result, validators)
+            revalidated = cached is not None
             if cached is None:
                 with self.telemetry.converting():
                     converted = await self._convert(
@@ -297,7 +299,7 @@ class Web:
                 if _needs_browser(converted, result.body.content):
                     self._check_can_render(url, tier)
                     converted = await self._render_fallback(
-                        converted, result.final.url, include_links, agent, tier, record
+                        converted, result.final.url, include_links, agent, tier, record, deadline
                     )
                 # Prepared for the envelope once, here, rather than on every window handed
                 # out; offsets and totals count the prepared text.
@@ -320,11 +322,10 @@ class Web:
         record.update(
             final_url=cached.final_url,
             redirects=list(cached.redirects),
-            status=304 if record.get("revalidated") else cached.status,
+            status=304 if revalidated else cached.status,
             bytes=cached.bytes_read,
             content_type=cached.converted.media_type,
         )
-        record.pop("revalidated", None)  # said by the status 304; not an audit field
         converted = cached.converted
         screenshot = None
         if include_screenshot and offset == 0:
@@ -344,8 +345,6 @@ class Web:
         # provenance so the model knows no extractor chose what it reads.
         markdown_source = "site" if converted.media_type in _content.MARKDOWN_TYPES else None
         if session is not None:  # what the agent now has seen joins its session
-            from ._provenance import urls_in
-
             await self.remember_urls(
                 session,
                 [
@@ -403,7 +402,6 @@ class Web:
         stale: CachedPage | None,
         result: FetchResult,
         validators: tuple[tuple[str, str], ...],
-        record: dict[str, Any],
     ) -> CachedPage | None:
         """The cached reading renewed, when the server answered 304 to its validators (the
         hop met the gate like any other: policy, robots.txt, limits); ``None`` otherwise."""
@@ -420,7 +418,6 @@ class Web:
             last_modified=result.body.header("last-modified") or stale.last_modified,
             fetched_at=self._clock(),
         )
-        record["revalidated"] = True
         await self._cache.put(key, renewed)
         return renewed
 
@@ -492,14 +489,15 @@ class Web:
         agent: str,
         tier: str,
         record: dict[str, Any],
+        deadline: float,
     ) -> _convert.Converted:
         """A script-only page, rendered headless through the gate and converted again.
 
         Best effort: the page was read, so a missing or failing renderer, or one that does not
-        finish within the read deadline, leaves the plain reading in place.
+        finish within the call's deadline (what the read and conversion left), leaves the
+        plain reading in place.
         """
-        deadline = time.monotonic() + self.settings.limits.fetch_timeout_s
-        with anyio.move_on_after(self.settings.limits.fetch_timeout_s):
+        with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
             try:
                 with span("render", {"webward.screenshot": False}):
                     rendered = await self._renderer.render(
