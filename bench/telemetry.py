@@ -1,0 +1,207 @@
+"""What observability costs a call when nothing asks for it: the seam's share of a cached read.
+
+    python bench/telemetry.py [--calls 3000] [--repeat 7]
+
+With no ``OTEL_*`` exporter, no metrics and no call log (the library and the command line as
+they ship, and a server with ``metrics = false``), every observability hook webward runs during
+a call is a null path in ``webward._telemetry``. This bench measures that path's cost directly,
+which a load test cannot do within 3 % on a busy two-core machine:
+
+1. **Count** the hooks one cached ``Web.fetch`` runs (each hook is wrapped by a counter for one
+   call, then restored): ``Telemetry.call``, ``cache``, ``hop``, ``converting``,
+   ``audit_write``, and the ``span`` / ``http_span`` helpers of every module that uses them.
+2. **Time** each hook as the call runs it (the context managers entered and left), in a tight
+   loop, best of ``--repeat``: their sum is the seam's CPU per call.
+3. **Time** the whole cached call (``Web.fetch`` of a page from a loopback origin, served from
+   the page cache, audited to memory), CPU per call, best of ``--repeat``.
+
+It prints ``telemetry-off: ours X us/call, anchor Y us/call, ratio Z``: ours = the cached call
+with the seam, anchor = the same call minus the seam's measured cost (the call as it was before
+observability existed), so the ratio is the no-exporter case against "today". The in-process
+call is cheaper than a gateway call (no HTTP, no JSON, no SQLite), so the share printed is an
+upper bound for the gateway. Loopback only: the origin is a thread in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import anyio
+
+from webward import Settings, StaticResolver, Web, _telemetry
+from webward.testing import MemoryAuditSink
+
+PAGE = (
+    "<html><head><title>Bench page</title></head><body><h1>Bench</h1>"
+    + "".join(f"<p>Paragraph {i}: owls and herons read the public web.</p>" for i in range(40))
+    + "</body></html>"
+).encode()
+
+# Every module that calls the module-level span helpers, and the helpers it imported.
+_SPAN_USERS = {
+    "webward._web": ("span",),
+    "webward._search_core": ("span",),
+    "webward._transport": ("span", "http_span"),
+    "webward._gateway": ("server_span",),
+}
+_HOOKS = ("call", "cache", "hop", "converting", "audit_write")
+
+
+class _Origin(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _counting(counts: Counter[str]) -> Iterator[None]:
+    """Wrap every hook in a counter; restore them on exit."""
+    import importlib
+
+    saved: list[tuple[Any, str, Any]] = []
+
+    def wrap(owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            counts[label] += 1
+            return original(*args, **kwargs)
+
+        saved.append((owner, name, original))
+        setattr(owner, name, counted)
+
+    for module_name, names in _SPAN_USERS.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            wrap(module, name, name)
+    for name in _HOOKS:
+        wrap(_telemetry.Telemetry, name, f"Telemetry.{name}")
+    try:
+        yield
+    finally:
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)
+
+
+def _hook_runners(telemetry: _telemetry.Telemetry) -> dict[str, Callable[[], None]]:
+    """One run of each hook as a call runs it (context managers entered and left)."""
+
+    class _URL:
+        url, host, port = "http://127.0.0.1:1/page", "127.0.0.1", 1
+
+    def call() -> None:
+        telemetry.call("web_fetch", "web:page.fetch@1", "bench", None)  # type: ignore[arg-type]
+
+    def cache() -> None:
+        telemetry.cache(hit=True)
+
+    def hop() -> None:
+        telemetry.hop("127.0.0.1", 200, None)
+
+    def converting() -> None:
+        with telemetry.converting():
+            pass
+
+    def audit_write() -> None:
+        with telemetry.audit_write(None):
+            pass
+
+    def span() -> None:
+        with _telemetry.span("read", {"server.address": "127.0.0.1"}):
+            pass
+
+    def http_span() -> None:
+        with _telemetry.http_span("GET", _URL()):
+            pass
+
+    def server_span() -> None:
+        with _telemetry.server_span("POST", "/v1", [(b"host", b"x")]):
+            pass
+
+    return {
+        "Telemetry.call": call,
+        "Telemetry.cache": cache,
+        "Telemetry.hop": hop,
+        "Telemetry.converting": converting,
+        "Telemetry.audit_write": audit_write,
+        "span": span,
+        "http_span": http_span,
+        "server_span": server_span,
+    }
+
+
+def _best_cpu_per_run(run: Callable[[], None], n: int, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        for _ in range(n):
+            run()
+        best = min(best, (time.process_time() - started) / n)
+    return best
+
+
+async def main(calls: int, repeat: int) -> int:
+    origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
+    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{origin.server_address[1]}/page"
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"per_host_rate": 1e9, "per_host_burst": 10**9},
+        }
+    )
+    try:
+        async with Web(settings, StaticResolver({}), audit=MemoryAuditSink()) as web:
+            if _telemetry._tracer() is not None:
+                print("telemetry-off: a tracer provider is installed; unset OTEL_* and retry")
+                return 2
+            await web.fetch(url)  # the first read fills the page cache
+            counts: Counter[str] = Counter()
+            with _counting(counts):
+                await web.fetch(url)
+            runners = _hook_runners(web.telemetry)
+            seam = sum(
+                count * _best_cpu_per_run(runners[label], 20_000, repeat)
+                for label, count in counts.items()
+            )
+            best = float("inf")
+            for _ in range(repeat):
+                started = time.process_time()
+                for _ in range(calls // repeat):
+                    await web.fetch(url)
+                best = min(best, (time.process_time() - started) / (calls // repeat))
+    finally:
+        origin.shutdown()
+    hooks = ", ".join(f"{label} x{count}" for label, count in sorted(counts.items()))
+    print(f"hooks run by one cached call: {hooks}")
+    print(f"seam cost per call: {seam * 1e6:.2f} us ({seam / best:.2%} of the call)")
+    ours, anchor = best * 1e6, (best - seam) * 1e6
+    print(
+        f"telemetry-off: ours {ours:.1f} us/call, anchor {anchor:.1f} us/call, ratio {ours / anchor:.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--calls", type=int, default=3000, help="cached calls timed in all")
+    parser.add_argument("--repeat", type=int, default=7, help="passes; the best counts")
+    args = parser.parse_args()
+    sys.exit(anyio.run(main, args.calls, args.repeat))
