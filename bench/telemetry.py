@@ -1,25 +1,27 @@
-"""What observability costs a call when nothing asks for it: the seam's share of a cached read.
+"""What observability costs a call when nothing asks for it: the seam's share of a request.
 
     python bench/telemetry.py [--calls 3000] [--repeat 7]
 
-With no ``OTEL_*`` exporter, no metrics and no call log (the library and the command line as
-they ship, and a server with ``metrics = false``), every observability hook webward runs during
-a call is a null path in ``webward._telemetry``. This bench measures that path's cost directly,
-which a load test cannot do within 3 % on a busy two-core machine:
+With no ``OTEL_*`` exporter, no metrics and no call log (``metrics = false``; the library and
+the command line as they ship), every observability hook webward runs during a call is a null
+path in ``webward._telemetry``. This bench measures that path's cost directly, which a load test
+cannot do within 3 % on a busy two-core machine:
 
-1. **Count** the hooks one cached ``Web.fetch`` runs (each hook is wrapped by a counter for one
-   call, then restored): ``Telemetry.call``, ``cache``, ``hop``, ``converting``,
-   ``audit_write``, and the ``span`` / ``http_span`` helpers of every module that uses them.
-2. **Time** each hook as the call runs it (the context managers entered and left), in a tight
-   loop, best of ``--repeat``: their sum is the seam's CPU per call.
-3. **Time** the whole cached call (``Web.fetch`` of a page from a loopback origin, served from
-   the page cache, audited to memory), CPU per call, best of ``--repeat``.
+1. **Count** the hooks one cached gateway request runs (each hook is wrapped by a counter for
+   one request, then restored): ``Telemetry.call``, ``cache``, ``hop``, ``converting``,
+   ``audit_write``, and the ``span`` / ``http_span`` / ``server_span`` helpers of every module
+   that uses them.
+2. **Time** each hook as the request runs it (the context managers entered and left), in a
+   tight loop, best of ``--repeat``: their sum is the seam's CPU per request.
+3. **Time** the whole request: the gateway's ASGI app called in-process (auth, JSON body, the
+   cached ``web_fetch`` of a page from a loopback origin, audit to memory, the JSON answer;
+   no HTTP parsing, so the share printed is an upper bound for a served request), CPU per
+   request, best of ``--repeat``.
 
-It prints ``telemetry-off: ours X us/call, anchor Y us/call, ratio Z``: ours = the cached call
-with the seam, anchor = the same call minus the seam's measured cost (the call as it was before
-observability existed), so the ratio is the no-exporter case against "today". The in-process
-call is cheaper than a gateway call (no HTTP, no JSON, no SQLite), so the share printed is an
-upper bound for the gateway. Loopback only: the origin is a thread in this process.
+It prints ``telemetry-off: ours X us/request, anchor Y us/request, ratio Z``: ours = the request
+with the seam, anchor = the same request minus the seam's measured cost (the request as it was
+before observability existed), so the ratio is the no-exporter case against "today". Loopback
+only: the origin is a thread in this process.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
+import orjson
 
 from webward import Settings, StaticResolver, Web, _telemetry
 from webward.testing import MemoryAuditSink
 
+TOKEN = "bench-token"
 PAGE = (
     "<html><head><title>Bench page</title></head><body><h1>Bench</h1>"
     + "".join(f"<p>Paragraph {i}: owls and herons read the public web.</p>" for i in range(40))
@@ -155,25 +159,58 @@ def _best_cpu_per_run(run: Callable[[], None], n: int, repeat: int) -> float:
 
 
 async def main(calls: int, repeat: int) -> int:
+    from webward._gateway import FETCH_PATH, create_app, hash_token
+
     origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
     threading.Thread(target=origin.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{origin.server_address[1]}/page"
     settings = Settings().replace(
         {
             "network": {"allow_ranges": ["127.0.0.1/32"]},
-            "policy": {"default_tier": "connected", "robots": False},
+            "policy": {"robots": False},
             "limits": {"per_host_rate": 1e9, "per_host_burst": 10**9},
+            "agents": {"bench": {"tier": "connected", "token_sha256": hash_token(TOKEN)}},
         }
     )
+    body = orjson.dumps({"url": url})
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": FETCH_PATH,
+        "root_path": "",
+        "headers": [
+            (b"authorization", f"Bearer {TOKEN}".encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    statuses: list[int] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
     try:
         async with Web(settings, StaticResolver({}), audit=MemoryAuditSink()) as web:
             if _telemetry._tracer() is not None:
                 print("telemetry-off: a tracer provider is installed; unset OTEL_* and retry")
                 return 2
-            await web.fetch(url)  # the first read fills the page cache
+            app = create_app(settings, web=web)
+
+            async def request() -> None:
+                await app(scope, receive, send)
+
+            await request()  # the first read fills the page cache
             counts: Counter[str] = Counter()
             with _counting(counts):
-                await web.fetch(url)
+                await request()
+            if statuses != [200, 200]:
+                print(f"telemetry-off: the gateway answered {statuses}, not 200")
+                return 1
             runners = _hook_runners(web.telemetry)
             seam = sum(
                 count * _best_cpu_per_run(runners[label], 20_000, repeat)
@@ -183,16 +220,17 @@ async def main(calls: int, repeat: int) -> int:
             for _ in range(repeat):
                 started = time.process_time()
                 for _ in range(calls // repeat):
-                    await web.fetch(url)
+                    await request()
                 best = min(best, (time.process_time() - started) / (calls // repeat))
     finally:
         origin.shutdown()
     hooks = ", ".join(f"{label} x{count}" for label, count in sorted(counts.items()))
-    print(f"hooks run by one cached call: {hooks}")
-    print(f"seam cost per call: {seam * 1e6:.2f} us ({seam / best:.2%} of the call)")
+    print(f"hooks run by one cached gateway request: {hooks}")
+    print(f"seam cost per request: {seam * 1e6:.2f} us ({seam / best:.2%} of the request)")
     ours, anchor = best * 1e6, (best - seam) * 1e6
     print(
-        f"telemetry-off: ours {ours:.1f} us/call, anchor {anchor:.1f} us/call, ratio {ours / anchor:.3f}"
+        f"telemetry-off: ours {ours:.1f} us/request, anchor {anchor:.1f} us/request,"
+        f" ratio {ours / anchor:.3f}"
     )
     return 0
 
