@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import webward
 from webward._errors import InvalidInput, Refused, UpstreamError
-from webward._limits import (
+from webward._settings import LimitsSettings, Settings
+from webward.limits import (
     DEFAULT_BACKPRESSURE_S,
     MAX_BACKPRESSURE_S,
     REASON_BACKPRESSURE,
@@ -33,7 +34,6 @@ from webward._limits import (
     parse_retry_after,
     retry_after_from_headers,
 )
-from webward._settings import LimitsSettings, Settings
 
 HOST = "example.org"
 
@@ -373,7 +373,7 @@ _TWO_PROCESS = textwrap.dedent(
     """
     import sys, anyio
     from webward._errors import Refused, UpstreamError
-    from webward._limits import Limiter, SQLiteLimitState
+    from webward.limits import Limiter, SQLiteLimitState
     from webward._settings import LimitsSettings
 
     async def main(state_dir, action, key, n):

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpcore
 
-from ._audit import MemoryAuditSink
 from ._resolver import StaticResolver
+from .audit import MemoryAuditSink
 
 __all__ = ["FakeClock", "MemoryAuditSink", "RecordingConnector", "StaticResolver"]
 

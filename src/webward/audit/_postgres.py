@@ -4,7 +4,7 @@ Chosen by ``[audit] postgres_dsn_env``, the *name* of an environment variable ho
 (``open_audit_sink`` reads it). The DSN may carry a password, so it never appears in a
 message, a repr or a log line: messages name the variable instead.
 
-Same columns as the SQLite table (``_audit._FIELDS``), created on first use. Records are
+The table is the one both SQL stores share (``_core.COLUMNS``), created on first use. Records are
 written with group commit, as the SQLite sink does: records arriving while a transaction is in
 flight join the next one, one INSERT each, and every writer returns only once the transaction
 holding its record committed. A batch that fails on one row's content is retried row by row,
@@ -24,48 +24,32 @@ import anyio
 import psycopg
 from psycopg import conninfo
 
-from ._audit import (
-    _ADDED_COLUMNS,
-    _FIELDS,
+from .._errors import Refused
+from ._core import (
+    ADDED_COLUMNS,
+    FIELDS,
     REASON_AUDIT_UNAVAILABLE,
+    SCHEMA,
     AuditRecord,
     Flushed,
-    _from_row,
-    _GroupCommit,
-    _select,
-    _to_row,
+    GroupCommit,
+    from_row,
+    select_sql,
+    to_row,
 )
-from ._errors import Refused
 
-__all__ = ["PostgresAuditSink"]
+__all__ = ["SCHEMA_LOCK", "PostgresAuditSink"]
 
 _SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS audit (
-        id TEXT PRIMARY KEY,
-        ts DOUBLE PRECISION NOT NULL,
-        agent TEXT NOT NULL,
-        tier TEXT NOT NULL,
-        capability TEXT NOT NULL,
-        target TEXT NOT NULL,
-        decision TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        would_deny TEXT,
-        final_url TEXT,
-        redirects TEXT NOT NULL,
-        status INTEGER,
-        bytes BIGINT,
-        content_type TEXT,
-        duration_ms BIGINT,
-        provider TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)",
+    *SCHEMA,
     # Columns added after the first release (a log an older webward created gains them).
-    *(f"ALTER TABLE audit ADD COLUMN IF NOT EXISTS {name} {kind}" for name, kind in _ADDED_COLUMNS),
+    *(f"ALTER TABLE audit ADD COLUMN IF NOT EXISTS {name} {kind}" for name, kind in ADDED_COLUMNS),
 )
 # Two replicas creating the table at the same moment would collide in the catalogue
-# (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them.
-_SCHEMA_LOCK = 0x77656277  # "webw"
-_INSERT = f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({', '.join('%s' for _ in _FIELDS)})"
+# (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them
+# (and the console's index builds).
+SCHEMA_LOCK = 0x77656277  # "webw"
+_INSERT = f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({', '.join('%s' for _ in FIELDS)})"
 _CONNECT_TIMEOUT_S = 5
 
 
@@ -81,14 +65,14 @@ class PostgresAuditSink:
         self._secrets = _secrets_of(dsn)
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock: anyio.Lock | None = None  # one statement at a time on the connection
-        self._commits = _GroupCommit(self._insert)
+        self._commits = GroupCommit(self._insert)
 
     def __repr__(self) -> str:
         return f"PostgresAuditSink(dsn_env={self._env!r})"
 
     async def write(self, record: AuditRecord) -> None:
         """Group commit: see the module docstring."""
-        await self._commits.write(_to_row(record))
+        await self._commits.write(to_row(record))
 
     async def query(
         self,
@@ -97,7 +81,7 @@ class PostgresAuditSink:
         decision: str | None = None,
         limit: int = 100,
     ) -> list[AuditRecord]:
-        sql, params = _select(since, agent, decision, limit, mark="%s", tiebreak="id")
+        sql, params = select_sql(since, agent, decision, limit, mark="%s", tiebreak="id")
         async with self._locked():
             try:
                 conn = await self._connect()
@@ -111,7 +95,7 @@ class PostgresAuditSink:
                     f"({self._describe(exc)})",
                     reason=REASON_AUDIT_UNAVAILABLE,
                 ) from None
-        return [_from_row(tuple(row)) for row in rows]
+        return [from_row(tuple(row)) for row in rows]
 
     async def aclose(self) -> None:
         await self._drop()
@@ -128,7 +112,7 @@ class PostgresAuditSink:
             )
             try:
                 async with conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                     for statement in _SCHEMA:
                         await conn.execute(statement)
             except BaseException:
@@ -138,7 +122,7 @@ class PostgresAuditSink:
         return self._conn
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> Flushed:
-        """Insert ``rows`` in one transaction; see ``_audit.Flushed``. A batch that fails on
+        """Insert ``rows`` in one transaction; see ``_core.Flushed``. A batch that fails on
         its content (not on the connection) is retried row by row."""
         async with self._locked():
             try:

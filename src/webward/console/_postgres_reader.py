@@ -7,9 +7,9 @@ from typing import Any
 
 import psycopg
 
-from .._audit import REASON_AUDIT_UNAVAILABLE
 from .._errors import Refused
-from .._postgres import _SCHEMA_LOCK, PostgresAuditSink
+from ..audit import REASON_AUDIT_UNAVAILABLE
+from ..audit._postgres import SCHEMA_LOCK, PostgresAuditSink
 from . import _queries
 from ._queries import _INDEXED, _POSTGRES, _SQLReader
 
@@ -63,12 +63,12 @@ class PostgresAuditReader(_SQLReader):
             async with await psycopg.AsyncConnection.connect(
                 sink._dsn, autocommit=True, connect_timeout=5
             ) as conn:
-                await conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
+                await conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
                 for name, columns in _INDEXES.items():
                     await conn.execute(
                         f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON audit {columns}"
                     )
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
         except (psycopg.Error, OSError) as exc:
             raise self._unreadable(exc) from None
 

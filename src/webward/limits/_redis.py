@@ -1,4 +1,4 @@
-"""State shared through Redis, so N gateway replicas keep one budget and one page cache.
+"""Limiter state shared through Redis, so N gateway replicas keep one budget.
 
 :class:`RedisLimitState` keeps each limiter key's :class:`HostState` as one JSON value under
 ``webward:limits:<key>`` and changes it with an optimistic ``WATCH``/``MULTI``/``EXEC`` loop:
@@ -6,43 +6,24 @@ two replicas spending the same host's last token race, one ``EXEC`` fails, and t
 reads the new state and decides again. Any Redis failure refuses the read
 (``limits_unavailable``): abuse protections fail closed.
 
-:class:`RedisPageCache` keeps converted pages (:meth:`CachedPage.to_dict` as JSON) under
-``webward:pages:<sha256 of the cache key>`` with the page-cache TTL (plus ``STALE_KEEP_S`` for a page
-with validators, to revalidate it; ``_cache.keep_s``). A Redis failure there is a
-miss (or a page not kept): the cache only saves a download, so it is never a reason to refuse.
-
-``[state] redis_url`` chooses both (``open_limit_state``, ``Web``). The URL may carry a password;
-messages name only its host, port and database.
+``[state] redis_url`` chooses it (``open_limit_state``). The URL may carry a password; messages
+name only its host, port and database (``_redis_client.redact_url``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import urllib.parse
-from typing import Any
 
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, WatchError
 
-from ._cache import CachedPage, keep_s
-from ._errors import Refused
-from ._limit_state import Change, HostState, R, limits_unavailable
+from .._errors import Refused
+from .._redis_client import redact_url, redis_client
+from ._state import Change, HostState, R, limits_unavailable
 
-__all__ = [
-    "LIMITS_PREFIX",
-    "PAGES_PREFIX",
-    "RedisError",
-    "RedisLimitState",
-    "RedisPageCache",
-    "redact_url",
-]
+__all__ = ["LIMITS_PREFIX", "RedisLimitState"]
 
 LIMITS_PREFIX = "webward:limits:"
-PAGES_PREFIX = "webward:pages:"
 # A key nobody has touched for a day is forgotten: by then its bucket is full again and any
 # hold (at most an hour) or open circuit (minutes) has run out, so nothing of value is lost.
 _IDLE_TTL_S = 86_400
@@ -50,31 +31,6 @@ _IDLE_TTL_S = 86_400
 # row the store is treated as unavailable rather than spinning on.
 _MAX_RACES = 100
 _FIELDS = tuple(f.name for f in dataclasses.fields(HostState))
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its user name and password: what messages may show of a Redis URL."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "redis://[unparseable url]"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
-def _client(url: str, timeout_s: float) -> Redis:
-    # Short timeouts, one immediate retry (a connection the server dropped while idle) and no
-    # backoff: a Redis that is down must turn into a refusal quickly, not hold the caller.
-    client: Redis = Redis.from_url(
-        url,
-        socket_connect_timeout=timeout_s,
-        socket_timeout=timeout_s,
-        retry=Retry(NoBackoff(), 1),
-    )
-    return client
 
 
 def _encode(state: HostState) -> str:
@@ -98,7 +54,7 @@ class RedisLimitState:
 
     def __init__(self, url: str, *, timeout_s: float = 2.0, idle_ttl_s: int = _IDLE_TTL_S) -> None:
         self._where = redact_url(url)
-        self._client = _client(url, timeout_s)
+        self._client = redis_client(url, timeout_s)
         self._ttl = idle_ttl_s
 
     def __repr__(self) -> str:
@@ -133,59 +89,3 @@ class RedisLimitState:
 
     def _unavailable(self, exc: BaseException | str) -> Refused:
         return limits_unavailable(self._where, str(exc).strip().rstrip("."))
-
-
-class RedisPageCache:
-    """Converted pages in Redis, so a window read on one replica can be paged on another.
-
-    Entries expire after ``ttl_s``; a page bigger than ``max_chars`` is not kept. The total
-    size is Redis's business (``maxmemory`` with ``volatile-lru`` or ``allkeys-lru``). Redis
-    errors are misses: the cache only saves a download, and every hop of a cached read is
-    checked again for its caller anyway.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        ttl_s: float = 600.0,
-        max_chars: int = 50_000_000,
-        timeout_s: float = 2.0,
-    ) -> None:
-        self._where = redact_url(url)
-        self._client = _client(url, timeout_s)
-        self._ttl_ms = int(ttl_s * 1000)
-        self._max_chars = max_chars
-
-    def __repr__(self) -> str:
-        return f"RedisPageCache({self._where!r})"
-
-    @staticmethod
-    def _name(key: str) -> str:
-        # Hashed: keys hold whole URLs (up to max_url_chars) and a NUL separator.
-        return PAGES_PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-
-    async def get(self, key: str) -> CachedPage | None:
-        try:
-            raw: Any = await self._client.get(self._name(key))
-        except (RedisError, OSError):
-            return None  # Redis unreachable: a miss; the page is fetched again
-        if raw is None:
-            return None
-        try:
-            return CachedPage.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError):
-            return None  # an entry this version cannot read: fetch again
-
-    async def put(self, key: str, page: CachedPage) -> None:
-        if self._ttl_ms <= 0 or page.size() > self._max_chars:
-            return
-        try:
-            data = json.dumps(page.to_dict(), ensure_ascii=False, separators=(",", ":"))
-            keep_ms = int(keep_s(page, self._ttl_ms / 1000) * 1000)
-            await self._client.set(self._name(key), data, px=keep_ms)
-        except (RedisError, OSError):
-            return None  # not kept; the next window of this page downloads it again
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
