@@ -1,5 +1,5 @@
-"""The package's layout: no import circle among webward's modules, and no module taking
-another package's underscore names.
+"""The package's layout: no import circle among webward's modules, no module taking another
+package's underscore names, and tests that use the helpers ``webward.testing`` ships.
 
 Read from the source with ``ast`` (nothing is imported). Every import counts, at module level
 or inside a function (a lazy import for an optional extra still ties two modules), except
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 import webward
 
@@ -158,3 +160,26 @@ def test_no_module_takes_underscore_names_from_another_package() -> None:
         and package_of(source) != package_of(module)
     ]
     assert crossing == []
+
+
+def test_the_tests_use_the_shipped_fake_clock() -> None:
+    """The project's tests move time with ``webward.testing.FakeClock``, the helper users get,
+    rather than clocks of their own."""
+    own = [
+        f"{path.name}: class {node.name}"
+        for path in sorted(Path(__file__).parent.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Clock")
+    ]
+    assert own == []
+
+
+@pytest.mark.anyio
+async def test_the_fake_clock_sleeps_by_moving() -> None:
+    """``FakeClock.sleep`` returns at once, the clock moved by the time asked for."""
+    from webward.testing import FakeClock
+
+    clock = FakeClock(10.0)
+    await clock.sleep(2.5)
+    clock.advance(0.5)
+    assert clock() == 13.0
