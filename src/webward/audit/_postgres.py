@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -82,23 +83,40 @@ class PostgresAuditSink:
         limit: int = 100,
     ) -> list[AuditRecord]:
         sql, params = select_sql(since, agent, decision, limit, mark="%s", tiebreak="id")
+        return [from_row(row) for row in await self.read(sql, params)]
+
+    async def aclose(self) -> None:
+        await self._drop()
+
+    async def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """The rows of one read-only statement on this log, in a transaction on the sink's
+        connection (which creates the table if no replica has yet). A database error refuses
+        (``audit_unavailable``), naming the variable, never the DSN. The console reads so."""
         async with self._locked():
             try:
                 conn = await self._connect()
                 async with conn.transaction():
-                    cur = await conn.execute(sql, params)
-                    rows = await cur.fetchall()
+                    cur = await conn.execute(sql, list(params))
+                    return [tuple(row) for row in await cur.fetchall()]
             except (psycopg.Error, OSError) as exc:
                 await self._drop()
-                raise Refused(
-                    f"refused: the PostgreSQL audit log named by ${self._env} cannot be read "
-                    f"({self._describe(exc)})",
-                    reason=REASON_AUDIT_UNAVAILABLE,
-                ) from None
-        return [from_row(tuple(row)) for row in rows]
+                raise self.unreadable(exc) from None
 
-    async def aclose(self) -> None:
-        await self._drop()
+    async def connect_autocommit(self) -> psycopg.AsyncConnection[Any]:
+        """A connection of its own in autocommit mode, for statements that cannot run in a
+        transaction (the console's ``CREATE INDEX CONCURRENTLY``); the caller closes it."""
+        return await psycopg.AsyncConnection.connect(
+            self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S
+        )
+
+    def unreadable(self, exc: BaseException) -> Refused:
+        """The refusal for a failed read of this log: the variable's name, the driver's first
+        line with any part of the DSN taken out."""
+        return Refused(
+            f"refused: the PostgreSQL audit log named by ${self._env} cannot be read "
+            f"({self._describe(exc)})",
+            reason=REASON_AUDIT_UNAVAILABLE,
+        )
 
     def _locked(self) -> anyio.Lock:
         if self._lock is None:  # created lazily: anyio locks belong to the running loop

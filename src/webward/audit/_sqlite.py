@@ -11,8 +11,9 @@ import datetime as dt
 import functools
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -32,6 +33,8 @@ from ._core import (
 )
 
 __all__ = ["SQLiteAuditSink"]
+
+T = TypeVar("T")
 
 # Rows per INSERT statement: 18 columns x 500 rows stays far below SQLite's 32,766 variables.
 _ROWS_PER_STATEMENT = 500
@@ -142,15 +145,23 @@ class SQLiteAuditSink:
         self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
     ) -> list[AuditRecord]:
         sql, params = select_sql(since, agent, decision, limit, mark="?", tiebreak="rowid")
+        rows: list[Any] = self.read_sync(
+            lambda conn: conn.execute(sql, params).fetchall(), default=[]
+        )
+        return [from_row(tuple(row)) for row in rows]
+
+    def read_sync(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
+        """``work(connection)`` on this log, under the sink's lock (blocking: call it from a
+        worker thread); ``default`` if nothing was ever audited here. A store error refuses
+        (``audit_unavailable``), naming the file. Readers such as the console use it."""
         with self._lock:
             try:
                 conn = self._connect(create=False)
                 if conn is None:
-                    return []  # nothing was ever audited here
-                rows = conn.execute(sql, params).fetchall()
+                    return default  # nothing was ever audited here
+                return work(conn)
             except (sqlite3.Error, OSError) as exc:
                 raise Refused(
                     f"refused: the audit log at {self.path} cannot be read ({exc})",
                     reason=REASON_AUDIT_UNAVAILABLE,
                 ) from None
-        return [from_row(tuple(row)) for row in rows]

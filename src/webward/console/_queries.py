@@ -420,18 +420,7 @@ class SQLiteAuditReader(_SQLReader):
         )
 
     def _with_connection(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
-        sink = self._sink
-        with sink._lock:
-            try:
-                conn = sink._connect(create=False)
-                if conn is None:
-                    return default  # nothing was ever audited here
-                return work(conn)
-            except (sqlite3.Error, OSError) as exc:
-                raise Refused(
-                    f"refused: the audit log at {sink.path} cannot be read ({exc})",
-                    reason=REASON_AUDIT_UNAVAILABLE,
-                ) from None
+        return self._sink.read_sync(work, default=default)
 
     async def aclose(self) -> None:
         await self._sink.aclose()
