@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import httpx  # noqa: E402
 
-from webward._audit import _FIELDS, _SCHEMA  # noqa: E402
 from webward._settings import Settings  # noqa: E402
 from webward._tokens import TokenTable, hash_token  # noqa: E402
+from webward.audit._core import FIELDS, SCHEMA  # noqa: E402
 from webward.console import AgentTokens, Console, open_audit_reader  # noqa: E402
 
 TOKEN = "bench-admin-token"
@@ -50,7 +50,7 @@ RARE_REASON = "audit_unavailable"
 
 
 def rows(n: int, now: float, seed: int = 7) -> Any:
-    """``n`` audit rows, oldest first, in _FIELDS order."""
+    """``n`` audit rows, oldest first, in FIELDS order."""
     rnd = random.Random(seed)
     agents = [f"agent-{i:02d}" for i in range(40)]
     hosts = [f"host{i}.example.org" for i in range(3000)]
@@ -80,18 +80,18 @@ def rows(n: int, now: float, seed: int = 7) -> Any:
             f"{i:032x}", ts, agent, "connected", "web:search.query@1" if search else
             "web:page.fetch@1", target, decision, reason, None, None if search else target,
             "[]", status, rnd.randint(500, 90_000), "text/html", rnd.randint(20, 2500),
-            "brave" if search else None,
+            "brave" if search else None, "[]", "[]",
         )  # fmt: skip
 
 
 def fill_sqlite(state: Path, n: int, now: float) -> None:
     conn = sqlite3.connect(state / "audit.db", isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
-    for statement in _SCHEMA:
+    for statement in SCHEMA:
         conn.execute(statement)
-    marks = ", ".join("?" for _ in _FIELDS)
+    marks = ", ".join("?" for _ in FIELDS)
     conn.execute("BEGIN")
-    conn.executemany(f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({marks})", rows(n, now))
+    conn.executemany(f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({marks})", rows(n, now))
     conn.execute("COMMIT")
     conn.close()
 
@@ -99,12 +99,10 @@ def fill_sqlite(state: Path, n: int, now: float) -> None:
 def fill_postgres(dsn: str, n: int, now: float) -> None:
     import psycopg
 
-    from webward._postgres import _SCHEMA as PG_SCHEMA
-
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for statement in PG_SCHEMA:
+        for statement in SCHEMA:  # one schema for both SQL stores
             conn.execute(statement)  # type: ignore[arg-type]
-        with conn.cursor() as cur, cur.copy(f"COPY audit ({', '.join(_FIELDS)}) FROM STDIN") as cp:
+        with conn.cursor() as cur, cur.copy(f"COPY audit ({', '.join(FIELDS)}) FROM STDIN") as cp:
             for row in rows(n, now):
                 cp.write_row(row)
         conn.execute("VACUUM ANALYZE audit")  # as autovacuum leaves a settled table

@@ -18,7 +18,9 @@ import pytest
 
 import webward
 from webward import _cmd_audit
-from webward._audit import (
+from webward._errors import Refused
+from webward._settings import Settings
+from webward.audit import (
     DECISIONS,
     MAX_TARGET_CHARS,
     REASON_AUDIT_UNAVAILABLE,
@@ -27,8 +29,6 @@ from webward._audit import (
     SQLiteAuditSink,
     open_audit_sink,
 )
-from webward._errors import Refused
-from webward._settings import Settings
 
 T0 = dt.datetime(2025, 1, 15, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -187,7 +187,7 @@ async def test_memory_sink_and_open_audit_sink(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys, anyio
-    from webward._audit import AuditRecord, SQLiteAuditSink
+    from webward.audit import AuditRecord, SQLiteAuditSink
 
     async def main(state_dir, agent):
         sink = SQLiteAuditSink(state_dir)
@@ -420,9 +420,9 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
     written before those columns existed gains them on open, its old rows reading empty."""
     import sqlite3
 
-    from webward._audit import _SCHEMA
+    from webward.audit._core import ADDED_COLUMNS, COLUMNS, table_sql
 
-    old_schema = _SCHEMA[0].split(",\n        render_contacted")[0] + "\n    )"
+    old_schema = table_sql(tuple(c for c in COLUMNS if c not in ADDED_COLUMNS))
     assert "render_" not in old_schema
     (tmp_path / "state").mkdir()
     conn = sqlite3.connect(tmp_path / "state" / "audit.db")

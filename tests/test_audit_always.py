@@ -32,13 +32,13 @@ from test_gateway import write_config as gateway_config
 
 import webward._convert
 from webward import Settings, StaticResolver, Web
-from webward._audit import AuditRecord, SQLiteAuditSink
 from webward._credentials import EnvironmentStore
 from webward._errors import Refused, WebwardError
 from webward._gateway import FETCH_PATH, SEARCH_PATH
 from webward._mcp import build_server
-from webward._postgres import PostgresAuditSink
 from webward.agents import ToolContext, execute_tool
+from webward.audit import AuditRecord, SQLiteAuditSink
+from webward.audit._postgres import PostgresAuditSink
 from webward.cli import main
 from webward.search import Hit
 from webward.testing import MemoryAuditSink

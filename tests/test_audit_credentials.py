@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from test_audit_always import STORES, settings_for, store
 
 from webward import Web
-from webward._audit import AuditRecord
 from webward._errors import WebwardError
 from webward.agents import ToolContext, execute_tool
+from webward.audit import AuditRecord
 from webward.guard import assert_url_allowed
 
 # Spellings of a URL with credentials that parsers (WHATWG, urllib, curl) read differently.

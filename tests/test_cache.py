@@ -10,16 +10,7 @@ from webward._cache import CachedPage, MemoryPageCache, NullPageCache, PageCache
 from webward._convert import Converted
 from webward._models import Link, Part
 from webward._settings import LimitsSettings
-
-
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from webward.testing import FakeClock
 
 
 def page(text: str, url: str = "https://example.com/a") -> CachedPage:
@@ -41,10 +32,10 @@ async def test_a_page_is_found_until_its_ttl_passes() -> None:
     clock = FakeClock()
     cache = MemoryPageCache(ttl_s=600, max_chars=10_000, clock=clock)
     await cache.put("k", page("hello"))
-    clock.now += 599.9
+    clock.advance(599.9)
     got = await cache.get("k")
     assert got is not None and got.converted.text == "hello"
-    clock.now += 0.1
+    clock.advance(0.1)
     assert await cache.get("k") is None
     assert len(cache) == 0
     assert cache.chars == 0
@@ -82,9 +73,9 @@ async def test_putting_a_key_again_replaces_it_and_renews_its_ttl() -> None:
     clock = FakeClock()
     cache = MemoryPageCache(ttl_s=10, max_chars=10_000, clock=clock)
     await cache.put("k", page("old"))
-    clock.now += 8
+    clock.advance(8)
     await cache.put("k", page("new"))
-    clock.now += 8
+    clock.advance(8)
     got = await cache.get("k")
     assert got is not None and got.converted.text == "new"
     assert len(cache) == 1
@@ -96,7 +87,7 @@ async def test_expired_pages_are_swept_on_put() -> None:
     clock = FakeClock()
     cache = MemoryPageCache(ttl_s=5, max_chars=10_000, clock=clock)
     await cache.put("a", page("a" * 50))
-    clock.now += 6
+    clock.advance(6)
     await cache.put("b", page("b"))
     assert len(cache) == 1
     assert cache.chars == page("b").size()
@@ -109,17 +100,17 @@ async def test_expiry_follows_the_order_of_storing_not_of_use() -> None:
     clock = FakeClock()
     cache = MemoryPageCache(ttl_s=10, max_chars=10_000, clock=clock)
     await cache.put("a", page("a"))
-    clock.now += 1
+    clock.advance(1)
     await cache.put("b", page("b"))
-    clock.now += 1
+    clock.advance(1)
     await cache.put("c", page("c"))
     assert await cache.get("a") is not None  # used last, stored first
     await cache.put("b", page("b2"))  # stored again: now the youngest
-    clock.now += 8.5  # a (stored at +0) has expired; c (+2) and b (+2) have not
+    clock.advance(8.5)  # a (stored at +0) has expired; c (+2) and b (+2) have not
     await cache.put("d", page("d"))
     assert len(cache) == 3
     assert await cache.get("a") is None
-    clock.now += 1.6  # c and b (both stored at +2) expire together
+    clock.advance(1.6)  # c and b (both stored at +2) expire together
     await cache.put("e", page("e"))
     assert sorted(k for k in ("b", "c", "d", "e") if cache._entries.get(k)) == ["d", "e"]
     assert cache.chars == page("d").size() + page("e").size()
@@ -148,7 +139,7 @@ async def test_from_limits_uses_the_settings() -> None:
         LimitsSettings(page_cache_ttl_s=1.0, page_cache_max_chars=100), clock
     )
     await cache.put("k", page("x"))
-    clock.now += 1.0
+    clock.advance(1.0)
     assert await cache.get("k") is None
 
 

@@ -22,10 +22,10 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from test_gateway import running_gateway
 
 from webward import Settings, Web
-from webward._audit import AuditRecord, open_audit_sink
 from webward._errors import InvalidInput
 from webward._gateway import FETCH_PATH, hash_token
 from webward._render import CHROMIUM
+from webward.audit import AuditRecord, open_audit_sink
 from webward.console import CSP
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from webward import Settings
-from webward._audit import AuditRecord, open_audit_sink
 from webward._errors import InvalidInput
+from webward.audit import AuditRecord, open_audit_sink
 from webward.console import AuditFilter, AuditReader, _queries, open_audit_reader
 
 pytestmark = pytest.mark.anyio

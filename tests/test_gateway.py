@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from localserver import accept_counter, drip, respond, serve
 
 from webward import Settings, StaticResolver, Web
-from webward._audit import SQLiteAuditSink
 from webward._credentials import EnvironmentStore
 from webward._errors import InvalidInput
 from webward._gateway import (
@@ -37,6 +36,7 @@ from webward._gateway import (
     hash_token,
     openapi_document,
 )
+from webward.audit import SQLiteAuditSink
 from webward.cli import main
 from webward.testing import MemoryAuditSink
 

@@ -27,10 +27,10 @@ from fake_search import BRAVE_PATH, FakeBrave, brave_error, results
 from localserver import LocalServer, Request, accept_counter, redirect, respond, serve
 
 from webward import InvalidInput, Refused, Settings, StaticResolver, UpstreamError, Web
-from webward._audit import SQLiteAuditSink
 from webward._credentials import EnvironmentStore
 from webward._envelope import find_markers, unwrap
 from webward._settings import TIERS
+from webward.audit import SQLiteAuditSink
 from webward.testing import FakeClock, MemoryAuditSink
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -42,8 +42,10 @@ EXTRA_OF_MODULE = {
     "webward._cmd_mcp": "mcp",
     "webward._gateway": "serve",
     "webward._cmd_serve": "serve",
-    "webward._redis": "redis",
-    "webward._postgres": "postgres",
+    "webward._redis_client": "redis",
+    "webward._cache_redis": "redis",
+    "webward.limits._redis": "redis",
+    "webward.audit._postgres": "postgres",
     "webward._render": "render",
     "webward._proxy": "render",
     "webward._cmd_console": "serve",
@@ -256,8 +258,10 @@ def test_every_module_and_what_reading_imports_comes_with_the_plain_install() ->
     [
         ("webward._mcp", "mcp"),
         ("webward._gateway", "serve"),
-        ("webward._redis", "redis"),
-        ("webward._postgres", "postgres"),
+        ("webward._redis_client", "redis"),
+        ("webward._cache_redis", "redis"),
+        ("webward.limits._redis", "redis"),
+        ("webward.audit._postgres", "postgres"),
     ],
 )
 def test_each_face_imports_only_its_extra(module: str, extra: str) -> None:

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import webward
 from webward._errors import InvalidInput, Refused, UpstreamError
-from webward._limits import (
+from webward._settings import LimitsSettings, Settings
+from webward.limits import (
     DEFAULT_BACKPRESSURE_S,
     MAX_BACKPRESSURE_S,
     REASON_BACKPRESSURE,
@@ -33,25 +34,9 @@ from webward._limits import (
     parse_retry_after,
     retry_after_from_headers,
 )
-from webward._settings import LimitsSettings, Settings
+from webward.testing import FakeClock
 
 HOST = "example.org"
-
-
-class Clock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-    async def sleep(self, seconds: float) -> None:
-        self.advance(seconds)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -64,7 +49,7 @@ async def state(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     await store.aclose()
 
 
-def limiter(state: LimitState, clock: Clock, **changes: float) -> Limiter:
+def limiter(state: LimitState, clock: FakeClock, **changes: float) -> Limiter:
     return Limiter(state, replace(LimitsSettings(), **changes), clock=clock, sleep=clock.sleep)
 
 
@@ -77,7 +62,7 @@ async def refused(lim: Limiter, key: str = HOST) -> Refused:
 @pytest.mark.anyio
 async def test_bucket_allows_a_burst_then_refuses_with_when(state: LimitState) -> None:
     """Five at once pass (burst 5); the sixth is refused and told to retry in 0.5 s (2/s)."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock)
     for _ in range(5):
         await lim.record(await lim.acquire(HOST), status=200)
@@ -101,7 +86,7 @@ async def test_tier_full_has_the_larger_budget_of_the_same_bucket(state: LimitSt
     """Tier full's reads spend a quarter token (full_tier_budget 4): 20 at once where the other
     tiers get 5, four times the refill, and from the host's one bucket, which the others then
     find as empty as full left it."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock)
     full = lim.cost_for("full")
     assert (full, lim.cost_for("connected"), lim.cost_for("as-owner")) == (0.25, 1.0, 1.0)
@@ -124,7 +109,7 @@ async def test_tier_full_has_the_larger_budget_of_the_same_bucket(state: LimitSt
 @pytest.mark.anyio
 async def test_bucket_refills_only_up_to_the_burst(state: LimitState) -> None:
     """A long quiet spell saves up at most per_host_burst tokens."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock)
     await lim.record(await lim.acquire(HOST), status=200)
     clock.advance(3600)
@@ -136,7 +121,7 @@ async def test_bucket_refills_only_up_to_the_burst(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_circuit_opens_after_five_failures_and_probes_once(state: LimitState) -> None:
     """Five failures open the circuit for 30 s; then one probe; its failure reopens for 60 s."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=100)
     for _ in range(4):
         await lim.record(await lim.acquire(HOST), error=UpstreamError("reset", reason="connect"))
@@ -171,7 +156,7 @@ async def test_circuit_opens_after_five_failures_and_probes_once(state: LimitSta
 @pytest.mark.anyio
 async def test_open_time_grows_and_is_capped(state: LimitState) -> None:
     """Each reopening stays open 30 s x times opened, never more than breaker_max_open_s."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000, breaker_failures=1)
     seen = []
     for _ in range(13):
@@ -185,7 +170,7 @@ async def test_open_time_grows_and_is_capped(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_4xx_never_counts_and_ends_a_streak(state: LimitState) -> None:
     """404s and 403s are answers, not failures: they never open the circuit and reset the count."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000)
     for _ in range(20):
         await lim.record(await lim.acquire(HOST), status=404)
@@ -200,7 +185,7 @@ async def test_4xx_never_counts_and_ends_a_streak(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_429_is_backpressure_not_failure(state: LimitState) -> None:
     """A 429 holds the host until its Retry-After and never opens the circuit."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000, breaker_failures=1)
     await lim.record(await lim.acquire(HOST), status=429, retry_after=12)
     err = await refused(lim)
@@ -223,7 +208,7 @@ async def test_429_is_backpressure_not_failure(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_a_429_holds_at_most_an_hour(state: LimitState) -> None:
     """A server cannot hold a host for longer than MAX_BACKPRESSURE_S."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock)
     await lim.record_backpressure(HOST, 10**9)
     assert (await refused(lim)).retry_after == pytest.approx(MAX_BACKPRESSURE_S)
@@ -232,7 +217,7 @@ async def test_a_429_holds_at_most_an_hour(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_guard_classifies_how_the_block_ended(state: LimitState) -> None:
     """In guard(): upstream errors are failures, refusals are neutral, a clean exit succeeds."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000, breaker_failures=3)
     for _ in range(2):
         with pytest.raises(UpstreamError):
@@ -258,7 +243,7 @@ async def test_guard_classifies_how_the_block_ended(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_explicit_record_inside_guard(state: LimitState) -> None:
     """A status recorded inside guard() is the outcome; the block's exit adds nothing."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000, breaker_failures=1)
     async with lim.guard(HOST) as ticket:
         await lim.record(ticket, status=503)
@@ -268,7 +253,7 @@ async def test_explicit_record_inside_guard(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_record_by_key_ends_the_oldest_ticket(state: LimitState) -> None:
     """record(key, ...) (how the core's hop hooks call it) frees the concurrency slot."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000, per_host_concurrency=1)
     for _ in range(3):  # with one slot, this would hang if record(key) did not free it
         await lim.acquire(HOST)
@@ -278,7 +263,7 @@ async def test_record_by_key_ends_the_oldest_ticket(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_concurrency_slots_per_host(state: LimitState) -> None:
     """With per_host_concurrency=2 a third request waits until one of two finishes."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000, per_host_concurrency=2)
     first = await lim.acquire(HOST)
     await lim.acquire(HOST)
@@ -301,7 +286,7 @@ async def test_concurrency_slots_per_host(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_a_probe_that_learns_nothing_frees_the_half_open_circuit(state: LimitState) -> None:
     """A probe ended without an outcome (the guard refused its redirect) lets the next one in."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1000, breaker_failures=1)
     await lim.record(await lim.acquire(HOST), status=500)
     clock.advance(30)
@@ -314,7 +299,7 @@ async def test_a_probe_that_learns_nothing_frees_the_half_open_circuit(state: Li
 @pytest.mark.anyio
 async def test_acquire_may_wait_out_a_short_refusal(state: LimitState) -> None:
     """With max_wait_s, a refusal that ends soon enough is waited out on the injected sleep."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(state, clock, per_host_burst=1)
     start = clock.now
     await lim.record(await lim.acquire(HOST), status=200)
@@ -327,7 +312,7 @@ async def test_acquire_may_wait_out_a_short_refusal(state: LimitState) -> None:
 @pytest.mark.anyio
 async def test_label_names_the_key_in_messages() -> None:
     """A provider key can be named for people: "the brave search provider"."""
-    clock = Clock()
+    clock = FakeClock()
     lim = limiter(MemoryLimitState(), clock, per_host_burst=1)
     await lim.record(await lim.acquire("provider:brave"), status=200)
     with pytest.raises(Refused, match=r"^rate limited: the brave search provider has had"):
@@ -351,7 +336,7 @@ def test_property_bucket_never_exceeds_burst_plus_rate(
     retry_after is always enough to get in."""
 
     async def main() -> None:
-        clock = Clock()
+        clock = FakeClock()
         lim = limiter(MemoryLimitState(), clock, per_host_rate=rate, per_host_burst=burst)
         start, admitted = clock.now, 0
         for advance, tries in steps:
@@ -373,7 +358,7 @@ _TWO_PROCESS = textwrap.dedent(
     """
     import sys, anyio
     from webward._errors import Refused, UpstreamError
-    from webward._limits import Limiter, SQLiteLimitState
+    from webward.limits import Limiter, SQLiteLimitState
     from webward._settings import LimitsSettings
 
     async def main(state_dir, action, key, n):
@@ -425,7 +410,7 @@ async def test_unusable_sqlite_state_refuses(tmp_path: Path) -> None:
     """A state dir that cannot exist (its parent is a file) refuses: limits fail closed."""
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    lim = Limiter(SQLiteLimitState(blocker / "state"), LimitsSettings(), clock=Clock())
+    lim = Limiter(SQLiteLimitState(blocker / "state"), LimitsSettings(), clock=FakeClock())
     with pytest.raises(Refused) as info:
         await lim.acquire(HOST)
     assert info.value.reason == REASON_LIMITS_UNAVAILABLE

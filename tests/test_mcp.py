@@ -24,10 +24,10 @@ from reportlab.pdfgen import canvas
 
 import webward
 from webward import Settings, StaticResolver, Web
-from webward._audit import open_audit_sink
 from webward._credentials import EnvironmentStore
 from webward._errors import InvalidInput, Refused
 from webward._mcp import build_server, error_result, parse_http_address
+from webward.audit import open_audit_sink
 from webward.testing import MemoryAuditSink
 
 PAGE = (

@@ -16,10 +16,10 @@ from mcp.client.streamable_http import streamable_http_client
 from test_mcp import mcp_over_http, text_of, write_config
 
 from webward import Settings
-from webward._audit import open_audit_sink
 from webward._errors import InvalidInput, Refused
 from webward._mcp import http_access
 from webward._tokens import hash_token
+from webward.audit import open_audit_sink
 from webward.cli import main
 
 TOKENS = {"alice": "alice-mcp-token", "bob": "bob-mcp-token"}

@@ -18,8 +18,8 @@ from conftest import PostgresServer
 from localserver import respond, serve
 
 from webward import Refused, Settings, StaticResolver, Web
-from webward._audit import REASON_AUDIT_UNAVAILABLE, AuditRecord, open_audit_sink
-from webward._postgres import PostgresAuditSink
+from webward.audit import REASON_AUDIT_UNAVAILABLE, AuditRecord, open_audit_sink
+from webward.audit._postgres import PostgresAuditSink
 from webward.testing import FakeClock
 
 pytestmark = pytest.mark.anyio
@@ -191,11 +191,12 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
     table an older webward created gains the columns when a sink opens it."""
     import psycopg
 
-    from webward._postgres import _SCHEMA
+    from webward.audit._core import ADDED_COLUMNS, COLUMNS, table_sql
 
-    assert "render_" not in _SCHEMA[0]  # the original table; the columns come by ALTER TABLE
+    original = table_sql(tuple(c for c in COLUMNS if c not in ADDED_COLUMNS))
+    assert "render_" not in original  # the first release's table
     async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
-        await conn.execute(_SCHEMA[0])
+        await conn.execute(original)  # type: ignore[arg-type]
         await conn.execute(
             "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
             "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL)"
@@ -217,3 +218,28 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
     await sink.aclose()
     assert back == rendered
     assert (old.render_contacted, old.render_refused) == ((), ())
+
+
+async def test_both_sql_stores_create_one_table(postgres_dsn: str, tmp_path: Path) -> None:
+    """SQLite and PostgreSQL create the audit table from one schema: the same columns, in
+    the same order, declared with the same types."""
+    import sqlite3
+
+    import psycopg
+
+    from webward.audit import SQLiteAuditSink
+
+    for sink in (SQLiteAuditSink(tmp_path), PostgresAuditSink(postgres_dsn, dsn_env=ENV)):
+        await sink.write(record("one-schema"))
+        await sink.aclose()
+    conn = sqlite3.connect(tmp_path / "audit.db")
+    in_sqlite = [(str(r[1]), str(r[2]).lower()) for r in conn.execute("PRAGMA table_info(audit)")]
+    conn.close()
+    async with await psycopg.AsyncConnection.connect(postgres_dsn) as pg:
+        cur = await pg.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'audit' ORDER BY ordinal_position"
+        )
+        in_postgres = [(str(name), str(kind)) for name, kind in await cur.fetchall()]
+    assert in_sqlite == in_postgres
+    assert ("ts", "double precision") in in_sqlite and ("bytes", "bigint") in in_sqlite

@@ -16,10 +16,13 @@ from localserver import respond, serve
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._cache import CachedPage, PageCache
+from webward._cache_redis import RedisPageCache
 from webward._convert import Converted
-from webward._limit_state import HostState, _admit, _Config, open_limit_state
-from webward._redis import LIMITS_PREFIX, RedisLimitState, RedisPageCache, redact_url
+from webward._redis_client import redact_url
 from webward._web import _default_cache
+from webward.limits import HostState, open_limit_state
+from webward.limits._redis import LIMITS_PREFIX, RedisLimitState
+from webward.limits._steps import Config, admit
 from webward.testing import FakeClock, MemoryAuditSink
 
 pytestmark = pytest.mark.anyio
@@ -80,12 +83,12 @@ async def test_two_replicas_share_one_rate_budget(redis_url: str) -> None:
 async def test_concurrent_spenders_never_overspend(redis_url: str) -> None:
     """Forty racing updates on one key through two stores each see a consistent state: the
     WATCH/MULTI/EXEC loop grants exactly the burst of 10, no more."""
-    cfg = _Config(rate=0.001, burst=10, failures=5, open_s=30, max_open_s=300, probe_lease_s=60)
+    cfg = Config(rate=0.001, burst=10, failures=5, open_s=30, max_open_s=300, probe_lease_s=60)
     stores = [RedisLimitState(redis_url), RedisLimitState(redis_url)]
     granted: list[bool] = []
 
     async def spend(store: RedisLimitState) -> None:
-        admission = await store.update("host", lambda cur: _admit(cur, cfg, 1000.0))
+        admission = await store.update("host", lambda cur: admit(cur, cfg, 1000.0))
         granted.append(admission.ok)
 
     async with anyio.create_task_group() as tg:

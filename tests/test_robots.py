@@ -18,6 +18,7 @@ from webward._robots import (
     RobotsChecker,
     robots_url,
 )
+from webward.testing import FakeClock
 
 ROBOTS = """\
 User-agent: *
@@ -27,16 +28,6 @@ Allow: /private/open
 User-agent: otherbot
 Disallow: /
 """
-
-
-class Clock:
-    """A clock that moves only when told to."""
-
-    def __init__(self) -> None:
-        self.now = 5_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class LoopbackFetch:
@@ -86,7 +77,7 @@ def robots_requests(server: LocalServer) -> int:
 async def test_allowed_and_disallowed_paths() -> None:
     """A disallowed path is refused by name; an allowed one (and an Allow inside it) passes."""
     with serve(routes={"/robots.txt": respond(200, ROBOTS, "text/plain")}) as srv:
-        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
         await robots.check(srv.url("/"))
         await robots.check(srv.url("/public/page?x=1"))
         await robots.check(srv.url("/private/open/doc"))
@@ -105,7 +96,7 @@ async def test_a_group_for_webward_wins_over_the_star_group() -> None:
     """webward reads the group naming its own token before the * group."""
     body = "User-agent: *\nAllow: /\n\nUser-agent: webward\nDisallow: /no-agents\n"
     with serve(routes={"/robots.txt": respond(200, body, "text/plain")}) as srv:
-        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
         await robots.check(srv.url("/yes"))
         with pytest.raises(Refused, match="disallows /no-agents/x for webward"):
             await robots.check(srv.url("/no-agents/x"))
@@ -116,7 +107,7 @@ async def test_a_group_for_webward_wins_over_the_star_group() -> None:
 async def test_4xx_robots_allows_everything(status: int) -> None:
     """A 4xx robots.txt (404 included) is "unavailable": every path is allowed."""
     with serve(routes={"/robots.txt": respond(status, "nope", "text/plain")}) as srv:
-        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
         await robots.check(srv.url("/private/page"))
 
 
@@ -125,7 +116,7 @@ async def test_4xx_robots_allows_everything(status: int) -> None:
 async def test_5xx_robots_disallows_everything(status: int) -> None:
     """A 5xx (or 429) robots.txt is "unreachable": every path is refused, and says why."""
     with serve(routes={"/robots.txt": respond(status, "down", "text/plain")}) as srv:
-        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
         with pytest.raises(Refused) as info:
             await robots.check(srv.url("/"))
         assert info.value.reason == REASON_ROBOTS_UNREACHABLE
@@ -141,7 +132,7 @@ async def test_robots_redirect_to_an_internal_address_disallows_and_never_connec
     with accept_counter("127.0.0.2") as internal:
         target = internal.url("/robots.txt")
         with serve(routes={"/robots.txt": redirect(target)}) as srv:
-            robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+            robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
             with pytest.raises(Refused) as info:
                 await robots.check(srv.url("/page"))
         assert info.value.reason == REASON_ROBOTS_UNREACHABLE
@@ -154,7 +145,7 @@ async def test_robots_redirect_on_the_same_host_is_followed() -> None:
     """A redirect the guard allows is followed, and the file it leads to decides."""
     routes = {"/robots.txt": redirect("/real-robots.txt"), "/real-robots.txt": respond(200, ROBOTS)}
     with serve(routes=routes) as srv:
-        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
         with pytest.raises(Refused, match="disallows /private"):
             await robots.check(srv.url("/private"))
 
@@ -162,7 +153,7 @@ async def test_robots_redirect_on_the_same_host_is_followed() -> None:
 @pytest.mark.anyio
 async def test_unreachable_is_cached_briefly_and_rules_for_the_ttl() -> None:
     """Rules are kept for ttl_s; an unreachable answer only for error_ttl_s."""
-    clock = Clock()
+    clock = FakeClock()
     state = {"status": 503}
 
     def handler(req: object, sock: object) -> None:
@@ -175,14 +166,14 @@ async def test_unreachable_is_cached_briefly_and_rules_for_the_ttl() -> None:
                 await robots.check(srv.url("/a"))
         assert robots_requests(srv) == 1
         state["status"] = 200
-        clock.now += 60
+        clock.advance(60)
         await robots.check(srv.url("/a"))
         assert robots_requests(srv) == 2
         state["status"] = 503
-        clock.now += 3599
+        clock.advance(3599)
         await robots.check(srv.url("/a"))  # still the cached rules
         assert robots_requests(srv) == 2
-        clock.now += 1
+        clock.advance(1)
         with pytest.raises(Refused, match="could not be read"):
             await robots.check(srv.url("/a"))
         assert robots_requests(srv) == 3
@@ -198,7 +189,7 @@ async def test_own_rate_limit_on_the_robots_fetch_is_passed_on_uncached() -> Non
         calls.append(url)
         raise Refused("rate limited: x; retry in 1 s", code="rate_limited", retry_after=1.0)
 
-    robots = RobotsChecker(limited, clock=Clock())
+    robots = RobotsChecker(limited, clock=FakeClock())
     for _ in range(2):
         with pytest.raises(Refused) as info:
             await robots.check("https://example.org/a")
@@ -214,7 +205,7 @@ async def test_only_the_first_500_kib_are_parsed() -> None:
     body += "Disallow: /late\n"
     assert len(body.encode()) > MAX_ROBOTS_BYTES
     with serve(routes={"/robots.txt": respond(200, body, "text/plain")}) as srv:
-        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
         await robots.check(srv.url("/late"))
         with pytest.raises(Refused, match="/early"):
             await robots.check(srv.url("/early"))
@@ -224,7 +215,7 @@ async def test_only_the_first_500_kib_are_parsed() -> None:
 async def test_concurrent_checks_of_one_origin_fetch_once() -> None:
     """Ten reads of one new host at once fetch its robots.txt once."""
     with serve(routes={"/robots.txt": respond(200, ROBOTS, "text/plain")}) as srv:
-        robots = RobotsChecker(LoopbackFetch(), clock=Clock())
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
         async with anyio.create_task_group() as tg:
             for i in range(10):
                 tg.start_soon(robots.check, srv.url(f"/page{i}"))
@@ -244,7 +235,7 @@ async def test_accepts_parsed_urls_and_origins_are_separate() -> None:
         serve(routes={"/robots.txt": respond(200, ROBOTS, "text/plain")}) as a,
         serve(routes={"/robots.txt": respond(404)}) as b,
     ):
-        robots = RobotsChecker(fetch, clock=Clock())
+        robots = RobotsChecker(fetch, clock=FakeClock())
         with pytest.raises(Refused):
             await robots.check(_Parsed(a.url("/private")))
         await robots.check(_Parsed(b.url("/private")))

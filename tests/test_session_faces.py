@@ -27,11 +27,11 @@ from mcp.types import CallToolResult, TextContent
 
 import webward
 from webward import Settings, StaticResolver, Web
-from webward._audit import open_audit_sink
 from webward._credentials import EnvironmentStore
 from webward._gateway import FETCH_PATH, create_app
 from webward._tokens import hash_token
 from webward.agents import RESEARCH, AnthropicClient, ToolContext, run_agent
+from webward.audit import open_audit_sink
 from webward.cli import main
 from webward.testing import MemoryAuditSink
 

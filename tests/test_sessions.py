@@ -24,9 +24,9 @@ from localserver import LocalServer, accept_counter, redirect, respond, serve
 from webward import Refused, Settings, StaticResolver, Web
 from webward._budgets import budget_usage
 from webward._credentials import EnvironmentStore
-from webward._limit_state import SQLiteLimitState
 from webward._provenance import MemorySessionStore, canonical, urls_in
-from webward._redis import RedisLimitState
+from webward.limits import SQLiteLimitState
+from webward.limits._redis import RedisLimitState
 from webward.testing import FakeClock, MemoryAuditSink
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -12,16 +12,9 @@ from webward._convert import Converted
 from webward._errors import Refused
 from webward._robots import RobotsChecker
 from webward._state_cache import SQLitePageCache, SQLiteRobotsStore, StateCache
+from webward.testing import FakeClock
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def page(url: str, text: str) -> CachedPage:
@@ -39,14 +32,14 @@ def page(url: str, text: str) -> CachedPage:
 
 async def test_a_page_outlives_its_process_until_its_ttl(tmp_path: Path) -> None:
     """A page put by one store is found by another on the same file, until the TTL ends."""
-    clock = Clock()
+    clock = FakeClock()
     first = SQLitePageCache(StateCache(tmp_path, clock=clock), ttl_s=600, max_chars=10_000)
     await first.put("k", page("http://a.example/", "hello"))
     await first.aclose()
     second = SQLitePageCache(StateCache(tmp_path, clock=clock), ttl_s=600, max_chars=10_000)
     found = await second.get("k")
     assert found is not None and found.converted.text == "hello"
-    clock.now += 600
+    clock.advance(600)
     assert await second.get("k") is None
     await second.aclose()
     assert stat.S_IMODE((tmp_path / "cache.db").stat().st_mode) == 0o600
@@ -55,14 +48,14 @@ async def test_a_page_outlives_its_process_until_its_ttl(tmp_path: Path) -> None
 async def test_the_least_recently_used_page_goes_first(tmp_path: Path) -> None:
     """Over max_chars, the page read longest ago is evicted; a page bigger than the whole
     cache is not kept."""
-    clock = Clock()
+    clock = FakeClock()
     cache = SQLitePageCache(StateCache(tmp_path, clock=clock), ttl_s=600, max_chars=200)
     await cache.put("a", page("http://a.example/", "a" * 50))
-    clock.now += 1
+    clock.advance(1)
     await cache.put("b", page("http://b.example/", "b" * 50))
-    clock.now += 1
+    clock.advance(1)
     assert await cache.get("a") is not None  # a is now the more recently used
-    clock.now += 1
+    clock.advance(1)
     await cache.put("c", page("http://c.example/", "c" * 50))
     assert await cache.get("b") is None
     assert await cache.get("a") is not None and await cache.get("c") is not None
@@ -75,7 +68,7 @@ async def test_an_unusable_file_is_a_miss_not_an_error(tmp_path: Path) -> None:
     """A state dir that cannot hold the database: every get misses, every put is dropped."""
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    cache = SQLitePageCache(StateCache(blocker, clock=Clock()), ttl_s=600, max_chars=10_000)
+    cache = SQLitePageCache(StateCache(blocker, clock=FakeClock()), ttl_s=600, max_chars=10_000)
     await cache.put("k", page("http://a.example/", "hello"))
     assert await cache.get("k") is None
     await cache.aclose()
@@ -84,7 +77,7 @@ async def test_an_unusable_file_is_a_miss_not_an_error(tmp_path: Path) -> None:
 async def test_robots_answers_are_kept_for_the_next_checker(tmp_path: Path) -> None:
     """A second checker (a new process) on the same file applies the stored rules without
     fetching robots.txt again, and fetches again once the answer has expired."""
-    clock = Clock()
+    clock = FakeClock()
     fetches: list[str] = []
     rules = b"User-agent: *\nDisallow: /private\n"
 
@@ -100,7 +93,7 @@ async def test_robots_answers_are_kept_for_the_next_checker(tmp_path: Path) -> N
             await checker.check("http://a.example/private")
         await store.aclose()
     assert fetches == ["http://a.example/robots.txt"]
-    clock.now += 3600
+    clock.advance(3600)
     store = StateCache(tmp_path, clock=clock)
     checker = RobotsChecker(fetch, clock=clock, ttl_s=3600, store=SQLiteRobotsStore(store))
     await checker.check("http://a.example/open")
@@ -110,7 +103,7 @@ async def test_robots_answers_are_kept_for_the_next_checker(tmp_path: Path) -> N
 
 async def test_an_unreachable_answer_is_kept_only_briefly(tmp_path: Path) -> None:
     """A 503 robots.txt is kept for error_ttl_s across checkers, then asked again."""
-    clock = Clock()
+    clock = FakeClock()
     calls: list[str] = []
 
     async def fetch(url: str) -> tuple[int, bytes]:
@@ -126,7 +119,7 @@ async def test_an_unreachable_answer_is_kept_only_briefly(tmp_path: Path) -> Non
             await checker(store).check("http://b.example/x")
         await store.aclose()
     assert len(calls) == 1
-    clock.now += 60
+    clock.advance(60)
     store = StateCache(tmp_path, clock=clock)
     with pytest.raises(Refused):
         await checker(store).check("http://b.example/x")

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import Refused
-from ._limit_state import HostState, LimitState
 from ._settings import BudgetSettings, Settings
+from .limits import HostState, LimitState
 
 __all__ = ["PERIODS", "REASON_BUDGET_EXHAUSTED", "Budgets", "budget_usage"]
 

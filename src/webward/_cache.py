@@ -11,7 +11,7 @@ redirect) through this caller's policy, guard, robots.txt and limits again, so a
 only ever handed to a caller who may read it.
 
 Implementations of :class:`PageCache`: :class:`MemoryPageCache` (one process),
-:class:`NullPageCache` (caching off) and ``_redis.RedisPageCache`` (shared by replicas through
+:class:`NullPageCache` (caching off) and ``_cache_redis.RedisPageCache`` (shared by replicas through
 ``[state] redis_url``; it stores :meth:`CachedPage.to_dict` as JSON). The protocol is async
 because the shared one talks to a server.
 

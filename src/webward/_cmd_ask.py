@@ -145,9 +145,9 @@ def _print_call(record: CallRecord) -> None:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._credentials import default_store
-    from ._limits import open_limit_state
     from ._web import Web
     from .agents import RESEARCH, ToolContext, run_agent
+    from .limits import open_limit_state
 
     base_url = _check(args)
     store = default_store()

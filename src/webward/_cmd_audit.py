@@ -17,12 +17,12 @@ from ._errors import InvalidInput, WebwardError
 from ._settings import Settings
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
-    from ._audit import AuditRecord
+    from .audit import AuditRecord
 
-# As _audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.
+# As audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
 
-__all__ = ["DESCRIPTION", "HELP", "add_arguments", "parse_since", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "cell", "parse_since", "run"]
 
 HELP = "show the audit log: who read or searched what, and what webward decided"
 DESCRIPTION = """\
@@ -166,7 +166,7 @@ def render_usage(rows: list[dict[str, Any]]) -> str:
         return "no audit records match"
     columns = ("AGENT", "CAPABILITY", "CALLS", *(d.upper() for d in DECISIONS), "SPEND")
     keys = ("agent", "capability", "calls", *DECISIONS)
-    table = [columns] + [(*(_cell(str(row[k])) for k in keys), f"{row['spend']:g}") for row in rows]
+    table = [columns] + [(*(cell(str(row[k])) for k in keys), f"{row['spend']:g}") for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table
@@ -180,7 +180,7 @@ async def _query(
     decision: str | None,
     limit: int,
 ) -> list[AuditRecord]:
-    from ._audit import open_audit_sink
+    from .audit import open_audit_sink
 
     sink = open_audit_sink(settings)
     try:
@@ -210,7 +210,7 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
         )
         for r in records
     ]
-    cells = [tuple(_cell(c) for c in row) for row in [_COLUMNS, *rows]]
+    cells = [tuple(cell(c) for c in row) for row in [_COLUMNS, *rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(_COLUMNS) - 1)]
     lines = []
     for row in cells:
@@ -224,7 +224,8 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def _cell(value: str) -> str:
+def cell(value: str) -> str:
+    """``value`` as one table cell shows it (here and in the console)."""
     # Targets are caller input: control, format and line-breaking characters are shown
     # escaped so that one record stays one line and cannot rewrite the terminal.
     out = []

@@ -63,8 +63,8 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     from starlette.routing import Mount, Route
 
     from ._gateway import address_url, bind_socket
-    from ._limit_state import open_limit_state
     from .console import Console, OneTimeToken, open_audit_reader
+    from .limits import open_limit_state
 
     auth = OneTimeToken()
     # The limit store the command line's own reads use, so their breakers are the ones shown.

@@ -66,10 +66,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from ._limits import open_limit_state
     from ._parts import part_summary, tool_result_text
     from ._state_cache import SQLitePageCache, SQLiteRobotsStore, StateCache
     from ._web import Web
+    from .limits import open_limit_state
 
     # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and
     # refuses the rest by name (str.isdigit() + int() would take "١٢" and crash on "²").

@@ -64,8 +64,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._errors import Refused
-    from ._limits import open_limit_state
     from ._web import Web
+    from .limits import open_limit_state
 
     # A string that is not a whole number goes through as is, so the core refuses it by name.
     limit: object = int(args.limit) if args.limit.isdigit() else args.limit

@@ -15,8 +15,8 @@ import anyio
 
 from . import guard
 from ._errors import Refused, UpstreamError, WebwardError
-from ._limits import parse_retry_after
 from ._transport import Body, CapFor, Transport
+from .limits import parse_retry_after
 
 __all__ = ["PAGE_ACCEPT", "FetchResult", "Hooks", "fetch"]
 

@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 from . import guard
 from ._errors import InvalidInput, WebwardError
-from ._limit_state import limits_unavailable
 from ._settings import Settings
+from .limits import limits_unavailable
 
 __all__ = [
     "REASON_URL_NOT_IN_SESSION",
@@ -152,14 +152,14 @@ class RedisSessionStore:
     governance fails closed."""
 
     def __init__(self, url: str, max_urls: int, max_age_s: float) -> None:
-        from ._redis import _client, redact_url  # imported only when configured
+        from ._redis_client import redact_url, redis_client  # imported only when configured
 
         self._where = redact_url(url)
-        self._client: Any = _client(url, 2.0)
+        self._client: Any = redis_client(url, 2.0)
         self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
-        from ._redis import RedisError  # the redis extra's module holds the import
+        from ._redis_client import RedisError  # the redis extra's module holds the import
 
         now = time.time()
         members = {url: now for url in urls}
@@ -176,7 +176,7 @@ class RedisSessionStore:
             raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
 
     async def has(self, session: str, url: str) -> bool:
-        from ._redis import RedisError  # the redis extra's module holds the import
+        from ._redis_client import RedisError  # the redis extra's module holds the import
 
         try:
             return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None

@@ -23,7 +23,7 @@ Prometheus text by :class:`MetricsEndpoint`. Label sets are bounded: hosts beyon
 ``agent="other"``.
 
 **The call log** is one JSON line per call: the audit record's wire fields (no page text, no
-credentials; :class:`~webward._audit.AuditRecord` has no field for either) plus the trace and
+credentials; :class:`~webward.audit.AuditRecord` has no field for either) plus the trace and
 span ids when tracing is on.
 """
 

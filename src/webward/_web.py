@@ -24,12 +24,10 @@ from urllib.parse import urlsplit
 import anyio
 
 from . import _content, _convert, _envelope, _window, guard
-from ._audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import FetchResult, fetch
-from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
 from ._provenance import SessionStore, check_session, open_session_store, urls_in
@@ -41,6 +39,8 @@ from ._telemetry import Telemetry, span
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 from ._workers import ConvertPool, is_cheap
 from ._workers import Job as _Job
+from .audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
+from .limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
 
 __all__ = ["Web"]
 
@@ -772,7 +772,7 @@ def _default_cache(settings: Settings) -> PageCache:
         from ._extras import require
 
         require("redis", "redis", "[state] redis_url")
-        from ._redis import RedisPageCache  # imported only when configured
+        from ._cache_redis import RedisPageCache  # imported only when configured
 
         return RedisPageCache(
             settings.state.redis_url,

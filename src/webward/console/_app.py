@@ -22,11 +22,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from .._audit import DECISIONS
-from .._cmd_audit import _cell, parse_since
+from .._cmd_audit import cell, parse_since
 from .._errors import InvalidInput, WebwardError
-from .._limit_state import HostState, LimitState
 from .._settings import TIERS, Settings
+from ..audit import DECISIONS
+from ..limits import HostState, LimitState
 from ._auth import Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
 from ._queries import FETCH, SEARCH, AuditFilter, AuditReader
@@ -68,7 +68,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["shown"] = lambda v: _cell("" if v is None else str(v))
+    env.filters["shown"] = lambda v: cell("" if v is None else str(v))
     env.filters["when"] = _time
     return env
 
@@ -426,7 +426,7 @@ class Console:
         # Used and left are read from the limit store the budgets are counted in (the live
         # Web's on the gateway); without one, the configured budgets are shown unused.
         from .._budgets import budget_usage
-        from .._limit_state import MemoryLimitState
+        from ..limits import MemoryLimitState
 
         state = self._limit_state()
         rows = await budget_usage(

@@ -7,9 +7,7 @@ from typing import Any
 
 import psycopg
 
-from .._audit import REASON_AUDIT_UNAVAILABLE
-from .._errors import Refused
-from .._postgres import _SCHEMA_LOCK, PostgresAuditSink
+from ..audit._postgres import SCHEMA_LOCK, PostgresAuditSink
 from . import _queries
 from ._queries import _INDEXED, _POSTGRES, _SQLReader
 
@@ -60,36 +58,18 @@ class PostgresAuditReader(_SQLReader):
         # session lock keeps two consoles from building the same index at once.
         sink = self._sink
         try:
-            async with await psycopg.AsyncConnection.connect(
-                sink._dsn, autocommit=True, connect_timeout=5
-            ) as conn:
-                await conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
+            async with await sink.connect_autocommit() as conn:
+                await conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
                 for name, columns in _INDEXES.items():
                     await conn.execute(
                         f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON audit {columns}"
                     )
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
         except (psycopg.Error, OSError) as exc:
-            raise self._unreadable(exc) from None
+            raise sink.unreadable(exc) from None
 
     async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        sink = self._sink
-        async with sink._locked():
-            try:
-                conn = await sink._connect()  # creates the table if no replica has yet
-                async with conn.transaction():
-                    cur = await conn.execute(sql, list(params))
-                    return [tuple(r) for r in await cur.fetchall()]
-            except (psycopg.Error, OSError) as exc:
-                await sink._drop()
-                raise self._unreadable(exc) from None
-
-    def _unreadable(self, exc: BaseException) -> Refused:
-        return Refused(
-            f"refused: the PostgreSQL audit log named by ${self._sink._env} cannot be read "
-            f"({self._sink._describe(exc)})",
-            reason=REASON_AUDIT_UNAVAILABLE,
-        )
+        return await self._sink.read(sql, params)  # creates the table if no replica has yet
 
     async def aclose(self) -> None:
         await self._sink.aclose()

@@ -26,17 +26,15 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from .._audit import (
-    _FIELDS,
+from .._errors import InvalidInput, Refused
+from ..audit import (
     DECISIONS,
+    FIELDS,
     REASON_AUDIT_UNAVAILABLE,
     AuditRecord,
     SQLiteAuditSink,
-    _from_row,
-    open_audit_sink,
+    from_row,
 )
-from .._errors import InvalidInput, Refused
-from .._settings import Settings
 
 __all__ = [
     "FETCH",
@@ -45,8 +43,9 @@ __all__ = [
     "AuditPage",
     "AuditReader",
     "HostCount",
+    "SQLiteAuditReader",
+    "SinkReader",
     "Usage",
-    "open_audit_reader",
 ]
 
 FETCH = "web:page.fetch@1"
@@ -304,12 +303,12 @@ class _SQLReader:
                 scan = [*scan, f"(ts, {d.tiebreak}) >= ({d.mark}, {d.mark})"]
                 scan_params = [*scan_params, *boundary]
         rows = await self._rows(
-            f"SELECT {d.tiebreak}, {', '.join(_FIELDS)} FROM audit "
+            f"SELECT {d.tiebreak}, {', '.join(FIELDS)} FROM audit "
             f"{_and([*clauses, *scan])}{order} LIMIT {d.mark}",
             [*params, *scan_params, size + 1],
         )
-        records = [_from_row(tuple(r[1:])) for r in rows[:size]]
-        if len(rows) > size:  # r[2] is ts: _FIELDS starts with id, ts
+        records = [from_row(tuple(r[1:])) for r in rows[:size]]
+        if len(rows) > size:  # r[2] is ts: FIELDS starts with id, ts
             return AuditPage(records, _encode_cursor(rows[size - 1][2], rows[size - 1][0]))
         if boundary is not None:
             return AuditPage(records, _encode_cursor(*boundary), searched=SCAN_ROWS)
@@ -318,9 +317,9 @@ class _SQLReader:
     async def record(self, record_id: str) -> AuditRecord | None:
         m = self.dialect.mark
         rows = await self._rows(
-            f"SELECT {', '.join(_FIELDS)} FROM audit WHERE id = {m}", [record_id]
+            f"SELECT {', '.join(FIELDS)} FROM audit WHERE id = {m}", [record_id]
         )
-        return _from_row(tuple(rows[0])) if rows else None
+        return from_row(tuple(rows[0])) if rows else None
 
     async def usage(self, start: float, bucket_s: int, buckets: int) -> Usage:
         d = self.dialect
@@ -421,24 +420,13 @@ class SQLiteAuditReader(_SQLReader):
         )
 
     def _with_connection(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
-        sink = self._sink
-        with sink._lock:
-            try:
-                conn = sink._connect(create=False)
-                if conn is None:
-                    return default  # nothing was ever audited here
-                return work(conn)
-            except (sqlite3.Error, OSError) as exc:
-                raise Refused(
-                    f"refused: the audit log at {sink.path} cannot be read ({exc})",
-                    reason=REASON_AUDIT_UNAVAILABLE,
-                ) from None
+        return self._sink.read_sync(work, default=default)
 
     async def aclose(self) -> None:
         await self._sink.aclose()
 
 
-class _SinkReader(_SQLReader):
+class SinkReader(_SQLReader):
     """A sink that is not SQL: its refusal, for every read."""
 
     dialect = _SQLITE
@@ -454,18 +442,3 @@ class _SinkReader(_SQLReader):
 
     async def aclose(self) -> None:
         await self._sink.aclose()
-
-
-def open_audit_reader(settings: Settings) -> AuditReader:
-    """A reader of the audit log ``settings`` name: SQLite in the state dir, or PostgreSQL."""
-    sink = open_audit_sink(settings)
-    if isinstance(sink, SQLiteAuditSink):
-        return SQLiteAuditReader(sink)
-    if settings.audit.postgres_dsn_env:
-        from .._postgres import PostgresAuditSink  # imported only when configured
-
-        if isinstance(sink, PostgresAuditSink):
-            from ._postgres_reader import PostgresAuditReader
-
-            return PostgresAuditReader(sink)
-    return _SinkReader(sink)

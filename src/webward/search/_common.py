@@ -20,8 +20,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import idna
 
 from .._errors import Refused, UpstreamError
-from .._limits import retry_after_from_headers
 from .._models import Hit
+from ..limits import retry_after_from_headers
 
 __all__ = [
     "Http",

@@ -1,16 +1,16 @@
-"""The limiter's state: what is remembered per key, where it is stored, and the pure
-functions that change it.
+"""The limiter's state: what is remembered per key, and where it is stored.
 
 :class:`HostState` is one key's record. It sits behind :class:`LimitState`, one atomic
 read-modify-write per call, so the algorithms stay the same whatever stores them:
 :class:`MemoryLimitState` for one long-lived process, :class:`SQLiteLimitState` (``limits.db``
 in the state dir, WAL, ``BEGIN IMMEDIATE``) so that separate ``webward`` processes on one
 machine share one budget, and ``_redis.RedisLimitState`` for replicas on many machines
-(``[state] redis_url``). The algorithms are pure functions of (state, settings, now); the
-``Limiter`` front in ``_limits`` applies them and turns their verdicts into refusals.
+(``[state] redis_url``). The algorithms are pure functions of (state, settings, now) in
+``_steps``; the ``Limiter`` front in ``_limiter`` applies them and turns their verdicts into
+refusals.
 
-The reason codes and the back-pressure cap are defined here, where the decisions that use
-them are made; ``_limits`` re-exports them with the rest of its public names.
+The reason codes and the back-pressure cap are defined here, beside the record they describe,
+and are public in ``webward.limits`` with the rest of the package's names.
 """
 
 from __future__ import annotations
@@ -20,15 +20,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from ._errors import InvalidInput, Refused
-from ._settings import Settings
-from ._sqlite import open_wal
+from .._errors import Refused
+from .._sqlite import open_wal
 
 __all__ = [
     "MAX_BACKPRESSURE_S",
@@ -41,10 +40,10 @@ __all__ = [
     "LimitState",
     "MemoryLimitState",
     "SQLiteLimitState",
-    "open_limit_state",
+    "limits_unavailable",
 ]
 
-#: Fixed reason codes of the limiter's refusals (``_limits`` raises all but the last).
+#: Fixed reason codes of the limiter's refusals (``_limiter`` raises all but the last).
 REASON_RATE_LIMITED = "rate_limited"
 REASON_BACKPRESSURE = "upstream_backpressure"
 REASON_CIRCUIT_OPEN = "circuit_open"
@@ -52,9 +51,6 @@ REASON_LIMITS_UNAVAILABLE = "limits_unavailable"
 
 #: A hostile or confused server cannot hold a key longer than this.
 MAX_BACKPRESSURE_S = 3600.0
-# While a half-open probe is in flight, others are told to come back after at most this long;
-# the probe itself holds a lease of twice the fetch deadline, in case its process dies.
-_PROBE_RETRY_HINT_S = 2.0
 
 R = TypeVar("R")
 
@@ -254,131 +250,3 @@ def limits_unavailable(where: object, detail: object) -> Refused:
         "read without its abuse protections",
         reason=REASON_LIMITS_UNAVAILABLE,
     )
-
-
-def open_limit_state(
-    settings: Settings, kind: str = "memory", *, clock: Callable[[], float] = time.time
-) -> LimitState:
-    """The limit store for ``settings``: Redis whenever ``[state] redis_url`` is set (replicas
-    share one budget), else ``kind``: ``memory`` (one long-lived process) or ``sqlite``
-    (``limits.db`` in the state dir; the command line's default)."""
-    if kind not in ("memory", "sqlite"):
-        raise InvalidInput(f"unknown limit store {kind!r}; use memory or sqlite")
-    if settings.state.redis_url:
-        from ._extras import require
-
-        require("redis", "redis", "[state] redis_url")
-        from ._redis import RedisLimitState  # imported only when configured
-
-        return RedisLimitState(settings.state.redis_url)
-    if kind == "memory":
-        return MemoryLimitState()
-    return SQLiteLimitState(settings.state.path(), clock=clock)
-
-
-# ---- the algorithms: pure functions of (state, now) -------------------------------------
-
-
-@dataclass(frozen=True)
-class _Config:
-    rate: float
-    burst: float
-    failures: int
-    open_s: float
-    max_open_s: float
-    probe_lease_s: float
-
-
-@dataclass(frozen=True)
-class _Admission:
-    ok: bool
-    probe: bool = False
-    reason: str = ""
-    retry_after: float = 0.0
-    failures: int = 0
-
-
-def _fresh(cfg: _Config, now: float) -> HostState:
-    return HostState(tokens=cfg.burst, updated=now)
-
-
-def _refill(s: HostState, cfg: _Config, now: float) -> HostState:
-    # A clock that steps backwards refills nothing (and never un-spends tokens).
-    elapsed = max(0.0, now - s.updated)
-    return replace(
-        s, tokens=min(cfg.burst, s.tokens + elapsed * cfg.rate), updated=max(now, s.updated)
-    )
-
-
-def _admit(
-    cur: HostState | None, cfg: _Config, now: float, cost: float = 1.0
-) -> tuple[HostState, _Admission]:
-    s = _refill(cur or _fresh(cfg, now), cfg, now)
-    if now < s.hold_until:
-        return s, _Admission(False, reason=REASON_BACKPRESSURE, retry_after=s.hold_until - now)
-    probe = False
-    if s.open_until:
-        if now < s.open_until:
-            return s, _Admission(
-                False,
-                reason=REASON_CIRCUIT_OPEN,
-                retry_after=s.open_until - now,
-                failures=s.failures,
-            )
-        if now < s.probe_until:  # half-open, and someone else is already probing
-            return s, _Admission(
-                False,
-                reason=REASON_CIRCUIT_OPEN,
-                retry_after=min(s.probe_until - now, _PROBE_RETRY_HINT_S),
-                failures=s.failures,
-            )
-        probe = True
-    if s.tokens < cost:
-        return s, _Admission(
-            False, reason=REASON_RATE_LIMITED, retry_after=(cost - s.tokens) / cfg.rate
-        )
-    s = replace(s, tokens=s.tokens - cost)
-    if probe:
-        s = replace(s, probe_until=now + cfg.probe_lease_s)
-    return s, _Admission(True, probe=probe)
-
-
-def _success(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
-    s = cur or _fresh(cfg, now)
-    return replace(s, failures=0, opened=0, open_until=0.0, probe_until=0.0), None
-
-
-def _failure(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
-    s = cur or _fresh(cfg, now)
-    failures = s.failures + 1
-    half_open = bool(s.open_until) and now >= s.open_until
-    closed = not s.open_until
-    if half_open or (closed and failures >= cfg.failures):
-        opened = s.opened + 1
-        open_for = min(cfg.open_s * opened, cfg.max_open_s)
-        return replace(
-            s, failures=failures, opened=opened, open_until=now + open_for, probe_until=0.0
-        ), None
-    return replace(s, failures=failures), None  # open already, or not yet at the threshold
-
-
-def _hold(
-    cur: HostState | None, cfg: _Config, now: float, seconds: float
-) -> tuple[HostState, None]:
-    s = _refill(cur or _fresh(cfg, now), cfg, now)
-    hold = now + min(max(seconds, 0.0), MAX_BACKPRESSURE_S)
-    return replace(s, tokens=0.0, hold_until=max(s.hold_until, hold)), None
-
-
-def _backpressure(
-    cur: HostState | None, cfg: _Config, now: float, seconds: float
-) -> tuple[HostState, None]:
-    # A 429 means the host answered: its failure streak ends, and its bucket empties and is
-    # held until the time it named.
-    s, _ = _hold(cur, cfg, now, seconds)
-    return replace(s, failures=0, opened=0, open_until=0.0, probe_until=0.0), None
-
-
-def _release_probe(cur: HostState | None, cfg: _Config, now: float) -> tuple[HostState, None]:
-    s = cur or _fresh(cfg, now)
-    return replace(s, probe_until=0.0), None

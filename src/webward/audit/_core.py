@@ -15,46 +15,49 @@ Decisions (:data:`DECISIONS`):
 - ``failed``: the far side failed (timeout, HTTP error, provider error).
 
 A record that cannot be written refuses the call: sinks raise ``Refused`` with reason
-``audit_unavailable``. Sinks: :class:`SQLiteAuditSink` (``audit.db`` in the state dir, WAL and a
-busy timeout, so several processes can write at once), ``_postgres.PostgresAuditSink`` (one
-log for N replicas, ``[audit] postgres_dsn_env``) and :class:`MemoryAuditSink` (tests,
-``webward.testing``).
+``audit_unavailable``. Sinks: :class:`MemoryAuditSink` here (tests, ``webward.testing``),
+``_sqlite.SQLiteAuditSink`` (``audit.db`` in the state dir, WAL and a busy timeout, so several
+processes can write at once) and ``_postgres.PostgresAuditSink`` (one log for N replicas,
+``[audit] postgres_dsn_env``). The two SQL stores share what is defined here: one table
+(:data:`COLUMNS`), its rows (:func:`to_row`, :func:`from_row`), group commit
+(:class:`GroupCommit`) and the query (:func:`select_sql`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import itertools
 import json
-import os
-import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import orjson
 
-from ._errors import Refused
-from ._redact import drop_userinfo
-from ._settings import Settings
-from ._sqlite import open_wal
+from .._errors import Refused
+from .._redact import drop_userinfo
 
 __all__ = [
+    "ADDED_COLUMNS",
+    "COLUMNS",
     "DECISIONS",
+    "FIELDS",
     "MAX_TARGET_CHARS",
     "REASON_AUDIT_UNAVAILABLE",
+    "SCHEMA",
     "AuditRecord",
     "AuditSink",
+    "Flushed",
+    "GroupCommit",
     "MemoryAuditSink",
-    "SQLiteAuditSink",
     "audit_unavailable",
-    "open_audit_sink",
+    "from_row",
+    "select_sql",
+    "table_sql",
+    "to_row",
 ]
 
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
@@ -289,68 +292,46 @@ class MemoryAuditSink:
         return None
 
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS audit (
-        id TEXT PRIMARY KEY,
-        ts REAL NOT NULL,
-        agent TEXT NOT NULL,
-        tier TEXT NOT NULL,
-        capability TEXT NOT NULL,
-        target TEXT NOT NULL,
-        decision TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        would_deny TEXT,
-        final_url TEXT,
-        redirects TEXT NOT NULL,
-        status INTEGER,
-        bytes INTEGER,
-        content_type TEXT,
-        duration_ms INTEGER,
-        provider TEXT,
-        render_contacted TEXT NOT NULL DEFAULT '[]',
-        render_refused TEXT NOT NULL DEFAULT '[]'
-    )""",
-    "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)",
-)
-# Columns added after the first release: (name, type); a table created before them gains
-# them when a sink opens it (SQLite here, PostgreSQL in _postgres).
-_ADDED_COLUMNS = (
+# ---- what the two SQL stores share: one table, its rows, group commit, the query --------
+
+#: The audit table, one schema for both SQL stores: (column, type), in row order. The types
+#: are standard SQL, which SQLite reads with its own affinities (DOUBLE PRECISION: REAL,
+#: BIGINT: INTEGER), so the same text creates the table in SQLite and in PostgreSQL.
+COLUMNS = (
+    ("id", "TEXT PRIMARY KEY"),
+    ("ts", "DOUBLE PRECISION NOT NULL"),
+    ("agent", "TEXT NOT NULL"),
+    ("tier", "TEXT NOT NULL"),
+    ("capability", "TEXT NOT NULL"),
+    ("target", "TEXT NOT NULL"),
+    ("decision", "TEXT NOT NULL"),
+    ("reason", "TEXT NOT NULL"),
+    ("would_deny", "TEXT"),
+    ("final_url", "TEXT"),
+    ("redirects", "TEXT NOT NULL"),
+    ("status", "INTEGER"),
+    ("bytes", "BIGINT"),
+    ("content_type", "TEXT"),
+    ("duration_ms", "BIGINT"),
+    ("provider", "TEXT"),
     ("render_contacted", "TEXT NOT NULL DEFAULT '[]'"),
     ("render_refused", "TEXT NOT NULL DEFAULT '[]'"),
 )
-_FIELDS = (
-    "id", "ts", "agent", "tier", "capability", "target", "decision", "reason", "would_deny",
-    "final_url", "redirects", "status", "bytes", "content_type", "duration_ms", "provider",
-    "render_contacted", "render_refused",
-)  # fmt: skip
+#: Columns added after the first release: a table an older webward created gains them when a
+#: store opens it (each store in its own dialect of ``ALTER TABLE``).
+ADDED_COLUMNS = COLUMNS[-2:]
+#: The column names, in row order (:func:`to_row`, :func:`from_row`).
+FIELDS = tuple(name for name, _ in COLUMNS)
 
 
-# Rows per INSERT statement: 18 columns x 500 rows stays far below SQLite's 32,766 variables.
-_ROWS_PER_STATEMENT = 500
-_ROW_MARKS = f"({', '.join('?' for _ in _FIELDS)})"
+def table_sql(columns: tuple[tuple[str, str], ...] = COLUMNS) -> str:
+    """The ``CREATE TABLE IF NOT EXISTS audit`` statement for ``columns``."""
+    body = ",\n    ".join(f"{name} {kind}" for name, kind in columns)
+    return f"CREATE TABLE IF NOT EXISTS audit (\n    {body}\n)"
 
 
-@functools.lru_cache(maxsize=64)
-def _insert_sql(n: int) -> str:
-    return f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES {', '.join([_ROW_MARKS] * n)}"
-
-
-def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert ``rows`` in one transaction, durable when this returns.
-
-    A batch is one multi-row INSERT, so one statement step, rather than executemany's step
-    per row: sqlite3 lets go of the GIL around every step, and under load each step was a
-    thread switch the event loop paid for. In autocommit mode a lone statement is its own
-    transaction; a larger batch is wrapped in one.
-    """
-    if len(rows) <= _ROWS_PER_STATEMENT:
-        conn.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
-        return
-    with conn:
-        conn.execute("BEGIN IMMEDIATE")
-        for i in range(0, len(rows), _ROWS_PER_STATEMENT):
-            chunk = rows[i : i + _ROWS_PER_STATEMENT]
-            conn.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+#: What both SQL stores run when they open the log (before adding any missing column).
+SCHEMA = (table_sql(), "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)")
 
 
 def _json_list(items: tuple[str, ...]) -> str:
@@ -360,9 +341,9 @@ def _json_list(items: tuple[str, ...]) -> str:
         return json.dumps(list(items))
 
 
-def _to_row(r: AuditRecord) -> tuple[Any, ...]:
-    # Spelled out in _FIELDS order (the round-trip tests hold it to that): this runs once per call on
-    # the hot path, and asdict() would deep-copy every field.
+def to_row(r: AuditRecord) -> tuple[Any, ...]:
+    # Spelled out in FIELDS order (the round-trip tests hold it to that): this runs once per
+    # call on the hot path, and asdict() would deep-copy every field.
     redirects = _json_list(r.redirects) if r.redirects else "[]"
     return (
         r.id, r.time.timestamp(), r.agent, r.tier, r.capability, r.target, r.decision,
@@ -373,8 +354,8 @@ def _to_row(r: AuditRecord) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def _from_row(row: tuple[Any, ...]) -> AuditRecord:
-    values = dict(zip(_FIELDS, row, strict=True))
+def from_row(row: tuple[Any, ...]) -> AuditRecord:
+    values = dict(zip(FIELDS, row, strict=True))
     ts = values.pop("ts")
     values["time"] = dt.datetime.fromtimestamp(ts, dt.UTC)
     for name in ("redirects", "render_contacted", "render_refused"):
@@ -398,7 +379,7 @@ class _Batch:
 Flushed = str | list[str | None] | None
 
 
-class _GroupCommit:
+class GroupCommit:
     """Group commit for a sink: records that arrive while a commit is in flight join the
     next one, and every writer returns only once the transaction holding its record
     committed. ``flush(rows)`` commits one batch and answers :data:`Flushed`: a sink whose
@@ -444,7 +425,7 @@ class _GroupCommit:
             raise audit_unavailable(error)
 
 
-def _select(
+def select_sql(
     since: dt.datetime | None,
     agent: str | None,
     decision: str | None,
@@ -469,150 +450,9 @@ def _select(
         else:
             where.append(f"decision = {mark}")
         params.append(decision)
-    sql = f"SELECT {', '.join(_FIELDS)} FROM audit"
+    sql = f"SELECT {', '.join(FIELDS)} FROM audit"
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += f" ORDER BY ts DESC, {tiebreak} DESC LIMIT {mark}"
     params.append(max(int(limit), 0))
     return sql, params
-
-
-class SQLiteAuditSink:
-    """Audit records in ``audit.db`` in the state dir: WAL, a busy timeout, one INSERT per
-    record, so several ``webward`` processes can write at once without losing a row.
-
-    The file and its directory are created on the first write. sqlite3 runs in a worker
-    thread (``anyio.to_thread``) so the event loop never waits on the disk.
-    """
-
-    def __init__(self, state_dir: str | Path, *, busy_timeout_s: float = 10.0) -> None:
-        self.path = Path(state_dir) / "audit.db"
-        self._busy_timeout_s = busy_timeout_s
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-        self._commits = _GroupCommit(lambda rows: anyio.to_thread.run_sync(self._write_sync, rows))
-
-    async def write(self, record: AuditRecord) -> None:
-        await self._commits.write(_to_row(record))
-
-    async def query(
-        self,
-        since: dt.datetime | None = None,
-        agent: str | None = None,
-        decision: str | None = None,
-        limit: int = 100,
-    ) -> list[AuditRecord]:
-        return await anyio.to_thread.run_sync(
-            lambda: self._query_sync(since, agent, decision, limit)
-        )
-
-    async def aclose(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def _connect(self, create: bool) -> sqlite3.Connection | None:
-        if self._conn is not None:
-            return self._conn
-        if not create and not self.path.exists():
-            return None
-        conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=_SCHEMA)
-        try:
-            have = {row[1] for row in conn.execute("PRAGMA table_info(audit)")}
-            for name, kind in _ADDED_COLUMNS:
-                if name not in have:  # a log written by an older webward
-                    conn.execute(f"ALTER TABLE audit ADD COLUMN {name} {kind}")
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-        return conn
-
-    def _write_sync(self, rows: list[tuple[Any, ...]]) -> Flushed:
-        """Insert ``rows`` in one transaction; see :data:`Flushed`."""
-        with self._lock:
-            try:
-                conn = self._connect(create=True)
-                assert conn is not None
-            except (sqlite3.Error, OSError) as exc:
-                return f"{self.path}: {exc}"
-            try:
-                _insert_rows(conn, rows)
-            except (sqlite3.OperationalError, OSError) as exc:  # the store: no row would pass
-                return f"{self.path}: {exc}"
-            except Exception as exc:  # a row's content (an integer past 64 bits, a clash)
-                if len(rows) == 1:
-                    return f"{self.path}: {type(exc).__name__}: {exc}"
-                return [self._write_one(conn, row) for row in rows]
-        return None
-
-    def _write_one(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> str | None:
-        try:
-            _insert_rows(conn, [row])
-        except Exception as exc:
-            return f"{self.path}: {type(exc).__name__}: {exc}"
-        return None
-
-    def _query_sync(
-        self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
-    ) -> list[AuditRecord]:
-        sql, params = _select(since, agent, decision, limit, mark="?", tiebreak="rowid")
-        with self._lock:
-            try:
-                conn = self._connect(create=False)
-                if conn is None:
-                    return []  # nothing was ever audited here
-                rows = conn.execute(sql, params).fetchall()
-            except (sqlite3.Error, OSError) as exc:
-                raise Refused(
-                    f"refused: the audit log at {self.path} cannot be read ({exc})",
-                    reason=REASON_AUDIT_UNAVAILABLE,
-                ) from None
-        return [_from_row(tuple(row)) for row in rows]
-
-
-def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None) -> AuditSink:
-    """The audit sink ``settings`` ask for: SQLite in the state dir unless PostgreSQL is set.
-
-    ``[audit] postgres_dsn_env`` names the environment variable (in ``environ``, by default
-    the process's) holding the PostgreSQL DSN. If it is unset or empty, every call is refused
-    rather than quietly audited somewhere else.
-    """
-    var = settings.audit.postgres_dsn_env
-    if var:
-        dsn = (os.environ if environ is None else environ).get(var, "").strip()
-        if not dsn:
-            return _RefusingSink(
-                f"[audit] postgres_dsn_env names ${var}, which is unset or empty; it must "
-                "hold the PostgreSQL DSN of the audit log"
-            )
-        from ._extras import require
-
-        require("psycopg", "postgres", "[audit] postgres_dsn_env")
-        from ._postgres import PostgresAuditSink  # imported only when configured
-
-        return PostgresAuditSink(dsn, dsn_env=var)
-    return SQLiteAuditSink(settings.state.path())
-
-
-class _RefusingSink:
-    """A sink that refuses every write: the configured store does not exist."""
-
-    def __init__(self, detail: str) -> None:
-        self._detail = detail
-
-    async def write(self, record: AuditRecord) -> None:
-        raise audit_unavailable(self._detail)
-
-    async def query(
-        self,
-        since: dt.datetime | None = None,
-        agent: str | None = None,
-        decision: str | None = None,
-        limit: int = 100,
-    ) -> list[AuditRecord]:
-        raise audit_unavailable(self._detail)
-
-    async def aclose(self) -> None:
-        return None

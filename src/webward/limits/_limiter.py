@@ -17,11 +17,11 @@
   live in the process (an anyio semaphore per key), also when the rest of the state is in
   SQLite: they bound what one process sends at once, not the machine.
 
-The state sits behind :class:`LimitState` (in ``_limit_state``, with the pure functions that
-change it), one atomic read-modify-write per call, so the algorithms stay the same whatever
-stores them: :class:`MemoryLimitState` for one long-lived process, :class:`SQLiteLimitState`
-(``limits.db`` in the state dir, WAL, ``BEGIN IMMEDIATE``) so that separate ``webward``
-processes on one machine share one budget (and ``_redis.RedisLimitState`` for replicas).
+The state sits behind ``_state.LimitState``, one atomic read-modify-write per call, and is
+changed by the pure functions of ``_steps``, so the algorithms stay the same whatever stores
+them: ``MemoryLimitState`` for one long-lived process, ``SQLiteLimitState`` (``limits.db`` in
+the state dir, WAL, ``BEGIN IMMEDIATE``) so that separate ``webward`` processes on one machine
+share one budget (and ``_redis.RedisLimitState`` for replicas).
 Time comes from an injected clock; with SQLite or Redis it must be the wall clock, which the
 processes share.
 """
@@ -40,50 +40,35 @@ from typing import Any
 
 import anyio
 
-from ._errors import InvalidInput, Refused
-from ._limit_state import (
+from .._errors import InvalidInput, Refused
+from .._settings import LimitsSettings
+from ._state import (
     MAX_BACKPRESSURE_S,
     REASON_BACKPRESSURE,
     REASON_CIRCUIT_OPEN,
-    REASON_LIMITS_UNAVAILABLE,
     REASON_RATE_LIMITED,
     Change,
     HostState,
     LimitState,
-    MemoryLimitState,
-    SQLiteLimitState,
-    _Admission,
-    _admit,
-    _backpressure,
-    _Config,
-    _failure,
-    _hold,
-    _release_probe,
-    _success,
-    open_limit_state,
 )
-from ._settings import LimitsSettings
+from ._steps import (
+    Admission,
+    Config,
+    admit,
+    backpressure,
+    failure,
+    hold,
+    release_probe,
+    success,
+)
 
 __all__ = [
     "DEFAULT_BACKPRESSURE_S",
-    "MAX_BACKPRESSURE_S",
-    "REASON_BACKPRESSURE",
-    "REASON_CIRCUIT_OPEN",
-    "REASON_LIMITS_UNAVAILABLE",
-    "REASON_RATE_LIMITED",
-    "HostState",
-    "LimitState",
     "Limiter",
-    "MemoryLimitState",
-    "SQLiteLimitState",
     "Ticket",
-    "open_limit_state",
     "parse_retry_after",
     "retry_after_from_headers",
 ]
-
-# The reason codes and MAX_BACKPRESSURE_S are defined in _limit_state, whose decisions use
-# them, and are public here with the rest of this module's names.
 
 #: A 429 that names no time holds the key this long.
 DEFAULT_BACKPRESSURE_S = 5.0
@@ -96,7 +81,7 @@ def _fmt_s(seconds: float) -> str:
     return f"{math.ceil(seconds * 10 - 1e-9) / 10:g}"
 
 
-def _refusal(label: str, a: _Admission) -> Refused:
+def _refusal(label: str, a: Admission) -> Refused:
     wait = max(a.retry_after, 0.001)
     if a.reason == REASON_RATE_LIMITED:
         return Refused(
@@ -179,7 +164,7 @@ class Limiter:
         self.limits = limits
         self._clock = clock
         self._sleep = sleep
-        self._cfg = _Config(
+        self._cfg = Config(
             rate=float(limits.per_host_rate),
             burst=float(limits.per_host_burst),
             failures=int(limits.breaker_failures),
@@ -245,7 +230,7 @@ class Limiter:
             slots.sem.release()
             self._drop_user(ticket.key, slots)
         if ticket.probe:
-            await self._update(ticket.key, _release_probe)
+            await self._update(ticket.key, release_probe)
 
     async def record(
         self,
@@ -280,7 +265,7 @@ class Limiter:
                     await self.record_failure(key)
                     if retry_after is not None:  # a 503 naming a time: a failure, and a hold
                         await self._update(
-                            key, lambda cur, cfg, now: _hold(cur, cfg, now, retry_after)
+                            key, lambda cur, cfg, now: hold(cur, cfg, now, retry_after)
                         )
                 elif outcome == "backpressure":
                     await self.record_backpressure(key, retry_after)
@@ -296,16 +281,16 @@ class Limiter:
 
     async def record_success(self, key: str) -> None:
         """The host answered (anything but a 5xx or a 429): its failure streak ends."""
-        await self._update(key, _success)
+        await self._update(key, success)
 
     async def record_failure(self, key: str) -> None:
         """A connect error, timeout, broken body or 5xx: one more consecutive failure."""
-        await self._update(key, _failure)
+        await self._update(key, failure)
 
     async def record_backpressure(self, key: str, retry_after_s: float | None) -> None:
         """An upstream 429: hold the key for ``retry_after_s`` seconds (a default if None)."""
         seconds = DEFAULT_BACKPRESSURE_S if retry_after_s is None else retry_after_s
-        await self._update(key, lambda cur, cfg, now: _backpressure(cur, cfg, now, seconds))
+        await self._update(key, lambda cur, cfg, now: backpressure(cur, cfg, now, seconds))
 
     @asynccontextmanager
     async def guard(
@@ -337,14 +322,14 @@ class Limiter:
         await self.state.aclose()
 
     async def _update(
-        self, key: str, fn: Callable[[HostState | None, _Config, float], tuple[HostState, None]]
+        self, key: str, fn: Callable[[HostState | None, Config, float], tuple[HostState, None]]
     ) -> None:
         now = self._clock()
         await self.state.update(key, lambda cur: fn(cur, self._cfg, now))
 
-    def _admitter(self, now: float, cost: float) -> Change[_Admission]:
-        def change(cur: HostState | None) -> tuple[HostState, _Admission]:
-            return _admit(cur, self._cfg, now, cost)
+    def _admitter(self, now: float, cost: float) -> Change[Admission]:
+        def change(cur: HostState | None) -> tuple[HostState, Admission]:
+            return admit(cur, self._cfg, now, cost)
 
         return change
 

@@ -4,7 +4,7 @@ Chosen by ``[audit] postgres_dsn_env``, the *name* of an environment variable ho
 (``open_audit_sink`` reads it). The DSN may carry a password, so it never appears in a
 message, a repr or a log line: messages name the variable instead.
 
-Same columns as the SQLite table (``_audit._FIELDS``), created on first use. Records are
+The table is the one both SQL stores share (``_core.COLUMNS``), created on first use. Records are
 written with group commit, as the SQLite sink does: records arriving while a transaction is in
 flight join the next one, one INSERT each, and every writer returns only once the transaction
 holding its record committed. A batch that fails on one row's content is retried row by row,
@@ -18,54 +18,39 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import psycopg
 from psycopg import conninfo
 
-from ._audit import (
-    _ADDED_COLUMNS,
-    _FIELDS,
+from .._errors import Refused
+from ._core import (
+    ADDED_COLUMNS,
+    FIELDS,
     REASON_AUDIT_UNAVAILABLE,
+    SCHEMA,
     AuditRecord,
     Flushed,
-    _from_row,
-    _GroupCommit,
-    _select,
-    _to_row,
+    GroupCommit,
+    from_row,
+    select_sql,
+    to_row,
 )
-from ._errors import Refused
 
-__all__ = ["PostgresAuditSink"]
+__all__ = ["SCHEMA_LOCK", "PostgresAuditSink"]
 
 _SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS audit (
-        id TEXT PRIMARY KEY,
-        ts DOUBLE PRECISION NOT NULL,
-        agent TEXT NOT NULL,
-        tier TEXT NOT NULL,
-        capability TEXT NOT NULL,
-        target TEXT NOT NULL,
-        decision TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        would_deny TEXT,
-        final_url TEXT,
-        redirects TEXT NOT NULL,
-        status INTEGER,
-        bytes BIGINT,
-        content_type TEXT,
-        duration_ms BIGINT,
-        provider TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)",
+    *SCHEMA,
     # Columns added after the first release (a log an older webward created gains them).
-    *(f"ALTER TABLE audit ADD COLUMN IF NOT EXISTS {name} {kind}" for name, kind in _ADDED_COLUMNS),
+    *(f"ALTER TABLE audit ADD COLUMN IF NOT EXISTS {name} {kind}" for name, kind in ADDED_COLUMNS),
 )
 # Two replicas creating the table at the same moment would collide in the catalogue
-# (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them.
-_SCHEMA_LOCK = 0x77656277  # "webw"
-_INSERT = f"INSERT INTO audit ({', '.join(_FIELDS)}) VALUES ({', '.join('%s' for _ in _FIELDS)})"
+# (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them
+# (and the console's index builds).
+SCHEMA_LOCK = 0x77656277  # "webw"
+_INSERT = f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({', '.join('%s' for _ in FIELDS)})"
 _CONNECT_TIMEOUT_S = 5
 
 
@@ -81,14 +66,14 @@ class PostgresAuditSink:
         self._secrets = _secrets_of(dsn)
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock: anyio.Lock | None = None  # one statement at a time on the connection
-        self._commits = _GroupCommit(self._insert)
+        self._commits = GroupCommit(self._insert)
 
     def __repr__(self) -> str:
         return f"PostgresAuditSink(dsn_env={self._env!r})"
 
     async def write(self, record: AuditRecord) -> None:
         """Group commit: see the module docstring."""
-        await self._commits.write(_to_row(record))
+        await self._commits.write(to_row(record))
 
     async def query(
         self,
@@ -97,24 +82,41 @@ class PostgresAuditSink:
         decision: str | None = None,
         limit: int = 100,
     ) -> list[AuditRecord]:
-        sql, params = _select(since, agent, decision, limit, mark="%s", tiebreak="id")
+        sql, params = select_sql(since, agent, decision, limit, mark="%s", tiebreak="id")
+        return [from_row(row) for row in await self.read(sql, params)]
+
+    async def aclose(self) -> None:
+        await self._drop()
+
+    async def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """The rows of one read-only statement on this log, in a transaction on the sink's
+        connection (which creates the table if no replica has yet). A database error refuses
+        (``audit_unavailable``), naming the variable, never the DSN. The console reads so."""
         async with self._locked():
             try:
                 conn = await self._connect()
                 async with conn.transaction():
-                    cur = await conn.execute(sql, params)
-                    rows = await cur.fetchall()
+                    cur = await conn.execute(sql, list(params))
+                    return [tuple(row) for row in await cur.fetchall()]
             except (psycopg.Error, OSError) as exc:
                 await self._drop()
-                raise Refused(
-                    f"refused: the PostgreSQL audit log named by ${self._env} cannot be read "
-                    f"({self._describe(exc)})",
-                    reason=REASON_AUDIT_UNAVAILABLE,
-                ) from None
-        return [_from_row(tuple(row)) for row in rows]
+                raise self.unreadable(exc) from None
 
-    async def aclose(self) -> None:
-        await self._drop()
+    async def connect_autocommit(self) -> psycopg.AsyncConnection[Any]:
+        """A connection of its own in autocommit mode, for statements that cannot run in a
+        transaction (the console's ``CREATE INDEX CONCURRENTLY``); the caller closes it."""
+        return await psycopg.AsyncConnection.connect(
+            self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S
+        )
+
+    def unreadable(self, exc: BaseException) -> Refused:
+        """The refusal for a failed read of this log: the variable's name, the driver's first
+        line with any part of the DSN taken out."""
+        return Refused(
+            f"refused: the PostgreSQL audit log named by ${self._env} cannot be read "
+            f"({self._describe(exc)})",
+            reason=REASON_AUDIT_UNAVAILABLE,
+        )
 
     def _locked(self) -> anyio.Lock:
         if self._lock is None:  # created lazily: anyio locks belong to the running loop
@@ -128,7 +130,7 @@ class PostgresAuditSink:
             )
             try:
                 async with conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                     for statement in _SCHEMA:
                         await conn.execute(statement)
             except BaseException:
@@ -138,7 +140,7 @@ class PostgresAuditSink:
         return self._conn
 
     async def _insert(self, rows: list[tuple[Any, ...]]) -> Flushed:
-        """Insert ``rows`` in one transaction; see ``_audit.Flushed``. A batch that fails on
+        """Insert ``rows`` in one transaction; see ``_core.Flushed``. A batch that fails on
         its content (not on the connection) is retried row by row."""
         async with self._locked():
             try:

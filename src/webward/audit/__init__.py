@@ -1,0 +1,93 @@
+"""The audit log: one record per call, allowed or refused; no record, no call.
+
+    AuditSink                 async write(record) / query(...) / aclose()
+     ├── MemoryAuditSink      a list, for tests and ``webward.testing``          (_core.py)
+     ├── SQLiteAuditSink      ``audit.db`` in the state dir, one machine         (_sqlite.py)
+     └── PostgresAuditSink    one log for N replicas (the ``postgres`` extra)    (_postgres.py)
+
+:class:`AuditRecord` (the record, cleaned of secrets and payloads when it is made), the sink
+protocol and what the two SQL stores share (one table, its rows, group commit, the query)
+live in ``_core``; readers of the SQL table (the console) take its column names
+(:data:`FIELDS`) and :func:`from_row` from here. :func:`open_audit_sink` chooses the store from
+the settings; PostgreSQL is imported only when configured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping
+
+from .._settings import Settings
+from ._core import (
+    DECISIONS,
+    FIELDS,
+    MAX_TARGET_CHARS,
+    REASON_AUDIT_UNAVAILABLE,
+    AuditRecord,
+    AuditSink,
+    MemoryAuditSink,
+    audit_unavailable,
+    from_row,
+)
+from ._sqlite import SQLiteAuditSink
+
+__all__ = [
+    "DECISIONS",
+    "FIELDS",
+    "MAX_TARGET_CHARS",
+    "REASON_AUDIT_UNAVAILABLE",
+    "AuditRecord",
+    "AuditSink",
+    "MemoryAuditSink",
+    "SQLiteAuditSink",
+    "audit_unavailable",
+    "from_row",
+    "open_audit_sink",
+]
+
+
+def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None) -> AuditSink:
+    """The audit sink ``settings`` ask for: SQLite in the state dir unless PostgreSQL is set.
+
+    ``[audit] postgres_dsn_env`` names the environment variable (in ``environ``, by default
+    the process's) holding the PostgreSQL DSN. If it is unset or empty, every call is refused
+    rather than quietly audited somewhere else.
+    """
+    var = settings.audit.postgres_dsn_env
+    if var:
+        dsn = (os.environ if environ is None else environ).get(var, "").strip()
+        if not dsn:
+            return _RefusingSink(
+                f"[audit] postgres_dsn_env names ${var}, which is unset or empty; it must "
+                "hold the PostgreSQL DSN of the audit log"
+            )
+        from .._extras import require
+
+        require("psycopg", "postgres", "[audit] postgres_dsn_env")
+        from ._postgres import PostgresAuditSink  # imported only when configured
+
+        return PostgresAuditSink(dsn, dsn_env=var)
+    return SQLiteAuditSink(settings.state.path())
+
+
+class _RefusingSink:
+    """A sink that refuses every write: the configured store does not exist."""
+
+    def __init__(self, detail: str) -> None:
+        self._detail = detail
+
+    async def write(self, record: AuditRecord) -> None:
+        raise audit_unavailable(self._detail)
+
+    async def query(
+        self,
+        since: dt.datetime | None = None,
+        agent: str | None = None,
+        decision: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        raise audit_unavailable(self._detail)
+
+    async def aclose(self) -> None:
+        return None

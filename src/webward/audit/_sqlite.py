@@ -1,0 +1,167 @@
+"""The SQLite audit sink: ``audit.db`` in the state dir, shared by the processes of one machine.
+
+WAL and a busy timeout let several ``webward`` processes write at once; group commit
+(``_core.GroupCommit``) makes one transaction of the records that arrive while another
+commits. The table is the one both SQL stores share (``_core.COLUMNS``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from .._errors import Refused
+from .._sqlite import open_wal
+from ._core import (
+    ADDED_COLUMNS,
+    FIELDS,
+    REASON_AUDIT_UNAVAILABLE,
+    SCHEMA,
+    AuditRecord,
+    Flushed,
+    GroupCommit,
+    from_row,
+    select_sql,
+    to_row,
+)
+
+__all__ = ["SQLiteAuditSink"]
+
+T = TypeVar("T")
+
+# Rows per INSERT statement: 18 columns x 500 rows stays far below SQLite's 32,766 variables.
+_ROWS_PER_STATEMENT = 500
+_ROW_MARKS = f"({', '.join('?' for _ in FIELDS)})"
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(n: int) -> str:
+    return f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES {', '.join([_ROW_MARKS] * n)}"
+
+
+def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` in one transaction, durable when this returns.
+
+    A batch is one multi-row INSERT, so one statement step, rather than executemany's step
+    per row: sqlite3 lets go of the GIL around every step, and under load each step was a
+    thread switch the event loop paid for. In autocommit mode a lone statement is its own
+    transaction; a larger batch is wrapped in one.
+    """
+    if len(rows) <= _ROWS_PER_STATEMENT:
+        conn.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
+        return
+    with conn:
+        conn.execute("BEGIN IMMEDIATE")
+        for i in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[i : i + _ROWS_PER_STATEMENT]
+            conn.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+
+
+class SQLiteAuditSink:
+    """Audit records in ``audit.db`` in the state dir: WAL, a busy timeout, one INSERT per
+    record, so several ``webward`` processes can write at once without losing a row.
+
+    The file and its directory are created on the first write. sqlite3 runs in a worker
+    thread (``anyio.to_thread``) so the event loop never waits on the disk.
+    """
+
+    def __init__(self, state_dir: str | Path, *, busy_timeout_s: float = 10.0) -> None:
+        self.path = Path(state_dir) / "audit.db"
+        self._busy_timeout_s = busy_timeout_s
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._commits = GroupCommit(lambda rows: anyio.to_thread.run_sync(self._write_sync, rows))
+
+    async def write(self, record: AuditRecord) -> None:
+        await self._commits.write(to_row(record))
+
+    async def query(
+        self,
+        since: dt.datetime | None = None,
+        agent: str | None = None,
+        decision: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        return await anyio.to_thread.run_sync(
+            lambda: self._query_sync(since, agent, decision, limit)
+        )
+
+    async def aclose(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _connect(self, create: bool) -> sqlite3.Connection | None:
+        if self._conn is not None:
+            return self._conn
+        if not create and not self.path.exists():
+            return None
+        conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=SCHEMA)
+        try:
+            have = {row[1] for row in conn.execute("PRAGMA table_info(audit)")}
+            for name, kind in ADDED_COLUMNS:
+                if name not in have:  # a log written by an older webward
+                    conn.execute(f"ALTER TABLE audit ADD COLUMN {name} {kind}")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _write_sync(self, rows: list[tuple[Any, ...]]) -> Flushed:
+        """Insert ``rows`` in one transaction; see :data:`Flushed`."""
+        with self._lock:
+            try:
+                conn = self._connect(create=True)
+                assert conn is not None
+            except (sqlite3.Error, OSError) as exc:
+                return f"{self.path}: {exc}"
+            try:
+                _insert_rows(conn, rows)
+            except (sqlite3.OperationalError, OSError) as exc:  # the store: no row would pass
+                return f"{self.path}: {exc}"
+            except Exception as exc:  # a row's content (an integer past 64 bits, a clash)
+                if len(rows) == 1:
+                    return f"{self.path}: {type(exc).__name__}: {exc}"
+                return [self._write_one(conn, row) for row in rows]
+        return None
+
+    def _write_one(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> str | None:
+        try:
+            _insert_rows(conn, [row])
+        except Exception as exc:
+            return f"{self.path}: {type(exc).__name__}: {exc}"
+        return None
+
+    def _query_sync(
+        self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
+    ) -> list[AuditRecord]:
+        sql, params = select_sql(since, agent, decision, limit, mark="?", tiebreak="rowid")
+        rows: list[Any] = self.read_sync(
+            lambda conn: conn.execute(sql, params).fetchall(), default=[]
+        )
+        return [from_row(tuple(row)) for row in rows]
+
+    def read_sync(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
+        """``work(connection)`` on this log, under the sink's lock (blocking: call it from a
+        worker thread); ``default`` if nothing was ever audited here. A store error refuses
+        (``audit_unavailable``), naming the file. Readers such as the console use it."""
+        with self._lock:
+            try:
+                conn = self._connect(create=False)
+                if conn is None:
+                    return default  # nothing was ever audited here
+                return work(conn)
+            except (sqlite3.Error, OSError) as exc:
+                raise Refused(
+                    f"refused: the audit log at {self.path} cannot be read ({exc})",
+                    reason=REASON_AUDIT_UNAVAILABLE,
+                ) from None

@@ -1,0 +1,91 @@
+"""Limiter state shared through Redis, so N gateway replicas keep one budget.
+
+:class:`RedisLimitState` keeps each limiter key's :class:`HostState` as one JSON value under
+``webward:limits:<key>`` and changes it with an optimistic ``WATCH``/``MULTI``/``EXEC`` loop:
+two replicas spending the same host's last token race, one ``EXEC`` fails, and that replica
+reads the new state and decides again. Any Redis failure refuses the read
+(``limits_unavailable``): abuse protections fail closed.
+
+``[state] redis_url`` chooses it (``open_limit_state``). The URL may carry a password; messages
+name only its host, port and database (``_redis_client.redact_url``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from redis.exceptions import RedisError, WatchError
+
+from .._errors import Refused
+from .._redis_client import redact_url, redis_client
+from ._state import Change, HostState, R, limits_unavailable
+
+__all__ = ["LIMITS_PREFIX", "RedisLimitState"]
+
+LIMITS_PREFIX = "webward:limits:"
+# A key nobody has touched for a day is forgotten: by then its bucket is full again and any
+# hold (at most an hour) or open circuit (minutes) has run out, so nothing of value is lost.
+_IDLE_TTL_S = 86_400
+# Replicas racing for one key retry their read-modify-write; past this many lost races in a
+# row the store is treated as unavailable rather than spinning on.
+_MAX_RACES = 100
+_FIELDS = tuple(f.name for f in dataclasses.fields(HostState))
+
+
+def _encode(state: HostState) -> str:
+    return json.dumps(dataclasses.asdict(state), separators=(",", ":"))
+
+
+def _decode(raw: bytes | str | None) -> HostState | None:
+    if raw is None:
+        return None
+    data = json.loads(raw)
+    return HostState(**{name: data[name] for name in _FIELDS})
+
+
+class RedisLimitState:
+    """Limiter and breaker state in Redis, shared by every replica pointed at it.
+
+    One key per limiter key, one atomic read-modify-write per call (``WATCH``/``MULTI``/
+    ``EXEC``, retried when another replica changed the key in between: ``change`` is pure).
+    Keys idle for a day expire. Any Redis error refuses with ``limits_unavailable``.
+    """
+
+    def __init__(self, url: str, *, timeout_s: float = 2.0, idle_ttl_s: int = _IDLE_TTL_S) -> None:
+        self._where = redact_url(url)
+        self._client = redis_client(url, timeout_s)
+        self._ttl = idle_ttl_s
+
+    def __repr__(self) -> str:
+        return f"RedisLimitState({self._where!r})"
+
+    async def update(self, key: str, change: Change[R]) -> R:
+        name = LIMITS_PREFIX + key
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                for _ in range(_MAX_RACES):
+                    try:
+                        await pipe.watch(name)
+                        new, result = change(_decode(await pipe.get(name)))
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        pipe.set(name, _encode(new), ex=self._ttl)
+                        await pipe.execute()
+                        return result
+                    except WatchError:
+                        continue  # another replica changed the key: read it again
+        except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
+            raise self._unavailable(exc) from None
+        raise self._unavailable(f"{_MAX_RACES} writers in a row raced for one key")
+
+    async def get(self, key: str) -> HostState | None:
+        try:
+            return _decode(await self._client.get(LIMITS_PREFIX + key))
+        except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
+            raise self._unavailable(exc) from None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _unavailable(self, exc: BaseException | str) -> Refused:
+        return limits_unavailable(self._where, str(exc).strip().rstrip("."))
