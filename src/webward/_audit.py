@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import orjson
@@ -44,6 +44,9 @@ from ._errors import Refused
 from ._redact import drop_userinfo
 from ._settings import Settings
 from ._sqlite import open_wal
+
+if TYPE_CHECKING:
+    from ._call import Call
 
 __all__ = [
     "DECISIONS",
@@ -185,6 +188,28 @@ class AuditRecord:
             decision=decision,
             reason=str(reason),
             **fields,
+        )
+
+    @classmethod
+    def from_call(cls, call: Call, *, decision: str, reason: str) -> AuditRecord:
+        """The call in flight (``_call.Call``), frozen into its record, stamped now."""
+        return cls(
+            agent=str(call.agent),
+            tier=str(call.tier),
+            capability=str(call.capability),
+            target=call.target,
+            decision=decision,
+            reason=str(reason),
+            would_deny=call.would_deny,
+            final_url=call.final_url,
+            redirects=tuple(call.redirects),
+            status=call.status,
+            bytes=call.bytes,
+            content_type=call.content_type,
+            duration_ms=call.duration_ms(),
+            provider=call.provider,
+            render_contacted=tuple(call.render_contacted),
+            render_refused=tuple(call.render_refused),
         )
 
     def to_wire(self) -> dict[str, Any]:
