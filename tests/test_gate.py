@@ -25,7 +25,7 @@ from webward._cache import CachedPage, MemoryPageCache, cache_key
 from webward._call import Call
 from webward._convert import Converted
 from webward._errors import Reason
-from webward.testing import MemoryAuditSink
+from webward.testing import MemoryAuditSink, RecordingConnector
 
 pytestmark = pytest.mark.anyio
 
@@ -34,27 +34,16 @@ TIERS = ("as-owner", "connected", "full")
 MODES = ("enforce", "report")
 
 
-class LoopbackConnector:
+class LoopbackConnector(RecordingConnector):
     """Records every connection attempt; connects to 127.0.0.1 only, refuses the rest."""
 
-    def __init__(self) -> None:
-        self.attempts: list[tuple[str, int]] = []
-        self._real = httpcore.AnyIOBackend()
-
     async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Any = None,
+        self, host: str, port: int, *args: Any, **kw: Any
     ) -> httpcore.AsyncNetworkStream:
-        self.attempts.append((host, port))
         if host != "127.0.0.1":
-            raise httpcore.ConnectError(f"test connector: never {host}")
-        return await self._real.connect_tcp(
-            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
-        )
+            return await super().connect_tcp(host, port, *args, **kw)  # recorded, refused
+        self.attempts.append((host, port))
+        return await httpcore.AnyIOBackend().connect_tcp(host, port, *args, **kw)
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import orjson
 
-from ._errors import Refused
+from ._errors import Reason, Refused
 from ._redact import drop_userinfo
 from ._settings import Settings
 from ._sqlite import open_wal
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
-REASON_AUDIT_UNAVAILABLE = "audit_unavailable"
+REASON_AUDIT_UNAVAILABLE = Reason.AUDIT_UNAVAILABLE
 #: Targets (URLs, queries) longer than this are cut, and marked with an ellipsis.
 MAX_TARGET_CHARS = 2048
 

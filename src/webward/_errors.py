@@ -13,9 +13,9 @@ An exception webward did not expect (a bug, a third-party library's failure) is 
 ``WebwardError``: the core audits it and re-raises it; each face answers it with
 :func:`internal_error`, code ``internal_error``, in one sentence and without a traceback.
 
-Each error also carries a fixed ``reason`` (a short snake_case literal such as
-``internal_address``) that the audit record and tests key on, and where it helps the caller
-``retry_after`` in seconds.
+Each error also carries a fixed ``reason`` (a member of :class:`Reason`, such as
+``internal_address``, held as its plain string) that the audit record and tests key on, and
+where it helps the caller ``retry_after`` in seconds.
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """``Web``: the one core every face calls. A read is a chain of small named steps.
 
-    validate -> policy -> literal guard -> (cache) -> limits + robots + pinned fetch per hop
-    -> convert -> window -> envelope -> audit -> Page
+    validate -> gate: literal guard -> policy (then provenance, budget) -> (cache)
+    -> per hop, gate: robots.txt -> limits and breaker -> pinned fetch
+       (each redirect hop: literal guard -> policy -> robots.txt -> limits)
+    -> convert -> render fallback -> prepare -> window -> envelope -> audit -> Page
+
+The order of a hop's checks lives in one place, ``_gate.Gate`` (its docstring writes it down);
+this module strings the steps together and keeps the call record (``_call.Call``).
 
 Every step raises a ``WebwardError``; every call, allowed or refused, leaves one audit record,
 and if that record cannot be written the call is refused.
@@ -131,6 +136,11 @@ class Web:
         self._robots = self._gate.robots
         self._search_provider = search_provider
         self._credentials = credentials
+
+    @property
+    def limit_state(self) -> LimitState:
+        """The store of the limits and budgets (the operator console reads host states)."""
+        return self._limiter.state
 
     async def __aenter__(self) -> Web:
         return self
@@ -606,22 +616,15 @@ class Web:
             "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call)
         )
 
-    async def provider_request(
-        self,
-        provider: str,
-        method: str,
-        url: str,
-        *,
-        headers: tuple[tuple[str, str], ...] = (),
-        content: bytes | None = None,
-    ) -> Body:
-        """One call to a search provider through the same guard, pinned transport, rate limit
-        and circuit breaker as page reads, keyed by provider. Any status comes back as a
-        ``Body`` (the provider adapter interprets its own error shapes); redirects are not
-        followed. Raises ``WebwardError`` for refusals, timeouts and broken connections."""
-        return await self._gate.provider_request(
-            provider, method, url, headers=headers, content=content
-        )
+    @property
+    def provider_request(self) -> Callable[..., Awaitable[Body]]:
+        """One call to a search provider, ``(provider, method, url, *, headers=(),
+        content=None)``, through the same guard, pinned transport, rate limit and circuit
+        breaker as page reads, keyed by provider (``Gate.provider_request``). Any status comes
+        back as a ``Body`` (the provider adapter interprets its own error shapes); redirects
+        are not followed. Raises ``WebwardError`` for refusals, timeouts and broken
+        connections."""
+        return self._gate.provider_request
 
     # ---- shared steps -----------------------------------------------------------------
 
