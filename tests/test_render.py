@@ -22,6 +22,8 @@ from PIL import Image
 from test_tls import serve_tls
 
 from webward import Refused, Settings, StaticResolver, Web
+from webward._call import Call
+from webward._gate import RenderGate
 from webward._proxy import EgressProxy, open_proxy
 from webward._render import (
     UNPRIVILEGED_USER,
@@ -30,7 +32,6 @@ from webward._render import (
     PlainRenderer,
     _namespaces_allowed,
 )
-from webward._web import _RenderGate
 from webward.testing import FakeClock, MemoryAuditSink
 
 pytestmark = pytest.mark.anyio
@@ -38,14 +39,19 @@ pytestmark = pytest.mark.anyio
 REBIND = "rebind.webward-test.net"  # resolves (StaticResolver) to 127.0.0.2
 
 
-def make_web(**kw: Any) -> Web:
+def make_web(limits: dict[str, Any] | None = None, **kw: Any) -> Web:
     s = Settings().replace(
         {
             "network": {"allow_ranges": ["127.0.0.1/32"]},
             "policy": {"default_tier": "full", "robots": False},
             # A generous read deadline: the render fallback must finish inside it, and the
             # test machine is shared.
-            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, "fetch_timeout_s": 40.0},
+            "limits": {
+                "per_host_rate": 1000.0,
+                "per_host_burst": 1000,
+                "fetch_timeout_s": 40.0,
+                **(limits or {}),
+            },
         }
     )
     kw.setdefault("audit", MemoryAuditSink())
@@ -83,10 +89,10 @@ async def test_screenshot_in_tier_connected_is_refused_by_policy() -> None:
     assert [(r.decision, r.reason) for r in audit.records] == [("refused", "screenshot_needs_tier")]
 
 
-def gate_for(web: Web, tier: str = "full") -> tuple[_RenderGate, dict[str, Any]]:
-    """The Web's real gate for one render, and the audit record it writes its hosts into."""
-    record: dict[str, Any] = {}
-    return _RenderGate(web, "cli", tier, record), record
+def gate_for(web: Web, tier: str = "full") -> tuple[RenderGate, Call]:
+    """The Web's real gate for one render, and the call record it writes its hosts into."""
+    call = Call("web:page.fetch@1", "cli", "")
+    return web._gate.render_gate("cli", tier, call), call
 
 
 def browser_requests(server: LocalServer) -> list[Request]:
@@ -123,8 +129,8 @@ async def test_proxy_refuses_internal_subresources_without_connecting() -> None:
                 )
         assert "xhr:blocked,blocked" in rendered.html
         assert internal.accepts == 0
-    assert record["render_contacted"] == [f"127.0.0.1:{srv.port}"]
-    assert set(record["render_refused"]) == {
+    assert record.render_contacted == [f"127.0.0.1:{srv.port}"]
+    assert set(record.render_refused) == {
         f"127.0.0.2:{port} (internal_address)",
         f"{REBIND}:{port} (internal_address)",
     }
@@ -164,8 +170,7 @@ async def test_a_render_sends_at_most_the_request_cap() -> None:
     png = b"\x89PNG\r\n\x1a\n"
     with serve(routes={"/": respond(200, page), "*": respond(200, png, "image/png")}) as srv:
         audit = MemoryAuditSink()
-        web = make_web(audit=audit, renderer=ChromiumRenderer())
-        web.settings = web.settings.replace({"limits": {"render_max_requests": 40}})
+        web = make_web({"render_max_requests": 40}, audit=audit, renderer=ChromiumRenderer())
         async with web:
             await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
         sent = len(browser_requests(srv))

@@ -21,7 +21,7 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ._errors import InvalidInput
+from ._errors import InvalidInput, Reason
 
 __all__ = [
     "METADATA_ADDRESSES",
@@ -49,7 +49,7 @@ __all__ = [
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-REASON_INVALID_ADDRESS = "invalid_address"  # Refused: a DNS answer that is not an address
+REASON_INVALID_ADDRESS = Reason.INVALID_ADDRESS  # Refused: a DNS answer that is not an address
 
 
 class AddressKind(enum.StrEnum):

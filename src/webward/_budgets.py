@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import Refused
+from ._errors import Reason, Refused
 from ._settings import BudgetSettings, Settings
 from .limits import HostState, LimitState
 
 __all__ = ["PERIODS", "REASON_BUDGET_EXHAUSTED", "Budgets", "budget_usage"]
 
 #: The fixed reason code of a call refused past its budget.
-REASON_BUDGET_EXHAUSTED = "budget_exhausted"
+REASON_BUDGET_EXHAUSTED = Reason.BUDGET_EXHAUSTED
 #: Window lengths in seconds; a session has no window.
 PERIODS: dict[str, float] = {"hour": 3600.0, "day": 86_400.0}
 _SCOPES = ("session", "hour", "day")

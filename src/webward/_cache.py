@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ._convert import Converted
-from ._errors import InvalidInput
+from ._errors import InvalidInput, Reason
 from ._models import Link, Part
 from ._settings import LimitsSettings
 
@@ -185,7 +185,7 @@ def check_max_age(value: object) -> int | None:
     if number is None or not 0 <= number <= MAX_AGE_LIMIT_S:
         raise InvalidInput(
             f"max_age must be a whole number of seconds from 0 to {MAX_AGE_LIMIT_S}",
-            reason="bad_max_age",
+            reason=Reason.BAD_MAX_AGE,
         )
     return number
 

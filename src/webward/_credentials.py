@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import platformdirs
 
-from ._errors import InvalidInput, Refused
+from ._errors import InvalidInput, Reason, Refused
 
 __all__ = [
     "KNOWN_NAMES",
@@ -155,14 +155,14 @@ class EnvironmentStore:
         raise Refused(
             f"refused: {check_name(name)} comes from the environment, which webward cannot "
             "change; set it in your shell or service definition",
-            reason="credentials_read_only",
+            reason=Reason.CREDENTIALS_READ_ONLY,
         )
 
     def delete(self, name: str) -> bool:
         raise Refused(
             f"refused: {check_name(name)} comes from the environment, which webward cannot "
             "change; unset it in your shell or service definition",
-            reason="credentials_read_only",
+            reason=Reason.CREDENTIALS_READ_ONLY,
         )
 
 
@@ -234,13 +234,13 @@ class KeyringStore:
             raise Refused(
                 "refused: no OS keyring is available here; store the key in the credential "
                 "file instead (`webward credentials set NAME` without --keyring)",
-                reason="keyring_unavailable",
+                reason=Reason.KEYRING_UNAVAILABLE,
             )
         try:
             backend.set_password(self._service, name, plain)
         except Exception:
             raise Refused(
-                f"refused: the OS keyring did not store {name}", reason="keyring_unavailable"
+                f"refused: the OS keyring did not store {name}", reason=Reason.KEYRING_UNAVAILABLE
             ) from None
 
     def delete(self, name: str) -> bool:
@@ -284,7 +284,7 @@ class FileStore:
         except OSError as exc:
             raise Refused(
                 f"refused: the credential file {self.path} could not be opened ({exc.strerror})",
-                reason="credentials_file",
+                reason=Reason.CREDENTIALS_FILE,
             ) from None
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fh.fileno())
@@ -292,7 +292,7 @@ class FileStore:
                 raise Refused(
                     f"refused to read the credential file {self.path}: other users can read it "
                     f"(mode {stat.S_IMODE(info.st_mode):04o}); run `chmod 600 {self.path}`",
-                    reason="credentials_file_mode",
+                    reason=Reason.CREDENTIALS_FILE_MODE,
                 )
             raw = fh.read(1_000_000)
         try:
@@ -333,7 +333,7 @@ class FileStore:
                 tmp.unlink()
             raise Refused(
                 f"refused: the credential file {self.path} could not be written ({exc.strerror})",
-                reason="credentials_file",
+                reason=Reason.CREDENTIALS_FILE,
             ) from None
 
     def get(self, name: str) -> str | None:

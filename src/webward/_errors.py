@@ -13,13 +13,14 @@ An exception webward did not expect (a bug, a third-party library's failure) is 
 ``WebwardError``: the core audits it and re-raises it; each face answers it with
 :func:`internal_error`, code ``internal_error``, in one sentence and without a traceback.
 
-Each error also carries a fixed ``reason`` (a short snake_case literal such as
-``internal_address``) that the audit record and tests key on, and where it helps the caller
-``retry_after`` in seconds.
+Each error also carries a fixed ``reason`` (a member of :class:`Reason`, such as
+``internal_address``, held as its plain string) that the audit record and tests key on, and
+where it helps the caller ``retry_after`` in seconds.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from ._redact import redact_urls
@@ -28,9 +29,11 @@ from ._unicode import replace_surrogates
 __all__ = [
     "WIRE_CODES",
     "InvalidInput",
+    "Reason",
     "Refused",
     "UpstreamError",
     "WebwardError",
+    "http_status_reason",
     "internal_error",
 ]
 
@@ -48,6 +51,108 @@ WIRE_CODES = (
     "internal_error",
     "overloaded",
 )
+
+
+class Reason(StrEnum):
+    """Every fixed ``reason`` a call can end with: the audit record's and the tests' key.
+
+    One registry beside the wire codes (:data:`WIRE_CODES`): a refusal or failure names its
+    reason from here, never from a literal of its own. An error given no reason takes its
+    wire code as reason (those codes are members too); an HTTP error status is
+    ``http_<status>`` (:func:`http_status_reason`), the one family outside this list. The
+    values are what the audit log and the wire have always carried.
+    """
+
+    ALLOWED = "allowed"
+    AUDIT_UNAVAILABLE = "audit_unavailable"
+    BACKSLASH = "backslash"
+    BAD_MAX_AGE = "bad_max_age"
+    BAD_MAX_CHARS = "bad_max_chars"
+    BAD_OFFSET = "bad_offset"
+    BAD_PORT = "bad_port"
+    BAD_QUERY = "bad_query"
+    BINARY_TYPE = "binary_type"
+    BROKEN = "broken"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    CANCELLED = "cancelled"
+    CIRCUIT_OPEN = "circuit_open"
+    CONNECT = "connect"
+    CONTROL_CHARACTER = "control_character"
+    CONVERT_CRASHED = "convert_crashed"
+    CONVERT_MEMORY = "convert_memory"
+    CONVERT_TIMEOUT = "convert_timeout"
+    CREDENTIALS_FILE = "credentials_file"
+    CREDENTIALS_FILE_MODE = "credentials_file_mode"
+    CREDENTIALS_READ_ONLY = "credentials_read_only"
+    DEADLINE = "deadline"
+    DNS = "dns"
+    EMPTY_HOST = "empty_host"
+    ENCODING = "encoding"
+    FILTER_UNSUPPORTED = "filter_unsupported"
+    HOST_DENIED = "host_denied"
+    HOST_NOT_ALLOWED = "host_not_allowed"
+    INTERNAL_ADDRESS = "internal_address"
+    INTERNAL_ERROR = "internal_error"
+    INTERNAL_NAME = "internal_name"
+    INTERRUPTED = "interrupted"
+    INVALID_ADDRESS = "invalid_address"
+    INVALID_HOST = "invalid_host"
+    INVALID_INPUT = "invalid_input"
+    INVALID_URL = "invalid_url"
+    KEYRING_UNAVAILABLE = "keyring_unavailable"
+    LIMITS_UNAVAILABLE = "limits_unavailable"
+    MODEL_BAD_RESPONSE = "model_bad_response"
+    MODEL_HTTP_ERROR = "model_http_error"
+    MODEL_TIMEOUT = "model_timeout"
+    MODEL_UNREACHABLE = "model_unreachable"
+    NEEDS_BROWSER = "needs_browser"
+    NO_TOKEN = "no_token"
+    NO_TOKENS = "no_tokens"
+    NOT_ABSOLUTE = "not_absolute"
+    NOT_CONFIGURED = "not_configured"
+    OFFSET_PAST_END = "offset_past_end"
+    OVERLOADED = "overloaded"
+    PROTOCOL = "protocol"
+    PROVIDER_ERROR = "provider_error"
+    PROVIDER_JSON_DISABLED = "provider_json_disabled"
+    PROVIDER_KEY_REJECTED = "provider_key_rejected"
+    PROVIDER_MALFORMED = "provider_malformed"
+    PROVIDER_QUOTA = "provider_quota"
+    PROVIDER_REJECTED = "provider_rejected"
+    PROXY_TARGET = "proxy_target"
+    RATE_LIMITED = "rate_limited"
+    REDIRECT_LOOP = "redirect_loop"
+    REFUSED = "refused"
+    RENDER = "render"
+    RENDER_METHOD = "render_method"
+    RENDER_REQUESTS = "render_requests"
+    RENDER_TIMEOUT = "render_timeout"
+    RENDER_UPGRADE = "render_upgrade"
+    RENDERER_UNAVAILABLE = "renderer_unavailable"
+    RENDERER_UNSAFE = "renderer_unsafe"
+    ROBOTS = "robots"
+    ROBOTS_UNREACHABLE = "robots_unreachable"
+    SCHEME = "scheme"
+    SCREENSHOT_NEEDS_TIER = "screenshot_needs_tier"
+    SEARCH_NEEDS_TIER = "search_needs_tier"
+    TIMEOUT = "timeout"
+    TLS = "tls"
+    TOO_LARGE = "too_large"
+    TOO_LONG = "too_long"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    UNREADABLE_PDF = "unreadable_pdf"
+    UNSUPPORTED_IMAGE = "unsupported_image"
+    UNSUPPORTED_TYPE = "unsupported_type"
+    UPSTREAM_BACKPRESSURE = "upstream_backpressure"
+    UPSTREAM_ERROR = "upstream_error"
+    URL_NOT_IN_SESSION = "url_not_in_session"
+    USERINFO = "userinfo"
+    ZONE_ID = "zone_id"
+
+
+def http_status_reason(status: int) -> str:
+    """The reason of an upstream HTTP error status: ``http_404``, ``http_503``, ..."""
+    return f"http_{status}"
 
 
 class WebwardError(Exception):
@@ -72,7 +177,9 @@ class WebwardError(Exception):
         self.code = code or self.default_code
         if self.code not in WIRE_CODES:  # a programming error, caught by the tests
             raise ValueError(f"unknown wire code {self.code!r}")
-        self.reason = reason or self.code
+        # A plain str whichever way it was named (a ``Reason`` is one): stores and the wire
+        # see only the value.
+        self.reason = str(reason or self.code)
         self.retry_after = retry_after
         self.status = status
 
@@ -115,5 +222,5 @@ def internal_error(exc: BaseException) -> WebwardError:
         f"webward failed unexpectedly ({type(exc).__name__}); this is a bug in webward or one "
         "of its libraries, and the read or search was not completed",
         code="internal_error",
-        reason="internal_error",
+        reason=Reason.INTERNAL_ERROR,
     )

@@ -14,7 +14,7 @@ from typing import Protocol
 import anyio
 
 from . import guard
-from ._errors import Refused, UpstreamError, WebwardError
+from ._errors import Reason, Refused, UpstreamError, WebwardError, http_status_reason
 from ._transport import Body, CapFor, Transport
 from .limits import parse_retry_after
 
@@ -94,12 +94,12 @@ async def fetch(
                 if nxt.url in chain:
                     raise Refused(
                         f"refused: {url.url} redirects in a loop (back to {nxt.url})",
-                        reason="redirect_loop",
+                        reason=Reason.REDIRECT_LOOP,
                     )
                 if len(chain) > max_redirects:
                     raise Refused(
                         f"refused: {url.url} redirected more than {max_redirects} times",
-                        reason="too_many_redirects",
+                        reason=Reason.TOO_MANY_REDIRECTS,
                     )
                 chain.append(nxt.url)
                 current = nxt
@@ -107,7 +107,7 @@ async def fetch(
         raise UpstreamError(
             f"reading {url.url} took longer than {timeout_s:g} s and was stopped",
             code="timeout",
-            reason="deadline",
+            reason=Reason.DEADLINE,
         ) from None
 
 
@@ -135,10 +135,12 @@ async def _hop(
             error: WebwardError = exc
         elif isinstance(exc, anyio.get_cancelled_exc_class()):
             error = UpstreamError(
-                f"{url.host} did not answer in time", code="timeout", reason="timeout"
+                f"{url.host} did not answer in time", code="timeout", reason=Reason.TIMEOUT
             )
         else:
-            error = UpstreamError(f"the read of {url.host} was interrupted", reason="interrupted")
+            error = UpstreamError(
+                f"the read of {url.host} was interrupted", reason=Reason.INTERRUPTED
+            )
         with anyio.CancelScope(shield=True):
             await hooks.after(url, None, error, None)
         raise
@@ -161,7 +163,7 @@ def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) ->
     hint = f"; retry in {retry_after:g} s" if retry_after is not None else ""
     return UpstreamError(
         f"{url.url} answered HTTP {status}{phrase}{hint}",
-        reason=f"http_{status}",
+        reason=http_status_reason(status),
         status=status,
         retry_after=retry_after,
     )

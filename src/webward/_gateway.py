@@ -488,7 +488,7 @@ def create_app(
         settings,
         open_audit_reader(settings),
         AgentTokens(tokens),
-        lambda: holder["web"]._limiter.state if "web" in holder else None,
+        lambda: holder["web"].limit_state if "web" in holder else None,
     )
 
     @contextlib.asynccontextmanager

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 import idna
 
-from ._errors import InvalidInput, Refused
+from ._errors import InvalidInput, Reason, Refused
 from ._settings import TIERS, AgentSettings, PolicySettings
 
 __all__ = [
@@ -46,11 +46,11 @@ __all__ = [
 ]
 
 #: Fixed reason codes; tests and the audit log key on these literals.
-REASON_ALLOWED = "allowed"
-REASON_HOST_DENIED = "host_denied"
-REASON_HOST_NOT_ALLOWED = "host_not_allowed"
-REASON_SEARCH_TIER = "search_needs_tier"
-REASON_SCREENSHOT_TIER = "screenshot_needs_tier"
+REASON_ALLOWED = Reason.ALLOWED
+REASON_HOST_DENIED = Reason.HOST_DENIED
+REASON_HOST_NOT_ALLOWED = Reason.HOST_NOT_ALLOWED
+REASON_SEARCH_TIER = Reason.SEARCH_NEEDS_TIER
+REASON_SCREENSHOT_TIER = Reason.SCREENSHOT_NEEDS_TIER
 
 _SEARCH_TIERS = ("connected", "full")
 _SCREENSHOT_TIERS = ("full",)

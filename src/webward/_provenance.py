@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from . import guard
-from ._errors import InvalidInput, WebwardError
+from ._errors import InvalidInput, Reason, WebwardError
 from ._settings import Settings
 from .limits import limits_unavailable
 
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: The fixed reason code of a fetch refused for want of provenance.
-REASON_URL_NOT_IN_SESSION = "url_not_in_session"
+REASON_URL_NOT_IN_SESSION = Reason.URL_NOT_IN_SESSION
 SESSIONS_PREFIX = "webward:session:"
 # Sessions one process remembers at most (the least recently used goes first).
 _MAX_SESSIONS = 10_000

@@ -39,7 +39,7 @@ import anyio.abc
 from anyio.streams.tls import TLSStream
 
 from . import guard
-from ._errors import Refused, WebwardError
+from ._errors import Reason, Refused, WebwardError
 from ._transport import Body
 
 __all__ = ["EgressProxy", "Gate", "open_proxy"]
@@ -221,7 +221,9 @@ async def _serve_one(
         try:
             parsed = await gate.check_tunnel(url)
             if parsed.target != "/":
-                raise Refused("refused: a CONNECT target must be host:port", reason="proxy_target")
+                raise Refused(
+                    "refused: a CONNECT target must be host:port", reason=Reason.PROXY_TARGET
+                )
         except WebwardError as exc:
             proxy.refused.append((url, exc.reason))
             await _answer(client, _status_for(exc), exc.message)
@@ -253,7 +255,7 @@ async def _relay(
     if head.header("upgrade") is not None:
         exc: WebwardError = Refused(
             "refused: the renderer does not open WebSockets or other upgraded connections",
-            reason="render_upgrade",
+            reason=Reason.RENDER_UPGRADE,
         )
         proxy.refused.append((url, exc.reason))
         await _answer(client, 403, exc.message)
@@ -277,7 +279,7 @@ async def _relay(
 
 
 def _status_for(exc: WebwardError) -> int:
-    if exc.reason == "render_method":
+    if exc.reason == Reason.RENDER_METHOD:
         return 405
     if exc.code == "rate_limited":
         return 429

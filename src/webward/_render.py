@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from ._errors import Refused, UpstreamError
+from ._errors import Reason, Refused, UpstreamError
 from ._proxy import Gate, open_proxy
 
 __all__ = [
@@ -131,7 +131,7 @@ def _unavailable() -> Refused:
         "refused: the headless renderer is not available; install the Debian package chromium "
         "and the Python package playwright",
         code="unsupported_type",
-        reason="renderer_unavailable",
+        reason=Reason.RENDERER_UNAVAILABLE,
     )
 
 
@@ -169,10 +169,12 @@ class ChromiumRenderer:
                 f"refused: the headless renderer does not start while {UNSAFE_ENV} is set, "
                 "because it would let Chromium reach loopback without the proxy",
                 code="unsupported_type",
-                reason="renderer_unsafe",
+                reason=Reason.RENDERER_UNSAFE,
             )
         if not url.startswith(("http://", "https://")):
-            raise Refused("refused: only http:// and https:// pages are rendered", reason="scheme")
+            raise Refused(
+                "refused: only http:// and https:// pages are rendered", reason=Reason.SCHEME
+            )
         if not os.path.exists(self._executable) or importlib.util.find_spec("playwright") is None:
             raise _unavailable()
         from playwright.async_api import TimeoutError as PlaywrightTimeout
@@ -188,7 +190,7 @@ class ChromiumRenderer:
             raise UpstreamError(
                 f"the page did not finish rendering within {self._goto_timeout_s:g} s",
                 code="timeout",
-                reason="render_timeout",
+                reason=Reason.RENDER_TIMEOUT,
             ) from None
 
     async def _render(self, url: str, screenshot: bool, gate: Gate, deadline: float) -> Rendered:
@@ -236,7 +238,7 @@ class ChromiumRenderer:
         except PlaywrightError as exc:
             first = (str(exc).strip().splitlines() or ["unknown error"])[0][:200]
             raise UpstreamError(
-                f"the headless renderer failed ({first.rstrip('.')})", reason="render"
+                f"the headless renderer failed ({first.rstrip('.')})", reason=Reason.RENDER
             ) from None
         return Rendered(html=html, screenshot_png=png)
 
@@ -315,13 +317,13 @@ def _prepare(root: str, executable: str) -> _Launch:
         raise UpstreamError(
             f"the headless renderer runs as the user {UNPRIVILEGED_USER} when webward runs as "
             "root, and this machine has no such user",
-            reason="render",
+            reason=Reason.RENDER,
         ) from None
     if not os.path.exists(_SETPRIV):
         raise UpstreamError(
             f"the headless renderer needs {_SETPRIV} (Debian package util-linux) to run "
             "Chromium as an unprivileged user when webward runs as root",
-            reason="render",
+            reason=Reason.RENDER,
         )
     os.chmod(root, 0o711)  # the user may pass through to its profile, and see nothing else
     os.chown(profile, user.pw_uid, user.pw_gid)

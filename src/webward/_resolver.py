@@ -14,7 +14,7 @@ from typing import Protocol
 
 import anyio
 
-from ._errors import UpstreamError
+from ._errors import Reason, UpstreamError
 
 __all__ = ["Resolver", "StaticResolver", "SystemResolver"]
 
@@ -44,14 +44,14 @@ class SystemResolver:
         try:
             infos = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError) as exc:
-            raise UpstreamError(f"{host} could not be resolved", reason="dns") from exc
+            raise UpstreamError(f"{host} could not be resolved", reason=Reason.DNS) from exc
         answers: list[str] = []
         for _family, _type, _proto, _canon, sockaddr in infos:
             ip = str(ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]))
             if ip not in answers:
                 answers.append(ip)
         if not answers:
-            raise UpstreamError(f"{host} could not be resolved", reason="dns")
+            raise UpstreamError(f"{host} could not be resolved", reason=Reason.DNS)
         return answers
 
 
@@ -81,7 +81,7 @@ class StaticResolver:
         key = host.lower().rstrip(".")
         turns = self._turns.get(key)
         if not turns or not turns[0]:
-            raise UpstreamError(f"{host} could not be resolved", reason="dns")
+            raise UpstreamError(f"{host} could not be resolved", reason=Reason.DNS)
         n = self._calls.get(key, 0)
         self._calls[key] = n + 1
         return list(turns[min(n, len(turns) - 1)])

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 import anyio
 from protego import Protego
 
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
 from ._policy import REASON_HOST_NOT_ALLOWED
 
 __all__ = [
@@ -57,8 +57,8 @@ __all__ = [
 ]
 
 #: Fixed reason codes.
-REASON_ROBOTS = "robots"
-REASON_ROBOTS_UNREACHABLE = "robots_unreachable"
+REASON_ROBOTS = Reason.ROBOTS
+REASON_ROBOTS_UNREACHABLE = Reason.ROBOTS_UNREACHABLE
 
 #: webward's product token in robots.txt groups (the full User-Agent lives with the core).
 USER_AGENT_TOKEN = "webward"
@@ -70,7 +70,7 @@ FetchRobots = Callable[[str], Awaitable[tuple[int, bytes]]]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Upstream failures that mean the host itself is out of reach (see the module docstring).
-_HOST_UNREACHABLE = frozenset({"dns", "connect", "tls"})
+_HOST_UNREACHABLE = frozenset({Reason.DNS, Reason.CONNECT, Reason.TLS})
 
 
 class _HasURL(Protocol):

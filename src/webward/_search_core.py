@@ -2,7 +2,7 @@
 
     validate (query 1..512 chars, limit 1..50) -> policy (tier connected or full)
     -> choose the provider (call, config, credential store) -> provider call(s) through
-    ``Web.provider_request`` -> hits: http(s) only, de-duplicated, cut, neutralised
+    ``Gate.provider_request`` -> hits: http(s) only, de-duplicated, cut, neutralised
     -> envelope -> SearchResult
 
 The audit record gets the provider's name and the last HTTP status; never a key.
@@ -14,12 +14,13 @@ import datetime as dt
 import inspect
 import unicodedata
 import urllib.parse
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import _envelope
 from ._credentials import CredentialStore, default_store
-from ._errors import InvalidInput
+from ._errors import InvalidInput, Reason
 from ._models import Hit, SearchResult
 from ._provenance import canonical, check_session
 from ._telemetry import span
@@ -34,9 +35,11 @@ from .search import (
 from .search._common import collect
 
 if TYPE_CHECKING:
-    from ._web import Web
+    from ._call import Call
+    from ._gate import Gate
+    from ._settings import Settings
 
-__all__ = ["MAX_LIMIT", "SEARCH", "check_limit", "check_query", "render_hits", "run_search"]
+__all__ = ["MAX_LIMIT", "SEARCH", "Searcher", "check_limit", "check_query", "render_hits"]
 
 SEARCH = "web:search.query@1"
 MAX_LIMIT = 50
@@ -124,91 +127,97 @@ def _timestamp(now: float) -> str:
     return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _provider_for(
-    web: Web,
-    name: str | None,
-    record: dict[str, Any],
-    agent: str = "",
-    session: str | None = None,
-) -> SearchProvider:
-    injected: SearchProvider | None = web._search_provider
-    if injected is not None and (name is None or name == injected.name):
-        return injected
-    credentials: CredentialStore = (
-        web._credentials if web._credentials is not None else default_store()
-    )
+@dataclass(frozen=True)
+class Searcher:
+    """One ``Web``'s searches: its settings, its gate (policy, budgets, the guarded provider
+    requests) and what else a search needs, handed over rather than reached for."""
 
-    def http_for(provider: str) -> Http:
-        async def call(
-            method: str,
-            url: str,
-            *,
-            headers: tuple[tuple[str, str], ...] = (),
-            content: bytes | None = None,
-        ) -> Response:
-            # Each provider call costs what [search.<provider>] cost says, against the
-            # agent's spend budget; past it nothing is sent.
-            await web._budgets.charge_spend(agent, provider, session)
-            with span("search provider", {"webward.provider": provider}):
-                body = await web.provider_request(
-                    provider, method, url, headers=headers, content=content
+    settings: Settings
+    gate: Gate
+    clock: Callable[[], float]
+    remember: Callable[[str | None, Iterable[str]], Awaitable[None]]  # hits join the session
+    injected: SearchProvider | None = None  # a provider passed to ``Web`` (tests, embedders)
+    credentials: CredentialStore | None = None
+
+    def _provider_for(
+        self, name: str | None, call: Call, agent: str, session: str | None
+    ) -> SearchProvider:
+        injected = self.injected
+        if injected is not None and (name is None or name == injected.name):
+            return injected
+        credentials = self.credentials if self.credentials is not None else default_store()
+        gate = self.gate
+
+        def http_for(provider: str) -> Http:
+            async def request(
+                method: str,
+                url: str,
+                *,
+                headers: tuple[tuple[str, str], ...] = (),
+                content: bytes | None = None,
+            ) -> Response:
+                # Each provider call costs what [search.<provider>] cost says, against the
+                # agent's spend budget; past it nothing is sent.
+                await gate.charge_spend(agent, provider, session)
+                with span("search provider", {"webward.provider": provider}):
+                    body = await gate.provider_request(
+                        provider, method, url, headers=headers, content=content
+                    )
+                call.status = body.status
+                return body
+
+            return request
+
+        return choose_provider(self.settings.search, credentials, http_for, name, clock=self.clock)
+
+    async def run(
+        self,
+        query: object,
+        limit: object,
+        agent: str,
+        tier: str,
+        provider: str | None,
+        call: Call,
+        filters: SearchFilters | None = None,
+        *,
+        session: str | None = None,
+    ) -> SearchResult:
+        """One search for ``agent`` at ``tier``; fills ``call`` with ``provider`` and ``status``.
+
+        ``filters`` (already validated by ``search.check_filters``) go to the provider only
+        when one is set, so a provider that takes none keeps working for unfiltered searches."""
+        text = check_query(query, self.settings.limits.max_query_chars)
+        count = check_limit(limit)
+        name = check_provider_name(provider)
+        check_session(session)
+        self.gate.check_search(agent, tier, call)
+        chosen = self._provider_for(name, call, agent, session)
+        call.provider = chosen.name
+        await self.gate.charge_call(agent, "search", session)  # a configured search only
+        if filters:
+            if not _takes_filters(chosen):
+                raise InvalidInput(
+                    f"the {chosen.name} search provider takes no filters; leave them out",
+                    reason=Reason.FILTER_UNSUPPORTED,
                 )
-            record["status"] = body.status
-            return body
-
-        return call
-
-    return choose_provider(web.settings.search, credentials, http_for, name, clock=web._clock)
-
-
-async def run_search(
-    web: Web,
-    query: object,
-    limit: object,
-    agent: str,
-    tier: str,
-    provider: str | None,
-    record: dict[str, Any],
-    filters: SearchFilters | None = None,
-    *,
-    session: str | None = None,
-) -> SearchResult:
-    """One search for ``agent`` at ``tier``; fills ``record`` with ``provider`` and ``status``.
-
-    ``filters`` (already validated by ``search.check_filters``) go to the provider only when
-    one is set, so a provider that takes none keeps working for unfiltered searches."""
-    text = check_query(query, web.settings.limits.max_query_chars)
-    count = check_limit(limit)
-    name = check_provider_name(provider)
-    check_session(session)
-    web._check_policy(web._policy.check_search(tier, agent), record)
-    chosen = _provider_for(web, name, record, agent, session)
-    record["provider"] = chosen.name
-    await web._budgets.charge_call(agent, "search", session)  # a configured search only
-    if filters:
-        if not _takes_filters(chosen):
-            raise InvalidInput(
-                f"the {chosen.name} search provider takes no filters; leave them out",
-                reason="filter_unsupported",
-            )
-        found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
-    else:
-        found = await chosen.search(text, count)
-    hits = finish_hits(found, count, filters)
-    # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits.
-    kept, _dropped = web._lists.filter_hits(hits, _hit_host, agent)
-    hits = tuple(kept)
-    await web.remember_urls(session, (u for u in map(canonical, (h.url for h in hits)) if u))
-    retrieved_at = _timestamp(web._clock())
-    content = _envelope.wrap(
-        render_hits(hits),
-        {
-            "capability": SEARCH,
-            "query": text,
-            "provider": chosen.name,
-            "retrieved_at": retrieved_at,
-        },
-    )
-    return SearchResult(
-        provider=chosen.name, query=text, hits=hits, content=content, retrieved_at=retrieved_at
-    )
+            found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
+        else:
+            found = await chosen.search(text, count)
+        hits = finish_hits(found, count, filters)
+        # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits.
+        kept, _dropped = self.gate.lists.filter_hits(hits, _hit_host, agent)
+        hits = tuple(kept)
+        await self.remember(session, (u for u in map(canonical, (h.url for h in hits)) if u))
+        retrieved_at = _timestamp(self.clock())
+        content = _envelope.wrap(
+            render_hits(hits),
+            {
+                "capability": SEARCH,
+                "query": text,
+                "provider": chosen.name,
+                "retrieved_at": retrieved_at,
+            },
+        )
+        return SearchResult(
+            provider=chosen.name, query=text, hits=hits, content=content, retrieved_at=retrieved_at
+        )

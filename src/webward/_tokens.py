@@ -11,7 +11,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-from ._errors import InvalidInput, Refused
+from ._errors import InvalidInput, Reason, Refused
 from ._settings import Settings
 
 __all__ = ["Agent", "TokenTable", "hash_token", "require_tokens"]
@@ -70,5 +70,5 @@ def require_tokens(settings: Settings) -> None:
             f'no agent has a gateway token in {where}: add [agents.NAME] with tier = "connected" '
             "and token_sha256 = the output of `webward serve --hash-token`",
             code="not_configured",
-            reason="no_tokens",
+            reason=Reason.NO_TOKENS,
         )

@@ -27,7 +27,7 @@ import httpcore
 
 from . import guard
 from ._content import human_size
-from ._errors import Refused, UpstreamError
+from ._errors import Reason, Refused, UpstreamError
 from ._telemetry import http_span, span
 
 __all__ = ["Body", "Connector", "PinnedBackend", "Transport"]
@@ -100,7 +100,7 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
     ) -> Any:
-        raise Refused("refused: unix sockets are never opened", reason="scheme")
+        raise Refused("refused: unix sockets are never opened", reason=Reason.SCHEME)
 
     async def sleep(self, seconds: float) -> None:
         await anyio.sleep(seconds)
@@ -160,7 +160,7 @@ def _decoder(encoding: str) -> _Decoder:
     if enc == "br":
         return _Brotli()
     raise UpstreamError(
-        f"the server sent an unsupported content encoding ({enc[:40]})", reason="encoding"
+        f"the server sent an unsupported content encoding ({enc[:40]})", reason=Reason.ENCODING
     )
 
 
@@ -308,7 +308,7 @@ class Transport:
                     )
         except httpcore.TimeoutException as exc:
             raise UpstreamError(
-                f"{url.host} did not answer in time", code="timeout", reason="timeout"
+                f"{url.host} did not answer in time", code="timeout", reason=Reason.TIMEOUT
             ) from exc
         except httpcore.ConnectError as exc:
             # httpcore reports a failed handshake as a connect error wrapping the ssl error;
@@ -316,17 +316,17 @@ class Transport:
             tls = _ssl_cause(exc)
             if tls is not None:
                 raise _tls_error(url, tls) from exc
-            raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
+            raise UpstreamError(f"could not connect to {url.host}", reason=Reason.CONNECT) from exc
         except OSError as exc:
-            raise UpstreamError(f"could not connect to {url.host}", reason="connect") from exc
+            raise UpstreamError(f"could not connect to {url.host}", reason=Reason.CONNECT) from exc
         except (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError) as exc:
             raise UpstreamError(
                 f"the connection to {url.host} broke before the response was complete",
-                reason="broken",
+                reason=Reason.BROKEN,
             ) from exc
         except httpcore.ProtocolError as exc:
             raise UpstreamError(
-                f"{url.host} sent a malformed HTTP response", reason="protocol"
+                f"{url.host} sent a malformed HTTP response", reason=Reason.PROTOCOL
             ) from exc
 
 
@@ -345,7 +345,7 @@ async def _read_capped(
     if len(encodings) > 1:
         raise UpstreamError(
             "the server sent stacked content encodings, which webward does not decode",
-            reason="encoding",
+            reason=Reason.ENCODING,
         )
     decoder = _decoder(encodings[0] if encodings else "")
     if not truncate_ok and not encodings:
@@ -365,7 +365,7 @@ async def _read_capped(
                 return Body(status, headers, bytes(out[:cap]), True, wire)
     except (zlib.error, brotli.error) as exc:
         raise UpstreamError(
-            f"{url.host} sent a body that could not be decompressed", reason="encoding"
+            f"{url.host} sent a body that could not be decompressed", reason=Reason.ENCODING
         ) from exc
     return Body(status, headers, bytes(out), False, wire)
 
@@ -384,12 +384,12 @@ def _tls_error(url: guard.ParsedURL, exc: ssl.SSLError) -> UpstreamError:
         message = f"the TLS certificate of {url.host} could not be verified ({why.rstrip('.')})"
     else:
         message = f"the TLS handshake with {url.host} failed"
-    return UpstreamError(message, reason="tls")
+    return UpstreamError(message, reason=Reason.TLS)
 
 
 def _too_large(url: guard.ParsedURL, cap: int) -> Refused:
     return Refused(
         f"refused: {url.url} is larger than the {human_size(cap)} cap, and binary content is never truncated",
         code="too_large",
-        reason="too_large",
+        reason=Reason.TOO_LARGE,
     )

@@ -1,7 +1,12 @@
 """``Web``: the one core every face calls. A read is a chain of small named steps.
 
-    validate -> policy -> literal guard -> (cache) -> limits + robots + pinned fetch per hop
-    -> convert -> window -> envelope -> audit -> Page
+    validate -> gate: literal guard -> policy (then provenance, budget) -> (cache)
+    -> per hop, gate: robots.txt -> limits and breaker -> pinned fetch
+       (each redirect hop: literal guard -> policy -> robots.txt -> limits)
+    -> convert -> render fallback -> prepare -> window -> envelope -> audit -> Page
+
+The order of a hop's checks lives in one place, ``_gate.Gate`` (its docstring writes it down);
+this module strings the steps together and keeps the call record (``_call.Call``).
 
 Every step raises a ``WebwardError``; every call, allowed or refused, leaves one audit record,
 and if that record cannot be written the call is refused.
@@ -16,31 +21,32 @@ import functools
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 
 from . import _content, _convert, _envelope, _window, guard
 from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._call import Call
+from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
 from ._fetch import FetchResult, fetch
+from ._gate import Gate
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
 from ._provenance import SessionStore, check_session, open_session_store, urls_in
 from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
-from ._robots import FetchRobots, RobotsChecker, RobotsStore
+from ._robots import RobotsStore
 from ._settings import TIERS, Settings
 from ._telemetry import Telemetry, span
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 from ._workers import ConvertPool, is_cheap
 from ._workers import Job as _Job
 from .audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
-from .limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
+from .limits import Limiter, LimitState, open_limit_state
 
 __all__ = ["Web"]
 
@@ -91,7 +97,6 @@ class Web:
         self.telemetry = telemetry or Telemetry.for_settings(self.settings, server=False)
         self._clock = clock
         allow = self.settings.network.allow_networks()
-        self._allow = allow
         # ssl_context=None: the system's trust store with host-name checks (httpcore's
         # default). Tests pass a context trusting a local CA; it is never a way to turn checks off.
         # The renderer's egress proxy connects through this same backend: one resolver,
@@ -114,9 +119,28 @@ class Web:
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
         self._converter = ConvertPool.from_limits(self.settings.limits)
-        self._robots = RobotsChecker(self._fetch_robots, clock=clock, store=robots_store)
+        # Every hop of every call passes this gate; its collaborators are handed to it.
+        self._gate = Gate(
+            self.settings,
+            allow=allow,
+            policy=self._policy,
+            lists=self._lists,
+            limiter=self._limiter,
+            budgets=self._budgets,
+            sessions=self._sessions,
+            transport=self._transport,
+            telemetry=self.telemetry,
+            clock=clock,
+            robots_store=robots_store,
+        )
+        self._robots = self._gate.robots
         self._search_provider = search_provider
         self._credentials = credentials
+
+    @property
+    def limit_state(self) -> LimitState:
+        """The store of the limits and budgets (the operator console reads host states)."""
+        return self._limiter.state
 
     async def __aenter__(self) -> Web:
         return self
@@ -174,14 +198,14 @@ class Web:
                 agent,
                 tier,
                 url,
-                lambda t, record: self._fetch(
+                lambda t, call: self._fetch(
                     url,
                     offset,
                     include_links,
                     include_screenshot,
                     agent,
                     t,
-                    record,
+                    call,
                     _Reading(max_chars, query, max_age),
                     session,
                 ),
@@ -201,27 +225,6 @@ class Web:
         if session is not None:
             await self._sessions.add(session, list(urls))
 
-    async def _check_provenance(
-        self, parsed: guard.ParsedURL, agent: str, session: str | None, record: dict[str, Any]
-    ) -> None:
-        entry = self.settings.agents.get(agent)
-        if (
-            entry is None
-            or entry.provenance != "session"
-            or self._policy.on_allow_list(parsed.host)
-        ):
-            return
-        if session is not None and await self._sessions.has(session, parsed.url):
-            return
-        from ._policy import Decision
-        from ._provenance import REASON_URL_NOT_IN_SESSION, refusal_message
-
-        message = refusal_message(parsed.url, agent, session)
-        self._check_policy(
-            Decision(self._policy.report, REASON_URL_NOT_IN_SESSION, message, self._policy.report),
-            record,
-        )
-
     async def _fetch(
         self,
         url: str,
@@ -230,10 +233,13 @@ class Web:
         include_screenshot: bool,
         agent: str,
         tier: str,
-        record: dict[str, Any],
+        call: Call,
         reading: _Reading,
         session: str | None = None,
     ) -> Page:
+        """One read: its input checked, the first hop through the gate, then the two halves,
+        read (cache or fetch -> convert -> render fallback -> prepare) and present (window ->
+        envelope -> page)."""
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
         offset = _window.check_offset(offset)
@@ -243,15 +249,40 @@ class Web:
         query = self._check_find_query(reading.query, offset)
         max_age = check_max_age(reading.max_age)
         check_session(session)
-        # The literal guard parses the URL once; both it and the policy must pass.
-        parsed = self._literal_guard(url)
-        self._check_policy(self._policy.check_fetch(parsed.host, tier, agent), record)
-        self._check_policy(self._lists.check_fetch(parsed.host, agent), record)
-        await self._check_provenance(parsed, agent, session, record)
-        if include_screenshot:
-            self._check_policy(self._policy.check_screenshot(tier, agent), record)
-        await self._budgets.charge_call(agent, "fetch", session)  # a call refused costs nothing
+        # Steps 1 and 2 of the gate (literal guard, then policy) and the call's own checks,
+        # before the cache is asked; steps 3 and 4 run per hop (see _gate).
+        parsed = self._gate.screen(url, agent, tier, call)
+        await self._gate.admit_read(
+            parsed, agent, tier, call, session=session, screenshot=include_screenshot
+        )
+        cached, revalidated = await self._read(
+            url, parsed, include_links, agent, tier, call, max_age
+        )
+        call.final_url = cached.final_url
+        call.redirects = list(cached.redirects)
+        call.status = 304 if revalidated else cached.status
+        call.bytes = cached.bytes_read
+        call.content_type = cached.converted.media_type
+        screenshot = None
+        if include_screenshot and offset == 0:
+            screenshot = await self._screenshot(cached.final_url, agent, tier, call)
+        return await self._present(
+            url, cached, offset, max_chars, query, include_links, screenshot, session
+        )
 
+    # ---- read: cache or fetch -> convert -> render fallback -> prepare -----------------------
+
+    async def _read(
+        self,
+        url: str,
+        parsed: guard.ParsedURL,
+        include_links: bool,
+        agent: str,
+        tier: str,
+        call: Call,
+        max_age: int | None,
+    ) -> tuple[CachedPage, bool]:
+        """The page's reading, from the cache or from the site; and whether a 304 renewed it."""
         # Rendered and plain readings are kept apart: a tier that may not render (as-owner)
         # never receives a page another tier's read rendered.
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
@@ -259,83 +290,97 @@ class Web:
         cached = await self._cache.get(key)
         fresh = cached is not None and self._is_fresh(cached, max_age)
         self.telemetry.cache(hit=fresh)
-        revalidated = False
         if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
-            await self._recheck_cached(cached, parsed, agent, tier, record)
-        else:
-            # The deadline covers the whole call: the conversion gets what the read leaves.
-            deadline = time.monotonic() + self.settings.limits.fetch_timeout_s
-            # Too old (TTL or max_age), or absent: read again, conditionally when the cached
-            # reading has validators; a 304 renews it without a body or a conversion.
-            stale, validators = cached, cached.validators() if cached is not None else ()
-            result = await fetch(
-                self._transport,
-                parsed,
-                hooks=_PageHops(self, agent, tier, record),
-                cap_for=lambda status, headers: _content.body_cap(
-                    header_value(headers, "content-type"), self.settings.limits
-                ),
-                timeout_s=self.settings.limits.fetch_timeout_s,
-                max_redirects=self.settings.limits.max_redirects,
-                conditional=(stale.final_url, validators) if stale and validators else None,
-            )
-            cached = await self._revalidated(key, stale, result, validators)
-            revalidated = cached is not None
-            if cached is None:
-                with self.telemetry.converting():
-                    converted = await self._convert(
-                        _Job(
-                            result.body.content,
-                            result.content_type,
-                            result.final.url,
-                            result.body.truncated,
-                            include_links,
-                            self.settings.limits,
-                        ),
-                        deadline,
-                    )
-                if _needs_browser(converted, result.body.content):
-                    self._check_can_render(url, tier)
-                    converted = await self._render_fallback(
-                        converted, result.final.url, include_links, agent, tier, record, deadline
-                    )
-                # Prepared for the envelope once, here, rather than on every window handed
-                # out; offsets and totals count the prepared text.
-                converted = dataclasses.replace(
-                    converted, text=_envelope.prepare_body(converted.text)
-                )
-                cached = CachedPage(
-                    requested_url=parsed.url,
-                    final_url=result.final.url,
-                    status=result.status,
-                    converted=converted,
-                    redirects=result.redirects,
-                    bytes_read=result.body.wire_bytes,
-                    retrieved_at=_now(),
-                    etag=result.body.header("etag") or "",
-                    last_modified=result.body.header("last-modified") or "",
-                    fetched_at=self._clock(),
-                )
-                await self._cache.put(key, cached)
-        record.update(
-            final_url=cached.final_url,
-            redirects=list(cached.redirects),
-            status=304 if revalidated else cached.status,
-            bytes=cached.bytes_read,
-            content_type=cached.converted.media_type,
+            await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
+            return cached, False
+        # The deadline covers the whole call: the conversion gets what the read leaves.
+        deadline = time.monotonic() + self.settings.limits.fetch_timeout_s
+        # Too old (TTL or max_age), or absent: read again, conditionally when the cached
+        # reading has validators; a 304 renews it without a body or a conversion.
+        stale, validators = cached, cached.validators() if cached is not None else ()
+        result = await fetch(
+            self._transport,
+            parsed,
+            hooks=self._gate.page_hops(agent, tier, call),
+            cap_for=lambda status, headers: _content.body_cap(
+                header_value(headers, "content-type"), self.settings.limits
+            ),
+            timeout_s=self.settings.limits.fetch_timeout_s,
+            max_redirects=self.settings.limits.max_redirects,
+            conditional=(stale.final_url, validators) if stale and validators else None,
         )
+        renewed = await self._revalidated(key, stale, result, validators)
+        if renewed is not None:
+            return renewed, True
+        converted = await self._convert_read(result, include_links, deadline)
+        if _needs_browser(converted, result.body.content):
+            self._check_can_render(url, tier)
+            converted = await self._render_fallback(
+                converted, result.final.url, include_links, agent, tier, call, deadline
+            )
+        # Prepared for the envelope once, here, rather than on every window handed out;
+        # offsets and totals count the prepared text.
+        converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
+        cached = CachedPage(
+            requested_url=parsed.url,
+            final_url=result.final.url,
+            status=result.status,
+            converted=converted,
+            redirects=result.redirects,
+            bytes_read=result.body.wire_bytes,
+            retrieved_at=_now(),
+            etag=result.body.header("etag") or "",
+            last_modified=result.body.header("last-modified") or "",
+            fetched_at=self._clock(),
+        )
+        await self._cache.put(key, cached)
+        return cached, False
+
+    async def _convert_read(
+        self, result: FetchResult, include_links: bool, deadline: float
+    ) -> _convert.Converted:
+        """The body read, converted (Markdown, an image or a PDF part) within the deadline."""
+        with self.telemetry.converting():
+            return await self._convert(
+                _Job(
+                    result.body.content,
+                    result.content_type,
+                    result.final.url,
+                    result.body.truncated,
+                    include_links,
+                    self.settings.limits,
+                ),
+                deadline,
+            )
+
+    async def _screenshot(self, final_url: str, agent: str, tier: str, call: Call) -> Part:
+        """The page rendered headless for its screenshot: after the plain read, so robots.txt,
+        limits and the page's own redirect hops have been checked; the renderer's every
+        request then meets the gate."""
+        with span("render", {"webward.screenshot": True}):
+            rendered = await self._renderer.render(
+                final_url, screenshot=True, gate=self._gate.render_gate(agent, tier, call)
+            )
+        return _screenshot_part(rendered.screenshot_png)
+
+    # ---- present: window -> envelope -> page ----------------------------------------------
+
+    async def _present(
+        self,
+        url: str,
+        cached: CachedPage,
+        offset: int,
+        max_chars: int,
+        query: str | None,
+        include_links: bool,
+        screenshot: Part | None,
+        session: str | None,
+    ) -> Page:
+        """The reading handed over: one window of it (or the passages matching ``query``)
+        inside the envelope, as the ``Page`` every face renders."""
         converted = cached.converted
-        screenshot = None
-        if include_screenshot and offset == 0:
-            # Rendered after the plain read, so robots.txt, limits and the page's own redirect
-            # hops have been checked; the renderer's every request then meets the gate.
-            with span("render", {"webward.screenshot": True}):
-                rendered = await self._renderer.render(
-                    cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier, record)
-                )
-            screenshot = _screenshot_part(rendered.screenshot_png)
         passages = None
         if query is None:
             window_text, window = _window.make_window(converted.text, offset, max_chars)
@@ -431,7 +476,7 @@ class Web:
         if offset:
             raise InvalidInput(
                 "pass either offset or query, not both: query finds passages in the whole page",
-                reason="bad_query",
+                reason=Reason.BAD_QUERY,
             )
         return check_query(query, self.settings.limits.max_query_chars)
 
@@ -448,7 +493,7 @@ class Web:
             raise InvalidInput(
                 f"query finds passages in a page's text, and {url} is a {converted.kind} "
                 "(read it without query)",
-                reason="bad_query",
+                reason=Reason.BAD_QUERY,
             )
         find = functools.partial(_find.find, converted.text, query, max_chars)
         # Ranking is CPU-bound (about a second for 1 MB of text): like conversion, a long
@@ -478,7 +523,7 @@ class Web:
             f"refused: {shown} writes its text with JavaScript and has none without a "
             f"browser; {how}",
             code="unsupported_type",
-            reason="needs_browser",
+            reason=Reason.NEEDS_BROWSER,
         )
 
     async def _render_fallback(
@@ -488,7 +533,7 @@ class Web:
         include_links: bool,
         agent: str,
         tier: str,
-        record: dict[str, Any],
+        call: Call,
         deadline: float,
     ) -> _convert.Converted:
         """A script-only page, rendered headless through the gate and converted again.
@@ -501,7 +546,7 @@ class Web:
             try:
                 with span("render", {"webward.screenshot": False}):
                     rendered = await self._renderer.render(
-                        final_url, screenshot=False, gate=_RenderGate(self, agent, tier, record)
+                        final_url, screenshot=False, gate=self._gate.render_gate(agent, tier, call)
                     )
                 job = _Job(
                     rendered.html.encode("utf-8"),
@@ -528,58 +573,6 @@ class Web:
             return job.run()
         return await anyio.to_thread.run_sync(job.run)
 
-    async def _recheck_cached(
-        self,
-        cached: CachedPage,
-        parsed: guard.ParsedURL,
-        agent: str,
-        tier: str,
-        record: dict[str, Any],
-    ) -> None:
-        """Run the per-hop checks of a read for a page served from the cache.
-
-        The cache key holds neither the agent nor the tier (only plain or rendered), and a
-        cached page may have been reached through redirects to other hosts: without this, an
-        agent could read through the cache a page its own policy or robots.txt would refuse. Nothing is sent to the
-        host, so no rate-limit token is spent: paging through a long page stays quick.
-        """
-        hops = _PageHops(self, agent, tier, record, limits=False)
-        for i, hop_url in enumerate(cached.redirects or (parsed.url,)):
-            hop = parsed if i == 0 else guard.parse_url(hop_url)
-            await hops.before(hop)
-            await hops.after(hop, None, None, None)
-
-    def _literal_guard(self, url: str) -> guard.ParsedURL:
-        """``guard.assert_url_allowed`` with this Web's settings, remembered per URL: the
-        guard is pure, so an agent paging through a page does not pay for it again."""
-        return _cached_guard(url, self._allow, self.settings.limits.max_url_chars)
-
-    async def _fetch_robots(
-        self, robots_url: str, agent: str = "robots.txt", tier: str = "full"
-    ) -> tuple[int, bytes]:
-        """robots.txt goes through the same guard, pinned transport and redirect rules, and
-        every redirect hop meets the reading agent's tier and policy."""
-        parsed = guard.assert_url_allowed(robots_url, allow_ranges=self._allow)
-        try:
-            result = await fetch(
-                self._transport,
-                parsed,
-                hooks=_RobotsHops(self, agent, tier),
-                cap_for=lambda status, headers: (512 * 1024, True),
-                timeout_s=self.settings.limits.fetch_timeout_s,
-                max_redirects=5,
-                headers=(("Accept", "text/plain,*/*;q=0.5"),),
-            )
-        except UpstreamError as exc:
-            if exc.status is not None:
-                return exc.status, b""
-            raise
-        return result.status, result.body.content
-
-    def _robots_fetch(self, agent: str, tier: str) -> FetchRobots:
-        """The robots.txt fetch for one reading agent: its tier decides every redirect hop."""
-        return functools.partial(self._fetch_robots, agent=agent, tier=tier)
-
     # ---- search -----------------------------------------------------------------------
 
     async def search(
@@ -604,54 +597,34 @@ class Web:
         ``country`` (ISO 3166-1 alpha-2) and in ``language`` (ISO 639-1). A filter the chosen
         provider cannot honour is refused by name (``webward.search._filters``).
         """
-        from ._search_core import run_search
+        from ._search_core import Searcher
         from .search import check_filters
 
-        def call(t: str, record: dict[str, Any]) -> Awaitable[SearchResult]:
+        def call(t: str, record: Call) -> Awaitable[SearchResult]:
             filters = check_filters(allowed_domains, blocked_domains, freshness, country, language)
-            return run_search(
-                self, query, limit, agent, t, provider, record, filters, session=session
+            searcher = Searcher(
+                self.settings,
+                self._gate,
+                clock=self._clock,
+                remember=self.remember_urls,
+                injected=self._search_provider,
+                credentials=self._credentials,
             )
+            return searcher.run(query, limit, agent, t, provider, record, filters, session=session)
 
         return await self.telemetry.call(
             "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call)
         )
 
-    async def provider_request(
-        self,
-        provider: str,
-        method: str,
-        url: str,
-        *,
-        headers: tuple[tuple[str, str], ...] = (),
-        content: bytes | None = None,
-    ) -> Body:
-        """One call to a search provider through the same guard, pinned transport, rate limit
-        and circuit breaker as page reads, keyed by provider. Any status comes back as a
-        ``Body`` (the provider adapter interprets its own error shapes); redirects are not
-        followed. Raises ``WebwardError`` for refusals, timeouts and broken connections."""
-        parsed = guard.assert_url_allowed(url, allow_ranges=self._allow, max_chars=8192)
-        key = f"provider:{provider}"
-        async with self._limiter.guard(key, label=f"the {provider} search provider") as ticket:
-            try:
-                with anyio.fail_after(self.settings.limits.fetch_timeout_s):
-                    body = await self._transport.request(
-                        method,
-                        parsed,
-                        headers=headers,
-                        content=content,
-                        cap_for=lambda status, hdrs: (4_000_000, True),
-                        timeout=self.settings.limits.fetch_timeout_s,
-                    )
-            except TimeoutError:
-                raise UpstreamError(
-                    f"the {provider} search provider did not answer in time",
-                    code="timeout",
-                    reason="timeout",
-                ) from None
-            retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
-            await self._limiter.record(ticket, body.status, None, retry_after)
-        return body
+    @property
+    def provider_request(self) -> Callable[..., Awaitable[Body]]:
+        """One call to a search provider, ``(provider, method, url, *, headers=(),
+        content=None)``, through the same guard, pinned transport, rate limit and circuit
+        breaker as page reads, keyed by provider (``Gate.provider_request``). Any status comes
+        back as a ``Body`` (the provider adapter interprets its own error shapes); redirects
+        are not followed. Raises ``WebwardError`` for refusals, timeouts and broken
+        connections."""
+        return self._gate.provider_request
 
     # ---- shared steps -----------------------------------------------------------------
 
@@ -661,7 +634,7 @@ class Web:
         agent: str,
         tier: str | None,
         target: object,
-        call: Callable[[str, dict[str, Any]], Awaitable[_R]],
+        work: Callable[[str, Call], Awaitable[_R]],
     ) -> _R:
         """Run one call and write its audit record, whatever the outcome; a record that
         cannot be written refuses the call (the door never opens unaudited).
@@ -670,42 +643,37 @@ class Web:
         recorded as ``failed`` (reason ``cancelled`` or ``internal_error``), the record
         written even while the call is being cancelled, and the exception re-raised.
         """
-        started = time.monotonic()
-        record: dict[str, Any] = {
-            "capability": capability,
-            "agent": agent,
-            "target": target if isinstance(target, str) else repr(target)[:200],
-        }
+        call = Call(
+            capability,
+            agent,
+            target if isinstance(target, str) else repr(target)[:200],
+        )
         try:
-            resolved = self._tier(agent, tier)
-            record["tier"] = resolved
-            result = await call(resolved, record)
+            call.tier = self._tier(agent, tier)
+            result = await work(call.tier, call)
         except WebwardError as exc:
-            if exc.status is not None:
-                record.setdefault("status", exc.status)
-            await self._write_audit(record, started, exc)
+            if exc.status is not None and call.status is None:
+                call.status = exc.status
+            await self._write_audit(call, exc)
             raise
         except GeneratorExit:  # the coroutine is being closed: no await may run now
             raise
         except BaseException as exc:
-            await self._write_unexpected(record, started, exc)
+            await self._write_unexpected(call, exc)
             raise
-        await self._write_audit(record, started, None)
+        await self._write_audit(call, None)
         return result
 
-    async def _write_unexpected(
-        self, record: Mapping[str, Any], started: float, exc: BaseException
-    ) -> None:
+    async def _write_unexpected(self, call: Call, exc: BaseException) -> None:
         """The record of a call cancelled, or ended by an unexpected exception. Shielded (and
         bounded) so that it is written even while the call is being cancelled; if the store
         cannot take it, the caller still gets the original exception, not the store's."""
-        capability = record["capability"]
+        capability = call.capability
         cancelled = not isinstance(exc, Exception)  # cancellation, KeyboardInterrupt, exit
         with anyio.CancelScope(shield=True), anyio.move_on_after(_UNEXPECTED_AUDIT_S):
             try:
-                await self._write_audit(
-                    record, started, None, failed="cancelled" if cancelled else "internal_error"
-                )
+                failed = Reason.CANCELLED if cancelled else Reason.INTERNAL_ERROR
+                await self._write_audit(call, None, failed=failed)
             except Exception as audit_exc:  # the exception on its way out matters more
                 log.warning("the audit record of a %s call was lost: %s", capability, audit_exc)
 
@@ -717,35 +685,20 @@ class Web:
             raise InvalidInput(f"unknown tier {tier!r}; the tiers are {', '.join(TIERS)}")
         return tier
 
-    def _check_policy(self, decision: Any, record: dict[str, Any]) -> None:
-        if decision.would_deny:
-            record["would_deny"] = decision.reason
-        decision.raise_if_denied()
-
     async def _write_audit(
-        self,
-        record: Mapping[str, Any],
-        started: float,
-        error: WebwardError | None,
-        *,
-        failed: str | None = None,
+        self, call: Call, error: WebwardError | None, *, failed: str | None = None
     ) -> None:
-        would_deny = record.get("would_deny")
+        would_deny = call.would_deny
         if failed is not None:  # cancelled, or an unexpected exception (_write_unexpected)
             decision, reason = "failed", failed
         elif error is None:
             decision, reason = (
-                ("report-would-deny", would_deny) if would_deny else ("allowed", "allowed")
+                ("report-would-deny", would_deny) if would_deny else ("allowed", Reason.ALLOWED)
             )
         else:
             decision = "failed" if isinstance(error, UpstreamError) else "refused"
             reason = error.reason
-        rec = AuditRecord.create(
-            decision=decision,
-            reason=reason,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            **record,  # would_deny included, when the policy set it
-        )
+        rec = AuditRecord.from_call(call, decision=decision, reason=reason)
         with self.telemetry.audit_write(rec):  # its span, latency, metrics and log line
             try:
                 # raises Refused(audit_unavailable): no unaudited door
@@ -782,12 +735,6 @@ def _default_cache(settings: Settings) -> PageCache:
     return MemoryPageCache(ttl_s=limits.page_cache_ttl_s, max_chars=limits.page_cache_max_chars)
 
 
-@functools.lru_cache(maxsize=4096)
-def _cached_guard(url: str, allow: tuple[Any, ...], max_chars: int) -> guard.ParsedURL:
-    # Only successes are cached (lru_cache does not keep exceptions); refusals re-run.
-    return guard.assert_url_allowed(url, allow_ranges=allow, max_chars=max_chars)
-
-
 # Tiers whose reads may use the headless fallback (DESIGN.md: "connected ... headless fallback
 # included"); as-owner reads stay plain HTTP.
 _RENDER_FALLBACK_TIERS = frozenset({"connected", "full"})
@@ -816,7 +763,7 @@ def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
 
 def _screenshot_part(png: bytes | None) -> Part:
     if png is None:  # a renderer asked for a screenshot must return one
-        raise UpstreamError("the headless renderer returned no screenshot", reason="render")
+        raise UpstreamError("the headless renderer returned no screenshot", reason=Reason.RENDER)
     return Part(
         type="image",
         media_type="image/png",
@@ -824,170 +771,3 @@ def _screenshot_part(png: bytes | None) -> Part:
         name="screenshot.png",
         data=base64.b64encode(png).decode("ascii"),
     )
-
-
-class _RenderGate:
-    """The egress proxy's gate for one render, bound to the calling agent and its audit record.
-
-    Every request the page makes faces what a page read's hop faces: the literal guard, the
-    agent's reach policy, robots.txt (for the agent's tier), the host's own rate limit and
-    circuit breaker, and the Web's pinned transport (resolver, every answer checked, exact-IP
-    connect, webward's trust store). On top, only GET and HEAD, and at most
-    ``limits.render_max_requests`` requests per render. The hosts the render contacted and
-    those refused (with the reason) go into the call's audit record.
-    """
-
-    _METHODS = ("GET", "HEAD")
-    _MAX_LISTED = 50  # hosts kept per list in the audit record: a record stays small
-    _MAX_WAIT_S = 1.0  # a subresource may wait this long for its host's rate budget
-
-    def __init__(self, web: Web, agent: str, tier: str, record: dict[str, Any]) -> None:
-        self._web, self._agent, self._tier = web, agent, tier
-        self._contacted: list[str] = record.setdefault("render_contacted", [])
-        self._refused: list[str] = record.setdefault("render_refused", [])
-        self.requests = 0
-        self.exhausted = anyio.Event()  # set once the request cap refused a request
-
-    async def check_tunnel(self, url: str) -> guard.ParsedURL:
-        # Opening a tunnel connects nowhere (the proxy ends its TLS): the name is resolved
-        # and its addresses checked for each request inside, when one is sent.
-        try:
-            return self._check(url)
-        except WebwardError as exc:
-            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
-            raise
-
-    async def request(
-        self, method: str, url: str, headers: Sequence[tuple[str, str]], max_bytes: int
-    ) -> Body:
-        web = self._web
-        self.requests += 1
-        try:
-            limit = web.settings.limits.render_max_requests
-            if self.requests > limit:
-                self.exhausted.set()
-                raise Refused(
-                    f"refused: a render may send at most {limit} requests "
-                    "([limits] render_max_requests)",
-                    reason="render_requests",
-                )
-            if method not in self._METHODS:
-                raise Refused(
-                    f"refused: the renderer sends only GET and HEAD requests, not {method[:20]}",
-                    reason="render_method",
-                )
-            parsed = self._check(url)
-            if web._policy.robots_enabled(self._tier):
-                await web._robots.check(parsed, via=web._robots_fetch(self._agent, self._tier))
-            ticket = await web._limiter.acquire(
-                parsed.host, cost=web._limiter.cost_for(self._tier), max_wait_s=self._MAX_WAIT_S
-            )
-        except WebwardError as exc:
-            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
-            raise
-        try:
-            body = await web._transport.request(
-                method,
-                parsed,
-                headers=headers,
-                cap_for=lambda status, hdrs: (max_bytes, True),
-                timeout=web.settings.limits.fetch_timeout_s,
-            )
-        except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                if isinstance(exc, WebwardError):
-                    await web._limiter.record(ticket, exc.status, exc, None)
-                else:
-                    await web._limiter.release(ticket)
-            if isinstance(exc, Refused):  # the resolver's answer was internal: no connection
-                self._note(self._refused, f"{parsed.authority} ({exc.reason})")
-            else:
-                self._note(self._contacted, parsed.authority)  # tried, at least
-            raise
-        self._note(self._contacted, parsed.authority)
-        retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
-        await web._limiter.record(ticket, body.status, None, retry_after)
-        return body
-
-    def _check(self, url: str) -> guard.ParsedURL:
-        """The literal guard and this caller's reach policy (the deny list, the allow-list of
-        as-owner); report mode lets a would-deny host through, as it does a page read."""
-        web = self._web
-        parsed = guard.assert_url_allowed(
-            url, allow_ranges=web._allow, max_chars=web.settings.limits.max_url_chars
-        )
-        web._policy.check_fetch(parsed.host, self._tier, self._agent).raise_if_denied()
-        web._lists.check_fetch(parsed.host, self._agent).raise_if_denied()
-        return parsed
-
-    def _note(self, into: list[str], entry: str) -> None:
-        if entry not in into and len(into) < self._MAX_LISTED:
-            into.append(entry)
-
-
-def _authority_of(url: str) -> str:
-    """``host[:port]`` of a URL for the audit record, without any user info."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or "?"
-        port = parts.port
-    except ValueError:
-        return "?"
-    host = f"[{host}]" if ":" in host else host
-    return f"{host}:{port}" if port is not None else host
-
-
-class _PageHops:
-    """Around every hop of a page read: guard, policy, robots, rate limit and breaker."""
-
-    def __init__(
-        self, web: Web, agent: str, tier: str, record: dict[str, Any], *, limits: bool = True
-    ) -> None:
-        self._web, self._agent, self._tier, self._record = web, agent, tier, record
-        self._limits = limits  # False for a window served from the cache: no request is sent
-        self._first = True
-        self._ticket: Ticket | None = None  # hops are sequential: one ticket at a time
-
-    async def before(self, url: guard.ParsedURL) -> None:
-        web = self._web
-        self._record.setdefault("redirects", []).append(url.url)  # the chain so far, if refused
-        if not self._first:  # the first hop was checked before the cache lookup
-            web._check_policy(
-                web._policy.check_fetch(url.host, self._tier, self._agent), self._record
-            )
-            web._check_policy(web._lists.check_fetch(url.host, self._agent), self._record)
-            guard.assert_url_allowed(url, allow_ranges=web._allow)
-        self._first = False
-        if web._policy.robots_enabled(self._tier):
-            with span("robots.txt", {"server.address": url.host}):
-                await web._robots.check(url, via=web._robots_fetch(self._agent, self._tier))
-        if self._limits:
-            self._ticket = await web._limiter.acquire(
-                url.host, cost=web._limiter.cost_for(self._tier)
-            )
-
-    async def after(
-        self,
-        url: guard.ParsedURL,
-        status: int | None,
-        error: WebwardError | None,
-        retry_after: float | None,
-    ) -> None:
-        ticket, self._ticket = self._ticket, None
-        self._web.telemetry.hop(url.host, status, error)
-        if ticket is not None:
-            await self._web._limiter.record(ticket, status, error, retry_after)
-
-
-class _RobotsHops(_PageHops):
-    """robots.txt hops: the guard on every hop and the host's limits; no robots of robots."""
-
-    def __init__(self, web: Web, agent: str, tier: str) -> None:
-        super().__init__(web, agent, tier, {})
-
-    async def before(self, url: guard.ParsedURL) -> None:
-        guard.assert_url_allowed(url, allow_ranges=self._web._allow)
-        # A robots.txt redirect must not carry webward where the reading agent may not go:
-        # its own tier (the allow-list of as-owner) and the deny list decide every hop.
-        self._web._policy.check_fetch(url.host, self._tier, self._agent).raise_if_denied()
-        self._ticket = await self._web._limiter.acquire(url.host)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ._errors import InvalidInput
+from ._errors import InvalidInput, Reason
 from ._models import Window
 
 __all__ = [
@@ -58,14 +58,14 @@ def check_offset(value: object) -> int:
     if value is None:
         return 0
     if isinstance(value, bool):
-        raise InvalidInput(BAD_OFFSET, reason="bad_offset")
+        raise InvalidInput(BAD_OFFSET, reason=Reason.BAD_OFFSET)
     if isinstance(value, int):
         if value < 0:
-            raise InvalidInput(BAD_OFFSET, reason="bad_offset")
+            raise InvalidInput(BAD_OFFSET, reason=Reason.BAD_OFFSET)
         return value
     if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         return int(value.strip())
-    raise InvalidInput(BAD_OFFSET, reason="bad_offset")
+    raise InvalidInput(BAD_OFFSET, reason=Reason.BAD_OFFSET)
 
 
 def check_max_chars(value: object, limit: int) -> int:
@@ -80,7 +80,7 @@ def check_max_chars(value: object, limit: int) -> int:
         number = int(value.strip())
     if number is None or not 1 <= number <= limit:
         raise InvalidInput(
-            f"max_chars must be a whole number from 1 to {limit}", reason="bad_max_chars"
+            f"max_chars must be a whole number from 1 to {limit}", reason=Reason.BAD_MAX_CHARS
         )
     return number
 
@@ -161,7 +161,7 @@ def make_window(text: str, offset: int, max_chars: int) -> tuple[str, Window]:
     if offset >= total and not offset == total == 0:
         raise InvalidInput(
             f"offset {offset} is past the end of the page, which is {total} characters long",
-            reason="offset_past_end",
+            reason=Reason.OFFSET_PAST_END,
         )
     if offset == 0 and total <= max_chars:
         return text, Window(offset=0, end=total, total=total, next_offset=None)

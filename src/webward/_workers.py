@@ -41,7 +41,7 @@ import anyio
 
 from . import _content, _convert
 from ._convert import Converted
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
 from ._settings import LimitsSettings
 
 if TYPE_CHECKING:  # imported when a worker is first needed: a small read never pays for it
@@ -316,7 +316,7 @@ class ConvertPool:
             raise Refused(
                 f"refused: webward is converting as many pages as it can; try again in {retry} s",
                 code="overloaded",
-                reason="overloaded",
+                reason=Reason.OVERLOADED,
                 retry_after=float(retry),
             )
 
@@ -393,13 +393,13 @@ class ConvertPool:
                 f"refused: converting {job.final_url} needed more than the "
                 f"{self._memory_mb} MiB memory limit and was stopped",
                 code="too_large",
-                reason="convert_memory",
+                reason=Reason.CONVERT_MEMORY,
             )
         raise Refused(
             f"refused: the converter stopped on {job.final_url} (it crashed, or ran out of its "
             f"{self._memory_mb} MiB of memory); webward cannot read this page",
             code="unsupported_type",
-            reason="convert_crashed",
+            reason=Reason.CONVERT_CRASHED,
         )
 
     async def aclose(self) -> None:
@@ -418,5 +418,5 @@ def _timed_out(url: str, limits: LimitsSettings) -> UpstreamError:
         f"converting {url} did not finish within the read's {limits.fetch_timeout_s:g} s "
         "deadline and was stopped",
         code="timeout",
-        reason="convert_timeout",
+        reason=Reason.CONVERT_TIMEOUT,
     )

@@ -49,7 +49,7 @@ from ._addresses import (
     is_teredo,
 )
 from ._addresses import shorten as _shorten
-from ._errors import InvalidInput, Refused
+from ._errors import InvalidInput, Reason, Refused
 
 __all__ = [
     "INTERNAL_NAME_SUFFIXES",
@@ -94,20 +94,22 @@ __all__ = [
 DEFAULT_MAX_URL_CHARS = 2048
 
 # Reason codes: fixed literals the audit record and the tests key on.
-REASON_SCHEME = "scheme"  # Refused: not http or https
-REASON_USERINFO = "userinfo"  # Refused: user:password@ in the URL
-REASON_BACKSLASH = "backslash"  # Refused: a backslash where parsers disagree on the host
-REASON_INTERNAL_ADDRESS = "internal_address"  # Refused: a non-global or metadata address
-REASON_INTERNAL_NAME = "internal_name"  # Refused: localhost, *.internal, single labels...
+REASON_SCHEME = Reason.SCHEME  # Refused: not http or https
+REASON_USERINFO = Reason.USERINFO  # Refused: user:password@ in the URL
+REASON_BACKSLASH = Reason.BACKSLASH  # Refused: a backslash where parsers disagree on the host
+REASON_INTERNAL_ADDRESS = Reason.INTERNAL_ADDRESS  # Refused: a non-global or metadata address
+REASON_INTERNAL_NAME = Reason.INTERNAL_NAME  # Refused: localhost, *.internal, single labels...
 # REASON_INVALID_ADDRESS ("invalid_address") belongs to the address table: imported above.
-REASON_TOO_LONG = "too_long"  # InvalidInput: over max_chars
-REASON_CONTROL_CHARACTER = "control_character"  # InvalidInput: controls, whitespace, bidi marks
-REASON_NOT_ABSOLUTE = "not_absolute"  # InvalidInput: no scheme://
-REASON_EMPTY_HOST = "empty_host"  # InvalidInput
-REASON_BAD_PORT = "bad_port"  # InvalidInput: 0, over 65535 or not digits
-REASON_ZONE_ID = "zone_id"  # InvalidInput: [fe80::1%25eth0]
-REASON_INVALID_HOST = "invalid_host"  # InvalidInput: bad IDNA, bad IPv4 number, bad label
-REASON_INVALID_URL = "invalid_url"  # InvalidInput: anything else malformed
+REASON_TOO_LONG = Reason.TOO_LONG  # InvalidInput: over max_chars
+REASON_CONTROL_CHARACTER = (
+    Reason.CONTROL_CHARACTER
+)  # InvalidInput: controls, whitespace, bidi marks
+REASON_NOT_ABSOLUTE = Reason.NOT_ABSOLUTE  # InvalidInput: no scheme://
+REASON_EMPTY_HOST = Reason.EMPTY_HOST  # InvalidInput
+REASON_BAD_PORT = Reason.BAD_PORT  # InvalidInput: 0, over 65535 or not digits
+REASON_ZONE_ID = Reason.ZONE_ID  # InvalidInput: [fe80::1%25eth0]
+REASON_INVALID_HOST = Reason.INVALID_HOST  # InvalidInput: bad IDNA, bad IPv4 number, bad label
+REASON_INVALID_URL = Reason.INVALID_URL  # InvalidInput: anything else malformed
 
 
 # --------------------------------------------------------------------------- internal names

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._errors import UpstreamError
+from .._errors import Reason, UpstreamError
 from .._models import Part
 from ._http import JsonClient
 from ._loop import ModelReply, ToolCall
@@ -123,7 +123,7 @@ def parse_response(body: Mapping[str, Any]) -> ModelReply:
     content = body.get("content")
     if not isinstance(content, list):
         raise UpstreamError(
-            "the anthropic API returned a message without content", reason="model_bad_response"
+            "the anthropic API returned a message without content", reason=Reason.MODEL_BAD_RESPONSE
         )
     texts: list[str] = []
     calls: list[ToolCall] = []
@@ -140,7 +140,7 @@ def parse_response(body: Mapping[str, Any]) -> ModelReply:
             if not isinstance(call_id, str) or not isinstance(name, str):
                 raise UpstreamError(
                     "the anthropic API returned a tool call without an id or name",
-                    reason="model_bad_response",
+                    reason=Reason.MODEL_BAD_RESPONSE,
                 )
             if isinstance(arguments, Mapping):
                 calls.append(ToolCall(call_id, name, dict(arguments)))

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpcore
 
-from .._errors import InvalidInput, UpstreamError
+from .._errors import InvalidInput, Reason, UpstreamError
 from .._unicode import replace_surrogates_in
 
 __all__ = ["JsonClient"]
@@ -53,7 +53,7 @@ class JsonClient:
             raise UpstreamError(
                 f"the {self._vendor} API at {_origin(url)} did not answer in time",
                 code="timeout",
-                reason="model_timeout",
+                reason=Reason.MODEL_TIMEOUT,
             ) from None
         except (httpcore.LocalProtocolError, httpcore.UnsupportedProtocol, ValueError, TypeError):
             # Our side could not form the request: a key or URL HTTP cannot carry.
@@ -64,7 +64,7 @@ class JsonClient:
         except (httpcore.ProtocolError, httpcore.NetworkError, OSError) as exc:
             raise UpstreamError(
                 f"could not reach the {self._vendor} API at {_origin(url)} ({type(exc).__name__})",
-                reason="model_unreachable",
+                reason=Reason.MODEL_UNREACHABLE,
             ) from None
         parsed = _decode(response.content)
         if response.status >= 400:
@@ -72,7 +72,7 @@ class JsonClient:
         if not isinstance(parsed, dict):
             raise UpstreamError(
                 f"the {self._vendor} API returned a response that is not a JSON object",
-                reason="model_bad_response",
+                reason=Reason.MODEL_BAD_RESPONSE,
             )
         return parsed
 
@@ -94,7 +94,7 @@ class JsonClient:
             message = f"the {self._vendor} API failed (HTTP {status}){suffix}"
         else:
             message = f"the {self._vendor} API rejected the request (HTTP {status}){suffix}"
-        return UpstreamError(message, reason="model_http_error", status=status)
+        return UpstreamError(message, reason=Reason.MODEL_HTTP_ERROR, status=status)
 
 
 def _decode(content: bytes) -> Any:

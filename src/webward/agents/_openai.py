@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _envelope
-from .._errors import UpstreamError
+from .._errors import Reason, UpstreamError
 from .._models import Part
 from .._parts import IMAGE_TYPES
 from ._http import JsonClient
@@ -196,13 +196,13 @@ def parse_response(body: Mapping[str, Any], *, id_prefix: str = "call") -> Model
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise UpstreamError(
-            "the openai API returned a response without choices", reason="model_bad_response"
+            "the openai API returned a response without choices", reason=Reason.MODEL_BAD_RESPONSE
         )
     choice = choices[0]
     message = choice.get("message")
     if not isinstance(message, Mapping):
         raise UpstreamError(
-            "the openai API returned a choice without a message", reason="model_bad_response"
+            "the openai API returned a choice without a message", reason=Reason.MODEL_BAD_RESPONSE
         )
     text = _content_text(message.get("content"))
     calls: list[ToolCall] = []
@@ -210,14 +210,15 @@ def parse_response(body: Mapping[str, Any], *, id_prefix: str = "call") -> Model
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise UpstreamError(
-            "the openai API returned tool calls that are not a list", reason="model_bad_response"
+            "the openai API returned tool calls that are not a list",
+            reason=Reason.MODEL_BAD_RESPONSE,
         )
     for index, raw in enumerate(raw_calls):
         function = raw.get("function") if isinstance(raw, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise UpstreamError(
                 "the openai API returned a tool call without a function name",
-                reason="model_bad_response",
+                reason=Reason.MODEL_BAD_RESPONSE,
             )
         call_id = (
             raw.get("id")

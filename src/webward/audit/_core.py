@@ -32,13 +32,16 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import orjson
 
-from .._errors import Refused
+from .._errors import Reason, Refused
 from .._redact import drop_userinfo
+
+if TYPE_CHECKING:
+    from .._call import Call
 
 __all__ = [
     "ADDED_COLUMNS",
@@ -61,7 +64,7 @@ __all__ = [
 ]
 
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
-REASON_AUDIT_UNAVAILABLE = "audit_unavailable"
+REASON_AUDIT_UNAVAILABLE = Reason.AUDIT_UNAVAILABLE
 #: Targets (URLs, queries) longer than this are cut, and marked with an ellipsis.
 MAX_TARGET_CHARS = 2048
 
@@ -188,6 +191,28 @@ class AuditRecord:
             decision=decision,
             reason=str(reason),
             **fields,
+        )
+
+    @classmethod
+    def from_call(cls, call: Call, *, decision: str, reason: str) -> AuditRecord:
+        """The call in flight (``_call.Call``), frozen into its record, stamped now."""
+        return cls(
+            agent=str(call.agent),
+            tier=str(call.tier),
+            capability=str(call.capability),
+            target=call.target,
+            decision=decision,
+            reason=str(reason),
+            would_deny=call.would_deny,
+            final_url=call.final_url,
+            redirects=tuple(call.redirects),
+            status=call.status,
+            bytes=call.bytes,
+            content_type=call.content_type,
+            duration_ms=call.duration_ms(),
+            provider=call.provider,
+            render_contacted=tuple(call.render_contacted),
+            render_refused=tuple(call.render_refused),
         )
 
     def to_wire(self) -> dict[str, Any]:

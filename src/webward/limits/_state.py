@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from .._errors import Refused
+from .._errors import Reason, Refused
 from .._sqlite import open_wal
 
 __all__ = [
@@ -44,10 +44,10 @@ __all__ = [
 ]
 
 #: Fixed reason codes of the limiter's refusals (``_limiter`` raises all but the last).
-REASON_RATE_LIMITED = "rate_limited"
-REASON_BACKPRESSURE = "upstream_backpressure"
-REASON_CIRCUIT_OPEN = "circuit_open"
-REASON_LIMITS_UNAVAILABLE = "limits_unavailable"
+REASON_RATE_LIMITED = Reason.RATE_LIMITED
+REASON_BACKPRESSURE = Reason.UPSTREAM_BACKPRESSURE
+REASON_CIRCUIT_OPEN = Reason.CIRCUIT_OPEN
+REASON_LIMITS_UNAVAILABLE = Reason.LIMITS_UNAVAILABLE
 
 #: A hostile or confused server cannot hold a key longer than this.
 MAX_BACKPRESSURE_S = 3600.0

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from .._credentials import Secret
-from .._errors import InvalidInput, Refused, UpstreamError
+from .._errors import InvalidInput, Reason, Refused, UpstreamError
 from .._models import Hit
 from ._common import (
     Http,
@@ -128,7 +128,7 @@ class BraveProvider:
         if not isinstance(data, dict):
             raise UpstreamError(
                 "the Brave search provider sent a malformed response",
-                reason="provider_malformed",
+                reason=Reason.PROVIDER_MALFORMED,
                 status=200,
             )
         if data.get("type") == "ErrorResponse":
@@ -141,7 +141,7 @@ class BraveProvider:
             return UpstreamError(
                 f"the Brave key was rejected; check {KEY_NAME} or run "
                 f"`webward credentials set {KEY_NAME}`",
-                reason="provider_key_rejected",
+                reason=Reason.PROVIDER_KEY_REJECTED,
                 status=body.status,
             )
         if code == "QUOTA_LIMITED":
@@ -149,7 +149,7 @@ class BraveProvider:
                 "the Brave plan's search quota is used up",
                 body,
                 self._clock,
-                reason="provider_quota",
+                reason=Reason.PROVIDER_QUOTA,
             )
         if body.status == 429 or code == "RATE_LIMITED":
             return rate_limited(
@@ -158,7 +158,7 @@ class BraveProvider:
         if 400 <= body.status < 500:
             return UpstreamError(
                 f"the Brave search provider refused the request (HTTP {body.status})",
-                reason="provider_rejected",
+                reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
         return provider_failed("Brave", body)

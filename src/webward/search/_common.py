@@ -19,7 +19,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import idna
 
-from .._errors import Refused, UpstreamError
+from .._errors import Reason, Refused, UpstreamError
 from .._models import Hit
 from ..limits import retry_after_from_headers
 
@@ -194,7 +194,7 @@ def read_json(body: Response, provider: str) -> Any:
         raise UpstreamError(
             f"the {provider} search provider sent a web page instead of JSON (HTTP {body.status}), "
             "perhaps a bot check; try again later",
-            reason="provider_malformed",
+            reason=Reason.PROVIDER_MALFORMED,
             status=body.status,
         )
     try:
@@ -202,7 +202,7 @@ def read_json(body: Response, provider: str) -> Any:
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise UpstreamError(
             f"the {provider} search provider sent a malformed JSON response (HTTP {body.status})",
-            reason="provider_malformed",
+            reason=Reason.PROVIDER_MALFORMED,
             status=body.status,
         ) from None
 
@@ -256,6 +256,6 @@ def provider_failed(provider: str, body: Response) -> UpstreamError:
     """The generic failure: the provider answered with an error status."""
     return UpstreamError(
         f"the {provider} search provider failed (HTTP {body.status}); try again later",
-        reason="provider_error",
+        reason=Reason.PROVIDER_ERROR,
         status=body.status,
     )

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import idna
 
-from .._errors import InvalidInput
+from .._errors import InvalidInput, Reason
 
 __all__ = [
     "FILTER_SCHEMA",
@@ -192,5 +192,5 @@ def unsupported(provider: str, what: str, why: str = "") -> InvalidInput:
     return InvalidInput(
         f"the {provider} search provider cannot filter by {what}{tail}; leave it out or "
         "choose another provider",
-        reason="filter_unsupported",
+        reason=Reason.FILTER_UNSUPPORTED,
     )

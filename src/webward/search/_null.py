@@ -3,7 +3,7 @@ configure one, never with an empty list that would read as "nothing found"."""
 
 from __future__ import annotations
 
-from .._errors import Refused
+from .._errors import Reason, Refused
 from .._models import Hit
 
 __all__ = ["NOT_CONFIGURED", "NullProvider"]
@@ -32,4 +32,4 @@ class NullProvider:
         return "NullProvider()"
 
     async def search(self, query: str, limit: int, filters: object = None) -> list[Hit]:
-        raise Refused(self.message, code="not_configured", reason="not_configured")
+        raise Refused(self.message, code="not_configured", reason=Reason.NOT_CONFIGURED)

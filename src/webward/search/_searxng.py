@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from .._errors import Refused, UpstreamError
+from .._errors import Reason, Refused, UpstreamError
 from .._models import Hit
 from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
 from ._filters import SearchFilters, site_operators, unsupported
@@ -82,7 +82,7 @@ class SearxngProvider:
         if not isinstance(results, list):
             raise UpstreamError(
                 "the SearXNG search provider sent a malformed response",
-                reason="provider_malformed",
+                reason=Reason.PROVIDER_MALFORMED,
                 status=200,
             )
         return results
@@ -92,7 +92,7 @@ class SearxngProvider:
             return UpstreamError(
                 "the SearXNG instance refused JSON output (HTTP 403); enable it by adding json "
                 "to search.formats in the instance's settings.yml",
-                reason="provider_json_disabled",
+                reason=Reason.PROVIDER_JSON_DISABLED,
                 status=403,
             )
         if body.status == 429:
@@ -105,7 +105,7 @@ class SearxngProvider:
         if 400 <= body.status < 500:
             return UpstreamError(
                 f"the SearXNG search provider refused the request (HTTP {body.status})",
-                reason="provider_rejected",
+                reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
         return provider_failed("SearXNG", body)

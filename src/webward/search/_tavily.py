@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._credentials import Secret
-from .._errors import UpstreamError
+from .._errors import Reason, UpstreamError
 from .._models import Hit
 from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
 from ._filters import SearchFilters, unsupported
@@ -149,7 +149,7 @@ class TavilyProvider:
         if not isinstance(data, dict) or (results is not None and not isinstance(results, list)):
             raise UpstreamError(
                 "the Tavily search provider sent a malformed response",
-                reason="provider_malformed",
+                reason=Reason.PROVIDER_MALFORMED,
                 status=200,
             )
         hits: list[Hit] = []
@@ -161,7 +161,7 @@ class TavilyProvider:
             return UpstreamError(
                 f"the Tavily key was rejected; check {KEY_NAME} or run "
                 f"`webward credentials set {KEY_NAME}`",
-                reason="provider_key_rejected",
+                reason=Reason.PROVIDER_KEY_REJECTED,
                 status=body.status,
             )
         if body.status == 429:
@@ -173,7 +173,7 @@ class TavilyProvider:
                 "the Tavily plan's usage limit is reached (raise the plan or wait for it to reset)",
                 body,
                 self._clock,
-                reason="provider_quota",
+                reason=Reason.PROVIDER_QUOTA,
             )
         if body.status == 433:
             return rate_limited(
@@ -181,12 +181,12 @@ class TavilyProvider:
                 "(raise it in the Tavily dashboard)",
                 body,
                 self._clock,
-                reason="provider_quota",
+                reason=Reason.PROVIDER_QUOTA,
             )
         if 400 <= body.status < 500:
             return UpstreamError(
                 f"the Tavily search provider refused the request (HTTP {body.status})",
-                reason="provider_rejected",
+                reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
         return provider_failed("Tavily", body)

@@ -1,0 +1,459 @@
+"""The gate: the checks of one hop, in the one order they run, written down here only.
+
+Every request webward sends for a caller passes the same ``Gate``: a page read's first hop and
+each of its redirect hops, a robots.txt fetch and its redirect hops, the per-hop recheck of a
+window served from the page cache, a search provider's request, and every request a headless
+render makes through the egress proxy. The checks of one hop, in this order:
+
+1. **Literal guard** (``guard.assert_url_allowed``): the URL as written: its scheme, user
+   info, port, internal addresses in every spelling (metadata addresses even inside
+   ``[network] allow_ranges``) and internal names. It runs first, so an internal target is
+   refused as ``internal_address`` / ``internal_name`` on every hop, in every tier and
+   mode, before any policy is asked.
+2. **Reach-tier policy** (``Policy.check_fetch``, then ``AgentLists.check_fetch``): the
+   ``[policy]`` deny list, the allow-list of tier as-owner, then the agent's own
+   ``[agents.NAME]`` lists. Report mode lets a would-deny through and the call record notes
+   it. A search provider's request skips this step: the operator configured that host, the
+   agent did not choose it.
+3. **robots.txt** (``RobotsChecker``), when the hop's tier consults it; a robots.txt fetch
+   does not consult robots.txt, nor does a provider's API request.
+4. **Limits and breaker** (``Limiter.acquire``): a concurrency slot, a token from the host's
+   bucket (what the tier spends), the host's circuit. A window served from the cache spends
+   no token: nothing is sent.
+
+Then the pinned transport (``_transport``) resolves the name, checks every answer against the
+same ranges and connects to the checked address only.
+
+On a page read's first hop steps 1 and 2 run before the page cache is asked, followed by the
+checks of the call itself (URL provenance, the screenshot tier, the agent's budget); steps 3
+and 4 run as each hop is sent. The gate's collaborators are passed in: it never sees ``Web``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from . import guard
+from ._addresses import IPNetwork
+from ._budgets import Budgets
+from ._call import Call
+from ._errors import Reason, Refused, UpstreamError, WebwardError
+from ._fetch import fetch
+from ._policy import AgentLists, Decision, Policy
+from ._provenance import SessionStore, refusal_message
+from ._robots import FetchRobots, RobotsChecker, RobotsStore
+from ._settings import Settings
+from ._telemetry import Telemetry, span
+from ._transport import Body, Transport
+from .limits import Limiter, Ticket, retry_after_from_headers
+
+__all__ = ["Gate", "PageHops", "RenderGate"]
+
+_ROBOTS_MAX_BYTES = 512 * 1024
+_ROBOTS_MAX_REDIRECTS = 5
+_PROVIDER_MAX_URL_CHARS = 8192
+_PROVIDER_MAX_BYTES = 4_000_000
+
+
+class Gate:
+    """The checks of one hop (see the module docstring for their order), for every hop kind.
+
+    The differences between hop kinds are arguments: whether the policy is asked (and whether
+    a would-deny lands in a call record), whether robots.txt is consulted, and what a hop
+    spends from its host's bucket (``cost=None``: no token, nothing will be sent).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        allow: tuple[IPNetwork, ...],
+        policy: Policy,
+        lists: AgentLists,
+        limiter: Limiter,
+        budgets: Budgets,
+        sessions: SessionStore,
+        transport: Transport,
+        telemetry: Telemetry,
+        clock: Callable[[], float],
+        robots_store: RobotsStore | None = None,
+    ) -> None:
+        self.settings = settings
+        self.limits = settings.limits
+        self.allow = allow
+        self.policy = policy
+        self.lists = lists
+        self.limiter = limiter
+        self.budgets = budgets
+        self.sessions = sessions
+        self.transport = transport
+        self.telemetry = telemetry
+        self.robots = RobotsChecker(self.fetch_robots, clock=clock, store=robots_store)
+
+    # ---- steps 1 to 4 -----------------------------------------------------------------
+
+    def screen(
+        self,
+        url: str | guard.ParsedURL,
+        agent: str,
+        tier: str,
+        call: Call | None = None,
+    ) -> guard.ParsedURL:
+        """Steps 1 and 2: the literal guard, then the reach policy of ``agent`` at ``tier``.
+
+        With ``call``, a report-mode would-deny is noted in it; without (robots.txt hops, a
+        render's requests) report mode lets the host through unnoted."""
+        parsed = self.literal_guard(url)
+        decisions = (
+            self.policy.check_fetch(parsed.host, tier, agent),
+            self.lists.check_fetch(parsed.host, agent),
+        )
+        for decision in decisions:
+            if call is not None:
+                call.check(decision)
+            else:
+                decision.raise_if_denied()
+        return parsed
+
+    def literal_guard(
+        self, url: str | guard.ParsedURL, max_chars: int | None = None
+    ) -> guard.ParsedURL:
+        """Step 1 alone. A URL as the caller wrote it is remembered once it passed (the
+        guard is pure, so paging through a page does not pay for it again)."""
+        if isinstance(url, str):
+            return _cached_guard(url, self.allow, max_chars or self.limits.max_url_chars)
+        return guard.assert_url_allowed(url, allow_ranges=self.allow)
+
+    async def admit(
+        self,
+        url: guard.ParsedURL,
+        agent: str,
+        tier: str,
+        *,
+        robots: bool = True,
+        cost: float | None,
+        max_wait_s: float = 0.0,
+    ) -> Ticket | None:
+        """Steps 3 and 4: robots.txt (when ``robots`` and the tier consults it), then the
+        host's limits and breaker; returns the ticket to record the hop's outcome on, or
+        ``None`` when ``cost`` is ``None`` (nothing is sent, no token spent)."""
+        if robots and self.policy.robots_enabled(tier):
+            with span("robots.txt", {"server.address": url.host}):
+                await self.robots.check(url, via=self.robots_fetch(agent, tier))
+        if cost is None:
+            return None
+        return await self.limiter.acquire(url.host, cost=cost, max_wait_s=max_wait_s)
+
+    def cost_for(self, tier: str) -> float:
+        """The tokens one request by ``tier`` spends from its host's bucket."""
+        return self.limiter.cost_for(tier)
+
+    async def finish(
+        self,
+        url: guard.ParsedURL,
+        ticket: Ticket | None,
+        status: int | None,
+        error: WebwardError | None,
+        retry_after: float | None,
+    ) -> None:
+        """A hop ended: its host's metrics, and its outcome on the host's breaker."""
+        self.telemetry.hop(url.host, status, error)
+        if ticket is not None:
+            await self.limiter.record(ticket, status, error, retry_after)
+
+    # ---- the checks of a call, on its first hop -----------------------------------------
+
+    async def admit_read(
+        self,
+        parsed: guard.ParsedURL,
+        agent: str,
+        tier: str,
+        call: Call,
+        *,
+        session: str | None,
+        screenshot: bool,
+    ) -> None:
+        """After steps 1 and 2 of a read's first hop: the URL's provenance (agents that
+        read only what their session has seen), the screenshot's tier, and the agent's
+        budget (a call refused before this costs nothing)."""
+        await self._check_provenance(parsed, agent, session, call)
+        if screenshot:
+            call.check(self.policy.check_screenshot(tier, agent))
+        await self.budgets.charge_call(agent, "fetch", session)
+
+    async def _check_provenance(
+        self, parsed: guard.ParsedURL, agent: str, session: str | None, call: Call
+    ) -> None:
+        entry = self.settings.agents.get(agent)
+        if entry is None or entry.provenance != "session" or self.policy.on_allow_list(parsed.host):
+            return
+        if session is not None and await self.sessions.has(session, parsed.url):
+            return
+        report = self.policy.report
+        message = refusal_message(parsed.url, agent, session)
+        call.check(Decision(report, Reason.URL_NOT_IN_SESSION, message, report))
+
+    def check_search(self, agent: str, tier: str, call: Call) -> None:
+        """May ``agent`` at ``tier`` search at all (tiers connected and full)?"""
+        call.check(self.policy.check_search(tier, agent))
+
+    async def charge_call(self, agent: str, capability: str, session: str | None) -> None:
+        """One call against the agent's (and its session's) call budget."""
+        await self.budgets.charge_call(agent, capability, session)
+
+    async def charge_spend(self, agent: str, provider: str, session: str | None) -> None:
+        """One provider request's cost against the agent's spend budget."""
+        await self.budgets.charge_spend(agent, provider, session)
+
+    # ---- hop kinds ----------------------------------------------------------------------
+
+    def page_hops(self, agent: str, tier: str, call: Call, *, spend: bool = True) -> PageHops:
+        """The hooks around every hop of a page read (``spend=False``: a cached window)."""
+        return PageHops(self, agent, tier, call, spend=spend)
+
+    def render_gate(self, agent: str, tier: str, call: Call) -> RenderGate:
+        """The egress proxy's gate for one render on behalf of ``agent``."""
+        return RenderGate(self, agent, tier, call)
+
+    async def recheck_cached(
+        self,
+        redirects: Sequence[str],
+        parsed: guard.ParsedURL,
+        agent: str,
+        tier: str,
+        call: Call,
+    ) -> None:
+        """The hops of a page served from the cache, checked again for this caller.
+
+        The cache key holds neither the agent nor the tier (only plain or rendered), and a
+        cached page may have been reached through redirects to other hosts: without this, an
+        agent could read through the cache a page its own policy or robots.txt would refuse.
+        Nothing is sent to the host, so no token is spent: paging through a long page stays
+        quick."""
+        hops = self.page_hops(agent, tier, call, spend=False)
+        for i, hop_url in enumerate(redirects or (parsed.url,)):
+            hop = parsed if i == 0 else guard.parse_url(hop_url)
+            await hops.before(hop)
+            await hops.after(hop, None, None, None)
+
+    async def fetch_robots(
+        self, robots_url: str, agent: str = "robots.txt", tier: str = "full"
+    ) -> tuple[int, bytes]:
+        """A robots.txt, through the same guard, pinned transport and redirect rules; every
+        redirect hop meets the reading agent's tier and policy."""
+        parsed = guard.assert_url_allowed(robots_url, allow_ranges=self.allow)
+        try:
+            result = await fetch(
+                self.transport,
+                parsed,
+                hooks=_RobotsHops(self, agent, tier),
+                cap_for=lambda status, headers: (_ROBOTS_MAX_BYTES, True),
+                timeout_s=self.limits.fetch_timeout_s,
+                max_redirects=_ROBOTS_MAX_REDIRECTS,
+                headers=(("Accept", "text/plain,*/*;q=0.5"),),
+            )
+        except UpstreamError as exc:
+            if exc.status is not None:
+                return exc.status, b""
+            raise
+        return result.status, result.body.content
+
+    def robots_fetch(self, agent: str, tier: str) -> FetchRobots:
+        """The robots.txt fetch for one reading agent: its tier decides every redirect hop."""
+        return functools.partial(self.fetch_robots, agent=agent, tier=tier)
+
+    async def provider_request(
+        self,
+        provider: str,
+        method: str,
+        url: str,
+        *,
+        headers: tuple[tuple[str, str], ...] = (),
+        content: bytes | None = None,
+    ) -> Body:
+        """One request to a search provider: the literal guard, then the limits and breaker
+        keyed by provider (no reach policy, no robots.txt: an API the operator configured),
+        then the pinned transport. Redirects are not followed."""
+        parsed = self.literal_guard(url, _PROVIDER_MAX_URL_CHARS)
+        key = f"provider:{provider}"
+        timeout_s = self.limits.fetch_timeout_s
+        async with self.limiter.guard(key, label=f"the {provider} search provider") as ticket:
+            try:
+                with anyio.fail_after(timeout_s):
+                    body = await self.transport.request(
+                        method,
+                        parsed,
+                        headers=headers,
+                        content=content,
+                        cap_for=lambda status, hdrs: (_PROVIDER_MAX_BYTES, True),
+                        timeout=timeout_s,
+                    )
+            except TimeoutError:
+                raise UpstreamError(
+                    f"the {provider} search provider did not answer in time",
+                    code="timeout",
+                    reason=Reason.TIMEOUT,
+                ) from None
+            retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
+            await self.limiter.record(ticket, body.status, None, retry_after)
+        return body
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_guard(url: str, allow: tuple[Any, ...], max_chars: int) -> guard.ParsedURL:
+    # Only successes are cached (lru_cache does not keep exceptions); refusals re-run.
+    return guard.assert_url_allowed(url, allow_ranges=allow, max_chars=max_chars)
+
+
+class PageHops:
+    """The hooks ``_fetch.fetch`` calls around every hop of a page read."""
+
+    def __init__(self, gate: Gate, agent: str, tier: str, call: Call, *, spend: bool) -> None:
+        self._gate, self._agent, self._tier, self._call = gate, agent, tier, call
+        self._spend = spend  # False for a window served from the cache: no request is sent
+        self._first = True
+        self._ticket: Ticket | None = None  # hops are sequential: one ticket at a time
+
+    async def before(self, url: guard.ParsedURL) -> None:
+        self._call.redirects.append(url.url)  # the chain so far, if a hop is refused
+        if not self._first:  # the first hop was screened before the cache lookup
+            self._gate.screen(url, self._agent, self._tier, self._call)
+        self._first = False
+        cost = self._gate.cost_for(self._tier) if self._spend else None
+        self._ticket = await self._gate.admit(url, self._agent, self._tier, cost=cost)
+
+    async def after(
+        self,
+        url: guard.ParsedURL,
+        status: int | None,
+        error: WebwardError | None,
+        retry_after: float | None,
+    ) -> None:
+        ticket, self._ticket = self._ticket, None
+        await self._gate.finish(url, ticket, status, error, retry_after)
+
+
+class _RobotsHops(PageHops):
+    """robots.txt hops: every hop screened (the reading agent's tier and lists decide where
+    a robots.txt redirect may carry webward) and one token from the host's bucket; no
+    robots.txt of robots.txt, and no call record (the read's own record has the read)."""
+
+    def __init__(self, gate: Gate, agent: str, tier: str) -> None:
+        super().__init__(gate, agent, tier, Call("", agent, ""), spend=True)
+
+    async def before(self, url: guard.ParsedURL) -> None:
+        self._gate.screen(url, self._agent, self._tier)
+        self._ticket = await self._gate.admit(url, self._agent, self._tier, robots=False, cost=1.0)
+
+
+class RenderGate:
+    """The egress proxy's gate for one render, bound to the calling agent and its call.
+
+    Every request the page makes passes the gate's steps as a page read's hop does (the
+    literal guard, the agent's reach policy, robots.txt for the agent's tier, the host's
+    limits and breaker, waiting up to a second for a token), then the pinned transport. On
+    top, only GET and HEAD, and at most ``limits.render_max_requests`` requests per render.
+    The hosts the render contacted and those refused (with the reason) go into the call
+    record.
+    """
+
+    _METHODS = ("GET", "HEAD")
+    _MAX_LISTED = 50  # hosts kept per list in the audit record: a record stays small
+    _MAX_WAIT_S = 1.0  # a subresource may wait this long for its host's rate budget
+
+    def __init__(self, gate: Gate, agent: str, tier: str, call: Call) -> None:
+        self._gate, self._agent, self._tier = gate, agent, tier
+        self._contacted = call.render_contacted
+        self._refused = call.render_refused
+        self.requests = 0
+        self.exhausted = anyio.Event()  # set once the request cap refused a request
+
+    async def check_tunnel(self, url: str) -> guard.ParsedURL:
+        # Opening a tunnel connects nowhere (the proxy ends its TLS): the name is resolved
+        # and its addresses checked for each request inside, when one is sent.
+        try:
+            return self._screen(url)
+        except WebwardError as exc:
+            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            raise
+
+    async def request(
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], max_bytes: int
+    ) -> Body:
+        gate = self._gate
+        self.requests += 1
+        try:
+            limit = gate.limits.render_max_requests
+            if self.requests > limit:
+                self.exhausted.set()
+                raise Refused(
+                    f"refused: a render may send at most {limit} requests "
+                    "([limits] render_max_requests)",
+                    reason=Reason.RENDER_REQUESTS,
+                )
+            if method not in self._METHODS:
+                raise Refused(
+                    f"refused: the renderer sends only GET and HEAD requests, not {method[:20]}",
+                    reason=Reason.RENDER_METHOD,
+                )
+            parsed = self._screen(url)
+            ticket = await gate.admit(
+                parsed,
+                self._agent,
+                self._tier,
+                cost=gate.cost_for(self._tier),
+                max_wait_s=self._MAX_WAIT_S,
+            )
+            assert ticket is not None  # a cost was given
+        except WebwardError as exc:
+            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            raise
+        try:
+            body = await gate.transport.request(
+                method,
+                parsed,
+                headers=headers,
+                cap_for=lambda status, hdrs: (max_bytes, True),
+                timeout=gate.limits.fetch_timeout_s,
+            )
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                if isinstance(exc, WebwardError):
+                    await gate.limiter.record(ticket, exc.status, exc, None)
+                else:
+                    await gate.limiter.release(ticket)
+            if isinstance(exc, Refused):  # the resolver's answer was internal: no connection
+                self._note(self._refused, f"{parsed.authority} ({exc.reason})")
+            else:
+                self._note(self._contacted, parsed.authority)  # tried, at least
+            raise
+        self._note(self._contacted, parsed.authority)
+        retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
+        await gate.limiter.record(ticket, body.status, None, retry_after)
+        return body
+
+    def _screen(self, url: str) -> guard.ParsedURL:
+        """Steps 1 and 2; report mode lets a would-deny host through, as it does a page
+        read's, without a note (the render's hosts are listed in the record)."""
+        return self._gate.screen(url, self._agent, self._tier)
+
+    def _note(self, into: list[str], entry: str) -> None:
+        if entry not in into and len(into) < self._MAX_LISTED:
+            into.append(entry)
+
+
+def _authority_of(url: str) -> str:
+    """``host[:port]`` of a URL for the audit record, without any user info."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = parts.port
+    except ValueError:
+        return "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port is not None else host
