@@ -344,7 +344,7 @@ COLUMNS = (
 )
 #: Columns added after the first release: a table an older webward created gains them when a
 #: store opens it (each store in its own dialect of ``ALTER TABLE``).
-ADDED_COLUMNS = COLUMNS[-2:]
+ADDED_COLUMNS = tuple(c for c in COLUMNS if c[0] in ("render_contacted", "render_refused"))
 #: The column names, in row order (:func:`to_row`, :func:`from_row`).
 FIELDS = tuple(name for name, _ in COLUMNS)
 
