@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _envelope
+from ._capabilities import MAX_LIMIT, SEARCH
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput
 from ._models import Hit, SearchResult
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
     from ._web import Web
 
 __all__ = ["MAX_LIMIT", "SEARCH", "check_limit", "check_query", "render_hits", "run_search"]
-
-SEARCH = "web:search.query@1"
-MAX_LIMIT = 50
 
 
 def check_query(query: object, max_chars: int) -> str:

@@ -27,6 +27,7 @@ from . import _content, _convert, _envelope, _window, guard
 from ._audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
+from ._capabilities import FETCH, SEARCH
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
 from ._fetch import FetchResult, fetch
 from ._limits import Limiter, LimitState, Ticket, open_limit_state, retry_after_from_headers
@@ -46,8 +47,6 @@ __all__ = ["Web"]
 
 _R = TypeVar("_R")
 
-FETCH = "web:page.fetch@1"
-SEARCH = "web:search.query@1"
 _INLINE_CONVERT_BYTES = 16_384  # cheap bodies up to this size are converted on the event loop
 # How long the record of a cancelled call may hold up the cancellation.
 _UNEXPECTED_AUDIT_S = 10.0

@@ -35,6 +35,7 @@ from .._audit import (
     _from_row,
     open_audit_sink,
 )
+from .._capabilities import FETCH, SEARCH
 from .._errors import InvalidInput, Refused
 from .._settings import Settings
 
@@ -49,8 +50,6 @@ __all__ = [
     "open_audit_reader",
 ]
 
-FETCH = "web:page.fetch@1"
-SEARCH = "web:search.query@1"
 #: Rows read to rank the top hosts: the newest this many page reads of the window.
 TOP_HOSTS_SCAN = 100_000
 #: A log with at most this many rows gets the console's indexes on the first view.
