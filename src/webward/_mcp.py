@@ -314,6 +314,9 @@ def _tool(fn: Callable[..., Any], capability: Capability) -> Tool:
         description=capability.description,
         annotations=_ANNOTATIONS,
     )
+    taken = set(tool.fn_metadata.arg_model.model_fields)
+    if taken != set(capability.names(MCP)):  # a programming error: the two must not drift
+        raise RuntimeError(f"{capability.tool} takes {sorted(taken)}, the catalogue lists others")
     return tool.model_copy(update={"parameters": capability.input_schema(MCP)})
 
 
