@@ -119,12 +119,12 @@ async def test_the_limits_in_force_rule_every_face(tmp_path: Path) -> None:
     # The agent tool specs, in each SDK's own type.
     fetch, search = tool_specs(settings)
     assert RESEARCH.for_settings(settings).tools == (fetch, search)
-    for rendered in (anthropic_tools([fetch, search]),):
-        for tool in rendered:
-            assert sdk_problems(TypeAdapter(anthropic.types.ToolParam), tool) == []
-        check_fetch_schema(rendered[0]["input_schema"], url="url", max_chars="max_chars")
-        check_search_schema(rendered[1]["input_schema"])
-        check_fetch_description(rendered[0]["description"])
+    messages_api = anthropic_tools([fetch, search])
+    for tool in messages_api:
+        assert sdk_problems(TypeAdapter(anthropic.types.ToolParam), tool) == []
+    check_fetch_schema(messages_api[0]["input_schema"], url="url", max_chars="max_chars")
+    check_search_schema(messages_api[1]["input_schema"])
+    check_fetch_description(messages_api[0]["description"])
     chat = openai_tools([fetch, search])
     for tool in chat:
         assert (
