@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ._capabilities import MAX_AGE_LIMIT_S
 from ._convert import Converted
 from ._errors import InvalidInput, Reason
 from ._models import Link, Part
@@ -53,8 +54,6 @@ __all__ = [
 #: request rather than read again (an hour: long enough for an agent's session, while the
 #: stores' size bounds still evict it first when space is short).
 STALE_KEEP_S = 3600.0
-#: The largest ``max_age`` a call may pass (a year); the TTL bounds what is served anyway.
-MAX_AGE_LIMIT_S = 31_536_000
 
 
 @dataclass(frozen=True)

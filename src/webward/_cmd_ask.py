@@ -163,7 +163,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             f"webward: no {variable}; sending no key to the local server at {base_url}",
             file=sys.stderr,
         )
-    agent = RESEARCH
+    agent = RESEARCH.for_settings(settings)  # its tools state the [limits] the core enforces
     tier = agent.tier_for(settings, args.tier)
     async with (
         Web(

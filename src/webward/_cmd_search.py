@@ -20,7 +20,11 @@ the search; a filter the provider cannot honour is refused by name."""
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from .search import PROVIDERS
 
-    p.add_argument("query", metavar="QUERY", help="what to search for (1 to 512 characters)")
+    p.add_argument(
+        "query",
+        metavar="QUERY",
+        help="what to search for (1 to [limits] max_query_chars characters, 512 by default)",
+    )
     p.add_argument("--limit", default="10", metavar="N", help="how many hits, 1 to 50 (default 10)")
     p.add_argument(
         "--provider", choices=PROVIDERS, metavar="P", help=f"one of {', '.join(PROVIDERS)}"

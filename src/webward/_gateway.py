@@ -4,7 +4,7 @@
                                                "maxChars", "query", "maxAge"}
     POST /v1/capabilities/web:search.query@1  {"query", "limit", "allowedDomains",
                                                "blockedDomains", "freshness", "country", "language"}
-    GET  /openapi.json                        the OpenAPI 3.1 document (hand-written: _openapi)
+    GET  /openapi.json                        the OpenAPI 3.1 document (_openapi, from the catalogue)
     GET  /healthz                             {"status": "ok"}
     GET  /console/                            the operator console (agents with role = "admin")
     GET  /metrics                             Prometheus text (docs/operations.md)
@@ -12,7 +12,8 @@
 Each request is checked in this order, and the first failure answers with the error model
 (``{"error": {"code", "message"}}``): route (404), method (405), bearer token (401),
 ``Content-Type`` (415), body size while reading the stream (413), JSON (400), the body's shape:
-missing, extra or mistyped fields (400). Values (a URL's form, an offset's range, a query's
+missing, extra or mistyped fields (400), as the capability catalogue (``_capabilities``) names
+and types them. Values (a URL's form, an offset's range, a query's
 length) are the core's to judge: it audits the call and answers with its own message.
 
 The token names the agent, and config names its tier (``[agents.NAME] tier``,
@@ -51,7 +52,8 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._cache import MAX_AGE_LIMIT_S
+from ._capabilities import DEFAULT_LIMIT, HTTP, Capability
+from ._capabilities import capabilities as catalogue_of
 from ._errors import InvalidInput, WebwardError
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._settings import Settings
@@ -105,24 +107,12 @@ class _Field:
     required: bool = False
 
 
-_FETCH_FIELDS = (
-    _Field("url", str, "url must be a string", required=True),
-    _Field("offset", int, "offset must be a non-negative whole number"),
-    _Field("includeLinks", bool, "includeLinks must be true or false"),
-    _Field("includeScreenshot", bool, "includeScreenshot must be true or false"),
-    _Field("maxChars", int, "maxChars must be a whole number"),
-    _Field("query", str, "query must be a string"),
-    _Field("maxAge", int, f"maxAge must be a whole number of seconds from 0 to {MAX_AGE_LIMIT_S}"),
-)
-_SEARCH_FIELDS = (
-    _Field("query", str, "query must be a string", required=True),
-    _Field("limit", int, "limit must be a whole number from 1 to 50"),
-    _Field("allowedDomains", list, "allowedDomains must be a list of domain names"),
-    _Field("blockedDomains", list, "blockedDomains must be a list of domain names"),
-    _Field("freshness", str, "freshness must be one of day, week, month, year"),
-    _Field("country", str, "country must be a two-letter ISO 3166-1 code such as US or DE"),
-    _Field("language", str, "language must be a two-letter ISO 639-1 code such as en or de"),
-)
+def _fields(capability: Capability) -> tuple[_Field, ...]:
+    """The body fields of a capability, as the catalogue names and types them."""
+    return tuple(
+        _Field(a.wire_name, a.kind, a.type_message(HTTP), a.required)
+        for a in capability.arguments_for(HTTP)
+    )
 
 
 def _check_body(data: Any, fields: tuple[_Field, ...], capability: str) -> dict[str, Any]:
@@ -277,7 +267,7 @@ async def _search(
 ) -> Mapping[str, Any]:
     result = await web.search(
         body["query"],
-        limit=body.get("limit", 10),
+        limit=body.get("limit", DEFAULT_LIMIT),
         agent=agent.name,
         tier=agent.tier,
         allowed_domains=body.get("allowedDomains"),
@@ -452,14 +442,14 @@ def create_app(
     holder: dict[str, Web] = {}
     if web is not None:
         holder["web"] = web
-    document = json.dumps(openapi_document(), separators=(",", ":")).encode("utf-8")
-
+    document = json.dumps(openapi_document(settings), separators=(",", ":")).encode("utf-8")
+    catalogue = catalogue_of(settings)
     capabilities = {
         FETCH_PATH: _Capability(
-            _fetch, _FETCH_FIELDS, "web:page.fetch@1", tokens, holder, max_body_bytes
+            _fetch, _fields(catalogue.fetch), catalogue.fetch.id, tokens, holder, max_body_bytes
         ),
         SEARCH_PATH: _Capability(
-            _search, _SEARCH_FIELDS, "web:search.query@1", tokens, holder, max_body_bytes
+            _search, _fields(catalogue.search), catalogue.search.id, tokens, holder, max_body_bytes
         ),
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._capabilities import FETCH
 from ._unicode import replace_surrogates
 
 __all__ = ["Hit", "Link", "Page", "Part", "Passage", "SearchResult", "Window"]
@@ -167,7 +168,7 @@ class Page:
         return _envelope.wrap(
             part.text,
             {
-                "capability": "web:page.fetch@1",
+                "capability": FETCH,
                 "requested_url": self.requested_url,
                 "final_url": self.final_url,
                 "status": self.status,

@@ -1,23 +1,31 @@
-"""The gateway's OpenAPI 3.1 document, written by hand: both capabilities, their bodies and
-results, the error model, and the bearer scheme. ``_gateway`` serves it at ``/openapi.json``.
+"""The gateway's OpenAPI 3.1 document: both capabilities, their bodies and results, the error
+model, and the bearer scheme. ``_gateway`` serves it at ``/openapi.json``.
+
+The capabilities (routes, summaries, request bodies with the bounds of the ``[limits]`` in
+force, result models) are rendered from the catalogue (``_capabilities``); the rest (error
+model, session headers, health, bearer scheme) is the gateway's own and written here.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from ._cache import MAX_AGE_LIMIT_S
+from ._capabilities import FETCH, HTTP, RESULT_SCHEMAS, SEARCH, capabilities, capability_path
 from ._errors import WIRE_CODES
-from .search._filters import FILTER_SCHEMA
+from ._settings import Settings
 
 __all__ = ["FETCH_PATH", "SEARCH_PATH", "openapi_document"]
 
-# The two capability routes: named here, where the document describes them; ``_gateway``
-# serves them under these paths.
-FETCH_PATH = "/v1/capabilities/web:page.fetch@1"
-SEARCH_PATH = "/v1/capabilities/web:search.query@1"
+# The two capability routes; ``_gateway`` serves them under these paths.
+FETCH_PATH = capability_path(FETCH)
+SEARCH_PATH = capability_path(SEARCH)
 
 _JSON = "application/json"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def _error_responses(*statuses: int) -> dict[str, Any]:
@@ -56,29 +64,17 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
     return out
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.title() for word in rest)
+# Per capability: the name of its request body in the components, and what its 200 holds.
+_BODIES = {FETCH: ("FetchRequest", "the page"), SEARCH: ("SearchRequest", "the hits")}
 
 
-def openapi_document() -> dict[str, Any]:
-    """The gateway's OpenAPI 3.1 document: both capabilities, their bodies and results, the
-    error model, and the bearer scheme."""
+def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
+    """The gateway's OpenAPI 3.1 document: both capabilities, their bodies (bounded by the
+    ``[limits]`` of ``settings``, the defaults when None) and results, the error model, and the
+    bearer scheme."""
     from . import __version__
 
     errors = _error_responses(400, 401, 403, 413, 415, 422, 429, 500, 501, 502, 503, 504)
-    part = {
-        "type": "object",
-        "required": ["type", "mediaType", "bytes", "name", "data"],
-        "properties": {
-            "type": {"type": "string", "enum": ["image", "document"]},
-            "mediaType": {"type": "string"},
-            "bytes": {"type": "integer", "minimum": 0},
-            "name": {"type": "string"},
-            "data": {"type": "string", "contentEncoding": "base64"},
-            "text": {"type": ["string", "null"], "description": "a document's extracted text"},
-        },
-    }
     # The session headers (docs/governance.md, agent sessions): set by the client
     # application, never by the model; scoped to the token's agent.
     session_headers = [
@@ -98,6 +94,7 @@ def openapi_document() -> dict[str, Any]:
             "schema": {"type": "string"},
         },
     ]
+    catalogue = capabilities(settings)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -109,47 +106,26 @@ def openapi_document() -> dict[str, Any]:
         },
         "security": [{"bearer": []}],
         "paths": {
-            FETCH_PATH: {
-                "post": {
-                    "operationId": "webPageFetch",
-                    "parameters": session_headers,
-                    "summary": "Read one public page: a window of its text, or an image / PDF part",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            _JSON: {"schema": {"$ref": "#/components/schemas/FetchRequest"}}
+            **{
+                capability_path(c.id): {
+                    "post": {
+                        "operationId": c.operation,
+                        "parameters": session_headers,
+                        "summary": c.summary,
+                        "requestBody": {
+                            "required": True,
+                            "content": {_JSON: {"schema": _ref(_BODIES[c.id][0])}},
                         },
-                    },
-                    "responses": {
-                        "200": {
-                            "description": "the page",
-                            "content": {_JSON: {"schema": {"$ref": "#/components/schemas/Page"}}},
-                        },
-                        **errors,
-                    },
-                }
-            },
-            SEARCH_PATH: {
-                "post": {
-                    "operationId": "webSearchQuery",
-                    "parameters": session_headers,
-                    "summary": "Run a web search through the configured provider",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            _JSON: {"schema": {"$ref": "#/components/schemas/SearchRequest"}}
-                        },
-                    },
-                    "responses": {
-                        "200": {
-                            "description": "the hits",
-                            "content": {
-                                _JSON: {"schema": {"$ref": "#/components/schemas/SearchResult"}}
+                        "responses": {
+                            "200": {
+                                "description": _BODIES[c.id][1],
+                                "content": {_JSON: {"schema": _ref(c.result)}},
                             },
+                            **errors,
                         },
-                        **errors,
-                    },
+                    }
                 }
+                for c in catalogue
             },
             "/healthz": {
                 "get": {
@@ -182,157 +158,8 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
             "schemas": {
-                "FetchRequest": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["url"],
-                    "properties": {
-                        "url": {
-                            "type": "string",
-                            "maxLength": 2048,
-                            "description": "an absolute http(s) URL",
-                        },
-                        "offset": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "default": 0,
-                            "description": "where the text window starts, in characters",
-                        },
-                        "includeLinks": {"type": "boolean", "default": False},
-                        "includeScreenshot": {
-                            "type": "boolean",
-                            "default": False,
-                            "description": "tier full only",
-                        },
-                        "maxChars": {
-                            "type": "integer",
-                            "minimum": 1,
-                            "description": "the most characters of text per window, from 1 up "
-                            "to the operator's window (40,000 by default, the largest and the "
-                            "default); offsets stay exact for any size",
-                        },
-                        "query": {
-                            "type": "string",
-                            "minLength": 1,
-                            "maxLength": 512,
-                            "description": "find in page: the passages best matching these "
-                            "words (BM25), with their offsets, instead of a window; not "
-                            "together with a non-zero offset",
-                        },
-                        "maxAge": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "maximum": MAX_AGE_LIMIT_S,
-                            "description": "serve a cached reading only if younger than this "
-                            "many seconds; 0 asks the site again (conditionally: a 304 renews "
-                            "the cached reading without a download)",
-                        },
-                    },
-                },
-                "SearchRequest": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["query"],
-                    "properties": {
-                        "query": {"type": "string", "minLength": 1, "maxLength": 512},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                        **{_camel(name): schema for name, schema in FILTER_SCHEMA.items()},
-                    },
-                },
-                "Passage": {
-                    "type": "object",
-                    "required": ["offset", "end", "score"],
-                    "properties": {
-                        "offset": {"type": "integer", "minimum": 0},
-                        "end": {"type": "integer", "minimum": 0},
-                        "score": {"type": "number", "description": "BM25, higher is better"},
-                    },
-                },
-                "Window": {
-                    "type": "object",
-                    "required": ["offset", "end", "total", "nextOffset"],
-                    "properties": {
-                        "offset": {"type": "integer", "minimum": 0},
-                        "end": {"type": "integer", "minimum": 0},
-                        "total": {"type": "integer", "minimum": 0},
-                        "nextOffset": {"type": ["integer", "null"]},
-                    },
-                },
-                "Part": part,
-                "Link": {
-                    "type": "object",
-                    "required": ["url", "text"],
-                    "properties": {"url": {"type": "string"}, "text": {"type": "string"}},
-                },
-                "Page": {
-                    "type": "object",
-                    "required": [
-                        "requestedUrl",
-                        "finalUrl",
-                        "status",
-                        "title",
-                        "classification",
-                        "contentType",
-                        "content",
-                        "window",
-                        "truncated",
-                        "parts",
-                        "retrievedAt",
-                        "approxTokens",
-                        "markdownSource",
-                    ],
-                    "properties": {
-                        "requestedUrl": {"type": "string"},
-                        "finalUrl": {"type": "string"},
-                        "status": {"type": "integer"},
-                        "title": {"type": "string"},
-                        "classification": {"type": "string", "const": "untrusted-external"},
-                        "contentType": {"type": "string"},
-                        "content": {"type": "string", "description": "the enveloped window"},
-                        "window": {"$ref": "#/components/schemas/Window"},
-                        "truncated": {"type": "boolean"},
-                        "parts": {"type": "array", "items": {"$ref": "#/components/schemas/Part"}},
-                        "links": {"type": "array", "items": {"$ref": "#/components/schemas/Link"}},
-                        "screenshot": {"$ref": "#/components/schemas/Part"},
-                        "retrievedAt": {"type": "string"},
-                        "approxTokens": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "description": "about how many tokens `content` costs a model",
-                        },
-                        "markdownSource": {
-                            "type": ["string", "null"],
-                            "enum": ["site", None],
-                            "description": "`site` when the site answered text/markdown itself",
-                        },
-                        "passages": {
-                            "type": "array",
-                            "items": {"$ref": "#/components/schemas/Passage"},
-                            "description": "with `query`: the matching passages, best first",
-                        },
-                    },
-                },
-                "Hit": {
-                    "type": "object",
-                    "required": ["title", "url", "snippet", "published"],
-                    "properties": {
-                        "title": {"type": "string"},
-                        "url": {"type": "string"},
-                        "snippet": {"type": "string"},
-                        "published": {"type": ["string", "null"]},
-                    },
-                },
-                "SearchResult": {
-                    "type": "object",
-                    "required": ["provider", "query", "hits", "content", "retrievedAt"],
-                    "properties": {
-                        "provider": {"type": "string"},
-                        "query": {"type": "string"},
-                        "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
-                        "content": {"type": "string", "description": "the enveloped rendering"},
-                        "retrievedAt": {"type": "string"},
-                    },
-                },
+                **{_BODIES[c.id][0]: c.input_schema(HTTP) for c in catalogue},
+                **copy.deepcopy(RESULT_SCHEMAS),  # a document is its reader's to change
                 "Error": {
                     "type": "object",
                     "required": ["error"],

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import _envelope
+from ._capabilities import MAX_LIMIT, SEARCH
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput, Reason
 from ._models import Hit, SearchResult
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from ._settings import Settings
 
 __all__ = ["MAX_LIMIT", "SEARCH", "Searcher", "check_limit", "check_query", "render_hits"]
-
-SEARCH = "web:search.query@1"
-MAX_LIMIT = 50
 
 
 def check_query(query: object, max_chars: int) -> str:

@@ -31,6 +31,7 @@ from . import _content, _convert, _envelope, _window, guard
 from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
 from ._call import Call
+from ._capabilities import FETCH, SEARCH
 from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
 from ._fetch import FetchResult, fetch
 from ._gate import Gate
@@ -52,8 +53,6 @@ __all__ = ["Web"]
 
 _R = TypeVar("_R")
 
-FETCH = "web:page.fetch@1"
-SEARCH = "web:search.query@1"
 _INLINE_CONVERT_BYTES = 16_384  # cheap bodies up to this size are converted on the event loop
 # How long the record of a cancelled call may hold up the cancellation.
 _UNEXPECTED_AUDIT_S = 10.0

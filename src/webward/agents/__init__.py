@@ -1,6 +1,7 @@
 """Agent tools: ``web_fetch`` and ``web_search`` for agents on any model.
 
-- Tool specs defined once (:data:`WEB_FETCH`, :data:`WEB_SEARCH`) and rendered per provider
+- Tool specs from the capability catalogue (:func:`tool_specs` under the settings in force;
+  :data:`WEB_FETCH`, :data:`WEB_SEARCH` under the defaults) rendered per provider
   (:mod:`webward.agents` ``anthropic_tools`` / ``openai_tools`` / ``openai_responses_tools``).
 - Toolsets (``full``, ``readonly``, ``assistant``, ``web``) and two agents: ``general`` (reads
   a linked URL, never searches) and ``research`` (searches and reads).
@@ -45,6 +46,7 @@ from ._tools import (
     WebCapability,
     execute_tool,
     summarize_result,
+    tool_specs,
 )
 from ._toolsets import (
     AGENTS,
@@ -94,4 +96,5 @@ __all__ = [
     "openai_tools",
     "run_agent",
     "summarize_result",
+    "tool_specs",
 ]

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _envelope
+from .._capabilities import FETCH
 from .._errors import Reason, UpstreamError
 from .._models import Part
 from .._parts import IMAGE_TYPES
@@ -44,7 +45,6 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
-FETCH = "web:page.fetch@1"
 
 
 def render_tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:

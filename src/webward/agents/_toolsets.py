@@ -12,11 +12,12 @@ hosts it touches stays tied to what the user handed it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .._errors import InvalidInput
 from .._settings import Settings
-from ._tools import WEB_FETCH, WEB_SEARCH, ToolSpec
+from ._tools import WEB_FETCH, WEB_SEARCH, ToolSpec, tool_specs
 
 __all__ = [
     "AGENTS",
@@ -45,6 +46,11 @@ class Toolset:
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.tools)
+
+    def for_settings(self, settings: Settings) -> Toolset:
+        """The same tools, their specs stating the ``[limits]`` of ``settings``."""
+        specs = {spec.name: spec for spec in tool_specs(settings)}
+        return dataclasses.replace(self, tools=tuple(specs[name] for name in self.tool_names))
 
 
 TOOLSETS: dict[str, Toolset] = {
@@ -112,6 +118,10 @@ class AgentDefinition:
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
         return self.toolset.tools
+
+    def for_settings(self, settings: Settings) -> AgentDefinition:
+        """This agent with tool specs that state the ``[limits]`` of ``settings``."""
+        return dataclasses.replace(self, toolset=self.toolset.for_settings(settings))
 
     def tier_for(self, settings: Settings, explicit: str | None = None) -> str:
         """The tier a run acts with: ``explicit``, else ``[agents.NAME].tier``, else the

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from .._capabilities import FETCH, SEARCH
 from .._errors import InvalidInput, Refused
 from ..audit import (
     DECISIONS,
@@ -48,8 +49,6 @@ __all__ = [
     "Usage",
 ]
 
-FETCH = "web:page.fetch@1"
-SEARCH = "web:search.query@1"
 #: Rows read to rank the top hosts: the newest this many page reads of the window.
 TOP_HOSTS_SCAN = 100_000
 #: A log with at most this many rows gets the console's indexes on the first view.

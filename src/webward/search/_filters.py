@@ -1,6 +1,7 @@
 """Search filters: allowed and blocked domains, a freshness window, a country and a language.
 
-:func:`check_filters` validates what a call passes (every face sends the same five values);
+:func:`check_filters` validates what a call passes (every face sends the same five values;
+their schemas and bounds are in the capability catalogue, ``_capabilities``);
 each provider adapter maps the filters to its own documented parameters, or to query
 operators where it has none, and refuses by name a filter it cannot honour
 (:func:`unsupported`). Whatever the provider does with the domain filters, the core drops
@@ -22,15 +23,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 import idna
 
+from .._capabilities import FRESHNESS, MAX_DOMAINS
 from .._errors import InvalidInput, Reason
 
 __all__ = [
-    "FILTER_SCHEMA",
     "FRESHNESS",
     "MAX_DOMAINS",
     "SearchFilters",
@@ -38,44 +38,6 @@ __all__ = [
     "site_operators",
     "unsupported",
 ]
-
-#: The freshness windows a call may ask for.
-FRESHNESS = ("day", "week", "month", "year")
-#: At most this many domains in each list (every provider's own limit is higher).
-MAX_DOMAINS = 20
-
-_DOMAINS = {
-    "type": "array",
-    "maxItems": MAX_DOMAINS,
-    "items": {"type": "string", "minLength": 1, "maxLength": 253},
-}
-#: The filters as JSON Schema properties (snake_case names, as the tools and MCP take them;
-#: the gateway's OpenAPI document spells them in camelCase).
-FILTER_SCHEMA: dict[str, dict[str, Any]] = {
-    "allowed_domains": {
-        **_DOMAINS,
-        "description": "only hits from these domains (and their subdomains), e.g. python.org",
-    },
-    "blocked_domains": {
-        **_DOMAINS,
-        "description": "no hits from these domains (or their subdomains)",
-    },
-    "freshness": {
-        "type": "string",
-        "enum": list(FRESHNESS),
-        "description": "only pages published or updated within the past day, week, month or year",
-    },
-    "country": {
-        "type": "string",
-        "pattern": "^[A-Za-z]{2}$",
-        "description": "results for this country: a two-letter ISO 3166-1 code such as US or DE",
-    },
-    "language": {
-        "type": "string",
-        "pattern": "^[A-Za-z]{2}$",
-        "description": "results in this language: a two-letter ISO 639-1 code such as en or de",
-    },
-}
 
 _HOST = re.compile(r"(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}")
 _TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
