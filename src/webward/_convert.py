@@ -392,6 +392,14 @@ def _visible_text(tree: Any) -> str:
     return str((body if body is not None else tree).text_content())
 
 
+def _room(tree: Any, page_text: str) -> int:
+    """How many words a second reading could have: the page's words outside links.
+    readability-lxml scores link-heavy blocks (menus, teaser lists) down and drops them, so
+    their words stay out of its reading (a link inside a paragraph is a small exception)."""
+    linked = " ".join(tree.xpath("//body//a//text()"))
+    return len(_WORD.findall(page_text)) - len(_WORD.findall(linked))
+
+
 def _words(text: str) -> list[str]:
     """Lowercase words of a reading, Markdown link targets left out (they are not text)."""
     return _WORD.findall(_LINK_TARGET.sub("]", text).lower())
@@ -561,6 +569,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         return HtmlResult(
             title=title, markdown=markdown, links=links, extractor="full" if markdown else ""
         )
+    room = _room(tree, page_text)
     # trafilatura prunes the tree it is given in place, so the fallbacks parse afresh.
     markdown = tidy_markdown(_main_content(tree))
     extractor = "main"
@@ -570,7 +579,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             full = tidy_markdown(_full_page(fresh))
             if len(full) > len(markdown):
                 markdown, extractor = full, "full"
-    elif _LONGER_READING * len(_words(markdown)) <= len(_WORD.findall(page_text)):
+    elif _LONGER_READING * len(_words(markdown)) <= room:
         # The page has room for a reading half again as long (only then can the second one
         # win, so on most pages it never runs): trafilatura may have dropped part of the
         # article, and readability-lxml, which scores blocks differently, may keep it.
