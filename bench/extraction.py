@@ -35,7 +35,8 @@ Extractors:
 The anchors get the page already decoded to ``str`` (webward's decoder, untimed); webward gets
 bytes. Timing is interleaved page by page, so a busy machine slows every extractor alike; with
 ``--repeat N`` the fast extractors run N passes and the best pass counts (mcp-fetch runs once).
-``--per-page FILE`` writes every page's scores as JSON (for looking at tuning pages). No
+``--per-page FILE`` writes every page's scores as JSON (for looking at tuning pages);
+``--json FILE`` writes the tables (F1, precision, recall per set and half, ms per page). No
 network: everything runs on local files.
 """
 
@@ -217,12 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("dirs", type=Path, nargs="*", help="development sets (default: both)")
     parser.add_argument("--repeat", type=int, default=3, help="timing passes for fast extractors")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N pages of a set")
     parser.add_argument("--half", choices=(*HALVES, "all"), default="all", help="pages to run")
     parser.add_argument("--skip", action="append", default=[], help="an extractor to leave out")
     parser.add_argument("--per-page", type=Path, help="write per-page scores to this JSON file")
+    parser.add_argument("--json", type=Path, help="write the tables to this JSON file")
     args = parser.parse_args(argv)
 
     sets = [load(d, args.half) for d in (args.dirs or DEFAULT_SETS)]
+    if args.limit:
+        sets = [DataSet(s.name, s.per_page_f1, s.pages[: args.limit]) for s in sets]
 
     extractors: dict[str, Extractor] = {}
     notes: dict[str, str] = {}
@@ -312,6 +317,21 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.per_page:
         args.per_page.write_text(json.dumps(per_page, indent=1), encoding="utf-8")
+    if args.json:
+        summary = {
+            data.name: {
+                name: {
+                    "ms_per_page": 1000 * best[data.name][name] / len(data.pages),
+                    **{
+                        h: None if row is None else {"f1": row.f1, "p": row.p, "r": row.r}
+                        for h, row in table[data.name][name].items()
+                    },
+                }
+                for name in extractors
+            }
+            for data in sets
+        }
+        args.json.write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
     if "webward" not in extractors:
         return 0
