@@ -109,6 +109,7 @@ def _zygote_main(control_fd: int, memory_bytes: int) -> None:
     from multiprocessing.connection import Connection
 
     import pypdf  # noqa: F401  # imported here once, shared by every worker it forks
+    import readability  # type: ignore[import-untyped]  # noqa: F401  # as pypdf (the second reading)
 
     Job(_WARM_UP, "text/html", "https://warm.invalid/", False, True, LimitsSettings()).run()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped as they exit

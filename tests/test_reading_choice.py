@@ -1,0 +1,173 @@
+"""The second reading: when trafilatura drops part of an article, readability-lxml's reading of
+the same page is taken instead, if it holds trafilatura's and is at least half again as long."""
+
+from __future__ import annotations
+
+import pytest
+
+from webward import _convert
+from webward._convert import convert, html_to_markdown
+from webward._settings import LimitsSettings
+
+URL = "https://example.com/songs/harbor.html"
+_WORDS = [
+    "river",
+    "stone",
+    "lantern",
+    "meadow",
+    "harbor",
+    "violet",
+    "copper",
+    "orchard",
+    "thunder",
+    "willow",
+    "basket",
+    "candle",
+    "falcon",
+    "garden",
+    "marble",
+]
+
+
+def words(seed: int, n: int) -> str:
+    """``n`` words of plain prose-like text, different for each seed."""
+    return " ".join(
+        _WORDS[(seed * 7 + i * 3) % len(_WORDS)] + ("." if i % 12 == 11 else "") for i in range(n)
+    )
+
+
+REFRAIN = "Refrain: " + words(99, 70)
+
+
+def song(verses: int = 2, refrains: int = 5) -> str:
+    """A song page whose refrain comes back after every verse, as lyrics and hymns do."""
+    body = "".join(
+        (f"<p>Verse {i}: {words(i, 50)}</p>" if i < verses else "") + f"<p>{REFRAIN}</p>"
+        for i in range(refrains)
+    )
+    return (
+        "<html><head><title>Harbor song</title></head><body>"
+        f"<article><h1>Harbor song</h1>{body}</article></body></html>"
+    )
+
+
+def trafilatura_alone(html: str) -> str:
+    """What the first reading (trafilatura on the cleaned page) keeps of ``html``."""
+    tree = _convert._cleaned(html, URL)
+    return _convert.tidy_markdown(_convert._main_content(tree))
+
+
+def test_a_refrain_trafilatura_drops_is_read_from_the_second_reading() -> None:
+    """trafilatura drops a paragraph it has seen twice (a refrain); the second reading keeps
+    every one, holds all trafilatura kept and is far longer, so it is the page's reading."""
+    html = song()
+    first = trafilatura_alone(html)
+    assert first.count("Refrain:") < 5  # the case this rule is for: the first reading drops it
+    result = html_to_markdown(html, URL)
+    assert result.extractor == "readability"
+    assert result.markdown.count("Refrain:") == 5
+    assert "Verse 0:" in result.markdown and "Verse 1:" in result.markdown
+    assert result.title == "Harbor song"
+
+
+def test_convert_returns_the_longer_reading() -> None:
+    """Through convert(), the entry point of every read: the whole song, refrains and all."""
+    page = convert(
+        song().encode(),
+        "text/html; charset=utf-8",
+        URL,
+        truncated=False,
+        include_links=False,
+        limits=LimitsSettings(),
+    )
+    assert page.text.count("Refrain:") == 5
+
+
+def test_a_refrain_kept_often_enough_stays_with_trafilatura() -> None:
+    """Two verses and three refrains: the second reading is longer, but not half again as long
+    as trafilatura's, so the first reading stands."""
+    html = song(verses=2, refrains=3)
+    result = html_to_markdown(html, URL)
+    assert result.extractor == "main"
+    assert result.markdown == trafilatura_alone(html)
+
+
+def test_the_second_extractor_runs_only_when_the_page_has_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When trafilatura kept more than two thirds of the page's words, no reading can be half
+    again as long, so readability-lxml is not run at all (most pages pay nothing for it)."""
+
+    def not_expected(tree: object) -> str:
+        raise AssertionError("the second reading ran on a page without room for it")
+
+    monkeypatch.setattr(_convert, "_second_reading", not_expected)
+    paragraphs = "".join(f"<p>{words(i, 60)}</p>" for i in range(6))
+    html = f"<html><body><article><h1>Plain article</h1>{paragraphs}</article></body></html>"
+    result = html_to_markdown(html, URL)
+    assert result.extractor == "main"
+    assert words(5, 60)[:40] in result.markdown
+
+
+def test_words_in_links_give_no_room_for_a_second_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A short article beside a long list of teaser links: the page has three times the
+    article's words, but the words outside links leave no room for a reading half again as
+    long (readability-lxml drops link lists), so the second extractor does not run."""
+    ran: list[object] = []
+    monkeypatch.setattr(_convert, "_second_reading", lambda tree: ran.append(tree) or "")
+    article = "".join(f"<p>{words(i, 60)}</p>" for i in range(3))
+    teasers = "".join(f'<li><a href="/story/{i}">{words(i + 20, 12)}</a></li>' for i in range(40))
+    html = (
+        "<html><body><article><h1>Short article</h1>"
+        f"{article}</article><div class='more'><ul>{teasers}</ul></div></body></html>"
+    )
+    assert html_to_markdown(html, URL).extractor == "main"
+    assert ran == []
+    # The same page with the teasers as plain text (no links) has the room, and it runs.
+    plain = html.replace('<a href="/story/', '<span data-story="').replace("</a>", "</span>")
+    html_to_markdown(plain, URL)
+    assert len(ran) == 1
+
+
+def test_a_failing_second_extractor_keeps_the_first_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever a hostile page does to readability-lxml, the reader keeps trafilatura's text."""
+    import readability  # type: ignore[import-untyped]
+
+    def broken(self: object, *args: object, **kwargs: object) -> str:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(readability.Document, "summary", broken)
+    html = song()
+    result = html_to_markdown(html, URL)
+    assert result.extractor == "main"
+    assert result.markdown == trafilatura_alone(html)
+
+
+def test_a_longer_reading_of_another_block_is_not_taken() -> None:
+    """Longer is not enough: the second reading must hold trafilatura's words (else it picked
+    another block of the page, a comment thread or a list of teasers)."""
+    main = words(1, 100)
+    other = " ".join(f"comment{i} reply{i}" for i in range(200))
+    assert not _convert._longer_reading(main, other)
+    most = " ".join(main.split()[:80])  # holds 80 of its 100 words: not the same article
+    assert not _convert._longer_reading(main, most + " " + other)
+    assert _convert._longer_reading(main, main + " " + other)
+
+
+def test_the_longer_reading_needs_half_again_as_many_words() -> None:
+    main = words(1, 100)
+    assert not _convert._longer_reading(main, main + " " + words(2, 40))
+    assert _convert._longer_reading(main, main + " " + words(2, 50))
+    assert not _convert._longer_reading("", words(2, 50))
+
+
+def test_link_targets_are_not_words() -> None:
+    """A reading full of links is not longer for its URLs: only link texts count."""
+    main = words(1, 30)
+    linked = " ".join(f"[{w}](https://example.com/a/very/long/path/{w})" for w in main.split())
+    assert _convert._words(linked) == _convert._words(main)
+    assert not _convert._longer_reading(main, linked)
