@@ -471,3 +471,54 @@ async def test_a_small_page_is_read_without_starting_any_process() -> None:
             page = await web.fetch(server.url("/"))
             assert "small page words" in page.content
             assert web._converter._zygote is None
+
+
+def test_a_flood_past_the_queue_bound_gets_503s_each_audited(tmp_path: Path) -> None:
+    """Twenty reads at once of distinct slow pages, one worker and a queue of two: the reads
+    past the bound are answered 503 overloaded with Retry-After, before the read deadline
+    (none waits for a worker it will not get), and every call, shed or not, has its record."""
+    slow = shared_stream_pdf(pages=2, inflated=8_000_000)
+    limits = {
+        "convert_workers": 1,
+        "convert_queue": 2,
+        "max_pdf_inflated_bytes": 100_000_000,
+        "fetch_timeout_s": 3.0,
+    }
+    settings = load(tmp_path, limits=limits)
+    audit = MemoryAuditSink()
+    with (
+        serve(routes={"*": respond(200, slow, "application/pdf")}) as server,
+        running_gateway(settings, lambda: loopback_web(settings, audit)) as base,
+    ):
+
+        async def flood() -> list[tuple[httpx.Response, float]]:
+            async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
+
+                async def one(i: int) -> tuple[httpx.Response, float]:
+                    started = time.monotonic()
+                    body = {"url": server.url(f"/slow-{i}.pdf")}
+                    r = await client.post(base + FETCH_PATH, json=body, headers=auth("alice"))
+                    return r, time.monotonic() - started
+
+                answers: list[tuple[httpx.Response, float]] = []
+                async with anyio.create_task_group() as tg:
+                    for i in range(20):
+                        tg.start_soon(lambda i=i: _append(answers, one(i)))
+                return answers
+
+        answers = anyio.run(flood)
+    statuses = sorted(r.status_code for r, _ in answers)
+    shed = [(r, seconds) for r, seconds in answers if r.status_code == 503]
+    assert len(answers) == 20 and set(statuses) <= {200, 503, 504}, statuses
+    assert shed, statuses
+    for r, seconds in shed:
+        assert r.json()["error"]["code"] == "overloaded"
+        assert int(r.headers["Retry-After"]) >= 1
+        assert seconds < 3.0  # refused at once, not after waiting out the deadline
+    reasons = [record.reason for record in audit.records]
+    assert len(reasons) == 20
+    assert reasons.count("overloaded") == len(shed)
+
+
+async def _append(into: list[Any], call: Any) -> None:
+    into.append(await call)
