@@ -303,6 +303,16 @@ def main() -> int:
         default="sqlite",
         help="sqlite: `webward serve` as shipped (default); memory: the gateway's own cost",
     )
+    parser.add_argument(
+        "--src",
+        metavar="SRC",
+        help="run ours from this src directory (another checkout: a before/after figure)",
+    )
+    parser.add_argument(
+        "--anchor-loop",
+        choices=("asyncio", "uvloop"),
+        help="the anchor's event loop, when ours (--src) runs on another than this tree picks",
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -310,6 +320,8 @@ def main() -> int:
     from webward._serving import fastest_stack
 
     stack = fastest_stack()  # what `webward serve` picks here; the anchor runs on the same
+    if args.anchor_loop:  # an older `webward serve` (--src) ran anyio's default loop
+        stack = type(stack)(stack.http, args.anchor_loop)
 
     origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
     threading.Thread(target=origin.serve_forever, daemon=True).start()
@@ -335,7 +347,7 @@ def main() -> int:
             encoding="utf-8",
         )
         env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-        env["PYTHONPATH"] = str(ROOT / "src")
+        env["PYTHONPATH"] = str(Path(args.src).resolve() if args.src else ROOT / "src")
         env.pop("WEBWARD_CONFIG", None)
         body = json.dumps({"url": page_url}).encode()
 

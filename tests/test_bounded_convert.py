@@ -522,3 +522,44 @@ def test_a_flood_past_the_queue_bound_gets_503s_each_audited(tmp_path: Path) -> 
 
 async def _append(into: list[Any], call: Any) -> None:
     into.append(await call)
+
+
+@pytest.mark.anyio
+async def test_a_call_left_with_less_time_than_a_conversion_takes_does_not_start_one() -> None:
+    """A call that waited for a worker and has less time left than conversions take (as the
+    pool learned meanwhile) ends as a timeout at once instead of spending the worker on a
+    conversion that would be killed at its deadline."""
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+    starts: list[None] = []
+    start_sync = pool._start_sync
+
+    def counting_start() -> Any:
+        starts.append(None)
+        return start_sync()
+
+    pool._start_sync = counting_start  # type: ignore[method-assign]
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                _ignore_timeout, pool.convert(slow_job(slow_pdf_limits()), time.monotonic() + 2)
+            )
+            while pool._running == 0:
+                await anyio.sleep(0.01)
+            outcome: list[BaseException] = []
+
+            async def second() -> None:
+                job = Job(slow_html(), "text/html", URL, False, False, LIMITS)
+                try:
+                    await pool.convert(job, time.monotonic() + 3)
+                except UpstreamError as exc:
+                    outcome.append(exc)
+
+            tg.start_soon(second)
+            while pool.waiting == 0:  # admitted (nothing learned yet), waiting for the worker
+                await anyio.sleep(0.01)
+            pool._average = 60.0  # learned while it waits: far more time than it has left
+        [error] = outcome
+        assert isinstance(error, UpstreamError) and error.reason == "convert_timeout"
+        assert len(starts) == 1  # the slow job's worker only: the second started none
+    finally:
+        await pool.aclose()

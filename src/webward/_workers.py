@@ -295,7 +295,12 @@ class ConvertPool:
                 acquired = True
         finally:
             self._waiting -= 1
-        if not acquired:  # no worker came free in time
+        # No worker came free in time; or one did, but with less time left than a conversion
+        # takes (the average, learned while this call waited): a conversion started now would
+        # only be killed at the deadline, spending a worker that calls with time left could use.
+        if not acquired or deadline - self._clock() < self._average:
+            if acquired:
+                self._slots.release()
             raise _timed_out(job.final_url, job.limits)
         self._running += 1
         try:
