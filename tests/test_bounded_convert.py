@@ -563,3 +563,27 @@ async def test_a_call_left_with_less_time_than_a_conversion_takes_does_not_start
         assert len(starts) == 1  # the slow job's worker only: the second started none
     finally:
         await pool.aclose()
+
+
+def test_the_pool_converts_large_pages_again_and_again_on_uvloop() -> None:
+    """The servers run on uvloop, which leaves a descriptor it watched non-blocking: the pool
+    restores blocking mode, so a large answer and the next large job on the same worker pass
+    whole instead of failing part-way as a crashed converter."""
+    body = "<html><body><article>" + "<p>words of a long page</p>" * 33_000 + "</article>"
+    limits = LimitsSettings()
+
+    async def convert_twice() -> list[int]:
+        pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+        sizes, blocking = [], []
+        try:
+            for _ in range(3):
+                job = Job(body.encode(), "text/html", URL, False, False, limits)
+                sizes.append(len((await pool.convert(job, time.monotonic() + 30)).text))
+                blocking += [os.get_blocking(w.conn.fileno()) for w in pool._idle]
+        finally:
+            await pool.aclose()
+        assert blocking == [True, True, True]
+        return sizes
+
+    sizes = anyio.run(convert_twice, backend_options={"use_uvloop": True})
+    assert len(sizes) == 3 and min(sizes) > 0

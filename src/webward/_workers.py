@@ -350,6 +350,10 @@ class ConvertPool:
         try:
             with anyio.move_on_after(deadline - started) as scope:
                 await anyio.wait_readable(worker.conn.fileno())
+            # uvloop leaves a watched descriptor non-blocking (libuv's poll handle sets it so);
+            # the connection's whole-message recv and send need it blocking again, or a large
+            # answer or the next job fails part-way as if the worker had crashed.
+            os.set_blocking(worker.conn.fileno(), True)
             self._learn(self._clock() - started)
             if scope.cancelled_caught:
                 worker.kill()  # still converting: stopped with its worker
