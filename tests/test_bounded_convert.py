@@ -471,3 +471,119 @@ async def test_a_small_page_is_read_without_starting_any_process() -> None:
             page = await web.fetch(server.url("/"))
             assert "small page words" in page.content
             assert web._converter._zygote is None
+
+
+def test_a_flood_past_the_queue_bound_gets_503s_each_audited(tmp_path: Path) -> None:
+    """Twenty reads at once of distinct slow pages, one worker and a queue of two: the reads
+    past the bound are answered 503 overloaded with Retry-After, before the read deadline
+    (none waits for a worker it will not get), and every call, shed or not, has its record."""
+    slow = shared_stream_pdf(pages=2, inflated=8_000_000)
+    limits = {
+        "convert_workers": 1,
+        "convert_queue": 2,
+        "max_pdf_inflated_bytes": 100_000_000,
+        "fetch_timeout_s": 3.0,
+    }
+    settings = load(tmp_path, limits=limits)
+    audit = MemoryAuditSink()
+    with (
+        serve(routes={"*": respond(200, slow, "application/pdf")}) as server,
+        running_gateway(settings, lambda: loopback_web(settings, audit)) as base,
+    ):
+
+        async def flood() -> list[tuple[httpx.Response, float]]:
+            async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
+
+                async def one(i: int) -> tuple[httpx.Response, float]:
+                    started = time.monotonic()
+                    body = {"url": server.url(f"/slow-{i}.pdf")}
+                    r = await client.post(base + FETCH_PATH, json=body, headers=auth("alice"))
+                    return r, time.monotonic() - started
+
+                answers: list[tuple[httpx.Response, float]] = []
+                async with anyio.create_task_group() as tg:
+                    for i in range(20):
+                        tg.start_soon(lambda i=i: _append(answers, one(i)))
+                return answers
+
+        answers = anyio.run(flood)
+    statuses = sorted(r.status_code for r, _ in answers)
+    shed = [(r, seconds) for r, seconds in answers if r.status_code == 503]
+    assert len(answers) == 20 and set(statuses) <= {200, 503, 504}, statuses
+    assert shed, statuses
+    for r, seconds in shed:
+        assert r.json()["error"]["code"] == "overloaded"
+        assert int(r.headers["Retry-After"]) >= 1
+        assert seconds < 3.0  # refused at once, not after waiting out the deadline
+    reasons = [record.reason for record in audit.records]
+    assert len(reasons) == 20
+    assert reasons.count("overloaded") == len(shed)
+
+
+async def _append(into: list[Any], call: Any) -> None:
+    into.append(await call)
+
+
+@pytest.mark.anyio
+async def test_a_call_left_with_less_time_than_a_conversion_takes_does_not_start_one() -> None:
+    """A call that waited for a worker and has less time left than conversions take (as the
+    pool learned meanwhile) ends as a timeout at once instead of spending the worker on a
+    conversion that would be killed at its deadline."""
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+    starts: list[None] = []
+    start_sync = pool._start_sync
+
+    def counting_start() -> Any:
+        starts.append(None)
+        return start_sync()
+
+    pool._start_sync = counting_start  # type: ignore[method-assign]
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                _ignore_timeout, pool.convert(slow_job(slow_pdf_limits()), time.monotonic() + 2)
+            )
+            while pool._running == 0:
+                await anyio.sleep(0.01)
+            outcome: list[BaseException] = []
+
+            async def second() -> None:
+                job = Job(slow_html(), "text/html", URL, False, False, LIMITS)
+                try:
+                    await pool.convert(job, time.monotonic() + 3)
+                except UpstreamError as exc:
+                    outcome.append(exc)
+
+            tg.start_soon(second)
+            while pool.waiting == 0:  # admitted (nothing learned yet), waiting for the worker
+                await anyio.sleep(0.01)
+            pool._average = 60.0  # learned while it waits: far more time than it has left
+        [error] = outcome
+        assert isinstance(error, UpstreamError) and error.reason == "convert_timeout"
+        assert len(starts) == 1  # the slow job's worker only: the second started none
+    finally:
+        await pool.aclose()
+
+
+def test_the_pool_converts_large_pages_again_and_again_on_uvloop() -> None:
+    """The servers run on uvloop, which leaves a descriptor it watched non-blocking: the pool
+    restores blocking mode, so a large answer and the next large job on the same worker pass
+    whole instead of failing part-way as a crashed converter."""
+    body = "<html><body><article>" + "<p>words of a long page</p>" * 33_000 + "</article>"
+    limits = LimitsSettings()
+
+    async def convert_twice() -> list[int]:
+        pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+        sizes, blocking = [], []
+        try:
+            for _ in range(3):
+                job = Job(body.encode(), "text/html", URL, False, False, limits)
+                sizes.append(len((await pool.convert(job, time.monotonic() + 30)).text))
+                blocking += [os.get_blocking(w.conn.fileno()) for w in pool._idle]
+        finally:
+            await pool.aclose()
+        assert blocking == [True, True, True]
+        return sizes
+
+    sizes = anyio.run(convert_twice, backend_options={"use_uvloop": True})
+    assert len(sizes) == 3 and min(sizes) > 0

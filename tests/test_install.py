@@ -323,3 +323,16 @@ def test_the_readme_python_example_runs_as_it_is(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "Example: characters 0-" in out.stdout
     assert "Text of the example." in out.stdout
+
+
+def test_the_serve_extra_brings_the_fast_http_stack() -> None:
+    """`webward[serve]` installs httptools and uvloop (the servers use them when importable);
+    uvloop only where it exists, so the extra still installs on Windows."""
+    serve = {canonicalize_name(r.name): r for r in declared("serve")}
+    assert "httptools" in serve and serve["httptools"].marker is None
+    uvloop = serve["uvloop"]
+    assert uvloop.marker is not None
+    assert uvloop.marker.evaluate(
+        {"sys_platform": "linux", "platform_python_implementation": "CPython"}
+    )
+    assert not uvloop.marker.evaluate({"sys_platform": "win32"})

@@ -270,7 +270,7 @@ async def mcp_over_http(
                 buffered += await process.stderr.receive()
         line = buffered.decode().splitlines()[0]
         assert line.startswith("webward mcp: streamable HTTP on http://127.0.0.1:"), line
-        yield line.rsplit(" ", 1)[1]
+        yield line.split(" on ", 1)[1].split()[0]  # then the HTTP stack, in parentheses
     finally:
         process.terminate()
         with anyio.fail_after(15):

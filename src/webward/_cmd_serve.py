@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from typing import TYPE_CHECKING
 
 from ._errors import InvalidInput
 from ._settings import Settings
+
+if TYPE_CHECKING:
+    from ._serving import Stack
 
 HELP = "run the HTTP gateway (bearer tokens map to agents and tiers in config)"
 DESCRIPTION = """\
@@ -23,7 +27,11 @@ extra: pip install 'webward[serve]'.
 GET /metrics answers Prometheus metrics (loopback clients only, unless [observability]
 metrics_token_sha256 names a token), and each call writes one JSON line to stderr
 ([observability] call_log). Traces go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
-See docs/operations.md."""
+See docs/operations.md.
+
+The server parses HTTP with httptools and runs on uvloop when they are installed (the serve
+extra brings them; uvloop is not on Windows), else on h11 and asyncio: the start-up line says
+which."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -58,13 +66,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     for module in ("starlette", "uvicorn", "jinja2"):
         require(module, "serve", "`webward serve`")
-    import anyio
+    from ._serving import fastest_stack, run_server
 
-    anyio.run(_serve, settings, args.host, args.port)
+    stack = fastest_stack()
+    run_server(stack, _serve, settings, args.host, args.port, stack)
     return 0
 
 
-async def _serve(settings: Settings, host: str, port: int) -> None:
+async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None:
     import uvicorn
 
     from ._gateway import address_url, bind_socket, create_app, require_tokens
@@ -73,12 +82,14 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     app = create_app(settings)
     sock = bind_socket(host, port)
     print(
-        f"webward serve: gateway on {address_url(sock)} (openapi at /openapi.json)",
+        f"webward serve: gateway on {address_url(sock)} (openapi at /openapi.json; "
+        f"{stack.describe()})",
         file=sys.stderr,
         flush=True,
     )
     config = uvicorn.Config(
         app,
+        http=stack.http,
         log_level="warning",
         access_log=False,  # at log level warning nothing would be printed; skip the call
         proxy_headers=False,  # behind a proxy, webward sees the proxy's address; no X-Forwarded-For

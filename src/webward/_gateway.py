@@ -487,6 +487,7 @@ def create_app(
             yield
             return
         async with Web(settings, telemetry=telemetry) as own:
+            await own.start_workers()  # before the first request, not inside its deadline
             holder["web"] = own
             try:
                 yield

@@ -71,6 +71,7 @@ from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
+from ._serving import Stack, fastest_stack, run_server
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
 from ._tokens import TokenTable, hash_token
@@ -513,18 +514,23 @@ async def serve_http(
     tier: str | None = None,
     web: Web | None = None,
     ready: Callable[[str], None] | None = None,
+    stack: Stack | None = None,
 ) -> None:
     """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled.
 
     With ``[agents.NAME]`` tokens in config every request needs one, and runs as its agent and
     tier; without, calls run as ``agent`` (default ``mcp``) and ``tier``, on loopback only
     (:func:`http_access`). The socket is bound before serving, so ``port=0`` works; ``ready``
-    is called with the URL once it is bound (the command line prints it to stderr).
+    is called with the URL once it is bound (the command line prints it to stderr). ``stack``:
+    uvicorn's HTTP parser (default: httptools where installed); the caller runs the loop.
+    The conversion workers of a ``Web`` made here start before the first request is served.
     """
     tokens = http_access(settings, host, agent=agent, tier=tier)
     owned = web is None
     web = _open_web(settings, web)
     try:
+        if owned:
+            await web.start_workers()
         sock = bind_socket(host, port)
         url = address_url(sock) + MCP_PATH
         server = build_server(
@@ -539,6 +545,7 @@ async def serve_http(
         app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         config = uvicorn.Config(
             app,
+            http=(stack or fastest_stack()).http,
             log_level="warning",
             access_log=False,
             proxy_headers=False,  # webward trusts no X-Forwarded-For
@@ -555,9 +562,10 @@ async def serve_http(
             web.telemetry.close()
 
 
-def print_ready(url: str) -> None:
+def print_ready(url: str, stack: Stack | None = None) -> None:
     """Tell a person where the server listens, on stderr (stdout may be the protocol)."""
-    print(f"webward mcp: streamable HTTP on {url}", file=sys.stderr, flush=True)
+    shown = f" ({stack.describe()})" if stack is not None else ""
+    print(f"webward mcp: streamable HTTP on {url}{shown}", file=sys.stderr, flush=True)
 
 
 def run(settings: Settings, *, http: str | None, agent: str | None, tier: str | None) -> None:
@@ -566,4 +574,16 @@ def run(settings: Settings, *, http: str | None, agent: str | None, tier: str | 
         anyio.run(lambda: serve_stdio(settings, agent=agent or DEFAULT_AGENT, tier=tier))
         return
     host, port = parse_http_address(http)
-    anyio.run(lambda: serve_http(settings, host, port, agent=agent, tier=tier, ready=print_ready))
+    stack = fastest_stack()
+    run_server(
+        stack,
+        lambda: serve_http(
+            settings,
+            host,
+            port,
+            agent=agent,
+            tier=tier,
+            ready=lambda url: print_ready(url, stack),
+            stack=stack,
+        ),
+    )

@@ -152,6 +152,15 @@ class Web:
     ) -> None:
         await self.aclose()
 
+    async def start_workers(self) -> None:
+        """Start the conversion workers now, not on the first large page (whose call would
+        otherwise pay for the zygote's start inside its deadline): servers call it at start-up.
+        A failure is logged; the first conversion that needs a worker tries again."""
+        try:
+            await self._converter.start()
+        except OSError as exc:
+            log.warning("the conversion workers did not start (%s); starting on first use", exc)
+
     async def aclose(self) -> None:
         await self._transport.aclose()
         await self._limiter.aclose()

@@ -296,7 +296,12 @@ class ConvertPool:
                 acquired = True
         finally:
             self._waiting -= 1
-        if not acquired:  # no worker came free in time
+        # No worker came free in time; or one did, but with less time left than a conversion
+        # takes (the average, learned while this call waited): a conversion started now would
+        # only be killed at the deadline, spending a worker that calls with time left could use.
+        if not acquired or deadline - self._clock() < self._average:
+            if acquired:
+                self._slots.release()
             raise _timed_out(job.final_url, job.limits)
         self._running += 1
         try:
@@ -346,6 +351,10 @@ class ConvertPool:
         try:
             with anyio.move_on_after(deadline - started) as scope:
                 await anyio.wait_readable(worker.conn.fileno())
+            # uvloop leaves a watched descriptor non-blocking (libuv's poll handle sets it so);
+            # the connection's whole-message recv and send need it blocking again, or a large
+            # answer or the next job fails part-way as if the worker had crashed.
+            os.set_blocking(worker.conn.fileno(), True)
             self._learn(self._clock() - started)
             if scope.cancelled_caught:
                 worker.kill()  # still converting: stopped with its worker

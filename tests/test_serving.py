@@ -1,0 +1,136 @@
+"""The servers' HTTP stack: httptools and uvloop when importable, h11 and asyncio otherwise,
+named in the start-up line; and the conversion workers started before the first request."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from localserver import respond, serve
+from test_gateway import FETCH_PATH, auth
+from test_gateway import write_config as gateway_config
+from test_mcp import child_env
+from test_mcp import write_config as mcp_config
+
+from webward._serving import Stack, fastest_stack, run_server
+
+
+async def _loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+def test_the_fastest_stack_is_httptools_and_uvloop_when_importable() -> None:
+    stack = fastest_stack()
+    assert stack == Stack("httptools", "uvloop")
+    assert stack.describe() == "httptools, uvloop"
+    assert run_server(stack, _loop_module).startswith("uvloop")
+
+
+def test_without_the_fast_parts_the_stack_is_h11_and_asyncio(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "httptools", None)  # `import httptools` raises ImportError
+    monkeypatch.setitem(sys.modules, "uvloop", None)
+    stack = fastest_stack()
+    assert stack == Stack("h11", "asyncio")
+    assert run_server(stack, _loop_module) == "asyncio.unix_events"
+
+
+def _blocked_fast_parts(tmp_path: Path) -> str:
+    """A directory that, first on the path, makes httptools and uvloop fail to import."""
+    blocked = tmp_path / "blocked"
+    for name in ("httptools", "uvloop"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(f"raise ImportError('no {name} here')\n")
+    return str(blocked)
+
+
+def _children(pid: int) -> list[str]:
+    """The command lines of ``pid``'s child processes."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+    return found
+
+
+def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webward.cli", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert proc.stderr is not None
+    return proc, proc.stderr.readline()
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    proc.wait(15)
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "fallback"])
+def test_serve_names_its_stack_and_starts_the_conversion_workers_before_serving(
+    tmp_path: Path, fast: bool
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    if not fast:
+        env["PYTHONPATH"] = _blocked_fast_parts(tmp_path) + os.pathsep + env["PYTHONPATH"]
+    config = gateway_config(tmp_path)
+    page = "<html><head><title>Stack</title></head><body><p>served words</p></body></html>"
+    with serve(routes={"/stack": respond(200, page)}) as site:
+        _serve_and_check(
+            ["serve", "--port", "0", "--config", str(config)], env, site.url("/stack"), fast
+        )
+
+
+def _serve_and_check(args: list[str], env: dict[str, str], url: str, fast: bool) -> None:
+    proc, line = _start(args, env)
+    try:
+        stack = "httptools, uvloop" if fast else "h11, asyncio"
+        assert line.startswith("webward serve: gateway on http://127.0.0.1:"), line
+        assert line.rstrip().endswith(f"(openapi at /openapi.json; {stack})"), line
+        base = line.split(" on ", 1)[1].split()[0]
+        with httpx.Client(trust_env=False, timeout=30) as c:
+            assert c.get(base + "/healthz").json() == {"status": "ok"}
+            # Serving: so the zygote, forked at start-up, is already there.
+            assert any("_zygote_main" in cmd for cmd in _children(proc.pid))
+            r = c.post(base + FETCH_PATH, json={"url": url}, headers=auth("alice"))
+            assert r.status_code == 200, r.text
+        maps = Path(f"/proc/{proc.pid}/maps").read_text()
+        assert ("uvloop" in maps) is fast and ("httptools" in maps) is fast
+    finally:
+        _stop(proc)
+
+
+def test_mcp_over_http_names_its_stack_and_starts_the_conversion_workers(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    config = mcp_config(tmp_path)
+    args = ["mcp", "--http", "127.0.0.1:0", "--tier", "connected", "--config", str(config)]
+    proc, line = _start(args, env)
+    try:
+        assert line.startswith("webward mcp: streamable HTTP on http://127.0.0.1:"), line
+        assert line.rstrip().endswith("/mcp (httptools, uvloop)"), line
+        assert any("_zygote_main" in cmd for cmd in _children(proc.pid))
+    finally:
+        _stop(proc)
