@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInput, WebwardError
-from ._settings import Settings
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
     from ._audit import AuditRecord
+    from ._settings import Settings
 
 # As _audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
