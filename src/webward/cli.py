@@ -63,9 +63,10 @@ def report_error(error: WebwardError, as_json: bool) -> int:
     return exit_code(error)
 
 
-def _modules() -> list[tuple[str, ModuleType]]:
+def _modules(chosen: str | None = None) -> list[tuple[str, ModuleType]]:
     found = []
-    for name in COMMANDS:
+    # A command line naming its command imports (and builds the parser of) that one only.
+    for name in (chosen,) if chosen else COMMANDS:
         try:
             found.append((name, importlib.import_module(f"webward._cmd_{name}")))
         except ModuleNotFoundError as exc:
@@ -87,7 +88,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"webward {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in _modules():
+    for name, module in _modules(chosen):
         p = sub.add_parser(
             name,
             help=module.HELP,
