@@ -422,11 +422,30 @@ NEVER_FOR_A_READ = (
 )
 
 
+# Loaded on first use, not for a read of a small page that declares its charset, with the
+# config file and state dir named: the mail parser (HTTP dates in Retry-After only), the
+# codec modules behind the WHATWG table (charset detection only), platformdirs (the default
+# config and state dirs) and the other commands' modules.
+NOT_FOR_A_SMALL_READ = (
+    "email",
+    "_multibytecodec",
+    "encodings.cp1252",
+    "platformdirs",
+    "webward._cmd_audit",
+    "webward._cmd_search",
+    "webward._cmd_serve",
+)
+
+
 def test_help_imports_no_command_dependencies(tmp_path: Path) -> None:
-    """`webward --help` loads neither the core nor its HTTP stack nor any face."""
+    """`webward --help` loads neither the core nor its HTTP stack nor any face, nor the
+    settings (their dataclasses, TOML parser and platformdirs) or logging."""
     loaded = modules_after(tmp_path, "--help")
     for name in ("webward._web", "httpcore", "anyio", "lxml", "webward._audit", *NEVER_FOR_A_READ):
         assert name not in loaded, name
+    for name in ("webward._settings", "tomllib", "platformdirs", "dataclasses", "logging"):
+        assert name not in loaded, name
+    assert "webward._cmd_fetch" in loaded  # it did list the commands
 
 
 def test_fetch_of_a_small_page_imports_only_what_a_read_uses(tmp_path: Path) -> None:
@@ -436,5 +455,5 @@ def test_fetch_of_a_small_page_imports_only_what_a_read_uses(tmp_path: Path) -> 
     with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, "<p>small page</p>")}) as srv:
         loaded = modules_after(tmp_path, "fetch", srv.url("/"), "--config", str(config))
     assert "webward._web" in loaded and "html_to_markdown" in loaded  # it did read the page
-    for name in (*NEVER_FOR_A_READ, "trafilatura", "justext"):
+    for name in (*NEVER_FOR_A_READ, *NOT_FOR_A_SMALL_READ, "trafilatura", "justext"):
         assert name not in loaded, name
