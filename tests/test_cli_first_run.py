@@ -425,10 +425,12 @@ NEVER_FOR_A_READ = (
 # Loaded on first use, not for a read of a small page that declares its charset, with the
 # config file and state dir named: the mail parser (HTTP dates in Retry-After only), the
 # codec modules behind the WHATWG table (charset detection only), platformdirs (the default
-# config and state dirs), idna (non-ASCII host names) and the other commands' modules.
+# config and state dirs), idna (non-ASCII host names), the render's egress proxy and the
+# other commands' modules.
 NOT_FOR_A_SMALL_READ = (
     "email",
     "idna",
+    "webward._proxy",
     "_multibytecodec",
     "encodings.cp1252",
     "platformdirs",
