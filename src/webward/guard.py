@@ -379,7 +379,7 @@ def _domain_to_ascii(domain: str, shown: str) -> str:
     punycode for the labels that are not ASCII."""
     if domain.isascii():
         return domain.lower()
-    import idna  # its tables cost ~5 % of a `webward fetch`; most hosts are ASCII
+    import idna  # its tables cost milliseconds of start-up; most hosts are ASCII
 
     try:
         mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
