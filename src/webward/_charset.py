@@ -11,6 +11,7 @@ decodes escape sequences into lone surrogates) or a bytes-to-bytes transform. :m
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 
 import webencodings
@@ -31,15 +32,22 @@ _BOMS = (
 # webencodings reads GBK with Python's gbk codec; the standard reads it with the gb18030
 # decoder. "replacement" (ISO-2022-KR, HZ ...) decodes any document to one U+FFFD: unusable.
 _CODEC_FOR_WHATWG_NAME = {"gbk": "gb18030", "replacement": None, "x-user-defined": None}
+
+
 # Python's names of every codec a WHATWG encoding decodes with (for detection's answers).
-_WHATWG_CODECS = frozenset(
-    codecs.lookup(name).name
-    for name in (
-        _CODEC_FOR_WHATWG_NAME.get(enc, webencodings.lookup(enc).codec_info.name)
-        for enc in set(webencodings.LABELS.values())
+# Built on first use: the lookups import some 40 codec modules, which a page that declares
+# its charset need not load.
+@functools.cache
+def _whatwg_codecs() -> frozenset[str]:
+    return frozenset(
+        codecs.lookup(name).name
+        for name in (
+            _CODEC_FOR_WHATWG_NAME.get(enc, webencodings.lookup(enc).codec_info.name)
+            for enc in set(webencodings.LABELS.values())
+        )
+        if name is not None
     )
-    if name is not None
-)
+
 
 _META_CHARSET = re.compile(
     rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+-]{1,40})""", re.IGNORECASE
@@ -75,7 +83,7 @@ def _detected_codec(name: str) -> str | None:
         codec = codecs.lookup(name).name
     except LookupError:
         return None
-    return codec if codec in _WHATWG_CODECS else None
+    return codec if codec in _whatwg_codecs() else None
 
 
 def _decode(body: bytes, codec: str, errors: str, truncated: bool) -> str:

@@ -8,9 +8,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInput, WebwardError
-from ._settings import TIERS, Settings
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._settings import Settings
     from .agents import AnthropicClient, CallRecord, OpenAIClient
 
 HELP = "ask the research agent a question; it searches and reads the web through webward"
@@ -43,6 +43,8 @@ def _provider(name: str) -> tuple[str, str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ._settings import TIERS
+
     p.add_argument("question", metavar="QUESTION", help="what to find out")
     p.add_argument(
         "--provider",

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInput, WebwardError
-from ._settings import Settings
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._settings import Settings
     from .audit import AuditRecord
 
 # As audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
+from typing import TYPE_CHECKING
 
 from ._errors import InvalidInput
-from ._settings import Settings
+
+if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._settings import Settings
 
 HELP = "open the operator console (audit log, usage, hosts, policy) on loopback"
 DESCRIPTION = """\

@@ -11,10 +11,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from ._errors import InvalidInput, Refused
-from ._settings import Settings
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
     from ._credentials import ChainedStore
+    from ._settings import Settings
 
 HELP = "store, show (masked), delete or list search and model API keys"
 DESCRIPTION = """\

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from ._settings import Settings
+if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._settings import Settings
 
 HELP = "read one public page (text window, image or PDF) through the guard"
 DESCRIPTION = """\

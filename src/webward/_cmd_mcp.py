@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ._settings import TIERS, Settings
+if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._settings import Settings
 
 HELP = "serve web_fetch and web_search over MCP (stdio, or streamable HTTP with --http)"
 DESCRIPTION = """\
@@ -26,6 +28,8 @@ pip install 'webward[mcp]'."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ._settings import TIERS
+
     p.add_argument(
         "--http",
         metavar="HOST:PORT",

@@ -8,7 +8,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from ._errors import InvalidInput
-from ._settings import Settings
+
+if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
+    from ._settings import Settings
 
 if TYPE_CHECKING:
     from ._serving import Stack

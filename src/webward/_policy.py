@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-import idna
-
 from ._errors import InvalidInput, Reason, Refused
 from ._settings import TIERS, AgentSettings, PolicySettings
 
@@ -108,6 +106,8 @@ def normalise_host(host: str) -> str:
     if h.isascii():
         h = h.lower()
     else:
+        import idna  # only for non-ASCII names (start-up: see guard._domain_to_ascii)
+
         try:
             h = idna.encode(h, uts46=True, transitional=False).decode("ascii")
         except (idna.IDNAError, UnicodeError, ValueError):

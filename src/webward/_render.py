@@ -31,12 +31,14 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from ._errors import Reason, Refused, UpstreamError
-from ._proxy import Gate, open_proxy
+
+if TYPE_CHECKING:  # the egress proxy is imported by a render, not by every read
+    from ._proxy import Gate
 
 __all__ = [
     "CHROMIUM",
@@ -197,6 +199,8 @@ class ChromiumRenderer:
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
         from playwright.async_api import async_playwright
+
+        from ._proxy import open_proxy
 
         try:
             async with _private_dir() as root:

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from ._errors import InvalidInput
 
 __all__ = ["ROLES", "TIERS", "AgentSettings", "BudgetSettings", "Settings"]
@@ -132,7 +130,11 @@ class StateSettings:
     redis_url: str = ""
 
     def path(self) -> Path:
-        return Path(self.dir) if self.dir else Path(platformdirs.user_state_dir("webward"))
+        if self.dir:
+            return Path(self.dir)
+        import platformdirs  # only when no state dir is set (6 ms of start-up)
+
+        return Path(platformdirs.user_state_dir("webward"))
 
 
 @dataclass(frozen=True)
@@ -250,6 +252,8 @@ def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) ->
             raise InvalidInput(f"the config file {p} named by WEBWARD_CONFIG does not exist")
         return p
     # Never ./webward.toml: see the module docstring.
+    import platformdirs  # only when no config file is named (6 ms of start-up)
+
     candidate = Path(platformdirs.user_config_dir("webward")) / "webward.toml"
     return candidate if candidate.is_file() else None
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import json
-import logging
 import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, internal_error
-from ._settings import Settings
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = ["exit_code", "main", "report_error"]
 
@@ -54,15 +55,18 @@ def exit_code(error: WebwardError) -> int:
 def report_error(error: WebwardError, as_json: bool) -> int:
     """Print ``error`` for people (stderr) or scripts (the error model on stdout)."""
     if as_json:
+        import json
+
         print(json.dumps(error.to_wire(), ensure_ascii=False))
     else:
         print(f"webward: {error.message}", file=sys.stderr)
     return exit_code(error)
 
 
-def _modules() -> list[tuple[str, ModuleType]]:
+def _modules(chosen: str | None = None) -> list[tuple[str, ModuleType]]:
     found = []
-    for name in COMMANDS:
+    # A command line naming its command imports (and builds the parser of) that one only.
+    for name in (chosen,) if chosen else COMMANDS:
         try:
             found.append((name, importlib.import_module(f"webward._cmd_{name}")))
         except ModuleNotFoundError as exc:
@@ -84,7 +88,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"webward {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in _modules():
+    for name, module in _modules(chosen):
         p = sub.add_parser(
             name,
             help=module.HELP,
@@ -121,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     as_json = bool(getattr(args, "json", False))
     try:
+        from ._settings import Settings  # not for `webward --help`
+
         with _quiet_libraries():
             settings = Settings.load(args.config)
             code: int = args._module.run(args, settings)
@@ -139,9 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-class _OwnRecords(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.name == "webward" or record.name.startswith("webward.")
+def _own_records(record: logging.LogRecord) -> bool:
+    return record.name == "webward" or record.name.startswith("webward.")
 
 
 @contextlib.contextmanager
@@ -150,9 +155,11 @@ def _quiet_libraries() -> Iterator[None]:
     the terminal, who gets webward's one sentence: while a command runs, only webward's own
     records (WARNING and up) reach stderr, and warnings are shown only when asked for with
     ``python -W``."""
+    import logging  # not for `webward --help`
+
     handler = logging.StreamHandler()  # stderr, as logging's last resort would print
     handler.setLevel(logging.WARNING)
-    handler.addFilter(_OwnRecords())
+    handler.addFilter(_own_records)
     root = logging.getLogger()
     root.addHandler(handler)
     try:

@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes, urljoin
 
-import idna
-
 from ._addresses import (
     METADATA_ADDRESSES,
     REASON_INVALID_ADDRESS,
@@ -367,6 +365,8 @@ def _parse_host(text: str) -> tuple[str, bool]:
         if not _LABEL_RE.fullmatch(label):
             raise _invalid_host(text, "it has a character or label length no host name has")
         if label.startswith("xn--"):
+            import idna  # as below: only for IDNA labels
+
             try:
                 idna.ulabel(label)
             except (idna.IDNAError, UnicodeError, ValueError):
@@ -381,6 +381,8 @@ def _domain_to_ascii(domain: str, shown: str) -> str:
     punycode for the labels that are not ASCII."""
     if domain.isascii():
         return domain.lower()
+    import idna  # its tables cost milliseconds of start-up; most hosts are ASCII
+
     try:
         mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
         labels = [

@@ -29,7 +29,6 @@ processes share.
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import math
 import time
 from collections import deque
@@ -383,6 +382,8 @@ def parse_retry_after(
         if math.isinf(seconds):
             return cap if seconds > 0 else 0.0
         return min(max(seconds, 0.0), cap)
+    import email.utils  # an HTTP date is rare: the email package is not loaded for every read
+
     try:
         when = email.utils.parsedate_to_datetime(v)
     except (TypeError, ValueError, IndexError):
