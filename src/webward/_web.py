@@ -37,6 +37,7 @@ from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import FetchRobots, RobotsChecker, RobotsStore
 from ._settings import TIERS, Settings
+from ._shell import needs_browser
 from ._telemetry import Telemetry, span
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 from ._workers import ConvertPool, is_cheap
@@ -296,7 +297,7 @@ class Web:
                         ),
                         deadline,
                     )
-                if _needs_browser(converted, result.body.content):
+                if needs_browser(converted, result.body.content):
                     self._check_can_render(url, tier)
                     converted = await self._render_fallback(
                         converted, result.final.url, include_links, agent, tier, record, deadline
@@ -331,7 +332,7 @@ class Web:
         if include_screenshot and offset == 0:
             # Rendered after the plain read, so robots.txt, limits and the page's own redirect
             # hops have been checked; the renderer's every request then meets the gate.
-            with span("render", {"webward.screenshot": True}):
+            with self.telemetry.rendering("screenshot"):
                 rendered = await self._renderer.render(
                     cached.final_url, screenshot=True, gate=_RenderGate(self, agent, tier, record)
                 )
@@ -499,7 +500,7 @@ class Web:
         """
         with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
             try:
-                with span("render", {"webward.screenshot": False}):
+                with self.telemetry.rendering("fallback"):
                     rendered = await self._renderer.render(
                         final_url, screenshot=False, gate=_RenderGate(self, agent, tier, record)
                     )
@@ -521,9 +522,11 @@ class Web:
     async def _convert(self, job: _Job, deadline: float) -> _convert.Converted:
         """The conversion step, bounded (see :mod:`webward._workers`): a body whose conversion
         its size bounds stays in this process (a small one on the event loop, being quicker
-        than a hop to a thread); larger HTML and every PDF go to a killable worker."""
+        than a hop to a thread, a moderate page in a thread); other HTML and every PDF go to
+        a killable worker."""
         if not is_cheap(job.body, job.content_type):
-            return await self._converter.convert(job, deadline)
+            nearby = await self._converter.convert_nearby(job)
+            return nearby if nearby is not None else await self._converter.convert(job, deadline)
         if len(job.body) <= _INLINE_CONVERT_BYTES:
             return job.run()
         return await anyio.to_thread.run_sync(job.run)
@@ -791,20 +794,6 @@ def _cached_guard(url: str, allow: tuple[Any, ...], max_chars: int) -> guard.Par
 # Tiers whose reads may use the headless fallback (DESIGN.md: "connected ... headless fallback
 # included"); as-owner reads stay plain HTTP.
 _RENDER_FALLBACK_TIERS = frozenset({"connected", "full"})
-# A page whose reading keeps fewer visible characters than this, and whose HTML carries
-# scripts, is taken for a script-only shell that needs a browser.
-_SHELL_MAX_CHARS = 100
-
-
-def _needs_browser(converted: _convert.Converted, body: bytes) -> bool:
-    if converted.kind != "text" or converted.media_type not in (
-        "text/html",
-        "application/xhtml+xml",
-    ):
-        return False
-    if len("".join(converted.text.split())) >= _SHELL_MAX_CHARS:
-        return False
-    return b"<script" in body[:1_000_000].lower()
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
