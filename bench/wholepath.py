@@ -19,7 +19,10 @@ steadier figure; ours counts the conversion workers' CPU too, read from /proc):
     name: ours X ms, anchor Y ms, ratio Z        (ratio = ours / anchor; below 1 is faster)
 
 Each round reads every page under a fresh query string, so no round is served from the cache.
-No network beyond 127.0.0.1.
+
+Library paging: every window of a long page (about 270,000 characters), ours reading the
+windows after the first from the page cache, the anchor the same ``Web`` with the page cache
+off (each window downloaded and converted again). No network beyond 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import anyio
 import httpx
 
 from webward import Settings, StaticResolver, Web
+from webward._cache import NullPageCache
 from webward.testing import MemoryAuditSink
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -49,6 +53,13 @@ pages = {}
 for name, path in json.loads(os.environ["WEBWARD_BENCH_PAGES"]).items():
     with gzip.open(path, "rb") as f:
         pages["/" + name] = f.read()
+pages["/long"] = (
+    b"<html><head><title>Long</title></head><body><article><h1>Long</h1>"
+    + b"".join(b"<p>Paragraph %d of a long page that an agent reads window by window, "
+               b"with enough words in it to make the windows count.</p>" % i
+               for i in range(2000))
+    + b"</article></body></html>"
+)
 robots = b"User-agent: *\\nAllow: /\\n"
 async def app(scope, receive, send):
     if scope["type"] != "http":
@@ -206,6 +217,7 @@ async def main(rounds: int, limit: int, windows_out: list[int]) -> list[str]:
 
             # Warm both sides (imports, the conversion zygote, connections) on one page of
             # each set, outside the figures: a server reads pages all day.
+            await web._converter.start()
             for pages in sets.values():
                 first = next(iter(pages))
                 await ours(f"{base}{first}?warm")
@@ -224,6 +236,33 @@ async def main(rounds: int, limit: int, windows_out: list[int]) -> list[str]:
                     for key, value in zip(("ow", "oc", "aw", "ac"), (*o, *a), strict=True):
                         totals.setdefault(f"{name}/{key}", []).append(value)
                         totals.setdefault(f"all/{key}", []).append(value)
+            # Library paging: every window of a long page, read from the page cache (ours)
+            # or downloaded and converted again for every window (anchor: the cache off).
+            async with Web(
+                settings, StaticResolver({}), audit=MemoryAuditSink(), page_cache=NullPageCache()
+            ) as uncached:
+
+                async def page_through(reader: Web, url: str) -> int:
+                    page, windows = await reader.fetch(url), 1
+                    while page.window.next_offset is not None:
+                        page = await reader.fetch(url, offset=page.window.next_offset)
+                        windows += 1
+                    return windows
+
+                paging: dict[str, list[float]] = {"ours": [], "anchor": []}
+                windows = 0
+                for r in range(rounds):
+                    for side, reader in (("ours", web), ("anchor", uncached)):
+                        cpu, wall = cpu_now(proc.pid), time.perf_counter()
+                        windows = await page_through(reader, f"{base}long?paging={r}")
+                        paging[side].append(time.perf_counter() - wall)
+                        paging[side].append(cpu_now(proc.pid) - cpu)
+                ours_wall = sum(paging["ours"][0::2]) / rounds
+                anchor_wall = sum(paging["anchor"][0::2]) / rounds
+                out.append(line(f"library paging {windows} windows (wall)", ours_wall, anchor_wall))
+                ours_cpu = sum(paging["ours"][1::2]) / rounds
+                anchor_cpu = sum(paging["anchor"][1::2]) / rounds
+                out.append(line(f"library paging {windows} windows (CPU)", ours_cpu, anchor_cpu))
             for name in (*sets, "all"):
 
                 def mean(key: str, name: str = name) -> float:
