@@ -22,7 +22,9 @@ bytes). The pipeline for HTML:
    comments dropped, precision-oriented: chosen by ``bench/extraction.py``);
 5. if the extractor kept too little of the page (a home page, an index, a listing), convert the
    whole cleaned page with html-to-markdown instead;
-6. tidy the Markdown (blank-line runs, trailing spaces, a blank line after code fences).
+6. tidy the Markdown (blank-line runs, trailing spaces, a blank line after code fences);
+7. a scant reading (see :mod:`webward._shell`) becomes the body's own words when it has some,
+   or, for a page cut at the byte cap, a note that its text lies past the cut.
 
 Third-party extractors run inside ``try``: whatever a hostile page does to them, the reader falls
 back to the next step and in the end to the page's plain text.
