@@ -98,13 +98,14 @@ def free_port() -> int:
 
 
 def _cpu_of(pid: int) -> float:
-    """CPU seconds (user + system) a process has used, from /proc; 0 once it is gone."""
+    """CPU seconds (user + system) a process and its reaped children (a browser's) have used,
+    from /proc; 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def _descendants(root: int) -> list[int]:
@@ -126,12 +127,18 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
-def cpu_now(server_pid: int) -> float:
-    """This process's CPU plus its helpers' (the conversion zygote and its workers), the
-    page server excluded: it serves both sides alike."""
+def cpu_now(server_pid: int) -> dict[int, float]:
+    """CPU seconds by process: this one (as 0) and its helpers (the conversion zygote and its
+    workers, a renderer), the page server excluded: it serves both sides alike."""
     helpers = [p for p in _descendants(os.getpid()) if p != server_pid]
     helpers = [p for p in helpers if server_pid not in (p, *_ancestors(p))]
-    return time.process_time() + sum(_cpu_of(p) for p in helpers)
+    return {0: time.process_time(), **{p: _cpu_of(p) for p in helpers}}
+
+
+def cpu_spent(before: dict[int, float], server_pid: int) -> float:
+    """CPU seconds spent since ``before``: by the processes alive now (a helper that ended
+    meanwhile, a killed worker, takes its share with it rather than subtracting its life)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in cpu_now(server_pid).items())
 
 
 def _ancestors(pid: int) -> list[int]:
@@ -154,7 +161,7 @@ async def measure(
     for url in urls:
         await read(url)
     n = len(urls)
-    return (time.perf_counter() - wall) / n, (cpu_now(server_pid) - cpu) / n
+    return (time.perf_counter() - wall) / n, cpu_spent(cpu, server_pid) / n
 
 
 def line(name: str, ours: float, anchor: float) -> str:
@@ -256,7 +263,7 @@ async def main(rounds: int, limit: int, windows_out: list[int]) -> list[str]:
                         cpu, wall = cpu_now(proc.pid), time.perf_counter()
                         windows = await page_through(reader, f"{base}long?paging={r}")
                         paging[side].append(time.perf_counter() - wall)
-                        paging[side].append(cpu_now(proc.pid) - cpu)
+                        paging[side].append(cpu_spent(cpu, proc.pid))
                 ours_wall = sum(paging["ours"][0::2]) / rounds
                 anchor_wall = sum(paging["anchor"][0::2]) / rounds
                 out.append(line(f"library paging {windows} windows (wall)", ours_wall, anchor_wall))
