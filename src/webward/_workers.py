@@ -5,7 +5,7 @@ Where a body is converted (see docs/reading.md, "Bounded conversion"):
 
     images, text, JSON ...   in the calling process: decoding is linear and cheap
     HTML up to 16 KB         in the calling process: measured worst case about 0.1 s
-    HTML up to 2,048 tags    in a thread of the calling process, one page at a time
+    HTML up to 3,072 tags    in a thread of the calling process, one page at a time
     other HTML, every PDF    in a worker process of :class:`ConvertPool`
 
 A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
@@ -55,10 +55,11 @@ __all__ = ["CHEAP_HTML_BYTES", "ConvertPool", "Job", "is_cheap", "is_moderate"]
 CHEAP_HTML_BYTES = 16_384
 #: HTML with at most this many ``<`` (every element needs one) and bytes is moderate: the
 #: hostile layouts of that many tags (block soup, tables, nesting) convert in at most about
-#: 0.15 s and a few MB, as the cheap ones do; the median page of bench/extraction.py's sets has
-#: about 1,300. One such page at a time is converted in a thread of the calling process
-#: (:meth:`ConvertPool.convert_nearby`), sparing it the hop to a worker at lower priority.
-MODERATE_HTML_TAGS = 2_048
+#: 0.15 s and a few MB, as the cheap ones do; the median page of bench/extraction.py's sets
+#: has about 1,300 (five in six have at most 3,072). One such page at a time is converted in
+#: a thread of the calling process (:meth:`ConvertPool.convert_nearby`), sparing it the hop
+#: to a worker at lower priority.
+MODERATE_HTML_TAGS = 3_072
 MODERATE_HTML_BYTES = 262_144
 
 # The zygote: imports and warms up the converters, then forks a worker for each socket it is
