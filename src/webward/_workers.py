@@ -54,13 +54,13 @@ __all__ = ["CHEAP_HTML_BYTES", "ConvertPool", "Job", "is_cheap", "is_moderate"]
 #: hostile pages of this size convert in at most about 0.1 s).
 CHEAP_HTML_BYTES = 16_384
 #: HTML with at most this many ``<`` (every element needs one) and bytes is moderate: the
-#: hostile layouts of that many tags (block soup, tables, nesting) convert in at most about
-#: 0.15 s and a few MB, as the cheap ones do; the median page of bench/extraction.py's sets
-#: has about 1,300 (five in six have at most 3,072). One such page at a time is converted in
-#: a thread of the calling process (:meth:`ConvertPool.convert_nearby`), sparing it the hop
-#: to a worker at lower priority.
+#: hostile layouts of that many tags (block soup, tables, nesting, 512 KB of text) convert
+#: in at most about 0.2 s and a few MB, about as the cheap ones do; the median page of
+#: bench/extraction.py's sets has about 1,300 (five in six have at most 3,072). One such page
+#: at a time is converted in a thread of the calling process
+#: (:meth:`ConvertPool.convert_nearby`), sparing it the hop to a worker at lower priority.
 MODERATE_HTML_TAGS = 3_072
-MODERATE_HTML_BYTES = 262_144
+MODERATE_HTML_BYTES = 524_288
 
 # The zygote: imports and warms up the converters, then forks a worker for each socket it is
 # sent. The package's own directory goes first on its path, so it runs this very webward.
