@@ -364,7 +364,10 @@ def test_truncated_html_is_marked_at_the_end() -> None:
     page = read(html, "text/html", truncated=True)
     assert page.text.endswith("\n\n[truncated at 1 MB]")
     assert "Main Heading Of The Article" in page.text
-    assert read(b"", "text/html", truncated=True).text == "[truncated at 1 MB]"
+    # Cut before any text: says so, with the next step, the marker still last.
+    empty = read(b"", "text/html", truncated=True).text
+    assert empty.startswith("[the first 1 MB of this page holds no readable text")
+    assert "([limits] max_read_bytes)" in empty and empty.endswith("\n\n[truncated at 1 MB]")
 
 
 def test_undeclared_text_is_sniffed() -> None:

@@ -174,7 +174,7 @@ def _looks_binary(head: bytes) -> bool:
 
 def _control_heavy(head: bytes) -> bool:
     """More than one byte in ten is a control byte that text does not use."""
-    controls = sum(head.count(bytes([c])) for c in _TEXT_CONTROLS)
+    controls = len(head) - len(head.translate(None, _TEXT_CONTROLS))  # one pass, in C
     return controls > len(head) // 10
 
 

@@ -25,7 +25,9 @@ bytes). The pipeline for HTML:
 5b. else, on a page with room for a reading half again as long, ask a second extractor
    (readability-lxml): when its reading holds trafilatura's and is at least half again as long,
    trafilatura dropped part of the article, and the longer reading is taken;
-6. tidy the Markdown (blank-line runs, trailing spaces, a blank line after code fences).
+6. tidy the Markdown (blank-line runs, trailing spaces, a blank line after code fences);
+7. a scant reading (see :mod:`webward._shell`) becomes the body's own words when it has some,
+   or, for a page cut at the byte cap, a note that its text lies past the cut.
 
 Third-party extractors run inside ``try``: whatever a hostile page does to them, the reader falls
 back to the next step and in the end to the page's plain text.
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from . import _content
+from . import _content, _shell
 from ._charset import codec_for, decode_text
 from ._errors import Refused
 from ._models import Link, Part
@@ -164,6 +166,12 @@ _MAX_MAIN_ELEMENTS = 5_000
 _MAX_MAIN_DEPTH = 256
 # For the parser-free reading of a page nested too deep.
 _SKIPPED_BLOCK = re.compile(r"<(script|style|noscript|template)\b")
+# For the words of a body whose reading came out scant: page furniture left out too, so a
+# shell's server-made menus and footer do not pass for words of its own.
+_NOT_WORDS_BLOCK = re.compile(
+    r"<(script|style|noscript|template|nav|header|footer|aside|menu|button|select|svg|head)\b"
+)
+_BODY_START = re.compile(r"<body\b", re.IGNORECASE)
 _BLOCK_TAG = re.compile(
     r"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b[^>]*>",
     re.IGNORECASE,
@@ -382,9 +390,7 @@ def _rewrite_links(tree: Any, base: str, collect: bool) -> tuple[Link, ...]:
     return tuple(links)
 
 
-def _solid(text: str) -> int:
-    """Characters other than whitespace: how much text there is, however it is laid out."""
-    return len("".join(text.split()))
+_solid = _shell.solid
 
 
 def _visible_text(tree: Any) -> str:
@@ -405,21 +411,56 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(_LINK_TARGET.sub("]", text).lower())
 
 
+@functools.cache
+def _extractor() -> Any:
+    """trafilatura's options, built once per process rather than on every page: Markdown,
+    tables, links and formatting kept, comments dropped, precision-oriented."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(
+        output_format="markdown",
+        tables=True,
+        links=True,
+        formatting=True,
+        images=False,
+        comments=False,
+        precision=True,
+        with_metadata=False,
+    )
+
+
+@functools.cache
+def _h2m_options() -> Any:
+    """html-to-markdown's options for a whole page, built once per process."""
+    import html_to_markdown as h2m
+
+    return h2m.ConversionOptions(
+        preprocessing=h2m.PreprocessingOptions(enabled=True, preset="standard"),
+        extract_metadata=False,
+        skip_images=True,
+        autolinks=True,
+    )
+
+
+def warm_up() -> None:
+    """Pay the extractors' start-up now (the conversion zygote calls it before forking its
+    workers): their options, and justext's stoplists of 100 languages, which trafilatura
+    loads the first time it falls back to justext (about 0.25 s of CPU, once per process)."""
+    _extractor()
+    _h2m_options()
+    try:
+        from trafilatura.external import jt_stoplist_init
+
+        jt_stoplist_init()
+    except Exception:  # a trafilatura without it loads them when needed, as before
+        pass
+
+
 def _main_content(tree: Any) -> str:
     import trafilatura
 
     try:
-        out = trafilatura.extract(
-            tree,
-            output_format="markdown",
-            include_tables=True,
-            include_links=True,
-            include_formatting=True,
-            include_images=False,
-            include_comments=False,
-            favor_precision=True,
-            with_metadata=False,
-        )
+        out = trafilatura.extract(tree, options=_extractor())
     except Exception:  # third-party code on hostile input: fall back, never crash
         return ""
     return out or ""
@@ -428,13 +469,7 @@ def _main_content(tree: Any) -> str:
 def _h2m(html: str) -> str:
     import html_to_markdown as h2m
 
-    options = h2m.ConversionOptions(
-        preprocessing=h2m.PreprocessingOptions(enabled=True, preset="standard"),
-        extract_metadata=False,
-        skip_images=True,
-        autolinks=True,
-    )
-    return h2m.convert(html, options).content or ""
+    return h2m.convert(html, _h2m_options()).content or ""
 
 
 def _full_page(tree: Any) -> str:
@@ -510,16 +545,16 @@ def _skip_block(text: str, lowered: str, start: int, tag: str) -> int:
     return len(text) if end < 0 else end + 1
 
 
-def _plain_text(text: str) -> str:
-    """The words of an HTML document without a parser: markup, scripts and styles removed,
-    one line per block. Linear in the text, whatever its nesting."""
+def _plain_text(text: str, skipped: re.Pattern[str] = _SKIPPED_BLOCK) -> str:
+    """The words of an HTML document without a parser: markup, scripts and styles (the
+    ``skipped`` blocks) removed, one line per block. Linear in the text, whatever its nesting."""
     import html
 
     lowered = text.lower()
     kept: list[str] = []
     pos = 0
     while True:
-        match = _SKIPPED_BLOCK.search(lowered, pos)
+        match = skipped.search(lowered, pos)
         if match is None:
             kept.append(text[pos:])
             break
@@ -677,7 +712,9 @@ def convert(
     links: tuple[Link, ...] = ()
     if is_html:
         result = html_to_markdown(text, final_url, include_links=include_links)
-        text, title, links = result.markdown, result.title, result.links
+        page, text, title, links = text, result.markdown, result.title, result.links
+        if _shell.scant(text):
+            text = _scant_reading(page, text, truncated, limits)
     else:
         text = text.removeprefix("\ufeff")
         if media_type in _content.MARKDOWN_TYPES:
@@ -686,6 +723,18 @@ def convert(
         marker = _content.truncation_marker(limits)
         text = f"{text}\n\n{marker}" if text else marker
     return Converted("text", media_type, title, text, (), links, truncated)
+
+
+def _scant_reading(page: str, reading: str, truncated: bool, limits: LimitsSettings) -> str:
+    """What to hand over when the extractors kept (nearly) nothing (see :mod:`webward._shell`):
+    the body's own words when it has some (its text was only hard to extract), else, for a
+    page cut at the byte cap, a note that its text lies past the cut; else the reading as it
+    is (a script shell's, which the fetch core renders)."""
+    start = _BODY_START.search(page)
+    words = _plain_text(page[start.start() if start else 0 :], _NOT_WORDS_BLOCK)
+    if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
+        return words
+    return _shell.cut_note(limits) if truncated else reading
 
 
 _MD_HEADING = re.compile(r"^#{1,2}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)

@@ -401,6 +401,19 @@ class Telemetry:
             if metrics is not None:
                 metrics.converting.dec()
 
+    @contextlib.contextmanager
+    def rendering(self, purpose: str) -> Iterator[None]:
+        """A headless render (``purpose``: ``fallback`` for a script shell's reading, or
+        ``screenshot``), in its span; its seconds go to ``webward_render_seconds``."""
+        started = time.monotonic()
+        try:
+            with span("render", {"webward.screenshot": purpose == "screenshot"}):
+                yield
+        finally:
+            if self.metrics is not None:
+                spent = time.monotonic() - started
+                self.metrics.render_seconds.labels(purpose).observe(spent)
+
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
@@ -542,6 +555,13 @@ class _Metrics:
         )
         self.converting = prom.Gauge(
             "webward_conversions_in_flight", "Bodies being converted to text now.", registry=r
+        )
+        self.render_seconds = prom.Histogram(
+            "webward_render_seconds",
+            "Headless renders and how long they took, by purpose (fallback, screenshot).",
+            ["purpose"],
+            buckets=_CALL_BUCKETS,
+            registry=r,
         )
         self.hosts = _HostMetrics(top_hosts)
         r.register(self.hosts)

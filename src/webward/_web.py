@@ -42,7 +42,8 @@ from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsStore
 from ._settings import TIERS, Settings
-from ._telemetry import Telemetry, span
+from ._shell import needs_browser
+from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 from ._workers import ConvertPool, is_cheap
 from ._workers import Job as _Job
@@ -323,7 +324,7 @@ class Web:
         if renewed is not None:
             return renewed, True
         converted = await self._convert_read(result, include_links, deadline)
-        if _needs_browser(converted, result.body.content):
+        if needs_browser(converted, result.body.content):
             self._check_can_render(url, tier)
             converted = await self._render_fallback(
                 converted, result.final.url, include_links, agent, tier, call, deadline
@@ -367,7 +368,7 @@ class Web:
         """The page rendered headless for its screenshot: after the plain read, so robots.txt,
         limits and the page's own redirect hops have been checked; the renderer's every
         request then meets the gate."""
-        with span("render", {"webward.screenshot": True}):
+        with self.telemetry.rendering("screenshot"):
             rendered = await self._renderer.render(
                 final_url, screenshot=True, gate=self._gate.render_gate(agent, tier, call)
             )
@@ -552,7 +553,7 @@ class Web:
         """
         with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
             try:
-                with span("render", {"webward.screenshot": False}):
+                with self.telemetry.rendering("fallback"):
                     rendered = await self._renderer.render(
                         final_url, screenshot=False, gate=self._gate.render_gate(agent, tier, call)
                     )
@@ -574,9 +575,11 @@ class Web:
     async def _convert(self, job: _Job, deadline: float) -> _convert.Converted:
         """The conversion step, bounded (see :mod:`webward._workers`): a body whose conversion
         its size bounds stays in this process (a small one on the event loop, being quicker
-        than a hop to a thread); larger HTML and every PDF go to a killable worker."""
+        than a hop to a thread, a moderate page in a thread); other HTML and every PDF go to
+        a killable worker."""
         if not is_cheap(job.body, job.content_type):
-            return await self._converter.convert(job, deadline)
+            nearby = await self._converter.convert_nearby(job)
+            return nearby if nearby is not None else await self._converter.convert(job, deadline)
         if len(job.body) <= _INLINE_CONVERT_BYTES:
             return job.run()
         return await anyio.to_thread.run_sync(job.run)
@@ -746,20 +749,6 @@ def _default_cache(settings: Settings) -> PageCache:
 # Tiers whose reads may use the headless fallback (DESIGN.md: "connected ... headless fallback
 # included"); as-owner reads stay plain HTTP.
 _RENDER_FALLBACK_TIERS = frozenset({"connected", "full"})
-# A page whose reading keeps fewer visible characters than this, and whose HTML carries
-# scripts, is taken for a script-only shell that needs a browser.
-_SHELL_MAX_CHARS = 100
-
-
-def _needs_browser(converted: _convert.Converted, body: bytes) -> bool:
-    if converted.kind != "text" or converted.media_type not in (
-        "text/html",
-        "application/xhtml+xml",
-    ):
-        return False
-    if len("".join(converted.text.split())) >= _SHELL_MAX_CHARS:
-        return False
-    return b"<script" in body[:1_000_000].lower()
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:

@@ -5,7 +5,8 @@ Where a body is converted (see docs/reading.md, "Bounded conversion"):
 
     images, text, JSON ...   in the calling process: decoding is linear and cheap
     HTML up to 16 KB         in the calling process: measured worst case about 0.1 s
-    larger HTML, every PDF   in a worker process of :class:`ConvertPool`
+    HTML up to 3,072 tags    in a thread of the calling process, one page at a time
+    other HTML, every PDF    in a worker process of :class:`ConvertPool`
 
 A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
 caller's main module is never run again) that has the converters imported and warmed up
@@ -47,11 +48,19 @@ from ._settings import LimitsSettings
 if TYPE_CHECKING:  # imported when a worker is first needed: a small read never pays for it
     from multiprocessing.connection import Connection
 
-__all__ = ["CHEAP_HTML_BYTES", "ConvertPool", "Job", "is_cheap"]
+__all__ = ["CHEAP_HTML_BYTES", "ConvertPool", "Job", "is_cheap", "is_moderate"]
 
 #: HTML bodies up to this size are converted in the calling process (bench/convert.py: the
 #: hostile pages of this size convert in at most about 0.1 s).
 CHEAP_HTML_BYTES = 16_384
+#: HTML with at most this many ``<`` (every element needs one) and bytes is moderate: the
+#: hostile layouts of that many tags (block soup, tables, nesting, 512 KB of text) convert
+#: in at most about 0.2 s and a few MB, about as the cheap ones do; the median page of
+#: bench/extraction.py's sets has about 1,300 (five in six have at most 3,072). One such page
+#: at a time is converted in a thread of the calling process
+#: (:meth:`ConvertPool.convert_nearby`), sparing it the hop to a worker at lower priority.
+MODERATE_HTML_TAGS = 3_072
+MODERATE_HTML_BYTES = 524_288
 
 # The zygote: imports and warms up the converters, then forks a worker for each socket it is
 # sent. The package's own directory goes first on its path, so it runs this very webward.
@@ -78,6 +87,15 @@ def is_cheap(body: bytes, content_type: str | None) -> bool:
     if media_type == _content.PDF:
         return False
     return media_type not in _content.HTML_TYPES or len(body) <= CHEAP_HTML_BYTES
+
+
+def is_moderate(body: bytes, content_type: str | None) -> bool:
+    """Whether ``body`` is HTML within :data:`MODERATE_HTML_TAGS` and
+    :data:`MODERATE_HTML_BYTES` (a PDF never is, whatever it is declared as)."""
+    if len(body) > MODERATE_HTML_BYTES or body.count(b"<") > MODERATE_HTML_TAGS:
+        return False
+    declared = _content.media_type_of(content_type)
+    return _content.sniff(body, declared, _content.charset_of(content_type)) in _content.HTML_TYPES
 
 
 @dataclass(frozen=True)
@@ -112,6 +130,7 @@ def _zygote_main(control_fd: int, memory_bytes: int) -> None:
     import readability  # type: ignore[import-untyped]  # noqa: F401  # as pypdf (the second reading)
 
     Job(_WARM_UP, "text/html", "https://warm.invalid/", False, True, LimitsSettings()).run()
+    _convert.warm_up()  # what the warm-up page did not reach, paid here once, not per worker
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped as they exit
     control = socket.socket(fileno=control_fd)
     while True:
@@ -264,6 +283,7 @@ class ConvertPool:
         self._closed = False
         self._zygote: _Zygote | None = None
         self._zygote_lock = threading.Lock()  # workers are started from worker threads
+        self._nearby = False  # a moderate page is being converted in this process
 
     @classmethod
     def from_limits(cls, limits: LimitsSettings) -> ConvertPool:
@@ -278,6 +298,19 @@ class ConvertPool:
         them (which otherwise pays for the zygote's start, about 0.5 s, inside its deadline)."""
         if not self._idle:
             self._idle.append(await anyio.to_thread.run_sync(self._start_sync))
+
+    async def convert_nearby(self, job: Job) -> Converted | None:
+        """``job`` converted in a thread of this process when its body is moderate (see
+        :data:`MODERATE_HTML_TAGS`) and no other is being converted so; ``None`` otherwise,
+        for :meth:`convert`. One at a time: the event loop then shares the CPU with at most
+        one conversion, however many reads arrive at once."""
+        if self._nearby or not is_moderate(job.body, job.content_type):
+            return None
+        self._nearby = True
+        try:
+            return await anyio.to_thread.run_sync(job.run)
+        finally:
+            self._nearby = False
 
     @property
     def waiting(self) -> int:

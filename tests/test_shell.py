@@ -1,0 +1,226 @@
+"""Which readings launch a browser, and what the whole read path pays once per process.
+
+Pages served on loopback and read through ``Web.fetch`` with a real Chromium renderer that
+counts its renders: a page cut at the byte cap, or one whose words the extractors did not keep,
+is never rendered; a script shell, menus and all, still is, and its cost is measured.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import anyio
+import pytest
+from localserver import respond, serve
+
+from webward import Settings, StaticResolver, Web, _convert
+from webward._render import ChromiumRenderer, Gate, Rendered
+from webward._settings import LimitsSettings
+from webward._telemetry import Telemetry
+from webward._workers import ConvertPool, Job, is_moderate
+from webward.testing import MemoryAuditSink
+
+pytestmark = pytest.mark.anyio
+
+URL = "https://example.com/page"
+
+
+class CountingRenderer(ChromiumRenderer):
+    """Debian Chromium through Playwright, counting its renders."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renders = 0
+
+    async def render(self, url: str, *, screenshot: bool, gate: Gate) -> Rendered:
+        self.renders += 1
+        return await super().render(url, screenshot=screenshot, gate=gate)
+
+
+def make_web(renderer: ChromiumRenderer, **kw: Any) -> Web:
+    s = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, "fetch_timeout_s": 40.0},
+        }
+    )
+    kw.setdefault("audit", MemoryAuditSink())
+    return Web(s, StaticResolver({}), renderer=renderer, **kw)
+
+
+def headless(server: Any) -> int:
+    return sum("HeadlessChrome" in r.headers.get("user-agent", "") for r in server.requests)
+
+
+ARTICLE = "".join(
+    f"<p>Paragraph {i} of the article that lies past the cut, long enough to be read.</p>"
+    for i in range(40)
+)
+
+
+async def test_a_page_cut_at_the_byte_cap_before_its_text_is_not_rendered() -> None:
+    """900 KB of inline styles and a script fill the first 1 MB: the plain reading is empty,
+    yet no browser is launched (the text lies past the operator's cap, not behind a script);
+    the reading says the page was cut, and what to do instead."""
+    head = "<html><head><title>Cut</title><style>" + "a{color:red}" * 75_000 + "</style>"
+    tail = "<script>" + "var data = [1, 2, 3];" * 10_000 + "</script></head>"
+    page = (head + tail + "<body><article>" + ARTICLE + "</article></body></html>").encode()
+    assert page.index(b"<body>") > 1_000_000 > page.index(b"<script>")  # cut inside the script
+    audit = MemoryAuditSink()
+    renderer = CountingRenderer()
+    with serve(routes={"/": respond(200, page)}) as srv:
+        async with make_web(renderer, audit=audit) as web:
+            read = await web.fetch(srv.url("/"))
+        assert headless(srv) == 0
+    assert renderer.renders == 0
+    assert audit.records[-1].render_contacted == ()
+    assert read.truncated
+    assert "this page holds no readable text" in read.content
+    assert "text lies past the cut" in read.content
+    assert "[limits] max_read_bytes" in read.content
+    assert "[truncated at 1 MB]" in read.content
+
+
+async def test_a_wordy_page_the_extractors_keep_nothing_of_is_read_as_its_words() -> None:
+    """An old-style page whose every word sits in a form of spans (dropped as page furniture,
+    so both extractors keep nothing) and which carries scripts: not a shell. Its words are
+    read, no browser is launched."""
+    words = "Words of the notice, written in spans the way old sites wrote them. " * 8
+    page = (
+        "<html><head><title>Notice</title><script src='/app.js'></script></head><body>"
+        f"<form id='aspnetForm'><div class='c'><span>{words}</span></div></form>"
+        "<script>init();</script></body></html>"
+    )
+    audit = MemoryAuditSink()
+    renderer = CountingRenderer()
+    with serve(routes={"/": respond(200, page)}) as srv:
+        async with make_web(renderer, audit=audit) as web:
+            read = await web.fetch(srv.url("/"))
+        assert headless(srv) == 0
+    assert renderer.renders == 0
+    assert audit.records[-1].render_contacted == ()
+    assert "Words of the notice, written in spans the way old sites wrote them." in read.content
+
+
+SHELL_WITH_MENUS = (
+    "<html><head><title>App</title></head><body><header><nav>"
+    + " ".join(f"<a href='/s{i}'>Section {i}</a>" for i in range(30))
+    + "</nav></header><div id='app'></div><footer>Copyright, terms, privacy, contact, jobs."
+    "</footer><script>document.getElementById('app').innerHTML = '<h1>Rendered</h1><p>' + "
+    "'Text the page script wrote. '.repeat(12) + '</p>';</script></body></html>"
+)
+
+
+async def test_a_script_shell_with_server_made_menus_is_rendered_and_its_cost_measured() -> None:
+    """Menus and a footer around an empty app root are no words of the page's own: the shell
+    is rendered, once, and the render's seconds reach webward_render_seconds."""
+    renderer = CountingRenderer()
+    telemetry = Telemetry(metrics=True)
+    with serve(routes={"/": respond(200, SHELL_WITH_MENUS)}) as srv:
+        async with make_web(renderer, telemetry=telemetry) as web:
+            read = await web.fetch(srv.url("/"))
+        assert headless(srv) >= 1
+    assert renderer.renders == 1
+    assert "Text the page script wrote." in read.content
+    assert telemetry.metrics is not None
+    registry = telemetry.metrics.registry
+    count = registry.get_sample_value("webward_render_seconds_count", {"purpose": "fallback"})
+    total = registry.get_sample_value("webward_render_seconds_sum", {"purpose": "fallback"})
+    assert count == 1 and total is not None and total > 0
+
+
+# ---- once per process ------------------------------------------------------------------------
+
+
+def article_page(topic: str) -> str:
+    paragraphs = "".join(
+        f"<p>{topic} paragraph {i}: a sentence of the article, and another one after it.</p>"
+        for i in range(30)
+    )
+    return (
+        f"<html><head><title>{topic}</title></head><body><nav><a href='/'>Home</a></nav>"
+        f"<article><h1>{topic}</h1>{paragraphs}</article></body></html>"
+    )
+
+
+async def test_extractor_options_are_built_once_per_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two article reads through the whole path build trafilatura's options once, not per page."""
+    import trafilatura.core
+    import trafilatura.settings
+
+    builds: list[object] = []
+
+    class Counting(trafilatura.settings.Extractor):  # type: ignore[misc]
+        def __init__(self, **kw: Any) -> None:
+            builds.append(kw)
+            super().__init__(**kw)
+
+    monkeypatch.setattr(trafilatura.settings, "Extractor", Counting)
+    monkeypatch.setattr(trafilatura.core, "Extractor", Counting)
+    _convert._extractor.cache_clear()
+    routes = {"/a": respond(200, article_page("Tides")), "/b": respond(200, article_page("Kelp"))}
+    with serve(routes=routes) as srv:
+        async with make_web(CountingRenderer()) as web:
+            first = await web.fetch(srv.url("/a"))
+            second = await web.fetch(srv.url("/b"))
+    assert "Tides paragraph 3" in first.content and "Kelp paragraph 3" in second.content
+    assert len(builds) == 1
+    _convert._extractor.cache_clear()  # the next test builds its own, not the counting one
+
+
+# ---- the worker hop ---------------------------------------------------------------------------
+
+
+def test_moderate_pages_are_html_within_the_tag_and_byte_bounds() -> None:
+    assert is_moderate(article_page("Tides").encode() * 3, "text/html")
+    assert not is_moderate(b"<p>x</p>" * 2_000, "text/html")  # 4,000 tags: block soup
+    assert not is_moderate(b"%PDF-1.4\n" + b"x" * 100, "text/html")  # sniffed: a PDF
+    assert not is_moderate(b"words " * 1_000, "text/plain")
+
+
+async def test_an_article_is_converted_without_the_hop_to_a_worker() -> None:
+    """A 60 KB article (moderate) is read without starting the conversion zygote."""
+    page = article_page("Tides") * 20
+    assert len(page) > 16_384
+    with serve(routes={"/": respond(200, page)}) as srv:
+        async with make_web(CountingRenderer()) as web:
+            read = await web.fetch(srv.url("/"))
+            assert web._converter._zygote is None
+    assert "Tides paragraph 3" in read.content
+
+
+async def test_one_moderate_page_at_a_time_is_converted_nearby(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While one moderate page converts in this process, the next is left to the workers."""
+    started, release = threading.Event(), threading.Event()
+    real = _convert.convert
+
+    def held(*args: Any, **kw: Any) -> Any:
+        started.set()
+        release.wait(10)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_convert, "convert", held)
+    limits = LimitsSettings()
+    job = Job(article_page("Tides").encode(), "text/html", URL, False, False, limits)
+    pool = ConvertPool.from_limits(limits)
+    results: list[Any] = []
+    async with anyio.create_task_group() as tg:
+
+        async def first() -> None:
+            results.append(await pool.convert_nearby(job))
+
+        tg.start_soon(first)
+        while not started.is_set():
+            await anyio.sleep(0.01)
+        assert await pool.convert_nearby(job) is None  # busy: for the pool
+        release.set()
+    assert results[0] is not None and "Tides paragraph 3" in results[0].text
+    assert await pool.convert_nearby(job) is not None  # free again
+    assert pool._zygote is None  # the pool never started a process
+    await pool.aclose()
