@@ -15,7 +15,8 @@ import pytest
 from localserver import respond, serve
 
 from webward import Settings, StaticResolver, Web, _convert
-from webward._render import ChromiumRenderer, Gate, Rendered
+from webward._proxy import Gate
+from webward._render import ChromiumRenderer, Rendered
 from webward._settings import LimitsSettings
 from webward._telemetry import Telemetry
 from webward._workers import ConvertPool, Job, is_moderate

@@ -17,15 +17,20 @@ and 3 no longer look like case 1.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ._content import HTML_TYPES, human_size
 from ._settings import LimitsSettings
 
-if TYPE_CHECKING:
-    from ._convert import Converted
-
-__all__ = ["SCANT_CHARS", "WORDY_BODY_CHARS", "cut_note", "needs_browser", "scant"]
+__all__ = [
+    "SCANT_CHARS",
+    "WORDY_BODY_CHARS",
+    "Reading",
+    "cut_note",
+    "needs_browser",
+    "scant",
+    "solid",
+]
 
 #: A reading with fewer non-blank characters than this is scant: a shell's, or a failure's.
 SCANT_CHARS = 100
@@ -54,7 +59,21 @@ def cut_note(limits: LimitsSettings) -> str:
     )
 
 
-def needs_browser(converted: Converted, body: bytes) -> bool:
+class Reading(Protocol):
+    """What the decision reads of a conversion (``_convert.Converted``, which imports this
+    module: named by shape, so the two do not import each other)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def media_type(self) -> str: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def text(self) -> str: ...
+
+
+def needs_browser(converted: Reading, body: bytes) -> bool:
     """Whether a plain HTML reading is a script shell's, to be rendered headless: scant, not cut
     at the byte cap, and its page carries scripts. A wordy page with a scant reading no longer
     reaches here scant (``convert`` gave its plain words), nor does a cut one (its note)."""
