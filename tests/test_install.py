@@ -140,8 +140,24 @@ def test_lxml_html_clean_is_declared_for_old_pips() -> None:
     assert "lxml-html-clean" in plain
     naming_it = {"lxml-html-clean", "readability-lxml"}
     assert "lxml-html-clean" not in reachable(
-        [r for r in declared(None) if canonicalize_name(r.name) not in naming_it]
+        [
+            r
+            for r in declared(None)
+            if canonicalize_name(r.name) not in naming_it and not r.extras  # lxml[html-clean]
+        ]
     )
+
+
+def test_the_cleaner_extra_is_named_hyphenated_before_the_extractors() -> None:
+    """readability-lxml asks for lxml[html-clean] and justext for lxml[html_clean]; pip 23.2
+    (what `python3 -m venv` ships) crashes on the pair ("Candidate is not for this
+    requirement") unless the hyphenated spelling is met first: webward names it ahead of both
+    (.ci/run installs with that pip and reads a page)."""
+    order = [canonicalize_name(r.name) for r in declared(None)]
+    first_lxml = next(r for r in declared(None) if canonicalize_name(r.name) == "lxml")
+    assert first_lxml.extras == {"html-clean"}
+    assert order.index("lxml") < order.index("trafilatura")
+    assert order.index("lxml") < order.index("readability-lxml")
 
 
 def test_servers_and_shared_stores_stay_out_of_the_plain_install() -> None:
