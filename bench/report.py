@@ -63,6 +63,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("CLI start-up and paging", "cli.py", ("--runs", "2"), 300),
     Bench("gateway rate", "gateway.py", ("--requests", "500", "--rounds", "1"), 300),
     Bench("MCP calls per second", "mcp_calls.py", ("--calls", "100"), 180),
+    Bench("observability cost, no exporter", "telemetry.py", ("--calls", "2000"), 180),
     Bench(
         "peak memory at 200 concurrent reads",
         "uncached.py",

@@ -9,7 +9,7 @@ cannot do within 3 % on a busy two-core machine:
 
 1. **Count** the hooks one cached gateway request runs (each hook is wrapped by a counter for
    one request, then restored): ``Telemetry.call``, ``cache``, ``hop``, ``converting``,
-   ``audit_write``, and the ``span`` / ``http_span`` / ``server_span`` helpers of every module
+   ``rendering``, ``audit_write``, and the ``span`` / ``http_span`` / ``server_span`` helpers of every module
    that uses them.
 2. **Time** each hook as the request runs it (the context managers entered and left), in a
    tight loop, best of ``--repeat``: their sum is the seam's CPU per request.
@@ -49,14 +49,9 @@ PAGE = (
     + "</body></html>"
 ).encode()
 
-# Every module that calls the module-level span helpers, and the helpers it imported.
-_SPAN_USERS = {
-    "webward._web": ("span",),
-    "webward._search_core": ("span",),
-    "webward._transport": ("span", "http_span"),
-    "webward._gateway": ("server_span",),
-}
-_HOOKS = ("call", "cache", "hop", "converting", "audit_write")
+# The module-level span helpers, wrapped wherever a webward module imported them.
+_SPAN_HELPERS = ("span", "http_span", "server_span")
+_HOOKS = ("call", "cache", "hop", "converting", "rendering", "audit_write")
 
 
 class _Origin(BaseHTTPRequestHandler):
@@ -74,8 +69,6 @@ class _Origin(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def _counting(counts: Counter[str]) -> Iterator[None]:
     """Wrap every hook in a counter; restore them on exit."""
-    import importlib
-
     saved: list[tuple[Any, str, Any]] = []
 
     def wrap(owner: Any, name: str, label: str) -> None:
@@ -88,10 +81,13 @@ def _counting(counts: Counter[str]) -> Iterator[None]:
         saved.append((owner, name, original))
         setattr(owner, name, counted)
 
-    for module_name, names in _SPAN_USERS.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            wrap(module, name, name)
+    for module_name in [m for m in sys.modules if m.startswith("webward.")]:
+        module = sys.modules[module_name]
+        for name in _SPAN_HELPERS:
+            if module is not _telemetry and getattr(module, name, None) is getattr(
+                _telemetry, name
+            ):
+                wrap(module, name, name)
     for name in _HOOKS:
         wrap(_telemetry.Telemetry, name, f"Telemetry.{name}")
     try:
@@ -120,6 +116,10 @@ def _hook_runners(telemetry: _telemetry.Telemetry) -> dict[str, Callable[[], Non
         with telemetry.converting():
             pass
 
+    def rendering() -> None:
+        with telemetry.rendering("fallback"):
+            pass
+
     def audit_write() -> None:
         with telemetry.audit_write(None):
             pass
@@ -141,6 +141,7 @@ def _hook_runners(telemetry: _telemetry.Telemetry) -> dict[str, Callable[[], Non
         "Telemetry.cache": cache,
         "Telemetry.hop": hop,
         "Telemetry.converting": converting,
+        "Telemetry.rendering": rendering,
         "Telemetry.audit_write": audit_write,
         "span": span,
         "http_span": http_span,
