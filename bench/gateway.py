@@ -44,6 +44,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from _origin import serve_page
+
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-token"
 FETCH_PATH = "/v1/capabilities/web:page.fetch@1"
@@ -137,18 +139,6 @@ except ImportError:  # a checkout from before the fast stack
 else:
     run_server(fastest_stack(), main)
 """
-
-
-class _Origin(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -323,9 +313,7 @@ def main() -> int:
     if args.anchor_loop:  # an older `webward serve` (--src) ran anyio's default loop
         stack = type(stack)(stack.http, args.anchor_loop)
 
-    origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
-    threading.Thread(target=origin.serve_forever, daemon=True).start()
-    page_url = f"http://127.0.0.1:{origin.server_address[1]}/page"
+    origin, page_url = serve_page(PAGE)
 
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "webward.toml"

@@ -17,12 +17,11 @@ import argparse
 import json
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
+from _origin import serve_page
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
@@ -52,20 +51,6 @@ app.run()
 """
 
 
-class _Page(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
-
-
 def text_of(result: object) -> str:
     content = getattr(result, "content", [])
     return "\n".join(b.text for b in content if isinstance(b, TextContent))
@@ -85,9 +70,7 @@ async def rate(
 
 
 async def main(calls: int) -> None:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/page"
+    httpd, url = serve_page(PAGE)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         config = root / "webward.toml"

@@ -29,15 +29,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
 import orjson
+from _origin import serve_page
 
 from webward import Settings, StaticResolver, Web, _telemetry
 from webward.testing import MemoryAuditSink
@@ -52,18 +51,6 @@ PAGE = (
 # The module-level span helpers, wrapped wherever a webward module imported them.
 _SPAN_HELPERS = ("span", "http_span", "server_span")
 _HOOKS = ("call", "cache", "hop", "converting", "rendering", "audit_write")
-
-
-class _Origin(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @contextlib.contextmanager
@@ -162,9 +149,7 @@ def _best_cpu_per_run(run: Callable[[], None], n: int, repeat: int) -> float:
 async def main(calls: int, repeat: int) -> int:
     from webward._gateway import FETCH_PATH, create_app, hash_token
 
-    origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
-    threading.Thread(target=origin.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{origin.server_address[1]}/page"
+    origin, url = serve_page(PAGE)
     settings = Settings().replace(
         {
             "network": {"allow_ranges": ["127.0.0.1/32"]},
