@@ -53,7 +53,9 @@ def song(verses: int = 2, refrains: int = 5) -> str:
 
 def trafilatura_alone(html: str) -> str:
     """What the first reading (trafilatura on the cleaned page) keeps of ``html``."""
-    tree = _convert._cleaned(html, URL)
+    tree, _ = _convert._parse(html)
+    _convert._clean(tree)
+    _convert._rewrite_links(tree, URL, collect=False)
     return _convert.tidy_markdown(_convert._main_content(tree))
 
 
@@ -171,3 +173,38 @@ def test_link_targets_are_not_words() -> None:
     linked = " ".join(f"[{w}](https://example.com/a/very/long/path/{w})" for w in main.split())
     assert _convert._words(linked) == _convert._words(main)
     assert not _convert._longer_reading(main, linked)
+
+
+def test_trafilatura_compares_readings_only_when_its_quick_one_is_deficient(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """trafilatura's full cascade (its readability and justext comparison) runs only when its
+    quick reading is deficient: an ordinary article is read once, a page laid out in a table
+    (the quick reading is a table and no paragraph) is read again with the cascade."""
+    runs: list[bool] = []
+    real = _convert._main_content
+
+    def recording(tree: object, careful: bool = False) -> str:
+        runs.append(careful)
+        return real(tree, careful)
+
+    monkeypatch.setattr(_convert, "_main_content", recording)
+    paragraphs = "".join(f"<p>{words(i, 60)}</p>" for i in range(6))
+    html_to_markdown(f"<html><body><article>{paragraphs}</article></body></html>", URL)
+    assert runs == [False]
+    runs.clear()
+    rows = "".join(f"<tr><td>{words(i, 40)}</td><td>{words(i + 9, 40)}</td></tr>" for i in range(6))
+    html_to_markdown(f"<html><body><table>{rows}</table></body></html>", URL)
+    assert runs == [False, True]
+
+
+def test_deficient_readings() -> None:
+    """What counts as deficient: too little kept, no paragraph, more tables than paragraphs."""
+    prose = words(1, 80)
+    table = "| a | b |\n| --- | --- |\n| " + words(2, 40) + " | c |"
+    visible = len(prose) * 2
+    assert not _convert._deficient(f"# Title\n\n{prose}\n\n{table}", visible)
+    assert _convert._deficient(f"# Title\n\n{table}", visible)  # no paragraph
+    assert _convert._deficient(f"{prose}\n\n{table}\n\nnext\n\n{table}\n\n{table}", visible)
+    assert _convert._deficient("- " + prose, visible)  # a list alone
+    assert _convert._deficient(words(3, 10), visible)  # too little kept
