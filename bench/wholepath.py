@@ -1,7 +1,7 @@
 """Benchmark: the whole read path, ``Web.fetch`` of every window of a page, beside httpx +
 trafilatura on the same pages in the same run.
 
-    python bench/wholepath.py [--rounds 2] [--limit 0] [--profile FILE]
+    python bench/wholepath.py [--rounds 3] [--limit 0] [--profile FILE]
 
 The pages are the two extraction development sets (``../shared/data/extraction-dev/html`` and
 ``../shared/data/extraction-dev-readability/*/source.html.gz``, read by path at run time, never
@@ -13,12 +13,18 @@ an in-memory audit, the envelope and the conversion pool, exactly as a library c
 Anchor: ``httpx.AsyncClient.get`` then ``trafilatura.extract(..., output_format="markdown")``
 on the same page, in the same process, one page at a time.
 
-Printed per set and overall, wall and CPU per page (the machine is shared: CPU per page is the
-steadier figure; ours counts the conversion workers' CPU too, read from /proc):
+The two sides are interleaved page by page: each page is read by ours and by the anchor one
+right after the other, which side goes first alternating from page to page and from round to
+round, so a busy moment of the shared machine falls on both alike. Each read is measured alone:
+CPU seconds of this process (``time.process_time``, every thread) plus those its helper
+processes (the conversion zygote and workers, a renderer; read from /proc) spent meanwhile, the
+page server excluded (it serves both sides alike), and the looking-up of helpers kept outside
+the measured span. Each round reads every page of both sets under a fresh query string, so no
+round is served from the cache. Printed per set and overall, the median over rounds of each
+round's wall and CPU per page (CPU is the steadier figure on a shared machine), each round's
+CPU ratio and the load average in a ``#`` line:
 
     name: ours X ms, anchor Y ms, ratio Z        (ratio = ours / anchor; below 1 is faster)
-
-Each round reads every page under a fresh query string, so no round is served from the cache.
 
 Library paging: every window of a long page (about 270,000 characters), ours reading the
 windows after the first from the page cache, the anchor the same ``Web`` with the page cache
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -153,15 +160,26 @@ def _ancestors(pid: int) -> list[int]:
     return out
 
 
-async def measure(
-    urls: list[str], read: Callable[[str], Awaitable[None]], server_pid: int
+def helpers_of(server_pid: int) -> list[int]:
+    """This process's helper processes (the conversion zygote and its workers, a renderer),
+    the page server and its children excluded: it serves both sides alike."""
+    return [
+        p for p in _descendants(os.getpid()) if p != server_pid and server_pid not in _ancestors(p)
+    ]
+
+
+async def measure_one(
+    url: str, read: Callable[[str], Awaitable[None]], server_pid: int
 ) -> tuple[float, float]:
-    """Wall and CPU seconds per page, the pages read one after another."""
-    cpu, wall = cpu_now(server_pid), time.perf_counter()
-    for url in urls:
-        await read(url)
-    n = len(urls)
-    return (time.perf_counter() - wall) / n, cpu_spent(cpu, server_pid) / n
+    """Wall and CPU seconds of one read: this process's CPU (every thread) and its helpers'.
+    Helpers are looked up outside the measured span; one born during the read (a replaced
+    worker) counts with its whole life, one that ended takes its share with it."""
+    before = {p: _cpu_of(p) for p in helpers_of(server_pid)}
+    cpu, wall = time.process_time(), time.perf_counter()
+    await read(url)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    helpers = sum(_cpu_of(p) - before.get(p, 0.0) for p in helpers_of(server_pid))
+    return wall, cpu + helpers
 
 
 def line(name: str, ours: float, anchor: float) -> str:
@@ -229,20 +247,27 @@ async def main(rounds: int, limit: int, windows_out: list[int]) -> list[str]:
                 first = next(iter(pages))
                 await ours(f"{base}{first}?warm")
                 await anchor(f"{base}{first}?warm")
-            totals: dict[str, list[float]] = {}
-            for name, pages in sets.items():
-                for r in range(rounds):
-                    urls = [f"{base}{p}?round={r}" for p in pages]
-                    # Alternate the order, so neither side always reads a warmer machine.
-                    if r % 2:
-                        a = await measure(urls, anchor, proc.pid)
-                        o = await measure(urls, ours, proc.pid)
-                    else:
-                        o = await measure(urls, ours, proc.pid)
-                        a = await measure(urls, anchor, proc.pid)
-                    for key, value in zip(("ow", "oc", "aw", "ac"), (*o, *a), strict=True):
-                        totals.setdefault(f"{name}/{key}", []).append(value)
-                        totals.setdefault(f"all/{key}", []).append(value)
+            # Per round, per set and side: [wall seconds, CPU seconds, pages].
+            rounds_out: list[dict[tuple[str, str], list[float]]] = []
+            for r in range(rounds):
+                sums: dict[tuple[str, str], list[float]] = {}
+                index = 0
+                for name, pages in sets.items():
+                    for page in pages:
+                        url = f"{base}{page}?round={r}"
+                        sides = (("ours", ours), ("anchor", anchor))
+                        # Alternate which side reads first, page by page and round by round.
+                        for side, read in sides if (index + r) % 2 == 0 else sides[::-1]:
+                            wall, cpu = await measure_one(url, read, proc.pid)
+                            for key in ((name, side), ("all", side)):
+                                acc = sums.setdefault(key, [0.0, 0.0, 0])
+                                acc[0] += wall
+                                acc[1] += cpu
+                                acc[2] += 1
+                        index += 1
+                rounds_out.append(sums)
+                ratio = sums[("all", "ours")][1] / sums[("all", "anchor")][1]
+                out.append(f"# round {r + 1}: CPU ratio {ratio:.2f}, load {os.getloadavg()[0]:.2f}")
             # Library paging: every window of a long page, read from the page cache (ours)
             # or downloaded and converted again for every window (anchor: the cache off).
             async with Web(
@@ -272,13 +297,19 @@ async def main(rounds: int, limit: int, windows_out: list[int]) -> list[str]:
                 out.append(line(f"library paging {windows} windows (CPU)", ours_cpu, anchor_cpu))
             for name in (*sets, "all"):
 
-                def mean(key: str, name: str = name) -> float:
-                    values = totals[f"{name}/{key}"]
-                    return sum(values) / len(values)
+                def per_page(side: str, field: int, name: str = name) -> float:
+                    """Median over rounds of the round's seconds per page."""
+                    return statistics.median(
+                        [rd[(name, side)][field] / rd[(name, side)][2] for rd in rounds_out]
+                    )
 
                 label = "whole path" if name == "all" else f"whole path {name}"
-                out.append(line(f"{label} wall per page", mean("ow"), mean("aw")))
-                out.append(line(f"{label} CPU per page", mean("oc"), mean("ac")))
+                out.append(
+                    line(f"{label} wall per page", per_page("ours", 0), per_page("anchor", 0))
+                )
+                out.append(
+                    line(f"{label} CPU per page", per_page("ours", 1), per_page("anchor", 1))
+                )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -289,11 +320,12 @@ def run() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rounds", type=int, default=2, help="reads of each set per side")
+    parser.add_argument("--rounds", type=int, default=3, help="reads of every page per side")
     parser.add_argument("--limit", type=int, default=0, help="at most this many pages a set")
     parser.add_argument("--profile", help="write a cProfile of the run to this file")
     args = parser.parse_args()
     windows: list[int] = []
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     if args.profile:
         import cProfile
 
@@ -304,7 +336,8 @@ def run() -> None:
         profiler.dump_stats(args.profile)
     else:
         lines = anyio.run(main, args.rounds, args.limit, windows)
-    print(f"# {len(windows)} page reads, {sum(windows)} windows; load {os.getloadavg()[0]:.2f}")
+    print(f"# {len(windows)} page reads by ours, {sum(windows)} windows; load {load} at the start,")
+    print(f"# {', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (1, 5, 15 min)")
     for text in lines:
         print(text)
 
