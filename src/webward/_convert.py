@@ -165,6 +165,9 @@ _TOO_DEEP_NOTE = (
 # after cleaning and nest far less, so only machine-made or pathological pages are routed.
 _MAX_MAIN_ELEMENTS = 5_000
 _MAX_MAIN_DEPTH = 256
+_TOO_MANY = f"count(//*) > {_MAX_MAIN_ELEMENTS}"
+# An element below _MAX_MAIN_DEPTH others (the root, <html>, is at depth 1).
+_TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
 # For the parser-free reading of a page nested too deep.
 _SKIPPED_BLOCK = re.compile(r"<(script|style|noscript|template)\b")
 # For the words of a body whose reading came out scant: page furniture left out too, so a
@@ -556,19 +559,8 @@ def _kept_too_little(markdown: str, visible: int) -> bool:
 def _too_heavy(tree: Any) -> bool:
     """Whether the cleaned tree is past what trafilatura converts quickly: more than
     :data:`_MAX_MAIN_ELEMENTS` elements or nested more than :data:`_MAX_MAIN_DEPTH` deep.
-    One walk, stopped as soon as either bound is passed."""
-    import lxml.etree
-
-    elements = depth = 0
-    for event, _ in lxml.etree.iterwalk(tree, events=("start", "end")):
-        if event == "end":
-            depth -= 1
-            continue
-        elements += 1
-        depth += 1
-        if elements > _MAX_MAIN_ELEMENTS or depth > _MAX_MAIN_DEPTH:
-            return True
-    return False
+    Two XPath counts in libxml2 (a walk in Python cost ~4 % of a conversion)."""
+    return bool(tree.xpath(_TOO_MANY) or tree.xpath(_TOO_DEEP_PATH))
 
 
 def _skip_block(text: str, lowered: str, start: int, tag: str) -> int:
