@@ -208,3 +208,28 @@ def test_deficient_readings() -> None:
     assert _convert._deficient(f"{prose}\n\n{table}\n\nnext\n\n{table}\n\n{table}", visible)
     assert _convert._deficient("- " + prose, visible)  # a list alone
     assert _convert._deficient(words(3, 10), visible)  # too little kept
+
+
+def test_room_is_counted_outside_links() -> None:
+    linked = "".join(f'<a href="/{i}">{words(i, 10)}</a> ' for i in range(10))
+    html = f"<html><body><p>{words(1, 100)}</p>\n<div>{linked}</div></body></html>"
+    tree, _ = _convert._parse(html)
+    text = _convert._visible_text(tree)
+    assert _convert._has_room(tree, text, 100)
+    assert not _convert._has_room(tree, text, 101)
+
+
+@pytest.mark.parametrize(("kept", "runs"), [(100, False), (90, True)])
+def test_the_second_extractor_needs_room_with_a_margin(
+    monkeypatch: pytest.MonkeyPatch, kept: int, runs: bool
+) -> None:
+    """A page of 160 words: a first reading of 100 leaves room for 1.6 times as many, short
+    of the margin (1.7), so readability-lxml is not asked; one of 90 leaves room for 1.78."""
+    text = words(3, 160)
+    monkeypatch.setattr(
+        _convert, "_main_content", lambda tree, careful=False: " ".join(text.split()[:kept])
+    )
+    ran: list[object] = []
+    monkeypatch.setattr(_convert, "_second_reading", lambda tree: ran.append(tree) or "")
+    html_to_markdown(f"<html><body><article><p>{text}</p></article></body></html>", URL)
+    assert bool(ran) == runs
