@@ -47,7 +47,7 @@ class Bench:
 #: Every benchmark the report runs, in report order, with its short settings.
 BENCHES: tuple[Bench, ...] = (
     Bench("fetch overhead", "fetch.py", ("--requests", "300"), 180),
-    Bench("whole path and library paging", "wholepath.py", ("--rounds", "1"), 600),
+    Bench("whole path and library paging", "wholepath.py", ("--rounds", "3"), 600),
     Bench(
         "extraction F1 and speed (extraction-dev)",
         "extraction.py",

@@ -19,10 +19,11 @@ bytes). The pipeline for HTML:
    or consent banners; resolve every ``<a href>`` against the base (this also yields the
    outbound links);
 4. extract the main content with trafilatura (Markdown, tables, links and formatting kept,
-   comments dropped, precision-oriented: chosen by ``bench/extraction.py``);
+   comments dropped, precision-oriented: chosen by ``bench/extraction.py``), its main
+   extractor alone first, its whole cascade only when that reading is deficient;
 5. if the extractor kept too little of the page (a home page, an index, a listing), convert the
    whole cleaned page with html-to-markdown instead;
-5b. else, on a page with room for a reading half again as long, ask a second extractor
+5b. else, on a page with room for a reading 1.7 times as long, ask a second extractor
    (readability-lxml): when its reading holds trafilatura's and is at least half again as long,
    trafilatura dropped part of the article, and the longer reading is taken;
 6. tidy the Markdown (blank-line runs, trailing spaces, a blank line after code fences);
