@@ -244,7 +244,7 @@ def _parse(text: str) -> tuple[Any, bool]:
 def _html_classes() -> Any:
     """Every element an ``HtmlElement``, chosen in C. lxml.html's own lookup asks a Python
     method for each element the tree hands out (every element of every walk, the extractors'
-    included: about 7 % of a conversion) only to give forms and their fields classes of their
+    included: about 3 % of a conversion) only to give forms and their fields classes of their
     own, which no reading uses (and the fields are dropped first)."""
     import lxml.etree
     import lxml.html
@@ -453,8 +453,8 @@ def _extractor(careful: bool = False) -> Any:
     tables, links and formatting kept, comments dropped, precision-oriented. Quick (``fast``:
     its main extractor alone) unless ``careful``: its whole cascade then also compares the
     reading with its own readability and justext, which costs about a third of a conversion
-    and changes the reading only where the main extractor came out deficient (see
-    :func:`_deficient`)."""
+    and, on the development sets, changed the reading only where the main extractor came out
+    deficient (see :func:`_deficient`)."""
     from trafilatura.settings import Extractor
 
     return Extractor(
@@ -570,7 +570,7 @@ def _kept_too_little(markdown: str, visible: int) -> bool:
 def _too_heavy(tree: Any) -> bool:
     """Whether the cleaned tree is past what trafilatura converts quickly: more than
     :data:`_MAX_MAIN_ELEMENTS` elements or nested more than :data:`_MAX_MAIN_DEPTH` deep.
-    Two XPath counts in libxml2 (a walk in Python cost ~4 % of a conversion)."""
+    Two XPath counts in libxml2 rather than a walk in Python."""
     return bool(tree.xpath(_TOO_MANY) or tree.xpath(_TOO_DEEP_PATH))
 
 
@@ -655,9 +655,9 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         if len(full) > len(markdown):
             markdown, extractor = full, "full"
     elif _has_room(spare, page_text, _ROOM_FOR_SECOND * len(_words(markdown))):
-        # The page has room for a reading half again as long (only then can the second one
-        # win, so on most pages it never runs): trafilatura may have dropped part of the
-        # article, and readability-lxml, which scores blocks differently, may keep it.
+        # The page has room for a reading well over half again as long (only then can the
+        # second one win, so on most pages it never runs): trafilatura may have dropped part
+        # of the article, and readability-lxml, which scores blocks differently, may keep it.
         second = _second_reading(spare)
         if _longer_reading(markdown, second):
             markdown, extractor = second, "readability"
