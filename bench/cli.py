@@ -216,7 +216,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="webward-bench-") as tmp:
         root = Path(tmp)
         env = {**os.environ, "WEBWARD_STATE_DIR": str(root / "state")}
-        for var in ("WEBWARD_CONFIG", "WEBWARD_TIER", "WEBWARD_ALLOW_RANGES"):
+        # Neither the caller's webward settings nor its interpreter switches: with
+        # PYTHONDONTWRITEBYTECODE a source checkout would compile every module on every run,
+        # and PYTHONUNBUFFERED writes each line alone; a new user's shell has neither.
+        for var in (
+            "WEBWARD_CONFIG",
+            "WEBWARD_TIER",
+            "WEBWARD_ALLOW_RANGES",
+            "PYTHONDONTWRITEBYTECODE",
+            "PYTHONUNBUFFERED",
+        ):
             env.pop(var, None)
         # Runs follow each other faster than a host's default rate: raise it for this origin.
         cfg = config(root, "[limits]\nper_host_rate = 100\nper_host_burst = 100\n")

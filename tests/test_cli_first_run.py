@@ -463,3 +463,24 @@ def test_fetch_of_a_small_page_imports_only_what_a_read_uses(tmp_path: Path) -> 
     assert "webward._web" in loaded and "html_to_markdown" in loaded  # it did read the page
     for name in (*NEVER_FOR_A_READ, *NOT_FOR_A_SMALL_READ, "trafilatura", "justext"):
         assert name not in loaded, name
+
+
+@pytest.mark.parametrize(("command", "collecting"), [("fetch", False), ("mcp", True)])
+def test_one_shot_commands_run_without_the_cyclic_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, collecting: bool
+) -> None:
+    """A command that ends within seconds runs with the cyclic garbage collector off (its
+    passes would only walk the objects the imports made); a server keeps it; and `main` turns
+    it back on after (it also runs inside longer processes, like this one)."""
+    import gc
+    import importlib
+
+    from webward.cli import main
+
+    seen: list[bool] = []
+    module = importlib.import_module(f"webward._cmd_{command}")
+    monkeypatch.setattr(module, "run", lambda args, settings: seen.append(gc.isenabled()) or 0)
+    args = [command, "http://127.0.0.1:9/"] if command == "fetch" else [command]
+    assert main([*args, "--config", str(write_config(tmp_path))]) == 0
+    assert seen == [collecting]
+    assert gc.isenabled()
