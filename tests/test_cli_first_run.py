@@ -422,6 +422,11 @@ NEVER_FOR_A_READ = (
     "webward._gateway",
     "webward._mcp",
     "webward.search",
+    "keyring",  # the credential store: search providers' keys
+    "prometheus_client",  # the servers' /metrics
+    "bm25s",  # find in page: only with --query
+    "numpy",
+    "pypdf",  # PDFs only
 )
 
 
@@ -463,3 +468,44 @@ def test_fetch_of_a_small_page_imports_only_what_a_read_uses(tmp_path: Path) -> 
     assert "webward._web" in loaded and "html_to_markdown" in loaded  # it did read the page
     for name in (*NEVER_FOR_A_READ, *NOT_FOR_A_SMALL_READ, "trafilatura", "justext"):
         assert name not in loaded, name
+
+
+SHORT_ARTICLE = (
+    "<html><head><title>Note</title></head><body><nav><a href='/'>Home</a></nav><article>"
+    + "".join(
+        f"<p>Paragraph {i} of a short post, with a sentence or two of words.</p>" for i in range(12)
+    )
+    + "</article><footer>Written by someone.</footer></body></html>"
+)
+
+
+def test_fetch_of_a_short_article_adds_only_the_extractor(tmp_path: Path) -> None:
+    """A page past the whole-page cut is read by the main-content extractor, and that is all
+    it adds: still no browser, store, server, MCP, model, find-in-page or PDF code."""
+    config = write_config(tmp_path)
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, SHORT_ARTICLE)}) as srv:
+        loaded = modules_after(tmp_path, "fetch", srv.url("/"), "--config", str(config))
+    assert "trafilatura" in loaded  # it did run the extractor
+    for name in NEVER_FOR_A_READ:
+        assert name not in loaded, name
+
+
+@pytest.mark.parametrize(("command", "collecting"), [("fetch", False), ("mcp", True)])
+def test_one_shot_commands_run_without_the_cyclic_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, collecting: bool
+) -> None:
+    """A command that ends within seconds runs with the cyclic garbage collector off (its
+    passes would only walk the objects the imports made); a server keeps it; and `main` turns
+    it back on after (it also runs inside longer processes, like this one)."""
+    import gc
+    import importlib
+
+    from webward.cli import main
+
+    seen: list[bool] = []
+    module = importlib.import_module(f"webward._cmd_{command}")
+    monkeypatch.setattr(module, "run", lambda args, settings: seen.append(gc.isenabled()) or 0)
+    args = [command, "http://127.0.0.1:9/"] if command == "fetch" else [command]
+    assert main([*args, "--config", str(write_config(tmp_path))]) == 0
+    assert seen == [collecting]
+    assert gc.isenabled()

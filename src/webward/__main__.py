@@ -1,5 +1,3 @@
-import sys
+from webward.cli import run
 
-from webward.cli import main
-
-sys.exit(main())
+run()
