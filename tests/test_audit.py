@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +286,45 @@ async def test_a_flush_that_raises_refuses_every_call_of_its_batch(tmp_path: Pat
     assert len(outcomes) == 10
     assert all(isinstance(o, Refused) and o.reason == REASON_AUDIT_UNAVAILABLE for o in outcomes)
     assert "disk on fire" in str(outcomes[0])
+
+
+@pytest.mark.anyio
+async def test_records_of_cancelled_callers_are_committed_by_close(tmp_path: Path) -> None:
+    """The commit thread loses nothing handed to it: callers cancelled while they wait for
+    their commit still have their records written, and ``aclose`` returns only once every
+    record handed over is committed."""
+    disk = threading.Event()  # the store answers once the test lets it
+
+    class Slow(SQLiteAuditSink):
+        def _write_sync(self, rows: list[tuple[Any, ...]]) -> Any:
+            disk.wait()
+            return super()._write_sync(rows)
+
+    sink = Slow(tmp_path)
+    async with anyio.create_task_group() as tg:
+        for i in range(300):
+            tg.start_soon(sink.write, record(target=f"https://example.org/{i}"))
+        await anyio.wait_all_tasks_blocked()  # every record handed over; callers waiting
+        tg.cancel_scope.cancel()
+    disk.set()  # the first batch commits now; the rest waits its turn
+    await sink.aclose()
+    reader = SQLiteAuditSink(tmp_path)
+    rows = await reader.query(limit=1000)
+    await reader.aclose()
+    assert sorted(r.target for r in rows) == sorted(f"https://example.org/{i}" for i in range(300))
+
+
+@pytest.mark.anyio
+async def test_a_sink_writes_again_after_close(tmp_path: Path) -> None:
+    """A closed sink starts its commit thread again on the next write (a server restarted in
+    the same process)."""
+    sink = SQLiteAuditSink(tmp_path)
+    await sink.write(record(target="https://example.org/before"))
+    await sink.aclose()
+    await sink.write(record(target="https://example.org/after"))
+    rows = await sink.query()
+    await sink.aclose()
+    assert {r.target for r in rows} == {"https://example.org/before", "https://example.org/after"}
 
 
 # ---- webward audit ----------------------------------------------------------------------

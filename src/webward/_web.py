@@ -171,6 +171,8 @@ class Web:
         await self._audit.aclose()
         if self._own_telemetry:
             self.telemetry.close()
+        else:  # a server's telemetry outlives this Web; its call log lines do not wait
+            self.telemetry.flush()
 
     # ---- page reads -------------------------------------------------------------------
 
