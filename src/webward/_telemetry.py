@@ -30,10 +30,12 @@ span ids when tracing is on.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import hashlib
 import hmac
 import importlib
+import math
 import os
 import sys
 import threading
@@ -360,7 +362,7 @@ class Telemetry:
             _describe_call(record)
         started = time.perf_counter()
         if metrics is not None:
-            metrics.audit_waiting.inc()
+            metrics.audit_waiting += 1
         outcome = record
         try:
             with span("audit write") if tracer is not None else _NULL:
@@ -372,7 +374,7 @@ class Telemetry:
             raise
         finally:
             if metrics is not None:
-                metrics.audit_waiting.dec()
+                metrics.audit_waiting -= 1
                 metrics.audit_seconds.observe(time.perf_counter() - started)
                 metrics.count_call(outcome)
             if self._log is not None:
@@ -541,6 +543,125 @@ _CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 _AUDIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 
 
+class _Cell:
+    """One counter's value for one label set."""
+
+    __slots__ = ("created", "value")
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.created = time.time()
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
+
+
+class _HistogramCell:
+    """One histogram's buckets for one label set: ``counts[i]`` observations fell in bucket
+    ``i`` alone (the last is +Inf); they are summed up to each bound when scraped."""
+
+    __slots__ = ("bounds", "counts", "created", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+        self.created = time.time()
+
+    def observe(self, value: float) -> None:
+        # The first bound at or above the value: Prometheus buckets are "less or equal".
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+
+class _Family:
+    """A counter or histogram family of the hot path, as a Prometheus collector.
+
+    Updated from the event loop's thread only (plain numbers, no lock): the calls of one
+    ``Web`` all run on its loop. Scraped, it yields the samples prometheus_client's own
+    ``Counter`` or ``Histogram`` would (``_total``; ``_bucket``, ``_count``, ``_sum``; and
+    ``_created``).
+    """
+
+    kind = ""
+
+    def __init__(self, name: str, documentation: str, labels: tuple[str, ...] = ()) -> None:
+        self._name, self._doc, self._labels = name, documentation, labels
+        self._cells: dict[tuple[str, ...], Any] = {}
+        if not labels:  # an unlabelled metric is shown from the start, at zero
+            self.cell()
+
+    def cell(self, *values: str) -> Any:
+        cell = self._cells.get(values)
+        if cell is None:
+            cell = self._cells[values] = self._new_cell()
+        return cell
+
+    def _new_cell(self) -> Any:
+        raise NotImplementedError
+
+    def describe(self) -> Iterator[Any]:
+        from prometheus_client.metrics_core import Metric
+
+        yield Metric(self._name, self._doc, self.kind)
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.metrics_core import Metric
+
+        metric = Metric(self._name, self._doc, self.kind)
+        for values, cell in list(self._cells.items()):
+            self._add_samples(metric, dict(zip(self._labels, values, strict=True)), cell)
+        yield metric
+
+    def _add_samples(self, metric: Any, labels: dict[str, str], cell: Any) -> None:
+        raise NotImplementedError
+
+
+class _Counter(_Family):
+    kind = "counter"
+
+    def cell(self, *values: str) -> _Cell:
+        cell: _Cell = super().cell(*values)
+        return cell
+
+    def _new_cell(self) -> _Cell:
+        return _Cell()
+
+    def _add_samples(self, metric: Any, labels: dict[str, str], cell: _Cell) -> None:
+        metric.add_sample(f"{self._name}_total", labels, cell.value)
+        metric.add_sample(f"{self._name}_created", labels, cell.created)
+
+
+class _Histogram(_Family):
+    kind = "histogram"
+
+    def __init__(
+        self, name: str, documentation: str, labels: tuple[str, ...], buckets: tuple[float, ...]
+    ) -> None:
+        self._bounds = tuple(float(b) for b in buckets)
+        super().__init__(name, documentation, labels)
+
+    def cell(self, *values: str) -> _HistogramCell:
+        cell: _HistogramCell = super().cell(*values)
+        return cell
+
+    def _new_cell(self) -> _HistogramCell:
+        return _HistogramCell(self._bounds)
+
+    def _add_samples(self, metric: Any, labels: dict[str, str], cell: _HistogramCell) -> None:
+        from prometheus_client.utils import floatToGoString
+
+        go_float: Callable[[float], str] = floatToGoString  # "+Inf", "0.005": as the client
+        total = 0
+        for bound, count in zip((*cell.bounds, math.inf), cell.counts, strict=True):
+            total += count
+            le = {**labels, "le": go_float(bound)}
+            metric.add_sample(f"{self._name}_bucket", le, float(total))
+        metric.add_sample(f"{self._name}_count", labels, float(total))
+        metric.add_sample(f"{self._name}_sum", labels, cell.sum)
+        metric.add_sample(f"{self._name}_created", labels, cell.created)
+
+
 class _Metrics:
     """The Prometheus registry of one Web (names: docs/operations.md)."""
 
@@ -554,40 +675,42 @@ class _Metrics:
             ) from None
         self.registry = prom.CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.calls = prom.Counter(
+        # The metrics every call touches are plain numbers (_Counter, _Histogram), made into
+        # samples only when scraped: a Prometheus client metric takes a lock per update, and
+        # a cached read made nine updates. The samples are the same.
+        self.calls = _Counter(
             "webward_calls",
             "Calls through the door, by capability, decision, reason and agent.",
-            ["capability", "decision", "reason", "agent"],
-            registry=r,
+            ("capability", "decision", "reason", "agent"),
         )
-        self.duration = prom.Histogram(
+        self.duration = _Histogram(
             "webward_call_duration_seconds",
             "How long calls took, audit write included.",
-            ["capability", "decision"],
-            buckets=_CALL_BUCKETS,
-            registry=r,
+            ("capability", "decision"),
+            _CALL_BUCKETS,
         )
-        self.bytes = prom.Counter(
-            "webward_read_bytes",
-            "Bytes read from the web (on the wire).",
-            ["capability"],
-            registry=r,
+        self.bytes = _Counter(
+            "webward_read_bytes", "Bytes read from the web (on the wire).", ("capability",)
         )
-        self.cache_hits = prom.Counter(
-            "webward_page_cache_hits", "Page reads served from the page cache.", registry=r
+        cache_hits = _Counter("webward_page_cache_hits", "Page reads served from the page cache.")
+        cache_misses = _Counter(
+            "webward_page_cache_misses", "Page reads the page cache could not serve."
         )
-        self.cache_misses = prom.Counter(
-            "webward_page_cache_misses", "Page reads the page cache could not serve.", registry=r
-        )
-        self.audit_seconds = prom.Histogram(
+        audit_seconds = _Histogram(
             "webward_audit_write_seconds",
             "How long audit writes took (group commit included).",
-            buckets=_AUDIT_BUCKETS,
-            registry=r,
+            (),
+            _AUDIT_BUCKETS,
         )
-        self.audit_waiting = prom.Gauge(
+        for family in (self.calls, self.duration, self.bytes, cache_hits, cache_misses):
+            r.register(family)
+        r.register(audit_seconds)
+        self.cache_hits, self.cache_misses = cache_hits.cell(), cache_misses.cell()
+        self.audit_seconds = audit_seconds.cell()
+        self.audit_waiting = 0  # audit writes waiting for their commit, read when scraped
+        prom.Gauge(
             "webward_audit_queue_depth", "Audit writes waiting for their commit.", registry=r
-        )
+        ).set_function(lambda: self.audit_waiting)
         self.converting = prom.Gauge(
             "webward_conversions_in_flight", "Bodies being converted to text now.", registry=r
         )
@@ -600,18 +723,18 @@ class _Metrics:
         )
         self.hosts = _HostMetrics(top_hosts)
         r.register(self.hosts)
-        self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
+        self._children: dict[tuple[str, str, str, str], tuple[_Cell, _HistogramCell, _Cell]] = {}
         self._agents: set[str] = set()
         self._agents_lock = threading.Lock()
 
     def count_call(self, record: Any) -> None:
         key = (record.capability, record.decision, record.reason, self._agent_label(record.agent))
         children = self._children.get(key)
-        if children is None:  # labels() takes a lock and builds a key: once per label set
+        if children is None:
             children = self._children[key] = (
-                self.calls.labels(*key),
-                self.duration.labels(key[0], key[1]),
-                self.bytes.labels(key[0]),
+                self.calls.cell(*key),
+                self.duration.cell(key[0], key[1]),
+                self.bytes.cell(key[0]),
             )
         calls, duration, read = children
         calls.inc()
