@@ -117,6 +117,26 @@ def test_records_never_hold_payloads_or_credentials() -> None:
     assert len(long.target) == MAX_TARGET_CHARS and long.target.endswith("\u2026")
 
 
+def test_a_record_from_a_call_is_a_record_like_any_other() -> None:
+    """``from_call`` fills the frozen record in one step: every field is set, cleaned and
+    checked as the dataclass's own constructor would, and the result equals one made so."""
+    from webward._call import Call
+
+    call = Call("web:page.fetch@1", "cli", "https://user:pw@example.org/a")
+    call.tier, call.status, call.bytes = "connected", 200, 10
+    call.redirects = ["https://user:pw@example.org/a", "https://example.org/b\x00"]
+    call.render_contacted = ["cdn.example.org"]
+    made = AuditRecord.from_call(call, decision="allowed", reason="allowed")
+    assert set(vars(made)) == {f.name for f in dataclasses.fields(AuditRecord)}
+    assert made.target == "https://example.org/a"
+    assert made.redirects == ("https://example.org/a", "https://example.org/b\\x00")
+    assert made == dataclasses.replace(made)  # what __init__ makes of the same fields
+    with pytest.raises(ValueError, match="decision"):
+        AuditRecord.from_call(call, decision="maybe", reason="allowed")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.target = "https://example.org/other"  # type: ignore[misc]
+
+
 def test_record_shape_and_validation() -> None:
     """to_wire is camelCase; an unknown decision or a naive time is a programming error."""
     wire = every_decision()[0].to_wire()

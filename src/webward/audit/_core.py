@@ -217,13 +217,20 @@ class AuditRecord:
     @classmethod
     def from_call(cls, call: Call, *, decision: str, reason: str) -> AuditRecord:
         """The call in flight (``_call.Call``), frozen into its record, stamped now."""
-        return cls(
+        # Every call makes one record: its fields are set in one step rather than through
+        # the frozen dataclass's __init__, which sets each of the 18 through
+        # object.__setattr__ (half the cost of a record). Every field is given here, and
+        # __post_init__ checks and cleans them as it does for any record.
+        record = object.__new__(cls)
+        record.__dict__.update(
             agent=str(call.agent),
             tier=str(call.tier),
             capability=str(call.capability),
             target=call.target,
             decision=decision,
             reason=str(reason),
+            time=_utcnow(),
+            id=_new_id(),
             would_deny=call.would_deny,
             final_url=call.final_url,
             redirects=tuple(call.redirects),
@@ -235,6 +242,8 @@ class AuditRecord:
             render_contacted=tuple(call.render_contacted),
             render_refused=tuple(call.render_refused),
         )
+        record.__post_init__()
+        return record
 
     def to_wire(self) -> dict[str, Any]:
         """The record as camelCase JSON (``webward audit --json``)."""
