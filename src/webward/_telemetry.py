@@ -351,34 +351,18 @@ class Telemetry:
         then the call's attributes, counters and log line, with the decision as it stood
         once the write was done (a failed write refuses the call: ``audit_unavailable``)."""
         if self.metrics is None and self._log is None and _tracer() is None:
-            return _NULL  # nothing to observe: no generator on the hot path
-        return self._audit_write(record)
+            return _NULL  # nothing to observe
+        return _AuditWrite(self, record)
 
-    @contextlib.contextmanager
-    def _audit_write(self, record: Any) -> Iterator[None]:
+    def _audit_written(self, outcome: Any, started: float) -> None:
+        """The audit write of a call ended: its latency, counters and log line."""
         metrics = self.metrics
-        tracer = _tracer()
-        if tracer is not None:
-            _describe_call(record)
-        started = time.perf_counter()
         if metrics is not None:
-            metrics.audit_waiting += 1
-        outcome = record
-        try:
-            with span("audit write") if tracer is not None else _NULL:
-                yield
-        except WebwardError as exc:
-            outcome = _refused_by(record, exc)
-            if tracer is not None:
-                _describe_call(outcome)
-            raise
-        finally:
-            if metrics is not None:
-                metrics.audit_waiting -= 1
-                metrics.audit_seconds.observe(time.perf_counter() - started)
-                metrics.count_call(outcome)
-            if self._log is not None:
-                self._log.write(outcome)
+            metrics.audit_waiting -= 1
+            metrics.audit_seconds.observe(time.perf_counter() - started)
+            metrics.count_call(outcome)
+        if self._log is not None:
+            self._log.write(outcome)
 
     def cache(self, hit: bool) -> None:
         """A page-cache lookup."""
@@ -425,6 +409,40 @@ class Telemetry:
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
+
+
+class _AuditWrite:
+    """:meth:`Telemetry.audit_write`: a class rather than a generator, since every call
+    enters it. The span (when tracing) ends first, so that a refusal by the audit store is
+    described on the call's span, as the record the call log gets."""
+
+    __slots__ = ("_record", "_span", "_started", "_telemetry")
+
+    def __init__(self, telemetry: Telemetry, record: Any) -> None:
+        self._telemetry, self._record = telemetry, record
+        self._span: contextlib.AbstractContextManager[Any] | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> None:
+        if _tracer() is not None:
+            _describe_call(self._record)
+            self._span = span("audit write")
+            self._span.__enter__()
+        self._started = time.perf_counter()
+        if self._telemetry.metrics is not None:
+            self._telemetry.metrics.audit_waiting += 1
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if self._span is not None:
+                self._span.__exit__(kind, exc, tb)
+        finally:
+            outcome = self._record
+            if isinstance(exc, WebwardError):
+                outcome = _refused_by(outcome, exc)
+                if self._span is not None:
+                    _describe_call(outcome)
+            self._telemetry._audit_written(outcome, self._started)
 
 
 def _describe_call(record: Any) -> None:
