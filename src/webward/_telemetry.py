@@ -720,9 +720,16 @@ class _Metrics:
             (),
             _AUDIT_BUCKETS,
         )
-        for family in (self.calls, self.duration, self.bytes, cache_hits, cache_misses):
+        hot: tuple[_Family, ...] = (
+            self.calls,
+            self.duration,
+            self.bytes,
+            cache_hits,
+            cache_misses,
+            audit_seconds,
+        )
+        for family in hot:
             r.register(family)
-        r.register(audit_seconds)
         self.cache_hits, self.cache_misses = cache_hits.cell(), cache_misses.cell()
         self.audit_seconds = audit_seconds.cell()
         self.audit_waiting = 0  # audit writes waiting for their commit, read when scraped

@@ -172,8 +172,7 @@ class AuditRecord:
         set_(self, "redirects", tuple(map(_clean_url, self.redirects)))
         for name in ("render_contacted", "render_refused"):
             hosts = getattr(self, name)
-            if hosts:
-                set_(self, name, tuple(_storable(str(h))[:300] for h in hosts))
+            set_(self, name, tuple(_storable(str(h))[:300] for h in hosts) if hosts else ())
         for name in _OTHER_TEXT_FIELDS:
             value = getattr(self, name)
             # Plain ASCII text without a NUL is stored as it is: nothing to set.
@@ -484,7 +483,7 @@ class CommitThread:
     """Group commit on a thread of its own, for a store whose driver blocks (SQLite).
 
     The event loop hands each row to the thread (a list append under a lock, and a wake-up
-    when the thread is idle) and waits for a future; the thread commits every row that
+    when the thread waits) and waits for a future; the thread commits every row that
     arrived while it was busy in one transaction, then answers the whole batch with one
     call into the loop. So a call pays neither a hop to a worker thread nor an event of its
     own, and a batch costs one wake-up each way. As with :class:`GroupCommit`, a writer
@@ -506,7 +505,6 @@ class CommitThread:
         # The committing thread; a thread that is no longer this one (after a close) commits
         # what is left and ends.
         self._thread: threading.Thread | None = None
-        self._idle = False  # a thread waits on the condition: a row must wake it
 
     async def write(self, row: tuple[Any, ...]) -> None:
         try:
@@ -520,8 +518,8 @@ class CommitThread:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                     self._thread.start()
-                elif self._idle:
-                    self._cond.notify()
+                else:
+                    self._cond.notify()  # wakes the thread if it waits (nothing if it works)
             # Cancelling the caller cancels only its wait; the thread commits the row anyway.
             error = await future
         if error is not None:
@@ -542,9 +540,7 @@ class CommitThread:
         while True:
             with self._cond:
                 while not self._pending and self._thread is me:
-                    self._idle = True
                     self._cond.wait()
-                    self._idle = False
                 batch, self._pending = self._pending, []
                 if not batch:  # closed, and nothing left to commit
                     return
