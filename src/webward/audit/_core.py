@@ -20,7 +20,8 @@ A record that cannot be written refuses the call: sinks raise ``Refused`` with r
 processes can write at once) and ``_postgres.PostgresAuditSink`` (one log for N replicas,
 ``[audit] postgres_dsn_env``). The two SQL stores share what is defined here: one table
 (:data:`COLUMNS`), its rows (:func:`to_row`, :func:`from_row`), group commit
-(:class:`GroupCommit`) and the query (:func:`select_sql`).
+(:class:`GroupCommit` for an async driver, :class:`CommitThread` for a blocking one) and the
+query (:func:`select_sql`).
 """
 
 from __future__ import annotations
