@@ -14,8 +14,10 @@ Two servers run the same way, each uvicorn in its own process on 127.0.0.1, and 
   gateway returned.
 
 The client is a small keep-alive HTTP/1.1 client on asyncio streams (so the client costs the
-same for both). Target: ours at least 0.5x the anchor's rate. Loopback only, bounded: a fixed
-number of requests per server.
+same for both). Target: ours at least 0.5x the anchor's rate and, since on two shared cores the
+client can be what limits the rate, at most 2x the anchor's server CPU per request (read from
+``/proc``); the output names the stack (HTTP parser, event loop) of both sides. Loopback only,
+bounded: a fixed number of requests per server.
 
 ``--observability`` instead runs the gateway once per observability setting, all taking turns
 in the same rounds (docs/operations.md):

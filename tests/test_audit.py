@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,26 @@ def test_records_never_hold_payloads_or_credentials() -> None:
     assert r.final_url == "https://example.org/y"
     long = record(target="https://example.org/" + "a" * 10_000)
     assert len(long.target) == MAX_TARGET_CHARS and long.target.endswith("\u2026")
+
+
+def test_a_record_from_a_call_is_a_record_like_any_other() -> None:
+    """``from_call`` fills the frozen record in one step: every field is set, cleaned and
+    checked as the dataclass's own constructor would, and the result equals one made so."""
+    from webward._call import Call
+
+    call = Call("web:page.fetch@1", "cli", "https://user:pw@example.org/a")
+    call.tier, call.status, call.bytes = "connected", 200, 10
+    call.redirects = ["https://user:pw@example.org/a", "https://example.org/b\x00"]
+    call.render_contacted = ["cdn.example.org"]
+    made = AuditRecord.from_call(call, decision="allowed", reason="allowed")
+    assert set(vars(made)) == {f.name for f in dataclasses.fields(AuditRecord)}
+    assert made.target == "https://example.org/a"
+    assert made.redirects == ("https://example.org/a", "https://example.org/b\\x00")
+    assert made == dataclasses.replace(made)  # what __init__ makes of the same fields
+    with pytest.raises(ValueError, match="decision"):
+        AuditRecord.from_call(call, decision="maybe", reason="allowed")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.target = "https://example.org/other"  # type: ignore[misc]
 
 
 def test_record_shape_and_validation() -> None:
@@ -285,6 +306,45 @@ async def test_a_flush_that_raises_refuses_every_call_of_its_batch(tmp_path: Pat
     assert len(outcomes) == 10
     assert all(isinstance(o, Refused) and o.reason == REASON_AUDIT_UNAVAILABLE for o in outcomes)
     assert "disk on fire" in str(outcomes[0])
+
+
+@pytest.mark.anyio
+async def test_records_of_cancelled_callers_are_committed_by_close(tmp_path: Path) -> None:
+    """The commit thread loses nothing handed to it: callers cancelled while they wait for
+    their commit still have their records written, and ``aclose`` returns only once every
+    record handed over is committed."""
+    disk = threading.Event()  # the store answers once the test lets it
+
+    class Slow(SQLiteAuditSink):
+        def _write_sync(self, rows: list[tuple[Any, ...]]) -> Any:
+            disk.wait()
+            return super()._write_sync(rows)
+
+    sink = Slow(tmp_path)
+    async with anyio.create_task_group() as tg:
+        for i in range(300):
+            tg.start_soon(sink.write, record(target=f"https://example.org/{i}"))
+        await anyio.wait_all_tasks_blocked()  # every record handed over; callers waiting
+        tg.cancel_scope.cancel()
+    disk.set()  # the first batch commits now; the rest waits its turn
+    await sink.aclose()
+    reader = SQLiteAuditSink(tmp_path)
+    rows = await reader.query(limit=1000)
+    await reader.aclose()
+    assert sorted(r.target for r in rows) == sorted(f"https://example.org/{i}" for i in range(300))
+
+
+@pytest.mark.anyio
+async def test_a_sink_writes_again_after_close(tmp_path: Path) -> None:
+    """A closed sink starts its commit thread again on the next write (a server restarted in
+    the same process)."""
+    sink = SQLiteAuditSink(tmp_path)
+    await sink.write(record(target="https://example.org/before"))
+    await sink.aclose()
+    await sink.write(record(target="https://example.org/after"))
+    rows = await sink.query()
+    await sink.aclose()
+    assert {r.target for r in rows} == {"https://example.org/before", "https://example.org/after"}
 
 
 # ---- webward audit ----------------------------------------------------------------------

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,32 @@ async def test_max_chars_pages_a_page_in_smaller_windows_with_exact_offsets() ->
                     offset = page.window.next_offset
                 assert "".join(bodies) == page_text
     assert len(srv.requests) == 1
+
+
+async def test_a_remembered_window_is_never_served_for_a_page_read_again() -> None:
+    """Windows of a cached page are remembered (cut and weighed once): the same window read
+    again is the same text in a fresh envelope, with the token estimate of what is handed
+    over. Once the page is read again (``max_age=0``: it changed), its windows are cut
+    from the new text, never remembered ones of the old."""
+    versions = iter(["Über die Brücke nach 北京. " * 400, "Neue Brücke nach 東京! " * 400])
+
+    def changing(req: Request, sock: socket.socket) -> None:
+        send(sock, 200, next(versions).encode(), "text/plain; charset=utf-8")
+
+    with serve(routes={"/t": changing}) as srv:
+        async with web() as w:
+            first = await w.fetch(srv.url("/t"), offset=3000, max_chars=2000)
+            again = await w.fetch(srv.url("/t"), offset=3000, max_chars=2000)
+            assert text_of(again.content) == text_of(first.content)
+            assert again.content != first.content  # a nonce of its own
+            assert "北京" in text_of(first.content)
+            for page in (first, again):
+                assert page.approx_tokens == approx_tokens(page.content)
+            changed = await w.fetch(srv.url("/t"), offset=3000, max_chars=2000, max_age=0)
+            assert "東京" in text_of(changed.content) and "北京" not in text_of(changed.content)
+            assert changed.approx_tokens == approx_tokens(changed.content)
+            assert changed.window.total == len("Neue Brücke nach 東京! " * 400)
+    assert len(srv.requests) == 2
 
 
 @pytest.mark.parametrize("bad", [0, -5, 40_001])

@@ -394,6 +394,43 @@ def calls(page: dict[Any, float], **labels: str) -> float:
     )
 
 
+def test_hot_path_metrics_expose_what_the_prometheus_client_would() -> None:
+    """The per-call counters and histograms, kept as plain numbers, are scraped as the same
+    samples prometheus_client's own Counter and Histogram give for the same updates (bucket
+    edges included: a value on a bound falls in that bound's bucket)."""
+    import prometheus_client as prom
+
+    from webward._telemetry import _CALL_BUCKETS, _Counter, _Histogram
+
+    ours, theirs = prom.CollectorRegistry(), prom.CollectorRegistry()
+    counter = _Counter("t_calls", "Calls.", ("agent",))
+    histogram = _Histogram("t_seconds", "Seconds.", ("agent",), _CALL_BUCKETS)
+    plain = _Counter("t_hits", "Hits.")
+    for family in (counter, histogram, plain):
+        ours.register(family)
+    their_counter = prom.Counter("t_calls", "Calls.", ["agent"], registry=theirs)
+    their_histogram = prom.Histogram(
+        "t_seconds", "Seconds.", ["agent"], buckets=_CALL_BUCKETS, registry=theirs
+    )
+    their_plain = prom.Counter("t_hits", "Hits.", registry=theirs)
+    for agent, value in [("a", 0.0), ("a", 0.005), ("b", 0.0051), ("a", 30.0), ("b", 99.0)]:
+        counter.cell(agent).inc()
+        their_counter.labels(agent).inc()
+        histogram.cell(agent).observe(value)
+        their_histogram.labels(agent).observe(value)
+    plain.cell().inc(3)
+    their_plain.inc(3)
+
+    def without_created(registry: prom.CollectorRegistry) -> dict[Any, float]:
+        page = samples(prom.generate_latest(registry).decode())
+        assert {name for name, _ in page if name.endswith("_created")} == {
+            "t_calls_created", "t_seconds_created", "t_hits_created"
+        }  # fmt: skip
+        return {key: v for key, v in page.items() if not key[0].endswith("_created")}
+
+    assert without_created(ours) == without_created(theirs)
+
+
 @pytest.mark.anyio
 async def test_gateway_metrics_move_with_calls(tmp_path: Path, site: LocalServer) -> None:
     settings = load(tmp_path, limits={"breaker_failures": 1})

@@ -15,6 +15,7 @@ earlier charges are taken back, so a refused call costs nothing.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,11 +48,7 @@ def _lines(
     budget: BudgetSettings, agent: str, capability: str, kind: str, session: str | None
 ) -> list[_Line]:
     lines: list[_Line] = []
-    prefix = f"{capability}_spend" if kind == "spend" else capability
-    for scope in _SCOPES:
-        limit = getattr(budget, f"{prefix}_per_{scope}", 0)
-        if not limit:
-            continue
+    for scope, limit in _limits(budget, f"{capability}_spend" if kind == "spend" else capability):
         if scope == "session":
             if session is None:
                 continue  # no session, no session budget (hour and day still count)
@@ -60,6 +57,14 @@ def _lines(
             key = f"budget:{agent}:{capability}:{kind}:{scope}"
         lines.append(_Line(key, float(limit), kind, scope))
     return lines
+
+
+@functools.lru_cache(maxsize=256)
+def _limits(budget: BudgetSettings, prefix: str) -> tuple[tuple[str, float], ...]:
+    """The scopes with a budget (not 0) among ``<prefix>_per_<scope>``: found once per agent
+    and capability, since every call asks (and most agents have none)."""
+    found = ((scope, getattr(budget, f"{prefix}_per_{scope}", 0)) for scope in _SCOPES)
+    return tuple((scope, limit) for scope, limit in found if limit)
 
 
 def _window_start(scope: str, now: float) -> float | None:

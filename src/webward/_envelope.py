@@ -60,6 +60,7 @@ __all__ = [
     "REPLACEMENT",
     "find_markers",
     "fold",
+    "frame",
     "fresh_nonce",
     "neutralise",
     "neutralise_line",
@@ -348,6 +349,16 @@ def wrap(
     out, a fresh 128-bit nonce is drawn (:func:`fresh_nonce`). ``prepared=True`` says ``text`` is (a
     window of) the output of :func:`prepare_body` and skips preparing it again.
     """
+    head, tail = frame(provenance, nonce=nonce)
+    return head + (text if prepared else prepare_body(text)) + tail
+
+
+def frame(
+    provenance: Mapping[str, str | int | None], *, nonce: str | None = None
+) -> tuple[str, str]:
+    """What :func:`wrap` puts before and after the (prepared) text: ``wrap(text) == head +
+    prepare_body(text) + tail``, for a caller that knows more about the text than its
+    characters (the core, which weighs a window once and its envelope per call)."""
     if nonce is None:
         nonce = fresh_nonce()
     elif not _NONCE_RE.match(nonce):
@@ -360,10 +371,9 @@ def wrap(
     else:
         header = _header(items)
     notice = f"[webward] {HANDLING_NOTICE}. It ends only at the end marker with nonce {nonce}."
-    body = text if prepared else prepare_body(text)
-    if header:
-        return "\n".join((notice, header, BEGIN.format(nonce=nonce), body, END.format(nonce=nonce)))
-    return "\n".join((notice, BEGIN.format(nonce=nonce), body, END.format(nonce=nonce)))
+    begin = BEGIN.format(nonce=nonce)
+    lines = (notice, header, begin) if header else (notice, begin)
+    return "\n".join(lines) + "\n", "\n" + END.format(nonce=nonce)
 
 
 def _header(items: tuple[tuple[str, object], ...]) -> str:

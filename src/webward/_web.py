@@ -21,6 +21,7 @@ import functools
 import logging
 import ssl
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
@@ -119,6 +120,7 @@ class Web:
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
         self._converter = ConvertPool.from_limits(self.settings.limits)
+        self._windows = _Windows()
         # Every hop of every call passes this gate; its collaborators are handed to it.
         self._gate = Gate(
             self.settings,
@@ -171,6 +173,8 @@ class Web:
         await self._audit.aclose()
         if self._own_telemetry:
             self.telemetry.close()
+        else:  # a server's telemetry outlives this Web; its call log lines do not wait
+            self.telemetry.flush()
 
     # ---- page reads -------------------------------------------------------------------
 
@@ -392,9 +396,10 @@ class Web:
         converted = cached.converted
         passages = None
         if query is None:
-            window_text, window = _window.make_window(converted.text, offset, max_chars)
+            window_text, window, weight = self._windows.cut(converted, offset, max_chars)
         else:
             window_text, passages, window = await self._find(converted, url, query, max_chars)
+            weight = _window.token_weight(window_text)
         # The site answered Markdown itself (Markdown for Agents, or a .md file): said in the
         # provenance so the model knows no extractor chose what it reads.
         markdown_source = "site" if converted.media_type in _content.MARKDOWN_TYPES else None
@@ -407,8 +412,7 @@ class Web:
                     *urls_in(window_text),
                 ],
             )
-        content = _envelope.wrap(
-            window_text,
+        head, tail = _envelope.frame(
             {
                 "capability": FETCH,
                 "requested_url": url,
@@ -419,7 +423,10 @@ class Web:
                 "query": query,
                 "retrieved_at": cached.retrieved_at,
             },
-            prepared=True,
+        )
+        content = head + window_text + tail  # the window is prepared (see _read)
+        tokens = _window.tokens_for_weight(
+            _window.token_weight(head) + weight + _window.token_weight(tail)
         )
         return Page(
             requested_url=url,
@@ -436,7 +443,7 @@ class Web:
             redirects=cached.redirects,
             bytes_read=cached.bytes_read,
             screenshot=screenshot,
-            approx_tokens=_window.approx_tokens(content),
+            approx_tokens=tokens,
             markdown_source=markdown_source,
             passages=passages,
         )
@@ -718,6 +725,52 @@ class Web:
                 raise
             except Exception as exc:  # a sink of the caller's own that fails in its own way
                 raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
+
+
+#: A window as remembered: its text, its ``Window`` and its token weight.
+_Cut = tuple[str, Window, int]
+
+
+class _Windows:
+    """The windows handed out of each converted page, remembered while the page lives.
+
+    Paging through a cached page, or many agents reading the same one, cut the same window
+    again and weighed its tokens again on every call (2 ms for 40,000 characters of
+    non-ASCII text). A window depends only on the page's text, the offset and the window
+    size, so it is remembered per page (the very ``Converted`` object, held weakly: a page
+    read again, or dropped from the cache, is a new object and starts afresh) and per
+    ``(offset, max_chars)``. Every call still passes the gate's checks, and gets its own
+    envelope (a fresh nonce) around the window.
+    """
+
+    _PER_PAGE = 64  # windows kept per page; past this they are forgotten and cut again
+
+    def __init__(self) -> None:
+        self._pages: dict[int, tuple[weakref.ref[_convert.Converted], dict[Any, _Cut]]] = {}
+
+    def cut(self, converted: _convert.Converted, offset: int, max_chars: int) -> _Cut:
+        """The window of ``converted`` at ``offset``: its text, its ``Window`` and its
+        token weight (``_window.token_weight``)."""
+        key = id(converted)
+        entry = self._pages.get(key)
+        if entry is None or entry[0]() is not converted:
+            # The entry goes when the page does, so its id is never taken for another page's.
+            gone = functools.partial(self._forget, key)
+            entry = self._pages[key] = (weakref.ref(converted, gone), {})
+        windows = entry[1]
+        window = windows.get((offset, max_chars))
+        if window is None:
+            text, place = _window.make_window(converted.text, offset, max_chars)
+            window = (text, place, _window.token_weight(text))
+            if len(windows) >= self._PER_PAGE:
+                windows.clear()
+            windows[(offset, max_chars)] = window
+        return window
+
+    def _forget(self, key: int, ref: object) -> None:
+        entry = self._pages.get(key)
+        if entry is not None and entry[0] is ref:
+            del self._pages[key]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,6 +37,8 @@ __all__ = [
     "check_max_chars",
     "check_offset",
     "make_window",
+    "token_weight",
+    "tokens_for_weight",
     "window_header",
 ]
 
@@ -92,12 +94,24 @@ _NON_ASCII = re.compile("[^\\x00-\\x7f]+")
 
 def approx_tokens(text: str) -> int:
     """About how many tokens ``text`` costs a model (see the module docstring)."""
+    return tokens_for_weight(token_weight(text))
+
+
+def token_weight(text: str) -> int:
+    """Four times the tokens ``text`` costs, before rounding: a sum over its characters, so
+    the weight of a text is the sum of its pieces' (a window's is computed once, and its
+    envelope's added per call)."""
     if text.isascii():
-        return -(-len(text) // 4)
+        return len(text)
     other = sum(map(len, _NON_ASCII.findall(text)))
     two = sum(map(len, _TWO_PER_TOKEN.findall(text)))
     ascii_chars, one = len(text) - other, other - two
-    return -(-(ascii_chars + 2 * two + 4 * one) // 4)
+    return ascii_chars + 2 * two + 4 * one
+
+
+def tokens_for_weight(weight: int) -> int:
+    """The tokens of a text of ``weight`` (:func:`token_weight`), rounded up."""
+    return -(-weight // 4)
 
 
 def _binds_left(ch: str) -> bool:

@@ -20,14 +20,19 @@ A record that cannot be written refuses the call: sinks raise ``Refused`` with r
 processes can write at once) and ``_postgres.PostgresAuditSink`` (one log for N replicas,
 ``[audit] postgres_dsn_env``). The two SQL stores share what is defined here: one table
 (:data:`COLUMNS`), its rows (:func:`to_row`, :func:`from_row`), group commit
-(:class:`GroupCommit`) and the query (:func:`select_sql`).
+(:class:`GroupCommit` for an async driver, :class:`CommitThread` for a blocking one) and the
+query (:func:`select_sql`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
+import functools
 import itertools
 import json
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -53,6 +58,7 @@ __all__ = [
     "SCHEMA",
     "AuditRecord",
     "AuditSink",
+    "CommitThread",
     "Flushed",
     "GroupCommit",
     "MemoryAuditSink",
@@ -85,6 +91,12 @@ def _new_id() -> str:
 
 def _clean_url(value: Any) -> str:
     text = str(value)
+    if len(text) <= _MEMO_CHARS:  # the same URLs come back call after call (a cached page)
+        return _clean_url_memo(text)
+    return _clean_text(text)
+
+
+def _clean_text(text: str) -> str:
     if text.lstrip("\x00 \t\n\r\f")[:5].lower() == "data:":
         return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
     if "@" in text:  # only then can there be credentials to drop
@@ -92,6 +104,11 @@ def _clean_url(value: Any) -> str:
     if len(text) > MAX_TARGET_CHARS:
         text = text[: MAX_TARGET_CHARS - 1] + "…"
     return _storable(text)
+
+
+# Short targets are remembered cleaned (the cleaning is pure); long ones are cleaned each time.
+_MEMO_CHARS = 1024
+_clean_url_memo = functools.lru_cache(maxsize=4096)(_clean_text)
 
 
 def _storable(text: str) -> str:
@@ -155,10 +172,14 @@ class AuditRecord:
             set_(self, "final_url", _clean_url(self.final_url))
         set_(self, "redirects", tuple(map(_clean_url, self.redirects)))
         for name in ("render_contacted", "render_refused"):
-            set_(self, name, tuple(_storable(str(h))[:300] for h in getattr(self, name)))
+            hosts = getattr(self, name)
+            set_(self, name, tuple(_storable(str(h))[:300] for h in hosts) if hosts else ())
         for name in _OTHER_TEXT_FIELDS:
             value = getattr(self, name)
-            if value is not None:
+            # Plain ASCII text without a NUL is stored as it is: nothing to set.
+            if value is not None and not (
+                type(value) is str and value.isascii() and "\x00" not in value
+            ):
                 set_(self, name, _storable(str(value)))
 
     @classmethod
@@ -196,13 +217,20 @@ class AuditRecord:
     @classmethod
     def from_call(cls, call: Call, *, decision: str, reason: str) -> AuditRecord:
         """The call in flight (``_call.Call``), frozen into its record, stamped now."""
-        return cls(
+        # Every call makes one record: its fields are set in one step rather than through
+        # the frozen dataclass's __init__, which sets each of the 18 through
+        # object.__setattr__ (half the cost of a record). Every field is given here, and
+        # __post_init__ checks and cleans them as it does for any record.
+        record = object.__new__(cls)
+        record.__dict__.update(
             agent=str(call.agent),
             tier=str(call.tier),
             capability=str(call.capability),
             target=call.target,
             decision=decision,
             reason=str(reason),
+            time=_utcnow(),
+            id=_new_id(),
             would_deny=call.would_deny,
             final_url=call.final_url,
             redirects=tuple(call.redirects),
@@ -214,6 +242,8 @@ class AuditRecord:
             render_contacted=tuple(call.render_contacted),
             render_refused=tuple(call.render_refused),
         )
+        record.__post_init__()
+        return record
 
     def to_wire(self) -> dict[str, Any]:
         """The record as camelCase JSON (``webward audit --json``)."""
@@ -448,6 +478,97 @@ class GroupCommit:
             error = batch.row_errors[index]
         if error is not None:
             raise audit_unavailable(error)
+
+
+class CommitThread:
+    """Group commit on a thread of its own, for a store whose driver blocks (SQLite).
+
+    The event loop hands each row to the thread (a list append under a lock, and a wake-up
+    when the thread waits) and waits for a future; the thread commits every row that
+    arrived while it was busy in one transaction, then answers the whole batch with one
+    call into the loop. So a call pays neither a hop to a worker thread nor an event of its
+    own, and a batch costs one wake-up each way. As with :class:`GroupCommit`, a writer
+    returns only once the transaction holding its row committed, and an error (the whole
+    batch's, or its row's after a retry row by row: :data:`Flushed`) refuses its call.
+
+    Nothing handed over is lost: a row is committed even if its caller is cancelled while
+    waiting, and :meth:`aclose` waits until every row handed over has been committed. The
+    thread starts with the first write (again after a close). Without a running asyncio loop
+    (anyio on trio) each row is flushed on its own in a worker thread.
+    """
+
+    def __init__(self, flush: Callable[[list[tuple[Any, ...]]], Flushed], name: str) -> None:
+        self._flush = flush
+        self._name = name
+        self._cond = threading.Condition(threading.Lock())
+        # Rows handed over and not yet taken by the thread: (row, loop, future).
+        self._pending: list[tuple[tuple[Any, ...], Any, asyncio.Future[str | None]]] = []
+        # The committing thread; a thread that is no longer this one (after a close) commits
+        # what is left and ends.
+        self._thread: threading.Thread | None = None
+
+    async def write(self, row: tuple[Any, ...]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no asyncio loop: one row, flushed in a worker thread
+            error = _error_of(await anyio.to_thread.run_sync(self._flush_safely, [row]), 0)
+        else:
+            future: asyncio.Future[str | None] = loop.create_future()
+            with self._cond:
+                self._pending.append((row, loop, future))
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                    self._thread.start()
+                else:
+                    self._cond.notify()  # wakes the thread if it waits (nothing if it works)
+            # Cancelling the caller cancels only its wait; the thread commits the row anyway.
+            error = await future
+        if error is not None:
+            raise audit_unavailable(error)
+
+    async def aclose(self) -> None:
+        """Commit every row handed over, then stop the thread."""
+        with self._cond:
+            thread, self._thread = self._thread, None
+            self._cond.notify_all()
+        if thread is not None:
+            # Shielded: a close that is cancelled still waits for the last commit.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(thread.join)
+
+    def _run(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._cond:
+                while not self._pending and self._thread is me:
+                    self._cond.wait()
+                batch, self._pending = self._pending, []
+                if not batch:  # closed, and nothing left to commit
+                    return
+            flushed = self._flush_safely([row for row, _, _ in batch])
+            answers: dict[Any, list[tuple[asyncio.Future[str | None], str | None]]] = {}
+            for i, (_, loop, future) in enumerate(batch):
+                answers.setdefault(loop, []).append((future, _error_of(flushed, i)))
+            for loop, futures in answers.items():
+                with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                    loop.call_soon_threadsafe(_answer, futures)
+
+    def _flush_safely(self, rows: list[tuple[Any, ...]]) -> Flushed:
+        try:
+            return self._flush(rows)
+        except Exception as exc:  # the thread must live on, and every caller hear of it
+            return f"the audit write failed: {exc}"
+
+
+def _error_of(flushed: Flushed, index: int) -> str | None:
+    """The error (or ``None``) of row ``index`` in a batch that flushed as ``flushed``."""
+    return flushed[index] if isinstance(flushed, list) else flushed
+
+
+def _answer(futures: list[tuple[asyncio.Future[str | None], str | None]]) -> None:
+    for future, error in futures:
+        if not future.done():  # a cancelled caller's future is done already
+            future.set_result(error)
 
 
 def select_sql(

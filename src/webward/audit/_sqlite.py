@@ -1,7 +1,7 @@
 """The SQLite audit sink: ``audit.db`` in the state dir, shared by the processes of one machine.
 
-WAL and a busy timeout let several ``webward`` processes write at once; group commit
-(``_core.GroupCommit``) makes one transaction of the records that arrive while another
+WAL and a busy timeout let several ``webward`` processes write at once; a commit thread
+(``_core.CommitThread``) makes one transaction of the records that arrive while another
 commits. The table is the one both SQL stores share (``_core.COLUMNS``).
 """
 
@@ -25,8 +25,8 @@ from ._core import (
     REASON_AUDIT_UNAVAILABLE,
     SCHEMA,
     AuditRecord,
+    CommitThread,
     Flushed,
-    GroupCommit,
     from_row,
     select_sql,
     to_row,
@@ -68,8 +68,9 @@ class SQLiteAuditSink:
     """Audit records in ``audit.db`` in the state dir: WAL, a busy timeout, one INSERT per
     record, so several ``webward`` processes can write at once without losing a row.
 
-    The file and its directory are created on the first write. sqlite3 runs in a worker
-    thread (``anyio.to_thread``) so the event loop never waits on the disk.
+    The file and its directory are created on the first write. Writes are committed by a
+    thread of the sink's own (``_core.CommitThread``), reads in a worker thread, so the event
+    loop never waits on the disk.
     """
 
     def __init__(self, state_dir: str | Path, *, busy_timeout_s: float = 10.0) -> None:
@@ -77,7 +78,7 @@ class SQLiteAuditSink:
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        self._commits = GroupCommit(lambda rows: anyio.to_thread.run_sync(self._write_sync, rows))
+        self._commits = CommitThread(self._write_sync, name="webward-audit")
 
     async def write(self, record: AuditRecord) -> None:
         await self._commits.write(to_row(record))
@@ -94,6 +95,7 @@ class SQLiteAuditSink:
         )
 
     async def aclose(self) -> None:
+        await self._commits.aclose()  # every record handed over is committed first
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
