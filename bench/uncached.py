@@ -507,9 +507,10 @@ def _report(case: str, rounds: dict[str, list[dict[str, Any]]], deadline: float)
     # alone flatters it; this is the figure that says how much reading got done.
     _line(f"{case} pages read per second", ours["goodput"], anchor["goodput"], "/s")
     shed = statistics.median(r["outcomes"].get("overloaded", 0) for r in rounds["ours"])
+    late = statistics.median(r["outcomes"].get("timeout", 0) for r in rounds["ours"])
     within = ours["p99"] <= deadline + 1
     print(
-        f"{case}: overloaded (503) {shed:.0f}; p99 within the {deadline:g} s read deadline + 1 s "
+        f"{case}: overloaded (503) {shed:.0f}, timeout {late:.0f}; p99 within the {deadline:g} s read deadline + 1 s "
         f"-> {'met' if within else 'NOT met'}; wall and RSS no worse than the anchor -> "
         f"{'met' if ours['wall'] <= anchor['wall'] and ours['rss'] <= anchor['rss'] else 'NOT met'}"
     )

@@ -212,6 +212,15 @@ def _worker_main(
             return
 
 
+def _run_and_trim(job: Job) -> Converted:
+    """``job`` run, then the heap trimmed: in a thread, the conversion's garbage is freed into
+    that thread's malloc arena, which glibc does not shrink by itself."""
+    try:
+        return job.run()
+    finally:
+        _trim_heap()
+
+
 def _resident_bytes() -> int:
     """This process's resident memory (0 where ``/proc`` does not say)."""
     try:
@@ -372,7 +381,7 @@ class ConvertPool:
             return None
         self._nearby = True
         try:
-            return await anyio.to_thread.run_sync(job.run)
+            return await anyio.to_thread.run_sync(_run_and_trim, job)
         finally:
             self._nearby = False
 
