@@ -139,8 +139,10 @@ def _zygote_main(
     import gc
     from multiprocessing.connection import Connection
 
-    import pypdf  # noqa: F401  # imported here once, shared by every worker it forks
-    import readability  # type: ignore[import-untyped]  # noqa: F401  # as pypdf (the second reading)
+    # Imported here once, shared by every worker it forks: the second reading's library.
+    # Not pypdf: it brings cryptography, 16 MiB that HTML never touches and that would count
+    # whole against the zygote; a worker's first PDF imports it (about 70 ms).
+    import readability  # type: ignore[import-untyped]  # noqa: F401
 
     Job(_WARM_UP, "text/html", "https://warm.invalid/", False, True, LimitsSettings()).run()
     _convert.warm_up()  # what the warm-up page did not reach, paid here once, not per worker
