@@ -10,7 +10,7 @@ Where a body is converted (see docs/reading.md, "Bounded conversion"):
 
 A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
 caller's main module is never run again) that has the converters imported and warmed up
-(trafilatura, lxml, html-to-markdown, pypdf). Starting a worker, or replacing a killed one,
+(trafilatura, lxml, html-to-markdown, readability; pypdf on a worker's first PDF). Starting a worker, or replacing a killed one,
 costs a fork (milliseconds), not the 0.4 s of a fresh interpreter; a command-line read of a
 small page starts neither. Each worker runs
 under ``RLIMIT_AS`` (``limits.convert_memory_mb``) at niceness 10; the pool runs at most
