@@ -10,9 +10,9 @@ Where a body is converted (see docs/reading.md, "Bounded conversion"):
 
 A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
 caller's main module is never run again) that has the converters imported and warmed up
-(trafilatura, lxml, html-to-markdown, readability; pypdf on a worker's first PDF). Starting a worker, or replacing a killed one,
-costs a fork (milliseconds), not the 0.4 s of a fresh interpreter; a command-line read of a
-small page starts neither. Each worker runs
+(trafilatura, lxml, html-to-markdown, readability; pypdf is imported by a worker's first PDF).
+Starting a worker, or replacing a killed one, costs a fork (milliseconds), not the 0.4 s of a
+fresh interpreter; a command-line read of a small page starts neither. Each worker runs
 under ``RLIMIT_AS`` (``limits.convert_memory_mb``) at niceness 10; the pool runs at most
 ``limits.convert_workers`` conversions at once (one per core by default). A conversion that
 outlives the call's deadline (the time left after the read, the wait for a worker included) is
