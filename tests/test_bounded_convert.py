@@ -591,13 +591,15 @@ async def test_a_conversion_is_admitted_while_its_wait_fits_its_deadline_then_sh
             pool._cost = 1.0  # learned from the conversions so far
             for queued in range(1, 10):  # each waits `queued` s, then converts for 1 s: fits
                 tg.start_soon(call, clock() + 10)
-                while pool.waiting < queued:
+                while pool.waiting < queued and not refused:
                     await anyio.sleep(0.01)
+            assert refused == []
             await call(clock() + 10)  # 10 s of wait and 1 s of its own: past its deadline
-            tg.start_soon(call, clock() + 60)  # the same line, with time to wait in it
-            while pool.waiting < 10:
-                await anyio.sleep(0.01)
             assert len(refused) == 1
+            tg.start_soon(call, clock() + 60)  # the same line, with time to wait in it
+            while pool.waiting < 10 and len(refused) == 1:
+                await anyio.sleep(0.01)
+            assert len(refused) == 1 and pool.waiting == 10
             tg.cancel_scope.cancel()
     finally:
         await pool.aclose()
