@@ -35,7 +35,7 @@ from webward._convert import convert, html_to_markdown
 from webward._mcp import build_server
 from webward._settings import LimitsSettings
 from webward._workers import CHEAP_HTML_BYTES, ConvertPool, Job, is_cheap
-from webward.testing import MemoryAuditSink
+from webward.testing import FakeClock, MemoryAuditSink
 
 LIMITS = LimitsSettings()
 URL = "https://example.com/page"
@@ -220,7 +220,8 @@ async def test_a_conversion_over_the_memory_limit_ends_its_worker_not_the_pool()
 
 @pytest.mark.anyio
 async def test_the_hostile_corpus_keeps_each_worker_under_its_memory_limit() -> None:
-    pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+    # One worker through all the pages (none retires for its growth), looked at after each.
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512, retire_growth_mb=4096)
     pages = [
         (deep_html(100_000), "text/html"),
         (table_html(960_000), "text/html"),
@@ -563,6 +564,138 @@ async def test_a_call_left_with_less_time_than_a_conversion_takes_does_not_start
         assert len(starts) == 1  # the slow job's worker only: the second started none
     finally:
         await pool.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_conversion_is_admitted_while_its_wait_fits_its_deadline_then_shed() -> None:
+    """Deadline-aware admission, not a queue length: with the one worker busy and conversions
+    known to take 1 s of it, a call is queued while the wait for those ahead of it and its own
+    conversion fit the time it has left, and refused as overloaded past that (its Retry-After
+    the expected wait); a call with more time left still queues behind the same line."""
+    clock = FakeClock()
+    pool = ConvertPool(workers=1, queue=256, memory_mb=512, clock=clock)
+    job = Job(slow_html(100_000), "text/html", URL, False, False, LIMITS)
+    refused: list[Refused] = []
+
+    async def call(deadline: float) -> None:
+        try:
+            await pool.convert(job, deadline)
+        except Refused as exc:
+            refused.append(exc)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_ignore_timeout, pool.convert(slow_job(slow_pdf_limits()), clock() + 600))
+            while pool._running == 0:
+                await anyio.sleep(0.01)
+            pool._cost = 1.0  # learned from the conversions so far
+            for queued in range(1, 10):  # each waits `queued` s, then converts for 1 s: fits
+                tg.start_soon(call, clock() + 10)
+                while pool.waiting < queued and not refused:
+                    await anyio.sleep(0.01)
+            assert refused == []
+            await call(clock() + 10)  # 10 s of wait and 1 s of its own: past its deadline
+            assert len(refused) == 1
+            tg.start_soon(call, clock() + 60)  # the same line, with time to wait in it
+            while pool.waiting < 10 and len(refused) == 1:
+                await anyio.sleep(0.01)
+            assert len(refused) == 1 and pool.waiting == 10
+            tg.cancel_scope.cancel()
+    finally:
+        await pool.aclose()
+    [shed] = refused
+    assert shed.code == "overloaded" and shed.retry_after == 10.0
+    assert shed.message == (
+        "refused: webward is converting as many pages as it can; try again in 10 s"
+    )
+
+
+@pytest.mark.anyio
+async def test_a_burst_past_the_old_queue_bound_is_read_whole_when_it_fits() -> None:
+    """Eighty distinct pages of 40 kB, read at once (more than the 64 conversions the queue
+    used to hold): the workers finish them well within the read deadline, so every read gets
+    its page and none is refused as overloaded."""
+
+    def article(n: int) -> bytes:
+        words = " ".join(f"word{n}x{i}" for i in range(40))
+        return (
+            f"<html><head><title>Page {n}</title></head><body><article><h1>Page {n}</h1>"
+            + f"<p>{words}.</p>" * 90
+            + "</article></body></html>"
+        ).encode()
+
+    routes = {f"/p/{n}": respond(200, article(n)) for n in range(80)}
+    with serve(routes=routes) as server:
+        s = settings(per_host_concurrency=1000)  # all eighty at once, as from many hosts
+        async with Web(s, StaticResolver({}), audit=MemoryAuditSink()) as web:
+            await web.start_workers()
+            titles: list[str] = []
+
+            async def read(n: int) -> None:
+                titles.append((await web.fetch(server.url(f"/p/{n}"))).title)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(80):
+                    tg.start_soon(read, n)
+    assert sorted(titles) == sorted(f"Page {n}" for n in range(80))
+
+
+@pytest.mark.anyio
+async def test_a_worker_retires_after_its_share_of_conversions_and_a_fresh_one_follows() -> None:
+    """``retire_after`` conversions, then the worker exits (its heap with it) and the next
+    conversion gets a fresh fork: five pages, two per worker, three workers, each page read."""
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512, retire_after=2)
+    started = _count_starts(pool)
+    try:
+        for n in range(5):
+            job = Job(slow_html(20_000 + n), "text/html", URL, False, False, LIMITS)
+            assert "committee" in (await pool.convert(job, time.monotonic() + 30)).text
+        assert len(started) == 3
+        assert [w.pid for w in pool._idle] == [started[-1]]
+    finally:
+        await pool.aclose()
+    _assert_exit(started[:2])
+
+
+@pytest.mark.anyio
+async def test_a_worker_grown_past_its_bound_by_a_big_page_retires() -> None:
+    """A worker whose memory, after a page of about 1 MB, is past its bound above what it had
+    when forked exits after answering; the next page is converted by a fresh one."""
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512, retire_growth_mb=1)
+    started = _count_starts(pool)
+    big = b"<html><body><article>" + b"<p>words of a long page</p>" * 33_000 + b"</article>"
+    try:
+        for body in (big, slow_html(20_000)):
+            job = Job(body, "text/html", URL, False, False, LIMITS)
+            assert (await pool.convert(job, time.monotonic() + 30)).text
+        assert len(started) == 2
+    finally:
+        await pool.aclose()
+    _assert_exit(started[:1])
+
+
+def _count_starts(pool: ConvertPool) -> list[int]:
+    """The pids of the workers ``pool`` starts, in order."""
+    pids: list[int] = []
+    start_sync = pool._start_sync
+
+    def counting_start() -> Any:
+        worker = start_sync()
+        pids.append(worker.pid)
+        return worker
+
+    pool._start_sync = counting_start  # type: ignore[method-assign]
+    return pids
+
+
+def _assert_exit(pids: list[int]) -> None:
+    """Each of ``pids`` exits (and is reaped) on its own: waits for it, up to a generous bound."""
+    for pid in pids:
+        for _ in range(1000):
+            if not alive(pid):
+                break
+            time.sleep(0.01)
+        assert not alive(pid)
 
 
 def test_the_pool_converts_large_pages_again_and_again_on_uvloop() -> None:

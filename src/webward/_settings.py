@@ -97,10 +97,11 @@ class LimitsSettings:
     # Requests one headless render may send (the page, subresources, redirect hops).
     render_max_requests: int = 150
     # Conversion (docs/reading.md, "Bounded conversion"): worker processes (0: one per core),
-    # conversions waiting for one before the next is refused as overloaded, each worker's
-    # address-space limit, and the caps on the text read from a PDF.
+    # conversions waiting for one before the next is refused as overloaded whatever its
+    # expected wait (a backstop: a read whose wait would pass its deadline is refused sooner),
+    # each worker's address-space limit, and the caps on the text read from a PDF.
     convert_workers: int = 0
-    convert_queue: int = 64
+    convert_queue: int = 256
     convert_memory_mb: int = 512
     max_pdf_pages: int = 500
     max_pdf_inflated_bytes: int = 2_000_000

@@ -308,8 +308,9 @@ class Web:
             # this caller's policy, robots.txt and limits again, as a fresh read would.
             await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
             return cached, False
-        # The deadline covers the whole call: the conversion gets what the read leaves.
-        deadline = time.monotonic() + self.settings.limits.fetch_timeout_s
+        # The deadline covers the whole call, from its start (time spent before the read, in
+        # the gate's checks or a busy event loop, included): the conversion gets what is left.
+        deadline = call.started + self.settings.limits.fetch_timeout_s
         # Too old (TTL or max_age), or absent: read again, conditionally when the cached
         # reading has validators; a 304 renews it without a body or a conversion.
         stale, validators = cached, cached.validators() if cached is not None else ()

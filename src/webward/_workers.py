@@ -10,21 +10,24 @@ Where a body is converted (see docs/reading.md, "Bounded conversion"):
 
 A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
 caller's main module is never run again) that has the converters imported and warmed up
-(trafilatura, lxml, html-to-markdown, pypdf). Starting a worker, or replacing a killed one,
-costs a fork (milliseconds), not the 0.4 s of a fresh interpreter; a command-line read of a
-small page starts neither. Each worker runs
+(trafilatura, lxml, html-to-markdown, readability; pypdf is imported by a worker's first PDF).
+Starting a worker, or replacing a killed one, costs a fork (milliseconds), not the 0.4 s of a
+fresh interpreter; a command-line read of a small page starts neither. Each worker runs
 under ``RLIMIT_AS`` (``limits.convert_memory_mb``) at niceness 10; the pool runs at most
 ``limits.convert_workers`` conversions at once (one per core by default). A conversion that
 outlives the call's deadline (the time left after the read, the wait for a worker included) is
 killed with its worker, which is replaced on the next use; one that runs out of memory ends its
-worker too. Past ``limits.convert_queue`` waiting conversions, or when the expected wait would
-already pass the deadline, a read is refused at once as ``overloaded`` with a ``retry_after``
-(the gateway's 503 and ``Retry-After``) rather than queued.
+worker too, and a worker retires after :data:`RETIRE_AFTER_JOBS` conversions or
+:data:`RETIRE_GROWTH_MB` of growth. When the expected wait for a worker and then the conversion
+would pass the deadline (or, a backstop, past ``limits.convert_queue`` waiting conversions), a
+read is refused at once as ``overloaded`` with a ``retry_after`` (the gateway's 503 and
+``Retry-After``) rather than queued.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import signal
@@ -66,7 +69,8 @@ MODERATE_HTML_BYTES = 524_288
 # sent. The package's own directory goes first on its path, so it runs this very webward.
 _ZYGOTE = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from webward._workers import _zygote_main; _zygote_main(int(sys.argv[2]), int(sys.argv[3]))"
+    "from webward._workers import _zygote_main; "
+    "_zygote_main(*(int(arg) for arg in sys.argv[2:]))"
 )
 _WARM_UP = (
     b"<html><head><title>t</title></head><body><article><h1>Warm</h1>"
@@ -77,6 +81,12 @@ _WARM_UP = (
 _EWMA = 0.3
 _MAX_RETRY_AFTER_S = 60
 _NICENESS = 10
+# A worker retires (answers, then exits; the next conversion forks a fresh one, milliseconds)
+# after this many conversions, or once its resident memory, after the heap is trimmed, has
+# grown this far past what it had when forked: a big page leaves a heap behind that Python's
+# allocator does not give back, and a worker would otherwise keep its largest page's size.
+RETIRE_AFTER_JOBS = 500
+RETIRE_GROWTH_MB = 32
 
 
 def is_cheap(body: bytes, content_type: str | None) -> bool:
@@ -121,16 +131,27 @@ class Job:
         )
 
 
-def _zygote_main(control_fd: int, memory_bytes: int) -> None:
+def _zygote_main(
+    control_fd: int, memory_bytes: int, retire_after: int, retire_growth_bytes: int
+) -> None:
     """The zygote's loop: for each socket received on ``control_fd``, fork a worker serving
     it and answer with the worker's pid. Ends when the pool closes its end."""
+    import gc
     from multiprocessing.connection import Connection
 
-    import pypdf  # noqa: F401  # imported here once, shared by every worker it forks
-    import readability  # type: ignore[import-untyped]  # noqa: F401  # as pypdf (the second reading)
+    # Imported here once, shared by every worker it forks: the second reading's library.
+    # Not pypdf: it brings cryptography, 16 MiB that HTML never touches and that would count
+    # whole against the zygote; a worker's first PDF imports it (about 70 ms).
+    import readability  # type: ignore[import-untyped]  # noqa: F401
 
     Job(_WARM_UP, "text/html", "https://warm.invalid/", False, True, LimitsSettings()).run()
     _convert.warm_up()  # what the warm-up page did not reach, paid here once, not per worker
+    # What the workers share with the zygote stays shared: the collector never walks (and so
+    # never writes to, copying the page) the objects that exist now, and the heap the warm-up
+    # freed goes back to the system rather than into every worker's copy.
+    gc.collect()
+    gc.freeze()
+    _trim_heap()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped as they exit
     control = socket.socket(fileno=control_fd)
     while True:
@@ -145,39 +166,85 @@ def _zygote_main(control_fd: int, memory_bytes: int) -> None:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
-                _worker_main(Connection(fds[0]), memory_bytes)
+                _worker_main(Connection(fds[0]), memory_bytes, retire_after, retire_growth_bytes)
             finally:
                 os._exit(0)
         os.close(fds[0])
         control.sendall(pid.to_bytes(8, "little"))
 
 
-def _worker_main(conn: Connection, memory_bytes: int) -> None:
-    """A worker's loop: one job at a time, each answered with ``("ok", Converted)``,
-    ``("error", kind, message, code, reason)`` or ``("memory",)`` (after which it exits)."""
+def _worker_main(
+    conn: Connection, memory_bytes: int, retire_after: int, retire_growth_bytes: int
+) -> None:
+    """A worker's loop: one job at a time, each answered with ``(answer, cpu, retiring)``:
+    the answer ``("ok", Converted)``, ``("error", kind, message, code, reason)`` or
+    ``("memory",)``, the CPU seconds the job took, and whether the worker exits after it (see
+    :data:`RETIRE_AFTER_JOBS`; always after ``memory``: a fresh worker has an unfragmented
+    heap)."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     # Below the process serving the calls: a machine busy converting hostile pages still gives
     # the event loop (other agents' small reads, cached windows) the CPU first.
     os.nice(_NICENESS)
-    while True:
+    forked_with = _resident_bytes()
+    for done in range(1, retire_after + 1):
         try:
             job = conn.recv()
         except (EOFError, OSError):
             return  # the pool closed or dropped this worker
         answer: tuple[Any, ...]
+        cpu = time.process_time()
         try:
             answer = ("ok", job.run())
         except WebwardError as exc:
             answer = ("error", type(exc).__name__, exc.message, exc.code, exc.reason)
         except MemoryError:
-            # The memory is freed once the exception unwinds; say so, then leave: a fresh
-            # worker has an unfragmented heap.
-            answer = ("memory",)
-        conn.send(answer)
-        if answer[0] == "memory":
+            answer = ("memory",)  # the memory is freed once the exception unwinds
+        cpu = time.process_time() - cpu
+        del job  # the body, and the trees built from it, freed before the heap is trimmed
+        _trim_heap()
+        retiring = (
+            answer[0] == "memory"
+            or done == retire_after
+            or _resident_bytes() - forked_with > retire_growth_bytes
+        )
+        conn.send((answer, cpu, retiring))
+        if retiring:
             return
+
+
+def _run_and_trim(job: Job) -> Converted:
+    """``job`` run, then the heap trimmed: in a thread, the conversion's garbage is freed into
+    that thread's malloc arena, which glibc does not shrink by itself."""
+    try:
+        return job.run()
+    finally:
+        _trim_heap()
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (0 where ``/proc`` does not say)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _trim_heap() -> None:
+    """Give the heap's free memory back to the system (glibc's ``malloc_trim``; about 0.1 ms
+    after a 100 kB page). Elsewhere nothing: the worker's retirement bounds its growth."""
+    _malloc_trim()(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int]:
+    import ctypes
+
+    # The C library this interpreter runs on, through the process's own symbols.
+    trim: Callable[[int], int] = getattr(ctypes.CDLL(None), "malloc_trim", lambda pad: 0)
+    return trim
 
 
 @dataclass
@@ -194,7 +261,7 @@ class _Worker:
 class _Zygote:
     """The pool's zygote process and the socket it takes worker requests on."""
 
-    def __init__(self, memory_bytes: int) -> None:
+    def __init__(self, memory_bytes: int, retire_after: int, retire_growth_bytes: int) -> None:
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         ours, theirs = socket.socketpair()
         self._control = ours
@@ -207,6 +274,8 @@ class _Zygote:
                     package_root,
                     str(theirs.fileno()),
                     str(memory_bytes),
+                    str(retire_after),
+                    str(retire_growth_bytes),
                 ],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
@@ -266,6 +335,8 @@ class ConvertPool:
         queue: int,
         memory_mb: int,
         clock: Callable[[], float] = time.monotonic,
+        retire_after: int = RETIRE_AFTER_JOBS,
+        retire_growth_mb: int = RETIRE_GROWTH_MB,
     ) -> None:
         if workers < 0 or queue < 0 or memory_mb < 64:
             raise InvalidInput(
@@ -274,12 +345,16 @@ class ConvertPool:
         self.size = workers or os.cpu_count() or 1
         self._queue = queue
         self._memory_mb = memory_mb
+        self._retire = (max(1, retire_after), retire_growth_mb * 1024 * 1024)
         self._clock = clock
         self._slots = anyio.Semaphore(self.size)
         self._waiting = 0
         self._running = 0
         self._idle: list[_Worker] = []
-        self._average = 0.0  # seconds a conversion takes, recent ones weighing most
+        # What a conversion takes, recent ones weighing most (a worker's start not included):
+        # seconds from sending the job to its answer, and the CPU seconds the worker spent.
+        self._average = 0.0
+        self._cost = 0.0
         self._closed = False
         self._zygote: _Zygote | None = None
         self._zygote_lock = threading.Lock()  # workers are started from worker threads
@@ -308,7 +383,7 @@ class ConvertPool:
             return None
         self._nearby = True
         try:
-            return await anyio.to_thread.run_sync(job.run)
+            return await anyio.to_thread.run_sync(_run_and_trim, job)
         finally:
             self._nearby = False
 
@@ -345,12 +420,19 @@ class ConvertPool:
         return self._result(answer, job)
 
     def _shed(self, deadline: float) -> None:
-        """Refuse at once what would only queue: past the queue bound, or when the expected
-        wait for a worker would already pass the deadline."""
+        """Refuse at once what would not finish in time (deadline-aware admission): when the
+        expected wait for a worker and then the conversion itself would pass the deadline, or,
+        whatever the estimate, past the queue bound (a backstop for a pool that has not yet
+        learned how long conversions take)."""
         if self._running < self.size:
             return  # a worker is free
-        expected = (self._waiting // self.size + 1) * self._average
-        if self._waiting >= self._queue or expected >= deadline - self._clock():
+        # Every worker busy: one comes free every ``cost / size`` seconds, and the conversions
+        # waiting already go first. The cost is the workers' CPU time, not the time their
+        # answers took: that stretches while the reads of a burst, arriving together, have the
+        # CPU (the workers run below them), and would refuse reads that the workers, given the
+        # CPU back a moment later, finish well in time.
+        expected = (self._waiting + 1) * self._cost / self.size
+        if self._waiting >= self._queue or expected + self._cost > deadline - self._clock():
             retry = min(_MAX_RETRY_AFTER_S, max(1, math.ceil(expected)))
             raise Refused(
                 f"refused: webward is converting as many pages as it can; try again in {retry} s",
@@ -388,36 +470,38 @@ class ConvertPool:
             # the connection's whole-message recv and send need it blocking again, or a large
             # answer or the next job fails part-way as if the worker had crashed.
             os.set_blocking(worker.conn.fileno(), True)
-            self._learn(self._clock() - started)
+            spent = self._clock() - started
+            self._average = _ewma(self._average, spent)
             if scope.cancelled_caught:
                 worker.kill()  # still converting: stopped with its worker
+                self._cost = _ewma(self._cost, spent)
                 return ("timeout",)
-            answer: tuple[Any, ...] = worker.conn.recv()
+            answer: tuple[Any, ...]
+            answer, cpu, retiring = worker.conn.recv()
+            self._cost = _ewma(self._cost, cpu)
         except (EOFError, OSError):  # the worker died: a crash in a converter, or killed
             worker.kill()
             return ("crashed",)
         except BaseException:  # the caller gave up (cancelled): nobody wants this conversion
             worker.kill()
             raise
-        if answer[0] == "memory" or self._closed:
+        if retiring:
+            worker.conn.close()  # it exits by itself; a fresh one is forked when next needed
+        elif self._closed:
             worker.kill()
         else:
             self._idle.append(worker)
         return answer
 
-    def _learn(self, spent: float) -> None:
-        """Fold one conversion's time (a worker's start not included) into the average."""
-        self._average = spent if not self._average else (1 - _EWMA) * self._average + _EWMA * spent
-
     def _start_sync(self) -> _Worker:
         with self._zygote_lock:
             if self._zygote is None or not self._zygote.alive():
-                self._zygote = _Zygote(self._memory_mb * 1024 * 1024)
+                self._zygote = _Zygote(self._memory_mb * 1024 * 1024, *self._retire)
             try:
                 return self._zygote.fork()
             except OSError:  # the zygote died (killed, or out of memory): once more, fresh
                 self._zygote.close()
-                self._zygote = _Zygote(self._memory_mb * 1024 * 1024)
+                self._zygote = _Zygote(self._memory_mb * 1024 * 1024, *self._retire)
                 return self._zygote.fork()
 
     def _result(self, answer: tuple[Any, ...], job: Job) -> Converted:
@@ -454,6 +538,11 @@ class ConvertPool:
         if self._zygote is not None:
             zygote, self._zygote = self._zygote, None
             await anyio.to_thread.run_sync(zygote.close)
+
+
+def _ewma(average: float, sample: float) -> float:
+    """``sample`` folded into a running ``average`` (0: none yet), recent ones weighing most."""
+    return sample if not average else (1 - _EWMA) * average + _EWMA * sample
 
 
 def _timed_out(url: str, limits: LimitsSettings) -> UpstreamError:
