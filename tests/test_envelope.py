@@ -327,6 +327,16 @@ def test_property_windows_of_a_prepared_page_need_no_second_preparing(
     assert wrap(window, PAGE, nonce=NONCE, prepared=True) == wrap(window, PAGE, nonce=NONCE)
 
 
+@given(text=st.text(alphabet=st.characters(max_codepoint=0x7F)))
+@settings(max_examples=300, deadline=None)
+def test_property_ascii_bodies_lose_exactly_their_control_characters(text: str) -> None:
+    """ASCII (which prepare_body checks in one byte pass before any regex) loses its control
+    characters but tab and newline, carriage returns becoming newlines."""
+    assume("untrusted" not in text.lower())
+    newlines = text.replace("\r\n", "\n").replace("\r", "\n")
+    assert prepare_body(text) == re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", newlines)
+
+
 def test_nonces_are_fresh_128_bit_and_differ_in_a_forked_child() -> None:
     """Every call draws a new 32-hex-digit nonce, and a forked child (a pre-fork server's
     worker) draws from its own stream, never repeating its parent's next nonces."""

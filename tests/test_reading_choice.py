@@ -3,9 +3,13 @@ the same page is taken instead, if it holds trafilatura's and is at least half a
 
 from __future__ import annotations
 
-import pytest
+import re
 
-from webward import _convert
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from webward import _convert, _shell
 from webward._convert import convert, html_to_markdown
 from webward._settings import LimitsSettings
 
@@ -203,11 +207,15 @@ def test_deficient_readings() -> None:
     prose = words(1, 80)
     table = "| a | b |\n| --- | --- |\n| " + words(2, 40) + " | c |"
     visible = len(prose) * 2
-    assert not _convert._deficient(f"# Title\n\n{prose}\n\n{table}", visible)
-    assert _convert._deficient(f"# Title\n\n{table}", visible)  # no paragraph
-    assert _convert._deficient(f"{prose}\n\n{table}\n\nnext\n\n{table}\n\n{table}", visible)
-    assert _convert._deficient("- " + prose, visible)  # a list alone
-    assert _convert._deficient(words(3, 10), visible)  # too little kept
+
+    def deficient(markdown: str) -> bool:
+        return _convert._deficient(markdown, _convert._solid(markdown), visible)
+
+    assert not deficient(f"# Title\n\n{prose}\n\n{table}")
+    assert deficient(f"# Title\n\n{table}")  # no paragraph
+    assert deficient(f"{prose}\n\n{table}\n\nnext\n\n{table}\n\n{table}")
+    assert deficient("- " + prose)  # a list alone
+    assert deficient(words(3, 10))  # too little kept
 
 
 def test_room_is_counted_outside_links() -> None:
@@ -233,3 +241,21 @@ def test_the_second_extractor_needs_room_with_a_margin(
     monkeypatch.setattr(_convert, "_second_reading", lambda tree: ran.append(tree) or "")
     html_to_markdown(f"<html><body><article><p>{text}</p></article></body></html>", URL)
     assert bool(ran) == runs
+
+
+# ASCII (where the counts take a byte-translation shortcut) mixed with other letters, spaces
+# and punctuation (where they do not).
+_MIXED = st.text(
+    alphabet=st.sampled_from([*map(chr, range(128)), "é", "ß", "日", "\u00a0", "\u2014"])
+)
+
+
+@given(text=_MIXED)
+@settings(max_examples=300, deadline=None)
+def test_quick_counts_are_the_plain_ones(text: str) -> None:
+    """Words and non-blank characters are counted exactly as the regex and str.split count
+    them, ASCII or not, and a text is scant exactly when it has under 100 such characters."""
+    assert _convert._count_words(text) == len(re.findall(r"\w+", text))
+    assert _shell.solid(text) == len("".join(text.split()))
+    long = text * 50
+    assert _shell.scant(long) == (len("".join(long.split())) < _shell.SCANT_CHARS)

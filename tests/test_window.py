@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from webward._errors import InvalidInput
 from webward._models import Window
-from webward._window import check_offset, make_window, window_header
+from webward._window import check_offset, make_window, token_weight, window_header
 
 DASH = "\u2013"
 HEADER = re.compile(
@@ -227,3 +227,12 @@ def test_cuts_do_not_split_crlf_or_escapes(text: str, max_chars: int) -> None:
         split_escape = run % 2 == 1
         could_move = end - 1 > offset and offset + max_chars - end < 32
         assert not (split_crlf or split_escape) or not could_move
+
+
+@given(text=st.text())
+@settings(max_examples=300, deadline=None)
+def test_token_weight_is_a_sum_over_characters(text: str) -> None:
+    """Whatever the mix: 1 per ASCII character, 2 up to U+2FFF, 4 above (see approx_tokens)."""
+    expected = sum(1 if ord(ch) < 0x80 else 2 if ord(ch) <= 0x2FFF else 4 for ch in text)
+    assert token_weight(text) == expected
+    assert token_weight("a" * 1000 + DASH) == 1002  # a window's header with its EN DASH

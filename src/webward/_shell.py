@@ -39,13 +39,21 @@ SCANT_CHARS = 100
 WORDY_BODY_CHARS = 200
 
 
+# What str.split() takes for whitespace in ASCII (the four separators \x1c-\x1f included).
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
 def solid(text: str) -> int:
     """Characters other than whitespace: how much text there is, however it is laid out."""
+    if text.isascii():  # the spaces deleted in one byte pass: four times as fast as split
+        return len(text.encode("ascii").translate(None, _ASCII_SPACE))
     return len("".join(text.split()))
 
 
 def scant(text: str) -> bool:
-    return solid(text) < SCANT_CHARS
+    # The start of a reading settles it (a reading of 100 kB is asked on every read, in the
+    # converter and again in the serving process); the whole is counted only when it does not.
+    return solid(text[: 4 * SCANT_CHARS]) < SCANT_CHARS and solid(text) < SCANT_CHARS
 
 
 def cut_note(limits: LimitsSettings) -> str:

@@ -89,7 +89,7 @@ def check_max_chars(value: object, limit: int) -> int:
 
 # U+0080..U+2FFF: accented Latin, Greek, Cyrillic, Hebrew, Arabic, Indic and the like.
 _TWO_PER_TOKEN = re.compile("[\\u0080-\\u2fff]+")
-_NON_ASCII = re.compile("[^\\x00-\\x7f]+")
+_ASCII_RUN = re.compile("[\\x00-\\x7f]+")
 
 
 def approx_tokens(text: str) -> int:
@@ -103,9 +103,11 @@ def token_weight(text: str) -> int:
     envelope's added per call)."""
     if text.isascii():
         return len(text)
-    other = sum(map(len, _NON_ASCII.findall(text)))
-    two = sum(map(len, _TWO_PER_TOKEN.findall(text)))
-    ascii_chars, one = len(text) - other, other - two
+    # The other characters alone, then sorted: the regex skips ASCII runs whole, and a window
+    # of English with a few dashes in it (its header has one) costs 0.03 ms rather than 0.6.
+    other = _ASCII_RUN.sub("", text)
+    two = sum(map(len, _TWO_PER_TOKEN.findall(other)))
+    ascii_chars, one = len(text) - len(other), len(other) - two
     return ascii_chars + 2 * two + 4 * one
 
 
