@@ -236,3 +236,17 @@ def test_token_weight_is_a_sum_over_characters(text: str) -> None:
     expected = sum(1 if ord(ch) < 0x80 else 2 if ord(ch) <= 0x2FFF else 4 for ch in text)
     assert token_weight(text) == expected
     assert token_weight("a" * 1000 + DASH) == 1002  # a window's header with its EN DASH
+
+
+def test_a_window_is_remembered_from_its_second_call_on() -> None:
+    """A page read once keeps no copy of its window; a window asked again is kept, and the
+    same (text, Window, weight) is handed out from then on, equal to a fresh cut."""
+    from webward._convert import Converted
+    from webward._web import _Windows
+
+    page = Converted("text", "text/plain", "", "word " * 20_000, (), (), False)
+    windows = _Windows()
+    first, second, third = (windows.cut(page, 0, 40_000) for _ in range(3))
+    assert first == second == third
+    assert first is not second  # cut again: the first call kept nothing
+    assert second is third  # remembered since the second call
