@@ -111,7 +111,9 @@ class Budgets:
         """Count one ``capability`` call (``fetch`` or ``search``), or raise ``budget_exhausted``."""
         budget = self._budget(agent)
         if budget is not None:
-            await self._charge(_lines(budget, agent, capability, "calls", session), 1.0, agent)
+            lines = _lines(budget, agent, capability, "calls", session)
+            if lines:  # most agents have no budget: every call asks
+                await self._charge(lines, 1.0, agent)
 
     async def charge_spend(self, agent: str, provider: str, session: str | None) -> float | None:
         """Charge one call to ``provider`` against the agent's search spend budgets, or raise

@@ -235,11 +235,15 @@ class Gate:
         agent could read through the cache a page its own policy or robots.txt would refuse.
         Nothing is sent to the host, so no token is spent: paging through a long page stays
         quick."""
-        hops = self.page_hops(agent, tier, call, spend=False)
+        # What PageHops(spend=False).before and .after do around each hop, inline: a
+        # cached read is the hot path, and no hop here holds a ticket.
         for i, hop_url in enumerate(redirects or (parsed.url,)):
             hop = parsed if i == 0 else guard.parse_url(hop_url)
-            await hops.before(hop)
-            await hops.after(hop, None, None, None)
+            call.redirects.append(hop.url)  # the chain so far, if a hop is refused
+            if i:  # the first hop was screened before the cache lookup
+                self.screen(hop, agent, tier, call)
+            await self.admit(hop, agent, tier, cost=None)  # robots.txt only
+            self.telemetry.hop(hop.host, None, None)
 
     async def fetch_robots(
         self, robots_url: str, agent: str = "robots.txt", tier: str = "full"

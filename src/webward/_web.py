@@ -24,7 +24,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import anyio
 
@@ -781,9 +781,9 @@ class _Windows:
             del self._pages[key]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Reading:
-    """How a call wants the page handed over: window size, or the passages matching a query."""
+class _Reading(NamedTuple):
+    """How a call wants the page handed over: window size, or the passages matching a query.
+    (A named tuple: one is made per call, and a frozen dataclass costs three setattr calls.)"""
 
     max_chars: Any = None
     query: Any = None

@@ -135,6 +135,9 @@ _OTHER_TEXT_FIELDS = (
 )  # fmt: skip
 
 
+_TEXT_OR_NONE = frozenset({str, type(None)})
+
+
 @dataclass(frozen=True)
 class AuditRecord:
     """One call through the door. Field names are snake_case; :meth:`to_wire` is camelCase."""
@@ -165,22 +168,28 @@ class AuditRecord:
             raise ValueError(f"unknown audit decision {self.decision!r}")
         if self.time.tzinfo is None:
             raise ValueError("audit time must carry a time zone")
-        # Frozen, but cleaned once here so that no writer can put secrets or payloads in.
-        set_ = object.__setattr__
-        set_(self, "target", _clean_url(self.target))
+        # Frozen, but cleaned once here so that no writer can put secrets or payloads in
+        # (through the instance's dict, as the frozen dataclass's own __init__ would).
+        fields = self.__dict__
+        fields["target"] = _clean_url(self.target)
         if self.final_url is not None:
-            set_(self, "final_url", _clean_url(self.final_url))
-        set_(self, "redirects", tuple(map(_clean_url, self.redirects)))
+            fields["final_url"] = _clean_url(self.final_url)
+        fields["redirects"] = tuple(map(_clean_url, self.redirects))
         for name in ("render_contacted", "render_refused"):
-            hosts = getattr(self, name)
-            set_(self, name, tuple(_storable(str(h))[:300] for h in hosts) if hosts else ())
-        for name in _OTHER_TEXT_FIELDS:
-            value = getattr(self, name)
-            # Plain ASCII text without a NUL is stored as it is: nothing to set.
+            hosts = fields[name]
+            fields[name] = tuple(_storable(str(h))[:300] for h in hosts) if hosts else ()
+        values = [fields[name] for name in _OTHER_TEXT_FIELDS]
+        # Plain ASCII text without a NUL is stored as it is: nothing to set. Checked for all
+        # of them at once first (every call makes a record), then field by field.
+        if _TEXT_OR_NONE.issuperset(map(type, values)):
+            joined = "".join([value for value in values if value is not None])
+            if joined.isascii() and "\x00" not in joined:
+                return
+        for name, value in zip(_OTHER_TEXT_FIELDS, values, strict=True):
             if value is not None and not (
                 type(value) is str and value.isascii() and "\x00" not in value
             ):
-                set_(self, name, _storable(str(value)))
+                fields[name] = _storable(str(value))
 
     @classmethod
     def create(
@@ -506,6 +515,9 @@ class CommitThread:
         # The committing thread; a thread that is no longer this one (after a close) commits
         # what is left and ends.
         self._thread: threading.Thread | None = None
+        # Whether the thread waits for rows (set and read under the lock): only then does a
+        # writer wake it, since Condition.notify costs more than the append it follows.
+        self._waiting = False
 
     async def write(self, row: tuple[Any, ...]) -> None:
         try:
@@ -519,8 +531,8 @@ class CommitThread:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                     self._thread.start()
-                else:
-                    self._cond.notify()  # wakes the thread if it waits (nothing if it works)
+                elif self._waiting:
+                    self._cond.notify()  # a busy thread takes this row with its next batch
             # Cancelling the caller cancels only its wait; the thread commits the row anyway.
             error = await future
         if error is not None:
@@ -541,7 +553,9 @@ class CommitThread:
         while True:
             with self._cond:
                 while not self._pending and self._thread is me:
+                    self._waiting = True
                     self._cond.wait()
+                    self._waiting = False
                 batch, self._pending = self._pending, []
                 if not batch:  # closed, and nothing left to commit
                     return
