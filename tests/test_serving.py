@@ -134,3 +134,54 @@ def test_mcp_over_http_names_its_stack_and_starts_the_conversion_workers(
         assert any("_zygote_main" in cmd for cmd in _children(proc.pid))
     finally:
         _stop(proc)
+
+
+def test_the_servers_modules_load_without_trio_and_leave_it_importable() -> None:
+    # trio is installed here (as a test dependency's), so httpcore would import it; the servers
+    # run on asyncio alone and import their modules inside asyncio_only().
+    script = (
+        "import sys\n"
+        "from webward._serving import asyncio_only\n"
+        "with asyncio_only():\n"
+        "    import webward._gateway, webward._mcp\n"
+        "    try:\n"
+        "        import trio\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise SystemExit('trio imported inside asyncio_only')\n"
+        "assert 'trio' not in sys.modules, 'trio left in (or blocked in) sys.modules'\n"
+        "assert 'httpcore' in sys.modules\n"
+        "import trio\n"
+        "print('ok', trio.__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", "trio"]
+
+
+def test_the_gateway_makes_its_console_on_the_first_console_request(tmp_path: Path) -> None:
+    # A gateway whose console nobody opens never imports its pages and templates.
+    config = gateway_config(tmp_path)
+    script = (
+        "import asyncio, sys, httpx\n"
+        "from webward import Settings\n"
+        "from webward._gateway import create_app\n"
+        f"app = create_app(Settings.load({str(config)!r}))\n"
+        "assert 'webward.console' not in sys.modules and 'jinja2' not in sys.modules\n"
+        "async def main():\n"
+        "    transport = httpx.ASGITransport(app=app)\n"
+        "    async with httpx.AsyncClient(transport=transport, base_url='http://t') as client:\n"
+        "        answer = await client.get('/console/')\n"
+        "    print(answer.status_code, 'webward.console' in sys.modules)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    status, loaded = done.stdout.split()
+    assert loaded == "True"
+    assert status in {"200", "302", "401", "403"}  # the console answered (it asks for a login)

@@ -53,7 +53,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from ._extras import require
 
     require("mcp", "mcp", "`webward mcp`")
-    from ._mcp import run as run_mcp
+    from ._serving import asyncio_only
+
+    with asyncio_only():
+        from ._mcp import run as run_mcp
 
     run_mcp(settings, http=args.http, agent=args.agent, tier=args.tier)
     return 0

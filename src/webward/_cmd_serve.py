@@ -78,7 +78,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None:
     import uvicorn
 
-    from ._gateway import address_url, bind_socket, create_app, require_tokens
+    from ._serving import asyncio_only
+
+    with asyncio_only():
+        from ._gateway import address_url, bind_socket, create_app, require_tokens
 
     require_tokens(settings)
     app = create_app(settings)
@@ -96,6 +99,7 @@ async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None
         access_log=False,  # at log level warning nothing would be printed; skip the call
         proxy_headers=False,  # behind a proxy, webward sees the proxy's address; no X-Forwarded-For
         server_header=False,
+        ws="none",  # the gateway speaks no WebSocket: uvicorn need not import a library for it
         lifespan="on",
         timeout_graceful_shutdown=10,
     )

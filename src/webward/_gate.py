@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -86,6 +85,9 @@ class Gate:
         self.settings = settings
         self.limits = settings.limits
         self.allow = allow
+        # A URL as the caller wrote it, remembered once it passed the guard (which is pure);
+        # keyed by the URL alone: hashing ``allow``'s networks cost more than the lookup.
+        self._guarded = functools.lru_cache(maxsize=4096)(self._guard)
         self.policy = policy
         self.lists = lists
         self.limiter = limiter
@@ -126,8 +128,12 @@ class Gate:
         """Step 1 alone. A URL as the caller wrote it is remembered once it passed (the
         guard is pure, so paging through a page does not pay for it again)."""
         if isinstance(url, str):
-            return _cached_guard(url, self.allow, max_chars or self.limits.max_url_chars)
+            return self._guarded(url, max_chars or self.limits.max_url_chars)
         return guard.assert_url_allowed(url, allow_ranges=self.allow)
+
+    def _guard(self, url: str, max_chars: int) -> guard.ParsedURL:
+        # Only successes are remembered (lru_cache does not keep exceptions); refusals re-run.
+        return guard.assert_url_allowed(url, allow_ranges=self.allow, max_chars=max_chars)
 
     async def admit(
         self,
@@ -306,12 +312,6 @@ class Gate:
             retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
             await self.limiter.record(ticket, body.status, None, retry_after)
         return body
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_guard(url: str, allow: tuple[Any, ...], max_chars: int) -> guard.ParsedURL:
-    # Only successes are cached (lru_cache does not keep exceptions); refusals re-run.
-    return guard.assert_url_allowed(url, allow_ranges=allow, max_chars=max_chars)
 
 
 class PageHops:

@@ -42,7 +42,7 @@ import math
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
@@ -61,6 +61,9 @@ from ._telemetry import MetricsEndpoint, Telemetry, server_span
 from ._tokens import Agent, TokenTable, hash_token
 from ._tokens import require_tokens as require_tokens
 from ._web import Web
+
+if TYPE_CHECKING:
+    from .console import Console
 
 __all__ = [
     "FETCH_PATH",
@@ -486,14 +489,7 @@ def create_app(
             return _error_response(404, "invalid_input", "no such route; see /openapi.json")
         return _error_response(exc.status_code, "invalid_input", str(exc.detail))
 
-    from .console import AgentTokens, Console, open_audit_reader  # pages, templates: not hot
-
-    console = Console(
-        settings,
-        open_audit_reader(settings),
-        AgentTokens(tokens),
-        lambda: holder["web"].limit_state if "web" in holder else None,
-    )
+    console = _LazyConsole(settings, tokens, holder)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -522,7 +518,7 @@ def create_app(
         *(Route(path, app, methods=["POST"]) for path, app in capabilities.items()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
-        Mount("/console", app=console.app),
+        Mount("/console", app=console),
         Route("/metrics", MetricsEndpoint(settings, lambda: _telemetry_of(holder))),
     ]
     fallback = Starlette(
@@ -531,6 +527,35 @@ def create_app(
         lifespan=lifespan_with_console,
     )
     return _Gateway(capabilities, fallback)
+
+
+class _LazyConsole:
+    """The operator console, made on its first request: a gateway whose console nobody opens
+    does not import its pages and templates (jinja2; 2 MiB of the serving process) nor open
+    a second reader of the audit log."""
+
+    def __init__(self, settings: Settings, tokens: TokenTable, holder: Mapping[str, Web]) -> None:
+        self._settings = settings
+        self._tokens = tokens
+        self._holder = holder
+        self._console: Console | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._console is None:
+            from .console import AgentTokens, Console, open_audit_reader
+
+            holder = self._holder
+            self._console = Console(
+                self._settings,
+                open_audit_reader(self._settings),
+                AgentTokens(self._tokens),
+                lambda: holder["web"].limit_state if "web" in holder else None,
+            )
+        await self._console.app(scope, receive, send)
+
+    async def aclose(self) -> None:
+        if self._console is not None:
+            await self._console.aclose()
 
 
 def _telemetry_of(holder: Mapping[str, Web]) -> Telemetry | None:

@@ -550,6 +550,7 @@ async def serve_http(
             access_log=False,
             proxy_headers=False,  # webward trusts no X-Forwarded-For
             server_header=False,
+            ws="none",  # streamable HTTP is plain HTTP: uvicorn need not import a WebSocket library
             lifespan="on",
             timeout_graceful_shutdown=5,  # an open event stream must not hold shutdown forever
         )

@@ -6,18 +6,23 @@ standard asyncio loop unless told to use uvloop. Both fast parts are C extension
 servers use them, and say so in their start-up line, since the stack is a large share of the
 cost of a cached read (bench/gateway.py). Without them the servers run the same way on h11 and
 asyncio.
+
+The servers run on asyncio alone, never on trio: their modules are imported inside
+:func:`asyncio_only`, which keeps trio out of the process where it happens to be installed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 
-__all__ = ["Stack", "fastest_stack", "run_server"]
+__all__ = ["Stack", "asyncio_only", "fastest_stack", "run_server"]
 
 T = TypeVar("T")
 
@@ -55,3 +60,19 @@ def fastest_stack() -> Stack:
 def run_server(stack: Stack, main: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Run ``main(*args)`` under anyio on the stack's event loop."""
     return anyio.run(main, *args, backend_options={"use_uvloop": stack.loop == "uvloop"})
+
+
+@contextlib.contextmanager
+def asyncio_only() -> Iterator[None]:
+    """Modules imported inside do not import trio, as if it were not installed (it is not a
+    dependency). httpcore imports it when it can, to run under it too; a server runs on asyncio
+    only, and would carry its 3.5 MiB and ~50 ms of start for nothing (bench/uncached.py)."""
+    if "trio" in sys.modules:  # imported already (a test run): nothing left to spare
+        yield
+        return
+    sys.modules["trio"] = None  # type: ignore[assignment]  # `import trio` raises ImportError
+    try:
+        yield
+    finally:
+        if "trio" in sys.modules and sys.modules["trio"] is None:
+            del sys.modules["trio"]  # a later `import trio` (nothing of ours) finds it again

@@ -19,6 +19,7 @@ so callers import everything from ``webward.guard``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -168,7 +169,9 @@ class ParsedURL:
     target: str
     is_ip: bool
 
-    @property
+    # Cached: a parsed URL is remembered by the gate and asked for these on every call
+    # (a frozen dataclass still lets functools.cached_property fill in its __dict__).
+    @functools.cached_property
     def authority(self) -> str:
         """``host[:port]`` as it goes in the Host header: brackets for IPv6, default port
         omitted."""
@@ -177,7 +180,7 @@ class ParsedURL:
             return host
         return f"{host}:{self.port}"
 
-    @property
+    @functools.cached_property
     def url(self) -> str:
         """The canonical absolute URL."""
         return f"{self.scheme}://{self.authority}{self.target}"
