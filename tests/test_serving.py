@@ -108,10 +108,11 @@ def _serve_and_check(args: list[str], env: dict[str, str], url: str, fast: bool)
         assert line.startswith("webward serve: gateway on http://127.0.0.1:"), line
         assert line.rstrip().endswith(f"(openapi at /openapi.json; {stack})"), line
         base = line.split(" on ", 1)[1].split()[0]
+        # The line is printed once the server can answer: its zygote, started with the
+        # conversion workers before serving, is already there (no request made yet).
+        assert any("_zygote_main" in cmd for cmd in _children(proc.pid))
         with httpx.Client(trust_env=False, timeout=30) as c:
             assert c.get(base + "/healthz").json() == {"status": "ok"}
-            # Serving: so the zygote, forked at start-up, is already there.
-            assert any("_zygote_main" in cmd for cmd in _children(proc.pid))
             r = c.post(base + FETCH_PATH, json={"url": url}, headers=auth("alice"))
             assert r.status_code == 200, r.text
         maps = Path(f"/proc/{proc.pid}/maps").read_text()

@@ -84,14 +84,17 @@ async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None
         from ._gateway import address_url, bind_socket, create_app, require_tokens
 
     require_tokens(settings)
-    app = create_app(settings)
     sock = bind_socket(host, port)
-    print(
-        f"webward serve: gateway on {address_url(sock)} (openapi at /openapi.json; "
-        f"{stack.describe()})",
-        file=sys.stderr,
-        flush=True,
-    )
+
+    def ready() -> None:  # once the Web is open and its workers started: ready to answer
+        print(
+            f"webward serve: gateway on {address_url(sock)} (openapi at /openapi.json; "
+            f"{stack.describe()})",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    app = create_app(settings, ready=ready)
     config = uvicorn.Config(
         app,
         http=stack.http,

@@ -445,13 +445,19 @@ class _Gateway:
 
 
 def create_app(
-    settings: Settings, web: Web | None = None, *, max_body_bytes: int = MAX_BODY_BYTES
+    settings: Settings,
+    web: Web | None = None,
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    ready: Callable[[], None] | None = None,
 ) -> ASGIApp:
     """The gateway as an ASGI application.
 
     ``web=None``: the app opens one ``Web`` at startup and closes it at shutdown (run it under
     a server with lifespan, as ``webward serve`` does). A ``web`` passed in is shared as is and
-    left open: its owner closes it.
+    left open: its owner closes it. ``ready`` is called once the app can answer: after its
+    ``Web`` is open and its conversion workers have started (``webward serve`` prints its
+    start-up line then, so that nobody is told of a gateway still starting).
     """
     tokens = TokenTable(settings)
     # Made here, not at startup, so that a bad [observability] setting is one sentence.
@@ -494,11 +500,15 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if web is not None:
+            if ready is not None:
+                ready()
             yield
             return
         async with Web(settings, telemetry=telemetry) as own:
             await own.start_workers()  # before the first request, not inside its deadline
             holder["web"] = own
+            if ready is not None:
+                ready()
             try:
                 yield
             finally:
