@@ -194,6 +194,29 @@ async def test_an_article_is_converted_without_the_hop_to_a_worker() -> None:
     assert "Tides paragraph 3" in read.content
 
 
+async def test_once_the_workers_run_they_take_the_moderate_pages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server starts its workers before serving: from then on a moderate page goes to them,
+    leaving this process's interpreter to the event loop."""
+    here: list[str] = []
+    real = _convert.convert
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        here.append(args[2])  # only conversions in this process come through here
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_convert, "convert", counted)
+    page = article_page("Tides") * 20
+    with serve(routes={"/": respond(200, page)}) as srv:
+        async with make_web(CountingRenderer()) as web:
+            await web.start_workers()
+            read = await web.fetch(srv.url("/"))
+            assert web._converter._zygote is not None
+    assert "Tides paragraph 3" in read.content
+    assert here == []
+
+
 async def test_one_moderate_page_at_a_time_is_converted_nearby(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -5,7 +5,8 @@ Where a body is converted (see docs/reading.md, "Bounded conversion"):
 
     images, text, JSON ...   in the calling process: decoding is linear and cheap
     HTML up to 16 KB         in the calling process: measured worst case about 0.1 s
-    HTML up to 3,072 tags    in a thread of the calling process, one page at a time
+    HTML up to 3,072 tags    in a thread of the calling process, one page at a time, until
+                             the pool's workers run (a server starts them first)
     other HTML, every PDF    in a worker process of :class:`ConvertPool`
 
 A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
@@ -59,9 +60,10 @@ CHEAP_HTML_BYTES = 16_384
 #: HTML with at most this many ``<`` (every element needs one) and bytes is moderate: the
 #: hostile layouts of that many tags (block soup, tables, nesting, 512 KB of text) convert
 #: in at most about 0.2 s and a few MB, about as the cheap ones do; the median page of
-#: bench/extraction.py's sets has about 1,300 (five in six have at most 3,072). One such page
-#: at a time is converted in a thread of the calling process
-#: (:meth:`ConvertPool.convert_nearby`), sparing it the hop to a worker at lower priority.
+#: bench/extraction.py's sets has about 1,300 (five in six have at most 3,072). Until the
+#: pool has started its workers, one such page at a time is converted in a thread of the
+#: calling process (:meth:`ConvertPool.convert_nearby`), sparing a command-line read the
+#: zygote's start (about 0.5 s of CPU); once workers run, they take every page.
 MODERATE_HTML_TAGS = 3_072
 MODERATE_HTML_BYTES = 524_288
 
@@ -376,10 +378,20 @@ class ConvertPool:
 
     async def convert_nearby(self, job: Job) -> Converted | None:
         """``job`` converted in a thread of this process when its body is moderate (see
-        :data:`MODERATE_HTML_TAGS`) and no other is being converted so; ``None`` otherwise,
-        for :meth:`convert`. One at a time: the event loop then shares the CPU with at most
-        one conversion, however many reads arrive at once."""
-        if self._nearby or not is_moderate(job.body, job.content_type):
+        :data:`MODERATE_HTML_TAGS`), no worker has been started yet and no other page is being
+        converted so; ``None`` otherwise, for :meth:`convert`. One at a time: the event loop
+        then shares the CPU with at most one conversion, however many reads arrive at once.
+
+        Not once the workers run (a server starts them before serving, a library's first large
+        page starts them): the hop to a running worker costs a pickled page, while a
+        conversion here holds the interpreter the event loop needs and, beside a busy loop,
+        takes 1.5 to 2 times its CPU in a worker (bench/uncached.py, gateway at 200 clients:
+        wall 4.02 -> 3.70 s, the anchor's 3.52)."""
+        if (
+            self._nearby
+            or self._zygote is not None
+            or not is_moderate(job.body, job.content_type)
+        ):
             return None
         self._nearby = True
         try:
