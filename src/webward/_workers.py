@@ -387,11 +387,7 @@ class ConvertPool:
         conversion here holds the interpreter the event loop needs and, beside a busy loop,
         takes 1.5 to 2 times its CPU in a worker (bench/uncached.py, gateway at 200 clients:
         wall 4.02 -> 3.70 s, the anchor's 3.52)."""
-        if (
-            self._nearby
-            or self._zygote is not None
-            or not is_moderate(job.body, job.content_type)
-        ):
+        if self._nearby or self._zygote is not None or not is_moderate(job.body, job.content_type):
             return None
         self._nearby = True
         try:
