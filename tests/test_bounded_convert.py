@@ -260,6 +260,43 @@ async def test_a_worker_killed_while_idle_is_replaced_not_reported() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_freed_worker_takes_the_next_job_before_its_caller_goes_on() -> None:
+    """The worker is handed the waiting conversion as soon as it answers, not after the call
+    it answered has gone on to its own work (window, envelope, audit)."""
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+    events: list[tuple[str, str]] = []
+    exchange, result = pool._exchange, pool._result
+
+    async def exchanging(job: Job, deadline: float) -> Any:
+        events.append(("sent", job.final_url))
+        return await exchange(job, deadline)
+
+    def answered(answer: Any, job: Job) -> Any:
+        events.append(("answered", job.final_url))
+        return result(answer, job)
+
+    pool._exchange = exchanging  # type: ignore[method-assign]
+    pool._result = answered  # type: ignore[method-assign]
+    first = Job(slow_html(20_000), "text/html", URL + "first", False, False, LIMITS)
+    second = Job(slow_html(20_000), "text/html", URL + "second", False, False, LIMITS)
+    try:
+        await pool.start()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pool.convert, first, time.monotonic() + 30)
+            while not events:  # the first holds the only worker before the second asks
+                await anyio.sleep(0)
+            tg.start_soon(pool.convert, second, time.monotonic() + 30)
+        assert events == [
+            ("sent", URL + "first"),
+            ("sent", URL + "second"),
+            ("answered", URL + "first"),
+            ("answered", URL + "second"),
+        ]
+    finally:
+        await pool.aclose()
+
+
+@pytest.mark.anyio
 async def test_a_cancelled_read_kills_the_conversion() -> None:
     pool = ConvertPool(workers=1, queue=4, memory_mb=512)
     try:

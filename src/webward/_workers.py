@@ -425,6 +425,10 @@ class ConvertPool:
         finally:
             self._running -= 1
             self._slots.release()
+        # The next waiting conversion was woken by the release: let it hand the worker its
+        # job before this call goes on to its window, envelope and audit, so that the worker
+        # converts meanwhile instead of waiting for them.
+        await anyio.lowlevel.cancel_shielded_checkpoint()
         return self._result(answer, job)
 
     def _shed(self, deadline: float) -> None:
