@@ -156,11 +156,7 @@ def test_the_servers_modules_load_without_trio_and_leave_it_importable() -> None
         "import trio\n"
         "print('ok', trio.__name__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["ok", "trio"]
+    assert _python(script) == ["ok", "trio"]
 
 
 def test_the_gateway_makes_its_console_on_the_first_console_request(tmp_path: Path) -> None:
@@ -179,10 +175,15 @@ def test_the_gateway_makes_its_console_on_the_first_console_request(tmp_path: Pa
         "    print(answer.status_code, 'webward.console' in sys.modules)\n"
         "asyncio.run(main())\n"
     )
+    status, loaded = _python(script)
+    assert loaded == "True"
+    assert status in {"200", "302", "401", "403"}  # the console answered (it asks for a login)
+
+
+def _python(script: str) -> list[str]:
+    """The words ``script`` prints, run in a new interpreter (a fresh ``sys.modules``)."""
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    status, loaded = done.stdout.split()
-    assert loaded == "True"
-    assert status in {"200", "302", "401", "403"}  # the console answered (it asks for a login)
+    return done.stdout.split()
