@@ -449,7 +449,7 @@ def create_app(
     web: Web | None = None,
     *,
     max_body_bytes: int = MAX_BODY_BYTES,
-    ready: Callable[[], None] | None = None,
+    ready: Callable[[], None] = lambda: None,
 ) -> ASGIApp:
     """The gateway as an ASGI application.
 
@@ -500,15 +500,13 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if web is not None:
-            if ready is not None:
-                ready()
+            ready()
             yield
             return
         async with Web(settings, telemetry=telemetry) as own:
             await own.start_workers()  # before the first request, not inside its deadline
             holder["web"] = own
-            if ready is not None:
-                ready()
+            ready()
             try:
                 yield
             finally:

@@ -385,8 +385,7 @@ class ConvertPool:
         Not once the workers run (a server starts them before serving, a library's first large
         page starts them): the hop to a running worker costs a pickled page, while a
         conversion here holds the interpreter the event loop needs and, beside a busy loop,
-        takes 1.5 to 2 times its CPU in a worker (bench/uncached.py, gateway at 200 clients:
-        wall 4.02 -> 3.70 s, the anchor's 3.52)."""
+        takes 1.5 to 2 times its CPU in a worker (measured: docs/servers.md, uncached reads)."""
         if self._nearby or self._zygote is not None or not is_moderate(job.body, job.content_type):
             return None
         self._nearby = True
