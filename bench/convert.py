@@ -38,12 +38,21 @@ from webward.testing import MemoryAuditSink
 
 LIMITS = LimitsSettings()
 URL = "https://example.com/page"
+# Links to "#" grow with the page's own URL: that page is read at a URL as long as webward
+# fetches (limits.max_url_chars).
+LONG_URL = "https://example.com/" + "a" * 2_000
+_URL_OF = {"links to a long URL 990 kB": LONG_URL}
 
 PAGES: list[tuple[str, Any, str]] = [
     ("deep 100,000", lambda: hostile.deep_html(100_000), "text/html"),
     ("table 960 kB", lambda: hostile.table_html(960_000), "text/html"),
     ("one huge line 990 kB", lambda: hostile.huge_line_html(990_000), "text/html"),
     ("slow layout 990 kB", lambda: hostile.slow_html(990_000), "text/html"),
+    ("links to a long URL 990 kB", lambda: hostile.fragment_links_html(990_000), "text/html"),
+    ("long base href 86 kB", lambda: hostile.base_href_html(2_000, 50_000), "text/html"),
+    ("list 250 deep 990 kB", lambda: hostile.deep_list_html(250, 990_000), "text/html"),
+    ("quote 100 deep 990 kB", lambda: hostile.deep_quote_html(100, 990_000), "text/html"),
+    ("rowspans 62 kB", lambda: hostile.span_html(1_600), "text/html"),
     ("pdf shared stream 2,000 pages", hostile.shared_stream_pdf, "application/pdf"),
     ("pdf 5,000 pages", lambda: hostile.many_pages_pdf(5_000), "application/pdf"),
 ]
@@ -69,6 +78,11 @@ _MAKERS = {
     "table 960 kB": "hostile.table_html(960_000)",
     "one huge line 990 kB": "hostile.huge_line_html(990_000)",
     "slow layout 990 kB": "hostile.slow_html(990_000)",
+    "links to a long URL 990 kB": "hostile.fragment_links_html(990_000)",
+    "long base href 86 kB": "hostile.base_href_html(2_000, 50_000)",
+    "list 250 deep 990 kB": "hostile.deep_list_html(250, 990_000)",
+    "quote 100 deep 990 kB": "hostile.deep_quote_html(100, 990_000)",
+    "rowspans 62 kB": "hostile.span_html(1_600)",
     "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
     "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",
 }
@@ -92,7 +106,8 @@ def in_process(skip_anchor: bool, limit_s: float) -> float:
     for name, make, content_type in PAGES:
         body = make()
         started = time.process_time()
-        convert(body, content_type, URL, truncated=False, include_links=False, limits=LIMITS)
+        url = _URL_OF.get(name, URL)
+        convert(body, content_type, url, truncated=False, include_links=False, limits=LIMITS)
         ours = time.process_time() - started
         worst = max(worst, ours) if content_type == "text/html" else worst
         if skip_anchor:
@@ -131,7 +146,7 @@ async def through_pool() -> None:
         await pool.convert(
             Job(b"<p>x</p>" * 4000, "text/html", URL, False, False, LIMITS), time.monotonic() + 30
         )
-        job = Job(make(), content_type, URL, False, True, LIMITS)
+        job = Job(make(), content_type, _URL_OF.get(name, URL), False, True, LIMITS)
         started = time.monotonic()
         await pool.convert(job, started + LIMITS.fetch_timeout_s)
         wall = time.monotonic() - started

@@ -9,11 +9,16 @@ from __future__ import annotations
 import zlib
 
 __all__ = [
+    "base_href_html",
     "deep_html",
+    "deep_list_html",
+    "deep_quote_html",
+    "fragment_links_html",
     "huge_line_html",
     "many_pages_pdf",
     "shared_stream_pdf",
     "slow_html",
+    "span_html",
     "table_html",
 ]
 
@@ -103,6 +108,65 @@ def slow_html(size: int = 990_000) -> bytes:
         total += len(block)
         i += 1
     return head + b"".join(parts) + b"</body></html>"
+
+
+# Pages made to grow: each reads (before webward bounded them) to a reading of 20 to 220 MB,
+# from a page of 1 MB or much less.
+
+_HEAD = b"<html><head><title>Grow</title></head><body>"
+_TAIL = b"</body></html>"
+
+
+def _fill(head: bytes, unit: bytes, size: int, tail: bytes = _TAIL) -> bytes:
+    return head + unit * max(1, (size - len(head) - len(tail)) // len(unit)) + tail
+
+
+def fragment_links_html(size: int = 990_000) -> bytes:
+    """Links to "#" (this very page): each is written out with the page's whole URL, so a
+    page with a long URL grows by that much per 18 bytes (221 MB for a 4,000-character URL)."""
+    return _fill(_HEAD, b'<a href="#">x</a> ', size)
+
+
+def base_href_html(links: int = 2_000, base_chars: int = 50_000) -> bytes:
+    """A ``<base href>`` of ``base_chars`` characters and ``links`` relative links, each of
+    which resolves to a URL that long (100 MB from 86 kB)."""
+    base = b"https://example.com/" + b"a" * base_chars + b"/"
+    return (
+        b'<html><head><base href="'
+        + base
+        + b'"></head><body>'
+        + b'<a href="x">y</a> ' * links
+        + _TAIL
+    )
+
+
+def deep_list_html(depth: int = 250, size: int = 990_000) -> bytes:
+    """Many short items in a list nested ``depth`` deep: each line carries one indent per
+    level (50 MB)."""
+    head = _HEAD + b"<ul><li>" * depth
+    return _fill(head, b"<li>x</li>", size, b"</li></ul>" * depth + _TAIL)
+
+
+def deep_quote_html(depth: int = 100, size: int = 990_000) -> bytes:
+    """Many short paragraphs in quotes nested ``depth`` deep: each line carries one "> " per
+    level (50 MB, 6 s for depth 100; 124 MB and 38 s for 250)."""
+    head = _HEAD + b"<blockquote>" * depth
+    return _fill(head, b"<p>x</p>", size, b"</blockquote>" * depth + _TAIL)
+
+
+def span_html(rows: int = 1_600, span: bytes = b'rowspan="65534"') -> bytes:
+    """A short article over a table whose cells span many rows or columns: each span is
+    written out as that many empty cells, a rowspan in every row below it (1.2 s for 62 kB)."""
+    cells = b"".join(b"<tr><td " + span + b">r%d</td></tr>" % i for i in range(rows))
+    return (
+        _HEAD
+        + b"<h1>Spans</h1><p>"
+        + b"words before the table " * 30
+        + b"</p><table>"
+        + cells
+        + b"</table>"
+        + _TAIL
+    )
 
 
 def _pdf(objects: list[bytes]) -> bytes:

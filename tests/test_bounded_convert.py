@@ -19,11 +19,16 @@ import anyio
 import httpx
 import pytest
 from hostile import (
+    base_href_html,
     deep_html,
+    deep_list_html,
+    deep_quote_html,
+    fragment_links_html,
     huge_line_html,
     many_pages_pdf,
     shared_stream_pdf,
     slow_html,
+    span_html,
     table_html,
 )
 from localserver import respond, serve
@@ -31,7 +36,7 @@ from mcp import Client
 from test_gateway import FETCH_PATH, assert_error, auth, load, loopback_web, running_gateway
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web
-from webward._convert import convert, html_to_markdown
+from webward._convert import MAX_READING_CHARS, convert, html_to_markdown, tidy_markdown
 from webward._mcp import build_server
 from webward._settings import LimitsSettings
 from webward._workers import CHEAP_HTML_BYTES, ConvertPool, Job, is_cheap
@@ -107,6 +112,99 @@ def test_pages_up_to_the_byte_cap_convert_within_the_bound(make: Any) -> None:
     result, cpu = cpu_convert(body)
     assert len(result.text) > 100_000  # read, not dropped
     assert cpu < CPU_BOUND_S
+
+
+# ---- pages made to grow ----------------------------------------------------------------------
+# Each of these read to a reading of 20 to 220 MB before its bound; each assertion on the
+# reading's length fails on that code.
+
+
+def read(body: bytes, url: str = URL, include_links: bool = False) -> str:
+    return str(
+        convert(
+            body, "text/html", url, truncated=False, include_links=include_links, limits=LIMITS
+        ).text
+    )
+
+
+@pytest.mark.parametrize("include_links", [False, True])
+def test_links_to_a_long_page_url_stop_lengthening_the_reading(include_links: bool) -> None:
+    body = fragment_links_html(990_000)
+    long_url = "https://example.com/" + "a" * 2_000
+    text = read(body, long_url, include_links)
+    assert len(text) < 2 * len(body)  # 110 MB before
+    assert text.startswith(f"[x]({long_url}")  # the first links keep their address
+    assert text.count("x") >= 55_000  # every link keeps its text
+
+
+def test_a_long_base_href_is_not_the_base_of_the_links() -> None:
+    text = read(base_href_html(links=2_000, base_chars=50_000))
+    assert text.startswith("[y](https://example.com/x)")  # resolved against the page's URL
+    assert len(text) < 100_000  # 100 MB before
+
+
+def test_a_link_longer_than_a_fetchable_url_keeps_its_text_and_loses_its_address() -> None:
+    long = "https://example.com/" + "b" * 3_000
+    text = read(
+        f'<html><body><p>see <a href="{long}">the long one</a> here</p></body></html>'.encode()
+    )
+    assert "the long one" in text and "bbbb" not in text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [deep_list_html(250), deep_list_html(1_000), deep_quote_html(100), deep_quote_html(250)],
+    ids=["list-250", "list-1000", "quote-100", "quote-250"],
+)
+def test_deeply_nested_lists_and_quotes_keep_their_items_without_growing(body: bytes) -> None:
+    text = read(body)
+    assert len(text) < 4 * len(body)  # 50 to 124 MB before
+    assert text.count("x") >= 90_000  # every item or paragraph kept (before, a list 1,000 deep
+    assert "> " * 7 not in text and " " * 20 + "x" not in text  # lost its items to the bullets)
+
+
+def test_lists_and_quotes_nested_a_few_levels_keep_their_form() -> None:
+    body = b"<html><body><h1>T</h1>" + b"<ul><li>level" * 4 + b"</li></ul>" * 4
+    body += b"<blockquote><blockquote><p>twice quoted</p></blockquote></blockquote></body></html>"
+    text = read(body)
+    assert "      - level" in text  # the fourth level, indented three times
+    assert "> > twice quoted" in text
+
+
+@pytest.mark.parametrize(
+    "span", [b'rowspan="65534"', b'rowspan="0"', b'colspan="1000"'], ids=["rows", "zero", "cols"]
+)
+def test_table_cells_spanning_thousands_of_rows_or_columns_do_not_multiply(span: bytes) -> None:
+    body = span_html(1_600, span)
+    text = read(body)
+    assert len(text) < 4 * len(body)  # 8 to 9 times before, and 1.2 s
+    assert "r1599" in text and "words before the table" in text
+
+
+def test_a_table_keeps_its_ordinary_spans() -> None:
+    body = b"<html><body><table><tr><th colspan='2'>Both</th></tr><tr><td>a</td><td>b</td></tr>"
+    body += b"</table></body></html>"
+    assert html_to_markdown(body.decode(), URL).markdown.startswith("| Both | |")
+
+
+def test_a_reading_is_cut_at_its_ceiling_with_a_note() -> None:
+    # Code blocks keep their lines' indents: lines of two characters inside lists nested six
+    # levels deep (the most kept) still grow seven times over, past the ceiling.
+    body = (
+        b"<html><body>" + b"<ul><li>" * 200 + b"<pre>" + b"x\n" * 480_000 + b"</pre></body></html>"
+    )
+    text = read(body)
+    assert len(text) < MAX_READING_CHARS + 200
+    assert text.endswith(
+        f"[reading cut at {MAX_READING_CHARS:,} characters: the page is made to grow]"
+    )
+
+
+def test_tidying_without_code_blocks_is_the_line_by_line_tidying() -> None:
+    text = "  \n\nfirst  \t\n\n\n\nsecond\xa0\n \n\u3000\nthird\r\nfourth\x01  \n\n"
+    assert tidy_markdown(text) == "first\n\nsecond\n\nthird\nfourth"
+    # Spaces that do not end a line stay, and cost no more than their length.
+    assert tidy_markdown("a" + " " * 200_000 + "b") == "a" + " " * 200_000 + "b"
 
 
 def test_ordinary_articles_still_go_to_the_main_content_extractor() -> None:
