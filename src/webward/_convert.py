@@ -88,8 +88,8 @@ _MAX_LINK_URL = 2048
 #: At most this many characters of link URLs are written into a reading; past it, links keep
 #: their text and lose their address (the page's real pages have well under 200,000).
 _LINK_URL_BUDGET = 1_000_000
-#: Lists, quotes and definition lists nested deeper than this many levels are read as plain
-#: blocks (their items and paragraphs kept, without the indent).
+#: Lists and definition lists nested deeper than this many levels, quotes deeper than half
+#: as many, are read as plain blocks (their items and paragraphs kept, without the indent).
 _MAX_PREFIX_DEPTH = 6
 _PREFIXED = ("ul", "ol", "blockquote", "dl")
 _PREFIXED_ITEMS = ("li", "dt", "dd")
@@ -432,12 +432,14 @@ def _bound_nesting(tree: Any) -> None:
 
     depth = 0
     deep = []
-    # Events for these four tags only, so an ordinary page costs a few dozen steps.
+    # Events for these four tags only, so an ordinary page costs a few dozen steps. A quote
+    # counts two levels: its "> " marks every line, the blank ones between paragraphs too.
     for event, element in lxml.etree.iterwalk(tree, events=("start", "end"), tag=_PREFIXED):
+        levels = 2 if element.tag == "blockquote" else 1
         if event == "end":
-            depth -= 1
+            depth -= levels
             continue
-        depth += 1
+        depth += levels
         if depth > _MAX_PREFIX_DEPTH:
             deep.append(element)
     for element in deep:
