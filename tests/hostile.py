@@ -110,8 +110,8 @@ def slow_html(size: int = 990_000) -> bytes:
     return head + b"".join(parts) + b"</body></html>"
 
 
-# Pages made to grow: each reads (before webward bounded them) to a reading of 20 to 220 MB,
-# from a page of 1 MB or much less.
+# Pages made to grow: each reads (before webward bounded them) to many times its size, up to
+# 220 MB, from a page of 1 MB or much less.
 
 _HEAD = b"<html><head><title>Grow</title></head><body>"
 _TAIL = b"</body></html>"

@@ -115,8 +115,8 @@ def test_pages_up_to_the_byte_cap_convert_within_the_bound(make: Any) -> None:
 
 
 # ---- pages made to grow ----------------------------------------------------------------------
-# Each of these read to a reading of 20 to 220 MB before its bound; each assertion on the
-# reading's length fails on that code.
+# Each of these read to many times its size (up to 220 MB) before its bound; the assertions
+# on the reading's length fail on that code, but for rowspan="0" (trafilatura reads it as 1).
 
 
 def read(body: bytes, url: str = URL, include_links: bool = False) -> str:
