@@ -53,6 +53,8 @@ PAGES: list[tuple[str, Any, str]] = [
     ("list 250 deep 990 kB", lambda: hostile.deep_list_html(250, 990_000), "text/html"),
     ("quote 100 deep 990 kB", lambda: hostile.deep_quote_html(100, 990_000), "text/html"),
     ("rowspans 62 kB", lambda: hostile.span_html(1_600), "text/html"),
+    ("tiny paragraphs 990 kB", lambda: hostile.tiny_elements_html(b"<p>x"), "text/html"),
+    ("tiny cells 990 kB", lambda: hostile.tiny_elements_html(b"<tr><td>a"), "text/html"),
     ("pdf shared stream 2,000 pages", hostile.shared_stream_pdf, "application/pdf"),
     ("pdf 5,000 pages", lambda: hostile.many_pages_pdf(5_000), "application/pdf"),
 ]
@@ -83,6 +85,8 @@ _MAKERS = {
     "list 250 deep 990 kB": "hostile.deep_list_html(250, 990_000)",
     "quote 100 deep 990 kB": "hostile.deep_quote_html(100, 990_000)",
     "rowspans 62 kB": "hostile.span_html(1_600)",
+    "tiny paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p>x")',
+    "tiny cells 990 kB": 'hostile.tiny_elements_html(b"<tr><td>a")',
     "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
     "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",
 }

@@ -20,6 +20,7 @@ __all__ = [
     "slow_html",
     "span_html",
     "table_html",
+    "tiny_elements_html",
 ]
 
 _WORDS = [
@@ -232,3 +233,9 @@ def many_pages_pdf(pages: int = 5_000) -> bytes:
         )
         objects.append(_stream(b"BT /F1 12 Tf 72 720 Td (Page %d words) Tj ET" % i))
     return _pdf(objects)
+
+
+def tiny_elements_html(unit: bytes = b"<p>x", size: int = 990_000) -> bytes:
+    """Elements of a letter or two, unclosed, up to ``size`` bytes: about 250,000 of them for
+    ``<p>x``, each a paragraph (0.7 s through html-to-markdown and the passes before it)."""
+    return _fill(_HEAD, unit, size)

@@ -30,6 +30,7 @@ from hostile import (
     slow_html,
     span_html,
     table_html,
+    tiny_elements_html,
 )
 from localserver import respond, serve
 from mcp import Client
@@ -104,6 +105,30 @@ def test_a_table_heavy_page_goes_to_html_to_markdown_and_keeps_every_row() -> No
     assert last_row in result.text
     assert result.text.startswith("# Figures")
     assert cpu < CPU_BOUND_S
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [b"<p>x", b"<li>x", b"<tr><td>x", b"<dt>x<dd>x", b"x<br>", b"<ul><li>x</li></ul>"],
+    ids=["p", "li", "tr-td", "dt-dd", "br", "ul-li"],
+)
+def test_a_page_of_more_elements_than_markdown_takes_in_time_is_read_as_plain_text(
+    unit: bytes,
+) -> None:
+    body = tiny_elements_html(unit)
+    result, cpu = cpu_convert(body)
+    assert result.text.startswith("[this page has more than 100,000 elements")
+    units = body.count(unit)
+    assert result.text.count("x") >= units * unit.count(b"x")  # every word kept
+    assert html_to_markdown(body.decode(), URL).extractor == "plain"
+    assert cpu < CPU_BOUND_S
+
+
+def test_a_page_just_under_the_element_bound_keeps_its_markdown() -> None:
+    body = tiny_elements_html(b"<li>x</li>", 49_000 * 10)  # about 49,000 items in one list
+    text = read(body)
+    assert not text.startswith("[this page has more than")
+    assert text.count("- x") >= 48_000
 
 
 @pytest.mark.parametrize("make", [huge_line_html, slow_html], ids=["huge-line", "slow"])

@@ -192,6 +192,17 @@ _TOO_DEEP_NOTE = (
     "[this page nests its elements more than 2,048 levels deep, past what the HTML parser "
     "reads; webward shows its text without formatting]"
 )
+# Past this many elements even html-to-markdown is slow: about 1.5 µs an element, and our own
+# passes before it as much again (bench/convert.py: 0.7 s for 250,000 one-letter paragraphs,
+# 0.37 s for the heaviest page under the bound). A page that many elements fit in is made of
+# one- or two-letter elements (the 1 MB cap leaves under ten bytes each): it is read as plain
+# text, a line per block, in 0.1 s, with a note saying why.
+_MAX_MARKDOWN_ELEMENTS = 100_000
+_TOO_MANY_FOR_MARKDOWN = f"count(//*) > {_MAX_MARKDOWN_ELEMENTS}"
+_TOO_MANY_NOTE = (
+    f"[this page has more than {_MAX_MARKDOWN_ELEMENTS:,} elements, more than webward converts "
+    "to Markdown in time; webward shows its text without formatting]"
+)
 # Past either bound trafilatura is slow (measured by bench/convert.py: about 50 µs an element,
 # more when deep); the 90 real pages of bench/extraction.py have at most about 1,000 elements
 # after cleaning and nest far less, so only machine-made or pathological pages are routed.
@@ -746,11 +757,13 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # Links from the whole page: the agent may want to follow the navigation that the
         # reading text leaves out.
         links = _rewrite_links(tree, base, collect=True)
-    if too_deep:
-        # The parser dropped everything nested past its limit: rather than a reading with a
-        # hole in it (or an empty one), the page's words, with a note saying why.
+    if too_deep or tree.xpath(_TOO_MANY_FOR_MARKDOWN):
+        # The parser dropped everything nested past its limit, or the page has more elements
+        # than can be converted in time: rather than a reading with a hole in it (or an empty
+        # one, or a late one), the page's words, with a note saying why.
         plain = _plain_text(text)
-        markdown = f"{_TOO_DEEP_NOTE}\n\n{plain}" if plain else ""
+        note = _TOO_DEEP_NOTE if too_deep else _TOO_MANY_NOTE
+        markdown = f"{note}\n\n{plain}" if plain else ""
         return HtmlResult(title=title, markdown=markdown, links=links, extractor="plain")
     if include_links:
         _clean(tree)
