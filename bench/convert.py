@@ -57,6 +57,7 @@ PAGES: list[tuple[str, Any, str]] = [
     ("tiny cells 990 kB", lambda: hostile.tiny_elements_html(b"<tr><td>a"), "text/html"),
     ("pdf shared stream 2,000 pages", hostile.shared_stream_pdf, "application/pdf"),
     ("pdf 5,000 pages", lambda: hostile.many_pages_pdf(5_000), "application/pdf"),
+    ("pdf 30,000 pages 9 MB", lambda: hostile.many_pages_pdf(30_000), "application/pdf"),
 ]
 
 _ANCHOR = """
@@ -89,6 +90,7 @@ _MAKERS = {
     "tiny cells 990 kB": 'hostile.tiny_elements_html(b"<tr><td>a")',
     "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
     "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",
+    "pdf 30,000 pages 9 MB": "hostile.many_pages_pdf(30_000)",
 }
 
 

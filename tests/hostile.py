@@ -16,6 +16,7 @@ __all__ = [
     "fragment_links_html",
     "huge_line_html",
     "many_pages_pdf",
+    "page_tree_pdf",
     "shared_stream_pdf",
     "slow_html",
     "span_html",
@@ -232,6 +233,38 @@ def many_pages_pdf(pages: int = 5_000) -> bytes:
             b"/Resources << /Font << /F1 3 0 R >> >> >>" % (5 + 2 * i)
         )
         objects.append(_stream(b"BT /F1 12 Tf 72 720 Td (Page %d words) Tj ET" % i))
+    return _pdf(objects)
+
+
+def page_tree_pdf(groups: int = 3, per_group: int = 2, cycle: bool = False) -> bytes:
+    """A page tree of ``groups`` intermediate nodes of ``per_group`` pages each. The font and
+    the media box are set on the root node only, so every page inherits them; ``cycle`` adds
+    the root as a kid of the last node."""
+    pages = groups * per_group
+    first_page = 3 + groups  # objects: catalog, root, the groups, then page/content pairs
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids ["
+        + b" ".join(b"%d 0 R" % (3 + g) for g in range(groups))
+        + b"] /Count %d /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> >>"
+        % (pages, first_page + 2 * pages),
+    ]
+    for g in range(groups):
+        kids = [b"%d 0 R" % (first_page + 2 * (g * per_group + i)) for i in range(per_group)]
+        if cycle and g == groups - 1:
+            kids.append(b"2 0 R")
+        objects.append(
+            b"<< /Type /Pages /Parent 2 0 R /Kids ["
+            + b" ".join(kids)
+            + b"] /Count %d >>" % per_group
+        )
+    for i in range(pages):
+        objects.append(
+            b"<< /Type /Page /Parent %d 0 R /Contents %d 0 R >>"
+            % (3 + i // per_group, first_page + 2 * i + 1)
+        )
+        objects.append(_stream(b"BT /F1 12 Tf 72 720 Td (Leaf %d words) Tj ET" % i))
+    objects.append(_FONT)
     return _pdf(objects)
 
 

@@ -100,6 +100,59 @@ def _content_bytes(page: Any) -> int:
     return sum(len(stream.get_object().get_data()) for stream in streams)
 
 
+# What a page takes from the page tree above it unless it sets its own (PDF 32000-1, 7.7.3.4).
+_INHERITED = ("/Resources", "/MediaBox", "/CropBox", "/Rotate")
+# Page tree levels walked at most: real trees have a handful, a hostile one any number.
+_MAX_TREE_DEPTH = 64
+
+
+def _first_pages(reader: Any, limit: int) -> tuple[list[Any], bool, int]:
+    """The first ``limit`` pages of the PDF, whether more follow, and its page count.
+
+    pypdf's ``reader.pages`` reads every page object of the file before it hands out the
+    first: 2.5 s of the 3 s a 9 MB PDF of 30,000 pages took, when only 500 are read. This
+    walks the page tree in order and stops after ``limit`` pages, each with what it
+    inherits, as pypdf's own walk gives it; a node met twice (a cycle) is skipped. The count
+    is the tree's own ``/Count`` when the walk stopped early, else the pages walked.
+    """
+    from pypdf import PageObject
+    from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObject
+
+    pages: list[Any] = []
+    seen: set[Any] = set()
+    stack: list[tuple[Any, dict[Any, Any]]] = [(iter([reader.root_object.raw_get("/Pages")]), {})]
+    while stack:
+        kids, inherited = stack[-1]
+        ref = next(kids, None)
+        if ref is None:
+            stack.pop()
+            continue
+        node = ref.get_object()
+        if not isinstance(node, DictionaryObject):
+            continue
+        key = (ref.idnum, ref.generation) if isinstance(ref, IndirectObject) else id(node)
+        if key in seen:
+            continue
+        seen.add(key)
+        if node.get("/Type") == "/Pages" or ("/Kids" in node and node.get("/Type") != "/Page"):
+            children = node.get("/Kids")
+            if isinstance(children, ArrayObject) and len(stack) < _MAX_TREE_DEPTH:
+                here = {NameObject(name): node[name] for name in _INHERITED if name in node}
+                stack.append((iter(children), {**inherited, **here}))
+            continue
+        if len(pages) == limit:
+            declared = reader.root_object["/Pages"].get("/Count")
+            count = declared if isinstance(declared, int) and declared > limit else limit
+            return pages, True, count
+        page = PageObject(reader, ref if isinstance(ref, IndirectObject) else None)
+        page.update(node)
+        for name, value in inherited.items():
+            if name not in page:
+                page[name] = value
+        pages.append(page)
+    return pages, False, len(pages)
+
+
 def pdf_text(
     body: bytes, max_chars: int, *, max_pages: int = 10**9, max_inflated: int = 10**12
 ) -> PdfText:
@@ -111,7 +164,7 @@ def pdf_text(
         from pypdf.errors import LimitReachedError  # a stream past pypdf's own 75 MB cap
 
         reader = PdfReader(io.BytesIO(body), strict=False)
-        pages = len(reader.pages)
+        first, more, pages = _first_pages(reader, max_pages)
         title = ""
         try:
             meta = reader.metadata
@@ -123,10 +176,7 @@ def pdf_text(
         size = inflated = 0
         truncated = False
         stopped = ""
-        for number, page in enumerate(reader.pages):
-            if number >= max_pages:
-                stopped = f"the first {max_pages:,} pages"
-                break
+        for number, page in enumerate(first):
             try:
                 inflated += _content_bytes(page)
             except LimitReachedError:  # one stream alone inflates past the cap
@@ -147,6 +197,9 @@ def pdf_text(
             if size > max_chars:
                 truncated = True
                 break
+        else:
+            if more:
+                stopped = f"the first {max_pages:,} pages"
     except Exception:  # pypdf raises many kinds of errors on hostile files
         return PdfText(text="", pages=None, title="", truncated=False)
     text = "\n\n".join(chunks)
