@@ -286,6 +286,26 @@ def test_undeclared_latin1_is_detected() -> None:
     assert "\ufffd" not in page.text
 
 
+def test_undeclared_shift_jis_with_a_stray_byte_is_still_read_as_shift_jis() -> None:
+    """A byte no codec decodes (here one invalid lead byte) costs one U+FFFD, not the page:
+    the detected codec reads the rest, rather than windows-1252 turning it all to mojibake."""
+    paragraph = "<p>これは日本語の段落です。東京は日本の首都です。</p>"
+    body = f"<html><body>{paragraph * 40}".encode("shift_jis") + b"\x85\x40" + b"</body></html>"
+    page = read(body, "text/html")
+    assert page.text.count("東京は日本の首都です") == 40
+    assert "\ufffd" in page.text
+
+
+@pytest.mark.parametrize("pad", [0, 1], ids=["even", "odd"])
+def test_a_long_undeclared_shift_jis_page_is_detected_wherever_the_sample_ends(pad: int) -> None:
+    """Detection reads the first 256 KiB; one of the two pads ends that inside a character,
+    where charset-normalizer found no encoding at all and the page read as windows-1252."""
+    paragraph = "<p>日本語の文章です。漢字と仮名。</p>"
+    body = ("<html><body>" + " " * pad + paragraph * 12_000 + "</body></html>").encode("shift_jis")
+    page = read(body, "text/html")
+    assert page.text.count("日本語の文章です") >= 12_000
+
+
 def test_bom_wins_over_a_wrong_header() -> None:
     """A UTF-16 byte-order mark decides, whatever the header says."""
     html = article(extra="<p>UTF sixteen ünïcödé</p>")

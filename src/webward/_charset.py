@@ -74,8 +74,20 @@ def codec_for(label: str | None) -> str | None:
         return None
 
 
+# Codecs charset-normalizer may propose that extend a WHATWG encoding's repertoire: read with
+# that encoding (a browser would), not passed over for windows-1252.
+_WHATWG_FAMILY = {
+    "shift_jis_2004": "shift_jis",
+    "shift_jisx0213": "shift_jis",
+    "euc_jis_2004": "euc_jp",
+    "euc_jisx0213": "euc_jp",
+    "big5hkscs": "big5",
+}
+
+
 def _detected_codec(name: str) -> str | None:
     """A codec charset-normalizer proposes (Python's names), if a WHATWG encoding uses it."""
+    name = _WHATWG_FAMILY.get(name, name)
     as_label = codec_for(name.replace("_", "-"))  # "euc_kr", "shift_jis", "big5" ...
     if as_label is not None:
         return as_label
@@ -102,11 +114,26 @@ def _try(body: bytes, codec: str | None, truncated: bool) -> str | None:
         return None
 
 
+_SAMPLE_BYTES = 262_144
+
+
+def _sample(body: bytes) -> bytes:
+    """What detection reads of ``body``: its first 256 KiB, ending before a ``<`` or newline.
+    charset-normalizer finds no encoding at all in a sample that ends inside a multi-byte
+    character (half of all cuts, on a Japanese page), and neither byte is ever part of one
+    in UTF-8, Shift_JIS, EUC-JP, EUC-KR, GB18030 or Big5."""
+    if len(body) <= _SAMPLE_BYTES:
+        return body
+    sample = body[:_SAMPLE_BYTES]
+    end = max(sample.rfind(b"<"), sample.rfind(b"\n"))
+    return sample[:end] if end > _SAMPLE_BYTES // 2 else sample
+
+
 def _detect(body: bytes) -> str | None:
     import charset_normalizer  # lazy: only pages with no usable declaration pay for it
 
     try:
-        matches = charset_normalizer.from_bytes(body[:262_144])
+        matches = charset_normalizer.from_bytes(_sample(body))
         best = matches.best()
         if best is None:
             return None
@@ -132,8 +159,9 @@ def decode_text(
     Order: a byte-order mark; the ``charset`` of the Content-Type header; for HTML the
     document's ``<meta>`` (for XML its declaration); strict UTF-8; detection with
     charset-normalizer; finally windows-1252. A declaration whose codec cannot decode the bytes
-    strictly (cp1252 bytes sent as UTF-8) is passed over for the next source; the last resort
-    replaces undecodable bytes with U+FFFD.
+    strictly (cp1252 bytes sent as UTF-8) is passed over for the next source; when none decodes
+    them strictly, the declared codec, else the detected one, else windows-1252 decodes them,
+    replacing undecodable bytes with U+FFFD.
     """
     for bom, codec in _BOMS:
         if body.startswith(bom):
@@ -164,7 +192,11 @@ def decode_text(
         text = _try(body, detected, truncated)
         if text is not None:
             return text, detected
-    for codec in (*declared, "cp1252"):
+    # No codec decodes every byte: the declared one, else the detected one, with U+FFFD for
+    # what it cannot decode (as a browser does). One stray byte in a Shift_JIS page made the
+    # detected codec fail strictly, and windows-1252 then read the whole page as mojibake.
+    fallbacks = [*declared, *([detected] if detected is not None else []), "cp1252"]
+    for codec in fallbacks:
         try:
             return _decode(body, codec, "replace", truncated), codec
         except (UnicodeError, LookupError, ValueError, TypeError):
