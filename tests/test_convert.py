@@ -287,8 +287,9 @@ def test_undeclared_latin1_is_detected() -> None:
 
 
 def test_undeclared_shift_jis_with_a_stray_byte_is_still_read_as_shift_jis() -> None:
-    """A byte no codec decodes (here one invalid lead byte) costs one U+FFFD, not the page:
-    the detected codec reads the rest, rather than windows-1252 turning it all to mojibake."""
+    """A pair Shift_JIS leaves unassigned costs one U+FFFD, not the page: charset-normalizer
+    names shift_jis_2004 (which has it), read as Shift_JIS, which decodes the rest, rather
+    than windows-1252 turning it all to mojibake."""
     paragraph = "<p>これは日本語の段落です。東京は日本の首都です。</p>"
     body = f"<html><body>{paragraph * 40}".encode("shift_jis") + b"\x85\x40" + b"</body></html>"
     page = read(body, "text/html")
