@@ -157,6 +157,22 @@ def test_record_shape_and_validation() -> None:
     assert early.time.tzinfo is not None and len(early.id) == 32
 
 
+def test_a_json_line_is_the_wire_form_whatever_the_record_shares_with_others() -> None:
+    """The call log's line of each record: its wire form, key for key and in order, though
+    records that differ only in id, time and duration share the rest of it."""
+    records = [*every_decision(), *every_decision()]  # the second round reuses the parts
+    records += [dataclasses.replace(records[0], id=f"{i:032x}", duration_ms=i) for i in (0, 7)]
+    records.append(dataclasses.replace(records[0], duration_ms=None, provider='say "hi"\n'))
+    for r in records:
+        line = r.to_json_line()
+        assert line.endswith("}\n") and line.count("\n") == 1
+        assert list(json.loads(line).items()) == list(r.to_wire().items())
+    traced = records[0].to_json_line((("traceId", "ab" * 16), ("spanId", "cd" * 8)))
+    assert json.loads(traced) == {**records[0].to_wire(), "traceId": "ab" * 16, "spanId": "cd" * 8}
+    huge = record(bytes=2**70)  # a record made by hand, past what orjson encodes
+    assert json.loads(huge.to_json_line())["bytes"] == 2**70
+
+
 @pytest.mark.anyio
 async def test_unwritable_store_refuses_the_call(tmp_path: Path) -> None:
     """A state dir whose parent is a regular file cannot hold audit.db: audit_unavailable."""

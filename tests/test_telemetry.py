@@ -630,6 +630,38 @@ async def test_the_call_log_carries_the_trace_id_when_tracing(
 
 
 @pytest.mark.anyio
+async def test_the_call_log_writes_the_lines_of_a_burst_together(
+    tmp_path: Path, site: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an asyncio loop the calls of a burst leave their records waiting (nothing is
+    encoded or written during the call) and the flush writes all their lines in one write."""
+    import webward._telemetry as telemetry_module
+
+    monkeypatch.setattr(telemetry_module, "_CALL_LOG_DELAY_S", 3600.0)  # only flush() writes
+    log = tmp_path / "calls.jsonl"
+    settings = loopback_settings(tmp_path, observability={"call_log": str(log)})
+    telemetry = Telemetry.for_settings(settings, server=True)
+    writes: list[str] = []
+    async with web_for(settings, telemetry) as web:
+        stream: Any = telemetry._log._file  # type: ignore[union-attr]
+        original = stream.write
+
+        def counted(text: str) -> int:
+            writes.append(text)
+            return int(original(text))
+
+        stream.write = counted
+        for _ in range(3):
+            await web.fetch(site.url("/page"))
+        assert writes == []
+        telemetry.flush()
+    telemetry.close()
+    assert len(writes) == 1  # one write for the three lines
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["decision"] == "allowed" for line in lines)
+
+
+@pytest.mark.anyio
 async def test_a_call_that_loses_its_audit_is_logged_as_refused(
     tmp_path: Path, site: LocalServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

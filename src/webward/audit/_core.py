@@ -277,6 +277,56 @@ class AuditRecord:
             "renderRefused": list(self.render_refused),
         }
 
+    def to_json_line(self, extra: tuple[tuple[str, str], ...] = ()) -> str:
+        """:meth:`to_wire` as one line of JSON, newline included, with ``extra`` text fields
+        after the record's own (the call log's trace and span ids).
+
+        Records that differ only in their id, time and duration (a page read again and again
+        from the cache) share the rest of the line, encoded once: the call log makes a line
+        per call."""
+        key = (
+            self.agent, self.tier, self.capability, self.target, self.decision, self.reason,
+            self.would_deny, self.final_url, self.redirects, self.status, self.bytes,
+            self.content_type, self.provider, self.render_contacted, self.render_refused,
+        )  # fmt: skip
+        parts = _LINE_PARTS.get(key)
+        if parts is None:
+            wire = self.to_wire()
+            try:
+                parts = _line_parts(wire)
+            except orjson.JSONEncodeError:  # a record made by hand, an integer past 64 bits
+                return json.dumps({**wire, **dict(extra)}) + "\n"
+            if len(_LINE_PARTS) >= _MAX_LINE_PARTS:
+                _LINE_PARTS.clear()
+            _LINE_PARTS[key] = parts
+        middle, tail = parts
+        duration = "null" if self.duration_ms is None else str(int(self.duration_ms))
+        more = "".join([f",{_json_text(name)}:{_json_text(value)}" for name, value in extra])
+        return (
+            f'{{"id":{_json_text(self.id)},"time":"{_iso(self.time)}",{middle},'
+            f'"durationMs":{duration},{tail}{more}}}\n'
+        )
+
+
+def _json_text(text: str) -> str:
+    return orjson.dumps(text).decode("utf-8")
+
+
+def _line_parts(wire: dict[str, Any]) -> tuple[str, str]:
+    """A record's encoded fields between its time and its duration, and after its duration,
+    in the order of :meth:`AuditRecord.to_wire`."""
+    names = list(wire)
+    at = names.index("durationMs")
+    middle = orjson.dumps({name: wire[name] for name in names[2:at]}).decode("utf-8")
+    tail = orjson.dumps({name: wire[name] for name in names[at + 1 :]}).decode("utf-8")
+    return middle[1:-1], tail[1:-1]
+
+
+#: The shared parts of recent records' JSON lines (:meth:`AuditRecord.to_json_line`), keyed
+#: by every field but the id, time and duration; cleared when full.
+_LINE_PARTS: dict[tuple[Any, ...], tuple[str, str]] = {}
+_MAX_LINE_PARTS = 4096
+
 
 class AuditSink(Protocol):
     """Where audit records go. ``write`` raises ``Refused(audit_unavailable)`` if it cannot."""
