@@ -163,6 +163,7 @@ def test_a_json_line_is_the_wire_form_whatever_the_record_shares_with_others() -
     records = [*every_decision(), *every_decision()]  # the second round reuses the parts
     records += [dataclasses.replace(records[0], id=f"{i:032x}", duration_ms=i) for i in (0, 7)]
     records.append(dataclasses.replace(records[0], duration_ms=None, provider='say "hi"\n'))
+    records.append(dataclasses.replace(records[0], duration_ms=1.5))  # type: ignore[arg-type]
     for r in records:
         line = r.to_json_line()
         assert line.endswith("}\n") and line.count("\n") == 1

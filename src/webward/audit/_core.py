@@ -300,7 +300,8 @@ class AuditRecord:
                 _LINE_PARTS.clear()
             _LINE_PARTS[key] = parts
         middle, tail = parts
-        duration = "null" if self.duration_ms is None else str(int(self.duration_ms))
+        ms = self.duration_ms
+        duration = str(ms) if type(ms) is int else json.dumps(ms)  # null, or a record by hand
         more = "".join([f",{_json_text(name)}:{_json_text(value)}" for name, value in extra])
         return (
             f'{{"id":{_json_text(self.id)},"time":"{_iso(self.time)}",{middle},'
