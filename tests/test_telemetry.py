@@ -7,6 +7,7 @@ listening only while a test asks), and once exported over OTLP/HTTP to a receive
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -18,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from fake_search import FakeSearxng, results
@@ -659,6 +661,63 @@ async def test_the_call_log_writes_the_lines_of_a_burst_together(
     assert len(writes) == 1  # one write for the three lines
     lines = log.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 3 and all(json.loads(line)["decision"] == "allowed" for line in lines)
+
+
+@pytest.mark.anyio
+async def test_a_call_log_reader_that_stops_reading_holds_up_no_call(
+    tmp_path: Path,
+    site: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The call log goes to a pipe nobody reads (a log shipper under back-pressure): the
+    calls still end, the writer thread waits alone, and past the bound the newest lines are
+    dropped and counted rather than held. Once the reader reads, what was kept arrives."""
+    import webward._telemetry as telemetry_module
+
+    monkeypatch.setattr(telemetry_module, "_CALL_LOG_DELAY_S", 0.0)
+    monkeypatch.setattr(telemetry_module, "_MAX_UNWRITTEN", 2)
+    fifo = tmp_path / "calls.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    filler = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    for chunk in (65_536, 1):  # fill the pipe: any further write blocks
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(filler, b"x" * chunk)
+    os.close(filler)
+    settings = loopback_settings(tmp_path, observability={"call_log": str(fifo)})
+    telemetry = Telemetry.for_settings(settings, server=True)
+    received = bytearray()
+    read_again, reading = threading.Event(), threading.Event()
+
+    def drain() -> None:
+        # Set when the calls are done; the timeout only keeps a regression (a write that
+        # holds the event loop) from hanging the suite: it fails below instead.
+        read_again.wait(30)
+        reading.set()
+        os.set_blocking(reader, True)
+        while chunk := os.read(reader, 65_536):
+            received.extend(chunk)
+
+    drainer = threading.Thread(target=drain, daemon=True)
+    drainer.start()
+    async with web_for(settings, telemetry) as web:
+        for _ in range(5):
+            await web.fetch(site.url("/page"))
+            await anyio.sleep(0)  # the hand-over of this call's record runs
+        stuck = not reading.is_set()  # the calls ended while nobody read the pipe
+        log = telemetry._log
+        assert log is not None and log._unwritten >= 1  # the writer waits on the full pipe
+        read_again.set()  # the flush on closing can finish
+    assert stuck
+    telemetry.close()
+    drainer.join(60)
+    os.close(reader)
+    lines = [json.loads(line) for line in received.lstrip(b"x").decode().splitlines()]
+    dropped = [r for r in caplog.records if "the call log dropped" in r.getMessage()]
+    assert lines and all(line["decision"] == "allowed" for line in lines)
+    assert len(dropped) == 1 and len(lines) + dropped[0].args[0] == 5  # type: ignore[index]
 
 
 @pytest.mark.anyio

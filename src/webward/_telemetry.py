@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import concurrent.futures
 import contextlib
 import hashlib
 import hmac
 import importlib
+import logging
 import math
 import os
 import sys
@@ -58,6 +60,8 @@ __all__ = [
     "server_span",
     "span",
 ]
+
+log = logging.getLogger("webward")
 
 _R = TypeVar("_R")
 
@@ -474,27 +478,40 @@ def _refused_by(record: Any, error: WebwardError) -> Any:
 
 #: How long a call log line may wait on an asyncio loop, for the lines after it.
 _CALL_LOG_DELAY_S = 0.05
+#: Records handed to the call log's writer thread and not written yet, at most: past this (a
+#: reader of stderr that stopped reading) new lines are dropped and counted, not held.
+_MAX_UNWRITTEN = 100_000
+
+_Pending = list[tuple[Any, tuple[tuple[str, str], ...]]]
 
 
 class _CallLog:
     """One JSON line per call, on stderr or appended to a file.
 
     On an asyncio loop the records of the calls that end within :data:`_CALL_LOG_DELAY_S`
-    of the first are written together: their lines made in one pass and written in one
-    system call (and one wake-up of whoever reads stderr). Made at each call and written at
-    each turn of the loop, the lines took 13 % of the gateway's CPU on cached reads; made and
-    written together, 8 to 9 % (bench/gateway.py --observability). Without a running asyncio
-    loop (trio, a thread) each line is written at once. :meth:`flush` writes what waits
-    (``Web.aclose`` and :meth:`close` call it).
+    of the first go together to a writer thread of the log's own, which makes their lines
+    in one pass and writes them in one system call (and one wake-up of whoever reads
+    stderr). Made at each call and written at each turn of the loop, the lines took 13 % of
+    the gateway's CPU on cached reads; made and written together, 8 to 9 %
+    (bench/gateway.py --observability). The write is the thread's: a reader of stderr that
+    lags (a log shipper under back-pressure) blocks the thread, not the event loop, and past
+    :data:`_MAX_UNWRITTEN` lines waiting for it the newest are dropped and the count logged
+    (the audit store, not this log, is the record). Without a running asyncio loop (trio, a
+    thread) each line is written at once. :meth:`flush` writes everything waiting and
+    returns once it is written (``Web.aclose`` and :meth:`close` call it).
     """
 
     def __init__(self, where: str) -> None:
         self._path = None if where == "stderr" else where
         self._file: IO[str] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the records waiting, the writer and its counts
+        self._stream_lock = threading.Lock()  # the stream: one write at a time, in order
         # Records whose lines are not written yet, each with its trace and span ids when
-        # tracing: their lines are made and written together, at most _CALL_LOG_DELAY_S later.
-        self._pending: list[tuple[Any, tuple[tuple[str, str], ...]]] = []
+        # tracing: handed to the writer together, at most _CALL_LOG_DELAY_S later.
+        self._pending: _Pending = []
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._unwritten = 0  # records handed to the writer, not written yet
+        self._dropped = 0  # records dropped since the last report
         if self._path is not None:
             try:
                 self._file = self._open()
@@ -514,7 +531,7 @@ class _CallLog:
             from opentelemetry.trace import get_current_span
 
             context = get_current_span().get_span_context()
-            if context.is_valid:  # taken now: the flush runs outside the call's span
+            if context.is_valid:  # taken now: the line is made outside the call's span
                 trace = (
                     ("traceId", f"{context.trace_id:032x}"),
                     ("spanId", f"{context.span_id:016x}"),
@@ -526,19 +543,47 @@ class _CallLog:
         with self._lock:
             self._pending.append((record, trace))
             if len(self._pending) > 1 and loop is not None:
-                return  # the flush the first record scheduled writes this one too
+                return  # the hand-over the first record scheduled takes this one too
         if loop is None:
             self.flush()
         else:
-            loop.call_later(_CALL_LOG_DELAY_S, self.flush)
+            loop.call_later(_CALL_LOG_DELAY_S, self._hand_over)
 
-    def flush(self) -> None:
-        """Write the lines of the records waiting, in one write."""
+    def _hand_over(self) -> None:
+        """On the loop: the records waiting go to the writer thread."""
         with self._lock:
-            if not self._pending:
-                return
             pending, self._pending = self._pending, []
-            text = "".join([record.to_json_line(trace) for record, trace in pending])
+            if not pending:
+                return
+            if self._unwritten + len(pending) > _MAX_UNWRITTEN:
+                self._dropped += len(pending)
+                return
+            self._unwritten += len(pending)
+            if self._writer is None:
+                self._writer = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="webward-call-log"
+                )
+            writer = self._writer
+        writer.submit(self._write_handed, pending)
+
+    def _write_handed(self, pending: _Pending) -> None:
+        """On the writer thread: the lines of ``pending``, then the count of any dropped."""
+        try:
+            self._emit(pending)
+        finally:
+            with self._lock:
+                self._unwritten -= len(pending)
+                dropped, self._dropped = self._dropped, 0
+            if dropped:
+                log.warning(
+                    "the call log dropped %d lines: its reader did not keep up (the audit "
+                    "store holds every call)",
+                    dropped,
+                )
+
+    def _emit(self, pending: _Pending) -> None:
+        text = "".join([record.to_json_line(trace) for record, trace in pending])
+        with self._stream_lock:
             try:
                 if self._path is not None and self._file is None:
                     self._file = self._open()  # reopened after close(): a server started again
@@ -548,9 +593,25 @@ class _CallLog:
             except (OSError, ValueError):
                 pass  # a closed or full log must not refuse the call: the audit is the record
 
+    def flush(self) -> None:
+        """Write every line waiting, those handed to the writer first; return once written."""
+        with self._lock:
+            writer = self._writer
+        if writer is not None:
+            with contextlib.suppress(RuntimeError):  # shut down by a close meanwhile
+                writer.submit(int).result()  # what the writer holds is written first
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if pending:
+            self._emit(pending)
+
     def close(self) -> None:
         self.flush()
         with self._lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
+        with self._stream_lock:
             if self._file is not None:
                 self._file.close()
                 self._file = None
