@@ -80,9 +80,9 @@ _MAX_LINK_URL = 2048
 
 # Bounds on what a page can make its reading grow to. Each of these once turned a page of
 # 1 MB or less into a reading many times its size (up to 220 MB) that took seconds to make
-# (tests/hostile.py has one page of each kind): a link is written out whole in the text, so thousands of
-# links to a long <base href> or to "#" on a page with a long URL multiply the page; a
-# Markdown list item or quote carries one indent or "> " per level it is nested, so many
+# (tests/hostile.py has one page of each kind): a link is written out whole in the text, so
+# thousands of links to a long <base href> or to "#" on a page with a long URL multiply the
+# page; a Markdown list item or quote carries one indent or "> " per level it is nested, so many
 # short items under deep lists or quotes do too; and a table cell's colspan and rowspan are
 # written out as that many empty cells, rowspans adding cells to every row below them.
 #: At most this many characters of link URLs are written into a reading (about the largest
@@ -196,7 +196,7 @@ _TOO_DEEP_NOTE = (
 # passes before it as much again (bench/convert.py: 0.7 s for 250,000 one-letter paragraphs,
 # 0.37 s for the heaviest page under the bound). A page that many elements fit in is made of
 # one- or two-letter elements (the 1 MB cap leaves under ten bytes each): it is read as plain
-# text, a line per block, in 0.1 s, with a note saying why.
+# text, a line per block, with a note saying why (0.2 to 0.3 s in all, parsing included).
 _MAX_MARKDOWN_ELEMENTS = 100_000
 _TOO_MANY_FOR_MARKDOWN = f"count(//*) > {_MAX_MARKDOWN_ELEMENTS}"
 _TOO_MANY_NOTE = (
