@@ -137,6 +137,41 @@ def test_a_record_from_a_call_is_a_record_like_any_other() -> None:
         made.target = "https://example.org/other"  # type: ignore[misc]
 
 
+def test_records_of_calls_alike_share_their_shape_and_encode_as_their_own() -> None:
+    """A call like one before (a cached page read again) takes that record's cleaned fields,
+    row and line, but for its own id, time and duration; each encodes exactly as a record made
+    from scratch, and a record replaced by hand drops the shared parts."""
+    from webward._call import Call
+    from webward._errors import Reason
+    from webward.audit._core import to_row
+
+    def call() -> Call:
+        made = Call("web:page.fetch@1", "cli", "https://user:pw@example.org/a")
+        made.tier, made.status, made.bytes, made.content_type = "connected", 200, 10, "text/html"
+        made.redirects = ["https://user:pw@example.org/a", "https://example.org/b"]
+        made.would_deny = Reason.HOST_NOT_ALLOWED  # a StrEnum, stored as its text
+        return made
+
+    first, second = (
+        AuditRecord.from_call(call(), decision="report-would-deny", reason=Reason.HOST_NOT_ALLOWED)
+        for _ in range(2)
+    )
+    assert first.shape is not None and second.shape is first.shape
+    assert second.id != first.id
+    assert dataclasses.replace(second, id=first.id, time=first.time) == first
+    assert type(second.reason) is str and type(second.would_deny) is str
+    for r in (first, second):
+        plain = dataclasses.replace(r)  # made through __init__: no shape, encoded in full
+        assert plain.shape is None and plain == r
+        assert to_row(r) == to_row(plain)
+        assert r.to_json_line() == plain.to_json_line()
+        assert list(json.loads(r.to_json_line()).items()) == list(r.to_wire().items())
+    refused = dataclasses.replace(second, decision="refused", reason="audit_unavailable")
+    assert refused.shape is None and json.loads(refused.to_json_line())["decision"] == "refused"
+    other = AuditRecord.from_call(call(), decision="refused", reason=Reason.HOST_NOT_ALLOWED)
+    assert other.shape is not first.shape and other.decision == "refused"
+
+
 def test_record_shape_and_validation() -> None:
     """to_wire is camelCase; an unknown decision or a naive time is a programming error."""
     wire = every_decision()[0].to_wire()

@@ -5,6 +5,7 @@ test_convert, test_window, test_parts, test_cache and test_content)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import io
 import socket
@@ -20,6 +21,7 @@ from webward._cache import MemoryPageCache, NullPageCache
 from webward._convert import convert
 from webward._envelope import unwrap
 from webward._parts import tool_result_text
+from webward._window import approx_tokens
 from webward.testing import FakeClock, MemoryAuditSink
 
 pytestmark = pytest.mark.anyio
@@ -270,6 +272,38 @@ async def test_a_cached_page_still_faces_robots_for_the_reading_tier() -> None:
                 await w.fetch(srv.url("/private"), tier="connected")
     assert err.value.reason == "robots"
     assert [r.path for r in srv.requests].count("/private") == 1
+
+
+async def test_a_cached_window_handed_out_again_is_the_same_answer_in_a_fresh_envelope() -> None:
+    """Reading one window of a cached page again and again (the core keeps its answer from
+    the second read on) hands over the same fields each time, each inside an envelope of its
+    own nonce: equal to the window wrapped anew, with the same token count."""
+    import re
+
+    from webward._envelope import wrap
+
+    page_text = long_text(50_000)
+    with serve(routes={"/long.txt": respond(200, page_text, "text/plain")}) as srv:
+        async with web() as w:
+            url = srv.url("/long.txt")
+            pages = [await w.fetch(url, offset=40_000) for _ in range(4)]
+            links = [await w.fetch(url, offset=40_000, include_links=True) for _ in range(2)]
+    nonces = [re.search(r"nonce=([0-9a-f]{32})>>>", p.content).group(1) for p in pages]  # type: ignore[union-attr]
+    assert len(set(nonces)) == 4
+    provenance, text = unwrap(pages[0].content)
+    assert text.startswith(f"showing characters 40000{DASH}50000 of 50000\n\n")
+    for page, nonce in zip(pages, nonces, strict=True):
+        assert dataclasses.replace(page, content="") == dataclasses.replace(pages[0], content="")
+        assert page.content == wrap(text, as_provenance(provenance), nonce=nonce)
+        assert page.approx_tokens == approx_tokens(page.content)
+        assert page.links is None and page.parts == ()
+    assert [p.links for p in links] == [(), ()]
+    assert len(srv.requests) == 2  # links asked for are a reading of their own
+
+
+def as_provenance(header: dict[str, str]) -> dict[str, str]:
+    """An envelope's header lines as ``wrap`` takes them (``requested-url`` -> ``requested_url``)."""
+    return {key.replace("-", "_"): value for key, value in header.items()}
 
 
 async def test_cached_windows_spend_no_rate_budget() -> None:

@@ -238,15 +238,21 @@ def test_token_weight_is_a_sum_over_characters(text: str) -> None:
     assert token_weight("a" * 1000 + DASH) == 1002  # a window's header with its EN DASH
 
 
-def test_a_window_is_remembered_from_its_second_call_on() -> None:
-    """A page read once keeps no copy of its window; a window asked again is kept, and the
-    same (text, Window, weight) is handed out from then on, equal to a fresh cut."""
+def test_an_answer_is_remembered_from_its_second_call_on() -> None:
+    """A page read once keeps no copy of its window; an answer asked again is kept, and the
+    same answer is handed out from then on, equal to a fresh one."""
+    from webward._cache import CachedPage
     from webward._convert import Converted
-    from webward._web import _Windows
+    from webward._web import _Answers
 
     page = Converted("text", "text/plain", "", "word " * 20_000, (), (), False)
-    windows = _Windows()
-    first, second, third = (windows.cut(page, 0, 40_000) for _ in range(3))
+    cached = CachedPage("https://example.org/", "https://example.org/", 200, page)
+    answers = _Answers()
+    url = "https://example.org/"
+    first, second, third = (answers.get(cached, url, 0, 40_000, False) for _ in range(3))
     assert first == second == third
-    assert first is not second  # cut again: the first call kept nothing
+    assert first is not second  # made again: the first call kept nothing
     assert second is third  # remembered since the second call
+    # Another request of the same reading (another window, links asked) is its own answer.
+    assert answers.get(cached, url, 40_000, 40_000, False).page.window.offset == 40_000
+    assert answers.get(cached, url, 0, 40_000, True).page.links == ()

@@ -59,7 +59,9 @@ __all__ = [
     "find_markers",
     "fold",
     "frame",
+    "frame_header",
     "fresh_nonce",
+    "header",
     "neutralise",
     "neutralise_line",
     "prepare_body",
@@ -379,22 +381,32 @@ def frame(
     """What :func:`wrap` puts before and after the (prepared) text: ``wrap(text) == head +
     prepare_body(text) + tail``, for a caller that knows more about the text than its
     characters (the core, which weighs a window once and its envelope per call)."""
-    if nonce is None:
-        nonce = fresh_nonce()
-    elif not _NONCE_RE.match(nonce):
-        raise ValueError("a nonce is at least 32 lower-case hex digits")
+    return frame_header(header(provenance), nonce=nonce)
+
+
+def header(provenance: Mapping[str, str | int | None]) -> str:
+    """The provenance lines of an envelope: they hold no nonce, so a caller that hands out
+    the same page again can make them once (:func:`frame_header`)."""
     items = tuple(provenance.items())
     # Remembered only for values of exactly str or int: True == 1 and 1.0 == 1 as keys, but
     # not as text. (The types are checked in C: this runs on every call.)
     if _MEMO_TYPES.issuperset(map(type, provenance.values())):
-        header = _header_memo(items)
-    else:
-        header = _header(items)
+        return _header_memo(items)
+    return _header(items)
+
+
+def frame_header(lines: str, *, nonce: str | None = None) -> tuple[str, str]:
+    """:func:`frame` for provenance lines made by :func:`header`: the head and tail around
+    the text, with a fresh nonce (or ``nonce``, for tests)."""
+    if nonce is None:
+        nonce = fresh_nonce()
+    elif not _NONCE_RE.match(nonce):
+        raise ValueError("a nonce is at least 32 lower-case hex digits")
     # Joined rather than formatted: this runs on every call.
     notice = _NOTICE + nonce + "."
     begin = _BEGIN[0] + nonce + _BEGIN[1]
-    if header:
-        return notice + "\n" + header + "\n" + begin + "\n", _END[0] + nonce + _END[1]
+    if lines:
+        return notice + "\n" + lines + "\n" + begin + "\n", _END[0] + nonce + _END[1]
     return notice + "\n" + begin + "\n", _END[0] + nonce + _END[1]
 
 

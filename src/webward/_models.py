@@ -134,6 +134,17 @@ class Page:
             self, ("requested_url", "final_url", "title", "content_type", "retrieved_at")
         )
 
+    def with_content(self, content: str) -> Page:
+        """This page with ``content`` in place of its own, every other field shared: the
+        core keeps one answer per cached window and hands it out in a fresh envelope per call.
+        The fields are copied, not set again through ``__init__``: they were checked when
+        this page was made, and ``content`` is the core's own enveloped text."""
+        page = object.__new__(Page)
+        fields = page.__dict__
+        fields.update(self.__dict__)
+        fields["content"] = content
+        return page
+
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "requestedUrl": self.requested_url,

@@ -120,7 +120,7 @@ class Web:
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
         self._converter = ConvertPool.from_limits(self.settings.limits)
-        self._windows = _Windows()
+        self._answers = _Answers()
         # Every hop of every call passes this gate; its collaborators are handed to it.
         self._gate = Gate(
             self.settings,
@@ -394,60 +394,22 @@ class Web:
     ) -> Page:
         """The reading handed over: one window of it (or the passages matching ``query``)
         inside the envelope, as the ``Page`` every face renders."""
-        converted = cached.converted
-        passages = None
-        if query is None:
-            window_text, window, weight = self._windows.cut(converted, offset, max_chars)
+        if query is None and screenshot is None:
+            answer = self._answers.get(cached, url, offset, max_chars, include_links)
         else:
-            window_text, passages, window = await self._find(converted, url, query, max_chars)
-            weight = _window.token_weight(window_text)
-        # The site answered Markdown itself (Markdown for Agents, or a .md file): said in the
-        # provenance so the model knows no extractor chose what it reads.
-        markdown_source = "site" if converted.media_type in _content.MARKDOWN_TYPES else None
+            passages = None
+            if query is None:
+                text, window = _window.make_window(cached.converted.text, offset, max_chars)
+            else:
+                text, passages, window = await self._find(cached.converted, url, query, max_chars)
+            answer = _answer(
+                url, cached, text, window, _window.token_weight(text), include_links,
+                query=query, passages=passages, screenshot=screenshot,
+            )  # fmt: skip
         if session is not None:  # what the agent now has seen joins its session
-            await self.remember_urls(
-                session,
-                [
-                    *(u for u in (cached.final_url, *cached.redirects) if u),
-                    *(link.url for link in converted.links),
-                    *urls_in(window_text),
-                ],
-            )
-        head, tail = _envelope.frame(
-            {
-                "capability": FETCH,
-                "requested_url": url,
-                "final_url": cached.final_url,
-                "status": cached.status,
-                "content_type": converted.media_type,
-                "markdown_source": markdown_source,
-                "query": query,
-                "retrieved_at": cached.retrieved_at,
-            },
-        )
-        content = head + window_text + tail  # the window is prepared (see _read)
-        tokens = _window.tokens_for_weight(
-            _window.token_weight(head) + weight + _window.token_weight(tail)
-        )
-        return Page(
-            requested_url=url,
-            final_url=cached.final_url,
-            status=cached.status,
-            title=_envelope.neutralise_line(converted.title),
-            content_type=converted.media_type,
-            content=content,
-            window=window,
-            truncated=converted.truncated,
-            retrieved_at=cached.retrieved_at,
-            parts=converted.parts if offset == 0 else (),
-            links=_neutral_links(converted.links) if include_links else None,
-            redirects=cached.redirects,
-            bytes_read=cached.bytes_read,
-            screenshot=screenshot,
-            approx_tokens=tokens,
-            markdown_source=markdown_source,
-            passages=passages,
-        )
+            await self.remember_urls(session, answer.seen_urls(cached))
+        head, tail = _envelope.frame_header(answer.header)  # a fresh nonce per call
+        return answer.page.with_content(head + answer.text + tail)
 
     def _is_fresh(self, cached: CachedPage, max_age: int | None) -> bool:
         """Whether a cached reading may be served as it is: younger than the TTL (stores keep
@@ -728,52 +690,127 @@ class Web:
                 raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
 
 
-#: A window as remembered: its text, its ``Window`` and its token weight.
-_Cut = tuple[str, Window, int]
+class _Answer(NamedTuple):
+    """What a call reading a cached page is handed, but for its envelope's nonce."""
+
+    page: Page  # every field as handed over, ``content`` left empty
+    header: str  # the envelope's provenance lines (_envelope.header)
+    text: str  # the window (or the passages found), prepared for the envelope
+
+    def seen_urls(self, cached: CachedPage) -> list[str]:
+        """The URLs an agent has seen once handed this answer: the page's own and its
+        redirects, its links and the URLs written in the text handed over."""
+        return [
+            *(u for u in (cached.final_url, *cached.redirects) if u),
+            *(link.url for link in cached.converted.links),
+            *urls_in(self.text),
+        ]
 
 
-class _Windows:
-    """The windows handed out of each converted page, remembered while the page lives.
+# Any nonce weighs the same (32 hex digits, ASCII): the envelope's token weight is counted
+# once per answer with this one, never handed out.
+_WEIGHING_NONCE = "0" * 32
+
+
+def _answer(
+    url: str,
+    cached: CachedPage,
+    text: str,
+    window: Window,
+    weight: int,
+    include_links: bool,
+    *,
+    query: str | None = None,
+    passages: tuple[Passage, ...] | None = None,
+    screenshot: Part | None = None,
+) -> _Answer:
+    """The answer of a read of ``cached`` handing over ``text`` (weighing ``weight``,
+    ``_window.token_weight``), the envelope's nonce aside."""
+    converted = cached.converted
+    # The site answered Markdown itself (Markdown for Agents, or a .md file): said in the
+    # provenance so the model knows no extractor chose what it reads.
+    markdown_source = "site" if converted.media_type in _content.MARKDOWN_TYPES else None
+    header = _envelope.header(
+        {
+            "capability": FETCH,
+            "requested_url": url,
+            "final_url": cached.final_url,
+            "status": cached.status,
+            "content_type": converted.media_type,
+            "markdown_source": markdown_source,
+            "query": query,
+            "retrieved_at": cached.retrieved_at,
+        },
+    )
+    head, tail = _envelope.frame_header(header, nonce=_WEIGHING_NONCE)
+    page = Page(
+        requested_url=url,
+        final_url=cached.final_url,
+        status=cached.status,
+        title=_envelope.neutralise_line(converted.title),
+        content_type=converted.media_type,
+        content="",
+        window=window,
+        truncated=converted.truncated,
+        retrieved_at=cached.retrieved_at,
+        parts=converted.parts if window.offset == 0 else (),
+        links=_neutral_links(converted.links) if include_links else None,
+        redirects=cached.redirects,
+        bytes_read=cached.bytes_read,
+        screenshot=screenshot,
+        approx_tokens=_window.tokens_for_weight(
+            _window.token_weight(head) + weight + _window.token_weight(tail)
+        ),
+        markdown_source=markdown_source,
+        passages=passages,
+    )
+    return _Answer(page, header, text)
+
+
+class _Answers:
+    """The answers handed out of each cached reading, remembered while the reading lives.
 
     Paging through a cached page, or many agents reading the same one, cut the same window
-    again and weighed its tokens again on every call (2 ms for 40,000 characters of
-    non-ASCII text). A window depends only on the page's text, the offset and the window
-    size, so it is remembered per page (the very ``Converted`` object, held weakly: a page
-    read again, or dropped from the cache, is a new object and starts afresh) and per
-    ``(offset, max_chars)``. Every call still passes the gate's checks, and gets its own
-    envelope (a fresh nonce) around the window.
+    again, weighed its tokens again (2 ms for 40,000 characters of non-ASCII text) and made
+    the same ``Page`` again on every call. All of it depends only on the cached reading, the
+    requested URL, the window asked for and whether links were, so it is remembered per
+    reading (the very ``CachedPage`` object, held weakly: a page read again, renewed by a
+    304 or dropped from the cache is a new object and starts afresh) and per request. Every
+    call still passes the gate's checks, and gets its own envelope (a fresh nonce) around
+    the window.
 
-    A window is remembered from its second call on: most pages are read once, and a window
-    kept for each would hold a copy of it (80 kB for 40,000 characters: the header's EN DASH
-    makes it two bytes a character) for as long as the page is cached, 15 MiB for a burst
-    of 200 distinct pages (bench/uncached.py).
+    An answer is remembered from its second call on: most pages are read once, and an answer
+    kept for each would hold a copy of its window (80 kB for 40,000 characters: the header's
+    EN DASH makes it two bytes a character) for as long as the page is cached, 15 MiB for a
+    burst of 200 distinct pages (bench/uncached.py).
     """
 
-    _PER_PAGE = 64  # windows kept per page; past this they are forgotten and cut again
+    _PER_PAGE = 64  # answers kept per page; past this they are forgotten and made again
 
     def __init__(self) -> None:
-        # Per page: each window asked for, and what it is once it has been asked twice.
-        self._pages: dict[int, tuple[weakref.ref[_convert.Converted], dict[Any, _Cut | None]]] = {}
+        # Per reading: each answer asked for, and what it is once it has been asked twice.
+        self._pages: dict[int, tuple[weakref.ref[CachedPage], dict[Any, _Answer | None]]] = {}
 
-    def cut(self, converted: _convert.Converted, offset: int, max_chars: int) -> _Cut:
-        """The window of ``converted`` at ``offset``: its text, its ``Window`` and its
-        token weight (``_window.token_weight``)."""
-        key = id(converted)
+    def get(
+        self, cached: CachedPage, url: str, offset: int, max_chars: int, include_links: bool
+    ) -> _Answer:
+        """The answer handing over the window of ``cached`` at ``offset``."""
+        key = id(cached)
         entry = self._pages.get(key)
-        if entry is None or entry[0]() is not converted:
-            # The entry goes when the page does, so its id is never taken for another page's.
+        if entry is None or entry[0]() is not cached:
+            # The entry goes when the reading does, so its id is never taken for another's.
             gone = functools.partial(self._forget, key)
-            entry = self._pages[key] = (weakref.ref(converted, gone), {})
-        windows = entry[1]
-        spot = (offset, max_chars)
-        window = windows.get(spot)
-        if window is None:
-            text, place = _window.make_window(converted.text, offset, max_chars)
-            window = (text, place, _window.token_weight(text))
-            if spot not in windows and len(windows) >= self._PER_PAGE:
-                windows.clear()
-            windows[spot] = window if spot in windows else None
-        return window
+            entry = self._pages[key] = (weakref.ref(cached, gone), {})
+        answers = entry[1]
+        spot = (url, offset, max_chars, include_links)
+        answer = answers.get(spot)
+        if answer is None:
+            text, window = _window.make_window(cached.converted.text, offset, max_chars)
+            answer = _answer(url, cached, text, window, _window.token_weight(text), include_links)
+            if spot not in answers and len(answers) >= self._PER_PAGE:
+                answers.clear()
+            answers[spot] = answer if spot in answers else None
+        return answer
 
     def _forget(self, key: int, ref: object) -> None:
         entry = self._pages.get(key)

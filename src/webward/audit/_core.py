@@ -32,13 +32,11 @@ import datetime as dt
 import functools
 import itertools
 import json
-import operator
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -164,6 +162,11 @@ class AuditRecord:
     # "host[:port] (reason)". Empty when nothing was rendered.
     render_contacted: tuple[str, ...] = ()
     render_refused: tuple[str, ...] = ()
+    # What this record shares with the records of calls that differ only in their id, time
+    # and duration (a page read again and again): its row and its JSON line, but for those
+    # three, made once (``from_call`` sets it). Not a field anyone gives: a record made or
+    # replaced by hand has none, and is encoded in full.
+    shape: _Shape | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
@@ -228,10 +231,32 @@ class AuditRecord:
     @classmethod
     def from_call(cls, call: Call, *, decision: str, reason: str) -> AuditRecord:
         """The call in flight (``_call.Call``), frozen into its record, stamped now."""
-        # Every call makes one record: its fields are set in one step rather than through
-        # the frozen dataclass's __init__, which sets each of the 18 through
-        # object.__setattr__ (half the cost of a record). Every field is given here, and
-        # __post_init__ checks and cleans them as it does for any record.
+        key = (
+            call.agent, call.tier, call.capability, call.target, decision, reason,
+            call.would_deny, call.final_url, tuple(call.redirects), call.status, call.bytes,
+            call.content_type, call.provider, tuple(call.render_contacted),
+            tuple(call.render_refused),
+        )  # fmt: skip
+        shape = _SHAPES.get(key)
+        if shape is None:
+            return cls._first_of_shape(call, key, decision, reason)
+        # A call like one before (a cached page read again): its cleaned fields, row and
+        # line are that record's; only the id, the time and the duration are its own.
+        record = object.__new__(cls)
+        fields = record.__dict__
+        fields.update(shape.fields)
+        fields["time"] = _utcnow()
+        fields["id"] = _new_id()
+        fields["duration_ms"] = call.duration_ms()
+        return record
+
+    @classmethod
+    def _first_of_shape(
+        cls, call: Call, key: tuple[Any, ...], decision: str, reason: str
+    ) -> AuditRecord:
+        # Every field is set in one step rather than through the frozen dataclass's
+        # __init__, which sets each of the 19 through object.__setattr__; __post_init__
+        # checks and cleans them as it does for any record.
         record = object.__new__(cls)
         record.__dict__.update(
             agent=str(call.agent),
@@ -252,8 +277,13 @@ class AuditRecord:
             provider=call.provider,
             render_contacted=tuple(call.render_contacted),
             render_refused=tuple(call.render_refused),
+            shape=None,
         )
         record.__post_init__()
+        if _SHAPE_TYPES.issuperset(map(type, key)):  # the key's == is the values' own
+            if len(_SHAPES) >= _MAX_SHAPES:
+                _SHAPES.clear()
+            record.__dict__["shape"] = _SHAPES[key] = _Shape(record)
         return record
 
     def to_wire(self) -> dict[str, Any]:
@@ -281,23 +311,11 @@ class AuditRecord:
 
     def to_json_line(self, extra: tuple[tuple[str, str], ...] = ()) -> str:
         """:meth:`to_wire` as one line of JSON, newline included, with ``extra`` text fields
-        after the record's own (the call log's trace and span ids).
-
-        Records that differ only in their id, time and duration (a page read again and again
-        from the cache) share the rest of the line, encoded once: the call log makes a line
-        per call."""
-        key = _line_key(self)
-        parts = _LINE_PARTS.get(key)
-        if parts is None:
-            wire = self.to_wire()
-            try:
-                parts = _line_parts(wire)
-            except orjson.JSONEncodeError:  # a record made by hand, an integer past 64 bits
-                return json.dumps({**wire, **dict(extra)}) + "\n"
-            if len(_LINE_PARTS) >= _MAX_LINE_PARTS:
-                _LINE_PARTS.clear()
-            _LINE_PARTS[key] = parts
-        middle, tail = parts
+        after the record's own (the call log's trace and span ids)."""
+        shape = self.shape if self.shape is not None else _Shape(self)
+        if shape.line is None:  # a record made by hand, an integer past 64 bits
+            return json.dumps({**self.to_wire(), **dict(extra)}) + "\n"
+        middle, tail = shape.line
         ms = self.duration_ms
         duration = str(ms) if type(ms) is int else json.dumps(ms)  # null, or a record by hand
         more = "".join([f",{_json_text(name)}:{_json_text(value)}" for name, value in extra])
@@ -311,25 +329,53 @@ def _json_text(text: str) -> str:
     return orjson.dumps(text).decode("utf-8")
 
 
-def _line_parts(wire: dict[str, Any]) -> tuple[str, str]:
-    """A record's encoded fields between its time and its duration, and after its duration,
-    in the order of :meth:`AuditRecord.to_wire`."""
-    names = list(wire)
-    at = names.index("durationMs")
-    middle = orjson.dumps({name: wire[name] for name in names[2:at]}).decode("utf-8")
-    tail = orjson.dumps({name: wire[name] for name in names[at + 1 :]}).decode("utf-8")
-    return middle[1:-1], tail[1:-1]
+class _Shape:
+    """What records that differ only in their id, time and duration share, encoded once:
+    their other (cleaned) fields, their row around those three (:func:`to_row`) and their
+    JSON line (:meth:`AuditRecord.to_json_line`). Every call makes a record, its row and
+    its call log line; a cached page read again makes the same ones but for those three."""
+
+    __slots__ = ("fields", "line", "row_head", "row_tail")
+
+    def __init__(self, record: AuditRecord) -> None:
+        self.fields = {
+            name: value
+            for name, value in record.__dict__.items()
+            if name not in ("id", "time", "duration_ms")
+        }
+        self.fields["shape"] = self
+        r = record
+        self.row_head = (
+            r.agent, r.tier, r.capability, r.target, r.decision, r.reason, r.would_deny,
+            r.final_url, _json_list(r.redirects) if r.redirects else "[]", r.status, r.bytes,
+            r.content_type,
+        )  # fmt: skip
+        self.row_tail = (
+            r.provider,
+            _json_list(r.render_contacted) if r.render_contacted else "[]",
+            _json_list(r.render_refused) if r.render_refused else "[]",
+        )
+        # The JSON line's fields between its time and its duration, and after its duration,
+        # in the order of :meth:`AuditRecord.to_wire`.
+        wire = r.to_wire()
+        names = list(wire)
+        at = names.index("durationMs")
+        try:
+            middle = orjson.dumps({name: wire[name] for name in names[2:at]}).decode("utf-8")
+            tail = orjson.dumps({name: wire[name] for name in names[at + 1 :]}).decode("utf-8")
+        except orjson.JSONEncodeError:
+            self.line: tuple[str, str] | None = None
+        else:
+            self.line = middle[1:-1], tail[1:-1]
 
 
-#: What records that share a JSON line's parts have in common: every field but the id, the
-#: time and the duration (read in C, all at once; a field added later joins by itself).
-_line_key = operator.attrgetter(
-    *(f.name for f in dataclass_fields(AuditRecord) if f.name not in ("id", "time", "duration_ms"))
-)
-#: The shared parts of recent records' JSON lines (:meth:`AuditRecord.to_json_line`), keyed
-#: by :data:`_line_key`; cleared when full.
-_LINE_PARTS: dict[tuple[Any, ...], tuple[str, str]] = {}
-_MAX_LINE_PARTS = 4096
+#: The shapes of recent calls (``AuditRecord.from_call``), keyed by what the call record
+#: held; cleared when full.
+_SHAPES: dict[tuple[Any, ...], _Shape] = {}
+_MAX_SHAPES = 4096
+# Key values of these types compare equal only to values that encode alike (not 1 and True;
+# a reason code, a StrEnum, is stored as its text).
+_SHAPE_TYPES = frozenset({str, int, type(None), tuple, Reason})
 
 
 class AuditSink(Protocol):
@@ -462,6 +508,9 @@ def _json_list(items: tuple[str, ...]) -> str:
 def to_row(r: AuditRecord) -> tuple[Any, ...]:
     # Spelled out in FIELDS order (the round-trip tests hold it to that): this runs once per
     # call on the hot path, and asdict() would deep-copy every field.
+    shape = r.shape
+    if shape is not None:
+        return (r.id, r.time.timestamp(), *shape.row_head, r.duration_ms, *shape.row_tail)
     redirects = _json_list(r.redirects) if r.redirects else "[]"
     return (
         r.id, r.time.timestamp(), r.agent, r.tier, r.capability, r.target, r.decision,
