@@ -180,6 +180,33 @@ async def test_unreachable_is_cached_briefly_and_rules_for_the_ttl() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_verdict_is_remembered_while_its_rules_live_and_no_longer() -> None:
+    """The same URL asked again (a cached page read again) gets the rules' answer without
+    asking the parser again; once the origin's rules expire and change, it gets the new
+    rules' answer, never the remembered one."""
+    clock = FakeClock()
+    state = {"body": ROBOTS}
+
+    def handler(req: object, sock: object) -> None:
+        respond(200, state["body"], "text/plain")(req, sock)  # type: ignore[arg-type]
+
+    with serve(routes={"/robots.txt": handler}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=clock, ttl_s=60)
+        for _ in range(3):
+            await robots.check(srv.url("/open"))
+            with pytest.raises(Refused, match="disallows /private/page for webward"):
+                await robots.check(srv.url("/private/page"))
+        entry = robots._cached(f"http://127.0.0.1:{srv.port}")
+        assert entry is not None and len(entry.verdicts) == 2  # one parse per URL
+        state["body"] = "User-agent: *\nDisallow: /open\n"
+        clock.advance(60)
+        with pytest.raises(Refused, match="disallows /open for webward"):
+            await robots.check(srv.url("/open"))
+        await robots.check(srv.url("/private/page"))
+        assert robots_requests(srv) == 2
+
+
+@pytest.mark.anyio
 async def test_own_rate_limit_on_the_robots_fetch_is_passed_on_uncached() -> None:
     """If webward's own limiter refuses the robots fetch, that refusal (with its retry time)
     comes back as it is and nothing is cached."""

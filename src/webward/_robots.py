@@ -35,7 +35,8 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -97,6 +98,23 @@ class _Entry:
     rules: Protego | None  # None: every path allowed (4xx)
     unreachable: str = ""  # non-empty: every path disallowed, and why
     text: str = ""  # the parsed file, for a RobotsStore
+    # What the rules answered for each URL asked (the rules are fixed while the entry lives;
+    # a page read again, from the cache or not, asks again: 10 us a call in Protego).
+    verdicts: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def allows(self, url: str, token: str) -> bool:
+        """Whether the rules let ``token`` read ``url`` (no rules: every path)."""
+        key = (url, token)
+        allowed = self.verdicts.get(key)
+        if allowed is None:
+            allowed = self.rules is None or bool(self.rules.can_fetch(url, token))
+            if len(self.verdicts) >= _MAX_VERDICTS:
+                self.verdicts.clear()
+            self.verdicts[key] = allowed
+        return allowed
+
+
+_MAX_VERDICTS = 4096  # per origin
 
 
 def _parsed(expires: float, text: str) -> _Entry | None:
@@ -108,6 +126,11 @@ def _parsed(expires: float, text: str) -> _Entry | None:
 
 def robots_url(url: str) -> tuple[str, str, str]:
     """``(origin, robots_url, host_for_messages)`` of an absolute http(s) URL."""
+    return _robots_url(url)
+
+
+@lru_cache(maxsize=4096)  # pure, and asked on every read (a cached page's too): remembered
+def _robots_url(url: str) -> tuple[str, str, str]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
@@ -166,7 +189,7 @@ class RobotsChecker:
                 "webward treats every path there as disallowed; try again later",
                 reason=REASON_ROBOTS_UNREACHABLE,
             )
-        if entry.rules is not None and not entry.rules.can_fetch(target, self._token):
+        if not entry.allows(target, self._token):
             parts = urlsplit(target)
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             raise Refused(
