@@ -172,6 +172,36 @@ async def test_report_mode_lets_the_call_through_and_audits_enforce_would_deny(
     ]
 
 
+@pytest.mark.anyio
+async def test_a_screen_remembered_for_one_agent_and_tier_notes_and_refuses_as_the_first() -> None:
+    """The gate remembers a URL that passed its guard and policy for an agent at a tier: read
+    again (here from the cache), it is still noted as report mode's would-deny every time; a
+    URL refused is refused every time; and another agent or tier is judged for itself."""
+    s = settings(
+        policy={"mode": "report", "default_tier": "connected", "deny": ["127.0.0.1"]},
+        agents={"owner": {"tier": "as-owner"}},
+    )
+    strict = settings(policy={"default_tier": "connected", "deny": ["127.0.0.1"]})
+    with serve(routes={"/": respond(200, "<p>read again</p>")}) as srv:
+        audit = MemoryAuditSink()
+        async with web(s, audit=audit) as w:
+            for _ in range(3):
+                await w.fetch(srv.url("/"))
+            await w.fetch(srv.url("/"), agent="owner")  # as-owner: not on the allow-list
+        refused = MemoryAuditSink()
+        async with web(strict, audit=refused) as w:
+            for _ in range(2):
+                with pytest.raises(Refused, match="deny-list"):
+                    await w.fetch(srv.url("/"))
+        # The cli's later reads came from the cache; as-owner reads plain, a reading of its own.
+        assert page_requests(srv) == ["/", "/"]
+    assert [(r.agent, r.decision, r.would_deny) for r in audit.records] == [
+        *[("cli", "report-would-deny", "host_denied")] * 3,
+        ("owner", "report-would-deny", "host_denied"),
+    ]
+    assert [(r.decision, r.reason) for r in refused.records] == [("refused", "host_denied")] * 2
+
+
 # ---- limits: rate, breaker, back-pressure ----------------------------------------------------
 
 

@@ -102,8 +102,18 @@ class Budgets:
         self, settings: Settings, state: LimitState, clock: Callable[[], float] = time.time
     ) -> None:
         self._settings, self._state, self._clock = settings, state, clock
+        # The agents with a budget at all (0 everywhere is none): every call asks, and most
+        # agents have none.
+        none = BudgetSettings()
+        self._budgeted = frozenset(
+            name
+            for name, entry in settings.agents.items()
+            if entry.budget is not None and entry.budget != none
+        )
 
     def _budget(self, agent: str) -> BudgetSettings | None:
+        if agent not in self._budgeted:
+            return None
         entry = self._settings.agents.get(agent)
         return entry.budget if entry is not None else None
 

@@ -10,7 +10,6 @@ went (final URL, status, bytes, content type, provider). Every step of ``Web`` a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Protocol
 
 __all__ = ["Call", "Verdict"]
@@ -28,24 +27,33 @@ class Verdict(Protocol):
     def raise_if_denied(self) -> None: ...
 
 
-@dataclass(eq=False)
 class Call:
     """One call through the door, as far as it has gone."""
 
-    capability: str  # web:page.fetch@1 | web:search.query@1
-    agent: str
-    target: str  # the requested URL, or the query (cut and cleaned when frozen)
-    tier: str = ""  # "" until resolved: a call refused for a bad agent or tier has none
-    would_deny: str | None = None  # report mode: the refusal enforce mode would have given
-    final_url: str | None = None
-    redirects: list[str] = field(default_factory=list)  # every URL visited, the first included
-    status: int | None = None
-    bytes: int | None = None
-    content_type: str | None = None
-    provider: str | None = None
-    render_contacted: list[str] = field(default_factory=list)
-    render_refused: list[str] = field(default_factory=list)
-    started: float = field(default_factory=time.monotonic)
+    # A plain class with slots: one is made per call, and a dataclass's __init__ called a
+    # factory for each list and for the start time.
+    __slots__ = (
+        "agent", "bytes", "capability", "content_type", "final_url", "provider", "redirects",
+        "render_contacted", "render_refused", "started", "status", "target", "tier",
+        "would_deny",
+    )  # fmt: skip
+
+    def __init__(self, capability: str, agent: str, target: str) -> None:
+        self.capability = capability  # web:page.fetch@1 | web:search.query@1
+        self.agent = agent
+        self.target = target  # the requested URL, or the query (cut and cleaned when frozen)
+        self.tier = ""  # "" until resolved: a call refused for a bad agent or tier has none
+        # Report mode: the refusal enforce mode would have given.
+        self.would_deny: str | None = None
+        self.final_url: str | None = None
+        self.redirects: list[str] = []  # every URL visited, the first included
+        self.status: int | None = None
+        self.bytes: int | None = None
+        self.content_type: str | None = None
+        self.provider: str | None = None
+        self.render_contacted: list[str] = []
+        self.render_refused: list[str] = []
+        self.started = time.monotonic()
 
     def check(self, decision: Verdict) -> None:
         """Apply a policy decision: a report-mode would-deny is noted, a denial raised."""

@@ -54,6 +54,7 @@ from .limits import Limiter, Ticket, retry_after_from_headers
 __all__ = ["Gate", "PageHops", "RenderGate"]
 
 _ROBOTS_MAX_BYTES = 512 * 1024
+_MAX_SCREENED = 4096  # URLs remembered as screened, per agent and tier
 _ROBOTS_MAX_REDIRECTS = 5
 _PROVIDER_MAX_URL_CHARS = 8192
 _PROVIDER_MAX_BYTES = 4_000_000
@@ -88,6 +89,9 @@ class Gate:
         # A URL as the caller wrote it, remembered once it passed the guard (which is pure);
         # keyed by the URL alone: hashing ``allow``'s networks cost more than the lookup.
         self._guarded = functools.lru_cache(maxsize=4096)(self._guard)
+        # URLs that passed steps 1 and 2 for an agent at a tier (screen), and what report
+        # mode noted: (parsed URL, would-deny reason or None).
+        self._screened: dict[tuple[str, str, str], tuple[guard.ParsedURL, str | None]] = {}
         self.policy = policy
         self.lists = lists
         self.limiter = limiter
@@ -110,6 +114,15 @@ class Gate:
 
         With ``call``, a report-mode would-deny is noted in it; without (robots.txt hops, a
         render's requests) report mode lets the host through unnoted."""
+        if call is not None and isinstance(url, str):
+            # Steps 1 and 2 are pure (the settings do not change while a Web lives): a URL
+            # an agent may read at a tier is remembered with what report mode noted of it.
+            passed = self._screened.get((url, agent, tier))
+            if passed is not None:
+                parsed, would_deny = passed
+                if would_deny is not None:
+                    call.would_deny = would_deny
+                return parsed
         parsed = self.literal_guard(url)
         decisions = (
             self.policy.check_fetch(parsed.host, tier, agent),
@@ -120,6 +133,11 @@ class Gate:
                 call.check(decision)
             else:
                 decision.raise_if_denied()
+        if call is not None and isinstance(url, str):
+            if len(self._screened) >= _MAX_SCREENED:
+                self._screened.clear()
+            noted = [d.reason for d in decisions if d.would_deny]
+            self._screened[(url, agent, tier)] = (parsed, noted[-1] if noted else None)
         return parsed
 
     def literal_guard(

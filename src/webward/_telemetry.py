@@ -59,6 +59,7 @@ __all__ = [
     "http_span",
     "server_span",
     "span",
+    "tracing",
 ]
 
 log = logging.getLogger("webward")
@@ -70,6 +71,8 @@ MAX_AGENT_LABELS = 50
 #: Hosts remembered for the per-host metrics; past this the quietest fold into ``other``.
 _MAX_TRACKED_HOSTS = 10_000
 _LIMIT_REASONS = frozenset({"rate_limited", "backpressure", "circuit_open"})
+#: Record shapes whose metric cells are remembered (AuditRecord.shape); cleared when full.
+_MAX_SHAPES = 4096
 
 
 # ---- tracing ---------------------------------------------------------------------------
@@ -109,6 +112,12 @@ def _tracer() -> Any:
 
     _TRACER = provider.get_tracer("webward", __version__)
     return _TRACER
+
+
+def tracing() -> bool:
+    """Whether spans are recorded (a tracer provider is installed): the hot paths open none
+    otherwise, not even a null one."""
+    return _tracer() is not None
 
 
 def span(
@@ -354,9 +363,10 @@ class Telemetry:
         """Around the audit write of ``record`` (an ``AuditRecord``): its span and latency;
         then the call's attributes, counters and log line, with the decision as it stood
         once the write was done (a failed write refuses the call: ``audit_unavailable``)."""
-        if self.metrics is None and self._log is None and _tracer() is None:
+        tracer = _tracer()
+        if self.metrics is None and self._log is None and tracer is None:
             return _NULL  # nothing to observe
-        return _AuditWrite(self, record)
+        return _AuditWrite(self, record, tracer is not None)
 
     def _audit_written(self, outcome: Any, started: float) -> None:
         """The audit write of a call ended: its latency, counters and log line."""
@@ -422,13 +432,15 @@ class _AuditWrite:
 
     __slots__ = ("_record", "_span", "_started", "_telemetry")
 
-    def __init__(self, telemetry: Telemetry, record: Any) -> None:
+    def __init__(self, telemetry: Telemetry, record: Any, traced: bool) -> None:
         self._telemetry, self._record = telemetry, record
         self._span: contextlib.AbstractContextManager[Any] | None = None
         self._started = 0.0
+        if traced:
+            self._span = span("audit write")
 
     def __enter__(self) -> None:
-        if _tracer() is not None:
+        if self._span is not None:
             _describe_call(self._record)
             self._span = span("audit write")
             self._span.__enter__()
@@ -811,26 +823,39 @@ class _Metrics:
         )
         self.hosts = _HostMetrics(top_hosts)
         r.register(self.hosts)
-        self._children: dict[tuple[str, str, str, str], tuple[_Cell, _HistogramCell, _Cell]] = {}
+        self._children: dict[tuple[str, ...], tuple[_Cell, _HistogramCell, _Cell, bool]] = {}
+        self._by_shape: dict[Any, tuple[_Cell, _HistogramCell, _Cell, bool]] = {}
         self._agents: set[str] = set()
         self._agents_lock = threading.Lock()
 
     def count_call(self, record: Any) -> None:
-        key = (record.capability, record.decision, record.reason, self._agent_label(record.agent))
-        children = self._children.get(key)
+        # Records of calls alike (AuditRecord.shape) count into the same cells: found once.
+        shape = getattr(record, "shape", None)
+        children = self._by_shape.get(shape) if shape is not None else None
         if children is None:
-            children = self._children[key] = (
-                self.calls.cell(*key),
-                self.duration.cell(key[0], key[1]),
-                self.bytes.cell(key[0]),
-            )
-        calls, duration, read = children
-        calls.inc()
+            key = (
+                record.capability, record.decision, record.reason,
+                self._agent_label(record.agent),
+            )  # fmt: skip
+            children = self._children.get(key)
+            if children is None:
+                children = self._children[key] = (
+                    self.calls.cell(*key),
+                    self.duration.cell(key[0], key[1]),
+                    self.bytes.cell(key[0]),
+                    record.reason in _LIMIT_REASONS,
+                )
+            if shape is not None:
+                if len(self._by_shape) >= _MAX_SHAPES:
+                    self._by_shape.clear()
+                self._by_shape[shape] = children
+        calls, duration, read, limited = children
+        calls.value += 1
         if record.duration_ms is not None:
             duration.observe(record.duration_ms / 1000)
         if record.bytes:
-            read.inc(record.bytes)
-        if record.reason in _LIMIT_REASONS:
+            read.value += record.bytes
+        if limited:
             self.hosts.refused(_limited_key(record), record.reason)
 
     def _agent_label(self, agent: str) -> str:
@@ -878,7 +903,11 @@ class _HostMetrics:
 
     def hop(self, host: str, status: int | None, error: WebwardError | None) -> None:
         with self._lock:
-            self._touch(host)
+            activity = self._activity
+            if host in activity:  # a host seen before (a cached page's): counted in place
+                activity[host] += 1
+            else:
+                self._touch(host)
             if status is not None and status < 500 and status != 429:
                 self._open[host] = False
 

@@ -255,13 +255,17 @@ class Web:
         envelope -> page)."""
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
-        offset = _window.check_offset(offset)
+        if type(offset) is not int or offset < 0:  # a whole number as given needs no look
+            offset = _window.check_offset(offset)
         max_chars = _window.check_max_chars(
             reading.max_chars, self.settings.limits.max_fetch_text_chars
         )
-        query = self._check_find_query(reading.query, offset)
-        max_age = check_max_age(reading.max_age)
-        check_session(session)
+        query = max_age = None
+        if reading.query is not None or reading.max_age is not None:  # most ask for neither
+            query = self._check_find_query(reading.query, offset)
+            max_age = check_max_age(reading.max_age)
+        if session is not None:
+            check_session(session)
         # Steps 1 and 2 of the gate (literal guard, then policy) and the call's own checks,
         # before the cache is asked; steps 3 and 4 run per hop (see _gate).
         parsed = self._gate.screen(url, agent, tier, call)
