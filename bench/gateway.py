@@ -1,6 +1,6 @@
 """Gateway throughput: 50 concurrent clients reading one cached local page, beside a bare app.
 
-    python bench/gateway.py [--requests 2000] [--clients 50] [--rounds 5]
+    python bench/gateway.py [--requests 2000] [--clients 50] [--rounds 5] [--before OTHER/src]
     python bench/gateway.py --observability [--baseline /path/to/other/checkout/src]
 
 Two servers run the same way, each uvicorn in its own process on 127.0.0.1, and take turns
@@ -301,6 +301,12 @@ def main() -> int:
         help="run ours from this src directory (another checkout: a before/after figure)",
     )
     parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also run the gateway from this src directory (the tree before a change), taking "
+        "turns with ours and the anchor in the same rounds: a before/after figure one run holds",
+    )
+    parser.add_argument(
         "--anchor-loop",
         choices=("asyncio", "uvloop"),
         help="the anchor's event loop, when ours (--src) runs on another than this tree picks",
@@ -371,16 +377,18 @@ def main() -> int:
                 "ours": (ours.pid, []),
                 "anchor": (anchor.pid, []),
             }
-            results = _measure(
-                {
-                    "ours": (host, port, request),
-                    "anchor": (a_host, a_port, _request(a_port, body)),
-                },
-                args.requests,
-                args.clients,
-                args.rounds,
-                cpu=cpu,
-            )
+            servers = {
+                "ours": (host, port, request),
+                "anchor": (a_host, a_port, _request(a_port, body)),
+            }
+            if args.before:
+                before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+                old, b_host, b_port = _spawn(command, before_env)
+                procs.append(old)
+                servers["before"] = (b_host, b_port, _request(b_port, body))
+                cpu["before"] = (old.pid, [])
+                asyncio.run(_load(b_host, b_port, servers["before"][2], 1, 1))  # its first read
+            results = _measure(servers, args.requests, args.clients, args.rounds, cpu=cpu)
         finally:
             for proc in procs:
                 proc.terminate()
@@ -417,6 +425,13 @@ def main() -> int:
         f"target: ratio >= 0.5 -> rate {'met' if ratio >= 0.5 else 'NOT met'}, "
         f"server CPU {'met' if by_cpu >= 0.5 else 'NOT met'}"
     )
+    if "before" in results:
+        before_cpu = statistics.median(cpu["before"][1])
+        print(
+            f"gateway before ({args.before}): {results['before'][0]:.0f} req/s, ratio "
+            f"{results['before'][0] / anchor_rate:.2f}; server CPU {before_cpu * 1e6:.0f} us/request, "
+            f"ratio {anchor_cpu / before_cpu:.2f}"
+        )
     return 0
 
 

@@ -42,7 +42,7 @@ import math
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from starlette.applications import Starlette
@@ -274,7 +274,15 @@ _BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="webward"'}
 # ---- the application -------------------------------------------------------------------
 
 
-Handler = Callable[[Web, Agent, dict[str, Any], str | None], Awaitable[Mapping[str, Any]]]
+class _Result(Protocol):
+    """What a capability answers with (``Page``, ``SearchResult``)."""
+
+    def to_wire(self) -> dict[str, Any]: ...
+
+
+#: A capability's call into the core: the core's own coroutine, awaited by the route (a
+#: coroutine around it would be one more frame for every call to resume after its audit).
+Handler = Callable[[Web, Agent, dict[str, Any], str | None], Awaitable[_Result]]
 
 #: The header naming the caller's session (URL provenance, session budgets), and the header
 #: in which the client application declares URLs for it (space-separated; the user's own
@@ -283,10 +291,10 @@ SESSION_HEADER = b"webward-session"
 SESSION_URLS_HEADER = b"webward-session-urls"
 
 
-async def _fetch(
+def _fetch(
     web: Web, agent: Agent, body: dict[str, Any], session: str | None = None
-) -> Mapping[str, Any]:
-    page = await web.fetch(
+) -> Awaitable[_Result]:
+    return web.fetch(
         body["url"],
         offset=body.get("offset", 0),
         include_links=body.get("includeLinks", False),
@@ -298,13 +306,12 @@ async def _fetch(
         session=session,
         max_age=body.get("maxAge"),
     )
-    return page.to_wire()
 
 
-async def _search(
+def _search(
     web: Web, agent: Agent, body: dict[str, Any], session: str | None = None
-) -> Mapping[str, Any]:
-    result = await web.search(
+) -> Awaitable[_Result]:
+    return web.search(
         body["query"],
         limit=body.get("limit", DEFAULT_LIMIT),
         agent=agent.name,
@@ -316,7 +323,6 @@ async def _search(
         language=body.get("language"),
         session=session,
     )
-    return result.to_wire()
 
 
 def _is_json(content_type: bytes | None) -> bool:
@@ -430,7 +436,8 @@ class _Capability:
             if session_name:
                 session = f"gateway:{agent.name}:{session_name}"
                 await web.declare_urls(session, *declared)
-            return 200, await self._handler(web, agent, body, session), []
+            result = await self._handler(web, agent, body, session)
+            return 200, result.to_wire(), []
         except WebwardError as exc:
             status, headers = _error_status(exc)
             return status, exc.to_wire(), list(headers.items())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import anyio
@@ -71,9 +71,9 @@ class PostgresAuditSink:
     def __repr__(self) -> str:
         return f"PostgresAuditSink(dsn_env={self._env!r})"
 
-    async def write(self, record: AuditRecord) -> None:
-        """Group commit: see the module docstring."""
-        await self._commits.write(to_row(record))
+    def write(self, record: AuditRecord) -> Coroutine[Any, Any, None]:
+        """Group commit: see the module docstring (the commit's own coroutine, as SQLite's)."""
+        return self._commits.write(to_row(record))
 
     async def query(
         self,

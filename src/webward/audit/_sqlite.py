@@ -11,7 +11,7 @@ import datetime as dt
 import functools
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -80,8 +80,10 @@ class SQLiteAuditSink:
         self._lock = threading.Lock()
         self._commits = CommitThread(self._write_sync, name="webward-audit")
 
-    async def write(self, record: AuditRecord) -> None:
-        await self._commits.write(to_row(record))
+    def write(self, record: AuditRecord) -> Coroutine[Any, Any, None]:
+        # The commit's own coroutine, awaited by the caller: every call waits on its commit,
+        # and a coroutine of this method's around it would be one more frame to resume.
+        return self._commits.write(to_row(record))
 
     async def query(
         self,
