@@ -434,15 +434,14 @@ class _AuditWrite:
 
     def __init__(self, telemetry: Telemetry, record: Any, traced: bool) -> None:
         self._telemetry, self._record = telemetry, record
-        self._span: contextlib.AbstractContextManager[Any] | None = None
+        self._span: contextlib.AbstractContextManager[Any] | None = (
+            span("audit write") if traced else None
+        )
         self._started = 0.0
-        if traced:
-            self._span = span("audit write")
 
     def __enter__(self) -> None:
         if self._span is not None:
             _describe_call(self._record)
-            self._span = span("audit write")
             self._span.__enter__()
         self._started = time.perf_counter()
         if self._telemetry.metrics is not None:

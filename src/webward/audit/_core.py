@@ -344,20 +344,12 @@ class _Shape:
             if name not in ("id", "time", "duration_ms")
         }
         self.fields["shape"] = self
-        r = record
-        self.row_head = (
-            r.agent, r.tier, r.capability, r.target, r.decision, r.reason, r.would_deny,
-            r.final_url, _json_list(r.redirects) if r.redirects else "[]", r.status, r.bytes,
-            r.content_type,
-        )  # fmt: skip
-        self.row_tail = (
-            r.provider,
-            _json_list(r.render_contacted) if r.render_contacted else "[]",
-            _json_list(r.render_refused) if r.render_refused else "[]",
-        )
+        # The row's values between its time and its duration, and after its duration.
+        row = to_row(record)
+        self.row_head, self.row_tail = row[2:_DURATION_COLUMN], row[_DURATION_COLUMN + 1 :]
         # The JSON line's fields between its time and its duration, and after its duration,
         # in the order of :meth:`AuditRecord.to_wire`.
-        wire = r.to_wire()
+        wire = record.to_wire()
         names = list(wire)
         at = names.index("durationMs")
         try:
@@ -503,6 +495,9 @@ def _json_list(items: tuple[str, ...]) -> str:
         return orjson.dumps(items).decode("utf-8")
     except orjson.JSONEncodeError:  # a lone surrogate: escaped, as ASCII JSON
         return json.dumps(list(items))
+
+
+_DURATION_COLUMN = FIELDS.index("duration_ms")
 
 
 def to_row(r: AuditRecord) -> tuple[Any, ...]:
