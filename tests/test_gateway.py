@@ -362,6 +362,13 @@ async def test_refused_address_is_403_and_never_connected(
             "includeScreenshot must be true or false",
         ),
         ({"url": "http://127.0.0.1/", "include_links": True}, "unknown field 'include_links'"),
+        # Several faults: unknown fields first, then the catalogue's order, whatever the body's.
+        ({"url": 5, "bogus": 1}, "unknown field 'bogus'"),
+        ({"offset": "3"}, "url is required"),
+        (
+            {"includeLinks": "yes", "offset": "3", "url": "http://127.0.0.1/"},
+            "offset must be a non-negative whole number",
+        ),
         ({"url": "not a url"}, "URL"),
         ([{"url": "http://127.0.0.1/"}], "must be a JSON object"),
         ("http://127.0.0.1/", "must be a JSON object"),
@@ -454,6 +461,38 @@ async def test_oversized_bodies_are_413_whatever_the_headers_say(
     assert "content-length" not in r.request.headers
     assert_error(r, 413, "invalid_input")
     assert audit.records == []
+
+
+@pytest.mark.anyio
+async def test_a_body_is_cut_off_past_the_limit_in_one_message_or_many() -> None:
+    """The body reader, as uvicorn hands it bodies: a body in one message is taken at once,
+    and refused past the limit though no length was declared; one in many messages is
+    joined, and refused once it passes the limit; a caller gone mid-body is told apart."""
+    from webward._gateway import _BodyTooLarge, _Disconnected, _read_body
+
+    def messages(*items: dict[str, Any]) -> Callable[[], Any]:
+        queue = list(items)
+
+        async def receive() -> dict[str, Any]:
+            return queue.pop(0)
+
+        return receive
+
+    def part(body: bytes, more: bool = False) -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": more}
+
+    assert await _read_body(messages(part(b"x" * 100)), None, 100) == b"x" * 100
+    assert await _read_body(messages(part(b"ab", True), part(b"cd")), None, 100) == b"abcd"
+    with pytest.raises(_BodyTooLarge):
+        await _read_body(messages(part(b"x" * 101)), None, 100)
+    with pytest.raises(_BodyTooLarge):
+        await _read_body(messages(part(b"x" * 60, True), part(b"x" * 60)), None, 100)
+    with pytest.raises(_BodyTooLarge):  # declared too large: refused before any is read
+        await _read_body(messages(), b"101", 100)
+    with pytest.raises(_Disconnected):
+        await _read_body(messages(part(b"ab", True), {"type": "http.disconnect"}), None, 100)
+    with pytest.raises(_Disconnected):
+        await _read_body(messages({"type": "http.disconnect"}), None, 100)
 
 
 @pytest.mark.anyio
