@@ -111,6 +111,10 @@ class Budgets:
             if entry.budget is not None and entry.budget != none
         )
 
+    def charges(self, agent: str) -> bool:
+        """Whether ``agent`` has a budget at all (its calls are charged)."""
+        return agent in self._budgeted
+
     def _budget(self, agent: str) -> BudgetSettings | None:
         if agent not in self._budgeted:
             return None

@@ -93,6 +93,10 @@ class Gate:
         # mode noted: (parsed URL, would-deny reason or None).
         self._screened: dict[tuple[str, str, str], tuple[guard.ParsedURL, str | None]] = {}
         self.policy = policy
+        # The agents that read only URLs their session has seen ([agents.NAME] provenance).
+        self._provenance_agents = frozenset(
+            name for name, entry in settings.agents.items() if entry.provenance == "session"
+        )
         self.lists = lists
         self.limiter = limiter
         self.budgets = budgets
@@ -205,16 +209,18 @@ class Gate:
         """After steps 1 and 2 of a read's first hop: the URL's provenance (agents that
         read only what their session has seen), the screenshot's tier, and the agent's
         budget (a call refused before this costs nothing)."""
-        await self._check_provenance(parsed, agent, session, call)
+        # Most agents read what they like and have no budget: those steps are not entered.
+        if agent in self._provenance_agents:
+            await self._check_provenance(parsed, agent, session, call)
         if screenshot:
             call.check(self.policy.check_screenshot(tier, agent))
-        await self.budgets.charge_call(agent, "fetch", session)
+        if self.budgets.charges(agent):
+            await self.budgets.charge_call(agent, "fetch", session)
 
     async def _check_provenance(
         self, parsed: guard.ParsedURL, agent: str, session: str | None, call: Call
     ) -> None:
-        entry = self.settings.agents.get(agent)
-        if entry is None or entry.provenance != "session" or self.policy.on_allow_list(parsed.host):
+        if self.policy.on_allow_list(parsed.host):
             return
         if session is not None and await self.sessions.has(session, parsed.url):
             return
@@ -261,12 +267,14 @@ class Gate:
         quick."""
         # What PageHops(spend=False).before and .after do around each hop, inline: a
         # cached read is the hot path, and no hop here holds a ticket.
+        robots = self.policy.robots_enabled(tier)
         for i, hop_url in enumerate(redirects or (parsed.url,)):
             hop = parsed if i == 0 else guard.parse_url(hop_url)
             call.redirects.append(hop.url)  # the chain so far, if a hop is refused
             if i:  # the first hop was screened before the cache lookup
                 self.screen(hop, agent, tier, call)
-            await self.admit(hop, agent, tier, cost=None)  # robots.txt only
+            if robots:
+                await self.admit(hop, agent, tier, cost=None)  # robots.txt only
             self.telemetry.hop(hop.host, None, None)
 
     async def fetch_robots(

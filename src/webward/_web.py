@@ -251,8 +251,8 @@ class Web:
         session: str | None = None,
     ) -> Page:
         """One read: its input checked, the first hop through the gate, then the two halves,
-        read (cache or fetch -> convert -> render fallback -> prepare) and present (window ->
-        envelope -> page)."""
+        read (cache or fetch -> convert -> render fallback -> prepare) and present (the answer:
+        window or passages -> page, remembered per cached reading; then its envelope)."""
         if not isinstance(url, str):
             raise InvalidInput("url must be a string")
         if type(offset) is not int or offset < 0:  # a whole number as given needs no look
@@ -280,12 +280,18 @@ class Web:
         call.status = 304 if revalidated else cached.status
         call.bytes = cached.bytes_read
         call.content_type = cached.converted.media_type
-        screenshot = None
+        screenshot = found = None
         if include_screenshot and offset == 0:
             screenshot = await self._screenshot(cached.final_url, agent, tier, call)
-        return await self._present(
-            url, cached, offset, max_chars, query, include_links, screenshot, session
+        if query is not None:
+            found = await self._find(cached.converted, url, query, max_chars)
+        answer = self._answer(
+            url, cached, offset, max_chars, include_links, screenshot, query, found
         )
+        if session is not None:  # what the agent now has seen joins its session
+            await self.remember_urls(session, answer.seen_urls(cached))
+        head, tail = _envelope.frame_header(answer.header)  # a fresh nonce per call
+        return answer.page.with_content(head + answer.text + tail)
 
     # ---- read: cache or fetch -> convert -> render fallback -> prepare -----------------------
 
@@ -385,35 +391,30 @@ class Web:
 
     # ---- present: window -> envelope -> page ----------------------------------------------
 
-    async def _present(
+    def _answer(
         self,
         url: str,
         cached: CachedPage,
         offset: int,
         max_chars: int,
-        query: str | None,
         include_links: bool,
         screenshot: Part | None,
-        session: str | None,
-    ) -> Page:
-        """The reading handed over: one window of it (or the passages matching ``query``)
-        inside the envelope, as the ``Page`` every face renders."""
-        if query is None and screenshot is None:
-            answer = self._answers.get(cached, url, offset, max_chars, include_links)
+        query: str | None,
+        found: tuple[str, tuple[Passage, ...], Window] | None,
+    ) -> _Answer:
+        """What the read hands over of its reading, the envelope's nonce aside: one window of
+        it, or the passages ``found`` for ``query`` (see ``_find``)."""
+        if found is None and screenshot is None:
+            return self._answers.get(cached, url, offset, max_chars, include_links)
+        passages = None
+        if found is None:
+            text, window = _window.make_window(cached.converted.text, offset, max_chars)
         else:
-            passages = None
-            if query is None:
-                text, window = _window.make_window(cached.converted.text, offset, max_chars)
-            else:
-                text, passages, window = await self._find(cached.converted, url, query, max_chars)
-            answer = _answer(
-                url, cached, text, window, _window.token_weight(text), include_links,
-                query=query, passages=passages, screenshot=screenshot,
-            )  # fmt: skip
-        if session is not None:  # what the agent now has seen joins its session
-            await self.remember_urls(session, answer.seen_urls(cached))
-        head, tail = _envelope.frame_header(answer.header)  # a fresh nonce per call
-        return answer.page.with_content(head + answer.text + tail)
+            text, passages, window = found
+        return _answer(
+            url, cached, text, window, _window.token_weight(text), include_links,
+            query=query, passages=passages, screenshot=screenshot,
+        )  # fmt: skip
 
     def _is_fresh(self, cached: CachedPage, max_age: int | None) -> bool:
         """Whether a cached reading may be served as it is: younger than the TTL (stores keep
