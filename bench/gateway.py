@@ -181,6 +181,23 @@ def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
     return proc, "127.0.0.1", int(match.group(1))
 
 
+def _spawn_tree(
+    name: str,
+    src: str,
+    command: list[str],
+    env: dict[str, str],
+    body: bytes,
+    procs: list[subprocess.Popen[str]],
+    servers: dict[str, tuple[str, int, bytes]],
+    cpu: dict[str, tuple[int, list[float]]],
+) -> None:
+    """Start the gateway of another checkout's ``src`` as ``name``, beside the others."""
+    proc, host, port = _spawn(command, {**env, "PYTHONPATH": str(Path(src).resolve())})
+    procs.append(proc)
+    servers[name] = (host, port, _request(port, body))
+    cpu[name] = (proc.pid, [])
+
+
 def _request(port: int, body: bytes) -> bytes:
     head = (
         f"POST {FETCH_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
@@ -382,12 +399,8 @@ def main() -> int:
                 "anchor": (a_host, a_port, _request(a_port, body)),
             }
             if args.before:
-                before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
-                old, b_host, b_port = _spawn(command, before_env)
-                procs.append(old)
-                servers["before"] = (b_host, b_port, _request(b_port, body))
-                cpu["before"] = (old.pid, [])
-                asyncio.run(_load(b_host, b_port, servers["before"][2], 1, 1))  # its first read
+                _spawn_tree("before", args.before, command, env, body, procs, servers, cpu)
+                asyncio.run(_load(*servers["before"], 1, 1))  # its first read fetches the page
             results = _measure(servers, args.requests, args.clients, args.rounds, cpu=cpu)
         finally:
             for proc in procs:
@@ -463,11 +476,7 @@ def _observability(
     cpu: dict[str, tuple[int, list[float]]] = {}
     try:
         if args.baseline:
-            today_env = {**quiet, "PYTHONPATH": str(Path(args.baseline).resolve())}
-            proc, host, port = _spawn(command, today_env)
-            procs.append(proc)
-            servers["today"] = (host, port, _request(port, body))
-            cpu["today"] = (proc.pid, [])
+            _spawn_tree("today", args.baseline, command, quiet, body, procs, servers, cpu)
         for name in args.modes.split(","):
             section, mode_env = modes[name]
             mode_config = config.with_name(f"webward-{name}.toml")
