@@ -54,10 +54,10 @@ from .limits import Limiter, Ticket, retry_after_from_headers
 __all__ = ["Gate", "PageHops", "RenderGate"]
 
 _ROBOTS_MAX_BYTES = 512 * 1024
-_MAX_SCREENED = 4096  # URLs remembered as screened, per agent and tier
 _ROBOTS_MAX_REDIRECTS = 5
 _PROVIDER_MAX_URL_CHARS = 8192
 _PROVIDER_MAX_BYTES = 4_000_000
+_MAX_SCREENED = 4096  # URLs remembered as screened (per agent and tier); cleared when full
 
 
 class Gate:

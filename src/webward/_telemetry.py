@@ -902,11 +902,7 @@ class _HostMetrics:
 
     def hop(self, host: str, status: int | None, error: WebwardError | None) -> None:
         with self._lock:
-            activity = self._activity
-            if host in activity:  # a host seen before (a cached page's): counted in place
-                activity[host] += 1
-            else:
-                self._touch(host)
+            self._touch(host)
             if status is not None and status < 500 and status != 429:
                 self._open[host] = False
 
@@ -918,8 +914,12 @@ class _HostMetrics:
                 self._open[host] = True
 
     def _touch(self, host: str) -> None:
-        self._activity[host] = self._activity.get(host, 0) + 1
-        if len(self._activity) > _MAX_TRACKED_HOSTS:
+        activity = self._activity
+        if host in activity:  # a host seen before (a cached page's): no new host to fold
+            activity[host] += 1
+            return
+        activity[host] = 1
+        if len(activity) > _MAX_TRACKED_HOSTS:
             quiet = sorted(self._activity, key=self._activity.__getitem__)
             for gone in quiet[: len(quiet) // 2]:
                 if gone == host:

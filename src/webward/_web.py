@@ -285,7 +285,7 @@ class Web:
             screenshot = await self._screenshot(cached.final_url, agent, tier, call)
         if query is not None:
             found = await self._find(cached.converted, url, query, max_chars)
-        answer = self._answer(
+        answer = self._present(
             url, cached, offset, max_chars, include_links, screenshot, query, found
         )
         if session is not None:  # what the agent now has seen joins its session
@@ -391,7 +391,7 @@ class Web:
 
     # ---- present: window -> envelope -> page ----------------------------------------------
 
-    def _answer(
+    def _present(
         self,
         url: str,
         cached: CachedPage,
