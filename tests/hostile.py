@@ -16,7 +16,9 @@ __all__ = [
     "fragment_links_html",
     "huge_line_html",
     "many_pages_pdf",
+    "markdown_chars_html",
     "page_tree_pdf",
+    "paragraphs_html",
     "shared_stream_pdf",
     "slow_html",
     "span_html",
@@ -110,6 +112,30 @@ def slow_html(size: int = 990_000) -> bytes:
         total += len(block)
         i += 1
     return head + b"".join(parts) + b"</body></html>"
+
+
+def paragraphs_html(size: int = 990_000, words: int = 40) -> bytes:
+    """A book on one page: plain paragraphs of ``words`` words up to ``size`` bytes, 4,000 of
+    them for 1 MB (1.1 s through trafilatura, which costs 100 to 250 µs a paragraph)."""
+    head = b"<html><head><title>Book</title></head><body><article><h1>Chapter one</h1>"
+    tail = b"</article></body></html>"
+    parts = []
+    total = len(head) + len(tail)
+    i = 0
+    while True:
+        paragraph = f"<p>{i}. {_words(words, i)}.</p>".encode()
+        if total + len(paragraph) > size:
+            break
+        parts.append(paragraph)
+        total += len(paragraph)
+        i += 1
+    return head + b"".join(parts) + tail
+
+
+def markdown_chars_html(size: int = 990_000) -> bytes:
+    """Text made of the characters a Markdown reading escapes (``*_`~[]<``), in paragraphs of
+    400 (800 paragraphs): trafilatura escapes each with a Python call (1.2 s for 700,000)."""
+    return _fill(_HEAD, b"<p>" + b"a*b_c`d~e[f]g&lt;h " * 60 + b"</p>", size)
 
 
 # Pages made to grow: each reads (before webward bounded them) to many times its size, up to

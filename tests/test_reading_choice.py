@@ -184,7 +184,9 @@ def test_trafilatura_compares_readings_only_when_its_quick_one_is_deficient(
 ) -> None:
     """trafilatura's full cascade (its readability and justext comparison) runs only when its
     quick reading is deficient: an ordinary article is read once, a page laid out in a table
-    (the quick reading is a table and no paragraph) is read again with the cascade."""
+    (the quick reading is a table and no paragraph) is read again with the cascade, unless
+    the table is past the bound of the second passes (1,400 elements), where each pass costs
+    a fifth of a second and more: its quick reading stands."""
     runs: list[bool] = []
     real = _convert._main_content
 
@@ -200,6 +202,11 @@ def test_trafilatura_compares_readings_only_when_its_quick_one_is_deficient(
     rows = "".join(f"<tr><td>{words(i, 40)}</td><td>{words(i + 9, 40)}</td></tr>" for i in range(6))
     html_to_markdown(f"<html><body><table>{rows}</table></body></html>", URL)
     assert runs == [False, True]
+    runs.clear()
+    rows = "".join(f"<tr><td>Row {i}: {words(i, 12)}</td></tr>" for i in range(700))
+    reading = html_to_markdown(f"<html><body><table>{rows}</table></body></html>", URL)
+    assert runs == [False]
+    assert "Row 699: " in reading.markdown
 
 
 def test_deficient_readings() -> None:

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from localserver import respond, serve
 
-from webward import Settings, StaticResolver, Web, _convert
+from webward import Settings, StaticResolver, Web, _convert, _shell
 from webward._proxy import Gate
 from webward._render import ChromiumRenderer, Rendered
 from webward._settings import LimitsSettings
@@ -248,3 +248,22 @@ async def test_one_moderate_page_at_a_time_is_converted_nearby(
     assert await pool.convert_nearby(job) is not None  # free again
     assert pool._zygote is None  # the pool never started a process
     await pool.aclose()
+
+
+def test_a_page_without_scripts_whose_words_sit_in_page_furniture_is_read_as_them() -> None:
+    """Both extractors drop a <header> outside an article as page furniture. A page written
+    wholly in them, with no script to make it a shell, reads as its words rather than as
+    nothing; with a script it stays scant, for the fetch core to render."""
+    unit = "<header><h1>Heading of a part</h1><p>Words of the part, in a header.</p></header>"
+    page = f"<html><head><title>Parts</title></head><body>{unit * 20}</body></html>".encode()
+    limits = LimitsSettings()
+    read = _convert.convert(
+        page, "text/html", URL, truncated=False, include_links=False, limits=limits
+    )
+    assert read.text.count("Words of the part, in a header.") == 20
+    assert read.text.count("Heading of a part") == 20
+    shell = page.replace(b"<body>", b"<body><script>render();</script>")
+    read = _convert.convert(
+        shell, "text/html", URL, truncated=False, include_links=False, limits=limits
+    )
+    assert _shell.scant(read.text)

@@ -192,23 +192,33 @@ _TOO_DEEP_NOTE = (
     "[this page nests its elements more than 2,048 levels deep, past what the HTML parser "
     "reads; webward shows its text without formatting]"
 )
-# Past this many elements even html-to-markdown is slow: about 1.5 µs an element, and our own
-# passes before it as much again (bench/convert.py: 0.7 s for 250,000 one-letter paragraphs,
-# 0.37 s for the heaviest page under the bound). A page that many elements fit in is made of
-# one- or two-letter elements (the 1 MB cap leaves under ten bytes each): it is read as plain
-# text, a line per block, with a note saying why (0.2 to 0.3 s in all, parsing included).
-_MAX_MARKDOWN_ELEMENTS = 100_000
+# Past this many elements even html-to-markdown is slow: 2 to 6 µs an element on the 2-core
+# development machine (list items, cells, terms and links the dearest), and our own passes
+# before it (parsing, cleaning, links, serialising) about 3 µs more: 0.7 to 0.9 s for 100,000
+# items or links. Real pages hold one element per 46 bytes or more (the densest of the 155
+# pages of bench/extraction.py), under 22,000 in the 1 MB a read keeps; one with more than this
+# many is made of one- or two-word elements: it is read as plain text, a line per block, with a
+# note saying why (0.2 to 0.3 s in all, parsing included).
+_MAX_MARKDOWN_ELEMENTS = 50_000
 _TOO_MANY_FOR_MARKDOWN = f"count(//*) > {_MAX_MARKDOWN_ELEMENTS}"
 _TOO_MANY_NOTE = (
     f"[this page has more than {_MAX_MARKDOWN_ELEMENTS:,} elements, more than webward converts "
     "to Markdown in time; webward shows its text without formatting]"
 )
-# Past either bound trafilatura is slow (measured by bench/convert.py: about 50 µs an element,
-# more when deep); the 90 real pages of bench/extraction.py have at most about 1,000 elements
-# after cleaning and nest far less, so only machine-made or pathological pages are routed.
-_MAX_MAIN_ELEMENTS = 5_000
+# Past these bounds trafilatura is slow. Its time grows with the cleaned page's elements (100 to
+# 250 µs each on the 2-core development machine: a 1 MB page of 4,000 plain paragraphs took
+# 1.1 s), more when they nest deep, and with the Markdown characters it escapes in the text
+# (one Python call each, about 1.5 µs: 1.2 s for a page of 700,000). The 155 real pages of
+# bench/extraction.py have at most 1,947 elements after cleaning and nest far less, so only
+# machine-made, pathological or book-length pages are routed.
+_MAX_MAIN_ELEMENTS = 2_000
 _MAX_MAIN_DEPTH = 256
-_TOO_MANY = f"count(//*) > {_MAX_MAIN_ELEMENTS}"
+_MAX_ESCAPED_CHARS = 50_000
+_ESCAPED_CHARS = ("*", "_", "`", "~", "[", "]", "<")  # trafilatura's _INLINE_SPECIAL_CHARS
+#: Each second pass (trafilatura's whole cascade after a deficient quick reading, or
+#: readability-lxml's reading) costs about as much as the first; they run only on pages of at
+#: most this many elements (on the development pages, none above 771 elements needed one).
+_MAX_SECOND_PASS_ELEMENTS = 1_000
 # An element below _MAX_MAIN_DEPTH others (the root, <html>, is at depth 1).
 _TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
 # For the parser-free reading of a page nested too deep.
@@ -224,6 +234,7 @@ _BLOCK_TAG = re.compile(
     re.IGNORECASE,
 )
 _ANY_TAG = re.compile(r"<[^>]*>")
+_LINE_SPACE = re.compile(r"[^\S\n]+")
 # Markdown blocks (see _deficient): headings, list items, quotes and code are not paragraphs.
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
 _NOT_PARAGRAPH = re.compile(r"#|[-*+>] |\d+[.)] |```|~~~")
@@ -522,19 +533,24 @@ def _rewrite_links(tree: Any, base: str, collect: bool) -> tuple[Link, ...]:
         target = url.split("#", 1)[0]
         if target == page:
             continue  # a jump within the page is not an outbound link
-        text = _collapse(a.text_content(), _MAX_LINK_TEXT) or _collapse(
-            a.get("aria-label") or a.get("title") or _image_alt(a), _MAX_LINK_TEXT
-        )
+        # A link's text is read only when it is kept: a page may hold 100,000 anchors.
         if target in seen:
             index = seen[target]
-            if not links[index].text and text:
-                links[index] = Link(url=target, text=text)
+            if not links[index].text:
+                links[index] = Link(url=target, text=_link_text(a))
             continue
         if len(links) >= MAX_LINKS:
             continue
         seen[target] = len(links)
-        links.append(Link(url=target, text=text))
+        links.append(Link(url=target, text=_link_text(a)))
     return tuple(links)
+
+
+def _link_text(anchor: Any) -> str:
+    """What a link says: its text, else its label, title or image's alt text."""
+    return _collapse(anchor.text_content(), _MAX_LINK_TEXT) or _collapse(
+        anchor.get("aria-label") or anchor.get("title") or _image_alt(anchor), _MAX_LINK_TEXT
+    )
 
 
 _solid = _shell.solid
@@ -704,11 +720,16 @@ def _kept_too_little(kept: int, visible: int) -> bool:
     return kept < _MIN_KEEP_CHARS or kept < _MIN_KEEP_SHARE * visible
 
 
-def _too_heavy(tree: Any) -> bool:
-    """Whether the cleaned tree is past what trafilatura converts quickly: more than
-    :data:`_MAX_MAIN_ELEMENTS` elements or nested more than :data:`_MAX_MAIN_DEPTH` deep.
-    Two XPath counts in libxml2 rather than a walk in Python."""
-    return bool(tree.xpath(_TOO_MANY) or tree.xpath(_TOO_DEEP_PATH))
+def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
+    """Whether the cleaned tree (of ``elements`` elements and visible text ``page_text``) is
+    past what trafilatura converts quickly: more than :data:`_MAX_MAIN_ELEMENTS` elements,
+    nested more than :data:`_MAX_MAIN_DEPTH` deep, or more than :data:`_MAX_ESCAPED_CHARS`
+    characters to escape. An XPath test in libxml2 and string counts in C, no walk in Python."""
+    return (
+        elements > _MAX_MAIN_ELEMENTS
+        or bool(tree.xpath(_TOO_DEEP_PATH))
+        or sum(map(page_text.count, _ESCAPED_CHARS)) > _MAX_ESCAPED_CHARS
+    )
 
 
 def _skip_block(text: str, lowered: str, start: int, tag: str) -> int:
@@ -738,8 +759,10 @@ def _plain_text(text: str, skipped: re.Pattern[str] = _SKIPPED_BLOCK) -> str:
         pos = _skip_block(text, lowered, match.end(), match.group(1))
     stripped = _BLOCK_TAG.sub("\n", "".join(kept))
     stripped = html.unescape(_ANY_TAG.sub(" ", stripped))
-    lines = (_CONTROL.sub("", _WS.sub(" ", line)).strip() for line in stripped.split("\n"))
-    return "\n".join(line for line in lines if line)
+    # Spaces collapsed and controls dropped in the whole text at once, not line by line (a
+    # page of 250,000 one-letter blocks has as many lines).
+    stripped = _CONTROL.sub("", _LINE_SPACE.sub(" ", stripped))
+    return "\n".join(filter(None, [line.strip() for line in stripped.split("\n")]))
 
 
 def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) -> HtmlResult:
@@ -774,10 +797,11 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     visible = _solid(page_text)
     if visible == 0:
         return HtmlResult(title=title, markdown="", links=links, extractor="")
-    if visible < _SHORT_PAGE_CHARS or _too_heavy(tree):
+    elements = int(tree.xpath("count(//*)"))
+    if visible < _SHORT_PAGE_CHARS or _too_heavy(tree, elements, page_text):
         # A short page is read whole (see _SHORT_PAGE_CHARS). Past the bounds trafilatura
-        # slows down in proportion (about 50 µs an element, 2.5 s for a 1 MB table);
-        # html-to-markdown converts such a page whole in 0.1 s.
+        # slows down in proportion (2.5 s for a 1 MB table); html-to-markdown converts such
+        # a page whole in a fraction of that.
         markdown = tidy_markdown(_full_page(tree))
         return HtmlResult(
             title=title, markdown=markdown, links=links, extractor="full" if markdown else ""
@@ -788,14 +812,17 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     markdown = tidy_markdown(_main_content(tree))
     extractor = "main"
     kept = _solid(markdown)
-    if _deficient(markdown, kept, visible):
+    second_pass = elements <= _MAX_SECOND_PASS_ELEMENTS
+    if second_pass and _deficient(markdown, kept, visible):
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True))
         kept = _solid(markdown)
     if _kept_too_little(kept, visible):
         full = tidy_markdown(_full_page(spare))
         if len(full) > len(markdown):
             markdown, extractor = full, "full"
-    elif _has_room(spare, page_text, _ROOM_FOR_SECOND * _count_words(_unlinked(markdown))):
+    elif second_pass and _has_room(
+        spare, page_text, _ROOM_FOR_SECOND * _count_words(_unlinked(markdown))
+    ):
         # The page has room for a reading well over half again as long (only then can the
         # second one win, so on most pages it never runs): trafilatura may have dropped part
         # of the article, and readability-lxml, which scores blocks differently, may keep it.
@@ -917,13 +944,23 @@ def convert(
 def _scant_reading(page: str, reading: str, truncated: bool, limits: LimitsSettings) -> str:
     """What to hand over when the extractors kept (nearly) nothing (see :mod:`webward._shell`):
     the body's own words when it has some (its text was only hard to extract), else, for a
-    page cut at the byte cap, a note that its text lies past the cut; else the reading as it
-    is (a script shell's, which the fetch core renders)."""
+    page cut at the byte cap, a note that its text lies past the cut; else, for a page without
+    scripts, its words with the furniture's when they are more; else the reading as it is (a
+    script shell's, which the fetch core renders)."""
     start = _BODY_START.search(page)
-    words = _plain_text(page[start.start() if start else 0 :], _NOT_WORDS_BLOCK)
+    body = page[start.start() if start else 0 :]
+    words = _plain_text(body, _NOT_WORDS_BLOCK)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
         return words
-    return _shell.cut_note(limits) if truncated else reading
+    if truncated:
+        return _shell.cut_note(limits)
+    if "<script" not in page.lower():
+        # No scripts: no shell to render, so words the extractors took for page furniture
+        # (a page written wholly in <header>s, say) are the reading rather than nothing.
+        words = _plain_text(body)
+        if _shell.solid(words) > _shell.solid(reading):
+            return words
+    return reading
 
 
 _MD_HEADING = re.compile(r"^#{1,2}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
