@@ -73,6 +73,28 @@ def test_a_page_nested_100000_deep_yields_its_deepest_words_with_a_note() -> Non
     assert cpu < CPU_BOUND_S
 
 
+@pytest.mark.parametrize("depth", [1_100, 2_000], ids=["1100", "2000"])
+@pytest.mark.parametrize("tag", ["div", "blockquote", "span"])
+def test_a_page_nested_past_what_markdown_conversion_reads_keeps_every_level(
+    tag: str, depth: int
+) -> None:
+    """Under the parser's limit, but past the ~1,020 levels html-to-markdown reads (it left
+    out the rest without a word): every level's words, with a note."""
+    body = (
+        b"<html><body>"
+        + b"".join(f"<{tag}>level {i} words ".encode() for i in range(depth))
+        + f"</{tag}>".encode() * depth
+        + b"</body></html>"
+    )
+    result, cpu = cpu_convert(body)
+    assert result.text.startswith("[this page nests its elements more than 1,000 levels deep")
+    assert f"level {depth - 1} words" in result.text
+    assert cpu < CPU_BOUND_S
+    shallow = read(body.replace(f"<{tag}>".encode(), b"", depth - 900))  # 900 levels
+    assert not shallow.startswith("[this page")  # Markdown, deepest level included
+    assert f"level {depth - 1} words" in shallow
+
+
 def test_a_page_with_nothing_but_deep_text_is_never_an_empty_success() -> None:
     body = (
         b"<html><body>" + b"<div>" * 50_000 + b"only words" + b"</div>" * 50_000 + b"</body></html>"

@@ -205,6 +205,15 @@ _TOO_MANY_NOTE = (
     f"[this page has more than {_MAX_MARKDOWN_ELEMENTS:,} elements, more than webward converts "
     "to Markdown in time; webward shows its text without formatting]"
 )
+# html-to-markdown leaves out, without a word, whatever lies more than about 1,020 levels below
+# <body> (a page of 2,000 nested blocks read as its first 1,020). A page nested past this depth
+# is read as plain text too, under a note of its own.
+_MAX_MARKDOWN_DEPTH = 1_000
+_TOO_DEEP_FOR_MARKDOWN = "boolean(" + "/*" * (_MAX_MARKDOWN_DEPTH + 1) + ")"
+_TOO_DEEP_FOR_MARKDOWN_NOTE = (
+    f"[this page nests its elements more than {_MAX_MARKDOWN_DEPTH:,} levels deep, more than "
+    "webward converts to Markdown; webward shows its text without formatting]"
+)
 # Past these bounds trafilatura is slow. Its time grows with the cleaned page's elements (100 to
 # 250 µs each on the 2-core development machine: a 1 MB page of 4,000 plain paragraphs took
 # 1.1 s), more when they nest deep, and with the Markdown characters it escapes in the text
@@ -765,6 +774,19 @@ def _plain_text(text: str, skipped: re.Pattern[str] = _SKIPPED_BLOCK) -> str:
     return "\n".join(filter(None, [line.strip() for line in stripped.split("\n")]))
 
 
+def _plain_note(tree: Any, too_deep: bool) -> str:
+    """Why the page is read as plain text, or ``""`` when it converts to Markdown: the parser
+    dropped everything nested past its limit, the page has more elements than can be
+    converted in time, or html-to-markdown would drop its deepest part."""
+    if too_deep:
+        return _TOO_DEEP_NOTE
+    if tree.xpath(_TOO_MANY_FOR_MARKDOWN):
+        return _TOO_MANY_NOTE
+    if tree.xpath(_TOO_DEEP_FOR_MARKDOWN):
+        return _TOO_DEEP_FOR_MARKDOWN_NOTE
+    return ""
+
+
 def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) -> HtmlResult:
     """Readable Markdown of an HTML document, with its title and (if asked) outbound links.
 
@@ -780,12 +802,11 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # Links from the whole page: the agent may want to follow the navigation that the
         # reading text leaves out.
         links = _rewrite_links(tree, base, collect=True)
-    if too_deep or tree.xpath(_TOO_MANY_FOR_MARKDOWN):
-        # The parser dropped everything nested past its limit, or the page has more elements
-        # than can be converted in time: rather than a reading with a hole in it (or an empty
-        # one, or a late one), the page's words, with a note saying why.
+    note = _plain_note(tree, too_deep)
+    if note:
+        # Rather than a reading with a hole in it (or an empty one, or a late one), the
+        # page's words, with a note saying why.
         plain = _plain_text(text)
-        note = _TOO_DEEP_NOTE if too_deep else _TOO_MANY_NOTE
         markdown = f"{note}\n\n{plain}" if plain else ""
         return HtmlResult(title=title, markdown=markdown, links=links, extractor="plain")
     if include_links:
