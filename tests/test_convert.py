@@ -307,6 +307,30 @@ def test_a_long_undeclared_shift_jis_page_is_detected_wherever_the_sample_ends(p
     assert page.text.count("日本語の文章です") >= 12_000
 
 
+@pytest.mark.parametrize("pad", [0, 1], ids=["even", "odd"])
+def test_a_long_undeclared_shift_jis_line_is_detected_wherever_the_sample_ends(pad: int) -> None:
+    """One paragraph of Japanese, no "<" or newline to end the sample at: one of the two pads
+    ends it inside a character, where charset-normalizer found nothing or named UTF-16 (the
+    page read as CJK noise)."""
+    sentence = "日本語のテキストです。これはテストページです。"
+    body = ("<html><body><p>" + " " * pad + sentence * 12_000 + "</p></body></html>").encode(
+        "shift_jis"
+    )
+    page = read(body, "text/html")
+    assert page.text.count(sentence) >= 12_000
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "text/html; charset=utf-8"])
+def test_a_utf8_page_with_a_stray_byte_is_read_as_utf8(content_type: str) -> None:
+    """One windows-1252 byte in a UTF-8 page costs one U+FFFD, as in a browser; detection
+    read such pages as a codec that takes every byte (cp932: half-width katakana)."""
+    words = "Grüße aus Köln, naïve café. " * 300
+    body = f"<html><body><p>{words}</p><p>".encode() + b"\xa9 2026</p></body></html>"
+    page = read(body, content_type)
+    assert page.text.count("Grüße aus Köln, naïve café.") == 300
+    assert "\ufffd 2026" in page.text
+
+
 def test_bom_wins_over_a_wrong_header() -> None:
     """A UTF-16 byte-order mark decides, whatever the header says."""
     html = article(extra="<p>UTF sixteen ünïcödé</p>")

@@ -129,13 +129,27 @@ def _sample(body: bytes) -> bytes:
     return sample[:end] if end > _SAMPLE_BYTES // 2 else sample
 
 
+# Never a detection's answer: WHATWG detects neither UTF-16 nor UTF-32 (their byte-order marks
+# are read first), and charset-normalizer named UTF-16 for Shift_JIS cut inside a character.
+_NEVER_DETECTED = ("utf_16", "utf_16_le", "utf_16_be", "utf_32", "utf_32_le", "utf_32_be")
+
+
 def _detect(body: bytes) -> str | None:
     import charset_normalizer  # lazy: only pages with no usable declaration pay for it
 
+    sample = _sample(body)
     try:
-        matches = charset_normalizer.from_bytes(_sample(body))
-        best = matches.best()
-        if best is None:
+        # A sample cut inside a multi-byte character matches no encoding (a line of Japanese
+        # with no "<" or newline in its second half): of the cuts up to three bytes shorter,
+        # one falls between characters.
+        for cut in range(4 if len(sample) < len(body) else 1):
+            matches = charset_normalizer.from_bytes(
+                sample[: len(sample) - cut], cp_exclusion=list(_NEVER_DETECTED)
+            )
+            best = matches.best()
+            if best is not None:
+                break
+        else:
             return None
         # Short Western texts fit several single-byte codecs equally well (cp1250, cp1257 ...);
         # windows-1252 is by far the most common on the web, and browsers' default for them.
@@ -151,14 +165,30 @@ def _detect(body: bytes) -> str | None:
         return None
 
 
+#: A body that is not strictly UTF-8 is still read as UTF-8 (stray bytes as U+FFFD) when at
+#: least this many times as many characters past ASCII decode as fail to.
+_MOSTLY_UTF8 = 20
+
+
+def _mostly_utf8(body: bytes, truncated: bool) -> str | None:
+    """``body`` as UTF-8, stray bytes replaced, when that is what it is: a UTF-8 page with a
+    windows-1252 byte or a cut pasted in. Detection read such a page as a codec that takes
+    every byte (Shift_JIS's cp932 reads UTF-8's pairs as half-width katakana): mojibake
+    throughout. windows-1252 text sent as UTF-8 fails on nearly every character past ASCII."""
+    text = _decode(body, "utf-8", "replace", truncated)
+    failed = text.count("\ufffd")
+    decoded = len(text) - len(text.encode("ascii", "ignore")) - failed
+    return text if decoded >= _MOSTLY_UTF8 * max(failed, 1) else None
+
+
 def decode_text(
     body: bytes, header_charset: str | None, *, html: bool = False, truncated: bool = False
 ) -> tuple[str, str]:
     """Decode a text body; returns ``(text, codec)``. Never raises.
 
     Order: a byte-order mark; the ``charset`` of the Content-Type header; for HTML the
-    document's ``<meta>`` (for XML its declaration); strict UTF-8; detection with
-    charset-normalizer; finally windows-1252. A declaration whose codec cannot decode the bytes
+    document's ``<meta>`` (for XML its declaration); strict UTF-8, then UTF-8 with a few stray
+    bytes (see :func:`_mostly_utf8`); detection with charset-normalizer; finally windows-1252. A declaration whose codec cannot decode the bytes
     strictly (cp1252 bytes sent as UTF-8) is passed over for the next source; when none decodes
     them strictly, the declared codec, else the detected one, else windows-1252 decodes them,
     replacing undecodable bytes with U+FFFD.
@@ -185,6 +215,8 @@ def decode_text(
         if text is not None:
             return text, codec
     text = _try(body, "utf-8", truncated)
+    if text is None:
+        text = _mostly_utf8(body, truncated)
     if text is not None:
         return text, "utf-8"
     detected = _detect(body)
