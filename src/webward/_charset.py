@@ -1,11 +1,12 @@
 """Charsets: decoding a text body the way browsers do (pure, no I/O).
 
 :func:`decode_text` turns response bytes into text: a byte-order mark, then the header's
-``charset``, then the document's own ``<meta>`` or XML declaration, then strict UTF-8, then
-detection with charset-normalizer, finally windows-1252; it never raises. :func:`codec_for` maps
-a charset label to a Python codec as the WHATWG Encoding Standard reads it: only the standard's
-labels count, so a page cannot pick UTF-7, a Python-only codec such as ``unicode_escape`` (which
-decodes escape sequences into lone surrogates) or a bytes-to-bytes transform. :mod:`webward._convert` re-exports both.
+``charset``, then the document's own ``<meta>`` or XML declaration, then strict UTF-8 (or UTF-8
+with a few stray bytes), then detection with charset-normalizer, finally windows-1252; it never
+raises. :func:`codec_for` maps a charset label to a Python codec as the WHATWG Encoding Standard
+reads it: only the standard's labels count, so a page cannot pick UTF-7, a Python-only codec
+such as ``unicode_escape`` (which decodes escape sequences into lone surrogates) or a
+bytes-to-bytes transform. :mod:`webward._convert` re-exports both.
 """
 
 from __future__ import annotations
@@ -188,10 +189,10 @@ def decode_text(
 
     Order: a byte-order mark; the ``charset`` of the Content-Type header; for HTML the
     document's ``<meta>`` (for XML its declaration); strict UTF-8, then UTF-8 with a few stray
-    bytes (see :func:`_mostly_utf8`); detection with charset-normalizer; finally windows-1252. A declaration whose codec cannot decode the bytes
-    strictly (cp1252 bytes sent as UTF-8) is passed over for the next source; when none decodes
-    them strictly, the declared codec, else the detected one, else windows-1252 decodes them,
-    replacing undecodable bytes with U+FFFD.
+    bytes (see :func:`_mostly_utf8`); detection with charset-normalizer; finally windows-1252.
+    A declaration whose codec cannot decode the bytes strictly (cp1252 bytes sent as UTF-8) is
+    passed over for the next source; when none decodes them strictly, the declared codec, else
+    the detected one, else windows-1252 decodes them, replacing undecodable bytes with U+FFFD.
     """
     for bom, codec in _BOMS:
         if body.startswith(bom):
