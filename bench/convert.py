@@ -61,6 +61,16 @@ PAGES: list[tuple[str, Any, str]] = [
     ("pdf shared stream 2,000 pages", hostile.shared_stream_pdf, "application/pdf"),
     ("pdf 5,000 pages", lambda: hostile.many_pages_pdf(5_000), "application/pdf"),
     ("pdf 30,000 pages 9 MB", lambda: hostile.many_pages_pdf(30_000), "application/pdf"),
+    (
+        "pdf one page of 1.9 MB of text",
+        lambda: hostile.shared_stream_pdf(1, 1_900_000),
+        "application/pdf",
+    ),
+    (
+        "pdf one page of 250 kB of text",
+        lambda: hostile.shared_stream_pdf(1, 250_000),
+        "application/pdf",
+    ),
 ]
 
 _ANCHOR = """
@@ -97,6 +107,8 @@ _MAKERS = {
     "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
     "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",
     "pdf 30,000 pages 9 MB": "hostile.many_pages_pdf(30_000)",
+    "pdf one page of 1.9 MB of text": "hostile.shared_stream_pdf(1, 1_900_000)",
+    "pdf one page of 250 kB of text": "hostile.shared_stream_pdf(1, 250_000)",
 }
 
 
