@@ -169,6 +169,32 @@ def test_a_book_length_page_of_paragraphs_goes_to_html_to_markdown_and_keeps_the
     assert cpu < CPU_BOUND_S
 
 
+def test_a_heavy_page_is_read_from_its_main_container() -> None:
+    """Past trafilatura's bounds, html-to-markdown reads the <article> (or <main>) holding the
+    page's text, not the blocks of links around it; a teaser holding a sliver of the page's
+    text is no main container, and the whole page is read."""
+    related = "".join(
+        f"<div class='rel'><a href='/r{i}'>Related story {i}</a></div>" for i in range(600)
+    )
+    story = "".join(
+        f"<p>Paragraph {i} of the story, long enough to be read.</p>" for i in range(1_500)
+    )
+    page = f"<html><body><div>{related}</div><article><h1>Story</h1>{story}</article></body></html>"
+    reading = html_to_markdown(page, URL)
+    assert reading.extractor == "full"  # past the bound on elements
+    assert reading.markdown.startswith("# Story")
+    assert "Paragraph 1499 of the story" in reading.markdown
+    assert "Related story" not in reading.markdown
+    teaser = "<article><p>A teaser of a few words.</p></article>"
+    whole = html_to_markdown(
+        page.replace("<article>", "<div>")
+        .replace("</article>", "</div>")
+        .replace("<body>", f"<body>{teaser}"),
+        URL,
+    )
+    assert "Related story 599" in whole.markdown and "Paragraph 1499" in whole.markdown
+
+
 def test_text_made_of_markdown_characters_goes_to_html_to_markdown() -> None:
     body = markdown_chars_html(990_000)
     assert body.count(b"<p>") < 1_000  # few elements: the characters alone route the page

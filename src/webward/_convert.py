@@ -224,6 +224,15 @@ _MAX_MAIN_ELEMENTS = 2_000
 _MAX_MAIN_DEPTH = 256
 _MAX_ESCAPED_CHARS = 50_000
 _ESCAPED_CHARS = ("*", "_", "`", "~", "[", "]", "<")  # trafilatura's _INLINE_SPECIAL_CHARS
+# The containers a page marks its main content with; only the outermost count (one holds
+# at least the text of any inside it).
+_MAIN_CONTAINER = "self::main or self::article or @role='main' or @itemprop='articleBody'"
+_MAIN_CONTAINERS = f"//*[{_MAIN_CONTAINER}][not(ancestor::*[{_MAIN_CONTAINER}])]"
+#: A heavy page is read from its main container when that holds at least this share of its
+#: text. With every page of both extraction sets read that way, F1 on the held-out halves
+#: went from 0.800 to 0.862 and from 0.758 to 0.802 against the whole page; the share was
+#: chosen on the tuning halves (flat from 0.1 to 0.2, lower from 0.3 up).
+_MAIN_CONTAINER_SHARE = 0.2
 #: Each second pass (trafilatura's whole cascade after a deficient quick reading, or
 #: readability-lxml's reading) costs about as much as the first; they run only on pages of at
 #: most this many elements (on the development pages, none above 771 elements needed one).
@@ -675,6 +684,18 @@ def _h2m(html: str) -> str:
     return h2m.convert(html, _h2m_options()).content or ""
 
 
+def _main_container(tree: Any, visible: int) -> Any:
+    """What a heavy page is read from: the container it marks as its main content that holds
+    the most text, if that is at least :data:`_MAIN_CONTAINER_SHARE` of the page's ``visible``
+    non-blank characters, else the whole page."""
+    best, most = tree, 0
+    for element in tree.xpath(_MAIN_CONTAINERS):
+        solid = _solid(element.text_content())
+        if solid > most:
+            best, most = element, solid
+    return best if most >= _MAIN_CONTAINER_SHARE * visible else tree
+
+
 def _full_page(tree: Any) -> str:
     import lxml.html
 
@@ -822,8 +843,9 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if visible < _SHORT_PAGE_CHARS or _too_heavy(tree, elements, page_text):
         # A short page is read whole (see _SHORT_PAGE_CHARS). Past the bounds trafilatura
         # slows down in proportion (2.5 s for a 1 MB table); html-to-markdown converts such
-        # a page whole in a fraction of that.
-        markdown = tidy_markdown(_full_page(tree))
+        # a page, or its main container, in a fraction of that.
+        node = tree if visible < _SHORT_PAGE_CHARS else _main_container(tree, visible)
+        markdown = tidy_markdown(_full_page(node))
         return HtmlResult(
             title=title, markdown=markdown, links=links, extractor="full" if markdown else ""
         )
