@@ -133,8 +133,9 @@ def paragraphs_html(size: int = 990_000, words: int = 40) -> bytes:
 
 
 def markdown_chars_html(size: int = 990_000) -> bytes:
-    """Text made of the characters a Markdown reading escapes (``*_`~[]<``), in paragraphs of
-    400 (800 paragraphs): trafilatura escapes each with a Python call (1.2 s for 700,000)."""
+    """Text made of the characters a Markdown reading escapes (``*_`~[]<``), 420 of them in
+    each of about 800 paragraphs: trafilatura escapes each with a Python call (1.2 s for
+    700,000)."""
     return _fill(_HEAD, b"<p>" + b"a*b_c`d~e[f]g&lt;h " * 60 + b"</p>", size)
 
 
