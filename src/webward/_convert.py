@@ -421,6 +421,11 @@ _FURNITURE_ROLES = {
 }
 
 
+_CHECKED_ATTRIBUTES = frozenset(
+    ("colspan", "rowspan", "hidden", "aria-hidden", "role", "style", "class", "id")
+)
+
+
 def _clean(tree: Any) -> None:
     """Drop what is never the reading, and bound what would make the reading grow (see
     :data:`_LINK_URL_BUDGET`)."""
@@ -442,9 +447,10 @@ def _clean(tree: Any) -> None:
     # One pass in Python over attributes: measured 10x faster than the equivalent XPath with
     # translate() for case folding.
     for _, el in _walk(tree):
+        names = el.keys()
+        if not names or _CHECKED_ATTRIBUTES.isdisjoint(names):
+            continue  # most elements (a link's href, say) carry none these checks read
         attrs = el.attrib
-        if not attrs:
-            continue
         if "colspan" in attrs or "rowspan" in attrs:
             spanned.append(el)
         if el.tag in ("html", "body"):
