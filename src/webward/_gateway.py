@@ -113,12 +113,12 @@ class _Field:
 @dataclass(frozen=True)
 class _Shape:
     """A capability's body: its fields, their names and the required ones (checked in C on
-    every call), and the exact types a well-formed body's values have (JSON as parsed)."""
+    every call), and the exact type a well-formed body's value has for each (JSON as parsed)."""
 
     fields: tuple[_Field, ...]
     names: frozenset[str]
     required: frozenset[str]
-    exact: Mapping[str, frozenset[type]]
+    exact: Mapping[str, type]
 
 
 def _shape(capability: Capability) -> _Shape:
@@ -131,7 +131,7 @@ def _shape(capability: Capability) -> _Shape:
         fields,
         frozenset(f.name for f in fields),
         frozenset(f.name for f in fields if f.required),
-        {f.name: frozenset({f.kind}) for f in fields},
+        {f.name: f.kind for f in fields},
     )
 
 
@@ -142,7 +142,7 @@ def _check_body(data: Any, shape: _Shape, capability: str) -> dict[str, Any]:
     if type(data) is dict and shape.names.issuperset(data) and shape.required <= data.keys():
         exact = shape.exact
         for key, value in data.items():
-            if type(value) not in exact[key]:
+            if type(value) is not exact[key]:
                 break
         else:
             return data

@@ -92,6 +92,9 @@ class RobotsStore(Protocol):
         ...
 
 
+_MAX_VERDICTS = 4096  # robots.txt verdicts remembered per origin; cleared when full
+
+
 @dataclass(frozen=True)
 class _Entry:
     expires: float
@@ -114,9 +117,6 @@ class _Entry:
         return allowed
 
 
-_MAX_VERDICTS = 4096  # per origin
-
-
 def _parsed(expires: float, text: str) -> _Entry | None:
     try:
         return _Entry(expires, Protego.parse(text), text=text)
@@ -124,13 +124,9 @@ def _parsed(expires: float, text: str) -> _Entry | None:
         return None
 
 
+@lru_cache(maxsize=4096)  # pure, and asked on every read (a cached page's too): remembered
 def robots_url(url: str) -> tuple[str, str, str]:
     """``(origin, robots_url, host_for_messages)`` of an absolute http(s) URL."""
-    return _robots_url(url)
-
-
-@lru_cache(maxsize=4096)  # pure, and asked on every read (a cached page's too): remembered
-def _robots_url(url: str) -> tuple[str, str, str]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:

@@ -412,7 +412,7 @@ class Web:
         else:
             text, passages, window = found
         return _answer(
-            url, cached, text, window, _window.token_weight(text), include_links,
+            url, cached, text, window, include_links,
             query=query, passages=passages, screenshot=screenshot,
         )  # fmt: skip
 
@@ -722,15 +722,13 @@ def _answer(
     cached: CachedPage,
     text: str,
     window: Window,
-    weight: int,
     include_links: bool,
     *,
     query: str | None = None,
     passages: tuple[Passage, ...] | None = None,
     screenshot: Part | None = None,
 ) -> _Answer:
-    """The answer of a read of ``cached`` handing over ``text`` (weighing ``weight``,
-    ``_window.token_weight``), the envelope's nonce aside."""
+    """The answer of a read of ``cached`` handing over ``text``, the envelope's nonce aside."""
     converted = cached.converted
     # The site answered Markdown itself (Markdown for Agents, or a .md file): said in the
     # provenance so the model knows no extractor chose what it reads.
@@ -764,7 +762,7 @@ def _answer(
         bytes_read=cached.bytes_read,
         screenshot=screenshot,
         approx_tokens=_window.tokens_for_weight(
-            _window.token_weight(head) + weight + _window.token_weight(tail)
+            _window.token_weight(head) + _window.token_weight(text) + _window.token_weight(tail)
         ),
         markdown_source=markdown_source,
         passages=passages,
@@ -811,7 +809,7 @@ class _Answers:
         answer = answers.get(spot)
         if answer is None:
             text, window = _window.make_window(cached.converted.text, offset, max_chars)
-            answer = _answer(url, cached, text, window, _window.token_weight(text), include_links)
+            answer = _answer(url, cached, text, window, include_links)
             if spot not in answers and len(answers) >= self._PER_PAGE:
                 answers.clear()
             answers[spot] = answer if spot in answers else None
