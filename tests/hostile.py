@@ -9,7 +9,9 @@ from __future__ import annotations
 import zlib
 
 __all__ = [
+    "attributes_html",
     "base_href_html",
+    "class_names_html",
     "deep_html",
     "deep_list_html",
     "deep_quote_html",
@@ -299,3 +301,19 @@ def tiny_elements_html(unit: bytes = b"<p>x", size: int = 990_000) -> bytes:
     """Elements of a letter or two, unclosed, up to ``size`` bytes: about 250,000 of them for
     ``<p>x``, each a paragraph (0.7 s through html-to-markdown and the passes before it)."""
     return _fill(_HEAD, unit, size)
+
+
+def attributes_html(per_tag: int = 90_000, size: int = 990_000, value: str = '"v"') -> bytes:
+    """Elements carrying ``per_tag`` distinct attributes each (``a0=VALUE a1=VALUE ...``), a
+    line of words in each, up to ``size`` bytes. libxml2 compares each attribute of a tag with
+    every one before it: one tag of 90,000 took 81 s to parse; 587 tags of 200, 0.7 s through
+    trafilatura."""
+    attributes = " ".join(f"a{i}={value}" for i in range(per_tag)).encode()
+    return _fill(_HEAD, b"<p " + attributes + b">" + _words(8).encode() + b"</p>", size)
+
+
+def class_names_html(names: int = 200, size: int = 990_000) -> bytes:
+    """Paragraphs of two words, each with ``names`` class names: 1 MB of class names, which
+    trafilatura and the cleaning matched their patterns against (0.35 s)."""
+    classes = " ".join(f"c{i}" for i in range(names)).encode()
+    return _fill(_HEAD, b'<p class="' + classes + b'">' + _words(2).encode() + b"</p>", size)

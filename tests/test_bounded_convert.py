@@ -20,7 +20,9 @@ import anyio
 import httpx
 import pytest
 from hostile import (
+    attributes_html,
     base_href_html,
+    class_names_html,
     deep_html,
     deep_list_html,
     deep_quote_html,
@@ -41,7 +43,13 @@ from mcp import Client
 from test_gateway import FETCH_PATH, assert_error, auth, load, loopback_web, running_gateway
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web
-from webward._convert import MAX_READING_CHARS, convert, html_to_markdown, tidy_markdown
+from webward._convert import (
+    MAX_READING_CHARS,
+    _bound_attributes,
+    convert,
+    html_to_markdown,
+    tidy_markdown,
+)
 from webward._mcp import build_server
 from webward._settings import LimitsSettings
 from webward._workers import CHEAP_HTML_BYTES, ConvertPool, Job, is_cheap
@@ -201,6 +209,77 @@ def test_text_made_of_markdown_characters_goes_to_html_to_markdown() -> None:
     result, cpu = cpu_convert(body)
     assert html_to_markdown(body.decode(), URL).extractor == "full"
     assert result.text.count("[f]g") == body.count(b"[f]g")
+    assert cpu < CPU_BOUND_S
+
+
+def test_a_tag_of_90000_attributes_keeps_its_first_and_the_page_its_words() -> None:
+    body = attributes_html(90_000)
+    assert body.count(b"<p ") == 1  # one tag: 81 s of parsing before its bound
+    result, cpu = cpu_convert(body + b"<p>the closing words</p>")
+    assert "the quick brown fox" in result.text
+    assert "the closing words" in result.text
+    assert cpu < CPU_BOUND_S
+
+
+# However a tag's attributes are written, the tokenizer counts them as the parser does: a ">"
+# or "<" inside a quoted value does not end the tag, nor does a missing space begin a new one.
+ATTRIBUTE_FORMS = {
+    "quoted": ('a{i}="v"', " "),
+    "single-quoted": ("a{i}='v w'", " "),
+    "quoted >": ('a{i}=">"', " "),
+    "quoted <": ('a{i}="<p x>"', " "),
+    "unquoted": ("a{i}=v", " "),
+    "bare": ("a{i}", " "),
+    "slashes": ("a{i}", "/"),
+    "no space": ('a{i}="v"', ""),
+    "spaced =": ('a{i} = "v"', "\n"),
+}
+
+
+@pytest.mark.parametrize("form", ATTRIBUTE_FORMS.values(), ids=ATTRIBUTE_FORMS.keys())
+def test_a_tag_is_cut_to_its_first_128_attributes_however_they_are_written(
+    form: tuple[str, str],
+) -> None:
+    import lxml.html
+
+    attribute, separator = form
+    attributes = separator.join(attribute.format(i=i) for i in range(5_000))
+    text = f"<html><body><div {attributes}>inside</div><p>after</p></body></html>"
+    tree = lxml.html.document_fromstring(_bound_attributes(text))
+    div = tree.find(".//div")
+    assert div is not None and len(div.attrib) == 128
+    assert list(div.attrib)[:2] == ["a0", "a1"]  # the first are kept, in order
+    assert div.text_content() == "inside"
+    assert tree.findtext(".//p") == "after"
+
+
+def test_tags_of_ordinary_attribute_counts_are_left_as_they_are() -> None:
+    text = (
+        attributes_html(128, size=20_000).decode()
+        + '<img src="data:image/png;base64,'
+        + ("A" * 50_000)
+        + '" alt="x">'
+    )
+    assert _bound_attributes(text) == text
+
+
+def test_an_attribute_quote_left_open_reads_to_the_end_without_a_slow_scan() -> None:
+    body = b'<html><body><p>before</p><div a="' + b"x y " * 240_000
+    result, cpu = cpu_convert(body)
+    assert "before" in result.text
+    assert cpu < CPU_BOUND_S
+
+
+@pytest.mark.parametrize(
+    "body",
+    [attributes_html(200), attributes_html(60, value='"a longer value"'), class_names_html()],
+    ids=["200-a-tag", "60-a-tag", "class-names"],
+)
+def test_attribute_heavy_pages_go_to_html_to_markdown_and_keep_their_words(body: bytes) -> None:
+    assert body.count(b"<p") <= 2_000  # few elements: the attributes alone route the page
+    result, cpu = cpu_convert(body)
+    assert html_to_markdown(body.decode(), URL).extractor == "full"
+    assert result.text.count("the quick") == body.count(b"the quick")
     assert cpu < CPU_BOUND_S
 
 

@@ -177,6 +177,22 @@ _BANNER = re.compile(
     re.IGNORECASE,
 )
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+# A word every match of the pattern above them holds: a value without one is passed over
+# without running the pattern, which costs about 30 ns a character (a page of 1 MB of class
+# names took 0.1 s to search).
+_BANNER_WORDS = (
+    "cookie",
+    "consent",
+    "gdpr",
+    "onetrust",
+    "didomi",
+    "usercentrics",
+    "truste-",
+    "cmp",
+)
+_HIDDEN_WORDS = ("none", "hidden")
+# Only the start of a style, class or id is searched: real ones are far shorter.
+_MAX_CHECKED_CHARS = 1_000
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
@@ -185,6 +201,22 @@ _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 # model gains nothing from them.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
+
+# libxml2 checks each attribute of a start tag against every one before it: 16,000 attributes
+# in one tag took 0.4 s to parse, 90,000 (a 1 MB page) 81 s. The real pages of
+# bench/extraction.py carry at most 44 on an element. Past this many, the rest of a tag's
+# attributes are left out before parsing, which bounds the parse at about 0.05 s a megabyte.
+_MAX_TAG_ATTRIBUTES = 128
+# An attribute of a start tag as the HTML tokenizer reads it: a name (whatever up to a space,
+# "/", ">" or "="), then perhaps "=" and a value, double- or single-quoted (a quote left open
+# runs to the end) or bare. Possessive throughout: one pass, no backtracking.
+_ATTRIBUTE_SOURCE = r"[\s/]*+[^\s/>][^\s/>=]*+(?:\s*+=\s*+(?:\"[^\"]*+\"?|'[^']*+'?|[^\s>]*+))?+"
+_ATTRIBUTE = re.compile(_ATTRIBUTE_SOURCE)
+# A start tag's name and its attributes (group 1). Every match ends where the tokenizer would
+# leave the tag, so successive matches never overlap: the scan is linear in the page.
+_START_TAG = re.compile(rf"<[A-Za-z][^\s/>]*+((?:{_ATTRIBUTE_SOURCE})*+)")
+# Every attribute takes at least two characters (a name and what separates it from the next).
+_MIN_ATTRIBUTE_CHARS = 2
 
 # libxml2's message when a document nests past its limit (2048 levels with huge_tree).
 _TOO_DEEP = "Excessive depth"
@@ -223,6 +255,12 @@ _TOO_DEEP_FOR_MARKDOWN_NOTE = (
 _MAX_MAIN_ELEMENTS = 2_000
 _MAX_MAIN_DEPTH = 256
 _MAX_ESCAPED_CHARS = 50_000
+# trafilatura's time grows with the attributes too: it copies the tree with them, and matches
+# its class and id patterns against them (1 MB of class names took 0.35 s on a page of 1,000
+# paragraphs, 200 attributes on each of 587 elements 0.7 s). The real pages keep at most 2,162
+# attributes and 63,514 characters of them after cleaning.
+_MAX_MAIN_ATTRIBUTES = 10_000
+_MAX_MAIN_ATTRIBUTE_CHARS = 250_000
 _ESCAPED_CHARS = ("*", "_", "`", "~", "[", "]", "<")  # trafilatura's _INLINE_SPECIAL_CHARS
 # The elements a page marks its main content with, and how many (outermost) are measured.
 _MAIN_TAGS = ("main", "article")
@@ -286,6 +324,7 @@ def _parse(text: str) -> tuple[Any, bool]:
     text = _XML_DECL.sub("", text, count=1)
     if _CONTROL.search(text):
         text = _CONTROL.sub("", text)
+    text = _bound_attributes(text)
     if not text.strip():
         return None, False
     # A fresh parser per call: lxml parser objects are not meant to be shared across threads,
@@ -302,6 +341,26 @@ def _parse(text: str) -> tuple[Any, bool]:
         return None, False
     too_deep = any(_TOO_DEEP in entry.message for entry in parser.error_log)
     return tree, too_deep
+
+
+def _bound_attributes(text: str) -> str:
+    """``text`` with every start tag cut to its first :data:`_MAX_TAG_ATTRIBUTES` attributes
+    (see there). Tags too short to hold that many are passed over without a look inside."""
+    pieces: list[str] = []
+    done = 0
+    for tag in _START_TAG.finditer(text):
+        start, end = tag.span(1)
+        if end - start <= _MAX_TAG_ATTRIBUTES * _MIN_ATTRIBUTE_CHARS:
+            continue
+        for count, attribute in enumerate(_ATTRIBUTE.finditer(text, start, end)):
+            if count == _MAX_TAG_ATTRIBUTES:
+                pieces.append(text[done : attribute.start()])
+                done = end  # the rest of the tag (its ">") is kept
+                break
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 @functools.cache
@@ -459,15 +518,24 @@ def _clean(tree: Any) -> None:
             "hidden" in attrs
             or attrs.get("aria-hidden") == "true"
             or (attrs.get("role") or "").lower() in _FURNITURE_ROLES
-            or _HIDDEN_STYLE.search(attrs.get("style") or "")
-            or _BANNER.search(attrs.get("class") or "")
-            or _BANNER.search(attrs.get("id") or "")
+            or _matches(_HIDDEN_STYLE, _HIDDEN_WORDS, attrs.get("style"))
+            or _matches(_BANNER, _BANNER_WORDS, attrs.get("class"))
+            or _matches(_BANNER, _BANNER_WORDS, attrs.get("id"))
         ):
             doomed.append(el)
     for el in doomed:
         _drop(el)
     _bound_nesting(tree)
     _bound_spans(spanned)
+
+
+def _matches(pattern: re.Pattern[str], words: tuple[str, ...], value: str | None) -> bool:
+    """Whether the start of ``value`` matches ``pattern``, which only values holding one of
+    ``words`` (in lower case) can."""
+    if not value:
+        return False
+    lowered = value[:_MAX_CHECKED_CHARS].lower()
+    return any(word in lowered for word in words) and pattern.search(lowered) is not None
 
 
 def _bound_nesting(tree: Any) -> None:
@@ -773,12 +841,16 @@ def _kept_too_little(kept: int, visible: int) -> bool:
 def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
     """Whether the cleaned tree (of ``elements`` elements and visible text ``page_text``) is
     past what trafilatura converts quickly: more than :data:`_MAX_MAIN_ELEMENTS` elements,
-    nested more than :data:`_MAX_MAIN_DEPTH` deep, or more than :data:`_MAX_ESCAPED_CHARS`
-    characters to escape. An XPath test in libxml2 and string counts in C, no walk in Python."""
+    nested more than :data:`_MAX_MAIN_DEPTH` deep, more than :data:`_MAX_ESCAPED_CHARS`
+    characters to escape, or more than :data:`_MAX_MAIN_ATTRIBUTES` attributes or
+    :data:`_MAX_MAIN_ATTRIBUTE_CHARS` characters of them. XPath in libxml2 and string counts
+    in C, no walk in Python."""
     return (
         elements > _MAX_MAIN_ELEMENTS
         or bool(tree.xpath(_TOO_DEEP_PATH))
         or sum(map(page_text.count, _ESCAPED_CHARS)) > _MAX_ESCAPED_CHARS
+        or tree.xpath("count(//@*)") > _MAX_MAIN_ATTRIBUTES
+        or sum(map(len, tree.xpath("//@*"))) > _MAX_MAIN_ATTRIBUTE_CHARS
     )
 
 
