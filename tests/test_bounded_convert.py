@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -51,6 +52,7 @@ from webward._convert import (
     tidy_markdown,
 )
 from webward._mcp import build_server
+from webward._parts import pdf_text
 from webward._settings import LimitsSettings
 from webward._workers import CHEAP_HTML_BYTES, ConvertPool, Job, is_cheap
 from webward.testing import FakeClock, MemoryAuditSink
@@ -459,6 +461,41 @@ def test_a_small_pdf_whose_one_page_inflates_past_the_content_cap_is_not_parsed(
     assert result.parts[0].text.endswith(
         "[PDF text cut at 40,000 characters; the document part holds the whole PDF]"
     )
+
+
+def _xref_shifted(pdf: bytes, by: int) -> bytes:
+    """``pdf`` with every offset of its cross-reference table off by ``by`` bytes."""
+    head, _, table = pdf.partition(b"xref\n")
+    fixed = re.sub(
+        rb"(?m)^(\d{10}) 00000 n ", lambda m: b"%010d 00000 n " % (int(m[1]) + by), table
+    )
+    return head + b"xref\n" + fixed
+
+
+DAMAGED_PDFS = {
+    "offsets +5": lambda pdf: _xref_shifted(pdf, 5),
+    "offsets -3": lambda pdf: _xref_shifted(pdf, -3),
+    "table numbered from 1": lambda pdf: pdf.replace(b"xref\n0 ", b"xref\n1 ", 1).replace(
+        b"0000000000 65535 f \n", b"", 1
+    ),
+    "entries one index early": lambda pdf: pdf.replace(b"0000000000 65535 f \n", b"", 1).replace(
+        b"trailer", b"0000000000 00000 n \ntrailer", 1
+    ),
+    "bytes before the header": lambda pdf: b"garbage\n" + pdf,
+    "startxref wrong": lambda pdf: re.sub(rb"startxref\n\d+", b"startxref\n12", pdf),
+    "startxref past the end": lambda pdf: re.sub(rb"startxref\n\d+", b"startxref\n99999999", pdf),
+    "CRLF": lambda pdf: pdf.replace(b"\n", b"\r\n"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED_PDFS.values(), ids=DAMAGED_PDFS.keys())
+def test_a_damaged_pdf_reads_as_the_intact_one(damage: Any) -> None:
+    # A well-formed file is opened strictly, which skips pypdf's repair pass; every damaged
+    # one must still be repaired as the lenient opening repairs it.
+    intact = many_pages_pdf(50)
+    expected = pdf_text(intact, 40_000)
+    assert expected.pages == 50 and "Page 49 words" in expected.text
+    assert pdf_text(damage(intact), 40_000) == expected
 
 
 def test_pdf_text_is_held_to_one_window() -> None:
