@@ -54,7 +54,7 @@ from webward._convert import (
 from webward._mcp import build_server
 from webward._parts import pdf_text
 from webward._settings import LimitsSettings
-from webward._workers import CHEAP_HTML_BYTES, ConvertPool, Job, is_cheap
+from webward._workers import CHEAP_HTML_BYTES, TRIM_GROWTH_MB, ConvertPool, Job, is_cheap
 from webward.testing import FakeClock, MemoryAuditSink
 
 LIMITS = LimitsSettings()
@@ -1048,6 +1048,28 @@ async def test_a_worker_retires_after_its_share_of_conversions_and_a_fresh_one_f
     finally:
         await pool.aclose()
     _assert_exit(started[:2])
+
+
+@pytest.mark.anyio
+async def test_a_worker_gives_back_the_heap_a_big_page_left() -> None:
+    """Past :data:`TRIM_GROWTH_MB` of growth a worker trims its heap: after a 1 MB table (45
+    MB of heap when left untrimmed) it keeps no more than that bound and a few MB."""
+    pool = ConvertPool(workers=1, queue=4, memory_mb=512, retire_growth_mb=4096)
+
+    def resident_mb() -> float:
+        with open(f"/proc/{pool._idle[0].pid}/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status)
+        return int(fields["VmRSS"].split()[0]) / 1024
+
+    try:
+        small = Job(slow_html(20_000), "text/html", URL, False, False, LIMITS)
+        await pool.convert(small, time.monotonic() + 30)
+        before = resident_mb()
+        big = Job(table_html(960_000), "text/html", URL, False, False, LIMITS)
+        await pool.convert(big, time.monotonic() + 30)
+        assert resident_mb() - before < TRIM_GROWTH_MB + 8
+    finally:
+        await pool.aclose()
 
 
 @pytest.mark.anyio

@@ -89,6 +89,11 @@ _NICENESS = 10
 # allocator does not give back, and a worker would otherwise keep its largest page's size.
 RETIRE_AFTER_JOBS = 500
 RETIRE_GROWTH_MB = 32
+# The heap is trimmed after a job only once the worker's resident memory has grown this far
+# past what it had when forked. A trim after every job cost 0.3 to 0.5 ms of a 100 kB page's
+# 16 to 17 ms (the pages it gives back fault in again on the next page) and gave back about
+# 1 MB; after a 1 MB table it gives back 38 of 45 MB.
+TRIM_GROWTH_MB = 16
 
 
 def is_cheap(body: bytes, content_type: str | None) -> bool:
@@ -205,12 +210,11 @@ def _worker_main(
             answer = ("memory",)  # the memory is freed once the exception unwinds
         cpu = time.process_time() - cpu
         del job  # the body, and the trees built from it, freed before the heap is trimmed
-        _trim_heap()
-        retiring = (
-            answer[0] == "memory"
-            or done == retire_after
-            or _resident_bytes() - forked_with > retire_growth_bytes
-        )
+        grown = _resident_bytes() - forked_with
+        if grown > TRIM_GROWTH_MB * 1024 * 1024:
+            _trim_heap()
+            grown = _resident_bytes() - forked_with
+        retiring = answer[0] == "memory" or done == retire_after or grown > retire_growth_bytes
         conn.send((answer, cpu, retiring))
         if retiring:
             return
