@@ -299,6 +299,9 @@ def test_cli_interrupted_mid_read_is_audited(tmp_path: Path) -> None:
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            # As from a terminal: a suite started in the background (`pytest &`) hands its
+            # children SIGINT ignored, and Python then never turns it into KeyboardInterrupt.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 30
         while not site.requests and time.monotonic() < deadline:  # polled, bounded
@@ -306,7 +309,7 @@ def test_cli_interrupted_mid_read_is_audited(tmp_path: Path) -> None:
         assert site.requests, "the request never reached the server"
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
-    assert process.returncode == 130
+    assert process.returncode == 130, err.decode()
     assert b"Traceback" not in err
     records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
     assert [(r.decision, r.reason) for r in records] == [("failed", "cancelled")]
