@@ -255,6 +255,47 @@ def test_a_tag_is_cut_to_its_first_128_attributes_however_they_are_written(
     assert tree.findtext(".//p") == "after"
 
 
+@pytest.mark.parametrize("space", ["\u00a0", "\u2003", "\u3000"])
+def test_a_quote_after_a_unicode_space_opens_no_value(space: str) -> None:
+    # To the parser the space starts a bare value that ends at the next ASCII space, so the
+    # names after it are attributes; read as a space it would open a quote holding them all.
+    import lxml.html
+
+    names = " ".join(f"a{i}" for i in range(5_000))
+    text = f'<html><body><div v={space}"{names}>inside</div><p>after</p></body></html>'
+    tree = lxml.html.document_fromstring(_bound_attributes(text))
+    div = tree.find(".//div")
+    assert div is not None and len(div.attrib) == 128
+
+
+def test_no_element_keeps_more_than_128_attributes_whatever_the_tag_soup() -> None:
+    # Tags of hundreds of attributes with quotes, spaces, "<", ">", "/", comments and
+    # no-break spaces strewn among them: however the parser tokenizes them, the bound holds.
+    import random
+
+    import lxml.html
+
+    rng = random.Random(16)
+    strewn = ["=", '"', "'", " ", "\t", "\n", "/", ">", "<", "\u00a0", "`", "&", '="', "<p"]
+    strewn += ["<!--", "-->", "\r", "='", "= ", "<a ", "</p>", "<![CDATA[", "]]>", "<?", "?>"]
+    values = ['="v"', "='v'", "=v", '=">"', "='<'"]
+    past_the_bound = 0
+    for _ in range(300):
+        parts = []
+        for j in range(rng.randint(150, 600)):
+            parts.append(f" n{j}")
+            if rng.random() < 0.02:
+                parts.append(rng.choice(strewn))
+            if rng.random() < 0.3:
+                parts.append(rng.choice(values))
+        text = "<html><body><p " + "".join(parts) + ">tail</p><div>more</div></body></html>"
+        unbounded = lxml.html.document_fromstring(text)
+        past_the_bound += max(len(e.attrib) for e in unbounded.iter("*")) > 128
+        tree = lxml.html.document_fromstring(_bound_attributes(text))
+        assert max(len(e.attrib) for e in tree.iter("*")) <= 128
+    assert past_the_bound > 100  # the soup does reach past the bound when left alone
+
+
 def test_tags_of_ordinary_attribute_counts_are_left_as_they_are() -> None:
     text = (
         attributes_html(128, size=20_000).decode()

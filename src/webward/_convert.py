@@ -210,16 +210,21 @@ _MAX_TAG_ATTRIBUTES = 128
 # An attribute of a start tag as the HTML tokenizer reads it: a name (whatever up to a space,
 # "/", ">" or "="), then perhaps "=" and a value, double- or single-quoted (a quote left open
 # runs to the end) or bare. Possessive throughout: one pass, no backtracking.
-_ATTRIBUTE_SOURCE = r"[\s/]*+[^\s/>][^\s/>=]*+(?:\s*+=\s*+(?:\"[^\"]*+\"?|'[^']*+'?|[^\s>]*+))?+"
+# Spaces are HTML's five alone: a no-break space is part of a name or value to the parser, and
+# read as a space here, it would let a quote open where the parser sees none.
+_ATTRIBUTE_SOURCE = (
+    r"[\t\n\f\r /]*+[^\t\n\f\r />][^\t\n\f\r />=]*+"
+    r"(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^\t\n\f\r >]*+))?+"
+)
 _KEPT_ATTRIBUTES = re.compile(rf"(?:{_ATTRIBUTE_SOURCE}){{{_MAX_TAG_ATTRIBUTES}}}+")
 # A start tag's name and its attributes (group 1), up to where the tokenizer leaves the tag.
-_START_TAG = re.compile(rf"<[A-Za-z][^\s/>]*+((?:{_ATTRIBUTE_SOURCE})*+)")
+_START_TAG = re.compile(rf"<[A-Za-z][^\t\n\f\r />]*+((?:{_ATTRIBUTE_SOURCE})*+)")
 # Text, end tags, comments and start tags of fewer attributes than the bound, as far as the
 # first start tag of more: one call in C over a page that has none (a match object per tag
 # cost twice as much, 43 ms on a page of 200,000 tags). Possessive, so each character is
 # read once.
 _UP_TO_MANY_ATTRIBUTES = re.compile(
-    rf"(?:[^<]++|<(?![A-Za-z])|<[A-Za-z][^\s/>]*+"
+    rf"(?:[^<]++|<(?![A-Za-z])|<[A-Za-z][^\t\n\f\r />]*+"
     rf"(?:{_ATTRIBUTE_SOURCE}){{0,{_MAX_TAG_ATTRIBUTES - 1}}}+(?!{_ATTRIBUTE_SOURCE}))*+"
 )
 
