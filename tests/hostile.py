@@ -24,6 +24,7 @@ __all__ = [
     "shared_stream_pdf",
     "slow_html",
     "span_html",
+    "stray_end_tags_html",
     "table_html",
     "tiny_elements_html",
 ]
@@ -317,3 +318,10 @@ def class_names_html(names: int = 200, size: int = 990_000) -> bytes:
     trafilatura and the cleaning matched their patterns against (0.35 s)."""
     classes = " ".join(f"c{i}" for i in range(names)).encode()
     return _fill(_HEAD, b'<p class="' + classes + b'">' + _words(2).encode() + b"</p>", size)
+
+
+def stray_end_tags_html(depth: int = 2_000, size: int = 990_000) -> bytes:
+    """``depth`` open ``<div>``s, then words and end tags that close nothing open, up to
+    ``size`` bytes: libxml2 searches its whole stack of open elements for each (0.57 s to
+    parse at 2,000 levels)."""
+    return _fill(_HEAD + b"<div>" * depth, b"word</a></li></x>", size)

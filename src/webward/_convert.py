@@ -234,6 +234,16 @@ _TOO_DEEP_NOTE = (
     "[this page nests its elements more than 2,048 levels deep, past what the HTML parser "
     "reads; webward shows its text without formatting]"
 )
+# libxml2 searches its whole stack of open elements for each end tag that closes nothing open
+# (and for a <body> inside the body): 2,000 open <div>s and then 250,000 stray end tags took
+# 0.57 s to parse. Within its default limit of 256 levels that costs at most 0.08 s; the 2,048
+# levels of huge_tree are let in only on pages of at most this many tags (0.05 s at worst).
+_MAX_TAGS_NESTED_DEEP = 20_000
+_TOO_DEEP_AMONG_TAGS_NOTE = (
+    f"[this page nests its elements more than 256 levels deep among more than "
+    f"{_MAX_TAGS_NESTED_DEEP:,} tags, more than the HTML parser reads in time; webward shows "
+    "its text without formatting]"
+)
 # Past this many elements even html-to-markdown is slow: 2 to 6 µs an element on the 2-core
 # development machine (list items, cells, terms and links the dearest), and our own passes
 # before it (parsing, cleaning, links, serialising) about 3 µs more: 0.7 to 0.9 s for 100,000
@@ -325,9 +335,10 @@ def _collapse(text: str, limit: int) -> str:
     return _CONTROL.sub("", _WS.sub(" ", text)).strip()[:limit].strip()
 
 
-def _parse(text: str) -> tuple[Any, bool]:
-    """The parsed document (``None`` if there is nothing to parse) and whether the parser
-    stopped at its nesting limit, dropping everything nested deeper."""
+def _parse(text: str) -> tuple[Any, str]:
+    """The parsed document (``None`` if there is nothing to parse) and, when the parser
+    stopped at its nesting limit and dropped everything nested deeper, the note saying so
+    (else ``""``)."""
     import lxml.etree  # type: ignore[import-untyped]  # lxml ships no type stubs
     import lxml.html  # type: ignore[import-untyped]
 
@@ -336,21 +347,23 @@ def _parse(text: str) -> tuple[Any, bool]:
         text = _CONTROL.sub("", text)
     text = _bound_attributes(text)
     if not text.strip():
-        return None, False
+        return None, ""
     # A fresh parser per call: lxml parser objects are not meant to be shared across threads,
     # and the fetch core may convert pages in worker threads.
     # huge_tree lifts libxml2's nesting limit of 256, past which it silently drops the rest of
     # the page (up to 2048 levels then); the body is already capped at 1 MB.
+    deep = text.count("<") <= _MAX_TAGS_NESTED_DEEP
     parser = lxml.html.HTMLParser(
-        remove_comments=True, remove_pis=True, no_network=True, huge_tree=True
+        remove_comments=True, remove_pis=True, no_network=True, huge_tree=deep
     )
     parser.set_element_class_lookup(_html_classes())
     try:
         tree = lxml.html.document_fromstring(text, parser=parser)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
-        return None, False
-    too_deep = any(_TOO_DEEP in entry.message for entry in parser.error_log)
-    return tree, too_deep
+        return None, ""
+    if not any(_TOO_DEEP in entry.message for entry in parser.error_log):
+        return tree, ""
+    return tree, _TOO_DEEP_NOTE if deep else _TOO_DEEP_AMONG_TAGS_NOTE
 
 
 def _bound_attributes(text: str) -> str:
@@ -900,12 +913,12 @@ def _plain_text(text: str, skipped: re.Pattern[str] = _SKIPPED_BLOCK) -> str:
     return "\n".join(filter(None, [line.strip() for line in stripped.split("\n")]))
 
 
-def _plain_note(tree: Any, too_deep: bool) -> str:
+def _plain_note(tree: Any, parse_note: str) -> str:
     """Why the page is read as plain text, or ``""`` when it converts to Markdown: the parser
-    dropped everything nested past its limit, the page has more elements than can be
-    converted in time, or html-to-markdown would drop its deepest part."""
-    if too_deep:
-        return _TOO_DEEP_NOTE
+    dropped everything nested past its limit (``parse_note``), the page has more elements
+    than can be converted in time, or html-to-markdown would drop its deepest part."""
+    if parse_note:
+        return parse_note
     if tree.xpath(_TOO_MANY_FOR_MARKDOWN):
         return _TOO_MANY_NOTE
     if tree.xpath(_TOO_DEEP_FOR_MARKDOWN):
@@ -918,7 +931,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
 
     Never raises: an unparsable or empty document gives empty Markdown.
     """
-    tree, too_deep = _parse(text)
+    tree, parse_note = _parse(text)
     if tree is None:
         return HtmlResult(title="", markdown="", links=(), extractor="")
     title = _title(tree)
@@ -928,7 +941,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # Links from the whole page: the agent may want to follow the navigation that the
         # reading text leaves out.
         links = _rewrite_links(tree, base, collect=True)
-    note = _plain_note(tree, too_deep)
+    note = _plain_note(tree, parse_note)
     if note:
         # Rather than a reading with a hole in it (or an empty one, or a late one), the
         # page's words, with a note saying why.
