@@ -153,19 +153,21 @@ def _first_pages(reader: Any, limit: int) -> tuple[list[Any], bool, int]:
     return pages, False, len(pages)
 
 
-def _open_pdf(reader_class: Any, body: bytes) -> Any:
+def _open_pdf(body: bytes) -> Any:
     """A pypdf reader of ``body``, lenient. Opened strictly first: leniently, pypdf reads the
     header of every object in the cross-reference table before anything else, to repair a
     damaged table (0.2 of the 0.44 s a 9 MB PDF of 60,000 objects took; strictly, 0.06 s).
     A well-formed table (its objects numbered from 0, as pypdf's repair assumes otherwise)
     needs no repair up front: an object found elsewhere than its entry says is still looked
     for when read. Any other file is opened leniently, as before."""
+    from pypdf import PdfReader  # lazy: only PDF reads pay for the import
+
     try:
-        reader = reader_class(io.BytesIO(body), strict=True)
+        reader = PdfReader(io.BytesIO(body), strict=True)
     except Exception:  # damaged, or not a PDF pypdf reads strictly
-        return reader_class(io.BytesIO(body), strict=False)
+        return PdfReader(io.BytesIO(body), strict=False)
     if reader.xref_index:  # a table numbered from 1: the lenient opening renumbers it
-        return reader_class(io.BytesIO(body), strict=False)
+        return PdfReader(io.BytesIO(body), strict=False)
     reader.strict = False  # lenient from here on: one odd page must not cost the others
     return reader
 
@@ -177,10 +179,9 @@ def pdf_text(
     ``max_inflated`` bytes of inflated page content. Never raises: a PDF pypdf cannot read
     (broken, encrypted) gives empty text."""
     try:
-        from pypdf import PdfReader  # lazy: only PDF reads pay for the import
         from pypdf.errors import LimitReachedError  # a stream past pypdf's own 75 MB cap
 
-        reader = _open_pdf(PdfReader, body)
+        reader = _open_pdf(body)
         first, more, pages = _first_pages(reader, max_pages)
         title = ""
         try:
