@@ -19,6 +19,13 @@ client can be what limits the rate, at most 2x the anchor's server CPU per reque
 ``/proc``); the output names the stack (HTTP parser, event loop) of both sides. Loopback only,
 bounded: a fixed number of requests per server.
 
+``--floors`` adds two servers to the same rounds, which bound what any gateway that audits as
+webward does can reach here: the anchor's app writing one durable audit record a request
+(made as the core makes a cached read's, in ``webward serve``'s SQLite store, the answer sent
+once its commit is done), then the same with the shipped metrics and call log around the
+write. Neither checks, reads or frames anything: the gap between them and the anchor is the
+audit's and telemetry's alone (docs/servers.md).
+
 ``--observability`` instead runs the gateway once per observability setting, all taking turns
 in the same rounds (docs/operations.md):
 
@@ -140,6 +147,77 @@ except ImportError:  # a checkout from before the fast stack
     anyio.run(main)
 else:
     run_server(fastest_stack(), main)
+"""
+
+
+# ``--floors``: the anchor's app, plus the audit (and the telemetry) webward serve's cached
+# read has, and nothing else of the gateway or the core.
+FLOOR_APP = """
+import gc
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from webward import Settings
+from webward._call import Call
+from webward._serving import fastest_stack, run_server
+from webward._telemetry import Telemetry
+from webward.audit import AuditRecord, open_audit_sink
+
+settings = Settings.load(sys.argv[1])
+BODY = Path(sys.argv[2]).read_bytes()
+OBSERVED = sys.argv[3] == "audit+obs"
+HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+
+
+async def main():
+    sink = open_audit_sink(settings)
+    telemetry = Telemetry.for_settings(settings, server=True)
+
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        more = True
+        while more:
+            more = (await receive()).get("more_body", False)
+        call = Call("web:page.fetch@1", "bench", "http://127.0.0.1/page")  # a cached read's
+        call.tier, call.final_url, call.status = "connected", call.target, 200
+        call.bytes, call.content_type = len(BODY), "text/html"
+        record = AuditRecord.from_call(call, decision="allowed", reason="allowed")
+        if OBSERVED:
+            with telemetry.audit_write(record):
+                await sink.write(record)
+        else:
+            await sink.write(record)
+        await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+        await send({"type": "http.response.body", "body": BODY})
+
+    import socket
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    print(f"floor on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, ws="none", server_header=False,
+        http=fastest_stack().http, proxy_headers=False,
+    )
+    gc.freeze()
+    try:
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        await sink.aclose()
+        telemetry.close()
+
+
+run_server(fastest_stack(), main)
 """
 
 
@@ -272,7 +350,7 @@ def _measure(
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
         spread = ", ".join(f"{r:.0f}" for r in rates[name])
         print(
-            f"{name:>7}: {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   "
+            f"{name:>9}: {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   "
             f"({rounds} x {total} requests, {clients} clients; rounds: {spread})"
         )
         out[name] = (rate, p50, p99)
@@ -322,6 +400,12 @@ def main() -> int:
         metavar="SRC",
         help="also run the gateway from this src directory (the tree before a change), taking "
         "turns with ours and the anchor in the same rounds: a before/after figure one run holds",
+    )
+    parser.add_argument(
+        "--floors",
+        action="store_true",
+        help="also run the bare app with one durable audit write a request (audit), and with "
+        "the shipped metrics and call log around it (audit+obs): what auditing alone leaves",
     )
     parser.add_argument(
         "--anchor-loop",
@@ -398,6 +482,21 @@ def main() -> int:
                 "ours": (host, port, request),
                 "anchor": (a_host, a_port, _request(a_port, body)),
             }
+            if args.floors:
+                for name in ("audit", "audit+obs"):
+                    floor_state = Path(tmp) / name  # a store of its own, as ours has
+                    floor_config = Path(tmp) / f"{name}.toml"
+                    floor_config.write_text(
+                        config.read_text(encoding="utf-8").replace(
+                            json.dumps(str(Path(tmp) / "state")), json.dumps(str(floor_state))
+                        ),
+                        encoding="utf-8",
+                    )
+                    floor_command = [sys.executable, "-c", FLOOR_APP, str(floor_config)]
+                    proc, f_host, f_port = _spawn([*floor_command, str(body_file), name], env)
+                    procs.append(proc)
+                    servers[name] = (f_host, f_port, _request(f_port, body))
+                    cpu[name] = (proc.pid, [])
             if args.before:
                 _spawn_tree("before", args.before, command, env, body, procs, servers, cpu)
                 asyncio.run(_load(*servers["before"], 1, 1))  # its first read fetches the page
@@ -438,6 +537,15 @@ def main() -> int:
         f"target: ratio >= 0.5 -> rate {'met' if ratio >= 0.5 else 'NOT met'}, "
         f"server CPU {'met' if by_cpu >= 0.5 else 'NOT met'}"
     )
+    for name in ("audit", "audit+obs"):
+        if name in results:
+            floor_cpu = statistics.median(cpu[name][1])
+            print(
+                f"floor {name}: {results[name][0]:.0f} req/s, ratio "
+                f"{results[name][0] / anchor_rate:.2f}; server CPU {floor_cpu * 1e6:.0f} "
+                f"us/request, ratio {anchor_cpu / floor_cpu:.2f} (the bare app and one durable "
+                f"audit record a request{', with metrics and call log' if '+' in name else ''})"
+            )
     if "before" in results:
         before_cpu = statistics.median(cpu["before"][1])
         print(
