@@ -15,6 +15,7 @@ __all__ = [
     "deep_html",
     "deep_list_html",
     "deep_quote_html",
+    "delimiters_html",
     "fragment_links_html",
     "huge_line_html",
     "many_pages_pdf",
@@ -325,3 +326,26 @@ def stray_end_tags_html(depth: int = 2_000, size: int = 990_000) -> bytes:
     ``size`` bytes: libxml2 searches its whole stack of open elements for each (0.57 s to
     parse at 2,000 levels)."""
     return _fill(_HEAD + b"<div>" * depth, b"word</a></li></x>", size)
+
+
+def delimiters_html(kind: str, size: int = 990_000) -> bytes:
+    """Text that trafilatura's Markdown pass scans again from each delimiter left open: math
+    openers without closers (``paren``: "\\(", ``bracket``: "\\["), a run of backslashes
+    that ends in no Markdown character (``backslashes``), or backtick runs of distinct lengths
+    in the text of a link inside code (``backticks``). Time grows with the square of the text:
+    80 kB of "\\(" took 3.2 s, 80,000 backslashes 2 s, 1 MB of link text 3.4 s."""
+    prose = b"<p>Plain words of an article about rivers and owls, told at length.</p>" * 20
+    head = b"<html><head><title>Delimiters</title></head><body><main>" + prose
+    tail = b"</main></body></html>"
+    if kind == "paren":
+        return _fill(head + b"<p>", b"a \\( b ", size, b"</p>" + tail)
+    if kind == "bracket":
+        return _fill(head + b"<p>", b" \\[ b ", size, b"</p>" + tail)
+    if kind == "backslashes":
+        return _fill(head + b"<p>*", b"\\", size, b"</p>" + tail)
+    if kind == "backticks":
+        runs = b" ".join(b"`" * i + b" x" for i in range(1, 300))
+        return _fill(
+            head + b"<p>See <code><a href='/x'>" + runs, b" word", size, b"</a></code></p>" + tail
+        )
+    raise ValueError(kind)

@@ -27,6 +27,7 @@ from hostile import (
     deep_html,
     deep_list_html,
     deep_quote_html,
+    delimiters_html,
     fragment_links_html,
     huge_line_html,
     many_pages_pdf,
@@ -48,6 +49,7 @@ from webward import Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._convert import (
     MAX_READING_CHARS,
     _bound_attributes,
+    _rescanned,
     convert,
     html_to_markdown,
     tidy_markdown,
@@ -234,6 +236,47 @@ def test_text_made_of_markdown_characters_goes_to_html_to_markdown() -> None:
     assert html_to_markdown(body.decode(), URL).extractor == "full"
     assert result.text.count("[f]g") == body.count(b"[f]g")
     assert cpu < CPU_BOUND_S
+
+
+@pytest.mark.parametrize(
+    ("kind", "size"),
+    [("paren", 100_000), ("bracket", 100_000), ("backslashes", 100_000), ("backticks", 990_000)],
+)
+def test_delimiters_left_open_go_to_html_to_markdown_and_keep_their_text(
+    kind: str, size: int
+) -> None:
+    # trafilatura scans on from each open delimiter to the end of its text: these pages took
+    # 3 to 4.8 s through it (1 MB of "\\(" minutes); few elements and few Markdown characters,
+    # so no other bound routes them.
+    body = delimiters_html(kind, size)
+    result, cpu = cpu_convert(body)
+    assert html_to_markdown(body.decode(), URL).extractor == "full"
+    assert "Plain words of an article" in result.text
+    assert len(result.text) > 0.9 * size
+    assert cpu < CPU_BOUND_S
+
+
+def test_math_closed_as_it_opens_stays_with_trafilatura() -> None:
+    # Paired delimiters cost one scan each: 3,000 formulas are no reason to route the page,
+    # and trafilatura writes them as Markdown math.
+    formulas = " ".join(f"where \\(x_{{{i}}} + y\\) holds" for i in range(3_000))
+    prose = "<p>Plain words of an article about rivers and owls, told at length.</p>" * 20
+    page = f"<html><body><main>{prose}<p>{formulas}</p></main></body></html>"
+    result = html_to_markdown(page, URL)
+    assert result.extractor == "main"
+    assert "$x_{2999} + y$" in result.markdown
+
+
+def test_the_rescan_bound_counts_openers_closed_only_in_a_later_text() -> None:
+    # trafilatura scans each text node on its own: openers whose closer lies in another node
+    # scan to their node's end, so the bound takes the whole page's text as one.
+    assert _rescanned("\\( " * 10_000 + "\\)") > 10_000_000
+    assert _rescanned(" ".join(["\\(x\\)"] * 100_000)) < 1_000_000
+    runs = " ".join("`" * i for i in range(1, 30))  # no run has another of its length after it
+    assert _rescanned(runs + " y" * 500_000) > 10_000_000
+    assert _rescanned(" ".join(["`a`"] * 100_000)) < 1_000_000
+    assert _rescanned("*" + "\\" * 5_000) > 10_000_000
+    assert _rescanned("no delimiters here " * 50_000) == 0
 
 
 def test_a_tag_of_90000_attributes_keeps_its_first_and_the_page_its_words() -> None:

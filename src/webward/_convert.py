@@ -282,6 +282,24 @@ _MAX_ESCAPED_CHARS = 50_000
 _MAX_MAIN_ATTRIBUTES = 10_000
 _MAX_MAIN_ATTRIBUTE_CHARS = 250_000
 _ESCAPED_CHARS = ("*", "_", "`", "~", "[", "]", "<")  # trafilatura's _INLINE_SPECIAL_CHARS
+# Three patterns of trafilatura's Markdown pass (2.3) scan ahead from each delimiter to its
+# closer, and start again from the next one when there is none, so their time grows with the
+# square of the text a delimiter is left open in: LaTeX math openers "\(" and "\[" without
+# their closers (an 80 kB paragraph of "\(" took 3.2 s, a 1 MB one minutes), a run of
+# backslashes not ending in the Markdown character being escaped (20,000 backslashes 0.12 s),
+# and a run of backticks in link text with no run of its length after it (800 runs of distinct
+# lengths, 1.8 s). :func:`_rescanned` bounds, in one pass, the characters they would scan;
+# past :data:`_MAX_RESCANNED_CHARS` (about 0.1 s at their slowest) html-to-markdown, whose
+# patterns run in linear time, reads the page. No development page comes near it (their texts
+# hold no math delimiter, at most 2 backslashes and 11 backticks).
+_MAX_RESCANNED_CHARS = 10_000_000
+# (opener, where trafilatura finds it, closer); "\\[" opens only after a space or at the start.
+_MATH_DELIMITERS = (
+    ("\\(", re.compile(r"\\\("), "\\)"),
+    ("\\[", re.compile(r"(?<!\S)\\\["), "\\]"),
+)
+_BACKSLASH_RUN = re.compile(r"\\{2,}")
+_BACKTICK_RUN = re.compile(r"`+")
 # The elements a page marks its main content with, and how many (outermost) are measured.
 _MAIN_TAGS = ("main", "article")
 _MAX_MAIN_CANDIDATES = 64
@@ -877,7 +895,53 @@ def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
         or sum(map(page_text.count, _ESCAPED_CHARS)) > _MAX_ESCAPED_CHARS
         or tree.xpath("count(//@*)") > _MAX_MAIN_ATTRIBUTES
         or sum(map(len, tree.xpath("//@*"))) > _MAX_MAIN_ATTRIBUTE_CHARS
+        or _rescanned(page_text) > _MAX_RESCANNED_CHARS
     )
+
+
+def _rescanned(text: str, limit: int = _MAX_RESCANNED_CHARS) -> int:
+    """An upper bound on the characters trafilatura's delimiter patterns scan in ``text``
+    (see :data:`_MAX_RESCANNED_CHARS`), counted until it passes ``limit``. Each opener is
+    taken to scan to the first closer after it, or to the end, as if no pair were matched and
+    every text node ran on to the end of the page: trafilatura's nodes and lines are parts of
+    it, so the bound holds however the page splits its text."""
+    size = len(text)
+    total = 0
+    # Each check below first bounds its count from a count in C: most pages skip all three.
+    for opener, pattern, closer in _MATH_DELIMITERS:
+        if text.count(opener) * size <= limit:
+            continue
+        next_closer = -1
+        for found in pattern.finditer(text):
+            start = found.start()
+            if next_closer != size and next_closer < start:
+                next_closer = text.find(closer, start + 3)  # math holds a character
+                if next_closer < 0:
+                    next_closer = size
+            total += next_closer - start
+            if total > limit:
+                return total
+    backslashes = text.count("\\")
+    if backslashes * backslashes * len(_ESCAPED_CHARS) > limit:
+        # A run tried at each of its backslashes backs off over the rest of it, for each
+        # Markdown character the text holds.
+        present = sum(ch in text for ch in _ESCAPED_CHARS)
+        for found in _BACKSLASH_RUN.finditer(text):
+            run = found.end() - found.start()
+            total += run * run // 2 * present
+            if total > limit:
+                return total
+    if text.count("`") * size > limit:
+        runs = [
+            (found.start(), found.end() - found.start()) for found in _BACKTICK_RUN.finditer(text)
+        ]
+        after: dict[int, int] = {}  # run length -> where the next run of that length starts
+        for start, length in reversed(runs):
+            total += after.get(length, size) - start
+            after[length] = start
+            if total > limit:
+                return total
+    return total
 
 
 def _skip_block(text: str, lowered: str, start: int, tag: str) -> int:
