@@ -32,6 +32,8 @@ from hostile import (
     huge_line_html,
     many_pages_pdf,
     markdown_chars_html,
+    marked_line_html,
+    non_word_html,
     page_tree_pdf,
     paragraphs_html,
     shared_stream_pdf,
@@ -47,8 +49,11 @@ from test_gateway import FETCH_PATH, assert_error, auth, load, loopback_web, run
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._convert import (
+    _MAX_LINE_MARKS,
     MAX_READING_CHARS,
     _bound_attributes,
+    _break_long_lines,
+    _filtered,
     _rescanned,
     convert,
     html_to_markdown,
@@ -277,6 +282,117 @@ def test_the_rescan_bound_counts_openers_closed_only_in_a_later_text() -> None:
     assert _rescanned(" ".join(["`a`"] * 100_000)) < 1_000_000
     assert _rescanned("*" + "\\" * 5_000) > 10_000_000
     assert _rescanned("no delimiters here " * 50_000) == 0
+
+
+_MARK_TEXT = {"link": "[link](https://example.com/x)", "code": "`c`", "emphasis": "*e*"}
+
+
+@pytest.mark.parametrize("holder", [b"p", b"li"])
+@pytest.mark.parametrize(
+    ("mark", "size"),
+    # Emphasis is shorter: 990 kB of it is more elements than Markdown conversion takes.
+    [("link", 990_000), ("code", 990_000), ("emphasis", 750_000)],
+)
+def test_a_line_of_thousands_of_marks_is_broken_and_keeps_every_mark(
+    mark: str, size: int, holder: bytes
+) -> None:
+    # html-to-markdown spends time on each mark in proportion to its line: 36,000 links on one
+    # line took 1.3 s in a paragraph, 3.1 s in a list item. A break every _MAX_LINE_MARKS.
+    body = marked_line_html(mark, holder, size)
+    result, cpu = cpu_convert(body)
+    written = _MARK_TEXT[mark]
+    assert result.text.count(written) == body.count(b"word <")  # every mark, as a mark
+    assert max(line.count(written) for line in result.text.splitlines()) == _MAX_LINE_MARKS
+    assert cpu < CPU_BOUND_S
+
+
+def _breaks(html: str) -> tuple[int, str]:
+    """The ``<br>``s that _break_long_lines adds to ``html``, and the page it leaves."""
+    import lxml.html
+
+    tree = lxml.html.fromstring(html)
+    before = len(tree.findall(".//br"))
+    _break_long_lines(tree)
+    return len(tree.findall(".//br")) - before, lxml.html.tostring(tree, encoding="unicode")
+
+
+_LINK = 'word <a href="/x">link</a> '
+
+
+@pytest.mark.parametrize(
+    ("page", "breaks"),
+    [
+        (f"<p>{_LINK * 1_200}</p>", 2),
+        # Elements that are not marks (a custom element around the whole application, a
+        # <span>, an old page's <font>) neither end a line nor hide the lines in them.
+        (f"<app-root><x-view><p>{_LINK * 1_200}</p></x-view></app-root>", 2),
+        (f"<p><span>{_LINK * 1_200}</span></p>", 2),
+        (f"<font><p>{_LINK * 400}</p><p>{_LINK * 400}</p></font>", 0),
+        (f"<p>{_LINK * 400}</p><p>{_LINK * 400}</p>", 0),  # each paragraph its own line
+        (f"<p>{(_LINK + '<div></div>') * 1_200}</p>", 0),
+        (f"<p>{(_LINK * 100 + '<br>') * 12}</p>", 0),
+        # In a mark, html-to-markdown flattens a block into the line: it does not end it.
+        (f"<p>{(_LINK + '<a href=/y><div>d</div></a>') * 600}</p>", 2),
+        (f"<p>{(_LINK + '<b>b<div></div></b>') * 600}</p>", 2),
+        (f"<pre>{_LINK * 1_200}</pre>", 0),  # a code block's lines are the page's own
+    ],
+    ids=[
+        "paragraph",
+        "custom",
+        "span",
+        "font",
+        "paragraphs",
+        "blocks",
+        "brs",
+        "in-link",
+        "in-emphasis",
+        "pre",
+    ],
+)
+def test_a_break_goes_where_a_markdown_line_passes_the_mark_bound(page: str, breaks: int) -> None:
+    added, _ = _breaks(f"<html><body>{page}</body></html>")
+    assert added == breaks
+
+
+def test_marks_nested_past_the_bound_in_one_element_become_plain_text() -> None:
+    added, html = _breaks(f"<html><body><p><b>{_LINK * 1_200}</b></p></body></html>")
+    assert added == 1  # after the <b>, where the line can end
+    assert html.count('<a href="/x">link</a>') == _MAX_LINE_MARKS
+    assert html.count("<span>link</span>") == 1_200 - _MAX_LINE_MARKS  # their words kept
+
+
+@pytest.mark.parametrize("unit", [b"#", b"-", b"$", b"="])
+def test_runs_of_non_word_characters_go_to_html_to_markdown(unit: bytes) -> None:
+    body = non_word_html(unit)
+    result, cpu = cpu_convert(body)
+    assert html_to_markdown(body.decode(), URL).extractor == "full"
+    assert result.text.count(unit.decode()) > 0.9 * len(body)
+    assert cpu < CPU_BOUND_S
+
+
+def test_the_filter_bound_counts_only_long_runs_on_one_line() -> None:
+    assert _filtered("#" * 999) == 0
+    assert _filtered("#" * 1_000) == 1_000
+    assert _filtered(("-" * 600 + "\n") * 1_000) == 0  # each line backs over its own run
+    assert _filtered("a " * 100_000) == 0
+    # Runs just short of the bound count nothing, and are scanned once, not once a character.
+    assert _filtered(("#" * 999 + "a") * 990) == 0
+    body = non_word_html(b"#" * 999 + b"a")
+    result, cpu = cpu_convert(body)
+    assert result.text.count("#") > 0.9 * len(body)
+    assert cpu < CPU_BOUND_S
+
+
+def test_a_first_reading_without_words_is_not_read_again(monkeypatch: Any) -> None:
+    # A second reading wins only by holding the first one's words: with none, it cannot.
+    import webward._convert as conv
+
+    second: list[Any] = []
+    monkeypatch.setattr(conv, "_second_reading", lambda tree: second.append(tree) or "")
+    page = "<html><body><pre>" + "-\n" * 20_000 + "</pre></body></html>"
+    result = html_to_markdown(page, URL)
+    assert result.extractor == "main" and result.markdown.count("-") == 20_000
+    assert second == []
 
 
 def test_a_tag_of_90000_attributes_keeps_its_first_and_the_page_its_words() -> None:

@@ -300,6 +300,98 @@ _MATH_DELIMITERS = (
 )
 _BACKSLASH_RUN = re.compile(r"\\{2,}")
 _BACKTICK_RUN = re.compile(r"`+")
+# trafilatura's text filter matches every line of every text against a pattern opening with
+# r"\W*" before 24 alternatives, so a line's leading run of non-word characters is backed over
+# once per alternative: a 1 MB paragraph of "#" took 0.16 s a pass, 0.7 s with the second
+# readings. Past :data:`_MAX_FILTERED_CHARS` characters in such runs (counting every run of at
+# least :data:`_MIN_FILTERED_RUN` on a line, leading or not) html-to-markdown reads the page;
+# no development page holds a single run that long.
+_MAX_FILTERED_CHARS = 100_000
+_MIN_FILTERED_RUN = 1_000
+_NON_WORD = r"[^\w\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"  # nor str.splitlines' breaks
+# Tried only where a run starts: tried inside one too, each shorter run would be scanned again
+# from each of its characters (1 MB of runs of 999 took 7 s).
+_NON_WORD_RUN = re.compile(rf"(?<!{_NON_WORD}){_NON_WORD}{{{_MIN_FILTERED_RUN},}}")
+# html-to-markdown (3.x) spends time on each inline mark (link, emphasis, code...) in
+# proportion to the Markdown line it ends, so a line's cost grows with the square of its
+# marks: 36,000 links in one paragraph took 1.3 s, in one list item 3.1 s. A line break
+# after every :data:`_MAX_LINE_MARKS` marks keeps that linear (0.3 s for either, through the
+# whole converter); only lines that long get one (the development pages have at most 26).
+_MAX_LINE_MARKS = 500
+# What it marks (others, such as <span>, <sub> or <u>, cost it nothing per line).
+_MARK_TAGS = frozenset(
+    {
+        "a",
+        "b",
+        "strong",
+        "i",
+        "em",
+        "code",
+        "kbd",
+        "samp",
+        "tt",
+        "var",
+        "dfn",
+        "mark",
+        "del",
+        "s",
+        "strike",
+        "q",
+        "abbr",
+    }
+)
+# What ends a Markdown line, unless a mark (or a <label>) holds it: html-to-markdown then
+# flattens it into the mark's text (a <div> in a link, an empty one in emphasis, a <br> at
+# the end of code), so it ends nothing.
+_LINE_TAGS = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "caption",
+        "center",
+        "details",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "legend",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+    }
+)
+_FLATTENING_TAGS = _MARK_TAGS | {"label"}
+# Counted tag by tag: libxml2 merges the node sets of a union ("//a|//b") in quadratic time.
+_MARKS_PRESENT = " + ".join(f"count(//{tag})" for tag in sorted(_MARK_TAGS))
 # The elements a page marks its main content with, and how many (outermost) are measured.
 _MAIN_TAGS = ("main", "article")
 _MAX_MAIN_CANDIDATES = 64
@@ -828,10 +920,56 @@ def _main_container(tree: Any, visible: int) -> Any:
     return best if most >= _MAIN_CONTAINER_SHARE * visible else tree
 
 
+def _break_long_lines(tree: Any) -> None:
+    """A ``<br>`` after every :data:`_MAX_LINE_MARKS` inline marks that html-to-markdown would
+    put on one Markdown line (see there), so that its time stays linear in the page.
+
+    A line runs until an element of :data:`_LINE_TAGS` that no mark holds; counting marks
+    nested in marks too, the count never falls short of the line's. The break goes after a
+    mark that no other holds, where it ends the line; marks nested past the bound inside one
+    become plain ``<span>``s instead (their text kept; renamed in place, since unwrapping
+    searches the parent's children and would be quadratic again). Nothing inside ``<pre>``,
+    whose lines are the page's own, is counted or changed."""
+    import lxml.etree
+
+    if tree.xpath(_MARKS_PRESENT) <= _MAX_LINE_MARKS:
+        return  # most pages: no line can hold that many
+    marks = 0
+    flat = 0  # marks (and labels) open around this point
+    pre = 0
+    breaks: list[Any] = []
+    for event, element in lxml.etree.iterwalk(tree, events=("start", "end")):
+        tag = element.tag
+        if tag == "pre":
+            pre += 1 if event == "start" else -1
+        elif pre:
+            continue
+        elif tag in _FLATTENING_TAGS:
+            if event == "start":
+                flat += 1
+                continue
+            flat -= 1
+            if tag in _MARK_TAGS:
+                if marks >= _MAX_LINE_MARKS and flat:
+                    element.tag = "span"
+                    element.attrib.clear()
+                    continue
+                marks += 1
+            if marks >= _MAX_LINE_MARKS and not flat:
+                breaks.append(element)
+                marks = 0
+            continue
+        if tag in _LINE_TAGS and not flat:
+            marks = 0
+    for element in breaks:
+        element.addnext(lxml.etree.Element("br"))  # the element keeps its tail before it
+
+
 def _full_page(tree: Any) -> str:
     import lxml.html
 
     try:
+        _break_long_lines(tree)
         return _h2m(lxml.html.tostring(tree, encoding="unicode"))
     except Exception:  # the last resort below still gives the page's words
         body = tree.find("body")
@@ -887,8 +1025,9 @@ def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
     past what trafilatura converts quickly: more than :data:`_MAX_MAIN_ELEMENTS` elements,
     nested more than :data:`_MAX_MAIN_DEPTH` deep, more than :data:`_MAX_ESCAPED_CHARS`
     characters to escape, or more than :data:`_MAX_MAIN_ATTRIBUTES` attributes or
-    :data:`_MAX_MAIN_ATTRIBUTE_CHARS` characters of them. XPath in libxml2 and string counts
-    in C, no walk in Python."""
+    :data:`_MAX_MAIN_ATTRIBUTE_CHARS` characters of them, or text that trafilatura's patterns
+    would scan too long (:func:`_rescanned`, :func:`_filtered`). XPath in libxml2 and string
+    counts in C, no walk in Python."""
     return (
         elements > _MAX_MAIN_ELEMENTS
         or bool(tree.xpath(_TOO_DEEP_PATH))
@@ -896,7 +1035,15 @@ def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
         or tree.xpath("count(//@*)") > _MAX_MAIN_ATTRIBUTES
         or sum(map(len, tree.xpath("//@*"))) > _MAX_MAIN_ATTRIBUTE_CHARS
         or _rescanned(page_text) > _MAX_RESCANNED_CHARS
+        or _filtered(page_text) > _MAX_FILTERED_CHARS
     )
+
+
+def _filtered(text: str) -> int:
+    """Characters in runs of non-word characters on a line, of at least
+    :data:`_MIN_FILTERED_RUN` each: an upper bound on what trafilatura's text filter backs over
+    (see :data:`_MAX_FILTERED_CHARS`). Counted in C; most pages have no such run."""
+    return sum(map(len, _NON_WORD_RUN.findall(text)))
 
 
 def _rescanned(text: str, limit: int = _MAX_RESCANNED_CHARS) -> int:
@@ -1045,12 +1192,15 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         full = tidy_markdown(_full_page(spare))
         if len(full) > len(markdown):
             markdown, extractor = full, "full"
-    elif second_pass and _has_room(
-        spare, page_text, _ROOM_FOR_SECOND * _count_words(_unlinked(markdown))
+    elif (
+        second_pass
+        and (words := _count_words(_unlinked(markdown)))
+        and _has_room(spare, page_text, _ROOM_FOR_SECOND * words)
     ):
         # The page has room for a reading well over half again as long (only then can the
-        # second one win, so on most pages it never runs): trafilatura may have dropped part
-        # of the article, and readability-lxml, which scores blocks differently, may keep it.
+        # second one win, so on most pages it never runs; nor when the first has no word to
+        # hold, see _longer_reading): trafilatura may have dropped part of the article, and
+        # readability-lxml, which scores blocks differently, may keep it.
         second = _second_reading(spare)
         if _longer_reading(markdown, second):
             markdown, extractor = second, "readability"
