@@ -370,3 +370,12 @@ def non_word_html(unit: bytes = b"#", size: int = 990_000) -> bytes:
     """A paragraph of one non-word character: trafilatura's text filter backs over the run once
     for each of its 24 patterns (0.16 s a pass for 1 MB, 0.7 s with the second readings)."""
     return _fill(_HEAD + b"<p>", unit, size)
+
+
+def nested_paragraphs_html(levels: int = 10, words: int = 12_000) -> bytes:
+    """``levels`` ``<div>``s nested, each holding a paragraph of ``words`` words: the second
+    readings (trafilatura's fallback, readability-lxml) read each candidate's whole text, so
+    their time grows with the text times its depth (1 s for ten paragraphs of 109 kB)."""
+    text = " ".join(f"word{i}" for i in range(words)).encode()
+    nest = b"".join(b"<div><p>" + text + b"</p>" for _ in range(levels)) + b"</div>" * levels
+    return _HEAD + nest + _TAIL

@@ -33,6 +33,7 @@ from hostile import (
     many_pages_pdf,
     markdown_chars_html,
     marked_line_html,
+    nested_paragraphs_html,
     non_word_html,
     page_tree_pdf,
     paragraphs_html,
@@ -53,7 +54,9 @@ from webward._convert import (
     MAX_READING_CHARS,
     _bound_attributes,
     _break_long_lines,
+    _candidate_text,
     _filtered,
+    _parse,
     _rescanned,
     convert,
     html_to_markdown,
@@ -393,6 +396,41 @@ def test_a_first_reading_without_words_is_not_read_again(monkeypatch: Any) -> No
     result = html_to_markdown(page, URL)
     assert result.extractor == "main" and result.markdown.count("-") == 20_000
     assert second == []
+
+
+@pytest.mark.parametrize(("words", "second"), [(12_000, "full"), (2_000, "readability")])
+def test_text_in_many_nested_candidates_is_read_again_by_html_to_markdown(
+    monkeypatch: Any, words: int, second: str
+) -> None:
+    # readability-lxml reads each candidate's whole text: ten nested paragraphs of 109 kB took
+    # 1 s in the second readings. html-to-markdown reads them instead, keeping every one; of
+    # 18 kB, far within the bound, the second readings still run.
+    import webward._convert as conv
+
+    readability: list[Any] = []
+    second_reading = conv._second_reading
+
+    def recording(tree: Any) -> str:
+        readability.append(tree)
+        return second_reading(tree)
+
+    monkeypatch.setattr(conv, "_second_reading", recording)
+    result = html_to_markdown(nested_paragraphs_html(10, words).decode(), URL)
+    assert result.extractor == second
+    assert bool(readability) is (second == "readability")
+    assert result.markdown.count(f"word{words - 1}") == 10  # every level's paragraph
+
+
+def test_the_candidate_text_counts_each_candidate_s_whole_text() -> None:
+    def counted(body: str) -> int:
+        tree, _ = _parse(f"<html><body>{body}</body></html>")
+        return _candidate_text(tree)
+
+    assert counted("<p>abc</p>") == 6  # its parent <body> and grandparent <html>
+    assert counted("<div><p>abc</p></div>") == 6  # the <div>, and <body> its grandparent
+    assert counted("<div><div><p>abc</p></div></div>") == 9  # each <div> is one
+    assert counted("<div><span>abc</span></div>") == 6  # no paragraph: the <div> and <body>
+    assert _candidate_text(_parse(nested_paragraphs_html().decode())[0]) > 5_000_000
 
 
 def test_a_tag_of_90000_attributes_keeps_its_first_and_the_page_its_words() -> None:

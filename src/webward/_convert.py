@@ -404,6 +404,21 @@ _MAIN_CONTAINER_SHARE = 0.2
 #: readability-lxml's reading) costs about as much as the first; they run only on pages of at
 #: most this many elements (on the development pages, none above 771 elements needed one).
 _MAX_SECOND_PASS_ELEMENTS = 1_000
+#: trafilatura's fallback and readability-lxml read the whole text of every candidate for the
+#: article (each parent and grandparent of a paragraph, each ``<div>``, table or list in it)
+#: with regular expressions, at up to 190 ns a character of whitespace-heavy text: ten nested
+#: ``<div>``s, each holding a paragraph of 109 kB, took 1 s in the second passes, three of
+#: 490 kB 0.7 s. Second passes run only while that text, counted once for each candidate
+#: (:func:`_candidate_text`), stays within this: pages near it took at most 0.3 s, the
+#: development pages hold at most 1.03 million (0.06 s). Past it, trafilatura's deficient first
+#: reading is kept (as on heavier pages), and html-to-markdown's reading of the main container
+#: (a heavy page's reading, 0.1 s for 1 MB) stands in for readability-lxml's.
+_MAX_CANDIDATE_TEXT = 1_500_000
+# What readability-lxml reads as a candidate whatever it holds (its sanitizing pass).
+_CANDIDATE_TAGS = frozenset(
+    {"body", "div", "table", "ul", "section", "article", "aside", "header", "footer", "main"}
+)
+_PARAGRAPH_TAGS = ("p", "pre", "td")  # whose parents and grandparents are candidates
 # An element below _MAX_MAIN_DEPTH others (the root, <html>, is at depth 1).
 _TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
 # For the parser-free reading of a page nested too deep.
@@ -1039,6 +1054,30 @@ def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
     )
 
 
+def _candidate_text(tree: Any) -> int:
+    """The text of every candidate readability-lxml weighs (see :data:`_MAX_CANDIDATE_TEXT`),
+    each candidate's whole text counted: one walk, each element's text length summed into its
+    parent's as it ends. Run only on pages of at most :data:`_MAX_SECOND_PASS_ELEMENTS`
+    elements."""
+    import lxml.etree
+
+    total = 0
+    open_elements: list[list[Any]] = []  # [text length so far, whether a candidate]
+    for event, element in lxml.etree.iterwalk(tree, events=("start", "end")):
+        if event == "start":
+            open_elements.append([len(element.text or ""), element.tag in _CANDIDATE_TAGS])
+            continue
+        size, candidate = open_elements.pop()
+        if candidate:
+            total += size
+        if open_elements:
+            open_elements[-1][0] += size + len(element.tail or "")
+            if element.tag in _PARAGRAPH_TAGS:
+                for holder in open_elements[-2:]:
+                    holder[1] = True
+    return total
+
+
 def _filtered(text: str) -> int:
     """Characters in runs of non-word characters on a line, of at least
     :data:`_MIN_FILTERED_RUN` each: an upper bound on what trafilatura's text filter backs over
@@ -1185,6 +1224,10 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     extractor = "main"
     kept = _solid(markdown)
     second_pass = elements <= _MAX_SECOND_PASS_ELEMENTS
+    # Too much text in nested candidates for the second readings (measured on the spare:
+    # trafilatura has pruned ``tree``): html-to-markdown's reading stands in for readability's.
+    quick_second = second_pass and _candidate_text(spare) > _MAX_CANDIDATE_TEXT
+    second_pass = second_pass and not quick_second
     if second_pass and _deficient(markdown, kept, visible):
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True))
         kept = _solid(markdown)
@@ -1193,7 +1236,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         if len(full) > len(markdown):
             markdown, extractor = full, "full"
     elif (
-        second_pass
+        (second_pass or quick_second)
         and (words := _count_words(_unlinked(markdown)))
         and _has_room(spare, page_text, _ROOM_FOR_SECOND * words)
     ):
@@ -1201,9 +1244,13 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # second one win, so on most pages it never runs; nor when the first has no word to
         # hold, see _longer_reading): trafilatura may have dropped part of the article, and
         # readability-lxml, which scores blocks differently, may keep it.
-        second = _second_reading(spare)
+        if second_pass:
+            second, name = _second_reading(spare), "readability"
+        else:
+            second = tidy_markdown(_full_page(_main_container(spare, visible)))
+            name = "full"
         if _longer_reading(markdown, second):
-            markdown, extractor = second, "readability"
+            markdown, extractor = second, name
     if not markdown:
         extractor = ""
     return HtmlResult(title=title, markdown=markdown, links=links, extractor=extractor)
