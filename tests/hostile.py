@@ -379,3 +379,25 @@ def nested_paragraphs_html(levels: int = 10, words: int = 12_000) -> bytes:
     text = " ".join(f"word{i}" for i in range(words)).encode()
     nest = b"".join(b"<div><p>" + text + b"</p>" for _ in range(levels)) + b"</div>" * levels
     return _HEAD + nest + _TAIL
+
+
+def label_runs_html(runs: int = 50, words: int = 2_600) -> bytes:
+    """Text after ``<label>``s, in no paragraph: trafilatura's quick reading is deficient, and
+    its whole cascade falls back to justext, which normalises each token's whitespace with a
+    Python call, five times over (0.95 s for 50 runs of 2,800 words)."""
+    run = b" - ".join(b"w%d" % i for i in range(words))
+    return _HEAD + (b"<label>x</label>" + run) * runs + _TAIL
+
+
+def entity_text_html(repeats: int = 110_000, unit: bytes = b"w538&amp;") -> bytes:
+    """One text of ``repeats`` entities after a block inside an inline element, on a page of
+    more than 2,000 elements (read by html-to-markdown): its entity decoding grows with their
+    number times the text's length (0.55 s for 110,000)."""
+    return _HEAD + b"<div>y</div>" * 2_100 + b"<x-app><div>x</div></x-app>" + unit * repeats + _TAIL
+
+
+def nested_pre_html(depth: int = 900, size: int = 200_000) -> bytes:
+    """``depth`` ``<pre>``s nested, each holding its share of ``size`` bytes of short lines:
+    html-to-markdown reads each block inside the others again (0.7 s for 200 kB 900 deep)."""
+    lines = b"w1 \n " * max(1, size // depth // 5)
+    return _HEAD + (b"<pre>" + lines) * depth + b"</pre>" * depth + _TAIL

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import re
 import threading
@@ -28,12 +29,15 @@ from hostile import (
     deep_list_html,
     deep_quote_html,
     delimiters_html,
+    entity_text_html,
     fragment_links_html,
     huge_line_html,
+    label_runs_html,
     many_pages_pdf,
     markdown_chars_html,
     marked_line_html,
     nested_paragraphs_html,
+    nested_pre_html,
     non_word_html,
     page_tree_pdf,
     paragraphs_html,
@@ -47,8 +51,9 @@ from hostile import (
 from localserver import respond, serve
 from mcp import Client
 from test_gateway import FETCH_PATH, assert_error, auth, load, loopback_web, running_gateway
+from test_reading_choice import record_readings
 
-from webward import Refused, Settings, StaticResolver, UpstreamError, Web
+from webward import Refused, Settings, StaticResolver, UpstreamError, Web, _convert
 from webward._convert import (
     _MAX_LINE_MARKS,
     MAX_READING_CHARS,
@@ -56,8 +61,12 @@ from webward._convert import (
     _break_long_lines,
     _candidate_text,
     _filtered,
+    _flatten_nested_pre,
     _parse,
+    _pieces,
     _rescanned,
+    _split_entity_html,
+    _split_entity_texts,
     convert,
     html_to_markdown,
     tidy_markdown,
@@ -388,10 +397,8 @@ def test_the_filter_bound_counts_only_long_runs_on_one_line() -> None:
 
 def test_a_first_reading_without_words_is_not_read_again(monkeypatch: Any) -> None:
     # A second reading wins only by holding the first one's words: with none, it cannot.
-    import webward._convert as conv
-
     second: list[Any] = []
-    monkeypatch.setattr(conv, "_second_reading", lambda tree: second.append(tree) or "")
+    monkeypatch.setattr(_convert, "_second_reading", lambda tree: second.append(tree) or "")
     page = "<html><body><pre>" + "-\n" * 20_000 + "</pre></body></html>"
     result = html_to_markdown(page, URL)
     assert result.extractor == "main" and result.markdown.count("-") == 20_000
@@ -405,16 +412,14 @@ def test_text_in_many_nested_candidates_is_read_again_by_html_to_markdown(
     # readability-lxml reads each candidate's whole text: ten nested paragraphs of 109 kB took
     # 1 s in the second readings. html-to-markdown reads them instead, keeping every one; of
     # 18 kB, far within the bound, the second readings still run.
-    import webward._convert as conv
-
     readability: list[Any] = []
-    second_reading = conv._second_reading
+    second_reading = _convert._second_reading
 
     def recording(tree: Any) -> str:
         readability.append(tree)
         return second_reading(tree)
 
-    monkeypatch.setattr(conv, "_second_reading", recording)
+    monkeypatch.setattr(_convert, "_second_reading", recording)
     result = html_to_markdown(nested_paragraphs_html(10, words).decode(), URL)
     assert result.extractor == second
     assert bool(readability) is (second == "readability")
@@ -431,6 +436,62 @@ def test_the_candidate_text_counts_each_candidate_s_whole_text() -> None:
     assert counted("<div><div><p>abc</p></div></div>") == 9  # each <div> is one
     assert counted("<div><span>abc</span></div>") == 6  # no paragraph: the <div> and <body>
     assert _candidate_text(_parse(nested_paragraphs_html().decode())[0]) > 5_000_000
+
+
+@pytest.mark.parametrize(("words", "whole_cascade"), [(2_600, False), (200, True)])
+def test_a_page_of_many_tokens_skips_trafilatura_s_whole_cascade(
+    monkeypatch: pytest.MonkeyPatch, words: int, whole_cascade: bool
+) -> None:
+    # Text in no paragraph, so the quick reading is deficient: 280,000 tokens took 0.95 s in
+    # justext; 20,000 are within the bound and still get the whole cascade.
+    passes = record_readings(monkeypatch)
+    result = html_to_markdown(label_runs_html(50, words).decode(), URL)
+    assert any(passes) is whole_cascade
+    assert result.markdown.count(f"w{words - 1}") == 50  # every run read
+
+
+@pytest.mark.parametrize("unit", [b"w538&amp;", "w538\xa0".encode(), "w538\xa9".encode()])
+def test_texts_of_many_entities_are_split_and_read_the_same(unit: bytes) -> None:
+    import lxml.html
+
+    body = entity_text_html(110_000, unit)
+    result, cpu = cpu_convert(body)
+    assert result.text.count("w538") == 110_000
+    assert cpu < CPU_BOUND_S
+    # The same Markdown as the one long text gives (html-to-markdown reads an empty <span> as
+    # nothing), each text now short.
+    tree, _ = _parse(body.decode())
+    whole = lxml.html.tostring(tree, encoding="unicode")
+    _split_entity_texts(tree)
+    split = lxml.html.tostring(tree, encoding="unicode")
+    assert split.count("<span></span>") > 250  # 550,000 characters
+    assert max(len(t) for t in tree.xpath("//text()")) <= 2_000
+    assert _convert._h2m(split) == _convert._h2m(whole)
+    # A serialized reading (readability-lxml's) is split the same way, and left as it is
+    # when it has no such text.
+    assert _split_entity_html(whole).count("<span></span>") == split.count("<span></span>")
+    plain = "<div>" + "<p>a &amp; b</p>" * 100 + "</div>"  # many entities, in short texts
+    assert _split_entity_html(plain) is plain
+
+
+def test_preformatted_text_nested_in_itself_is_read_as_one_block() -> None:
+    body = nested_pre_html()
+    result, cpu = cpu_convert(body)
+    assert result.text.count("w1") == body.count(b"w1")
+    assert result.text.count("```") == 2  # one code block, opened and closed
+    assert cpu < CPU_BOUND_S
+    tree, _ = _parse(body.decode())
+    _flatten_nested_pre(tree)
+    assert len(tree.xpath("//pre")) == 1 and len(tree.xpath("//pre/span")) == 1
+
+
+def test_a_text_is_cut_between_letters_or_digits_where_it_has_them() -> None:
+    text = "word & " * 1_000
+    pieces = _pieces(text)
+    assert "".join(pieces) == text
+    assert all(len(p) <= 2_000 for p in pieces)
+    assert all(p[-1].isalnum() and q[0].isalnum() for p, q in itertools.pairwise(pieces))
+    assert [len(p) for p in _pieces("& " * 3_000)] == [2_000, 2_000, 2_000]  # no pair: cut
 
 
 def test_a_tag_of_90000_attributes_keeps_its_first_and_the_page_its_words() -> None:

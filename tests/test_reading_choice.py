@@ -179,14 +179,8 @@ def test_link_targets_are_not_words() -> None:
     assert not _convert._longer_reading(main, linked)
 
 
-def test_trafilatura_compares_readings_only_when_its_quick_one_is_deficient(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """trafilatura's full cascade (its readability and justext comparison) runs only when its
-    quick reading is deficient: an ordinary article is read once, a page laid out in a table
-    (the quick reading is a table and no paragraph) is read again with the cascade, unless
-    the table is past the bound of the second passes (1,400 elements), where each pass costs
-    a fifth of a second and more: its quick reading stands."""
+def record_readings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """trafilatura's readings from here on, each as whether it was its whole cascade."""
     runs: list[bool] = []
     real = _convert._main_content
 
@@ -195,6 +189,18 @@ def test_trafilatura_compares_readings_only_when_its_quick_one_is_deficient(
         return real(tree, careful)
 
     monkeypatch.setattr(_convert, "_main_content", recording)
+    return runs
+
+
+def test_trafilatura_compares_readings_only_when_its_quick_one_is_deficient(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """trafilatura's full cascade (its readability and justext comparison) runs only when its
+    quick reading is deficient: an ordinary article is read once, a page laid out in a table
+    (the quick reading is a table and no paragraph) is read again with the cascade, unless
+    the table is past the bound of the second passes (1,400 elements), where each pass costs
+    a fifth of a second and more: its quick reading stands."""
+    runs = record_readings(monkeypatch)
     paragraphs = "".join(f"<p>{words(i, 60)}</p>" for i in range(6))
     html_to_markdown(f"<html><body><article>{paragraphs}</article></body></html>", URL)
     assert runs == [False]

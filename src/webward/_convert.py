@@ -419,6 +419,23 @@ _CANDIDATE_TAGS = frozenset(
     {"body", "div", "table", "ul", "section", "article", "aside", "header", "footer", "main"}
 )
 _PARAGRAPH_TAGS = ("p", "pre", "td")  # whose parents and grandparents are candidates
+#: justext, in trafilatura's whole cascade, normalises a paragraph's whitespace with a Python
+#: call for each run, five times over: about 5 µs a token (a 1 MB page of 280,000 tokens took
+#: 1.5 s). Second passes run only on pages of at most this many (whitespace-separated) tokens;
+#: the development pages have at most 14,331.
+_MAX_SECOND_PASS_TOKENS = 40_000
+# html-to-markdown (3.x), on a page with a block inside an inline element (a <p> in a <span>,
+# a <div> in a custom element), handles each "&" of a text (every entity: "<" and ">" are
+# written as ones) and each character from U+0080 to U+00BF (a no-break space, "©", "«"...) in
+# time that grows with the text's length: 1 MB of "w1&amp;" in one text took 0.55 s, of
+# "w1\xa0" 1.5 s. A text holding at least _MIN_SPLIT_ENTITIES of them is split, by empty
+# <span>s, into pieces of at most _MAX_ENTITY_TEXT characters, cut between two letters or
+# digits where the piece has them (elsewhere a cut can change a line's whitespace).
+_MAX_ENTITY_TEXT = 2_000
+_MIN_SPLIT_ENTITIES = 64
+_ENTITY_CHARS = re.compile("[&<>\x80-\xbf]")
+_LONG_TEXTS = f"//text()[string-length() > {_MAX_ENTITY_TEXT}]"
+_ALNUM_PAIR = re.compile(r"[^\W_]{2}")
 # An element below _MAX_MAIN_DEPTH others (the root, <html>, is at depth 1).
 _TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
 # For the parser-free reading of a page nested too deep.
@@ -935,6 +952,82 @@ def _main_container(tree: Any, visible: int) -> Any:
     return best if most >= _MAIN_CONTAINER_SHARE * visible else tree
 
 
+def _pieces(text: str) -> list[str]:
+    """``text`` cut into pieces of at most :data:`_MAX_ENTITY_TEXT` characters, each cut
+    between two letters or digits in the piece's second half where there are any."""
+    pieces = []
+    start = 0
+    while len(text) - start > _MAX_ENTITY_TEXT:
+        end = start + _MAX_ENTITY_TEXT
+        half = start + _MAX_ENTITY_TEXT // 2
+        # The last such pair in [half, end], found as the first in the reversed window.
+        pair = _ALNUM_PAIR.search(text[end:half:-1])
+        cut = end - pair.start() if pair else end
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def _split_entity_texts(tree: Any) -> bool:
+    """Each text of many entities split into short ones (see :data:`_MAX_ENTITY_TEXT`) by
+    empty ``<span>``s, which html-to-markdown reads as nothing; whether there was one. Only
+    texts longer than a piece are looked at, found by libxml2."""
+    import lxml.etree
+
+    split = False
+    for text in tree.xpath(_LONG_TEXTS):
+        if len(_ENTITY_CHARS.findall(text)) < _MIN_SPLIT_ENTITIES:
+            continue
+        split = True
+        holder = text.getparent()  # the text's element, or the one it is the tail of
+        first, *rest = _pieces(str(text))
+        if text.is_tail:
+            holder.tail = first
+            for piece in reversed(rest):
+                span = lxml.etree.Element("span")
+                span.tail = piece
+                holder.addnext(span)  # right after the element and the tail it keeps
+        else:
+            holder.text = first
+            for i, piece in enumerate(rest):
+                span = lxml.etree.Element("span")
+                span.tail = piece
+                holder.insert(i, span)
+    return split
+
+
+def _split_entity_html(html: str) -> str:
+    """Serialized ``html`` with its texts of many entities split, or as it is when it has
+    none (parsed only when it holds that many entities at all)."""
+    if len(_ENTITY_CHARS.findall(html)) < _MIN_SPLIT_ENTITIES:
+        return html
+    import lxml.html
+
+    root = lxml.html.fragment_fromstring(html, create_parent="div")
+    return lxml.html.tostring(root, encoding="unicode") if _split_entity_texts(root) else html
+
+
+def _flatten_nested_pre(tree: Any) -> None:
+    """A ``<pre>`` inside another becomes a ``<span>`` of it: html-to-markdown reads each
+    block of preformatted text inside the others again, so its time grows with their depth
+    times the text (200 kB in 900 nested ``<pre>``s took 0.7 s). Its text stays where it is,
+    in the outer block."""
+    import lxml.etree
+
+    depth = 0
+    inner = []
+    for event, element in lxml.etree.iterwalk(tree, events=("start", "end"), tag="pre"):
+        if event == "end":
+            depth -= 1
+            continue
+        if depth:
+            inner.append(element)
+        depth += 1
+    for element in inner:
+        element.tag = "span"
+
+
 def _break_long_lines(tree: Any) -> None:
     """A ``<br>`` after every :data:`_MAX_LINE_MARKS` inline marks that html-to-markdown would
     put on one Markdown line (see there), so that its time stays linear in the page.
@@ -984,7 +1077,9 @@ def _full_page(tree: Any) -> str:
     import lxml.html
 
     try:
+        _flatten_nested_pre(tree)
         _break_long_lines(tree)
+        _split_entity_texts(tree)
         return _h2m(lxml.html.tostring(tree, encoding="unicode"))
     except Exception:  # the last resort below still gives the page's words
         body = tree.find("body")
@@ -997,7 +1092,8 @@ def _second_reading(tree: Any) -> str:
     try:
         from readability import Document  # type: ignore[import-untyped]  # no type stubs
 
-        return tidy_markdown(_h2m(Document(tree).summary(html_partial=True)))
+        summary = Document(tree).summary(html_partial=True)
+        return tidy_markdown(_h2m(_split_entity_html(summary)))
     except Exception:  # third-party code on hostile input: keep the first reading
         return ""
 
@@ -1224,9 +1320,13 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     extractor = "main"
     kept = _solid(markdown)
     second_pass = elements <= _MAX_SECOND_PASS_ELEMENTS
-    # Too much text in nested candidates for the second readings (measured on the spare:
-    # trafilatura has pruned ``tree``): html-to-markdown's reading stands in for readability's.
-    quick_second = second_pass and _candidate_text(spare) > _MAX_CANDIDATE_TEXT
+    # Too many tokens, or too much text in nested candidates, for the second readings (measured
+    # on the spare: trafilatura has pruned ``tree``): html-to-markdown's reading stands in for
+    # readability's.
+    quick_second = second_pass and (
+        len(page_text.split()) > _MAX_SECOND_PASS_TOKENS
+        or _candidate_text(spare) > _MAX_CANDIDATE_TEXT
+    )
     second_pass = second_pass and not quick_second
     if second_pass and _deficient(markdown, kept, visible):
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True))
