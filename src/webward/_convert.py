@@ -319,76 +319,23 @@ _NON_WORD_RUN = re.compile(rf"(?<!{_NON_WORD}){_NON_WORD}{{{_MIN_FILTERED_RUN},}
 # whole converter); only lines that long get one (the development pages have at most 26).
 _MAX_LINE_MARKS = 500
 # What it marks (others, such as <span>, <sub> or <u>, cost it nothing per line).
-_MARK_TAGS = frozenset(
-    {
-        "a",
-        "b",
-        "strong",
-        "i",
-        "em",
-        "code",
-        "kbd",
-        "samp",
-        "tt",
-        "var",
-        "dfn",
-        "mark",
-        "del",
-        "s",
-        "strike",
-        "q",
-        "abbr",
-    }
-)
+# fmt: off
+_MARK_TAGS = frozenset({
+    "a", "b", "strong", "i", "em", "code", "kbd", "samp", "tt", "var", "dfn", "mark", "del", "s",
+    "strike", "q", "abbr",
+})
+# fmt: on
 # What ends a Markdown line, unless a mark (or a <label>) holds it: html-to-markdown then
 # flattens it into the mark's text (a <div> in a link, an empty one in emphasis, a <br> at
 # the end of code), so it ends nothing.
-_LINE_TAGS = frozenset(
-    {
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "br",
-        "caption",
-        "center",
-        "details",
-        "dd",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "header",
-        "hr",
-        "legend",
-        "li",
-        "main",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "summary",
-        "table",
-        "tbody",
-        "td",
-        "tfoot",
-        "th",
-        "thead",
-        "tr",
-        "ul",
-    }
-)
+# fmt: off
+_LINE_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "br", "caption", "center", "details", "dd",
+    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
+    "h4", "h5", "h6", "header", "hr", "legend", "li", "main", "nav", "ol", "p", "pre", "section",
+    "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+})
+# fmt: on
 _FLATTENING_TAGS = _MARK_TAGS | {"label"}
 # Counted tag by tag: libxml2 merges the node sets of a union ("//a|//b") in quadratic time.
 _MARKS_PRESENT = " + ".join(f"count(//{tag})" for tag in sorted(_MARK_TAGS))
