@@ -389,10 +389,10 @@ def label_runs_html(runs: int = 50, words: int = 2_600) -> bytes:
     return _HEAD + (b"<label>x</label>" + run) * runs + _TAIL
 
 
-def entity_text_html(repeats: int = 110_000, unit: bytes = b"w538&amp;") -> bytes:
+def entity_text_html(repeats: int = 107_000, unit: bytes = b"w538&amp;") -> bytes:
     """One text of ``repeats`` entities after a block inside an inline element, on a page of
     more than 2,000 elements (read by html-to-markdown): its entity decoding grows with their
-    number times the text's length (0.55 s for 110,000)."""
+    number times the text's length (0.60 s for 107,000 through the whole converter)."""
     return _HEAD + b"<div>y</div>" * 2_100 + b"<x-app><div>x</div></x-app>" + unit * repeats + _TAIL
 
 
