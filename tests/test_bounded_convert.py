@@ -385,6 +385,7 @@ def test_runs_of_non_word_characters_go_to_html_to_markdown(unit: bytes) -> None
 def test_the_filter_bound_counts_only_long_runs_on_one_line() -> None:
     assert _filtered("#" * 999) == 0
     assert _filtered("#" * 1_000) == 1_000
+    assert _filtered("a" * 499 + "#" * 1_000 + "a") == 1_000  # found wherever it starts
     assert _filtered(("-" * 600 + "\n") * 1_000) == 0  # each line backs over its own run
     assert _filtered("a " * 100_000) == 0
     # Runs just short of the bound count nothing, and are scanned once, not once a character.

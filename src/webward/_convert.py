@@ -312,6 +312,7 @@ _NON_WORD = r"[^\w\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"  # nor str.splitlines'
 # Tried only where a run starts: tried inside one too, each shorter run would be scanned again
 # from each of its characters (1 MB of runs of 999 took 7 s).
 _NON_WORD_RUN = re.compile(rf"(?<!{_NON_WORD}){_NON_WORD}{{{_MIN_FILTERED_RUN},}}")
+_NON_WORD_BLOCK = re.compile(rf"{_NON_WORD}{{{_MIN_FILTERED_RUN // 2}}}")
 # html-to-markdown (3.x) spends time on each inline mark (link, emphasis, code...) in
 # proportion to the Markdown line it ends, so a line's cost grows with the square of its
 # marks: 36,000 links in one paragraph took 1.3 s, in one list item 3.1 s. A line break
@@ -1124,7 +1125,12 @@ def _candidate_text(tree: Any) -> int:
 def _filtered(text: str) -> int:
     """Characters in runs of non-word characters on a line, of at least
     :data:`_MIN_FILTERED_RUN` each: an upper bound on what trafilatura's text filter backs over
-    (see :data:`_MAX_FILTERED_CHARS`). Counted in C; most pages have no such run."""
+    (see :data:`_MAX_FILTERED_CHARS`). Counted in C; most pages have no such run, and are
+    known to have none after a look at every half run's length of text (a run that long
+    covers one of the half-run blocks the text is cut into)."""
+    step = _MIN_FILTERED_RUN // 2
+    if not any(_NON_WORD_BLOCK.match(text, start) for start in range(0, len(text), step)):
+        return 0
     return sum(map(len, _NON_WORD_RUN.findall(text)))
 
 
@@ -1267,15 +1273,18 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     extractor = "main"
     kept = _solid(markdown)
     second_pass = elements <= _MAX_SECOND_PASS_ELEMENTS
-    # Too many tokens, or too much text in nested candidates, for the second readings (measured
-    # on the spare: trafilatura has pruned ``tree``): html-to-markdown's reading stands in for
-    # readability's.
-    quick_second = second_pass and (
-        len(page_text.split()) > _MAX_SECOND_PASS_TOKENS
-        or _candidate_text(spare) > _MAX_CANDIDATE_TEXT
-    )
-    second_pass = second_pass and not quick_second
-    if second_pass and _deficient(markdown, kept, visible):
+
+    @functools.cache
+    def affordable() -> bool:
+        """Whether the second readings are quick here: not too many tokens, nor too much
+        text in nested candidates (measured on the spare: trafilatura has pruned ``tree``).
+        Asked only where one would run, which on most pages is nowhere."""
+        return (
+            len(page_text.split()) <= _MAX_SECOND_PASS_TOKENS
+            and _candidate_text(spare) <= _MAX_CANDIDATE_TEXT
+        )
+
+    if second_pass and _deficient(markdown, kept, visible) and affordable():
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True))
         kept = _solid(markdown)
     if _kept_too_little(kept, visible):
@@ -1283,15 +1292,16 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         if len(full) > len(markdown):
             markdown, extractor = full, "full"
     elif (
-        (second_pass or quick_second)
+        second_pass
         and (words := _count_words(_unlinked(markdown)))
         and _has_room(spare, page_text, _ROOM_FOR_SECOND * words)
     ):
         # The page has room for a reading well over half again as long (only then can the
         # second one win, so on most pages it never runs; nor when the first has no word to
         # hold, see _longer_reading): trafilatura may have dropped part of the article, and
-        # readability-lxml, which scores blocks differently, may keep it.
-        if second_pass:
+        # readability-lxml, which scores blocks differently, may keep it; where it would be
+        # slow, html-to-markdown's reading of the main container stands in.
+        if affordable():
             second, name = _second_reading(spare), "readability"
         else:
             second = tidy_markdown(_full_page(_main_container(spare, visible)))
