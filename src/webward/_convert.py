@@ -313,22 +313,25 @@ _NON_WORD = r"[^\w\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"  # nor str.splitlines'
 # from each of its characters (1 MB of runs of 999 took 7 s).
 _NON_WORD_RUN = re.compile(rf"(?<!{_NON_WORD}){_NON_WORD}{{{_MIN_FILTERED_RUN},}}")
 _NON_WORD_BLOCK = re.compile(rf"{_NON_WORD}{{{_MIN_FILTERED_RUN // 2}}}")
-# html-to-markdown (3.x) spends time on each inline mark (link, emphasis, code...) in
-# proportion to the Markdown line it ends, so a line's cost grows with the square of its
-# marks: 36,000 links in one paragraph took 1.3 s, in one list item 3.1 s. A line break
-# after every :data:`_MAX_LINE_MARKS` marks keeps that linear (0.3 s for either, through the
-# whole converter); only lines that long get one (the development pages have at most 26).
+# html-to-markdown (3.x) spends time on each inline element in proportion to the Markdown line
+# it ends (in a paragraph, even an empty <span> or <u>; directly in the body, a mark: a link,
+# emphasis, code...), so a line's cost grows with the square of its inline elements: 36,000
+# links in one paragraph took 1.3 s, in one list item 3.1 s, 31,000 nested <u>s 0.42 s. A line
+# break after every :data:`_MAX_LINE_MARKS` of them keeps that linear (0.3 s for the links,
+# through the whole converter); only lines that long get one (the development pages have at
+# most 106 inline elements on a line).
 _MAX_LINE_MARKS = 500
-# What it marks (others, such as <span>, <sub> or <u>, cost it nothing per line).
+# What html-to-markdown flattens its content into: a block or a <br> it holds does not end the
+# line (a <div> in a link, an empty one in emphasis, a <br> at the end of code).
 # fmt: off
-_MARK_TAGS = frozenset({
+_FLATTENING_TAGS = frozenset({
     "a", "b", "strong", "i", "em", "code", "kbd", "samp", "tt", "var", "dfn", "mark", "del", "s",
-    "strike", "q", "abbr",
+    "strike", "q", "abbr", "label",
 })
 # fmt: on
-# What ends a Markdown line, unless a mark (or a <label>) holds it: html-to-markdown then
-# flattens it into the mark's text (a <div> in a link, an empty one in emphasis, a <br> at
-# the end of code), so it ends nothing.
+# What ends a Markdown line, unless an element of _FLATTENING_TAGS holds it. Every other element
+# (<span>, <font>, a custom element around the whole application) is inline: it neither ends a
+# line nor hides the lines in it.
 # fmt: off
 _LINE_TAGS = frozenset({
     "address", "article", "aside", "blockquote", "br", "caption", "center", "details", "dd",
@@ -337,9 +340,6 @@ _LINE_TAGS = frozenset({
     "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 })
 # fmt: on
-_FLATTENING_TAGS = _MARK_TAGS | {"label"}
-# Counted tag by tag: libxml2 merges the node sets of a union ("//a|//b") in quadratic time.
-_MARKS_PRESENT = " + ".join(f"count(//{tag})" for tag in sorted(_MARK_TAGS))
 # The elements a page marks its main content with, and how many (outermost) are measured.
 _MAIN_TAGS = ("main", "article")
 _MAX_MAIN_CANDIDATES = 64
@@ -977,46 +977,48 @@ def _flatten_nested_pre(tree: Any) -> None:
 
 
 def _break_long_lines(tree: Any) -> None:
-    """A ``<br>`` after every :data:`_MAX_LINE_MARKS` inline marks that html-to-markdown would
-    put on one Markdown line (see there), so that its time stays linear in the page.
+    """A ``<br>`` after every :data:`_MAX_LINE_MARKS` inline elements that html-to-markdown
+    would put on one Markdown line (see there), so that its time stays linear in the page.
 
-    A line runs until an element of :data:`_LINE_TAGS` that no mark holds; counting marks
-    nested in marks too, the count never falls short of the line's. The break goes after a
-    mark that no other holds, where it ends the line; marks nested past the bound inside one
-    become plain ``<span>``s instead (their text kept; renamed in place, since unwrapping
-    searches the parent's children and would be quadratic again). Nothing inside ``<pre>``,
-    whose lines are the page's own, is counted or changed."""
+    A line runs until an element of :data:`_LINE_TAGS` that no flattening element holds;
+    counting nested elements too, the count never falls short of the line's. The break goes
+    after an inline element that no flattening one holds, where it ends the line; an outermost
+    flattening element holding more than the bound loses the tags inside it instead (their
+    text kept; libxml2 strips them in one pass). Nothing inside ``<pre>``, whose lines are the page's
+    own, is counted or changed."""
     import lxml.etree
 
-    if tree.xpath(_MARKS_PRESENT) <= _MAX_LINE_MARKS:
-        return  # most pages: no line can hold that many
+    if tree.xpath("count(//*)") <= _MAX_LINE_MARKS:
+        return  # no line can hold that many
     marks = 0
-    flat = 0  # marks (and labels) open around this point
+    flat: list[int] = []  # the count where each open flattening element started
     pre = 0
     breaks: list[Any] = []
+    crowded: list[Any] = []
     for event, element in lxml.etree.iterwalk(tree, events=("start", "end")):
         tag = element.tag
         if tag == "pre":
             pre += 1 if event == "start" else -1
-        elif pre:
-            continue
-        elif tag in _FLATTENING_TAGS:
+        elif pre or not isinstance(tag, str):
+            continue  # inside a code block, or a comment
+        elif tag not in _LINE_TAGS:
             if event == "start":
-                flat += 1
+                if tag in _FLATTENING_TAGS:
+                    flat.append(marks)
                 continue
-            flat -= 1
-            if tag in _MARK_TAGS:
-                if marks >= _MAX_LINE_MARKS and flat:
-                    element.tag = "span"
-                    element.attrib.clear()
-                    continue
-                marks += 1
+            marks += 1
+            # Only the outermost: an element holding more than the bound is held by ones that
+            # do too, and stripping each of them would walk the inner ones' elements again.
+            if tag in _FLATTENING_TAGS and marks - flat.pop() > _MAX_LINE_MARKS and not flat:
+                crowded.append(element)
             if marks >= _MAX_LINE_MARKS and not flat:
                 breaks.append(element)
                 marks = 0
             continue
-        if tag in _LINE_TAGS and not flat:
+        if not flat:
             marks = 0
+    for element in crowded:
+        lxml.etree.strip_tags(element, "*")
     for element in breaks:
         element.addnext(lxml.etree.Element("br"))  # the element keeps its tail before it
 
