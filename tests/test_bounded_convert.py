@@ -55,7 +55,7 @@ from test_reading_choice import record_readings
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web, _convert
 from webward._convert import (
-    _MAX_LINE_MARKS,
+    _MAX_LINE_ELEMENTS,
     MAX_READING_CHARS,
     _bound_attributes,
     _break_long_lines,
@@ -309,12 +309,12 @@ def test_a_line_of_thousands_of_marks_is_broken_and_keeps_every_mark(
     mark: str, size: int, holder: bytes
 ) -> None:
     # html-to-markdown spends time on each mark in proportion to its line: 36,000 links on one
-    # line took 1.3 s in a paragraph, 3.1 s in a list item. A break every _MAX_LINE_MARKS.
+    # line took 1.3 s in a paragraph, 3.1 s in a list item. A break every _MAX_LINE_ELEMENTS.
     body = marked_line_html(mark, holder, size)
     result, cpu = cpu_convert(body)
     written = _MARK_TEXT[mark]
     assert result.text.count(written) == body.count(b"word <")  # every mark, as a mark
-    assert max(line.count(written) for line in result.text.splitlines()) == _MAX_LINE_MARKS
+    assert max(line.count(written) for line in result.text.splitlines()) == _MAX_LINE_ELEMENTS
     assert cpu < CPU_BOUND_S
 
 

@@ -317,10 +317,10 @@ _NON_WORD_BLOCK = re.compile(rf"{_NON_WORD}{{{_MIN_FILTERED_RUN // 2}}}")
 # it ends (in a paragraph, even an empty <span> or <u>; directly in the body, a mark: a link,
 # emphasis, code...), so a line's cost grows with the square of its inline elements: 36,000
 # links in one paragraph took 1.3 s, in one list item 3.1 s, 31,000 nested <u>s 0.42 s. A line
-# break after every :data:`_MAX_LINE_MARKS` of them keeps that linear (0.3 s for the links,
+# break after every :data:`_MAX_LINE_ELEMENTS` of them keeps that linear (0.3 s for the links,
 # through the whole converter); only lines that long get one (the development pages have at
 # most 106 inline elements on a line).
-_MAX_LINE_MARKS = 500
+_MAX_LINE_ELEMENTS = 500
 # What html-to-markdown flattens its content into: a block or a <br> it holds does not end the
 # line (a <div> in a link, an empty one in emphasis, a <br> at the end of code).
 # fmt: off
@@ -932,16 +932,14 @@ def _split_entity_texts(tree: Any) -> bool:
         first, *rest = _pieces(str(text))
         if text.is_tail:
             holder.tail = first
-            for piece in reversed(rest):
-                span = lxml.etree.Element("span")
-                span.tail = piece
-                holder.addnext(span)  # right after the element and the tail it keeps
+            place = holder.addnext  # right after the element and the tail it keeps
         else:
             holder.text = first
-            for i, piece in enumerate(rest):
-                span = lxml.etree.Element("span")
-                span.tail = piece
-                holder.insert(i, span)
+            place = functools.partial(holder.insert, 0)
+        for piece in reversed(rest):  # each placed before the ones after it
+            span = lxml.etree.Element("span")
+            span.tail = piece
+            place(span)
     return split
 
 
@@ -977,20 +975,20 @@ def _flatten_nested_pre(tree: Any) -> None:
 
 
 def _break_long_lines(tree: Any) -> None:
-    """A ``<br>`` after every :data:`_MAX_LINE_MARKS` inline elements that html-to-markdown
+    """A ``<br>`` after every :data:`_MAX_LINE_ELEMENTS` inline elements that html-to-markdown
     would put on one Markdown line (see there), so that its time stays linear in the page.
 
     A line runs until an element of :data:`_LINE_TAGS` that no flattening element holds;
     counting nested elements too, the count never falls short of the line's. The break goes
     after an inline element that no flattening one holds, where it ends the line; an outermost
     flattening element holding more than the bound loses the tags inside it instead (their
-    text kept; libxml2 strips them in one pass). Nothing inside ``<pre>``, whose lines are the page's
-    own, is counted or changed."""
+    text kept; libxml2 strips them in one pass). Nothing inside ``<pre>``, whose lines are
+    the page's own, is counted or changed."""
     import lxml.etree
 
-    if tree.xpath("count(//*)") <= _MAX_LINE_MARKS:
+    if tree.xpath("count(//*)") <= _MAX_LINE_ELEMENTS:
         return  # no line can hold that many
-    marks = 0
+    count = 0
     flat: list[int] = []  # the count where each open flattening element started
     pre = 0
     breaks: list[Any] = []
@@ -1004,19 +1002,19 @@ def _break_long_lines(tree: Any) -> None:
         elif tag not in _LINE_TAGS:
             if event == "start":
                 if tag in _FLATTENING_TAGS:
-                    flat.append(marks)
+                    flat.append(count)
                 continue
-            marks += 1
+            count += 1
             # Only the outermost: an element holding more than the bound is held by ones that
             # do too, and stripping each of them would walk the inner ones' elements again.
-            if tag in _FLATTENING_TAGS and marks - flat.pop() > _MAX_LINE_MARKS and not flat:
+            if tag in _FLATTENING_TAGS and count - flat.pop() > _MAX_LINE_ELEMENTS and not flat:
                 crowded.append(element)
-            if marks >= _MAX_LINE_MARKS and not flat:
+            if count >= _MAX_LINE_ELEMENTS and not flat:
                 breaks.append(element)
-                marks = 0
+                count = 0
             continue
         if not flat:
-            marks = 0
+            count = 0
     for element in crowded:
         lxml.etree.strip_tags(element, "*")
     for element in breaks:
