@@ -21,12 +21,13 @@ the begin marker from the text and the text from the end marker, so :func:`unwra
 text back exactly.
 
 The text cannot close the envelope: before wrapping, it is searched for marker-like spans in a
-folded view (NFKC; case folded; look-alike angle brackets, the angle quotation marks, CJK and
+folded view (NFKD; case folded; look-alike angle brackets, the angle quotation marks, CJK and
 mathematical angle brackets, Canadian syllabics and modifier arrowheads among them, and dashes
 mapped to ASCII; every character Unicode's confusables data (UTS #39) takes for one ASCII
 character mapped to it, and a few more Cyrillic and Greek look-alike letters;
-zero-width, bidi-control, other format and combining characters and control characters
-dropped), and every such span of the original text is replaced by ``[marker removed]``.
+zero-width, bidi-control, other format and combining characters (so the accents of precomposed
+letters), characters that show as nothing (Hangul fillers, the Braille blank) and control
+characters dropped), and every such span of the original text is replaced by ``[marker removed]``.
 Marker-like means ``untrusted-web-content`` in any case, with or without ``-``, ``_`` or ``.``
 between the words, and any begin/end/nonce decoration around it; with spaces between the
 words (``untrusted web content``) only when an angle bracket, ``nonce`` or ``end-`` makes it
@@ -85,11 +86,11 @@ _BIDI_MARKS = "\u200e\u200f\u061c"
 _BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _INVISIBLE = frozenset(_ZERO_WIDTH + _BIDI_MARKS + _BIDI_CONTROLS)
 
-# Look-alikes after NFKC and case folding. Angle brackets first: the markers are made of them.
+# Look-alikes after normalisation and case folding. Angle brackets first: the markers are made of them.
 _HOMOGLYPHS: dict[str, str] = {
     # angle brackets: single and double angle quotation marks, CJK and mathematical angle
     # brackets, Canadian syllabics PA/PO, modifier arrowheads, ornaments; full-width and small
-    # forms are already ASCII after NFKC
+    # forms are already ASCII after compatibility normalisation
     **dict.fromkeys(
         "\u2039\u3008\u27e8\u1438\u02c2\u276e\u276c\u2770\u2329\u29fc\u2989\u2a7d", "<"
     ),
@@ -175,16 +176,33 @@ def _confusables() -> dict[str, str]:
     return table
 
 
+# Characters that show as nothing but are letters or symbols, so no category test drops them:
+# Unicode's default-ignorable code points outside the format and mark categories (the Hangul
+# fillers, the reserved ones a font draws as nothing), the Braille blank and the musical null
+# notehead. Inside a marker's words they would hide it from the search.
+_BLANKS_RE = re.compile(
+    "[\u115f\u1160\u2065\u3164\uffa0\ufff0-\ufff8\u2800\U0001d159\U000e0000-\U000e0fff]"
+)
+
+
 @lru_cache(maxsize=8192)
 def _fold_char(c: str) -> str:
     if c in _INVISIBLE:
         return ""
     confusables = _confusables()
     out = []
-    for d in unicodedata.normalize("NFKC", c):
-        cat = unicodedata.category(d)
-        if cat in ("Cf", "Mn", "Me") or (cat == "Cc" and d not in "\t\n\r"):
-            continue
+    # Decomposed first, so a precomposed letter (U+1EE5, u with a dot below) loses its mark as
+    # the combining sequence does; what is left is composed again (a Hangul syllable stays one).
+    kept = "".join(
+        d
+        for d in unicodedata.normalize("NFKD", c)
+        if not (
+            unicodedata.category(d) in ("Cf", "Mn", "Me")
+            or (unicodedata.category(d) == "Cc" and d not in "\t\n\r")
+            or _BLANKS_RE.match(d)
+        )
+    )
+    for d in unicodedata.normalize("NFC", kept):
         # Before case folding (a capital's look-alike may be a capital) and after it.
         for e in confusables.get(d, d).casefold():
             out.append(_HOMOGLYPHS.get(e) or confusables.get(e, e))

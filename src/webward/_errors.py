@@ -23,8 +23,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from ._envelope import neutralise_line
 from ._redact import redact_urls
-from ._unicode import replace_surrogates
 
 __all__ = [
     "WIRE_CODES",
@@ -169,9 +169,11 @@ class WebwardError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ) -> None:
-        # It may echo a caller's or a page's text: no lone surrogate, no URL credentials
-        # (messages reach log lines, e.g. the agent loop's).
-        message = replace_surrogates(redact_urls(message))
+        # It may echo a caller's or a page's text (a redirect's host, a header the server
+        # sent), and it reaches the model outside any envelope: no forged envelope marker, no
+        # bidi or control character, one line (neutralise_line); no URL credentials (messages
+        # reach log lines, e.g. the agent loop's).
+        message = neutralise_line(redact_urls(message))
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code
