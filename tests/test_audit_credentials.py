@@ -94,6 +94,17 @@ def test_urls_without_credentials_are_recorded_as_they_are(url: str) -> None:
     assert r.target == url
 
 
+def test_a_capability_id_in_a_message_is_not_taken_for_credentials() -> None:
+    """Only http(s), ws(s), ftp and file read an authority without "//": a capability's id
+    (``web:page.fetch@1``) or a ``mailto:`` in an error message stays whole, while such a
+    text with a ":" before its "@" (a password, perhaps) still loses it."""
+    for capability in ("web:page.fetch@1", "web:search.query@1"):
+        message = f"unknown field 'bogus'; {capability} takes url and offset"
+        assert WebwardError(message).message == message
+    assert WebwardError("write to mailto:a@b.org").message == "write to mailto:a@b.org"
+    assert "Zq" not in WebwardError("read gopher:user:Zq-pw@example.org").message
+
+
 SPELLINGS = [
     "https://user:Zq-p@ss@example.org/",
     "https://user:Zq-p/ss@example.org/",

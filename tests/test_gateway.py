@@ -363,7 +363,7 @@ async def test_refused_address_is_403_and_never_connected(
         ),
         ({"url": "http://127.0.0.1/", "include_links": True}, "unknown field 'include_links'"),
         # Several faults: unknown fields first, then the catalogue's order, whatever the body's.
-        ({"url": 5, "bogus": 1}, "unknown field 'bogus'"),
+        ({"url": 5, "bogus": 1}, "unknown field 'bogus'; web:page.fetch@1 takes url, offset,"),
         ({"offset": "3"}, "url is required"),
         (
             {"includeLinks": "yes", "offset": "3", "url": "http://127.0.0.1/"},
@@ -377,10 +377,18 @@ async def test_refused_address_is_403_and_never_connected(
 async def test_bad_fetch_bodies_are_400(
     gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient, body: Any, fragment: str
 ) -> None:
-    """Missing, extra and mistyped fields and values the core refuses give 400 naming them."""
-    base, _ = gateway
+    """Missing, extra and mistyped fields and values the core refuses give 400 naming them;
+    each is audited once, whether the gateway or the core refused it."""
+    base, audit = gateway
+    before = len(audit.records)
     r = await client.post(base + FETCH_PATH, json=body, headers=auth("alice"))
     assert fragment in assert_error(r, 400, "invalid_input")
+    [record] = audit.records[before:]
+    assert (record.agent, record.capability, record.decision) == (
+        "alice",
+        "web:page.fetch@1",
+        "refused",
+    )
 
 
 @pytest.mark.anyio
@@ -405,18 +413,24 @@ async def test_bad_fetch_bodies_are_400(
 async def test_bad_search_bodies_are_400(
     gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient, body: Any, fragment: str
 ) -> None:
-    """Search bodies with missing, extra or mistyped fields or out-of-range values give 400."""
-    base, _ = gateway
+    """Search bodies with missing, extra or mistyped fields or out-of-range values give 400,
+    each audited once."""
+    base, audit = gateway
+    before = len(audit.records)
     r = await client.post(base + SEARCH_PATH, json=body, headers=auth("alice"))
     assert fragment in assert_error(r, 400, "invalid_input")
+    assert [(r.capability, r.decision) for r in audit.records[before:]] == [
+        ("web:search.query@1", "refused")
+    ]
 
 
 @pytest.mark.anyio
 async def test_non_json_bodies_are_400_or_415(
     gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
 ) -> None:
-    """Broken JSON, non-UTF-8, NaN and deep nesting are 400; a body not declared JSON is 415."""
-    base, _ = gateway
+    """Broken JSON, non-UTF-8, NaN and deep nesting are 400; a body not declared JSON is 415.
+    Each is one audited call of its agent."""
+    base, audit = gateway
     json_headers = {**auth("alice"), "Content-Type": "application/json"}
     for raw in (b"{", b"", b"\xff\xfe{}", b'{"url": NaN}', b"[" * 60_000):
         r = await client.post(base + FETCH_PATH, content=raw, headers=json_headers)
@@ -431,6 +445,9 @@ async def test_non_json_bodies_are_400_or_415(
             base + FETCH_PATH, content=b'{"url": "http://127.0.0.1/"}', headers=headers
         )
         assert_error(r, 415, "invalid_input")
+    assert [(r.agent, r.decision, r.reason) for r in audit.records] == [
+        ("alice", "refused", "invalid_input")
+    ] * 8
 
 
 @pytest.mark.anyio
@@ -460,7 +477,11 @@ async def test_oversized_bodies_are_413_whatever_the_headers_say(
     )
     assert "content-length" not in r.request.headers
     assert_error(r, 413, "invalid_input")
-    assert audit.records == []
+    # Both audited as alice's refused calls, with no target: the body was never read whole.
+    assert [(r.agent, r.decision, r.target) for r in audit.records] == [
+        ("alice", "refused", ""),
+        ("alice", "refused", ""),
+    ]
 
 
 @pytest.mark.anyio
@@ -535,7 +556,23 @@ async def test_a_root_path_mount_reaches_the_same_checks(tmp_path: Path, site: A
             assert_error(await c.get(url, headers=auth("alice")), 405, "invalid_input")
             health = await c.get("/webward/healthz")
             assert health.json() == {"status": "ok"}
-    assert [(r.agent, r.decision) for r in audit.records] == [("alice", "allowed")]
+    assert [(r.agent, r.decision) for r in audit.records] == [
+        ("alice", "allowed"),
+        ("alice", "refused"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_bad_body_is_not_answered_unaudited(tmp_path: Path) -> None:
+    """A request refused for its body is a call too: when the audit log cannot take its
+    record, the answer is the audit's refusal, not the body's 400."""
+    settings = load(tmp_path)
+    async with loopback_web(settings, MemoryAuditSink(broken=True)) as web:
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            r = await c.post(FETCH_PATH, json={"url": 1}, headers=auth("alice"))
+    assert r.status_code == 403
+    assert r.json()["error"]["message"].startswith("refused: audit unavailable")
 
 
 # ---- status mapping for the core's errors ------------------------------------------------

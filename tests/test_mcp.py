@@ -324,13 +324,18 @@ def memory_web(tmp_path: Path, audit: MemoryAuditSink) -> Web:
 async def test_agent_and_tier_come_from_the_server_not_the_client(
     tmp_path: Path, site: LocalServer
 ) -> None:
-    """Calls run as the agent and tier the server started with; its one Web audits every call."""
+    """Calls run as the agent and tier the server started with; its one Web audits every call.
+    A client naming an agent or tier of its own is refused (the tools take no such argument),
+    and that refusal is audited under the server's agent and tier."""
     audit = MemoryAuditSink()
     async with memory_web(tmp_path, audit) as web:
         async with Client(build_server(web, agent="ide", tier="connected")) as client:
-            ok = await client.call_tool(
+            chosen = await client.call_tool(
                 "web_fetch", {"url": site.url("/page"), "agent": "root", "tier": "full"}
             )
+            assert chosen.is_error
+            assert text_of(chosen).startswith("unknown argument 'agent'; web_fetch takes url,")
+            ok = await client.call_tool("web_fetch", {"url": site.url("/page")})
             assert not ok.is_error
             await client.call_tool("web_search", {"query": "owls"})
         async with Client(
@@ -340,10 +345,12 @@ async def test_agent_and_tier_come_from_the_server_not_the_client(
             assert refused.is_error and refused.meta is not None
             assert refused.meta["webward/result"]["error"]["code"] == "refused"
     assert [(r.agent, r.tier, r.decision) for r in audit.records] == [
+        ("ide", "connected", "refused"),
         ("ide", "connected", "allowed"),
         ("ide", "connected", "refused"),
         ("desk", "as-owner", "refused"),
     ]
+    assert audit.records[0].reason == "invalid_input"
 
 
 @pytest.mark.anyio
@@ -391,18 +398,34 @@ async def test_agent_and_tier_come_from_the_server_not_the_client(
         ),
         ("web_search", {"query": "owls", "freshness": "hour"}, "freshness must be one of"),
         ("web_search", {"query": "owls", "allowed_domains": "a.org"}, "allowed_domains must be"),
+        # the schemas forbid other arguments; the SDK alone would drop them silently
+        (
+            "web_fetch",
+            {"url": "http://127.0.0.1/", "bogus": 1},
+            "unknown argument 'bogus'; web_fetch takes url, offset, include_links, max_chars, "
+            "query and max_age",
+        ),
+        ("web_fetch", {"url": "http://127.0.0.1/", "unknown": ["x"]}, "unknown argument 'unknown'"),
+        ("web_search", {"query": "owls", "page": 2}, "unknown argument 'page'; web_search takes"),
+        ("web_fetch", {"includeLinks": True}, "unknown argument 'includeLinks'"),
     ],
 )
 async def test_bad_arguments_are_one_sentence_errors(
     tmp_path: Path, tool: str, arguments: dict[str, Any], fragment: str
 ) -> None:
-    """Missing, mistyped or out-of-range arguments are isError with one sentence and the error
-    model, never the SDK's multi-line validation report."""
+    """Missing, unknown, mistyped or out-of-range arguments are isError with one sentence and
+    the error model, never the SDK's multi-line validation report; each call is audited once,
+    refused, whether the server or the core found the fault."""
+    audit = MemoryAuditSink()
     async with (
-        memory_web(tmp_path, MemoryAuditSink()) as web,
+        memory_web(tmp_path, audit) as web,
         Client(build_server(web, tier="connected")) as client,
     ):
         result = await client.call_tool(tool, arguments)
+    capability = "web:page.fetch@1" if tool == "web_fetch" else "web:search.query@1"
+    assert [(r.capability, r.agent, r.decision) for r in audit.records] == [
+        (capability, "mcp", "refused")
+    ]
     assert result.is_error
     message = text_of(result)
     assert fragment in message and "\n" not in message

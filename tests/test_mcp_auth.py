@@ -62,16 +62,19 @@ async def records(config: Path) -> list[tuple[str, str, str]]:
 @pytest.mark.anyio
 async def test_each_token_acts_as_its_agent_and_tier(tmp_path: Path, site: LocalServer) -> None:
     """alice (connected) reads the page, bob (as-owner) is refused it and search; arguments
-    naming another agent or tier change nothing; the audit names the token's agent."""
+    naming another agent or tier are refused (the tools take none) and audited as the token's
+    agent; the audit names the token's agent."""
     config = token_config(tmp_path)
     async with mcp_over_http(tmp_path, config, args=()) as url:
         async with (
             httpx2.AsyncClient(headers=bearer("alice")) as http,
             Client(streamable_http_client(url, http_client=http)) as client,
         ):
-            page = await client.call_tool(
+            chosen = await client.call_tool(
                 "web_fetch", {"url": site.url("/page"), "agent": "carol", "tier": "full"}
             )
+            assert chosen.is_error and "unknown argument 'agent'" in text_of(chosen)
+            page = await client.call_tool("web_fetch", {"url": site.url("/page")})
             assert not page.is_error and "Owls hunt at night." in text_of(page)
         async with (
             httpx2.AsyncClient(headers=bearer("bob")) as http,
@@ -79,11 +82,12 @@ async def test_each_token_acts_as_its_agent_and_tier(tmp_path: Path, site: Local
         ):
             refused = await client.call_tool("web_fetch", {"url": site.url("/page")})
             assert refused.is_error and "127.0.0.1" in text_of(refused)
-            search = await client.call_tool("web_search", {"query": "owls", "tier": "full"})
+            search = await client.call_tool("web_search", {"query": "owls"})
             assert search.is_error and "agent bob has tier as-owner" in text_of(search)
     assert [r.path for r in site.requests] == ["/page"]
     assert await records(config) == [
         ("alice", "connected", "allowed"),
+        ("alice", "connected", "refused"),
         ("bob", "as-owner", "refused"),
         ("bob", "as-owner", "refused"),
     ]

@@ -14,7 +14,9 @@ Each request is checked in this order, and the first failure answers with the er
 ``Content-Type`` (415), body size while reading the stream (413), JSON (400), the body's shape:
 missing, extra or mistyped fields (400), as the capability catalogue (``_capabilities``) names
 and types them. Values (a URL's form, an offset's range, a query's
-length) are the core's to judge: it audits the call and answers with its own message.
+length) are the core's to judge: it audits the call and answers with its own message. Once
+the token names an agent, every request is a call and is audited, the ones refused for their
+``Content-Type``, size, JSON or shape included (``Web.reject``).
 
 The token names the agent, and config names its tier (``[agents.NAME] tier``,
 ``token_sha256``). Tokens are kept as SHA-256 hex digests and compared in constant time against
@@ -359,6 +361,7 @@ class _Capability:
         self._holder = holder
         self._max_body_bytes = max_body_bytes
         self._route = f"/v1/capabilities/{capability}"
+        self._target_field = shape.fields[0].name  # what the call reads: url, or query
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if tracing():
@@ -413,29 +416,31 @@ class _Capability:
                 "the bearer token is not known to this gateway",
                 list(_BEARER_CHALLENGE.items()),
             )
+        # From here on the caller is an agent: every request is a call, audited even when
+        # its body never reaches the core.
         if not _is_json(content_type):
-            return _problem(
-                415,
-                "invalid_input",
-                "the request body must be JSON (Content-Type: application/json)",
-            )
+            message = "the request body must be JSON (Content-Type: application/json)"
+            return await self._reject(agent, 415, InvalidInput(message), None)
         try:
             raw = await _read_body(receive, content_length, self._max_body_bytes)
         except _Disconnected:  # the caller left mid-body; nobody is there to answer
-            return _problem(400, "invalid_input", "the client disconnected before the body ended")
+            message = "the client disconnected before the body ended"
+            return await self._reject(agent, 400, InvalidInput(message), None)
         except _BodyTooLarge:
-            return _problem(
-                413,
-                "invalid_input",
-                f"the request body is larger than {self._max_body_bytes // 1024} KiB",
-            )
+            message = f"the request body is larger than {self._max_body_bytes // 1024} KiB"
+            return await self._reject(agent, 413, InvalidInput(message), None)
         try:
-            body = _check_body(_parse_json(raw), self._shape, self._capability)
+            data: Any = None
             web = self._holder["web"]
-            session = None
-            if session_name:
-                session = f"gateway:{agent.name}:{session_name}"
-                await web.declare_urls(session, *declared)
+            try:
+                data = _parse_json(raw)
+                body = _check_body(data, self._shape, self._capability)
+                session = None
+                if session_name:
+                    session = f"gateway:{agent.name}:{session_name}"
+                    await web.declare_urls(session, *declared)
+            except InvalidInput as exc:
+                return await self._reject(agent, 400, exc, data)
             result = await self._handler(web, agent, body, session)
             return 200, result.to_wire(), []
         except WebwardError as exc:
@@ -444,6 +449,21 @@ class _Capability:
         except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
             return _problem(500, "internal_error", _UNEXPECTED)
+
+    async def _reject(
+        self, agent: Agent, status: int, error: InvalidInput, data: Any
+    ) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
+        """The answer to an agent's request refused before the core (``status``, ``error``),
+        once its audit record is written (target: the body's URL or query, as sent)."""
+        web = self._holder.get("web")
+        target = data.get(self._target_field, "") if isinstance(data, dict) else ""
+        answer: WebwardError = error
+        if web is not None:
+            answer = await web.reject(self._capability, agent.name, agent.tier, target, error)
+        if answer is not error:  # the audit log could not take the record: that refusal
+            status, headers = _error_status(answer)
+            return status, answer.to_wire(), list(headers.items())
+        return status, error.to_wire(), []
 
 
 #: The request headers the gateway reads (the rest pass by with one set lookup each).

@@ -6,10 +6,12 @@ The tools' names, titles, descriptions and input schemas come from the capabilit
 as ``Any``, so the SDK does no validation of its own: every argument reaches
 :class:`~webward.Web` as sent, and the core validates it, audits the call and answers a bad
 value with its own one-sentence message — the same message the command line and the gateway
-give. Two exceptions are checked here: ``include_links`` (the core takes any truthy value)
-and a missing ``url`` / ``query``. Those two have a ``None`` default in Python, while the
-schema the client lists marks them required, so that a call without one gets a
-one-sentence ``isError`` result rather than the SDK's multi-line validation report.
+give. Three exceptions are checked here, and audited as the core's refusals are
+(``Web.reject``): an argument the tool does not take (the SDK would drop it silently, see
+:class:`_StrictTool`), ``include_links`` (the core takes any truthy value) and a missing
+``url`` / ``query``. Those two have a ``None`` default in Python, while the schema the
+client lists marks them required, so that a call without one gets a one-sentence
+``isError`` result rather than the SDK's multi-line validation report.
 
 How a result becomes MCP content:
 
@@ -66,7 +68,7 @@ from mcp.types import (
 )
 from pydantic import AnyHttpUrl, BaseModel, Field
 
-from ._capabilities import DEFAULT_LIMIT, MCP, Capability, capabilities
+from ._capabilities import DEFAULT_LIMIT, FETCH, MCP, SEARCH, Capability, capabilities
 from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
@@ -149,14 +151,19 @@ def build_server(
         query: Any = None,
         ctx: Context | None = None,
         max_age: Any = None,
+        unknown: Any = None,
     ) -> Annotated[CallToolResult, ToolText]:
         try:
-            if url is None:
-                raise InvalidInput(MISSING_URL)
-            if not isinstance(include_links, bool):
-                raise InvalidInput("include_links must be true or false")
             name, reach = acting()
-            session = await mcp_session(web, ctx, name)
+            try:
+                _check_arguments(catalogue.fetch, unknown)
+                if url is None:
+                    raise InvalidInput(MISSING_URL)
+                if not isinstance(include_links, bool):
+                    raise InvalidInput("include_links must be true or false")
+                session = await mcp_session(web, ctx, name)
+            except InvalidInput as exc:  # audited as the core's own refusals are
+                raise await web.reject(FETCH, name, reach, url or "", exc) from None
             page = await web.fetch(
                 url,
                 offset=offset,
@@ -183,12 +190,17 @@ def build_server(
         country: Any = None,
         language: Any = None,
         ctx: Context | None = None,
+        unknown: Any = None,
     ) -> Annotated[CallToolResult, ToolText]:
         try:
-            if query is None:
-                raise InvalidInput(MISSING_QUERY)
             name, reach = acting()
-            session = await mcp_session(web, ctx, name)
+            try:
+                _check_arguments(catalogue.search, unknown)
+                if query is None:
+                    raise InvalidInput(MISSING_QUERY)
+                session = await mcp_session(web, ctx, name)
+            except InvalidInput as exc:  # audited as the core's own refusals are
+                raise await web.reject(SEARCH, name, reach, query or "", exc) from None
             result = await web.search(
                 query,
                 limit=limit,
@@ -302,20 +314,54 @@ class _Tokens:
         )
 
 
+#: The tool functions' parameter that receives the names of the arguments a call sent and
+#: the tool does not take (:class:`_StrictTool`); never listed in the schema.
+_UNKNOWN = "unknown"
+
+
+class _StrictTool(Tool):
+    """A tool that hands the function the names of the arguments it does not take.
+
+    The schema the client lists forbids other arguments (``additionalProperties: false``), but
+    the SDK drops them silently: a call with one would run as if it were not there, where the
+    gateway refuses the same field. So they reach the function, which refuses them in one
+    sentence, audited like any other refusal."""
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        taken = self.parameters.get("properties", {})
+        known = {k: v for k, v in arguments.items() if k in taken}
+        # A client's own "unknown" argument is one of them.
+        known[_UNKNOWN] = [name for name in arguments if name not in taken]
+        return await super().run(known, context, convert_result)
+
+
+def _check_arguments(capability: Capability, unknown: Any) -> None:
+    if unknown:
+        name = str(unknown[0])
+        shown = name if len(name) <= 40 else name[:40] + "…"
+        names = capability.names(MCP)
+        raise InvalidInput(
+            f"unknown argument {shown!r}; {capability.tool} takes "
+            f"{', '.join(names[:-1])} and {names[-1]}"
+        )
+
+
 def _tool(fn: Callable[..., Any], capability: Capability) -> Tool:
     """The tool of ``capability``, calling ``fn``, listed with the catalogue's input schema.
 
     The required argument has a ``None`` default in Python, so that a call without it reaches
     the function and gets webward's one-sentence message instead of the SDK's multi-line
     validation dump; the schema the client sees still marks it required."""
-    tool = Tool.from_function(
+    tool = _StrictTool.from_function(
         fn,
         name=capability.tool,
         title=capability.title,
         description=capability.description,
         annotations=_ANNOTATIONS,
     )
-    taken = set(tool.fn_metadata.arg_model.model_fields)
+    taken = set(tool.fn_metadata.arg_model.model_fields) - {_UNKNOWN}
     if taken != set(capability.names(MCP)):  # a programming error: the two must not drift
         raise RuntimeError(f"{capability.tool} takes {sorted(taken)}, the catalogue lists others")
     return tool.model_copy(update={"parameters": capability.input_schema(MCP)})

@@ -14,7 +14,13 @@ __all__ = ["drop_userinfo", "redact_urls"]
 # parsers strip C0 controls and spaces; other parsers more), the scheme, then any number of
 # slashes or backslashes (``https:user:pw@host`` and ``https:\\\\host`` are URLs to WHATWG);
 # or, without a scheme, two or more slashes.
-_BEFORE_AUTHORITY_RE = re.compile(r"[^A-Za-z/\\]*(?:[A-Za-z][A-Za-z0-9+.\-]*:[/\\]*|[/\\]{2,})")
+_BEFORE_AUTHORITY_RE = re.compile(
+    r"[^A-Za-z/\\]*(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):(?P<slashes>[/\\]*)|[/\\]{2,})"
+)
+# The schemes WHATWG reads an authority after without slashes. Any other scheme has one only
+# after "//": ``web:page.fetch@1`` (a capability's id) and ``mailto:a@b`` are kept whole, but
+# not such a text with a ":" before its "@", which may be a password all the same.
+_SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 _AUTHORITY_END_RE = re.compile(r"[/?#\\]")
 _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
 
@@ -34,6 +40,14 @@ def drop_userinfo(text: str) -> str:
     if match is None:
         return text
     start = match.end()
+    scheme = match.group("scheme")
+    if (
+        scheme
+        and scheme.lower() not in _SPECIAL_SCHEMES
+        and len(match.group("slashes")) < 2
+        and ":" not in text[start : text.rfind("@")]
+    ):
+        return text
     end = _AUTHORITY_END_RE.search(text, start)
     authority_end = end.start() if end is not None else len(text)
     at = text.rfind("@", start, authority_end)

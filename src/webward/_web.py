@@ -602,6 +602,26 @@ class Web:
             "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call)
         )
 
+    async def reject(
+        self, capability: str, agent: str, tier: str | None, target: object, error: WebwardError
+    ) -> WebwardError:
+        """Audit a call that a face refused before handing it over (a request of the wrong
+        shape: an argument missing, unknown or mistyped), as the core audits its own
+        refusals: one record, counted and call-logged. Returns the error to answer with:
+        ``error``, or the refusal of an audit log that could not take the record."""
+
+        def refuse(tier: str, call: Call) -> Awaitable[Any]:
+            raise error
+
+        tool = "web_search" if capability == SEARCH else "web_fetch"
+        try:
+            await self.telemetry.call(
+                tool, capability, agent, self._audited(capability, agent, tier, target, refuse)
+            )
+        except WebwardError as exc:
+            return exc
+        raise AssertionError("unreachable: refuse always raises")
+
     @property
     def provider_request(self) -> Callable[..., Awaitable[Body]]:
         """One call to a search provider, ``(provider, method, url, *, headers=(),
