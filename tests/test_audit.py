@@ -222,7 +222,23 @@ async def test_unwritable_store_refuses_the_call(tmp_path: Path) -> None:
     assert info.value.message.startswith(
         "refused: audit unavailable; webward does not open the door unaudited ("
     )
-    assert await sink.query() == []  # nothing was ever written there
+    assert "point [state] dir (WEBWARD_STATE_DIR)" in info.value.message  # the next step
+    # Reading it is no empty log either (`webward audit` said "no audit records match").
+    with pytest.raises(Refused) as read:
+        await sink.query()
+    assert read.value.message == (
+        f"refused: the audit log at {blocker / 'state' / 'audit.db'} cannot be written "
+        f"({blocker} is not a directory), so every call is refused; fix that, or point "
+        "[state] dir (WEBWARD_STATE_DIR) at a directory webward can write"
+    )
+    await sink.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_state_dir_not_yet_made_is_an_empty_log(tmp_path: Path) -> None:
+    """A state dir that does not exist yet, under one that can be written, has no records."""
+    sink = SQLiteAuditSink(tmp_path / "new" / "state")
+    assert await sink.query() == []
     await sink.aclose()
 
 

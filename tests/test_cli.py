@@ -250,3 +250,26 @@ def test_environment_allow_ranges_override_the_file(tmp_path: Path) -> None:
         assert srv.accepts == 0
     assert out.returncode == 3
     assert "internal address" in out.stderr
+
+
+def test_an_unknown_flag_gets_the_commands_own_usage(config: Path) -> None:
+    """`webward fetch URL --bogus` names fetch's options (the top-level usage named none)."""
+    with serve(routes={"/": respond(200, "<p>x</p>")}) as srv:
+        out = run("fetch", srv.url("/"), "--bogus", "--config", str(config))
+    assert out.returncode == 2
+    assert out.stderr.startswith("usage: webward fetch ")
+    assert "webward fetch: error: unrecognized arguments: --bogus" in out.stderr
+    assert srv.accepts == 0
+
+
+def test_a_limit_no_read_could_use_is_refused_before_reading(config: Path) -> None:
+    """`[limits] max_fetch_text_chars = 0` is a config error (exit 2, one line naming the key
+    and the file), not an internal error on every read."""
+    config.write_text(config.read_text() + "[limits]\nmax_fetch_text_chars = 0\n")
+    with serve(routes={"/": respond(200, "<p>x</p>")}) as srv:
+        out = run("fetch", srv.url("/"), "--config", str(config))
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        f"webward: limits.max_fetch_text_chars in {config} must be greater than 0 (it is 0)"
+    )
+    assert srv.accepts == 0

@@ -107,12 +107,18 @@ def test_refusal_messages_name_host_tier_reason_and_remedy() -> None:
     )
     d = policy.check_search("as-owner", "cli")
     assert d.reason == REASON_SEARCH_TIER
-    assert (
-        d.message == "refused: web search needs tier connected or full; agent cli has tier as-owner"
+    assert d.message == (
+        "refused: web search needs tier connected or full; agent cli has tier as-owner: give it "
+        "one ([agents.cli] tier or [policy] default_tier in the config, --tier on the command "
+        "line)"
     )
     d = policy.check_screenshot("connected", "research")
     assert d.reason == REASON_SCREENSHOT_TIER
-    assert d.message == "refused: screenshots need tier full; agent research has tier connected"
+    assert d.message == (
+        "refused: screenshots need tier full; agent research has tier connected: give it that "
+        "tier ([agents.research] tier or [policy] default_tier in the config, --tier on the "
+        "command line)"
+    )
 
 
 def test_raise_if_denied_raises_refused_with_reason() -> None:

@@ -84,6 +84,45 @@ def test_broken_files_are_refused_by_name(tmp_path: Path, text: str, needle: str
     assert needle in err.value.message
 
 
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("max_fetch_text_chars = 0", "limits.max_fetch_text_chars in "),
+        ("max_fetch_text_chars = -5", "must be greater than 0 (it is -5)"),
+        ("max_query_chars = 0", "limits.max_query_chars"),
+        ("max_read_bytes = 0", "limits.max_read_bytes"),
+        ("fetch_timeout_s = 0", "limits.fetch_timeout_s"),
+        ("fetch_timeout_s = nan", "limits.fetch_timeout_s"),
+        ("page_cache_ttl_s = -1", "limits.page_cache_ttl_s in "),
+        ("max_redirects = -1", "must be 0 or more"),
+        ("convert_memory_mb = 10", "must be at least 64"),
+        ("max_pdf_pages = 0", "limits.max_pdf_pages"),
+        ("session_max_urls = 0", "limits.session_max_urls"),
+        ("per_host_rate = 0", "limits.per_host_rate"),
+    ],
+)
+def test_limits_out_of_range_are_refused_when_loaded(
+    tmp_path: Path, line: str, needle: str
+) -> None:
+    """A [limits] value no read could work with is refused as the file is read, naming the
+    key and the file, instead of failing every read later (max_fetch_text_chars = 0 made
+    each one an internal error)."""
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(write(tmp_path, f"[limits]\n{line}\n"), environ={})
+    assert needle in err.value.message
+    assert str(tmp_path) in err.value.message
+
+
+def test_limits_where_zero_means_something_take_it(tmp_path: Path) -> None:
+    """0 redirects, no page cache, a worker per core and no waiting queue are settings."""
+    text = (
+        "[limits]\nmax_redirects = 0\npage_cache_ttl_s = 0\npage_cache_max_chars = 0\n"
+        "convert_workers = 0\nconvert_queue = 0\n"
+    )
+    limits = Settings.load(write(tmp_path, text), environ={}).limits
+    assert (limits.max_redirects, limits.page_cache_ttl_s, limits.convert_queue) == (0, 0, 0)
+
+
 def test_a_key_in_the_config_is_refused_without_echoing_it(tmp_path: Path) -> None:
     """Credentials never live in the config; the message says where they belong."""
     path = write(tmp_path, '[search]\nbrave_api_key = "BSAsecret123"\n')
@@ -94,13 +133,47 @@ def test_a_key_in_the_config_is_refused_without_echoing_it(tmp_path: Path) -> No
 
 
 def test_missing_config_file_is_invalid_input(tmp_path: Path) -> None:
-    """--config naming a missing file is a clear error."""
+    """--config naming a missing file is a clear error; naming a directory says so."""
     with pytest.raises(InvalidInput) as err:
         Settings.load(tmp_path / "absent.toml", environ={})
     assert "does not exist" in err.value.message
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(tmp_path, environ={})
+    assert err.value.message == (
+        f"the config file {tmp_path} is a directory; name the TOML file itself (for example "
+        f"{tmp_path / 'webward.toml'})"
+    )
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(None, environ={"WEBWARD_CONFIG": str(tmp_path)})
+    assert "named by WEBWARD_CONFIG is a directory" in err.value.message
 
 
 def test_robots_off_per_tier(tmp_path: Path) -> None:
     """[policy.tiers.NAME] robots = false turns robots off for that tier only."""
     path = write(tmp_path, "[policy.tiers.full]\nrobots = false\n")
     assert Settings.load(path, environ={}).policy.robots_off_tiers == ("full",)
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "message"),
+    [
+        (
+            "WEBWARD_ALLOW_RANGES",
+            "garbage",
+            "network.allow_ranges in WEBWARD_ALLOW_RANGES holds 'garbage', which is not a CIDR",
+        ),
+        (
+            "WEBWARD_TIER",
+            "god",
+            "unknown tier 'god' in WEBWARD_TIER; the tiers are as-owner, connected, full",
+        ),
+    ],
+)
+def test_a_bad_environment_value_is_named_by_its_variable(
+    tmp_path: Path, var: str, value: str, message: str
+) -> None:
+    """A bad WEBWARD_* value is blamed on its variable, not on the config file read first."""
+    path = write(tmp_path, "[policy]\nrobots = true\n")
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(path, environ={var: value})
+    assert err.value.message == message

@@ -243,7 +243,9 @@ class Policy:
         if tier not in _SEARCH_TIERS:
             return self._deny(
                 REASON_SEARCH_TIER,
-                f"refused: web search needs tier connected or full; agent {agent} has tier {tier}",
+                f"refused: web search needs tier connected or full; agent {agent} has tier "
+                f"{tier}: give it one ([agents.{agent}] tier or [policy] default_tier in the "
+                "config, --tier on the command line)",
             )
         return _ALLOW
 
@@ -253,7 +255,9 @@ class Policy:
         if tier not in _SCREENSHOT_TIERS:
             return self._deny(
                 REASON_SCREENSHOT_TIER,
-                f"refused: screenshots need tier full; agent {agent} has tier {tier}",
+                f"refused: screenshots need tier full; agent {agent} has tier {tier}: give it "
+                f"that tier ([agents.{agent}] tier or [policy] default_tier in the config, "
+                "--tier on the command line)",
             )
         return _ALLOW
 

@@ -237,7 +237,11 @@ class Settings:
             except tomllib.TOMLDecodeError as exc:
                 raise InvalidInput(f"the config file {found} is not valid TOML: {exc}") from exc
             _refuse_credentials(data, source)
-        data = _merge(data, _from_environment(env))
+        from_env = _from_environment(env)
+        for var, (section, key) in _ENV_KEYS.items():
+            if var in env:  # a bad value is named by its variable, not by the config file
+                _build({section: {key: from_env[section][key]}}, var)
+        data = _merge(data, from_env)
         if overrides:
             data = _merge(data, overrides)
         return _build(data, source)
@@ -245,20 +249,25 @@ class Settings:
 
 def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise InvalidInput(f"the config file {p} does not exist")
-        return p
+        return _named_config(Path(path), "")
     if env.get("WEBWARD_CONFIG"):
-        p = Path(env["WEBWARD_CONFIG"])
-        if not p.is_file():
-            raise InvalidInput(f"the config file {p} named by WEBWARD_CONFIG does not exist")
-        return p
+        return _named_config(Path(env["WEBWARD_CONFIG"]), " named by WEBWARD_CONFIG")
     # Never ./webward.toml: see the module docstring.
     import platformdirs  # only when no config file is named (6 ms of start-up)
 
     candidate = Path(platformdirs.user_config_dir("webward")) / "webward.toml"
     return candidate if candidate.is_file() else None
+
+
+def _named_config(p: Path, named_by: str) -> Path:
+    if p.is_file():
+        return p
+    if p.is_dir():
+        raise InvalidInput(
+            f"the config file {p}{named_by} is a directory; name the TOML file itself "
+            f"(for example {p / 'webward.toml'})"
+        )
+    raise InvalidInput(f"the config file {p}{named_by} does not exist")
 
 
 def _refuse_credentials(data: Mapping[str, Any], source: str, prefix: str = "") -> None:
@@ -443,7 +452,40 @@ def _build_agents(value: Any, where: str) -> dict[str, AgentSettings]:
     return agents
 
 
+# The [limits] for which 0 means something (no redirect followed, no page cache, one worker
+# per core, no conversion waiting): every other number must be above 0, or every read would
+# fail on it later, far from the file that set it.
+_LIMITS_ZERO_MEANS = frozenset(
+    {
+        "max_redirects",
+        "page_cache_ttl_s",
+        "page_cache_max_chars",
+        "convert_workers",
+        "convert_queue",
+    }
+)
+# Lower bounds above that (a worker's address space below 64 MiB cannot hold the converters).
+_LIMITS_AT_LEAST = {"full_tier_budget": 1, "per_host_burst": 1, "convert_memory_mb": 64}
+
+
+def _validate_limits(limits: LimitsSettings, where: str) -> None:
+    for f in dataclasses.fields(limits):
+        value = getattr(limits, f.name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if f.name in _LIMITS_AT_LEAST:
+            least = _LIMITS_AT_LEAST[f.name]
+            ok, bound = value >= least, f"at least {least}"
+        elif f.name in _LIMITS_ZERO_MEANS:
+            ok, bound = value >= 0, "0 or more"
+        else:
+            ok, bound = value > 0, "greater than 0"
+        if not ok or value != value:  # NaN compares false either way
+            raise InvalidInput(f"limits.{f.name}{where} must be {bound} (it is {value!r})")
+
+
 def _validate(settings: Settings, where: str) -> None:
+    _validate_limits(settings.limits, where)
     for tier in [settings.policy.default_tier, *(a.tier for a in settings.agents.values())]:
         if tier not in TIERS:
             raise InvalidInput(f"unknown tier {tier!r}{where}; the tiers are {', '.join(TIERS)}")

@@ -106,7 +106,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             continue  # the command line names another command: its arguments are not needed
         p.add_argument("--config", metavar="FILE", help="the config file (TOML) to read")
         module.add_arguments(p)
-        p.set_defaults(_module=module)
+        p.set_defaults(_module=module, _parser=p)
     return parser
 
 
@@ -125,7 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # told by the command's own parser, whose usage names its options
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "command", None):
         parser.print_help()
         return 2

@@ -330,10 +330,13 @@ def _parse_port(text: str | None, scheme: str) -> int:
     )
 
 
+_NO_HOST = "the URL has no host; give one after the scheme, as in https://example.org/page"
+
+
 def _parse_host(text: str) -> tuple[str, bool]:
     """The canonical host and whether it is an IP address (WHATWG host parsing)."""
     if not text:
-        raise InvalidInput("the URL has no host", reason=REASON_EMPTY_HOST)
+        raise InvalidInput(_NO_HOST, reason=REASON_EMPTY_HOST)
     if text.startswith("["):
         inner = text[1:-1]
         if "%" in inner:
@@ -358,7 +361,7 @@ def _parse_host(text: str) -> tuple[str, bool]:
     if ascii_host.endswith("."):
         ascii_host = ascii_host[:-1]
     if not ascii_host:
-        raise InvalidInput("the URL has no host", reason=REASON_EMPTY_HOST)
+        raise InvalidInput(_NO_HOST, reason=REASON_EMPTY_HOST)
     labels = ascii_host.split(".")
     if "" in labels:
         raise _invalid_host(text, "it has an empty label")

@@ -399,7 +399,9 @@ class AuditSink(Protocol):
 def audit_unavailable(detail: str) -> Refused:
     """The refusal every sink raises when a record cannot be written."""
     return Refused(
-        f"refused: audit unavailable; webward does not open the door unaudited ({detail})",
+        f"refused: audit unavailable; webward does not open the door unaudited ({detail}); "
+        "make that store writable, or point [state] dir (WEBWARD_STATE_DIR) or [audit] at one "
+        "that is",
         reason=REASON_AUDIT_UNAVAILABLE,
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Coroutine
@@ -162,6 +163,14 @@ class SQLiteAuditSink:
             try:
                 conn = self._connect(create=False)
                 if conn is None:
+                    unusable = _unusable_dir(self.path.parent)
+                    if unusable is not None:  # not an empty log: one no call could write
+                        raise Refused(
+                            f"refused: the audit log at {self.path} cannot be written "
+                            f"({unusable}), so every call is refused; fix that, or point "
+                            "[state] dir (WEBWARD_STATE_DIR) at a directory webward can write",
+                            reason=REASON_AUDIT_UNAVAILABLE,
+                        )
                     return default  # nothing was ever audited here
                 return work(conn)
             except (sqlite3.Error, OSError) as exc:
@@ -169,3 +178,21 @@ class SQLiteAuditSink:
                     f"refused: the audit log at {self.path} cannot be read ({exc})",
                     reason=REASON_AUDIT_UNAVAILABLE,
                 ) from None
+
+
+def _unusable_dir(directory: Path) -> str | None:
+    """Why ``directory`` (the state dir) cannot hold the audit log, or ``None`` if it can:
+    it, or the nearest of its parents that exists, must be a directory this process may
+    write in (the first write creates what is missing)."""
+    for place in (directory, *directory.parents):
+        try:
+            if not place.exists():
+                continue
+            if not place.is_dir():
+                return f"{place} is not a directory"
+        except OSError as exc:
+            return f"{place}: {exc.strerror or exc}"
+        if not os.access(place, os.W_OK | os.X_OK):
+            return f"{place} is not writable by this user"
+        return None
+    return None

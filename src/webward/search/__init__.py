@@ -107,7 +107,9 @@ def choose_provider(
     """
     name = check_provider_name(provider)
     if name is None:
-        name = check_provider_name(settings.provider, where=" in [search] provider")
+        name = check_provider_name(
+            settings.provider, where=" in [search] provider (or WEBWARD_SEARCH_PROVIDER)"
+        )
     if name is None:
         for candidate in ("brave", "tavily"):
             if credentials.get(KEY_NAMES[candidate]):
