@@ -214,6 +214,18 @@ def test_broken_policy_settings_beyond_patterns(tmp_path: Path) -> None:
         load(tmp_path, '[policy]\nmode = "open"\n')
 
 
+def test_a_web_names_the_file_of_a_bad_policy(tmp_path: Path) -> None:
+    """Opening a Web on such settings names the config file, as every other config error does."""
+    from webward import Web
+
+    settings = load(tmp_path, "[policy]\nversion = 2\n")
+    with pytest.raises(InvalidInput) as info:
+        Web(settings)
+    assert info.value.message == (
+        f"policy.version in {tmp_path / 'webward.toml'} is 2; this webward reads version 1"
+    )
+
+
 def test_unknown_tier_and_bad_host_are_invalid_input() -> None:
     """An unknown tier or a host that is not a host name is InvalidInput, never a crash."""
     policy = Policy(PolicySettings(allow=("docs.python.org",)))

@@ -105,7 +105,7 @@ class Web:
         self._backend = PinnedBackend(resolver or SystemResolver(), allow, connector)
         self._transport = Transport(self._backend, ssl_context=ssl_context)
         self._renderer = renderer if renderer is not None else default_renderer()
-        self._policy = Policy(self.settings.policy)
+        self._policy = Policy(self.settings.policy, source=self.settings.source)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
         state = limit_state if limit_state is not None else open_limit_state(self.settings)
         self._limiter = Limiter(state, self.settings.limits, clock=clock)
