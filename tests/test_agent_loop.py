@@ -284,6 +284,31 @@ async def test_a_tool_outside_the_agents_toolset_is_refused_by_name(vendor: str)
 
 
 @pytest.mark.anyio
+async def test_calls_refused_before_the_core_are_audited(tmp_path: Path) -> None:
+    """In a run, a call whose arguments are not JSON, one the agent's toolset does not offer
+    and one without its url are each one audited refusal of their capability."""
+    from webward.testing import MemoryAuditSink
+
+    audit = MemoryAuditSink()
+    settings = Settings.load(None, environ={"WEBWARD_STATE_DIR": str(tmp_path)})
+    calls = [
+        ("c1", "web_fetch", "{not json"),
+        ("c2", "web_search", {"query": "owls"}),
+        ("c3", "web_fetch", {}),
+    ]
+    script = [reply("openai", "", calls), reply("openai", "ok")]
+    async with Web(settings, audit=audit) as web:
+        with fake_model_api("openai", script) as fake:
+            async with client_for(fake) as client:
+                await run_agent(client, GENERAL, "Read.", ToolContext(web, "general", "connected"))
+    assert sorted((r.capability, r.agent, r.decision) for r in audit.records) == [
+        ("web:page.fetch@1", "general", "refused"),
+        ("web:page.fetch@1", "general", "refused"),
+        ("web:search.query@1", "general", "refused"),
+    ]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("vendor", VENDORS)
 async def test_long_tool_results_are_cut_with_a_note(vendor: str) -> None:
     """A result longer than max_result_chars is cut there and says so."""

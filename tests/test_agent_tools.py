@@ -334,8 +334,12 @@ async def test_other_exceptions_become_a_generic_message_logged_without_base64(
 @pytest.mark.parametrize(
     ("name", "arguments", "message"),
     [
-        ("web_fetch", {}, "web_fetch needs a url: an absolute http:// or https:// URL"),
-        ("web_fetch", {"url": 7}, "web_fetch needs a url: an absolute http:// or https:// URL"),
+        ("web_fetch", {}, "web_fetch needs a url: an absolute http:// or https:// URL to read"),
+        (
+            "web_fetch",
+            {"url": 7},
+            "web_fetch needs a url: an absolute http:// or https:// URL to read",
+        ),
         (
             "web_fetch",
             ["https://example.org/"],
@@ -344,14 +348,15 @@ async def test_other_exceptions_become_a_generic_message_logged_without_base64(
         (
             "web_fetch",
             {"url": "https://example.org/", "include_links": True},
-            "web_fetch does not take include_links; its arguments are url, offset, max_chars, query, max_age",
+            "unknown argument 'include_links'; web_fetch takes url, offset, max_chars, query and "
+            "max_age",
         ),
         ("web_search", {"query": None}, "web_search needs a query: the words to search for"),
         (
             "web_search",
             {"q": "x"},
-            "web_search does not take q; its arguments are query, limit, allowed_domains, "
-            "blocked_domains, freshness, country, language",
+            "unknown argument 'q'; web_search takes query, limit, allowed_domains, "
+            "blocked_domains, freshness, country and language",
         ),
         (
             "shell",
@@ -366,6 +371,33 @@ async def test_bad_arguments_are_answered_by_name(name: str, arguments: Any, mes
     result = await execute_tool(name, arguments, ToolContext(web, "research"))
     assert result == ToolResult(message, is_error=True)
     assert web.calls == []
+
+
+@pytest.mark.anyio
+async def test_refused_tool_calls_are_audited(tmp_path: Any) -> None:
+    """A call the tool refuses before the core (no url, an unknown argument, no object) is
+    one audited call of its capability and agent, as the core's own refusals are; a tool
+    that does not exist is no capability's call."""
+    from webward import Web
+    from webward.testing import MemoryAuditSink
+
+    audit = MemoryAuditSink()
+    settings_ = Settings.load(None, environ={"WEBWARD_STATE_DIR": str(tmp_path)})
+    async with Web(settings_, audit=audit) as web:
+        context = ToolContext(web, "research", "connected")
+        for name, arguments in [
+            ("web_fetch", {}),
+            ("web_fetch", {"url": "https://example.org/", "bogus": 1}),
+            ("web_search", "not an object"),
+            ("shell", {"cmd": "ls"}),
+        ]:
+            result = await execute_tool(name, arguments, context)
+            assert result.is_error
+    assert [(r.capability, r.agent, r.tier, r.decision, r.target) for r in audit.records] == [
+        ("web:page.fetch@1", "research", "connected", "refused", ""),
+        ("web:page.fetch@1", "research", "connected", "refused", "https://example.org/"),
+        ("web:search.query@1", "research", "connected", "refused", ""),
+    ]
 
 
 _json = st.recursive(

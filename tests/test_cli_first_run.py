@@ -307,6 +307,10 @@ def test_audit_cuts_long_targets_and_says_when_rows_are_left_out(tmp_path: Path)
     assert "more records match than the 2 shown" in out.stderr
     whole = run("audit", "--limit", "3", env={**env, "COLUMNS": "120"})
     assert whole.stderr == ""
+    # --json says so too, on stderr, its output still one array of the records shown.
+    cut = run("audit", "--limit", "2", "--json", env=env)
+    assert len(json.loads(cut.stdout)) == 2
+    assert "more records match than the 2 shown" in cut.stderr
 
 
 def test_credentials_usage_names_its_arguments(tmp_path: Path) -> None:

@@ -65,6 +65,10 @@ FRESHNESS = ("day", "week", "month", "year")
 MAX_DOMAINS = 20
 
 #: The faces that offer arguments: the agent tool specs, the MCP server, the HTTP gateway.
+#: What a call without its one required argument is told, at every face.
+MISSING_URL = "web_fetch needs a url: an absolute http:// or https:// URL to read"
+MISSING_QUERY = "web_search needs a query: the words to search for"
+
 TOOL = "tool"
 MCP = "mcp"
 HTTP = "http"
@@ -122,6 +126,14 @@ class Capability:
     def names(self, face: str) -> tuple[str, ...]:
         """The argument names ``face`` takes, in order."""
         return tuple(a.spelled(face) for a in self.arguments_for(face))
+
+    def unknown(self, face: str, name: object) -> str:
+        """The one sentence every face answers an argument it does not take with (a body's
+        "field" at the gateway, which names the capability by its id)."""
+        shown = str(name) if len(str(name)) <= 40 else str(name)[:40] + "…"
+        names = self.names(face)
+        noun, who = ("field", self.id) if face == HTTP else ("argument", self.tool)
+        return f"unknown {noun} {shown!r}; {who} takes {', '.join(names[:-1])} and {names[-1]}"
 
     def input_schema(self, face: str) -> dict[str, Any]:
         """The JSON Schema of the arguments ``face`` takes (an object, nothing else in it)."""

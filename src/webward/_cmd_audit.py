@@ -126,12 +126,12 @@ def run(
         print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
     else:
         print(render_table(records, width=_terminal_width()))
-        if more:
-            print(
-                f"webward: more records match than the {limit} shown; "
-                "raise --limit or narrow with --since, --agent or --decision",
-                file=sys.stderr,
-            )
+    if more:  # on stderr, so that --json's output stays one array
+        print(
+            f"webward: more records match than the {limit} shown; "
+            "raise --limit or narrow with --since, --agent or --decision",
+            file=sys.stderr,
+        )
     return 0
 
 

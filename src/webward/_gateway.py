@@ -117,6 +117,7 @@ class _Shape:
     """A capability's body: its fields, their names and the required ones (checked in C on
     every call), and the exact type a well-formed body's value has for each (JSON as parsed)."""
 
+    capability: Capability
     fields: tuple[_Field, ...]
     names: frozenset[str]
     required: frozenset[str]
@@ -130,6 +131,7 @@ def _shape(capability: Capability) -> _Shape:
         for a in capability.arguments_for(HTTP)
     )
     return _Shape(
+        capability,
         fields,
         frozenset(f.name for f in fields),
         frozenset(f.name for f in fields if f.required),
@@ -137,7 +139,7 @@ def _shape(capability: Capability) -> _Shape:
     )
 
 
-def _check_body(data: Any, shape: _Shape, capability: str) -> dict[str, Any]:
+def _check_body(data: Any, shape: _Shape) -> dict[str, Any]:
     """The body's shape: a JSON object with exactly these fields, each of its JSON type."""
     # A well-formed body passes in one look at each value it has; any other is checked
     # field by field below, so that its first fault is named as it always was.
@@ -151,14 +153,9 @@ def _check_body(data: Any, shape: _Shape, capability: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
     if not shape.names.issuperset(data):
-        names = [f.name for f in shape.fields]
         for key in data:
             if key not in shape.names:
-                shown = key if len(key) <= 40 else key[:40] + "…"
-                raise InvalidInput(
-                    f"unknown field {shown!r}; {capability} takes "
-                    f"{', '.join(names[:-1])} and {names[-1]}"
-                )
+                raise InvalidInput(shape.capability.unknown(HTTP, key))
     for f in shape.fields:
         value = data.get(f.name, _ABSENT)
         if value is _ABSENT:
@@ -434,7 +431,7 @@ class _Capability:
             web = self._holder["web"]
             try:
                 data = _parse_json(raw)
-                body = _check_body(data, self._shape, self._capability)
+                body = _check_body(data, self._shape)
                 session = None
                 if session_name:
                     session = f"gateway:{agent.name}:{session_name}"

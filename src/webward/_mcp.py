@@ -68,7 +68,16 @@ from mcp.types import (
 )
 from pydantic import AnyHttpUrl, BaseModel, Field
 
-from ._capabilities import DEFAULT_LIMIT, FETCH, MCP, SEARCH, Capability, capabilities
+from ._capabilities import (
+    DEFAULT_LIMIT,
+    FETCH,
+    MCP,
+    MISSING_QUERY,
+    MISSING_URL,
+    SEARCH,
+    Capability,
+    capabilities,
+)
 from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
@@ -93,8 +102,6 @@ __all__ = [
 log = logging.getLogger("webward.mcp")
 
 DEFAULT_AGENT = "mcp"
-MISSING_URL = "web_fetch needs a url: an absolute http:// or https:// URL to read"
-MISSING_QUERY = "web_search needs a query: the words to search for"
 MCP_PATH = "/mcp"
 WELL_KNOWN_METADATA = "/.well-known/oauth-protected-resource"
 UNAUTHENTICATED = "a bearer token is required: send Authorization: Bearer <token>"
@@ -339,13 +346,7 @@ class _StrictTool(Tool):
 
 def _check_arguments(capability: Capability, unknown: Any) -> None:
     if unknown:
-        name = str(unknown[0])
-        shown = name if len(name) <= 40 else name[:40] + "…"
-        names = capability.names(MCP)
-        raise InvalidInput(
-            f"unknown argument {shown!r}; {capability.tool} takes "
-            f"{', '.join(names[:-1])} and {names[-1]}"
-        )
+        raise InvalidInput(capability.unknown(MCP, unknown[0]))
 
 
 def _tool(fn: Callable[..., Any], capability: Capability) -> Tool:

@@ -19,7 +19,15 @@ from typing import Any, Protocol
 import anyio
 
 from .._errors import InvalidInput
-from ._tools import TextPart, ToolContext, ToolResult, ToolSpec, execute_tool, summarize_result
+from ._tools import (
+    TextPart,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    execute_tool,
+    refused_call,
+    summarize_result,
+)
 from ._toolsets import AgentDefinition
 
 __all__ = [
@@ -161,15 +169,17 @@ async def execute_calls(
     results: list[ToolResult | None] = [None] * len(calls)
 
     async def one(index: int, call: ToolCall) -> None:
+        # Refused here, before the core, yet audited as a call of its tool.
         if call.problem is not None:
-            results[index] = ToolResult(call.problem, is_error=True, tool=call.name)
+            results[index] = await refused_call(call.name, None, call.problem, context)
         elif agent.toolset.get(call.name) is None:
             offered = ", ".join(agent.toolset.tool_names)
-            results[index] = ToolResult(
+            results[index] = await refused_call(
+                call.name,
+                call.arguments,
                 f"the tool {call.name!r} is not available to the {agent.name} agent; "
                 f"its tools are {offered}",
-                is_error=True,
-                tool=call.name,
+                context,
             )
         else:
             results[index] = await execute_tool(call.name, call.arguments, context)

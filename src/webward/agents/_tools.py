@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._capabilities import DEFAULT_LIMIT, TOOL, Capability, Catalogue, capabilities
+from .._capabilities import (
+    DEFAULT_LIMIT,
+    MISSING_QUERY,
+    MISSING_URL,
+    TOOL,
+    Capability,
+    Catalogue,
+    capabilities,
+)
 from .._errors import InvalidInput, WebwardError
 from .._models import Page, Part, SearchResult
 from .._parts import tool_result_text
@@ -35,6 +43,7 @@ __all__ = [
     "WebCapability",
     "execute_tool",
     "parts_summary",
+    "refused_call",
     "summarize_result",
     "tool_specs",
 ]
@@ -70,6 +79,11 @@ WEB_FETCH, WEB_SEARCH = tool_specs()
 # The argument names each tool takes (the same under any settings).
 _DEFAULTS: Catalogue = capabilities()
 _SEARCH_FILTERS = tuple(n for n in _DEFAULTS.search.names(TOOL) if n not in ("query", "limit"))
+# Each tool's capability and the argument its audit record names as the target.
+_CAPABILITY_OF = {
+    _DEFAULTS.fetch.tool: (_DEFAULTS.fetch.id, "url"),
+    _DEFAULTS.search.tool: (_DEFAULTS.search.id, "query"),
+}
 
 
 class WebCapability(Protocol):
@@ -196,17 +210,40 @@ def _error(tool: str, message: str) -> ToolResult:
     return ToolResult(message, is_error=True, tool=tool)
 
 
-def _check_arguments(tool: str, arguments: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
+def _check_arguments(capability: Capability, arguments: Any) -> Mapping[str, Any]:
+    allowed = capability.names(TOOL)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
-        raise InvalidInput(f"{tool} takes a JSON object of arguments ({', '.join(allowed)})")
-    unknown = sorted(str(k) for k in arguments if k not in allowed)
-    if unknown:
         raise InvalidInput(
-            f"{tool} does not take {', '.join(unknown)}; its arguments are {', '.join(allowed)}"
+            f"{capability.tool} takes a JSON object of arguments ({', '.join(allowed)})"
         )
+    for name in arguments:
+        if name not in allowed:
+            raise InvalidInput(capability.unknown(TOOL, name))
     return arguments
+
+
+async def refused_call(name: str, arguments: Any, message: str, context: ToolContext) -> ToolResult:
+    """The answer to a call of tool ``name`` refused before it reached the core (arguments
+    that are not JSON, unknown or missing, a tool the agent is not given): audited as the
+    core audits its own refusals, when ``name`` is one of the two tools and the context's
+    capability can record it (``webward.Web.reject``); the audit log's own refusal instead
+    if it cannot take the record."""
+    found = _CAPABILITY_OF.get(name)
+    reject = getattr(context.web, "reject", None)
+    if found is not None and reject is not None:
+        capability, field = found
+        target = arguments.get(field) if isinstance(arguments, Mapping) else None
+        error = await reject(
+            capability,
+            context.agent,
+            context.tier,
+            target if isinstance(target, str) else "",
+            InvalidInput(message),
+        )
+        message = error.message
+    return _error(name, message)
 
 
 def _whole(value: Any, default: int) -> Any:
@@ -225,12 +262,15 @@ def _given(args: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
 
 async def _web_fetch(arguments: Any, context: ToolContext) -> ToolResult:
     fetch = _DEFAULTS.fetch
-    args = _check_arguments(fetch.tool, arguments, fetch.names(TOOL))
-    if context.web is None:
-        return _error(fetch.tool, NO_WEB_MESSAGE)
-    url = args.get("url")
-    if not isinstance(url, str) or not url.strip():
-        return _error(fetch.tool, "web_fetch needs a url: an absolute http:// or https:// URL")
+    try:
+        args = _check_arguments(fetch, arguments)
+        if context.web is None:
+            return _error(fetch.tool, NO_WEB_MESSAGE)
+        url = args.get("url")
+        if not isinstance(url, str) or not url.strip():
+            raise InvalidInput(MISSING_URL)
+    except InvalidInput as exc:
+        return await refused_call(fetch.tool, arguments, exc.message, context)
     extra = _given(args, ("query",))
     if args.get("max_chars") is not None:
         extra["max_chars"] = _whole(args["max_chars"], 0)
@@ -251,12 +291,15 @@ async def _web_fetch(arguments: Any, context: ToolContext) -> ToolResult:
 
 async def _web_search(arguments: Any, context: ToolContext) -> ToolResult:
     search = _DEFAULTS.search
-    args = _check_arguments(search.tool, arguments, search.names(TOOL))
-    if context.web is None:
-        return _error(search.tool, NO_WEB_MESSAGE)
-    query = args.get("query")
-    if not isinstance(query, str):
-        return _error(search.tool, "web_search needs a query: the words to search for")
+    try:
+        args = _check_arguments(search, arguments)
+        if context.web is None:
+            return _error(search.tool, NO_WEB_MESSAGE)
+        query = args.get("query")
+        if not isinstance(query, str):
+            raise InvalidInput(MISSING_QUERY)
+    except InvalidInput as exc:
+        return await refused_call(search.tool, arguments, exc.message, context)
     result = await context.web.search(
         query,
         limit=_whole(args.get("limit"), DEFAULT_LIMIT),
