@@ -424,3 +424,32 @@ async def test_agent_loop_tool_answers_an_unexpected_error_and_it_is_audited(
     assert [(r.decision, r.reason, r.agent) for r in audit.records] == [
         ("failed", "internal_error", "research")
     ]
+
+
+@pytest.mark.anyio
+async def test_no_request_goes_out_while_the_audit_store_cannot_record(tmp_path: Path) -> None:
+    """A store that cannot take a record (a state dir under a regular file; a sink that went
+    down) refuses the call before its first request, so nothing is read unaudited; once the
+    store works again, calls read as before."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with serve(routes={"/page": respond(200, PAGE)}) as site:
+        async with Web(settings_for(tmp_path), audit=SQLiteAuditSink(blocker / "state")) as web:
+            with pytest.raises(Refused) as info:
+                await web.fetch(site.url("/page"))
+        assert info.value.reason == "audit_unavailable"
+        assert site.accepts == 0
+
+        sink = MemoryAuditSink()
+        async with Web(settings_for(tmp_path), audit=sink) as web:
+            await web.fetch(site.url("/page"))
+            sink.broken = True  # the store goes down: the next call's record fails
+            with pytest.raises(Refused):
+                await web.fetch(site.url("/page?second"))
+            reads = len(site.requests)
+            with pytest.raises(Refused):  # the store is known to be down: no request at all
+                await web.fetch(site.url("/page?third"))
+            assert len(site.requests) == reads
+            sink.broken = False  # back: the probe passes and the call reads
+            await web.fetch(site.url("/page?fourth"))
+    assert [r.target.rsplit("/", 1)[1] for r in sink.records] == ["page", "page?fourth"]

@@ -177,11 +177,74 @@ async def test_postgres_down_refuses_the_read_and_hides_the_dsn(
             await sink.write(record("after"))
             agents = [r.agent for r in await sink.query()]
     assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+    assert srv.accepts == 0  # refused before any request: it could not have been audited
     assert read_err.value.reason == REASON_AUDIT_UNAVAILABLE
     for message in (err.value.message, read_err.value.message):
         assert f"${ENV}" in message
         assert SECRET not in message and postgres_dsn not in message
     assert "after" in agents and "before" in agents
+
+
+async def test_a_dsn_that_does_not_parse_refuses_without_quoting_it(postgres_dsn: str) -> None:
+    """libpq's parse errors quote the DSN (a password's tail, a bad percent-escape): such a
+    DSN refuses every call with a sentence of webward's own, and no read goes out."""
+    for dsn in (
+        f"{postgres_dsn} password=Hunter2 S3cretTail",
+        "postgresql://webward:S3cret%ZZpw@127.0.0.1/db",
+    ):
+        sink = open_audit_sink(settings(), {ENV: dsn})
+        with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+            async with Web(settings(), StaticResolver({}), audit=sink) as w:
+                with pytest.raises(Refused) as err:
+                    await w.fetch(srv.url("/"))
+        assert srv.accepts == 0
+        assert f"${ENV}, whose DSN does not parse" in err.value.message
+        assert "S3cret" not in err.value.message
+
+
+async def test_a_connection_a_restart_ended_is_replaced_without_refusing(
+    postgres_server: PostgresServer, postgres_dsn: str
+) -> None:
+    """A server restarted while the sink's connection was idle ends that session; the next
+    write opens a new connection instead of refusing its call."""
+    import psycopg
+
+    sink = open_audit_sink(settings(), {ENV: postgres_dsn})
+    await sink.write(record("before"))
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        ended = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    assert ended == [(True,)]
+    await sink.write(record("after"))
+    assert sorted(r.agent for r in await sink.query()) == ["after", "before"]
+    await sink.aclose()
+
+
+async def test_a_write_the_server_does_not_answer_is_refused_in_bounded_time(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A locked audit table (or a frozen server) holds no call: the batch is given up after
+    the sink's bound and its call refused, and the sink writes again once the lock is gone."""
+    import psycopg
+
+    from webward.audit import _postgres
+
+    monkeypatch.setattr(_postgres, "_CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(_postgres, "_STATEMENT_TIMEOUT_S", 0.5)
+    sink = open_audit_sink(settings(), {ENV: postgres_dsn})
+    await sink.write(record("before"))
+    with psycopg.connect(postgres_dsn) as locker:
+        locker.execute("LOCK TABLE audit IN ACCESS EXCLUSIVE MODE")
+        with anyio.fail_after(10), pytest.raises(Refused) as err:
+            await sink.write(record("locked"))
+        locker.rollback()
+    assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+    assert "TimeoutError" in err.value.message
+    await sink.write(record("after"))
+    assert "after" in [r.agent for r in await sink.query()]
+    await sink.aclose()
 
 
 async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(

@@ -177,3 +177,25 @@ def test_a_bad_environment_value_is_named_by_its_variable(
     with pytest.raises(InvalidInput) as err:
         Settings.load(path, environ={var: value})
     assert err.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("redis://:Zq-secret@127.0.0.1:notaport/0", "its port is not a number"),
+        ("http://127.0.0.1:6379/0", "its scheme is not redis://"),
+        ("redis://", "it names no host"),
+    ],
+)
+def test_a_redis_url_redis_cannot_read_is_refused_when_loaded(
+    tmp_path: Path, url: str, problem: str
+) -> None:
+    """A malformed [state] redis_url is one sentence as the config loads (a bad port was a
+    traceback at the first request), and never echoes the URL or its password."""
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(write(tmp_path, f'[state]\nredis_url = "{url}"\n'), environ={})
+    assert err.value.message.startswith(f"state.redis_url in {tmp_path}")
+    assert problem in err.value.message
+    assert "Zq-secret" not in err.value.message and "127.0.0.1" not in err.value.message
+    for good in ("redis://:pw@127.0.0.1:6379/0", "rediss://h.example:6380", "unix:///run/r.sock"):
+        Settings.load(write(tmp_path, f'[state]\nredis_url = "{good}"\n'), environ={})

@@ -56,7 +56,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._capabilities import DEFAULT_LIMIT, HTTP, Capability
 from ._capabilities import capabilities as catalogue_of
-from ._errors import InvalidInput, WebwardError
+from ._errors import InvalidInput, Reason, WebwardError
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, server_span, tracing
@@ -258,7 +258,16 @@ def _error_response(
     return _json_response(status, {"error": {"code": code, "message": message}}, headers)
 
 
+# Refusals because a store this replica needs is down (the audit log, the shared limits):
+# 503 with a Retry-After, so that a client retries and a load balancer sends the call to a
+# replica that can serve it; 403 would read as a decision about the call itself.
+_STORE_DOWN = frozenset({Reason.AUDIT_UNAVAILABLE, Reason.LIMITS_UNAVAILABLE})
+_STORE_RETRY_S = "5"
+
+
 def _error_status(error: WebwardError) -> tuple[int, dict[str, str]]:
+    if error.reason in _STORE_DOWN:
+        return 503, {"Retry-After": _STORE_RETRY_S}
     status = STATUS_FOR_CODE.get(error.code, 502)
     headers: dict[str, str] = {}
     if error.retry_after is not None and status in (429, 503):

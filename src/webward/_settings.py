@@ -484,8 +484,35 @@ def _validate_limits(limits: LimitsSettings, where: str) -> None:
             raise InvalidInput(f"limits.{f.name}{where} must be {bound} (it is {value!r})")
 
 
+def _check_redis_url(url: str, where: str) -> None:
+    """The shape redis-py's ``from_url`` needs, checked as the config loads: a bad port was
+    a traceback at the first request. The URL itself is never echoed (it may hold a
+    password)."""
+    if not url:
+        return
+    from urllib.parse import urlsplit
+
+    problem = ""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            problem = "its scheme is not redis://, rediss:// or unix://"
+        elif parts.scheme != "unix" and not parts.hostname:
+            problem = "it names no host"
+        else:
+            parts.port  # noqa: B018  # raises ValueError for a port that is no number
+    except ValueError:
+        problem = "its port is not a number from 0 to 65535"
+    if problem:
+        raise InvalidInput(
+            f"state.redis_url{where} is not a Redis URL ({problem}); write it as "
+            "redis://HOST:PORT/DB, a password (if any) before the host as :PASSWORD@"
+        )
+
+
 def _validate(settings: Settings, where: str) -> None:
     _validate_limits(settings.limits, where)
+    _check_redis_url(settings.state.redis_url, where)
     for tier in [settings.policy.default_tier, *(a.tier for a in settings.agents.values())]:
         if tier not in TIERS:
             raise InvalidInput(f"unknown tier {tier!r}{where}; the tiers are {', '.join(TIERS)}")

@@ -107,6 +107,11 @@ class Web:
         self._renderer = renderer if renderer is not None else default_renderer()
         self._policy = Policy(self.settings.policy, source=self.settings.source)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
+        # Whether the audit store has yet to show it works (at first, and after a failed
+        # write): until its probe passes, a call sends no request (a store that is down, or
+        # misconfigured, must not let a read out that it then cannot record). Sinks without
+        # a probe are trusted, as before.
+        self._audit_unproven = hasattr(self._audit, "probe")
         state = limit_state if limit_state is not None else open_limit_state(self.settings)
         self._limiter = Limiter(state, self.settings.limits, clock=clock)
         # Governance per agent and session: its own host lists, its budgets (counted in the
@@ -656,6 +661,8 @@ class Web:
         )
         try:
             call.tier = self._tier(agent, tier)
+            if self._audit_unproven:
+                await self._prove_audit()
             result = await work(call.tier, call)
         except WebwardError as exc:
             if exc.status is not None and call.status is None:
@@ -669,6 +676,16 @@ class Web:
             raise
         await self._write_audit(call, None)
         return result
+
+    async def _prove_audit(self) -> None:
+        """The audit store's probe; ``audit_unavailable`` (and no request) if it fails."""
+        try:
+            await self._audit.probe()  # type: ignore[attr-defined]  # _audit_unproven says
+        except WebwardError:
+            raise
+        except Exception as exc:  # a sink of the caller's own that fails in its own way
+            raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
+        self._audit_unproven = False
 
     async def _write_unexpected(self, call: Call, exc: BaseException) -> None:
         """The record of a call cancelled, or ended by an unexpected exception. Shielded (and
@@ -709,9 +726,12 @@ class Web:
             try:
                 # raises Refused(audit_unavailable): no unaudited door
                 await self._audit.write(rec)
-            except WebwardError:
-                raise
-            except Exception as exc:  # a sink of the caller's own that fails in its own way
+            except Exception as exc:
+                # Until the store is seen to work again, calls are refused before they read.
+                self._audit_unproven = hasattr(self._audit, "probe")
+                if isinstance(exc, WebwardError):
+                    raise
+                # a sink of the caller's own that fails in its own way
                 raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
 
 

@@ -65,8 +65,14 @@ def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None
         from .._extras import require
 
         require("psycopg", "postgres", "[audit] postgres_dsn_env")
-        from ._postgres import PostgresAuditSink  # imported only when configured
+        from ._postgres import PostgresAuditSink, dsn_parses  # imported only when configured
 
+        if not dsn_parses(dsn):  # the driver's parse error would quote the DSN, password too
+            return _RefusingSink(
+                f"[audit] postgres_dsn_env names ${var}, whose DSN does not parse; check its "
+                "syntax (a key=value list or a postgresql:// URL, special characters in the "
+                "password percent-encoded)"
+            )
         return PostgresAuditSink(dsn, dsn_env=var)
     return SQLiteAuditSink(settings.state.path())
 
@@ -78,6 +84,9 @@ class _RefusingSink:
         self._detail = detail
 
     async def write(self, record: AuditRecord) -> None:
+        raise audit_unavailable(self._detail)
+
+    async def probe(self) -> None:
         raise audit_unavailable(self._detail)
 
     async def query(

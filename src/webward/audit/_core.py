@@ -395,6 +395,12 @@ class AuditSink(Protocol):
         """Release the store."""
         ...
 
+    # Optional: ``async def probe(self) -> None``, which raises ``Refused``
+    # (``audit_unavailable``) when the store could not take a record now. A ``Web`` asks it
+    # before a call's first request whenever the store has not yet been seen to work, or
+    # failed last (``Web._audited``), so that no request goes out that could not be audited.
+    # A sink without it is written to and trusted, as before.
+
 
 def audit_unavailable(detail: str) -> Refused:
     """The refusal every sink raises when a record cannot be written."""
@@ -432,9 +438,12 @@ class MemoryAuditSink:
         self.broken = broken
 
     async def write(self, record: AuditRecord) -> None:
+        await self.probe()
+        self.records.append(record)
+
+    async def probe(self) -> None:
         if self.broken:
             raise audit_unavailable("the memory audit sink was made broken")
-        self.records.append(record)
 
     async def query(
         self,

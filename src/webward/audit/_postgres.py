@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Coroutine, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 import anyio
 import psycopg
@@ -34,12 +34,13 @@ from ._core import (
     AuditRecord,
     Flushed,
     GroupCommit,
+    audit_unavailable,
     from_row,
     select_sql,
     to_row,
 )
 
-__all__ = ["SCHEMA_LOCK", "PostgresAuditSink"]
+__all__ = ["SCHEMA_LOCK", "PostgresAuditSink", "dsn_parses"]
 
 _SCHEMA = (
     *SCHEMA,
@@ -50,8 +51,19 @@ _SCHEMA = (
 # (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them
 # (and the console's index builds).
 SCHEMA_LOCK = 0x77656277  # "webw"
+T = TypeVar("T")
+
+
+def _bound_s() -> float:
+    """How long one write or probe may take, connecting included."""
+    return _CONNECT_TIMEOUT_S + _STATEMENT_TIMEOUT_S
+
+
 _INSERT = f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({', '.join('%s' for _ in FIELDS)})"
 _CONNECT_TIMEOUT_S = 5
+# A statement (the batch's INSERT, a probe) the server does not answer within this is given up
+# and the connection dropped: a locked table or a frozen server must not hold every call.
+_STATEMENT_TIMEOUT_S = 5
 
 
 class PostgresAuditSink:
@@ -88,16 +100,30 @@ class PostgresAuditSink:
     async def aclose(self) -> None:
         await self._drop()
 
+    async def probe(self) -> None:
+        """Whether a record could be written now: a connection (the table created if need
+        be) that answers; ``audit_unavailable`` naming the variable otherwise."""
+        async with self._locked():
+            try:
+                with anyio.fail_after(_bound_s()):
+                    await self._on_live_connection(_select_one)
+            except (psycopg.Error, OSError, TimeoutError) as exc:
+                await self._drop()
+                raise audit_unavailable(self._failed(exc)) from None
+
     async def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only statement on this log, in a transaction on the sink's
         connection (which creates the table if no replica has yet). A database error refuses
         (``audit_unavailable``), naming the variable, never the DSN. The console reads so."""
+
+        async def rows(conn: psycopg.AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            async with conn.transaction():
+                cur = await conn.execute(sql, list(params))
+                return [tuple(row) for row in await cur.fetchall()]
+
         async with self._locked():
             try:
-                conn = await self._connect()
-                async with conn.transaction():
-                    cur = await conn.execute(sql, list(params))
-                    return [tuple(row) for row in await cur.fetchall()]
+                return await self._on_live_connection(rows)
             except (psycopg.Error, OSError) as exc:
                 await self._drop()
                 raise self.unreadable(exc) from None
@@ -139,37 +165,63 @@ class PostgresAuditSink:
             self._conn = conn
         return self._conn
 
+    async def _on_live_connection(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """``work(connection)``; once more on a new connection if a connection kept from
+        before fails as a connection (a server restarted since ends its idle sessions, and
+        the first call after it must not be refused for that)."""
+        reused = self._conn is not None and not self._conn.closed
+        try:
+            return await work(await self._connect())
+        except _CONNECTION_ERRORS:
+            if not reused:
+                raise
+            await self._drop()
+        return await work(await self._connect())
+
     async def _insert(self, rows: list[tuple[Any, ...]]) -> Flushed:
         """Insert ``rows`` in one transaction; see ``_core.Flushed``. A batch that fails on
-        its content (not on the connection) is retried row by row."""
+        its content (not on the connection) is retried row by row. Bounded in time: a server
+        that does not answer fails the batch (and a later commit of it is only a record
+        more)."""
         async with self._locked():
             try:
-                conn = await self._connect()
-            except (psycopg.Error, OSError) as exc:  # no connection, or no schema: no row
+                with anyio.fail_after(_bound_s()):
+                    return await self._insert_batch(rows)
+            except TimeoutError as exc:
                 await self._drop()
                 return self._failed(exc)
+
+    async def _insert_batch(self, rows: list[tuple[Any, ...]]) -> Flushed:
+        reused = self._conn is not None and not self._conn.closed
+        try:
+            conn = await self._connect()
+        except (psycopg.Error, OSError) as exc:  # no connection, or no schema: no row
+            await self._drop()
+            return self._failed(exc)
+        try:
+            await _insert_rows(conn, rows)
+        except _CONNECTION_ERRORS as exc:
+            await self._drop()
+            if reused:  # a connection from before a restart: once more on a new one
+                return await self._insert_batch(rows)
+            return self._failed(exc)
+        except Exception as exc:
+            if len(rows) == 1:
+                return self._failed(exc)
+        else:
+            return None
+        errors: list[str | None] = []
+        for i, row in enumerate(rows):
             try:
-                await _insert_rows(conn, rows)
+                await _insert_rows(conn, [row])
             except _CONNECTION_ERRORS as exc:
                 await self._drop()
-                return self._failed(exc)
+                return errors + [self._failed(exc)] * (len(rows) - i)
             except Exception as exc:
-                if len(rows) == 1:
-                    return self._failed(exc)
+                errors.append(self._failed(exc))
             else:
-                return None
-            errors: list[str | None] = []
-            for i, row in enumerate(rows):
-                try:
-                    await _insert_rows(conn, [row])
-                except _CONNECTION_ERRORS as exc:
-                    await self._drop()
-                    return errors + [self._failed(exc)] * (len(rows) - i)
-                except Exception as exc:
-                    errors.append(self._failed(exc))
-                else:
-                    errors.append(None)
-            return errors
+                errors.append(None)
+        return errors
 
     def _failed(self, exc: BaseException) -> str:
         return f"PostgreSQL named by ${self._env}: {self._describe(exc)}"
@@ -194,9 +246,23 @@ class PostgresAuditSink:
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
 
 
+async def _select_one(conn: psycopg.AsyncConnection[Any]) -> None:
+    async with conn.transaction():
+        await conn.execute("SELECT 1")
+
+
 async def _insert_rows(conn: psycopg.AsyncConnection[Any], rows: list[tuple[Any, ...]]) -> None:
     async with conn.transaction(), conn.cursor() as cur:
         await cur.executemany(_INSERT, rows)
+
+
+def dsn_parses(dsn: str) -> bool:
+    """Whether libpq reads ``dsn`` (a connection string or URL) without a syntax error."""
+    try:
+        conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return False
+    return True
 
 
 def _secrets_of(dsn: str) -> tuple[str, ...]:

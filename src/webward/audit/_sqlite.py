@@ -28,6 +28,7 @@ from ._core import (
     AuditRecord,
     CommitThread,
     Flushed,
+    audit_unavailable,
     from_row,
     select_sql,
     to_row,
@@ -85,6 +86,24 @@ class SQLiteAuditSink:
         # The commit's own coroutine, awaited by the caller: every call waits on its commit,
         # and a coroutine of this method's around it would be one more frame to resume.
         return self._commits.write(to_row(record))
+
+    async def probe(self) -> None:
+        """Whether a record could be written now: the log opens (created if need be) and
+        takes its write lock; ``audit_unavailable`` naming the file otherwise."""
+        failure = await anyio.to_thread.run_sync(self._probe_sync)
+        if failure is not None:
+            raise audit_unavailable(failure)
+
+    def _probe_sync(self) -> str | None:
+        with self._lock:
+            try:
+                conn = self._connect(create=True)
+                assert conn is not None
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("ROLLBACK")
+            except (sqlite3.Error, OSError) as exc:
+                return f"{self.path}: {exc}"
+        return None
 
     async def query(
         self,
