@@ -64,11 +64,11 @@ FRESHNESS = ("day", "week", "month", "year")
 #: At most this many domains in each domain filter (every provider's own limit is higher).
 MAX_DOMAINS = 20
 
-#: The faces that offer arguments: the agent tool specs, the MCP server, the HTTP gateway.
 #: What a call without its one required argument is told, at every face.
 MISSING_URL = "web_fetch needs a url: an absolute http:// or https:// URL to read"
 MISSING_QUERY = "web_search needs a query: the words to search for"
 
+#: The faces that offer arguments: the agent tool specs, the MCP server, the HTTP gateway.
 TOOL = "tool"
 MCP = "mcp"
 HTTP = "http"

@@ -238,13 +238,17 @@ class Settings:
                 raise InvalidInput(f"the config file {found} is not valid TOML: {exc}") from exc
             _refuse_credentials(data, source)
         from_env = _from_environment(env)
-        for var, (section, key) in _ENV_KEYS.items():
-            if var in env:  # a bad value is named by its variable, not by the config file
-                _build({section: {key: from_env[section][key]}}, var)
         data = _merge(data, from_env)
         if overrides:
             data = _merge(data, overrides)
-        return _build(data, source)
+        try:
+            return _build(data, source)
+        except InvalidInput:
+            # A bad value from a WEBWARD_* variable is named by it, not by the config file.
+            for var, (section, key) in _ENV_KEYS.items():
+                if var in env:
+                    _build({section: {key: from_env[section][key]}}, var)
+            raise
 
 
 def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:

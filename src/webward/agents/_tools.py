@@ -79,11 +79,7 @@ WEB_FETCH, WEB_SEARCH = tool_specs()
 # The argument names each tool takes (the same under any settings).
 _DEFAULTS: Catalogue = capabilities()
 _SEARCH_FILTERS = tuple(n for n in _DEFAULTS.search.names(TOOL) if n not in ("query", "limit"))
-# Each tool's capability and the argument its audit record names as the target.
-_CAPABILITY_OF = {
-    _DEFAULTS.fetch.tool: (_DEFAULTS.fetch.id, "url"),
-    _DEFAULTS.search.tool: (_DEFAULTS.search.id, "query"),
-}
+_CAPABILITY_OF = {c.tool: c for c in (_DEFAULTS.fetch, _DEFAULTS.search)}
 
 
 class WebCapability(Protocol):
@@ -230,13 +226,14 @@ async def refused_call(name: str, arguments: Any, message: str, context: ToolCon
     core audits its own refusals, when ``name`` is one of the two tools and the context's
     capability can record it (``webward.Web.reject``); the audit log's own refusal instead
     if it cannot take the record."""
-    found = _CAPABILITY_OF.get(name)
+    capability = _CAPABILITY_OF.get(name)
     reject = getattr(context.web, "reject", None)
-    if found is not None and reject is not None:
-        capability, field = found
+    if capability is not None and reject is not None:
+        # The audit's target: the first argument, what the call reads (url, or query).
+        field = capability.names(TOOL)[0]
         target = arguments.get(field) if isinstance(arguments, Mapping) else None
         error = await reject(
-            capability,
+            capability.id,
             context.agent,
             context.tier,
             target if isinstance(target, str) else "",

@@ -51,19 +51,18 @@ _SCHEMA = (
 # (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them
 # (and the console's index builds).
 SCHEMA_LOCK = 0x77656277  # "webw"
-T = TypeVar("T")
-
-
-def _bound_s() -> float:
-    """How long one write or probe may take, connecting included."""
-    return _CONNECT_TIMEOUT_S + _STATEMENT_TIMEOUT_S
-
-
 _INSERT = f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({', '.join('%s' for _ in FIELDS)})"
 _CONNECT_TIMEOUT_S = 5
 # A statement (the batch's INSERT, a probe) the server does not answer within this is given up
 # and the connection dropped: a locked table or a frozen server must not hold every call.
 _STATEMENT_TIMEOUT_S = 5
+T = TypeVar("T")
+
+
+def _bound_s() -> float:
+    """How long one write or probe may take, connecting included (read when used, so that
+    a test can shorten the two)."""
+    return _CONNECT_TIMEOUT_S + _STATEMENT_TIMEOUT_S
 
 
 class PostgresAuditSink:
