@@ -22,7 +22,7 @@ import jsonschema
 import openai.types.chat
 import pytest
 from fake_models import sdk_problems
-from localserver import accept_counter
+from localserver import accept_counter, respond, serve
 from mcp import Client
 from mcp.types import TextContent
 from openai.types.responses import FunctionToolParam
@@ -248,3 +248,43 @@ async def test_a_value_over_the_limit_is_refused_alike_at_every_face(tmp_path: P
         (FETCH, "refused"),
         (SEARCH, "refused"),
     ] * 3
+
+
+@pytest.mark.anyio
+async def test_a_whole_number_written_as_a_float_is_read_alike_at_every_face(
+    tmp_path: Path,
+) -> None:
+    """``offset: 10.0`` (JSON Schema's integer, and what some models write) reads the same
+    window as ``10`` through MCP, the agent tools and the gateway; ``10.5`` is refused alike."""
+    settings = load(tmp_path)
+    audit = MemoryAuditSink()
+    body = "0123456789abcdefghijKLMNOPQRSTUVWXYZ" * 2
+    whole = {"offset": 10.0, "max_chars": 10.0}
+    torn = {"offset": 10.5}
+    with serve(routes={"/p": respond(200, body, "text/plain; charset=utf-8")}) as site:
+        url = site.url("/p")
+        async with (
+            loopback_web(settings, audit) as web,
+            Client(build_server(web, tier="connected")) as client,
+        ):
+            mcp_ok = await client.call_tool("web_fetch", {"url": url, **whole})
+            mcp_bad = await client.call_tool("web_fetch", {"url": url, **torn})
+            context = ToolContext(web, "research", "connected")
+            tool_ok = await execute_tool("web_fetch", {"url": url, **whole}, context)
+            tool_bad = await execute_tool("web_fetch", {"url": url, **torn}, context)
+        with running_gateway(settings, lambda: loopback_web(settings, audit)) as base:
+            async with httpx.AsyncClient(trust_env=False, timeout=20) as http:
+                wire = {"url": url, "offset": 10.0, "maxChars": 10.0}
+                gateway_ok = await http.post(base + FETCH_PATH, json=wire, headers=auth("alice"))
+                gateway_bad = await http.post(
+                    base + FETCH_PATH, json={"url": url, **torn}, headers=auth("alice")
+                )
+    assert not mcp_ok.is_error and not tool_ok.is_error and gateway_ok.status_code == 200
+    assert mcp_ok.meta is not None
+    for window in (mcp_ok.meta["webward/result"]["window"], gateway_ok.json()["window"]):
+        assert (window["offset"], window["end"]) == (10, 20)
+    for text in (text_of(mcp_ok.content), tool_ok.text, gateway_ok.json()["content"]):
+        assert "abcdefghij" in text and "0123456789" not in text and "KLMN" not in text
+    refusals = [text_of(mcp_bad.content), tool_bad.text, gateway_bad.json()["error"]["message"]]
+    assert mcp_bad.is_error and tool_bad.is_error and gateway_bad.status_code == 400
+    assert all("offset must be a non-negative whole number" in r for r in refusals)

@@ -188,7 +188,7 @@ async def test_a_bad_max_age_is_refused_before_any_connection(bad: object) -> No
 
 def test_good_max_age_values() -> None:
     assert check_max_age(None) is None
-    assert check_max_age(0) == 0 and check_max_age(" 60 ") == 60
+    assert check_max_age(0) == 0 and check_max_age(" 60 ") == 60 and check_max_age(60.0) == 60
     assert check_max_age(MAX_AGE_LIMIT_S) == MAX_AGE_LIMIT_S
 
 

@@ -576,6 +576,58 @@ async def test_a_bad_body_is_not_answered_unaudited(tmp_path: Path) -> None:
     assert r.json()["error"]["message"].startswith("refused: audit unavailable")
 
 
+@pytest.mark.anyio
+async def test_readyz_answers_whether_the_stores_do(tmp_path: Path) -> None:
+    """``/readyz`` (no token) is 200 while the audit and limit stores answer, and 503 with
+    Retry-After and the refusal a call would get when the audit log cannot be written; it
+    writes no audit record, being no call."""
+    settings = load(tmp_path)
+    async with Web(settings, resolver=StaticResolver({})) as web:  # SQLite stores, as shipped
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            ready = await c.get("/readyz")
+    assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+    assert (tmp_path / "state" / "audit.db").exists()  # the probe opened it: no call was made
+    assert await webward_audit_rows(tmp_path / "state") == []
+
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the state dir should be", encoding="utf-8")
+    down = Settings.load(write_config(tmp_path), environ={"WEBWARD_STATE_DIR": str(blocked)})
+    async with Web(down, resolver=StaticResolver({})) as web:
+        transport = httpx.ASGITransport(app=create_app(down, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            r = await c.get("/readyz")
+    assert (r.status_code, r.headers["retry-after"]) == (503, "5")
+    assert_error(r, 503, "refused").startswith("refused: audit unavailable")
+    assert str(blocked) in r.json()["error"]["message"]
+
+
+class _CountingProbe(MemoryAuditSink):
+    """An audit sink whose probe counts its runs and takes a while to answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.probes = 0
+
+    async def probe(self) -> None:
+        self.probes += 1
+        await asyncio.sleep(0.05)  # long enough that the other requests arrive meanwhile
+
+
+@pytest.mark.anyio
+async def test_a_flood_of_readiness_probes_is_one_probe_of_the_store(tmp_path: Path) -> None:
+    """``/readyz`` needs no token, so concurrent probes share one probe of the store."""
+    settings = load(tmp_path)
+    audit = _CountingProbe()
+    async with loopback_web(settings, audit) as web:
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            answers = await asyncio.gather(*(c.get("/readyz") for _ in range(20)))
+    assert {r.status_code for r in answers} == {200}
+    assert audit.probes == 1
+    assert audit.records == []
+
+
 # ---- status mapping for the core's errors ------------------------------------------------
 
 

@@ -416,6 +416,12 @@ async def test_unusable_sqlite_state_refuses(tmp_path: Path) -> None:
     assert info.value.reason == REASON_LIMITS_UNAVAILABLE
     assert info.value.message.startswith("refused: the rate-limit state at ")
     await lim.aclose()
+    store = SQLiteLimitState(blocker / "state")
+    with pytest.raises(Refused) as probed:  # what /readyz asks: the same refusal, no call
+        await store.probe()
+    assert probed.value.reason == REASON_LIMITS_UNAVAILABLE
+    assert "point [state] redis_url (or [state] dir) at one that answers" in probed.value.message
+    await SQLiteLimitState(tmp_path / "fine").probe()  # a usable dir: the probe passes
 
 
 def test_bad_limits_are_invalid_input() -> None:

@@ -188,6 +188,22 @@ async def test_redis_going_down_refuses_reads_and_misses_the_cache() -> None:
     assert [r.path for r in srv.requests] == ["/before"]
 
 
+async def test_readiness_follows_redis() -> None:
+    """``Web.check_ready`` (a gateway's ``/readyz``) passes while Redis answers and refuses
+    with the limit store's sentence, its next step included, once it has gone."""
+    server = RedisServer().start()
+    try:
+        async with Web(settings(server.url), StaticResolver({}), audit=MemoryAuditSink()) as web:
+            await web.check_ready()
+            server.stop()
+            with pytest.raises(Refused) as err:
+                await web.check_ready()
+    finally:
+        server.stop()
+    assert err.value.reason == "limits_unavailable"
+    assert "point [state] redis_url" in err.value.message
+
+
 async def test_messages_never_show_a_redis_password() -> None:
     """A URL's user and password are cut from everything the limit store says."""
     url = "redis://user:s3cret-pass@127.0.0.1:1/0"  # port 1: nothing listens, refused at once

@@ -228,7 +228,9 @@ async def test_no_provider_is_not_configured(home: Path) -> None:
         ("q", -1),
         ("q", True),
         ("q", 2.5),
-        ("q", "10"),
+        ("q", "ten"),
+        ("q", "51"),
+        ("q", 10.5),
         ("q", None),
     ],
 )
@@ -448,3 +450,10 @@ def test_cli_prints_a_numbered_list_for_people(home: Path, server: LocalServer) 
     assert "     https://example.org/page/1" in lines
     assert "     Snippet number 1." in lines
     assert "  2. Result 2" in lines
+
+
+def test_a_limit_is_a_whole_number_however_it_is_written() -> None:
+    """As an offset is: an int, a float with no fraction, a string of ASCII digits."""
+    from webward._search_core import check_limit
+
+    assert [check_limit(v) for v in (5, 5.0, "5", " 50 ")] == [5, 5, 5, 50]

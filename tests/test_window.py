@@ -94,6 +94,18 @@ def test_offset_at_the_end_of_a_non_empty_page_is_refused() -> None:
         make_window("abcde", 5, 3)
 
 
+def test_an_offset_is_a_whole_number_however_it_is_written() -> None:
+    """An int, a float with no fraction (JSON Schema's integer) and a string of ASCII digits
+    all read as the same offset."""
+    assert [check_offset(v) for v in (40_000, 40_000.0, "40000", " 40000 ", None)] == [
+        40_000,
+        40_000,
+        40_000,
+        40_000,
+        0,
+    ]
+
+
 def test_empty_page_at_offset_zero_is_an_empty_window() -> None:
     """Offset 0 of an empty page is fine: an empty text, no header."""
     assert make_window("", 0, 40_000) == ("", Window(offset=0, end=0, total=0, next_offset=None))
@@ -102,10 +114,11 @@ def test_empty_page_at_offset_zero_is_an_empty_window() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [-1, True, False, 1.0, 2.5, "abc", "-3", "1e3", "", " ", "٣", [], {}, b"1"]
+    "value",
+    [-1, True, False, -1.0, 2.5, float("nan"), float("inf"), "abc", "-3", "1e3", "", " ", "٣", []],
 )
 def test_bad_offsets_are_refused_by_name(value: object) -> None:
-    """Negative numbers, bools, floats and non-numeric strings are not offsets."""
+    """Negative numbers, bools, fractions and non-numeric strings are not offsets."""
     with pytest.raises(InvalidInput) as info:
         check_offset(value)
     assert str(info.value) == "offset must be a non-negative whole number"

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ._capabilities import MAX_AGE_LIMIT_S
+from ._capabilities import MAX_AGE_LIMIT_S, whole_number
 from ._convert import Converted
 from ._errors import InvalidInput, Reason
 from ._models import Link, Part
@@ -172,15 +172,11 @@ def keep_s(page: CachedPage, ttl_s: float) -> float:
 
 def check_max_age(value: object) -> int | None:
     """A call's ``max_age``: ``None`` (the TTL alone decides), or whole seconds from 0 (always
-    ask the server) to :data:`MAX_AGE_LIMIT_S`, as an ``int`` or a string of ASCII digits.
-    Anything else is refused in one sentence."""
+    ask the server) to :data:`MAX_AGE_LIMIT_S` (``_capabilities.whole_number``). Anything else
+    is refused in one sentence."""
     if value is None:
         return None
-    number: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        number = int(value.strip())  # the command line's string, ASCII digits only
+    number = whole_number(value)
     if number is None or not 0 <= number <= MAX_AGE_LIMIT_S:
         raise InvalidInput(
             f"max_age must be a whole number of seconds from 0 to {MAX_AGE_LIMIT_S}",

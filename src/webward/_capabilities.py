@@ -19,6 +19,7 @@ This module imports nothing of webward but its settings, so that any module may 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,6 +47,7 @@ __all__ = [
     "Catalogue",
     "capabilities",
     "capability_path",
+    "whole_number",
 ]
 
 #: The capability ids (audit records, envelopes, gateway routes) and their tool names.
@@ -59,6 +61,25 @@ MAX_AGE_LIMIT_S = 31_536_000
 #: ``limit`` of a search: 1 to this many hits, 10 unless a call says otherwise.
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 10
+_DIGITS = re.compile(r"[0-9]{1,4000}")
+
+
+def whole_number(value: object) -> int | None:
+    """A whole-number argument as every face may send it, or ``None`` if it is not one: an
+    ``int`` (not a ``bool``), a float with no fraction (``40000.0``: JSON Schema's integer, and
+    what some models write), or a string of ASCII digits (the command line's, and some
+    models'). Each argument checks its own range."""
+    if type(value) is int:
+        return value
+    if isinstance(value, float) and value.is_integer():  # neither NaN nor an infinity
+        return int(value)
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        return int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool):  # an int subclass
+        return int(value)
+    return None
+
+
 #: The freshness windows a search may ask for.
 FRESHNESS = ("day", "week", "month", "year")
 #: At most this many domains in each domain filter (every provider's own limit is higher).

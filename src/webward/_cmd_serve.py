@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 HELP = "run the HTTP gateway (bearer tokens map to agents and tiers in config)"
 DESCRIPTION = """\
 Run the HTTP gateway: POST /v1/capabilities/web:page.fetch@1 and
-POST /v1/capabilities/web:search.query@1, with the OpenAPI document at /openapi.json and
-/healthz. Each request names its agent with `Authorization: Bearer <token>`; config keeps
-the token's SHA-256 as [agents.NAME] token_sha256 beside the agent's tier.
+POST /v1/capabilities/web:search.query@1, with the OpenAPI document at /openapi.json,
+/healthz (liveness) and /readyz (503 while the audit or limit store does not answer: point a
+load balancer's health check there). Each request names its agent with
+`Authorization: Bearer <token>`; config keeps the token's SHA-256 as [agents.NAME]
+token_sha256 beside the agent's tier.
 
 Make a token's hash with `webward serve --hash-token` (reads the token on stdin). Serve on
 loopback and put TLS and any public address on a reverse proxy in front. Needs the serve

@@ -5,7 +5,8 @@
     POST /v1/capabilities/web:search.query@1  {"query", "limit", "allowedDomains",
                                                "blockedDomains", "freshness", "country", "language"}
     GET  /openapi.json                        the OpenAPI 3.1 document (_openapi, from the catalogue)
-    GET  /healthz                             {"status": "ok"}
+    GET  /healthz                             {"status": "ok"}: the process answers
+    GET  /readyz                              {"status": "ready"}, or 503: its stores answer
     GET  /console/                            the operator console (agents with role = "admin")
     GET  /metrics                             Prometheus text (docs/operations.md)
 
@@ -42,10 +43,12 @@ import json
 import logging
 import math
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -56,7 +59,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._capabilities import DEFAULT_LIMIT, HTTP, Capability
 from ._capabilities import capabilities as catalogue_of
-from ._errors import InvalidInput, Reason, WebwardError
+from ._errors import InvalidInput, Reason, Refused, WebwardError
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, server_span, tracing
@@ -162,8 +165,13 @@ def _check_body(data: Any, shape: _Shape) -> dict[str, Any]:
             if f.required:
                 raise InvalidInput(f"{f.name} is required")
             continue
-        # JSON true is not a number here, although Python's bool is an int.
-        if not isinstance(value, f.kind) or (f.kind is int and isinstance(value, bool)):
+        if f.kind is int:
+            # JSON true is not a number here, although Python's bool is an int; 40000.0 is
+            # one (JSON Schema's integer), and the core reads it as 40000.
+            whole = type(value) is float and value.is_integer()
+            if not whole and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InvalidInput(f.message)
+        elif not isinstance(value, f.kind):
             raise InvalidInput(f.message)
     return data
 
@@ -542,6 +550,14 @@ def create_app(
     async def healthz(request: Request) -> Response:
         return _json_response(200, {"status": "ok"})
 
+    readiness = _Readiness(holder)
+
+    async def readyz(request: Request) -> Response:
+        error = await readiness.check()
+        if error is None:
+            return _json_response(200, {"status": "ready"})
+        return _json_response(503, error.to_wire(), {"Retry-After": _STORE_RETRY_S})
+
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 405:
@@ -586,6 +602,7 @@ def create_app(
         *(Route(path, app, methods=["POST"]) for path, app in capabilities.items()),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Mount("/console", app=console),
         Route("/metrics", MetricsEndpoint(settings, lambda: _telemetry_of(holder))),
     ]
@@ -595,6 +612,49 @@ def create_app(
         lifespan=lifespan_with_console,
     )
     return _Gateway(capabilities, fallback)
+
+
+class _Readiness:
+    """``/readyz``: whether this replica's stores answer (``Web.check_ready``), within
+    ``_READY_BOUND_S``. It needs no token, so one probe at a time runs and its answer serves
+    every request of the next second: a flood of probes does not become a flood on the
+    audit database or Redis."""
+
+    def __init__(self, holder: Mapping[str, Web]) -> None:
+        self._holder = holder
+        self._lock = anyio.Lock()
+        self._at = -math.inf
+        self._error: WebwardError | None = None
+
+    async def check(self) -> WebwardError | None:
+        async with self._lock:
+            if time.monotonic() - self._at >= _READY_FRESH_S:
+                self._error = await self._probe()
+                self._at = time.monotonic()
+            return self._error
+
+    async def _probe(self) -> WebwardError | None:
+        web = self._holder.get("web")
+        if web is None:
+            return Refused("refused: the gateway is starting or stopping", reason=Reason.REFUSED)
+        try:
+            with anyio.fail_after(_READY_BOUND_S):
+                await web.check_ready()
+        except WebwardError as exc:
+            return exc
+        except TimeoutError:
+            return Refused(
+                f"refused: the audit or limit store did not answer within {_READY_BOUND_S:g} s",
+                reason=Reason.AUDIT_UNAVAILABLE,
+            )
+        except Exception:  # a bug: logged with its traceback, answered without one
+            log.exception("the readiness probe failed unexpectedly")
+            return Refused(_UNEXPECTED, reason=Reason.INTERNAL_ERROR)
+        return None
+
+
+_READY_BOUND_S = 5.0
+_READY_FRESH_S = 1.0
 
 
 class _LazyConsole:

@@ -148,6 +148,34 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
                     },
                 }
             },
+            "/readyz": {
+                "get": {
+                    "operationId": "readyz",
+                    "summary": "Readiness: the audit store and the limit store answer",
+                    "security": [],
+                    "responses": {
+                        "200": {
+                            "description": "calls can be served",
+                            "content": {
+                                _JSON: {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["status"],
+                                        "properties": {
+                                            "status": {"type": "string", "const": "ready"}
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        "503": {
+                            "description": "a store this replica needs does not answer; "
+                            "calls would be refused (Retry-After)",
+                            "content": {_JSON: {"schema": _ref("Error")}},
+                        },
+                    },
+                }
+            },
         },
         "components": {
             "securitySchemes": {

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import _envelope
-from ._capabilities import MAX_LIMIT, SEARCH
+from ._capabilities import MAX_LIMIT, SEARCH, whole_number
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput, Reason
 from ._models import Hit, SearchResult
@@ -58,10 +58,11 @@ def check_query(query: object, max_chars: int) -> str:
 
 
 def check_limit(limit: object) -> int:
-    """``limit`` if it is a whole number from 1 to 50 (not a bool, float or string)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+    """``limit`` if it is a whole number from 1 to 50 (``_capabilities.whole_number``)."""
+    number = whole_number(limit)
+    if number is None or not 1 <= number <= MAX_LIMIT:
         raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
-    return limit
+    return number
 
 
 def finish_hits(

@@ -169,6 +169,17 @@ class Web:
         except OSError as exc:
             log.warning("the conversion workers did not start (%s); starting on first use", exc)
 
+    async def check_ready(self) -> None:
+        """Whether a call could be served now: the audit store and the limit store each pass
+        their probe (a store without one is trusted). Raises the refusal a call would get
+        (``audit_unavailable``, ``limits_unavailable``); writes no audit record, being no call.
+        A gateway's ``/readyz`` asks this, so a load balancer stops sending calls here."""
+        if hasattr(self._audit, "probe"):
+            await self._prove_audit()
+        probe = getattr(self._limiter.state, "probe", None)
+        if probe is not None:
+            await probe()
+
     async def aclose(self) -> None:
         await self._transport.aclose()
         await self._limiter.aclose()

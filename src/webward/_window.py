@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ._capabilities import whole_number
 from ._errors import InvalidInput, Reason
 from ._models import Window
 
@@ -44,7 +45,6 @@ __all__ = [
 
 BAD_OFFSET = "offset must be a non-negative whole number"
 
-_DIGITS = re.compile(r"[0-9]{1,4000}")
 # How far a cut may move back; past this the text is pathological and the plain cut stands.
 _MAX_BACKOFF = 32
 # Joiners and variation selectors bind to their neighbours like combining marks do.
@@ -52,22 +52,18 @@ _BINDING = {"\u200d", "\u034f", "\ufe0e", "\ufe0f"}
 
 
 def check_offset(value: object) -> int:
-    """A validated offset: an ``int`` (not a ``bool``) or a string of ASCII digits, >= 0.
+    """A validated offset: a whole number >= 0 (``_capabilities.whole_number``: an ``int``,
+    a float with no fraction, a string of ASCII digits).
 
     ``None`` means "not given" and is 0. Anything else raises
     ``InvalidInput("offset must be a non-negative whole number")``.
     """
     if value is None:
         return 0
-    if isinstance(value, bool):
+    number = whole_number(value)
+    if number is None or number < 0:
         raise InvalidInput(BAD_OFFSET, reason=Reason.BAD_OFFSET)
-    if isinstance(value, int):
-        if value < 0:
-            raise InvalidInput(BAD_OFFSET, reason=Reason.BAD_OFFSET)
-        return value
-    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
-        return int(value.strip())
-    raise InvalidInput(BAD_OFFSET, reason=Reason.BAD_OFFSET)
+    return number
 
 
 def check_max_chars(value: object, limit: int) -> int:
@@ -75,11 +71,7 @@ def check_max_chars(value: object, limit: int) -> int:
     ``[limits] max_fetch_text_chars``). ``None`` means "not given" and is ``limit``."""
     if value is None:
         return limit
-    number: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
-        number = int(value.strip())
+    number = whole_number(value)
     if number is None or not 1 <= number <= limit:
         raise InvalidInput(
             f"max_chars must be a whole number from 1 to {limit}", reason=Reason.BAD_MAX_CHARS

@@ -84,6 +84,13 @@ class RedisLimitState:
         except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
             raise self._unavailable(exc) from None
 
+    async def probe(self) -> None:
+        """Whether the store answers now (PING)."""
+        try:
+            await self._client.ping()
+        except (RedisError, OSError) as exc:
+            raise self._unavailable(exc) from None
+
     async def aclose(self) -> None:
         await self._client.aclose()
 

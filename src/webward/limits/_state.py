@@ -179,6 +179,19 @@ class SQLiteLimitState:
     async def get(self, key: str) -> HostState | None:
         return await anyio.to_thread.run_sync(self._get_sync, key)
 
+    async def probe(self) -> None:
+        """Whether the store could be changed now: it opens and takes its write lock."""
+        await anyio.to_thread.run_sync(self._probe_sync)
+
+    def _probe_sync(self) -> None:
+        with self._lock:
+            try:
+                conn = self._connect()
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("ROLLBACK")
+            except (sqlite3.Error, OSError) as exc:
+                raise limits_unavailable(self.path, exc) from None
+
     async def aclose(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -247,6 +260,7 @@ def limits_unavailable(where: object, detail: object) -> Refused:
     """The refusal every limit store raises when it cannot be read or written."""
     return Refused(
         f"refused: the rate-limit state at {where} is unavailable ({detail}); webward does not "
-        "read without its abuse protections",
+        "read without its abuse protections; bring that store back, or point [state] redis_url "
+        "(or [state] dir) at one that answers",
         reason=REASON_LIMITS_UNAVAILABLE,
     )
