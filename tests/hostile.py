@@ -372,6 +372,12 @@ def non_word_html(unit: bytes = b"#", size: int = 990_000) -> bytes:
     return _fill(_HEAD + b"<p>", unit, size)
 
 
+def unclosed_tags_html(unit: bytes = b"<a", size: int = 990_000) -> bytes:
+    """A short paragraph, then tags that never close: a reading that scans from each "<" to a
+    ">" that never comes is quadratic (the parser-free reading took 9 s for 200 kB)."""
+    return _fill(_HEAD + b"<p>a few words</p>", unit, size, b"")
+
+
 def nested_paragraphs_html(levels: int = 10, words: int = 12_000) -> bytes:
     """``levels`` ``<div>``s nested, each holding a paragraph of ``words`` words: the second
     readings (trafilatura's fallback, readability-lxml) read each candidate's whole text, so

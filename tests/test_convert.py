@@ -241,6 +241,20 @@ def test_markdown_tidying() -> None:
     assert tidy_markdown("") == ""
 
 
+def test_a_code_block_ends_only_at_its_own_fence() -> None:
+    """A block opened with four backticks holds a three-backtick line (Markdown about
+    Markdown), and one opened with tildes a backtick line: their code is kept as it is."""
+    inner = "```\ndef f():   \n\n\n\n    return 1\n```"
+    assert tidy_markdown(f"````md\n{inner}\n````\ntext") == f"````md\n{inner}\n````\n\ntext"
+    assert tidy_markdown("~~~\n```\ncode  \n\n\n~~~\nafter") == (
+        "~~~\n```\ncode  \n\n\n~~~\n\nafter"
+    )
+    # A fence with words after it opens nothing: it is the code's line.
+    assert tidy_markdown("```\na\n``` not a fence\nb  \n```\nc") == (
+        "```\na\n``` not a fence\nb  \n```\n\nc"
+    )
+
+
 # ---------------------------------------------------------------------------------- charsets
 
 
@@ -455,6 +469,22 @@ def test_images_become_a_header_and_an_image_part(fmt: str, media_type: str) -> 
     assert page.links == ()
 
 
+@pytest.mark.parametrize(
+    ("fmt", "media_type"),
+    [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")],
+)
+def test_a_damaged_image_is_refused_not_handed_to_the_model(fmt: str, media_type: str) -> None:
+    """Cut short, or its signature followed by anything else: refused in one sentence (a
+    provider would reject the whole request); bytes appended after the end are tolerated."""
+    whole = image_bytes(fmt, (64, 48))
+    for broken in (whole[: len(whole) // 2], whole[:12] + b"garbage" * 40):
+        with pytest.raises(Refused) as info:
+            read(broken, media_type)
+        assert info.value.reason == "unsupported_image"
+        assert str(info.value).startswith(f"refused: the {media_type} image could not be read")
+    assert read(whole + b"\x00" * 16, media_type).kind == "image"
+
+
 def test_mislabelled_image_is_sniffed() -> None:
     """A PNG served as text/html is an image, not garbage text."""
     page = read(image_bytes("PNG"), "text/html; charset=utf-8")
@@ -578,6 +608,25 @@ def test_damaged_pdf_is_refused_with_a_message() -> None:
     assert (
         str(info.value) == "refused: the PDF could not be read (it is damaged or not really a PDF)"
     )
+
+
+def test_a_password_locked_pdf_is_refused_saying_so() -> None:
+    """A PDF a password locks is refused as such (the provider could not open it either);
+    one with an empty password reads like any other."""
+    from pypdf import PdfWriter
+
+    def pdf(password: str) -> bytes:
+        writer = PdfWriter()
+        writer.add_blank_page(100, 100)
+        writer.encrypt(password)
+        out = io.BytesIO()
+        writer.write(out)
+        return out.getvalue()
+
+    with pytest.raises(Refused) as info:
+        read(pdf("secret"), "application/pdf")
+    assert str(info.value) == "refused: the PDF could not be read (a password locks it)"
+    assert read(pdf(""), "application/pdf").kind == "document"
 
 
 # ---------------------------------------------------------------------------------- never crash

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from webward._errors import InvalidInput
 from webward._models import Window
-from webward._window import check_offset, make_window, token_weight, window_header
+from webward._window import _cut, check_offset, make_window, token_weight, window_header
 
 DASH = "\u2013"
 HEADER = re.compile(
@@ -269,3 +269,24 @@ def test_an_answer_is_remembered_from_its_second_call_on() -> None:
     # Another request of the same reading (another window, links asked) is its own answer.
     assert answers.get(cached, url, 40_000, 40_000, False).page.window.offset == 40_000
     assert answers.get(cached, url, 0, 40_000, True).page.links == ()
+
+
+def test_windows_keep_flags_skin_tones_and_hangul_syllables_whole() -> None:
+    """A cut never falls inside a flag (a pair of regional indicators, paired from the
+    left), between an emoji and its skin tone, or inside a Hangul syllable spelt in jamo;
+    the windows still tile the text exactly."""
+    text = "🇺🇸🇫🇷🇩🇪 👍🏽👋🏿 \u1100\u1161\u11a8\u1102\u1162 " * 20
+    units = ["🇺🇸", "🇫🇷", "🇩🇪", "👍🏽", "👋🏿", "\u1100\u1161\u11a8", "\u1102\u1162"]
+    for size in range(3, 9):  # the longest unit fits (a window always makes progress)
+        offset, pieces = 0, []
+        while offset < len(text):
+            end = _cut(text, offset, size)
+            assert end > offset
+            pieces.append(text[offset:end])
+            offset = end
+        assert "".join(pieces) == text
+        for piece in pieces:
+            for unit in units:  # a piece holds whole units: none starts or ends mid-unit
+                for i in range(1, len(unit)):
+                    assert not piece.endswith(unit[:i]) or piece.endswith(unit), (size, piece)
+                    assert not piece.startswith(unit[i:]) or piece.startswith(unit), (size, piece)

@@ -428,7 +428,11 @@ _PART = {
         "bytes": {"type": "integer", "minimum": 0},
         "name": {"type": "string"},
         "data": {"type": "string", "contentEncoding": "base64"},
-        "text": {"type": ["string", "null"], "description": "a document's extracted text"},
+        "text": {
+            "type": ["string", "null"],
+            "description": "a document's extracted text, inside its own untrusted-content "
+            "envelope (null when it has none)",
+        },
     },
 }
 

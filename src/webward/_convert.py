@@ -50,9 +50,9 @@ from urllib.parse import urljoin, urlsplit
 
 from . import _content, _shell
 from ._charset import codec_for, decode_text
-from ._errors import Refused
+from ._errors import Reason, Refused
 from ._models import Link, Part
-from ._parts import IMAGE_TYPES, document_part, image_part, pdf_text
+from ._parts import IMAGE_TYPES, document_part, image_damaged, image_part, pdf_text
 from ._settings import LimitsSettings
 
 __all__ = [
@@ -386,7 +386,7 @@ _LONG_TEXTS = f"//text()[string-length() > {_MAX_ENTITY_TEXT}]"
 _ALNUM_PAIR = re.compile(r"[^\W_]{2}")
 # An element below _MAX_MAIN_DEPTH others (the root, <html>, is at depth 1).
 _TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
-# For the parser-free reading of a page nested too deep.
+# For the parser-free reading of a page nested too deep: elements whose text is never words.
 _SKIPPED_BLOCK = re.compile(r"<(script|style|noscript|template)\b")
 # For the words of a body whose reading came out scant: page furniture left out too, so a
 # shell's server-made menus and footer do not pass for words of its own.
@@ -394,11 +394,24 @@ _NOT_WORDS_BLOCK = re.compile(
     r"<(script|style|noscript|template|nav|header|footer|aside|menu|button|select|svg|head)\b"
 )
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
+# Tags are "<" to the next ">". These are searched only up to the text's last ">", so that
+# every attempt ends in a match and the search stays linear (from each of a million "<a"
+# with no ">" after them, the scan to the end of the text made it quadratic: 9 s for 200 kB).
 _BLOCK_TAG = re.compile(
     r"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b[^>]*>",
     re.IGNORECASE,
 )
 _ANY_TAG = re.compile(r"<[^>]*>")
+_OPENING_TAG = re.compile(r"<([a-z][a-z0-9-]*)[^>]*>")  # in the lowered text
+# Hidden elements, as _clean drops them from the tree; the words first, which most pages
+# lack (then no tag need be looked at one by one).
+_MAY_HIDE = re.compile(r"hidden|display|visibility")
+_HIDDEN_TAG = re.compile(
+    r"\shidden(?![\w-])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden"
+)
+_VOID = frozenset(
+    ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
+)
 _LINE_SPACE = re.compile(r"[^\S\n]+")
 # Markdown blocks (see _deficient): headings, list items, quotes and code are not paragraphs.
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
@@ -1189,23 +1202,70 @@ def _skip_block(text: str, lowered: str, start: int, tag: str) -> int:
     return len(text) if end < 0 else end + 1
 
 
+def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
+    """Where the text after the opening tag of a ``name`` element (ending at ``start``)
+    resumes: past its matching closing tag, counting the ``name`` elements nested in it, or
+    ``stop`` when it is never closed. Plain ``find``s keep it linear."""
+    opener, closer = f"<{name}", f"</{name}"
+    depth, pos = 1, start
+    while True:
+        close = lowered.find(closer, pos, stop)
+        if close < 0:
+            return stop
+        inner = lowered.find(opener, pos, close)
+        if inner >= 0:
+            depth, pos = depth + 1, inner + len(opener)
+            continue
+        end = lowered.find(">", close, stop)
+        if end < 0:
+            return stop
+        depth -= 1
+        if depth == 0:
+            return end + 1
+        pos = end + 1
+
+
+def _unread_spans(text: str, lowered: str, skipped: re.Pattern[str]) -> list[tuple[int, int]]:
+    """The spans of ``text`` whose words are not the page's: the ``skipped`` elements, and
+    hidden ones (``hidden``, ``aria-hidden``, ``display: none``, ``visibility: hidden``) with
+    their content. Linear: tag by tag only on a page that names one of the hidden words."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    stop = lowered.rfind(">") + 1  # past it no "<" opens a tag
+    if _MAY_HIDE.search(lowered, 0, stop) is None:
+        while (match := skipped.search(lowered, pos)) is not None:
+            pos = _skip_block(text, lowered, match.end(), match.group(1))
+            spans.append((match.start(), pos))
+        return spans
+    while (tag := _OPENING_TAG.search(lowered, pos, stop)) is not None:
+        pos = tag.end()
+        name = tag.group(1)
+        if skipped.match(lowered, tag.start()) is not None:
+            pos = _skip_block(text, lowered, pos, name)
+        elif name in _VOID or _HIDDEN_TAG.search(lowered, tag.start(), pos) is None:
+            continue
+        else:
+            pos = _element_end(lowered, name, pos, stop)
+        spans.append((tag.start(), pos))
+    return spans
+
+
 def _plain_text(text: str, skipped: re.Pattern[str] = _SKIPPED_BLOCK) -> str:
-    """The words of an HTML document without a parser: markup, scripts and styles (the
-    ``skipped`` blocks) removed, one line per block. Linear in the text, whatever its nesting."""
+    """The words of an HTML document without a parser: markup, the ``skipped`` elements and
+    hidden ones removed, one line per block. Linear in the text, whatever its nesting."""
     import html
 
     lowered = text.lower()
     kept: list[str] = []
     pos = 0
-    while True:
-        match = skipped.search(lowered, pos)
-        if match is None:
-            kept.append(text[pos:])
-            break
-        kept.append(text[pos : match.start()])
-        pos = _skip_block(text, lowered, match.end(), match.group(1))
-    stripped = _BLOCK_TAG.sub("\n", "".join(kept))
-    stripped = html.unescape(_ANY_TAG.sub(" ", stripped))
+    for start, end in _unread_spans(text, lowered, skipped):
+        kept.append(text[pos:start])
+        pos = end
+    kept.append(text[pos:])
+    joined = "\n".join(kept)
+    cut = joined.rfind(">") + 1
+    stripped = _BLOCK_TAG.sub("\n", joined[:cut])
+    stripped = html.unescape(_ANY_TAG.sub(" ", stripped) + joined[cut:])
     # Spaces collapsed and controls dropped in the whole text at once, not line by line (a
     # page of 250,000 one-letter blocks has as many lines).
     stripped = _CONTROL.sub("", _LINE_SPACE.sub(" ", stripped))
@@ -1316,7 +1376,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
 # --------------------------------------------------------------------------------------------
 # Markdown tidying
 
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BLANK_RUN = re.compile(r"\n{3,}")
 
 
@@ -1333,19 +1393,23 @@ def tidy_markdown(markdown: str) -> str:
         lines = "\n".join([line.rstrip() for line in markdown.split("\n")])
         return _BLANK_RUN.sub("\n\n", lines).strip("\n")
     out: list[str] = []
-    in_code = False
+    fence = ""  # the open code block's fence; "" outside one
     for raw in markdown.split("\n"):
-        if in_code:
+        if fence:
             out.append(raw)
-            if _FENCE.match(raw):
-                in_code = False
+            # CommonMark: a block ends only at a fence of its own character, at least as
+            # long, with nothing after it; a shorter or other fence is a line of the code.
+            closing = _FENCE.match(raw)
+            if closing and closing.group(1).startswith(fence) and not raw[closing.end() :].strip():
+                fence = ""
                 out.append("")  # a closing fence glued to the next paragraph misrenders
             continue
         line = raw.rstrip()
         if not line and (not out or not out[-1]):
             continue  # no leading blank lines, no runs of them
-        if _FENCE.match(line):
-            in_code = True
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
         out.append(line)
     return "\n".join(out).strip("\n")
 
@@ -1393,6 +1457,13 @@ def convert(
             raise _content.too_large(media_type, limits, None if truncated else len(body))
         if media_type == _content.PDF:
             return _document(body, final_url, limits)
+        if image_damaged(body, media_type):
+            raise Refused(
+                f"refused: the {media_type} image could not be read (it is damaged or cut "
+                "short), so it is not handed to the model",
+                code="unsupported_type",
+                reason=Reason.UNSUPPORTED_IMAGE,
+            )
         part = image_part(body, media_type, final_url)
         header = f"{media_type} image, {len(body)} bytes, from {final_url}"
         return Converted("image", media_type, part.name, header, (part,), (), False)
@@ -1461,8 +1532,9 @@ def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
     if extracted.pages is None:
         # A file a PDF reader cannot open would make the model provider reject the whole
         # request; better to say so here, as a message the agent can read.
+        why = "a password locks it" if extracted.encrypted else "it is damaged or not really a PDF"
         raise Refused(
-            "refused: the PDF could not be read (it is damaged or not really a PDF)",
+            f"refused: the PDF could not be read ({why})",
             code="unsupported_type",
             reason="unreadable_pdf",
         )

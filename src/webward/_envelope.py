@@ -140,8 +140,23 @@ _LEFT_WINDOW = 512
 # Controls other than tab and newline: never useful in text a model reads; some would rewrite
 # a terminal. Carriage returns are normalised to newlines first.
 _CONTROLS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_BODY_STRIP_RE = re.compile(f"[{_BIDI_CONTROLS}]|{_CONTROLS_RE.pattern}")
-_FIELD_STRIP_RE = re.compile(f"[{''.join(sorted(_INVISIBLE))}]|{_CONTROLS_RE.pattern}")
+# Characters that carry hidden bytes invisibly ("ASCII smuggling"): a whole instruction, a
+# marker included, that a human reviewer cannot see and some models read. Unicode's tag
+# characters shadow ASCII one for one; the 240 supplementary variation selectors encode a
+# byte each after any character. Their uses in text, a subdivision flag's tail and a rare
+# ideographic variant, are lost with them (England's flag shows as a black flag): keeping
+# them would make what a character becomes depend on its neighbours, and a window's cut
+# could then change it.
+_SMUGGLERS = "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
+# Fields (titles, snippets, link texts, names) also lose the other variation selectors and the
+# marks that show as nothing there: the combining grapheme joiner, the Khmer inherent vowels,
+# the Mongolian selectors. (The Hangul fillers and the Braille blank are text in their
+# scripts; the marker search sees through them.)
+_FIELD_BLANKS = "\ufe00-\ufe0f\u034f\u17b4\u17b5\u180b-\u180f"
+_BODY_STRIP_RE = re.compile(f"[{_BIDI_CONTROLS}{_SMUGGLERS}]|{_CONTROLS_RE.pattern}")
+_FIELD_STRIP_RE = re.compile(
+    f"[{''.join(sorted(_INVISIBLE))}{_SMUGGLERS}{_FIELD_BLANKS}]|{_CONTROLS_RE.pattern}"
+)
 _ASCII_PLAIN_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # Every ASCII byte but those _ASCII_PLAIN_RE finds: deleting them leaves only what it would find.
 _ASCII_PLAIN_BYTES = bytes(b for b in range(128) if not _ASCII_PLAIN_RE.match(chr(b)))
@@ -300,8 +315,8 @@ def _newlines(text: str) -> str:
 
 
 def neutralise(text: str) -> str:
-    """``text`` without zero-width, bidi and control characters (tab and newline stay) and
-    with every marker-like span replaced by ``[marker removed]``; lone surrogates become
+    """``text`` without zero-width, bidi, control and tag characters (tab and newline stay)
+    and with every marker-like span replaced by ``[marker removed]``; lone surrogates become
     U+FFFD."""
     return _neutralise_markers(_FIELD_STRIP_RE.sub("", _newlines(replace_surrogates(text))))
 
@@ -361,9 +376,10 @@ os.register_at_fork(after_in_child=fresh_nonce.reseed)
 
 
 def prepare_body(text: str) -> str:
-    """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi and
-    control characters dropped, marker-like spans neutralised. Any substring of the result is
-    prepared too, so a page can be prepared once and then windowed (``wrap(prepared=True)``).
+    """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi,
+    control and tag characters dropped, marker-like spans neutralised. Any substring of
+    the result is prepared too, so a page can be prepared once and then windowed
+    (``wrap(prepared=True)``).
     Lone surrogates become U+FFFD, so that no face fails to print or serialise the text."""
     text = _newlines(replace_surrogates(text))
     if not _plain_ascii(text):  # plain ASCII (most pages' text) holds nothing to strip

@@ -8,13 +8,22 @@ origins. A redirect loop, too many hops and a slow server are refused by name.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
 
 from . import guard
-from ._errors import Reason, Refused, UpstreamError, WebwardError, http_status_reason
+from ._addresses import shorten
+from ._errors import (
+    InvalidInput,
+    Reason,
+    Refused,
+    UpstreamError,
+    WebwardError,
+    http_status_reason,
+)
 from ._transport import Body, CapFor, Transport
 from .limits import parse_retry_after
 
@@ -84,13 +93,21 @@ async def fetch(
             while True:
                 await hooks.before(current)
                 hop_headers = headers
+                asked_if_changed = False
                 if conditional is not None and current.url == conditional[0]:
                     hop_headers = headers + conditional[1]
+                    asked_if_changed = True
                 body = await _hop(transport, current, hooks, cap_for, timeout_s, hop_headers)
-                location = body.header("location") if body.status in _REDIRECTS else None
-                if not location:
+                if body.status == 304 and not asked_if_changed:
+                    # Only a conditional request may be answered "not modified": to any other
+                    # there is no page to read, and an empty success would hide that.
+                    raise _no_page(current, body.status, "to a request that was not conditional")
+                if body.status not in _REDIRECTS:
                     return FetchResult(current, body, tuple(chain))
-                nxt = current.join(location)
+                location = body.header("location")
+                if not location:
+                    raise _no_page(current, body.status, "without a Location header")
+                nxt = _follow(current, body.status, location)
                 if nxt.url in chain:
                     raise Refused(
                         f"refused: {url.url} redirects in a loop (back to {nxt.url})",
@@ -153,13 +170,48 @@ async def _hop(
     return body
 
 
-def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) -> UpstreamError:
+def _follow(current: guard.ParsedURL, status: int, location: str) -> guard.ParsedURL:
+    """The URL a redirect's ``Location`` leads to (the next hop then meets the guard, the
+    policy and the rest in ``hooks.before``, like the first).
+
+    The transport reads header bytes as latin-1, one character per byte; browsers read a
+    Location as UTF-8, so /café sent raw is /caf%C3%A9 and not /caf%C3%83%C2%A9. A Location
+    that is no URL at all is the server's fault, not the caller's: an upstream error that says
+    so. A Location the guard refuses (another scheme, credentials) stays refused.
+    """
+    with contextlib.suppress(UnicodeError):  # not UTF-8: each byte stays its latin-1 character
+        location = location.encode("latin-1").decode("utf-8")
+    try:
+        return current.join(location)
+    except InvalidInput as exc:
+        raise UpstreamError(
+            f"{current.url} answered HTTP {status} with a redirect Location that is not a "
+            f"usable URL ({shorten(location)}): {exc.message.rstrip('.')}",
+            reason=Reason.PROTOCOL,
+        ) from exc
+
+
+def _no_page(url: guard.ParsedURL, status: int, why: str) -> UpstreamError:
+    """A 3xx the read cannot go on from: nothing to follow, no page to read."""
+    return UpstreamError(
+        f"{url.url} answered HTTP {status}{_phrase(status)} {why}, so there is no page to read",
+        reason=Reason.PROTOCOL,
+        # The status goes on the record; robots.txt reads it as before (3xx: allow all).
+        status=status,
+    )
+
+
+def _phrase(status: int) -> str:
     from http import HTTPStatus
 
     try:
-        phrase = f" {HTTPStatus(status).phrase}"
+        return f" {HTTPStatus(status).phrase}"
     except ValueError:
-        phrase = ""
+        return ""
+
+
+def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) -> UpstreamError:
+    phrase = _phrase(status)
     hint = f"; retry in {retry_after:g} s" if retry_after is not None else ""
     return UpstreamError(
         f"{url.url} answered HTTP {status}{phrase}{hint}",

@@ -156,7 +156,7 @@ class Page:
             "content": self.content,
             "window": self.window.to_wire(),
             "truncated": self.truncated,
-            "parts": [p.to_wire() for p in self.parts],
+            "parts": [self._part_wire(p) for p in self.parts],
             "retrievedAt": self.retrieved_at,
             "approxTokens": self.approx_tokens,
             "markdownSource": self.markdown_source,
@@ -167,6 +167,14 @@ class Page:
             out["links"] = [link.to_wire() for link in self.links]
         if self.screenshot is not None:
             out["screenshot"] = self.screenshot.to_wire()
+        return out
+
+    def _part_wire(self, part: Part) -> dict[str, Any]:
+        # A document's text is page text: on the wire, as in ``content``, it is enveloped, so
+        # a client that hands it to a model hands over nothing the PDF could break out of.
+        out = part.to_wire()
+        if part.type == "document":
+            out["text"] = self.document_text(part)
         return out
 
     def document_text(self, part: Part) -> str | None:

@@ -24,6 +24,7 @@ __all__ = [
     "PdfText",
     "document_part",
     "file_name",
+    "image_damaged",
     "image_part",
     "part_summary",
     "pdf_text",
@@ -64,6 +65,29 @@ def file_name(url: str, default_stem: str, extension: str) -> str:
     return name
 
 
+def image_damaged(body: bytes, media_type: str) -> bool:
+    """Whether an image of :data:`IMAGE_TYPES` is plainly not whole: its format's own header
+    and ending missing (a body cut short, or a signature followed by anything). A model
+    provider rejects the whole request for such an image; checked from the bytes alone, with
+    no image library."""
+    if media_type == "image/png":
+        # The IHDR chunk first, the IEND chunk (with its fixed CRC) after it (some tools
+        # append bytes after that).
+        return body[8:16] != b"\x00\x00\x00\rIHDR" or b"IEND\xaeB`\x82" not in body
+    if media_type == "image/jpeg":
+        # Start of image, a marker next; an end of image after it (cameras append data).
+        return body[:3] != b"\xff\xd8\xff" or b"\xff\xd9" not in body[3:]
+    if media_type == "image/gif":
+        # The trailer (";") after the last block's terminator.
+        return body[:6] not in (b"GIF87a", b"GIF89a") or b"\x00;" not in body[13:]
+    if media_type == "image/webp":
+        # RIFF's own length (the file is at least as long as it says), then a VP8 chunk.
+        declared = int.from_bytes(body[4:8], "little") + 8
+        riff = body[:4] == b"RIFF" and body[8:12] == b"WEBP" and len(body) >= declared
+        return not riff or body[12:16] not in (b"VP8 ", b"VP8L", b"VP8X")
+    return False
+
+
 def image_part(body: bytes, media_type: str, url: str) -> Part:
     """An image part (base64) for one of :data:`IMAGE_TYPES`."""
     return Part(
@@ -87,6 +111,7 @@ class PdfText:
     title: str
     truncated: bool
     stopped: str = ""
+    encrypted: bool = False  # unreadable (``pages`` None) because a password locks it
 
 
 def _content_bytes(page: Any) -> int:
@@ -178,6 +203,7 @@ def pdf_text(
     """The text of a PDF, page after page, cut at ``max_chars``, ``max_pages`` pages or
     ``max_inflated`` bytes of inflated page content. Never raises: a PDF pypdf cannot read
     (broken, encrypted) gives empty text."""
+    reader = None
     try:
         from pypdf.errors import LimitReachedError  # a stream past pypdf's own 75 MB cap
 
@@ -219,7 +245,8 @@ def pdf_text(
             if more:
                 stopped = f"the first {max_pages:,} pages"
     except Exception:  # pypdf raises many kinds of errors on hostile files
-        return PdfText(text="", pages=None, title="", truncated=False)
+        locked = reader is not None and bool(getattr(reader, "is_encrypted", False))
+        return PdfText(text="", pages=None, title="", truncated=False, encrypted=locked)
     text = "\n\n".join(chunks)
     if len(text) > max_chars:
         text, truncated = text[:max_chars], True

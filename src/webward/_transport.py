@@ -111,25 +111,68 @@ class _Decoder(Protocol):
         """Decode ``data``, returning at most ``limit`` bytes (more input may stay buffered)."""
         ...
 
+    @property
+    def finished(self) -> bool:
+        """Whether the encoded stream reached its end (a cut one did not)."""
+        ...
+
 
 class _Identity:
+    finished = True  # a plain body has no end marker of its own: Content-Length tells
+
     def feed(self, data: bytes, limit: int) -> bytes:
         return data[:limit]
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 class _Zlib:
     def __init__(self, wbits: int) -> None:
+        self._wbits = wbits
         self._d = zlib.decompressobj(wbits)
         self._first = wbits != -zlib.MAX_WBITS and wbits < 16
+        # RFC 1952: a gzip body may be several members back to back (gzip -d and Python's
+        # gzip module decode them all). Bytes after a member's end wait here until two of them
+        # tell whether a next member starts; anything else after the end is ignored, as ever.
+        self._members = wbits > 16
+        self._after_end = b""
+        self._ignore_rest = False
+
+    @property
+    def finished(self) -> bool:
+        return self._d.eof
 
     def feed(self, data: bytes, limit: int) -> bytes:
+        out = b""
+        while data and len(out) < limit and not self._ignore_rest:
+            if self._d.eof:
+                self._after_end += data
+                data = b""
+                if len(self._after_end) < 2:
+                    break
+                if not self._members or self._after_end[:2] != _GZIP_MAGIC:
+                    self._ignore_rest = True
+                    break
+                # A new member: a new decompressor, under the same limit as the first
+                # (``limit`` counts this whole call's output), so a bomb split in members
+                # still stops at the cap.
+                self._d = zlib.decompressobj(self._wbits)
+                data, self._after_end = self._after_end, b""
+            out += self._inflate(data, limit - len(out))
+            # Past the end of this member, the rest of the input is the next one's start;
+            # short of the limit the decompressor took all of it.
+            data = self._d.unused_data if self._d.eof else b""
+        return out
+
+    def _inflate(self, data: bytes, limit: int) -> bytes:
         try:
             return self._d.decompress(data, limit)
         except zlib.error:
             if self._first:  # servers send raw deflate as "deflate" too: retry raw once
                 self._first = False
                 self._d = zlib.decompressobj(-zlib.MAX_WBITS)
-                return self.feed(data, limit)
+                return self._inflate(data, limit)
             raise
         finally:
             self._first = False
@@ -138,6 +181,10 @@ class _Zlib:
 class _Brotli:
     def __init__(self) -> None:
         self._d = brotli.Decompressor()
+
+    @property
+    def finished(self) -> bool:
+        return bool(self._d.is_finished())
 
     def feed(self, data: bytes, limit: int) -> bytes:
         out: bytes = self._d.process(data, output_buffer_limit=limit)
@@ -319,7 +366,9 @@ class Transport:
             raise UpstreamError(f"could not connect to {url.host}", reason=Reason.CONNECT) from exc
         except OSError as exc:
             raise UpstreamError(f"could not connect to {url.host}", reason=Reason.CONNECT) from exc
-        except (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError) as exc:
+        except httpcore.RemoteProtocolError as exc:
+            raise _remote_protocol_error(url, exc) from exc
+        except (httpcore.ReadError, httpcore.WriteError) as exc:
             raise UpstreamError(
                 f"the connection to {url.host} broke before the response was complete",
                 reason=Reason.BROKEN,
@@ -367,7 +416,40 @@ async def _read_capped(
         raise UpstreamError(
             f"{url.host} sent a body that could not be decompressed", reason=Reason.ENCODING
         ) from exc
+    # A compressed stream carries its own end; one that stops short of it was cut (a body
+    # without Content-Length just ends when the connection closes), and reading it as whole
+    # would drop the rest of the page silently. The cap's own cut returned above, before this.
+    # An empty body is no stream at all: servers send one with Content-Encoding set.
+    if wire and not decoder.finished:
+        raise UpstreamError(
+            f"the connection to {url.host} broke before the response was complete (its "
+            "compressed body ends early)",
+            reason=Reason.BROKEN,
+        )
     return Body(status, headers, bytes(out), False, wire)
+
+
+def _remote_protocol_error(
+    url: guard.ParsedURL, exc: httpcore.RemoteProtocolError
+) -> UpstreamError:
+    """What a protocol error of the server's answer means, in one sentence.
+
+    h11 (under httpcore) refuses a Content-Length that is not one number with these two
+    messages, and has no error type of its own for it; telling them apart by text is brittle,
+    but the fallback is the sentence every other such error gets.
+    """
+    text = str(exc)
+    if text in ("bad Content-Length", "conflicting Content-Length headers"):
+        # Reason ``broken`` as before: the body's length is unknown, so it cannot be read.
+        return UpstreamError(
+            f"{url.host} sent a malformed Content-Length header (not one number), so its "
+            "response could not be read",
+            reason=Reason.BROKEN,
+        )
+    return UpstreamError(
+        f"the connection to {url.host} broke before the response was complete",
+        reason=Reason.BROKEN,
+    )
 
 
 def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:

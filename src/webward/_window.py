@@ -109,10 +109,31 @@ def tokens_for_weight(weight: int) -> int:
 
 
 def _binds_left(ch: str) -> bool:
-    """True if ``ch`` belongs with the character before it."""
+    """True if ``ch`` belongs with the character before it: marks, joiners, selectors, an
+    emoji's skin tone, the vowel and final jamo of a Hangul syllable spelt in parts."""
     if ch in _BINDING or "\udc00" <= ch <= "\udfff":
         return True
+    if (
+        "\U0001f3fb" <= ch <= "\U0001f3ff"
+        or "\u1160" <= ch <= "\u11ff"
+        or "\ud7b0" <= ch <= "\ud7ff"
+    ):
+        return True
     return unicodedata.combining(ch) != 0 or unicodedata.category(ch) in ("Mn", "Mc", "Me")
+
+
+def _regional(ch: str) -> bool:
+    return "\U0001f1e6" <= ch <= "\U0001f1ff"
+
+
+def _splits_a_flag(text: str, end: int) -> bool:
+    """Whether ``end`` falls inside a flag: two regional indicators, paired from the left."""
+    if not (_regional(text[end - 1]) and _regional(text[end])):
+        return False
+    run = 0
+    while run < end and _regional(text[end - 1 - run]) and run <= _MAX_BACKOFF:
+        run += 1
+    return run % 2 == 1
 
 
 def _odd_backslashes(text: str, end: int) -> bool:
@@ -139,6 +160,7 @@ def _cut(text: str, offset: int, limit: int) -> int:
             or before == "\u200d"
             or ("\ud800" <= before <= "\udbff")
             or (before == "\\" and _odd_backslashes(text, end))
+            or _splits_a_flag(text, end)
         ):
             end -= 1
             continue

@@ -198,15 +198,24 @@ class ParsedURL:
     def join(self, location: str, *, max_chars: int = DEFAULT_MAX_URL_CHARS) -> ParsedURL:
         """Resolve a redirect ``Location`` against this URL and parse the result.
 
-        Raises the same errors as :func:`parse_url`; the result still has to pass
-        :func:`assert_url_allowed`.
+        Blanks a Location may carry raw (spaces, other Unicode blanks) are percent-encoded,
+        as browsers do; control characters are refused. Raises the same errors as
+        :func:`parse_url`; the result still has to pass :func:`assert_url_allowed`.
         """
         if not isinstance(location, str):
             raise InvalidInput("the redirect location must be a string", reason=REASON_INVALID_URL)
         if len(location) > max_chars:
             raise _too_long(max_chars)
-        # Checked before urljoin, which silently drops tabs and newlines.
-        _refuse_bad_characters(location)
+        # Servers send spaces (and other blanks) raw in a Location, and browsers follow it
+        # with them percent-encoded (WHATWG URL parsing): so do we. Encoded, a blank can no
+        # longer split or hide anything: in the host it is refused as not valid (as browsers
+        # refuse it), and the guard checks whatever the joined URL names.
+        location = _BLANK_IN_LOCATION_RE.sub(_percent_encode_match, location)
+        # Controls (tab, CR, LF, NUL, DEL, C1) stay refused; checked before urljoin, which
+        # silently drops tabs and newlines.
+        _refuse_bad_characters(
+            location, "the redirect location contains a control character", hint=""
+        )
         # Browsers read a backslash before the query as a slash in http(s) URLs, so
         # "/\\evil.example" leads to evil.example; follow them, then guard what they would reach.
         cut = min(
@@ -233,6 +242,12 @@ _BAD_CHAR_RE = re.compile(
     "\u205f\u2066-\u2069\u3000\ufeff]"
 )
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+# What a redirect Location may carry raw and is percent-encoded: the space and every character
+# of _BAD_CHAR_RE past the C1 controls (Unicode spaces, separators, bidi controls, the BOM).
+_BLANK_IN_LOCATION_RE = re.compile(
+    "[ \u00a0\u1680\u2000-\u200a\u200e\u200f\u2028\u2029\u202a-\u202f\u205f"
+    "\u2066-\u2069\u3000\ufeff]"
+)
 _IPV6_CHARS_RE = re.compile(r"[0-9A-Fa-f:.]+")
 _LABEL_RE = re.compile(r"[a-z0-9_\-]{1,63}")
 _PORT_RE = re.compile(r"[0-9]+")
@@ -291,12 +306,15 @@ def parse_url(url: str, *, max_chars: int = DEFAULT_MAX_URL_CHARS) -> ParsedURL:
     return ParsedURL(scheme, host, port, _normalise_target(tail), is_ip)
 
 
-def _refuse_bad_characters(text: str) -> None:
+def _refuse_bad_characters(
+    text: str,
+    what: str = "the URL contains a control character or whitespace",
+    hint: str = "; percent-encode it or remove it",
+) -> None:
     bad = _BAD_CHAR_RE.search(text) or _SURROGATE_RE.search(text)
     if bad is not None:
         raise InvalidInput(
-            f"the URL contains a control character or whitespace (U+{ord(bad.group()):04X}), "
-            "which is not allowed; percent-encode it or remove it",
+            f"{what} (U+{ord(bad.group()):04X}), which is not allowed{hint}",
             reason=REASON_CONTROL_CHARACTER,
         )
 
@@ -467,6 +485,10 @@ def _normalise_target(tail: str) -> str:
     if sep:
         target += "?" + _percent_encode(query, _QUERY_ENCODE)
     return target
+
+
+def _percent_encode_match(match: re.Match[str]) -> str:
+    return "".join(f"%{b:02X}" for b in match.group().encode("utf-8"))
 
 
 def _percent_encode(text: str, encode: frozenset[str]) -> str:

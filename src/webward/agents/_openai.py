@@ -111,12 +111,12 @@ def _image_caption(call: ToolCall, part: Part) -> str:
 def _document_text(part: Part) -> str:
     line = parts_summary([part])
     if part.text and part.text.strip():
-        # Text pulled out of a PDF is page content like any other: it goes in the envelope.
-        text = part.text
-        if not text.startswith("[webward] "):
-            text = _envelope.wrap(
-                text, {"capability": FETCH, "document": part.name, "content_type": part.media_type}
-            )
+        # Text pulled out of a PDF is page content like any other: it always goes in the
+        # envelope (a PDF may begin with webward's own notice, and forge the rest).
+        text = _envelope.wrap(
+            part.text,
+            {"capability": FETCH, "document": part.name, "content_type": part.media_type},
+        )
         return f"{line}; this model cannot take the PDF itself, its text follows:\n{text}"
     return f"{line}; this model cannot take the PDF itself and no text could be extracted from it"
 

@@ -1,0 +1,268 @@
+"""Faults in what a server sends, against real servers on loopback: a compressed body cut
+short or sent in several gzip members, a redirect Location a browser would follow (or one
+nothing can follow), a 3xx with no page behind it, a malformed Content-Length.
+
+Only 127.0.0.1 is in ``allow_ranges``; 127.0.0.2 plays the internal host, and its listener
+counts accepts to prove a redirect to it is still never followed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import tracemalloc
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import brotli
+import pytest
+from localserver import LocalServer, Request, accept_counter, redirect, respond, serve
+
+from webward import Refused, Settings, StaticResolver, UpstreamError, Web, WebwardError
+from webward.testing import MemoryAuditSink
+
+pytestmark = pytest.mark.anyio
+
+ARTICLE = (
+    "<html><head><title>T</title></head><body><article><h1>Head</h1><p>"
+    + "First part of the article. " * 40
+    + "</p><p>"
+    + "Second part, which matters. " * 40
+    + "</p><p>THE END MARK</p></article></body></html>"
+).encode()
+
+
+def settings() -> Settings:
+    return Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+        }
+    )
+
+
+@pytest.fixture
+def internal() -> Iterator[LocalServer]:
+    with accept_counter("127.0.0.2") as server:
+        server.routes["*"] = respond(200, "secret")
+        yield server
+
+
+async def failed_read(url: str, error: type[WebwardError] = UpstreamError) -> WebwardError:
+    """Read ``url`` expecting ``error``; check it is one sentence and left one audit record,
+    decided "failed" (or "refused" for a refusal)."""
+    audit = MemoryAuditSink()
+    async with Web(settings(), StaticResolver({}), audit=audit) as w:
+        with pytest.raises(error) as caught:
+            await w.fetch(url)
+    message = caught.value.message
+    assert "\n" not in message and ". " not in message.rstrip("."), message
+    [record] = audit.records
+    assert record.decision == ("refused" if error is Refused else "failed")
+    assert record.reason == caught.value.reason
+    return caught.value
+
+
+async def read(url: str) -> Any:
+    async with Web(settings(), StaticResolver({}), audit=MemoryAuditSink()) as w:
+        return await w.fetch(url)
+
+
+def _deflate(data: bytes) -> bytes:
+    return zlib.compress(data)
+
+
+# ---- compressed bodies --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("encoding", "compress", "cut"),
+    [("gzip", gzip.compress, 40), ("br", brotli.compress, 20), ("deflate", _deflate, 30)],
+)
+async def test_a_compressed_body_cut_short_is_a_broken_response(
+    encoding: str, compress: Any, cut: int
+) -> None:
+    """A compressed stream that stops before its end (its Content-Length matching the cut
+    body, so only the stream itself tells) fails as a plain body cut short does, instead of
+    reading as a whole page with its end silently lost."""
+    body = compress(ARTICLE)[:-cut]
+    headers = {"Content-Encoding": encoding}
+    with serve(routes={"/cut": respond(200, body, headers=headers)}) as srv:
+        err = await failed_read(srv.url("/cut"))
+    assert err.code == "upstream_error" and err.reason == "broken"
+    assert err.message == (
+        f"the connection to {srv.host} broke before the response was complete (its compressed "
+        "body ends early)"
+    )
+
+
+async def test_the_caps_own_cut_and_an_empty_body_still_read_as_before() -> None:
+    """The end check does not touch a body webward itself cut at its cap (truncated, even
+    though the rest of the stream was cut too) nor an empty body sent with Content-Encoding;
+    a cut stream next to them fails."""
+    big = gzip.compress(("word " * 400_000).encode())  # 2 MB of text, over the 1 MB cap
+    with serve() as srv:
+        srv.routes["/capped"] = respond(200, big[:-40], "text/plain", {"Content-Encoding": "gzip"})
+        srv.routes["/empty"] = respond(200, b"", "text/plain", {"Content-Encoding": "gzip"})
+        srv.routes["/cut"] = respond(
+            200, gzip.compress(ARTICLE)[:-40], headers={"Content-Encoding": "gzip"}
+        )
+        capped = await read(srv.url("/capped"))
+        empty = await read(srv.url("/empty"))
+        await failed_read(srv.url("/cut"))
+    assert capped.status == 200 and capped.truncated is True
+    assert empty.status == 200 and empty.truncated is False
+
+
+async def test_every_gzip_member_is_decoded() -> None:
+    """RFC 1952: a gzip body may be several members back to back; all of them are the page
+    (as gzip -d reads it), not just the first."""
+    half = len(ARTICLE) // 2
+    body = gzip.compress(ARTICLE[:half]) + gzip.compress(ARTICLE[half:])
+    with serve(routes={"/": respond(200, body, headers={"Content-Encoding": "gzip"})}) as srv:
+        page = await read(srv.url("/"))
+    assert "THE END MARK" in page.content
+    assert page.truncated is False
+
+
+async def test_a_gzip_bomb_split_in_members_still_stops_at_the_cap() -> None:
+    """Many small members that together inflate far past the cap: each new member is decoded
+    under what is left of the same cap, so the read is cut there with bounded memory."""
+    member = gzip.compress(b"a" * (64 << 10), 9)  # 64 KB each, under 100 bytes on the wire
+    bomb = member * 1000  # 64 MB in all
+    headers = {"Content-Encoding": "gzip"}
+    with serve(routes={"/bomb": respond(200, bomb, "text/plain", headers)}) as srv:
+        tracemalloc.start()
+        page = await read(srv.url("/bomb"))
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert page.truncated is True
+    assert page.window.total <= 1_000_000 + 100
+    assert peak < 60 << 20
+
+
+# ---- redirect Location -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("location", "arrived"),
+    [
+        ("/final/a b.html", "/final/a%20b.html"),  # a raw space, percent-encoded
+        ("/final/x?q=a b", "/final/x?q=a%20b"),
+    ],
+)
+async def test_a_location_a_browser_follows_is_followed_percent_encoded(
+    location: str, arrived: str
+) -> None:
+    """A Location carrying a raw space (browsers percent-encode it) is followed as a browser
+    follows it, instead of being refused as the caller's bad URL."""
+    with serve() as srv:
+        srv.routes["/go"] = redirect(location)
+        srv.routes["*"] = respond(200, "<p>final page words</p>")
+        page = await read(srv.url("/go"))
+    assert page.final_url == srv.url(arrived)
+    assert srv.requests[-1].target == arrived
+    assert "final page words" in page.content
+
+
+async def test_location_bytes_are_read_as_utf8_and_only_otherwise_as_latin1() -> None:
+    """Browsers read a Location's raw bytes as UTF-8: é sent as its two UTF-8 bytes leads to
+    /caf%C3%A9 (not /caf%C3%83%C2%A9); a byte that is not UTF-8 stays its latin-1 character.
+    (``send`` writes header text as latin-1, one byte per character.)"""
+    with serve() as srv:
+        srv.routes["/utf8"] = redirect("/final/caf\u00c3\u00a9")
+        srv.routes["/latin1"] = redirect("/final/caf\u00e9")
+        srv.routes["*"] = respond(200, "<p>final page words</p>")
+        utf8 = await read(srv.url("/utf8"))
+        latin1 = await read(srv.url("/latin1"))
+    assert utf8.final_url == latin1.final_url == srv.url("/final/caf%C3%A9")
+
+
+@pytest.mark.parametrize(
+    "location", ["/a\tb", "http://exa mple.example/", "http://[::1/", "http://127.0.0.1:99999/"]
+)
+async def test_a_location_nothing_can_follow_is_the_servers_error(location: str) -> None:
+    """A Location with a control character (a tab), a blank in its host, a broken IPv6
+    literal or a port out of range is an upstream error naming the redirect's Location
+    (exit 1, the server's fault), not invalid input blaming the URL the caller gave."""
+    with serve(routes={"/go": redirect(location)}) as srv:
+        err = await failed_read(srv.url("/go"))
+    assert err.code == "upstream_error" and err.reason == "protocol"
+    assert err.message.startswith(
+        f"{srv.url('/go')} answered HTTP 302 with a redirect Location that is not a usable URL"
+    )
+    assert [r.path for r in srv.requests] == ["/go"]
+
+
+async def test_an_encoded_location_still_meets_the_guard(internal: LocalServer) -> None:
+    """Percent-encoding a Location's blanks, or reading its bytes as UTF-8, lets nothing past
+    the guard: a redirect to the internal host with a space in its path, or spelled in
+    full-width digits, is refused unconnected, and one with a space in its host is no host."""
+    with serve() as srv:
+        srv.routes["/path"] = redirect(f"http://127.0.0.2:{internal.port}/a b")
+        srv.routes["/host"] = redirect(f"http://127.0.0.2 :{internal.port}/")
+        # Full-width digits sent raw in UTF-8, now read as UTF-8: the host is 127.0.0.2.
+        wide = "\uff11\uff12\uff17.\uff10.\uff10.\uff12".encode().decode("latin-1")
+        srv.routes["/wide"] = redirect(f"http://{wide}:{internal.port}/")
+        refused = await failed_read(srv.url("/path"), Refused)
+        broken = await failed_read(srv.url("/host"))
+        wide_refused = await failed_read(srv.url("/wide"), Refused)
+    assert refused.reason == wide_refused.reason == "internal_address"
+    assert broken.reason == "protocol"
+    assert internal.accepts == 0
+
+
+# ---- 3xx with no page behind it -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_a_redirect_without_a_location_is_an_upstream_error(status: int) -> None:
+    """A redirect status with no Location leads nowhere: an upstream error naming it, with
+    its status on the record, not an empty success."""
+    with serve(routes={"/": respond(status, b"")}) as srv:
+        err = await failed_read(srv.url("/"))
+    assert err.code == "upstream_error" and err.status == status
+    assert f"answered HTTP {status}" in err.message
+    assert err.message.endswith("without a Location header, so there is no page to read")
+
+
+async def test_an_unsolicited_304_is_an_upstream_error() -> None:
+    """304 answers a conditional request; webward sent none (no cached reading), so there is
+    no page: an upstream error, not an empty success. (A 304 to webward's own revalidation
+    renews the cached reading: test_freshness.)"""
+    with serve(routes={"/": respond(304, b"", None)}) as srv:
+        err = await failed_read(srv.url("/"))
+    assert err.status == 304
+    assert err.message == (
+        f"{srv.url('/')} answered HTTP 304 Not Modified to a request that was not "
+        "conditional, so there is no page to read"
+    )
+
+
+# ---- Content-Length ------------------------------------------------------------------------
+
+
+def _raw(head: bytes) -> Any:
+    def handler(req: Request, sock: socket.socket) -> None:
+        sock.sendall(head + b"\r\n\r\nhello")
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [b"Content-Length: abc", b"Content-Length: 5\r\nContent-Length: 6", b"Content-Length: 5, 6"],
+)
+async def test_a_malformed_content_length_is_named(lengths: bytes) -> None:
+    """A Content-Length that is not a number, or two that disagree, is said to be malformed,
+    rather than reported as a broken connection."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + lengths
+    with serve(routes={"/": _raw(head)}) as srv:
+        err = await failed_read(srv.url("/"))
+    assert err.code == "upstream_error"
+    assert err.message == (
+        f"{srv.host} sent a malformed Content-Length header (not one number), so its response "
+        "could not be read"
+    )
