@@ -7,21 +7,24 @@ import base64
 import io
 import os
 import pwd
+import shutil
 import socket
 import ssl
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
 import pytest
 import trustme
-from localserver import LocalServer, Request, accept_counter, respond, serve
+from localserver import LocalServer, Request, accept_counter, respond, send, serve
 from PIL import Image
 from test_tls import serve_tls
 
-from webward import Refused, Settings, StaticResolver, Web
+from webward import Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._call import Call
 from webward._gate import RenderGate
 from webward._proxy import EgressProxy, open_proxy
@@ -635,3 +638,252 @@ async def test_a_rendered_reading_is_never_served_from_the_cache_to_a_tier_that_
     assert plain.value.reason == "needs_browser"
     assert "Text the page script wrote." in again.content  # the rendered entry, kept apart
     assert len(plain_reads) == 2  # the as-owner read went to the server, not to the cache
+
+
+# ---- hostile pages that break their own render ------------------------------------------
+
+
+@contextmanager
+def held_open() -> Iterator[Any]:
+    """A handler that holds its request open until the test ends (a subresource that never
+    arrives, so the page's load event never fires)."""
+    release = threading.Event()
+
+    def handler(req: Request, sock: socket.socket) -> None:
+        release.wait(60)
+        send(sock, 200, b"late", "text/plain")
+
+    try:
+        yield handler
+    finally:
+        release.set()
+
+
+@contextmanager
+def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A temporary directory for the renders' private directories (reachable by the
+    unprivileged user Chromium runs as under root), so that what is left there shows."""
+    tmp = tempfile.mkdtemp(prefix="render-tmp-")
+    os.chmod(tmp, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", tmp)
+    try:
+        yield tmp
+    finally:
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# A script shell that navigates itself away as soon as it has loaded, again and again.
+NAV_SHELL = (
+    "<html><head><title>Away</title></head><body><div id='app'></div><script>"
+    "window.addEventListener('load', () => { location.href = '/again?' + Math.random(); });"
+    "</script></body></html>"
+)
+# A script shell whose one image never arrives: its load event never fires.
+STALL_SHELL = SHELL_PAGE.replace("</body>", "<img src='/stall.png'></body>")
+# A page with its own text (no fallback) whose one image never arrives.
+STALL_PAGE = (
+    "<html><head><title>Stall</title></head><body><h1>Stalled</h1><p>"
+    + "Text of a page whose image never arrives. " * 5
+    + "</p><img src='/stall.png'></body></html>"
+)
+
+
+@pytest.mark.parametrize("page", ["navigates_away", "never_loads"])
+async def test_a_shell_that_breaks_its_render_leaves_the_plain_reading(page: str) -> None:
+    """A script shell that navigates itself away on load, or whose load never finishes, makes
+    its fallback render fail: the connected read still returns the plain reading (the
+    fallback is best effort) and its audit record is an allowed read, never internal_error."""
+    with held_open() as stall:
+        routes = {"/": respond(200, NAV_SHELL), "/again": respond(200, NAV_SHELL)}
+        if page == "never_loads":
+            routes = {"/": respond(200, STALL_SHELL), "/stall.png": stall}
+        with serve(routes=routes) as srv:
+            audit = MemoryAuditSink()
+            renderer = ChromiumRenderer(goto_timeout_s=2)
+            async with make_web(audit=audit, renderer=renderer) as web:
+                result = await web.fetch(srv.url("/"), tier="connected")
+            assert browser_requests(srv), "the fallback render never ran"
+    assert "Text the page script wrote." not in result.content
+    assert [(r.decision, r.reason) for r in audit.records] == [("allowed", "allowed")]
+
+
+@pytest.mark.parametrize(
+    ("page", "renderer", "reason", "message"),
+    [
+        (
+            "never_loads",
+            {"goto_timeout_s": 2},
+            "render_timeout",
+            "the page did not finish loading within 2 s",
+        ),
+        (
+            "never_loads",
+            {"goto_timeout_s": 60, "render_timeout_s": 3},
+            "render_timeout",
+            "the page did not finish rendering within 3 s, the whole render's deadline",
+        ),
+        ("navigates_away", {"goto_timeout_s": 2}, "render", "the headless renderer failed ("),
+    ],
+)
+async def test_a_screenshot_of_a_page_that_breaks_its_render_fails_in_one_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+    page: str,
+    renderer: dict[str, float],
+    reason: str,
+    message: str,
+) -> None:
+    """A screenshot whose render fails gets one sentence naming the bound that fired (the
+    page's load, or the whole render's deadline) or Chromium's error, audited with that
+    reason (never internal_error); and the render's private directory is gone afterwards,
+    the browser having exited before it was removed."""
+    with private_tmp(monkeypatch) as tmp, held_open() as stall:
+        routes = {"/": respond(200, NAV_SHELL), "/again": respond(200, NAV_SHELL)}
+        if page == "never_loads":
+            routes = {"/": respond(200, STALL_PAGE), "/stall.png": stall}
+        with serve(routes=routes) as srv:
+            audit = MemoryAuditSink()
+            async with make_web(audit=audit, renderer=ChromiumRenderer(**renderer)) as web:
+                try:
+                    shot = await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+                except UpstreamError as exc:
+                    err: UpstreamError | None = exc
+                else:
+                    err = None
+        left = [name for name in os.listdir(tmp) if name.startswith("webward-")]
+    assert left == []
+    (rec,) = audit.records
+    assert rec.reason != "internal_error"
+    if err is None:  # the navigation settled in time: a screenshot of where it went
+        assert page == "navigates_away" and shot.screenshot is not None
+        return
+    assert err.reason == reason and rec.reason == reason
+    assert err.message.startswith(message)
+    assert "\n" not in err.message and err.message.count(". ") == 0
+
+
+@pytest.mark.parametrize(
+    "mailto",
+    [
+        '<iframe src="mailto:victim@example.org?subject=frame"></iframe>',
+        "<script>setTimeout(() => { location = 'mailto:victim@example.org?subject=top'; }, 0)"
+        "</script>",
+    ],
+)
+async def test_a_page_never_starts_a_program_through_an_external_protocol(
+    monkeypatch: pytest.MonkeyPatch, mailto: str
+) -> None:
+    """A mailto: iframe or a mailto: navigation makes Chromium hand the URL to the desktop;
+    it finds only the render's stub, never a program on the PATH webward runs with (here a
+    recording fake xdg-open and xdg-email)."""
+    record = tempfile.mkdtemp(prefix="render-record-")
+    os.chmod(record, 0o777)  # written by the stubs, which run as Chromium's user
+    fake = os.path.join(record, "fakebin")
+    os.mkdir(fake, 0o755)
+    for name in ("xdg-open", "xdg-email"):
+        path = os.path.join(fake, name)
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\necho "$0 $*" >> {record}/fake.log\n')
+        os.chmod(path, 0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    # The render's stubs, made to leave a trace, show that Chromium did try to launch one.
+    stub = f'#!/bin/sh\necho "$0 $*" >> {record}/stub.log\nexit 1\n'
+    monkeypatch.setattr("webward._render._STUB", stub, raising=False)
+    logs = (os.path.join(record, "stub.log"), os.path.join(record, "fake.log"))
+
+    def after_a_launch(req: Request, sock: socket.socket) -> None:
+        # Holds the page's load event until something was launched (bounded).
+        end = time.monotonic() + 20
+        while time.monotonic() < end and not any(map(os.path.exists, logs)):
+            time.sleep(0.05)
+        send(sock, 200, b"\x89PNG", "image/png")
+
+    page = f'<html><body><h1>Mail</h1>{mailto}<img src="/wait.png"></body></html>'
+    try:
+        with serve(routes={"/": respond(200, page), "/wait.png": after_a_launch}) as srv:
+            async with make_web() as web:
+                gate, _ = gate_for(web)
+                try:
+                    await ChromiumRenderer(goto_timeout_s=5).render(
+                        srv.url("/"), screenshot=False, gate=gate
+                    )
+                except UpstreamError as exc:
+                    # A page that navigates itself to mailto: never reports its load event.
+                    assert "location" in mailto and exc.reason == "render_timeout"
+        assert not os.path.exists(logs[1]), "a program on webward's PATH was started"
+        with open(logs[0]) as f:
+            launched = f.read()
+        assert "mailto:victim@example.org" in launched
+    finally:
+        shutil.rmtree(record, ignore_errors=True)
+
+
+async def test_a_full_host_list_says_how_many_more_and_keeps_internal_targets() -> None:
+    """Past 50 refused hosts the record's list ends with how many more there were, and an
+    internal target tried after 60 junk hosts is still listed: a page cannot hide it."""
+    async with make_web() as web:
+        gate, record = gate_for(web, "as-owner")  # no host is allowed: nothing is contacted
+        for n in range(60):
+            with pytest.raises(Refused):
+                await gate.check_tunnel(f"https://junk{n}.example:443/")
+        with pytest.raises(Refused):
+            await gate.check_tunnel("https://127.0.0.2:8080/")
+        with pytest.raises(Refused):
+            await gate.check_tunnel("https://junk3.example:443/")  # seen before: not counted
+    refused = record.render_refused
+    assert len(refused) == 51
+    assert refused[0].startswith("junk0.example:443 (")
+    assert "127.0.0.2:8080 (internal_address)" in refused
+    assert refused[-1] == "... and 11 more hosts"
+    assert len(set(refused)) == len(refused)
+
+
+async def test_contacted_hosts_past_the_cap_are_counted() -> None:
+    """55 distinct hosts contacted: 50 are listed and a last entry says 5 more were."""
+    names = [f"h{n}.webward-test.net" for n in range(55)]
+    with serve(routes={"*": respond(200, "ok", "text/plain")}) as srv:
+        s = Settings().replace(
+            {
+                "network": {"allow_ranges": ["127.0.0.1/32"]},
+                "policy": {"default_tier": "full", "robots": False},
+                "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+            }
+        )
+        resolver = StaticResolver({name: ["127.0.0.1"] for name in names})
+        async with Web(s, resolver, audit=MemoryAuditSink()) as web:
+            gate, record = gate_for(web)
+            for name in names:
+                await gate.request("GET", f"http://{name}:{srv.port}/", [], 1000)
+    contacted = record.render_contacted
+    assert contacted[:50] == [f"{name}:{srv.port}" for name in names[:50]]
+    assert contacted[50:] == ["... and 5 more hosts"]
+
+
+async def test_a_cancelled_render_closes_its_browser_before_removing_its_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A render its caller cancels mid-load (as the fallback's deadline does) still closes
+    its browser and waits for it to exit, and only then removes its private directory:
+    no Chromium process and no webward-* directory of the render is left."""
+    requested = threading.Event()
+    with private_tmp(monkeypatch) as tmp, held_open() as stall:
+
+        def handler(req: Request, sock: socket.socket) -> None:
+            requested.set()  # the browser is up and loading: cancel now
+            stall(req, sock)
+
+        with serve(routes={"/": respond(200, STALL_PAGE), "/stall.png": handler}) as srv:
+            async with make_web() as web:
+                gate, _ = gate_for(web)
+                with anyio.CancelScope() as scope:
+
+                    async def cancel_once_loading() -> None:
+                        await anyio.to_thread.run_sync(requested.wait, 30, abandon_on_cancel=True)
+                        scope.cancel()
+
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(cancel_once_loading)
+                        await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+        assert scope.cancelled_caught and requested.is_set()
+        assert _browser_processes() == []
+        assert [name for name in os.listdir(tmp) if name.startswith("webward-")] == []

@@ -337,6 +337,13 @@ class Gate:
                 ) from None
             retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
             await self.limiter.record(ticket, body.status, None, retry_after)
+        if body.truncated:  # cut at the cap: what is left is no JSON, and no reason to say so
+            raise UpstreamError(
+                f"the {provider} search provider sent a response larger than "
+                f"{_PROVIDER_MAX_BYTES // 1_000_000} MB, more than any page of results needs",
+                reason=Reason.PROVIDER_MALFORMED,
+                status=body.status,
+            )
         return body
 
 
@@ -389,7 +396,8 @@ class RenderGate:
     limits and breaker, waiting up to a second for a token), then the pinned transport. On
     top, only GET and HEAD, and at most ``limits.render_max_requests`` requests per render.
     The hosts the render contacted and those refused (with the reason) go into the call
-    record.
+    record, at most ``_MAX_LISTED`` of each and then a last entry counting the rest
+    (:class:`_HostList`).
     """
 
     _METHODS = ("GET", "HEAD")
@@ -398,8 +406,8 @@ class RenderGate:
 
     def __init__(self, gate: Gate, agent: str, tier: str, call: Call) -> None:
         self._gate, self._agent, self._tier = gate, agent, tier
-        self._contacted = call.render_contacted
-        self._refused = call.render_refused
+        self._contacted = _HostList(call.render_contacted, self._MAX_LISTED)
+        self._refused = _HostList(call.render_refused, self._MAX_LISTED)
         self.requests = 0
         self.exhausted = anyio.Event()  # set once the request cap refused a request
 
@@ -409,7 +417,7 @@ class RenderGate:
         try:
             return self._screen(url)
         except WebwardError as exc:
-            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            self._refuse(_authority_of(url), exc)
             raise
 
     async def request(
@@ -441,7 +449,7 @@ class RenderGate:
             )
             assert ticket is not None  # a cost was given
         except WebwardError as exc:
-            self._note(self._refused, f"{_authority_of(url)} ({exc.reason})")
+            self._refuse(_authority_of(url), exc)
             raise
         try:
             body = await gate.transport.request(
@@ -458,11 +466,11 @@ class RenderGate:
                 else:
                     await gate.limiter.release(ticket)
             if isinstance(exc, Refused):  # the resolver's answer was internal: no connection
-                self._note(self._refused, f"{parsed.authority} ({exc.reason})")
+                self._refuse(parsed.authority, exc)
             else:
-                self._note(self._contacted, parsed.authority)  # tried, at least
+                self._contacted.note(parsed.authority)  # tried, at least
             raise
-        self._note(self._contacted, parsed.authority)
+        self._contacted.note(parsed.authority)
         retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
         await gate.limiter.record(ticket, body.status, None, retry_after)
         return body
@@ -472,9 +480,46 @@ class RenderGate:
         read's, without a note (the render's hosts are listed in the record)."""
         return self._gate.screen(url, self._agent, self._tier)
 
-    def _note(self, into: list[str], entry: str) -> None:
-        if entry not in into and len(into) < self._MAX_LISTED:
-            into.append(entry)
+    def _refuse(self, authority: str, exc: WebwardError) -> None:
+        # An internal target the page tried is what an operator most needs to see: it keeps
+        # its place in a full list ahead of other refused hosts.
+        internal = exc.reason in (Reason.INTERNAL_ADDRESS, Reason.INTERNAL_NAME)
+        self._refused.note(f"{authority} ({exc.reason})", keep=internal)
+
+
+class _HostList:
+    """One of a render's host lists in its call record (``into``, updated in place):
+    distinct entries, at most ``cap`` of them, then a last entry saying how many more there
+    were, so that a page cannot hide a host unseen by touching many others first. In a full
+    list, an entry to ``keep`` takes the place of the latest one not kept."""
+
+    _MAX_SEEN = 10_000  # distinct entries remembered; past it, left-out ones are not counted
+
+    def __init__(self, into: list[str], cap: int) -> None:
+        self._into, self._cap = into, cap
+        self._listed: list[tuple[str, bool]] = []  # (entry, keep)
+        self._seen: set[str] = set()
+        self._more = 0  # distinct entries left out
+
+    def note(self, entry: str, *, keep: bool = False) -> None:
+        if entry in self._seen or any(entry == listed for listed, _ in self._listed):
+            return
+        counting = len(self._seen) < self._MAX_SEEN
+        if counting:
+            self._seen.add(entry)
+        if len(self._listed) < self._cap:
+            self._listed.append((entry, keep))
+        else:
+            if counting:  # one entry more is left out: this one, or the one it replaces
+                self._more += 1
+            others = [i for i, (_, kept) in enumerate(self._listed) if not kept] if keep else []
+            if others:
+                del self._listed[others[-1]]
+                self._listed.append((entry, keep))
+        self._into[:] = [listed for listed, _ in self._listed]
+        if self._more:
+            over = "" if counting else "over "
+            self._into.append(f"... and {over}{self._more} more host{'s' * (self._more > 1)}")
 
 
 def _authority_of(url: str) -> str:

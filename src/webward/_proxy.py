@@ -42,7 +42,7 @@ from . import guard
 from ._errors import Reason, Refused, WebwardError
 from ._transport import Body
 
-__all__ = ["EgressProxy", "Gate", "open_proxy"]
+__all__ = ["EgressProxy", "Gate", "open_proxy", "single_exception"]
 
 _MAX_HEAD = 16 * 1024
 _CHUNK = 65536
@@ -133,12 +133,39 @@ async def open_proxy(
                 ):
                     await _serve_one(client, gate, proxy, expected)
 
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, handle, tg)
-        try:
-            yield proxy
-        finally:
-            tg.cancel_scope.cancel()  # the listener closes once its task has stopped
+    try:
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, handle, tg)
+            try:
+                yield proxy
+            finally:
+                tg.cancel_scope.cancel()  # the listener closes once its task has stopped
+    except BaseExceptionGroup as group:
+        # The task group wraps whatever the block raised (a Playwright error, a timeout):
+        # the caller gets that exception itself, so its own handlers still match.
+        exc = single_exception(group)
+        raise exc from exc.__cause__
+
+
+def single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a task group's failure stands for: an interrupt or exit first
+    (never hidden), then the first real error, else the cancellation (never swallowed)."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending[:0] = exc.exceptions
+        else:
+            leaves.append(exc)
+    cancelled = anyio.get_cancelled_exc_class()
+    for leaf in leaves:
+        if not isinstance(leaf, (Exception, cancelled)):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, Exception):
+            return leaf
+    return leaves[0]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ one caller's policy, a fresh profile leaves no cookies or cache between agents, 
 crashed browser is never shared.
 
 Chromium itself is kept small: it gets a scrubbed environment (no API keys, no ``WEBWARD_*``
-variables: see :func:`_browser_env`), its own background traffic switched off (component
+variables: see :func:`_browser_env`), no desktop program to start for a page (stubs first on
+its PATH: :func:`_handler_stubs`), its own background traffic switched off (component
 updates, sync and accounts, safe browsing, domain reliability, metrics, pings; whatever still
 tries goes through the proxy, is decided and audited like a page request), and it runs
 sandboxed where the kernel allows. When webward runs as root, Chromium runs as the
@@ -35,9 +36,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from ._errors import Reason, Refused, UpstreamError
+from ._errors import Reason, Refused, UpstreamError, WebwardError
 
 if TYPE_CHECKING:  # the egress proxy is imported by a render, not by every read
+    from playwright.async_api import Playwright
+
     from ._proxy import Gate
 
 __all__ = [
@@ -106,6 +109,18 @@ _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ", "FONTCONFIG_PATH")
 #: The user Chromium runs as when webward runs as root.
 UNPRIVILEGED_USER = "nobody"
 _SETPRIV = "/usr/bin/setpriv"
+# The programs Chromium runs to hand a URL to the desktop (a page's ``mailto:`` iframe or
+# ``location = "mailto:..."`` makes it run ``xdg-email`` or ``xdg-open``; no switch or profile
+# preference turns that off, mailto being always allowed): each is a stub that does nothing and fails, in a
+# directory first on Chromium's PATH, so a page never starts a program on this machine.
+_HANDLERS = (
+    "xdg-open", "xdg-email", "gio", "gnome-open", "kde-open", "kde-open5", "exo-open",
+    "sensible-browser", "x-www-browser", "www-browser",
+)  # fmt: skip
+_STUB = "#!/bin/sh\nexit 1\n"
+# How long closing the browser (and then Playwright's driver) may take after a render, also
+# one that timed out or was cancelled: its profile is removed only once it has exited.
+_CLOSE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -152,11 +167,18 @@ class ChromiumRenderer:
         *,
         executable: str = CHROMIUM,
         goto_timeout_s: float = 12.0,
+        render_timeout_s: float | None = None,
         proxy_max_bytes: int = 20_000_000,
         max_concurrent: int = 2,
     ) -> None:
         self._executable = executable
+        # Two bounds: the page's load (goto_timeout_s), and the whole render (launch, load,
+        # the DOM and the screenshot; by default the load's plus 15 s), which also stops a
+        # page that loads and then keeps the browser busy.
         self._goto_timeout_s = goto_timeout_s
+        self._render_timeout_s = (
+            goto_timeout_s + 15.0 if render_timeout_s is None else render_timeout_s
+        )
         self._proxy_max_bytes = proxy_max_bytes
         # A browser costs hundreds of MB: a long-lived gateway or MCP server renders at most
         # this many pages at once, and the others wait (inside their own deadline).
@@ -179,71 +201,81 @@ class ChromiumRenderer:
             )
         if not os.path.exists(self._executable) or importlib.util.find_spec("playwright") is None:
             raise _unavailable()
+        from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-        deadline = self._goto_timeout_s + 15.0  # launch, load and screenshot together
+        deadline = self._render_timeout_s
         if self._slots is None:
             self._slots = anyio.Semaphore(self._max_concurrent)
         try:
-            with anyio.fail_after(deadline):
+            with anyio.fail_after(deadline) as scope:
                 async with self._slots:
                     return await self._render(url, screenshot, gate, deadline)
-        except (TimeoutError, PlaywrightTimeout):
-            raise UpstreamError(
-                f"the page did not finish rendering within {self._goto_timeout_s:g} s",
-                code="timeout",
-                reason=Reason.RENDER_TIMEOUT,
-            ) from None
+        except WebwardError:
+            raise
+        # The caller's own cancellation is no Exception and passes through untouched.
+        except Exception as exc:
+            if scope.cancel_called:  # whatever Playwright raised as it was cut off
+                raise UpstreamError(
+                    f"the page did not finish rendering within {deadline:g} s, the whole "
+                    "render's deadline (launch, load, the page's DOM and its screenshot)",
+                    code="timeout",
+                    reason=Reason.RENDER_TIMEOUT,
+                ) from None
+            if isinstance(exc, PlaywrightTimeout):
+                raise UpstreamError(
+                    f"the page did not finish loading within {self._goto_timeout_s:g} s",
+                    code="timeout",
+                    reason=Reason.RENDER_TIMEOUT,
+                ) from None
+            if isinstance(exc, FileNotFoundError):
+                raise _unavailable() from None
+            if isinstance(exc, PlaywrightError):
+                first = (str(exc).strip().splitlines() or ["unknown error"])[0][:200]
+                raise UpstreamError(
+                    f"the headless renderer failed ({first.rstrip('.')})", reason=Reason.RENDER
+                ) from None
+            raise
 
     async def _render(self, url: str, screenshot: bool, gate: Gate, deadline: float) -> Rendered:
-        from playwright.async_api import Error as PlaywrightError
-        from playwright.async_api import TimeoutError as PlaywrightTimeout
-        from playwright.async_api import async_playwright
-
+        """One browser, its proxy and its private directory; Playwright's errors are left to
+        :meth:`render` to word (each one itself, never inside an exception group)."""
         from ._proxy import open_proxy
 
-        try:
-            async with _private_dir() as root:
-                launch = await anyio.to_thread.run_sync(_prepare, root, self._executable)
-                env: dict[str, str | float | bool] = dict(launch.env)
-                async with (
-                    open_proxy(gate, deadline_s=deadline, max_bytes=self._proxy_max_bytes) as proxy,
-                    async_playwright() as pw,
-                ):
-                    context = await pw.chromium.launch_persistent_context(
-                        launch.profile,
-                        executable_path=launch.executable,
-                        headless=True,
-                        chromium_sandbox=launch.sandbox,
-                        env=env,
-                        # No bypass, ever; the render's own secret (the proxy answers nothing
-                        # else on this machine that finds its port).
-                        proxy=proxy.playwright_proxy(),  # type: ignore[arg-type]
-                        # The proxy ends TLS with a throw-away certificate and checks the
-                        # origin's certificate itself, with webward's trust store.
-                        ignore_https_errors=True,
-                        args=list(_ARGS),
-                        service_workers="block",
-                        accept_downloads=False,
-                        viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]},
-                        device_scale_factor=1,
-                    )
-                    try:
-                        page = await context.new_page()
-                        await _load(page, url, gate, self._goto_timeout_s)
-                        html = await page.content()
-                        png = await page.screenshot(type="png") if screenshot else None
-                    finally:
-                        await context.close()
-        except FileNotFoundError:
-            raise _unavailable() from None
-        except PlaywrightTimeout:
-            raise  # the caller words it, with the deadline
-        except PlaywrightError as exc:
-            first = (str(exc).strip().splitlines() or ["unknown error"])[0][:200]
-            raise UpstreamError(
-                f"the headless renderer failed ({first.rstrip('.')})", reason=Reason.RENDER
-            ) from None
+        async with _private_dir() as root:
+            launch = await anyio.to_thread.run_sync(_prepare, root, self._executable)
+            env: dict[str, str | float | bool] = dict(launch.env)
+            # Left in this order: the browser closes (and has exited) before its driver
+            # stops, the proxy stops, and the private directory is removed.
+            async with (
+                open_proxy(gate, deadline_s=deadline, max_bytes=self._proxy_max_bytes) as proxy,
+                _playwright() as pw,
+            ):
+                context = await pw.chromium.launch_persistent_context(
+                    launch.profile,
+                    executable_path=launch.executable,
+                    headless=True,
+                    chromium_sandbox=launch.sandbox,
+                    env=env,
+                    # No bypass, ever; the render's own secret (the proxy answers nothing
+                    # else on this machine that finds its port).
+                    proxy=proxy.playwright_proxy(),  # type: ignore[arg-type]
+                    # The proxy ends TLS with a throw-away certificate and checks the
+                    # origin's certificate itself, with webward's trust store.
+                    ignore_https_errors=True,
+                    args=list(_ARGS),
+                    service_workers="block",
+                    accept_downloads=False,
+                    viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]},
+                    device_scale_factor=1,
+                )
+                try:
+                    page = await context.new_page()
+                    await _load(page, url, gate, self._goto_timeout_s)
+                    html = await page.content()
+                    png = await page.screenshot(type="png") if screenshot else None
+                finally:
+                    await _close(context)
         return Rendered(html=html, screenshot_png=png)
 
 
@@ -262,9 +294,47 @@ async def _load(page: Any, url: str, gate: Gate, timeout_s: float) -> None:
         await gate.exhausted.wait()
         scope.cancel()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(loaded, tg.cancel_scope)
-        tg.start_soon(capped, tg.cancel_scope)
+    from ._proxy import single_exception
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(loaded, tg.cancel_scope)
+            tg.start_soon(capped, tg.cancel_scope)
+    except BaseExceptionGroup as group:
+        # The load's own error (a timeout, a crash), not the group around it, so that the
+        # render words it.
+        exc = single_exception(group)
+        raise exc from exc.__cause__
+
+
+@contextlib.asynccontextmanager
+async def _playwright() -> AsyncIterator[Playwright]:
+    """Playwright's driver for one render, stopped even when the render timed out or was
+    cancelled (shielded, bounded): stopping it kills any browser it launched still running."""
+    from playwright.async_api import async_playwright
+
+    manager = async_playwright()
+    pw = await manager.start()
+    try:
+        yield pw
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_S):
+            await manager.__aexit__(None, None, None)
+
+
+async def _close(context: Any) -> None:
+    """Close the render's browser and wait for it to exit, also when the render timed out or
+    was cancelled (shielded, bounded): Chromium writes to its profile while it shuts down, so
+    the profile is removed only after this. An error while closing (a crashed browser) never
+    hides the render's own."""
+    from playwright.async_api import Error as PlaywrightError
+
+    with (
+        anyio.CancelScope(shield=True),
+        anyio.move_on_after(_CLOSE_S),
+        contextlib.suppress(PlaywrightError),
+    ):
+        await context.close()
 
 
 @contextlib.asynccontextmanager
@@ -312,7 +382,7 @@ def _prepare(root: str, executable: str) -> _Launch:
     """
     profile = os.path.join(root, "profile")
     os.mkdir(profile, 0o700)
-    env = _browser_env(os.environ, profile)
+    env = _browser_env(os.environ, profile, _handler_stubs(root))
     if os.geteuid() != 0:
         return _Launch(executable, profile, env, _namespaces_allowed(None))
     try:
@@ -342,11 +412,28 @@ def _prepare(root: str, executable: str) -> _Launch:
     return _Launch(wrapper, profile, env, _namespaces_allowed((user.pw_uid, user.pw_gid)))
 
 
-def _browser_env(environ: Mapping[str, str], home: str) -> dict[str, str]:
-    """The whole environment Chromium gets: a few harmless variables, and its own home,
-    config and cache inside the render's profile. No key, token or webward variable."""
+def _handler_stubs(root: str) -> str:
+    """``root/bin``, holding a stub for each of :data:`_HANDLERS` (readable and runnable by
+    the unprivileged user too; root's, so that user cannot change them)."""
+    stubs = os.path.join(root, "bin")
+    os.mkdir(stubs)
+    os.chmod(stubs, 0o755)
+    for name in _HANDLERS:
+        path = os.path.join(stubs, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
+        with os.fdopen(fd, "w") as f:
+            f.write(_STUB)
+        os.chmod(path, 0o755)  # whatever the umask
+    return stubs
+
+
+def _browser_env(environ: Mapping[str, str], home: str, stubs: str) -> dict[str, str]:
+    """The whole environment Chromium gets: a few harmless variables, its own home, config
+    and cache inside the render's profile, and the handler stubs first on its PATH (Debian's
+    ``/usr/bin/chromium`` is a shell script: the rest of the PATH stays). No key, token or
+    webward variable."""
     env = {k: environ[k] for k in _ENV_KEEP if k in environ and not k.startswith("WEBWARD")}
-    env.setdefault("PATH", "/usr/bin:/bin")
+    env["PATH"] = stubs + os.pathsep + env.get("PATH", "/usr/bin:/bin")
     env.update(
         HOME=home,
         TMPDIR=home,
