@@ -497,6 +497,8 @@ def test_cli_since_forms_and_limit(tmp_path: Path, capsys: pytest.CaptureFixture
         ({"since": "2h"}, 7),
         ({"since": "1d", "limit": "3"}, 3),
         ({"since": "30s"}, 0),
+        ({"since": "999999999d"}, 7),  # older than the calendar: everything
+        ({"since": "999999999w"}, 7),
     ]
     for given, count in cases:
         assert _cmd_audit.run(_args(json=True, **given), settings, now=now) == 0

@@ -56,7 +56,7 @@ def console_settings(tmp_path: Path, **sections: Any) -> Settings:
         "policy": {"default_tier": "connected", "robots": False, "deny": ["*.blocked.example"]},
         "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, "breaker_failures": 2},
         "state": {"dir": str(tmp_path / "state")},
-        "search": {"provider": "searxng", "searxng_url": "http://user:pw@127.0.0.1:9/search?k=1"},
+        "search": {"provider": "searxng", "searxng_url": "http://127.0.0.1:9/searx"},
         "agents": {
             "alice-admin": {"tier": "full", "role": "admin", "token_sha256": hash_token(ADMIN)},
             "bot": {"tier": "full", "token_sha256": hash_token(BOT)},
@@ -234,7 +234,7 @@ def walk_console(browser: Browser, base: str, tmp_path: Path, *, shots: bool) ->
         page.goto(f"{base}/console/policy")
         text = page.inner_text("main")
         assert "*.blocked.example" in text and "searxng" in text and "enforce" in text
-        assert "http://127.0.0.1:9/search" in text and "pw" not in text and "k=1" not in text
+        assert "http://127.0.0.1:9/searx" in text
         if shots:
             w.shot("policy", tmp_path)
 
@@ -330,6 +330,14 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         assert bad.status_code == 400 and "cursor is not one this console made" in bad.text
         assert "Traceback" not in bad.text
         assert c.get("/console/?since=soon").status_code == 400
+        assert c.get("/console/?since=99999999d&until=99999999w").status_code == 200
+        # Answers no view makes carry the security headers too: 404, 405.
+        for answer in (c.get("/console/no-such-page"), c.get("/console/logout")):
+            assert answer.status_code in (404, 405)
+            assert answer.headers["content-security-policy"].startswith("default-src 'none'")
+            assert answer.headers["x-frame-options"] == "DENY"
+            assert answer.headers["x-content-type-options"] == "nosniff"
+            assert answer.headers["cache-control"] == "no-store"
         assert c.get("/console/audit/0000").status_code == 404
 
 
@@ -438,3 +446,40 @@ def test_budgets_view_shows_used_and_left_from_the_gateways_limit_store(tmp_path
     assert view.status_code == 200
     rows = re.findall(r"<tr><td>(.*?)</td></tr>", view.text)
     assert rows == ["bot</td><td>fetch</td><td>calls</td><td>hour</td><td>5</td><td>1</td><td>4"]
+
+
+def test_a_provider_chosen_by_its_key_shows_with_its_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No [search] provider, a Brave key in the environment: searches go to Brave, so the
+    policy view names it and the hosts view lists provider:brave with its calls from the
+    audit log (where a 429's hold or an open breaker would show)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    monkeypatch.setenv("BRAVE_SEARCH_API_KEY", "BSA-console-test-key")
+    settings = console_settings(tmp_path, search={"provider": "", "searxng_url": ""})
+
+    async def write() -> None:
+        sink = open_audit_sink(settings)
+        for decision in ("allowed", "refused", "failed"):
+            await sink.write(
+                AuditRecord.create(
+                    decision=decision, reason="allowed", agent="bot", tier="full",
+                    capability="web:search.query@1", target="owls", provider="brave",
+                )
+            )  # fmt: skip
+        await sink.aclose()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # as seed(): Playwright's loop
+        pool.submit(anyio.run, write).result()
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    with running_gateway(settings, lambda: Web(settings)) as base, httpx.Client(base_url=base) as c:
+        policy = c.get("/console/policy", headers=admin)
+        hosts = c.get("/console/hosts", headers=admin)
+    assert policy.status_code == 200 and "none configured" not in policy.text
+    assert "<td>brave</td>" in policy.text
+    row = re.search(r">provider:brave</a></td>(.*?)</tr>", hosts.text, re.S)
+    assert row is not None, hosts.text
+    assert [int(n) for n in re.findall(r"<td[^>]*>(\d+)</td>", row.group(1))[:3]] == [3, 1, 1]
+    assert "BSA-console-test-key" not in policy.text + hosts.text

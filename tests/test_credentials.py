@@ -341,6 +341,18 @@ def _cli(args: list[str], monkeypatch: pytest.MonkeyPatch, stdin: str = "") -> i
     return cli.main(["credentials", *args])
 
 
+@pytest.mark.parametrize("bad", ["clé-non-ascii", "two words", "tab\there"])
+def test_cli_set_refuses_a_key_no_http_header_can_carry(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
+    """A key travels in an HTTP header: one with spaces, controls or non-ASCII characters is
+    refused as it is set (exit 2, the key not echoed), not at every search after."""
+    assert _cli(["set", "TAVILY_API_KEY"], monkeypatch, bad + "\n") == 2
+    out, err = capsys.readouterr()
+    assert "printable ASCII" in err and bad not in out + err
+    assert not (home / ".config" / "webward" / "credentials.json").exists()
+
+
 def test_cli_set_get_list_delete_round_trip(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

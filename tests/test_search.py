@@ -182,6 +182,25 @@ async def test_credentials_passed_to_web_are_used(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("bad", ["clé", "key\r\nX-Injected: 1", "two words"])
+async def test_a_key_no_http_header_can_carry_is_named_not_sent(
+    home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch, bad: str
+) -> None:
+    """A key from the environment with non-ASCII, control characters or spaces: the search
+    is refused (not_configured) in a sentence naming the variable, and nothing is sent."""
+    server.routes[BRAVE_PATH] = FakeBrave(results(2), BRAVE_KEY)
+    monkeypatch.setenv("BRAVE_SEARCH_API_KEY", bad)
+    sink = MemoryAuditSink()
+    async with Web(_settings(brave_url=server.base), audit=sink) as web:
+        with pytest.raises(Refused) as err:
+            await web.search("q")
+    assert err.value.code == "not_configured"
+    assert "BRAVE_SEARCH_API_KEY holds characters no API key has" in err.value.message
+    assert bad not in err.value.message and server.requests == []
+    assert _record(sink).decision == "refused"
+
+
+@pytest.mark.anyio
 async def test_as_owner_tier_is_refused_without_calling_the_provider(
     home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -256,6 +256,11 @@ async def test_brave_later_page_rate_limited_keeps_earlier_hits(server: LocalSer
             "malformed JSON",
         ),
         (respond(200, "[1, 2]", "application/json"), "provider_malformed", "malformed"),
+        (
+            respond(200, '{"web": {"results": [' + "1," * 2_100_000, "application/json"),
+            "provider_malformed",
+            "larger than 4 MB",
+        ),
         (brave_error(422, "VALIDATION"), "provider_rejected", "refused the request (HTTP 422)"),
     ],
 )

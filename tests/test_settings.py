@@ -180,6 +180,32 @@ def test_a_bad_environment_value_is_named_by_its_variable(
 
 
 @pytest.mark.parametrize(
+    ("key", "url", "problem"),
+    [
+        ("brave_url", "not-a-url", "an http:// or https:// URL with a host"),
+        ("tavily_url", "ftp://files.example", "an http:// or https:// URL with a host"),
+        ("searxng_url", "https://sx.example:99999", "an http:// or https:// URL with a host"),
+        ("brave_url", "https://api.example/?key=Zq-secret", "without a query"),
+        ("tavily_url", "https://u:Zq-secret@api.example", "credentials"),
+    ],
+)
+def test_a_provider_url_no_search_could_use_is_refused_when_loaded(
+    tmp_path: Path, key: str, url: str, problem: str
+) -> None:
+    """A [search] base URL is checked as the config loads, named by its key and never
+    echoed; at the first search it read as a bad query and echoed the query."""
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(write(tmp_path, f'[search]\n{key} = "{url}"\n'), environ={})
+    assert err.value.message.startswith(f"search.{key} in {tmp_path}")
+    assert problem in err.value.message and "Zq-secret" not in err.value.message
+    for good in ("http://127.0.0.1:8080", "https://search.example/prefix/"):
+        Settings.load(write(tmp_path, f'[search]\n{key} = "{good}"\n'), environ={})
+    with pytest.raises(InvalidInput) as env_err:
+        Settings.load(write(tmp_path, ""), environ={"WEBWARD_BRAVE_URL": "not-a-url"})
+    assert "WEBWARD_BRAVE_URL" in env_err.value.message
+
+
+@pytest.mark.parametrize(
     ("url", "problem"),
     [
         ("redis://:Zq-secret@127.0.0.1:notaport/0", "its port is not a number"),

@@ -65,7 +65,10 @@ def parse_since(value: str, now: dt.datetime) -> dt.datetime:
     """``--since``: an ISO 8601 time (UTC when it names no zone) or an age before ``now``."""
     m = _RELATIVE_RE.match(value)
     if m:
-        return now - dt.timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+        try:
+            return now - dt.timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+        except OverflowError:  # an age older than the calendar: every record is younger
+            return dt.datetime.min.replace(tzinfo=dt.UTC)
     try:
         when = dt.datetime.fromisoformat(value.strip())
     except ValueError:

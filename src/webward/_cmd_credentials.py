@@ -102,8 +102,11 @@ def _read_secret(name: str) -> str:
         raise InvalidInput(
             f"no key was given for {name}; pipe it on stdin or type it at the prompt"
         )
-    if any(ch.isspace() or ord(ch) < 32 for ch in value):
-        raise InvalidInput("a key is one word without spaces or control characters")
+    if not (value.isascii() and value.isprintable()) or " " in value:
+        raise InvalidInput(
+            "a key is one word of printable ASCII, without spaces, control or non-ASCII "
+            "characters (it travels in an HTTP header)"
+        )
     return value
 
 

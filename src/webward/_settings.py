@@ -514,9 +514,34 @@ def _check_redis_url(url: str, where: str) -> None:
         )
 
 
+def _check_provider_url(name: str, url: str, where: str) -> None:
+    """A search provider's base URL, as the config loads: an http(s) URL with a host and
+    nothing after its path (each adapter adds its own path and query). Checked at the first
+    search, a bad one read as a bad query and echoed the query."""
+    if not url:
+        return
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        problem = "an http:// or https:// URL with a host, such as https://api.example.com"
+    elif parts.query or parts.fragment or "@" in parts.netloc:
+        problem = "a base URL without a query, a fragment or credentials"
+    else:
+        return
+    raise InvalidInput(f"search.{name}{where} must be {problem}")
+
+
 def _validate(settings: Settings, where: str) -> None:
     _validate_limits(settings.limits, where)
     _check_redis_url(settings.state.redis_url, where)
+    for name in ("brave_url", "tavily_url", "searxng_url"):
+        _check_provider_url(name, getattr(settings.search, name), where)
     for tier in [settings.policy.default_tier, *(a.tier for a in settings.agents.values())]:
         if tier not in TIERS:
             raise InvalidInput(f"unknown tier {tier!r}{where}; the tiers are {', '.join(TIERS)}")

@@ -16,11 +16,13 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
+import anyio
 import jinja2
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._cmd_audit import cell, parse_since
 from .._errors import InvalidInput, WebwardError
@@ -29,7 +31,7 @@ from ..audit import DECISIONS
 from ..limits import HostState, LimitState
 from ._auth import Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
-from ._queries import FETCH, SEARCH, AuditFilter, AuditReader
+from ._queries import FETCH, SEARCH, AuditFilter, AuditReader, HostCount
 
 __all__ = ["COOKIE", "CSP", "Console"]
 
@@ -45,6 +47,32 @@ _HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
+_RAW_HEADERS = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in _HEADERS.items()]
+
+
+class _SecureHeaders:
+    """Every answer of the console carries :data:`_HEADERS`, the ones no view makes too:
+    Starlette's 404 and 405, its redirects, a 500. A view's own value of one stays."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                have = {name.lower() for name, _ in headers}
+                headers += [(k, v) for k, v in _RAW_HEADERS if k not in have]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self._app(scope, receive, secured)
+
+
 PAGE_SIZE = 50
 _MAX_FIELD = 2048
 _MAX_FORM_BYTES = 4096
@@ -158,7 +186,7 @@ class Console:
             Route("/logout", self.logout, methods=["POST"]),
             Route("/static/console.css", self.stylesheet, methods=["GET"]),
         ]
-        self.app = Starlette(routes=routes)
+        self.app: ASGIApp = _SecureHeaders(Starlette(routes=routes))
 
     async def aclose(self) -> None:
         await self.reader.aclose()
@@ -353,14 +381,34 @@ class Console:
             current=name,
         )
 
+    async def _provider(self) -> str | None:
+        """The search provider a search would use now, as ``choose_provider`` picks it (by
+        config, else by the credentials found); read in a worker thread (a keyring may be
+        slow). A provider name the config gets wrong shows as it is written."""
+        from .._credentials import default_store
+        from ..search import chosen_provider
+
+        def pick() -> str | None:
+            try:
+                return chosen_provider(self.settings.search, default_store())
+            except WebwardError:
+                return self.settings.search.provider or None
+
+        return await anyio.to_thread.run_sync(pick)
+
     async def hosts(self, request: Request) -> Response:
         now = self._clock()
         counts = await self.reader.top_hosts(now - 86_400, 25)
         state = self._limit_state()
         rows = []
         keys = [(c.host, c.calls, c.refused, c.failed) for c in counts]
-        if self.settings.search.provider:
-            keys.append((f"provider:{self.settings.search.provider}", 0, 0, 0))
+        # The providers searched in the window, and the one a search would use now (chosen by
+        # config or by credential): a 429's hold or an open breaker shows here.
+        searched = await self.reader.provider_counts(now - 86_400)
+        provider = await self._provider()
+        if provider not in (None, "none"):
+            searched.setdefault(f"provider:{provider}", HostCount(f"provider:{provider}", 0, 0, 0))
+        keys += [(c.host, c.calls, c.refused, c.failed) for c in searched.values()]
         for key, calls, refused, failed in keys:
             found = await state.get(key) if state is not None else None
             tokens, breaker, css, failures, held = describe_state(found, self.settings, now)
@@ -400,7 +448,7 @@ class Console:
                 "full" not in p.robots_off_tiers and p.robots,
             ),
         ]
-        provider = s.search.provider
+        provider = await self._provider() or ""
         endpoint = ""
         if provider in ("brave", "tavily", "searxng"):
             endpoint = _endpoint(getattr(s.search, f"{provider}_url"))

@@ -151,6 +151,10 @@ class AuditReader(Protocol):
         """The hosts read most since ``since`` (among the newest :data:`TOP_HOSTS_SCAN`)."""
         ...
 
+    async def provider_counts(self, since: float) -> dict[str, HostCount]:
+        """Search calls per provider since ``since``, keyed ``provider:NAME``."""
+        ...
+
     async def prepare(self, *, build_large: bool = False) -> bool:
         """Make sure the console's indexes exist (see ``_SQLReader.prepare``)."""
         ...
@@ -377,6 +381,25 @@ class _SQLReader:
             elif decision == "failed":
                 failed[host] += 1
         return [HostCount(h, n, refused[h], failed[h]) for h, n in calls.most_common(limit)]
+
+    async def provider_counts(self, since: float) -> dict[str, HostCount]:
+        """Search calls per provider since ``since`` (the newest scanned, as for hosts), keyed
+        ``provider:NAME`` as the limit store keys a provider."""
+        m = self.dialect.mark
+        rows = await self._rows(
+            f"SELECT provider, decision FROM audit WHERE ts >= {m} AND capability = {m} "
+            f"ORDER BY ts DESC LIMIT {m}",
+            [since, SEARCH, TOP_HOSTS_SCAN],
+        )
+        counts: dict[str, list[int]] = {}
+        for provider, decision in rows:
+            if not provider or provider == "none":
+                continue
+            n = counts.setdefault(f"provider:{provider}", [0, 0, 0])
+            n[0] += 1
+            n[1] += decision == "refused"
+            n[2] += decision == "failed"
+        return {k: HostCount(k, *n) for k, n in counts.items()}
 
 
 class SQLiteAuditReader(_SQLReader):

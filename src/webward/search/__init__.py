@@ -46,6 +46,7 @@ __all__ = [
     "check_filters",
     "check_provider_name",
     "choose_provider",
+    "chosen_provider",
 ]
 
 #: Every provider name ``[search] provider``, ``WEBWARD_SEARCH_PROVIDER`` and ``--provider`` take.
@@ -88,6 +89,25 @@ def check_provider_name(value: object, *, where: str = "") -> str | None:
     return name
 
 
+def chosen_provider(
+    settings: SearchSettings, credentials: CredentialStore, provider: str | None = None
+) -> str | None:
+    """The name of the provider :func:`choose_provider` uses: ``provider``, else
+    ``[search] provider``, else the first with a credential (Brave, Tavily), else SearXNG
+    when its URL is set; ``None`` when nothing is configured (``"none"`` when that is set)."""
+    name = check_provider_name(provider)
+    if name is None:
+        name = check_provider_name(
+            settings.provider, where=" in [search] provider (or WEBWARD_SEARCH_PROVIDER)"
+        )
+    if name is None:
+        for candidate in ("brave", "tavily"):
+            if credentials.get(KEY_NAMES[candidate]):
+                return candidate
+        return "searxng" if settings.searxng_url.strip() else None
+    return name
+
+
 def choose_provider(
     settings: SearchSettings,
     credentials: CredentialStore,
@@ -105,20 +125,9 @@ def choose_provider(
     whose message names what is missing. ``http_for(name)`` gives the HTTP callable for a
     provider.
     """
-    name = check_provider_name(provider)
+    name = chosen_provider(settings, credentials, provider)
     if name is None:
-        name = check_provider_name(
-            settings.provider, where=" in [search] provider (or WEBWARD_SEARCH_PROVIDER)"
-        )
-    if name is None:
-        for candidate in ("brave", "tavily"):
-            if credentials.get(KEY_NAMES[candidate]):
-                name = candidate
-                break
-        else:
-            name = "searxng" if settings.searxng_url.strip() else "none"
-            if name == "none":
-                return NullProvider()
+        return NullProvider()
     if name == "none":
         return NullProvider(
             'web search is not configured: the search provider is set to "none" (set '
@@ -139,6 +148,14 @@ def choose_provider(
         return NullProvider(
             f"web search is not configured: the {name} provider is chosen but {key_name} is "
             f"not set; set it or run `webward credentials set {key_name}`; " + _STILL_WORKS
+        )
+    if not (key.isascii() and key.isprintable()) or " " in key:
+        # It goes in an HTTP header, which carries printable ASCII only: say so, rather than
+        # fail in the HTTP client, or send a header the key's line break would split.
+        return NullProvider(
+            f"web search is not configured: {key_name} holds characters no API key has "
+            "(spaces, control or non-ASCII characters); set it again with "
+            f"`webward credentials set {key_name}`; " + _STILL_WORKS
         )
     if name == "brave":
         return BraveProvider(Secret(key), http_for(name), settings.brave_url, clock=clock)
