@@ -208,8 +208,8 @@ def test_too_large_names_the_type_and_cap() -> None:
         "refused: image/png (6000000 bytes) is over the 5 MiB cap for images; "
         "webward refuses it rather than truncating it"
     )
-    assert str(too_large("application/pdf", LIMITS)) == (
-        "refused: application/pdf is over the 10 MiB cap for PDFs; "
+    assert str(too_large("application/pdf", LIMITS, 11 * 2**20)) == (
+        "refused: application/pdf (11534336 bytes) is over the 10 MiB cap for PDFs; "
         "webward refuses it rather than truncating it"
     )
 

@@ -507,6 +507,11 @@ def test_binary_cut_by_the_text_cap_is_refused() -> None:
     with pytest.raises(Refused) as info:
         read(body[:100], None, truncated=True)
     assert info.value.code == "too_large"
+    # Its true size is unknown: the message says what happened, not that it passed a cap.
+    assert str(info.value) == (
+        "refused: the server sent image/png under another type, so it was read only up to the "
+        "1 MB cap for text, and webward hands over no part of an image or PDF"
+    )
 
 
 def test_svg_is_named_as_unsupported() -> None:

@@ -104,7 +104,7 @@ async def test_bad_filters_are_refused_in_one_sentence_before_any_call(
 
 
 def test_filters_are_normalised() -> None:
-    f = check_filters(["Docs.Python.org.", "bücher.example"], None, "week", "de", "DE")
+    f = check_filters(["Docs.Python.org.", "bücher.example"], None, " WEEK", "de", "DE")
     assert f.allowed_domains == ("docs.python.org", "xn--bcher-kva.example")
     assert (f.freshness, f.country, f.language) == ("week", "DE", "de")
     assert f.keeps("https://a.docs.python.org/x") and not f.keeps("https://python.org/")

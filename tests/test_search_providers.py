@@ -404,6 +404,52 @@ async def test_tavily_other_errors_are_upstream_errors(
     _no_secret(err.value, TAVILY_KEY)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("provider", "path", "body"),
+    [
+        ("tavily", "/search", '{"detail": {"error": "quota"}}'),  # no results list at all
+        ("tavily", "/search", '{"results": {"a": 1}}'),
+        ("brave", BRAVE_PATH, '{"type": "search", "web": {"results": {"a": 1}}}'),
+        ("brave", BRAVE_PATH, '{"type": "search", "web": "none"}'),
+    ],
+)
+async def test_a_200_of_another_shape_is_malformed_not_nothing_found(
+    server: LocalServer, provider: str, path: str, body: str
+) -> None:
+    """A 200 whose results are missing (Tavily always sends a list) or not a list is the
+    provider's malformed answer, not zero hits the agent would take for "nothing found"."""
+    server.routes[path] = respond(200, body, "application/json")
+    async with _web() as web:
+        http = partial(web.provider_request, provider)
+        adapter = (
+            TavilyProvider(TAVILY_KEY, http, server.base)
+            if provider == "tavily"
+            else BraveProvider(BRAVE_KEY, http, server.base)
+        )
+        with pytest.raises(UpstreamError) as err:
+            await adapter.search("q", 5)
+    assert err.value.reason == "provider_malformed"
+    assert "malformed response" in err.value.message
+
+
+@pytest.mark.anyio
+async def test_a_provider_nobody_answers_for_is_named_with_its_setting() -> None:
+    """A provider URL where nothing listens: the error names the provider and the setting
+    to check, not only the address."""
+    with socket.socket() as held:  # bound, never listening: the connection is refused
+        held.bind(("127.0.0.1", 0))
+        base = f"http://127.0.0.1:{held.getsockname()[1]}"
+        async with _web() as web:
+            with pytest.raises(UpstreamError) as err:
+                await BraveProvider(BRAVE_KEY, partial(web.provider_request, "brave"), base).search(
+                    "q", 5
+                )
+    assert err.value.message.startswith("the brave search provider could not be reached (")
+    assert "check [search] brave_url" in err.value.message
+    _no_secret(err.value, BRAVE_KEY)
+
+
 # ---- SearXNG ---------------------------------------------------------------------------
 
 

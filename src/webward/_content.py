@@ -246,7 +246,15 @@ def too_large(media_type: str, limits: LimitsSettings, size: int | None = None) 
     media_type = media_type_of(media_type) or "application/octet-stream"
     cap, _ = body_cap(media_type, limits)
     what = "images" if media_type in IMAGE_TYPES else "PDFs" if media_type == PDF else "this type"
-    actual = f" ({size} bytes)" if size is not None else ""
+    if size is None:  # cut at the text cap: sent under a text type (or none), found after
+        return Refused(
+            f"refused: the server sent {media_type} under another type, so it was read only up "
+            f"to the {human_size(limits.max_read_bytes)} cap for text, and webward hands over no "
+            "part of an image or PDF",
+            code="too_large",
+            reason="too_large",
+        )
+    actual = f" ({size} bytes)"
     return Refused(
         f"refused: {media_type}{actual} is over the {human_size(cap)} cap for {what}; webward refuses it "
         "rather than truncating it",

@@ -1240,8 +1240,8 @@ def _unread_spans(text: str, lowered: str, skipped: re.Pattern[str]) -> list[tup
     while (tag := _OPENING_TAG.search(lowered, pos, stop)) is not None:
         pos = tag.end()
         name = tag.group(1)
-        if skipped.match(lowered, tag.start()) is not None:
-            pos = _skip_block(text, lowered, pos, name)
+        if (never := skipped.match(lowered, tag.start())) is not None:
+            pos = _skip_block(text, lowered, pos, never.group(1))  # as the search below does
         elif name in _VOID or _HIDDEN_TAG.search(lowered, tag.start(), pos) is None:
             continue
         else:

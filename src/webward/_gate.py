@@ -335,6 +335,15 @@ class Gate:
                     code="timeout",
                     reason=Reason.TIMEOUT,
                 ) from None
+            except UpstreamError as exc:  # no answer at all: say whose, and where to look
+                setting = f"[search] {provider}_url"
+                raise UpstreamError(
+                    f"the {provider} search provider could not be reached ({exc.message}); "
+                    f"check {setting} and this machine's network",
+                    code=exc.code,
+                    reason=exc.reason,
+                    status=exc.status,
+                ) from None
             retry_after = retry_after_from_headers(body.headers) if body.status == 429 else None
             await self.limiter.record(ticket, body.status, None, retry_after)
         if body.truncated:  # cut at the cap: what is left is no JSON, and no reason to say so

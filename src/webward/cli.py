@@ -37,7 +37,7 @@ COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "c
 ONE_SHOT = frozenset({"fetch", "search", "audit", "credentials"})
 
 EPILOG = """\
-exit codes: 0 read or searched; 1 upstream failure (timeout, HTTP or provider error);
+exit codes: 0 done (read, searched, listed); 1 upstream failure (timeout, HTTP or provider error);
 2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not configured).
 
 configuration: --config FILE, else $WEBWARD_CONFIG, else the user config dir; a webward.toml

@@ -177,11 +177,16 @@ def _error_code(data: Any) -> str | None:
 
 
 def _results(data: dict[str, Any]) -> tuple[list[Any], bool]:
-    """``web.results`` (empty when there is no ``web`` key) and whether more may follow."""
-    web = data.get("web")
-    results = web.get("results") if isinstance(web, dict) else None
+    """``web.results`` (empty when there is no ``web`` key: Brave leaves it out when nothing
+    matched) and whether more may follow; a ``web`` of another shape is malformed."""
+    web = data.get("web", {})
+    results = web.get("results", []) if isinstance(web, dict) else None
     if not isinstance(results, list):
-        results = []
+        raise UpstreamError(
+            "the Brave search provider sent a malformed response",
+            reason=Reason.PROVIDER_MALFORMED,
+            status=200,
+        )
     query = data.get("query")
     more = query.get("more_results_available", True) if isinstance(query, dict) else True
     return results, more is not False

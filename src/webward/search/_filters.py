@@ -118,6 +118,8 @@ def check_filters(
     both = [d for d in allowed if d in blocked]
     if both:
         raise InvalidInput(f"{both[0]} is both an allowed and a blocked domain; choose one")
+    if isinstance(freshness, str):  # any case, as country and language take theirs
+        freshness = freshness.strip().lower()
     if freshness is not None and freshness not in FRESHNESS:
         raise InvalidInput(f"freshness must be one of {', '.join(FRESHNESS)}")
     if country is not None and not (isinstance(country, str) and _TWO_LETTERS.fullmatch(country)):

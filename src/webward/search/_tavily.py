@@ -145,15 +145,17 @@ class TavilyProvider:
         if body.status != 200:
             raise self._error(body)
         data = read_json(body, "Tavily")
+        # Tavily's answer always holds a results list (empty when nothing matched): a 200
+        # without one (an error-shaped body) is no "nothing found".
         results = data.get("results") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or (results is not None and not isinstance(results, list)):
+        if not isinstance(results, list):
             raise UpstreamError(
                 "the Tavily search provider sent a malformed response",
                 reason=Reason.PROVIDER_MALFORMED,
                 status=200,
             )
         hits: list[Hit] = []
-        collect(hits, set(), (_hit(r) for r in results or []), limit)
+        collect(hits, set(), (_hit(r) for r in results), limit)
         return hits
 
     def _error(self, body: Response) -> Exception:
