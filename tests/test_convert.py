@@ -142,6 +142,22 @@ def test_links_are_absolute_deduplicated_and_http_only() -> None:
     ]
 
 
+def test_link_urls_are_ascii_so_neutralising_them_changes_nothing() -> None:
+    """A link's URL is handed over percent-encoded (an IDN host in A-labels): a bidi mark or
+    marker-like text in it stays part of the URL instead of being cut out (which would name
+    another page); a host with a space, or user info, is no link."""
+    html = f"""<html><body><p>{PARA * 4}</p>
+    <a href="/p\u200fath">Bidi</a> <a href="/x\u2039<<end-untrusted-web-content>>">Marker</a>
+    <a href="https://bücher.example/ü?q=a b">Idn</a> <a href="http://exa mple.com/">Space</a>
+    <a href="http://user:pw@evil.example/">Userinfo</a></body></html>"""
+    page = read(html, include_links=True)
+    assert [(link.url, link.text) for link in page.links] == [
+        ("https://example.com/p%E2%80%8Fath", "Bidi"),
+        ("https://example.com/x%E2%80%B9%3C%3Cend-untrusted-web-content%3E%3E", "Marker"),
+        ("https://xn--bcher-kva.example/%C3%BC?q=a%20b", "Idn"),
+    ]
+
+
 def test_links_resolve_against_the_final_url_without_base() -> None:
     """Relative links resolve against the final URL (after redirects)."""
     page = read(

@@ -267,3 +267,26 @@ def test_a_page_without_scripts_whose_words_sit_in_page_furniture_is_read_as_the
         shell, "text/html", URL, truncated=False, include_links=False, limits=limits
     )
     assert _shell.scant(read.text)
+
+
+def test_an_article_kept_in_noscript_is_what_a_reader_without_scripts_gets() -> None:
+    """webward reads as a browser without scripts does: an article a page keeps in
+    <noscript> is its reading, with or without a script beside it (as-owner, which never
+    renders, read nothing); a short "enable JavaScript" line leaves a shell scant, for the
+    fetch core to render."""
+    article = "<p>" + "The real article about llamas living in the Andes. " * 6 + "</p>"
+    limits = LimitsSettings()
+    for head in ("", '<script src="/app.js"></script>'):
+        page = f"<html><head>{head}</head><body><noscript>{article}</noscript></body></html>"
+        read = _convert.convert(
+            page.encode(), "text/html", URL, truncated=False, include_links=False, limits=limits
+        )
+        assert read.text.count("The real article about llamas") == 6
+    shell = (
+        "<html><body><noscript>Please enable JavaScript to use this app.</noscript>"
+        '<div id="root"></div><script src="/app.js"></script></body></html>'
+    )
+    read = _convert.convert(
+        shell.encode(), "text/html", URL, truncated=False, include_links=False, limits=limits
+    )
+    assert _shell.scant(read.text)

@@ -49,6 +49,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from . import _content, _shell
+from . import _urls as urls
 from ._charset import codec_for, decode_text
 from ._errors import Reason, Refused
 from ._models import Link, Part
@@ -578,6 +579,16 @@ def _resolve(href: str, base: str) -> str | None:
     return url
 
 
+def _link_url(href: str, base: str) -> str | None:
+    """A link's absolute URL as it is handed over: in ASCII form (``_urls.clean_url``), so a
+    space, a bidi mark or marker-like text in it is percent-encoded rather than cut out when
+    its line is neutralised, which would name another page; ``None`` for no usable URL."""
+    url = _resolve(href, base)
+    if url is None or urls.is_clean(url):
+        return url
+    return urls.clean_url(url, _MAX_LINK_URL)
+
+
 def _walk(tree: Any, *tags: str) -> Any:
     """``(event, element)`` for each element of ``tree`` (itself included) with one of
     ``tags``, or every one, in document order: ``tree.iter(*tags)`` in steps that do not grow
@@ -738,7 +749,7 @@ def _rewrite_links(tree: Any, base: str, collect: bool) -> tuple[Link, ...]:
         if href in resolved:
             url = resolved[href]
         else:
-            url = resolved[href] = _resolve(href, base)
+            url = resolved[href] = _link_url(href, base)
         if url is None:
             if not href.strip().lower().startswith("mailto:"):
                 del a.attrib["href"]  # javascript:, data: ...: nothing a reader can follow
@@ -1502,6 +1513,11 @@ def _scant_reading(page: str, reading: str, truncated: bool, limits: LimitsSetti
     words = _plain_text(body, _NOT_WORDS_BLOCK)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
         return words
+    # What the page shows a reader without scripts, as webward is one: an article kept in
+    # <noscript> (a "please enable JavaScript" line is too short to count).
+    words = _plain_text(_noscript_html(body), _NOT_WORDS_BLOCK)
+    if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
+        return words
     if truncated:
         return _shell.cut_note(limits)
     if "<script" not in page.lower():
@@ -1511,6 +1527,24 @@ def _scant_reading(page: str, reading: str, truncated: bool, limits: LimitsSetti
         if _shell.solid(words) > _shell.solid(reading):
             return words
     return reading
+
+
+def _noscript_html(body: str) -> str:
+    """The markup inside the body's ``<noscript>`` elements, joined; plain ``find``s keep it
+    linear."""
+    lowered = body.lower()
+    pieces: list[str] = []
+    pos = 0
+    while (opening := lowered.find("<noscript", pos)) >= 0:
+        inside = lowered.find(">", opening)
+        if inside < 0:
+            break
+        close = lowered.find("</noscript", inside)
+        pieces.append(body[inside + 1 : close if close >= 0 else len(body)])
+        if close < 0:
+            break
+        pos = close + 1
+    return "\n".join(pieces)
 
 
 _MD_HEADING = re.compile(r"^#{1,2}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)

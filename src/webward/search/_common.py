@@ -8,17 +8,14 @@ failure and then say what happened in their own words.
 from __future__ import annotations
 
 import html
-import ipaddress
 import json
 import math
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit, urlunsplit
 
-import idna
-
+from .. import _urls as urls
 from .._errors import Reason, Refused, UpstreamError
 from .._models import Hit
 from ..limits import retry_after_from_headers
@@ -96,59 +93,9 @@ def clean_text(value: Any, max_chars: int) -> str:
     return text
 
 
-# Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
-# non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
-_URL_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
-_HOST = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?")
-
-
 def clean_url(value: Any) -> str | None:
-    """An absolute http(s) URL in ASCII form, or None when the hit should be dropped."""
-    if not isinstance(value, str):
-        return None
-    value = value.strip()
-    if (
-        not value
-        or len(value) > MAX_HIT_URL_CHARS
-        or any(unicodedata.category(ch) == "Cc" for ch in value)
-    ):
-        return None
-    try:
-        parts = urlsplit(value)
-        host = parts.hostname
-        port = parts.port
-    except ValueError:
-        return None
-    if (
-        parts.scheme.lower() not in ("http", "https")
-        or not host
-        or parts.username
-        or parts.password
-    ):
-        return None
-    if not host.isascii():
-        try:
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except idna.IDNAError:
-            return None
-    if ":" in host:
-        try:
-            host = f"[{ipaddress.IPv6Address(host)}]"
-        except ValueError:
-            return None
-    elif not _HOST.fullmatch(host):
-        return None
-    netloc = host if port is None else f"{host}:{port}"
-    url = urlunsplit(
-        (
-            parts.scheme.lower(),
-            netloc.lower(),
-            quote(parts.path, safe=_URL_SAFE),
-            quote(parts.query, safe=_URL_SAFE),
-            quote(parts.fragment, safe=_URL_SAFE),
-        )
-    )
-    return url if len(url) <= MAX_HIT_URL_CHARS else None
+    """A hit's URL as an absolute http(s) URL in ASCII form, or None to drop the hit."""
+    return urls.clean_url(value, MAX_HIT_URL_CHARS)
 
 
 def _dedupe_key(url: str) -> str:

@@ -1,0 +1,86 @@
+"""URLs from pages and providers made safe to hand over: absolute http(s), ASCII only.
+
+A search hit's URL and a page's outbound link are text a site chose. In this form they hold
+no space, quote, angle bracket, bidi or other non-ASCII character, so neither delimiter-like
+text nor an invisible character can ride in them, and neutralising them changes nothing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import idna
+
+__all__ = ["clean_url", "is_clean"]
+
+# Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
+# non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
+_URL_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
+_HOST = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?")
+
+
+def clean_url(value: Any, max_chars: int) -> str | None:
+    """``value`` as an absolute http(s) URL in ASCII form (an IDN host in its A-labels, the
+    rest percent-encoded), or ``None`` when it is none: another scheme, user info, a host
+    that is no host name or address, a control character, longer than ``max_chars``."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if (
+        not value
+        or len(value) > max_chars
+        or any(unicodedata.category(ch) == "Cc" for ch in value)
+    ):
+        return None
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    if (
+        parts.scheme.lower() not in ("http", "https")
+        or not host
+        or parts.username
+        or parts.password
+    ):
+        return None
+    if not host.isascii():
+        try:
+            host = idna.encode(host, uts46=True).decode("ascii")
+        except idna.IDNAError:
+            return None
+    if ":" in host:
+        try:
+            host = f"[{ipaddress.IPv6Address(host)}]"
+        except ValueError:
+            return None
+    elif not _HOST.fullmatch(host):
+        return None
+    netloc = host if port is None else f"{host}:{port}"
+    url = urlunsplit(
+        (
+            parts.scheme.lower(),
+            netloc.lower(),
+            quote(parts.path, safe=_URL_SAFE),
+            quote(parts.query, safe=_URL_SAFE),
+            quote(parts.fragment, safe=_URL_SAFE),
+        )
+    )
+    return url if len(url) <= max_chars else None
+
+
+# A URL clean_url would only lower-case (most links on most pages): a plain host (no user
+# info), then only characters it keeps as they are.
+_CLEAN_RE = re.compile(
+    r"https?://[A-Za-z0-9.:\[\]_-]+(?:[/?#][A-Za-z0-9!#$%&'()*+,/:;=?@\[\]~._-]*)?"
+)
+
+
+def is_clean(url: str) -> bool:
+    """Whether ``url`` holds only characters :func:`clean_url` keeps as they are."""
+    return _CLEAN_RE.fullmatch(url) is not None
