@@ -282,6 +282,17 @@ def test_header_charset_is_used() -> None:
     assert "Grüße aus Köln" in read(body, "text/html; charset=ISO-8859-15").text
 
 
+@pytest.mark.parametrize("label", ["ISO-8859-1", "latin1", "us-ascii", "windows-1252"])
+def test_utf8_bytes_under_a_servers_default_latin_label_are_read_as_utf8(label: str) -> None:
+    """A server's default Latin-1 label over a page written in UTF-8 (with or without a byte
+    windows-1252 leaves undefined) reads as UTF-8; real Latin-1 text still reads as Latin-1."""
+    for words in ("Grüße aus Köln, naïve café", "Grüße aus Köln, “quoted” — naïve"):
+        body = article(extra=f"<p>{words}</p>").encode("utf-8")
+        assert words in read(body, f"text/html; charset={label}").text
+    latin = article(extra="<p>Grüße aus Köln, naïve café</p>").encode("cp1252")
+    assert "Grüße aus Köln, naïve café" in read(latin, f"text/html; charset={label}").text
+
+
 def test_cp1252_bytes_declared_utf8_are_still_read() -> None:
     """Bytes that are not UTF-8 despite the header are decoded by what they are."""
     body = article(extra="<p>Café “quoted” naïve déjà vu — façade</p>").encode("cp1252")

@@ -182,12 +182,19 @@ def _mostly_utf8(body: bytes, truncated: bool) -> str | None:
     return text if decoded >= _MOSTLY_UTF8 * max(failed, 1) else None
 
 
+# The labels servers send by default rather than by knowledge of the file: codec_for makes
+# windows-1252 of iso-8859-1, latin1, us-ascii and windows-1252 (as WHATWG does).
+_LATIN_DEFAULTS = frozenset({"cp1252"})
+
+
 def decode_text(
     body: bytes, header_charset: str | None, *, html: bool = False, truncated: bool = False
 ) -> tuple[str, str]:
     """Decode a text body; returns ``(text, codec)``. Never raises.
 
-    Order: a byte-order mark; the ``charset`` of the Content-Type header; for HTML the
+    Order: a byte-order mark; UTF-8, when the first declaration is a Latin-1 label (a
+    server's default) and the bytes are valid UTF-8 beyond ASCII; the ``charset`` of the
+    Content-Type header; for HTML the
     document's ``<meta>`` (for XML its declaration); strict UTF-8, then UTF-8 with a few stray
     bytes (see :func:`_mostly_utf8`); detection with charset-normalizer; finally windows-1252.
     A declaration whose codec cannot decode the bytes strictly (cp1252 bytes sent as UTF-8) is
@@ -211,6 +218,14 @@ def decode_text(
             in_doc = "utf-8"  # an ASCII-readable declaration cannot be in UTF-16 (WHATWG)
         if in_doc is not None:
             declared.append(in_doc)
+    if declared and declared[0] in _LATIN_DEFAULTS and not body.isascii():
+        # A server's default label (Latin-1 for every text file) over a page written in
+        # UTF-8 is common, and the bytes tell: text in a single-byte Latin charset almost
+        # never forms valid UTF-8 sequences. Read as declared, the page came out as
+        # mojibake unless some byte happened to be undefined in windows-1252.
+        text = _try(body, "utf-8", truncated)
+        if text is not None:
+            return text, "utf-8"
     for codec in declared:
         text = _try(body, codec, truncated)
         if text is not None:
