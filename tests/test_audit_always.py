@@ -288,9 +288,21 @@ def test_cli_answers_an_unexpected_error_in_one_sentence(
     assert [(r.decision, r.reason) for r in records] == [("failed", "internal_error")]
 
 
-def test_cli_interrupted_mid_read_is_audited(tmp_path: Path) -> None:
-    """Ctrl-C (SIGINT) while `webward fetch` waits on a server that took the request: exit
-    130, and the read is in the SQLite audit log as ``cancelled``."""
+@pytest.mark.parametrize(
+    ("sent", "sigint", "code"),
+    [
+        (signal.SIGINT, signal.SIG_DFL, 130),  # Ctrl-C at a terminal
+        (signal.SIGTERM, signal.SIG_DFL, 143),  # kill, a supervisor, a container stopping
+        (signal.SIGTERM, signal.SIG_IGN, 143),  # the same for a job started in the background
+    ],
+    ids=["sigint", "sigterm", "sigterm-in-background"],
+)
+def test_cli_interrupted_mid_read_is_audited(
+    tmp_path: Path, sent: signal.Signals, sigint: Any, code: int
+) -> None:
+    """Ctrl-C (SIGINT) or SIGTERM while `webward fetch` waits on a server that took the
+    request: exit 130 or 143, and the read is in the SQLite audit log as ``cancelled``
+    (SIGTERM killed the process with the record unwritten)."""
     config = write_cli_config(tmp_path)
     env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
     with stalled_site() as (site, _release):
@@ -301,15 +313,15 @@ def test_cli_interrupted_mid_read_is_audited(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             # As from a terminal: a suite started in the background (`pytest &`) hands its
             # children SIGINT ignored, and Python then never turns it into KeyboardInterrupt.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
         )
         deadline = time.monotonic() + 30
         while not site.requests and time.monotonic() < deadline:  # polled, bounded
             time.sleep(0.02)
         assert site.requests, "the request never reached the server"
-        process.send_signal(signal.SIGINT)
+        process.send_signal(sent)
         _, err = process.communicate(timeout=30)
-    assert process.returncode == 130, err.decode()
+    assert process.returncode == code, err.decode()
     assert b"Traceback" not in err
     records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
     assert [(r.decision, r.reason) for r in records] == [("failed", "cancelled")]

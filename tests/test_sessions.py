@@ -123,6 +123,31 @@ async def test_unseen_url_with_a_secret_is_refused_and_audited(
 
 
 @pytest.mark.anyio
+async def test_a_window_cut_inside_a_url_mints_no_url(
+    site: LocalServer, attacker: LocalServer
+) -> None:
+    """A window that ends inside a URL written in the page holds a prefix of it: that prefix
+    is no URL of the page and is refused (the agent chose where the window ends); the whole
+    URL, read in the next window, is allowed."""
+    whole = attacker.url("/exfil/ABCDEFGHIJ")
+    text = f"<p>Words before the address. {whole} and words after it.</p>"
+    site.routes["/leak"] = respond(200, text, "text/html")
+    s = settings({"provenance": "session"})
+    cut = len("Words before the address. ") + len(attacker.url("/exfil/AB"))
+    async with web(s) as w:
+        await w.declare_urls("s1", site.url("/leak"))
+        first = await w.fetch(site.url("/leak"), agent="bot", session="s1", max_chars=cut)
+        assert first.window.end == cut
+        assert "/exfil/AB" in first.content and "/exfil/ABC" not in first.content
+        with pytest.raises(Refused) as err:
+            await w.fetch(attacker.url("/exfil/AB"), agent="bot", session="s1")
+        assert err.value.reason == "url_not_in_session" and attacker.accepts == 0
+        await w.fetch(site.url("/leak"), agent="bot", session="s1")  # the whole text
+        await w.fetch(whole, agent="bot", session="s1")
+    assert attacker.accepts == 1
+
+
+@pytest.mark.anyio
 async def test_links_text_hits_and_redirects_of_the_session_are_allowed(
     site: LocalServer, brave: LocalServer
 ) -> None:

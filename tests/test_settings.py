@@ -225,3 +225,22 @@ def test_a_redis_url_redis_cannot_read_is_refused_when_loaded(
     assert "Zq-secret" not in err.value.message and "127.0.0.1" not in err.value.message
     for good in ("redis://:pw@127.0.0.1:6379/0", "rediss://h.example:6380", "unix:///run/r.sock"):
         Settings.load(write(tmp_path, f'[state]\nredis_url = "{good}"\n'), environ={})
+
+
+def test_an_agent_entry_without_a_tier_keeps_the_default_tier(tmp_path: Path) -> None:
+    """An [agents.NAME] entry that sets only governance (provenance, a budget, a token) has
+    [policy] default_tier, as the docs say, rather than dropping to as-owner; a tier it names
+    wins. The gateway's token table agrees."""
+    from webward._tokens import TokenTable, hash_token
+
+    text = (
+        '[policy]\ndefault_tier = "connected"\n'
+        f'[agents.mcp]\nprovenance = "session"\ntoken_sha256 = "{hash_token("t-mcp")}"\n'
+        '[agents.owner]\ntier = "as-owner"\n'
+    )
+    settings = Settings.load(write(tmp_path, text), environ={})
+    assert settings.tier_for("mcp") == "connected"
+    assert settings.tier_for("owner") == "as-owner"
+    assert settings.tier_for("unlisted") == "connected"
+    found = TokenTable(settings).lookup("t-mcp")
+    assert found is not None and found.tier == "connected"

@@ -127,6 +127,30 @@ async def test_every_gzip_member_is_decoded() -> None:
     assert page.truncated is False
 
 
+def test_many_small_members_decode_in_one_pass_each() -> None:
+    """A chunk of thousands of small members decodes to all of them, each member's output
+    appended once (collected, then joined: appending to one bytes object copied all of it
+    per member, quadratic in the output)."""
+    from webward._transport import _Zlib
+
+    chunk = b"".join(gzip.compress(bytes([65 + i % 26]) * 4096) for i in range(3000))
+    out = _Zlib(31).feed(chunk, 20 << 20)
+    assert len(out) == 3000 * 4096 and out[4096 * 27 : 4096 * 27 + 1] == b"B"
+
+
+@pytest.mark.parametrize("wbits", [-zlib.MAX_WBITS, zlib.MAX_WBITS], ids=["raw", "zlib"])
+def test_deflate_whose_first_byte_arrives_alone_still_decodes(wbits: int) -> None:
+    """ "deflate" may be zlib-wrapped or raw; the two are told apart by the first two bytes,
+    so a first byte arriving alone waits for the second (raw deflate was refused)."""
+    from webward._transport import _Zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    body = packer.compress(ARTICLE) + packer.flush()
+    decoder = _Zlib(zlib.MAX_WBITS)  # what Content-Encoding: deflate makes
+    out = decoder.feed(body[:1], 10 << 20) + decoder.feed(body[1:], 10 << 20)
+    assert out == ARTICLE and decoder.finished
+
+
 async def test_a_gzip_bomb_split_in_members_still_stops_at_the_cap() -> None:
     """Many small members that together inflate far past the cap: each new member is decoded
     under what is left of the same cap, so the read is cut there with bounded memory."""
@@ -165,6 +189,21 @@ async def test_a_location_a_browser_follows_is_followed_percent_encoded(
     assert page.final_url == srv.url(arrived)
     assert srv.requests[-1].target == arrived
     assert "final page words" in page.content
+
+
+async def test_a_redirect_to_a_long_url_follows_the_operators_limit() -> None:
+    """A redirect hop is held to [limits] max_url_chars, as the first URL is: raised to
+    8,000, a 3,000-character Location is followed (it was held to the default 2,048)."""
+    target = "/final/" + "a" * 3000
+    raised = settings().replace({"limits": {"max_url_chars": 8000}})
+    routes = {"/go": redirect(target), target: respond(200, "<p>final page words</p>")}
+    with serve(routes=routes) as srv:
+        async with Web(raised, StaticResolver({}), audit=MemoryAuditSink()) as w:
+            page = await w.fetch(srv.url("/go"))
+        with pytest.raises(WebwardError) as err:  # the default still holds elsewhere
+            await read(srv.url("/go"))
+    assert page.final_url.endswith(target) and "final page words" in page.content
+    assert "2048" in err.value.message
 
 
 async def test_location_bytes_are_read_as_utf8_and_only_otherwise_as_latin1() -> None:

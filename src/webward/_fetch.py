@@ -77,6 +77,7 @@ async def fetch(
     cap_for: CapFor,
     timeout_s: float,
     max_redirects: int,
+    max_url_chars: int = guard.DEFAULT_MAX_URL_CHARS,
     headers: tuple[tuple[str, str], ...] = (("Accept", PAGE_ACCEPT),),
     conditional: tuple[str, tuple[tuple[str, str], ...]] | None = None,
 ) -> FetchResult:
@@ -107,7 +108,7 @@ async def fetch(
                 location = body.header("location")
                 if not location:
                     raise _no_page(current, body.status, "without a Location header")
-                nxt = _follow(current, body.status, location)
+                nxt = _follow(current, body.status, location, max_url_chars)
                 if nxt.url in chain:
                     raise Refused(
                         f"refused: {url.url} redirects in a loop (back to {nxt.url})",
@@ -170,7 +171,9 @@ async def _hop(
     return body
 
 
-def _follow(current: guard.ParsedURL, status: int, location: str) -> guard.ParsedURL:
+def _follow(
+    current: guard.ParsedURL, status: int, location: str, max_url_chars: int
+) -> guard.ParsedURL:
     """The URL a redirect's ``Location`` leads to (the next hop then meets the guard, the
     policy and the rest in ``hooks.before``, like the first).
 
@@ -182,7 +185,7 @@ def _follow(current: guard.ParsedURL, status: int, location: str) -> guard.Parse
     with contextlib.suppress(UnicodeError):  # not UTF-8: each byte stays its latin-1 character
         location = location.encode("latin-1").decode("utf-8")
     try:
-        return current.join(location)
+        return current.join(location, max_chars=max_url_chars)
     except InvalidInput as exc:
         raise UpstreamError(
             f"{current.url} answered HTTP {status} with a redirect Location that is not a "

@@ -179,7 +179,9 @@ class AgentSettings:
     """One named agent: its reach tier, (for the gateway) its hashed bearer token, and its
     governance: URL provenance, its own host lists and its budgets."""
 
-    tier: str = "as-owner"
+    # "" when the entry names none: the agent then has [policy] default_tier (an entry that
+    # only sets a budget or host lists must not change the agent's reach).
+    tier: str = ""
     token_sha256: str = ""
     # "admin": the agent's token also opens the operator console (/console) of the gateway.
     role: str = ""
@@ -206,9 +208,9 @@ class Settings:
     source: str = ""  # the config file the settings came from, for messages
 
     def tier_for(self, agent: str) -> str:
-        """The reach tier of ``agent``: its own entry, else the default tier."""
+        """The reach tier of ``agent``: its entry's ``tier``, else ``[policy] default_tier``."""
         entry = self.agents.get(agent)
-        return entry.tier if entry else self.policy.default_tier
+        return entry.tier if entry and entry.tier else self.policy.default_tier
 
     def replace(self, overrides: Mapping[str, Any]) -> Settings:
         """A copy with ``overrides`` (a nested dict shaped like the TOML) applied."""
@@ -542,7 +544,10 @@ def _validate(settings: Settings, where: str) -> None:
     _check_redis_url(settings.state.redis_url, where)
     for name in ("brave_url", "tavily_url", "searxng_url"):
         _check_provider_url(name, getattr(settings.search, name), where)
-    for tier in [settings.policy.default_tier, *(a.tier for a in settings.agents.values())]:
+    for tier in [
+        settings.policy.default_tier,
+        *(a.tier for a in settings.agents.values() if a.tier),
+    ]:
         if tier not in TIERS:
             raise InvalidInput(f"unknown tier {tier!r}{where}; the tiers are {', '.join(TIERS)}")
     if settings.observability.metrics_top_hosts < 1:

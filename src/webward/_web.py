@@ -349,6 +349,7 @@ class Web:
             ),
             timeout_s=self.settings.limits.fetch_timeout_s,
             max_redirects=self.settings.limits.max_redirects,
+            max_url_chars=self.settings.limits.max_url_chars,
             conditional=(stale.final_url, validators) if stale and validators else None,
         )
         renewed = await self._revalidated(key, stale, result, validators)
@@ -755,12 +756,21 @@ class _Answer(NamedTuple):
 
     def seen_urls(self, cached: CachedPage) -> list[str]:
         """The URLs an agent has seen once handed this answer: the page's own and its
-        redirects, its links and the URLs written in the text handed over."""
+        redirects, its links and the URLs written whole in the text handed over. A window
+        (or a passage) may end inside a URL: the prefix it holds is no URL of the page, and
+        counting it would let an agent mint URLs by choosing where a window ends."""
+        whole = _urls_written_in(cached.converted.text)
         return [
             *(u for u in (cached.final_url, *cached.redirects) if u),
             *(link.url for link in cached.converted.links),
-            *urls_in(self.text),
+            *(u for u in urls_in(self.text) if u in whole),
         ]
+
+
+@functools.lru_cache(maxsize=64)
+def _urls_written_in(text: str) -> frozenset[str]:
+    """The URLs written in a page's whole text, once per reading (windows of it repeat)."""
+    return frozenset(urls_in(text))
 
 
 # Any nonce weighs the same (32 hex digits, ASCII): the envelope's token weight is counted

@@ -15,11 +15,13 @@ import contextlib
 import gc
 import importlib
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, internal_error
 
@@ -38,7 +40,8 @@ ONE_SHOT = frozenset({"fetch", "search", "audit", "credentials"})
 
 EPILOG = """\
 exit codes: 0 done (read, searched, listed); 1 upstream failure (timeout, HTTP or provider error);
-2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not configured).
+2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not configured);
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the call in flight is audited as cancelled.
 
 configuration: --config FILE, else $WEBWARD_CONFIG, else the user config dir; a webward.toml
 in the working directory is read only when named with --config. WEBWARD_* variables override
@@ -132,16 +135,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     as_json = bool(getattr(args, "json", False))
+    terminated: list[int] = []
     try:
         from ._settings import Settings  # not for `webward --help`
 
-        with _quiet_libraries(), _collector_paused(args.command in ONE_SHOT):
+        with (
+            _quiet_libraries(),
+            _collector_paused(args.command in ONE_SHOT),
+            _terminate_as_interrupt(terminated),
+        ):
             settings = Settings.load(args.config)
             code: int = args._module.run(args, settings)
     except WebwardError as exc:
         return report_error(exc, as_json)
     except KeyboardInterrupt:
-        return 130
+        return 143 if terminated else 130
     except BrokenPipeError:
         # The reader went away (`webward fetch URL | head`): stop quietly, as a tool killed
         # by SIGPIPE would, and keep the interpreter's last flush from raising again.
@@ -161,6 +169,33 @@ def run() -> NoReturn:
     code = main()
     gc.freeze()
     sys.exit(code)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt(terminated: list[int]) -> Iterator[None]:
+    """SIGTERM (a supervisor, ``kill``, a container stopping) ends a command as Ctrl-C does:
+    the call in flight is cancelled and audited as ``cancelled``, where the default action
+    killed the process with the record unwritten. SIGINT's handler of the moment takes it
+    (asyncio's cancels the main task, then raises KeyboardInterrupt), called directly: a
+    job started in the background has SIGINT ignored, and SIGTERM must still end it. The
+    exit code is then 143. Servers install their own (uvicorn shuts down gracefully). In
+    the main thread only, as signal handlers must be."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        terminated.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):  # ignored, or the default of a process that never set one
+            raise KeyboardInterrupt
+        handler(signal.SIGINT, frame)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

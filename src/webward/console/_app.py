@@ -453,7 +453,7 @@ class Console:
         if provider in ("brave", "tavily", "searxng"):
             endpoint = _endpoint(getattr(s.search, f"{provider}_url"))
         agents = [
-            (name, a.tier, a.role or "-", "yes" if a.token_sha256 else "no")
+            (name, s.tier_for(name), a.role or "-", "yes" if a.token_sha256 else "no")
             for name, a in sorted(s.agents.items())
         ]
         return self._render(
