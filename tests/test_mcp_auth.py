@@ -152,6 +152,46 @@ async def test_a_session_belongs_to_the_agent_that_opened_it(tmp_path: Path) -> 
         assert "web_fetch" not in theirs.text
 
 
+@pytest.mark.anyio
+async def test_one_agent_cannot_fill_the_servers_sessions(tmp_path: Path) -> None:
+    """New sessions are counted per agent ([limits] mcp_sessions_per_minute, here 3): alice's
+    fourth opening at once is answered 429 with Retry-After before a session is made, while
+    bob still opens his and alice's open sessions go on working."""
+    config = token_config(tmp_path)
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace("[limits]\n", "[limits]\nmcp_sessions_per_minute = 3\n"), encoding="utf-8"
+    )
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = [
+            await http.post(url, json=initialize, headers={**ACCEPT, **bearer("alice")})
+            for _ in range(3)
+        ]
+        assert [r.status_code for r in opened] == [200, 200, 200]
+        refused = await http.post(url, json=initialize, headers={**ACCEPT, **bearer("alice")})
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert "mcp-session-id" not in refused.headers
+        assert "too many new MCP sessions" in refused.json()["error"]["message"]
+        theirs = await http.post(url, json=initialize, headers={**ACCEPT, **bearer("bob")})
+        assert theirs.status_code == 200
+        session = {"mcp-session-id": opened[0].headers["mcp-session-id"]}
+        listed = await http.post(url, json=LIST, headers={**ACCEPT, **session, **bearer("alice")})
+        assert listed.status_code == 200 and "web_fetch" in listed.text
+
+
 def settings_with(tmp_path: Path, *, tokens: bool) -> Settings:
     return Settings.load(token_config(tmp_path) if tokens else write_config(tmp_path), environ={})
 

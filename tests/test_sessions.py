@@ -24,7 +24,7 @@ from localserver import LocalServer, accept_counter, redirect, respond, serve
 from webward import Refused, Settings, StaticResolver, Web
 from webward._budgets import budget_usage
 from webward._credentials import EnvironmentStore
-from webward._provenance import MemorySessionStore, canonical, urls_in
+from webward._provenance import MemorySessionStore, canonical, scoped_session, urls_in
 from webward.limits import SQLiteLimitState
 from webward.limits._redis import RedisLimitState
 from webward.testing import FakeClock, MemoryAuditSink
@@ -93,6 +93,15 @@ def test_canonical_form_and_urls_in_text() -> None:
     assert canonical("ftp://example.org/") is None
     text = "See https://a.example/x?y=1. And (http://b.example/z), not mailto:c@d.example."
     assert urls_in(text) == ["https://a.example/x?y=1", "http://b.example/z"]
+
+
+def test_server_session_keys_of_two_agents_never_meet() -> None:
+    """The key of an agent's session on a server: agent dave naming session "app:s" and
+    agent "dave:app" naming "s" are two sessions (both were mcp:dave:app:app:s, so one agent
+    could read URLs only the other's session had seen)."""
+    assert scoped_session("mcp", "dave", "app:s") != scoped_session("mcp", "dave:app", "s")
+    assert scoped_session("gateway", "dave", "app:s") != scoped_session("gateway", "dave:app", "s")
+    assert scoped_session("mcp", "research-bot_1", "x") == "mcp:research-bot_1:x"
 
 
 @pytest.mark.anyio

@@ -61,6 +61,7 @@ from ._capabilities import DEFAULT_LIMIT, HTTP, Capability
 from ._capabilities import capabilities as catalogue_of
 from ._errors import InvalidInput, Reason, Refused, WebwardError
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
+from ._provenance import scoped_session
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, server_span, tracing
 from ._tokens import Agent, TokenTable, hash_token
@@ -451,7 +452,7 @@ class _Capability:
                 body = _check_body(data, self._shape)
                 session = None
                 if session_name:
-                    session = f"gateway:{agent.name}:{session_name}"
+                    session = scoped_session("gateway", agent.name, session_name)
                     await web.declare_urls(session, *declared)
             except InvalidInput as exc:
                 return await self._reject(agent, 400, exc, data)

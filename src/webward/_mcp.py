@@ -42,8 +42,11 @@ its rate limits, circuit breakers, page cache and audit sink.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
+import math
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -82,6 +85,7 @@ from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
+from ._provenance import scoped_session
 from ._serving import Stack, fastest_stack, run_server
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
@@ -294,7 +298,7 @@ async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
         # Stateless streamable HTTP has no session id: the agent's own calls on this server
         # are then one session (bounded in size and age like any other).
         sid = headers.get("mcp-session-id") or "agent"
-    session = f"mcp:{agent}:{sid}"
+    session = scoped_session("mcp", agent, sid)
     declared = meta.get(URLS_META)
     if isinstance(declared, str):
         declared = [declared]
@@ -543,6 +547,62 @@ def http_access(
     return None
 
 
+class _SessionOpenings:
+    """Each agent opens at most ``per_minute`` MCP sessions a minute (as many at once, then
+    one every ``60 / per_minute`` s): a request that opens one (a POST with no
+    ``Mcp-Session-Id``) past that is answered 429 with ``Retry-After``, before the SDK makes
+    the session. The server's sessions (10,000, each kept 30 idle minutes) are shared, and
+    one token holder opening them in a loop locked every other agent out. A request without
+    a known token goes on to the SDK, which answers 401."""
+
+    def __init__(self, app: Any, tokens: TokenTable, per_minute: int) -> None:
+        self._app, self._tokens = app, tokens
+        self._burst, self._every_s = float(per_minute), 60.0 / per_minute
+        self._buckets: dict[str, tuple[float, float]] = {}  # agent -> (openings left, when)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            wait = self._spend(dict(scope["headers"]))
+            if wait is not None:
+                message = (
+                    f"too many new MCP sessions for this agent; at most {self._burst:g} a "
+                    "minute: reuse a session (Mcp-Session-Id) or retry later"
+                )
+                body = json.dumps(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 429,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"retry-after", str(math.ceil(wait)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self._app(scope, receive, send)
+
+    def _spend(self, headers: dict[bytes, bytes]) -> float | None:
+        """Seconds until the request's agent may open a session, or None to let it through."""
+        if b"mcp-session-id" in headers:
+            return None
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        agent = self._tokens.lookup(token.strip()) if scheme.lower() == "bearer" else None
+        if agent is None:
+            return None
+        now = time.monotonic()
+        left, then = self._buckets.get(agent.name, (self._burst, now))
+        left = min(self._burst, left + (now - then) / self._every_s)
+        if left < 1.0:
+            self._buckets[agent.name] = (left, now)
+            return (1.0 - left) * self._every_s
+        self._buckets[agent.name] = (left - 1.0, now)
+        return None
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -583,11 +643,13 @@ async def serve_http(
         server = build_server(
             web, agent=agent or DEFAULT_AGENT, tier=tier, tokens=tokens, resource_url=url
         )
-        app = server.streamable_http_app(
+        app: Any = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             transport_security=_transport_security(host),
             host=host,
         )
+        if tokens is not None:
+            app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
         app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         config = uvicorn.Config(

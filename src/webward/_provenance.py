@@ -28,6 +28,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from . import guard
 from ._errors import InvalidInput, Reason, WebwardError
@@ -42,6 +43,7 @@ __all__ = [
     "canonical",
     "check_session",
     "open_session_store",
+    "scoped_session",
     "urls_in",
 ]
 
@@ -62,6 +64,14 @@ def canonical(url: str) -> str | None:
         return guard.parse_url(url).url
     except (WebwardError, ValueError):
         return None
+
+
+def scoped_session(face: str, agent: str, name: str) -> str:
+    """The session ``name`` of ``agent`` on a server ``face`` (``mcp``, ``gateway``): its
+    key in the session store. The agent's name is percent-encoded, so that no agent name
+    with a ``:`` in it (``dave:app`` naming session ``s``) meets another agent's session
+    (``dave`` naming ``app:s``)."""
+    return f"{face}:{quote(agent, safe='')}:{name}"
 
 
 def check_session(session: object) -> None:

@@ -111,6 +111,10 @@ class LimitsSettings:
     # the oldest forgotten first, and a session idle this long is forgotten whole.
     session_max_urls: int = 10_000
     session_max_age_s: float = 86_400.0
+    # New MCP sessions an agent may open a minute on `webward mcp --http` (as many at once):
+    # the server holds 10,000 at most, each for up to 30 idle minutes, so one token holder
+    # opening sessions in a loop would otherwise lock every other agent out.
+    mcp_sessions_per_minute: int = 60
 
 
 @dataclass(frozen=True)
