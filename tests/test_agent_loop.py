@@ -311,7 +311,9 @@ async def test_calls_refused_before_the_core_are_audited(tmp_path: Path) -> None
 @pytest.mark.anyio
 @pytest.mark.parametrize("vendor", VENDORS)
 async def test_long_tool_results_are_cut_with_a_note(vendor: str) -> None:
-    """A result longer than max_result_chars is cut there and says so."""
+    """A result longer than the cap (max_result_chars, or a whole window in its envelope
+    when that is more: 40,000 + 2 x 2,048 + 8,000 by default) is cut there and says what
+    the cut dropped."""
     web = TableWeb({"https://a.example/": make_page("https://a.example/", "x" * 60_000)})
     script = [
         reply(vendor, "", [("c1", "web_fetch", {"url": "https://a.example/"})]),
@@ -321,7 +323,12 @@ async def test_long_tool_results_are_cut_with_a_note(vendor: str) -> None:
         async with client_for(fake) as client:
             await run_agent(client, RESEARCH, "Read.", ToolContext(web, "research"))
     text = result_text(fake, tool_results(fake, 1)[0])
-    assert text == "x" * 50_000 + "\n[tool result truncated at 50,000 characters]"
+    assert text == "x" * 52_096 + (
+        "\n[webward cut this tool result at 52,096 of its 60,000 characters: the last 7,904 "
+        "were not handed over, the envelope's end marker and any text after it among them; an "
+        "offset in the header above does not follow on from here. Ask for less, with a smaller "
+        "max_chars or limit]"
+    )
 
 
 @pytest.mark.anyio

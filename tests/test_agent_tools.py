@@ -377,7 +377,8 @@ async def test_bad_arguments_are_answered_by_name(name: str, arguments: Any, mes
 async def test_refused_tool_calls_are_audited(tmp_path: Any) -> None:
     """A call the tool refuses before the core (no url, an unknown argument, no object) is
     one audited call of its capability and agent, as the core's own refusals are; a tool
-    that does not exist is no capability's call."""
+    that does not exist is one refused call of the unknown-tool capability, its name the
+    target."""
     from webward import Web
     from webward.testing import MemoryAuditSink
 
@@ -397,6 +398,7 @@ async def test_refused_tool_calls_are_audited(tmp_path: Any) -> None:
         ("web:page.fetch@1", "research", "connected", "refused", ""),
         ("web:page.fetch@1", "research", "connected", "refused", "https://example.org/"),
         ("web:search.query@1", "research", "connected", "refused", ""),
+        ("agent:tool.unknown@1", "research", "connected", "refused", "shell"),
     ]
 
 

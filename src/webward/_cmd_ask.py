@@ -29,7 +29,20 @@ host name (localhost, *.local, *.lan, a single label ...) may go without a key: 
 sent, as a local server such as Ollama expects. Without a search provider the agent still
 reads URLs.
 The research agent acts at tier connected unless --tier or [agents.research] tier says
-otherwise."""
+otherwise.
+
+Limits: each model call may take up to 600 s to answer (a long answer is slow); each tool
+result handed to the model is at most 50,000 characters of text, or a whole web_fetch window
+in its envelope if [limits] max_fetch_text_chars is larger (a cut says what it dropped).
+The answer is printed without terminal control characters. An answer cut at the model's
+token limit ends with a note saying so (--json: "cutAtTokenLimit": true).
+
+Exit codes of ask: 0 answered (also when the turn ceiling or the token limit stopped it: the
+answer says so; a refused or failed read is told to the model, not to the exit code);
+1 the model API failed (HTTP error, timeout, bad response) or the model refused to answer;
+2 bad usage (missing key, bad option, bad config); 3 webward refused to start the run (e.g.
+the audit log cannot be written). With --json an error is {"error": {"code", "message"}} on
+stdout."""
 
 _PROVIDER_NAMES = ("anthropic", "openai")
 
@@ -97,6 +110,19 @@ def _check(args: argparse.Namespace) -> str:
         raise InvalidInput("the question must not be empty")
     base_url: str = args.base_url or _provider(args.provider)[1]
     scheme, sep, rest = base_url.partition("://")
+    authority = rest.split("/", 1)[0] if sep else scheme.split("/", 1)[0]
+    if "@" in authority:
+        # Never echoed: what precedes the @ is a user name and often a password.
+        raise InvalidInput(
+            "--base-url must not hold user info (user:password@); the key comes from the "
+            "credential store"
+        )
+    if "?" in rest or "#" in rest:
+        # The endpoint path is appended to the base URL: a query or fragment would swallow it.
+        raise InvalidInput(
+            "--base-url must not have a query (?...) or fragment (#...); give the API's base "
+            "URL only, such as https://api.openai.com/v1"
+        )
     if scheme.lower() not in ("http", "https") or not sep or not rest.strip("/"):
         raise InvalidInput(
             f"--base-url must be an absolute http:// or https:// URL, not {base_url!r}"
@@ -134,15 +160,25 @@ def _client(
 
 
 def _print_call(record: CallRecord) -> None:
+    from ._envelope import neutralise_line
+
     arguments = (
         json.dumps(record.arguments, ensure_ascii=False) if record.arguments is not None else "?"
     )
     if len(arguments) > 300:
         arguments = arguments[:299] + "…"
-    print(
-        f"webward: turn {record.turn}: {record.name} {arguments} -> {record.summary}",
-        file=sys.stderr,
-    )
+    # The tool name and arguments are the model's words: no terminal control sequence.
+    line = f"turn {record.turn}: {record.name} {arguments} -> {record.summary}"
+    print(f"webward: {neutralise_line(line)}", file=sys.stderr)
+
+
+def printable(answer: str) -> str:
+    """The model's answer for a terminal: its lines kept, but no control character other than
+    newline and tab (an ESC or BEL sequence could retitle the window, clear the screen or hide
+    text), no bidi control or tag character, no forged envelope marker (_envelope)."""
+    from ._envelope import prepare_body
+
+    return prepare_body(answer)
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -181,6 +217,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             max_turns=args.max_turns,
             on_call=_print_call if args.verbose else None,
         )
+    answer = printable(result.answer)
     if args.json:
         out: dict[str, Any] = {
             "provider": args.provider,
@@ -188,8 +225,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             "agent": agent.name,
             "tier": tier,
             **result.to_wire(),
+            "answer": answer,
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
-        print(result.answer)
+        print(answer)
     return 0

@@ -46,7 +46,9 @@ class TokenTable:
                     f"[agents.{name}] token_sha256{where} is not a SHA-256 hex digest; "
                     "make one with `webward serve --hash-token`"
                 )
-            entries.append((bytes.fromhex(digest), Agent(name, settings.tier_for(name), agent.role)))
+            entries.append(
+                (bytes.fromhex(digest), Agent(name, settings.tier_for(name), agent.role))
+            )
         self._entries = tuple(entries)
 
     def __len__(self) -> int:

@@ -13,8 +13,6 @@ import unicodedata
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-import idna
-
 __all__ = ["clean_url", "is_clean"]
 
 # Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
@@ -30,11 +28,7 @@ def clean_url(value: Any, max_chars: int) -> str | None:
     if not isinstance(value, str):
         return None
     value = value.strip()
-    if (
-        not value
-        or len(value) > max_chars
-        or any(unicodedata.category(ch) == "Cc" for ch in value)
-    ):
+    if not value or len(value) > max_chars or any(unicodedata.category(ch) == "Cc" for ch in value):
         return None
     try:
         parts = urlsplit(value)
@@ -50,6 +44,8 @@ def clean_url(value: Any, max_chars: int) -> str | None:
     ):
         return None
     if not host.isascii():
+        import idna  # only for an IDN host: a read of a small page does not import it
+
         try:
             host = idna.encode(host, uts46=True).decode("ascii")
         except idna.IDNAError:

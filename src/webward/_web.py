@@ -630,7 +630,7 @@ class Web:
         def refuse(tier: str, call: Call) -> Awaitable[Any]:
             raise error
 
-        tool = "web_search" if capability == SEARCH else "web_fetch"
+        tool = {SEARCH: "web_search", FETCH: "web_fetch"}.get(capability, "unknown_tool")
         try:
             await self.telemetry.call(
                 tool, capability, agent, self._audited(capability, agent, tier, target, refuse)

@@ -39,9 +39,10 @@ COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "c
 ONE_SHOT = frozenset({"fetch", "search", "audit", "credentials"})
 
 EPILOG = """\
-exit codes: 0 done (read, searched, listed); 1 upstream failure (timeout, HTTP or provider error);
-2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not configured);
-130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the call in flight is audited as cancelled.
+exit codes: 0 done (read, searched, listed, answered); 1 upstream failure (timeout, HTTP or
+provider error); 2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not
+configured); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the call in flight is audited
+as cancelled.
 
 configuration: --config FILE, else $WEBWARD_CONFIG, else the user config dir; a webward.toml
 in the working directory is read only when named with --config. WEBWARD_* variables override

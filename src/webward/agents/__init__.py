@@ -21,6 +21,7 @@ from ._anthropic import tool_results_message as anthropic_tool_results
 from ._loop import (
     DEFAULT_MAX_RESULT_CHARS,
     DEFAULT_MAX_TURNS,
+    ENVELOPE_ALLOWANCE,
     CallRecord,
     ModelClient,
     ModelReply,
@@ -28,6 +29,7 @@ from ._loop import (
     ToolCall,
     cap_result,
     execute_calls,
+    result_cap,
     run_agent,
 )
 from ._openai import OpenAIClient
@@ -37,6 +39,7 @@ from ._openai import response_tool_outputs as openai_responses_tool_results
 from ._openai import tool_result_messages as openai_tool_results
 from ._tools import (
     NO_WEB_MESSAGE,
+    UNKNOWN_TOOL,
     WEB_FETCH,
     WEB_SEARCH,
     TextPart,
@@ -63,10 +66,12 @@ __all__ = [
     "AGENTS",
     "DEFAULT_MAX_RESULT_CHARS",
     "DEFAULT_MAX_TURNS",
+    "ENVELOPE_ALLOWANCE",
     "GENERAL",
     "NO_WEB_MESSAGE",
     "RESEARCH",
     "TOOLSETS",
+    "UNKNOWN_TOOL",
     "WEB_FETCH",
     "WEB_SEARCH",
     "AgentDefinition",
@@ -94,6 +99,7 @@ __all__ = [
     "openai_responses_tools",
     "openai_tool_results",
     "openai_tools",
+    "result_cap",
     "run_agent",
     "summarize_result",
     "tool_specs",

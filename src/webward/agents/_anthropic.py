@@ -35,6 +35,9 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 
+# Stop reasons that end a turn before the model finished it.
+_CUT_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
+
 # The image types the Messages API accepts in an image block.
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
@@ -168,11 +171,16 @@ def parse_response(body: Mapping[str, Any]) -> ModelReply:
         elif kind == "redacted_thinking" and isinstance(block.get("data"), str):
             kept.append({"type": "redacted_thinking", "data": block["data"]})
     stop = body.get("stop_reason")
+    stop = stop if isinstance(stop, str) else None
+    text = "".join(texts).strip()
     return ModelReply(
-        text="".join(texts).strip(),
+        text=text,
         tool_calls=tuple(calls),
         message={"role": "assistant", "content": kept or [{"type": "text", "text": "(no answer)"}]},
-        stop_reason=stop if isinstance(stop, str) else None,
+        stop_reason=stop,
+        # https://docs.anthropic.com/en/api/handling-stop-reasons
+        refusal=text if stop == "refusal" else None,
+        cut=stop in _CUT_STOPS,
     )
 
 
@@ -194,7 +202,7 @@ class AnthropicClient:
         self._api_key = api_key
         self._url = base_url.rstrip("/") + "/v1/messages"
         self._max_tokens = max_tokens
-        self._http = JsonClient("anthropic", KEY_VARIABLE)
+        self._http = JsonClient("anthropic", KEY_VARIABLE, api_key)
 
     async def __aenter__(self) -> AnthropicClient:
         return self

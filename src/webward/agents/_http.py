@@ -14,22 +14,31 @@ from typing import Any
 
 import httpcore
 
+from .._credentials import mask
+from .._envelope import neutralise_line
 from .._errors import InvalidInput, Reason, UpstreamError
 from .._unicode import replace_surrogates_in
+from ..limits import MAX_BACKPRESSURE_S, parse_retry_after
 
 __all__ = ["JsonClient"]
 
 # A model turn with a long answer can take minutes; connecting should not.
 _TIMEOUTS = {"connect": 15.0, "read": 600.0, "write": 60.0, "pool": 15.0}
 _MAX_MESSAGE = 300
+# A vendor's error text is looked at this far (the key search is quadratic in it).
+_MAX_VENDOR_TEXT = 2_000
+# A run of this many characters of the key, anywhere in a vendor's text, is taken for the key.
+_KEY_FRAGMENT = 8
 
 
 class JsonClient:
     """POSTs JSON to one vendor and returns the decoded object, or raises ``UpstreamError``."""
 
-    def __init__(self, vendor: str, key_variable: str) -> None:
+    def __init__(self, vendor: str, key_variable: str, key: str | None = None) -> None:
+        """``key`` is the API key the requests carry: never repeated in a message."""
         self._vendor = vendor
         self._key_variable = key_variable
+        self._key = key or None
         self._pool = httpcore.AsyncConnectionPool(max_connections=4)
 
     async def aclose(self) -> None:
@@ -79,7 +88,9 @@ class JsonClient:
     def _status_error(
         self, status: int, parsed: Any, headers: Sequence[tuple[bytes, bytes]]
     ) -> UpstreamError:
-        detail = _vendor_message(parsed)
+        # Vendors echo the key they refused ("Incorrect API key provided: sk-..."): the message
+        # reaches a terminal, a log, a CI transcript.
+        detail = _without_key(_vendor_message(parsed), self._key)[:_MAX_MESSAGE]
         suffix = f": {detail}" if detail else ""
         if status in (401, 403):
             message = (
@@ -88,8 +99,11 @@ class JsonClient:
             )
         elif status == 429:
             retry = _retry_after(headers)
-            when = f"; retry in {retry} s" if retry is not None else "; retry later"
+            when = f"; retry in {math.ceil(retry)} s" if retry is not None else "; retry later"
             message = f"the {self._vendor} API is rate limiting requests (HTTP 429){suffix}{when}"
+            return UpstreamError(
+                message, reason=Reason.MODEL_HTTP_ERROR, status=status, retry_after=retry
+            )
         elif status >= 500:
             message = f"the {self._vendor} API failed (HTTP {status}){suffix}"
         else:
@@ -108,25 +122,46 @@ def _decode(content: bytes) -> Any:
 
 
 def _vendor_message(parsed: Any) -> str:
-    """The vendor's own error text (Anthropic and OpenAI both use ``error.message``)."""
+    """The vendor's own error text (Anthropic and OpenAI both use ``error.message``), on one
+    line, without control characters: neutralised before the key is looked for, so that no
+    character dropped later can join two pieces of the key."""
+    text = ""
     if isinstance(parsed, dict):
         error = parsed.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            text = " ".join(error["message"].split()).rstrip(".")
-            return text[:_MAX_MESSAGE]
-        if isinstance(error, str):
-            return " ".join(error.split()).rstrip(".")[:_MAX_MESSAGE]
-    return ""
+            text = error["message"]
+        elif isinstance(error, str):
+            text = error
+    return neutralise_line(text[:_MAX_VENDOR_TEXT]).rstrip(".")
 
 
-def _retry_after(headers: Sequence[tuple[bytes, bytes]]) -> int | None:
+def _without_key(text: str, key: str | None) -> str:
+    """``text`` with every run of at least ``_KEY_FRAGMENT`` characters of ``key`` (the key
+    itself, a long prefix, a middle or a tail) replaced by the key's masked form."""
+    if not key or not text:
+        return text
+    shortest = min(_KEY_FRAGMENT, len(key))
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        end = i + shortest
+        if end <= len(text) and text[i:end] in key:
+            while end < len(text) and text[i : end + 1] in key:
+                end += 1
+            out.append(mask(key))
+            i = end
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _retry_after(headers: Sequence[tuple[bytes, bytes]]) -> float | None:
+    """Seconds to wait, from delta-seconds or an HTTP date, capped at an hour as search
+    providers' are (a server's "retry in 10^308 s" is no advice)."""
     for name, value in headers:
         if name.lower() == b"retry-after":
-            try:
-                seconds = float(value.decode("latin-1").strip())
-            except ValueError:
-                return None
-            return max(0, math.ceil(seconds)) if math.isfinite(seconds) else None
+            return parse_retry_after(value.decode("latin-1"), cap=MAX_BACKPRESSURE_S)
     return None
 
 

@@ -2,9 +2,10 @@
 
 It knows nothing of any vendor: a :class:`ModelClient` renders the conversation in its own wire
 format. Limits: at most ``max_turns`` model calls (at the ceiling the run stops and says so),
-and at most ``max_result_chars`` characters of text per tool result handed back. Several tool
-calls in one turn run concurrently; their results keep the order of the calls. Base64 never
-enters a summary, a log line or the printed stream.
+and at most ``max_result_chars`` characters of text per tool result handed back, never fewer
+than a whole ``web_fetch`` window in its envelope (:func:`result_cap`). Several tool calls in
+one turn run concurrently; their results keep the order of the calls. Base64 never enters a
+summary, a log line or the printed stream.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._errors import InvalidInput
+from .._errors import InvalidInput, Reason, UpstreamError
 from ._tools import (
     TextPart,
     ToolContext,
@@ -33,6 +34,7 @@ from ._toolsets import AgentDefinition
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
     "DEFAULT_MAX_TURNS",
+    "ENVELOPE_ALLOWANCE",
     "CallRecord",
     "ModelClient",
     "ModelReply",
@@ -40,6 +42,7 @@ __all__ = [
     "ToolCall",
     "cap_result",
     "execute_calls",
+    "result_cap",
     "run_agent",
 ]
 
@@ -47,6 +50,14 @@ logger = logging.getLogger("webward.agents")
 
 DEFAULT_MAX_TURNS = 10
 DEFAULT_MAX_RESULT_CHARS = 50_000
+# What an envelope adds to a window of text, URLs aside: the handling notice, the begin and
+# end markers with their nonce, the provenance lines (a title of at most 300 characters, the
+# type, status and time) and the window's header. Generous on purpose: a window must never be
+# cut, or its header's "pass offset=N" would skip what the cut dropped.
+ENVELOPE_ALLOWANCE = 8_000
+# A tool call's argument values in --json (CallRecord.to_wire): a model can send megabytes.
+_MAX_ARGUMENT_CHARS = 300
+_MAX_ARGUMENT_ITEMS = 20
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,10 @@ class ModelReply:
     tool_calls: tuple[ToolCall, ...]
     message: Mapping[str, Any]
     stop_reason: str | None = None
+    # The model declined to answer: its words, "" when it gave none (None: no refusal).
+    refusal: str | None = None
+    # The vendor stopped the turn at its token limit: the text is incomplete.
+    cut: bool = False
 
 
 class ModelClient(Protocol):
@@ -106,14 +121,43 @@ class CallRecord:
     is_error: bool
 
     def to_wire(self) -> dict[str, Any]:
+        """The record as JSON, long argument values cut (as ``--verbose`` cuts them), each
+        cut saying how much it dropped."""
         return {
             "turn": self.turn,
             "id": self.id,
             "name": self.name,
-            "arguments": dict(self.arguments) if self.arguments is not None else None,
+            "arguments": _shortened(self.arguments) if self.arguments is not None else None,
             "summary": self.summary,
             "isError": self.is_error,
         }
+
+
+def _shortened(value: Any, depth: int = 0) -> Any:
+    """``value`` with strings cut at 300 characters and lists and objects at 20 entries,
+    each cut marked with what it dropped; deeper than four levels, a placeholder."""
+    if isinstance(value, str):
+        if len(value) <= _MAX_ARGUMENT_CHARS:
+            return value
+        cut = len(value) - _MAX_ARGUMENT_CHARS
+        return f"{value[:_MAX_ARGUMENT_CHARS]}… [{cut:,} more characters cut]"
+    if depth >= 4 and isinstance(value, Mapping | list | tuple):
+        return "[nested value cut]"
+    if isinstance(value, Mapping):
+        items = list(value.items())
+        out = {
+            _shortened(str(k), depth + 1): _shortened(v, depth + 1)
+            for k, v in items[:_MAX_ARGUMENT_ITEMS]
+        }
+        if len(items) > _MAX_ARGUMENT_ITEMS:
+            out["…"] = f"[{len(items) - _MAX_ARGUMENT_ITEMS:,} more entries cut]"
+        return out
+    if isinstance(value, list | tuple):
+        out_list = [_shortened(v, depth + 1) for v in value[:_MAX_ARGUMENT_ITEMS]]
+        if len(value) > _MAX_ARGUMENT_ITEMS:
+            out_list.append(f"[{len(value) - _MAX_ARGUMENT_ITEMS:,} more items cut]")
+        return out_list
+    return value
 
 
 @dataclass(frozen=True)
@@ -124,20 +168,56 @@ class RunResult:
     turns: int
     stopped_at_ceiling: bool
     calls: tuple[CallRecord, ...] = field(default=())
+    # The model's last turn reached its token limit: the answer is incomplete (and says so).
+    cut_at_token_limit: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
             "turns": self.turns,
             "stoppedAtCeiling": self.stopped_at_ceiling,
+            "cutAtTokenLimit": self.cut_at_token_limit,
             "toolCalls": [c.to_wire() for c in self.calls],
         }
 
 
+CUT_NOTE = (
+    "[cut: the model's answer reached its token limit (max_tokens) and is incomplete; raise "
+    "max_tokens for a whole answer]"
+)
+EMPTY_NOTE = "[the model ended the run without an answer]"
+
+
+def result_cap(agent: AgentDefinition, context: ToolContext, max_result_chars: int) -> int:
+    """The most characters of text per tool result: ``max_result_chars``, but never less than
+    the largest ``web_fetch`` window (the one the agent's tools state, or the web capability's
+    ``[limits] max_fetch_text_chars``, whichever is larger) in its envelope with two URLs of
+    the longest length allowed."""
+    window, url = 0, 0
+    fetch = agent.toolset.get("web_fetch")
+    if fetch is not None:
+        properties = fetch.input_schema.get("properties", {})
+        window = int(properties.get("max_chars", {}).get("maximum", 0))
+        url = int(properties.get("url", {}).get("maxLength", 0))
+    limits = getattr(getattr(context.web, "settings", None), "limits", None)
+    window = max(window, int(getattr(limits, "max_fetch_text_chars", 0)))
+    url = max(url, int(getattr(limits, "max_url_chars", 0)))
+    return max(max_result_chars, window + 2 * url + ENVELOPE_ALLOWANCE)
+
+
 def cap_result(result: ToolResult, max_chars: int) -> ToolResult:
-    """``result`` with its text cut to ``max_chars`` characters in all, plus a note saying so.
-    Binary parts are kept: their size is capped by the core (5 MiB image, 10 MiB PDF)."""
-    note = f"\n[tool result truncated at {max_chars:,} characters]"
+    """``result`` with its text cut to ``max_chars`` characters in all, plus a note saying what
+    was dropped. Binary parts are kept: their size is capped by the core (5 MiB image, 10 MiB
+    PDF)."""
+    total = len(result.content) if isinstance(result.content, str) else len(result.text)
+    # The cut may fall inside an envelope: the note names what went with it, so that neither
+    # a "pass offset=N" above it nor the missing end marker is taken at its word.
+    note = (
+        f"\n[webward cut this tool result at {max_chars:,} of its {total:,} characters: the "
+        f"last {total - max_chars:,} were not handed over, the envelope's end marker and any "
+        "text after it among them; an offset in the header above does not follow on from "
+        "here. Ask for less, with a smaller max_chars or limit]"
+    )
     if isinstance(result.content, str):
         if len(result.content) <= max_chars:
             return result
@@ -163,18 +243,23 @@ def cap_result(result: ToolResult, max_chars: int) -> ToolResult:
 
 
 async def execute_calls(
-    calls: Sequence[ToolCall], context: ToolContext, agent: AgentDefinition
+    calls: Sequence[ToolCall],
+    context: ToolContext,
+    agent: AgentDefinition,
+    *,
+    on_done: Callable[[int, ToolResult], None] | None = None,
 ) -> list[ToolResult]:
-    """Run one turn's tool calls concurrently; the results come back in call order."""
+    """Run one turn's tool calls concurrently; the results come back in call order.
+    ``on_done(index, result)`` sees each result as its call completes."""
     results: list[ToolResult | None] = [None] * len(calls)
 
     async def one(index: int, call: ToolCall) -> None:
-        # Refused here, before the core, yet audited as a call of its tool.
+        # Refused here, before the core, yet audited (refused_call).
         if call.problem is not None:
-            results[index] = await refused_call(call.name, None, call.problem, context)
+            result = await refused_call(call.name, None, call.problem, context)
         elif agent.toolset.get(call.name) is None:
             offered = ", ".join(agent.toolset.tool_names)
-            results[index] = await refused_call(
+            result = await refused_call(
                 call.name,
                 call.arguments,
                 f"the tool {call.name!r} is not available to the {agent.name} agent; "
@@ -182,12 +267,45 @@ async def execute_calls(
                 context,
             )
         else:
-            results[index] = await execute_tool(call.name, call.arguments, context)
+            result = await execute_tool(call.name, call.arguments, context)
+        results[index] = result
+        if on_done is not None:
+            on_done(index, result)
 
     async with anyio.create_task_group() as group:
         for index, call in enumerate(calls):
             group.start_soon(one, index, call)
     return [r for r in results if r is not None]
+
+
+async def _run_calls(
+    turn: int,
+    calls: Sequence[ToolCall],
+    context: ToolContext,
+    agent: AgentDefinition,
+    cap: int,
+    records: list[CallRecord],
+    on_call: Callable[[CallRecord], None] | None,
+) -> list[tuple[ToolCall, ToolResult]]:
+    """One turn's calls: their results, capped, in call order; their records appended to
+    ``records`` in call order, and each handed to ``on_call`` as soon as its call completes."""
+    capped: list[ToolResult | None] = [None] * len(calls)
+    done: list[CallRecord | None] = [None] * len(calls)
+
+    def completed(index: int, result: ToolResult) -> None:
+        call = calls[index]
+        capped[index] = result = cap_result(result, cap)
+        record = CallRecord(
+            turn, call.id, call.name, call.arguments, summarize_result(result), result.is_error
+        )
+        logger.info("agent %s turn %d: %s -> %s", agent.name, turn, call.name, record.summary)
+        done[index] = record
+        if on_call is not None:
+            on_call(record)
+
+    await execute_calls(calls, context, agent, on_done=completed)
+    records.extend(r for r in done if r is not None)
+    return [(c, r) for c, r in zip(calls, capped, strict=True) if r is not None]
 
 
 async def _start_session(context: ToolContext, question: str) -> ToolContext:
@@ -214,37 +332,37 @@ async def run_agent(
 ) -> RunResult:
     """Run ``agent`` on ``question`` until the model answers or ``max_turns`` model calls.
 
-    Tool failures come back to the model as messages; a model API failure raises
-    ``UpstreamError``. ``on_call`` sees each tool call's record as it completes (``--verbose``).
+    Tool failures come back to the model as messages; a model API failure, or a model that
+    refuses to answer, raises ``UpstreamError``. ``on_call`` sees each tool call's record as
+    the call completes (``--verbose``); ``RunResult.calls`` keeps them in call order. Tool
+    results are cut at :func:`result_cap` characters of text.
     """
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
         raise InvalidInput("max_turns must be a whole number of at least 1")
     if not isinstance(question, str) or not question.strip():
         raise InvalidInput("the question must not be empty")
     context = await _start_session(context, question)
+    cap = result_cap(agent, context, max_result_chars)
     messages: list[Mapping[str, Any]] = list(client.first_messages(question))
     records: list[CallRecord] = []
     reply: ModelReply | None = None
     for turn in range(1, max_turns + 1):
         reply = await client.complete(agent.system_prompt, messages, agent.tools)
+        if reply.refusal is not None:
+            # A refusal is no answer: printed as one (exit 0, the text on stdout), a script
+            # would take it for the finding.
+            said = f": {reply.refusal[:300]}" if reply.refusal.strip() else ""
+            raise UpstreamError(
+                f"the {client.provider} model refused to answer{said}",
+                reason=Reason.MODEL_BAD_RESPONSE,
+            )
         messages.append(reply.message)
         if not reply.tool_calls:
-            return RunResult(reply.text, turn, False, tuple(records))
+            return _final(reply, turn, records)
         if turn == max_turns:
             break  # the model still wants tools, but it will not be asked again
-        results = await execute_calls(reply.tool_calls, context, agent)
-        capped = [cap_result(r, max_result_chars) for r in results]
-        for call, result in zip(reply.tool_calls, capped, strict=True):
-            record = CallRecord(
-                turn, call.id, call.name, call.arguments, summarize_result(result), result.is_error
-            )
-            logger.info("agent %s turn %d: %s -> %s", agent.name, turn, call.name, record.summary)
-            records.append(record)
-            if on_call is not None:
-                on_call(record)
-        messages.extend(
-            client.tool_result_messages(list(zip(reply.tool_calls, capped, strict=True)))
-        )
+        handed = await _run_calls(turn, reply.tool_calls, context, agent, cap, records, on_call)
+        messages.extend(client.tool_result_messages(handed))
     assert reply is not None
     note = (
         f"[stopped: the run reached its limit of {max_turns} turns before the model gave a "
@@ -252,3 +370,14 @@ async def run_agent(
     )
     answer = f"{reply.text}\n\n{note}" if reply.text.strip() else note
     return RunResult(answer, max_turns, True, tuple(records))
+
+
+def _final(reply: ModelReply, turn: int, records: list[CallRecord]) -> RunResult:
+    """The run's result from the model's last turn: an answer cut at the token limit, or none
+    at all, says so rather than passing for a whole one."""
+    answer = reply.text
+    if reply.cut:
+        answer = f"{answer}\n\n{CUT_NOTE}" if answer.strip() else CUT_NOTE
+    elif not answer.strip():
+        answer = EMPTY_NOTE
+    return RunResult(answer, turn, False, tuple(records), cut_at_token_limit=reply.cut)

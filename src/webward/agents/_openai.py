@@ -235,8 +235,18 @@ def parse_response(body: Mapping[str, Any], *, id_prefix: str = "call") -> Model
     if echoed:
         assistant["tool_calls"] = echoed
     finish = choice.get("finish_reason")
+    finish = finish if isinstance(finish, str) else None
+    refusal = message.get("refusal")
+    if not isinstance(refusal, str) or not refusal.strip():
+        # A content filter withholding the answer is a refusal in all but name.
+        refusal = text.strip() if finish == "content_filter" else None
     return ModelReply(
-        text.strip(), tuple(calls), assistant, finish if isinstance(finish, str) else None
+        text.strip(),
+        tuple(calls),
+        assistant,
+        finish,
+        refusal=refusal,
+        cut=finish == "length",
     )
 
 
@@ -285,7 +295,7 @@ class OpenAIClient:
         self._api_key = api_key
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._max_tokens = max_tokens
-        self._http = JsonClient("openai", KEY_VARIABLE)
+        self._http = JsonClient("openai", KEY_VARIABLE, api_key)
         self._turn = 0
 
     async def __aenter__(self) -> OpenAIClient:

@@ -26,6 +26,7 @@ from .._capabilities import (
     Catalogue,
     capabilities,
 )
+from .._envelope import neutralise_line
 from .._errors import InvalidInput, WebwardError
 from .._models import Page, Part, SearchResult
 from .._parts import tool_result_text
@@ -34,6 +35,7 @@ from .._settings import LimitsSettings, Settings
 
 __all__ = [
     "NO_WEB_MESSAGE",
+    "UNKNOWN_TOOL",
     "WEB_FETCH",
     "WEB_SEARCH",
     "TextPart",
@@ -51,6 +53,9 @@ __all__ = [
 logger = logging.getLogger("webward.agents")
 
 NO_WEB_MESSAGE = "web access is not available in this run"
+#: The audit capability of a call of a tool that is not webward's (``shell_exec``,
+#: ``WEB_FETCH``): refused, the requested name as its target.
+UNKNOWN_TOOL = "agent:tool.unknown@1"
 
 
 @dataclass(frozen=True)
@@ -187,9 +192,11 @@ async def execute_tool(name: str, arguments: Any, context: ToolContext) -> ToolR
             return await _web_fetch(arguments, context)
         if name == WEB_SEARCH.name:
             return await _web_search(arguments, context)
-        return _error(
+        return await refused_call(
             name,
+            arguments,
             f"there is no tool named {name!r}; the tools are {WEB_FETCH.name} and {WEB_SEARCH.name}",
+            context,
         )
     except WebwardError as exc:
         return _error(name, exc.message)
@@ -222,22 +229,28 @@ def _check_arguments(capability: Capability, arguments: Any) -> Mapping[str, Any
 
 async def refused_call(name: str, arguments: Any, message: str, context: ToolContext) -> ToolResult:
     """The answer to a call of tool ``name`` refused before it reached the core (arguments
-    that are not JSON, unknown or missing, a tool the agent is not given): audited as the
-    core audits its own refusals, when ``name`` is one of the two tools and the context's
-    capability can record it (``webward.Web.reject``); the audit log's own refusal instead
-    if it cannot take the record."""
+    that are not JSON, unknown or missing, a tool the agent is not given, a tool that does
+    not exist): audited as the core audits its own refusals when the context's capability
+    can record it (``webward.Web.reject``); the audit log's own refusal instead if it cannot
+    take the record.
+
+    A call of ``web_fetch`` or ``web_search`` is recorded under its capability, its target
+    the URL or query. Any other name is recorded under :data:`UNKNOWN_TOOL` with the name
+    (one line, at most 200 characters) as target: the capability column is a fixed set that
+    metrics count by and the console filters on, so a name the model made up never goes
+    there, and a tool named ``web:page.fetch@1`` cannot pass for a read."""
     capability = _CAPABILITY_OF.get(name)
     reject = getattr(context.web, "reject", None)
-    if capability is not None and reject is not None:
-        # The audit's target: the first argument, what the call reads (url, or query).
-        field = capability.names(TOOL)[0]
-        target = arguments.get(field) if isinstance(arguments, Mapping) else None
+    if reject is not None:
+        if capability is not None:
+            # The audit's target: the first argument, what the call reads (url, or query).
+            field = capability.names(TOOL)[0]
+            target = arguments.get(field) if isinstance(arguments, Mapping) else None
+            capability_id, what = capability.id, target if isinstance(target, str) else ""
+        else:
+            capability_id, what = UNKNOWN_TOOL, neutralise_line(name)[:200]
         error = await reject(
-            capability.id,
-            context.agent,
-            context.tier,
-            target if isinstance(target, str) else "",
-            InvalidInput(message),
+            capability_id, context.agent, context.tier, what, InvalidInput(message)
         )
         message = error.message
     return _error(name, message)

@@ -124,12 +124,13 @@ class AgentDefinition:
         return dataclasses.replace(self, toolset=self.toolset.for_settings(settings))
 
     def tier_for(self, settings: Settings, explicit: str | None = None) -> str:
-        """The tier a run acts with: ``explicit``, else ``[agents.NAME].tier``, else the
+        """The tier a run acts with: ``explicit``, else ``[agents.NAME] tier`` when the entry
+        names one (an entry that only sets a budget or lists leaves the tier alone), else the
         agent's own default, else the configured default tier."""
         if explicit:
             return explicit
         entry = settings.agents.get(self.name)
-        if entry is not None:
+        if entry is not None and entry.tier:
             return entry.tier
         return self.default_tier or settings.policy.default_tier
 
