@@ -238,6 +238,17 @@ async def test_a_search_has_a_provider_span_around_its_http_request(
 def test_url_full_never_carries_credentials() -> None:
     assert _strip_credentials("https://user:pw@example.org/a?b=1") == "https://example.org/a?b=1"
     assert _strip_credentials("https://example.org/@owl") == "https://example.org/@owl"
+    # Secret query values (OpenTelemetry's list for url.full, and API-key names) are redacted;
+    # other parameters, and the same words in a path, stay.
+    assert (
+        _strip_credentials(
+            "https://s3.example/o?X-Amz-Signature=abc&page=2&api_key=k%20y&Sig=x#frag"
+        )
+        == "https://s3.example/o?X-Amz-Signature=REDACTED&page=2&api_key=REDACTED&Sig=REDACTED#frag"
+    )
+    assert _strip_credentials("https://example.org/token/key?q=key") == (
+        "https://example.org/token/key?q=key"
+    )
 
 
 @pytest.mark.anyio
@@ -558,6 +569,9 @@ async def test_metrics_are_loopback_only_unless_a_token_is_configured(tmp_path: 
     assert await _metrics_answer(open_, "127.0.0.1", None) == 200
     assert await _metrics_answer(open_, "::1", None) == 200
     assert await _metrics_answer(open_, "10.1.2.3", None) == 403
+    assert await _metrics_answer(open_, "::ffff:127.0.0.1", None) == 200
+    for spoof in ("::1234:5678", "::1:0:0:0:1", "127.evil.example"):  # they start like loopback
+        assert await _metrics_answer(open_, spoof, None) == 403, spoof
     guarded_settings = loopback_settings(
         tmp_path, observability={"metrics_token_sha256": hash_token("scrape-me")}
     )
@@ -629,6 +643,7 @@ async def test_the_call_log_carries_the_trace_id_when_tracing(
     call = one(spans, "web_fetch")
     assert entry["traceId"] == f"{call.context.trace_id:032x}"
     assert entry["target"] == site.url("/page")
+    assert log.stat().st_mode & 0o777 == 0o600  # it holds what the audit log holds
 
 
 @pytest.mark.anyio

@@ -36,15 +36,17 @@ import contextlib
 import hashlib
 import hmac
 import importlib
+import ipaddress
 import logging
 import math
 import os
+import re
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import IO, Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import orjson
 
@@ -189,19 +191,41 @@ def _span(
                 current.set_attribute("error.type", exc.reason)
                 current.set_status(Status(StatusCode.ERROR, exc.message))
             else:
-                current.set_attribute("error.type", type(exc).__qualname__)
+                # A call's span already names its reason (cancelled, internal_error): kept.
+                if "error.type" not in (getattr(current, "attributes", None) or {}):
+                    current.set_attribute("error.type", type(exc).__qualname__)
                 current.set_status(Status(StatusCode.ERROR))
             raise
 
 
+# Query parameters whose values are credentials (OpenTelemetry's list for url.full, and the
+# usual API-key names): a span leaves the process for a tracing backend, so their values
+# are REDACTED there. The audit record keeps the URL as read.
+_SECRET_PARAMS = frozenset(
+    (
+        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature",
+        "x-amz-credential", "x-amz-security-token", "api_key", "apikey", "api-key", "key",
+        "token", "access_token", "auth", "password", "passwd", "secret", "client_secret",
+    )
+)  # fmt: skip
+_QUERY_PAIR = re.compile(r"([^&=#]+)=([^&#]*)")
+
+
 def _strip_credentials(url: str) -> str:
-    if "@" not in url:
+    """``url`` for a span: no ``user:password@``, secret query values REDACTED."""
+    if "@" in url:
+        parts = urlsplit(url)
+        if parts.username is not None or parts.password is not None:
+            url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    if "?" not in url:
         return url
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=netloc).geturl()
+    head, _, query = url.partition("?")
+
+    def redact(pair: re.Match[str]) -> str:
+        name = unquote(pair.group(1)).lower()
+        return f"{pair.group(1)}=REDACTED" if name in _SECRET_PARAMS else pair.group()
+
+    return f"{head}?{_QUERY_PAIR.sub(redact, query)}"
 
 
 _configured = False
@@ -534,7 +558,10 @@ class _CallLog:
 
     def _open(self) -> IO[str]:
         assert self._path is not None
-        return open(self._path, "a", encoding="utf-8")  # kept open; close() closes it
+        # Kept open; close() closes it. Owner-only, as the state dir's stores are: it holds
+        # the same targets and queries as the audit log.
+        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return open(fd, "a", encoding="utf-8")
 
     def write(self, record: Any) -> None:
         trace: tuple[tuple[str, str], ...] = ()
@@ -972,7 +999,16 @@ class _HostMetrics:
 
 # ---- GET /metrics ------------------------------------------------------------------------
 
-_LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
+
+def _is_loopback(host: str) -> bool:
+    """Whether a client address is loopback: parsed, not matched by prefix ("::1234:5678"
+    starts with "::1" and is no loopback address)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 class MetricsEndpoint:
@@ -1015,7 +1051,7 @@ class MetricsEndpoint:
         else:
             client = scope.get("client")
             host = str(client[0]) if client else ""
-            if not host.startswith(_LOOPBACK_PREFIXES):
+            if not _is_loopback(host):
                 return _metrics_error(
                     403,
                     "refused",
