@@ -215,6 +215,24 @@ async def test_a_refused_call_is_an_error_span_naming_its_reason(
 
 
 @pytest.mark.anyio
+async def test_a_call_that_fails_unexpectedly_names_its_reason_not_a_class(
+    tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """error.type on the call's span is the reason code (internal_error), as for refusals,
+    not the exception's class name."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(webward._convert, "convert", broken)
+    async with web_for(loopback_settings(tmp_path)) as web:
+        with pytest.raises(RuntimeError):
+            await web.fetch(site.url("/page"))
+    attrs = dict(one(spans, "web_fetch").attributes or {})
+    assert attrs["error.type"] == attrs["webward.reason"] == "internal_error"
+
+
+@pytest.mark.anyio
 async def test_a_search_has_a_provider_span_around_its_http_request(
     tmp_path: Path, spans: InMemorySpanExporter
 ) -> None:
