@@ -948,13 +948,14 @@ class _HostMetrics:
         activity[host] = 1
         if len(activity) > _MAX_TRACKED_HOSTS:
             quiet = sorted(self._activity, key=self._activity.__getitem__)
-            for gone in quiet[: len(quiet) // 2]:
-                if gone == host:
-                    continue
-                del self._activity[gone]
-                self._open.pop(gone, None)
-                for key in [k for k in self._refusals if k[0] == gone]:
-                    self._folded[key[1]] = self._folded.get(key[1], 0) + self._refusals.pop(key)
+            gone = set(quiet[: len(quiet) // 2]) - {host}
+            for name in gone:
+                del self._activity[name]
+                self._open.pop(name, None)
+            # One pass over the refusals for all the hosts folded (a pass per host was 0.6 s
+            # on the event loop with 10,000 hosts refused).
+            for key in [k for k in self._refusals if k[0] in gone]:
+                self._folded[key[1]] = self._folded.get(key[1], 0) + self._refusals.pop(key)
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
