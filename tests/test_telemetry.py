@@ -405,6 +405,35 @@ def test_otlp_http_export_to_a_local_receiver(tmp_path: Path, site: LocalServer)
     assert {s.trace_id for _, s in exported} == {call.trace_id}
 
 
+@pytest.mark.parametrize(
+    ("sampler_variable", "expected"),
+    [(None, "AlwaysOnSampler"), ("parentbased_always_on", "ParentBased")],
+)
+def test_a_callers_not_sampled_flag_cannot_take_its_calls_out_of_the_traces(
+    sampler_variable: str | None, expected: str
+) -> None:
+    """Under the SDK's default parent-based sampler, an agent sending a traceparent marked
+    "not sampled" took its own calls out of the traces: webward samples every call unless
+    the operator names a sampler (OTEL_TRACES_SAMPLER), which then rules. In a process of its
+    own: the tracer provider is process-wide."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["PYTHONPATH"] = str(Path(webward.__file__).resolve().parents[1])
+    code = (
+        "from opentelemetry import trace\n"
+        "from webward._telemetry import configure_tracing\n"
+        "import os\n"
+        "assert configure_tracing(dict(os.environ, OTEL_TRACES_EXPORTER='console'))\n"
+        "print(trace.get_tracer_provider().sampler.get_description())\n"
+    )
+    if sampler_variable is not None:
+        env["OTEL_TRACES_SAMPLER"] = sampler_variable
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(expected), done.stdout
+
+
 # ---- metrics ------------------------------------------------------------------------------
 
 

@@ -268,7 +268,15 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
         attributes = {"service.version": __version__}
         if not env.get("OTEL_SERVICE_NAME"):
             attributes["service.name"] = "webward"
-        provider = TracerProvider(resource=Resource.create(attributes))
+        sampler = None
+        if not env.get("OTEL_TRACES_SAMPLER"):
+            # Every call is traced, whatever a caller's traceparent says: under the SDK's
+            # default (parent-based) sampler an agent sending "not sampled" would take its
+            # own calls out of the traces. The operator's OTEL_TRACES_SAMPLER still rules.
+            from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+
+            sampler = ALWAYS_ON
+        provider = TracerProvider(resource=Resource.create(attributes), sampler=sampler)
         for name in exporters:
             provider.add_span_processor(BatchSpanProcessor(_exporter(name, env)))
         trace.set_tracer_provider(provider)
