@@ -789,3 +789,53 @@ def test_random_markup_never_crashes_the_reader(fragment: str, include_links: bo
         return
     assert isinstance(page.text, str)
     assert all(link.url.startswith(("http://", "https://")) for link in page.links)
+
+
+def _reading_of(fragment: str) -> list[str]:
+    """The lines of the main reading of an article holding ``fragment`` among long
+    paragraphs, the paragraphs left out."""
+    html = f"<html><body><article><h1>T</h1><p>{PARA * 3}</p>{fragment}<p>{PARA * 3}</p></article></body></html>"
+    markdown = read(html).text
+    return [line for line in markdown.split("\n") if line.strip() and PARA.strip()[:20] not in line]
+
+
+def test_an_empty_inline_element_keeps_the_words_after_it() -> None:
+    """An icon, a badge or an image's wrapper holds no words; the sentence around it stays
+    whole (trafilatura's precision mode dropped the element with the rest of its paragraph)."""
+    lines = _reading_of(
+        '<p>Before you start, <i class="fa fa-warning"></i> make sure the breaker is OFF.</p>'
+        '<p>Click <span class="icon"><svg width="1"></svg></span> the gear to open settings.</p>'
+        '<p>Press <em><img src="k.png"></em> to go on, <span class="badge"></span> then wait.</p>'
+    )
+    assert "Before you start, make sure the breaker is OFF." in lines
+    assert "Click the gear to open settings." in lines
+    assert "Press to go on, then wait." in lines
+
+
+def test_entities_are_decoded_once() -> None:
+    """A page's "&amp;copy;" is the words "&copy;", and a link's "&section=" stays one:
+    trafilatura's output decoded them a second time ("©", "§ion=")."""
+    lines = _reading_of(
+        '<p>Type &amp;copy; or <code>&amp;nbsp;</code>, see <a href="/w?t=X&amp;action=edit'
+        '&amp;section=1&amp;copy=2">the edit link</a>; AT&amp;T &amp; R&amp;D.</p>'
+        "<ul><li>tag &amp;lt;div&amp;gt; here</li></ul>"
+    )
+    assert (
+        "Type &copy; or `&nbsp;`, see [the edit link](https://example.com/w?t=X&action=edit"
+        "&section=1&copy=2); AT&T & R&D."
+    ) in lines
+    assert "- tag &lt;div&gt; here" in lines
+
+
+def test_a_figure_caption_stays_and_hidden_until_found_content_is_read() -> None:
+    """An image's caption is the page's words about it; content hidden "until-found" is what
+    a reader's search finds and shows. Plain hidden content still goes."""
+    lines = _reading_of(
+        '<figure><img src="c.png"><figcaption>Revenue grew 12 percent this quarter.'
+        "</figcaption></figure>"
+        '<div hidden="until-found"><p>The answer a search would find in the FAQ.</p></div>'
+        "<div hidden><p>SECRET hidden text</p></div>"
+    )
+    assert "Revenue grew 12 percent this quarter." in lines
+    assert "The answer a search would find in the FAQ." in lines
+    assert not any("SECRET" in line for line in lines)

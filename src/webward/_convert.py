@@ -625,12 +625,34 @@ _CHECKED_ATTRIBUTES = frozenset(
 )
 
 
+# Inline elements that hold no words when empty: an icon (<i class="fa ...">), a badge, an
+# image's wrapper. trafilatura's precision mode removes such an element with its tail, so
+# "Before you start, <i></i> make sure the breaker is OFF" read "Before you start,".
+_EMPTY_INLINE = (
+    "i", "span", "em", "b", "strong", "small", "font", "u", "s", "mark", "abbr", "sup", "sub",
+    "cite", "q", "kbd", "var", "samp",
+)  # fmt: skip
+_NO_WORDS = frozenset(("img", "br", "wbr"))
+
+
+def _drop_empty_inline(tree: Any) -> None:
+    """Drop the inline elements without words (nothing but images or line breaks inside),
+    keeping the text after them; innermost first, so a wrapper emptied by it goes too."""
+    for element in reversed(list(tree.iter(*_EMPTY_INLINE))):
+        if (element.text or "").strip() or any(
+            child.tag not in _NO_WORDS or (child.tail or "").strip() for child in element
+        ):
+            continue
+        _drop(element)
+
+
 def _clean(tree: Any) -> None:
     """Drop what is never the reading, and bound what would make the reading grow (see
     :data:`_LINK_URL_BUDGET`)."""
     import lxml.etree
 
     lxml.etree.strip_elements(tree, *_DROP_TAGS, with_tail=False)
+    _drop_empty_inline(tree)
     doomed = []
     for element in tree.iter("header", "form"):
         # A masthead (logo, menus, search) or a search / sign-up form; a header holding the
@@ -640,6 +662,12 @@ def _clean(tree: Any) -> None:
     for figure in tree.iter("figure"):
         if any(True for _ in figure.iter(*_FIGURE_CONTENT)):
             figure.tag = "div"  # trafilatura would drop a figure whole, code listing and all
+        elif any(caption.text_content().strip() for caption in figure.iter("figcaption")):
+            # An image's caption is the page's words about it (a chart's finding, say): its
+            # paragraphs stay, the image goes.
+            for caption in figure.iter("figcaption"):
+                caption.tag = "p"
+            figure.tag = "div"
         else:
             doomed.append(figure)
     spanned = []
@@ -655,7 +683,8 @@ def _clean(tree: Any) -> None:
         if el.tag in ("html", "body"):
             continue
         if (
-            "hidden" in attrs
+            # hidden="until-found": collapsed, but found and shown by a reader's search.
+            ("hidden" in attrs and attrs["hidden"].strip().lower() != "until-found")
             or attrs.get("aria-hidden") == "true"
             or (attrs.get("role") or "").lower() in _FURNITURE_ROLES
             or _matches(_HIDDEN_STYLE, _HIDDEN_WORDS, attrs.get("style"))
@@ -884,11 +913,32 @@ def _main_content(tree: Any, careful: bool = False) -> str:
     """trafilatura's reading of ``tree`` (which it prunes in place), as Markdown."""
     import trafilatura
 
+    _guard_ampersands(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
         return ""
     return out or ""
+
+
+# An "&" that could start an entity (HTML5 decodes "&copy" even without its ";").
+_ENTITY_AMP = re.compile(r"&(?=[#A-Za-z])")
+
+
+def _guard_ampersands(tree: Any) -> None:
+    """trafilatura decodes entities in the text it outputs once more, though the parser has
+    decoded them already: "&amp;copy;" on the page (the words "&copy;") read "©", and a link's
+    "?a=1&section=2" read "?a=1§ion=2". Its tree gets each such "&" escaped, which that last
+    decoding turns back into the page's own."""
+    for element in tree.xpath("//*[contains(@href, '&')]"):
+        element.set("href", _ENTITY_AMP.sub("&amp;", element.get("href")))
+    for text in tree.xpath("//text()[contains(., '&')]"):
+        parent = text.getparent()
+        escaped = _ENTITY_AMP.sub("&amp;", str(text))
+        if text.is_tail:
+            parent.tail = escaped
+        else:
+            parent.text = escaped
 
 
 def _h2m(html: str) -> str:
