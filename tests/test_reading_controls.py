@@ -239,6 +239,34 @@ def test_find_ranks_the_passage_that_holds_the_words_first() -> None:
     assert [p.score for p in passages] == sorted((p.score for p in passages), reverse=True)
 
 
+@pytest.mark.parametrize(
+    ("paragraph", "query"),
+    [
+        ("नई दिल्ली भारत की राजधानी है और देश का एक बड़ा शहर भी है।", "दिल्ली राजधानी"),
+        ("กรุงเทพมหานครเป็นเมืองหลวงและเมืองที่ใหญ่ที่สุดของประเทศไทย", "เมืองหลวง"),
+        ("Le crème brûlée est un dessert à base de crème et de sucre caramélisé.", "brûlée"),
+    ],
+    ids=["hindi", "thai", "decomposed-accents"],
+)
+def test_find_reads_words_with_combining_marks_and_scripts_without_spaces(
+    paragraph: str, query: str
+) -> None:
+    """Hindi's vowel signs and viramas are part of its words (\\w leaves them out, which broke
+    "दिल्ली" into one-letter pieces); Thai, written without spaces, is matched character by
+    character as CJK is; accents written as combining marks stay in their words."""
+    import unicodedata
+
+    if query == "brûlée":
+        paragraph, query = (unicodedata.normalize("NFD", s) for s in (paragraph, query))
+    filler = "\n\n".join(
+        f"An unrelated paragraph number {i} about gardening." * 8 for i in range(6)
+    )
+    text = f"{filler}\n\n{paragraph}\n\n{filler}"
+    _, passages = find(text, query, 40_000)
+    assert passages, query
+    assert paragraph in text[passages[0].offset : passages[0].end]
+
+
 def test_find_with_no_shared_word_returns_no_passage() -> None:
     rendering, passages = find(_ARTICLE, "quantum chromodynamics", 40_000)
     assert passages == ()

@@ -10,8 +10,9 @@ else where a window would cut it; a block shorter than :data:`MIN_BLOCK_CHARS` (
 date line) is joined to the block after it, so a heading is found with the paragraph it heads.
 
 Ranking: BM25 (``bm25s``, Lucene's variant, k1 = 1.5, b = 0.75) over the blocks' lowercase word
-tokens, English stop words left out; CJK characters count one token each, since those scripts
-do not put spaces between words. Ties go to the earlier block. Blocks that share no word with
+tokens, English stop words left out, combining marks kept in their words; CJK, Thai, Lao,
+Myanmar and Khmer characters count one token each, since those scripts do not put spaces
+between words. Ties go to the earlier block. Blocks that share no word with
 the query are never returned.
 
 Why ``bm25s``: it is maintained (releases through 2026), needs only NumPy (its SciPy and
@@ -38,9 +39,17 @@ MIN_BLOCK_CHARS = 80
 
 _BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-# One token per CJK character; other words of two or more word characters.
-_TOKEN_PATTERN = rf"(?u)[{_CJK}]|(?:(?![{_CJK}])\w){{2,}}"
+# Scripts written without spaces between words: CJK, and Thai, Lao, Myanmar and Khmer.
+_CJK = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+)
+# Marks that are part of a word though \w leaves them out: combining accents, and the vowel
+# signs and viramas of the Indic scripts (Devanagari to Sinhala), so "दिल्ली" is one word and not
+# pieces of one letter each.
+_MARKS = "\u0300-\u036f\u0900-\u0963\u0966-\u0dff"
+# One token per character of those scripts; other words of two or more word characters.
+_TOKEN_PATTERN = rf"(?u)[{_CJK}]|(?:(?![{_CJK}])[\w{_MARKS}]){{2,}}"
 
 
 @dataclass(frozen=True)
