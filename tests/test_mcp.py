@@ -321,6 +321,22 @@ def memory_web(tmp_path: Path, audit: MemoryAuditSink) -> Web:
 
 
 @pytest.mark.anyio
+async def test_a_call_of_a_tool_the_server_does_not_have_is_audited(tmp_path: Path) -> None:
+    """tools/call shell_exec: the SDK answers it as an unknown tool, and the call is in the
+    audit log, refused, under the unknown-tool capability with the name it asked for."""
+    audit = MemoryAuditSink()
+    async with (
+        memory_web(tmp_path, audit) as web,
+        Client(build_server(web, agent="ide", tier="connected")) as client,
+    ):
+        answer = await client.call_tool("shell_exec", {"cmd": "id"})
+        assert answer.is_error and "shell_exec" in text_of(answer)
+    [record] = audit.records
+    assert (record.capability, record.target) == ("agent:tool.unknown@1", "shell_exec")
+    assert (record.agent, record.tier, record.decision) == ("ide", "connected", "refused")
+
+
+@pytest.mark.anyio
 async def test_agent_and_tier_come_from_the_server_not_the_client(
     tmp_path: Path, site: LocalServer
 ) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "SEARCH",
     "SEARCH_TOOL",
     "TOOL",
+    "UNKNOWN_TOOL",
     "Argument",
     "Capability",
     "Catalogue",
@@ -55,6 +56,10 @@ FETCH = "web:page.fetch@1"
 SEARCH = "web:search.query@1"
 FETCH_TOOL = "web_fetch"
 SEARCH_TOOL = "web_search"
+
+#: The audit capability of a call of a tool that is not webward's (``shell_exec``,
+#: ``WEB_FETCH``), at any face that takes tool calls: refused, the requested name its target.
+UNKNOWN_TOOL = "agent:tool.unknown@1"
 
 #: The largest ``max_age`` a call may pass (a year); the TTL bounds what is served anyway.
 MAX_AGE_LIMIT_S = 31_536_000

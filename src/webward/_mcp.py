@@ -78,9 +78,11 @@ from ._capabilities import (
     MISSING_QUERY,
     MISSING_URL,
     SEARCH,
+    UNKNOWN_TOOL,
     Capability,
     capabilities,
 )
+from ._envelope import neutralise_line
 from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
@@ -245,7 +247,26 @@ def build_server(
             resource_server_url=AnyHttpUrl(resource_url),
             validate_token_resource=False,  # a webward token is for this server and no other
         )
-    server = MCPServer(
+    known = {tool.name for tool in tools}
+
+    class AuditedServer(MCPServer):
+        async def call_tool(self, name: str, arguments: Any, context: Any = None) -> Any:
+            # A call of a tool this server does not have is a call too: audited before the
+            # SDK answers it, as every face audits what it refuses.
+            if name not in known:
+                who, reach = acting()
+                await web.reject(
+                    UNKNOWN_TOOL,
+                    who,
+                    reach,
+                    neutralise_line(str(name))[:200],
+                    InvalidInput(
+                        f"unknown tool {name!r}; this server has {', '.join(sorted(known))}"
+                    ),
+                )
+            return await super().call_tool(name, arguments, context)
+
+    server = AuditedServer(
         "webward",
         title="webward",
         version=__version__,

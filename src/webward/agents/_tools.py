@@ -22,6 +22,7 @@ from .._capabilities import (
     MISSING_QUERY,
     MISSING_URL,
     TOOL,
+    UNKNOWN_TOOL,
     Capability,
     Catalogue,
     capabilities,
@@ -53,9 +54,6 @@ __all__ = [
 logger = logging.getLogger("webward.agents")
 
 NO_WEB_MESSAGE = "web access is not available in this run"
-#: The audit capability of a call of a tool that is not webward's (``shell_exec``,
-#: ``WEB_FETCH``): refused, the requested name as its target.
-UNKNOWN_TOOL = "agent:tool.unknown@1"
 
 
 @dataclass(frozen=True)
