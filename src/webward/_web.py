@@ -767,7 +767,7 @@ class _Answer(NamedTuple):
         ]
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)  # a key holds a page's text (up to 1 MB): only a few
 def _urls_written_in(text: str) -> frozenset[str]:
     """The URLs written in a page's whole text, once per reading (windows of it repeat)."""
     return frozenset(urls_in(text))
