@@ -839,3 +839,20 @@ def test_a_figure_caption_stays_and_hidden_until_found_content_is_read() -> None
     assert "Revenue grew 12 percent this quarter." in lines
     assert "The answer a search would find in the FAQ." in lines
     assert not any("SECRET" in line for line in lines)
+
+
+def test_notes_footnotes_and_section_headings_are_read() -> None:
+    """A documentation site's note (<aside class="note">) and a footnote (docutils'
+    <aside class="footnote">) belong to the text; so does a section's own heading in its
+    <header>. A sidebar <aside> and the page's masthead still go."""
+    lines = _reading_of(
+        '<aside class="note"><p>Note: keep the API key secret at all times.</p></aside>'
+        '<aside class="sidebar"><p>Related posts and adverts</p></aside>'
+        '<p>See the footnote.</p><aside class="footnote brackets" id="f1">'
+        "<p>The footnote text explains the claim.</p></aside>"
+        f"<section><header><h2>Installation</h2></header><p>{PARA}</p></section>"
+    )
+    assert "Note: keep the API key secret at all times." in lines
+    assert "The footnote text explains the claim." in lines
+    assert "## Installation" in lines
+    assert not any("Related posts" in line for line in lines)

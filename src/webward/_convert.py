@@ -165,8 +165,8 @@ _DROP_TAGS = (
     "track",
     "area",
 )
-# Figures holding these are content (a table, a code listing, a quote); other figures are
-# images with captions, which the reading text leaves out.
+# Figures holding these are content (a table, a code listing, a quote); of other figures (an
+# image and its caption) the reading keeps the caption.
 _FIGURE_CONTENT = ("table", "pre", "code", "blockquote", "ul", "ol")
 
 # Cookie and consent banners by class or id. Deliberately narrow: a bare "cookie" would drop
@@ -192,6 +192,13 @@ _BANNER_WORDS = (
     "cmp",
 )
 _HIDDEN_WORDS = ("none", "hidden")
+# An <aside> of the text itself: an admonition (a documentation site's note, tip or warning)
+# or a footnote (docutils' HTML5 writer makes each one an <aside class="footnote">).
+_NOTE_CLASS = re.compile(
+    r"\b(?:note|notice|tip|hint|warning|caution|important|admonition|callout|footnote)s?\b",
+    re.IGNORECASE,
+)
+_NOTE_WORDS = ("not", "tip", "hint", "warn", "caution", "important", "admonition", "callout")
 # Only the start of a style, class or id is searched: real ones are far shorter.
 _MAX_CHECKED_CHARS = 1_000
 
@@ -651,6 +658,9 @@ def _clean(tree: Any) -> None:
     :data:`_LINK_URL_BUDGET`)."""
     import lxml.etree
 
+    for aside in tree.iter("aside"):
+        if _matches(_NOTE_CLASS, _NOTE_WORDS, aside.get("class")):
+            aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
     lxml.etree.strip_elements(tree, *_DROP_TAGS, with_tail=False)
     _drop_empty_inline(tree)
     doomed = []
@@ -658,7 +668,13 @@ def _clean(tree: Any) -> None:
         # A masthead (logo, menus, search) or a search / sign-up form; a header holding the
         # article's title and a form wrapping the whole page (ASP.NET) hold paragraphs or h1.
         if element.find(".//h1") is None and element.find(".//p") is None:
-            doomed.append(element)
+            parent = element.getparent()
+            within = parent is not None and parent.tag in ("section", "article")
+            headed = any(True for _ in element.iter("h2", "h3", "h4", "h5", "h6"))
+            if element.tag == "header" and within and headed:
+                element.tag = "div"  # a section's own heading (<section><header><h2>)
+            else:
+                doomed.append(element)
     for figure in tree.iter("figure"):
         if any(True for _ in figure.iter(*_FIGURE_CONTENT)):
             figure.tag = "div"  # trafilatura would drop a figure whole, code listing and all
