@@ -851,3 +851,23 @@ def test_otel_variables_asking_for_an_unknown_exporter_are_one_sentence() -> Non
     assert _exporters_asked({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}) == []
     with pytest.raises(webward.InvalidInput, match="OTEL_TRACES_EXPORTER names 'zipkin'"):
         _exporters_asked({"OTEL_TRACES_EXPORTER": "zipkin"})
+
+
+def test_a_failing_trace_exporter_is_said_once_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a command runs, only webward's own records reach stderr, and the trace
+    exporter's failures (a collector down): one line a minute, not one a batch."""
+    import logging
+
+    from webward import cli
+
+    monkeypatch.setattr(cli, "_exporter_said", [-cli._EXPORTER_QUIET_S])
+
+    def record(name: str, level: int) -> logging.LogRecord:
+        return logging.LogRecord(name, level, __file__, 1, "Failed to export batch", None, None)
+
+    exporter = "opentelemetry.sdk._shared_internal"
+    assert cli._own_records(record("webward.telemetry", logging.WARNING))
+    assert cli._own_records(record(exporter, logging.ERROR))
+    assert not cli._own_records(record(exporter, logging.ERROR))  # within the minute
+    assert not cli._own_records(record("opentelemetry.context", logging.INFO))
+    assert not cli._own_records(record("httpx", logging.WARNING))

@@ -214,7 +214,22 @@ def _collector_paused(paused: bool) -> Iterator[None]:
 
 
 def _own_records(record: logging.LogRecord) -> bool:
-    return record.name == "webward" or record.name.startswith("webward.")
+    if record.name == "webward" or record.name.startswith("webward."):
+        return True
+    # The trace exporter failing (a collector down, a 500) is the operator's to know; one
+    # such line a minute, not one a batch.
+    if record.name.startswith("opentelemetry.") and record.levelno >= 30:  # WARNING and up
+        import time
+
+        now = time.monotonic()
+        if now - _exporter_said[0] >= _EXPORTER_QUIET_S:
+            _exporter_said[0] = now
+            return True
+    return False
+
+
+_EXPORTER_QUIET_S = 60.0
+_exporter_said = [-_EXPORTER_QUIET_S]
 
 
 @contextlib.contextmanager
