@@ -522,8 +522,10 @@ def _refused_by(record: Any, error: WebwardError) -> Any:
 #: How long a call log line may wait on an asyncio loop, for the lines after it.
 _CALL_LOG_DELAY_S = 0.05
 #: Records handed to the call log's writer thread and not written yet, at most: past this (a
-#: reader of stderr that stopped reading) new lines are dropped and counted, not held.
-_MAX_UNWRITTEN = 100_000
+#: reader of stderr that stopped reading) new lines are dropped and counted, not held. A
+#: record holds its URLs (up to a few kB): 100,000 of them held 260 MB; 10,000 is a second of
+#: a busy gateway's calls, in at most tens of MB.
+_MAX_UNWRITTEN = 10_000
 
 _Pending = list[tuple[Any, tuple[tuple[str, str], ...]]]
 
