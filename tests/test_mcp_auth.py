@@ -25,6 +25,16 @@ from webward.cli import main
 TOKENS = {"alice": "alice-mcp-token", "bob": "bob-mcp-token"}
 TIERS = {"alice": "connected", "bob": "as-owner"}
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -130,21 +140,11 @@ async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path
 async def test_a_session_belongs_to_the_agent_that_opened_it(tmp_path: Path) -> None:
     """bob's token on alice's session id is turned away: a token cannot borrow a session."""
     config = token_config(tmp_path)
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     async with (
         mcp_over_http(tmp_path, config, args=()) as url,
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
-        opened = await http.post(url, json=initialize, headers={**ACCEPT, **bearer("alice")})
+        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
         assert opened.status_code == 200
         session = {"mcp-session-id": opened.headers["mcp-session-id"]}
         theirs = await http.post(url, json=LIST, headers={**ACCEPT, **session, **bearer("bob")})
@@ -162,30 +162,20 @@ async def test_one_agent_cannot_fill_the_servers_sessions(tmp_path: Path) -> Non
     config.write_text(
         text.replace("[limits]\n", "[limits]\nmcp_sessions_per_minute = 3\n"), encoding="utf-8"
     )
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     async with (
         mcp_over_http(tmp_path, config, args=()) as url,
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
         opened = [
-            await http.post(url, json=initialize, headers={**ACCEPT, **bearer("alice")})
+            await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
             for _ in range(3)
         ]
         assert [r.status_code for r in opened] == [200, 200, 200]
-        refused = await http.post(url, json=initialize, headers={**ACCEPT, **bearer("alice")})
+        refused = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
         assert "mcp-session-id" not in refused.headers
         assert "too many new MCP sessions" in refused.json()["error"]["message"]
-        theirs = await http.post(url, json=initialize, headers={**ACCEPT, **bearer("bob")})
+        theirs = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("bob")})
         assert theirs.status_code == 200
         session = {"mcp-session-id": opened[0].headers["mcp-session-id"]}
         listed = await http.post(url, json=LIST, headers={**ACCEPT, **session, **bearer("alice")})

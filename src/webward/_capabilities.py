@@ -74,14 +74,12 @@ def whole_number(value: object) -> int | None:
     ``int`` (not a ``bool``), a float with no fraction (``40000.0``: JSON Schema's integer, and
     what some models write), or a string of ASCII digits (the command line's, and some
     models'). Each argument checks its own range."""
-    if type(value) is int:
-        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
     if isinstance(value, float) and value.is_integer():  # neither NaN nor an infinity
         return int(value)
     if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         return int(value.strip())
-    if isinstance(value, int) and not isinstance(value, bool):  # an int subclass
-        return int(value)
     return None
 
 

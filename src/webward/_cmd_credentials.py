@@ -91,6 +91,8 @@ def _warn_unknown(name: str) -> None:
 
 
 def _read_secret(name: str) -> str:
+    from ._credentials import fits_a_header
+
     if sys.stdin is not None and sys.stdin.isatty():
         import getpass
 
@@ -102,7 +104,7 @@ def _read_secret(name: str) -> str:
         raise InvalidInput(
             f"no key was given for {name}; pipe it on stdin or type it at the prompt"
         )
-    if not (value.isascii() and value.isprintable()) or " " in value:
+    if not fits_a_header(value):
         raise InvalidInput(
             "a key is one word of printable ASCII, without spaces, control or non-ASCII "
             "characters (it travels in an HTTP header)"

@@ -40,6 +40,7 @@ __all__ = [
     "check_name",
     "default_credentials_path",
     "default_store",
+    "fits_a_header",
     "mask",
 ]
 
@@ -59,6 +60,12 @@ def check_name(name: object) -> str:
             "a credential name is UPPER_SNAKE_CASE, for example BRAVE_SEARCH_API_KEY"
         )
     return name
+
+
+def fits_a_header(key: str) -> bool:
+    """Whether ``key`` can travel in an HTTP header as an API key does: one word of printable
+    ASCII (no space, control or non-ASCII character)."""
+    return key.isascii() and key.isprintable() and " " not in key
 
 
 def mask(value: str) -> str:

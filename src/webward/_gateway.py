@@ -64,7 +64,7 @@ from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._provenance import scoped_session
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, server_span, tracing
-from ._tokens import Agent, TokenTable, hash_token
+from ._tokens import Agent, TokenTable, bearer_token, hash_token
 from ._tokens import require_tokens as require_tokens
 from ._web import Web
 
@@ -414,9 +414,8 @@ class _Capability:
         content_length = found.get(b"content-length")
         session_value = found.get(SESSION_HEADER)
         session_name = None if session_value is None else session_value.decode("latin-1").strip()
-        scheme, _, token = (authorization or b"").decode("latin-1").partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
+        token = bearer_token((authorization or b"").decode("latin-1"))
+        if not token:
             return _problem(
                 401,
                 "refused",

@@ -91,7 +91,7 @@ from ._provenance import scoped_session
 from ._serving import Stack, fastest_stack, run_server
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
-from ._tokens import TokenTable, hash_token
+from ._tokens import TokenTable, bearer_token, hash_token
 from ._web import Web
 
 __all__ = [
@@ -610,8 +610,8 @@ class _SessionOpenings:
         """Seconds until the request's agent may open a session, or None to let it through."""
         if b"mcp-session-id" in headers:
             return None
-        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        agent = self._tokens.lookup(token.strip()) if scheme.lower() == "bearer" else None
+        token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
+        agent = self._tokens.lookup(token) if token else None
         if agent is None:
             return None
         now = time.monotonic()

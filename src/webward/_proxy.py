@@ -28,7 +28,7 @@ import os
 import secrets
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -42,7 +42,7 @@ from . import guard
 from ._errors import Reason, Refused, WebwardError
 from ._transport import Body
 
-__all__ = ["EgressProxy", "Gate", "open_proxy", "single_exception"]
+__all__ = ["EgressProxy", "Gate", "open_proxy", "ungrouped"]
 
 _MAX_HEAD = 16 * 1024
 _CHUNK = 65536
@@ -133,16 +133,24 @@ async def open_proxy(
                 ):
                     await _serve_one(client, gate, proxy, expected)
 
-    try:
+    # The task group wraps whatever the block raised (a Playwright error, a timeout): the
+    # caller gets that exception itself, so its own handlers still match.
+    with ungrouped():
         async with listener, anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, handle, tg)
             try:
                 yield proxy
             finally:
                 tg.cancel_scope.cancel()  # the listener closes once its task has stopped
+
+
+@contextlib.contextmanager
+def ungrouped() -> Iterator[None]:
+    """A task group's failure inside the block raised as the one exception it stands for
+    (:func:`single_exception`), not as the group around it."""
+    try:
+        yield
     except BaseExceptionGroup as group:
-        # The task group wraps whatever the block raised (a Playwright error, a timeout):
-        # the caller gets that exception itself, so its own handlers still match.
         exc = single_exception(group)
         raise exc from exc.__cause__
 

@@ -111,8 +111,8 @@ UNPRIVILEGED_USER = "nobody"
 _SETPRIV = "/usr/bin/setpriv"
 # The programs Chromium runs to hand a URL to the desktop (a page's ``mailto:`` iframe or
 # ``location = "mailto:..."`` makes it run ``xdg-email`` or ``xdg-open``; no switch or profile
-# preference turns that off, mailto being always allowed): each is a stub that does nothing and fails, in a
-# directory first on Chromium's PATH, so a page never starts a program on this machine.
+# preference turns that off, mailto being always allowed): each is a stub that does nothing
+# and fails, in a directory first on Chromium's PATH, so a page never starts a program here.
 _HANDLERS = (
     "xdg-open", "xdg-email", "gio", "gnome-open", "kde-open", "kde-open5", "exo-open",
     "sensible-browser", "x-www-browser", "www-browser",
@@ -294,17 +294,13 @@ async def _load(page: Any, url: str, gate: Gate, timeout_s: float) -> None:
         await gate.exhausted.wait()
         scope.cancel()
 
-    from ._proxy import single_exception
+    from ._proxy import ungrouped
 
-    try:
+    # The load's own error (a timeout, a crash), not the group around it: the render words it.
+    with ungrouped():
         async with anyio.create_task_group() as tg:
             tg.start_soon(loaded, tg.cancel_scope)
             tg.start_soon(capped, tg.cancel_scope)
-    except BaseExceptionGroup as group:
-        # The load's own error (a timeout, a crash), not the group around it, so that the
-        # render words it.
-        exc = single_exception(group)
-        raise exc from exc.__cause__
 
 
 @contextlib.asynccontextmanager

@@ -526,15 +526,14 @@ def _check_provider_url(name: str, url: str, where: str) -> None:
     search, a bad one read as a bad query and echoed the query."""
     if not url:
         return
-    from urllib.parse import urlsplit
+    from urllib.parse import SplitResult, urlsplit
 
     try:
-        parts = urlsplit(url)
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        port_ok = False
-        parts = urlsplit("")
-    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        parts: SplitResult | None = urlsplit(url)
+        port_ok = parts is not None and (parts.port is None or parts.port > 0)
+    except ValueError:  # a broken IPv6 literal, a port that is no number or past 65535
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
         problem = "an http:// or https:// URL with a host, such as https://api.example.com"
     elif parts.query or parts.fragment or "@" in parts.netloc:
         problem = "a base URL without a query, a fragment or credentials"

@@ -52,6 +52,7 @@ import orjson
 
 from ._errors import InvalidInput, WebwardError
 from ._settings import Settings
+from ._tokens import bearer_token
 
 __all__ = [
     "MAX_AGENT_LABELS",
@@ -1081,10 +1082,10 @@ class MetricsEndpoint:
     def _token_ok(self, scope: Any) -> bool:
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
-                scheme, _, token = value.decode("latin-1").partition(" ")
-                if scheme.lower() != "bearer" or not token.strip():
+                token = bearer_token(value.decode("latin-1"))
+                if not token:
                     return False
-                digest = hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+                digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
                 return hmac.compare_digest(digest, self._digest)
         return False
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from ._errors import InvalidInput, Reason, Refused
 from ._settings import Settings
 
-__all__ = ["Agent", "TokenTable", "hash_token", "require_tokens"]
+__all__ = ["Agent", "TokenTable", "bearer_token", "hash_token", "require_tokens"]
+
+
+def bearer_token(authorization: str) -> str:
+    """The token of an ``Authorization: Bearer <token>`` value; ``""`` for another scheme or
+    none (each face answers that in its own way)."""
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def hash_token(token: str) -> str:

@@ -381,10 +381,7 @@ class Transport:
         except httpcore.RemoteProtocolError as exc:
             raise _remote_protocol_error(url, exc) from exc
         except (httpcore.ReadError, httpcore.WriteError) as exc:
-            raise UpstreamError(
-                f"the connection to {url.host} broke before the response was complete",
-                reason=Reason.BROKEN,
-            ) from exc
+            raise _broken(url) from exc
         except httpcore.ProtocolError as exc:
             raise UpstreamError(
                 f"{url.host} sent a malformed HTTP response", reason=Reason.PROTOCOL
@@ -433,11 +430,7 @@ async def _read_capped(
     # would drop the rest of the page silently. The cap's own cut returned above, before this.
     # An empty body is no stream at all: servers send one with Content-Encoding set.
     if wire and not decoder.finished:
-        raise UpstreamError(
-            f"the connection to {url.host} broke before the response was complete (its "
-            "compressed body ends early)",
-            reason=Reason.BROKEN,
-        )
+        raise _broken(url, " (its compressed body ends early)")
     return Body(status, headers, bytes(out), False, wire)
 
 
@@ -458,8 +451,12 @@ def _remote_protocol_error(
             "response could not be read",
             reason=Reason.BROKEN,
         )
+    return _broken(url)
+
+
+def _broken(url: guard.ParsedURL, why: str = "") -> UpstreamError:
     return UpstreamError(
-        f"the connection to {url.host} broke before the response was complete",
+        f"the connection to {url.host} broke before the response was complete{why}",
         reason=Reason.BROKEN,
     )
 

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .._cmd_audit import cell, parse_since
 from .._errors import InvalidInput, WebwardError
 from .._settings import TIERS, Settings
+from .._tokens import bearer_token
 from ..audit import DECISIONS
 from ..limits import HostState, LimitState
 from ._auth import Check, ConsoleAuth
@@ -51,8 +52,9 @@ _RAW_HEADERS = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in _
 
 
 class _SecureHeaders:
-    """Every answer of the console carries :data:`_HEADERS`, the ones no view makes too:
-    Starlette's 404 and 405, its redirects, a 500. A view's own value of one stays."""
+    """Every answer of the console carries :data:`_HEADERS`, views' and Starlette's alike
+    (404, 405, redirects, a 500); a view's own value of one stays (the stylesheet's
+    Cache-Control)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
@@ -200,13 +202,12 @@ class Console:
             who=getattr(request.state, "who", ""),
             **ctx,
         )
-        return Response(html, status_code=status, media_type="text/html", headers=_HEADERS)
+        return Response(html, status_code=status, media_type="text/html")
 
     def _credential(self, request: Request) -> str:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and token.strip():
-            return token.strip()
-        return request.cookies.get(COOKIE, "")
+        return bearer_token(request.headers.get("authorization", "")) or request.cookies.get(
+            COOKIE, ""
+        )
 
     def _guarded(
         self, view: Callable[[Request], Awaitable[Response]]
@@ -237,7 +238,7 @@ class Console:
         if verdict.status != 200:
             return self._refused(request, verdict)
         base = request.scope.get("root_path", "")
-        response = RedirectResponse(f"{base}/", status_code=303, headers=_HEADERS)
+        response = RedirectResponse(f"{base}/", status_code=303)
         response.set_cookie(
             COOKIE,
             value,
@@ -275,7 +276,7 @@ class Console:
 
     async def logout(self, request: Request) -> Response:
         base = request.scope.get("root_path", "")
-        response = RedirectResponse(f"{base}/login", status_code=303, headers=_HEADERS)
+        response = RedirectResponse(f"{base}/login", status_code=303)
         if self._same_origin(request):
             response.delete_cookie(
                 COOKIE, path=f"{base}/" if base else "/", httponly=True, samesite="strict"
@@ -286,7 +287,7 @@ class Console:
         return Response(
             self._css,
             media_type="text/css",
-            headers={**_HEADERS, "Cache-Control": "max-age=3600"},
+            headers={"Cache-Control": "max-age=3600"},  # the rest: _SecureHeaders
         )
 
     # ---- views -------------------------------------------------------------------------

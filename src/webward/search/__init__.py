@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from .._credentials import CredentialStore, Secret
+from .._credentials import CredentialStore, Secret, fits_a_header
 from .._errors import InvalidInput
 from .._models import Hit
 from .._settings import SearchSettings
@@ -149,9 +149,8 @@ def choose_provider(
             f"web search is not configured: the {name} provider is chosen but {key_name} is "
             f"not set; set it or run `webward credentials set {key_name}`; " + _STILL_WORKS
         )
-    if not (key.isascii() and key.isprintable()) or " " in key:
-        # It goes in an HTTP header, which carries printable ASCII only: say so, rather than
-        # fail in the HTTP client, or send a header the key's line break would split.
+    if not fits_a_header(key):
+        # Say so, rather than fail in the HTTP client or send a header a line break splits.
         return NullProvider(
             f"web search is not configured: {key_name} holds characters no API key has "
             "(spaces, control or non-ASCII characters); set it again with "
