@@ -402,6 +402,40 @@ async def test_refused_tool_calls_are_audited(tmp_path: Any) -> None:
     ]
 
 
+@pytest.mark.anyio
+async def test_numbers_no_face_reads_are_refused_and_audited(tmp_path: Any) -> None:
+    """Digits ``int`` does not read (superscripts, circled, other scripts' digits, more than
+    4,300 of them) and floats past any page are refused in one sentence, each call audited,
+    as at every other face: never an internal error that leaves no record."""
+    from webward import Web
+    from webward.testing import MemoryAuditSink
+
+    audit = MemoryAuditSink()
+    settings_ = Settings.load(None, environ={"WEBWARD_STATE_DIR": str(tmp_path)})
+    calls = [
+        ("web_fetch", {"url": "https://example.org/", "offset": "\u00b2"}),
+        ("web_fetch", {"url": "https://example.org/", "max_chars": "\u00b9"}),
+        ("web_fetch", {"url": "https://example.org/", "max_age": "\u2460"}),
+        ("web_fetch", {"url": "https://example.org/", "offset": "\u0663"}),
+        ("web_fetch", {"url": "https://example.org/", "offset": "9" * 5000}),
+        ("web_search", {"query": "owls", "limit": "\u00b2"}),
+    ]
+    async with Web(settings_, audit=audit) as web:
+        context = ToolContext(web, "research", "connected")
+        for name, arguments in calls:
+            result = await execute_tool(name, arguments, context)
+            assert result.is_error
+            assert "must be a " in result.content and "whole number" in result.content
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("refused", "bad_offset"),
+        ("refused", "bad_max_chars"),
+        ("refused", "bad_max_age"),
+        ("refused", "bad_offset"),
+        ("refused", "bad_offset"),
+        ("refused", "invalid_input"),
+    ]
+
+
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: (

@@ -86,12 +86,24 @@ def test_a_username_alone_or_a_token_is_dropped_too(password: str) -> None:
         "https://example.org/?mail=a@b.org",
         "https://example.org/#top@x",
         "https://example.org:8443/a",
+        # A ":" of a port or a query before a later "@" is no password: recorded otherwise,
+        # these would name docs.python.org as the host read (an exfiltration hidden).
+        "http://127.0.0.1:18080/x@docs.python.org/3/",
+        "http://127.0.0.1:18080/x?q=a:b@docs.python.org/3/",
+        "https://attacker.example/c?d=SECRET:1@docs.python.org/3/",
+        "http://[::1]:8080/a:b@docs.python.org/",
+        "http://127.0.0.2:18999#@127.0.0.1:18080/",
     ],
 )
 def test_urls_without_credentials_are_recorded_as_they_are(url: str) -> None:
-    """An ``@`` in a path, query or fragment is not a credential: the URL stays whole."""
-    r = AuditRecord.create(decision="allowed", reason="allowed", target=url)
-    assert r.target == url
+    """An ``@`` in a path, query or fragment is not a credential: the URL stays whole, in the
+    record and in a refusal's message."""
+    r = AuditRecord.create(decision="allowed", reason="allowed", target=url, final_url=url)
+    assert (r.target, r.final_url) == (url, url)
+    assert (
+        WebwardError(f"refused: {url} points elsewhere").message
+        == f"refused: {url} points elsewhere"
+    )
 
 
 def test_a_capability_id_in_a_message_is_not_taken_for_credentials() -> None:

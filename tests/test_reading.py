@@ -170,10 +170,10 @@ async def test_offsets_past_the_end_or_malformed_are_refused_by_name() -> None:
                     await w.fetch(srv.url("/"), offset=bad)  # type: ignore[arg-type]
                 assert err.value.message == "offset must be a non-negative whole number"
     assert past.value.message == (
-        "offset 50000 is past the end of the page, which is 50000 characters long"
+        "offset 50000 is past the end of the page, which is 50000 characters long; pass an offset below 50000"
     )
     assert far.value.message == (
-        "offset 90000 is past the end of the page, which is 50000 characters long"
+        "offset 90000 is past the end of the page, which is 50000 characters long; pass an offset below 50000"
     )
     assert len(srv.requests) == 1
 

@@ -165,6 +165,43 @@ async def test_limit_state_lives_under_its_namespace_with_an_idle_ttl(redis_url:
         assert 0 < client.ttl(LIMITS_PREFIX + "example.org") <= 3600
 
 
+@pytest.mark.parametrize(
+    "stored",
+    [
+        '{"tokens":5,"updated":0,"hold_until":0,"failures":0,"opened":0,"open_until":1e400,'
+        '"probe_until":0}',
+        '{"tokens":-1e400,"updated":0,"hold_until":0,"failures":0,"opened":0,"open_until":0,'
+        '"probe_until":0}',
+        '{"tokens":NaN,"updated":0,"hold_until":0,"failures":0,"opened":0,"open_until":0,'
+        '"probe_until":0}',
+        '{"tokens":"5","updated":0,"hold_until":0,"failures":0,"opened":0,"open_until":0,'
+        '"probe_until":0}',
+        '{"tokens":5,"updated":0,"hold_until":0,"failures":0.5,"opened":0,"open_until":0,'
+        '"probe_until":0}',
+        '{"tokens":5}',
+        "[1, 2]",
+        "not json",
+    ],
+)
+async def test_a_hostile_limit_key_refuses_in_one_sentence(redis_url: str, stored: str) -> None:
+    """A shared store's key that no limiter wrote (an infinity, NaN, a string, a field
+    missing) refuses the host's reads as limits_unavailable, audited, never an internal
+    error from the limiter's arithmetic; and a read is not admitted on NaN tokens."""
+    with redis.Redis.from_url(redis_url) as client:
+        client.set(LIMITS_PREFIX + "127.0.0.1", stored)
+    audit = MemoryAuditSink()
+    with serve(routes={"*": respond(200, "<p>owls</p>")}) as origin:
+        async with Web(settings(redis_url), StaticResolver({}), audit=audit) as web:
+            with pytest.raises(Refused) as info:
+                await web.fetch(origin.url("/"))
+    assert info.value.reason == "limits_unavailable"
+    assert "holds values webward never writes" in info.value.message
+    assert origin.accepts == 0
+    assert [(r.decision, r.reason) for r in audit.records] == [("refused", "limits_unavailable")]
+    with redis.Redis.from_url(redis_url) as client:
+        client.delete(LIMITS_PREFIX + "127.0.0.1")
+
+
 async def test_redis_going_down_refuses_reads_and_misses_the_cache() -> None:
     """With Redis stopped, reads are refused (limits_unavailable, fail closed) and the page
     cache answers misses and drops puts instead of raising."""

@@ -81,7 +81,8 @@ def test_offset_past_the_end_is_refused_with_the_page_length() -> None:
         make_window("x" * 81_234, 90_000, 40_000)
     assert (
         str(info.value)
-        == "offset 90000 is past the end of the page, which is 81234 characters long"
+        == "offset 90000 is past the end of the page, which is 81234 characters long;"
+        " pass an offset below 81234"
     )
     assert info.value.code == "invalid_input"
 

@@ -31,8 +31,9 @@ def drop_userinfo(text: str) -> str:
     Whatever the password holds: with an ``@`` in the authority, everything up to its last
     ``@`` goes (WHATWG's reading); with no ``@`` there, but a ``:`` before the first ``@``
     later on (a password holding ``/``, ``?``, ``#`` or ``\\``, which parsers read as the
-    end of the authority), everything up to the last ``@`` goes. Either way an unusual URL may
-    lose more than its credentials; a password is never kept.
+    end of the authority, so that no host and port of digits is left before them), everything
+    up to the last ``@`` goes. Either way an unusual URL may lose more than its credentials; a
+    password is never kept.
     """
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.translate(_TAB_OR_NEWLINE)
@@ -52,11 +53,22 @@ def drop_userinfo(text: str) -> str:
     authority_end = end.start() if end is not None else len(text)
     at = text.rfind("@", start, authority_end)
     if at < 0:
-        first_at = text.find("@", authority_end)
-        if first_at < 0 or ":" not in text[start:first_at]:
+        # No "@" in the authority: a later "@" ends a password only if what a parser reads
+        # as the authority is no host[:port] (``user:pa/ss@host`` has the "port" ``pa``).
+        # A real port, or a ":" only after the authority (``host:8080/x@y``, ``host/?q=a:b@y``),
+        # is a URL to that host, recorded as it is: the audit must name the host read.
+        if text.find("@", authority_end) < 0 or _is_host_and_port(text[start:authority_end]):
             return text
         at = text.rfind("@")
     return text[:start] + text[at + 1 :]
+
+
+def _is_host_and_port(authority: str) -> bool:
+    """Whether ``authority`` (no "@" in it) reads as a host with at most a port of digits."""
+    if authority.startswith("["):  # an IPv6 literal holds colons of its own
+        authority = authority[authority.find("]") + 1 :] if "]" in authority else ":"
+    _, colon, port = authority.partition(":")
+    return not colon or (port.isascii() and port.isdigit())
 
 
 # A word (after a space, a quote or "<", or at the start) that starts like a URL and holds an @.

@@ -189,8 +189,11 @@ def make_window(text: str, offset: int, max_chars: int) -> tuple[str, Window]:
         raise ValueError("max_chars must be at least 1")  # a settings error, not user input
     total = len(text)
     if offset >= total and not offset == total == 0:
+        digits = str(offset)  # a model's 1e300 is not echoed in 301 digits
+        shown = digits if len(digits) <= 20 else f"{digits[:6]}… ({len(digits)} digits)"
         raise InvalidInput(
-            f"offset {offset} is past the end of the page, which is {total} characters long",
+            f"offset {shown} is past the end of the page, which is {total} characters long"
+            + (f"; pass an offset below {total}" if total else ""),
             reason=Reason.OFFSET_PAST_END,
         )
     if offset == 0 and total <= max_chars:

@@ -26,6 +26,7 @@ from .._capabilities import (
     Capability,
     Catalogue,
     capabilities,
+    whole_number,
 )
 from .._envelope import neutralise_line
 from .._errors import InvalidInput, WebwardError
@@ -255,12 +256,13 @@ async def refused_call(name: str, arguments: Any, message: str, context: ToolCon
 
 
 def _whole(value: Any, default: int) -> Any:
-    """Models sometimes send numbers as strings or null: accept the unambiguous forms."""
+    """Models sometimes send numbers as strings or null: the forms every face reads
+    (``_capabilities.whole_number``); anything else goes to the core as sent, which refuses
+    it, audited (``"²"`` is a digit to ``str.isdigit`` but no number to ``int``)."""
     if value is None:
         return default
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return value
+    number = whole_number(value)
+    return value if number is None else number
 
 
 def _given(args: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from redis.exceptions import RedisError, WatchError
 
 from .._errors import Refused
 from .._redis_client import redact_url, redis_client
-from ._state import Change, HostState, R, limits_unavailable
+from ._state import Change, HostState, R, limits_unavailable, state_of
 
 __all__ = ["LIMITS_PREFIX", "RedisLimitState"]
 
@@ -40,8 +40,11 @@ def _encode(state: HostState) -> str:
 def _decode(raw: bytes | str | None) -> HostState | None:
     if raw is None:
         return None
-    data = json.loads(raw)
-    return HostState(**{name: data[name] for name in _FIELDS})
+    try:
+        data = json.loads(raw)
+        return state_of(data[name] for name in _FIELDS)
+    except (ValueError, KeyError, TypeError):  # another writer's key, or a damaged one
+        raise ValueError("a stored limiter key holds values webward never writes") from None
 
 
 class RedisLimitState:

@@ -15,6 +15,7 @@ and are public in ``webward.limits`` with the rest of the package's names.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 import time
@@ -229,22 +230,33 @@ class SQLiteLimitState:
                         conn.execute("ROLLBACK")
                     raise
                 return result
-            except (sqlite3.Error, OSError) as exc:
+            except (sqlite3.Error, OSError, ValueError) as exc:
                 raise limits_unavailable(self.path, exc) from None
 
     def _get_sync(self, key: str) -> HostState | None:
         with self._lock:
             try:
-                row = self._connect().execute(_SELECT, (key,)).fetchone()
-            except (sqlite3.Error, OSError) as exc:
+                return _row_to_state(self._connect().execute(_SELECT, (key,)).fetchone())
+            except (sqlite3.Error, OSError, ValueError) as exc:
                 raise limits_unavailable(self.path, exc) from None
-            return _row_to_state(row)
 
 
 def _row_to_state(row: Any) -> HostState | None:
-    if row is None:
-        return None
-    tokens, updated, hold, failures, opened, open_until, probe = row
+    return None if row is None else state_of(row)
+
+
+def state_of(values: Any) -> HostState:
+    """A :class:`HostState` from a store's seven values in field order, or ``ValueError`` for
+    what no limiter wrote (a missing field, a string, NaN, an infinity: a shared store's
+    hostile or damaged key refuses as unavailable, never reaches a limiter's arithmetic)."""
+    values = tuple(values)
+    if len(values) != len(_COLUMNS) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
+    ):
+        raise ValueError("a stored limiter key holds values webward never writes")
+    tokens, updated, hold, failures, opened, open_until, probe = values
+    if failures != int(failures) or opened != int(opened):
+        raise ValueError("a stored limiter key holds values webward never writes")
     return HostState(
         float(tokens),
         float(updated),
