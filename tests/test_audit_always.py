@@ -41,7 +41,7 @@ from webward.audit import AuditRecord, SQLiteAuditSink
 from webward.audit._postgres import PostgresAuditSink
 from webward.cli import main
 from webward.search import Hit
-from webward.testing import MemoryAuditSink
+from webward.testing import FakeClock, MemoryAuditSink
 
 PAGE = "<html><head><title>T</title></head><body><p>an ordinary page</p></body></html>"
 
@@ -465,3 +465,78 @@ async def test_no_request_goes_out_while_the_audit_store_cannot_record(tmp_path:
             sink.broken = False  # back: the probe passes and the call reads
             await web.fetch(site.url("/page?fourth"))
     assert [r.target.rsplit("/", 1)[1] for r in sink.records] == ["page", "page?fourth"]
+
+
+@pytest.mark.anyio
+async def test_a_store_stopped_while_idle_is_probed_before_the_next_read(tmp_path: Path) -> None:
+    """Once no record has been seen to commit for a while, the store is probed before a call
+    reads: a store stopped meanwhile refuses the call with no request sent, rather than after
+    a read it then cannot record."""
+    clock = FakeClock()
+    sink = MemoryAuditSink()
+    with serve(routes={"/page": respond(200, PAGE)}) as site:
+        async with Web(settings_for(tmp_path), audit=sink, clock=clock) as web:
+            await web.fetch(site.url("/page"))
+            sink.broken = True  # stopped while idle: nothing has failed yet
+            clock.advance(6)
+            with pytest.raises(Refused) as info:
+                await web.fetch(site.url("/page?after-idle"))
+    assert info.value.reason == "audit_unavailable"
+    assert [r.path for r in site.requests] == ["/page"]
+
+
+class FrozenSink(MemoryAuditSink):
+    """A store that stops answering (a PostgreSQL server stopped with SIGSTOP): writes wait
+    until it is thawed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thawed = anyio.Event()
+        self.frozen = False
+        self.waiting = 0
+
+    async def write(self, record: AuditRecord) -> None:
+        if self.frozen:
+            self.waiting += 1
+            await self.thawed.wait()
+        await super().write(record)
+
+
+@pytest.mark.anyio
+async def test_no_request_goes_out_while_a_write_waits_on_a_frozen_store(tmp_path: Path) -> None:
+    """A write waiting for its commit for seconds means the store does not answer: calls are
+    refused before they read (each of them audited once the store answers again), rather than
+    every read of the sink's 10-second bound going out unrecorded."""
+    clock = FakeClock()
+    sink = FrozenSink()
+    with serve(routes={"*": respond(200, PAGE)}) as site:
+        async with Web(settings_for(tmp_path), audit=sink, clock=clock) as web:
+            await web.fetch(site.url("/warm"))
+            sink.frozen = True
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(web.fetch, site.url("/in-flight"))  # read, then its write waits
+                while sink.waiting == 0:
+                    await anyio.sleep(0.01)
+                clock.advance(1)  # a slow commit, not yet a frozen store: calls still read
+                tg.start_soon(web.fetch, site.url("/still-read"))
+                while sink.waiting == 1:
+                    await anyio.sleep(0.01)
+                clock.advance(3)
+
+                async def thaw_once_the_refusal_waits() -> None:
+                    while sink.waiting < 3:  # the refusal's own record waits too
+                        await anyio.sleep(0.01)
+                    sink.thawed.set()
+
+                tg.start_soon(thaw_once_the_refusal_waits)
+                with pytest.raises(Refused) as info:
+                    await web.fetch(site.url("/refused"))
+    assert info.value.reason == "audit_unavailable"
+    assert "has not committed a record for 4 s" in info.value.message
+    assert [r.path for r in site.requests] == ["/warm", "/in-flight", "/still-read"]
+    assert sorted((r.target.rsplit("/", 1)[1], r.decision) for r in sink.records) == [
+        ("in-flight", "allowed"),
+        ("refused", "refused"),
+        ("still-read", "allowed"),
+        ("warm", "allowed"),
+    ]

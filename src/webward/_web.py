@@ -19,6 +19,7 @@ import dataclasses
 import datetime as dt
 import functools
 import logging
+import math
 import ssl
 import time
 import weakref
@@ -58,6 +59,12 @@ _R = TypeVar("_R")
 _INLINE_CONVERT_BYTES = 16_384  # cheap bodies up to this size are converted on the event loop
 # How long the record of a cancelled call may hold up the cancellation.
 _UNEXPECTED_AUDIT_S = 10.0
+# The audit store is probed again before a call reads once no write has been seen to commit
+# for this long (a store stopped while idle is found before a read goes out, not after), and
+# calls are refused before they read while a write has been waiting this long for its commit
+# (a frozen store: its sink's own bound is 10 s, and every read meanwhile would be unrecorded).
+_AUDIT_PROOF_S = 5.0
+_AUDIT_STALL_S = 3.0
 
 log = logging.getLogger("webward")
 
@@ -107,11 +114,13 @@ class Web:
         self._renderer = renderer if renderer is not None else default_renderer()
         self._policy = Policy(self.settings.policy, source=self.settings.source)
         self._audit = audit if audit is not None else open_audit_sink(self.settings)
-        # Whether the audit store has yet to show it works (at first, and after a failed
-        # write): until its probe passes, a call sends no request (a store that is down, or
-        # misconfigured, must not let a read out that it then cannot record). Sinks without
-        # a probe are trusted, as before.
-        self._audit_unproven = hasattr(self._audit, "probe")
+        # When the audit store was last seen to work (a write committed, a probe passed):
+        # never at first, and not after a failed write. Unless that is recent, a call sends no
+        # request before a probe passes (a store that is down, or misconfigured, must not let
+        # a read out that it then cannot record). Sinks without a probe are trusted.
+        self._audit_proven_at = -math.inf if hasattr(self._audit, "probe") else math.inf
+        # The audit writes waiting for their commit, oldest first: id of the call -> since when.
+        self._audit_waits: dict[int, float] = {}
         state = limit_state if limit_state is not None else open_limit_state(self.settings)
         self._limiter = Limiter(state, self.settings.limits, clock=clock)
         # Governance per agent and session: its own host lists, its budgets (counted in the
@@ -673,7 +682,14 @@ class Web:
         )
         try:
             call.tier = self._tier(agent, tier)
-            if self._audit_unproven:
+            now = self._clock()
+            if self._audit_waits:
+                waited = now - next(iter(self._audit_waits.values()))
+                if waited > _AUDIT_STALL_S:
+                    raise audit_unavailable(
+                        f"the audit store has not committed a record for {waited:.0f} s"
+                    )
+            if now - self._audit_proven_at > _AUDIT_PROOF_S:
                 await self._prove_audit()
             result = await work(call.tier, call)
         except WebwardError as exc:
@@ -692,12 +708,12 @@ class Web:
     async def _prove_audit(self) -> None:
         """The audit store's probe; ``audit_unavailable`` (and no request) if it fails."""
         try:
-            await self._audit.probe()  # type: ignore[attr-defined]  # _audit_unproven says
+            await self._audit.probe()  # type: ignore[attr-defined]  # only sinks with one
         except WebwardError:
             raise
         except Exception as exc:  # a sink of the caller's own that fails in its own way
             raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
-        self._audit_unproven = False
+        self._audit_proven_at = self._clock()
 
     async def _write_unexpected(self, call: Call, exc: BaseException) -> None:
         """The record of a call cancelled, or ended by an unexpected exception. Shielded (and
@@ -735,16 +751,23 @@ class Web:
             reason = error.reason
         rec = AuditRecord.from_call(call, decision=decision, reason=reason)
         with self.telemetry.audit_write(rec):  # its span, latency, metrics and log line
+            waits, key = self._audit_waits, id(call)
+            waits[key] = self._clock()
             try:
                 # raises Refused(audit_unavailable): no unaudited door
                 await self._audit.write(rec)
             except Exception as exc:
                 # Until the store is seen to work again, calls are refused before they read.
-                self._audit_unproven = hasattr(self._audit, "probe")
+                if self._audit_proven_at != math.inf:
+                    self._audit_proven_at = -math.inf
                 if isinstance(exc, WebwardError):
                     raise
                 # a sink of the caller's own that fails in its own way
                 raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
+            finally:
+                del waits[key]
+            if self._audit_proven_at != math.inf:
+                self._audit_proven_at = self._clock()
 
 
 class _Answer(NamedTuple):
