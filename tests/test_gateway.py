@@ -529,6 +529,24 @@ async def test_wrong_method_unknown_path_health_and_openapi(
         await client.post(base + "/v1/capabilities/web:page.fetch@2", json={}), 404, "invalid_input"
     )
     assert_error(await client.get(base + "/"), 404, "invalid_input")
+    # A slash too many is a 404 too: no redirect built from the Host header a client sent.
+    for path in (FETCH_PATH + "/", "/healthz/", "/openapi.json/"):
+        r = await client.post(
+            base + path, json={}, headers={**auth("alice"), "Host": "evil.example"}
+        )
+        assert_error(r, 404, "invalid_input")
+        assert_error(
+            await client.get(base + path, headers={"Host": "evil.example"}), 404, "invalid_input"
+        )
+    # An encoded slash is no slash: a proxy's rule on /v1/... is not passed by /v1%2F...
+    r = await client.post(
+        base + "/v1%2Fcapabilities/web:page.fetch@1",
+        json={"url": "http://127.0.0.1/"},
+        headers=auth("alice"),
+    )
+    assert_error(r, 404, "invalid_input")
+    console = await client.get(base + "/console", headers={"Host": "evil.example"})
+    assert console.status_code == 307 and console.headers["location"] == "console/"
     health = await client.get(base + "/healthz")
     assert health.status_code == 200 and health.json() == {"status": "ok"}
     doc = await client.get(base + "/openapi.json")
@@ -975,3 +993,82 @@ def test_bind_socket_reports_a_taken_port() -> None:
             bind_socket("127.0.0.1", taken.getsockname()[1]).close()
     finally:
         taken.close()
+
+
+def test_a_call_cut_by_shutdown_is_answered_503_in_one_sentence_and_audited(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call still running when the server's graceful shutdown runs out is answered 503 in
+    the error model with Retry-After (not the server's plain-text 500 with a traceback in its
+    log), and audited as cancelled."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def hang(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        release.wait(30)
+
+    audit = MemoryAuditSink()
+    settings = load(tmp_path)
+    sock = bind_socket("127.0.0.1", 0)
+    base = address_url(sock)
+    servers: list[uvicorn.Server] = []
+
+    async def run() -> None:
+        async with loopback_web(settings, audit) as web:
+            config = uvicorn.Config(
+                create_app(settings, web),
+                log_level="warning",
+                lifespan="on",
+                ws="none",
+                timeout_graceful_shutdown=0.2,
+            )
+            servers.append(uvicorn.Server(config))
+            await servers[0].serve(sockets=[sock])
+
+    with serve(routes={"/hang": hang}) as site:
+        thread = threading.Thread(target=asyncio.run, args=(run(),), daemon=True)
+        thread.start()
+        answers: list[httpx.Response] = []
+        client = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(
+                    base + FETCH_PATH,
+                    json={"url": site.url("/hang")},
+                    headers=auth("alice"),
+                    timeout=30,
+                )
+            )
+        )
+        client.start()
+        assert arrived.wait(10)
+        servers[0].should_exit = True
+        client.join(20)
+        release.set()
+        thread.join(20)
+        sock.close()
+    (answer,) = answers
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    assert answer.json()["error"]["code"] == "overloaded"
+    assert "shutting down" in answer.json()["error"]["message"]
+    assert [(r.decision, r.reason) for r in audit.records] == [("failed", "cancelled")]
+    assert "Exception in ASGI application" not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_far_sides_429_reaches_the_caller_with_its_retry_after(
+    tmp_path: Path, client: httpx.AsyncClient
+) -> None:
+    """The replica that was told to slow down says so too: its 502 carries the far side's
+    Retry-After as a header, not only in the body."""
+    settings = load(tmp_path)
+    audit = MemoryAuditSink()
+    routes = {"/busy": respond(429, "slow down", "text/plain", headers={"Retry-After": "7"})}
+    with (
+        serve(routes=routes) as site,
+        running_gateway(settings, lambda: loopback_web(settings, audit)) as base,
+    ):
+        r = await client.post(
+            base + FETCH_PATH, json={"url": site.url("/busy")}, headers=auth("alice")
+        )
+    assert_error(r, 502, "upstream_error")
+    assert r.headers["retry-after"] == "7" and r.json()["error"]["retryAfter"] == 7

@@ -592,12 +592,20 @@ async def test_agents_beyond_the_label_bound_fold_into_other(tmp_path: Path) -> 
     assert calls(page, agent="other") == 3
 
 
-async def _metrics_answer(endpoint: MetricsEndpoint, client: str, token: str | None) -> int:
+async def _metrics_answer(
+    endpoint: MetricsEndpoint,
+    client: str,
+    token: str | None,
+    host: str = "127.0.0.1:8080",
+    method: str = "GET",
+    sent: list[dict[str, Any]] | None = None,
+) -> int:
     """Drive the endpoint as ASGI with a given peer address: nothing is connected to."""
-    headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
-    scope = {"type": "http", "method": "GET", "path": "/metrics", "headers": headers,
+    headers = [(b"host", host.encode())]
+    headers += [(b"authorization", f"Bearer {token}".encode())] if token else []
+    scope = {"type": "http", "method": method, "path": "/metrics", "headers": headers,
              "client": (client, 40000)}  # fmt: skip
-    sent: list[dict[str, Any]] = []
+    sent = [] if sent is None else sent
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
@@ -630,10 +638,30 @@ async def test_metrics_are_loopback_only_unless_a_token_is_configured(tmp_path: 
     assert await _metrics_answer(off, "127.0.0.1", None) == 404
 
 
+@pytest.mark.anyio
+async def test_metrics_without_a_token_answer_only_a_request_for_this_machine(
+    tmp_path: Path,
+) -> None:
+    """A loopback client asking under a name of its own (a page in the operator's browser,
+    its name rebound to 127.0.0.1) is refused: only an address or localhost is this machine.
+    A method other than GET is told which one to use."""
+    telemetry = Telemetry(metrics=True)
+    open_ = MetricsEndpoint(loopback_settings(tmp_path), lambda: telemetry)
+    for host in ("127.0.0.1:9000", "localhost:8080", "LOCALHOST", "[::1]:8080", "10.0.0.5"):
+        assert await _metrics_answer(open_, "127.0.0.1", None, host=host) == 200, host
+    for host in ("attacker.example:8080", "attacker.example", "", "127.0.0.1.nip.io"):
+        assert await _metrics_answer(open_, "127.0.0.1", None, host=host) == 403, host
+    sent: list[dict[str, Any]] = []
+    assert await _metrics_answer(open_, "127.0.0.1", None, method="POST", sent=sent) == 405
+    assert (b"allow", b"GET") in sent[0]["headers"]
+
+
 def test_the_gateway_serves_metrics_from_the_web_it_opens(tmp_path: Path) -> None:
     """create_app(settings) opens its own Web with server telemetry: metrics on by default."""
     settings = load(tmp_path)
-    with TestClient(create_app(settings), client=("127.0.0.1", 5000)) as http:
+    with TestClient(
+        create_app(settings), base_url="http://localhost", client=("127.0.0.1", 5000)
+    ) as http:
         response = http.get("/metrics")
     assert response.status_code == 200
     assert "# TYPE webward_calls_total counter" in response.text

@@ -38,6 +38,7 @@ Starlette, which routes a capability request to the same handler.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -279,12 +280,18 @@ def _error_status(error: WebwardError) -> tuple[int, dict[str, str]]:
         return 503, {"Retry-After": _STORE_RETRY_S}
     status = STATUS_FOR_CODE.get(error.code, 502)
     headers: dict[str, str] = {}
-    if error.retry_after is not None and status in (429, 503):
+    if error.retry_after is not None:  # a 429 (ours, or the far side's: a 502), a 503
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
     return status, headers
 
 
 _UNEXPECTED = "the gateway failed unexpectedly (internal_error); the error was logged"
+_SHUTTING_DOWN = (
+    "the gateway is shutting down and stopped this call before it finished; retry it, here "
+    "once the gateway is back or on another replica"
+)
+_RETRY_SOON = [("Retry-After", _STORE_RETRY_S)]
+_ENCODED_SLASH = "no such route: a path does not hold an encoded slash (%2F); see /openapi.json"
 _BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="webward"'}
 
 
@@ -379,23 +386,26 @@ class _Capability:
         self._target_field = shape.fields[0].name  # what the call reads: url, or query
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if tracing():
-            with server_span("POST", self._route, scope["headers"]) as current:
+        try:
+            if tracing():
+                with server_span("POST", self._route, scope["headers"]) as current:
+                    status, payload, headers = await self._answer(scope, receive)
+                    current.set_attribute("http.response.status_code", status)
+            else:  # no span to open: the hot path skips the null one
                 status, payload, headers = await self._answer(scope, receive)
-                current.set_attribute("http.response.status_code", status)
-        else:  # no span to open: the hot path skips the null one
-            status, payload, headers = await self._answer(scope, receive)
+        except asyncio.CancelledError:
+            # The server cancels the calls still running once its graceful shutdown has
+            # waited long enough. The core has audited the call as cancelled; its caller gets
+            # one sentence in the error model (not the server's plain-text 500 and a
+            # traceback), and the server finishes shutting down.
+            status, payload, headers = _problem(503, "overloaded", _SHUTTING_DOWN, _RETRY_SOON)
         try:
             body = _dumps(payload)
         except Exception:  # a bug in a result model: answered like any other, and logged
             log.exception("the gateway could not encode its answer on %s", self._capability)
             status, payload, headers = _problem(500, "internal_error", _UNEXPECTED)
             body = _dumps(payload)
-        raw_headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), _NO_STORE]
-        if headers:
-            raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-        await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-        await send({"type": "http.response.body", "body": body})
+        await _send(send, status, body, headers)
 
     async def _answer(
         self, scope: Scope, receive: Receive
@@ -494,6 +504,20 @@ def _problem(
     return status, {"error": {"code": code, "message": message}}, headers or []
 
 
+async def _send(send: Send, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
+    """A JSON answer in two ``send`` calls (the hot path's, without a response object)."""
+    raw_headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), _NO_STORE]
+    if headers:
+        raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _to_the_console(request: Request) -> Response:
+    # Relative, so that it holds under any root path and never names a host.
+    return Response(status_code=307, headers={"Location": "console/"})
+
+
 class _Gateway:
     """The ASGI application: POSTs to the two capability paths go straight to their handler;
     everything else (health, OpenAPI, 404, 405, lifespan, a mounted root path) goes through
@@ -504,11 +528,19 @@ class _Gateway:
         self._fallback = fallback
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
-            route = self._routes.get(scope["path"])
-            if route is not None:
-                await route(scope, receive, send)
+        if scope["type"] == "http":
+            raw = scope.get("raw_path") or b""
+            if b"%" in raw and b"%2f" in raw.lower():
+                # An encoded "/" would be routed as a "/" (the server decodes the path): a
+                # proxy's rule on /v1/... must not be passed by /v1%2F...
+                status, payload, headers = _problem(404, "invalid_input", _ENCODED_SLASH)
+                await _send(send, status, _dumps(payload), headers)
                 return
+            if scope["method"] == "POST" and not scope.get("root_path"):
+                route = self._routes.get(scope["path"])
+                if route is not None:
+                    await route(scope, receive, send)
+                    return
         await self._fallback(scope, receive, send)
 
 
@@ -603,6 +635,7 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
+        Route("/console", _to_the_console, methods=["GET", "HEAD"]),
         Mount("/console", app=console),
         Route("/metrics", MetricsEndpoint(settings, lambda: _telemetry_of(holder))),
     ]
@@ -611,6 +644,9 @@ def create_app(
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan_with_console,
     )
+    # A path with a slash too many is a 404 in the error model, not a redirect that Starlette
+    # builds from the Host header (behind a proxy: to a host a client named, over http://).
+    fallback.router.redirect_slashes = False
     return _Gateway(capabilities, fallback)
 
 

@@ -1023,6 +1023,28 @@ def _is_loopback(host: str) -> bool:
     return (mapped or address).is_loopback
 
 
+def _names_this_machine(scope: Any) -> bool:
+    """Whether the request's Host is an address or ``localhost``: a web page the operator's
+    browser opens can reach loopback under a name of its own that resolves there (DNS
+    rebinding), and must not read the agent names and hosts the metrics hold."""
+    host = b""
+    for name, value in scope.get("headers") or ():
+        if name == b"host":
+            host = value
+            break
+    text = host.decode("latin-1").strip().lower()
+    name = text[1:].partition("]")[0] if text.startswith("[") else text.partition(":")[0]
+    return name in ("localhost", "localhost.") or _is_address(name)
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 class MetricsEndpoint:
     """``GET /metrics`` as a plain ASGI app: Prometheus text of ``metrics_of()``'s registry.
 
@@ -1048,9 +1070,11 @@ class MetricsEndpoint:
 
     def _answer(self, scope: Any) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
         if scope.get("method") != "GET":
-            return _metrics_error(
-                405, "invalid_input", f"{scope.get('method')} is not allowed here"
+            problem = _metrics_error(
+                405, "invalid_input", f"{scope.get('method')} is not allowed here; use GET"
             )
+            problem[3].append((b"allow", b"GET"))
+            return problem
         if self._digest:
             if not self._token_ok(scope):
                 problem = _metrics_error(
@@ -1063,12 +1087,13 @@ class MetricsEndpoint:
         else:
             client = scope.get("client")
             host = str(client[0]) if client else ""
-            if not _is_loopback(host):
+            if not _is_loopback(host) or not _names_this_machine(scope):
                 return _metrics_error(
                     403,
                     "refused",
-                    "/metrics answers loopback clients only; set [observability] "
-                    "metrics_token_sha256 to serve it to others with a bearer token",
+                    "/metrics answers loopback clients only, asked for by address or as "
+                    "localhost; set [observability] metrics_token_sha256 to serve it to others "
+                    "with a bearer token",
                 )
         telemetry = self._metrics_of()
         if telemetry is None or telemetry.metrics is None:
