@@ -19,7 +19,7 @@ import pytest
 
 import webward
 from webward import _cmd_audit
-from webward._errors import Refused
+from webward._errors import Refused, WebwardError
 from webward._settings import Settings
 from webward.audit import (
     DECISIONS,
@@ -30,6 +30,7 @@ from webward.audit import (
     SQLiteAuditSink,
     open_audit_sink,
 )
+from webward.cli import report_error
 
 T0 = dt.datetime(2025, 1, 15, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -425,6 +426,14 @@ async def _fill(state_dir: Path) -> None:
     await sink.aclose()
 
 
+def _run(args: argparse.Namespace, settings: Settings, **kwargs: Any) -> int:
+    """The command as the command line runs it: an error raised is reported and coded."""
+    try:
+        return _cmd_audit.run(args, settings, **kwargs)
+    except WebwardError as exc:
+        return report_error(exc, args.json)
+
+
 def _args(**given: object) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     _cmd_audit.add_arguments(parser)
@@ -454,8 +463,9 @@ async def test_cli_json_through_the_real_command_line(tmp_path: Path) -> None:
         [*cmd, "--since", "yesterday"], capture_output=True, text=True, env=env, timeout=60
     )
     assert bad.returncode == 2
-    assert bad.stdout == ""
-    assert bad.stderr.strip().count("\n") == 0 and "--since 'yesterday'" in bad.stderr
+    assert bad.stderr == ""  # with --json an error is the error model on stdout, as elsewhere
+    error = json.loads(bad.stdout)["error"]
+    assert error["code"] == "invalid_input" and "--since 'yesterday'" in error["message"]
 
 
 def test_cli_table_is_aligned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -505,6 +515,22 @@ def test_cli_since_forms_and_limit(tmp_path: Path, capsys: pytest.CaptureFixture
         assert len(json.loads(capsys.readouterr().out)) == count, given
 
 
+def test_a_usage_summary_cut_by_limit_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--usage sums the period's records; when --limit leaves some out, stderr says so
+    (the totals are partial), as the record list does."""
+    anyio.run(_fill, tmp_path)
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    assert _run(_args(json=True, usage=True, limit="2"), settings) == 0
+    out = capsys.readouterr()
+    assert sum(row["calls"] for row in json.loads(out.out)) == 2
+    assert "more records match than the 2 the summary counts" in out.err
+    assert _run(_args(json=True, usage=True), settings) == 0
+    out = capsys.readouterr()
+    assert sum(row["calls"] for row in json.loads(out.out)) == 7 and out.err == ""
+
+
 @pytest.mark.parametrize(
     ("given", "named"),
     [
@@ -515,6 +541,9 @@ def test_cli_since_forms_and_limit(tmp_path: Path, capsys: pytest.CaptureFixture
         ({"limit": "ten"}, "--limit"),
         ({"limit": "-5"}, "--limit"),
         ({"agent": "  "}, "--agent"),
+        ({"agent": "\udcff"}, "--agent"),  # a byte that is not UTF-8, as argv gives it
+        ({"agent": "a\nb"}, "--agent"),
+        ({"since": ""}, "--since"),
     ],
 )
 def test_cli_bad_input_exits_2_with_one_sentence(
@@ -522,7 +551,7 @@ def test_cli_bad_input_exits_2_with_one_sentence(
 ) -> None:
     """Bad flags exit 2 with one sentence on stderr naming the flag, and print nothing else."""
     settings = Settings().replace({"state": {"dir": str(tmp_path)}})
-    assert _cmd_audit.run(_args(**given), settings) == 2
+    assert _run(_args(**given), settings) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith(f"webward: {named}") and captured.err.count("\n") == 1
@@ -538,7 +567,7 @@ def test_cli_empty_and_unreadable_logs(tmp_path: Path, capsys: pytest.CaptureFix
     assert not (tmp_path / "fresh").exists()  # reading creates nothing
     (tmp_path / "audit.db").write_bytes(b"garbage" * 200)
     broken = Settings().replace({"state": {"dir": str(tmp_path)}})
-    assert _cmd_audit.run(_args(), broken) == 3
+    assert _run(_args(), broken) == 3
     assert "cannot be read" in capsys.readouterr().err
 
 

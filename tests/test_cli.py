@@ -81,6 +81,34 @@ def test_refused_json_is_the_error_model(config: Path) -> None:
     assert json.loads(out.stdout)["error"]["code"] == "refused"
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_output_that_cannot_be_written_is_one_sentence(
+    config: Path, tmp_path: Path, as_json: bool
+) -> None:
+    """stdout on a full disk (/dev/full): a page read says it could not write its output
+    (exit 1), a refusal keeps its own sentence and exit code on stderr; never a traceback."""
+    flags = ["--json"] if as_json else []
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    with serve(routes={"/": respond(200, "<p>owls</p>")}) as site, open("/dev/full", "w") as full:
+        outcomes = [
+            subprocess.run(
+                [sys.executable, "-m", "webward", *args, "--config", str(config), *flags],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+            for args in (["fetch", site.url("/")], ["fetch", "file:///etc/passwd"], ["audit"])
+        ]
+    read, refused, audit = outcomes
+    for out in outcomes:
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert (read.returncode, audit.returncode, refused.returncode) == (1, 1, 3)
+    assert read.stderr.strip() == "webward: could not write the output (No space left on device)"
+    assert refused.stderr.startswith("webward: refused:")
+
+
 def test_bad_input_exits_2(config: Path) -> None:
     """A bad offset or a bad config is exit 2."""
     out = run("fetch", "http://127.0.0.1:9/", "--offset", "-4", "--config", str(config))

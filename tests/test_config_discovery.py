@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_mcp import child_env
 
-from webward import Settings
+from webward import InvalidInput, Settings
 
 # What a hostile repository would ship: widening keys at once (WIDENING is what the faces
 # are tried with: nothing in it would refuse a call for a reason of its own).
@@ -130,3 +130,16 @@ async def test_mcp_started_in_such_a_directory_stays_inside_the_defaults(
     assert result.is_error and result.meta is not None
     assert result.meta["webward/result"]["error"]["code"] == "refused"
     assert "internal" in result.meta["webward/result"]["error"]["message"]
+
+
+def test_a_config_that_is_no_regular_file_is_read(tmp_path: Path) -> None:
+    """--config /dev/null (no settings) or a pipe (a shell's <(...)) is read, not reported
+    as a file that does not exist; a directory or a missing path is refused by name."""
+    assert Settings.load("/dev/null", environ={}).policy.default_tier == "as-owner"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with subprocess.Popen(["sh", "-c", f"printf '[policy]\\nrobots = false\\n' > {fifo}"]):
+        assert Settings.load(fifo, environ={}).policy.robots is False
+    for missing in (tmp_path / "nope.toml", tmp_path):
+        with pytest.raises(InvalidInput, match=r"does not exist|is a directory"):
+            Settings.load(missing, environ={})

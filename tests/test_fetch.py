@@ -64,6 +64,19 @@ async def test_reads_a_local_page(internal: LocalServer) -> None:
     assert internal.accepts == 0
 
 
+@pytest.mark.parametrize("agent", ["", "a\nb", "evil\u202ename", "\udcff", "a" * 201, None])
+async def test_an_agent_name_no_one_could_type_is_refused_and_audited(agent: Any) -> None:
+    """Control characters, bidi overrides, bytes that are not UTF-8 and very long names are
+    no agent's name: refused before any request, the call audited all the same."""
+    audit = MemoryAuditSink()
+    with serve(routes={"/": respond(200, "<p>owls</p>")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=audit) as w:
+            with pytest.raises(InvalidInput, match="agent must be a name of 1 to 200 printable"):
+                await w.fetch(srv.url("/"), agent=agent)
+    assert srv.accepts == 0
+    assert [r.decision for r in audit.records] == ["refused"]
+
+
 async def test_internal_literal_is_refused_without_connecting(internal: LocalServer) -> None:
     """A literal address outside allow_ranges is refused and never connected to."""
     async with web() as w:

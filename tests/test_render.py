@@ -521,6 +521,7 @@ async def test_launch_refused_when_the_unsafe_playwright_variable_is_set(
 
 async def test_missing_chromium_or_plain_build_is_refused_by_name() -> None:
     """No Chromium binary, or the plain renderer, refuses with renderer_unavailable naming chromium."""
+    messages: list[str] = []
     with serve(routes={"/": respond(200, "<p>x</p>")}) as srv:
         for renderer in (ChromiumRenderer(executable="/nonexistent/chromium"), PlainRenderer()):
             async with make_web(renderer=renderer) as web:
@@ -530,7 +531,11 @@ async def test_missing_chromium_or_plain_build_is_refused_by_name() -> None:
                 "unsupported_type",
                 "renderer_unavailable",
             )
-            assert "Debian package chromium" in err.value.message
+            messages.append(err.value.message)
+    # What is missing is named with how to get it; what is there, not.
+    assert "Debian's chromium at /nonexistent/chromium (apt-get install chromium)" in messages[0]
+    assert "webward[render]" not in messages[0]  # playwright is installed here
+    assert "a Chromium at /usr/bin/chromium that starts" in messages[1]
 
 
 SHELL_PAGE = (

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidInput, WebwardError
+from ._errors import InvalidInput, Refused, WebwardError
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
     from ._settings import Settings
@@ -91,47 +91,38 @@ def run(
     *,
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
 ) -> int:
-    """Print the matching records; 0 when done, 2 on bad input, 3 if the log is unreadable."""
-    try:
-        since = parse_since(args.since, now()) if args.since else None
-        if args.decision is not None and args.decision not in DECISIONS:
-            raise InvalidInput(
-                f"--decision must be one of {', '.join(DECISIONS)}, not {args.decision!r}"
-            )
-        if args.agent is not None and not args.agent.strip():
-            raise InvalidInput("--agent must name an agent")
-        usage = getattr(args, "usage", False)
-        # A usage summary reads the whole period unless told otherwise.
-        limit = (
-            _MAX_LIMIT if usage and args.limit == str(_DEFAULT_LIMIT) else _parse_limit(args.limit)
+    """Print the matching records; 0 when done, 2 on bad input, 3 if the log is unreadable.
+    Errors are raised for the command line to report (with --json, as the error model)."""
+    since = parse_since(args.since, now()) if args.since is not None else None
+    if args.decision is not None and args.decision not in DECISIONS:
+        raise InvalidInput(
+            f"--decision must be one of {', '.join(DECISIONS)}, not {args.decision!r}"
         )
-    except InvalidInput as exc:
-        print(f"webward: {exc.message}", file=sys.stderr)
-        return 2
+    if args.agent is not None and (not args.agent.strip() or not args.agent.isprintable()):
+        raise InvalidInput("--agent must name an agent in printable UTF-8 text")
+    usage = getattr(args, "usage", False)
+    # A usage summary reads the whole period unless told otherwise.
+    limit = _MAX_LIMIT if usage and args.limit == str(_DEFAULT_LIMIT) else _parse_limit(args.limit)
     import anyio
 
     try:
         # One record more than shown tells whether --limit cut the answer.
         records = anyio.run(_query, settings, since, args.agent, args.decision, limit + 1)
     except WebwardError as exc:
-        print(f"webward: {exc.message}", file=sys.stderr)
-        return 3
+        raise Refused(exc.message, reason=exc.reason) from None  # the log unreadable: exit 3
     more = len(records) > limit
     records = records[:limit]
     if usage:
         rows = usage_summary(records, settings.search.costs)
-        if args.json:
-            print(json.dumps(rows, ensure_ascii=False))
-        else:
-            print(render_usage(rows))
-        return 0
-    if args.json:
+        print(json.dumps(rows, ensure_ascii=False) if args.json else render_usage(rows))
+    elif args.json:
         print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
     else:
         print(render_table(records, width=_terminal_width()))
-    if more:  # on stderr, so that --json's output stays one array
+    if more:  # on stderr, so that --json's output stays one array (or one summary)
+        counted = f"the {limit} the summary counts" if usage else f"the {limit} shown"
         print(
-            f"webward: more records match than the {limit} shown; "
+            f"webward: more records match than {counted}; "
             "raise --limit or narrow with --since, --agent or --decision",
             file=sys.stderr,
         )

@@ -143,10 +143,16 @@ class Renderer(Protocol):
         ...
 
 
-def _unavailable() -> Refused:
+def _unavailable(executable: str = CHROMIUM) -> Refused:
+    # Name what is missing: the extra that brings playwright, the Debian package for Chromium.
+    missing = []
+    if importlib.util.find_spec("playwright") is None:
+        missing.append("the render extra (pip install 'webward[render]')")
+    if not os.path.exists(executable):
+        missing.append(f"Debian's chromium at {executable} (apt-get install chromium)")
+    needs = " and ".join(missing) or f"a Chromium at {executable} that starts"
     return Refused(
-        "refused: the headless renderer is not available; install the Debian package chromium "
-        "and the Python package playwright",
+        f"refused: the headless renderer is not available; it needs {needs}",
         code="unsupported_type",
         reason=Reason.RENDERER_UNAVAILABLE,
     )
@@ -200,7 +206,7 @@ class ChromiumRenderer:
                 "refused: only http:// and https:// pages are rendered", reason=Reason.SCHEME
             )
         if not os.path.exists(self._executable) or importlib.util.find_spec("playwright") is None:
-            raise _unavailable()
+            raise _unavailable(self._executable)
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -229,7 +235,7 @@ class ChromiumRenderer:
                     reason=Reason.RENDER_TIMEOUT,
                 ) from None
             if isinstance(exc, FileNotFoundError):
-                raise _unavailable() from None
+                raise _unavailable(self._executable) from None
             if isinstance(exc, PlaywrightError):
                 first = (str(exc).strip().splitlines() or ["unknown error"])[0][:200]
                 raise UpstreamError(

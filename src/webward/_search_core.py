@@ -49,6 +49,8 @@ def check_query(query: object, max_chars: int) -> str:
         raise InvalidInput("query must be a string")
     if any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in query):
         raise InvalidInput("query must not contain control characters")
+    if any(unicodedata.category(ch) == "Cs" for ch in query):  # a byte that was not UTF-8
+        raise InvalidInput("query must be UTF-8 text; it holds a byte that is not")
     text = " ".join(query.split())
     if not text:
         raise InvalidInput("query must not be empty")

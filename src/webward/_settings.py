@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -270,7 +271,7 @@ def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) ->
 
 
 def _named_config(p: Path, named_by: str) -> Path:
-    if p.is_file():
+    if p.is_file() or (p.exists() and not p.is_dir()):  # also /dev/null, a pipe: <(...)
         return p
     if p.is_dir():
         raise InvalidInput(
@@ -374,9 +375,20 @@ def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: s
     if section == "policy" and isinstance(value.get("tiers"), Mapping):
         # [policy.tiers.NAME] robots = false turns robots.txt off for one tier.
         tiers = value.pop("tiers")
-        off = [
-            t for t, cfg in tiers.items() if isinstance(cfg, Mapping) and cfg.get("robots") is False
-        ]
+        for tier, cfg in tiers.items():
+            if not isinstance(cfg, Mapping):
+                raise InvalidInput(f"[policy.tiers.{tier}]{where} must be a table")
+            for key, item in cfg.items():  # a misspelt "robotz" must not pass unsaid
+                if key != "robots":
+                    raise InvalidInput(
+                        f"unknown config key policy.tiers.{tier}.{key}{where}; a tier's table "
+                        "takes robots = true or false"
+                    )
+                if not isinstance(item, bool):
+                    raise InvalidInput(
+                        f"config key policy.tiers.{tier}.robots{where} must be true or false"
+                    )
+        off = [t for t, cfg in tiers.items() if cfg.get("robots") is False]
         value["robots_off_tiers"] = tuple(off)
     if section == "search":
         value["costs"] = _search_costs(value, where)
@@ -427,20 +439,48 @@ def _coerce(item: Any, default: Any, name: str, where: str) -> Any:
                 raise ValueError(item)
             return tuple(item)
         if isinstance(default, int) and not isinstance(default, bool):
-            if isinstance(item, bool):
-                raise ValueError(item)
-            return int(item)
+            # A whole number: 1.9 is not cut to 1, nor is inf an OverflowError (a bug's words).
+            if isinstance(item, int) and not isinstance(item, bool):
+                return item
+            if isinstance(item, str):  # an environment variable's
+                return int(item.strip())
+            if isinstance(item, float) and math.isfinite(item) and item.is_integer():
+                return int(item)
+            raise ValueError(item)
         if isinstance(default, float):
-            if isinstance(item, bool):
+            if isinstance(item, bool) or not math.isfinite(float(item)):
                 raise ValueError(item)
             return float(item)
         if isinstance(default, str):
             if not isinstance(item, str):
                 raise ValueError(item)
             return item
-    except (TypeError, ValueError):
-        raise InvalidInput(f"config key {name}{where} has the wrong type ({item!r})") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInput(
+            f"config key {name}{where} has the wrong type ({item!r}); it takes "
+            f"{_KINDS.get(type(default), 'a value of another kind')}"
+        ) from None
     return item
+
+
+_KINDS = {
+    bool: "true or false",
+    tuple: "a list of strings",
+    int: "a whole number",
+    float: "a finite number",
+    str: "a string",
+}
+
+
+#: An agent's name: what the audit, the metrics and the console show and filter by.
+MAX_AGENT_CHARS = 200
+AGENT_NAME_RULE = f"agent must be a name of 1 to {MAX_AGENT_CHARS} printable characters"
+
+
+def is_agent_name(name: object) -> bool:
+    """Whether ``name`` may name an agent: control characters, bidi overrides and bytes that
+    are not UTF-8 would reach the audit under a name no one could type or filter by."""
+    return isinstance(name, str) and 0 < len(name) <= MAX_AGENT_CHARS and name.isprintable()
 
 
 def _build_agents(value: Any, where: str) -> dict[str, AgentSettings]:
@@ -448,6 +488,8 @@ def _build_agents(value: Any, where: str) -> dict[str, AgentSettings]:
         raise InvalidInput(f"config section [agents]{where} must be a table of agents")
     agents: dict[str, AgentSettings] = {}
     for name, cfg in value.items():
+        if not is_agent_name(name):
+            raise InvalidInput(f"[agents.{name!r}]{where}: an {AGENT_NAME_RULE}")
         if not isinstance(cfg, Mapping):
             raise InvalidInput(f"[agents.{name}]{where} must be a table")
         table = dict(cfg)

@@ -43,7 +43,7 @@ from ._provenance import SessionStore, check_session, open_session_store, urls_i
 from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsStore
-from ._settings import TIERS, Settings
+from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
 from ._shell import needs_browser
 from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
@@ -729,8 +729,8 @@ class Web:
                 log.warning("the audit record of a %s call was lost: %s", capability, audit_exc)
 
     def _tier(self, agent: str, tier: str | None) -> str:
-        if not isinstance(agent, str) or not agent:
-            raise InvalidInput("agent must be a non-empty name")
+        if not is_agent_name(agent):
+            raise InvalidInput(AGENT_NAME_RULE)
         tier = tier or self.settings.tier_for(agent)
         if tier not in TIERS:
             raise InvalidInput(f"unknown tier {tier!r}; the tiers are {', '.join(TIERS)}")

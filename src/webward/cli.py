@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import gc
 import importlib
 import os
@@ -44,8 +45,9 @@ provider error); 2 bad usage or input; 3 refused (policy, guard, rate limit, cir
 configured); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the call in flight is audited
 as cancelled.
 
-configuration: --config FILE, else $WEBWARD_CONFIG, else the user config dir; a webward.toml
-in the working directory is read only when named with --config. WEBWARD_* variables override
+configuration: --config FILE, else $WEBWARD_CONFIG, else webward.toml in the user config dir
+(~/.config/webward/webward.toml on Linux); a webward.toml in the working directory is read
+only when named with --config. WEBWARD_* variables override
 single settings (WEBWARD_TIER, WEBWARD_ALLOW_RANGES, WEBWARD_STATE_DIR, ...). Credentials
 never live in the config file.
 """
@@ -63,14 +65,32 @@ def exit_code(error: WebwardError) -> int:
 
 
 def report_error(error: WebwardError, as_json: bool) -> int:
-    """Print ``error`` for people (stderr) or scripts (the error model on stdout)."""
-    if as_json:
-        import json
+    """Print ``error`` for people (stderr) or scripts (the error model on stdout); if stdout
+    cannot be written, the sentence goes to stderr, and if neither can, only the code is left."""
+    with contextlib.suppress(OSError):
+        if as_json:
+            import json
 
-        print(json.dumps(error.to_wire(), ensure_ascii=False))
-    else:
-        print(f"webward: {error.message}", file=sys.stderr)
+            try:
+                print(json.dumps(error.to_wire(), ensure_ascii=False), flush=True)
+                return exit_code(error)
+            except OSError:
+                _silence_stdout()
+        print(f"webward: {error.message}", file=sys.stderr, flush=True)
     return exit_code(error)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be
+    written does not raise again on the way out."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+# What a write to a full disk or a failing device raises (a pipe's reader leaving is
+# BrokenPipeError, answered on its own). The state dir's own failures are refusals, so these
+# reaching the top are the output's.
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG})
 
 
 def _modules(chosen: str | None = None) -> list[tuple[str, ModuleType]]:
@@ -154,9 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`webward fetch URL | head`): stop quietly, as a tool killed
         # by SIGPIPE would, and keep the interpreter's last flush from raising again.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 141
+    except OSError as exc:
+        if exc.errno not in _WRITE_FAILURES:
+            return report_error(internal_error(exc), as_json)
+        _silence_stdout()
+        with contextlib.suppress(OSError):
+            print(f"webward: could not write the output ({exc.strerror})", file=sys.stderr)
+        return 1
     except Exception as exc:  # a bug: one sentence (code internal_error), never a traceback
         return report_error(internal_error(exc), as_json)
     return code

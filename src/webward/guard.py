@@ -311,7 +311,12 @@ def _refuse_bad_characters(
     what: str = "the URL contains a control character or whitespace",
     hint: str = "; percent-encode it or remove it",
 ) -> None:
-    bad = _BAD_CHAR_RE.search(text) or _SURROGATE_RE.search(text)
+    bad = _BAD_CHAR_RE.search(text)
+    if bad is None and (bad := _SURROGATE_RE.search(text)) is not None:
+        # A lone surrogate is what Python makes of a byte that is not UTF-8 (a command line's
+        # argument, a file name): no character at all, and never one that prints as space.
+        what = "the URL holds a byte that is not UTF-8 text"
+        hint = "; give the URL as UTF-8, or percent-encode the byte"
     if bad is not None:
         raise InvalidInput(
             f"{what} (U+{ord(bad.group()):04X}), which is not allowed{hint}",
