@@ -1105,7 +1105,8 @@ async def test_a_read_whose_conversion_is_cut_ends_in_one_sentence_and_an_audit_
     assert caught.value.code == "timeout"
     assert caught.value.message == (
         f"converting {server.url('/slow.pdf')} did not finish within the read's 2 s deadline "
-        "and was stopped"
+        "and was stopped; try again when webward is less busy (an operator can raise [limits] "
+        "fetch_timeout_s)"
     )
     [record] = audit.records
     assert (record.decision, record.reason) == ("failed", "convert_timeout")

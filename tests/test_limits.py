@@ -9,6 +9,7 @@ import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -30,6 +31,8 @@ from webward.limits import (
     LimitState,
     MemoryLimitState,
     SQLiteLimitState,
+    Ticket,
+    limits_unavailable,
     open_limit_state,
     parse_retry_after,
     retry_after_from_headers,
@@ -281,6 +284,63 @@ async def test_concurrency_slots_per_host(state: LimitState) -> None:
         await lim.record(first, status=200)
     assert len(got) == 1
     await lim.release(other)
+
+
+@pytest.mark.anyio
+async def test_a_timeout_after_waiting_for_a_slot_is_not_the_hosts_failure(
+    state: LimitState,
+) -> None:
+    """A request that waited in webward's own queue for its slot and then ran out of its
+    deadline says nothing of the host: it does not count toward the breaker. Other failures
+    of queued requests (a 5xx) and timeouts of requests that never waited still do."""
+    clock = FakeClock()
+    lim = limiter(state, clock, per_host_burst=1000, per_host_concurrency=1, breaker_failures=2)
+    timeout = UpstreamError("the host did not answer in time", code="timeout")
+    first = await lim.acquire(HOST)
+    queued: list[Ticket] = []
+
+    async def wait_for_a_slot(task_status: TaskStatus[None]) -> None:
+        task_status.started()
+        queued.append(await lim.acquire(HOST))
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(wait_for_a_slot)
+        await anyio.wait_all_tasks_blocked()
+        await lim.record(first, status=200)
+    (second,) = queued
+    assert second.queued and not first.queued
+    await lim.record(second, error=timeout)
+    third = await lim.acquire(HOST)  # not queued: its timeout counts
+    await lim.record(third, error=timeout)
+    assert (await lim.state_of(HOST)).failures == 1  # type: ignore[union-attr]
+    fourth = await lim.acquire(HOST)
+    await lim.record(fourth, error=timeout)
+    assert (await refused(lim)).code == "circuit_open"
+
+
+class StoreGoneAway(MemoryLimitState):
+    """A shared store that stops answering once ``gone`` is set (Redis killed mid-call)."""
+
+    gone = False
+
+    async def update(self, key: str, change: Any) -> Any:
+        if self.gone:
+            raise limits_unavailable("redis://127.0.0.1:6390/0", "Connection refused")
+        return await super().update(key, change)
+
+
+@pytest.mark.anyio
+async def test_a_store_lost_after_the_request_went_out_does_not_fail_the_call() -> None:
+    """The host answered; only its outcome cannot be recorded: the call keeps its answer (a
+    refusal now would record a page read as refused), the slot is freed, and the next
+    request is refused at admission."""
+    store = StoreGoneAway()
+    lim = limiter(store, FakeClock(), per_host_concurrency=1)
+    ticket = await lim.acquire(HOST)
+    store.gone = True
+    await lim.record(ticket, status=200)
+    assert ticket.done
+    assert (await refused(lim)).reason == REASON_LIMITS_UNAVAILABLE
 
 
 @pytest.mark.anyio

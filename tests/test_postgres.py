@@ -74,8 +74,13 @@ async def test_the_setting_chooses_postgres_and_a_missing_variable_refuses(
         with pytest.raises(Refused) as err:
             await missing.write(record("a"))
         assert err.value.reason == REASON_AUDIT_UNAVAILABLE and f"${ENV}" in err.value.message
-        with pytest.raises(Refused):
+        assert err.value.message.endswith(f"set ${ENV} to the PostgreSQL DSN of the audit log, "
+                                          "or leave [audit] postgres_dsn_env out to audit into "
+                                          "SQLite in the state dir")  # fmt: skip
+        with pytest.raises(Refused) as err:
             await missing.query()
+        assert err.value.message.startswith("refused: the audit log cannot be read (")
+        assert "unaudited" not in err.value.message  # a read opens no door
 
 
 async def test_two_replicas_write_into_one_log_and_read_each_other(postgres_dsn: str) -> None:
@@ -191,6 +196,9 @@ async def test_a_dsn_that_does_not_parse_refuses_without_quoting_it(postgres_dsn
     for dsn in (
         f"{postgres_dsn} password=Hunter2 S3cretTail",
         "postgresql://webward:S3cret%ZZpw@127.0.0.1/db",
+        # A "/" in the password of a user named as an address: libpq reads
+        # "127.0.0.1:S3cret42" as host and port, and quotes the port it cannot use.
+        "postgresql://127.0.0.1:S3cret42/tail@127.0.0.1/db",
     ):
         sink = open_audit_sink(settings(), {ENV: dsn})
         with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
@@ -198,7 +206,7 @@ async def test_a_dsn_that_does_not_parse_refuses_without_quoting_it(postgres_dsn
                 with pytest.raises(Refused) as err:
                     await w.fetch(srv.url("/"))
         assert srv.accepts == 0
-        assert f"${ENV}, whose DSN does not parse" in err.value.message
+        assert f"${ENV}" in err.value.message
         assert "S3cret" not in err.value.message
 
 
@@ -241,7 +249,7 @@ async def test_a_write_the_server_does_not_answer_is_refused_in_bounded_time(
             await sink.write(record("locked"))
         locker.rollback()
     assert err.value.reason == REASON_AUDIT_UNAVAILABLE
-    assert "TimeoutError" in err.value.message
+    assert "did not answer within 1.5 s" in err.value.message
     await sink.write(record("after"))
     assert "after" in [r.agent for r in await sink.query()]
     await sink.aclose()

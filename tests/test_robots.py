@@ -137,6 +137,10 @@ async def test_robots_redirect_to_an_internal_address_disallows_and_never_connec
                 await robots.check(srv.url("/page"))
         assert info.value.reason == REASON_ROBOTS_UNREACHABLE
         assert "127.0.0.2 is an internal address" in info.value.message
+        # A refusal is lasting: not "try again later", and one sentence, not two glued.
+        assert "it leads where webward never reads" in info.value.message
+        assert "try again later" not in info.value.message
+        assert info.value.message.count("refused:") == 1
         assert internal.accepts == 0
 
 

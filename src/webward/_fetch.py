@@ -123,7 +123,8 @@ async def fetch(
                 current = nxt
     except TimeoutError:
         raise UpstreamError(
-            f"reading {url.url} took longer than {timeout_s:g} s and was stopped",
+            f"reading {url.url} took longer than {timeout_s:g} s and was stopped; try again "
+            "later (an operator can raise [limits] fetch_timeout_s)",
             code="timeout",
             reason=Reason.DEADLINE,
         ) from None

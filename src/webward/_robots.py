@@ -95,6 +95,10 @@ class RobotsStore(Protocol):
 _MAX_VERDICTS = 4096  # robots.txt verdicts remembered per origin; cleared when full
 
 
+# How an unreachable robots.txt that leads where webward never reads is said (and known).
+_LEADS_AWAY = "it leads where webward never reads"
+
+
 @dataclass(frozen=True)
 class _Entry:
     expires: float
@@ -180,9 +184,15 @@ class RobotsChecker:
         origin, robots, host = robots_url(target)
         entry = await self._entry(origin, robots, via or self._fetch)
         if entry.unreachable:
+            advice = (
+                "a tier that does not consult robots.txt ([policy.tiers.NAME] robots = false) "
+                "reads without it"
+                if entry.unreachable.startswith(_LEADS_AWAY)
+                else "try again later"
+            )
             raise Refused(
                 f"refused: robots.txt of {host} could not be read ({entry.unreachable}), so "
-                "webward treats every path there as disallowed; try again later",
+                f"webward treats every path there as disallowed; {advice}",
                 reason=REASON_ROBOTS_UNREACHABLE,
             )
         if not entry.allows(target, self._token):
@@ -269,7 +279,12 @@ class RobotsChecker:
                 raise  # our own limits: the caller learns when to retry; nothing is cached
             if isinstance(exc, UpstreamError) and exc.reason in _HOST_UNREACHABLE:
                 raise  # the host is out of reach: an upstream failure, not a robots answer
-            entry = _Entry(now + self._error_ttl_s, None, unreachable=exc.message.rstrip("."))
+            text = exc.message.rstrip(".")
+            if isinstance(exc, Refused) and exc.reason != REASON_HOST_NOT_ALLOWED:
+                # The guard's or the scheme's refusal of where it leads: lasting, and its own
+                # sentence (with its own advice) is cut to what happened.
+                text = f"{_LEADS_AWAY}: {text.removeprefix('refused: ').split(';')[0]}"
+            entry = _Entry(now + self._error_ttl_s, None, unreachable=text)
             # Refused by this caller's allow-list: another tier may read it, so not cached.
             return entry, exc.reason != REASON_HOST_NOT_ALLOWED
         return self._parse(now, status, body), True

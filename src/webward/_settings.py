@@ -617,8 +617,18 @@ def _validate(settings: Settings, where: str) -> None:
             )
     for r in settings.network.allow_ranges:
         try:
-            ipaddress.ip_network(r, strict=False)
+            network = ipaddress.ip_network(r, strict=False)
         except ValueError:
             raise InvalidInput(
                 f"network.allow_ranges{where} holds {r!r}, which is not a CIDR"
             ) from None
+        if "/" in r and network.network_address != ipaddress.ip_address(r.split("/")[0].strip()):
+            # "127.0.0.1/0" is 0.0.0.0/0 to a lenient reading: a typo must not open every
+            # range. Said, with both readings, rather than widened in silence.
+            address = r.split("/")[0].strip()
+            single = f"{address}/{network.max_prefixlen}"
+            raise InvalidInput(
+                f"network.allow_ranges{where} holds {r!r}, whose address has bits set past its "
+                f"prefix; write {str(network)!r} for the whole range or {single!r} for the one "
+                "address"
+            )

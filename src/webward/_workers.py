@@ -563,7 +563,8 @@ def _ewma(average: float, sample: float) -> float:
 def _timed_out(url: str, limits: LimitsSettings) -> UpstreamError:
     return UpstreamError(
         f"converting {url} did not finish within the read's {limits.fetch_timeout_s:g} s "
-        "deadline and was stopped",
+        "deadline and was stopped; try again when webward is less busy (an operator can raise "
+        "[limits] fetch_timeout_s)",
         code="timeout",
         reason=Reason.CONVERT_TIMEOUT,
     )

@@ -18,6 +18,7 @@ import datetime as dt
 import os
 from collections.abc import Mapping
 
+from .._errors import Refused
 from .._settings import Settings
 from ._core import (
     DECISIONS,
@@ -59,8 +60,9 @@ def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None
         dsn = (os.environ if environ is None else environ).get(var, "").strip()
         if not dsn:
             return _RefusingSink(
-                f"[audit] postgres_dsn_env names ${var}, which is unset or empty; it must "
-                "hold the PostgreSQL DSN of the audit log"
+                f"[audit] postgres_dsn_env names ${var}, which is unset or empty",
+                f"set ${var} to the PostgreSQL DSN of the audit log, or leave [audit] "
+                "postgres_dsn_env out to audit into SQLite in the state dir",
             )
         from .._extras import require
 
@@ -80,14 +82,15 @@ def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None
 class _RefusingSink:
     """A sink that refuses every write: the configured store does not exist."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, advice: str | None = None) -> None:
         self._detail = detail
+        self._advice = advice
 
     async def write(self, record: AuditRecord) -> None:
-        raise audit_unavailable(self._detail)
+        raise audit_unavailable(self._detail, self._advice)
 
     async def probe(self) -> None:
-        raise audit_unavailable(self._detail)
+        raise audit_unavailable(self._detail, self._advice)
 
     async def query(
         self,
@@ -96,7 +99,11 @@ class _RefusingSink:
         decision: str | None = None,
         limit: int = 100,
     ) -> list[AuditRecord]:
-        raise audit_unavailable(self._detail)
+        raise Refused(
+            f"refused: the audit log cannot be read ({self._detail})"
+            + (f"; {self._advice}" if self._advice else ""),
+            reason=REASON_AUDIT_UNAVAILABLE,
+        )
 
     async def aclose(self) -> None:
         return None

@@ -402,12 +402,15 @@ class AuditSink(Protocol):
     # A sink without it is written to and trusted, as before.
 
 
-def audit_unavailable(detail: str) -> Refused:
+def audit_unavailable(detail: str, advice: str | None = None) -> Refused:
     """The refusal every sink raises when a record cannot be written."""
     return Refused(
         f"refused: audit unavailable; webward does not open the door unaudited ({detail}); "
-        "make that store writable, or point [state] dir (WEBWARD_STATE_DIR) or [audit] at one "
-        "that is",
+        + (
+            advice
+            or "make that store writable, or point [state] dir (WEBWARD_STATE_DIR) or [audit] "
+            "at one that is"
+        ),
         reason=REASON_AUDIT_UNAVAILABLE,
     )
 

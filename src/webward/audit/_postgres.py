@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import re
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -234,9 +235,15 @@ class PostgresAuditSink:
     def _describe(self, exc: BaseException) -> str:
         # The first line of the driver's message, with anything of the DSN that might be
         # secret taken out (a DSN with a typo can be echoed back in a parse error).
+        if isinstance(exc, TimeoutError):  # no text of its own ("TimeoutError: ")
+            return f"it did not answer within {_bound_s():g} s"
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
+        # libpq quotes the value of an option it cannot use ('invalid integer value "..." for
+        # connection option "port"'): with a "/" in a URL's password, that value is a piece of
+        # the password. No quoted value is repeated; the option's name is enough to go on.
+        text = _QUOTED_VALUE.sub(r'\1"[redacted]"', text)
         return f"{type(exc).__name__}: {text}"
 
 
@@ -262,6 +269,9 @@ def dsn_parses(dsn: str) -> bool:
     except psycopg.Error:
         return False
     return True
+
+
+_QUOTED_VALUE = re.compile(r'(\bvalue:? )"[^"]*"')
 
 
 def _secrets_of(dsn: str) -> tuple[str, ...]:

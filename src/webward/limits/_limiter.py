@@ -29,6 +29,7 @@ processes share.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 import time
 from collections import deque
@@ -45,6 +46,7 @@ from ._state import (
     MAX_BACKPRESSURE_S,
     REASON_BACKPRESSURE,
     REASON_CIRCUIT_OPEN,
+    REASON_LIMITS_UNAVAILABLE,
     REASON_RATE_LIMITED,
     Change,
     HostState,
@@ -60,6 +62,8 @@ from ._steps import (
     release_probe,
     success,
 )
+
+log = logging.getLogger("webward.limits")
 
 __all__ = [
     "DEFAULT_BACKPRESSURE_S",
@@ -116,6 +120,9 @@ class Ticket:
     key: str
     probe: bool = False  # this request is the half-open circuit's one probe
     done: bool = False
+    # It waited for a concurrency slot or a token: the call's deadline was partly spent
+    # here, so its running out says nothing of the host.
+    queued: bool = False
 
 
 class _Slots:
@@ -189,6 +196,7 @@ class Limiter:
         if slots is None:
             slots = self._slots[key] = _Slots(self.limits.per_host_concurrency)
         slots.users += 1
+        queued = slots.sem.value == 0
         try:
             await slots.sem.acquire()
         except BaseException:
@@ -204,11 +212,12 @@ class Limiter:
                     raise _refusal(label or key, admission)
                 await self._sleep(admission.retry_after)
                 waited += admission.retry_after
+                queued = True
         except BaseException:
             slots.sem.release()
             self._drop_user(key, slots)
             raise
-        ticket = Ticket(key, probe=admission.probe)
+        ticket = Ticket(key, probe=admission.probe, queued=queued)
         self._open.setdefault(key, deque()).append(ticket)
         return ticket
 
@@ -243,7 +252,8 @@ class Limiter:
         ``ticket`` may be the key instead; then the oldest open ticket of that key is ended.
         A status of 429 is back-pressure (held for ``retry_after`` seconds); 5xx, and errors
         without a status (timeouts, connect errors), are failures; any other status is a
-        success. Refusals and invalid input say nothing about the host.
+        success. Refusals and invalid input say nothing about the host, nor does a timeout
+        of a request that first waited in webward's own queue for its slot.
         """
         if isinstance(ticket, str):
             queue = self._open.get(ticket)
@@ -251,23 +261,26 @@ class Limiter:
             tk = queue[0] if queue else None
         else:
             key, tk = ticket.key, ticket
-        await self._finish(key, tk, _classify(status, error), retry_after)
+        outcome = _classify(status, error)
+        queued_timeout = tk is not None and tk.queued and getattr(error, "code", None) == "timeout"
+        if outcome == "failure" and queued_timeout:
+            outcome = "neutral"  # the deadline ran out partly in our own queue
+        await self._finish(key, tk, outcome, retry_after)
 
     async def _finish(
         self, key: str, tk: Ticket | None, outcome: str, retry_after: float | None
     ) -> None:
         try:
             with anyio.CancelScope(shield=True):  # the outcome must land even when cancelled
-                if outcome == "success":
-                    await self.record_success(key)
-                elif outcome == "failure":
-                    await self.record_failure(key)
-                    if retry_after is not None:  # a 503 naming a time: a failure, and a hold
-                        await self._update(
-                            key, lambda cur, cfg, now: hold(cur, cfg, now, retry_after)
-                        )
-                elif outcome == "backpressure":
-                    await self.record_backpressure(key, retry_after)
+                try:
+                    await self._record_outcome(key, outcome, retry_after)
+                except Refused as exc:
+                    if exc.reason != REASON_LIMITS_UNAVAILABLE:
+                        raise
+                    # The store went away after the request went out: the host's answer is
+                    # the call's to report (the next call is refused at admission); only
+                    # this outcome is lost from the breaker.
+                    log.warning("the outcome of a request to %s was not recorded: %s", key, exc)
                 if tk is not None:
                     if outcome != "neutral":
                         tk.probe = False  # the probe told us something; its lease is spent
@@ -277,6 +290,16 @@ class Limiter:
                 with anyio.CancelScope(shield=True):
                     await self.release(tk)
             raise
+
+    async def _record_outcome(self, key: str, outcome: str, retry_after: float | None) -> None:
+        if outcome == "success":
+            await self.record_success(key)
+        elif outcome == "failure":
+            await self.record_failure(key)
+            if retry_after is not None:  # a 503 naming a time: a failure, and a hold
+                await self._update(key, lambda cur, cfg, now: hold(cur, cfg, now, retry_after))
+        elif outcome == "backpressure":
+            await self.record_backpressure(key, retry_after)
 
     async def record_success(self, key: str) -> None:
         """The host answered (anything but a 5xx or a 429): its failure streak ends."""
