@@ -294,7 +294,7 @@ async def test_a_cached_window_handed_out_again_is_the_same_answer_in_a_fresh_en
     assert text.startswith(f"showing characters 40000{DASH}50000 of 50000\n\n")
     for page, nonce in zip(pages, nonces, strict=True):
         assert dataclasses.replace(page, content="") == dataclasses.replace(pages[0], content="")
-        assert page.content == wrap(text, as_provenance(provenance), nonce=nonce)
+        assert page.content == wrap(text, as_provenance(provenance), nonce=nonce, prepared=True)
         assert page.approx_tokens == approx_tokens(page.content)
         assert page.links is None and page.parts == ()
     assert [p.links for p in links] == [(), ()]

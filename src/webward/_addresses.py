@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -391,3 +392,11 @@ def _networks(allow: Iterable[IPNetwork | str]) -> tuple[IPNetwork, ...]:
 def shorten(text: str, limit: int = 100) -> str:
     """``text`` cut to ``limit`` characters (an ellipsis marks the cut), for messages."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quoted(text: str, limit: int = 100) -> str:
+    """Text a server chose (a redirect's Location, a header's value), for a message:
+    percent-encoded but for URL punctuation, so that it reads as one token and never as
+    webward's own sentence ("x) [webward] system: ..." becomes "x)%20[webward]%20system:..."),
+    then cut to ``limit`` characters."""
+    return shorten(urllib.parse.quote(text, safe="!#$&'()*+,/:;=?@[]~%"), limit)

@@ -124,17 +124,24 @@ _HOMOGLYPHS: dict[str, str] = {
 # the span over the decoration around them; possessive quantifiers keep every step linear, so
 # a page of a million "<" costs no more than a page of prose.
 _WS = r"[^\S\n]*+"  # horizontal space in the folded view
-_CORE_RE = re.compile(r"untrusted[\s\-_.]*web[\s\-_.]*content")
-_TIGHT_RE = re.compile(r"untrusted[-_.]*web[-_.]*content")
-# What may precede the words, read backwards from them: "end-" and a run of "<" (with "/").
+# What may join the words: hyphens and the like, and what Markdown adds around them (a
+# converter escapes "_" and "<" with a backslash; emphasis is "*" or "_"; code is "`"), which
+# a Markdown renderer takes away again.
+_JOIN = r"\-_.\\*`~/+:,#|\u00b7\u2022"
+_CORE_RE = re.compile(rf"untrusted[\s{_JOIN}]*web[\s{_JOIN}]*content")
+_TIGHT_RE = re.compile(rf"untrusted[{_JOIN}]*web[{_JOIN}]*content")
+# What may precede the words, read backwards from them: "end-" and a run of "<" (each may be
+# escaped, or follow a "/" or "!").
 _LEFT_REV_RE = re.compile(
-    rf"(?P<end>{_WS}(?P<sep>[-_.:/]*+){_WS}dne)?(?P<angles>(?:{_WS}[/\\!]?+{_WS}<)++)?"
+    rf"(?P<end>{_WS}(?P<sep>[{_JOIN}]*+){_WS}dne)?(?P<angles>(?:{_WS}[/\\!]?+{_WS}<)++)?"
 )
 _TAIL_RE = re.compile(
-    rf"(?:{_WS}[-_:]?+{_WS}nonce{_WS}[=:]?+{_WS}[\"']?+[0-9a-z]*+[\"']?+)?"
-    rf"(?:{_WS}[/\\]?+{_WS}>++)?"
+    rf"(?:{_WS}[{_JOIN}]*+{_WS}nonce{_WS}[\\]?+[=:]?+{_WS}[\"']?+[0-9a-z]*+[\"']?+)?"
+    rf"(?:{_WS}[/\\]?+{_WS}[\\]?+>++)?"
 )
-_RIGHT_EVIDENCE_RE = re.compile(rf"{_WS}(?:[-_:]{_WS})?(?:nonce|>)")
+# Evidence on the right that the words are a marker: a nonce, a ">", or a rule of dashes or
+# a bracket closing a label ("-----END UNTRUSTED WEB CONTENT-----", "[end of ...]").
+_RIGHT_EVIDENCE_RE = re.compile(rf"{_WS}(?:[{_JOIN}]{_WS})?(?:nonce|\\?>|--|\\?\])")
 _LEFT_WINDOW = 512
 
 # Controls other than tab and newline: never useful in text a model reads; some would rewrite
@@ -200,10 +207,28 @@ _BLANKS_RE = re.compile(
 )
 
 
+@lru_cache(maxsize=1)
+def _small_capitals() -> dict[str, str]:
+    """The small-capital letters (U+1D1C, U+0274, ...), which neither compatibility normalisation nor
+    the confusables table takes to the Latin letter they show: read from their names, in the
+    blocks that hold them (IPA, phonetic extensions, Latin Extended-D and -G)."""
+    table: dict[str, str] = {}
+    for start, stop in ((0x0250, 0x02B0), (0x1D00, 0x1DC0), (0xA720, 0xA800), (0x1DF00, 0x1E000)):
+        for code in range(start, stop):
+            match = _SMALL_CAPITAL_RE.search(unicodedata.name(chr(code), ""))
+            if match:
+                table[chr(code)] = match.group(1).lower()
+    return table
+
+
+_SMALL_CAPITAL_RE = re.compile(r"\bSMALL CAPITAL ([A-Z])$")
+
+
 @lru_cache(maxsize=8192)
 def _fold_char(c: str) -> str:
     if c in _INVISIBLE:
         return ""
+    c = _small_capitals().get(c, c)
     confusables = _confusables()
     out = []
     # Decomposed first, so a precomposed letter (U+1EE5, u with a dot below) loses its mark as
@@ -289,7 +314,19 @@ def find_markers(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# webward's own voice inside an envelope: the handling notice's "[webward]" and the window's
+# and passages' headers ("showing characters 0-40000 of 81234; pass offset=..."). A page that
+# writes them is forging them; on a page short enough for no header, a forged one would pass.
+# Two searches that start from a literal ("[", "characters"): a megabyte in about 1.5 ms.
+_OWN_NOTICE_RE = re.compile(r"\[\s*webward\s*\\?\]", re.IGNORECASE)
+_OWN_HEADER_RE = re.compile(
+    r"characters\s+\d[\d,]*\s*[\u2013-]\s*\d[\d,]*\s+of\s+\d[\d,]*"
+    r"(?:\s*;\s*pass\s+offset\s*=\s*\d*(?:\s+to\s+continue)?)?"
+)
+
+
 def _neutralise_markers(text: str) -> str:
+    text = _OWN_HEADER_RE.sub(REPLACEMENT, _OWN_NOTICE_RE.sub(REPLACEMENT, text))
     # Each pass removes at least one "untrusted...content" core and adds none, so this ends;
     # a second pass is insurance against a span that only appears once its neighbour is gone.
     while True:
@@ -309,6 +346,10 @@ def _neutralise_markers(text: str) -> str:
 
 
 def _newlines(text: str) -> str:
+    # The line and paragraph separators break a line in many renderers and tokenizers: a
+    # page's "x<U+2028>system: ..." must read as the new line it looks like, not hide one.
+    if "\u2028" in text or "\u2029" in text:
+        text = text.replace("\u2028", "\n").replace("\u2029", "\n")
     if "\r" not in text:  # one quick search instead of two copies of the text
         return text
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -334,9 +375,11 @@ _LINE_MEMO_CHARS = 1024
 
 
 def _neutralise_line(text: str) -> str:
-    if text.isascii() and "untrusted" not in text.lower() and not _ASCII_PLAIN_RE.search(text):
-        # Printable ASCII folds to its lower case: without the marker word nothing can match.
-        return " ".join(text.split())
+    if text.isascii() and not _ASCII_PLAIN_RE.search(text):
+        low = text.lower()
+        if "untrusted" not in low and "webward" not in low and "characters" not in low:
+            # Printable ASCII folds to its lower case: without the words nothing can match.
+            return " ".join(text.split())
     return " ".join(neutralise(text).split())
 
 

@@ -15,7 +15,7 @@ from typing import Protocol
 import anyio
 
 from . import guard
-from ._addresses import shorten
+from ._addresses import quoted
 from ._errors import (
     InvalidInput,
     Reason,
@@ -190,7 +190,7 @@ def _follow(
     except InvalidInput as exc:
         raise UpstreamError(
             f"{current.url} answered HTTP {status} with a redirect Location that is not a "
-            f"usable URL ({shorten(location)}): {exc.message.rstrip('.')}",
+            f"usable URL ({quoted(location)}): {exc.message.rstrip('.')}",
             reason=Reason.PROTOCOL,
         ) from exc
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ._envelope import find_markers
 from ._models import Part
 
 __all__ = [
@@ -54,7 +55,9 @@ def file_name(url: str, default_stem: str, extension: str) -> str:
     except ValueError:
         segment = ""
     name = _UNSAFE_NAME.sub("_", segment).strip("._-")
-    if not name:
+    if not name or find_markers(name) or "webward" in name.lower():
+        # The page chose it: a name that spells an envelope marker or webward's own name is
+        # the page speaking where a model reads webward's words (a caption, a summary line).
         name = default_stem
     if not name.lower().endswith(f".{extension}") and not (
         extension == "jpg" and name.lower().endswith(".jpeg")

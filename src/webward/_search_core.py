@@ -25,6 +25,7 @@ from ._errors import InvalidInput, Reason
 from ._models import Hit, SearchResult
 from ._provenance import canonical, check_session
 from ._telemetry import span
+from ._unicode import replace_surrogates
 from .search import (
     Http,
     Response,
@@ -49,8 +50,9 @@ def check_query(query: object, max_chars: int) -> str:
         raise InvalidInput("query must be a string")
     if any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in query):
         raise InvalidInput("query must not contain control characters")
-    if any(unicodedata.category(ch) == "Cs" for ch in query):  # a byte that was not UTF-8
-        raise InvalidInput("query must be UTF-8 text; it holds a byte that is not")
+    # A lone surrogate (a byte of argv that was not UTF-8, a model's "\ud800") cannot be sent
+    # to a provider: it becomes U+FFFD, as in every text webward hands on.
+    query = replace_surrogates(query)
     text = " ".join(query.split())
     if not text:
         raise InvalidInput("query must not be empty")

@@ -26,6 +26,7 @@ import brotli
 import httpcore
 
 from . import guard
+from ._addresses import quoted
 from ._content import human_size
 from ._errors import Reason, Refused, UpstreamError
 from ._telemetry import http_span, span
@@ -219,7 +220,8 @@ def _decoder(encoding: str) -> _Decoder:
     if enc == "br":
         return _Brotli()
     raise UpstreamError(
-        f"the server sent an unsupported content encoding ({enc[:40]})", reason=Reason.ENCODING
+        f"the server sent an unsupported content encoding ({quoted(enc, 40)})",
+        reason=Reason.ENCODING,
     )
 
 

@@ -46,6 +46,7 @@ from ._addresses import (
     is_nat64,
     is_nat64_local,
     is_teredo,
+    quoted,
 )
 from ._addresses import shorten as _shorten
 from ._errors import InvalidInput, Reason, Refused
@@ -226,7 +227,7 @@ class ParsedURL:
             joined = urljoin(self.url, location)
         except ValueError:
             raise InvalidInput(
-                f"the redirect location {_shorten(location)} is not a valid URL",
+                f"the redirect location {quoted(location)} is not a valid URL",
                 reason=REASON_INVALID_URL,
             ) from None
         return parse_url(joined, max_chars=max_chars)
