@@ -6,6 +6,8 @@ import base64
 import io
 import json
 import os
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -239,9 +241,13 @@ async def test_stdio_server_with_the_official_client(tmp_path: Path, site: Local
 
 @asynccontextmanager
 async def mcp_over_http(
-    tmp_path: Path, config: Path | None = None, args: tuple[str, ...] = ("--tier", "connected")
+    tmp_path: Path,
+    config: Path | None = None,
+    args: tuple[str, ...] = ("--tier", "connected"),
+    address: str = "127.0.0.1:0",
 ) -> AsyncIterator[str]:
-    """Run `webward mcp --http 127.0.0.1:0` and yield the URL it prints once bound."""
+    """Run `webward mcp --http ADDRESS` and yield the URL it prints once bound (on
+    127.0.0.1 even when it listens on every address: nothing leaves loopback)."""
     config = config or write_config(tmp_path)
     env = {
         **{k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")},
@@ -254,7 +260,7 @@ async def mcp_over_http(
             "webward.cli",
             "mcp",
             "--http",
-            "127.0.0.1:0",
+            address,
             *args,
             "--config",
             str(config),
@@ -269,8 +275,10 @@ async def mcp_over_http(
             while b"\n" not in buffered:
                 buffered += await process.stderr.receive()
         line = buffered.decode().splitlines()[0]
-        assert line.startswith("webward mcp: streamable HTTP on http://127.0.0.1:"), line
-        yield line.split(" on ", 1)[1].split()[0]  # then the HTTP stack, in parentheses
+        host = address.rsplit(":", 1)[0]
+        assert line.startswith(f"webward mcp: streamable HTTP on http://{host}:"), line
+        url = line.split(" on ", 1)[1].split()[0]  # then the HTTP stack, in parentheses
+        yield url.replace(f"http://{host}:", "http://127.0.0.1:", 1)
     finally:
         process.terminate()
         with anyio.fail_after(15):
@@ -550,3 +558,100 @@ def test_search_result_says_its_hits_as_text_and_keeps_the_model_in_meta() -> No
     assert result.structured_content == {"result": "ENVELOPED HITS"}
     assert result.meta is not None
     assert result.meta["webward/result"]["hits"][0]["url"] == "https://example.org/owls"
+
+
+def raw_stdio_server(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """`webward mcp` on stdio, for a client that writes raw lines."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "webward.cli", "mcp", "--config", str(write_config(tmp_path))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **child_env(tmp_path)},
+        cwd=str(tmp_path),
+    )
+
+
+def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
+    tmp_path: Path,
+) -> None:
+    """On stdio, a line that is no JSON-RPC request the SDK reads (params that are no
+    object, no JSON, a batch) is answered with a JSON-RPC error, with its id where it has
+    one: before, the client waited forever. A tools/call the SDK refuses (arguments that are
+    no object, a name that is no string, sent before initialize) is one sentence and one
+    audit record."""
+    process = raw_stdio_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        process.stdin.write(line + b"\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+
+    def call(request_id: int, params: object) -> bytes:
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        ).encode()
+
+    try:
+        early = ask(call(1, {"name": "web_fetch", "arguments": {"url": "https://example.org/"}}))
+        assert early["error"]["message"].startswith("a tools/call before initialize")
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+        ask(
+            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": init}).encode()
+        )
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        answers = [
+            ask(call(3, ["web_fetch"])),
+            ask(b"not json"),
+            ask(b"[]"),
+            ask(call(4, {"name": "web_fetch", "arguments": "https://example.org/"})),
+            ask(call(5, {"name": 5})),
+            ask(b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}'),
+        ]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+    assert [(a.get("id"), a.get("error", {}).get("code")) for a in answers] == [
+        (3, -32600),
+        (None, -32700),
+        (None, -32600),
+        (4, -32602),
+        (5, -32602),
+        (6, None),
+    ]
+    assert "arguments of 'web_fetch' must be a JSON object" in answers[3]["error"]["message"]
+    assert process.returncode == 0
+    records = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "webward.cli", "audit", "--json"],
+            capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert sorted((r["capability"], r["decision"]) for r in records) == [
+        ("agent:tool.unknown@1", "refused"),
+        ("web:page.fetch@1", "refused"),
+        ("web:page.fetch@1", "refused"),
+    ]
+
+
+def test_sigterm_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path) -> None:
+    """A supervisor's SIGTERM ends the stdio server (exit 143) though its client neither
+    closes stdin nor sends anything more: the read of stdin no longer holds it alive."""
+    process = raw_stdio_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+    init = {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+    process.stdin.write(json.dumps(request).encode() + b"\n")
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["id"] == 1  # serving, stdin still open
+    process.send_signal(signal.SIGTERM)
+    try:
+        assert process.wait(timeout=30) == 143
+    finally:
+        process.kill()
+        process.stdin.close()
+        process.stdout.close()

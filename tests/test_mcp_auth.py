@@ -177,9 +177,33 @@ async def test_one_agent_cannot_fill_the_servers_sessions(tmp_path: Path) -> Non
         assert "too many new MCP sessions" in refused.json()["error"]["message"]
         theirs = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("bob")})
         assert theirs.status_code == 200
+        # A request of the sessionless protocol opens no session, so it is not counted.
+        sessionless = {"mcp-method": "tools/list", "mcp-protocol-version": "2026-07-28"}
+        listing = await http.post(
+            url, json=LIST, headers={**ACCEPT, **sessionless, **bearer("alice")}
+        )
+        assert listing.status_code != 429
         session = {"mcp-session-id": opened[0].headers["mcp-session-id"]}
         listed = await http.post(url, json=LIST, headers={**ACCEPT, **session, **bearer("alice")})
         assert listed.status_code == 200 and "web_fetch" in listed.text
+
+
+@pytest.mark.anyio
+async def test_a_server_on_every_address_answers_its_clients_by_any_name(tmp_path: Path) -> None:
+    """On 0.0.0.0 (tokens required) the server is reached by names no list could know
+    (Host: mcp.internal.example): not answered 421. Its token is what keeps a rebinding
+    page out, so a request without one is still 401."""
+    async with (
+        mcp_over_http(tmp_path, token_config(tmp_path), args=(), address="0.0.0.0:0") as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        named = {"Host": "mcp.internal.example:8000"}
+        opened = await http.post(
+            url, json=INITIALIZE, headers={**ACCEPT, **named, **bearer("alice")}
+        )
+        assert opened.status_code == 200, opened.text
+        anonymous = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **named})
+        assert anonymous.status_code == 401
 
 
 def settings_with(tmp_path: Path, *, tokens: bool) -> Settings:

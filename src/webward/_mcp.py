@@ -41,11 +41,15 @@ its rate limits, circuit breakers, page cache and audit sink.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import json
 import logging
 import math
+import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -59,17 +63,25 @@ from mcp.server.auth.routes import create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
     BlobResourceContents,
     CallToolResult,
     ContentBlock,
     EmbeddedResource,
+    ErrorData,
     ImageContent,
+    JSONRPCError,
     TextContent,
     ToolAnnotations,
 )
-from pydantic import AnyHttpUrl, BaseModel, Field
+from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 
 from ._capabilities import (
     DEFAULT_LIMIT,
@@ -251,20 +263,66 @@ def build_server(
 
     class AuditedServer(MCPServer):
         async def call_tool(self, name: str, arguments: Any, context: Any = None) -> Any:
-            # A call of a tool this server does not have is a call too: audited before the
-            # SDK answers it, as every face audits what it refuses.
+            # A call of a tool this server does not have is a call too: audited, and answered
+            # in webward's words (the SDK's would echo the name raw, control characters too).
             if name not in known:
+                shown = neutralise_line(str(name))[:200]
                 who, reach = acting()
-                await web.reject(
+                error = await web.reject(
                     UNKNOWN_TOOL,
                     who,
                     reach,
-                    neutralise_line(str(name))[:200],
+                    shown,
                     InvalidInput(
-                        f"unknown tool {name!r}; this server has {', '.join(sorted(known))}"
+                        f"unknown tool {shown!r}; this server has {', '.join(sorted(known))}"
                     ),
                 )
+                return error_result(error)
             return await super().call_tool(name, arguments, context)
+
+    async def audit_refused_calls(ctx: Any, call_next: Any) -> Any:
+        """A ``tools/call`` the SDK refuses before any tool runs (its params no object, its
+        name no string, its arguments no object, or sent before ``initialize``) is a call
+        too: audited, and answered with one sentence rather than "Invalid request
+        parameters"."""
+        if ctx.method != "tools/call" or ctx.request_id is None:
+            return await call_next(ctx)
+        try:
+            return await call_next(ctx)
+        except (MCPError, ValidationError) as exc:
+            if isinstance(exc, MCPError) and exc.code != INVALID_PARAMS:
+                raise
+            params = ctx.params if isinstance(ctx.params, dict) else {}
+            name, arguments = params.get("name"), params.get("arguments")
+            if not isinstance(name, str):
+                message = _BAD_CALL
+            elif not isinstance(arguments, dict | None):
+                shown = neutralise_line(name)[:200]
+                message = f"the arguments of {shown!r} must be a JSON object of named values"
+            elif isinstance(exc, MCPError):  # well formed: the SDK's gate before initialize
+                message = _BEFORE_INITIALIZE
+            else:  # its _meta, a progress token: "_meta" must be an object of known keys
+                message = _BAD_CALL
+            by_name = {
+                catalogue.fetch.tool: catalogue.fetch,
+                catalogue.search.tool: catalogue.search,
+            }
+            capability = by_name.get(name) if isinstance(name, str) else None
+            field = capability.names(MCP)[0] if capability else ""
+            target = arguments.get(field) if isinstance(arguments, dict) else None
+            who, reach = acting()
+            error = await web.reject(
+                capability.id if capability else UNKNOWN_TOOL,
+                who,
+                reach,
+                target
+                if isinstance(target, str)
+                else ""
+                if name is None
+                else neutralise_line(str(name))[:200],
+                InvalidInput(message),
+            )
+            raise MCPError(INVALID_PARAMS, error.message) from None
 
     server = AuditedServer(
         "webward",
@@ -275,6 +333,7 @@ def build_server(
         tools=tools,
         auth=auth,
         token_verifier=None if tokens is None else _Tokens(tokens),
+        middleware=[audit_refused_calls],
     )
     if auth is not None and auth.resource_server_url is not None:
         # The SDK serves the metadata under the resource's path (RFC 9728 section 3.1); the
@@ -349,6 +408,11 @@ class _Tokens:
 #: The tool functions' parameter that receives the names of the arguments a call sent and
 #: the tool does not take (:class:`_StrictTool`); never listed in the schema.
 _UNKNOWN = "unknown"
+_BAD_CALL = (
+    'a tools/call needs params {"name": "web_fetch" or "web_search", "arguments": '
+    "{...}}: an object with the tool's name as a string and its arguments as an object"
+)
+_BEFORE_INITIALIZE = "a tools/call before initialize: send initialize first, then call tools"
 
 
 class _StrictTool(Tool):
@@ -505,7 +569,13 @@ def parse_http_address(value: str) -> tuple[str, int]:
 
 
 def _transport_security(host: str) -> TransportSecuritySettings:
-    """DNS-rebinding protection, always on: only these Host and Origin headers are served."""
+    """DNS-rebinding protection on loopback: only these Host and Origin headers are served.
+
+    A server on any other address needs agent tokens (``http_access``), and a token in a
+    header is what a rebinding page cannot send; its clients name it by whatever name or
+    address reaches it (``Host: mcp.internal.example``), which no list here could know."""
+    if not _is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
     if host not in ("127.0.0.1", "localhost", "::1"):
         hosts.append(f"[{host}]:*" if ":" in host else f"{host}:*")
@@ -532,12 +602,129 @@ async def serve_stdio(
     """Serve MCP on stdin/stdout until the client closes it. ``web`` is closed only if made here."""
     owned = web is None
     web = _open_web(settings, web)
+    server = build_server(web, agent=agent, tier=tier)
     try:
-        await build_server(web, agent=agent, tier=tier).run_stdio_async()
+        lines = _StdinLines()
+        async with (
+            stdio_server(stdin=lines) as (read_stream, write_stream),  # type: ignore[arg-type]
+            anyio.create_task_group() as tg,
+        ):
+            send, readable = anyio.create_memory_object_stream[Any](0)
+            tg.start_soon(_answer_unreadable, read_stream, send, write_stream)
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(readable, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The client closed its end of stdout mid-answer: nobody is left to answer.
+        if not group.subgroup((BrokenPipeError, anyio.BrokenResourceError)):
+            raise
+        rest = group.split((BrokenPipeError, anyio.BrokenResourceError))[1]
+        if rest is not None:
+            raise rest from None
     finally:
+        lines.close()
         if owned:
             await web.aclose()
             web.telemetry.close()
+
+
+class _StdinLines:
+    """stdin's lines for the SDK's stdio transport, read by a daemon thread of their own: the
+    SDK's reader waits in a worker thread no cancellation ends, and the interpreter waits for
+    that thread at exit, so SIGTERM left the server running until its client closed stdin.
+    fd 0 points at the null device meanwhile (as the SDK does), so that nothing else reads
+    the wire. At most ``_READ_AHEAD`` lines are read before the server takes them. A line
+    that is not UTF-8 becomes one the relay answers as such, not a guess."""
+
+    _READ_AHEAD = 64
+
+    def __init__(self) -> None:
+        self._file = os.fdopen(os.dup(0), "rb")
+        self._saved = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        self._room = threading.Semaphore(self._READ_AHEAD)
+        self._lines: asyncio.Queue[bytes] | None = None
+
+    def __aiter__(self) -> _StdinLines:
+        if self._lines is None:
+            self._lines = asyncio.Queue()
+            loop = asyncio.get_running_loop()
+            threading.Thread(target=self._read, args=(loop, self._lines), daemon=True).start()
+        return self
+
+    def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[bytes]) -> None:
+        line = b"x"
+        while line:
+            self._room.acquire()
+            try:
+                line = self._file.readline()
+            except (OSError, ValueError):
+                line = b""
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody reads on
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+
+    async def __anext__(self) -> str:
+        assert self._lines is not None
+        line = await self._lines.get()
+        self._room.release()
+        if not line:
+            raise StopAsyncIteration
+        try:
+            return line.decode("utf-8")
+        except UnicodeDecodeError:
+            return _NOT_UTF8
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # fd 0 back as it was
+            os.dup2(self._saved, 0)
+            os.close(self._saved)
+
+
+#: What a line that is not UTF-8 is handed to the SDK as: no JSON, known by the relay.
+_NOT_UTF8 = "\x00 a line that is not UTF-8\n"
+
+
+async def _answer_unreadable(read_stream: Any, send: Any, write_stream: Any) -> None:
+    """Pass the messages of ``read_stream`` on to ``send``; answer every line the SDK could
+    not read as a JSON-RPC message (no JSON, params that are no object, a batch) with a
+    JSON-RPC error, where the SDK drops it and its client waits forever. Its id is kept
+    when one can be found."""
+    async with send:
+        async for item in read_stream:
+            if not isinstance(item, Exception):
+                await send.send(item)
+                continue
+            request_id, code, message = _unreadable(item)
+            error = JSONRPCError(
+                jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)
+            )
+            await write_stream.send(SessionMessage(error))
+
+
+def _unreadable(exc: Exception) -> tuple[str | int | None, int, str]:
+    """The id (if any), JSON-RPC code and sentence for a line the SDK could not read."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if any(e.get("input") == _NOT_UTF8 for e in errors):
+        return None, PARSE_ERROR, "the message is not UTF-8 text: send UTF-8 JSON, one a line"
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return None, PARSE_ERROR, "the message is not JSON: send one JSON-RPC 2.0 object a line"
+    request_id: str | int | None = None
+    for e in errors:  # the message as parsed, where the SDK's validation kept it
+        found = e.get("input")
+        given = found.get("id") if isinstance(found, dict) else None
+        if isinstance(given, str | int) and not isinstance(given, bool):
+            request_id = given
+            break
+    return (
+        request_id,
+        INVALID_REQUEST,
+        (
+            "the message is not a JSON-RPC 2.0 request webward can read: one object a line with "
+            '"jsonrpc": "2.0", a string or integer "id", a string "method" and "params" an object'
+        ),
+    )
 
 
 def http_access(
@@ -610,6 +797,9 @@ class _SessionOpenings:
         """Seconds until the request's agent may open a session, or None to let it through."""
         if b"mcp-session-id" in headers:
             return None
+        method = headers.get(b"mcp-method")
+        if method is not None and method != b"initialize":
+            return None  # a request of the sessionless protocol (2026-07-28): it opens none
         token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
         agent = self._tokens.lookup(token) if token else None
         if agent is None:
