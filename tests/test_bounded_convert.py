@@ -22,6 +22,7 @@ import anyio
 import httpx
 import pytest
 from hostile import (
+    _pdf,
     attributes_html,
     base_href_html,
     class_names_html,
@@ -809,6 +810,22 @@ def test_pdf_pages_keep_their_order_and_what_they_inherit_from_the_page_tree(cyc
     assert [text.index(w) for w in words] == sorted(text.index(w) for w in words)  # in order
     assert text.count("Leaf 0 words") == 1  # a cycle back to the root reads nothing twice
     assert "6 pages" in result.text and "[PDF text stops" not in text
+
+
+def test_a_pdf_with_no_page_to_show_is_refused_by_name() -> None:
+    """A page tree that only loops back on itself holds no page: handed on, the model
+    provider would reject the whole request, so it is refused as unreadable, saying why."""
+    looped = _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>",
+        ]
+    )
+    with pytest.raises(Refused) as caught:
+        cpu_convert(looped, "application/pdf")
+    assert caught.value.reason == "unreadable_pdf"
+    assert caught.value.message == "refused: the PDF could not be read (it has no page to show)"
 
 
 def test_a_small_pdf_whose_one_page_inflates_past_the_content_cap_is_not_parsed() -> None:

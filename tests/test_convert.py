@@ -13,6 +13,7 @@ from PIL import Image
 from reportlab.pdfgen import canvas
 
 from webward._convert import (
+    EMPTY_BODY,
     MAX_LINKS,
     codec_for,
     convert,
@@ -198,11 +199,19 @@ def test_script_only_shell_gives_empty_text_not_an_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "body", [b"", b"   \n ", b"<html></html>", b"<!-- only a comment -->", b"<?xml version='1.0'?>"]
+    "body", [b"<html></html>", b"<!-- only a comment -->", b"<?xml version='1.0'?>"]
 )
 def test_empty_documents_give_empty_text(body: bytes) -> None:
     """Nothing to read is an empty text, never an exception."""
     assert read(body).text == ""
+
+
+@pytest.mark.parametrize("body", [b"", b"   \n "])
+def test_an_empty_body_says_so(body: bytes) -> None:
+    """A body with nothing in it (an HTTP 204, an empty 200) says so, so that an agent does
+    not take an empty window for a fault of the tool."""
+    for content_type in ("text/html", "text/plain", None):
+        assert read(body, content_type).text == EMPTY_BODY
 
 
 def test_listing_page_falls_back_to_the_whole_page() -> None:
@@ -394,6 +403,17 @@ def test_web_aliases_follow_browsers() -> None:
     assert codec_for("ISO-8859-1") == "cp1252"
     assert codec_for("us-ascii") == "cp1252"
     assert decode_text("“x”".encode("cp1252"), "latin1") == ("“x”", "cp1252")
+
+
+@pytest.mark.parametrize("length", [200, 201])
+def test_a_utf16_label_over_bytes_with_no_nul_is_passed_over(length: int) -> None:
+    """ASCII text labelled UTF-16 (or UTF-32) reads as the ASCII it is, whatever its length
+    (as UTF-16 an even length came out as CJK-looking gibberish); real UTF-16 still reads."""
+    body = ("Plain ascii text mislabelled. " * 10).encode()[:length]
+    for label in ("utf-16", "utf-16le", "utf-32"):
+        assert decode_text(body, label)[0] == body.decode()
+        assert read(body.decode(), f"text/plain; charset={label}").text == body.decode()
+    assert decode_text("h\u00e9llo".encode("utf-16-le"), "utf-16le") == ("h\u00e9llo", "utf-16-le")
 
 
 def test_undecodable_bytes_never_crash() -> None:

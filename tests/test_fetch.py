@@ -17,9 +17,11 @@ from typing import Any
 
 import brotli
 import pytest
+from hostile import many_pages_pdf
 from localserver import LocalServer, Request, accept_counter, drip, redirect, respond, serve
 
 from webward import InvalidInput, Refused, Settings, StaticResolver, UpstreamError, Web
+from webward._window import approx_tokens
 from webward.testing import MemoryAuditSink, RecordingConnector
 
 pytestmark = pytest.mark.anyio
@@ -663,3 +665,29 @@ async def test_server_text_in_an_error_cannot_forge_a_marker(handler: Any, error
     assert "[marker removed]" in message, message
     assert "untrusted" not in message.lower()
     assert caught.value.to_wire()["error"]["message"] == message
+
+
+async def test_a_body_refused_after_its_read_is_recorded_with_what_the_host_sent() -> None:
+    """A read the host answered in full and webward then refused (a binary type) reached the
+    host: its record keeps the status, the bytes and the declared type, not blanks."""
+    audit = MemoryAuditSink()
+    body = b"\x7fELF" + b"\x00" * 2000
+    with serve(routes={"/tool": respond(200, body, "application/octet-stream")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=audit) as w:
+            with pytest.raises(Refused):
+                await w.fetch(srv.url("/tool"))
+    [record] = audit.records
+    assert (record.decision, record.status, record.bytes) == ("refused", 200, len(body))
+    assert record.content_type == "application/octet-stream"
+    assert record.final_url == srv.url("/tool")
+
+
+async def test_a_pdfs_text_counts_toward_its_approx_tokens() -> None:
+    """approxTokens covers what reaches the model: a PDF's extracted text (in its own
+    envelope beside the content) as well as the content."""
+    with serve(routes={"/r.pdf": respond(200, many_pages_pdf(200), "application/pdf")}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/r.pdf"))
+    [part] = page.parts
+    assert part.text and len(part.text) > 2000
+    assert page.approx_tokens >= approx_tokens(page.content) + approx_tokens(part.text)

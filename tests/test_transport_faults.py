@@ -320,3 +320,37 @@ async def test_a_malformed_content_length_is_named(lengths: bytes) -> None:
         f"{srv.host} sent a malformed Content-Length header (not one number), so its response "
         "could not be read"
     )
+
+
+@pytest.mark.parametrize(
+    ("raw", "what"),
+    [
+        (b"Just a body, no status line at all.\r\n\r\n", "no valid status line"),
+        (
+            b"HTTP/1.1 200 OK\r\n"
+            + b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 100) for i in range(5000)),
+            "headers past the size limit",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n",
+            "a chunk size that is not a number",
+        ),
+    ],
+    ids=["no-status-line", "header-flood", "bad-chunk-size"],
+)
+async def test_a_malformed_answer_is_named_as_such_not_as_a_broken_connection(
+    raw: bytes, what: str
+) -> None:
+    """An answer that is no HTTP/1.1 is the server's protocol error, said as one (not as a
+    connection that broke, which sends the user after the network), and none of its bytes
+    are quoted."""
+
+    def malformed(req: Request, sock: socket.socket) -> None:
+        sock.sendall(raw)
+        sock.close()
+
+    with serve(routes={"/x": malformed}) as srv:
+        err = await failed_read(srv.url("/x"))
+    assert (err.code, err.reason) == ("upstream_error", "protocol")
+    assert f"not a valid HTTP response ({what})" in err.message
+    assert "Just a body" not in err.message and "ZZ" not in err.message and "vvv" not in err.message

@@ -206,7 +206,12 @@ def decode_text(
             return _decode(body[len(bom) :], codec, "replace", truncated), codec
     declared: list[str] = []
     header_codec = codec_for(header_charset)
-    if header_codec is not None:
+    if header_codec is not None and not (
+        header_codec.startswith(("utf-16", "utf-32")) and b"\x00" not in body[:4096]
+    ):
+        # A UTF-16 or UTF-32 label over bytes with no NUL (ASCII text, mislabelled) is passed
+        # over: such text holds a NUL at least every other byte. Read as labelled, ASCII came
+        # out as CJK-looking gibberish whenever its length was even.
         declared.append(header_codec)
     head = body[:8192]
     doc_match = _XML_ENCODING.search(head)

@@ -1508,6 +1508,10 @@ class Converted:
     truncated: bool
 
 
+#: What an empty response body reads as.
+EMPTY_BODY = "[the server sent an empty body: there is nothing to read at this URL]"
+
+
 def convert(
     body: bytes,
     content_type: str | None,
@@ -1528,6 +1532,10 @@ def convert(
     charset = _content.charset_of(content_type)
     media_type = _content.sniff(body, declared, charset)
 
+    if not body.strip() and not truncated:
+        # Said, so that an agent does not take an empty window for a tool's fault or a page
+        # it failed to read (an HTTP 204, an empty 200).
+        return Converted("text", media_type, "", EMPTY_BODY, (), (), False)
     if media_type in IMAGE_TYPES or media_type == _content.PDF:
         cap, _ = _content.body_cap(media_type, limits)
         if truncated or len(body) > cap:
@@ -1629,10 +1637,17 @@ def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
     extracted = pdf_text(
         body, window, max_pages=limits.max_pdf_pages, max_inflated=limits.max_pdf_inflated_bytes
     )
-    if extracted.pages is None:
-        # A file a PDF reader cannot open would make the model provider reject the whole
-        # request; better to say so here, as a message the agent can read.
-        why = "a password locks it" if extracted.encrypted else "it is damaged or not really a PDF"
+    if not extracted.pages:
+        # A file a PDF reader cannot open (or with no page to show: a page tree that loops
+        # back on itself) would make the model provider reject the whole request; better to
+        # say so here, as a message the agent can read.
+        why = (
+            "a password locks it"
+            if extracted.encrypted
+            else "it has no page to show"
+            if extracted.pages == 0
+            else "it is damaged or not really a PDF"
+        )
         raise Refused(
             f"refused: the PDF could not be read ({why})",
             code="unsupported_type",

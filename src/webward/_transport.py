@@ -453,7 +453,30 @@ def _remote_protocol_error(
             "response could not be read",
             reason=Reason.BROKEN,
         )
-    return _broken(url)
+    lowered = text.lower()
+    if any(word in lowered for word in ("closed", "disconnected", "incomplete")):
+        return _broken(url)
+    # The connection held, the answer is no HTTP/1.1: said as such, not as a network fault
+    # (and without h11's text, which quotes the server's bytes).
+    what = next(
+        (said for start, said in _MALFORMED if lowered.startswith(start)), "malformed framing"
+    )
+    return UpstreamError(
+        f"{url.host} answered with something that is not a valid HTTP response ({what}), "
+        "so it could not be read",
+        reason=Reason.PROTOCOL,
+    )
+
+
+# h11's words for a malformed answer, and what they mean to someone reading the message.
+_MALFORMED = (
+    ("illegal status line", "no valid status line"),
+    ("receive buffer too long", "headers past the size limit"),
+    ("illegal header line", "a malformed header line"),
+    ("continuation line", "a malformed header line"),
+    ("illegal chunk", "a chunk size that is not a number"),
+    ("illegal", "malformed framing"),
+)
 
 
 def _broken(url: guard.ParsedURL, why: str = "") -> UpstreamError:

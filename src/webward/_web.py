@@ -364,6 +364,11 @@ class Web:
         renewed = await self._revalidated(key, stale, result, validators)
         if renewed is not None:
             return renewed, True
+        # What the host answered, in the record even if the body is then refused (a binary
+        # type, a locked PDF, an image too large): the read reached the host and came back.
+        call.final_url, call.status = result.final.url, result.status
+        declared = (result.body.header("content-type") or "").split(";")[0].strip().lower()
+        call.bytes, call.content_type = result.body.wire_bytes, declared[:100] or None
         converted = await self._convert_read(result, include_links, deadline)
         if needs_browser(converted, result.body.content):
             self._check_can_render(url, tier)
@@ -796,6 +801,10 @@ def _urls_written_in(text: str) -> frozenset[str]:
     return frozenset(urls_in(text))
 
 
+# The weight of a document text's own envelope (its markers and provenance lines, about 90
+# tokens), four to a token as token_weight counts.
+_DOCUMENT_ENVELOPE = 360
+
 # Any nonce weighs the same (32 hex digits, ASCII): the envelope's token weight is counted
 # once per answer with this one, never handed out.
 _WEIGHING_NONCE = "0" * 32
@@ -830,6 +839,7 @@ def _answer(
         },
     )
     head, tail = _envelope.frame_header(header, nonce=_WEIGHING_NONCE)
+    parts = converted.parts if window.offset == 0 else ()
     page = Page(
         requested_url=url,
         final_url=cached.final_url,
@@ -840,13 +850,18 @@ def _answer(
         window=window,
         truncated=converted.truncated,
         retrieved_at=cached.retrieved_at,
-        parts=converted.parts if window.offset == 0 else (),
+        parts=parts,
         links=_neutral_links(converted.links) if include_links else None,
         redirects=cached.redirects,
         bytes_read=cached.bytes_read,
         screenshot=screenshot,
+        # A document's extracted text reaches the model beside the content (a PDF's pages in
+        # an envelope of their own): it counts toward a client's cap as much.
         approx_tokens=_window.tokens_for_weight(
-            _window.token_weight(head) + _window.token_weight(text) + _window.token_weight(tail)
+            _window.token_weight(head)
+            + _window.token_weight(text)
+            + _window.token_weight(tail)
+            + sum(_window.token_weight(p.text) + _DOCUMENT_ENVELOPE for p in parts if p.text)
         ),
         markdown_source=markdown_source,
         passages=passages,
