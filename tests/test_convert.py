@@ -508,12 +508,63 @@ def test_images_become_a_header_and_an_image_part(fmt: str, media_type: str) -> 
         limits=LIMITS,
     )
     assert page.kind == "image" and page.media_type == media_type
-    assert page.text == f"{media_type} image, {len(body)} bytes, from https://example.com/img/photo"
+    assert page.text == (
+        f"{media_type} image, {len(body)} bytes, 16\u00d712 pixels, from "
+        "https://example.com/img/photo"
+    )
     (part,) = page.parts
     assert (part.type, part.media_type, part.bytes) == ("image", media_type, len(body))
     assert base64.b64decode(part.data) == body
     assert part.data not in page.text
     assert page.links == ()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "media_type"),
+    [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")],
+)
+def test_an_image_no_provider_takes_is_refused_by_its_size(fmt: str, media_type: str) -> None:
+    """Read from the header alone: an image more than 8000 pixels on a side would make the
+    model provider reject the whole request (and 50,000 x 50,000 of zeros is a
+    decompression bomb), so it is refused, naming its size."""
+    body = image_bytes(fmt, (8001, 2))
+    with pytest.raises(Refused) as caught:
+        convert(
+            body,
+            media_type,
+            "https://example.com/i",
+            truncated=False,
+            include_links=False,
+            limits=LIMITS,
+        )
+    assert caught.value.code == "too_large"
+    assert f"the {media_type} image is 8001\u00d72 pixels" in caught.value.message
+    bomb = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (50000).to_bytes(4, "big") * 2
+    bomb += b"\x08\x02\x00\x00\x00" + b"\x00" * 4 + b"\x00\x00\x00\x00IDAT" + b"\x00" * 8
+    bomb += b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    with pytest.raises(Refused, match="50000\u00d750000 pixels"):
+        convert(
+            bomb,
+            "image/png",
+            "https://example.com/b",
+            truncated=False,
+            include_links=False,
+            limits=LIMITS,
+        )
+
+
+def test_a_png_with_no_image_data_is_damaged() -> None:
+    """A signature, a header and an end with no image data between them is no image."""
+    bare = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 17 + b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    with pytest.raises(Refused, match="could not be read"):
+        convert(
+            bare,
+            "image/png",
+            "https://example.com/b",
+            truncated=False,
+            include_links=False,
+            limits=LIMITS,
+        )
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,15 @@ from . import _urls as urls
 from ._charset import codec_for, decode_text
 from ._errors import Reason, Refused
 from ._models import Link, Part
-from ._parts import IMAGE_TYPES, document_part, image_damaged, image_part, pdf_text
+from ._parts import (
+    IMAGE_TYPES,
+    MAX_IMAGE_SIDE,
+    document_part,
+    image_damaged,
+    image_part,
+    image_size,
+    pdf_text,
+)
 from ._settings import LimitsSettings
 
 __all__ = [
@@ -1549,8 +1557,18 @@ def convert(
                 code="unsupported_type",
                 reason=Reason.UNSUPPORTED_IMAGE,
             )
+        size = image_size(body, media_type)
+        if size is not None and (max(size) > MAX_IMAGE_SIDE or min(size) == 0):
+            raise Refused(
+                f"refused: the {media_type} image is {size[0]}\u00d7{size[1]} pixels, which no "
+                f"model provider takes (at most {MAX_IMAGE_SIDE} on a side), so it is not handed "
+                "to the model",
+                code="too_large" if min(size) else "unsupported_type",
+                reason=Reason.TOO_LARGE if min(size) else Reason.UNSUPPORTED_IMAGE,
+            )
         part = image_part(body, media_type, final_url)
-        header = f"{media_type} image, {len(body)} bytes, from {final_url}"
+        shown = f", {size[0]}\u00d7{size[1]} pixels" if size else ""
+        header = f"{media_type} image, {len(body)} bytes{shown}, from {final_url}"
         return Converted("image", media_type, part.name, header, (part,), (), False)
     if not _content.is_text_type(media_type):
         raise _content.not_readable(media_type, declared)

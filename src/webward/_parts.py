@@ -74,9 +74,13 @@ def image_damaged(body: bytes, media_type: str) -> bool:
     provider rejects the whole request for such an image; checked from the bytes alone, with
     no image library."""
     if media_type == "image/png":
-        # The IHDR chunk first, the IEND chunk (with its fixed CRC) after it (some tools
-        # append bytes after that).
-        return body[8:16] != b"\x00\x00\x00\rIHDR" or b"IEND\xaeB`\x82" not in body
+        # The IHDR chunk first, image data, the IEND chunk (with its fixed CRC) after it (some
+        # tools append bytes after that).
+        return (
+            body[8:16] != b"\x00\x00\x00\rIHDR"
+            or b"IDAT" not in body[33:]
+            or b"IEND\xaeB`\x82" not in body
+        )
     if media_type == "image/jpeg":
         # Start of image, a marker next; an end of image after it (cameras append data).
         return body[:3] != b"\xff\xd8\xff" or b"\xff\xd9" not in body[3:]
@@ -89,6 +93,55 @@ def image_damaged(body: bytes, media_type: str) -> bool:
         riff = body[:4] == b"RIFF" and body[8:12] == b"WEBP" and len(body) >= declared
         return not riff or body[12:16] not in (b"VP8 ", b"VP8L", b"VP8X")
     return False
+
+
+#: The most pixels on a side a model provider takes (Anthropic's limit; OpenAI scales down):
+#: a larger image would make the provider reject the whole request, and a 50,000 x 50,000 PNG
+#: of zeros (2.4 MB) is a decompression bomb for whatever decodes it.
+MAX_IMAGE_SIDE = 8000
+
+
+def image_size(body: bytes, media_type: str) -> tuple[int, int] | None:
+    """An image's width and height from its header, with no image library; ``None`` when the
+    header does not say (a WebP or JPEG of a kind not read here)."""
+    if media_type == "image/png" and len(body) >= 24:
+        return int.from_bytes(body[16:20], "big"), int.from_bytes(body[20:24], "big")
+    if media_type == "image/gif" and len(body) >= 10:
+        return int.from_bytes(body[6:8], "little"), int.from_bytes(body[8:10], "little")
+    if media_type == "image/webp" and len(body) >= 30:
+        kind = body[12:16]
+        if kind == b"VP8X":
+            return 1 + int.from_bytes(body[24:27], "little"), 1 + int.from_bytes(
+                body[27:30], "little"
+            )
+        if kind == b"VP8L":
+            bits = int.from_bytes(body[21:25], "little")
+            return 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)
+        if kind == b"VP8 ":
+            return (
+                int.from_bytes(body[26:28], "little") & 0x3FFF,
+                int.from_bytes(body[28:30], "little") & 0x3FFF,
+            )
+    if media_type == "image/jpeg":
+        return _jpeg_size(body)
+    return None
+
+
+def _jpeg_size(body: bytes) -> tuple[int, int] | None:
+    # Walk the markers to the first start-of-frame (C0-CF but C4, C8, CC), which holds
+    # height then width.
+    i = 2
+    while i + 9 <= len(body) and body[i] == 0xFF:
+        marker = body[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(body[i + 7 : i + 9], "big"), int.from_bytes(
+                body[i + 5 : i + 7], "big"
+            )
+        i += 2 + int.from_bytes(body[i + 2 : i + 4], "big")
+    return None
 
 
 def image_part(body: bytes, media_type: str, url: str) -> Part:
