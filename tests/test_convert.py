@@ -439,8 +439,92 @@ def test_json_and_xml_pass_through() -> None:
     """JSON and XML are text too, unconverted."""
     data = json.dumps({"a": [1, 2], "b": "ü"}, ensure_ascii=False)
     assert read(data, "application/json").text == data
-    xml = '<?xml version="1.0"?><feed><entry>x</entry></feed>'
-    assert read(xml, "application/atom+xml").text == xml
+    xml = '<?xml version="1.0"?><catalog><book id="1"><title>XML Book</title></book></catalog>'
+    assert read(xml, "application/xml").text == xml
+    # XML with a root of its own stays the text it is when a server calls it HTML, rather
+    # than an extractor's run of words ("XML Book10").
+    assert read(xml, "text/html").text == xml
+
+
+RSS = """<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>Probe Feed</title><link>https://example.com/</link>
+<description>A feed of posts</description>
+<item><title>First post</title><link>/first</link>
+<description>&lt;p&gt;First &lt;b&gt;summary&lt;/b&gt;&lt;/p&gt;</description>
+<pubDate>Mon, 01 Jan 2024 00:00:00 GMT</pubDate></item>
+<item><title>Second post</title><guid>https://example.com/second</guid>
+<description><![CDATA[Second summary]]></description></item>
+</channel></rss>"""
+
+
+@pytest.mark.parametrize("content_type", ["application/rss+xml", "text/xml", "text/html"])
+def test_a_feed_is_read_as_its_items(content_type: str) -> None:
+    """RSS under any type (often text/html) reads as its items: title, link, date and
+    summary apart, links absolute and listed; read as HTML it was one run of words."""
+    page = read(RSS, content_type, include_links=True)
+    assert page.title == "Probe Feed"
+    assert page.text == (
+        "# Probe Feed\n\nA feed of posts\n\n## [First post](https://example.com/first)\n\n"
+        "Mon, 01 Jan 2024 00:00:00 GMT\n\nFirst summary\n\n"
+        "## [Second post](https://example.com/second)\n\nSecond summary"
+    )
+    assert [(link.url, link.text) for link in page.links] == [
+        ("https://example.com/first", "First post"),
+        ("https://example.com/second", "Second post"),
+    ]
+
+
+def test_atom_and_sitemaps_are_read_as_lists() -> None:
+    """Atom entries (their alternate link) and a sitemap's URLs, as a reader lists them."""
+    atom = (
+        '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>Notes</title>'
+        '<entry><title>E1</title><link rel="self" href="/self"/><link href="/e1"/>'
+        "<updated>2024-01-01T00:00:00Z</updated><summary>one</summary></entry></feed>"
+    )
+    page = read(atom, "application/atom+xml", include_links=True)
+    assert "## [E1](https://example.com/e1)" in page.text and "one" in page.text
+    sitemap = (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>https://example.com/p1</loc><lastmod>2024-01-01</lastmod></url>"
+        "<url><loc>javascript:alert(1)</loc></url></urlset>"
+    )
+    page = read(sitemap, "text/html", include_links=True)
+    assert page.text == "# Sitemap\n- https://example.com/p1 (2024-01-01)"
+    assert [link.url for link in page.links] == ["https://example.com/p1"]
+
+
+def test_a_feed_expands_no_entity() -> None:
+    """Entities are never expanded (no billion laughs, no external entity read)."""
+    bomb = (
+        '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
+        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        "<rss><channel><title>&b;&x;</title><item><title>t &b;</title></item></channel></rss>"
+    )
+    for content_type in ("application/rss+xml", "text/html"):
+        text = read(bomb, content_type).text
+        assert "a" * 20 not in text and "root:" not in text
+
+
+def test_markdown_links_are_made_absolute_and_listed() -> None:
+    """A site serving Markdown (webward asks for it first) writes relative links: they are
+    made absolute as an HTML page's are, and listed when asked; images are not links."""
+    md = (
+        '# Docs\n\nSee [the guide](/guide/start) and [next](next.md "Next") and '
+        "![chart](img/a.png) and [top](#top).\n\n[ref]: ../other.md\n"
+    )
+    page = read(md, "text/markdown", include_links=True)
+    assert page.text == (
+        "# Docs\n\nSee [the guide](https://example.com/guide/start) and "
+        '[next](https://example.com/blog/next.md "Next") and '
+        "![chart](https://example.com/blog/img/a.png) and "
+        "[top](https://example.com/blog/post.html#top).\n\n[ref]: https://example.com/other.md\n"
+    )
+    assert [(link.url, link.text) for link in page.links] == [
+        ("https://example.com/guide/start", "the guide"),
+        ("https://example.com/blog/next.md", "next"),
+        ("https://example.com/other.md", ""),
+    ]
+    assert read(md, "text/markdown").links == ()
 
 
 def test_markdown_passes_through_with_its_title() -> None:

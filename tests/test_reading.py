@@ -432,7 +432,9 @@ async def test_images_come_back_as_a_header_and_an_image_part(fmt: str, media_ty
     assert (part.type, part.media_type, part.bytes) == ("image", media_type, len(data))
     assert base64.b64decode(part.data) == data
     assert page.content_type == media_type
-    assert text_of(page.content) == f"{media_type} image, {len(data)} bytes, from {page.final_url}"
+    assert text_of(page.content) == (
+        f"{media_type} image, {len(data)} bytes, 8\u00d76 pixels, from {page.final_url}"
+    )
     assert tool_result_text([part]) == f"[image {media_type}, {len(data)} bytes]"
     wire = page.to_wire()["parts"][0]
     assert wire["type"] == "image" and wire["mediaType"] == media_type

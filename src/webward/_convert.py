@@ -52,6 +52,7 @@ from . import _content, _shell
 from . import _urls as urls
 from ._charset import codec_for, decode_text
 from ._errors import Reason, Refused
+from ._feeds import is_feed, read_feed
 from ._models import Link, Part
 from ._parts import (
     IMAGE_TYPES,
@@ -1516,6 +1517,13 @@ class Converted:
     truncated: bool
 
 
+# An XML prolog, then a root that is no <html>: XML, whatever its declared type.
+_XML_NOT_HTML = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*>\s*(?:(?:<!--.*?-->|<\?[^>]*>|<!DOCTYPE[^>\[]*>)\s*)*"
+    rb"<(?![!?]|html\b)",
+    re.DOTALL | re.IGNORECASE,
+)
+
 #: What an empty response body reads as.
 EMPTY_BODY = "[the server sent an empty body: there is nothing to read at this URL]"
 
@@ -1573,7 +1581,17 @@ def convert(
     if not _content.is_text_type(media_type):
         raise _content.not_readable(media_type, declared)
 
-    is_html = media_type in _content.HTML_TYPES
+    if (media_type in _content.HTML_TYPES or media_type.endswith("xml")) and is_feed(body):
+        feed = read_feed(body, lambda href: _link_url(href, final_url))
+        if feed is not None:
+            listed = feed.text
+            if truncated:  # what was read of it: the items before the cut
+                listed = f"{listed}\n\n{_content.truncation_marker(limits)}"
+            kept = feed.links if include_links else ()
+            return Converted("text", media_type, feed.title, listed, (), kept, truncated)
+    # XML with a root of its own, sent as HTML (a data file, a sitemap's stylesheet gone):
+    # read as the text it is, not mashed by an HTML extractor into one run of words.
+    is_html = media_type in _content.HTML_TYPES and not _XML_NOT_HTML.match(body[:4096])
     text, _codec = decode_text(body, charset, html=is_html, truncated=truncated)
     title = ""
     links: tuple[Link, ...] = ()
@@ -1588,6 +1606,7 @@ def convert(
         text = text.removeprefix("\ufeff")
         if media_type in _content.MARKDOWN_TYPES:
             title = _markdown_title(text)
+            text, links = _markdown_links(text, final_url, include_links)
     if truncated:
         marker = _content.truncation_marker(limits)
         text = f"{text}\n\n{marker}" if text else marker
@@ -1640,6 +1659,42 @@ def _noscript_html(body: str) -> str:
 
 
 _MD_HEADING = re.compile(r"^#{1,2}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+# A Markdown link or image, inline ([text](url "title"), ![alt](<url>)), or a reference
+# definition ([id]: url): the URL is group "url" (or "ref").
+_MD_LINK = re.compile(
+    r"(?P<bang>!?)\[(?P<text>[^\]\n]{0,300})\]\(\s*(?P<open><?)(?P<url>[^\s()<>]{1,4096})>?"
+    r"(?P<rest>(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\))"
+    r"|^(?P<lead> {0,3}\[(?P<id>[^\]\n]{1,300})\]:[ \t]*)<?(?P<ref>[^\s<>]{1,4096})>?",
+    re.MULTILINE,
+)
+
+
+def _markdown_links(text: str, base: str, collect: bool) -> tuple[str, tuple[Link, ...]]:
+    """A Markdown page's links made absolute, as an HTML page's are (a site serving Markdown
+    for agents writes "/guide/start", which a model cannot follow), and, if asked, its
+    outbound links listed; a link to no usable URL (javascript:) keeps its text only."""
+    links: list[Link] = []
+    seen: set[str] = set()
+    page = base.split("#", 1)[0]
+
+    def absolute(match: re.Match[str]) -> str:
+        href = match.group("url") or match.group("ref")
+        url = _link_url(href, base)
+        if url is None or len(url) > _MAX_LINK_URL:
+            return (match.group("text") or "") if match.group("url") else match.group()
+        target = url.split("#", 1)[0]
+        label = match.group("text") if match.group("url") else ""
+        outbound = not match.group("bang") and target != page and target not in seen
+        if collect and outbound and len(links) < MAX_LINKS:
+            seen.add(target)
+            links.append(Link(url=target, text=_collapse(label or "", _MAX_LINK_TEXT)))
+        if match.group("url"):
+            return f"{match.group('bang')}[{label}]({url}{match.group('rest')}"
+        return f"{match.group('lead')}{url}"
+
+    return _MD_LINK.sub(absolute, text), tuple(links)
 
 
 def _markdown_title(text: str) -> str:
