@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +20,8 @@ from test_gateway import write_config as gateway_config
 from test_mcp import child_env
 from test_mcp import write_config as mcp_config
 
-from webward._serving import Stack, fastest_stack, run_server
+import webward._serving
+from webward._serving import Stack, fastest_stack, http_protocol, run_server
 
 
 async def _loop_module() -> str:
@@ -187,3 +191,63 @@ def _python(script: str) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
+
+
+@pytest.fixture
+def bounded_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]:
+    """A bare app on uvicorn with the servers' protocol (httptools, bounded), its head
+    deadline shortened so that a test need not wait 10 s; yields (host, port)."""
+    import threading
+
+    import uvicorn
+
+    monkeypatch.setattr(webward._serving, "HEAD_TIMEOUT_S", 0.5)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    stack = fastest_stack()
+    config = uvicorn.Config(app, http=http_protocol(stack), log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def _exchange(address: tuple[str, int], data: bytes) -> bytes:
+    with socket.create_connection(address, timeout=10) as conn:
+        conn.sendall(data)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_request_head_too_large_or_too_slow_is_refused_before_any_app(
+    bounded_server: tuple[str, int],
+) -> None:
+    """httptools bounds neither a head's size nor its time: the servers' protocol answers
+    431 past 64 KiB and 408 to a head not complete in time, in the error model, and closes
+    the connection, before any token is asked for; an ordinary request is served."""
+    assert fastest_stack().http == "httptools"  # the test suite installs the fast stack
+    ok = _exchange(bounded_server, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert ok.startswith(b"HTTP/1.1 200") and b"\r\nok\r\n" in ok
+    big = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n"
+    answer = _exchange(bounded_server, big)
+    assert answer.startswith(b"HTTP/1.1 431 ")
+    assert b'"message": "the request line and headers are larger than 64 KiB"' in answer
+    slow = _exchange(bounded_server, b"GET / HTTP/1.1\r\nHost: x\r\nX-Half")
+    assert slow.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in slow
+    silent = _exchange(bounded_server, b"")
+    assert silent.startswith(b"HTTP/1.1 408 ")

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None:
     import uvicorn
 
-    from ._serving import asyncio_only
+    from ._serving import asyncio_only, http_protocol
 
     with asyncio_only():
         from ._gateway import address_url, bind_socket, create_app, require_tokens
@@ -99,7 +99,7 @@ async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None
     app = create_app(settings, ready=ready)
     config = uvicorn.Config(
         app,
-        http=stack.http,
+        http=http_protocol(stack),
         log_level="warning",
         access_log=False,  # at log level warning nothing would be printed; skip the call
         proxy_headers=False,  # behind a proxy, webward sees the proxy's address; no X-Forwarded-For

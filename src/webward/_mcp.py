@@ -100,7 +100,7 @@ from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._provenance import scoped_session
-from ._serving import Stack, fastest_stack, run_server
+from ._serving import Stack, fastest_stack, http_protocol, run_server
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
 from ._tokens import TokenTable, bearer_token, hash_token
@@ -865,7 +865,7 @@ async def serve_http(
         app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         config = uvicorn.Config(
             app,
-            http=(stack or fastest_stack()).http,
+            http=http_protocol(stack or fastest_stack()),
             log_level="warning",
             access_log=False,
             proxy_headers=False,  # webward trusts no X-Forwarded-For
