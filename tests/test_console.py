@@ -330,6 +330,9 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         assert bad.status_code == 400 and "cursor is not one this console made" in bad.text
         assert "Traceback" not in bad.text
         assert c.get("/console/?since=soon").status_code == 400
+        late = c.get("/console/?until=2026-13-45")  # named as the console's field, not a flag
+        assert late.status_code == 400 and "until &#39;2026-13-45&#39; is neither" in late.text
+        assert "--since" not in late.text
         assert c.get("/console/?since=99999999d&until=99999999w").status_code == 200
         # Answers no view makes carry the security headers too: 404, 405.
         for answer in (c.get("/console/no-such-page"), c.get("/console/logout")):

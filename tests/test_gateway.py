@@ -1072,3 +1072,20 @@ async def test_a_far_sides_429_reaches_the_caller_with_its_retry_after(
         )
     assert_error(r, 502, "upstream_error")
     assert r.headers["retry-after"] == "7" and r.json()["error"]["retryAfter"] == 7
+
+
+@pytest.mark.anyio
+async def test_the_cores_refusals_name_the_fields_as_the_body_spells_them(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient, site: Any
+) -> None:
+    """A value the core refuses is named by the body's own field (maxChars, maxAge), not
+    by the tools' spelling the client never sent."""
+    base, _ = gateway
+    url = base + FETCH_PATH
+    for field, value, said in (
+        ("maxChars", 0, "maxChars must be"),
+        ("maxAge", -5, "maxAge must be"),
+    ):
+        r = await client.post(url, json={"url": site.url("/"), field: value}, headers=auth("alice"))
+        message = assert_error(r, 400, "invalid_input")
+        assert said in message and "_" not in message.split(" must ")[0], message

@@ -21,10 +21,16 @@ import pytest
 from fake_search import BRAVE_PATH, FakeBrave
 from localserver import LocalServer, accept_counter, redirect, respond, serve
 
-from webward import Refused, Settings, StaticResolver, Web
+from webward import InvalidInput, Refused, Settings, StaticResolver, Web
 from webward._budgets import budget_usage
 from webward._credentials import EnvironmentStore
-from webward._provenance import MemorySessionStore, canonical, scoped_session, urls_in
+from webward._provenance import (
+    MemorySessionStore,
+    canonical,
+    check_session,
+    scoped_session,
+    urls_in,
+)
 from webward.limits import SQLiteLimitState
 from webward.limits._redis import RedisLimitState
 from webward.testing import FakeClock, MemoryAuditSink
@@ -102,6 +108,17 @@ def test_server_session_keys_of_two_agents_never_meet() -> None:
     assert scoped_session("mcp", "dave", "app:s") != scoped_session("mcp", "dave:app", "s")
     assert scoped_session("gateway", "dave", "app:s") != scoped_session("gateway", "dave:app", "s")
     assert scoped_session("mcp", "research-bot_1", "x") == "mcp:research-bot_1:x"
+
+
+def test_a_session_name_meets_the_limit_it_is_told_whatever_the_agents_name() -> None:
+    """A client is told "1 to 512 printable characters", and that is what it meets: the
+    face's scope before the name no longer counts against it (an agent with a long name was
+    refused every session), and a longer name is refused by that sentence."""
+    for agent in ("a", "\u00e9" * 200, "x" * 200):
+        check_session(scoped_session("gateway", agent, "s" * 512))
+        with pytest.raises(InvalidInput, match="1 to 512 printable characters"):
+            scoped_session("gateway", agent, "s" * 513)
+    assert scoped_session("mcp", "\u00e9" * 200, "s") != scoped_session("mcp", "\u00e9" * 199, "s")
 
 
 @pytest.mark.anyio
@@ -443,16 +460,12 @@ async def test_agent_search_lists_filter_hits(site: LocalServer) -> None:
 def test_bad_governance_settings_are_refused_on_load(
     overrides: dict[str, Any], message: str
 ) -> None:
-    from webward import InvalidInput
-
     with pytest.raises(InvalidInput) as err:
         Settings().replace(overrides)
     assert message in err.value.message
 
 
 def test_bad_agent_patterns_are_refused_when_the_web_is_built() -> None:
-    from webward import InvalidInput
-
     with pytest.raises(InvalidInput) as err:
         Web(settings({"deny": ["*"]}), StaticResolver({}), audit=MemoryAuditSink())
     assert "agents.bot.deny holds '*'" in err.value.message
@@ -470,8 +483,6 @@ async def test_report_mode_lets_agent_lists_through_and_says_so(attacker: LocalS
 
 @pytest.mark.anyio
 async def test_a_bad_session_name_is_refused_by_name(site: LocalServer) -> None:
-    from webward import InvalidInput
-
     audit = MemoryAuditSink()
     async with web(settings(), audit) as w:
         for bad in ("", "x" * 513, "a\nb"):

@@ -61,8 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON array of records")
 
 
-def parse_since(value: str, now: dt.datetime) -> dt.datetime:
-    """``--since``: an ISO 8601 time (UTC when it names no zone) or an age before ``now``."""
+def parse_since(value: str, now: dt.datetime, name: str = "--since") -> dt.datetime:
+    """``--since``: an ISO 8601 time (UTC when it names no zone) or an age before ``now``;
+    ``name`` is how messages call the value (the console's ``until``)."""
     m = _RELATIVE_RE.match(value)
     if m:
         try:
@@ -73,7 +74,7 @@ def parse_since(value: str, now: dt.datetime) -> dt.datetime:
         when = dt.datetime.fromisoformat(value.strip())
     except ValueError:
         raise InvalidInput(
-            f"--since {value!r} is neither an ISO 8601 time nor an age such as 10m, 2h or 7d"
+            f"{name} {value!r} is neither an ISO 8601 time nor an age such as 10m, 2h or 7d"
         ) from None
     return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 

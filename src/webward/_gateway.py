@@ -43,6 +43,7 @@ import contextlib
 import json
 import logging
 import math
+import re
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -469,7 +470,10 @@ class _Capability:
             return 200, result.to_wire(), []
         except WebwardError as exc:
             status, headers = _error_status(exc)
-            return status, exc.to_wire(), list(headers.items())
+            wire = exc.to_wire()
+            if isinstance(exc, InvalidInput):  # the core names arguments as the tools do
+                wire["error"]["message"] = _spelled(self._shape.capability, exc.message)
+            return status, wire, list(headers.items())
         except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
             return _problem(500, "internal_error", _UNEXPECTED)
@@ -496,6 +500,22 @@ _READ_HEADERS = frozenset(
 )
 _CONTENT_TYPE = (b"content-type", b"application/json")
 _NO_STORE = (b"cache-control", b"no-store")
+
+
+def _spelled(capability: Capability, message: str) -> str:
+    """``message`` with the core's argument names (``max_chars``) in the gateway's spelling
+    (``maxChars``): the body's field, not a name the client never sent."""
+    pattern = _SPELLINGS.get(capability.id)
+    if pattern is None:
+        renamed = {a.name: a.wire_name for a in capability.arguments if a.name != a.wire_name}
+        pattern = _SPELLINGS[capability.id] = (
+            re.compile(rf"\b(?:{'|'.join(map(re.escape, renamed))})\b"), renamed
+        )
+    regex, renamed = pattern
+    return regex.sub(lambda m: renamed[m.group()], message)
+
+
+_SPELLINGS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {}
 
 
 def _problem(

@@ -22,6 +22,7 @@ untouched for ``limits.session_max_age_s`` is forgotten whole.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import time
@@ -68,18 +69,36 @@ def canonical(url: str) -> str | None:
 
 def scoped_session(face: str, agent: str, name: str) -> str:
     """The session ``name`` of ``agent`` on a server ``face`` (``mcp``, ``gateway``): its
-    key in the session store. The agent's name is percent-encoded, so that no agent name
-    with a ``:`` in it (``dave:app`` naming session ``s``) meets another agent's session
-    (``dave`` naming ``app:s``)."""
-    return f"{face}:{quote(agent, safe='')}:{name}"
+    key in the session store, ``name`` checked first, so that the limit a client is told is
+    the one it meets whatever its agent's name. The agent's name is percent-encoded, so that
+    no agent name with a ``:`` in it (``dave:app`` naming session ``s``) meets another
+    agent's session (``dave`` naming ``app:s``). A key that would be longer than a session
+    name may be holds a hash of the agent's name, and of the session's, instead: the same
+    name always gives the same key."""
+    check_session(name)
+    scope = quote(agent, safe="")
+    if len(scope) > _MAX_SCOPE:
+        scope = "h-" + _digest(agent)
+    key = f"{face}:{scope}:{name}"
+    return key if len(key) <= _MAX_NAME else f"{face}:{scope}:h-{_digest(name)}"
+
+
+_MAX_NAME = 512
+_MAX_SCOPE = 64
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def check_session(session: object) -> None:
     """A session name is 1 to 512 printable characters (faces prefix their own scope)."""
     if session is not None and (
-        not isinstance(session, str) or not 0 < len(session) <= 512 or not session.isprintable()
+        not isinstance(session, str)
+        or not 0 < len(session) <= _MAX_NAME
+        or not session.isprintable()
     ):
-        raise InvalidInput("a session must be named by 1 to 512 printable characters")
+        raise InvalidInput(f"a session must be named by 1 to {_MAX_NAME} printable characters")
 
 
 def urls_in(text: str) -> list[str]:

@@ -307,8 +307,8 @@ class Console:
             reason=raw.get("reason"),
             host=raw.get("host"),
             text=raw.get("q"),
-            since=parse_since(raw["since"], now) if "since" in raw else None,
-            until=parse_since(raw["until"], now) if "until" in raw else None,
+            since=parse_since(raw["since"], now, "since") if "since" in raw else None,
+            until=parse_since(raw["until"], now, "until") if "until" in raw else None,
         )
         return where, raw
 
