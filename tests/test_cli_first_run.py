@@ -144,9 +144,10 @@ def test_a_host_that_cannot_be_connected_to_is_an_upstream_failure(tmp_path: Pat
     """Nothing listening: exit 1 naming the connection, not a robots.txt refusal (exit 3);
     the audit log says failed."""
     config = write_config(tmp_path)
-    out = run("fetch", f"http://127.0.0.1:{closed_port()}/page", "--config", str(config))
+    port = closed_port()
+    out = run("fetch", f"http://127.0.0.1:{port}/page", "--config", str(config))
     assert out.returncode == 1, out.stderr
-    assert out.stderr.strip() == "webward: could not connect to 127.0.0.1"
+    assert out.stderr.strip() == f"webward: could not connect to 127.0.0.1:{port}"
     rows = json.loads(run("audit", "--json", "--config", str(config)).stdout)
     assert [(r["decision"], r["reason"]) for r in rows] == [("failed", "connect")]
 

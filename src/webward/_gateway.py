@@ -509,7 +509,8 @@ def _spelled(capability: Capability, message: str) -> str:
     if pattern is None:
         renamed = {a.name: a.wire_name for a in capability.arguments if a.name != a.wire_name}
         pattern = _SPELLINGS[capability.id] = (
-            re.compile(rf"\b(?:{'|'.join(map(re.escape, renamed))})\b"), renamed
+            re.compile(rf"\b(?:{'|'.join(map(re.escape, renamed))})\b"),
+            renamed,
         )
     regex, renamed = pattern
     return regex.sub(lambda m: renamed[m.group()], message)

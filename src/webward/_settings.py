@@ -361,13 +361,26 @@ def _build(data: Mapping[str, Any], source: str) -> Settings:
             continue
         cls = _SECTIONS.get(section)
         if cls is None:
-            raise InvalidInput(f"unknown config section [{section}]{where}")
+            raise InvalidInput(
+                f"unknown config section [{section}]{where}; "
+                + _did_you_mean(section, [*_SECTIONS, "agents"], "sections", "[{}]")
+            )
         if not isinstance(value, Mapping):
             raise InvalidInput(f"config section [{section}]{where} must be a table")
         kwargs[section] = _build_section(cls, section, dict(value), where)
     settings = Settings(**kwargs)
     _validate(settings, where)
     return settings
+
+
+def _did_you_mean(given: str, known: list[str], what: str, form: str) -> str:
+    """The next step for a name that is not known: the closest known one, else them all."""
+    import difflib  # only when a config is wrong
+
+    close = difflib.get_close_matches(str(given), known, n=1, cutoff=0.7)
+    if close:
+        return f"did you mean {form.format(close[0])}?"
+    return f"the {what} are {', '.join(form.format(k) for k in sorted(known))}"
 
 
 def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: str) -> Any:
@@ -396,7 +409,10 @@ def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: s
     for key, item in value.items():
         f = fields.get(key)
         if f is None:
-            raise InvalidInput(f"unknown config key {section}.{key}{where}")
+            raise InvalidInput(
+                f"unknown config key {section}.{key}{where}; "
+                + _did_you_mean(key, [n for n in fields if not n.startswith("_")], "keys", "{}")
+            )
         default = f.default if f.default is not dataclasses.MISSING else None
         args[key] = _coerce(item, default, f"{section}.{key}", where)
     return cls(**args)

@@ -377,9 +377,13 @@ class Transport:
             tls = _ssl_cause(exc)
             if tls is not None:
                 raise _tls_error(url, tls) from exc
-            raise UpstreamError(f"could not connect to {url.host}", reason=Reason.CONNECT) from exc
+            raise UpstreamError(
+                f"could not connect to {url.authority}", reason=Reason.CONNECT
+            ) from exc
         except OSError as exc:
-            raise UpstreamError(f"could not connect to {url.host}", reason=Reason.CONNECT) from exc
+            raise UpstreamError(
+                f"could not connect to {url.authority}", reason=Reason.CONNECT
+            ) from exc
         except httpcore.RemoteProtocolError as exc:
             raise _remote_protocol_error(url, exc) from exc
         except (httpcore.ReadError, httpcore.WriteError) as exc:

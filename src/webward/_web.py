@@ -526,7 +526,10 @@ class Web:
         than hand over an empty reading as if the page had no text."""
         shown = url if len(url) <= 200 else url[:199] + "…"
         if tier not in _RENDER_FALLBACK_TIERS:
-            how = f"webward renders such pages in tiers connected and full, not {tier}"
+            how = (
+                f"webward renders such pages in tiers connected and full, not {tier}: an "
+                "operator can give this agent one of them ([agents.NAME] tier)"
+            )
         elif isinstance(self._renderer, PlainRenderer):
             how = (
                 "this installation has no headless renderer: install Debian's chromium and "
