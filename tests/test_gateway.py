@@ -227,7 +227,7 @@ async def test_fetch_takes_max_chars_and_query(
         base + FETCH_PATH, json={"url": site.url("/two"), "maxChars": 40_001}, headers=auth("alice")
     )
     assert assert_error(too_big, 400, "invalid_input") == (
-        "max_chars must be a whole number from 1 to 40000"
+        "maxChars must be a whole number from 1 to 40000"
     )
 
 
@@ -404,7 +404,7 @@ async def test_bad_fetch_bodies_are_400(
         ({"query": ""}, "query"),
         ({"query": "x" * 513}, "query"),
         ({"query": "x", "allowedDomains": "a.org"}, "allowedDomains must be a list"),
-        ({"query": "x", "blockedDomains": ["a.org/x"]}, "blocked_domains takes domain names"),
+        ({"query": "x", "blockedDomains": ["a.org/x"]}, "blockedDomains takes domain names"),
         ({"query": "x", "freshness": "hour"}, "freshness must be one of day, week, month, year"),
         ({"query": "x", "country": "usa"}, "country must be a two-letter ISO 3166-1 code"),
         ({"query": "x", "language": 5}, "language must be a two-letter ISO 639-1 code"),

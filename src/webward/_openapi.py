@@ -41,7 +41,11 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
         429: "rate limited; Retry-After says when to retry",
         501: "web search is not configured on this gateway",
         502: "the upstream failed: an HTTP error, a broken connection or a provider error",
-        503: "the host's circuit is open; Retry-After says when it closes",
+        404: "no such route (an unknown path, a slash too many, an encoded slash)",
+        405: "the method is not allowed here; Allow names the one that is",
+        503: "the host's circuit is open (circuit_open), every converter is busy or the "
+        "gateway is shutting down (overloaded), or a store this replica needs is down "
+        "(refused: audit_unavailable, limits_unavailable); Retry-After says when to retry",
         504: "the upstream did not answer in time",
         500: "webward failed unexpectedly (internal_error); the error was logged",
     }
@@ -60,6 +64,8 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
             }
         if status == 401:
             entry["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
+        if status == 405:
+            entry["headers"] = {"Allow": {"schema": {"type": "string"}}}
         out[str(status)] = entry
     return out
 
@@ -74,7 +80,7 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
     bearer scheme."""
     from . import __version__
 
-    errors = _error_responses(400, 401, 403, 413, 415, 422, 429, 500, 501, 502, 503, 504)
+    errors = _error_responses(400, 401, 403, 404, 405, 413, 415, 422, 429, 500, 501, 502, 503, 504)
     # The session headers (docs/governance.md, agent sessions): set by the client
     # application, never by the model; scoped to the token's agent.
     session_headers = [
