@@ -117,7 +117,8 @@ async def test_as_owner_reads_only_its_allow_list_and_says_how_to_allow() -> Non
         assert page_requests(listed) == ["/"]
     assert err.value.message == (
         "refused: 127.0.0.1 is not on the allow-list of tier as-owner; add it to [policy] allow "
-        "in the config or give agent owner the tier connected"
+        "in the config, or read with tier connected ([agents.owner] tier, or the call's tier: "
+        "--tier, tier=)"
     )
     [record] = audit.records
     assert (record.tier, record.decision, record.reason) == (

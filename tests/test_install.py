@@ -42,6 +42,9 @@ EXTRA_OF_MODULE = {
     "webward._cmd_mcp": "mcp",
     "webward._gateway": "serve",
     "webward._cmd_serve": "serve",
+    # The servers' HTTP stack: uvicorn only inside the function the two servers call (the
+    # mcp extra brings uvicorn too).
+    "webward._serving": "serve",
     "webward._redis_client": "redis",
     "webward._cache_redis": "redis",
     "webward.limits._redis": "redis",

@@ -97,7 +97,8 @@ def test_refusal_messages_name_host_tier_reason_and_remedy() -> None:
         False,
         REASON_HOST_NOT_ALLOWED,
         "refused: example.org is not on the allow-list of tier as-owner; add it to [policy] "
-        "allow in the config or give agent cli the tier connected",
+        "allow in the config, or read with tier connected ([agents.cli] tier, or the call's "
+        "tier: --tier, tier=)",
     )
     d = policy.check_fetch("x.bad.example", "full", "bot")
     assert d.reason == REASON_HOST_DENIED
@@ -109,15 +110,15 @@ def test_refusal_messages_name_host_tier_reason_and_remedy() -> None:
     assert d.reason == REASON_SEARCH_TIER
     assert d.message == (
         "refused: web search needs tier connected or full; agent cli has tier as-owner: give it "
-        "one ([agents.cli] tier or [policy] default_tier in the config, --tier on the command "
-        "line)"
+        "one ([agents.cli] tier or [policy] default_tier in the config, or the call's tier: "
+        "--tier, tier=)"
     )
     d = policy.check_screenshot("connected", "research")
     assert d.reason == REASON_SCREENSHOT_TIER
     assert d.message == (
         "refused: screenshots need tier full; agent research has tier connected: give it that "
-        "tier ([agents.research] tier or [policy] default_tier in the config, --tier on the "
-        "command line)"
+        "tier ([agents.research] tier or [policy] default_tier in the config, or the call's "
+        "tier: --tier, tier=)"
     )
 
 
@@ -250,8 +251,8 @@ def test_remembered_decisions_stay_per_host_tier_and_agent() -> None:
     again = [policy.check_fetch(*ask) for ask in reversed(asks)][::-1]
     assert again == first
     assert [d.allowed for d in first] == [False, False, True, True]
-    assert "give agent cli the tier" in first[0].message
-    assert "give agent bot the tier" in first[1].message
+    assert "[agents.cli] tier" in first[0].message
+    assert "[agents.bot] tier" in first[1].message
     for _ in range(2):
         with pytest.raises(InvalidInput):
             policy.check_fetch("exa mple.org", "connected", "cli")

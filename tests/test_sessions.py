@@ -282,6 +282,8 @@ async def test_fetch_budgets_per_session_and_hour_renew(site: LocalServer) -> No
         "fetch_per_session"
     )
     assert "it renews at 1970-01-01T03:00:00Z" in per_hour.value.message
+    # A backoff needs no parsing of the sentence: the renewal in seconds, as rate limits give.
+    assert (per_session.value.retry_after, per_hour.value.retry_after) == (None, 3600.0)
     assert [r.reason for r in audit.records].count("budget_exhausted") == 2
 
 
@@ -478,6 +480,29 @@ async def test_report_mode_lets_agent_lists_through_and_says_so(attacker: LocalS
         await w.fetch(attacker.url("/"), agent="bot")
     assert [(r.decision, r.would_deny) for r in audit.records] == [
         ("report-would-deny", "host_denied")
+    ]
+
+
+@pytest.mark.anyio
+async def test_report_mode_records_the_reason_enforce_would_refuse_with(
+    attacker: LocalServer,
+) -> None:
+    """Two rules would deny: report mode records the one enforce mode stops at (the first),
+    the [policy] deny list ahead of the agent's own allow list, so that an operator reading
+    report-would-deny fixes the right rule."""
+    rules = {"allow": ["example.org"]}
+    async with web(settings(rules, policy={"deny": ["127.0.0.2"]})) as w:
+        with pytest.raises(Refused) as enforced:
+            await w.fetch(attacker.url("/"), agent="bot")
+    audit = MemoryAuditSink()
+    report = settings(rules, policy={"mode": "report", "deny": ["127.0.0.2"]})
+    async with web(report, audit) as w:
+        await w.fetch(attacker.url("/"), agent="bot")
+        await w.fetch(attacker.url("/"), agent="bot")  # the screen remembered: the same
+    assert enforced.value.reason == "host_denied"
+    assert [(r.decision, r.would_deny) for r in audit.records] == [
+        ("report-would-deny", "host_denied"),
+        ("report-would-deny", "host_denied"),
     ]
 
 

@@ -259,3 +259,18 @@ def test_an_agent_entry_without_a_tier_keeps_the_default_tier(tmp_path: Path) ->
     assert settings.tier_for("unlisted") == "connected"
     found = TokenTable(settings).lookup("t-mcp")
     assert found is not None and found.tier == "connected"
+
+
+def test_settings_of_the_wrong_kind_are_one_sentence() -> None:
+    """A dict where a Settings goes (overrides are dicts, so the mistake is natural), or
+    overrides that are no dict, are InvalidInput saying what to pass, not an AttributeError."""
+    from webward import Web
+
+    for wrong in ({"network": {"allow_ranges": []}}, "/tmp/webward.toml", Settings):
+        with pytest.raises(InvalidInput, match=r"settings must be a webward\.Settings"):
+            Web(wrong)  # type: ignore[arg-type]
+    for overrides in (None, [1, 2], "policy"):
+        with pytest.raises(InvalidInput, match="overrides must be a dict shaped like the TOML"):
+            Settings().replace(overrides)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="overrides must be a dict"):
+        Settings.load(None, [1, 2], environ={})  # type: ignore[arg-type]

@@ -354,3 +354,19 @@ async def test_a_malformed_answer_is_named_as_such_not_as_a_broken_connection(
     assert (err.code, err.reason) == ("upstream_error", "protocol")
     assert f"not a valid HTTP response ({what})" in err.message
     assert "Just a body" not in err.message and "ZZ" not in err.message and "vvv" not in err.message
+
+
+async def test_part_of_a_page_to_a_request_for_all_of_it_is_no_page() -> None:
+    """A 206 to a request that asked for no range is part of a page: read as the page, what
+    is missing would go unsaid."""
+
+    def answer(req: Request, sock: socket.socket) -> None:
+        sock.sendall(
+            b"HTTP/1.1 206 Partial Content\r\nContent-Type: text/html\r\n"
+            b"Content-Range: bytes 0-6/1000\r\nContent-Length: 7\r\n\r\npartial"
+        )
+
+    with serve(routes={"/p": answer}) as srv:
+        err = await failed_read(srv.url("/p"))
+    assert (err.code, err.reason, err.status) == ("upstream_error", "protocol", 206)
+    assert "answered HTTP 206 Partial Content to a request for the whole page" in err.message

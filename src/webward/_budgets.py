@@ -159,7 +159,10 @@ class Budgets:
             if not await self._state.update(line.key, take):
                 for earlier, at in done:
                     await self._state.update(earlier.key, _giver(amount, at, now))
-                raise Refused(_message(line, agent, now), reason=REASON_BUDGET_EXHAUSTED)
+                renews = None if start is None else start + PERIODS[line.scope] - now
+                raise Refused(
+                    _message(line, agent, now), reason=REASON_BUDGET_EXHAUSTED, retry_after=renews
+                )
             done.append((line, start))
 
     async def usage(self, agent: str, session: str | None = None) -> list[dict[str, Any]]:

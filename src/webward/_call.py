@@ -56,8 +56,9 @@ class Call:
         self.started = time.monotonic()
 
     def check(self, decision: Verdict) -> None:
-        """Apply a policy decision: a report-mode would-deny is noted, a denial raised."""
-        if decision.would_deny:
+        """Apply a policy decision: a report-mode would-deny is noted, a denial raised. The
+        first would-deny is kept: it is the refusal enforce mode would have stopped at."""
+        if decision.would_deny and self.would_deny is None:
             self.would_deny = decision.reason
         decision.raise_if_denied()
 

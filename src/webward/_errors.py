@@ -118,6 +118,7 @@ class Reason(StrEnum):
     PROVIDER_KEY_REJECTED = "provider_key_rejected"
     PROVIDER_MALFORMED = "provider_malformed"
     PROVIDER_QUOTA = "provider_quota"
+    PROVIDER_RATE_LIMITED = "provider_rate_limited"
     PROVIDER_REJECTED = "provider_rejected"
     PROXY_TARGET = "proxy_target"
     RATE_LIMITED = "rate_limited"

@@ -103,6 +103,10 @@ async def fetch(
                     # Only a conditional request may be answered "not modified": to any other
                     # there is no page to read, and an empty success would hide that.
                     raise _no_page(current, body.status, "to a request that was not conditional")
+                if body.status == 206:
+                    # Part of a page to a request that asked for no range: read as the page,
+                    # what is missing would go unsaid.
+                    raise _no_page(current, body.status, "to a request for the whole page")
                 if body.status not in _REDIRECTS:
                     return FetchResult(current, body, tuple(chain))
                 location = body.header("location")

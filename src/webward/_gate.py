@@ -141,7 +141,7 @@ class Gate:
             if len(self._screened) >= _MAX_SCREENED:
                 self._screened.clear()
             noted = [d.reason for d in decisions if d.would_deny]
-            self._screened[(url, agent, tier)] = (parsed, noted[-1] if noted else None)
+            self._screened[(url, agent, tier)] = (parsed, noted[0] if noted else None)
         return parsed
 
     def literal_guard(

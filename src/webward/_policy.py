@@ -233,7 +233,8 @@ class Policy:
             return self._deny(
                 REASON_HOST_NOT_ALLOWED,
                 f"refused: {h} is not on the allow-list of tier as-owner; add it to [policy] "
-                f"allow in the config or give agent {agent} the tier connected",
+                f"allow in the config, or read with tier connected ([agents.{agent}] tier, or "
+                "the call's tier: --tier, tier=)",
             )
         return _ALLOW
 
@@ -245,7 +246,7 @@ class Policy:
                 REASON_SEARCH_TIER,
                 f"refused: web search needs tier connected or full; agent {agent} has tier "
                 f"{tier}: give it one ([agents.{agent}] tier or [policy] default_tier in the "
-                "config, --tier on the command line)",
+                "config, or the call's tier: --tier, tier=)",
             )
         return _ALLOW
 
@@ -257,7 +258,7 @@ class Policy:
                 REASON_SCREENSHOT_TIER,
                 f"refused: screenshots need tier full; agent {agent} has tier {tier}: give it "
                 f"that tier ([agents.{agent}] tier or [policy] default_tier in the config, "
-                "--tier on the command line)",
+                "or the call's tier: --tier, tier=)",
             )
         return _ALLOW
 

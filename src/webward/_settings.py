@@ -321,6 +321,11 @@ def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(extra, Mapping):
+        raise InvalidInput(
+            "settings overrides must be a dict shaped like the TOML, such as "
+            f'{{"policy": {{"default_tier": "connected"}}}}, not {type(extra).__name__}'
+        )
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):

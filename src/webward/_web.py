@@ -79,6 +79,12 @@ class Web:
     Everything that touches the outside world is injected: the resolver (system DNS by
     default), the connector under the pinned transport, the audit sink, the limiter state,
     the page cache, a store for robots.txt answers and the search provider.
+
+    Rate limits, breakers and budgets live in ``limit_state``: by default in this object's
+    memory (Redis when ``[state] redis_url`` is set), so a ``Web`` made per call starts them
+    afresh each time. Keep one open, or pass
+    ``limit_state=webward.limits.open_limit_state(settings, "sqlite")`` to share the state
+    dir's store with every process that does the same (docs/governance.md).
     """
 
     def __init__(
@@ -99,6 +105,11 @@ class Web:
         telemetry: Telemetry | None = None,
         session_store: SessionStore | None = None,
     ) -> None:
+        if settings is not None and not isinstance(settings, Settings):
+            raise InvalidInput(
+                f"settings must be a webward.Settings (Settings.load(path) or "
+                f"Settings().replace({{...}})), not {type(settings).__name__}"
+            )
         self.settings = settings or Settings.load()
         # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
         self._own_telemetry = telemetry is None

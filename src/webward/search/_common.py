@@ -185,7 +185,11 @@ def human_wait(seconds: float) -> str:
 
 
 def rate_limited(
-    what: str, body: Response, now: Callable[[], float], *, reason: str = "provider_rate_limited"
+    what: str,
+    body: Response,
+    now: Callable[[], float],
+    *,
+    reason: str = Reason.PROVIDER_RATE_LIMITED,
 ) -> Refused:
     """``Refused(rate_limited)`` saying ``what`` and, when known, when to retry."""
     wait = retry_after(body, now)
