@@ -72,6 +72,22 @@ def test_no_refusal_message_echoes_the_password(
     assert secret not in info.value.message
 
 
+@given(
+    digits=st.text("0123456789", min_size=1, max_size=6),
+    rest=st.text(PASSWORD_CHARS, min_size=1, max_size=12),
+    cut=st.sampled_from(["/", "?", "#", "\\"]),
+    slashes=st.sampled_from(["//", "/"]),
+)
+def test_a_password_that_starts_with_digits_is_no_port(
+    digits: str, rest: str, cut: str, slashes: str
+) -> None:
+    """``admin:2024/Winter!@host`` reads as host "admin" port 2024 to a parser, but a host
+    with no dot is no host a read could reach: the text is taken for credentials and never
+    recorded (``127.0.0.1:8080/x@elsewhere`` is a host and stays whole)."""
+    secret = digits + cut + "Zq" + rest
+    assert "Zq" not in record_text(f"http:{slashes}admin:{secret}@127.0.0.1:18931/")
+
+
 @given(password=st.text(PASSWORD_CHARS, min_size=1, max_size=24))
 def test_a_username_alone_or_a_token_is_dropped_too(password: str) -> None:
     """``https://TOKEN@host`` (a token as user name) leaves no trace either."""

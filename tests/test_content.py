@@ -224,10 +224,11 @@ def test_unreadable_types_are_named() -> None:
     zip_ = not_readable("application/zip", "application/zip")
     assert (zip_.code, str(zip_)) == (
         "unsupported_type",
-        "refused: application/zip is a binary type webward does not read",
+        "refused: application/zip is a binary type webward does not read (it reads text, HTML, "
+        "images in jpeg, png, gif or webp, and PDFs)",
     )
     sniffed = not_readable("application/octet-stream", "text/html")
     assert (
         str(sniffed)
-        == "refused: application/octet-stream (declared as text/html) is a binary type webward does not read"
+        == "refused: application/octet-stream (declared as text/html) is a binary type webward does not read (it reads text, HTML, images in jpeg, png, gif or webp, and PDFs)"
     )

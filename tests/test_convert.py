@@ -493,6 +493,26 @@ def test_atom_and_sitemaps_are_read_as_lists() -> None:
     assert [link.url for link in page.links] == ["https://example.com/p1"]
 
 
+def test_a_feed_reads_as_a_reader_expects() -> None:
+    """The HTTP charset of a feed that declares none; a title's own angle brackets; the
+    item's RSS link before an atom:link to the feed itself; a podcast's enclosure; and no
+    cut at a few hundred items (the reading is windowed like any other)."""
+    latin = (
+        '<?xml version="1.0"?><rss xmlns:atom="http://www.w3.org/2005/Atom"><channel>'
+        "<title>Caf\xe9 news</title><item><title>Why Vec&lt;T&gt; beats List&lt;T&gt;</title>"
+        '<link>https://example.com/ep1</link><atom:link rel="self" href="https://example.com/rss"/>'
+        '<enclosure url="/ep1.mp3" type="audio/mpeg" length="1"/></item>'
+        + "".join(f"<item><title>n{i}</title><link>/n{i}</link></item>" for i in range(1000))
+        + "</channel></rss>"
+    ).encode("latin-1")
+    page = read(latin, "application/rss+xml; charset=ISO-8859-1", include_links=True)
+    assert page.title == "Caf\u00e9 news"
+    assert "## [Why Vec<T> beats List<T>](https://example.com/ep1)" in page.text
+    assert "attached: https://example.com/ep1.mp3 (audio/mpeg)" in page.text
+    assert "## [n999](https://example.com/n999)" in page.text
+    assert len(page.links) == MAX_LINKS  # listed as a page's are
+
+
 def test_a_feed_expands_no_entity() -> None:
     """Entities are never expanded (no billion laughs, no external entity read)."""
     bomb = (
@@ -710,7 +730,8 @@ def test_svg_is_named_as_unsupported() -> None:
 def test_other_binary_types_are_refused_by_name() -> None:
     """A zip is refused naming its type; binary bytes behind a text type are refused too."""
     with pytest.raises(
-        Refused, match=r"^refused: application/zip is a binary type webward does not read$"
+        Refused,
+        match=r"^refused: application/zip is a binary type webward does not read \(it reads",
     ) as info:
         read(b"PK\x03\x04" + bytes(200), "application/zip")
     assert info.value.code == "unsupported_type"

@@ -73,7 +73,9 @@ async def test_an_agent_name_no_one_could_type_is_refused_and_audited(agent: Any
     audit = MemoryAuditSink()
     with serve(routes={"/": respond(200, "<p>owls</p>")}) as srv:
         async with Web(settings(), StaticResolver({}), audit=audit) as w:
-            with pytest.raises(InvalidInput, match="agent must be a name of 1 to 200 printable"):
+            with pytest.raises(
+                InvalidInput, match="agent must be a name of 1 to 200 characters, with no control"
+            ):
                 await w.fetch(srv.url("/"), agent=agent)
     assert srv.accepts == 0
     assert [r.decision for r in audit.records] == ["refused"]

@@ -574,7 +574,7 @@ async def test_binary_bytes_served_as_text_are_refused() -> None:
     assert err.value.code == "unsupported_type"
     assert err.value.message == (
         "refused: application/octet-stream (declared as text/plain) is a binary type webward does "
-        "not read"
+        "not read (it reads text, HTML, images in jpeg, png, gif or webp, and PDFs)"
     )
 
 

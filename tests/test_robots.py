@@ -86,7 +86,9 @@ async def test_allowed_and_disallowed_paths() -> None:
         assert info.value.reason == REASON_ROBOTS
         assert info.value.code == "refused"
         assert info.value.message == (
-            f"refused: robots.txt of 127.0.0.1:{srv.port} disallows /private/page for webward"
+            f"refused: robots.txt of 127.0.0.1:{srv.port} disallows /private/page for webward; the "
+            "site asks not to be read there (an operator can let a tier skip robots.txt: "
+            "[policy.tiers.NAME] robots = false)"
         )
         assert robots_requests(srv) == 1  # cached per origin
 

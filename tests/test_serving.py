@@ -206,6 +206,11 @@ def bounded_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        more = True
+        while more:  # the body read to its end, as an app does
+            more = (await receive()).get("more_body", False)
+        if scope["path"] == "/slow":  # served for longer than a head may take to arrive
+            await asyncio.sleep(1.5)
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
@@ -251,3 +256,26 @@ def test_a_request_head_too_large_or_too_slow_is_refused_before_any_app(
     assert slow.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in slow
     silent = _exchange(bounded_server, b"")
     assert silent.startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_body_or_pipelined_requests_are_no_head_to_bound(
+    bounded_server: tuple[str, int],
+) -> None:
+    """Only a head counts: a 40 KiB cookie with a 100 KiB body in one write, 300 requests
+    pipelined in one write, and a pipelined request served for longer than a head may take
+    to arrive are all answered 200."""
+    body = b"x" * 100_000
+    big = (
+        b"POST / HTTP/1.1\r\nHost: x\r\nCookie: " + b"c" * 40_000 + b"\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
+    )
+    assert _exchange(bounded_server, big).startswith(b"HTTP/1.1 200")
+    pipelined = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 299
+    pipelined += b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    assert _exchange(bounded_server, pipelined).count(b"HTTP/1.1 200") == 300
+    slow = (
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    answer = _exchange(bounded_server, slow)
+    assert answer.count(b"HTTP/1.1 200") == 2 and b"408" not in answer

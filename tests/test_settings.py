@@ -87,8 +87,8 @@ def test_agents_map_to_tiers(tmp_path: Path) -> None:
         ("[policy.tiers.full]\nrobotz = false\n", "unknown config key policy.tiers.full.robotz"),
         ('[policy.tiers.full]\nrobots = "no"\n', "policy.tiers.full.robots in"),
         ("[policy]\ntiers = {full = 1}\n", "[policy.tiers.full] in"),
-        ('[agents."a\\u202eb"]\ntier = "full"\n', "1 to 200 printable characters"),
-        ('[agents."a\\nb"]\ntier = "full"\n', "1 to 200 printable characters"),
+        ('[agents."a\\u202eb"]\ntier = "full"\n', "1 to 200 characters, with no control, bidi"),
+        ('[agents."a\\nb"]\ntier = "full"\n', "1 to 200 characters, with no control, bidi"),
         ("[agents]\nx = 1\n", "must be a table"),
     ],
 )
@@ -274,3 +274,14 @@ def test_settings_of_the_wrong_kind_are_one_sentence() -> None:
             Settings().replace(overrides)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="overrides must be a dict"):
         Settings.load(None, [1, 2], environ={})  # type: ignore[arg-type]
+
+
+def test_agent_names_of_every_script_and_space_are_names() -> None:
+    """Ideographic and no-break spaces, an emoji's joiner and CJK letters name agents; a
+    control, a bidi override or a line separator does not."""
+    from webward._settings import is_agent_name
+
+    for good in ("研究\u3000ボット", "Bot\u00a0One", "\U0001f469\u200d\U0001f4bb coder", "a.b-c d"):
+        assert is_agent_name(good), good
+    for bad in ("a\nb", "a\u202eb", "a\u2028b", "\udcff", "", "x" * 201, "a\x1bb"):
+        assert not is_agent_name(bad), bad

@@ -274,7 +274,8 @@ def not_readable(media_type: str, declared: str = "") -> Refused:
         )
     said = f" (declared as {declared})" if declared and declared != media_type else ""
     return Refused(
-        f"refused: {media_type}{said} is a binary type webward does not read",
+        f"refused: {media_type}{said} is a binary type webward does not read (it reads text, "
+        "HTML, images in jpeg, png, gif or webp, and PDFs)",
         code="unsupported_type",
         reason="binary_type",
     )

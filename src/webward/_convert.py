@@ -1517,6 +1517,23 @@ class Converted:
     truncated: bool
 
 
+def _as_utf8_xml(body: bytes, charset: str | None) -> bytes:
+    """``body`` for an XML parser: as it is when it says its own encoding (a declaration, a
+    byte-order mark) or names none; else decoded by the header's charset and made UTF-8
+    (a Latin-1 feed with no declaration came out as "Caf\ufffd")."""
+    if (
+        charset is None
+        or _XML_ENCODING_DECL.match(body[:200])
+        or body[:2] in (b"\xff\xfe", b"\xfe\xff")
+    ):
+        return body
+    text, _ = decode_text(body, charset)
+    return text.removeprefix("\ufeff").encode("utf-8")
+
+
+_XML_ENCODING_DECL = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*\bencoding\s*=")
+
+
 # An XML prolog, then a root that is no <html>: XML, whatever its declared type.
 _XML_NOT_HTML = re.compile(
     rb"\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*>\s*(?:(?:<!--.*?-->|<\?[^>]*>|<!DOCTYPE[^>\[]*>)\s*)*"
@@ -1582,12 +1599,12 @@ def convert(
         raise _content.not_readable(media_type, declared)
 
     if (media_type in _content.HTML_TYPES or media_type.endswith("xml")) and is_feed(body):
-        feed = read_feed(body, lambda href: _link_url(href, final_url))
+        feed = read_feed(_as_utf8_xml(body, charset), lambda href: _link_url(href, final_url))
         if feed is not None:
             listed = feed.text
             if truncated:  # what was read of it: the items before the cut
                 listed = f"{listed}\n\n{_content.truncation_marker(limits)}"
-            kept = feed.links if include_links else ()
+            kept = feed.links[:MAX_LINKS] if include_links else ()  # as a page's
             return Converted("text", media_type, feed.title, listed, (), kept, truncated)
     # XML with a root of its own, sent as HTML (a data file, a sitemap's stylesheet gone):
     # read as the text it is, not mashed by an HTML extractor into one run of words.
@@ -1671,6 +1688,16 @@ _MD_LINK = re.compile(
 )
 
 
+# Markdown's code, where nothing is a link: fenced blocks, indented blocks (after a blank
+# line) and inline spans.
+_MD_CODE = re.compile(
+    r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}(?P=fence)[ \t]*$|\Z)"
+    r"|(?:(?<=\n\n)|\A)(?:(?: {4}|\t)[^\n]*(?:\n|\Z))+"
+    r"|(?P<ticks>`+)[^`]+?(?P=ticks)",
+    re.MULTILINE | re.DOTALL,
+)
+
+
 def _markdown_links(text: str, base: str, collect: bool) -> tuple[str, tuple[Link, ...]]:
     """A Markdown page's links made absolute, as an HTML page's are (a site serving Markdown
     for agents writes "/guide/start", which a model cannot follow), and, if asked, its
@@ -1678,8 +1705,19 @@ def _markdown_links(text: str, base: str, collect: bool) -> tuple[str, tuple[Lin
     links: list[Link] = []
     seen: set[str] = set()
     page = base.split("#", 1)[0]
+    code = [m.span() for m in _MD_CODE.finditer(text)]  # in order, not overlapping
+    spans = iter(code)
+    current = next(spans, None)
+
+    def in_code(at: int) -> bool:
+        nonlocal current
+        while current is not None and current[1] <= at:
+            current = next(spans, None)
+        return current is not None and current[0] <= at
 
     def absolute(match: re.Match[str]) -> str:
+        if in_code(match.start()):
+            return match.group()  # code that looks like a link: f"[{name}]({url})"
         href = match.group("url") or match.group("ref")
         url = _link_url(href, base)
         if url is None or len(url) > _MAX_LINK_URL:

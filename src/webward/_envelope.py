@@ -127,9 +127,11 @@ _WS = r"[^\S\n]*+"  # horizontal space in the folded view
 # What may join the words: hyphens and the like, and what Markdown adds around them (a
 # converter escapes "_" and "<" with a backslash; emphasis is "*" or "_"; code is "`"), which
 # a Markdown renderer takes away again.
-_JOIN = r"\-_.\\*`~/+:,#|\u00b7\u2022"
+_JOIN = r"\-_.\\*`~/+:|\u00b7\u2022"
 _CORE_RE = re.compile(rf"untrusted[\s{_JOIN}]*web[\s{_JOIN}]*content")
-_TIGHT_RE = re.compile(rf"untrusted[{_JOIN}]*web[{_JOIN}]*content")
+# Joined tight with what only a marker or its Markdown rendering joins words with (not "/"
+# or "+", which URLs join words with), the words are a marker even with no evidence around.
+_TIGHT_RE = re.compile(r"untrusted[-_.\\*`~]*web[-_.\\*`~]*content")
 # What may precede the words, read backwards from them: "end-" and a run of "<" (each may be
 # escaped, or follow a "/" or "!").
 _LEFT_REV_RE = re.compile(
@@ -139,9 +141,9 @@ _TAIL_RE = re.compile(
     rf"(?:{_WS}[{_JOIN}]*+{_WS}nonce{_WS}[\\]?+[=:]?+{_WS}[\"']?+[0-9a-z]*+[\"']?+)?"
     rf"(?:{_WS}[/\\]?+{_WS}[\\]?+>++)?"
 )
-# Evidence on the right that the words are a marker: a nonce, a ">", or a rule of dashes or
-# a bracket closing a label ("-----END UNTRUSTED WEB CONTENT-----", "[end of ...]").
-_RIGHT_EVIDENCE_RE = re.compile(rf"{_WS}(?:[{_JOIN}]{_WS})?(?:nonce|\\?>|--|\\?\])")
+# Evidence on the right that the words are a marker: a nonce, a ">", or a rule of dashes right
+# after them ("-----END UNTRUSTED WEB CONTENT-----"; prose's "content -- a guide" is none).
+_RIGHT_EVIDENCE_RE = re.compile(rf"{_WS}(?:[{_JOIN}]{_WS})?(?:nonce|\\?>)|---")
 _LEFT_WINDOW = 512
 
 # Controls other than tab and newline: never useful in text a model reads; some would rewrite
@@ -317,16 +319,34 @@ def find_markers(text: str) -> list[tuple[int, int]]:
 # webward's own voice inside an envelope: the handling notice's "[webward]" and the window's
 # and passages' headers ("showing characters 0-40000 of 81234; pass offset=..."). A page that
 # writes them is forging them; on a page short enough for no header, a forged one would pass.
-# Two searches that start from a literal ("[", "characters"): a megabyte in about 1.5 ms.
+# Searches that start from a literal ("[", "haracters"), so that a megabyte of prose takes a
+# couple of milliseconds; a header's start ("showing c", "[3] c", "Showing C") is checked
+# behind each find.
 _OWN_NOTICE_RE = re.compile(r"\[\s*webward\s*\\?\]", re.IGNORECASE)
 _OWN_HEADER_RE = re.compile(
-    r"characters\s+\d[\d,]*\s*[\u2013-]\s*\d[\d,]*\s+of\s+\d[\d,]*"
+    r"haracters\s+\d[\d,]*\s*[\u2013\u2014-]\s*\d[\d,]*\s+of\s+\d[\d,]*"
     r"(?:\s*;\s*pass\s+offset\s*=\s*\d*(?:\s+to\s+continue)?)?"
 )
+_OWN_HEADER_START_RE = re.compile(r"(?:showing|\[\d+\])\s+c\Z", re.IGNORECASE)
+
+
+def _neutralise_own_voice(text: str) -> str:
+    text = _OWN_NOTICE_RE.sub(REPLACEMENT, text)
+    if "haracters" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for m in _OWN_HEADER_RE.finditer(text):
+        head = _OWN_HEADER_START_RE.search(text, max(0, m.start() - 24), m.start())
+        if head is None or head.start() < last:
+            continue  # "characters 1-5 of 10" in prose: no header of webward's
+        out += (text[last : head.start()], REPLACEMENT)
+        last = m.end()
+    return "".join(out) + text[last:] if out else text
 
 
 def _neutralise_markers(text: str) -> str:
-    text = _OWN_HEADER_RE.sub(REPLACEMENT, _OWN_NOTICE_RE.sub(REPLACEMENT, text))
+    text = _neutralise_own_voice(text)
     # Each pass removes at least one "untrusted...content" core and adds none, so this ends;
     # a second pass is insurance against a span that only appears once its neighbour is gone.
     while True:

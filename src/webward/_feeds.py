@@ -26,7 +26,8 @@ _ROOT_RE = re.compile(
     rb"<(?:[A-Za-z_][\w.-]*:)?(rss|feed|RDF|urlset|sitemapindex)\b",
     re.DOTALL | re.IGNORECASE,
 )
-_MAX_ITEMS = 200
+# Enough for any feed under the 1 MB cap; the Markdown is windowed like any reading.
+_MAX_ITEMS = 20_000
 _MAX_SUMMARY = 500
 _MAX_FIELD = 300
 
@@ -44,8 +45,9 @@ def is_feed(head: bytes) -> bool:
 
 
 def read_feed(body: bytes, link_url: Callable[[str], str | None]) -> FeedReading | None:
-    """The feed or sitemap in ``body``, its links made absolute by ``link_url`` (``None``
-    drops one); ``None`` when ``body`` is no feed webward reads."""
+    """The feed or sitemap in ``body`` (UTF-8, or as its XML declaration says), its links
+    made absolute by ``link_url`` (``None`` drops one); ``None`` when ``body`` is no feed
+    webward reads."""
     import lxml.etree  # type: ignore[import-untyped]  # lxml ships no type stubs
 
     parser = lxml.etree.XMLParser(
@@ -73,21 +75,26 @@ def read_feed(body: bytes, link_url: Callable[[str], str | None]) -> FeedReading
 
 
 def _items(head: Any, items: list[Any], link_url: Callable[[str], str | None]) -> FeedReading:
-    title = _plain(_text(_child(head, "title")))
+    title = _text(_child(head, "title"))
     about = _plain(_first_text(head, "description", "subtitle"))
     lines = [f"# {title}" if title else "", about]
     links: list[Link] = []
     for item in items[:_MAX_ITEMS]:
-        name = _plain(_text(_child(item, "title"))) or "(untitled)"
+        name = _text(_child(item, "title")) or "(untitled)"
         href = _item_link(item)
         url = link_url(href) if href else None
         when = _first_text(item, "pubDate", "updated", "published", "date")
-        summary = _plain(_first_text(item, "description", "summary", "content"))
+        summary = _plain(_first_text(item, "description", "summary", "encoded", "content"))
         if len(summary) > _MAX_SUMMARY:
             summary = summary[: _MAX_SUMMARY - 1].rstrip() + "…"
         lines.append(f"## [{name}]({url})" if url else f"## {name}")
         lines.append(when[:_MAX_FIELD])
         lines.append(summary)
+        enclosure = _child(item, "enclosure")  # a podcast's episode, say
+        attached = link_url(str(enclosure.get("url") or "")) if enclosure is not None else None
+        if attached:
+            kind = str(enclosure.get("type") or "")[:_MAX_FIELD]
+            lines.append(f"attached: {attached}" + (f" ({kind})" if kind else ""))
         if url:
             links.append(Link(url=url, text=name[:_MAX_FIELD]))
     if len(items) > _MAX_ITEMS:
@@ -113,17 +120,19 @@ def _sitemap(root: Any, link_url: Callable[[str], str | None]) -> FeedReading:
 
 
 def _item_link(item: Any) -> str:
-    # RSS: <link>URL</link>; Atom: <link href="URL" rel="alternate"/> (the first such, else
-    # the first link of any kind); RSS without a link: a permalink <guid>.
-    atom = [e for e in _children(item, "link") if e.get("href")]
+    # RSS: <link>URL</link> (before an atom:link beside it, which is often the feed's own);
+    # Atom: <link href="URL" rel="alternate"/> (the first such, else the first link but the
+    # feed's own); RSS without a link: a permalink <guid>.
+    links = _children(item, "link")
+    for e in links:
+        if not e.get("href") and _text(e):
+            return _text(e)
+    atom = [e for e in links if e.get("href") and e.get("rel") not in ("self", "enclosure")]
     for e in atom:
         if e.get("rel", "alternate") == "alternate":
             return str(e.get("href"))
     if atom:
         return str(atom[0].get("href"))
-    text = _text(_child(item, "link"))
-    if text:
-        return text
     guid = _child(item, "guid")
     return _text(guid) if guid is not None and guid.get("isPermaLink", "true") != "false" else ""
 

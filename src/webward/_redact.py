@@ -64,11 +64,19 @@ def drop_userinfo(text: str) -> str:
 
 
 def _is_host_and_port(authority: str) -> bool:
-    """Whether ``authority`` (no "@" in it) reads as a host with at most a port of digits."""
+    """Whether ``authority`` (no "@" in it) reads as a host a read could reach, with at most a
+    port of digits: an IPv6 literal, or a name or address with a dot in it. ``admin:2024``
+    (before ``/Winter!@host``) is a user and a password of digits more likely than a host
+    named ``admin``: it is no host kept whole."""
     if authority.startswith("["):  # an IPv6 literal holds colons of its own
         authority = authority[authority.find("]") + 1 :] if "]" in authority else ":"
+        host = "[::]"
+    else:
+        host = authority.partition(":")[0]
     _, colon, port = authority.partition(":")
-    return not colon or (port.isascii() and port.isdigit())
+    if colon and not (port.isascii() and port.isdigit()):
+        return False
+    return not colon or host.startswith("[") or "." in host.strip(".")
 
 
 # A word (after a space, a quote or "<", or at the start) that starts like a URL and holds an @.

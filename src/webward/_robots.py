@@ -199,7 +199,9 @@ class RobotsChecker:
             parts = urlsplit(target)
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             raise Refused(
-                f"refused: robots.txt of {host} disallows {path} for {self._token}",
+                f"refused: robots.txt of {host} disallows {path} for {self._token}; the site "
+                "asks not to be read there (an operator can let a tier skip robots.txt: "
+                "[policy.tiers.NAME] robots = false)",
                 reason=REASON_ROBOTS,
             )
 

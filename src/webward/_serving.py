@@ -82,14 +82,15 @@ def _bounded_httptools() -> type:
         """uvicorn's httptools protocol, answering 431 to a head over MAX_HEAD_BYTES and 408
         to one not complete HEAD_TIMEOUT_S after it began, and closing the connection.
 
-        Cheap on the hot path (a cached read is about 100 us all told): the bytes of a head
-        are counted per packet, not per header, and its time is checked by one sweep a second
-        over the server's connections, not by a timer armed and cancelled per request."""
+        Cheap on the hot path (a cached read is about 100 us all told): a head's bytes are
+        counted as the parser hands its line and headers over (a body or a pipelined request
+        never counts), and its time is checked by one sweep a second over the server's
+        connections, not by a timer armed and cancelled per request."""
 
-        _heading = True  # the bytes coming in are a request's head (or a wait for one)
+        _heading = True  # a request's head is being read (or awaited on a new connection)
         _head_bytes = 0
-        _answered = False  # a 431 is on its way: what comes in is dropped
         _head_began = 0.0
+        _answered = False  # a 431 is on its way: what comes in is dropped
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -97,14 +98,37 @@ def _bounded_httptools() -> type:
             _sweep_soon(self.loop, self.connections)
 
         def data_received(self, data: bytes) -> None:
-            if self._heading:
+            if self._answered:  # a 431 is on its way: the rest of the head goes nowhere
                 self._head_bytes += len(data)
-                if self._head_bytes > MAX_HEAD_BYTES:
-                    self._refuse_head()
-                    return
+                if self._head_bytes > MAX_HEAD_BYTES + _LINGER_BYTES:
+                    self.transport.close()
+                return
             super().data_received(data)
 
-        def _refuse_head(self) -> None:
+        def on_message_begin(self) -> None:
+            self._heading, self._head_bytes, self._head_began = True, 0, self.loop.time()
+            super().on_message_begin()
+
+        def on_url(self, url: bytes) -> None:
+            self._head_bytes += len(url)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                raise _HeadTooLarge  # the parser stops; send_400_response answers 431
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._head_bytes += len(name) + len(value) + 4
+            if self._head_bytes > MAX_HEAD_BYTES:
+                raise _HeadTooLarge
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._heading = False
+            super().on_headers_complete()
+
+        def send_400_response(self, msg: str) -> None:
+            if self._head_bytes <= MAX_HEAD_BYTES:
+                super().send_400_response(msg)
+                return
             # Answered at once; what the client goes on sending is read and dropped for a
             # second (up to 4 MiB) before the close, which would otherwise reset the
             # connection under the answer before the client read it.
@@ -113,17 +137,6 @@ def _bounded_httptools() -> type:
                 if not self.transport.is_closing():
                     self.transport.write(_TOO_LARGE)
                     self.loop.call_later(1.0, self.transport.close)
-            elif self._head_bytes > MAX_HEAD_BYTES + _LINGER_BYTES:
-                self.transport.close()
-
-        def on_headers_complete(self) -> None:
-            self._heading = False
-            super().on_headers_complete()
-
-        def on_response_complete(self) -> None:
-            # The next head begins (a keep-alive wait, which uvicorn's own timeout ends).
-            self._heading, self._head_bytes, self._head_began = True, 0, self.loop.time()
-            super().on_response_complete()
 
         def close_with(self, answer: bytes) -> None:
             if not self.transport.is_closing():
@@ -147,6 +160,11 @@ def _bounded_httptools() -> type:
 
     _sweeping: dict[int, bool] = {}
     return BoundedHttpTools
+
+
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: httptools stops, and uvicorn's answer to a request it
+    cannot parse is then webward's 431."""
 
 
 def _plain_answer(status: str, message: str) -> bytes:

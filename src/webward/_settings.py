@@ -495,13 +495,28 @@ _KINDS = {
 
 #: An agent's name: what the audit, the metrics and the console show and filter by.
 MAX_AGENT_CHARS = 200
-AGENT_NAME_RULE = f"agent must be a name of 1 to {MAX_AGENT_CHARS} printable characters"
+AGENT_NAME_RULE = (
+    f"agent must be a name of 1 to {MAX_AGENT_CHARS} characters, with no control, bidi or "
+    "line-separator character"
+)
+# What may not be in a name: control characters, bytes that are not UTF-8 (surrogates),
+# line and paragraph separators, private-use and unassigned code points, and the bidi
+# controls that reorder what is shown. Spaces of every kind, joiners (an emoji's ZWJ) and
+# letters of every script are names' own.
+_NOT_IN_NAMES = frozenset({"Cc", "Cs", "Zl", "Zp", "Co", "Cn"})
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 
 
 def is_agent_name(name: object) -> bool:
-    """Whether ``name`` may name an agent: control characters, bidi overrides and bytes that
-    are not UTF-8 would reach the audit under a name no one could type or filter by."""
-    return isinstance(name, str) and 0 < len(name) <= MAX_AGENT_CHARS and name.isprintable()
+    """Whether ``name`` may name an agent: a control character, a bidi override or a byte
+    that is not UTF-8 would reach the audit under a name no one could type or filter by."""
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_AGENT_CHARS:
+        return False
+    if name.isascii():
+        return name.isprintable()
+    import unicodedata  # only for names beyond ASCII
+
+    return not any(c in _BIDI or unicodedata.category(c) in _NOT_IN_NAMES for c in name)
 
 
 def _build_agents(value: Any, where: str) -> dict[str, AgentSettings]:

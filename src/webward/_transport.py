@@ -509,7 +509,8 @@ def _tls_error(url: guard.ParsedURL, exc: ssl.SSLError) -> UpstreamError:
 
 def _too_large(url: guard.ParsedURL, cap: int) -> Refused:
     return Refused(
-        f"refused: {url.url} is larger than the {human_size(cap)} cap, and binary content is never truncated",
+        f"refused: {url.url} is larger than the {human_size(cap)} cap, and binary content is "
+        "never truncated (an operator can raise [limits] max_image_bytes or max_pdf_bytes)",
         code="too_large",
         reason=Reason.TOO_LARGE,
     )
