@@ -604,3 +604,25 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
     assert new == rendered
     assert new.to_wire()["renderRefused"] == list(rendered.render_refused)
     assert (old.id, old.render_contacted, old.render_refused) == ("old", (), ())
+
+
+def test_an_agent_name_of_any_script_or_space_can_be_filtered_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--agent takes every name an agent may have (a no-break or ideographic space, an
+    emoji's joiner), as config does; a control character is refused by name."""
+    names = ["re\u00a0search", "研究\u3000ボット", "\U0001f469\u200d\U0001f4bb coder"]
+
+    async def fill() -> None:
+        sink = SQLiteAuditSink(tmp_path)
+        for name in names:
+            await sink.write(record(agent=name))
+        await sink.aclose()
+
+    anyio.run(fill)
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    for name in names:
+        assert _run(_args(json=True, agent=name), settings) == 0
+        assert [r["agent"] for r in json.loads(capsys.readouterr().out)] == [name]
+    assert _run(_args(agent="a\x1bb"), settings) == 2
+    assert "--agent must be a name of 1 to 200 characters" in capsys.readouterr().err

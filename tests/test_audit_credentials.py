@@ -85,7 +85,20 @@ def test_a_password_that_starts_with_digits_is_no_port(
     with no dot is no host a read could reach: the text is taken for credentials and never
     recorded (``127.0.0.1:8080/x@elsewhere`` is a host and stays whole)."""
     secret = digits + cut + "Zq" + rest
-    assert "Zq" not in record_text(f"http:{slashes}admin:{secret}@127.0.0.1:18931/")
+    text = record_text(f"http:{slashes}admin:{secret}@127.0.0.1:18931/")
+    assert "Zq" not in text and "127.0.0.1:18931" in text
+
+
+def test_a_url_neither_plainly_a_host_nor_plainly_credentials_keeps_both_names() -> None:
+    """``intranet:8080/x@evil.example`` could be a host and a path or a user and a password:
+    the record names both, and not what may be a password; an address written as a number
+    or localhost, with a port, is a host kept whole."""
+    r = AuditRecord.create(
+        decision="refused", reason="x", target="http://intranet:8080/x@evil.example/"
+    )
+    assert r.target == "http://intranet:[redacted]@evil.example/"
+    for url in ("http://2130706433:19031/r?by=@alice", "http://localhost:19031/r?by=@alice"):
+        assert AuditRecord.create(decision="refused", reason="x", target=url).target == url
 
 
 @given(password=st.text(PASSWORD_CHARS, min_size=1, max_size=24))

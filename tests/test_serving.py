@@ -252,6 +252,19 @@ def test_a_request_head_too_large_or_too_slow_is_refused_before_any_app(
     answer = _exchange(bounded_server, big)
     assert answer.startswith(b"HTTP/1.1 431 ")
     assert b'"message": "the request line and headers are larger than 64 KiB"' in answer
+    # A header that never ends, sent in many packets: httptools holds it whole until its line
+    # ends, so the packets are counted too.
+    with socket.create_connection(bounded_server, timeout=10) as conn:
+        conn.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        answer = b""
+        try:
+            for _ in range(200):  # 200 x 8 KiB: far past the bound, never a line's end
+                conn.sendall(b"a" * 8192)
+        except OSError:
+            pass  # closed under the sender: the answer is read below
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 431 ")
     slow = _exchange(bounded_server, b"GET / HTTP/1.1\r\nHost: x\r\nX-Half")
     assert slow.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in slow
     silent = _exchange(bounded_server, b"")

@@ -99,8 +99,10 @@ def run(
         raise InvalidInput(
             f"--decision must be one of {', '.join(DECISIONS)}, not {args.decision!r}"
         )
-    if args.agent is not None and (not args.agent.strip() or not args.agent.isprintable()):
-        raise InvalidInput("--agent must name an agent in printable UTF-8 text")
+    from ._settings import AGENT_NAME_RULE, is_agent_name
+
+    if args.agent is not None and (not args.agent.strip() or not is_agent_name(args.agent)):
+        raise InvalidInput(f"--{AGENT_NAME_RULE}")
     usage = getattr(args, "usage", False)
     # A usage summary reads the whole period unless told otherwise.
     limit = _MAX_LIMIT if usage and args.limit == str(_DEFAULT_LIMIT) else _parse_limit(args.limit)

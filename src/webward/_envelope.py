@@ -128,7 +128,10 @@ _WS = r"[^\S\n]*+"  # horizontal space in the folded view
 # converter escapes "_" and "<" with a backslash; emphasis is "*" or "_"; code is "`"), which
 # a Markdown renderer takes away again.
 _JOIN = r"\-_.\\*`~/+:|\u00b7\u2022"
-_CORE_RE = re.compile(rf"untrusted[\s{_JOIN}]*web[\s{_JOIN}]*content")
+# The words joined by anything but letters that a list or a sentence also joins them with
+# (",", ";", "#", "="): a marker when the evidence around them says so, prose or a list when
+# it does not.
+_CORE_RE = re.compile(rf"untrusted[\s{_JOIN},;#=]*web[\s{_JOIN},;#=]*content")
 # Joined tight with what only a marker or its Markdown rendering joins words with (not "/"
 # or "+", which URLs join words with), the words are a marker even with no evidence around.
 _TIGHT_RE = re.compile(r"untrusted[-_.\\*`~]*web[-_.\\*`~]*content")

@@ -90,9 +90,16 @@ def _items(head: Any, items: list[Any], link_url: Callable[[str], str | None]) -
         lines.append(f"## [{name}]({url})" if url else f"## {name}")
         lines.append(when[:_MAX_FIELD])
         lines.append(summary)
-        enclosure = _child(item, "enclosure")  # a podcast's episode, say
-        attached = link_url(str(enclosure.get("url") or "")) if enclosure is not None else None
-        if attached:
+        # A podcast's episode, say: RSS <enclosure url=...>, Atom <link rel="enclosure">.
+        enclosure = _child(item, "enclosure")
+        href = str(enclosure.get("url") or "") if enclosure is not None else ""
+        if not href:
+            enclosure = next(
+                (e for e in _children(item, "link") if e.get("rel") == "enclosure"), None
+            )
+            href = str(enclosure.get("href") or "") if enclosure is not None else ""
+        attached = link_url(href) if href else None
+        if attached and enclosure is not None:
             kind = str(enclosure.get("type") or "")[:_MAX_FIELD]
             lines.append(f"attached: {attached}" + (f" ({kind})" if kind else ""))
         if url:

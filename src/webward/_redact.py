@@ -31,9 +31,9 @@ def drop_userinfo(text: str) -> str:
     Whatever the password holds: with an ``@`` in the authority, everything up to its last
     ``@`` goes (WHATWG's reading); with no ``@`` there, but a ``:`` before the first ``@``
     later on (a password holding ``/``, ``?``, ``#`` or ``\\``, which parsers read as the
-    end of the authority, so that no host and port of digits is left before them), everything
-    up to the last ``@`` goes. Either way an unusual URL may lose more than its credentials; a
-    password is never kept.
+    end of the authority, so that no host and port of digits is left before them), what may
+    be the password becomes ``[redacted]``, both names kept. Either way an unusual URL may lose
+    more than its credentials; a password is never kept.
     """
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.translate(_TAB_OR_NEWLINE)
@@ -59,7 +59,11 @@ def drop_userinfo(text: str) -> str:
         # is a URL to that host, recorded as it is: the audit must name the host read.
         if text.find("@", authority_end) < 0 or _is_host_and_port(text[start:authority_end]):
             return text
+        # Neither plainly a host nor plainly credentials (``intranet:8080/x@evil.example``,
+        # ``admin:2024/Winter!@host``): both names kept, what may be a password not.
         at = text.rfind("@")
+        name = text[start:authority_end].partition(":")[0]
+        return f"{text[:start]}{name}:[redacted]@{text[at + 1 :]}"
     return text[:start] + text[at + 1 :]
 
 
@@ -76,7 +80,16 @@ def _is_host_and_port(authority: str) -> bool:
     _, colon, port = authority.partition(":")
     if colon and not (port.isascii() and port.isdigit()):
         return False
-    return not colon or host.startswith("[") or "." in host.strip(".")
+    return (
+        not colon
+        or host.startswith("[")
+        or "." in host.strip(".")
+        or host.lower() == "localhost"
+        or _NUMBER_HOST.fullmatch(host) is not None  # 2130706433, 0x7f000001: addresses
+    )
+
+
+_NUMBER_HOST = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
 
 
 # A word (after a space, a quote or "<", or at the start) that starts like a URL and holds an @.

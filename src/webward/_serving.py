@@ -88,7 +88,8 @@ def _bounded_httptools() -> type:
         connections, not by a timer armed and cancelled per request."""
 
         _heading = True  # a request's head is being read (or awaited on a new connection)
-        _head_bytes = 0
+        _head_bytes = 0  # the head's line and headers, as the parser hands them over
+        _pending = 0  # bytes of packets that left a head incomplete (or came after an answer)
         _head_began = 0.0
         _answered = False  # a 431 is on its way: what comes in is dropped
 
@@ -99,14 +100,30 @@ def _bounded_httptools() -> type:
 
         def data_received(self, data: bytes) -> None:
             if self._answered:  # a 431 is on its way: the rest of the head goes nowhere
-                self._head_bytes += len(data)
-                if self._head_bytes > MAX_HEAD_BYTES + _LINGER_BYTES:
+                self._pending += len(data)
+                if self._pending > MAX_HEAD_BYTES + _LINGER_BYTES:
                     self.transport.close()
                 return
+            cycle = self.cycle
+            # Answered, and the request still coming (a chunked body's endless trailer, which
+            # httptools would hold): what follows an answer is bounded as a head is.
+            late = cycle is not None and cycle.response_complete and cycle.more_body
+            if late and not self._heading:
+                self._pending += len(data)
+                if self._pending > MAX_HEAD_BYTES:
+                    self.transport.close()
+                    return
             super().data_received(data)
+            if self._heading:
+                # A header still incomplete after this packet: httptools holds what it has
+                # of it, and hands nothing over until its line ends.
+                self._pending += len(data)
+                if self._pending > MAX_HEAD_BYTES:
+                    self.send_400_response("")
 
         def on_message_begin(self) -> None:
             self._heading, self._head_bytes, self._head_began = True, 0, self.loop.time()
+            self._pending = 0
             super().on_message_begin()
 
         def on_url(self, url: bytes) -> None:
@@ -126,7 +143,7 @@ def _bounded_httptools() -> type:
             super().on_headers_complete()
 
         def send_400_response(self, msg: str) -> None:
-            if self._head_bytes <= MAX_HEAD_BYTES:
+            if self._head_bytes <= MAX_HEAD_BYTES and self._pending <= MAX_HEAD_BYTES:
                 super().send_400_response(msg)
                 return
             # Answered at once; what the client goes on sending is read and dropped for a
