@@ -406,7 +406,12 @@ class _Capability:
             log.exception("the gateway could not encode its answer on %s", self._capability)
             status, payload, headers = _problem(500, "internal_error", _UNEXPECTED)
             body = _dumps(payload)
-        await _send(send, status, body, headers)
+        # As _send does, inline: this is the hot path's last step.
+        raw_headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), _NO_STORE]
+        if headers:
+            raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+        await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def _answer(
         self, scope: Scope, receive: Receive

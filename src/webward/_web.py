@@ -132,6 +132,7 @@ class Web:
         self._audit_proven_at = -math.inf if hasattr(self._audit, "probe") else math.inf
         # The audit writes waiting for their commit, oldest first: id of the call -> since when.
         self._audit_waits: dict[int, float] = {}
+        self._agent_names: set[str] = set()  # names already found to be names
         state = limit_state if limit_state is not None else open_limit_state(self.settings)
         self._limiter = Limiter(state, self.settings.limits, clock=clock)
         # Governance per agent and session: its own host lists, its budgets (counted in the
@@ -748,8 +749,11 @@ class Web:
                 log.warning("the audit record of a %s call was lost: %s", capability, audit_exc)
 
     def _tier(self, agent: str, tier: str | None) -> str:
-        if not is_agent_name(agent):
-            raise InvalidInput(AGENT_NAME_RULE)
+        if agent not in self._agent_names:  # a gateway's agents call again and again
+            if not is_agent_name(agent):
+                raise InvalidInput(AGENT_NAME_RULE)
+            if len(self._agent_names) < 4096:
+                self._agent_names.add(agent)
         tier = tier or self.settings.tier_for(agent)
         if tier not in TIERS:
             raise InvalidInput(f"unknown tier {tier!r}; the tiers are {', '.join(TIERS)}")
@@ -771,7 +775,7 @@ class Web:
         rec = AuditRecord.from_call(call, decision=decision, reason=reason)
         with self.telemetry.audit_write(rec):  # its span, latency, metrics and log line
             waits, key = self._audit_waits, id(call)
-            waits[key] = self._clock()
+            waits[key] = began = self._clock()
             try:
                 # raises Refused(audit_unavailable): no unaudited door
                 await self._audit.write(rec)
@@ -786,7 +790,7 @@ class Web:
             finally:
                 del waits[key]
             if self._audit_proven_at != math.inf:
-                self._audit_proven_at = self._clock()
+                self._audit_proven_at = began  # it worked by then at the latest
 
 
 class _Answer(NamedTuple):
