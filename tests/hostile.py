@@ -16,10 +16,12 @@ __all__ = [
     "deep_list_html",
     "deep_quote_html",
     "delimiters_html",
+    "feed_xml",
     "fragment_links_html",
     "huge_line_html",
     "many_pages_pdf",
     "markdown_chars_html",
+    "markdown_links",
     "page_tree_pdf",
     "paragraphs_html",
     "shared_stream_pdf",
@@ -407,3 +409,26 @@ def nested_pre_html(depth: int = 900, size: int = 200_000) -> bytes:
     html-to-markdown reads each block inside the others again (0.7 s for 200 kB 900 deep)."""
     lines = b"w1 \n " * max(1, size // depth // 5)
     return _HEAD + (b"<pre>" + lines) * depth + b"</pre>" * depth + _TAIL
+
+
+def feed_xml(items: int = 7_000, size: int = 1_000_000) -> bytes:
+    """An RSS feed of ``items`` entries (escaped HTML in each summary), cut at ``size`` bytes
+    as the byte cap would cut it: read as its items (``_feeds``), whatever its declared type."""
+    entries = "".join(
+        f"<item><title>Item {i} &lt;T&gt;</title><link>/p/{i}</link><description>&lt;p&gt;"
+        f"Summary {i} &lt;b&gt;bold&lt;/b&gt;&lt;/p&gt;</description>"
+        "<pubDate>Mon, 01 Jan 2024 00:00:00 GMT</pubDate></item>"
+        for i in range(items)
+    )
+    return (
+        f'<?xml version="1.0"?><rss><channel><title>Big</title>{entries}</channel></rss>'.encode()[
+            :size
+        ]
+    )
+
+
+def markdown_links(size: int = 990_000) -> bytes:
+    """A site's Markdown of relative links beside inline code that looks like links: each
+    link made absolute, the code left alone (``_convert._markdown_links``)."""
+    unit = "See [link {0}](/p/{0}) and `[x](y)` "
+    return "".join(unit.format(i) for i in range(size // 30)).encode()[:size]
