@@ -214,9 +214,10 @@ _BLANKS_RE = re.compile(
 
 @lru_cache(maxsize=1)
 def _small_capitals() -> dict[str, str]:
-    """The small-capital letters (U+1D1C, U+0274, ...), which neither compatibility normalisation nor
-    the confusables table takes to the Latin letter they show: read from their names, in the
-    blocks that hold them (IPA, phonetic extensions, Latin Extended-D and -G)."""
+    """The small-capital letters (U+1D1C, U+0274, ...), which neither compatibility
+    normalisation nor the confusables table takes to the Latin letter they show: read from
+    their names, in the blocks that hold them (IPA, phonetic extensions, Latin Extended-D and
+    -G)."""
     table: dict[str, str] = {}
     for start, stop in ((0x0250, 0x02B0), (0x1D00, 0x1DC0), (0xA720, 0xA800), (0x1DF00, 0x1E000)):
         for code in range(start, stop):

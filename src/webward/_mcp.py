@@ -310,16 +310,14 @@ def build_server(
             capability = by_name.get(name) if isinstance(name, str) else None
             field = capability.names(MCP)[0] if capability else ""
             target = arguments.get(field) if isinstance(arguments, dict) else None
+            if not isinstance(target, str):  # no URL or query: the name asked for, if any
+                target = "" if name is None else neutralise_line(str(name))[:200]
             who, reach = acting()
             error = await web.reject(
                 capability.id if capability else UNKNOWN_TOOL,
                 who,
                 reach,
-                target
-                if isinstance(target, str)
-                else ""
-                if name is None
-                else neutralise_line(str(name))[:200],
+                target,
                 InvalidInput(message),
             )
             raise MCPError(INVALID_PARAMS, error.message) from None

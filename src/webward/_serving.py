@@ -83,9 +83,10 @@ def _bounded_httptools() -> type:
         to one not complete HEAD_TIMEOUT_S after it began, and closing the connection.
 
         Cheap on the hot path (a cached read is about 100 us all told): a head's bytes are
-        counted as the parser hands its line and headers over (a body or a pipelined request
-        never counts), and its time is checked by one sweep a second over the server's
-        connections, not by a timer armed and cancelled per request."""
+        counted as the parser hands its line and headers over, and as packets that leave a
+        header incomplete (a body or a pipelined request never counts); its time is checked
+        by one sweep a second over the server's connections, not by a timer armed and
+        cancelled per request."""
 
         _heading = True  # a request's head is being read (or awaited on a new connection)
         _head_bytes = 0  # the head's line and headers, as the parser hands them over
@@ -169,7 +170,8 @@ def _bounded_httptools() -> type:
         now = loop.time()
         message = f"the request line and headers did not arrive within {HEAD_TIMEOUT_S:g} s"
         for conn in list(connections):
-            if getattr(conn, "_heading", False) and now - conn._head_began > HEAD_TIMEOUT_S:
+            late = getattr(conn, "_heading", False) and not conn._answered
+            if late and now - conn._head_began > HEAD_TIMEOUT_S:
                 conn.close_with(_plain_answer("408 Request Timeout", message))
         _sweeping[id(loop)] = False
         if connections:
