@@ -1089,3 +1089,23 @@ async def test_the_cores_refusals_name_the_fields_as_the_body_spells_them(
         r = await client.post(url, json={"url": site.url("/"), field: value}, headers=auth("alice"))
         message = assert_error(r, 400, "invalid_input")
         assert said in message and "_" not in message.split(" must ")[0], message
+
+
+@pytest.mark.anyio
+async def test_a_field_named_twice_is_refused_and_audited(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
+) -> None:
+    """A body naming a field twice is read by a proxy or a WAF in front perhaps as its first
+    value, by a JSON parser as its last: it is refused, audited, naming the field; a string
+    that merely holds '":' is no second field."""
+    base, audit = gateway
+    before = len(audit.records)
+    twice = b'{"url": "http://127.0.0.1/a", "url": "http://127.0.0.1/b"}'
+    headers = {**auth("alice"), "Content-Type": "application/json"}
+    r = await client.post(base + FETCH_PATH, content=twice, headers=headers)
+    assert "names the field 'url' twice" in assert_error(r, 400, "invalid_input")
+    [record] = audit.records[before:]
+    assert record.decision == "refused"
+    odd = b'{"url": "http://127.0.0.1:1/\\":x"}'  # '":' inside the string
+    r = await client.post(base + FETCH_PATH, content=odd, headers=headers)
+    assert "twice" not in r.text
