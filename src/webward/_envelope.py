@@ -118,6 +118,16 @@ _HOMOGLYPHS: dict[str, str] = {
             strict=True,
         )
     ),
+    # letters with a stroke or a hook, which no normalisation takes apart: ŧ đ ø ƀ ȼ ɇ ƞ ɍ ȿ ᵾ,
+    # and IPA's ʊ ʈ ɳ ɾ ʍ ə ƈ ɗ ʂ ɵ ɓ
+    **dict(
+        zip(
+            "\u0167\u0111\u00f8\u0180\u023c\u0247\u019e\u024d\u023f\u1d7e"
+            "\u028a\u0288\u0273\u027e\u028d\u0259\u0188\u0257\u0282\u0275\u0253",
+            "tdobcenrsuutnrwecdsob",
+            strict=True,
+        )
+    ),
 }
 
 # The search starts from the words (linear: "untrusted" is a literal prefix) and then grows
