@@ -10,6 +10,7 @@ import zlib
 
 __all__ = [
     "attributes_html",
+    "backtick_run",
     "base_href_html",
     "class_names_html",
     "deep_html",
@@ -432,3 +433,9 @@ def markdown_links(size: int = 990_000) -> bytes:
     link made absolute, the code left alone (``_convert._markdown_links``)."""
     unit = "See [link {0}](/p/{0}) and `[x](y)` "
     return "".join(unit.format(i) for i in range(size // 30)).encode()[:size]
+
+
+def backtick_run(size: int = 990_000) -> bytes:
+    """One run of backticks: a fence of any length that never ends (a pattern that tries each
+    shorter fence in turn took minutes)."""
+    return b"`" * size

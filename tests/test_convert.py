@@ -547,6 +547,25 @@ def test_markdown_links_are_made_absolute_and_listed() -> None:
     assert read(md, "text/markdown").links == ()
 
 
+def test_markdown_code_spans_pair_as_commonmark_pairs_them() -> None:
+    """A span opened by N backticks closes at the next run of exactly N within its paragraph
+    (holding shorter runs), a lone backtick opens nothing, and a fence left open runs to the
+    end: links in code stay as written, links outside are made absolute."""
+    md = (
+        "Text ``double `tick` [x](/dbl)`` end [y](/y).\n\n"
+        "A `lonely backtick [a](/a) here.\n\n"
+        "Later `code [z](/z)` and [w](/w).\n\n"
+        "```\nunclosed [u](/u)\n"
+    )
+    page = read(md, "text/markdown", include_links=True)
+    assert [link.url for link in page.links] == [
+        "https://example.com/y",
+        "https://example.com/a",
+        "https://example.com/w",
+    ]
+    assert "[x](/dbl)" in page.text and "[z](/z)" in page.text and "[u](/u)" in page.text
+
+
 def test_markdown_passes_through_with_its_title() -> None:
     """text/markdown keeps its text; the first heading is the title."""
     md = "Intro line\n\n# The Title #\n\nBody.\n"

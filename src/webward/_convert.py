@@ -39,6 +39,7 @@ decoding live in :mod:`webward._charset`; ``codec_for`` and ``decode_text`` are 
 
 from __future__ import annotations
 
+import bisect
 import collections
 import copy
 import functools
@@ -1690,22 +1691,64 @@ _MD_LINK = re.compile(
 
 # Markdown's code, where nothing is a link: fenced blocks, indented blocks (after a blank
 # line) and inline spans.
-_MD_CODE = re.compile(
-    r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}(?P=fence)[ \t]*$|\Z)"
-    r"|(?:(?<=\n\n)|\A)(?:(?: {4}|\t)[^\n]*(?:\n|\Z))+"
-    r"|(?P<ticks>`+)[^`]+?(?P=ticks)",
+_MD_CODE_BLOCK = re.compile(
+    r"^ {0,3}(?P<fence>`{3,}+|~{3,}+)[^\n]*+\n.*?(?:^ {0,3}(?P=fence)[ \t]*$|\Z)"
+    r"|(?:(?<=\n\n)|\A)(?:(?: {4}|\t)[^\n]*+(?:\n|\Z))++",
     re.MULTILINE | re.DOTALL,
 )
+_BACKTICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Where Markdown's code is, in order: fenced and indented blocks, and inline spans as
+    CommonMark pairs them (a run of N backticks closes at the next run of exactly N, within
+    its paragraph; a span may hold shorter or longer runs). Linear in the text's length."""
+    blocks = [m.span() for m in _MD_CODE_BLOCK.finditer(text)]
+    block_ends = [end for _, end in blocks]
+    blanks = [m.start() for m in _BLANK_LINE.finditer(text)]
+    runs = [
+        m.span() for m in _BACKTICKS.finditer(text) if not _inside(blocks, block_ends, m.start())
+    ]
+    by_length: dict[int, list[int]] = {}  # run length -> indices of runs, in order
+    for i, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(i)
+    cursor = dict.fromkeys(by_length, 0)  # per length, the first index not yet passed
+    spans = list(blocks)
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        same, at = by_length[end - start], cursor[end - start]
+        while at < len(same) and same[at] <= i:
+            at += 1
+        cursor[end - start] = at
+        close = same[at] if at < len(same) else None
+        paragraph_end = (
+            blanks[bisect.bisect_left(blanks, end)] if blanks and blanks[-1] >= end else len(text)
+        )
+        if close is not None and runs[close][0] < paragraph_end:
+            spans.append((start, runs[close][1]))
+            i = close + 1
+        else:
+            i += 1
+    return sorted(spans)
+
+
+def _inside(spans: list[tuple[int, int]], ends: list[int], at: int) -> bool:
+    k = bisect.bisect_right(ends, at)
+    return k < len(spans) and spans[k][0] <= at
 
 
 def _markdown_links(text: str, base: str, collect: bool) -> tuple[str, tuple[Link, ...]]:
     """A Markdown page's links made absolute, as an HTML page's are (a site serving Markdown
     for agents writes "/guide/start", which a model cannot follow), and, if asked, its
     outbound links listed; a link to no usable URL (javascript:) keeps its text only."""
+    if "](" not in text and "]:" not in text:
+        return text, ()  # no link to make absolute: the code need not be found either
     links: list[Link] = []
     seen: set[str] = set()
     page = base.split("#", 1)[0]
-    code = [m.span() for m in _MD_CODE.finditer(text)]  # in order, not overlapping
+    code = _code_spans(text)  # in order, not overlapping
     spans = iter(code)
     current = next(spans, None)
 
