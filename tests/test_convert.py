@@ -513,6 +513,16 @@ def test_a_feed_reads_as_a_reader_expects() -> None:
     assert len(page.links) == MAX_LINKS  # listed as a page's are
 
 
+def test_a_prolog_of_many_comments_is_read_once() -> None:
+    """A head of 400 comments before its root (which a pattern letting each comment run on to
+    a later one's end took minutes over) is read at once: XML stays XML, a feed is a feed."""
+    comments = b"<!-- a -->" * 400
+    xml = b'<?xml version="1.0"?>' + comments + b"<catalog><book>b</book></catalog>"
+    assert read(xml, "text/html").text == xml.decode()
+    feed = b'<?xml version="1.0"?>' + comments + b"<rss><channel><title>T</title></channel></rss>"
+    assert read(feed, "text/html").title == "T"
+
+
 def test_a_feed_expands_no_entity() -> None:
     """Entities are never expanded (no billion laughs, no external entity read)."""
     bomb = (

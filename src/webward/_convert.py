@@ -1532,12 +1532,13 @@ def _as_utf8_xml(body: bytes, charset: str | None) -> bytes:
     return text.removeprefix("\ufeff").encode("utf-8")
 
 
-_XML_ENCODING_DECL = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*\bencoding\s*=")
+_XML_ENCODING_DECL = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*+<\?xml[^>]*?\bencoding\s*+=")
 
 
 # An XML prolog, then a root that is no <html>: XML, whatever its declared type.
 _XML_NOT_HTML = re.compile(
-    rb"\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*>\s*(?:(?:<!--.*?-->|<\?[^>]*>|<!DOCTYPE[^>\[]*>)\s*)*"
+    rb"\A(?:\xef\xbb\xbf)?\s*+<\?xml[^>]*+>\s*+"
+    rb"(?:(?:<!--(?:(?!-->).)*+-->|<\?[^>]*+>|<!DOCTYPE[^>\[]*+>)\s*+)*+"
     rb"<(?![!?]|html\b)",
     re.DOTALL | re.IGNORECASE,
 )
