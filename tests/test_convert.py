@@ -662,42 +662,21 @@ def test_an_image_no_provider_takes_is_refused_by_its_size(fmt: str, media_type:
     decompression bomb), so it is refused, naming its size."""
     body = image_bytes(fmt, (8001, 2))
     with pytest.raises(Refused) as caught:
-        convert(
-            body,
-            media_type,
-            "https://example.com/i",
-            truncated=False,
-            include_links=False,
-            limits=LIMITS,
-        )
+        read(body, media_type)
     assert caught.value.code == "too_large"
     assert f"the {media_type} image is 8001\u00d72 pixels" in caught.value.message
     bomb = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (50000).to_bytes(4, "big") * 2
     bomb += b"\x08\x02\x00\x00\x00" + b"\x00" * 4 + b"\x00\x00\x00\x00IDAT" + b"\x00" * 8
     bomb += b"\x00\x00\x00\x00IEND\xaeB`\x82"
     with pytest.raises(Refused, match="50000\u00d750000 pixels"):
-        convert(
-            bomb,
-            "image/png",
-            "https://example.com/b",
-            truncated=False,
-            include_links=False,
-            limits=LIMITS,
-        )
+        read(bomb, "image/png")
 
 
 def test_a_png_with_no_image_data_is_damaged() -> None:
     """A signature, a header and an end with no image data between them is no image."""
     bare = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 17 + b"\x00\x00\x00\x00IEND\xaeB`\x82"
     with pytest.raises(Refused, match="could not be read"):
-        convert(
-            bare,
-            "image/png",
-            "https://example.com/b",
-            truncated=False,
-            include_links=False,
-            limits=LIMITS,
-        )
+        read(bare, "image/png")
 
 
 @pytest.mark.parametrize(

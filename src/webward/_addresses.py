@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ._errors import InvalidInput, Reason
+from ._urls import URL_SAFE
 
 __all__ = [
     "METADATA_ADDRESSES",
@@ -40,10 +41,12 @@ __all__ = [
     "is_ipv4_compatible",
     "is_ipv4_mapped",
     "is_isatap",
+    "is_loopback",
     "is_metadata_address",
     "is_nat64",
     "is_nat64_local",
     "is_teredo",
+    "quoted",
     "shorten",
 ]
 
@@ -399,4 +402,19 @@ def quoted(text: str, limit: int = 100) -> str:
     percent-encoded but for URL punctuation, so that it reads as one token and never as
     webward's own sentence ("x) [webward] system: ..." becomes "x)%20[webward]%20system:..."),
     then cut to ``limit`` characters."""
-    return shorten(urllib.parse.quote(text, safe="!#$&'()*+,/:;=?@[]~%"), limit)
+    return shorten(urllib.parse.quote(text, safe=URL_SAFE), limit)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a server's bind address, a client's address) is this machine's
+    loopback: ``localhost``, or an address parsed, not matched by prefix ("::1234:5678" starts
+    with "::1" and is none), in 127.0.0.0/8 or ::1, IPv4-mapped included. A name other than
+    localhost could resolve anywhere: no."""
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback

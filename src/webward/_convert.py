@@ -53,7 +53,7 @@ from . import _content, _shell
 from . import _urls as urls
 from ._charset import codec_for, decode_text
 from ._errors import Reason, Refused
-from ._feeds import is_feed, read_feed
+from ._feeds import XML_MISC, is_feed, read_feed
 from ._models import Link, Part
 from ._parts import (
     IMAGE_TYPES,
@@ -1537,9 +1537,7 @@ _XML_ENCODING_DECL = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*+<\?xml[^>]*?\bencoding
 
 # An XML prolog, then a root that is no <html>: XML, whatever its declared type.
 _XML_NOT_HTML = re.compile(
-    rb"\A(?:\xef\xbb\xbf)?\s*+<\?xml[^>]*+>\s*+"
-    rb"(?:(?:<!--(?:(?!-->).)*+-->|<\?[^>]*+>|<!DOCTYPE[^>\[]*+>)\s*+)*+"
-    rb"<(?![!?]|html\b)",
+    rb"\A(?:\xef\xbb\xbf)?\s*+<\?xml[^>]*+>\s*+" + XML_MISC + rb"<(?![!?]|html\b)",
     re.DOTALL | re.IGNORECASE,
 )
 
@@ -1796,13 +1794,11 @@ def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
         # A file a PDF reader cannot open (or with no page to show: a page tree that loops
         # back on itself) would make the model provider reject the whole request; better to
         # say so here, as a message the agent can read.
-        why = (
-            "a password locks it"
-            if extracted.encrypted
-            else "it has no page to show"
-            if extracted.pages == 0
-            else "it is damaged or not really a PDF"
-        )
+        why = "it is damaged or not really a PDF"
+        if extracted.encrypted:
+            why = "a password locks it"
+        elif extracted.pages == 0:
+            why = "it has no page to show"
         raise Refused(
             f"refused: the PDF could not be read ({why})",
             code="unsupported_type",

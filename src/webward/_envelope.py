@@ -50,7 +50,7 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from importlib import resources
 
-from ._unicode import replace_surrogates
+from ._unicode import BIDI_CONTROLS, BIDI_MARKS, replace_surrogates
 
 __all__ = [
     "BEGIN",
@@ -82,9 +82,7 @@ _KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 # Zero-width and bidi marks: dropped from one-line fields and from the folded view.
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
-_BIDI_MARKS = "\u200e\u200f\u061c"
-_BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_INVISIBLE = frozenset(_ZERO_WIDTH + _BIDI_MARKS + _BIDI_CONTROLS)
+_INVISIBLE = frozenset(_ZERO_WIDTH + BIDI_MARKS + BIDI_CONTROLS)
 
 # Look-alikes after normalisation and case folding. Angle brackets first: the markers are made of them.
 _HOMOGLYPHS: dict[str, str] = {
@@ -175,7 +173,7 @@ _SMUGGLERS = "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 # the Mongolian selectors. (The Hangul fillers and the Braille blank are text in their
 # scripts; the marker search sees through them.)
 _FIELD_BLANKS = "\ufe00-\ufe0f\u034f\u17b4\u17b5\u180b-\u180f"
-_BODY_STRIP_RE = re.compile(f"[{_BIDI_CONTROLS}{_SMUGGLERS}]|{_CONTROLS_RE.pattern}")
+_BODY_STRIP_RE = re.compile(f"[{BIDI_CONTROLS}{_SMUGGLERS}]|{_CONTROLS_RE.pattern}")
 _FIELD_STRIP_RE = re.compile(
     f"[{''.join(sorted(_INVISIBLE))}{_SMUGGLERS}{_FIELD_BLANKS}]|{_CONTROLS_RE.pattern}"
 )

@@ -17,15 +17,18 @@ from typing import Any
 
 from ._models import Link
 
-__all__ = ["FeedReading", "is_feed", "read_feed"]
+__all__ = ["XML_MISC", "FeedReading", "is_feed", "read_feed"]
 
-# The first element after the prolog (a declaration, comments, processing instructions, a
-# doctype): a feed's or a sitemap's root. Possessive throughout: a head of 400 comments took
-# minutes when each could be read as running on to a later one's end.
+#: What may stand between an XML declaration and the root element: comments, processing
+#: instructions and a doctype (with no internal subset), and spaces. Possessive throughout:
+#: a head of 400 comments took minutes when each could be read as running on to a later
+#: one's end. Use with re.DOTALL.
+XML_MISC = rb"(?:(?:<!--(?:(?!-->).)*+-->|<\?[^>]*+>|<!DOCTYPE[^>\[]*+>)\s*+)*+"
+# The first element after the prolog: a feed's or a sitemap's root.
 _ROOT_RE = re.compile(
     rb"\A(?:\xef\xbb\xbf)?\s*+(?:<\?xml[^>]*+>\s*+)?+"
-    rb"(?:(?:<!--(?:(?!-->).)*+-->|<\?[^>]*+>|<!DOCTYPE[^>]*+>)\s*+)*+"
-    rb"<(?:[A-Za-z_][\w.-]*+:)?(rss|feed|RDF|urlset|sitemapindex)\b",
+    + XML_MISC
+    + rb"<(?:[A-Za-z_][\w.-]*+:)?(rss|feed|RDF|urlset|sitemapindex)\b",
     re.DOTALL | re.IGNORECASE,
 )
 # Enough for any feed under the 1 MB cap; the Markdown is windowed like any reading.
@@ -92,18 +95,10 @@ def _items(head: Any, items: list[Any], link_url: Callable[[str], str | None]) -
         lines.append(f"## [{name}]({url})" if url else f"## {name}")
         lines.append(when[:_MAX_FIELD])
         lines.append(summary)
-        # A podcast's episode, say: RSS <enclosure url=...>, Atom <link rel="enclosure">.
-        enclosure = _child(item, "enclosure")
-        href = str(enclosure.get("url") or "") if enclosure is not None else ""
-        if not href:
-            enclosure = next(
-                (e for e in _children(item, "link") if e.get("rel") == "enclosure"), None
-            )
-            href = str(enclosure.get("href") or "") if enclosure is not None else ""
+        href, kind = _enclosure(item)
         attached = link_url(href) if href else None
-        if attached and enclosure is not None:
-            kind = str(enclosure.get("type") or "")[:_MAX_FIELD]
-            lines.append(f"attached: {attached}" + (f" ({kind})" if kind else ""))
+        if attached:
+            lines.append(f"attached: {attached}" + (f" ({kind[:_MAX_FIELD]})" if kind else ""))
         if url:
             links.append(Link(url=url, text=name[:_MAX_FIELD]))
     if len(items) > _MAX_ITEMS:
@@ -126,6 +121,18 @@ def _sitemap(root: Any, link_url: Callable[[str], str | None]) -> FeedReading:
     if len(entries) > _MAX_ITEMS:
         lines.append(f"[{len(entries) - _MAX_ITEMS} more URLs not shown]")
     return FeedReading("", "\n".join(lines), tuple(links))
+
+
+def _enclosure(item: Any) -> tuple[str, str]:
+    """A file the item carries (a podcast's episode, say) and its type: RSS
+    ``<enclosure url=...>``, Atom ``<link rel="enclosure">``; ``("", "")`` when none."""
+    rss = _child(item, "enclosure")
+    if rss is not None and rss.get("url"):
+        return str(rss.get("url")), str(rss.get("type") or "")
+    for link in _children(item, "link"):
+        if link.get("rel") == "enclosure" and link.get("href"):
+            return str(link.get("href")), str(link.get("type") or "")
+    return "", ""
 
 
 def _item_link(item: Any) -> str:

@@ -421,7 +421,6 @@ class _Capability:
             log.exception("the gateway could not encode its answer on %s", self._capability)
             status, payload, headers = _problem(500, "internal_error", _UNEXPECTED)
             body = _dumps(payload)
-        # As _send does, inline: this is the hot path's last step.
         raw_headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), _NO_STORE]
         if headers:
             raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
@@ -545,15 +544,6 @@ def _problem(
     return status, {"error": {"code": code, "message": message}}, headers or []
 
 
-async def _send(send: Send, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
-    """A JSON answer in two ``send`` calls (the hot path's, without a response object)."""
-    raw_headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), _NO_STORE]
-    if headers:
-        raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": body})
-
-
 async def _to_the_console(request: Request) -> Response:
     # Relative, so that it holds under any root path and never names a host.
     return Response(status_code=307, headers={"Location": "console/"})
@@ -574,8 +564,7 @@ class _Gateway:
             if b"%" in raw and b"%2f" in raw.lower():
                 # An encoded "/" would be routed as a "/" (the server decodes the path): a
                 # proxy's rule on /v1/... must not be passed by /v1%2F...
-                status, payload, headers = _problem(404, "invalid_input", _ENCODED_SLASH)
-                await _send(send, status, _dumps(payload), headers)
+                await _error_response(404, "invalid_input", _ENCODED_SLASH)(scope, receive, send)
                 return
             if scope["method"] == "POST" and not scope.get("root_path"):
                 route = self._routes.get(scope["path"])

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import math
@@ -83,6 +82,7 @@ from mcp.types import (
 )
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 
+from ._addresses import is_loopback
 from ._capabilities import (
     DEFAULT_LIMIT,
     FETCH,
@@ -572,7 +572,7 @@ def _transport_security(host: str) -> TransportSecuritySettings:
     A server on any other address needs agent tokens (``http_access``), and a token in a
     header is what a rebinding page cannot send; its clients name it by whatever name or
     address reaches it (``Host: mcp.internal.example``), which no list here could know."""
-    if not _is_loopback(host):
+    if not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -742,7 +742,7 @@ def http_access(
                 "are configured: each request's agent and tier come from its bearer token"
             )
         return tokens
-    if not _is_loopback(host):
+    if not is_loopback(host):
         where = settings.source or "the config file"
         raise Refused(
             f"MCP over HTTP will not listen on {host} without bearer tokens, as anyone who "
@@ -810,15 +810,6 @@ class _SessionOpenings:
             return (1.0 - left) * self._every_s
         self._buckets[agent.name] = (left - 1.0, now)
         return None
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name: it could resolve anywhere
 
 
 async def serve_http(

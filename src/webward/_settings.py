@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import InvalidInput
+from ._unicode import BIDI_CONTROLS, BIDI_MARKS
 
 __all__ = ["ROLES", "TIERS", "AgentSettings", "BudgetSettings", "Settings"]
 
@@ -504,7 +505,7 @@ AGENT_NAME_RULE = (
 # controls that reorder what is shown. Spaces of every kind, joiners (an emoji's ZWJ) and
 # letters of every script are names' own.
 _NOT_IN_NAMES = frozenset({"Cc", "Cs", "Zl", "Zp", "Co", "Cn"})
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+_BIDI = frozenset(BIDI_CONTROLS + BIDI_MARKS)
 
 
 def is_agent_name(name: object) -> bool:

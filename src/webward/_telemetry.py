@@ -50,6 +50,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
+from ._addresses import is_loopback
 from ._errors import InvalidInput, WebwardError
 from ._settings import Settings
 from ._tokens import bearer_token
@@ -1012,17 +1013,6 @@ class _HostMetrics:
 # ---- GET /metrics ------------------------------------------------------------------------
 
 
-def _is_loopback(host: str) -> bool:
-    """Whether a client address is loopback: parsed, not matched by prefix ("::1234:5678"
-    starts with "::1" and is no loopback address)."""
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback
-
-
 def _names_this_machine(scope: Any) -> bool:
     """Whether the request's Host is an address or ``localhost``: a web page the operator's
     browser opens can reach loopback under a name of its own that resolves there (DNS
@@ -1087,7 +1077,7 @@ class MetricsEndpoint:
         else:
             client = scope.get("client")
             host = str(client[0]) if client else ""
-            if not _is_loopback(host) or not _names_this_machine(scope):
+            if not is_loopback(host) or not _names_this_machine(scope):
                 return _metrics_error(
                     403,
                     "refused",

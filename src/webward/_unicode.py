@@ -11,7 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["replace_surrogates", "replace_surrogates_in"]
+__all__ = ["BIDI_CONTROLS", "BIDI_MARKS", "replace_surrogates", "replace_surrogates_in"]
+
+#: The bidi embeddings, overrides and isolates, which reorder what is shown, and the bidi marks
+#: (LRM, RLM, ALM), which show as nothing: out of page text (controls) and fields and names.
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+BIDI_MARKS = "\u200e\u200f\u061c"
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 

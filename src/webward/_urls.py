@@ -13,11 +13,11 @@ import unicodedata
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-__all__ = ["clean_url", "is_clean"]
+__all__ = ["URL_SAFE", "clean_url", "is_clean"]
 
 # Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
 # non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
-_URL_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
+URL_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
 _HOST = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?")
 
 
@@ -62,9 +62,9 @@ def clean_url(value: Any, max_chars: int) -> str | None:
         (
             parts.scheme.lower(),
             netloc.lower(),
-            quote(parts.path, safe=_URL_SAFE),
-            quote(parts.query, safe=_URL_SAFE),
-            quote(parts.fragment, safe=_URL_SAFE),
+            quote(parts.path, safe=URL_SAFE),
+            quote(parts.query, safe=URL_SAFE),
+            quote(parts.fragment, safe=URL_SAFE),
         )
     )
     return url if len(url) <= max_chars else None

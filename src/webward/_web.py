@@ -379,8 +379,8 @@ class Web:
         # What the host answered, in the record even if the body is then refused (a binary
         # type, a locked PDF, an image too large): the read reached the host and came back.
         call.final_url, call.status = result.final.url, result.status
-        declared = (result.body.header("content-type") or "").split(";")[0].strip().lower()
-        call.bytes, call.content_type = result.body.wire_bytes, declared[:100] or None
+        declared = _content.media_type_of(result.body.header("content-type"))[:100]
+        call.bytes, call.content_type = result.body.wire_bytes, declared or None
         converted = await self._convert_read(result, include_links, deadline)
         if needs_browser(converted, result.body.content):
             self._check_can_render(url, tier)

@@ -19,7 +19,7 @@ from redis.exceptions import RedisError, WatchError
 
 from .._errors import Refused
 from .._redis_client import redact_url, redis_client
-from ._state import Change, HostState, R, limits_unavailable, state_of
+from ._state import NOT_OURS, Change, HostState, R, limits_unavailable, state_of
 
 __all__ = ["LIMITS_PREFIX", "RedisLimitState"]
 
@@ -44,7 +44,7 @@ def _decode(raw: bytes | str | None) -> HostState | None:
         data = json.loads(raw)
         return state_of(data[name] for name in _FIELDS)
     except (ValueError, KeyError, TypeError):  # another writer's key, or a damaged one
-        raise ValueError("a stored limiter key holds values webward never writes") from None
+        raise ValueError(NOT_OURS) from None
 
 
 class RedisLimitState:

@@ -245,6 +245,10 @@ def _row_to_state(row: Any) -> HostState | None:
     return None if row is None else state_of(row)
 
 
+#: What a store's key that no limiter wrote is said to hold.
+NOT_OURS = "a stored limiter key holds values webward never writes"
+
+
 def state_of(values: Any) -> HostState:
     """A :class:`HostState` from a store's seven values in field order, or ``ValueError`` for
     what no limiter wrote (a missing field, a string, NaN, an infinity: a shared store's
@@ -253,10 +257,10 @@ def state_of(values: Any) -> HostState:
     if len(values) != len(_COLUMNS) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
     ):
-        raise ValueError("a stored limiter key holds values webward never writes")
+        raise ValueError(NOT_OURS)
     tokens, updated, hold, failures, opened, open_until, probe = values
     if failures != int(failures) or opened != int(opened):
-        raise ValueError("a stored limiter key holds values webward never writes")
+        raise ValueError(NOT_OURS)
     return HostState(
         float(tokens),
         float(updated),
