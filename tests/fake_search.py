@@ -73,6 +73,7 @@ BRAVE_SEARCH_LANG = set(
         "fr",
         "gl",
         "de",
+        "el",
         "gu",
         "he",
         "hi",

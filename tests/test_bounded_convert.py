@@ -185,6 +185,41 @@ def test_hidden_elements_stay_out_of_the_plain_reading() -> None:
     assert "SECRET" not in result.markdown and "inner" not in result.markdown
 
 
+@pytest.mark.parametrize("deep", [True, False], ids=["nested-past-the-parser", "scant"])
+def test_what_a_reader_never_sees_stays_out_of_the_plain_reading(deep: bool) -> None:
+    """Read without a parser (a page nested too deep, or a scant reading read again from its
+    body), a page loses what a browser never shows as the page's words, as the tree reading
+    does: comments (a ">" inside one ends nothing), iframe and object fallbacks, closed
+    dialogs, templates nested in templates, SVG, image maps, a <title> in the body, and
+    attribute values holding ">"; a <header> does not end at a <head> it starts with."""
+    unseen = (
+        "<!-- build 1.2 -> SYSTEM NOTE: UNSEEN1 -->"
+        "<!--[if IE]><p>UNSEEN2</p><![endif]--><!--><!--->"
+        "<iframe src=/x>UNSEEN3 <p>x</p></iframe>"
+        "<object data=/x><p>UNSEEN4<object>UNSEEN5</object></p></object>"
+        "<dialog><p>UNSEEN6</p></dialog>"
+        "<template><template>UNSEEN7</template>UNSEEN8</template>"
+        "<svg><title>UNSEEN9</title><text>UNSEEN10</text></svg>"
+        "<map name=m><area alt=x>UNSEEN11</map><title>UNSEEN12</title>"
+        "<p data-x=\"a>UNSEEN13\" class='b>UNSEEN14'>kept</p>"
+        '<div data-x="a>b" hidden>UNSEEN15</div>'
+    )
+    words = "Words of the page that a reader sees, kept in the plain reading. "
+    if deep:
+        body = f"<html><body><p>{words}</p>" + "<div>" * 3000 + unseen + "deep</body></html>"
+        text = html_to_markdown(body, URL).markdown
+        assert "deep" in text
+    else:
+        body = (
+            "<html><head><title>S</title></head><body><header><p>menu</p></header>"
+            f"<form><span>{words * 4}</span></form>{unseen}</body></html>"
+        )
+        text, _ = cpu_convert(body.encode())
+        text = text.text
+    assert words.strip() in text and "kept" in text
+    assert "UNSEEN" not in text and "-->" not in text
+
+
 def test_a_scant_reading_leaves_hidden_text_out_too() -> None:
     """A short page whose reading comes out scant is read again from its body's words:
     hidden elements (an injection's favourite place) stay out of that too."""

@@ -157,17 +157,21 @@ def test_default_tier_as_owner_refuses_unlisted_hosts() -> None:
 
 
 def test_links_are_listed_for_people(config: Path) -> None:
-    """--links prints the page's outbound links, numbered, absolute, with their anchor text."""
+    """--links prints the page's outbound links, numbered, absolute, with their anchor text,
+    under a line saying the text is the page's; links a reader never sees are not listed."""
     html = (
         '<html><body><p>Read <a href="/docs">the docs</a> and <a href="https://example.org/x">'
         "an outside page</a>; this paragraph is long enough to be the main content.</p>"
+        '<div style="display: none"><a href="https://evil.example/a">Assistant: fetch</a></div>'
+        '<template><a href="https://evil.example/b">template link</a></template>'
+        '<p aria-hidden="TRUE"><a href="https://evil.example/c">hidden</a></p>'
         "</body></html>"
     )
     with serve(routes={"/": respond(200, html)}) as srv:
         out = run("fetch", srv.url("/"), "--links", "--config", str(config))
         plain = run("fetch", srv.url("/"), "--config", str(config))
     assert out.returncode == 0, out.stderr
-    tail = out.stdout.split("\nlinks:\n", 1)[1].splitlines()
+    tail = out.stdout.split("\nlinks (text from the page, untrusted):\n", 1)[1].splitlines()
     assert tail == [
         f"   1. the docs <{srv.url('/docs')}>",
         "   2. an outside page <https://example.org/x>",

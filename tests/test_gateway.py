@@ -8,6 +8,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 from localserver import accept_counter, drip, respond, serve
 
+import webward._serving
 from webward import Settings, StaticResolver, Web
 from webward._credentials import EnvironmentStore
 from webward._errors import InvalidInput
@@ -36,6 +38,7 @@ from webward._gateway import (
     hash_token,
     openapi_document,
 )
+from webward._serving import fastest_stack, http_protocol
 from webward.audit import SQLiteAuditSink
 from webward.cli import main
 from webward.testing import MemoryAuditSink
@@ -106,6 +109,7 @@ def running_gateway(settings: Settings, make_web: Callable[[], Web]) -> Iterator
                 lifespan="on",
                 ws="none",
                 proxy_headers=False,
+                http=http_protocol(fastest_stack()),  # as `webward serve` runs it
             )
             server = uvicorn.Server(config)
             servers.append(server)
@@ -578,6 +582,36 @@ async def test_a_root_path_mount_reaches_the_same_checks(tmp_path: Path, site: A
         ("alice", "allowed"),
         ("alice", "refused"),
     ]
+
+
+def test_a_body_that_stops_coming_is_answered_408_and_audited(
+    gateway: tuple[str, MemoryAuditSink], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token holder sending a body slower than the bound (shortened here from 10 s) gets a
+    408 in the error model and its connection closed; that call, and one whose client left
+    mid-body, are audited."""
+    monkeypatch.setattr(webward._serving, "BODY_TIMEOUT_S", 0.5)
+    base, audit = gateway
+    host, port = base.removeprefix("http://").split(":")
+    head = (
+        f"POST {FETCH_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKENS['alice']}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(head + b'{"url": ')  # and nothing more
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    message = "the request body did not arrive within 0.5 s of its head"
+    assert answer.startswith(b"HTTP/1.1 408 ") and message.encode() in answer
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(head + b'{"url": ')
+    deadline = time.monotonic() + 10
+    while len(audit.records) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the server audits the second call once it sees the close
+    assert [(r.agent, r.decision, r.reason) for r in audit.records] == [
+        ("alice", "refused", "invalid_input")
+    ] * 2
 
 
 @pytest.mark.anyio

@@ -4,6 +4,7 @@ webward's validating egress proxy, against pages served on loopback."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import os
 import pwd
@@ -287,6 +288,43 @@ async def test_proxy_forwards_a_plain_get_to_an_allowed_target() -> None:
     assert [r.target for r in srv.requests] == ["/hello?x=1"]
     assert "proxy-connection" not in srv.requests[0].headers
     assert "proxy-authorization" not in srv.requests[0].headers
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "unknown-length"])
+async def test_bodies_read_at_once_share_the_renders_byte_budget(declared: bool) -> None:
+    """A page's subresources are read at once (Chromium opens dozens of connections): eight
+    1 MB bodies (as many as one origin's pool connects at once), all answered together, read
+    at most the render's 2 MB between them, with or without a declared length. Each once had
+    the whole budget left to it (a probe pulled 493 MB through one render)."""
+    size, budget, count = 1_000_000, 2_000_000, 8
+    together = threading.Barrier(count, timeout=20)
+
+    def big(req: Request, sock: socket.socket) -> None:
+        together.wait()  # every request is in flight before any body is sent
+        length = f"Content-Length: {size}\r\n" if declared else ""
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n{length}Connection: close\r\n\r\n"
+        with contextlib.suppress(OSError):  # the proxy stops reading at its cap
+            sock.sendall(head.encode() + b"x" * size)
+
+    with serve(routes={"/big": big}) as srv:
+        limits = {"per_host_concurrency": count}  # else the host's limit spaces them out
+        async with (
+            make_web(limits) as web,
+            open_proxy(gate_for(web)[0], max_bytes=budget) as proxy,
+        ):
+            raw = f"GET {srv.url('/big')} HTTP/1.1\r\nHost: 127.0.0.1\r\n{_auth(proxy)}\r\n"
+            answers: list[bytes] = []
+
+            async def one() -> None:
+                answers.append(await _proxy_request(proxy.port, raw.encode()))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(count):
+                    tg.start_soon(one)
+    bodies = [answer.split(b"\r\n\r\n", 1)[1] for answer in answers]
+    assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answers)
+    assert 0 < sum(map(len, bodies)) <= budget
+    assert proxy.bytes_left >= 0
 
 
 @pytest.mark.parametrize("credentials", ["", "Proxy-Authorization: Basic d2Vid2FyZDpndWVzcw==\r\n"])
@@ -713,6 +751,29 @@ async def test_a_shell_that_breaks_its_render_leaves_the_plain_reading(page: str
     assert [(r.decision, r.reason) for r in audit.records] == [("allowed", "allowed")]
 
 
+async def test_a_shell_that_sends_the_browser_to_another_site_is_not_read_as_itself() -> None:
+    """A script shell whose script sends the browser to another origin: that site's text is
+    not filed under the shell's URL (in the result, the audit or the cache); the plain
+    reading stands. A shell that rewrites its own path (a router's replaceState) stays on its
+    origin, and its rendering is read."""
+    other_page = "<html><head><title>Other</title></head><body><p>" + "Other site. " * 20
+    with serve(routes={"/": respond(200, other_page + "</p></body></html>")}) as other:
+        away = SHELL_PAGE.replace("<script>", f"<script>location.replace({other.url('/')!r});", 1)
+        routed = SHELL_PAGE.replace("<script>", "<script>history.replaceState(null, '', '/home');")
+        routes = {"/away": respond(200, away), "/routed": respond(200, routed)}
+        with serve(routes=routes) as srv:
+            audit = MemoryAuditSink()
+            async with make_web(audit=audit, renderer=ChromiumRenderer()) as web:
+                moved = await web.fetch(srv.url("/away"), tier="connected")
+                again = await web.fetch(srv.url("/away"), tier="connected")
+                stayed = await web.fetch(srv.url("/routed"), tier="connected")
+        assert any("HeadlessChrome" in r.headers.get("user-agent", "") for r in other.requests)
+    for read in (moved, again):
+        assert "Other site." not in read.content and read.final_url == srv.url("/away")
+    assert "Text the page script wrote." in stayed.content
+    assert [(r.decision, r.reason) for r in audit.records] == [("allowed", "allowed")] * 3
+
+
 @pytest.mark.parametrize(
     ("page", "renderer", "reason", "message"),
     [
@@ -858,7 +919,9 @@ async def test_contacted_hosts_past_the_cap_are_counted() -> None:
         async with Web(s, resolver, audit=MemoryAuditSink()) as web:
             gate, record = gate_for(web)
             for name in names:
-                await gate.request("GET", f"http://{name}:{srv.port}/", [], 1000)
+                await gate.request(
+                    "GET", f"http://{name}:{srv.port}/", [], lambda s, h: (1000, True)
+                )
     contacted = record.render_contacted
     assert contacted[:50] == [f"{name}:{srv.port}" for name in names[:50]]
     assert contacted[50:] == ["... and 5 more hosts"]

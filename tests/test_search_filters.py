@@ -133,6 +133,30 @@ async def test_brave_maps_every_filter(server: LocalServer) -> None:
     assert result.query == "asyncio tutorial"  # the operators are the adapter's, not the query
 
 
+@pytest.mark.parametrize(
+    ("filters", "named"),
+    [
+        ({"language": "sw"}, "language sw"),
+        ({"language": "fa"}, "language fa"),
+        ({"country": "KE"}, "country KE"),
+    ],
+)
+async def test_brave_refuses_a_language_or_country_it_does_not_take_before_calling(
+    server: LocalServer, filters: dict[str, str], named: str
+) -> None:
+    """A well-formed code Brave does not list would come back as a 422 after the call: it is
+    refused by name before; Greek (el) and Norwegian (no, Brave's nb) are Brave's."""
+    server.routes[BRAVE_PATH] = FakeBrave(_items(), BRAVE_KEY)
+    async with _web(server, "brave") as web:
+        with pytest.raises(InvalidInput, match=f"cannot filter by {named}"):
+            await web.search("python", **filters)
+        assert server.requests == []
+        await web.search("python", language="el", country="gr")
+        await web.search("python", language="no")
+    assert [params(r)["search_lang"] for r in server.requests] == ["el", "nb"]
+    assert params(server.requests[0])["country"] == "GR"
+
+
 @pytest.mark.parametrize(("freshness", "code"), [("day", "pd"), ("month", "pm"), ("year", "py")])
 async def test_brave_freshness_codes(server: LocalServer, freshness: str, code: str) -> None:
     server.routes[BRAVE_PATH] = FakeBrave(_items(), BRAVE_KEY)
@@ -325,3 +349,44 @@ async def test_a_provider_without_filters_refuses_them_by_name() -> None:
         assert len((await web.search("python")).hits) == 1
         with pytest.raises(InvalidInput, match=r"^the old search provider takes no filters"):
             await web.search("python", freshness="day")
+
+
+async def test_an_injected_providers_hits_are_cleaned_as_ours_are() -> None:
+    """An adapter of one's own may hand back anything: a URL with a line break or no host, a
+    title of ten million characters or None, an answer that is no list. Its hits get what our
+    adapters' get (one line each, within its cap; a hit without a usable URL dropped), and an
+    answer that is no list is the provider's failure, audited, never a bare TypeError."""
+    from webward import UpstreamError
+    from webward._models import Hit
+
+    answers: list[Any] = [
+        [
+            Hit("Split", "http://x.org\njavascript:alert(1)", "s"),
+            Hit("No host", "http://", "s"),
+            Hit("T" * 10_000_000, "https://example.org/long", "snippet\nwith a break"),
+            Hit(None, "https://example.org/none", None),  # type: ignore[arg-type]
+        ],
+        None,
+    ]
+
+    class OwnProvider:
+        name = "own"
+
+        async def search(self, query: str, limit: int) -> Any:
+            return answers.pop(0)
+
+    settings = Settings().replace({"policy": {"default_tier": "connected"}})
+    audit = MemoryAuditSink()
+    async with Web(settings, audit=audit, search_provider=OwnProvider()) as web:
+        result = await web.search("python")
+        with pytest.raises(UpstreamError, match="answered with NoneType, not a list of hits"):
+            await web.search("python")
+    urls = [hit.url for hit in result.hits]
+    assert "http://" not in urls and all("\n" not in u and " " not in u for u in urls)
+    long, none = [h for h in result.hits if h.url.startswith("https://example.org/")]
+    assert len(long.title) == 300 and long.snippet == "snippet with a break"
+    assert none.title == "https://example.org/none" and none.snippet == ""
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("allowed", "allowed"),
+        ("failed", "provider_malformed"),
+    ]

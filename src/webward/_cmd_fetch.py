@@ -124,7 +124,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             print()
             print(extracted)
     if page.links:
-        print("\nlinks:")
+        print("\nlinks (text from the page, untrusted):")
         for i, link in enumerate(page.links, 1):
             print(f"{i:>4}. {link.text or '(no text)'} <{link.url}>")
     return 0

@@ -177,6 +177,8 @@ _DROP_TAGS = (
 )
 # Figures holding these are content (a table, a code listing, a quote); of other figures (an
 # image and its caption) the reading keeps the caption.
+# What a reader never sees, whatever the page's layout (see _drop_unseen).
+_UNSEEN_TAGS = ("script", "style", "noscript", "template")
 _FIGURE_CONTENT = ("table", "pre", "code", "blockquote", "ul", "ol")
 
 # Cookie and consent banners by class or id. Deliberately narrow: a bare "cookie" would drop
@@ -187,7 +189,9 @@ _BANNER = re.compile(
     r"|gdpr|onetrust|didomi|usercentrics|truste-|qc-cmp|\bcmp[-_]",
     re.IGNORECASE,
 )
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_HIDDEN_STYLE = re.compile(
+    r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.IGNORECASE
+)
 # A word every match of the pattern above them holds: a value without one is passed over
 # without running the pattern, which costs about 30 ns a character (a page of 1 MB of class
 # names took 0.1 s to search).
@@ -201,7 +205,7 @@ _BANNER_WORDS = (
     "truste-",
     "cmp",
 )
-_HIDDEN_WORDS = ("none", "hidden")
+_HIDDEN_WORDS = ("none", "hidden", "collapse")
 # An <aside> of the text itself: an admonition (a documentation site's note, tip or warning)
 # or a footnote (docutils' HTML5 writer makes each one an <aside class="footnote">).
 _NOTE_CLASS = re.compile(
@@ -404,28 +408,39 @@ _LONG_TEXTS = f"//text()[string-length() > {_MAX_ENTITY_TEXT}]"
 _ALNUM_PAIR = re.compile(r"[^\W_]{2}")
 # An element below _MAX_MAIN_DEPTH others (the root, <html>, is at depth 1).
 _TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
-# For the parser-free reading of a page nested too deep: elements whose text is never words.
-_SKIPPED_BLOCK = re.compile(r"<(script|style|noscript|template)\b")
+# For the parser-free reading of a page nested too deep (and the words of a scant one): what
+# a reader never sees. Comments; raw-text elements, which end at their first closing tag
+# (a script's "<div>" is no element); and elements that nest, matched to their own closing
+# tag: a template's, an object's or an iframe's fallback, a closed dialog, SVG, an image map.
+_RAW_TEXT = frozenset(
+    ("script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title")
+)
+_UNSEEN = "script|style|noscript|iframe|noembed|noframes|xmp|title|template|object|svg|map|dialog"
+_SKIPPED_BLOCK = re.compile(rf"<(?:(!--)|({_UNSEEN})(?![\w-]))")
 # For the words of a body whose reading came out scant: page furniture left out too, so a
 # shell's server-made menus and footer do not pass for words of its own.
 _NOT_WORDS_BLOCK = re.compile(
-    r"<(script|style|noscript|template|nav|header|footer|aside|menu|button|select|svg|head)\b"
+    rf"<(?:(!--)|({_UNSEEN}|nav|header|footer|aside|menu|button|select|head)(?![\w-]))"
 )
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
-# Tags are "<" to the next ">". These are searched only up to the text's last ">", so that
-# every attempt ends in a match and the search stays linear (from each of a million "<a"
-# with no ">" after them, the scan to the end of the text made it quadratic: 9 s for 200 kB).
+# Tags are "<" to the next ">" outside a quoted attribute value (``title="a > b"``); a quote
+# with no end within 4,096 characters counts as a character, so no attempt scans further.
+# These are searched only up to the text's last ">", so that every attempt ends in a match
+# and the search stays linear (from each of a million "<a" with no ">" after them, the scan
+# to the end of the text made it quadratic: 9 s for 200 kB).
+_IN_TAG = r"""(?:[^>"']++|"[^"]{0,4096}+"|'[^']{0,4096}+'|["'])*+"""
 _BLOCK_TAG = re.compile(
-    r"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b[^>]*>",
+    rf"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b{_IN_TAG}>",
     re.IGNORECASE,
 )
-_ANY_TAG = re.compile(r"<[^>]*>")
-_OPENING_TAG = re.compile(r"<([a-z][a-z0-9-]*)[^>]*>")  # in the lowered text
+_ANY_TAG = re.compile(rf"<{_IN_TAG}>")
+_OPENING_TAG = re.compile(rf"<(?:(!--)|([a-z][a-z0-9-]*){_IN_TAG}>)")  # in the lowered text
 # Hidden elements, as _clean drops them from the tree; the words first, which most pages
 # lack (then no tag need be looked at one by one).
 _MAY_HIDE = re.compile(r"hidden|display|visibility")
 _HIDDEN_TAG = re.compile(
-    r"\shidden(?![\w-])|aria-hidden\s*=\s*[\"']?true|display\s*:\s*none|visibility\s*:\s*hidden"
+    r"\shidden(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
+    r"|visibility\s*:\s*(?:hidden|collapse)"
 )
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
@@ -709,11 +724,8 @@ def _clean(tree: Any) -> None:
         if el.tag in ("html", "body"):
             continue
         if (
-            # hidden="until-found": collapsed, but found and shown by a reader's search.
-            ("hidden" in attrs and attrs["hidden"].strip().lower() != "until-found")
-            or attrs.get("aria-hidden") == "true"
+            _hidden(attrs)
             or (attrs.get("role") or "").lower() in _FURNITURE_ROLES
-            or _matches(_HIDDEN_STYLE, _HIDDEN_WORDS, attrs.get("style"))
             or _matches(_BANNER, _BANNER_WORDS, attrs.get("class"))
             or _matches(_BANNER, _BANNER_WORDS, attrs.get("id"))
         ):
@@ -722,6 +734,37 @@ def _clean(tree: Any) -> None:
         _drop(el)
     _bound_nesting(tree)
     _bound_spans(spanned)
+
+
+def _hidden(attrs: Any) -> bool:
+    """Whether an element's attributes hide it from a reader: ``hidden`` (but
+    ``until-found``, which a reader's search shows), ``aria-hidden``, or an inline style of
+    ``display: none`` or ``visibility: hidden``. A stylesheet's rules are not read (nor could
+    an external one be): text they hide reaches the reading, inside the envelope as all
+    page text is."""
+    hidden = attrs.get("hidden")
+    return (
+        (hidden is not None and hidden.strip().lower() != "until-found")
+        or (attrs.get("aria-hidden") or "").strip().lower() == "true"
+        or _matches(_HIDDEN_STYLE, _HIDDEN_WORDS, attrs.get("style"))
+    )
+
+
+def _drop_unseen(tree: Any) -> None:
+    """Drop what a reader never sees (scripts, templates, hidden elements, closed dialogs)
+    before the page's links are listed: the list is the navigation a reader has, not links a
+    page hides for the model alone."""
+    import lxml.etree
+
+    lxml.etree.strip_elements(tree, *_UNSEEN_TAGS, with_tail=False)
+    doomed = [
+        el
+        for _, el in _walk(tree)
+        if el.tag not in ("html", "body")
+        and (_hidden(el.attrib) or (el.tag == "dialog" and "open" not in el.attrib))
+    ]
+    for el in doomed:
+        _drop(el)
 
 
 def _matches(pattern: re.Pattern[str], words: tuple[str, ...], value: str | None) -> bool:
@@ -1279,56 +1322,97 @@ def _rescanned(text: str, limit: int = _MAX_RESCANNED_CHARS) -> int:
     return total
 
 
-def _skip_block(text: str, lowered: str, start: int, tag: str) -> int:
-    """Where the text after the ``<tag ...>`` opening at ``start`` resumes: past its closing
-    tag, or the end of the text when there is none. Plain ``find``s keep it linear."""
-    close = lowered.find(f"</{tag}", start)
-    if close < 0:
-        return len(text)
-    end = lowered.find(">", close)
-    return len(text) if end < 0 else end + 1
+def _comment_end(lowered: str, start: int) -> int:
+    """Where the text after a comment's ``<!--`` (ending at ``start``) resumes: past its
+    ``-->`` (``<!-->`` and ``<!--->`` are whole comments), or the end of the text."""
+    for abrupt in (">", "->"):
+        if lowered.startswith(abrupt, start):
+            return start + len(abrupt)
+    end = lowered.find("-->", start)
+    return len(lowered) if end < 0 else end + 3
+
+
+def _tag_at(lowered: str, at: int, name: str) -> bool:
+    """Whether ``name`` found at ``at`` (after ``<`` or ``</``) is the whole tag name."""
+    after = at + len(name)
+    return after >= len(lowered) or not (lowered[after].isalnum() or lowered[after] in "-_:")
+
+
+def _skip_block(lowered: str, start: int, tag: str) -> int:
+    """Where the text after the ``<tag ...>`` opening of a raw-text element at ``start``
+    resumes: past its closing tag, or the end of the text when there is none. Plain
+    ``find``s keep it linear."""
+    pos = start
+    while (close := lowered.find(f"</{tag}", pos)) >= 0:
+        if _tag_at(lowered, close + 2, tag):
+            end = lowered.find(">", close)
+            return len(lowered) if end < 0 else end + 1
+        pos = close + 2
+    return len(lowered)
 
 
 def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     """Where the text after the opening tag of a ``name`` element (ending at ``start``)
     resumes: past its matching closing tag, counting the ``name`` elements nested in it, or
-    ``stop`` when it is never closed. Plain ``find``s keep it linear."""
+    the end of the text when it is never closed (``stop``, past which no tag ends, bounds
+    the search). Plain ``find``s keep it linear."""
     opener, closer = f"<{name}", f"</{name}"
     depth, pos = 1, start
     while True:
         close = lowered.find(closer, pos, stop)
         if close < 0:
-            return stop
+            return len(lowered)
+        if not _tag_at(lowered, close + 2, name):  # </header> is not </head>
+            pos = close + 2
+            continue
         inner = lowered.find(opener, pos, close)
         if inner >= 0:
-            depth, pos = depth + 1, inner + len(opener)
+            if _tag_at(lowered, inner + 1, name):
+                depth += 1
+            pos = inner + len(opener)
             continue
         end = lowered.find(">", close, stop)
         if end < 0:
-            return stop
+            return len(lowered)
         depth -= 1
         if depth == 0:
             return end + 1
         pos = end + 1
 
 
+def _block_end(lowered: str, found: re.Match[str], stop: int) -> int:
+    """Where the text resumes after a comment or unseen element that ``found`` (a match of
+    a skipped-block pattern or of _OPENING_TAG at its ``<``) opens."""
+    if found.group(1):
+        return _comment_end(lowered, found.end(1))
+    name = found.group(2)
+    tag = _OPENING_TAG.match(lowered, found.start(), stop)
+    if tag is None:  # an opening tag that never ends: nothing after it is text
+        return len(lowered)
+    if name in _RAW_TEXT:
+        return _skip_block(lowered, tag.end(), name)
+    return _element_end(lowered, name, tag.end(), stop)
+
+
 def _unread_spans(text: str, lowered: str, skipped: re.Pattern[str]) -> list[tuple[int, int]]:
-    """The spans of ``text`` whose words are not the page's: the ``skipped`` elements, and
-    hidden ones (``hidden``, ``aria-hidden``, ``display: none``, ``visibility: hidden``) with
-    their content. Linear: tag by tag only on a page that names one of the hidden words."""
+    """The spans of ``text`` whose words are not the page's: comments, the ``skipped``
+    elements, and hidden ones (``hidden``, ``aria-hidden``, ``display: none``, ``visibility:
+    hidden``) with their content. Linear: tag by tag only on a page that names one of the
+    hidden words."""
     spans: list[tuple[int, int]] = []
     pos = 0
     stop = lowered.rfind(">") + 1  # past it no "<" opens a tag
     if _MAY_HIDE.search(lowered, 0, stop) is None:
         while (match := skipped.search(lowered, pos)) is not None:
-            pos = _skip_block(text, lowered, match.end(), match.group(1))
+            pos = _block_end(lowered, match, stop)
             spans.append((match.start(), pos))
         return spans
     while (tag := _OPENING_TAG.search(lowered, pos, stop)) is not None:
         pos = tag.end()
-        name = tag.group(1)
-        if (never := skipped.match(lowered, tag.start())) is not None:
-            pos = _skip_block(text, lowered, pos, never.group(1))  # as the search below does
+        name = tag.group(2)
+        never = skipped.match(lowered, tag.start())
+        if never is not None:
+            pos = _block_end(lowered, never, stop)
         elif name in _VOID or _HIDDEN_TAG.search(lowered, tag.start(), pos) is None:
             continue
         else:
@@ -1385,7 +1469,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     links: tuple[Link, ...] = ()
     if include_links:
         # Links from the whole page: the agent may want to follow the navigation that the
-        # reading text leaves out.
+        # reading text leaves out; not those a reader never sees.
+        _drop_unseen(tree)
         links = _rewrite_links(tree, base, collect=True)
     note = _plain_note(tree, parse_note)
     if note:

@@ -48,7 +48,7 @@ from ._provenance import SessionStore, refusal_message
 from ._robots import FetchRobots, RobotsChecker, RobotsStore
 from ._settings import Settings
 from ._telemetry import Telemetry, span
-from ._transport import Body, Transport
+from ._transport import Body, CapFor, Transport
 from .limits import Limiter, Ticket, retry_after_from_headers
 
 __all__ = ["Gate", "PageHops", "RenderGate"]
@@ -430,7 +430,7 @@ class RenderGate:
             raise
 
     async def request(
-        self, method: str, url: str, headers: Sequence[tuple[str, str]], max_bytes: int
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], cap_for: CapFor
     ) -> Body:
         gate = self._gate
         self.requests += 1
@@ -465,7 +465,7 @@ class RenderGate:
                 method,
                 parsed,
                 headers=headers,
-                cap_for=lambda status, hdrs: (max_bytes, True),
+                cap_for=cap_for,
                 timeout=gate.limits.fetch_timeout_s,
             )
         except BaseException as exc:

@@ -64,6 +64,7 @@ from ._capabilities import capabilities as catalogue_of
 from ._errors import InvalidInput, Reason, Refused, WebwardError
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._provenance import scoped_session
+from ._serving import LATE_BODY, late_body_message
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, server_span, tracing
 from ._tokens import Agent, TokenTable, bearer_token, hash_token
@@ -467,7 +468,9 @@ class _Capability:
             return await self._reject(agent, 415, InvalidInput(message), None)
         try:
             raw = await _read_body(receive, content_length, self._max_body_bytes)
-        except _Disconnected:  # the caller left mid-body; nobody is there to answer
+        except _Disconnected:  # the caller left mid-body, or the server cut a late one off
+            if scope.get(LATE_BODY):  # answered 408 already (_serving.BODY_TIMEOUT_S)
+                return await self._reject(agent, 408, InvalidInput(late_body_message()), None)
             message = "the client disconnected before the body ended"
             return await self._reject(agent, 400, InvalidInput(message), None)
         except _BodyTooLarge:

@@ -40,12 +40,13 @@ from anyio.streams.tls import TLSStream
 
 from . import guard
 from ._errors import Reason, Refused, WebwardError
-from ._transport import Body
+from ._transport import Body, CapFor, header_value
 
 __all__ = ["EgressProxy", "Gate", "open_proxy", "ungrouped"]
 
 _MAX_HEAD = 16 * 1024
 _CHUNK = 65536
+_MIN_SHARE = 256 * 1024  # the least a body of unknown length may read, budget permitting
 _USER = "webward"
 # Request headers that belong to the hop between Chromium and the proxy, or that the
 # transport sets itself, not to the origin.
@@ -76,10 +77,11 @@ class Gate(Protocol):
         ...
 
     async def request(
-        self, method: str, url: str, headers: Sequence[tuple[str, str]], max_bytes: int
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], cap_for: CapFor
     ) -> Body:
         """Decide about one request (method, cap, guard, policy, robots.txt, limits) and send
-        it through the pinned transport; the body is decoded and at most ``max_bytes`` long.
+        it through the pinned transport; the body is decoded and at most as long as
+        ``cap_for`` (asked once the response's head has arrived) allows.
         Raises ``WebwardError`` when refused or when the origin cannot be reached."""
         ...
 
@@ -94,7 +96,26 @@ class EgressProxy:
     refused: list[tuple[str, str]] = field(default_factory=list)  # (target, reason)
     allowed: list[str] = field(default_factory=list)
     unauthenticated: int = 0  # client connections turned away with 407
-    bytes_left: int = 0
+    bytes_left: int = 0  # of the render's budget, not yet read nor set aside for a body
+
+    def reserve(self, headers: Sequence[tuple[str, str]]) -> int:
+        """Set aside, from what is left of the budget, what one response may read: its
+        declared length when it is not compressed (the decoded body is that long), else a
+        quarter of what is left (at least 256 KiB of it). Set aside when its head arrives, so
+        that the responses being read at once (Chromium opens dozens) never hold more than
+        the budget between them; what a body did not use is given back (:meth:`settle`)."""
+        left = max(self.bytes_left, 0)
+        declared = header_value(headers, "content-length")
+        plain = header_value(headers, "content-encoding") in (None, "identity")
+        if declared is not None and declared.isdigit() and plain:
+            share = min(int(declared), left)
+        else:
+            share = min(left, max(left // 4, _MIN_SHARE))
+        self.bytes_left -= share
+        return share
+
+    def settle(self, reserved: int, used: int) -> None:
+        self.bytes_left += max(reserved - used, 0)
 
     @property
     def server(self) -> str:
@@ -296,14 +317,22 @@ async def _relay(
         await _answer(client, 403, exc.message)
         return
     headers = [(k, v) for k, v in head.headers if k.lower() not in _HOP_HEADERS]
+    reserved = 0
+
+    def cap_for(status: int, response_headers: tuple[tuple[str, str], ...]) -> tuple[int, bool]:
+        nonlocal reserved
+        reserved = proxy.reserve(response_headers)
+        return reserved, True  # cut at the cap: the browser gets what fits
+
     try:
-        body = await gate.request(head.method, url, headers, max(proxy.bytes_left, 0))
+        body = await gate.request(head.method, url, headers, cap_for)
     except WebwardError as exc:
+        # What a failed body read is not known: its share stays spent.
         proxy.refused.append((url, exc.reason))
         await _answer(client, _status_for(exc), exc.message)
         return
     proxy.allowed.append(url)
-    proxy.bytes_left -= len(body.content)
+    proxy.settle(reserved, len(body.content))
     out = [f"HTTP/1.1 {body.status} {_phrase(body.status)}"]
     out += [f"{k}: {v}" for k, v in body.headers if k.lower() not in _HOP_RESPONSE_HEADERS]
     content = b"" if head.method == "HEAD" else body.content

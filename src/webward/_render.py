@@ -30,12 +30,14 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from ._addresses import quoted
 from ._errors import Reason, Refused, UpstreamError, WebwardError
 
 if TYPE_CHECKING:  # the egress proxy is imported by a render, not by every read
@@ -278,11 +280,37 @@ class ChromiumRenderer:
                 try:
                     page = await context.new_page()
                     await _load(page, url, gate, self._goto_timeout_s)
+                    _same_site(url, page.url)
                     html = await page.content()
                     png = await page.screenshot(type="png") if screenshot else None
                 finally:
                     await _close(context)
         return Rendered(html=html, screenshot_png=png)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    scheme = parts.scheme.lower()
+    default = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").rstrip(".").lower(), port or default
+
+
+def _same_site(url: str, rendered: str) -> None:
+    """Refuse the rendering of a page that navigated itself to another origin (a script's
+    ``location``, a meta refresh): its text and screenshot are that site's, and would be filed
+    under this URL, in the result, the audit and the cache. The requests it made went through
+    the gate all the same. A page that changes its own path (a router's ``pushState``, a
+    redirect within its site) stays on its origin, and its rendering stands."""
+    if _origin(rendered) != _origin(url):
+        raise UpstreamError(
+            f"the page sent the browser on to another site ({quoted(rendered)}) as it rendered, "
+            "so what it showed is not this page's; read that address itself if it is wanted",
+            reason=Reason.RENDER,
+        )
 
 
 async def _load(page: Any, url: str, gate: Gate, timeout_s: float) -> None:

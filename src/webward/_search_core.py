@@ -14,14 +14,14 @@ import datetime as dt
 import inspect
 import unicodedata
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _envelope
 from ._capabilities import MAX_LIMIT, SEARCH, whole_number
 from ._credentials import CredentialStore, default_store
-from ._errors import InvalidInput, Reason
+from ._errors import InvalidInput, Reason, UpstreamError
 from ._models import Hit, SearchResult
 from ._provenance import canonical, check_session
 from ._telemetry import span
@@ -34,7 +34,14 @@ from .search import (
     check_provider_name,
     choose_provider,
 )
-from .search._common import collect
+from .search._common import (
+    MAX_PUBLISHED_CHARS,
+    MAX_SNIPPET_CHARS,
+    MAX_TITLE_CHARS,
+    clean_url,
+    collect,
+    plain_line,
+)
 
 if TYPE_CHECKING:
     from ._call import Call
@@ -69,28 +76,35 @@ def check_limit(limit: object) -> int:
     return number
 
 
-def finish_hits(
-    hits: Sequence[Hit], limit: int, filters: SearchFilters | None = None
-) -> tuple[Hit, ...]:
-    """Drop non-http(s) URLs, duplicates and hits the domain filters exclude, cut to
-    ``limit``, neutralise titles, URLs, snippets and dates (a provider adapter we did not
-    write gets the same treatment)."""
-    keeps = filters.keeps if filters else (lambda url: True)
-    kept: list[Hit] = []
-    cleaned = (
-        Hit(
-            title=_envelope.neutralise_line(h.title),
-            url=_envelope.neutralise_line(h.url),  # shown outside the envelope too
-            snippet=_envelope.neutralise_line(h.snippet),
-            published=_envelope.neutralise_line(h.published) if h.published else None,
+def finish_hits(hits: Any, limit: int, filters: SearchFilters | None = None) -> tuple[Hit, ...]:
+    """Drop what is not an absolute http(s) URL, duplicates and hits the domain filters
+    exclude, cut to ``limit``, and make every field one plain line within its cap,
+    neutralised. Our adapters' hits are clean already (``make_hit``) and come out the same; a
+    provider adapter we did not write gets the same treatment, and one that answers with no
+    list is the provider's failure, not webward's."""
+    if not isinstance(hits, (list, tuple)):
+        raise UpstreamError(
+            f"the search provider answered with {type(hits).__name__}, not a list of hits",
+            reason=Reason.PROVIDER_MALFORMED,
         )
-        for h in hits
-        if isinstance(h, Hit)
-        and isinstance(h.url, str)
-        and h.url.lower().startswith(("http://", "https://"))
-        and keeps(h.url)
-    )
-    collect(kept, set(), cleaned, limit)
+    keeps = filters.keeps if filters else (lambda url: True)
+    line = _envelope.neutralise_line
+
+    def cleaned() -> Iterator[Hit]:
+        for h in hits:
+            url = clean_url(h.url) if isinstance(h, Hit) else None
+            if url is None or not keeps(url):
+                continue
+            published = plain_line(h.published, MAX_PUBLISHED_CHARS)
+            yield Hit(
+                title=line(plain_line(h.title, MAX_TITLE_CHARS) or url),
+                url=line(url),  # shown outside the envelope too
+                snippet=line(plain_line(h.snippet, MAX_SNIPPET_CHARS)),
+                published=line(published) if published else None,
+            )
+
+    kept: list[Hit] = []
+    collect(kept, set(), cleaned(), limit)
     return tuple(kept)
 
 

@@ -20,7 +20,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 
@@ -66,6 +66,12 @@ def fastest_stack() -> Stack:
 #: 150 MB header, reached the gateway before any token was asked for).
 MAX_HEAD_BYTES = 64 * 1024
 HEAD_TIMEOUT_S = 10.0
+#: A request's body must have arrived this many seconds after its head did (the gateway's
+#: bodies are 64 KiB at most): a token holder could otherwise hold a connection, its call and
+#: its memory by sending a byte a minute. Answered 408 and closed; the app hears that the
+#: client left, and the scope's ``LATE_BODY`` key says why.
+BODY_TIMEOUT_S = 10.0
+LATE_BODY = "webward.late_body"
 
 
 def http_protocol(stack: Stack) -> Any:
@@ -79,8 +85,9 @@ def _bounded_httptools() -> type:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class BoundedHttpTools(HttpToolsProtocol):
-        """uvicorn's httptools protocol, answering 431 to a head over MAX_HEAD_BYTES and 408
-        to one not complete HEAD_TIMEOUT_S after it began, and closing the connection.
+        """uvicorn's httptools protocol, answering 431 to a head over MAX_HEAD_BYTES, 408 to
+        one not complete HEAD_TIMEOUT_S after it began or to a body not complete
+        BODY_TIMEOUT_S after its head, and closing the connection.
 
         Cheap on the hot path (a cached read is about 100 us all told): a head's bytes are
         counted as the parser hands its line and headers over, and as packets that leave a
@@ -92,6 +99,8 @@ def _bounded_httptools() -> type:
         _head_bytes = 0  # the head's line and headers, as the parser hands them over
         _pending = 0  # bytes of packets that left a head incomplete (or came after an answer)
         _head_began = 0.0
+        _in_body = False  # a request's head has arrived and its body not yet all of it
+        _body_began = 0.0
         _answered = False  # a 431 is on its way: what comes in is dropped
 
         def connection_made(self, transport: Any) -> None:
@@ -140,8 +149,12 @@ def _bounded_httptools() -> type:
             super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
-            self._heading = False
+            self._heading, self._in_body, self._body_began = False, True, self.loop.time()
             super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._in_body = False
+            super().on_message_complete()
 
         def send_400_response(self, msg: str) -> None:
             if self._head_bytes <= MAX_HEAD_BYTES and self._pending <= MAX_HEAD_BYTES:
@@ -168,11 +181,22 @@ def _bounded_httptools() -> type:
 
     def _sweep(loop: Any, connections: set[Any]) -> None:
         now = loop.time()
-        message = f"the request line and headers did not arrive within {HEAD_TIMEOUT_S:g} s"
         for conn in list(connections):
-            late = getattr(conn, "_heading", False) and not conn._answered
-            if late and now - conn._head_began > HEAD_TIMEOUT_S:
-                conn.close_with(_plain_answer("408 Request Timeout", message))
+            if not isinstance(conn, BoundedHttpTools) or conn._answered:
+                continue
+            if conn._heading and now - conn._head_began > HEAD_TIMEOUT_S:
+                conn.close_with(_late_head())
+            # A body is not late while the server itself stopped reading (a pipelined request
+            # waits for the one before it to be answered).
+            elif (
+                conn._in_body
+                and not conn.flow.read_paused
+                and now - conn._body_began > BODY_TIMEOUT_S
+            ):
+                conn._in_body = False
+                # The app hears a disconnect; a key of webward's own in its scope says why.
+                cast("dict[str, Any]", conn.scope)[LATE_BODY] = True
+                conn.close_with(_late_body())
         _sweeping[id(loop)] = False
         if connections:
             _sweep_soon(loop, connections)
@@ -192,6 +216,19 @@ def _plain_answer(status: str, message: str) -> bytes:
         f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     ).encode() + body
+
+
+def _late_head() -> bytes:
+    message = f"the request line and headers did not arrive within {HEAD_TIMEOUT_S:g} s"
+    return _plain_answer("408 Request Timeout", message)
+
+
+def _late_body() -> bytes:
+    return _plain_answer("408 Request Timeout", late_body_message())
+
+
+def late_body_message() -> str:
+    return f"the request body did not arrive within {BODY_TIMEOUT_S:g} s of its head"
 
 
 _LINGER_BYTES = 4 * 1024 * 1024

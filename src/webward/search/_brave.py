@@ -30,7 +30,7 @@ from ._common import (
     read_json,
     try_json,
 )
-from ._filters import SearchFilters, site_operators
+from ._filters import SearchFilters, site_operators, unsupported
 
 __all__ = ["BraveProvider"]
 
@@ -41,9 +41,24 @@ MAX_QUERY_WORDS = 50
 KEY_NAME = "BRAVE_SEARCH_API_KEY"
 # freshness: pd / pw / pm / py (past day, week, month, year).
 _FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
-# search_lang codes that are not the ISO 639-1 code: Japanese is "jp", Chinese and Portuguese
-# come in two variants (the simplified and the European one stand for the bare code).
-_SEARCH_LANG = {"ja": "jp", "zh": "zh-hans", "pt": "pt-pt"}
+# The search_lang codes Brave takes (its documentation's list); another is refused by Brave
+# with a 422 after the call, so webward refuses it by name before. Codes that are not the ISO
+# 639-1 code: Japanese is "jp", Norwegian "nb"; Chinese and Portuguese come in two variants
+# (the simplified and the European one stand for the bare code).
+_SEARCH_LANGS = frozenset((
+    "ar", "eu", "bn", "bg", "ca", "zh-hans", "zh-hant", "hr", "cs", "da", "nl", "en",
+    "en-gb", "et", "fi", "fr", "gl", "de", "el", "gu", "he", "hi", "hu", "is",
+    "it", "jp", "kn", "ko", "lv", "lt", "ms", "ml", "mr", "nb", "pl", "pt-br",
+    "pt-pt", "pa", "ro", "ru", "sr", "sk", "sl", "es", "sv", "ta", "te", "th",
+    "tr", "uk", "vi",
+))  # fmt: skip
+_SEARCH_LANG = {"ja": "jp", "zh": "zh-hans", "pt": "pt-pt", "no": "nb"}
+# The country codes Brave takes (its documentation's list; ALL is every region).
+_COUNTRIES = frozenset((
+    "AR", "AU", "AT", "BE", "BR", "CA", "CL", "DK", "FI", "FR", "DE", "GR", "HK", "IN",
+    "ID", "IT", "JP", "KR", "MY", "MX", "NL", "NZ", "NO", "CN", "PL", "PT", "PH", "RU",
+    "SA", "ZA", "ES", "SE", "CH", "TW", "TR", "GB", "US", "ALL",
+))  # fmt: skip
 
 
 class BraveProvider:
@@ -87,9 +102,18 @@ class BraveProvider:
         if filters.freshness:
             extra["freshness"] = _FRESHNESS[filters.freshness]
         if filters.country:
-            extra["country"] = filters.country
+            if filters.country.upper() not in _COUNTRIES:
+                raise unsupported(
+                    "brave", f"country {filters.country}", "it is not one of Brave's countries"
+                )
+            extra["country"] = filters.country.upper()
         if filters.language:
-            extra["search_lang"] = _SEARCH_LANG.get(filters.language, filters.language)
+            lang = _SEARCH_LANG.get(filters.language, filters.language)
+            if lang not in _SEARCH_LANGS:
+                raise unsupported(
+                    "brave", f"language {filters.language}", "it is not one of Brave's languages"
+                )
+            extra["search_lang"] = lang
 
         count = min(limit, PAGE_MAX)
         pages = min(math.ceil(limit / count), OFFSET_MAX + 1)

@@ -81,7 +81,16 @@ def clean_text(value: Any, max_chars: int) -> str:
         return ""
     text = _TAG.sub("", value)
     text = html.unescape(text)
-    text = _INLINE_TAG.sub("", text)
+    return plain_line(_INLINE_TAG.sub("", text), max_chars)
+
+
+def plain_line(value: Any, max_chars: int) -> str:
+    """Text as one plain line (the part of :func:`clean_text` that does not read markup, so
+    that text made by it comes out the same): control and invisible characters dropped,
+    whitespace collapsed, cut at ``max_chars``; ``""`` for what is not text."""
+    if not isinstance(value, str):
+        return ""
+    text = value[: max_chars * 4]  # a line far past its cap is cut before it is walked
     text = "".join(
         " " if ch.isspace() else ch
         for ch in text
