@@ -196,6 +196,9 @@ def test_offset_pages_through_a_long_page(config: Path) -> None:
     assert "showing characters 0\u201340000 of 55000; pass offset=40000 to continue" in first.stdout
     assert "showing characters 40000\u201355000 of 55000\n" in second.stdout
     assert "pass offset" not in second.stdout
+    # The header speaks to the model; the person at the terminal is told the flag.
+    assert "webward: more of this page with --offset 40000" in first.stderr
+    assert "--offset" not in second.stderr
 
 
 @pytest.mark.parametrize("offset", ["\u00b2", "\u0661\u0662", "1e3", "-0", "12abc"])

@@ -303,7 +303,9 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         assert c.get("/console/", headers={"Authorization": "Bearer nope"}).status_code == 401
         bot = c.get("/console/policy", headers={"Authorization": f"Bearer {BOT}"})
         assert bot.status_code == 403 and "mallory" not in bot.text
-        with httpx.Client(base_url=base, cookies={"webward_console": BOT}) as with_cookie:
+        port = httpx.URL(base).port
+        cookies = {f"webward_console_{port}": BOT}  # named by port: consoles share a host
+        with httpx.Client(base_url=base, cookies=cookies) as with_cookie:
             assert with_cookie.get("/console/").status_code == 403
         admin = c.get("/console/", headers={"Authorization": f"Bearer {ADMIN}"})
         assert admin.status_code == 200
@@ -324,10 +326,27 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         assert ok.status_code == 303 and "HttpOnly" in cookie and "SameSite=strict" in cookie
         assert "Path=/console/" in cookie and "Secure" not in cookie  # plain http on loopback
         assert c.get("/console/budgets").status_code == 200  # the cookie now counts
+        assert f"webward_console_{port}=" in cookie
+
+        # Behind the TLS proxy the docs recommend: the browser's page is https, the gateway
+        # sees http; the login is its own page's, and the cookie is Secure.
+        host = base.removeprefix("http://")
+        with httpx.Client(base_url=base) as proxied:
+            behind = proxied.post(
+                "/console/login", data={"token": ADMIN}, headers={"Origin": f"https://{host}"}
+            )
+            assert behind.status_code == 303 and "Secure" in behind.headers["set-cookie"]
+            out = proxied.post(
+                "/console/logout",
+                headers={"Origin": f"https://{host}", "Cookie": f"webward_console_{port}={ADMIN}"},
+            )
+            gone = f'webward_console_{port}=""'
+            assert out.status_code == 303 and gone in out.headers["set-cookie"]
 
         # A bad filter or a forged cursor is one sentence, not a traceback.
-        bad = c.get("/console/?cursor=1e400~x")
-        assert bad.status_code == 400 and "cursor is not one this console made" in bad.text
+        for forged in ("1e400~x", "1~99999999999999999999999"):  # past a float; past SQLite
+            bad = c.get("/console/", params={"cursor": forged})
+            assert bad.status_code == 400 and "cursor is not one this console made" in bad.text
         assert "Traceback" not in bad.text
         assert c.get("/console/?since=soon").status_code == 400
         late = c.get("/console/?until=2026-13-45")  # named as the console's field, not a flag
@@ -395,6 +414,12 @@ def test_webward_console_command_prints_a_one_time_link(
             with httpx.Client(timeout=30) as other:  # the link is spent
                 again = other.get(url)
                 assert again.status_code == 401 and "set-cookie" not in again.headers
+            reopened = c.get(url)  # the spent link again, from the logged-in browser
+            assert reopened.status_code == 200 and "<h1>Log in</h1>" not in reopened.text
+            session = dict(c.cookies)
+            assert c.post(url.split("?")[0] + "logout").status_code == 303
+            with httpx.Client(timeout=30, cookies=session) as kept:  # a copy of the cookie
+                assert kept.get(url.split("?")[0]).status_code == 401  # the session ended
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -229,3 +229,41 @@ async def test_a_large_log_is_not_indexed_by_a_page_view(
         assert built.searched == 0 and built.next_cursor is None
     finally:
         await reader.aclose()
+
+
+async def test_a_damaged_row_is_left_out_and_counted_never_a_failure(tmp_path: Path) -> None:
+    """Rows changed by hand (or written by a newer webward): a decision this one does not
+    know, redirects that are not JSON, a time of 1e20 or of text, a duration of text. The
+    page shows the others and says how many it left out, the record view says the one
+    cannot be read, usage counts what it can, and the sink's own query (``webward audit``)
+    leaves them out too."""
+    from webward.audit import SQLiteAuditSink
+
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    await write(settings, [rec(f"https://example.org/{i}", seconds=i) for i in range(6)])
+    damage = [
+        "decision = 'cancelled-by-a-newer-webward'",
+        "redirects = 'not json'",
+        "ts = 1e20",
+        "ts = 'yesterday'",
+        "duration_ms = 'fast'",
+    ]
+    with sqlite3.connect(tmp_path / "audit.db") as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM audit ORDER BY ts DESC")]
+        for record_id, change in zip(ids, damage, strict=False):
+            conn.execute(f"UPDATE audit SET {change} WHERE id = ?", (record_id,))
+    reader = open_audit_reader(settings)
+    try:
+        page = await reader.page(AuditFilter(), None, 50)
+        assert (len(page.records), page.unreadable) == (2, 4)
+        with pytest.raises(InvalidInput, match="could not be read"):
+            await reader.record(ids[0])
+        usage = await reader.usage(NOW.timestamp() - 3600, 60, 61)
+        assert usage.total >= 2
+    finally:
+        await reader.aclose()
+    sink = SQLiteAuditSink(tmp_path)
+    try:
+        assert len(await sink.query()) == 2
+    finally:
+        await sink.aclose()

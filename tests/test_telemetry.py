@@ -11,6 +11,7 @@ import contextlib
 import gzip
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -346,6 +347,45 @@ class _Receiver(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         return
+
+
+def test_a_collector_that_is_down_costs_a_command_one_line(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """With the collector down (a closed loopback port), the read is printed and the command
+    exits once a bounded flush gives up: one exporter line on stderr, not the SDK's retries
+    at exit (four unthrottled lines, and about 8 s)."""
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n',
+        encoding="utf-8",
+    )
+    with socket.socket() as closed:  # bound, never listening: every connection is refused
+        closed.bind(("127.0.0.1", 0))
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+            **child_env(tmp_path),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed.getsockname()[1]}",
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "webward.cli",
+                "fetch",
+                site.url("/page"),
+                "--config",
+                str(config),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "untrusted-web-content" in done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) <= 1 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_otlp_http_export_to_a_local_receiver(tmp_path: Path, site: LocalServer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
@@ -127,4 +128,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print("\nlinks (text from the page, untrusted):")
         for i, link in enumerate(page.links, 1):
             print(f"{i:>4}. {link.text or '(no text)'} <{link.url}>")
+    if page.window.next_offset is not None:
+        # The header speaks to a model ("pass offset=N"); a person types the flag.
+        print(
+            f"webward: more of this page with --offset {page.window.next_offset}", file=sys.stderr
+        )
     return 0

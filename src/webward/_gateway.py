@@ -773,7 +773,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise InvalidInput(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port "
+            "(0 or none picks a free one) or stop what listens there"
+        ) from None
     sock.listen(2048)
     sock.setblocking(False)
     return sock

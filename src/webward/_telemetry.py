@@ -30,6 +30,7 @@ span ids when tracing is on.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import bisect
 import concurrent.futures
 import contextlib
@@ -234,6 +235,9 @@ _configured = False
 _configure_lock = threading.Lock()
 
 
+_installed: Any = None  # the tracer provider configure_tracing installed, until flushed
+
+
 def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
     """Install the OpenTelemetry SDK with an exporter if the ``OTEL_*`` variables ask for one.
 
@@ -278,11 +282,31 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
             from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
             sampler = ALWAYS_ON
-        provider = TracerProvider(resource=Resource.create(attributes), sampler=sampler)
+        # Shut down by flush_tracing, within a bound, rather than at exit by the SDK: with the
+        # collector down, its exporter retried for seconds after the command was done.
+        provider = TracerProvider(
+            resource=Resource.create(attributes), sampler=sampler, shutdown_on_exit=False
+        )
         for name in exporters:
             provider.add_span_processor(BatchSpanProcessor(_exporter(name, env)))
         trace.set_tracer_provider(provider)
+        global _installed
+        _installed = provider
+        atexit.register(flush_tracing)  # a library user's process: the same bound at exit
         return True
+
+
+def flush_tracing(timeout_s: float = 2.0) -> None:
+    """Export the spans still waiting and stop the exporter webward installed, waiting at
+    most ``timeout_s``: a collector that is down costs a command that long at its end, not
+    the exporter's retries. The export goes on in a daemon thread that the exit ends."""
+    global _installed
+    provider, _installed = _installed, None
+    if provider is None:
+        return
+    done = threading.Thread(target=provider.shutdown, name="webward-trace-flush", daemon=True)
+    done.start()
+    done.join(timeout_s)
 
 
 def _exporters_asked(env: Mapping[str, str]) -> list[str]:

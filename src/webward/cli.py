@@ -165,8 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _collector_paused(args.command in ONE_SHOT),
             _terminate_as_interrupt(terminated),
         ):
-            settings = Settings.load(args.config)
-            code: int = args._module.run(args, settings)
+            try:
+                settings = Settings.load(args.config)
+                code: int = args._module.run(args, settings)
+            finally:
+                _flush_traces()  # while the records the exporter logs are still throttled
     except WebwardError as exc:
         return report_error(exc, as_json)
     except KeyboardInterrupt:
@@ -237,6 +240,12 @@ def _collector_paused(paused: bool) -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def _flush_traces() -> None:
+    telemetry = sys.modules.get("webward._telemetry")  # imported by every command that traces
+    if telemetry is not None:
+        telemetry.flush_tracing()
 
 
 def _own_records(record: logging.LogRecord) -> bool:

@@ -25,11 +25,14 @@ from ._core import (
     FIELDS,
     MAX_TARGET_CHARS,
     REASON_AUDIT_UNAVAILABLE,
+    UNREADABLE,
     AuditRecord,
     AuditSink,
     MemoryAuditSink,
     audit_unavailable,
     from_row,
+    from_rows,
+    unreadable_note,
 )
 from ._sqlite import SQLiteAuditSink
 
@@ -38,13 +41,16 @@ __all__ = [
     "FIELDS",
     "MAX_TARGET_CHARS",
     "REASON_AUDIT_UNAVAILABLE",
+    "UNREADABLE",
     "AuditRecord",
     "AuditSink",
     "MemoryAuditSink",
     "SQLiteAuditSink",
     "audit_unavailable",
     "from_row",
+    "from_rows",
     "open_audit_sink",
+    "unreadable_note",
 ]
 
 

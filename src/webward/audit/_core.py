@@ -32,10 +32,11 @@ import datetime as dt
 import functools
 import itertools
 import json
+import logging
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_TARGET_CHARS",
     "REASON_AUDIT_UNAVAILABLE",
     "SCHEMA",
+    "UNREADABLE",
     "AuditRecord",
     "AuditSink",
     "CommitThread",
@@ -64,10 +66,15 @@ __all__ = [
     "MemoryAuditSink",
     "audit_unavailable",
     "from_row",
+    "from_rows",
+    "records_of",
     "select_sql",
     "table_sql",
     "to_row",
+    "unreadable_note",
 ]
+
+log = logging.getLogger("webward.audit")
 
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
 REASON_AUDIT_UNAVAILABLE = Reason.AUDIT_UNAVAILABLE
@@ -531,12 +538,50 @@ def to_row(r: AuditRecord) -> tuple[Any, ...]:
 
 
 def from_row(row: tuple[Any, ...]) -> AuditRecord:
+    """The record of a stored row; raises one of :data:`UNREADABLE` for a row that is not
+    one (see :func:`from_rows`)."""
     values = dict(zip(FIELDS, row, strict=True))
     ts = values.pop("ts")
     values["time"] = dt.datetime.fromtimestamp(ts, dt.UTC)
     for name in ("redirects", "render_contacted", "render_refused"):
         values[name] = tuple(json.loads(values[name] or "[]"))
     return AuditRecord(**values)
+
+
+#: What :func:`from_row` raises for a row that is no record webward can read: a field changed
+#: by hand (a time of 1e20, a list that is not JSON), or a value a newer webward writes (a
+#: decision this one does not know).
+UNREADABLE = (ValueError, TypeError, OverflowError, OSError)
+
+
+def from_rows(rows: Iterable[Sequence[Any]]) -> tuple[list[AuditRecord], int]:
+    """The records of ``rows``, and how many could not be read: a reader shows the others
+    and says how many it left out, rather than failing on one damaged row."""
+    records: list[AuditRecord] = []
+    unreadable = 0
+    for row in rows:
+        try:
+            records.append(from_row(tuple(row)))
+        except UNREADABLE:
+            unreadable += 1
+    return records, unreadable
+
+
+def records_of(rows: Iterable[Sequence[Any]]) -> list[AuditRecord]:
+    """A sink's query answer: the records of ``rows``, with a warning naming how many could
+    not be read (``webward audit`` shows it on stderr)."""
+    records, unreadable = from_rows(rows)
+    if unreadable:
+        log.warning("%s", unreadable_note(unreadable))
+    return records
+
+
+def unreadable_note(count: int) -> str:
+    s = "" if count == 1 else "s"
+    return (
+        f"{count} audit record{s} could not be read (changed by hand, or written by a newer "
+        f"webward) and {'is' if count == 1 else 'are'} left out; the rest are shown"
+    )
 
 
 class _Batch:

@@ -36,7 +36,7 @@ from ._core import (
     Flushed,
     GroupCommit,
     audit_unavailable,
-    from_row,
+    records_of,
     select_sql,
     to_row,
 )
@@ -95,7 +95,7 @@ class PostgresAuditSink:
         limit: int = 100,
     ) -> list[AuditRecord]:
         sql, params = select_sql(since, agent, decision, limit, mark="%s", tiebreak="id")
-        return [from_row(row) for row in await self.read(sql, params)]
+        return records_of(await self.read(sql, params))
 
     async def aclose(self) -> None:
         await self._drop()

@@ -29,7 +29,7 @@ from ._core import (
     CommitThread,
     Flushed,
     audit_unavailable,
-    from_row,
+    records_of,
     select_sql,
     to_row,
 )
@@ -172,7 +172,7 @@ class SQLiteAuditSink:
         rows: list[Any] = self.read_sync(
             lambda conn: conn.execute(sql, params).fetchall(), default=[]
         )
-        return [from_row(tuple(row)) for row in rows]
+        return records_of(rows)
 
     def read_sync(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
         """``work(connection)`` on this log, under the sink's lock (blocking: call it from a
@@ -194,7 +194,10 @@ class SQLiteAuditSink:
                 return work(conn)
             except (sqlite3.Error, OSError) as exc:
                 raise Refused(
-                    f"refused: the audit log at {self.path} cannot be read ({exc})",
+                    f"refused: the audit log at {self.path} cannot be read ({exc}); if another "
+                    "program holds it, try again once it is done, and if it is no SQLite "
+                    "database, move it aside (webward starts a new one) or point [state] dir "
+                    "(WEBWARD_STATE_DIR) at the right directory",
                     reason=REASON_AUDIT_UNAVAILABLE,
                 ) from None
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 import anyio
 import jinja2
@@ -28,7 +28,7 @@ from .._cmd_audit import cell, parse_since
 from .._errors import InvalidInput, WebwardError
 from .._settings import TIERS, Settings
 from .._tokens import bearer_token
-from ..audit import DECISIONS
+from ..audit import DECISIONS, unreadable_note
 from ..limits import HostState, LimitState
 from ._auth import Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
@@ -38,7 +38,7 @@ __all__ = ["COOKIE", "CSP", "Console"]
 
 COOKIE = "webward_console"
 CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; "
+    "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'none'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 _HEADERS = {
@@ -100,6 +100,9 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["shown"] = lambda v: cell("" if v is None else str(v))
     env.filters["when"] = _time
+    # A record id in a link's path: every character but letters and digits escaped (an id
+    # another process wrote may hold "/", "?" or "..").
+    env.filters["segment"] = lambda v: quote(str(v), safe="")
     return env
 
 
@@ -148,6 +151,25 @@ def _endpoint(url: str) -> str:
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
     except ValueError:
         return "(not a URL)"
+
+
+def _cookie_name(request: Request) -> str:
+    """The session cookie's name for the console this request reached: browsers keep cookies
+    by host, not port, so two consoles on one machine (``webward console`` and a local
+    gateway's) would otherwise overwrite each other's."""
+    port = request.url.port
+    return f"{COOKIE}_{port}" if port else COOKIE
+
+
+def _over_tls(request: Request) -> bool:
+    """Whether the browser reached this console over https: directly, or through the TLS
+    proxy the docs recommend (its Origin, or its X-Forwarded-Proto; either could only make
+    the cookie stricter, never let it out over plain http)."""
+    return (
+        request.url.scheme == "https"
+        or request.headers.get("origin", "").lower().startswith("https://")
+        or request.headers.get("x-forwarded-proto", "").lower() == "https"
+    )
 
 
 class Console:
@@ -199,6 +221,7 @@ class Console:
         html = self._env.get_template(template).render(
             base=request.scope.get("root_path", ""),
             decisions=DECISIONS,
+            url_login=self.auth.url_login,
             who=getattr(request.state, "who", ""),
             **ctx,
         )
@@ -206,16 +229,17 @@ class Console:
 
     def _credential(self, request: Request) -> str:
         return bearer_token(request.headers.get("authorization", "")) or request.cookies.get(
-            COOKIE, ""
+            _cookie_name(request), ""
         )
 
     def _guarded(
         self, view: Callable[[Request], Awaitable[Response]]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def guarded(request: Request) -> Response:
-            if self.auth.url_login and "token" in request.query_params:
-                return self._exchange(request, request.query_params["token"])
             verdict = self.auth.check(self._credential(request))
+            # The printed link again, from a browser already logged in: the session stands.
+            if verdict.status != 200 and self.auth.url_login and "token" in request.query_params:
+                return self._exchange(request, request.query_params["token"])
             if verdict.status != 200:
                 return self._refused(request, verdict)
             request.state.who = verdict.who
@@ -240,19 +264,26 @@ class Console:
         base = request.scope.get("root_path", "")
         response = RedirectResponse(f"{base}/", status_code=303)
         response.set_cookie(
-            COOKIE,
+            _cookie_name(request),
             value,
             path=f"{base}/" if base else "/",
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=_over_tls(request),
         )
         return response
 
     def _same_origin(self, request: Request) -> bool:
         # Browsers send Origin with every form POST; a tool without it (curl) is let through.
+        # Its host and port are compared, not its scheme: behind the TLS proxy the docs
+        # recommend the browser's page is https and the gateway sees http.
         origin = request.headers.get("origin")
-        return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
+        if origin is None:
+            return True
+        try:
+            return urlsplit(origin).netloc.lower() == request.url.netloc.lower()
+        except ValueError:
+            return False
 
     # ---- login -------------------------------------------------------------------------
 
@@ -278,8 +309,13 @@ class Console:
         base = request.scope.get("root_path", "")
         response = RedirectResponse(f"{base}/login", status_code=303)
         if self._same_origin(request):
+            self.auth.logout(self._credential(request))  # a session of its own ends here
             response.delete_cookie(
-                COOKIE, path=f"{base}/" if base else "/", httponly=True, samesite="strict"
+                _cookie_name(request),
+                path=f"{base}/" if base else "/",
+                httponly=True,
+                samesite="strict",
+                secure=_over_tls(request),
             )
         return response
 
@@ -327,6 +363,8 @@ class Console:
             older=older,
             newest=newest if cursor else "",
             searched=page.searched,
+            unreadable=page.unreadable,
+            unreadable_note=unreadable_note(page.unreadable) if page.unreadable else "",
             agents=sorted(self.settings.agents),
         )
 
@@ -335,11 +373,7 @@ class Console:
         found = await self.reader.record(record_id)
         if found is None:
             return self._render(request, "error.html", 404, message="no audit record has that id")
-        wire = found.to_wire()
-        render_hosts = wire.get("renderHosts") or []
-        return self._render(
-            request, "record.html", view="audit", r=found, wire=wire, render_hosts=render_hosts
-        )
+        return self._render(request, "record.html", view="audit", r=found, wire=found.to_wire())
 
     async def usage(self, request: Request) -> Response:
         name = request.query_params.get("range", "24h")

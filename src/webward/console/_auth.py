@@ -44,6 +44,10 @@ class ConsoleAuth(Protocol):
         """The verdict on a login with ``token`` and, when it is 200, the cookie's value."""
         ...
 
+    def logout(self, credential: str) -> None:
+        """End the session ``credential`` names, where the console keeps sessions."""
+        ...
+
 
 class AgentTokens:
     """``webward serve``: the gateway's agents; those with ``role = "admin"`` may look."""
@@ -54,7 +58,11 @@ class AgentTokens:
         self._tokens = tokens
 
     def check(self, credential: str) -> Check:
-        agent = self._tokens.lookup(credential) if credential else None
+        if not credential:
+            return Check(
+                401, message='log in with the bearer token of an agent with role = "admin"'
+            )
+        agent = self._tokens.lookup(credential)
         if agent is None:
             return Check(401, message="that token is not known to this gateway")
         if agent.role != ADMIN:
@@ -69,6 +77,9 @@ class AgentTokens:
         verdict = self.check(token)
         return verdict, token if verdict.status == 200 else ""
 
+    def logout(self, credential: str) -> None:
+        """Nothing to end: the cookie holds the agent's own token, valid while configured."""
+
 
 class OneTimeToken:
     """``webward console``: one random token, good for one login; then a session value."""
@@ -81,6 +92,8 @@ class OneTimeToken:
         self._sessions: list[str] = []
 
     def check(self, credential: str) -> Check:
+        if not credential:
+            return Check(401, message="open the console with the link `webward console` printed")
         found = False
         for session in self._sessions:  # every session compared, in constant time
             found |= hmac.compare_digest(credential.encode(), session.encode())
@@ -101,3 +114,7 @@ class OneTimeToken:
         session = secrets.token_urlsafe(32)
         self._sessions.append(session)
         return Check(200, "local operator"), session
+
+    def logout(self, credential: str) -> None:
+        if self.check(credential).status == 200:
+            self._sessions = [s for s in self._sessions if s != credential]

@@ -15,6 +15,7 @@ page, newest first; the page's cursor continues the search further back.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import sqlite3
@@ -32,9 +33,12 @@ from ..audit import (
     DECISIONS,
     FIELDS,
     REASON_AUDIT_UNAVAILABLE,
+    UNREADABLE,
     AuditRecord,
     SQLiteAuditSink,
     from_row,
+    from_rows,
+    unreadable_note,
 )
 
 __all__ = [
@@ -94,6 +98,7 @@ class AuditPage:
     records: list[AuditRecord]
     next_cursor: str | None
     searched: int = 0
+    unreadable: int = 0  # rows of this page that are no record webward can read (from_rows)
 
 
 @dataclass(frozen=True)
@@ -238,7 +243,12 @@ def _decode_cursor(cursor: str, numeric_key: bool) -> tuple[float, Any]:
         ts = float(ts_text)
         if not sep or not math.isfinite(ts):
             raise ValueError(cursor)
-        return ts, (int(key) if numeric_key else key)
+        if not numeric_key:
+            return ts, key
+        rowid = int(key)
+        if not -(2**63) <= rowid < 2**63:  # past SQLite's integers
+            raise ValueError(cursor)
+        return ts, rowid
     except ValueError:
         raise InvalidInput("the page cursor is not one this console made") from None
 
@@ -310,19 +320,26 @@ class _SQLReader:
             f"{_and([*clauses, *scan])}{order} LIMIT {d.mark}",
             [*params, *scan_params, size + 1],
         )
-        records = [from_row(tuple(r[1:])) for r in rows[:size]]
+        records, unreadable = from_rows(r[1:] for r in rows[:size])
         if len(rows) > size:  # r[2] is ts: FIELDS starts with id, ts
-            return AuditPage(records, _encode_cursor(rows[size - 1][2], rows[size - 1][0]))
+            last = rows[size - 1]
+            return AuditPage(records, _encode_cursor(last[2], last[0]), unreadable=unreadable)
         if boundary is not None:
-            return AuditPage(records, _encode_cursor(*boundary), searched=SCAN_ROWS)
-        return AuditPage(records, None)
+            cursor = _encode_cursor(*boundary)
+            return AuditPage(records, cursor, searched=SCAN_ROWS, unreadable=unreadable)
+        return AuditPage(records, None, unreadable=unreadable)
 
     async def record(self, record_id: str) -> AuditRecord | None:
         m = self.dialect.mark
         rows = await self._rows(
             f"SELECT {', '.join(FIELDS)} FROM audit WHERE id = {m}", [record_id]
         )
-        return from_row(tuple(rows[0])) if rows else None
+        if not rows:
+            return None
+        try:
+            return from_row(tuple(rows[0]))
+        except UNREADABLE:
+            raise InvalidInput(unreadable_note(1)) from None
 
     async def usage(self, start: float, bucket_s: int, buckets: int) -> Usage:
         d = self.dialect
@@ -336,8 +353,7 @@ class _SQLReader:
             [start, end],
         )
         for b, agent, decision, n in rows:
-            i = int(b)
-            if not 0 <= i < buckets:
+            if not isinstance(b, (int, float)) or not 0 <= (i := int(b)) < buckets:
                 continue
             out.by_agent.setdefault(agent, [0] * buckets)[i] += int(n)
             out.by_decision.setdefault(decision, [0] * buckets)[i] += int(n)
@@ -355,8 +371,9 @@ class _SQLReader:
         )
         durations: list[list[float]] = [[] for _ in range(buckets)]
         for b, ms in rows:
-            if 0 <= int(b) < buckets:
-                durations[int(b)].append(float(ms))
+            with contextlib.suppress(TypeError, ValueError, OverflowError):  # a row changed by hand
+                if 0 <= int(b) < buckets:
+                    durations[int(b)].append(float(ms))
         out.p50_ms = [percentile(v, 0.50) for v in durations]
         out.p95_ms = [percentile(v, 0.95) for v in durations]
         return out
