@@ -196,6 +196,8 @@ async def test_a_key_no_http_header_can_carry_is_named_not_sent(
             await web.search("q")
     assert err.value.code == "not_configured"
     assert "BRAVE_SEARCH_API_KEY holds characters no API key has" in err.value.message
+    # Read from the environment first: storing it again would change nothing.
+    assert "fix or unset the environment variable BRAVE_SEARCH_API_KEY" in err.value.message
     assert bad not in err.value.message and server.requests == []
     assert _record(sink).decision == "refused"
 
@@ -457,12 +459,15 @@ def test_cli_prints_a_numbered_list_for_people(home: Path, server: LocalServer) 
     """Without --json: a count line, then numbered titles, URLs and snippets."""
     server.routes[BRAVE_PATH] = FakeBrave(results(2), BRAVE_KEY)
     proc = _run_cli(
-        ["rust", "--provider", "brave", "--tier", "full"],
+        ["rust", "--provider", "Brave", "--tier", "full"],  # any case, as in the config
         home,
         BRAVE_SEARCH_API_KEY=BRAVE_KEY,
         WEBWARD_BRAVE_URL=server.base,
     )
     assert proc.returncode == 0, proc.stderr
+    unknown = _run_cli(["rust", "--provider", "bogus", "--json"], home, WEBWARD_TIER="full")
+    assert unknown.returncode == 2  # one sentence in the JSON error shape, not a usage error
+    assert json.loads(unknown.stdout)["error"]["message"].startswith("unknown search provider")
     lines = proc.stdout.splitlines()
     assert lines[0] == "2 hits from brave for 'rust'"
     assert "  1. Result 1" in lines

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from .._credentials import CredentialStore, Secret, fits_a_header
+from .._credentials import ChainedStore, CredentialStore, Secret, fits_a_header
 from .._errors import InvalidInput
 from .._models import Hit
 from .._settings import SearchSettings
@@ -150,11 +150,19 @@ def choose_provider(
             f"not set; set it or run `webward credentials set {key_name}`; " + _STILL_WORKS
         )
     if not fits_a_header(key):
-        # Say so, rather than fail in the HTTP client or send a header a line break splits.
+        # Say so, rather than fail in the HTTP client or send a header a line break splits;
+        # and say where to fix it: the environment is read first, so storing the key again
+        # changes nothing while the variable is set.
+        found = credentials.lookup(key_name) if isinstance(credentials, ChainedStore) else None
+        from_env = getattr(found[1] if found else credentials, "kind", "") == "environment"
+        fix = (
+            f"fix or unset the environment variable {key_name}"
+            if from_env
+            else f"set it again with `webward credentials set {key_name}`"
+        )
         return NullProvider(
             f"web search is not configured: {key_name} holds characters no API key has "
-            "(spaces, control or non-ASCII characters); set it again with "
-            f"`webward credentials set {key_name}`; " + _STILL_WORKS
+            f"(spaces, control or non-ASCII characters); {fix}; " + _STILL_WORKS
         )
     if name == "brave":
         return BraveProvider(Secret(key), http_for(name), settings.brave_url, clock=clock)
