@@ -152,6 +152,9 @@ class ErrorReply:
     status: int
     body: Any
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Answered again to every later request when the script ends on it: the client retries
+    # the statuses the vendors' SDKs retry, and a failing server keeps failing.
+    persists: bool = True
 
 
 Reply = Mapping[str, Any] | ErrorReply | Callable[[dict[str, Any]], Mapping[str, Any]]
@@ -252,6 +255,9 @@ class FakeModelAPI:
             problems += openai_order_problems(body.get("messages", []))
         self.problems += [f"request {len(self.bodies)}: {p}" for p in problems]
         index = len(self.bodies) - 1
+        last = self.replies[-1] if self.replies else None
+        if index >= len(self.replies) and isinstance(last, ErrorReply) and last.persists:
+            index = len(self.replies) - 1  # a server that fails goes on failing: a client retries
         if index >= len(self.replies):
             self.problems.append(
                 f"request {index + 1}: the script has only {len(self.replies)} replies"

@@ -38,11 +38,19 @@ from webward.agents import (
     CallRecord,
     OpenAIClient,
     ToolContext,
+    _http,
     run_agent,
 )
 from webward.cli import main
 
 VENDORS = ["anthropic", "openai"]
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model client's retries wait 10 ms rather than 1 s and 2 s: what the tests check is
+    that they happen, and what a run says when they run out."""
+    monkeypatch.setattr(_http, "_BACKOFF_S", 0.01)
 
 
 def reply(
@@ -451,7 +459,7 @@ async def test_an_unreachable_model_api_is_an_upstream_error() -> None:
     with serve() as server:
         base = server.base  # the port is closed again after the block
     async with OpenAIClient("k", "m", base_url=base + "/v1") as client:
-        with pytest.raises(UpstreamError, match=f"could not reach the openai API at {base}"):
+        with pytest.raises(UpstreamError, match=f"could not connect to the openai API at {base}"):
             await run_agent(client, RESEARCH, "Q?", ToolContext(None, "research"))
 
 
@@ -895,7 +903,7 @@ def test_ask_model_api_error_exits_1_with_one_sentence(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--max-turns", "0"], "webward: --max-turns must be at least 1\n"),
+        (["--max-turns", "0"], "webward: --max-turns must be a whole number, 1 to 100, not '0'\n"),
         (
             ["--base-url", "ftp://x"],
             "webward: --base-url must be an absolute http:// or https:// URL, not 'ftp://x'\n",
@@ -923,7 +931,7 @@ async def test_a_key_http_cannot_carry_is_bad_input_not_a_crash() -> None:
     with fake_model_api("openai", []) as fake:
         async with OpenAIClient("key\nX-Evil: 1", "m", base_url=fake.base_url) as client:
             with pytest.raises(
-                InvalidInput, match="could not be sent: check the base URL and OPENAI_API_KEY"
+                InvalidInput, match=r"could not be sent: check the base URL \(and OPENAI_API_KEY"
             ):
                 await run_agent(client, RESEARCH, "Q?", ToolContext(None, "research"))
         assert fake.bodies == []

@@ -29,6 +29,7 @@ from webward.agents import (
     CallRecord,
     OpenAIClient,
     ToolContext,
+    _http,
     run_agent,
 )
 from webward.cli import main
@@ -36,6 +37,13 @@ from webward.cli import main
 VENDORS = ["anthropic", "openai"]
 KEY = "sk-SECRETKEY-abcdef0123456789"
 VARIABLE = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model client's retries wait 10 ms rather than 1 s and 2 s: what the tests check is
+    that they happen, and what a run says when they run out."""
+    monkeypatch.setattr(_http, "_BACKOFF_S", 0.01)
 
 
 def reply(vendor: str, text: str = "", calls: list[tuple[str, str, Any]] | None = None) -> Any:
@@ -125,7 +133,7 @@ def test_ask_prints_a_refused_key_masked(
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("value", "said"),
-    [("1e308", "retry in 3600 s"), ("inf", "retry in 3600 s"), ("2.2", "retry in 3 s")],
+    [("1e308", "retry in 3600 s"), ("inf", "retry in 3600 s"), ("7.2", "retry in 8 s")],
 )
 async def test_retry_after_is_capped_at_an_hour(value: str, said: str) -> None:
     failure = ErrorReply(429, {"error": {"message": "slow down"}}, {"Retry-After": value})
@@ -415,6 +423,12 @@ def test_long_argument_values_are_cut_in_the_wire_record() -> None:
     assert wire["allowed_domains"][-1] == "[980 more items cut]"
     assert len(wire["allowed_domains"]) == 21
     assert len(json.dumps(wire)) < 2000
+    # The model chooses the name and the id too, and a refusal's summary repeats the name.
+    named = CallRecord(1, "i" * 50_000, "n" * 100_000, None, "unknown tool " + "n" * 100_000, True)
+    shown = named.to_wire()
+    assert shown["name"] == "n" * 300 + "… [99,700 more characters cut]"
+    assert shown["id"].endswith("… [49,700 more characters cut]")
+    assert len(shown["summary"]) < 1100
 
 
 def test_ask_json_is_small_when_the_model_sends_huge_arguments(
@@ -447,7 +461,7 @@ def test_ask_json_model_failure_is_a_json_error_on_stdout(
     assert json.loads(capsys.readouterr().out) == {
         "error": {
             "code": "upstream_error",
-            "message": "the anthropic API failed (HTTP 529): Overloaded",
+            "message": "the anthropic API failed (HTTP 529): Overloaded; try again later",
         }
     }
 
@@ -474,3 +488,95 @@ def test_an_agent_entry_without_a_tier_keeps_the_research_default() -> None:
     settings = Settings().replace({"agents": {"research": {"provenance": "session"}}})
     assert isinstance(settings.agents["research"], AgentSettings)
     assert RESEARCH.tier_for(settings) == "connected"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("vendor", VENDORS)
+async def test_a_failure_worth_retrying_is_retried_and_a_run_goes_on(vendor: str) -> None:
+    """As the vendors' SDKs do: an overloaded API (529) and a rate limit that says to wait
+    1 s are tried again, and the run answers; a wait longer than the client waits (7 s) is
+    the caller's, named in the message, after one try."""
+    overloaded = ErrorReply(529, {"error": {"message": "Overloaded"}}, persists=False)
+    wait = ErrorReply(429, {"error": {"message": "slow"}}, {"Retry-After": "0.05"}, persists=False)
+    with fake_model_api(vendor, [overloaded, wait, reply(vendor, "The answer.")]) as fake:
+        async with client_for(fake) as client:
+            result = await run_agent(client, RESEARCH, "Q?", ToolContext(None, "research"))
+    assert result.answer == "The answer." and len(fake.bodies) == 3
+    longer = ErrorReply(429, {"error": {"message": "slow"}}, {"Retry-After": "7"})
+    with fake_model_api(vendor, [longer]) as fake:
+        async with client_for(fake) as client:
+            with pytest.raises(UpstreamError, match="retry in 7 s"):
+                await run_agent(client, RESEARCH, "Q?", ToolContext(None, "research"))
+    assert len(fake.bodies) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("vendor", VENDORS)
+async def test_numbers_past_a_float_never_reach_a_tool_the_output_or_the_next_request(
+    vendor: str, site: LocalServer
+) -> None:
+    """A model's tool call with 1e400 (infinity as a float) or NaN: the tool refuses the
+    argument in one sentence, and the next request carries no Infinity (which is no JSON)."""
+    calls = [("c1", "web_fetch", {"url": site.url("/p"), "offset": "__BIG__"})]
+    first = json.dumps(reply(vendor, "", calls)).replace('"__BIG__"', "1e400").encode()
+    with fake_model_api(vendor, [ErrorReply(200, first), reply(vendor, "Done.")]) as fake:
+        settings = Settings().replace(
+            {"network": {"allow_ranges": ["127.0.0.1/32"]}, "policy": {"default_tier": "connected"}}
+        )
+        async with Web(settings) as web, client_for(fake) as client:
+            result = await run_agent(client, RESEARCH, "Q?", ToolContext(web, "research"))
+    assert result.answer == "Done."
+    (call,) = result.calls
+    assert call.is_error and "offset" in call.summary
+    second = json.dumps(fake.bodies[1], allow_nan=False)  # raises on Infinity or NaN
+    assert "1e400" in second or "offset" in second
+
+
+def test_ask_with_an_audit_log_it_cannot_write_refuses_before_any_model_call(
+    config: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every read would be refused unaudited-able, and the model would answer from nothing
+    (and be told the operator's paths): the run is refused before it starts, exit 3, and
+    the model API is never called."""
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the state dir should be", encoding="utf-8")
+    monkeypatch.setenv("WEBWARD_STATE_DIR", str(blocked / "state"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with fake_model_api(
+        "anthropic", [reply("anthropic", "An answer from nothing.")], key="k"
+    ) as fake:
+        assert ask("anthropic", fake, config, "--json") == 3
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "refused" and "audit" in error["message"]
+    assert fake.bodies == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--tier", "root"], "--tier must be one of as-owner, connected, full"),
+        (["--max-turns", "abc"], "--max-turns must be a whole number, 1 to 100"),
+        (["--max-turns", "100000"], "--max-turns must be a whole number, 1 to 100"),
+        (["--max-tokens", "-5"], "--max-tokens must be a whole number, at least 1"),
+        (["--provider", "gemini"], "--provider must be anthropic or openai"),
+    ],
+)
+def test_ask_options_with_json_are_json_errors(
+    config: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    said: str,
+) -> None:
+    """A bad option is one sentence in the JSON error shape, as every command's input is,
+    not argparse's usage text; nothing is sent."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with fake_model_api("anthropic", [], key="k") as fake:
+        assert main(["ask", "Q?", "--model", "m", "--base-url", fake.base_url,
+                     "--config", str(config), "--json", *extra]) == 2  # fmt: skip
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "invalid_input" and error["message"].startswith(said)
+    assert fake.bodies == []

@@ -31,7 +31,8 @@ reads URLs.
 The research agent acts at tier connected unless --tier or [agents.research] tier says
 otherwise.
 
-Limits: each model call may take up to 600 s to answer (a long answer is slow); each tool
+Limits: each model call may take up to 600 s to answer (a long answer is slow), and is
+tried twice more when the API is overloaded, rate limited for at most 5 s, or fails; each tool
 result handed to the model is at most 50,000 characters of text, or a whole web_fetch window
 in its envelope if [limits] max_fetch_text_chars is larger (a cut says what it dropped).
 The answer is printed without terminal control characters. An answer cut at the model's
@@ -45,6 +46,9 @@ the audit log cannot be written). With --json an error is {"error": {"code", "me
 stdout."""
 
 _PROVIDER_NAMES = ("anthropic", "openai")
+# A run's conversation is sent whole with every turn, so its cost grows with the square of
+# the turns: a ceiling well past what research needs.
+_MAX_TURNS = 100
 
 
 def _provider(name: str) -> tuple[str, str]:
@@ -59,11 +63,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ._settings import TIERS
 
     p.add_argument("question", metavar="QUESTION", help="what to find out")
+    # The options below are checked by _check rather than by argparse, so that a bad value
+    # is one sentence (in the JSON error shape with --json), as every other input is.
     p.add_argument(
         "--provider",
-        choices=_PROVIDER_NAMES,
         default="anthropic",
-        help="the model API's wire format (default anthropic)",
+        metavar="P",
+        help="the model API's wire format: anthropic (the default) or openai",
     )
     p.add_argument("--model", required=True, metavar="M", help="the model name the API expects")
     p.add_argument(
@@ -71,15 +77,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="the API's base URL (default https://api.anthropic.com or https://api.openai.com/v1)",
     )
+    p.add_argument("--tier", metavar="T", help=f"reach tier: {', '.join(TIERS)}")
     p.add_argument(
-        "--tier", choices=TIERS, metavar="T", help="reach tier: as-owner, connected or full"
-    )
-    p.add_argument(
-        "--max-turns", type=int, default=10, metavar="N", help="most model turns (default 10)"
+        "--max-turns",
+        default="10",
+        metavar="N",
+        help=f"most model turns, 1 to {_MAX_TURNS} (default 10)",
     )
     p.add_argument(
         "--max-tokens",
-        type=int,
         metavar="N",
         help="most output tokens per turn (default 4096 for anthropic, the server's for openai)",
     )
@@ -101,11 +107,29 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return anyio.run(_run, args, settings)
 
 
+def _whole(value: str, flag: str, low: int, high: int | None = None) -> int:
+    text = str(value).strip()
+    number = int(text) if text.isascii() and text.isdigit() else None
+    if number is None or number < low or (high is not None and number > high):
+        bound = f"{low} to {high}" if high is not None else f"at least {low}"
+        raise InvalidInput(f"{flag} must be a whole number, {bound}, not {text[:20]!r}")
+    return number
+
+
 def _check(args: argparse.Namespace) -> str:
-    if args.max_turns < 1:
-        raise InvalidInput("--max-turns must be at least 1")
-    if args.max_tokens is not None and args.max_tokens < 1:
-        raise InvalidInput("--max-tokens must be at least 1")
+    from ._settings import TIERS
+
+    provider = str(args.provider).strip().lower()
+    if provider not in _PROVIDER_NAMES:
+        raise InvalidInput(
+            f"--provider must be {' or '.join(_PROVIDER_NAMES)}, not {str(args.provider)[:20]!r}"
+        )
+    args.provider = provider
+    if args.tier is not None and args.tier not in TIERS:
+        raise InvalidInput(f"--tier must be one of {', '.join(TIERS)}, not {args.tier[:20]!r}")
+    args.max_turns = _whole(args.max_turns, "--max-turns", 1, _MAX_TURNS)
+    if args.max_tokens is not None:
+        args.max_tokens = _whole(args.max_tokens, "--max-tokens", 1)
     if not args.question.strip():
         raise InvalidInput("the question must not be empty")
     base_url: str = args.base_url or _provider(args.provider)[1]
@@ -167,8 +191,10 @@ def _print_call(record: CallRecord) -> None:
     )
     if len(arguments) > 300:
         arguments = arguments[:299] + "…"
-    # The tool name and arguments are the model's words: no terminal control sequence.
-    line = f"turn {record.turn}: {record.name} {arguments} -> {record.summary}"
+    # The tool name and arguments are the model's words: no terminal control sequence, and
+    # cut as --json cuts them.
+    wire = record.to_wire()
+    line = f"turn {record.turn}: {wire['name']} {arguments} -> {wire['summary']}"
     print(f"webward: {neutralise_line(line)}", file=sys.stderr)
 
 
@@ -209,6 +235,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         ) as web,
         _client(args, key, base_url) as client,
     ):
+        # Before the first model call: with the audit log unwritable every read would be
+        # refused, and the model would answer from nothing (and be sent the refusals).
+        await web.check_ready()
         result = await run_agent(
             client,
             agent,

@@ -25,6 +25,7 @@ import functools
 import importlib.util
 import os
 import pwd
+import re
 import shlex
 import shutil
 import subprocess
@@ -123,6 +124,9 @@ _STUB = "#!/bin/sh\nexit 1\n"
 # How long closing the browser (and then Playwright's driver) may take after a render, also
 # one that timed out or was cancelled: its profile is removed only once it has exited.
 _CLOSE_S = 5.0
+# The Playwright call a message of its names first ("Page.goto: ", "Page.content: "): its
+# API, not the page's trouble.
+_PLAYWRIGHT_CALL = re.compile(r"^\w+(?:\.\w+)+:\s*")
 
 
 @dataclass(frozen=True)
@@ -240,8 +244,16 @@ class ChromiumRenderer:
                 raise _unavailable(self._executable) from None
             if isinstance(exc, PlaywrightError):
                 first = (str(exc).strip().splitlines() or ["unknown error"])[0][:200]
+                first = _PLAYWRIGHT_CALL.sub("", first).rstrip(".")  # "Page.goto: ..."
+                if "Download is starting" in first:
+                    raise UpstreamError(
+                        "the address starts a download rather than showing a page, so there "
+                        "is nothing to render; read it without a screenshot",
+                        reason=Reason.RENDER,
+                    ) from None
                 raise UpstreamError(
-                    f"the headless renderer failed ({first.rstrip('.')})", reason=Reason.RENDER
+                    f"the headless renderer failed ({first}); read the page without a screenshot",
+                    reason=Reason.RENDER,
                 ) from None
             raise
 
@@ -280,12 +292,35 @@ class ChromiumRenderer:
                 try:
                     page = await context.new_page()
                     await _load(page, url, gate, self._goto_timeout_s)
-                    _same_site(url, page.url)
-                    html = await page.content()
+                    html = await _settled_content(page, self._goto_timeout_s)
                     png = await page.screenshot(type="png") if screenshot else None
+                    _same_site(url, page.url)  # where the DOM and the picture came from
                 finally:
                     await _close(context)
         return Rendered(html=html, screenshot_png=png)
+
+
+async def _settled_content(page: Any, timeout_s: float) -> str:
+    """The page's DOM once a navigation it started (a meta refresh, a script's ``location``
+    on load) has settled: Playwright refuses the DOM of a page mid-navigation. A page that is
+    still navigating after three such waits keeps navigating itself away."""
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(3):
+        try:
+            content: str = await page.content()
+            return content
+        except PlaywrightError as exc:
+            if "navigating" not in str(exc):
+                raise
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_load_state("load", timeout=timeout_s * 1000)
+    raise UpstreamError(
+        "the page kept navigating itself away as it rendered, so it has no settled page to "
+        "read; read it without the browser (a plain read) or read where it leads",
+        reason=Reason.RENDER,
+    )
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -321,7 +356,12 @@ async def _load(page: Any, url: str, gate: Gate, timeout_s: float) -> None:
     await page.goto(url, wait_until="commit", timeout=timeout_ms)
 
     async def loaded(scope: anyio.CancelScope) -> None:
-        await page.wait_for_load_state("load", timeout=timeout_ms)
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        # A subresource that never arrives (a hung tracking pixel) keeps the load event from
+        # firing: past the load's bound the page is read (and pictured) as it stands.
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_load_state("load", timeout=timeout_ms)
         scope.cancel()
 
     async def capped(scope: anyio.CancelScope) -> None:

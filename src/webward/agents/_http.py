@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import httpcore
 
 from .._credentials import mask
@@ -22,8 +23,22 @@ from ..limits import MAX_BACKPRESSURE_S, parse_retry_after
 
 __all__ = ["JsonClient"]
 
-# A model turn with a long answer can take minutes; connecting should not.
+# A model turn with a long answer can take minutes; connecting should not. The whole call
+# (all its reads: a server sending a byte a minute is cut off too) has _CALL_S.
 _TIMEOUTS = {"connect": 15.0, "read": 600.0, "write": 60.0, "pool": 15.0}
+_CALL_S = 600.0
+# A model's answer, tool calls included, is far smaller; a server sending more is refused
+# before it fills the memory.
+_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+# Answers worth another try, as the vendors' own SDKs retry them: timeout, rate limited,
+# the server's failures and Anthropic's "overloaded"; and a connection refused or cut. At
+# most _RETRIES more tries, after the server's Retry-After when it names one within
+# _MAX_RETRY_WAIT_S (a longer wait is the caller's to decide: the message names it), else
+# _BACKOFF_S, then twice that.
+_RETRY_STATUSES = frozenset((408, 429, 500, 502, 503, 504, 529))
+_RETRIES = 2
+_MAX_RETRY_WAIT_S = 5.0
+_BACKOFF_S = 1.0
 _MAX_MESSAGE = 300
 # A vendor's error text is looked at this far (the key search is quadratic in it).
 _MAX_VENDOR_TEXT = 2_000
@@ -54,13 +69,57 @@ class JsonClient:
             ("User-Agent", "webward-agents/0.1"),
             *headers,
         ]
-        try:
-            response = await self._pool.request(
-                "POST", url, headers=all_headers, content=data, extensions={"timeout": _TIMEOUTS}
-            )
-        except httpcore.TimeoutException:
+        for attempt in range(_RETRIES + 1):
+            try:
+                status, response_headers, content = await self._send(url, all_headers, data)
+            except UpstreamError as exc:
+                if attempt == _RETRIES or exc.reason != Reason.MODEL_UNREACHABLE:
+                    raise
+                await anyio.sleep(_BACKOFF_S * 2**attempt)
+                continue
+            parsed = _decode(content)
+            if status < 400:
+                break
+            error = self._status_error(status, parsed, response_headers)
+            wait = _retry_after(response_headers)
+            wait = _BACKOFF_S * 2**attempt if wait is None else wait
+            if attempt == _RETRIES or status not in _RETRY_STATUSES or wait > _MAX_RETRY_WAIT_S:
+                raise error
+            await anyio.sleep(wait)
+        if not isinstance(parsed, dict):
             raise UpstreamError(
-                f"the {self._vendor} API at {_origin(url)} did not answer in time",
+                f"the {self._vendor} API returned a response that is not a JSON object",
+                reason=Reason.MODEL_BAD_RESPONSE,
+            )
+        return parsed
+
+    async def _send(
+        self, url: str, headers: list[tuple[str, str]], data: bytes
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """One POST: its status, headers and body, read within _CALL_S and _MAX_RESPONSE_BYTES."""
+        where = _origin(url)
+        try:
+            with anyio.fail_after(_CALL_S):
+                async with self._pool.stream(
+                    "POST", url, headers=headers, content=data, extensions={"timeout": _TIMEOUTS}
+                ) as response:
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_stream():
+                        size += len(chunk)
+                        if size > _MAX_RESPONSE_BYTES:
+                            raise UpstreamError(
+                                f"the {self._vendor} API at {where} sent a response over "
+                                f"{_MAX_RESPONSE_BYTES // (1024 * 1024)} MB, far more than a "
+                                "model's answer; check the base URL",
+                                reason=Reason.MODEL_BAD_RESPONSE,
+                            )
+                        chunks.append(chunk)
+                    return response.status, list(response.headers), b"".join(chunks)
+        except (httpcore.TimeoutException, TimeoutError):
+            raise UpstreamError(
+                f"the {self._vendor} API at {where} did not answer within {_CALL_S:g} s; "
+                "try again later, or a smaller question or model",
                 code="timeout",
                 reason=Reason.MODEL_TIMEOUT,
             ) from None
@@ -68,22 +127,20 @@ class JsonClient:
             # Our side could not form the request: a key or URL HTTP cannot carry.
             raise InvalidInput(
                 f"the request to the {self._vendor} API could not be sent: check the base URL "
-                f"and {self._key_variable}"
+                f"(and {self._key_variable}, if it holds unusual characters)"
             ) from None
-        except (httpcore.ProtocolError, httpcore.NetworkError, OSError) as exc:
+        except httpcore.ConnectError:
             raise UpstreamError(
-                f"could not reach the {self._vendor} API at {_origin(url)} ({type(exc).__name__})",
+                f"could not connect to the {self._vendor} API at {where}; check the base URL "
+                "and that the server is running",
                 reason=Reason.MODEL_UNREACHABLE,
             ) from None
-        parsed = _decode(response.content)
-        if response.status >= 400:
-            raise self._status_error(response.status, parsed, response.headers)
-        if not isinstance(parsed, dict):
+        except (httpcore.ProtocolError, httpcore.NetworkError, OSError):
             raise UpstreamError(
-                f"the {self._vendor} API returned a response that is not a JSON object",
-                reason=Reason.MODEL_BAD_RESPONSE,
-            )
-        return parsed
+                f"the connection to the {self._vendor} API at {where} broke before its answer "
+                "ended; try again later",
+                reason=Reason.MODEL_UNREACHABLE,
+            ) from None
 
     def _status_error(
         self, status: int, parsed: Any, headers: Sequence[tuple[bytes, bytes]]
@@ -105,16 +162,29 @@ class JsonClient:
                 message, reason=Reason.MODEL_HTTP_ERROR, status=status, retry_after=retry
             )
         elif status >= 500:
-            message = f"the {self._vendor} API failed (HTTP {status}){suffix}"
+            retry = _retry_after(headers)
+            when = f"; retry in {math.ceil(retry)} s" if retry is not None else "; try again later"
+            message = f"the {self._vendor} API failed (HTTP {status}){suffix}{when}"
+            return UpstreamError(
+                message, reason=Reason.MODEL_HTTP_ERROR, status=status, retry_after=retry
+            )
         else:
             message = f"the {self._vendor} API rejected the request (HTTP {status}){suffix}"
         return UpstreamError(message, reason=Reason.MODEL_HTTP_ERROR, status=status)
 
 
+def _finite_or_text(literal: str) -> float | str:
+    """A JSON number as a float when it is one (``1e400`` is not: it overflows to infinity),
+    else its own text, which a tool refuses as it refuses any bad argument; so no NaN or
+    Infinity reaches a tool, ``--json`` (where it is no JSON) or the next request."""
+    value = float(literal)
+    return value if math.isfinite(value) else literal
+
+
 def _decode(content: bytes) -> Any:
     try:
         text = content.decode("utf-8")
-        parsed = json.loads(text)
+        parsed = json.loads(text, parse_float=_finite_or_text, parse_constant=str)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     # JSON can spell a lone surrogate ("\ud800"): none may reach a reply, a tool call or a print.

@@ -57,6 +57,8 @@ DEFAULT_MAX_RESULT_CHARS = 50_000
 ENVELOPE_ALLOWANCE = 8_000
 # A tool call's argument values in --json (CallRecord.to_wire): a model can send megabytes.
 _MAX_ARGUMENT_CHARS = 300
+# A call's summary is a sentence (a refusal's, with its next step) or a count: far shorter.
+_MAX_SUMMARY_CHARS = 1000
 _MAX_ARGUMENT_ITEMS = 20
 
 
@@ -125,22 +127,27 @@ class CallRecord:
         cut saying how much it dropped."""
         return {
             "turn": self.turn,
-            "id": self.id,
-            "name": self.name,
+            "id": cut_text(self.id, _MAX_ARGUMENT_CHARS),
+            "name": cut_text(self.name, _MAX_ARGUMENT_CHARS),
             "arguments": _shortened(self.arguments) if self.arguments is not None else None,
-            "summary": self.summary,
+            "summary": cut_text(self.summary, _MAX_SUMMARY_CHARS),
             "isError": self.is_error,
         }
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` characters, the cut saying how much it dropped: the model
+    chooses a tool call's name and id, and a refusal's summary repeats them."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters cut]"
 
 
 def _shortened(value: Any, depth: int = 0) -> Any:
     """``value`` with strings cut at 300 characters and lists and objects at 20 entries,
     each cut marked with what it dropped; deeper than four levels, a placeholder."""
     if isinstance(value, str):
-        if len(value) <= _MAX_ARGUMENT_CHARS:
-            return value
-        cut = len(value) - _MAX_ARGUMENT_CHARS
-        return f"{value[:_MAX_ARGUMENT_CHARS]}… [{cut:,} more characters cut]"
+        return cut_text(value, _MAX_ARGUMENT_CHARS)
     if depth >= 4 and isinstance(value, Mapping | list | tuple):
         return "[nested value cut]"
     if isinstance(value, Mapping):
