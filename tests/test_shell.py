@@ -43,7 +43,8 @@ def make_web(renderer: ChromiumRenderer, **kw: Any) -> Web:
     s = Settings().replace(
         {
             "network": {"allow_ranges": ["127.0.0.1/32"]},
-            "policy": {"default_tier": "connected", "robots": False},
+            # 127.0.0.1 is on as-owner's list too, for the tests that read in that tier.
+            "policy": {"default_tier": "connected", "robots": False, "allow": ["127.0.0.1"]},
             "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000, "fetch_timeout_s": 40.0},
         }
     )
@@ -130,6 +131,33 @@ async def test_a_script_shell_with_server_made_menus_is_rendered_and_its_cost_me
     count = registry.get_sample_value("webward_render_seconds_count", {"purpose": "fallback"})
     total = registry.get_sample_value("webward_render_seconds_sum", {"purpose": "fallback"})
     assert count == 1 and total is not None and total > 0
+
+
+FURNITURE_PAGE = (
+    "<html><head><title>Notice</title><script async src='/analytics.js'></script></head>"
+    "<body><header><div>"
+    + "The office is closed on Friday for the move; orders placed before noon ship Monday. " * 4
+    + "</div></header></body></html>"
+)
+
+
+@pytest.mark.parametrize("tier", ["as-owner", "connected"])
+async def test_a_page_whose_words_sit_in_its_header_is_read_as_them_not_refused(
+    tier: str,
+) -> None:
+    """A page with scripts whose only words are in its <header>: tier as-owner (which runs no
+    scripts) gets those words under a note saying where they are and what it did not run,
+    not a refusal calling it a script shell; tier connected renders it, and when the browser
+    finds no other text either, gets the words under a note, never an empty reading."""
+    renderer = CountingRenderer()
+    with serve(routes={"/": respond(200, FURNITURE_PAGE)}) as srv:
+        async with make_web(renderer) as web:
+            read = await web.fetch(srv.url("/"), tier=tier)
+    assert "The office is closed on Friday" in read.content
+    assert "in its header, menus, sidebars and footer" in read.content
+    assert renderer.renders == (1 if tier == "connected" else 0)
+    said = "which this read did not run" if tier == "as-owner" else "with or without its scripts"
+    assert said in read.content
 
 
 # ---- once per process ------------------------------------------------------------------------

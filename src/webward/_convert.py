@@ -1601,6 +1601,10 @@ class Converted:
     parts: tuple[Part, ...]
     links: tuple[Link, ...]  # empty unless include_links
     truncated: bool
+    # A scant reading's words from the page's header, menus, sidebars and footer, when it has
+    # enough of them (see _scant_reading): what the fetch core hands over, with a note, if no
+    # render finds the page any text of its own, rather than an empty reading.
+    furniture: str = ""
 
 
 def _as_utf8_xml(body: bytes, charset: str | None) -> bytes:
@@ -1695,7 +1699,7 @@ def convert(
     # read as the text it is, not mashed by an HTML extractor into one run of words.
     is_html = media_type in _content.HTML_TYPES and not _XML_NOT_HTML.match(body[:4096])
     text, _codec = decode_text(body, charset, html=is_html, truncated=truncated)
-    title = ""
+    title = furniture = ""
     links: tuple[Link, ...] = ()
     if is_html:
         result = html_to_markdown(text, final_url, include_links=include_links)
@@ -1703,7 +1707,7 @@ def convert(
         if len(text) > MAX_READING_CHARS:
             text = f"{text[:MAX_READING_CHARS]}\n\n{_CUT_NOTE}"
         if _shell.scant(text):
-            text = _scant_reading(page, text, truncated, limits)
+            text, furniture = _scant_reading(page, text, truncated, limits)
     else:
         text = text.removeprefix("\ufeff")
         if media_type in _content.MARKDOWN_TYPES:
@@ -1712,34 +1716,38 @@ def convert(
     if truncated:
         marker = _content.truncation_marker(limits)
         text = f"{text}\n\n{marker}" if text else marker
-    return Converted("text", media_type, title, text, (), links, truncated)
+    return Converted("text", media_type, title, text, (), links, truncated, furniture)
 
 
-def _scant_reading(page: str, reading: str, truncated: bool, limits: LimitsSettings) -> str:
+def _scant_reading(
+    page: str, reading: str, truncated: bool, limits: LimitsSettings
+) -> tuple[str, str]:
     """What to hand over when the extractors kept (nearly) nothing (see :mod:`webward._shell`):
     the body's own words when it has some (its text was only hard to extract), else, for a
     page cut at the byte cap, a note that its text lies past the cut; else, for a page without
     scripts, its words with the furniture's when they are more; else the reading as it is (a
-    script shell's, which the fetch core renders)."""
+    script shell's, which the fetch core renders), with the furniture's words when there are
+    enough of them (:attr:`Converted.furniture`), for the fetch core to fall back on."""
     start = _BODY_START.search(page)
     body = page[start.start() if start else 0 :]
     words = _plain_text(body, _NOT_WORDS_BLOCK)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
-        return words
+        return words, ""
     # What the page shows a reader without scripts, as webward is one: an article kept in
     # <noscript> (a "please enable JavaScript" line is too short to count).
     words = _plain_text(_noscript_html(body), _NOT_WORDS_BLOCK)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
-        return words
+        return words, ""
     if truncated:
-        return _shell.cut_note(limits)
+        return _shell.cut_note(limits), ""
+    words = _plain_text(body)
     if "<script" not in page.lower():
         # No scripts: no shell to render, so words the extractors took for page furniture
         # (a page written wholly in <header>s, say) are the reading rather than nothing.
-        words = _plain_text(body)
-        if _shell.solid(words) > _shell.solid(reading):
-            return words
-    return reading
+        return (words if _shell.solid(words) > _shell.solid(reading) else reading), ""
+    # Scripts: maybe a shell whose server-made menus are all its words, maybe a page whose
+    # text sits in its header or footer. The render decides; its furniture is kept for after.
+    return reading, (words if _shell.solid(words) >= _shell.WORDY_BODY_CHARS else "")
 
 
 def _noscript_html(body: str) -> str:

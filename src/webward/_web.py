@@ -44,7 +44,7 @@ from ._render import PlainRenderer, Renderer, default_renderer
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsStore
 from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
-from ._shell import needs_browser
+from ._shell import needs_browser, scant
 from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 from ._workers import ConvertPool, is_cheap
@@ -383,10 +383,19 @@ class Web:
         call.bytes, call.content_type = result.body.wire_bytes, declared or None
         converted = await self._convert_read(result, include_links, deadline)
         if needs_browser(converted, result.body.content):
-            self._check_can_render(url, tier)
-            converted = await self._render_fallback(
-                converted, result.final.url, include_links, agent, tier, call, deadline
-            )
+            furniture = converted.furniture
+            try:
+                self._check_can_render(url, tier)
+            except Refused:
+                if not furniture:
+                    raise
+                converted = _furniture_reading(converted, _NO_SCRIPTS_NOTE)
+            else:
+                converted = await self._render_fallback(
+                    converted, result.final.url, include_links, agent, tier, call, deadline
+                )
+                if furniture and scant(converted.text):
+                    converted = _furniture_reading(converted, _FURNITURE_ONLY_NOTE)
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
         converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
@@ -967,6 +976,23 @@ def _default_cache(settings: Settings) -> PageCache:
 # Tiers whose reads may use the headless fallback (DESIGN.md: "connected ... headless fallback
 # included"); as-owner reads stay plain HTTP.
 _RENDER_FALLBACK_TIERS = frozenset({"connected", "full"})
+
+# A page whose only words are in its header, menus, sidebars and footer: those words, under
+# a note, rather than an empty reading or a refusal that calls it a script shell (it may be
+# one, whose menus the server made; it may be a page written in <header>s).
+_NO_SCRIPTS_NOTE = (
+    "[this page's only text without its scripts is in its header, menus, sidebars and footer, "
+    "given below; its main text may be written by scripts, which this read did not run "
+    "(tiers connected and full run them)]"
+)
+_FURNITURE_ONLY_NOTE = (
+    "[this page's only text, with or without its scripts, is in its header, menus, sidebars "
+    "and footer, given below]"
+)
+
+
+def _furniture_reading(converted: _convert.Converted, note: str) -> _convert.Converted:
+    return dataclasses.replace(converted, text=f"{note}\n\n{converted.furniture}", furniture="")
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
