@@ -272,3 +272,48 @@ def test_quick_counts_are_the_plain_ones(text: str) -> None:
     assert _shell.solid(text) == len("".join(text.split()))
     long = text * 50
     assert _shell.scant(long) == (len("".join(long.split())) < _shell.SCANT_CHARS)
+
+
+def _teasers(count: int, summary: str) -> str:
+    return "".join(
+        f"<article><h2><a href='/blog/{i}'>Title number {i} of a post</a></h2>"
+        f"<p>{summary.format(i=i)}</p></article>"
+        for i in range(count)
+    )
+
+
+def test_a_listing_keeps_its_teasers_titles_and_links() -> None:
+    """A blog's index: trafilatura kept the teasers' summaries and dropped their linked
+    titles (so the model read summaries of it knew not what, in another order); the
+    reading is then the listing's own, titles, links and summaries in order."""
+    summary = "Summary {i}: this post explains a topic in a couple of sentences for readers."
+    page = (
+        "<html><head><title>Blog</title></head><body><nav><a href='/'>Home</a></nav>"
+        f"<main><h1>Blog</h1>{_teasers(6, summary)}</main><footer>(c) 2026</footer></body></html>"
+    )
+    result = html_to_markdown(page, "https://example.org/blog")
+    assert result.extractor == "full"
+    text = result.markdown
+    assert text.index("# Blog") < text.index("Title number 0") < text.index("Summary 0")
+    for i in range(6):
+        assert f"[Title number {i} of a post](https://example.org/blog/{i})" in text
+        assert text.index(f"Title number {i}") < text.index(f"Summary {i}:")
+
+
+def test_an_articles_related_stories_are_no_listing_of_its_reading() -> None:
+    """Related stories beside an article (linked titles and summaries, both left out by
+    trafilatura) and an article whose linked section headings share one element: the
+    article's own reading stands."""
+    article = "".join(
+        f"<p>Paragraph {i} of the article itself, a sentence long enough to count as text "
+        "for the extractor, and then another clause.</p>"
+        for i in range(12)
+    )
+    related = _teasers(6, "Related {i}: another story, in brief, with a line about it too.")
+    page = (
+        "<html><head><title>News</title></head><body><main><article><h1>Headline</h1>"
+        f"{article}</article><section class='related'>{related}</section></main></body></html>"
+    )
+    result = html_to_markdown(page, "https://example.org/news/1")
+    assert result.extractor == "main" and "Paragraph 11 of the article" in result.markdown
+    assert "Related 0" not in result.markdown

@@ -4,6 +4,7 @@ named in the start-up line; and the conversion workers started before the first 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -206,6 +207,10 @@ def bounded_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        if scope["path"] == "/early":  # answered before the body is read, as a 413 is
+            await send({"type": "http.response.start", "status": 413, "headers": []})
+            await send({"type": "http.response.body", "body": b"too large"})
+            return
         more = True
         while more:  # the body read to its end, as an app does
             more = (await receive()).get("more_body", False)
@@ -292,3 +297,27 @@ def test_a_body_or_pipelined_requests_are_no_head_to_bound(
     )
     answer = _exchange(bounded_server, slow)
     assert answer.count(b"HTTP/1.1 200") == 2 and b"408" not in answer
+
+
+def test_an_answer_before_the_body_is_read_reaches_a_client_still_sending(
+    bounded_server: tuple[str, int],
+) -> None:
+    """An app answers (a 413) before reading a 1 MB body: the client, still sending it, reads
+    its answer; the rest of the body is read and dropped rather than the connection reset
+    under the answer. What follows an answer is bounded all the same: past 4 MiB (a chunked
+    body's trailer that never ends) the connection is closed."""
+    body = b"x" * 1_000_000
+    head = b"POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+    then = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    # The body read and dropped to its end, the connection serves the next request.
+    answer = _exchange(bounded_server, head + body + then)
+    assert answer.startswith(b"HTTP/1.1 413 ") and b"HTTP/1.1 200 " in answer
+    chunked = b"POST /early HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+    with socket.create_connection(bounded_server, timeout=10) as conn:
+        conn.sendall(chunked)
+        sent = 0
+        with contextlib.suppress(OSError):  # closed under the sender past the bound
+            while sent < 16 * 1024 * 1024:
+                conn.sendall(b"X-Trailer: " + b"t" * 8000 + b"\r\n")
+                sent += 8013
+    assert sent < 16 * 1024 * 1024

@@ -160,6 +160,19 @@ async def test_a_page_whose_words_sit_in_its_header_is_read_as_them_not_refused(
     assert said in read.content
 
 
+async def test_a_screenshot_of_a_script_shell_takes_one_browser() -> None:
+    """A screenshot of a page the read renders anyway (a script shell): the fallback's render
+    pictures it too, so one browser runs, not two (and the picture shows the text read)."""
+    renderer = CountingRenderer()
+    with serve(routes={"/": respond(200, SHELL_WITH_MENUS)}) as srv:
+        async with make_web(renderer) as web:
+            read = await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+            again = await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+    assert "Text the page script wrote." in read.content
+    assert read.screenshot is not None and again.screenshot is not None
+    assert renderer.renders == 2  # one each: the second read's text came from the cache
+
+
 # ---- once per process ------------------------------------------------------------------------
 
 

@@ -43,6 +43,7 @@ import bisect
 import collections
 import copy
 import functools
+import itertools
 import logging
 import re
 from dataclasses import dataclass
@@ -120,6 +121,10 @@ _MIN_KEEP_CHARS = 200
 #: ... or than this share of the cleaned page's visible text. The article pages of the
 #: extraction benchmark keep at least 12 % of their page, so 5 % only catches listings.
 _MIN_KEEP_SHARE = 0.05
+# A listing's teasers (see _lost_titles): this many linked headings make a listing; at most
+# this many are compared.
+_MIN_LISTING_TITLES = 3
+_MAX_LISTING_TITLES = 200
 #: A page with less visible text than this is read whole, without the main-content extractor:
 #: it would keep little more than the floor above, and below its own floor (250 characters)
 #: trafilatura starts justext, whose stoplists for 100 languages cost ~0.25 s CPU in every new
@@ -1216,6 +1221,56 @@ def _deficient(markdown: str, kept: int, visible: int) -> bool:
     return paragraphs == 0 or tables > paragraphs
 
 
+def _lost_titles(tree: Any, markdown: str) -> bool:
+    """Whether ``markdown`` kept a listing's teasers but lost their titles: at least
+    :data:`_MIN_LISTING_TITLES` ``<h2>``-``<h4>`` headings that are links, each alone in its
+    element (a teaser's title), whose teaser's summary (a paragraph beside the heading) is in
+    the reading and whose title is not, more of them than teasers kept whole. An article's
+    related stories, dropped title and summary alike, are no listing of the reading's.
+    Compared word for word, so Markdown's escapes and link syntax do not count as a
+    difference."""
+    text = ""
+    lost = whole = seen = 0
+    for heading in tree.iter("h2", "h3", "h4"):
+        parent = heading.getparent()
+        if parent is None or heading.find(".//a[@href]") is None:
+            continue
+        if next(itertools.islice(parent.iter("h2", "h3", "h4"), 1, None), None) is not None:
+            continue  # a teaser holds its own title alone: this is a section of a text
+        title = _comparable(heading.text_content()[:_MAX_LINK_TEXT])
+        summary = next(
+            (
+                words
+                for paragraph in parent.iter("p")
+                if len(words := _first_words(paragraph.text_content()[:_MAX_LINK_TEXT])) >= 20
+            ),
+            "",
+        )
+        if len(title) < 8 or not summary:
+            continue
+        seen += 1
+        if seen > _MAX_LISTING_TITLES:
+            break
+        text = text or _comparable(markdown)
+        if summary not in text:
+            continue  # the teaser is not the reading's: related stories beside an article
+        if title in text:
+            whole += 1
+        else:
+            lost += 1
+    return lost >= _MIN_LISTING_TITLES and lost > whole
+
+
+def _comparable(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def _first_words(text: str) -> str:
+    """The first twelve words of ``text``, as :func:`_comparable` spells them."""
+    words = _WORD.findall(text.lower())
+    return " ".join(words[:12] if len(words) > 12 else words)
+
+
 def _kept_too_little(kept: int, visible: int) -> bool:
     """Whether a reading of ``kept`` non-blank characters is too little of a page with
     ``visible`` of them."""
@@ -1519,6 +1574,12 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if second_pass and _deficient(markdown, kept, visible) and affordable():
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True))
         kept = _solid(markdown)
+    if second_pass and _lost_titles(spare, markdown):
+        # A listing (a blog's index, a news front): trafilatura keeps the teasers' summaries
+        # and drops their linked titles, so the model reads summaries of it knows not what.
+        full = tidy_markdown(_full_page(_main_container(spare, visible)))
+        if not _lost_titles(spare, full):
+            markdown, extractor, kept = full, "full", _solid(full)
     if _kept_too_little(kept, visible):
         full = tidy_markdown(_full_page(spare))
         if len(full) > len(markdown):

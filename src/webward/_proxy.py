@@ -351,6 +351,8 @@ def _status_for(exc: WebwardError) -> int:
         return 503
     if isinstance(exc, Refused):
         return 403
+    if exc.code == "invalid_input":  # a URL no request may carry (a control character)
+        return 400
     return 504 if exc.code == "timeout" else 502
 
 

@@ -203,7 +203,8 @@ class ChromiumRenderer:
         if os.environ.get(UNSAFE_ENV):
             raise Refused(
                 f"refused: the headless renderer does not start while {UNSAFE_ENV} is set, "
-                "because it would let Chromium reach loopback without the proxy",
+                "because it would let Chromium reach loopback without the proxy; unset it in "
+                "the environment webward runs in",
                 code="unsupported_type",
                 reason=Reason.RENDERER_UNSAFE,
             )

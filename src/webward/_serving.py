@@ -115,12 +115,15 @@ def _bounded_httptools() -> type:
                     self.transport.close()
                 return
             cycle = self.cycle
-            # Answered, and the request still coming (a chunked body's endless trailer, which
-            # httptools would hold): what follows an answer is bounded as a head is.
+            # Answered, and the request still coming (the rest of a body refused as too
+            # large, or a chunked body's endless trailer, which httptools would hold): read
+            # and dropped up to 4 MiB, then the connection closed. Closing sooner reset the
+            # connection under the answer while an honest client was still sending its body,
+            # and it never read its 413.
             late = cycle is not None and cycle.response_complete and cycle.more_body
             if late and not self._heading:
                 self._pending += len(data)
-                if self._pending > MAX_HEAD_BYTES:
+                if self._pending > _LINGER_BYTES:
                     self.transport.close()
                     return
             super().data_received(data)

@@ -309,8 +309,11 @@ class Web:
         await self._gate.admit_read(
             parsed, agent, tier, call, session=session, screenshot=include_screenshot
         )
+        # A page the read renders anyway (a script shell) gives its screenshot in that render:
+        # one browser, not two (the fallback puts the picture here).
+        shot: list[bytes] | None = [] if include_screenshot and offset == 0 else None
         cached, revalidated = await self._read(
-            url, parsed, include_links, agent, tier, call, max_age
+            url, parsed, include_links, agent, tier, call, max_age, shot
         )
         call.final_url = cached.final_url
         call.redirects = list(cached.redirects)
@@ -318,7 +321,9 @@ class Web:
         call.bytes = cached.bytes_read
         call.content_type = cached.converted.media_type
         screenshot = found = None
-        if include_screenshot and offset == 0:
+        if shot:
+            screenshot = _screenshot_part(shot[0])
+        elif shot is not None:
             screenshot = await self._screenshot(cached.final_url, agent, tier, call)
         if query is not None:
             found = await self._find(cached.converted, url, query, max_chars)
@@ -341,8 +346,10 @@ class Web:
         tier: str,
         call: Call,
         max_age: int | None,
+        shot: list[bytes] | None = None,
     ) -> tuple[CachedPage, bool]:
-        """The page's reading, from the cache or from the site; and whether a 304 renewed it."""
+        """The page's reading, from the cache or from the site; and whether a 304 renewed it.
+        ``shot``, when given, receives the screenshot of a render the read makes anyway."""
         # Rendered and plain readings are kept apart: a tier that may not render (as-owner)
         # never receives a page another tier's read rendered.
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
@@ -392,7 +399,7 @@ class Web:
                 converted = _furniture_reading(converted, _NO_SCRIPTS_NOTE)
             else:
                 converted = await self._render_fallback(
-                    converted, result.final.url, include_links, agent, tier, call, deadline
+                    converted, result.final.url, include_links, agent, tier, call, deadline, shot
                 )
                 if furniture and scant(converted.text):
                     converted = _furniture_reading(converted, _FURNITURE_ONLY_NOTE)
@@ -574,8 +581,10 @@ class Web:
         tier: str,
         call: Call,
         deadline: float,
+        shot: list[bytes] | None = None,
     ) -> _convert.Converted:
-        """A script-only page, rendered headless through the gate and converted again.
+        """A script-only page, rendered headless through the gate and converted again (and
+        pictured, into ``shot``, when the call asks for a screenshot).
 
         Best effort: the page was read, so a missing or failing renderer, or one that does not
         finish within the call's deadline (what the read and conversion left), leaves the
@@ -585,8 +594,12 @@ class Web:
             try:
                 with self.telemetry.rendering("fallback"):
                     rendered = await self._renderer.render(
-                        final_url, screenshot=False, gate=self._gate.render_gate(agent, tier, call)
+                        final_url,
+                        screenshot=shot is not None,
+                        gate=self._gate.render_gate(agent, tier, call),
                     )
+                if shot is not None and rendered.screenshot_png is not None:
+                    shot.append(rendered.screenshot_png)
                 job = _Job(
                     rendered.html.encode("utf-8"),
                     "text/html; charset=utf-8",
