@@ -117,6 +117,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(tool_result_text([part]))
     if page.screenshot is not None:  # the PNG itself only with --json
         print(f"screenshot: {part_summary(page.screenshot)}")
+    elif args.screenshot and page.window.offset > 0:
+        print("webward: no screenshot: it comes with the first window (offset 0)", file=sys.stderr)
     print()
     print(page.content)
     for part in page.parts:
