@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 from fake_search import (
     BRAVE_PATH,
+    BRAVE_RATE_HEADERS,
     PROVIDER_DETAIL,
     FakeBrave,
     FakeSearxng,
     FakeTavily,
     brave_error,
+    params,
     results,
 )
 from localserver import LocalServer, Request, accept_counter, serve
@@ -481,3 +483,32 @@ def test_a_limit_is_a_whole_number_however_it_is_written() -> None:
     from webward._search_core import check_limit
 
     assert [check_limit(v) for v in (5, 5.0, "5", " 50 ")] == [5, 5, 5, 50]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("later", ["server error", "rate limited"])
+async def test_a_later_page_that_fails_leaves_the_first_pages_hits_and_says_so(
+    home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch, later: str
+) -> None:
+    """50 hits asked of Brave (three pages): page 2 fails. Page 1's 20 hits come back (a
+    server error once threw them away), and the result says why there are fewer; a search
+    whose pages all answer says nothing of the kind."""
+    monkeypatch.setenv("BRAVE_SEARCH_API_KEY", BRAVE_KEY)
+    fake = FakeBrave(results(60), BRAVE_KEY)
+    failing = (
+        brave_error(500, "INTERNAL")
+        if later == "server error"
+        else brave_error(429, "RATE_LIMITED", headers=BRAVE_RATE_HEADERS)
+    )
+
+    def handler(req: Request, sock: socket.socket) -> None:
+        (fake if params(req)["offset"] == "0" else failing)(req, sock)
+
+    server.routes[BRAVE_PATH] = fake
+    async with Web(_settings(brave_url=server.base), audit=MemoryAuditSink()) as web:
+        whole = await web.search("q", limit=50)
+        server.routes[BRAVE_PATH] = handler
+        cut = await web.search("q", limit=50)
+    assert len(cut.hits) == 20
+    assert "[fewer hits than asked for: a later page of results failed (" in cut.content
+    assert len(whole.hits) == 50 and "fewer hits" not in whole.content

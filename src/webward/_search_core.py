@@ -35,6 +35,7 @@ from .search import (
     choose_provider,
 )
 from .search._common import (
+    CUT_SHORT,
     MAX_PUBLISHED_CHARS,
     MAX_SNIPPET_CHARS,
     MAX_TITLE_CHARS,
@@ -211,23 +212,33 @@ class Searcher:
         chosen = self._provider_for(name, call, agent, session)
         call.provider = chosen.name
         await self.gate.charge_call(agent, "search", session)  # a configured search only
-        if filters:
-            if not _takes_filters(chosen):
-                raise InvalidInput(
-                    f"the {chosen.name} search provider takes no filters; leave them out",
-                    reason=Reason.FILTER_UNSUPPORTED,
-                )
-            found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
-        else:
-            found = await chosen.search(text, count)
+        if filters and not _takes_filters(chosen):
+            raise InvalidInput(
+                f"the {chosen.name} search provider takes no filters; leave them out",
+                reason=Reason.FILTER_UNSUPPORTED,
+            )
+        cut = CUT_SHORT.set(None)
+        try:
+            if filters:
+                found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
+            else:
+                found = await chosen.search(text, count)
+            cut_short = CUT_SHORT.get()
+        finally:
+            CUT_SHORT.reset(cut)
         hits = finish_hits(found, count, filters)
         # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits.
         kept, _dropped = self.gate.lists.filter_hits(hits, _hit_host, agent)
         hits = tuple(kept)
         await self.remember(session, (u for u in map(canonical, (h.url for h in hits)) if u))
         retrieved_at = _timestamp(self.clock())
+        listed = render_hits(hits)
+        if cut_short is not None and len(hits) < count:
+            listed += (
+                f"\n\n[fewer hits than asked for: a later page of results failed ({cut_short})]"
+            )
         content = _envelope.wrap(
-            render_hits(hits),
+            listed,
             {
                 "capability": SEARCH,
                 "query": text,

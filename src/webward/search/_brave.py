@@ -24,6 +24,7 @@ from ._common import (
     Http,
     Response,
     collect,
+    later_page_failed,
     make_hit,
     provider_failed,
     rate_limited,
@@ -122,9 +123,11 @@ class BraveProvider:
         for offset in range(pages):
             try:
                 data = await self._page(query, count, offset, extra)
-            except Refused as exc:
-                # A later page that is rate limited still leaves the first pages' hits.
-                if offset > 0 and exc.code == "rate_limited":
+            except (Refused, UpstreamError) as exc:
+                # A later page that fails (rate limited, a server error) leaves the first
+                # pages' hits, and the result says why there are fewer.
+                if offset > 0:
+                    later_page_failed(exc)
                     break
                 raise
             results, more = _results(data)

@@ -13,10 +13,11 @@ import math
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from .. import _urls as urls
-from .._errors import Reason, Refused, UpstreamError
+from .._errors import Reason, Refused, UpstreamError, WebwardError
 from .._models import Hit
 from ..limits import retry_after_from_headers
 
@@ -31,6 +32,15 @@ __all__ = [
     "read_json",
     "retry_after",
 ]
+
+#: Set by an adapter whose later page of results failed: the first pages' hits stand, and the
+#: search's result says why there are fewer than asked for (``_search_core`` reads it).
+CUT_SHORT: ContextVar[str | None] = ContextVar("webward_search_cut_short", default=None)
+
+
+def later_page_failed(exc: WebwardError) -> None:
+    CUT_SHORT.set(exc.message)
+
 
 MAX_TITLE_CHARS = 300
 MAX_SNIPPET_CHARS = 1000

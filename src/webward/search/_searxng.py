@@ -16,7 +16,16 @@ from urllib.parse import urlencode
 
 from .._errors import Reason, Refused, UpstreamError
 from .._models import Hit
-from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
+from ._common import (
+    Http,
+    Response,
+    collect,
+    later_page_failed,
+    make_hit,
+    provider_failed,
+    rate_limited,
+    read_json,
+)
 from ._filters import SearchFilters, site_operators, unsupported
 
 __all__ = ["SearxngProvider"]
@@ -58,9 +67,11 @@ class SearxngProvider:
         for pageno in range(1, MAX_PAGES + 1):
             try:
                 results = await self._page(query, pageno, extra)
-            except Refused as exc:
-                # A later page that is rate limited still leaves the first pages' hits.
-                if pageno > 1 and exc.code == "rate_limited":
+            except (Refused, UpstreamError) as exc:
+                # A later page that fails (rate limited, a server error) leaves the first
+                # pages' hits, and the result says why there are fewer.
+                if pageno > 1:
+                    later_page_failed(exc)
                     break
                 raise
             added = collect(hits, seen, (_hit(r) for r in results), limit)
