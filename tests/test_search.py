@@ -512,3 +512,32 @@ async def test_a_later_page_that_fails_leaves_the_first_pages_hits_and_says_so(
     assert len(cut.hits) == 20
     assert "[fewer hits than asked for: a later page of results failed (" in cut.content
     assert len(whole.hits) == 50 and "fewer hits" not in whole.content
+
+
+@pytest.mark.anyio
+async def test_a_paged_search_has_one_deadline_for_all_its_pages(
+    home: Path, server: LocalServer
+) -> None:
+    """A search's pages share the read deadline ([limits] fetch_timeout_s, 3 s here), as a
+    read's redirect hops do: a first page answered in 1.5 s leaves 1.5 s for the second,
+    which takes 2 s, so the first page's hits come back with a line saying why (each page
+    once had 3 s of its own, and five slow pages took a minute)."""
+    import time
+
+    fake = FakeSearxng(results(60, host="searx.example"))
+
+    def slow(req: Request, sock: socket.socket) -> None:
+        time.sleep(1.5 if params(req).get("pageno") == "1" else 2.0)  # a slow instance
+        fake(req, sock)
+
+    server.routes["/sx/search"] = slow
+    settings = _settings(searxng_url=server.url("/sx")).replace(
+        {"limits": {"fetch_timeout_s": 3.0}}
+    )
+    async with Web(settings, audit=MemoryAuditSink()) as web:
+        result = await web.search("q", limit=40)
+    assert len(result.hits) == 20
+    assert (
+        "a later page of results failed (the searxng search provider did not answer within 3 s"
+        in result.content
+    )

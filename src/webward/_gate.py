@@ -32,7 +32,9 @@ and 4 run as each hop is sent. The gate's collaborators are passed in: it never 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -318,6 +320,9 @@ class Gate:
         parsed = self.literal_guard(url, _PROVIDER_MAX_URL_CHARS)
         key = f"provider:{provider}"
         timeout_s = self.limits.fetch_timeout_s
+        deadline = SEARCH_DEADLINE.get()
+        if deadline is not None:  # a search's pages share its one deadline, as a read's hops do
+            timeout_s = min(timeout_s, max(0.0, deadline - time.monotonic()))
         async with self.limiter.guard(key, label=f"the {provider} search provider") as ticket:
             try:
                 with anyio.fail_after(timeout_s):
@@ -331,7 +336,9 @@ class Gate:
                     )
             except TimeoutError:
                 raise UpstreamError(
-                    f"the {provider} search provider did not answer in time",
+                    f"the {provider} search provider did not answer within "
+                    f"{self.limits.fetch_timeout_s:g} s; try again later (an operator can raise "
+                    "[limits] fetch_timeout_s)",
                     code="timeout",
                     reason=Reason.TIMEOUT,
                 ) from None
@@ -354,6 +361,12 @@ class Gate:
                 status=body.status,
             )
         return body
+
+
+#: When the search in progress must be done (``time.monotonic()``), set by the search core:
+#: a provider's pages share the read deadline ([limits] fetch_timeout_s) rather than each
+#: having their own (five slow SearXNG pages took a minute).
+SEARCH_DEADLINE: ContextVar[float | None] = ContextVar("webward_search_deadline", default=None)
 
 
 class PageHops:

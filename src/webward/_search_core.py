@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import time
 import unicodedata
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -22,6 +23,7 @@ from . import _envelope
 from ._capabilities import MAX_LIMIT, SEARCH, whole_number
 from ._credentials import CredentialStore, default_store
 from ._errors import InvalidInput, Reason, UpstreamError
+from ._gate import SEARCH_DEADLINE
 from ._models import Hit, SearchResult
 from ._provenance import canonical, check_session
 from ._telemetry import span
@@ -218,6 +220,7 @@ class Searcher:
                 reason=Reason.FILTER_UNSUPPORTED,
             )
         cut = CUT_SHORT.set(None)
+        deadline = SEARCH_DEADLINE.set(time.monotonic() + self.settings.limits.fetch_timeout_s)
         try:
             if filters:
                 found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
@@ -226,6 +229,7 @@ class Searcher:
             cut_short = CUT_SHORT.get()
         finally:
             CUT_SHORT.reset(cut)
+            SEARCH_DEADLINE.reset(deadline)
         hits = finish_hits(found, count, filters)
         # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits.
         kept, _dropped = self.gate.lists.filter_hits(hits, _hit_host, agent)
