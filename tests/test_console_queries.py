@@ -91,6 +91,7 @@ async def test_filters_match_exactly_and_text_is_literal(store: Settings) -> Non
             rec("https://p.example/100%_off", seconds=6, decision="refused", reason="host_denied"),
             rec("https://p.example/100xyoff", seconds=7, capability="web:search.query@1"),
             rec("https://old.example/", seconds=3600, decision="failed", reason="timeout"),
+            rec("http://[::1]:8080/v6", seconds=3601, decision="failed", reason="timeout"),
         ],
     )
     reader = open_audit_reader(store)
@@ -105,15 +106,21 @@ async def test_filters_match_exactly_and_text_is_literal(store: Settings) -> Non
             "https://HOST.example:8443/b?x=1",
         ]
         assert await targets(text="100%_off") == ["https://p.example/100%_off"]
+        # The hosts view names an IPv6 host as a URL's host name is, unbracketed.
+        for shown in ("::1", "[::1]"):
+            assert await targets(host=shown) == ["http://[::1]:8080/v6"]
         assert await targets(agent="bob") == ["https://host.example/a"]
         assert await targets(decision="refused") == ["https://p.example/100%_off"]
-        assert await targets(reason="timeout") == ["https://old.example/"]
+        assert await targets(reason="timeout") == ["https://old.example/", "http://[::1]:8080/v6"]
         assert await targets(capability="web:search.query@1") == ["https://p.example/100xyoff"]
         assert await targets(since=NOW - dt.timedelta(seconds=2.5)) == [
             "https://host.example/a",
             "https://HOST.example:8443/b?x=1",
         ]
-        assert await targets(until=NOW - dt.timedelta(seconds=60)) == ["https://old.example/"]
+        assert await targets(until=NOW - dt.timedelta(seconds=60)) == [
+            "https://old.example/",
+            "http://[::1]:8080/v6",
+        ]
         with pytest.raises(InvalidInput, match="cursor"):
             await reader.page(AuditFilter(), "12.5", 10)
     finally:

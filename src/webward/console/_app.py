@@ -146,6 +146,8 @@ def _endpoint(url: str) -> str:
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
+        if ":" in host:  # an IPv6 address: bracketed, as in the URL
+            host = f"[{host}]"
         if parts.port:
             host = f"{host}:{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -213,7 +213,10 @@ def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     if f.host:
         # http(s)://host, then the end, a port, a path, a query or a fragment (the audit
         # drops user info, so the host follows the scheme); a URL quoted in a query is no match.
-        host = _escape_like(f.host.strip().lower())
+        host = f.host.strip().lower()
+        if ":" in host and not host.startswith("["):  # an IPv6 address: bracketed in a URL
+            host = f"[{host}]"
+        host = _escape_like(host)
         forms = [
             form
             for scheme in ("http", "https")
