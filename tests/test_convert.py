@@ -1040,3 +1040,18 @@ def test_notes_footnotes_and_section_headings_are_read() -> None:
     assert "The footnote text explains the claim." in lines
     assert "## Installation" in lines
     assert not any("Related posts" in line for line in lines)
+
+
+def test_an_image_in_a_sentence_or_alone_in_a_link_leaves_its_alt_text() -> None:
+    """Images go; one in a sentence, or the whole of a link, says what its alt text says, so
+    the sentence keeps its word and the link its text. A photo beside no words stays out."""
+    page = (
+        "<html><body><p>Press the <img alt='Settings gear' src='a.png'> icon to open the "
+        "settings of the application.</p><p>See <a href='/x'><img alt='the guide' "
+        "src='i.png'></a> for the details of how it works.</p><img alt='A photo of a cat' "
+        "src='c.jpg'><p>A paragraph after the photo, with words of its own.</p></body></html>"
+    )
+    text = html_to_markdown(page, "https://example.org/").markdown
+    assert "Press the Settings gear icon to open" in text
+    assert "See [the guide](https://example.org/x) for the details" in text
+    assert "photo" not in text

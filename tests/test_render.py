@@ -777,6 +777,40 @@ async def test_a_shell_that_sends_the_browser_to_another_site_is_not_read_as_its
     assert [(r.decision, r.reason) for r in audit.records] == [("allowed", "allowed")] * 3
 
 
+async def test_a_rendered_reading_is_not_served_to_an_agent_that_may_not_reach_its_hosts() -> None:
+    """A shell whose text comes from a script on another host: carol's render reads it and
+    the cache keeps it, with the hosts that render reached. Bob, whose own list denies that
+    host, is not served carol's reading from the cache: his read renders afresh through his
+    gate, which refuses the host, so its text never reaches him; carol's cached read names
+    the hosts its content came from."""
+    script = "document.getElementById('app').innerHTML = '<p>' + 'From the other host. '.repeat(12) + '</p>';"
+    with serve("127.0.0.2", routes={"/app.js": respond(200, script, "text/javascript")}) as other:
+        shell = (
+            "<html><head><title>App</title></head><body><div id='app'></div>"
+            f"<script src='{other.url('/app.js')}'></script></body></html>"
+        )
+        with serve(routes={"/": respond(200, shell)}) as srv:
+            s = Settings().replace(
+                {
+                    "network": {"allow_ranges": ["127.0.0.1/32", "127.0.0.2/32"]},
+                    "policy": {"default_tier": "connected", "robots": False},
+                    "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+                    "agents": {"bob": {"tier": "connected", "deny": ["127.0.0.2"]}},
+                }
+            )
+            audit = MemoryAuditSink()
+            async with Web(s, StaticResolver({}), audit=audit, renderer=ChromiumRenderer()) as web:
+                carol = await web.fetch(srv.url("/"), agent="carol")
+                bob = await web.fetch(srv.url("/"), agent="bob")
+                again = await web.fetch(srv.url("/"), agent="carol")
+    assert "From the other host." in carol.content
+    assert "From the other host." not in bob.content
+    bob_record = audit.records[1]
+    assert any("127.0.0.2" in r and "host_denied" in r for r in bob_record.render_refused)
+    assert any("127.0.0.2" in h for h in audit.records[2].render_contacted)
+    assert again.final_url == srv.url("/")
+
+
 @pytest.mark.parametrize(
     ("page", "renderer", "reason", "message"),
     [

@@ -203,6 +203,7 @@ def bounded_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]
     import uvicorn
 
     monkeypatch.setattr(webward._serving, "HEAD_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(webward._serving, "BODY_TIMEOUT_S", 0.5)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -321,3 +322,20 @@ def test_an_answer_before_the_body_is_read_reaches_a_client_still_sending(
                 conn.sendall(b"X-Trailer: " + b"t" * 8000 + b"\r\n")
                 sent += 8013
     assert sent < 16 * 1024 * 1024
+
+
+def test_a_late_body_after_an_answer_or_behind_a_pipelined_request_gets_no_second_answer(
+    bounded_server: tuple[str, int],
+) -> None:
+    """A body still coming after its request was answered (a 413 before the body was read)
+    gets no 408 on top: the connection is closed once the bound passes. A request pipelined
+    behind one being served starts its body's time when that answer is done, so the answer
+    before it is delivered (a 408 once closed the connection under it)."""
+    early = b"POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10
+    answer = _exchange(bounded_server, early)
+    assert answer.startswith(b"HTTP/1.1 413 ") and b"408" not in answer
+    served = b"POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"
+    behind = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10
+    answer = _exchange(bounded_server, served + behind)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert b"HTTP/1.1 408 " in answer  # the late body behind it, once its time came

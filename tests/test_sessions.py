@@ -288,6 +288,25 @@ async def test_fetch_budgets_per_session_and_hour_renew(site: LocalServer) -> No
 
 
 @pytest.mark.anyio
+async def test_a_read_refused_past_the_budgets_charge_costs_nothing(site: LocalServer) -> None:
+    """Refused after the budget was charged (robots.txt here, a host's rate limit alike): the
+    charge is given back, so three refused reads leave a budget of three whole."""
+    site.routes["/robots.txt"] = respond(200, "User-agent: *\nDisallow: /blocked\n", "text/plain")
+    site.routes["/blocked"] = respond(200, "<p>never read</p>", "text/html")
+    s = settings({"budget": {"fetch_per_session": 3}}, policy={"robots": True})
+    async with web(s) as w:
+        for _ in range(3):
+            with pytest.raises(Refused) as refused:
+                await w.fetch(site.url("/blocked"), agent="bot", session="a")
+            assert refused.value.reason == "robots"
+        for _ in range(3):
+            await w.fetch(site.url("/next"), agent="bot", session="a")
+        with pytest.raises(Refused) as spent:
+            await w.fetch(site.url("/next"), agent="bot", session="a")
+    assert spent.value.reason == "budget_exhausted"
+
+
+@pytest.mark.anyio
 async def test_search_calls_and_spend_budgets(brave: LocalServer) -> None:
     """Each provider call costs [search.brave] cost; past the spend budget nothing is sent."""
     s = settings(

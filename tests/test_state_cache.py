@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 from pathlib import Path
 
@@ -72,6 +73,45 @@ async def test_an_unusable_file_is_a_miss_not_an_error(tmp_path: Path) -> None:
     await cache.put("k", page("http://a.example/", "hello"))
     assert await cache.get("k") is None
     await cache.aclose()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "data = 'text, not bytes'",
+        "data = -5",
+        "data = 800000000",  # bytes(n) of it once allocated n bytes
+        "data = CAST(json_set(CAST(data AS TEXT), '$.status', 1180591620717411303424) AS BLOB)",
+        "data = CAST(json_set(CAST(data AS TEXT), '$.fetchedAt', 'inf') AS BLOB)",
+        "data = CAST(json_set(CAST(data AS TEXT), '$.converted.title', json('{}')) AS BLOB)",
+    ],
+)
+async def test_a_row_changed_by_hand_is_a_miss(tmp_path: Path, change: str) -> None:
+    """A row of cache.db changed by hand (or by another program): a miss, never a crash, an
+    allocation of its number in bytes, or a status the audit log cannot store."""
+    import sqlite3
+
+    cache = SQLitePageCache(StateCache(tmp_path, clock=FakeClock()), ttl_s=600, max_chars=10_000)
+    await cache.put("k", page("http://a.example/", "hello"))
+    with sqlite3.connect(tmp_path / "cache.db") as conn:
+        conn.execute(f"UPDATE pages SET {change} WHERE key = 'k'")
+    found = await cache.get("k")
+    assert found is None or (found.status == 200 and found.converted.title == "T")
+    await cache.aclose()
+
+
+def test_an_entry_that_names_another_read_is_not_one_for_this_url() -> None:
+    """An entry whose requested URL, chain or final URL is not what a read of the URL wrote
+    (a final URL on a host the chain never visited) is not served for it."""
+    ok = page("http://a.example/", "x")
+    assert ok.written_for("http://a.example/")
+    assert not ok.written_for("http://b.example/")
+    forged = dataclasses.replace(ok, final_url="http://internal.example/secret")
+    assert not forged.written_for("http://a.example/")
+    hops = dataclasses.replace(
+        ok, redirects=("http://a.example/", "http://a.example/b"), final_url="http://a.example/b"
+    )
+    assert hops.written_for("http://a.example/")
 
 
 async def test_robots_answers_are_kept_for_the_next_checker(tmp_path: Path) -> None:

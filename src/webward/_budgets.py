@@ -129,6 +129,17 @@ class Budgets:
             if lines:  # most agents have no budget: every call asks
                 await self._charge(lines, 1.0, agent)
 
+    async def refund_call(self, agent: str, capability: str, session: str | None) -> None:
+        """Give back the call :meth:`charge_call` counted, for a call refused after it was
+        charged (robots.txt, a host's rate limit, a hop's policy): a refused call costs
+        nothing."""
+        budget = self._budget(agent)
+        if budget is None:
+            return
+        now = self._clock()
+        for line in _lines(budget, agent, capability, "calls", session):
+            await self._state.update(line.key, _giver(1.0, _window_start(line.scope, now), now))
+
     async def charge_spend(self, agent: str, provider: str, session: str | None) -> float | None:
         """Charge one call to ``provider`` against the agent's search spend budgets, or raise
         ``budget_exhausted``. Returns the call's cost (``None`` when it has none)."""

@@ -25,6 +25,7 @@ So that an expired page can still be revalidated, every store keeps a page with 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -70,6 +71,10 @@ class CachedPage:
     etag: str = ""  # the validators the server sent, for a conditional request
     last_modified: str = ""
     fetched_at: float = 0.0  # when read (or last revalidated), in the Web's clock seconds
+    # A reading a headless render made: the hosts (``host[:port]``) that render contacted,
+    # whose content it may hold. Another caller is served it only if its policy reaches them
+    # all (``Web._read``); a list that overflowed (``... and N more hosts``) reaches no one.
+    rendered_hosts: tuple[str, ...] = ()
 
     def validators(self) -> tuple[tuple[str, str], ...]:
         """The headers of a conditional request for this page (empty when it has none)."""
@@ -91,6 +96,7 @@ class CachedPage:
             + sum(len(link.url) + len(link.text) for link in c.links)
             + sum(len(p.data) + len(p.text or "") for p in c.parts)
             + sum(len(r) for r in self.redirects)
+            + sum(len(h) for h in self.rendered_hosts)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,6 +112,7 @@ class CachedPage:
             "etag": self.etag,
             "lastModified": self.last_modified,
             "fetchedAt": self.fetched_at,
+            "renderedHosts": list(self.rendered_hosts),
             "converted": {
                 "kind": c.kind,
                 "mediaType": c.media_type,
@@ -117,41 +124,63 @@ class CachedPage:
             },
         }
 
+    def written_for(self, url: str) -> bool:
+        """Whether this entry is one a read of ``url`` wrote: requested as ``url``, its chain
+        starting there and ending at its final URL. An entry changed by hand, or by another
+        program sharing the store, could name a page read elsewhere (on a host this caller may
+        not reach) or a final URL its chain never visited."""
+        chain = self.redirects or (self.requested_url,)
+        return self.requested_url == url and chain[0] == url and chain[-1] == self.final_url
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CachedPage:
-        """The inverse of :meth:`to_dict`."""
+        """The inverse of :meth:`to_dict`; ``ValueError`` for values no read writes (text
+        that is not text, a status past HTTP's, a time that is no time), so that a changed
+        entry is a miss."""
         c = data["converted"]
         converted = Converted(
-            kind=str(c["kind"]),
-            media_type=str(c["mediaType"]),
-            title=str(c["title"]),
-            text=str(c["text"]),
+            kind=_text(c["kind"]),
+            media_type=_text(c["mediaType"]),
+            title=_text(c["title"]),
+            text=_text(c["text"]),
             parts=tuple(
                 Part(
-                    type=str(p["type"]),
-                    media_type=str(p["mediaType"]),
+                    type=_text(p["type"]),
+                    media_type=_text(p["mediaType"]),
                     bytes=int(p["bytes"]),
-                    name=str(p["name"]),
-                    data=str(p["data"]),
-                    text=p.get("text"),
+                    name=_text(p["name"]),
+                    data=_text(p["data"]),
+                    text=None if p.get("text") is None else _text(p["text"]),
                 )
                 for p in c.get("parts", ())
             ),
-            links=tuple(Link(url=str(x["url"]), text=str(x["text"])) for x in c.get("links", ())),
+            links=tuple(
+                Link(url=_text(x["url"]), text=_text(x["text"])) for x in c.get("links", ())
+            ),
             truncated=bool(c["truncated"]),
         )
+        status, fetched_at = int(data["status"]), float(data.get("fetchedAt", 0.0))
+        if not 100 <= status <= 999 or not math.isfinite(fetched_at):
+            raise ValueError("not a cached read")
         return cls(
-            requested_url=str(data["requestedUrl"]),
-            final_url=str(data["finalUrl"]),
-            status=int(data["status"]),
+            requested_url=_text(data["requestedUrl"]),
+            final_url=_text(data["finalUrl"]),
+            status=status,
             converted=converted,
-            redirects=tuple(str(r) for r in data.get("redirects", ())),
+            redirects=tuple(_text(r) for r in data.get("redirects", ())),
             bytes_read=int(data.get("bytesRead", 0)),
-            retrieved_at=str(data.get("retrievedAt", "")),
-            etag=str(data.get("etag", "")),
-            last_modified=str(data.get("lastModified", "")),
-            fetched_at=float(data.get("fetchedAt", 0.0)),
+            retrieved_at=_text(data.get("retrievedAt", "")),
+            etag=_text(data.get("etag", "")),
+            last_modified=_text(data.get("lastModified", "")),
+            fetched_at=fetched_at,
+            rendered_hosts=tuple(_text(h) for h in data.get("renderedHosts", ())),
         )
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("not a cached read")
+    return value
 
 
 def cache_key(url: str, include_links: bool, *, reading: str = "plain") -> str:

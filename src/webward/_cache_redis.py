@@ -62,8 +62,8 @@ class RedisPageCache:
             return None
         try:
             return CachedPage.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError):
-            return None  # an entry this version cannot read: fetch again
+        except Exception:
+            return None  # an entry this version cannot read, or changed: fetch again
 
     async def put(self, key: str, page: CachedPage) -> None:
         if self._ttl_ms <= 0 or page.size() > self._max_chars:

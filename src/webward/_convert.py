@@ -220,6 +220,8 @@ _NOTE_CLASS = re.compile(
 _NOTE_WORDS = ("not", "tip", "hint", "warn", "caution", "important", "admonition", "callout")
 # Only the start of a style, class or id is searched: real ones are far shorter.
 _MAX_CHECKED_CHARS = 1_000
+# An image's alt text kept in a sentence (see _keep_inline_alts): a label, not a description.
+_MAX_ALT_CHARS = 80
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
@@ -683,6 +685,24 @@ def _drop_empty_inline(tree: Any) -> None:
         _drop(element)
 
 
+def _keep_inline_alts(tree: Any) -> None:
+    """An image in a sentence ("Press the <img alt='Settings'> icon") or alone in a link
+    says what its alt text says: the words stay where the image was (images themselves are
+    dropped with the other media). Images beside no words (a photo, a logo) stay out."""
+    for image in tree.iter("img"):
+        alt = _collapse(image.get("alt") or "", _MAX_ALT_CHARS + 1)
+        parent = image.getparent()
+        if not alt or len(alt) > _MAX_ALT_CHARS or parent is None:
+            continue
+        in_sentence = bool((image.tail or "").strip()) or bool(
+            (parent.text or "").strip() and image.getprevious() is None
+        )
+        alone_in_link = parent.tag == "a" and not parent.text_content().strip()
+        if in_sentence or alone_in_link:
+            image.tail = f"{alt}{image.tail or ''}" if image.tail else alt
+            # The image goes with _DROP_TAGS, its tail (now with the alt text) stays.
+
+
 def _clean(tree: Any) -> None:
     """Drop what is never the reading, and bound what would make the reading grow (see
     :data:`_LINK_URL_BUDGET`)."""
@@ -691,6 +711,7 @@ def _clean(tree: Any) -> None:
     for aside in tree.iter("aside"):
         if _matches(_NOTE_CLASS, _NOTE_WORDS, aside.get("class")):
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
+    _keep_inline_alts(tree)
     lxml.etree.strip_elements(tree, *_DROP_TAGS, with_tail=False)
     _drop_empty_inline(tree)
     doomed = []

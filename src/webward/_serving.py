@@ -17,7 +17,9 @@ import contextlib
 import functools
 import importlib
 import json
+import math
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -152,8 +154,18 @@ def _bounded_httptools() -> type:
             super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
-            self._heading, self._in_body, self._body_began = False, True, self.loop.time()
+            previous = self.cycle
+            self._heading, self._in_body = False, True
+            # A request pipelined behind one still being served waits for it: its body's
+            # time starts when that answer is done (on_response_complete), not now.
+            waiting = previous is not None and not previous.response_complete
+            self._body_began = math.inf if waiting else self.loop.time()
             super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            if self._in_body and self._body_began == math.inf:
+                self._body_began = self.loop.time()
+            super().on_response_complete()
 
         def on_message_complete(self) -> None:
             self._in_body = False
@@ -178,8 +190,8 @@ def _bounded_httptools() -> type:
                 self.transport.close()
 
     def _sweep_soon(loop: Any, connections: set[Any]) -> None:
-        if not _sweeping.get(id(loop)):
-            _sweeping[id(loop)] = True
+        if not _sweeping.get(loop):
+            _sweeping[loop] = True
             loop.call_later(1.0, _sweep, loop, connections)
 
     def _sweep(loop: Any, connections: set[Any]) -> None:
@@ -197,14 +209,23 @@ def _bounded_httptools() -> type:
                 and now - conn._body_began > BODY_TIMEOUT_S
             ):
                 conn._in_body = False
+                cycle = conn.cycle
+                if cycle is not None and cycle.response_complete:
+                    # Answered already (a 413 before the body was read): the rest of the
+                    # body is late, but the client has its answer; a second would be a lie.
+                    conn.transport.close()
+                    continue
                 # The app hears a disconnect; a key of webward's own in its scope says why.
                 cast("dict[str, Any]", conn.scope)[LATE_BODY] = True
                 conn.close_with(_late_body())
-        _sweeping[id(loop)] = False
+        _sweeping[loop] = False
         if connections:
             _sweep_soon(loop, connections)
 
-    _sweeping: dict[int, bool] = {}
+    # Whether a sweep is scheduled on a loop. Keyed by the loop itself, weakly: a loop's id is
+    # reused once it is gone, and a stopped server's last "scheduled" left a new server on a
+    # loop of the same id without any sweep.
+    _sweeping: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
     return BoundedHttpTools
 
 

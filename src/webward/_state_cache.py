@@ -111,14 +111,15 @@ class SQLitePageCache:
             if row is None:
                 return None
             conn.execute("UPDATE pages SET used = ? WHERE key = ?", (now, key))
-            return bytes(row[0])
+            # bytes(row[0]) of a row changed by hand to a number allocated that many bytes.
+            return row[0] if isinstance(row[0], bytes) else None
 
         data = await self._store.run(work, None)
         if data is None:
             return None
         try:
             return CachedPage.from_dict(orjson.loads(data))
-        except (ValueError, KeyError, TypeError):  # a row from another version: a miss
+        except Exception:  # a row from another version, or changed by hand: a miss
             return None
 
     async def put(self, key: str, page: CachedPage) -> None:

@@ -312,9 +312,16 @@ class Web:
         # A page the read renders anyway (a script shell) gives its screenshot in that render:
         # one browser, not two (the fallback puts the picture here).
         shot: list[bytes] | None = [] if include_screenshot and offset == 0 else None
-        cached, revalidated = await self._read(
-            url, parsed, include_links, agent, tier, call, max_age, shot
-        )
+        try:
+            cached, revalidated = await self._read(
+                url, parsed, include_links, agent, tier, call, max_age, shot
+            )
+        except Refused:
+            # Refused past the budget's charge (robots.txt, a host's rate limit, a hop's
+            # policy): a refused call costs nothing.
+            if self._gate.budgets.charges(agent):
+                await self._gate.budgets.refund_call(agent, "fetch", session)
+            raise
         call.final_url = cached.final_url
         call.redirects = list(cached.redirects)
         call.status = 304 if revalidated else cached.status
@@ -355,12 +362,21 @@ class Web:
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
         key = cache_key(parsed.url, include_links, reading=how_read)
         cached = await self._cache.get(key)
+        if cached is not None and not cached.written_for(parsed.url):
+            cached = None  # changed in the store: its chain proves nothing (see written_for)
         fresh = cached is not None and self._is_fresh(cached, max_age)
         self.telemetry.cache(hit=fresh)
+        keep = True
+        if cached is not None and cached.rendered_hosts and not self._reaches(cached, agent, tier):
+            # Rendered with content from a host this caller may not reach (another agent's
+            # render, whose lists differ): read and rendered afresh, through this caller's
+            # gate, and not put in place of the reading the others are served.
+            cached, fresh, keep = None, False, False
         if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
             await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
+            call.render_contacted[:] = cached.rendered_hosts  # where its content came from
             return cached, False
         # The deadline covers the whole call, from its start (time spent before the read, in
         # the gate's checks or a busy event loop, included): the conversion gets what is left.
@@ -389,6 +405,7 @@ class Web:
         declared = _content.media_type_of(result.body.header("content-type"))[:100]
         call.bytes, call.content_type = result.body.wire_bytes, declared or None
         converted = await self._convert_read(result, include_links, deadline)
+        rendered_hosts: tuple[str, ...] = ()
         if needs_browser(converted, result.body.content):
             furniture = converted.furniture
             try:
@@ -398,11 +415,15 @@ class Web:
                     raise
                 converted = _furniture_reading(converted, _NO_SCRIPTS_NOTE)
             else:
+                plain = converted
                 converted = await self._render_fallback(
                     converted, result.final.url, include_links, agent, tier, call, deadline, shot
                 )
+                if converted is not plain:  # the render's reading: its hosts go with it
+                    rendered_hosts = tuple(call.render_contacted)
                 if furniture and scant(converted.text):
                     converted = _furniture_reading(converted, _FURNITURE_ONLY_NOTE)
+                    rendered_hosts = ()
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
         converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
@@ -417,8 +438,10 @@ class Web:
             etag=result.body.header("etag") or "",
             last_modified=result.body.header("last-modified") or "",
             fetched_at=self._clock(),
+            rendered_hosts=rendered_hosts,
         )
-        await self._cache.put(key, cached)
+        if keep:
+            await self._cache.put(key, cached)
         return cached, False
 
     async def _convert_read(
@@ -475,6 +498,18 @@ class Web:
             query=query, passages=passages, screenshot=screenshot,
         )  # fmt: skip
 
+    def _reaches(self, cached: CachedPage, agent: str, tier: str) -> bool:
+        """Whether ``agent`` at ``tier`` may reach every host the render of ``cached``
+        contacted (checked as its own render's requests are: the guard and its policy)."""
+        for authority in cached.rendered_hosts:
+            if authority.startswith("... and "):  # hosts left out of the list: unknown
+                return False
+            try:
+                self._gate.screen(f"http://{authority}/", agent, tier)
+            except WebwardError:
+                return False
+        return True
+
     def _is_fresh(self, cached: CachedPage, max_age: int | None) -> bool:
         """Whether a cached reading may be served as it is: younger than the TTL (stores keep
         pages with validators past it, to revalidate them) and than the call's ``max_age``."""
@@ -482,7 +517,9 @@ class Web:
         limit = self.settings.limits.page_cache_ttl_s
         if max_age is not None:
             limit = min(limit, max_age)
-        return age < limit
+        # A reading from the future (a replica whose clock runs ahead, writing to a shared
+        # cache; a clock stepped back) has no age to trust: read again.
+        return 0 <= age < limit
 
     async def _revalidated(
         self,
