@@ -75,6 +75,12 @@ PAGES: list[tuple[str, Any, str]] = [
     ("a paragraph of # 990 kB", lambda: hostile.non_word_html(b"#"), "text/html"),
     ("ten nested paragraphs of 109 kB", hostile.nested_paragraphs_html, "text/html"),
     ("tags that never close 990 kB", hostile.unclosed_tags_html, "text/html"),
+    ("SVG nested 90,000 deep 990 kB", hostile.nested_unseen_html, "text/html"),
+    (
+        "a hidden div over 90,000 nested SVGs 990 kB",
+        lambda: hostile.nested_unseen_html(b"<div hidden>", b"</div>"),
+        "text/html",
+    ),
     ("text of 260,000 tokens after labels 990 kB", hostile.label_runs_html, "text/html"),
     ("one text of 107,000 entities 990 kB", hostile.entity_text_html, "text/html"),
     ("900 nested pre 200 kB", hostile.nested_pre_html, "text/html"),
@@ -140,6 +146,10 @@ _MAKERS = {
     "a paragraph of # 990 kB": 'hostile.non_word_html(b"#")',
     "ten nested paragraphs of 109 kB": "hostile.nested_paragraphs_html()",
     "tags that never close 990 kB": "hostile.unclosed_tags_html()",
+    "SVG nested 90,000 deep 990 kB": "hostile.nested_unseen_html()",
+    "a hidden div over 90,000 nested SVGs 990 kB": (
+        'hostile.nested_unseen_html(b"<div hidden>", b"</div>")'
+    ),
     "text of 260,000 tokens after labels 990 kB": "hostile.label_runs_html()",
     "one text of 107,000 entities 990 kB": "hostile.entity_text_html()",
     "900 nested pre 200 kB": "hostile.nested_pre_html()",

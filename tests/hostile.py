@@ -381,6 +381,22 @@ def unclosed_tags_html(unit: bytes = b"<a", size: int = 990_000) -> bytes:
     return _fill(_HEAD + b"<p>a few words</p>", unit, size, b"")
 
 
+def nested_unseen_html(opening: bytes = b"<svg>", closing: bytes = b"</svg>") -> bytes:
+    """A short paragraph, then an element no reader sees (``opening``) over 90,000 more of
+    its own kind nested in it, past the parser's depth: the parser-free reading matched each
+    to its end by searching the rest of the text again (26 s for 1 MB)."""
+    depth = 90_000
+    return (
+        _HEAD
+        + b"<p>a few words</p>"
+        + opening
+        + b"<svg>" * depth
+        + b"</svg>" * depth
+        + closing
+        + _TAIL
+    )
+
+
 def nested_paragraphs_html(levels: int = 10, words: int = 12_000) -> bytes:
     """``levels`` ``<div>``s nested, each holding a paragraph of ``words`` words: the second
     readings (trafilatura's fallback, readability-lxml) read each candidate's whole text, so

@@ -220,6 +220,39 @@ def test_what_a_reader_never_sees_stays_out_of_the_plain_reading(deep: bool) -> 
     assert "UNSEEN" not in text and "-->" not in text
 
 
+@pytest.mark.parametrize(
+    ("markup", "shown"),
+    [
+        ("<div hidden><!-- </div> -->INJECTED</div><p>shown</p>", ["shown"]),
+        ('<div hidden><span title="</div>">INJECTED</span></div><p>shown</p>', ["shown"]),
+        ('<div hidden><script>"</div>"</script>INJECTED</div><p>shown</p>', ["shown"]),
+        ("<script><!-- <script> </script> INJECTED --> </script><p>shown</p>", ["shown"]),
+        ("\u0130" * 60 + '<div style="display:none">INJECTED</div><p>shown</p>', ["shown"]),
+        ('<img alt="<!--">shown one <p>shown two</p>', ["shown one", "shown two"]),
+        (
+            '<p title="<script>">shown one</p> <script>x</script><p>shown two</p>',
+            ["shown one", "shown two"],
+        ),
+        ("<p hidden>INJECTED<p>shown one<p>shown two", ["shown one", "shown two"]),
+        ("<ul><li hidden>INJECTED<li>shown one</ul><p>shown two</p>", ["shown one", "shown two"]),
+        ("<dialog>INJECTED</dialog><dialog open>shown one</dialog>", ["shown one"]),
+        ("<textarea><!-- </textarea><p>shown one</p>", ["shown one"]),
+    ],
+)
+def test_the_plain_reading_reads_markup_as_a_browser_tokenizes_it(
+    markup: str, shown: list[str]
+) -> None:
+    """What hides an element ends where a browser ends it: not at a "</div>" inside a comment,
+    an attribute or a script, nor at a script's end tag inside "<!-- <script>"; an element
+    whose end tag is left out ends where HTML ends it. Markup inside an attribute value
+    opens nothing, and offsets survive characters whose lower case is longer (U+0130)."""
+    body = "<html><body>" + "<div>" * 3000 + markup + "</body></html>"
+    text = html_to_markdown(body, URL).markdown
+    assert "INJECTED" not in text
+    for words in shown:
+        assert words in text, (words, text[-300:])
+
+
 def test_a_scant_reading_leaves_hidden_text_out_too() -> None:
     """A short page whose reading comes out scant is read again from its body's words:
     hidden elements (an injection's favourite place) stay out of that too."""

@@ -160,6 +160,18 @@ async def test_a_page_whose_words_sit_in_its_header_is_read_as_them_not_refused(
     assert said in read.content
 
 
+async def test_the_furniture_note_says_so_when_the_render_failed() -> None:
+    """The render fails (its whole deadline far too short here): the note does not claim the
+    page has no text with its scripts; it says they could not be run."""
+    renderer = ChromiumRenderer(render_timeout_s=0.01)
+    with serve(routes={"/": respond(200, FURNITURE_PAGE)}) as srv:
+        async with make_web(renderer) as web:
+            read = await web.fetch(srv.url("/"), tier="connected")
+    assert "The office is closed on Friday" in read.content
+    assert "could not be run for this read" in read.content
+    assert "with or without its scripts" not in read.content
+
+
 async def test_a_screenshot_of_a_script_shell_takes_one_browser() -> None:
     """A screenshot of a page the read renders anyway (a script shell): the fallback's render
     pictures it too, so one browser runs, not two (and the picture shows the text read)."""

@@ -46,6 +46,7 @@ import functools
 import itertools
 import logging
 import re
+import string
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -416,19 +417,19 @@ _ALNUM_PAIR = re.compile(r"[^\W_]{2}")
 # An element below _MAX_MAIN_DEPTH others (the root, <html>, is at depth 1).
 _TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
 # For the parser-free reading of a page nested too deep (and the words of a scant one): what
-# a reader never sees. Comments; raw-text elements, which end at their first closing tag
-# (a script's "<div>" is no element); and elements that nest, matched to their own closing
-# tag: a template's, an object's or an iframe's fallback, a closed dialog, SVG, an image map.
+# a reader never sees. Comments; raw-text elements, whose content is never markup (a script's
+# "<div>" is no element); and elements matched to their own end: a template's, an object's or
+# an iframe's fallback, a closed dialog, SVG, an image map.
 _RAW_TEXT = frozenset(
-    ("script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title")
+    ("script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title", "textarea")
 )
-_UNSEEN = "script|style|noscript|iframe|noembed|noframes|xmp|title|template|object|svg|map|dialog"
-_SKIPPED_BLOCK = re.compile(rf"<(?:(!--)|({_UNSEEN})(?![\w-]))")
+_SKIPPED = frozenset((
+    "script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title", "template",
+    "object", "svg", "map", "dialog",
+))  # fmt: skip
 # For the words of a body whose reading came out scant: page furniture left out too, so a
 # shell's server-made menus and footer do not pass for words of its own.
-_NOT_WORDS_BLOCK = re.compile(
-    rf"<(?:(!--)|({_UNSEEN}|nav|header|footer|aside|menu|button|select|head)(?![\w-]))"
-)
+_NOT_WORDS = _SKIPPED | {"nav", "header", "footer", "aside", "menu", "button", "select", "head"}
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
 # Tags are "<" to the next ">" outside a quoted attribute value (``title="a > b"``); a quote
 # with no end within 4,096 characters counts as a character, so no attempt scans further.
@@ -441,17 +442,39 @@ _BLOCK_TAG = re.compile(
     re.IGNORECASE,
 )
 _ANY_TAG = re.compile(rf"<{_IN_TAG}>")
-_OPENING_TAG = re.compile(rf"<(?:(!--)|([a-z][a-z0-9-]*){_IN_TAG}>)")  # in the lowered text
+# One token of markup, in the text lowered ASCII-wise (_ascii_lower): a comment's start, or a
+# whole start or end tag (its name, and the rest up to its ">" with quoted values skipped).
+_TOKEN = re.compile(rf"<(?:(!--)|(/?)([a-z][a-z0-9:-]*+){_IN_TAG}>)")
 # Hidden elements, as _clean drops them from the tree; the words first, which most pages
-# lack (then no tag need be looked at one by one).
+# lack (then no tag need be searched for them).
 _MAY_HIDE = re.compile(r"hidden|display|visibility")
 _HIDDEN_TAG = re.compile(
     r"\shidden(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
     r"|visibility\s*:\s*(?:hidden|collapse)"
 )
+_OPEN_ATTRIBUTE = re.compile(r"\sopen(?![\w-])")  # <dialog open>: shown
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
 )
+# Elements whose end tag may be left out: what ends them then (HTML's rules, the common
+# part): these start tags, or an end tag of an element they sit in.
+_BLOCKS = frozenset((
+    "address", "article", "aside", "blockquote", "details", "div", "dl", "fieldset",
+    "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
+    "header", "hgroup", "hr", "main", "menu", "nav", "ol", "p", "pre", "section", "table", "ul",
+))  # fmt: skip
+_ENDED_BY = {
+    "p": _BLOCKS,
+    "li": frozenset(("li",)),
+    "dt": frozenset(("dt", "dd")),
+    "dd": frozenset(("dt", "dd")),
+    "option": frozenset(("option", "optgroup")),
+    "tr": frozenset(("tr",)),
+    "td": frozenset(("td", "th", "tr")),
+    "th": frozenset(("td", "th", "tr")),
+    "head": frozenset(("body",)),
+}
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _LINE_SPACE = re.compile(r"[^\S\n]+")
 # Markdown blocks (see _deficient): headings, list items, quotes and code are not paragraphs.
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
@@ -1398,6 +1421,13 @@ def _rescanned(text: str, limit: int = _MAX_RESCANNED_CHARS) -> int:
     return total
 
 
+def _ascii_lower(text: str) -> str:
+    """``text`` with its ASCII letters lowered, and no other change: tag names are ASCII, and
+    ``str.lower`` changes the length of some characters (U+0130 lowers to two), which moved
+    every span found in the lowered text against the text it was cut from."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+
+
 def _comment_end(lowered: str, start: int) -> int:
     """Where the text after a comment's ``<!--`` (ending at ``start``) resumes: past its
     ``-->`` (``<!-->`` and ``<!--->`` are whole comments), or the end of the text."""
@@ -1408,104 +1438,119 @@ def _comment_end(lowered: str, start: int) -> int:
     return len(lowered) if end < 0 else end + 3
 
 
-def _tag_at(lowered: str, at: int, name: str) -> bool:
-    """Whether ``name`` found at ``at`` (after ``<`` or ``</``) is the whole tag name."""
-    after = at + len(name)
-    return after >= len(lowered) or not (lowered[after].isalnum() or lowered[after] in "-_:")
+def _end_tag_at(lowered: str, name: str, pos: int) -> int:
+    """Where the next ``</name`` followed by no name character starts, from ``pos``; -1."""
+    closer = f"</{name}"
+    while (close := lowered.find(closer, pos)) >= 0:
+        after = close + len(closer)
+        if after >= len(lowered) or not (lowered[after].isalnum() or lowered[after] in "-_:"):
+            return close
+        pos = after
+    return -1
 
 
-def _skip_block(lowered: str, start: int, tag: str) -> int:
-    """Where the text after the ``<tag ...>`` opening of a raw-text element at ``start``
-    resumes: past its closing tag, or the end of the text when there is none. Plain
-    ``find``s keep it linear."""
-    pos = start
-    while (close := lowered.find(f"</{tag}", pos)) >= 0:
-        if _tag_at(lowered, close + 2, tag):
-            end = lowered.find(">", close)
-            return len(lowered) if end < 0 else end + 1
-        pos = close + 2
-    return len(lowered)
+def _raw_end(lowered: str, start: int, name: str) -> int:
+    """Where the text after the start tag of the raw-text element ``name`` (ending at
+    ``start``) resumes: past its end tag, or the end of the text. Its content is not markup:
+    only ``</name`` followed by no name character ends it; but in a script, not inside
+    ``<!-- <script> ... -->`` (HTML's double-escaped state, where a ``</script>`` ends
+    nothing). Plain ``find``s, each region scanned once: linear."""
+    pos, close = start, _end_tag_at(lowered, name, start)
+    while name == "script" and close >= 0:
+        escape = lowered.find("<!--", pos, close)
+        inner = -1 if escape < 0 else lowered.find("<script", escape + 4, close)
+        if inner < 0:
+            break
+        dashes = lowered.find("-->", inner)
+        if dashes < 0:
+            return len(lowered)
+        pos = dashes + 3
+        if dashes > close:  # that end tag was inside the double-escaped part: the next one
+            close = _end_tag_at(lowered, name, pos)
+    if close < 0:
+        return len(lowered)
+    end = lowered.find(">", close)
+    return len(lowered) if end < 0 else end + 1
 
 
 def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
-    """Where the text after the opening tag of a ``name`` element (ending at ``start``)
-    resumes: past its matching closing tag, counting the ``name`` elements nested in it, or
-    the end of the text when it is never closed (``stop``, past which no tag ends, bounds
-    the search). Plain ``find``s keep it linear."""
-    opener, closer = f"<{name}", f"</{name}"
+    """Where the text after the start tag of a ``name`` element (ending at ``start``) resumes:
+    past its own end tag, token by token (a ``</div>`` in a comment, an attribute or a script
+    inside is no end), counting the ``name`` elements nested in it; where HTML ends it
+    without one (a ``<p>`` at the next block, an ``<li>`` at the next item or the end of its
+    list); else the end of the text. One pass over the tokens it holds: linear."""
+    ended_by = _ENDED_BY.get(name)
     depth, pos = 1, start
-    while True:
-        close = lowered.find(closer, pos, stop)
-        if close < 0:
-            return len(lowered)
-        if not _tag_at(lowered, close + 2, name):  # </header> is not </head>
-            pos = close + 2
+    opened: dict[str, int] = {}  # elements opened inside and not yet closed
+    while (token := _TOKEN.search(lowered, pos, stop)) is not None:
+        pos = token.end()
+        if token.group(1):
+            pos = _comment_end(lowered, pos)
             continue
-        inner = lowered.find(opener, pos, close)
-        if inner >= 0:
-            if _tag_at(lowered, inner + 1, name):
-                depth += 1
-            pos = inner + len(opener)
+        tag = token.group(3)
+        if token.group(2):  # an end tag
+            if tag == name:
+                depth -= 1
+                if depth == 0:
+                    return pos
+            elif opened.get(tag):
+                opened[tag] -= 1
+            elif ended_by is not None and depth == 1:
+                return token.start()  # the end of an element this one sits in
             continue
-        end = lowered.find(">", close, stop)
-        if end < 0:
-            return len(lowered)
-        depth -= 1
-        if depth == 0:
-            return end + 1
-        pos = end + 1
+        if tag in _RAW_TEXT:
+            pos = _raw_end(lowered, pos, tag)
+        elif ended_by is not None and depth == 1 and tag in ended_by:
+            return token.start()
+        elif tag == name:
+            depth += 1
+        elif tag not in _VOID:
+            opened[tag] = opened.get(tag, 0) + 1
+    return len(lowered)
 
 
-def _block_end(lowered: str, found: re.Match[str], stop: int) -> int:
-    """Where the text resumes after a comment or unseen element that ``found`` (a match of
-    a skipped-block pattern or of _OPENING_TAG at its ``<``) opens."""
-    if found.group(1):
-        return _comment_end(lowered, found.end(1))
-    name = found.group(2)
-    tag = _OPENING_TAG.match(lowered, found.start(), stop)
-    if tag is None:  # an opening tag that never ends: nothing after it is text
-        return len(lowered)
-    if name in _RAW_TEXT:
-        return _skip_block(lowered, tag.end(), name)
-    return _element_end(lowered, name, tag.end(), stop)
-
-
-def _unread_spans(text: str, lowered: str, skipped: re.Pattern[str]) -> list[tuple[int, int]]:
-    """The spans of ``text`` whose words are not the page's: comments, the ``skipped``
-    elements, and hidden ones (``hidden``, ``aria-hidden``, ``display: none``, ``visibility:
-    hidden``) with their content. Linear: tag by tag only on a page that names one of the
-    hidden words."""
+def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]]:
+    """The spans of the text (lowered by :func:`_ascii_lower`, so offsets are the text's)
+    whose words are not the page's: comments, the ``skipped`` elements, closed dialogs, and
+    hidden elements (``hidden``, ``aria-hidden``, ``display: none``, ``visibility: hidden``)
+    with their content. Token by token, as a browser's tokenizer reads (a ``<!--`` inside an
+    attribute value opens nothing); linear."""
     spans: list[tuple[int, int]] = []
     pos = 0
     stop = lowered.rfind(">") + 1  # past it no "<" opens a tag
-    if _MAY_HIDE.search(lowered, 0, stop) is None:
-        while (match := skipped.search(lowered, pos)) is not None:
-            pos = _block_end(lowered, match, stop)
-            spans.append((match.start(), pos))
-        return spans
-    while (tag := _OPENING_TAG.search(lowered, pos, stop)) is not None:
-        pos = tag.end()
-        name = tag.group(2)
-        never = skipped.match(lowered, tag.start())
-        if never is not None:
-            pos = _block_end(lowered, never, stop)
-        elif name in _VOID or _HIDDEN_TAG.search(lowered, tag.start(), pos) is None:
+    may_hide = _MAY_HIDE.search(lowered, 0, stop) is not None
+    while (token := _TOKEN.search(lowered, pos, stop)) is not None:
+        pos = token.end()
+        if token.group(1):
+            pos = _comment_end(lowered, pos)
+            spans.append((token.start(), pos))
             continue
-        else:
+        name = token.group(3)
+        if token.group(2) or name in _VOID:
+            continue
+        if name in _RAW_TEXT:
+            end = _raw_end(lowered, pos, name)
+            if name in skipped:
+                spans.append((token.start(), end))
+            pos = end
+            continue
+        unseen = name in skipped and not (
+            name == "dialog" and _OPEN_ATTRIBUTE.search(lowered, token.start(), pos)
+        )
+        if unseen or (may_hide and _HIDDEN_TAG.search(lowered, token.start(), pos)):
             pos = _element_end(lowered, name, pos, stop)
-        spans.append((tag.start(), pos))
+            spans.append((token.start(), pos))
     return spans
 
 
-def _plain_text(text: str, skipped: re.Pattern[str] = _SKIPPED_BLOCK) -> str:
+def _plain_text(text: str, skipped: frozenset[str] = _SKIPPED) -> str:
     """The words of an HTML document without a parser: markup, the ``skipped`` elements and
     hidden ones removed, one line per block. Linear in the text, whatever its nesting."""
     import html
 
-    lowered = text.lower()
     kept: list[str] = []
     pos = 0
-    for start, end in _unread_spans(text, lowered, skipped):
+    for start, end in _unread_spans(_ascii_lower(text), skipped):
         kept.append(text[pos:start])
         pos = end
     kept.append(text[pos:])
@@ -1812,12 +1857,12 @@ def _scant_reading(
     enough of them (:attr:`Converted.furniture`), for the fetch core to fall back on."""
     start = _BODY_START.search(page)
     body = page[start.start() if start else 0 :]
-    words = _plain_text(body, _NOT_WORDS_BLOCK)
+    words = _plain_text(body, _NOT_WORDS)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
         return words, ""
     # What the page shows a reader without scripts, as webward is one: an article kept in
     # <noscript> (a "please enable JavaScript" line is too short to count).
-    words = _plain_text(_noscript_html(body), _NOT_WORDS_BLOCK)
+    words = _plain_text(_noscript_html(body), _NOT_WORDS)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
         return words, ""
     if truncated:

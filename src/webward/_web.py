@@ -416,13 +416,15 @@ class Web:
                 converted = _furniture_reading(converted, _NO_SCRIPTS_NOTE)
             else:
                 plain = converted
-                converted = await self._render_fallback(
+                converted, rendered = await self._render_fallback(
                     converted, result.final.url, include_links, agent, tier, call, deadline, shot
                 )
                 if converted is not plain:  # the render's reading: its hosts go with it
                     rendered_hosts = tuple(call.render_contacted)
                 if furniture and scant(converted.text):
-                    converted = _furniture_reading(converted, _FURNITURE_ONLY_NOTE)
+                    # Say what happened: a render that found no other text, or none that ran.
+                    note = _FURNITURE_ONLY_NOTE if rendered else _NOT_RENDERED_NOTE
+                    converted = _furniture_reading(converted, note)
                     rendered_hosts = ()
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
@@ -619,9 +621,10 @@ class Web:
         call: Call,
         deadline: float,
         shot: list[bytes] | None = None,
-    ) -> _convert.Converted:
+    ) -> tuple[_convert.Converted, bool]:
         """A script-only page, rendered headless through the gate and converted again (and
-        pictured, into ``shot``, when the call asks for a screenshot).
+        pictured, into ``shot``, when the call asks for a screenshot); and whether the render
+        ran to its end.
 
         Best effort: the page was read, so a missing or failing renderer, or one that does not
         finish within the call's deadline (what the read and conversion left), leaves the
@@ -647,10 +650,11 @@ class Web:
                 )
                 again = await self._convert(job, deadline)
             except WebwardError:
-                return converted
-            if len(again.text.strip()) > len(converted.text.strip()):
-                return again
-        return converted
+                return converted, False
+            return (
+                again if len(again.text.strip()) > len(converted.text.strip()) else converted
+            ), True
+        return converted, False
 
     async def _convert(self, job: _Job, deadline: float) -> _convert.Converted:
         """The conversion step, bounded (see :mod:`webward._workers`): a body whose conversion
@@ -1030,11 +1034,12 @@ _RENDER_FALLBACK_TIERS = frozenset({"connected", "full"})
 # A page whose only words are in its header, menus, sidebars and footer: those words, under
 # a note, rather than an empty reading or a refusal that calls it a script shell (it may be
 # one, whose menus the server made; it may be a page written in <header>s).
-_NO_SCRIPTS_NOTE = (
+_NO_SCRIPTS = (
     "[this page's only text without its scripts is in its header, menus, sidebars and footer, "
-    "given below; its main text may be written by scripts, which this read did not run "
-    "(tiers connected and full run them)]"
+    "given below; its main text may be written by scripts, which "
 )
+_NO_SCRIPTS_NOTE = _NO_SCRIPTS + "this read did not run (tiers connected and full run them)]"
+_NOT_RENDERED_NOTE = _NO_SCRIPTS + "could not be run for this read (the render failed)]"
 _FURNITURE_ONLY_NOTE = (
     "[this page's only text, with or without its scripts, is in its header, menus, sidebars "
     "and footer, given below]"
