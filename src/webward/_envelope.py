@@ -99,6 +99,10 @@ _HOMOGLYPHS: dict[str, str] = {
     **dict.fromkeys("\u00bb\u27eb\u300b\u226b", ">>"),
     "\u22d8": "<<<",
     "\u22d9": ">>>",
+    # square brackets: lenticular, tortoise-shell, white and mathematical ones (the name of
+    # webward's notice, "[webward]", written with them)
+    **dict.fromkeys("\u3010\u3014\u3016\u3018\u301a\u27e6\u2045\u298b\u298d\u298f", "["),
+    **dict.fromkeys("\u3011\u3015\u3017\u3019\u301b\u27e7\u2046\u298c\u298e\u2990", "]"),
     # dashes and hyphens
     **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\u2e3a\u2e3b\u30fc", "-"),
     # Cyrillic, Greek, Armenian and IPA letters that pass for the Latin ones of the markers
@@ -257,8 +261,9 @@ def _fold_char(c: str) -> str:
         )
     )
     for d in unicodedata.normalize("NFC", kept):
-        # Before case folding (a capital's look-alike may be a capital) and after it.
-        for e in confusables.get(d, d).casefold():
+        # Before case folding (a capital's look-alike may be a capital) and after it; the
+        # table above first, where it says more than UTS #39 (which takes U+3014 for "(").
+        for e in (_HOMOGLYPHS.get(d) or confusables.get(d, d)).casefold():
             out.append(_HOMOGLYPHS.get(e) or confusables.get(e, e))
     return "".join(out)
 
@@ -359,16 +364,26 @@ def _neutralise_own_voice(text: str) -> str:
     return "".join(out) + text[last:] if out else text
 
 
-def _own_notice_spans(text: str, folded: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` whose folded view reads ``[webward]``: the notice's name written in
-    look-alikes (full-width letters or brackets, a Cyrillic a, U+0430), which the plain search of
-    :func:`_neutralise_own_voice` does not see."""
-    if "webward" not in folded or _OWN_NOTICE_RE.search(folded) is None:
+def _own_voice_spans(text: str, folded: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` whose folded view reads as webward's own voice: the ``[webward]``
+    notice or a window's header written in look-alikes (full-width letters, lenticular
+    brackets, a Cyrillic a, U+0430, or s, U+0455), which the plain searches of
+    :func:`_neutralise_own_voice` do not see."""
+    notice = "webward" in folded and _OWN_NOTICE_RE.search(folded) is not None
+    header = "haracters" in folded and _OWN_HEADER_RE.search(folded) is not None
+    if not notice and not header:
         return []
     folded, index = _folded_view(text)
+    found = [m.span() for m in _OWN_NOTICE_RE.finditer(folded)] if notice else []
+    if header:
+        for m in _OWN_HEADER_RE.finditer(folded):
+            head = _OWN_HEADER_START_RE.search(folded, max(0, m.start() - 24), m.start())
+            if head is not None:
+                found.append((head.start(), m.end()))
+    found.sort()
     if index is None:
-        return [m.span() for m in _OWN_NOTICE_RE.finditer(folded)]
-    return [(index[m.start()], index[m.end() - 1] + 1) for m in _OWN_NOTICE_RE.finditer(folded)]
+        return found
+    return [(index[start], index[end - 1] + 1) for start, end in found]
 
 
 def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
@@ -389,8 +404,8 @@ def _neutralise_markers(text: str) -> str:
     # One folded view serves both searches below on text that is not plain ASCII (folding is
     # most of their cost: 0.15 s for a megabyte of Japanese).
     folded = None if _plain_ascii(text) else _folded_view(text, with_index=False)[0]
-    if folded is not None and (notices := _own_notice_spans(text, folded)):
-        text, folded = _replaced(text, notices), None
+    if folded is not None and (own := _own_voice_spans(text, folded)):
+        text, folded = _replaced(text, own), None
     # Each pass removes at least one "untrusted...content" core and adds none, so this ends;
     # a second pass is insurance against a span that only appears once its neighbour is gone.
     while True:

@@ -69,9 +69,14 @@ class JsonClient:
             ("User-Agent", "webward-agents/0.1"),
             *headers,
         ]
+        # The whole call, its retries included, within _CALL_S: a vendor answering 503 after
+        # 590 s does not hold a call three times as long.
+        deadline = anyio.current_time() + _CALL_S
         for attempt in range(_RETRIES + 1):
             try:
-                status, response_headers, content = await self._send(url, all_headers, data)
+                status, response_headers, content = await self._send(
+                    url, all_headers, data, deadline
+                )
             except UpstreamError as exc:
                 if attempt == _RETRIES or exc.reason != Reason.MODEL_UNREACHABLE:
                     raise
@@ -83,7 +88,12 @@ class JsonClient:
             error = self._status_error(status, parsed, response_headers)
             wait = _retry_after(response_headers)
             wait = _BACKOFF_S * 2**attempt if wait is None else wait
-            if attempt == _RETRIES or status not in _RETRY_STATUSES or wait > _MAX_RETRY_WAIT_S:
+            if (
+                attempt == _RETRIES
+                or status not in _RETRY_STATUSES
+                or wait > _MAX_RETRY_WAIT_S
+                or anyio.current_time() + wait >= deadline
+            ):
                 raise error
             await anyio.sleep(wait)
         if not isinstance(parsed, dict):
@@ -94,12 +104,13 @@ class JsonClient:
         return parsed
 
     async def _send(
-        self, url: str, headers: list[tuple[str, str]], data: bytes
+        self, url: str, headers: list[tuple[str, str]], data: bytes, deadline: float
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """One POST: its status, headers and body, read within _CALL_S and _MAX_RESPONSE_BYTES."""
+        """One POST: its status, headers and body, read by ``deadline`` (the whole call's)
+        and within _MAX_RESPONSE_BYTES."""
         where = _origin(url)
         try:
-            with anyio.fail_after(_CALL_S):
+            with anyio.fail_at(deadline):
                 async with self._pool.stream(
                     "POST", url, headers=headers, content=data, extensions={"timeout": _TIMEOUTS}
                 ) as response:
@@ -185,7 +196,7 @@ def _decode(content: bytes) -> Any:
     try:
         text = content.decode("utf-8")
         parsed = json.loads(text, parse_float=_finite_or_text, parse_constant=str)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except ValueError:  # not UTF-8, not JSON, or an integer past Python's 4,300 digits
         return None
     # JSON can spell a lone surrogate ("\ud800"): none may reach a reply, a tool call or a print.
     return replace_surrogates_in(parsed) if "\\u" in text else parsed
