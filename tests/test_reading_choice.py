@@ -282,14 +282,31 @@ def _teasers(count: int, summary: str) -> str:
     )
 
 
-def test_a_listing_keeps_its_teasers_titles_and_links() -> None:
-    """A blog's index: trafilatura kept the teasers' summaries and dropped their linked
-    titles (so the model read summaries of it knew not what, in another order); the
-    reading is then the listing's own, titles, links and summaries in order."""
+_THEMES = {
+    "article": _teasers,
+    "header and excerpt": lambda count, summary: "".join(
+        f"<article><header><h2><a href='/blog/{i}'>Title number {i} of a post</a></h2></header>"
+        f"<div class='excerpt'><p>{summary.format(i=i)}</p></div></article>"
+        for i in range(count)
+    ),
+    "post and read more": lambda count, summary: "".join(
+        f"<div class='post'><h2><a href='/blog/{i}'>Title number {i} of a post</a></h2>"
+        f"<p>{summary.format(i=i)}</p><a href='/blog/{i}'>Read more</a></div>"
+        for i in range(count)
+    ),
+}
+
+
+@pytest.mark.parametrize("theme", list(_THEMES))
+def test_a_listing_keeps_its_teasers_titles_and_links(theme: str) -> None:
+    """A blog's index, as themes mark it up: the extractors kept the teasers' summaries and
+    dropped their linked titles (so the model read summaries of it knew not what, in another
+    order); the reading is then the listing's own, titles, links and summaries in order."""
     summary = "Summary {i}: this post explains a topic in a couple of sentences for readers."
     page = (
         "<html><head><title>Blog</title></head><body><nav><a href='/'>Home</a></nav>"
-        f"<main><h1>Blog</h1>{_teasers(6, summary)}</main><footer>(c) 2026</footer></body></html>"
+        f"<main><h1>Blog</h1>{_THEMES[theme](6, summary)}</main><footer>(c) 2026</footer>"
+        "</body></html>"
     )
     result = html_to_markdown(page, "https://example.org/blog")
     assert result.extractor == "full"

@@ -1276,8 +1276,16 @@ def _lost_titles(tree: Any, markdown: str) -> bool:
     text = ""
     lost = whole = seen = 0
     for heading in tree.iter("h2", "h3", "h4"):
+        if heading.find(".//a[@href]") is None:
+            continue
+        # The teaser: the nearest element around the title that holds a paragraph too (a
+        # theme's <article><header><h2> keeps its excerpt beside the header).
         parent = heading.getparent()
-        if parent is None or heading.find(".//a[@href]") is None:
+        for _ in range(2):
+            if parent is None or parent.find(".//p") is not None:
+                break
+            parent = parent.getparent()
+        if parent is None:
             continue
         if next(itertools.islice(parent.iter("h2", "h3", "h4"), 1, None), None) is not None:
             continue  # a teaser holds its own title alone: this is a section of a text
@@ -1640,12 +1648,6 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if second_pass and _deficient(markdown, kept, visible) and affordable():
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True))
         kept = _solid(markdown)
-    if second_pass and _lost_titles(spare, markdown):
-        # A listing (a blog's index, a news front): trafilatura keeps the teasers' summaries
-        # and drops their linked titles, so the model reads summaries of it knows not what.
-        full = tidy_markdown(_full_page(_main_container(spare, visible)))
-        if not _lost_titles(spare, full):
-            markdown, extractor, kept = full, "full", _solid(full)
     if _kept_too_little(kept, visible):
         full = tidy_markdown(_full_page(spare))
         if len(full) > len(markdown):
@@ -1667,6 +1669,13 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             name = "full"
         if _longer_reading(markdown, second):
             markdown, extractor = second, name
+    if second_pass and extractor != "full" and _lost_titles(spare, markdown):
+        # A listing (a blog's index, a news front): the extractors keep the teasers'
+        # summaries and drop their linked titles, so the model reads summaries of it knows
+        # not what; the listing's own reading keeps them, in order.
+        full = tidy_markdown(_full_page(_main_container(spare, visible)))
+        if not _lost_titles(spare, full):
+            markdown, extractor = full, "full"
     if not markdown:
         extractor = ""
     return HtmlResult(title=title, markdown=markdown, links=links, extractor=extractor)
