@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import brotli
 import pytest
 from hostile import many_pages_pdf
@@ -693,3 +694,30 @@ async def test_a_pdfs_text_counts_toward_its_approx_tokens() -> None:
     [part] = page.parts
     assert part.text and len(part.text) > 2000
     assert page.approx_tokens >= approx_tokens(page.content) + approx_tokens(part.text)
+
+
+async def test_concurrent_reads_of_one_page_send_one_request() -> None:
+    """Twenty calls at once for one page not yet read (the host's burst allows two): one
+    request goes out, the others wait for it and are served its reading from the cache,
+    each audited as its own allowed read (they were once sent six times and refused the
+    rest as rate limited)."""
+
+    def slow(req: Request, sock: socket.socket) -> None:
+        time.sleep(0.5)  # a page that takes a while: the others ask meanwhile
+        respond(200, "<html><body><p>" + "The page everyone asked for. " * 10)(req, sock)
+
+    audit = MemoryAuditSink()
+    with serve(routes={"/page": slow}) as srv:
+        s = settings(per_host_rate=1.0, per_host_burst=2)
+        async with Web(s, StaticResolver({}), audit=audit) as w:
+            pages: list[Any] = []
+
+            async def one() -> None:
+                pages.append(await w.fetch(srv.url("/page")))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(20):
+                    tg.start_soon(one)
+        assert len(srv.requests) == 1
+    assert len(pages) == 20 and all("everyone asked for" in p.content for p in pages)
+    assert [r.decision for r in audit.records] == ["allowed"] * 20

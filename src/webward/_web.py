@@ -147,6 +147,8 @@ class Web:
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
         self._converter = ConvertPool.from_limits(self.settings.limits)
         self._answers = _Answers()
+        # The reads in progress, by cache key: a read of the same page waits for it.
+        self._in_flight: dict[str, anyio.Event] = {}
         # Every hop of every call passes this gate; its collaborators are handed to it.
         self._gate = Gate(
             self.settings,
@@ -361,23 +363,66 @@ class Web:
         # never receives a page another tier's read rendered.
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
         key = cache_key(parsed.url, include_links, reading=how_read)
-        cached = await self._cache.get(key)
-        if cached is not None and not cached.written_for(parsed.url):
-            cached = None  # changed in the store: its chain proves nothing (see written_for)
-        fresh = cached is not None and self._is_fresh(cached, max_age)
+        cached, fresh, keep = await self._lookup(key, parsed, agent, tier, max_age)
+        leader = self._in_flight.get(key)
+        if not fresh and leader is not None and max_age != 0:
+            # Another call of this process is reading this page now: wait for it (within
+            # this call's deadline), then take its reading from the cache, checked for this
+            # caller as any cached reading is; fifty agents asking at once send one request,
+            # not six and forty-four refusals of the host's rate limit.
+            deadline = call.started + self.settings.limits.fetch_timeout_s
+            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+                await leader.wait()
+            cached, fresh, keep = await self._lookup(key, parsed, agent, tier, max_age)
         self.telemetry.cache(hit=fresh)
-        keep = True
-        if cached is not None and cached.rendered_hosts and not self._reaches(cached, agent, tier):
-            # Rendered with content from a host this caller may not reach (another agent's
-            # render, whose lists differ): read and rendered afresh, through this caller's
-            # gate, and not put in place of the reading the others are served.
-            cached, fresh, keep = None, False, False
         if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
             await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
             call.render_contacted[:] = cached.rendered_hosts  # where its content came from
             return cached, False
+        mine = key not in self._in_flight
+        if mine:
+            self._in_flight[key] = anyio.Event()
+        try:
+            return await self._read_afresh(
+                url, parsed, include_links, agent, tier, call, key, cached, keep, shot
+            )
+        finally:
+            if mine:
+                self._in_flight.pop(key).set()
+
+    async def _lookup(
+        self, key: str, parsed: guard.ParsedURL, agent: str, tier: str, max_age: int | None
+    ) -> tuple[CachedPage | None, bool, bool]:
+        """The cache's reading under ``key``, whether it may be served as it is, and whether a
+        fresh reading may replace it (see below)."""
+        cached = await self._cache.get(key)
+        if cached is not None and not cached.written_for(parsed.url):
+            cached = None  # changed in the store: its chain proves nothing (see written_for)
+        if cached is not None and cached.rendered_hosts and not self._reaches(cached, agent, tier):
+            # Rendered with content from a host this caller may not reach (another agent's
+            # render, whose lists differ): read and rendered afresh, through this caller's
+            # gate, and not put in place of the reading the others are served.
+            return None, False, False
+        return cached, cached is not None and self._is_fresh(cached, max_age), True
+
+    async def _read_afresh(
+        self,
+        url: str,
+        parsed: guard.ParsedURL,
+        include_links: bool,
+        agent: str,
+        tier: str,
+        call: Call,
+        key: str,
+        cached: CachedPage | None,
+        keep: bool,
+        shot: list[bytes] | None,
+    ) -> tuple[CachedPage, bool]:
+        """The page read from its site (conditionally, when ``cached`` has validators),
+        converted, rendered where it must be, and put in the cache under ``key`` (when
+        ``keep``)."""
         # The deadline covers the whole call, from its start (time spent before the read, in
         # the gate's checks or a busy event loop, included): the conversion gets what is left.
         deadline = call.started + self.settings.limits.fetch_timeout_s
