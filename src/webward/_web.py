@@ -363,7 +363,7 @@ class Web:
         # never receives a page another tier's read rendered.
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
         key = cache_key(parsed.url, include_links, reading=how_read)
-        cached, fresh, keep = await self._lookup(key, parsed, agent, tier, max_age)
+        cached, fresh, keep = self._judge(await self._cache.get(key), parsed, agent, tier, max_age)
         leader = self._in_flight.get(key)
         if not fresh and leader is not None and max_age != 0:
             # Another call of this process is reading this page now: wait for it (within
@@ -373,13 +373,15 @@ class Web:
             deadline = call.started + self.settings.limits.fetch_timeout_s
             with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
                 await leader.wait()
-            cached, fresh, keep = await self._lookup(key, parsed, agent, tier, max_age)
+            cached = await self._cache.get(key)
+            cached, fresh, keep = self._judge(cached, parsed, agent, tier, max_age)
         self.telemetry.cache(hit=fresh)
         if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
             await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
-            call.render_contacted[:] = cached.rendered_hosts  # where its content came from
+            if cached.rendered_hosts:  # where its content came from
+                call.render_contacted[:] = cached.rendered_hosts
             return cached, False
         mine = key not in self._in_flight
         if mine:
@@ -392,12 +394,17 @@ class Web:
             if mine:
                 self._in_flight.pop(key).set()
 
-    async def _lookup(
-        self, key: str, parsed: guard.ParsedURL, agent: str, tier: str, max_age: int | None
+    def _judge(
+        self,
+        cached: CachedPage | None,
+        parsed: guard.ParsedURL,
+        agent: str,
+        tier: str,
+        max_age: int | None,
     ) -> tuple[CachedPage | None, bool, bool]:
-        """The cache's reading under ``key``, whether it may be served as it is, and whether a
-        fresh reading may replace it (see below)."""
-        cached = await self._cache.get(key)
+        """The cache's reading for this read (or None), whether it may be served as it is,
+        and whether a fresh reading may replace it (see below). Not a coroutine: a cached
+        read is the hot path."""
         if cached is not None and not cached.written_for(parsed.url):
             cached = None  # changed in the store: its chain proves nothing (see written_for)
         if cached is not None and cached.rendered_hosts and not self._reaches(cached, agent, tier):
