@@ -307,6 +307,22 @@ async def test_a_read_refused_past_the_budgets_charge_costs_nothing(site: LocalS
 
 
 @pytest.mark.anyio
+async def test_a_read_refused_after_it_sent_requests_stays_charged(site: LocalServer) -> None:
+    """Refused once the body came back (a type no model reads): the request went out, so
+    the charge stands; otherwise an agent could send requests past its budget for ever."""
+    site.routes["/blob"] = respond(200, b"\x00\x01" * 1000, "application/octet-stream")
+    s = settings({"budget": {"fetch_per_day": 2}})
+    async with web(s) as w:
+        for _ in range(2):
+            with pytest.raises(Refused) as binary:
+                await w.fetch(site.url("/blob"), agent="bot")
+            assert binary.value.reason == "binary_type"
+        with pytest.raises(Refused) as spent:
+            await w.fetch(site.url("/blob"), agent="bot")
+    assert spent.value.reason == "budget_exhausted"
+
+
+@pytest.mark.anyio
 async def test_search_calls_and_spend_budgets(brave: LocalServer) -> None:
     """Each provider call costs [search.brave] cost; past the spend budget nothing is sent."""
     s = settings(

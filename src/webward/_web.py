@@ -319,9 +319,12 @@ class Web:
                 url, parsed, include_links, agent, tier, call, max_age, shot
             )
         except Refused:
-            # Refused past the budget's charge (robots.txt, a host's rate limit, a hop's
-            # policy): a refused call costs nothing.
-            if self._gate.budgets.charges(agent):
+            # Refused past the budget's charge but before any request went out (robots.txt,
+            # the host's rate limit, the first hop's address): a refused call costs nothing.
+            # One refused later (a redirect's hop, a body of a type no model reads) did send
+            # requests, and stays charged.
+            sent = call.status is not None or len(call.redirects) > 1
+            if not sent and self._gate.budgets.charges(agent):
                 await self._gate.budgets.refund_call(agent, "fetch", session)
             raise
         call.final_url = cached.final_url
