@@ -444,15 +444,22 @@ _BLOCK_TAG = re.compile(
 _ANY_TAG = re.compile(rf"<{_IN_TAG}>")
 # One token of markup, in the text lowered ASCII-wise (_ascii_lower): a comment's start, or a
 # whole start or end tag (its name, and the rest up to its ">" with quoted values skipped).
-_TOKEN = re.compile(rf"<(?:(!--)|(/?)([a-z][a-z0-9:-]*+){_IN_TAG}>)")
+_TOKEN = re.compile(rf"<(?:(!--)|(/?)([a-z][^\t\n\f\r />]*+){_IN_TAG}>)")
 # Hidden elements, as _clean drops them from the tree; the words first, which most pages
 # lack (then no tag need be searched for them).
-_MAY_HIDE = re.compile(r"hidden|display|visibility")
+_MAY_HIDE = re.compile(r"hidden|display|visibility|&[#a-z]")  # a reference may spell them
 _HIDDEN_TAG = re.compile(
-    r"\shidden(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
+    r"[\s/\"']hidden(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
     r"|visibility\s*:\s*(?:hidden|collapse)"
 )
+# What a tag's text may hide the words above behind: character references ("display&#58;none")
+# and CSS comments ("display:/**/none"), which a browser reads through.
+_CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.DOTALL)
 _OPEN_ATTRIBUTE = re.compile(r"\sopen(?![\w-])")  # <dialog open>: shown
+_TAIL_MARKUP = re.compile(r"<[a-z/!?]")
+# A tag as a browser ends it, quoted values of any length (used where _TOKEN's bound on them
+# may have cut a tag short).
+_STRICT_TAG = re.compile(r"""</?[^\t\n\f\r />]*+(?:[^>"']++|"[^"]*+"|'[^']*+')*+>""")
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
 )
@@ -474,6 +481,26 @@ _ENDED_BY = {
     "th": frozenset(("td", "th", "tr")),
     "head": frozenset(("body",)),
 }
+# ... and the end tags that end them: their list's, table's or select's. Any other end tag of
+# an element not opened inside is ignored, as a browser ignores it ("<p hidden>x</i>" hides on).
+_TABLE_ENDS = frozenset(("tr", "table", "tbody", "thead", "tfoot"))
+_ENDED_BY_END = {
+    "li": frozenset(("ul", "ol", "menu")),
+    "dt": frozenset(("dl",)),
+    "dd": frozenset(("dl",)),
+    "option": frozenset(("select", "datalist", "optgroup")),
+    "tr": _TABLE_ENDS - {"tr"},
+    "td": _TABLE_ENDS,
+    "th": _TABLE_ENDS,
+}
+# HTML's special elements: an end tag of an element that is none of them (a <span>) ends
+# nothing while one of them is open inside it ("<span hidden><div>x</span>" hides on).
+_SPECIAL = _BLOCKS | frozenset((
+    "applet", "body", "button", "caption", "center", "col", "colgroup", "dd", "dir", "dt",
+    "frameset", "head", "html", "iframe", "li", "listing", "marquee", "noembed", "noframes",
+    "noscript", "object", "plaintext", "script", "select", "style", "summary", "tbody", "td",
+    "template", "textarea", "tfoot", "th", "thead", "title", "tr", "xmp",
+))  # fmt: skip
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _LINE_SPACE = re.compile(r"[^\S\n]+")
 # Markdown blocks (see _deficient): headings, list items, quotes and code are not paragraphs.
@@ -792,10 +819,13 @@ def _hidden(attrs: Any) -> bool:
     an external one be): text they hide reaches the reading, inside the envelope as all
     page text is."""
     hidden = attrs.get("hidden")
+    style = attrs.get("style")
+    if style and "/*" in style:  # a browser reads "display:/**/none" as "display:none"
+        style = _CSS_COMMENT.sub("", style)
     return (
         (hidden is not None and hidden.strip().lower() != "until-found")
         or (attrs.get("aria-hidden") or "").strip().lower() == "true"
-        or _matches(_HIDDEN_STYLE, _HIDDEN_WORDS, attrs.get("style"))
+        or _matches(_HIDDEN_STYLE, _HIDDEN_WORDS, style)
     )
 
 
@@ -1486,10 +1516,13 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     past its own end tag, token by token (a ``</div>`` in a comment, an attribute or a script
     inside is no end), counting the ``name`` elements nested in it; where HTML ends it
     without one (a ``<p>`` at the next block, an ``<li>`` at the next item or the end of its
-    list); else the end of the text. One pass over the tokens it holds: linear."""
-    ended_by = _ENDED_BY.get(name)
+    list); else the end of the text. End tags a browser ignores end nothing here either. One
+    pass over the tokens it holds: linear."""
+    ended_by, ended_by_end = _ENDED_BY.get(name), _ENDED_BY_END.get(name, frozenset())
+    special = name in _SPECIAL
     depth, pos = 1, start
     opened: dict[str, int] = {}  # elements opened inside and not yet closed
+    specials = 0  # of them, special ones
     while (token := _TOKEN.search(lowered, pos, stop)) is not None:
         pos = token.end()
         if token.group(1):
@@ -1497,14 +1530,15 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
             continue
         tag = token.group(3)
         if token.group(2):  # an end tag
-            if tag == name:
+            if tag == name and (special or not specials):
                 depth -= 1
                 if depth == 0:
                     return pos
             elif opened.get(tag):
                 opened[tag] -= 1
-            elif ended_by is not None and depth == 1:
-                return token.start()  # the end of an element this one sits in
+                specials -= tag in _SPECIAL
+            elif depth == 1 and tag in ended_by_end:
+                return token.start()  # the end of the list or table this one sits in
             continue
         if tag in _RAW_TEXT:
             pos = _raw_end(lowered, pos, tag)
@@ -1514,6 +1548,7 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
             depth += 1
         elif tag not in _VOID:
             opened[tag] = opened.get(tag, 0) + 1
+            specials += tag in _SPECIAL
     return len(lowered)
 
 
@@ -1534,6 +1569,20 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
             spans.append((token.start(), pos))
             continue
         name = token.group(3)
+        tag = lowered[token.start() : pos]
+        if (tag.count('"') | tag.count("'")) & 1:
+            # A quote left open, or a value over 4,096 characters: the tag runs to its real
+            # end, and none of it is text (an attribute value a page hides words in).
+            strict = _STRICT_TAG.match(lowered, token.start())
+            if strict is None:  # a quote that never closes: the rest is in the tag
+                spans.append((token.start(), len(lowered)))
+                return spans
+            if strict.end() != pos:
+                pos = strict.end()
+                tag = lowered[token.start() : pos]
+                if token.group(2) or name in _VOID or not (name in skipped or _hides(tag)):
+                    spans.append((token.start(), pos))  # the tag's text is no page text
+                    continue
         if token.group(2) or name in _VOID:
             continue
         if name in _RAW_TEXT:
@@ -1545,10 +1594,24 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
         unseen = name in skipped and not (
             name == "dialog" and _OPEN_ATTRIBUTE.search(lowered, token.start(), pos)
         )
-        if unseen or (may_hide and _HIDDEN_TAG.search(lowered, token.start(), pos)):
+        if unseen or (may_hide and _hides(tag)):
             pos = _element_end(lowered, name, pos, stop)
             spans.append((token.start(), pos))
+    # Past the last ">", a tag or comment that begins never ends: a browser shows none of it.
+    tail = _TAIL_MARKUP.search(lowered, max(pos, stop))
+    if tail is not None:
+        spans.append((tail.start(), len(lowered)))
     return spans
+
+
+def _hides(tag: str) -> bool:
+    """Whether a start tag's text hides its element, read as a browser reads it: character
+    references decoded, CSS comments dropped."""
+    if "&" in tag or "/*" in tag:
+        import html
+
+        tag = _CSS_COMMENT.sub("", html.unescape(tag))
+    return _HIDDEN_TAG.search(tag) is not None
 
 
 def _plain_text(text: str, skipped: frozenset[str] = _SKIPPED) -> str:
