@@ -289,6 +289,15 @@ _THEMES = {
         f"<div class='excerpt'><p>{summary.format(i=i)}</p></div></article>"
         for i in range(count)
     ),
+    "list items, summary in a div": lambda count, summary: (
+        "<ul>"
+        + "".join(
+            f"<li><h3><a href='/blog/{i}'>Title number {i} of a post</a></h3>"
+            f"<div>{summary.format(i=i)}</div></li>"
+            for i in range(count)
+        )
+        + "</ul>"
+    ),
     "post and read more": lambda count, summary: "".join(
         f"<div class='post'><h2><a href='/blog/{i}'>Title number {i} of a post</a></h2>"
         f"<p>{summary.format(i=i)}</p><a href='/blog/{i}'>Read more</a></div>"
@@ -334,3 +343,24 @@ def test_an_articles_related_stories_are_no_listing_of_its_reading() -> None:
     result = html_to_markdown(page, "https://example.org/news/1")
     assert result.extractor == "main" and "Paragraph 11 of the article" in result.markdown
     assert "Related 0" not in result.markdown
+
+
+def test_an_article_whose_sections_link_to_themselves_is_no_listing() -> None:
+    """Section headings that are their own permalinks (<h2><a href="#s1">), each in its own
+    <section>: no teaser's titles, and the article's reading stands (the full page's would
+    bring its sidebar in)."""
+    sections = "".join(
+        f"<section><h2><a href='#s{i}'>Section {i} heading text</a></h2>"
+        + "".join(
+            f"<p>Paragraph {j} of section {i}, with enough words to be an article paragraph.</p>"
+            for j in range(3)
+        )
+        + "</section>"
+        for i in range(6)
+    )
+    page = (
+        f"<html><body><div class='post'>{sections}</div>"
+        "<div class='sidebar'><p>Popular post one</p></div></body></html>"
+    )
+    result = html_to_markdown(page, "https://example.org/a")
+    assert result.extractor == "main" and "Popular" not in result.markdown

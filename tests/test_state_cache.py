@@ -83,6 +83,7 @@ async def test_an_unusable_file_is_a_miss_not_an_error(tmp_path: Path) -> None:
         "data = 800000000",  # bytes(n) of it once allocated n bytes
         "data = CAST(json_set(CAST(data AS TEXT), '$.status', 1180591620717411303424) AS BLOB)",
         "data = CAST(json_set(CAST(data AS TEXT), '$.fetchedAt', 'inf') AS BLOB)",
+        "data = CAST(json_set(CAST(data AS TEXT), '$.bytesRead', 100000000000000000000) AS BLOB)",
         "data = CAST(json_set(CAST(data AS TEXT), '$.converted.title', json('{}')) AS BLOB)",
     ],
 )

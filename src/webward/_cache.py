@@ -147,7 +147,7 @@ class CachedPage:
                 Part(
                     type=_text(p["type"]),
                     media_type=_text(p["mediaType"]),
-                    bytes=int(p["bytes"]),
+                    bytes=_count(p["bytes"]),
                     name=_text(p["name"]),
                     data=_text(p["data"]),
                     text=None if p.get("text") is None else _text(p["text"]),
@@ -168,13 +168,20 @@ class CachedPage:
             status=status,
             converted=converted,
             redirects=tuple(_text(r) for r in data.get("redirects", ())),
-            bytes_read=int(data.get("bytesRead", 0)),
+            bytes_read=_count(data.get("bytesRead", 0)),
             retrieved_at=_text(data.get("retrievedAt", "")),
             etag=_text(data.get("etag", "")),
             last_modified=_text(data.get("lastModified", "")),
             fetched_at=fetched_at,
             rendered_hosts=tuple(_text(h) for h in data.get("renderedHosts", ())),
         )
+
+
+def _count(value: Any) -> int:
+    """A count of bytes as a read writes it: a whole number that the audit log can store."""
+    if type(value) is not int or not 0 <= value < 2**53:
+        raise ValueError("not a cached read")
+    return value
 
 
 def _text(value: Any) -> str:

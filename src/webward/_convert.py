@@ -1306,28 +1306,32 @@ def _lost_titles(tree: Any, markdown: str) -> bool:
     text = ""
     lost = whole = seen = 0
     for heading in tree.iter("h2", "h3", "h4"):
-        if heading.find(".//a[@href]") is None:
-            continue
-        # The teaser: the nearest element around the title that holds a paragraph too (a
-        # theme's <article><header><h2> keeps its excerpt beside the header).
-        parent = heading.getparent()
-        for _ in range(2):
-            if parent is None or parent.find(".//p") is not None:
+        link = heading.find(".//a[@href]")
+        if link is None or "#" in link.get("href", ""):
+            continue  # no link, or a section's own anchor (a permalink): no teaser's title
+        title = _comparable(heading.text_content()[:_MAX_LINK_TEXT])
+        # The teaser: the nearest element around the title that holds words besides it (a
+        # theme's <article><header><h2> keeps its excerpt beside the header), and its summary:
+        # its first paragraph, or else its first words after the title.
+        parent, summary = heading.getparent(), ""
+        for _ in range(3):
+            if parent is None or _second_heading(parent):
+                break  # a teaser holds its own title alone: this is a section of a text
+            paragraph = next(
+                (
+                    words
+                    for p in parent.iter("p")
+                    if len(words := _first_words(_leading_text(p))) >= 20
+                ),
+                "",
+            )
+            rest = _first_words(
+                _leading_text(parent, 4 * _MAX_LINK_TEXT).replace(heading.text_content(), "", 1)
+            )
+            summary = paragraph or (rest if len(rest) >= 20 else "")
+            if summary:
                 break
             parent = parent.getparent()
-        if parent is None:
-            continue
-        if next(itertools.islice(parent.iter("h2", "h3", "h4"), 1, None), None) is not None:
-            continue  # a teaser holds its own title alone: this is a section of a text
-        title = _comparable(heading.text_content()[:_MAX_LINK_TEXT])
-        summary = next(
-            (
-                words
-                for paragraph in parent.iter("p")
-                if len(words := _first_words(paragraph.text_content()[:_MAX_LINK_TEXT])) >= 20
-            ),
-            "",
-        )
         if len(title) < 8 or not summary:
             continue
         seen += 1
@@ -1341,6 +1345,21 @@ def _lost_titles(tree: Any, markdown: str) -> bool:
         else:
             lost += 1
     return lost >= _MIN_LISTING_TITLES and lost > whole
+
+
+def _second_heading(element: Any) -> bool:
+    return next(itertools.islice(element.iter("h2", "h3", "h4"), 1, None), None) is not None
+
+
+def _leading_text(element: Any, limit: int = _MAX_LINK_TEXT) -> str:
+    """The first ``limit`` characters of ``element``'s text, without joining all of it."""
+    pieces, size = [], 0
+    for piece in element.itertext():
+        pieces.append(piece)
+        size += len(piece)
+        if size >= limit:
+            break
+    return "".join(pieces)[:limit]
 
 
 def _comparable(text: str) -> str:

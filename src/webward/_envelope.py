@@ -344,14 +344,15 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
 _OWN_NOTICE_RE = re.compile(r"\[\s*webward\s*\\?\]", re.IGNORECASE)
 _OWN_HEADER_RE = re.compile(
     r"haracters\s+\d[\d,]*\s*[\u2013\u2014-]\s*\d[\d,]*\s+of\s+\d[\d,]*"
-    r"(?:\s*;\s*pass\s+offset\s*=\s*\d*(?:\s+to\s+continue)?)?"
+    r"(?:\s*;\s*pass\s+offset\s*=\s*\d*(?:\s+to\s+continue)?)?",
+    re.IGNORECASE,  # "SHOWING CHARACTERS 0-40000 OF 81234" reads as the header too
 )
 _OWN_HEADER_START_RE = re.compile(r"(?:showing|\[\d+\])\s+c\Z", re.IGNORECASE)
 
 
 def _neutralise_own_voice(text: str) -> str:
     text = _OWN_NOTICE_RE.sub(REPLACEMENT, text)
-    if "haracters" not in text:
+    if "haracters" not in text.lower():  # a lowered copy: a tenth of a case-blind search
         return text
     out: list[str] = []
     last = 0

@@ -80,8 +80,11 @@ async def fetch(
     max_url_chars: int = guard.DEFAULT_MAX_URL_CHARS,
     headers: tuple[tuple[str, str], ...] = (("Accept", PAGE_ACCEPT),),
     conditional: tuple[str, tuple[tuple[str, str], ...]] | None = None,
+    deadline: float | None = None,
 ) -> FetchResult:
-    """GET ``url`` following redirects; the whole read has ``timeout_s`` seconds.
+    """GET ``url`` following redirects; the whole read has ``timeout_s`` seconds, or until
+    ``deadline`` (``anyio.current_time()``) when the call began earlier (a read that waited
+    for another of the same page first).
 
     ``conditional`` is ``(url, validators)``: the hop to that URL (where a cached page was
     read) also sends the validators (``If-None-Match`` / ``If-Modified-Since``), and may come
@@ -89,8 +92,10 @@ async def fetch(
     """
     chain: list[str] = [url.url]
     current = url
+    if deadline is None:
+        deadline = anyio.current_time() + timeout_s
     try:
-        with anyio.fail_after(timeout_s):
+        with anyio.fail_at(deadline):
             while True:
                 await hooks.before(current)
                 hop_headers = headers

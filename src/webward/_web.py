@@ -450,6 +450,9 @@ class Web:
             max_redirects=self.settings.limits.max_redirects,
             max_url_chars=self.settings.limits.max_url_chars,
             conditional=(stale.final_url, validators) if stale and validators else None,
+            # The call's own deadline: time it spent waiting for another read of the page
+            # counts (anyio's clock is the loop's; call.started is time.monotonic()).
+            deadline=anyio.current_time() + (deadline - time.monotonic()),
         )
         renewed = await self._revalidated(key, stale, result, validators)
         if renewed is not None:
