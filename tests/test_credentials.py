@@ -443,3 +443,17 @@ def test_cli_refuses_a_readable_credential_file(
     out, err = capsys.readouterr()
     assert "chmod 600" in err
     assert TAVILY_KEY not in out + err
+
+
+def test_credentials_without_an_action_names_only_the_action(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """argparse's usage error names ACTION, not the hidden argument that catches a key typed
+    on the command line."""
+    from webward.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["credentials"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "the following arguments are required: ACTION" in err and "extra" not in err

@@ -116,9 +116,9 @@ async def test_as_owner_reads_only_its_allow_list_and_says_how_to_allow() -> Non
                 await w.fetch(listed.url("/other"), agent="owner")
         assert page_requests(listed) == ["/"]
     assert err.value.message == (
-        "refused: 127.0.0.1 is not on the allow-list of tier as-owner; add it to [policy] allow "
-        "in the config, or read with tier connected ([agents.owner] tier, or the call's tier: "
-        "--tier, tier=)"
+        "refused: 127.0.0.1 is not on the allow-list of tier as-owner; an operator can add it "
+        "to [policy] allow, or give agent owner tier connected ([agents.owner] tier in the "
+        "config)"
     )
     [record] = audit.records
     assert (record.tier, record.decision, record.reason) == (

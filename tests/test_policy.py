@@ -96,9 +96,8 @@ def test_refusal_messages_name_host_tier_reason_and_remedy() -> None:
     assert d == Decision(
         False,
         REASON_HOST_NOT_ALLOWED,
-        "refused: example.org is not on the allow-list of tier as-owner; add it to [policy] "
-        "allow in the config, or read with tier connected ([agents.cli] tier, or the call's "
-        "tier: --tier, tier=)",
+        "refused: example.org is not on the allow-list of tier as-owner; an operator can add it "
+        "to [policy] allow, or give agent cli tier connected ([agents.cli] tier in the config)",
     )
     d = policy.check_fetch("x.bad.example", "full", "bot")
     assert d.reason == REASON_HOST_DENIED
@@ -109,16 +108,14 @@ def test_refusal_messages_name_host_tier_reason_and_remedy() -> None:
     d = policy.check_search("as-owner", "cli")
     assert d.reason == REASON_SEARCH_TIER
     assert d.message == (
-        "refused: web search needs tier connected or full; agent cli has tier as-owner: give it "
-        "one ([agents.cli] tier or [policy] default_tier in the config, or the call's tier: "
-        "--tier, tier=)"
+        "refused: web search needs tier connected or full, and agent cli has tier as-owner; an "
+        "operator can give it one ([agents.cli] tier in the config)"
     )
     d = policy.check_screenshot("connected", "research")
     assert d.reason == REASON_SCREENSHOT_TIER
     assert d.message == (
-        "refused: screenshots need tier full; agent research has tier connected: give it that "
-        "tier ([agents.research] tier or [policy] default_tier in the config, or the call's "
-        "tier: --tier, tier=)"
+        "refused: screenshots need tier full, and agent research has tier connected; an "
+        "operator can give it that tier ([agents.research] tier in the config)"
     )
 
 

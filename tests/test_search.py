@@ -440,6 +440,10 @@ def test_cli_exit_codes(home: Path, server: LocalServer) -> None:
     owner = _run_cli(["rust", "--tier", "as-owner", "--json"], home, **brave)
     assert owner.returncode == 3
     assert json.loads(owner.stdout)["error"]["code"] == "refused"
+    # The message names the operator's step; a person at the terminal is also told --tier.
+    said = _run_cli(["rust", "--tier", "as-owner"], home, **brave).stderr
+    assert "an operator can give it one ([agents.cli] tier in the config)" in said
+    assert said.rstrip().endswith("; or choose this call's tier with --tier")
 
     unconfigured = _run_cli(["rust", "--json"], home, WEBWARD_TIER="connected")
     assert unconfigured.returncode == 3

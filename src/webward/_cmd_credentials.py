@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the key's name, e.g. TAVILY_API_KEY (set, get and delete need one)",
     )
     # Caught so a key typed on the command line is refused without being echoed back.
-    p.add_argument("extra", nargs="*", help=argparse.SUPPRESS)
+    p.add_argument("extra", nargs="*", default=[], help=argparse.SUPPRESS)
     p.add_argument(
         "--keyring", action="store_true", help="set: store in the OS keyring instead of the file"
     )

@@ -232,9 +232,9 @@ class Policy:
         if tier == "as-owner" and _first_match(self.allow, h) is None:
             return self._deny(
                 REASON_HOST_NOT_ALLOWED,
-                f"refused: {h} is not on the allow-list of tier as-owner; add it to [policy] "
-                f"allow in the config, or read with tier connected ([agents.{agent}] tier, or "
-                "the call's tier: --tier, tier=)",
+                f"refused: {h} is not on the allow-list of tier as-owner; an operator can add "
+                f"it to [policy] allow, or give agent {agent} tier connected ([agents.{agent}] "
+                "tier in the config)",
             )
         return _ALLOW
 
@@ -244,9 +244,8 @@ class Policy:
         if tier not in _SEARCH_TIERS:
             return self._deny(
                 REASON_SEARCH_TIER,
-                f"refused: web search needs tier connected or full; agent {agent} has tier "
-                f"{tier}: give it one ([agents.{agent}] tier or [policy] default_tier in the "
-                "config, or the call's tier: --tier, tier=)",
+                f"refused: web search needs tier connected or full, and agent {agent} has tier "
+                f"{tier}; an operator can give it one ([agents.{agent}] tier in the config)",
             )
         return _ALLOW
 
@@ -256,9 +255,8 @@ class Policy:
         if tier not in _SCREENSHOT_TIERS:
             return self._deny(
                 REASON_SCREENSHOT_TIER,
-                f"refused: screenshots need tier full; agent {agent} has tier {tier}: give it "
-                f"that tier ([agents.{agent}] tier or [policy] default_tier in the config, "
-                "or the call's tier: --tier, tier=)",
+                f"refused: screenshots need tier full, and agent {agent} has tier {tier}; an "
+                f"operator can give it that tier ([agents.{agent}] tier in the config)",
             )
         return _ALLOW
 

@@ -467,7 +467,7 @@ class Web:
         if needs_browser(converted, result.body.content):
             furniture = converted.furniture
             try:
-                self._check_can_render(url, tier)
+                self._check_can_render(url, agent, tier)
             except Refused:
                 if not furniture:
                     raise
@@ -646,14 +646,15 @@ class Web:
         first = passages[0].offset if passages else None
         return text, passages, Window(offset=0, end=0, total=total, next_offset=first)
 
-    def _check_can_render(self, url: str, tier: str) -> None:
+    def _check_can_render(self, url: str, agent: str, tier: str) -> None:
         """A script-only page read where nothing can render it: say so and what would, rather
         than hand over an empty reading as if the page had no text."""
         shown = url if len(url) <= 200 else url[:199] + "…"
         if tier not in _RENDER_FALLBACK_TIERS:
             how = (
                 f"webward renders such pages in tiers connected and full, not {tier}: an "
-                "operator can give this agent one of them ([agents.NAME] tier)"
+                f"operator can give agent {agent} one of them ([agents.{agent}] tier in the "
+                "config)"
             )
         elif isinstance(self._renderer, PlainRenderer):
             how = (

@@ -76,8 +76,17 @@ def report_error(error: WebwardError, as_json: bool) -> int:
                 return exit_code(error)
             except OSError:
                 _silence_stdout()
-        print(f"webward: {error.message}", file=sys.stderr, flush=True)
+        message = error.message
+        if error.reason in _TIER_REASONS and "tier" in message:
+            message += "; or choose this call's tier with --tier"  # at the terminal, one may
+        print(f"webward: {message}", file=sys.stderr, flush=True)
     return exit_code(error)
+
+
+# Refusals a call in another tier would not get: on the command line --tier chooses it.
+_TIER_REASONS = frozenset(
+    ("host_not_allowed", "search_needs_tier", "screenshot_needs_tier", "needs_browser")
+)
 
 
 def _silence_stdout() -> None:
