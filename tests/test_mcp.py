@@ -596,6 +596,8 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     try:
         early = ask(call(1, {"name": "web_fetch", "arguments": {"url": "https://example.org/"}}))
         assert early["error"]["message"].startswith("a tools/call before initialize")
+        listed = ask(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
+        assert listed["error"]["message"].startswith("a tools/list before initialize")
         init = {"protocolVersion": "2025-06-18", "capabilities": {},
                 "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
         ask(

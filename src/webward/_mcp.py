@@ -285,6 +285,13 @@ def build_server(
         name no string, its arguments no object, or sent before ``initialize``) is a call
         too: audited, and answered with one sentence rather than "Invalid request
         parameters"."""
+        if ctx.method == "tools/list" and ctx.request_id is not None:
+            try:
+                return await call_next(ctx)
+            except MCPError as exc:  # well formed (it takes no params): before initialize
+                if exc.code != INVALID_PARAMS:
+                    raise
+                raise MCPError(INVALID_PARAMS, _LIST_BEFORE_INITIALIZE) from None
         if ctx.method != "tools/call" or ctx.request_id is None:
             return await call_next(ctx)
         try:
@@ -411,6 +418,7 @@ _BAD_CALL = (
     "{...}}: an object with the tool's name as a string and its arguments as an object"
 )
 _BEFORE_INITIALIZE = "a tools/call before initialize: send initialize first, then call tools"
+_LIST_BEFORE_INITIALIZE = "a tools/list before initialize: send initialize first, then list tools"
 
 
 class _StrictTool(Tool):
