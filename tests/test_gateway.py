@@ -350,7 +350,7 @@ async def test_refused_address_is_403_and_never_connected(
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
-        ({}, "url is required"),
+        ({}, "url is required: an absolute http:// or https:// URL to read"),
         ({"url": 5}, "url must be a string"),
         ({"url": None}, "url must be a string"),
         ({"url": "http://127.0.0.1/", "offset": "3"}, "offset must be a non-negative whole number"),
@@ -368,7 +368,7 @@ async def test_refused_address_is_403_and_never_connected(
         ({"url": "http://127.0.0.1/", "include_links": True}, "unknown field 'include_links'"),
         # Several faults: unknown fields first, then the catalogue's order, whatever the body's.
         ({"url": 5, "bogus": 1}, "unknown field 'bogus'; web:page.fetch@1 takes url, offset,"),
-        ({"offset": "3"}, "url is required"),
+        ({"offset": "3"}, "url is required: an absolute http:// or https:// URL to read"),
         (
             {"includeLinks": "yes", "offset": "3", "url": "http://127.0.0.1/"},
             "offset must be a non-negative whole number",
@@ -399,7 +399,7 @@ async def test_bad_fetch_bodies_are_400(
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
-        ({}, "query is required"),
+        ({}, "query is required: the words to search for"),
         ({"query": 7}, "query must be a string"),
         ({"query": "x", "limit": "10"}, "limit must be a whole number from 1 to 50"),
         ({"query": "x", "limit": 0}, "limit"),

@@ -166,8 +166,11 @@ def _check_body(data: Any, shape: _Shape) -> dict[str, Any]:
     for f in shape.fields:
         value = data.get(f.name, _ABSENT)
         if value is _ABSENT:
-            if f.required:
-                raise InvalidInput(f"{f.name} is required")
+            if f.required:  # said as the tools say it, with what to send
+                what = "an absolute http:// or https:// URL to read"
+                if f.name == "query":
+                    what = "the words to search for"
+                raise InvalidInput(f"{f.name} is required: {what}")
             continue
         if f.kind is int:
             # JSON true is not a number here, although Python's bool is an int; 40000.0 is

@@ -65,7 +65,7 @@ def check_query(query: object, max_chars: int) -> str:
     query = replace_surrogates(query)
     text = " ".join(query.split())
     if not text:
-        raise InvalidInput("query must not be empty")
+        raise InvalidInput("query must not be empty: give the words to search for")
     if len(text) > max_chars:
         raise InvalidInput(f"query must be at most {max_chars} characters (it has {len(text)})")
     return text
