@@ -250,6 +250,7 @@ def test_what_a_reader_never_sees_stays_out_of_the_plain_reading(deep: bool) -> 
         ('<p>shown</p><div title="x>INJECTED', ["shown"]),
         ('<p title="' + "a" * 5000 + '>INJECTED">shown</p>', ["shown"]),
         ('<div hidden title="' + "a" * 5000 + '</div>">INJECTED</div><p>shown</p>', ["shown"]),
+        ("<p class=x title=it's>shown one, not lost</p><p>shown two, again</p>", ["shown one"]),
     ],
 )
 def test_the_plain_reading_reads_markup_as_a_browser_tokenizes_it(

@@ -431,12 +431,13 @@ _SKIPPED = frozenset((
 # shell's server-made menus and footer do not pass for words of its own.
 _NOT_WORDS = _SKIPPED | {"nav", "header", "footer", "aside", "menu", "button", "select", "head"}
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
-# Tags are "<" to the next ">" outside a quoted attribute value (``title="a > b"``); a quote
-# with no end within 4,096 characters counts as a character, so no attempt scans further.
+# Tags are "<" to the next ">" outside a quoted attribute value (``title="a > b"``; a quote
+# opens one only right after "=", as in HTML: ``title=it's`` holds a plain apostrophe); a
+# quote with no end within 4,096 characters counts as a character, so no attempt scans further.
 # These are searched only up to the text's last ">", so that every attempt ends in a match
 # and the search stays linear (from each of a million "<a" with no ">" after them, the scan
 # to the end of the text made it quadratic: 9 s for 200 kB).
-_IN_TAG = r"""(?:[^>"']++|"[^"]{0,4096}+"|'[^']{0,4096}+'|["'])*+"""
+_IN_TAG = r"""(?:[^>"'=]++|=\s*+"[^"]{0,4096}+"|=\s*+'[^']{0,4096}+'|=|["'])*+"""
 _BLOCK_TAG = re.compile(
     rf"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b{_IN_TAG}>",
     re.IGNORECASE,
@@ -459,7 +460,9 @@ _OPEN_ATTRIBUTE = re.compile(r"\sopen(?![\w-])")  # <dialog open>: shown
 _TAIL_MARKUP = re.compile(r"<[a-z/!?]")
 # A tag as a browser ends it, quoted values of any length (used where _TOKEN's bound on them
 # may have cut a tag short).
-_STRICT_TAG = re.compile(r"""</?[^\t\n\f\r />]*+(?:[^>"']++|"[^"]*+"|'[^']*+')*+>""")
+_STRICT_TAG = re.compile(
+    r"""</?[^\t\n\f\r />]*+(?:[^>"'=]++|=\s*+"[^"]*+"|=\s*+'[^']*+'|=(?!\s*+["'])|["'])*+>"""
+)
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
 )
