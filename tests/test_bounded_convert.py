@@ -251,6 +251,22 @@ def test_what_a_reader_never_sees_stays_out_of_the_plain_reading(deep: bool) -> 
         ('<p title="' + "a" * 5000 + '>INJECTED">shown</p>', ["shown"]),
         ('<div hidden title="' + "a" * 5000 + '</div>">INJECTED</div><p>shown</p>', ["shown"]),
         ("<p class=x title=it's>shown one, not lost</p><p>shown two, again</p>", ["shown one"]),
+        (
+            '<div hidden><span title="'
+            + "a" * 5000
+            + '> </div> ">INJECTED</span></div><p>shown</p>',
+            ["shown"],
+        ),
+        (
+            '<div x"y title="' + "a" * 5000 + '>INJECTED" hidden>INJECTED</div><p>shown</p>',
+            ["shown"],
+        ),
+        ('<div style="display:\\6e one">INJECTED</div><p>shown</p>', ["shown"]),
+        ('<div style="dis\\play:none">INJECTED</div><p>shown</p>', ["shown"]),
+        (
+            "<p>If x < 5 the loop stops.</p><p>Second one here.</p><p>Third <b>bold</b>.</p>",
+            ["If x < 5 the loop stops.", "Second one here.", "Third bold"],
+        ),
     ],
 )
 def test_the_plain_reading_reads_markup_as_a_browser_tokenizes_it(

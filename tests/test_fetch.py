@@ -721,3 +721,36 @@ async def test_concurrent_reads_of_one_page_send_one_request() -> None:
         assert len(srv.requests) == 1
     assert len(pages) == 20 and all("everyone asked for" in p.content for p in pages)
     assert [r.decision for r in audit.records] == ["allowed"] * 20
+
+
+async def test_a_read_that_fails_hands_on_to_one_waiter_not_to_all() -> None:
+    """The first read of a page fails (the host answers 500 once); of the calls waiting for
+    it, one reads again and the rest are served its reading: two requests in all, where the
+    waiters once all went at once and the host's rate limit refused most of them."""
+    answered: list[int] = []
+
+    def flaky(req: Request, sock: socket.socket) -> None:
+        time.sleep(0.3)  # slow enough that the others ask meanwhile
+        status = 500 if not answered else 200
+        answered.append(status)
+        respond(status, "<html><body><p>" + "The page, read at last. " * 10)(req, sock)
+
+    audit = MemoryAuditSink()
+    with serve(routes={"/page": flaky}) as srv:
+        s = settings(per_host_rate=1.0, per_host_burst=2)
+        async with Web(s, StaticResolver({}), audit=audit) as w:
+            outcomes: list[str] = []
+
+            async def one() -> None:
+                try:
+                    await w.fetch(srv.url("/page"))
+                    outcomes.append("read")
+                except UpstreamError:
+                    outcomes.append("failed")
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(12):
+                    tg.start_soon(one)
+    assert answered == [500, 200]
+    assert sorted(outcomes) == ["failed"] + ["read"] * 11
+    assert len(audit.records) == 12

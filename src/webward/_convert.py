@@ -432,23 +432,25 @@ _SKIPPED = frozenset((
 _NOT_WORDS = _SKIPPED | {"nav", "header", "footer", "aside", "menu", "button", "select", "head"}
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
 # Tags are "<" to the next ">" outside a quoted attribute value (``title="a > b"``; a quote
-# opens one only right after "=", as in HTML: ``title=it's`` holds a plain apostrophe); a
-# quote with no end within 4,096 characters counts as a character, so no attempt scans further.
-# These are searched only up to the text's last ">", so that every attempt ends in a match
-# and the search stays linear (from each of a million "<a" with no ">" after them, the scan
-# to the end of the text made it quadratic: 9 s for 200 kB).
-_IN_TAG = r"""(?:[^>"'=]++|=\s*+"[^"]{0,4096}+"|=\s*+'[^']{0,4096}+'|=|["'])*+"""
+# opens one only right after "=", as in HTML: ``title=it's`` holds a plain apostrophe, and a
+# value runs to its own quote however long). These are searched only up to the text's last
+# ">", so that every tag that can end does and the search stays linear (from each of a
+# million "<a" with no ">" after them, the scan to the end of the text made it quadratic: 9 s
+# for 200 kB); a tag whose quoted value never ends before it runs to the end of the text.
+_IN_TAG = r"""(?:[^>"'=]++|=\s*+"[^"]*+"|=\s*+'[^']*+'|=(?!\s*+["'])|["'])*+"""
 _BLOCK_TAG = re.compile(
     rf"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b{_IN_TAG}>",
     re.IGNORECASE,
 )
-_ANY_TAG = re.compile(rf"<{_IN_TAG}>")
+# A tag begins with a letter (or "/" then one, "!" or "?"): "x < 5" in a sentence is no tag.
+_ANY_TAG = re.compile(rf"<[a-zA-Z/!?]{_IN_TAG}>")
 # One token of markup, in the text lowered ASCII-wise (_ascii_lower): a comment's start, or a
 # whole start or end tag (its name, and the rest up to its ">" with quoted values skipped).
+_TOKEN_START = re.compile(r"<(?:!--|/?[a-z])")
 _TOKEN = re.compile(rf"<(?:(!--)|(/?)([a-z][^\t\n\f\r />]*+){_IN_TAG}>)")
 # Hidden elements, as _clean drops them from the tree; the words first, which most pages
-# lack (then no tag need be searched for them).
-_MAY_HIDE = re.compile(r"hidden|display|visibility|&[#a-z]")  # a reference may spell them
+# lack (then no tag need be searched for them), or a reference or escape that may spell them.
+_MAY_HIDE = re.compile(r"hidden|display|visibility|&[#a-z]|\\")
 _HIDDEN_TAG = re.compile(
     r"[\s/\"']hidden(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
     r"|visibility\s*:\s*(?:hidden|collapse)"
@@ -456,13 +458,29 @@ _HIDDEN_TAG = re.compile(
 # What a tag's text may hide the words above behind: character references ("display&#58;none")
 # and CSS comments ("display:/**/none"), which a browser reads through.
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.DOTALL)
+# ... and CSS escapes ("\6e one", "dis\play"), which a browser decodes.
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})\s?|(.))", re.DOTALL)
+
+
+def _css_readable(style: str) -> str:
+    """A style as a browser reads it, for the hidden words: comments dropped, escapes
+    decoded (an escape of no character reads as nothing)."""
+    if "/*" in style:
+        style = _CSS_COMMENT.sub("", style)
+    if "\\" in style:
+        style = _CSS_ESCAPE.sub(_css_unescaped, style)
+    return style
+
+
+def _css_unescaped(m: re.Match[str]) -> str:
+    if m.group(2) is not None:
+        return m.group(2)
+    code = int(m.group(1), 16)
+    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else ""
+
+
 _OPEN_ATTRIBUTE = re.compile(r"\sopen(?![\w-])")  # <dialog open>: shown
 _TAIL_MARKUP = re.compile(r"<[a-z/!?]")
-# A tag as a browser ends it, quoted values of any length (used where _TOKEN's bound on them
-# may have cut a tag short).
-_STRICT_TAG = re.compile(
-    r"""</?[^\t\n\f\r />]*+(?:[^>"'=]++|=\s*+"[^"]*+"|=\s*+'[^']*+'|=(?!\s*+["'])|["'])*+>"""
-)
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
 )
@@ -823,8 +841,8 @@ def _hidden(attrs: Any) -> bool:
     page text is."""
     hidden = attrs.get("hidden")
     style = attrs.get("style")
-    if style and "/*" in style:  # a browser reads "display:/**/none" as "display:none"
-        style = _CSS_COMMENT.sub("", style)
+    if style and ("/*" in style or "\\" in style):  # "display:/**/none", "\6e one"
+        style = _css_readable(style)
     return (
         (hidden is not None and hidden.strip().lower() != "until-found")
         or (attrs.get("aria-hidden") or "").strip().lower() == "true"
@@ -1533,6 +1551,17 @@ def _raw_end(lowered: str, start: int, name: str) -> int:
     return len(lowered) if end < 0 else end + 1
 
 
+def _next_token(lowered: str, pos: int, stop: int) -> re.Match[str] | int | None:
+    """The next token from ``pos``: its match; or, for a tag whose quoted value does not end
+    before ``stop`` (so it never ends: a browser reads it to the end of the text, and shows
+    none of it), where that tag begins; or None when there is none."""
+    start = _TOKEN_START.search(lowered, pos, stop)
+    if start is None:
+        return None
+    token = _TOKEN.match(lowered, start.start(), stop)
+    return start.start() if token is None else token
+
+
 def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     """Where the text after the start tag of a ``name`` element (ending at ``start``) resumes:
     past its own end tag, token by token (a ``</div>`` in a comment, an attribute or a script
@@ -1545,7 +1574,9 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     depth, pos = 1, start
     opened: dict[str, int] = {}  # elements opened inside and not yet closed
     specials = 0  # of them, special ones
-    while (token := _TOKEN.search(lowered, pos, stop)) is not None:
+    while (token := _next_token(lowered, pos, stop)) is not None:
+        if isinstance(token, int):  # a tag that never ends: nor does the element
+            return len(lowered)
         pos = token.end()
         if token.group(1):
             pos = _comment_end(lowered, pos)
@@ -1584,7 +1615,10 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
     pos = 0
     stop = lowered.rfind(">") + 1  # past it no "<" opens a tag
     may_hide = _MAY_HIDE.search(lowered, 0, stop) is not None
-    while (token := _TOKEN.search(lowered, pos, stop)) is not None:
+    while (token := _next_token(lowered, pos, stop)) is not None:
+        if isinstance(token, int):  # a quoted value that never ends: the rest is in the tag
+            spans.append((token, len(lowered)))
+            return spans
         pos = token.end()
         if token.group(1):
             pos = _comment_end(lowered, pos)
@@ -1592,19 +1626,6 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
             continue
         name = token.group(3)
         tag = lowered[token.start() : pos]
-        if (tag.count('"') | tag.count("'")) & 1:
-            # A quote left open, or a value over 4,096 characters: the tag runs to its real
-            # end, and none of it is text (an attribute value a page hides words in).
-            strict = _STRICT_TAG.match(lowered, token.start())
-            if strict is None:  # a quote that never closes: the rest is in the tag
-                spans.append((token.start(), len(lowered)))
-                return spans
-            if strict.end() != pos:
-                pos = strict.end()
-                tag = lowered[token.start() : pos]
-                if token.group(2) or name in _VOID or not (name in skipped or _hides(tag)):
-                    spans.append((token.start(), pos))  # the tag's text is no page text
-                    continue
         if token.group(2) or name in _VOID:
             continue
         if name in _RAW_TEXT:
@@ -1628,11 +1649,11 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
 
 def _hides(tag: str) -> bool:
     """Whether a start tag's text hides its element, read as a browser reads it: character
-    references decoded, CSS comments dropped."""
-    if "&" in tag or "/*" in tag:
+    references and CSS escapes decoded, CSS comments dropped."""
+    if "&" in tag or "/*" in tag or "\\" in tag:
         import html
 
-        tag = _CSS_COMMENT.sub("", html.unescape(tag))
+        tag = _css_readable(html.unescape(tag))
     return _HIDDEN_TAG.search(tag) is not None
 
 

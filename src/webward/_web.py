@@ -367,14 +367,16 @@ class Web:
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
         key = cache_key(parsed.url, include_links, reading=how_read)
         cached, fresh, keep = self._judge(await self._cache.get(key), parsed, agent, tier, max_age)
-        leader = self._in_flight.get(key)
-        if not fresh and leader is not None and max_age != 0:
+        while not fresh and max_age != 0 and (leader := self._in_flight.get(key)) is not None:
             # Another call of this process is reading this page now: wait for it (within
             # this call's deadline), then take its reading from the cache, checked for this
             # caller as any cached reading is; fifty agents asking at once send one request,
-            # not six and forty-four refusals of the host's rate limit.
-            deadline = call.started + self.settings.limits.fetch_timeout_s
-            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+            # not six and forty-four refusals of the host's rate limit. A read that left no
+            # reading (refused, failed, cancelled) hands on to one waiter, not to all at once.
+            left = call.started + self.settings.limits.fetch_timeout_s - time.monotonic()
+            if left <= 0:
+                break
+            with anyio.move_on_after(left):
                 await leader.wait()
             cached = await self._cache.get(key)
             cached, fresh, keep = self._judge(cached, parsed, agent, tier, max_age)

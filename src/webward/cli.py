@@ -77,16 +77,21 @@ def report_error(error: WebwardError, as_json: bool) -> int:
             except OSError:
                 _silence_stdout()
         message = error.message
-        if error.reason in _TIER_REASONS and "tier" in message:
+        if any(said in message for said in _TIER_REFUSALS.get(str(error.reason), ())):
             message += "; or choose this call's tier with --tier"  # at the terminal, one may
         print(f"webward: {message}", file=sys.stderr, flush=True)
     return exit_code(error)
 
 
-# Refusals a call in another tier would not get: on the command line --tier chooses it.
-_TIER_REASONS = frozenset(
-    ("host_not_allowed", "search_needs_tier", "screenshot_needs_tier", "needs_browser")
-)
+# Refusals a call in another tier would not get, by reason and by what the sentence says
+# (host_not_allowed is also an agent's own allow list, which no tier passes): on the command
+# line --tier chooses the tier.
+_TIER_REFUSALS = {
+    "host_not_allowed": ("is not on the allow-list of tier as-owner",),
+    "search_needs_tier": ("web search needs tier",),
+    "screenshot_needs_tier": ("screenshots need tier",),
+    "needs_browser": ("renders such pages in tiers",),
+}
 
 
 def _silence_stdout() -> None:
