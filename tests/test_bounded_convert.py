@@ -263,6 +263,23 @@ def test_what_a_reader_never_sees_stays_out_of_the_plain_reading(deep: bool) -> 
         ),
         ('<div style="display:\\6e one">INJECTED</div><p>shown</p>', ["shown"]),
         ('<div style="dis\\play:none">INJECTED</div><p>shown</p>', ["shown"]),
+        ('<div style="display:\\6e\r\none">INJECTED</div><p>shown</p>', ["shown"]),
+        (
+            '<ul><li>shown</li><li style="display:none">Menu<ul><li>INJECTED</li></ul></li></ul>',
+            ["shown"],
+        ),
+        ("<div hidden><!x</div>INJECTED</div><div hidden><?x</div>INJECTED</div>shown", ["shown"]),
+        ("<div hidden><![CDATA[</div>]]>INJECTED</div><p>shown</p>", ["shown"]),
+        (
+            '<script></script.>INJECTED</script><title></title">INJECTED</title><p>shown</p>',
+            ["shown"],
+        ),
+        ('<dialog class="modal open">INJECTED</dialog><dialog/open>shown</dialog>', ["shown"]),
+        ('<div style="overflow: hidden"><p class="x hidden">shown one</p></div>', ["shown one"]),
+        ('<p>See <a href="/hidden">shown one</a> here.</p>', ["See shown one here."]),
+        ('<p>Vis <a title=\u00a0"x>shown one</a> more.</p><p>shown two</p>', ["shown two"]),
+        ("<a x='<p z=\"' title=\"'>INJECTED\">shown</a>", ["shown"]),
+        ("<p>un<em>believ</em>able H<sub>2</sub>O</p>", ["unbelievable H2O"]),
         (
             "<p>If x < 5 the loop stops.</p><p>Second one here.</p><p>Third <b>bold</b>.</p>",
             ["If x < 5 the loop stops.", "Second one here.", "Third bold"],

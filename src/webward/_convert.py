@@ -420,9 +420,10 @@ _TOO_DEEP_PATH = "boolean(" + "/*" * (_MAX_MAIN_DEPTH + 1) + ")"
 # a reader never sees. Comments; raw-text elements, whose content is never markup (a script's
 # "<div>" is no element); and elements matched to their own end: a template's, an object's or
 # an iframe's fallback, a closed dialog, SVG, an image map.
-_RAW_TEXT = frozenset(
-    ("script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title", "textarea")
-)
+_RAW_TEXT = frozenset((
+    "script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title", "textarea",
+    "plaintext",  # which never ends
+))  # fmt: skip
 _SKIPPED = frozenset((
     "script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title", "template",
     "object", "svg", "map", "dialog",
@@ -437,17 +438,29 @@ _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
 # ">", so that every tag that can end does and the search stays linear (from each of a
 # million "<a" with no ">" after them, the scan to the end of the text made it quadratic: 9 s
 # for 200 kB); a tag whose quoted value never ends before it runs to the end of the text.
-_IN_TAG = r"""(?:[^>"'=]++|=\s*+"[^"]*+"|=\s*+'[^']*+'|=(?!\s*+["'])|["'])*+"""
-_BLOCK_TAG = re.compile(
-    rf"</?(?:p|div|br|li|tr|h[1-6]|section|article|table|ul|ol|pre|blockquote|dd|dt)\b{_IN_TAG}>",
-    re.IGNORECASE,
+_HTML_SPACE = "[ \\t\\n\\f\\r]"  # HTML's whitespace: not NBSP nor \x1c-\x1f, which \\s holds
+_IN_TAG = (
+    rf"""(?:[^>"'=]++|={_HTML_SPACE}*+"[^"]*+"|={_HTML_SPACE}*+'[^']*+'"""
+    rf"""|=(?!{_HTML_SPACE}*+["'])|["'])*+"""
 )
-# A tag begins with a letter (or "/" then one, "!" or "?"): "x < 5" in a sentence is no tag.
-_ANY_TAG = re.compile(rf"<[a-zA-Z/!?]{_IN_TAG}>")
-# One token of markup, in the text lowered ASCII-wise (_ascii_lower): a comment's start, or a
-# whole start or end tag (its name, and the rest up to its ">" with quoted values skipped).
-_TOKEN_START = re.compile(r"<(?:!--|/?[a-z])")
-_TOKEN = re.compile(rf"<(?:(!--)|(/?)([a-z][^\t\n\f\r />]*+){_IN_TAG}>)")
+# Markup in the text the reading keeps, found in one pass as a browser's tokenizer finds it: a
+# tag (a letter after "<" or "</": "x < 5" in a sentence is no tag), or a bogus comment ("<!",
+# "<?" or "</" and no letter), which ends at its first ">". Block tags become line breaks.
+_MARKUP = re.compile(rf"<(?:[!?]|/(?![a-zA-Z]))[^>]*+>|<(/?)([a-zA-Z][^\t\n\f\r />]*+){_IN_TAG}>")
+_LINE_BREAKING = frozenset((
+    "p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
+    "table", "ul", "ol", "pre", "blockquote", "dd", "dt", "header", "main", "footer", "hr",
+))  # fmt: skip
+# One token of markup, in the text lowered ASCII-wise (_ascii_lower): a comment's start, a
+# bogus comment, or a whole start or end tag (its name, and the rest up to its ">" with
+# quoted values skipped).
+_TOKEN_START = re.compile(r"<(?:!|\?|/?[a-z]|/)")
+_TOKEN = re.compile(rf"<(?:(!--)|(/?)([a-z][^\t\n\f\r />]*+){_IN_TAG}>|(?:[!?]|/(?![a-z]))[^>]*+>)")
+# A start tag's attributes (after its name), as HTML splits them: name, then its value.
+_ATTRIBUTE = re.compile(
+    rf"""([^\t\n\f\r />"'=][^\t\n\f\r />=]*+)(?:{_HTML_SPACE}*+={_HTML_SPACE}*+"""
+    r"""(?:"([^"]*+)"|'([^']*+)'|([^\t\n\f\r >]*+)))?"""
+)
 # Hidden elements, as _clean drops them from the tree; the words first, which most pages
 # lack (then no tag need be searched for them), or a reference or escape that may spell them.
 _MAY_HIDE = re.compile(r"hidden|display|visibility|&[#a-z]|\\")
@@ -459,7 +472,7 @@ _HIDDEN_TAG = re.compile(
 # and CSS comments ("display:/**/none"), which a browser reads through.
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.DOTALL)
 # ... and CSS escapes ("\6e one", "dis\play"), which a browser decodes.
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})\s?|(.))", re.DOTALL)
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})(?:\r\n|[ \t\n\f\r])?|(.))", re.DOTALL)
 
 
 def _css_readable(style: str) -> str:
@@ -479,7 +492,6 @@ def _css_unescaped(m: re.Match[str]) -> str:
     return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else ""
 
 
-_OPEN_ATTRIBUTE = re.compile(r"\sopen(?![\w-])")  # <dialog open>: shown
 _TAIL_MARKUP = re.compile(r"<[a-z/!?]")
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
@@ -1517,11 +1529,12 @@ def _comment_end(lowered: str, start: int) -> int:
 
 
 def _end_tag_at(lowered: str, name: str, pos: int) -> int:
-    """Where the next ``</name`` followed by no name character starts, from ``pos``; -1."""
+    """Where the next ``</name`` ending the name starts, from ``pos``; -1."""
     closer = f"</{name}"
     while (close := lowered.find(closer, pos)) >= 0:
         after = close + len(closer)
-        if after >= len(lowered) or not (lowered[after].isalnum() or lowered[after] in "-_:"):
+        # A browser ends the element only at "</name" then whitespace, "/" or ">".
+        if after >= len(lowered) or lowered[after] in " \t\n\f\r/>":
             return close
         pos = after
     return -1
@@ -1533,6 +1546,8 @@ def _raw_end(lowered: str, start: int, name: str) -> int:
     only ``</name`` followed by no name character ends it; but in a script, not inside
     ``<!-- <script> ... -->`` (HTML's double-escaped state, where a ``</script>`` ends
     nothing). Plain ``find``s, each region scanned once: linear."""
+    if name == "plaintext":
+        return len(lowered)
     pos, close = start, _end_tag_at(lowered, name, start)
     while name == "script" and close >= 0:
         escape = lowered.find("<!--", pos, close)
@@ -1582,6 +1597,11 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
             pos = _comment_end(lowered, pos)
             continue
         tag = token.group(3)
+        if tag is None:  # a bogus comment ("<!x", "<?x"): to its ">", nothing more
+            continue
+        # Within a list, table or other special element opened inside, an item start or an
+        # end tag belongs to that one (a hidden menu's own nested list stays hidden).
+        outermost = depth == 1 and not specials
         if token.group(2):  # an end tag
             if tag == name and (special or not specials):
                 depth -= 1
@@ -1590,12 +1610,12 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
             elif opened.get(tag):
                 opened[tag] -= 1
                 specials -= tag in _SPECIAL
-            elif depth == 1 and tag in ended_by_end:
+            elif outermost and tag in ended_by_end:
                 return token.start()  # the end of the list or table this one sits in
             continue
         if tag in _RAW_TEXT:
             pos = _raw_end(lowered, pos, tag)
-        elif ended_by is not None and depth == 1 and tag in ended_by:
+        elif ended_by is not None and outermost and tag in ended_by:
             return token.start()
         elif tag == name:
             depth += 1
@@ -1625,6 +1645,9 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
             spans.append((token.start(), pos))
             continue
         name = token.group(3)
+        if name is None:  # a bogus comment ("<!x", "<?x"): no text of the page
+            spans.append((token.start(), pos))
+            continue
         tag = lowered[token.start() : pos]
         if token.group(2) or name in _VOID:
             continue
@@ -1634,9 +1657,7 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
                 spans.append((token.start(), end))
             pos = end
             continue
-        unseen = name in skipped and not (
-            name == "dialog" and _OPEN_ATTRIBUTE.search(lowered, token.start(), pos)
-        )
+        unseen = name in skipped and not (name == "dialog" and "open" in _attributes(tag))
         if unseen or (may_hide and _hides(tag)):
             pos = _element_end(lowered, name, pos, stop)
             spans.append((token.start(), pos))
@@ -1648,13 +1669,39 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
 
 
 def _hides(tag: str) -> bool:
-    """Whether a start tag's text hides its element, read as a browser reads it: character
-    references and CSS escapes decoded, CSS comments dropped."""
-    if "&" in tag or "/*" in tag or "\\" in tag:
-        import html
+    """Whether a start tag hides its element, by its attributes as the tree reading's
+    :func:`_hidden` reads them (a ``hidden`` attribute, not the word in a class or a link;
+    ``overflow: hidden`` hides nothing): values decoded as a browser decodes them. A quick
+    search of the whole tag first, which most tags fail."""
+    import html
 
-        tag = _css_readable(html.unescape(tag))
-    return _HIDDEN_TAG.search(tag) is not None
+    loose = _css_readable(html.unescape(tag)) if "&" in tag or "\\" in tag or "/*" in tag else tag
+    if _HIDDEN_TAG.search(loose) is None:
+        return False
+    return _hidden(_attributes(tag))
+
+
+def _attributes(tag: str) -> dict[str, str]:
+    """A start tag's attributes, as HTML reads them: the first of a repeated name counts,
+    values decoded."""
+    import html
+
+    found: dict[str, str] = {}
+    name_end = re.match(r"</?[^\t\n\f\r />]*+", tag)
+    for m in _ATTRIBUTE.finditer(tag, name_end.end() if name_end else 0):
+        value = m.group(2) if m.group(2) is not None else m.group(3)
+        if value is None:
+            value = m.group(4) or ""
+        found.setdefault(m.group(1), html.unescape(value) if "&" in value else value)
+    return found
+
+
+def _markup_break(m: re.Match[str]) -> str:
+    """What a tag leaves in the plain text: a line break for a block, a space between two
+    table cells, else nothing (an inline tag sits inside a word as often as between two:
+    "un<em>believ</em>able")."""
+    name = (m.group(2) or "").lower()
+    return "\n" if name in _LINE_BREAKING else " " if name in ("td", "th") else ""
 
 
 def _plain_text(text: str, skipped: frozenset[str] = _SKIPPED) -> str:
@@ -1670,8 +1717,7 @@ def _plain_text(text: str, skipped: frozenset[str] = _SKIPPED) -> str:
     kept.append(text[pos:])
     joined = "\n".join(kept)
     cut = joined.rfind(">") + 1
-    stripped = _BLOCK_TAG.sub("\n", joined[:cut])
-    stripped = html.unescape(_ANY_TAG.sub(" ", stripped) + joined[cut:])
+    stripped = html.unescape(_MARKUP.sub(_markup_break, joined[:cut]) + joined[cut:])
     # Spaces collapsed and controls dropped in the whole text at once, not line by line (a
     # page of 250,000 one-letter blocks has as many lines).
     stripped = _CONTROL.sub("", _LINE_SPACE.sub(" ", stripped))
