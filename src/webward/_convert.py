@@ -447,15 +447,20 @@ _IN_TAG = (
 # tag (a letter after "<" or "</": "x < 5" in a sentence is no tag), or a bogus comment ("<!",
 # "<?" or "</" and no letter), which ends at its first ">". Block tags become line breaks.
 _MARKUP = re.compile(rf"<(?:[!?]|/(?![a-zA-Z]))[^>]*+>|<(/?)([a-zA-Z][^\t\n\f\r />]*+){_IN_TAG}>")
-_LINE_BREAKING = frozenset((
+_LINE_BREAKS = frozenset((
     "p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
     "table", "ul", "ol", "pre", "blockquote", "dd", "dt", "header", "main", "footer", "hr",
 ))  # fmt: skip
+_BREAKS = {**dict.fromkeys(_LINE_BREAKS, "\n"), "td": " ", "th": " "}
 # One token of markup, in the text lowered ASCII-wise (_ascii_lower): a comment's start, a
 # bogus comment, or a whole start or end tag (its name, and the rest up to its ">" with
 # quoted values skipped).
-_TOKEN_START = re.compile(r"<(?:!|\?|/?[a-z]|/)")
-_TOKEN = re.compile(rf"<(?:(!--)|(/?)([a-z][^\t\n\f\r />]*+){_IN_TAG}>|(?:[!?]|/(?![a-z]))[^>]*+>)")
+# A start that no tag completes (a quoted value that does not end before the text's last
+# ">") matches the last alternative, empty: that tag never ends.
+_TOKEN = re.compile(
+    rf"<(?:(!--)|(/?)([a-z][^\t\n\f\r />]*+){_IN_TAG}>|(?:[!?]|/(?![a-z]))[^>]*+>"
+    r"|(?P<open>(?=/?[a-z])))"
+)
 # A start tag's attributes (after its name), as HTML splits them: name, then its value.
 _ATTRIBUTE = re.compile(
     rf"""([^\t\n\f\r />"'=][^\t\n\f\r />=]*+)(?:{_HTML_SPACE}*+={_HTML_SPACE}*+"""
@@ -1566,17 +1571,6 @@ def _raw_end(lowered: str, start: int, name: str) -> int:
     return len(lowered) if end < 0 else end + 1
 
 
-def _next_token(lowered: str, pos: int, stop: int) -> re.Match[str] | int | None:
-    """The next token from ``pos``: its match; or, for a tag whose quoted value does not end
-    before ``stop`` (so it never ends: a browser reads it to the end of the text, and shows
-    none of it), where that tag begins; or None when there is none."""
-    start = _TOKEN_START.search(lowered, pos, stop)
-    if start is None:
-        return None
-    token = _TOKEN.match(lowered, start.start(), stop)
-    return start.start() if token is None else token
-
-
 def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     """Where the text after the start tag of a ``name`` element (ending at ``start``) resumes:
     past its own end tag, token by token (a ``</div>`` in a comment, an attribute or a script
@@ -1589,8 +1583,8 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     depth, pos = 1, start
     opened: dict[str, int] = {}  # elements opened inside and not yet closed
     specials = 0  # of them, special ones
-    while (token := _next_token(lowered, pos, stop)) is not None:
-        if isinstance(token, int):  # a tag that never ends: nor does the element
+    while (token := _TOKEN.search(lowered, pos, stop)) is not None:
+        if token.group("open") is not None:  # a tag that never ends: nor does the element
             return len(lowered)
         pos = token.end()
         if token.group(1):
@@ -1635,9 +1629,9 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
     pos = 0
     stop = lowered.rfind(">") + 1  # past it no "<" opens a tag
     may_hide = _MAY_HIDE.search(lowered, 0, stop) is not None
-    while (token := _next_token(lowered, pos, stop)) is not None:
-        if isinstance(token, int):  # a quoted value that never ends: the rest is in the tag
-            spans.append((token, len(lowered)))
+    while (token := _TOKEN.search(lowered, pos, stop)) is not None:
+        if token.group("open") is not None:  # a quoted value that never ends: the rest is
+            spans.append((token.start(), len(lowered)))  # in the tag, and no text
             return spans
         pos = token.end()
         if token.group(1):
@@ -1648,7 +1642,6 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
         if name is None:  # a bogus comment ("<!x", "<?x"): no text of the page
             spans.append((token.start(), pos))
             continue
-        tag = lowered[token.start() : pos]
         if token.group(2) or name in _VOID:
             continue
         if name in _RAW_TEXT:
@@ -1657,8 +1650,10 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
                 spans.append((token.start(), end))
             pos = end
             continue
-        unseen = name in skipped and not (name == "dialog" and "open" in _attributes(tag))
-        if unseen or (may_hide and _hides(tag)):
+        unseen = name in skipped and not (
+            name == "dialog" and "open" in _attributes(lowered[token.start() : pos])
+        )
+        if unseen or (may_hide and _hides(lowered[token.start() : pos])):
             pos = _element_end(lowered, name, pos, stop)
             spans.append((token.start(), pos))
     # Past the last ">", a tag or comment that begins never ends: a browser shows none of it.
@@ -1700,8 +1695,7 @@ def _markup_break(m: re.Match[str]) -> str:
     """What a tag leaves in the plain text: a line break for a block, a space between two
     table cells, else nothing (an inline tag sits inside a word as often as between two:
     "un<em>believ</em>able")."""
-    name = (m.group(2) or "").lower()
-    return "\n" if name in _LINE_BREAKING else " " if name in ("td", "th") else ""
+    return _BREAKS.get((m.group(2) or "").lower(), "")
 
 
 def _plain_text(text: str, skipped: frozenset[str] = _SKIPPED) -> str:
