@@ -280,6 +280,8 @@ def test_what_a_reader_never_sees_stays_out_of_the_plain_reading(deep: bool) -> 
         ('<p>Vis <a title=\u00a0"x>shown one</a> more.</p><p>shown two</p>', ["shown two"]),
         ("<a x='<p z=\"' title=\"'>INJECTED\">shown</a>", ["shown"]),
         ("<p>un<em>believ</em>able H<sub>2</sub>O</p>", ["unbelievable H2O"]),
+        ("<div hidden><table></div>INJECTED</table></div><p>shown</p>", ["shown"]),
+        ("<div hidden><object></div>INJECTED</object></div><p>shown</p>", ["shown"]),
         (
             "<p>If x < 5 the loop stops.</p><p>Second one here.</p><p>Third <b>bold</b>.</p>",
             ["If x < 5 the loop stops.", "Second one here.", "Third bold"],

@@ -531,6 +531,9 @@ _ENDED_BY_END = {
     "td": _TABLE_ENDS,
     "th": _TABLE_ENDS,
 }
+# The elements that bound an element's scope: an end tag from inside one of them reaches no
+# element outside it.
+_SCOPES = frozenset(("applet", "caption", "html", "table", "td", "th", "marquee", "object"))
 # HTML's special elements: an end tag of an element that is none of them (a <span>) ends
 # nothing while one of them is open inside it ("<span hidden><div>x</span>" hides on).
 _SPECIAL = _BLOCKS | frozenset((
@@ -1582,7 +1585,7 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     special = name in _SPECIAL
     depth, pos = 1, start
     opened: dict[str, int] = {}  # elements opened inside and not yet closed
-    specials = 0  # of them, special ones
+    specials = scopes = 0  # of them, special ones, and ones that bound a scope (a table)
     while (token := _TOKEN.search(lowered, pos, stop)) is not None:
         if token.group("open") is not None:  # a tag that never ends: nor does the element
             return len(lowered)
@@ -1597,13 +1600,17 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
         # end tag belongs to that one (a hidden menu's own nested list stays hidden).
         outermost = depth == 1 and not specials
         if token.group(2):  # an end tag
-            if tag == name and (special or not specials):
+            # A browser ignores it when an element opened inside hides the scope (a table:
+            # "<div hidden><table></div>" ends no div), or, for an element that is not
+            # special (a span), when a special one is open inside.
+            if tag == name and not scopes and (special or not specials):
                 depth -= 1
                 if depth == 0:
                     return pos
             elif opened.get(tag):
                 opened[tag] -= 1
                 specials -= tag in _SPECIAL
+                scopes -= tag in _SCOPES
             elif outermost and tag in ended_by_end:
                 return token.start()  # the end of the list or table this one sits in
             continue
@@ -1616,6 +1623,7 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
         elif tag not in _VOID:
             opened[tag] = opened.get(tag, 0) + 1
             specials += tag in _SPECIAL
+            scopes += tag in _SCOPES
     return len(lowered)
 
 
