@@ -908,6 +908,12 @@ def test_ask_model_api_error_exits_1_with_one_sentence(
             ["--base-url", "ftp://x"],
             "webward: --base-url must be an absolute http:// or https:// URL, not 'ftp://x'\n",
         ),
+        (  # refused before any connection: the key would cross the network in clear
+            ["--base-url", "http://api.example.com/v1"],
+            "webward: --base-url is plain http:// to a host beyond this network, so "
+            "ANTHROPIC_API_KEY would cross it unencrypted; use https://, or a server on this "
+            "machine or network\n",
+        ),
     ],
 )
 def test_ask_bad_options_exit_2(

@@ -222,6 +222,13 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             f"no key for the {args.provider} API: set {variable} in the environment or run "
             f"`webward credentials set {variable}`"
         )
+    if key is not None and base_url.lower().startswith("http://") and not key_optional(base_url):
+        # The key goes in a header: over plain HTTP to a host beyond this machine or network,
+        # anyone on the way reads it.
+        raise InvalidInput(
+            f"--base-url is plain http:// to a host beyond this network, so {variable} would "
+            "cross it unencrypted; use https://, or a server on this machine or network"
+        )
     if key is None and args.verbose:
         print(
             f"webward: no {variable}; sending no key to the local server at {base_url}",
