@@ -349,39 +349,42 @@ class _Receiver(BaseHTTPRequestHandler):
         return
 
 
+def _fetch_exporting_to(
+    tmp_path: Path, site: LocalServer, endpoint: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`webward fetch` of the site's page in a child process, exporting spans to
+    ``endpoint`` over OTLP/HTTP (no other OTEL_* variable of the test run's own)."""
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n',
+        encoding="utf-8",
+    )
+    child = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+        **child_env(tmp_path),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "webward.cli", "fetch", site.url("/page"), "--config", str(config)],
+        env=child,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_a_collector_that_is_down_costs_a_command_one_line(
     tmp_path: Path, site: LocalServer
 ) -> None:
     """With the collector down (a closed loopback port), the read is printed and the command
     exits once a bounded flush gives up: one exporter line on stderr, not the SDK's retries
     at exit (four unthrottled lines, and about 8 s)."""
-    config = tmp_path / "webward.toml"
-    config.write_text(
-        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n',
-        encoding="utf-8",
-    )
     with socket.socket() as closed:  # bound, never listening: every connection is refused
         closed.bind(("127.0.0.1", 0))
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
-            **child_env(tmp_path),
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed.getsockname()[1]}",
-        }
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "webward.cli",
-                "fetch",
-                site.url("/page"),
-                "--config",
-                str(config),
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        done = _fetch_exporting_to(tmp_path, site, endpoint)
     assert done.returncode == 0, done.stderr
     assert "untrusted-web-content" in done.stdout
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -395,33 +398,8 @@ def test_otlp_http_export_to_a_local_receiver(tmp_path: Path, site: LocalServer)
     thread = threading.Thread(target=receiver.serve_forever, daemon=True)
     thread.start()
     try:
-        config = tmp_path / "webward.toml"
-        config.write_text(
-            '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n',
-            encoding="utf-8",
-        )
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
-            **child_env(tmp_path),
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.server_port}",
-            "OTEL_SERVICE_NAME": "webward-test",
-        }
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "webward.cli",
-                "fetch",
-                site.url("/page"),
-                "--config",
-                str(config),
-            ],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        endpoint = f"http://127.0.0.1:{receiver.server_port}"
+        done = _fetch_exporting_to(tmp_path, site, endpoint, OTEL_SERVICE_NAME="webward-test")
         assert done.returncode == 0, done.stderr
         assert "{" not in done.stderr  # the command line writes no call log unless asked
     finally:

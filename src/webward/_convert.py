@@ -461,6 +461,7 @@ _TOKEN = re.compile(
     rf"<(?:(!--)|(/?)([a-z][^\t\n\f\r />]*+){_IN_TAG}>|(?:[!?]|/(?![a-z]))[^>]*+>"
     r"|(?P<open>(?=/?[a-z])))"
 )
+_TAIL_MARKUP = re.compile(r"<[a-z/!?]")  # past the text's last ">": markup that never ends
 # A start tag's attributes (after its name), as HTML splits them: name, then its value.
 _ATTRIBUTE = re.compile(
     rf"""([^\t\n\f\r />"'=][^\t\n\f\r />=]*+)(?:{_HTML_SPACE}*+={_HTML_SPACE}*+"""
@@ -497,7 +498,6 @@ def _css_unescaped(m: re.Match[str]) -> str:
     return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else ""
 
 
-_TAIL_MARKUP = re.compile(r"<[a-z/!?]")
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
 )
@@ -1350,7 +1350,8 @@ def _lost_titles(tree: Any, markdown: str) -> bool:
         link = heading.find(".//a[@href]")
         if link is None or "#" in link.get("href", ""):
             continue  # no link, or a section's own anchor (a permalink): no teaser's title
-        title = _comparable(heading.text_content()[:_MAX_LINK_TEXT])
+        heading_text = heading.text_content()
+        title = _comparable(heading_text[:_MAX_LINK_TEXT])
         # The teaser: the nearest element around the title that holds words besides it (a
         # theme's <article><header><h2> keeps its excerpt beside the header), and its summary:
         # its first paragraph, or else its first words after the title.
@@ -1367,7 +1368,7 @@ def _lost_titles(tree: Any, markdown: str) -> bool:
                 "",
             )
             rest = _first_words(
-                _leading_text(parent, 4 * _MAX_LINK_TEXT).replace(heading.text_content(), "", 1)
+                _leading_text(parent, 4 * _MAX_LINK_TEXT).replace(heading_text, "", 1)
             )
             summary = paragraph or (rest if len(rest) >= 20 else "")
             if summary:
@@ -1551,7 +1552,7 @@ def _end_tag_at(lowered: str, name: str, pos: int) -> int:
 def _raw_end(lowered: str, start: int, name: str) -> int:
     """Where the text after the start tag of the raw-text element ``name`` (ending at
     ``start``) resumes: past its end tag, or the end of the text. Its content is not markup:
-    only ``</name`` followed by no name character ends it; but in a script, not inside
+    only ``</name`` then whitespace, ``/`` or ``>`` ends it; but in a script, not inside
     ``<!-- <script> ... -->`` (HTML's double-escaped state, where a ``</script>`` ends
     nothing). Plain ``find``s, each region scanned once: linear."""
     if name == "plaintext":

@@ -77,7 +77,8 @@ def report_error(error: WebwardError, as_json: bool) -> int:
             except OSError:
                 _silence_stdout()
         message = error.message
-        if any(said in message for said in _TIER_REFUSALS.get(str(error.reason), ())):
+        said = _TIER_REFUSALS.get(str(error.reason))
+        if said is not None and said in message:
             message += "; or choose this call's tier with --tier"  # at the terminal, one may
         print(f"webward: {message}", file=sys.stderr, flush=True)
     return exit_code(error)
@@ -87,10 +88,10 @@ def report_error(error: WebwardError, as_json: bool) -> int:
 # (host_not_allowed is also an agent's own allow list, which no tier passes): on the command
 # line --tier chooses the tier.
 _TIER_REFUSALS = {
-    "host_not_allowed": ("is not on the allow-list of tier as-owner",),
-    "search_needs_tier": ("web search needs tier",),
-    "screenshot_needs_tier": ("screenshots need tier",),
-    "needs_browser": ("renders such pages in tiers",),
+    "host_not_allowed": "is not on the allow-list of tier as-owner",
+    "search_needs_tier": "web search needs tier",
+    "screenshot_needs_tier": "screenshots need tier",
+    "needs_browser": "renders such pages in tiers",
 }
 
 

@@ -160,28 +160,25 @@ class JsonClient:
         # reaches a terminal, a log, a CI transcript.
         detail = _without_key(_vendor_message(parsed), self._key)[:_MAX_MESSAGE]
         suffix = f": {detail}" if detail else ""
+        # A rate limit or a server's failure may say when to come back.
+        retry = _retry_after(headers) if status == 429 or status >= 500 else None
+        when = f"; retry in {math.ceil(retry)} s" if retry is not None else ""
         if status in (401, 403):
             message = (
                 f"the {self._vendor} API refused the key (HTTP {status}){suffix}; "
                 f"check {self._key_variable}"
             )
         elif status == 429:
-            retry = _retry_after(headers)
-            when = f"; retry in {math.ceil(retry)} s" if retry is not None else "; retry later"
+            when = when or "; retry later"
             message = f"the {self._vendor} API is rate limiting requests (HTTP 429){suffix}{when}"
-            return UpstreamError(
-                message, reason=Reason.MODEL_HTTP_ERROR, status=status, retry_after=retry
-            )
         elif status >= 500:
-            retry = _retry_after(headers)
-            when = f"; retry in {math.ceil(retry)} s" if retry is not None else "; try again later"
+            when = when or "; try again later"
             message = f"the {self._vendor} API failed (HTTP {status}){suffix}{when}"
-            return UpstreamError(
-                message, reason=Reason.MODEL_HTTP_ERROR, status=status, retry_after=retry
-            )
         else:
             message = f"the {self._vendor} API rejected the request (HTTP {status}){suffix}"
-        return UpstreamError(message, reason=Reason.MODEL_HTTP_ERROR, status=status)
+        return UpstreamError(
+            message, reason=Reason.MODEL_HTTP_ERROR, status=status, retry_after=retry
+        )
 
 
 def _finite_or_text(literal: str) -> float | str:
