@@ -133,7 +133,7 @@ def test_ask_prints_a_refused_key_masked(
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("value", "said"),
-    [("1e308", "retry in 3600 s"), ("inf", "retry in 3600 s"), ("7.2", "retry in 8 s")],
+    [("1e308", "retry in 60 min"), ("inf", "retry in 60 min"), ("7.2", "retry in 7.2 s")],
 )
 async def test_retry_after_is_capped_at_an_hour(value: str, said: str) -> None:
     failure = ErrorReply(429, {"error": {"message": "slow down"}}, {"Retry-After": value})

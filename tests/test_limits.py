@@ -209,6 +209,18 @@ async def test_429_is_backpressure_not_failure(state: LimitState) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_long_hold_is_told_in_the_unit_a_person_reads(state: LimitState) -> None:
+    """A provider's hour-long Retry-After is refused as "60 min" on every later call, as the
+    first refusal (the provider's own) says it, never "3600 s"."""
+    clock = FakeClock()
+    lim = limiter(state, clock, per_host_burst=1000)
+    await lim.record(await lim.acquire(HOST), status=429, retry_after=3600)
+    assert (await refused(lim)).message.endswith("; retry in 60 min")
+    clock.advance(3600 - 90)
+    assert (await refused(lim)).message.endswith("; retry in 90 s")
+
+
+@pytest.mark.anyio
 async def test_a_429_holds_at_most_an_hour(state: LimitState) -> None:
     """A server cannot hold a host for longer than MAX_BACKPRESSURE_S."""
     clock = FakeClock()

@@ -474,6 +474,18 @@ def test_cli_prints_a_numbered_list_for_people(home: Path, server: LocalServer) 
     unknown = _run_cli(["rust", "--provider", "bogus", "--json"], home, WEBWARD_TIER="full")
     assert unknown.returncode == 2  # one sentence in the JSON error shape, not a usage error
     assert json.loads(unknown.stdout)["error"]["message"].startswith("unknown search provider")
+    # An empty --provider asks for no provider, not the configured one: refused, and no
+    # request reaches Brave (the fake counts what it is sent).
+    served = len(server.requests)
+    empty = _run_cli(
+        ["rust", "--provider", " ", "--json", "--tier", "full"],
+        home,
+        BRAVE_SEARCH_API_KEY=BRAVE_KEY,
+        WEBWARD_BRAVE_URL=server.base,
+    )
+    assert empty.returncode == 2
+    assert json.loads(empty.stdout)["error"]["message"].startswith("the search provider is empty")
+    assert len(server.requests) == served
     lines = proc.stdout.splitlines()
     assert lines[0] == "2 hits from brave for 'rust'"
     assert "  1. Result 1" in lines

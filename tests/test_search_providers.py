@@ -30,7 +30,7 @@ from localserver import LocalServer, Request, respond, serve
 
 from webward import Settings, Web
 from webward._credentials import EnvironmentStore
-from webward._errors import InvalidInput, Refused, UpstreamError, WebwardError
+from webward._errors import InvalidInput, Refused, UpstreamError, WebwardError, human_wait
 from webward._settings import SearchSettings
 from webward._transport import Body
 from webward.search import (
@@ -42,7 +42,7 @@ from webward.search import (
     TavilyProvider,
     choose_provider,
 )
-from webward.search._common import clean_text, clean_url, human_wait, retry_after
+from webward.search._common import clean_text, clean_url, retry_after
 from webward.testing import MemoryAuditSink
 
 BRAVE_KEY = "BSAq1w2e3r4t5y6u7i8o9p0"
@@ -756,11 +756,15 @@ def test_retry_after_reads_seconds_dates_and_brave_windows() -> None:
 
 
 def test_human_wait() -> None:
-    """Waits are rounded up into seconds, minutes, hours or days."""
-    assert [human_wait(s) for s in (0.2, 59.5, 150, 7300, 1419704)] == [
-        "1 s",
+    """Waits are rounded up into tenths, seconds, minutes, hours or days: the one spelling
+    every face's "retry in" uses, so an hour's hold is never "3600 s"."""
+    assert [human_wait(s) for s in (0, 0.21, 9.96, 59.5, 150, 3600, 7300, 1419704)] == [
+        "0.1 s",
+        "0.3 s",
+        "10 s",
         "60 s",
         "3 min",
+        "60 min",
         "3 h",
         "17 days",
     ]

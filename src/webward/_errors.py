@@ -20,6 +20,7 @@ where it helps the caller ``retry_after`` in seconds.
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "UpstreamError",
     "WebwardError",
     "http_status_reason",
+    "human_wait",
     "internal_error",
 ]
 
@@ -51,6 +53,23 @@ WIRE_CODES = (
     "internal_error",
     "overloaded",
 )
+
+
+def human_wait(seconds: float) -> str:
+    """A wait for a message, rounded up: ``0.5 s``, ``7 s``, ``4 min``, ``2 h``, ``12 days``.
+
+    Tenths under 10 s (a limiter's refill), whole seconds under 2 min, then the unit a person
+    reads at a glance: a provider's monthly quota or an hour's hold is not "3600 s"."""
+    s = max(seconds, 0.0)
+    if s < 10:
+        return f"{max(math.ceil(s * 10 - 1e-9), 1) / 10:g} s"
+    if s < 120:
+        return f"{math.ceil(s - 1e-9)} s"
+    if s < 7200:
+        return f"{math.ceil(s / 60 - 1e-9)} min"
+    if s < 172800:
+        return f"{math.ceil(s / 3600 - 1e-9)} h"
+    return f"{math.ceil(s / 86400 - 1e-9)} days"
 
 
 class Reason(StrEnum):

@@ -23,6 +23,7 @@ from ._errors import (
     UpstreamError,
     WebwardError,
     http_status_reason,
+    human_wait,
 )
 from ._transport import Body, CapFor, Transport
 from .limits import parse_retry_after
@@ -225,7 +226,7 @@ def _phrase(status: int) -> str:
 
 def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) -> UpstreamError:
     phrase = _phrase(status)
-    hint = f"; retry in {retry_after:g} s" if retry_after is not None else ""
+    hint = f"; retry in {human_wait(retry_after)}" if retry_after is not None else ""
     return UpstreamError(
         f"{url.url} answered HTTP {status}{phrase}{hint}",
         reason=http_status_reason(status),

@@ -17,7 +17,7 @@ import httpcore
 
 from .._credentials import mask
 from .._envelope import neutralise_line
-from .._errors import InvalidInput, Reason, UpstreamError
+from .._errors import InvalidInput, Reason, UpstreamError, human_wait
 from .._unicode import replace_surrogates_in
 from ..limits import MAX_BACKPRESSURE_S, parse_retry_after
 
@@ -162,7 +162,7 @@ class JsonClient:
         suffix = f": {detail}" if detail else ""
         # A rate limit or a server's failure may say when to come back.
         retry = _retry_after(headers) if status == 429 or status >= 500 else None
-        when = f"; retry in {math.ceil(retry)} s" if retry is not None else ""
+        when = f"; retry in {human_wait(retry)}" if retry is not None else ""
         if status in (401, 403):
             message = (
                 f"the {self._vendor} API refused the key (HTTP {status}){suffix}; "

@@ -40,7 +40,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import InvalidInput, Refused
+from .._errors import InvalidInput, Refused, human_wait
 from .._settings import LimitsSettings
 from ._state import (
     MAX_BACKPRESSURE_S,
@@ -77,18 +77,11 @@ __all__ = [
 DEFAULT_BACKPRESSURE_S = 5.0
 
 
-def _fmt_s(seconds: float) -> str:
-    """Seconds for a message, rounded up: ``1.5``, ``0.3``, ``30``."""
-    if seconds >= 10:
-        return str(math.ceil(seconds - 1e-9))
-    return f"{math.ceil(seconds * 10 - 1e-9) / 10:g}"
-
-
 def _refusal(label: str, a: Admission) -> Refused:
     wait = max(a.retry_after, 0.001)
     if a.reason == REASON_RATE_LIMITED:
         return Refused(
-            f"rate limited: {label} has had too many requests; retry in {_fmt_s(wait)} s",
+            f"rate limited: {label} has had too many requests; retry in {human_wait(wait)}",
             code="rate_limited",
             reason=REASON_RATE_LIMITED,
             retry_after=wait,
@@ -96,14 +89,14 @@ def _refusal(label: str, a: Admission) -> Refused:
     if a.reason == REASON_BACKPRESSURE:
         return Refused(
             f"rate limited: {label} asked webward to slow down (HTTP 429); "
-            f"retry in {_fmt_s(wait)} s",
+            f"retry in {human_wait(wait)}",
             code="rate_limited",
             reason=REASON_BACKPRESSURE,
             retry_after=wait,
         )
     times = "once" if a.failures == 1 else f"{a.failures} times in a row"
     return Refused(
-        f"circuit open: {label} failed {times}; webward will try it again in {_fmt_s(wait)} s",
+        f"circuit open: {label} failed {times}; webward will try it again in {human_wait(wait)}",
         code="circuit_open",
         reason=REASON_CIRCUIT_OPEN,
         retry_after=wait,

@@ -74,14 +74,23 @@ class SearchProvider(Protocol):
 
 
 def check_provider_name(value: object, *, where: str = "") -> str | None:
-    """The provider name normalised (None for "choose for me"), or ``InvalidInput``."""
+    """The provider name normalised (None for "choose for me"), or ``InvalidInput``.
+
+    An empty setting (``where`` names it) is unset, as an empty environment variable is;
+    an empty provider asked for by a call is refused, since ``--provider ""`` asks for no
+    provider rather than for the configured one."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"the search provider{where} must be one of {', '.join(PROVIDERS)}")
     name = value.strip().lower()
     if not name:
-        return None
+        if where:
+            return None
+        raise InvalidInput(
+            f"the search provider is empty; name one of {', '.join(PROVIDERS)}, or leave it "
+            "out for the configured one"
+        )
     if name not in PROVIDERS:
         raise InvalidInput(
             f"unknown search provider {value[:40]!r}{where}; choose one of {', '.join(PROVIDERS)}"

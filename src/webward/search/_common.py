@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
@@ -17,7 +16,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from .. import _urls as urls
-from .._errors import Reason, Refused, UpstreamError, WebwardError
+from .._errors import Reason, Refused, UpstreamError, WebwardError, human_wait
 from .._models import Hit
 from ..limits import retry_after_from_headers
 
@@ -27,7 +26,6 @@ __all__ = [
     "clean_text",
     "clean_url",
     "collect",
-    "human_wait",
     "rate_limited",
     "read_json",
     "retry_after",
@@ -189,18 +187,6 @@ def retry_after(body: Response, now: Callable[[], float]) -> float | None:
     headers = [(n, v) for n in names if (v := body.header(n)) is not None]
     # Quotas reset monthly, so a provider's wait may be far longer than a host's hold.
     return retry_after_from_headers(headers, now(), cap=_MAX_RETRY_AFTER_S)
-
-
-def human_wait(seconds: float) -> str:
-    """``3 s``, ``4 min``, ``2 h``, ``12 days``: rounded up, for messages."""
-    s = math.ceil(seconds)
-    if s < 120:
-        return f"{max(s, 1)} s"
-    if s < 7200:
-        return f"{math.ceil(s / 60)} min"
-    if s < 172800:
-        return f"{math.ceil(s / 3600)} h"
-    return f"{math.ceil(s / 86400)} days"
 
 
 def rate_limited(
