@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from webward import InvalidInput, Page, Refused, Settings, UpstreamError, Window
+from webward._errors import WebwardError, operator_step
 from webward._models import Hit, SearchResult
 from webward._parts import document_part, image_part
 from webward.agents import (
@@ -294,6 +295,10 @@ async def test_a_page_with_parts_becomes_text_then_parts() -> None:
     "error",
     [
         Refused("refused: 10.0.0.1 is an internal address", reason="internal_address"),
+        Refused(
+            operator_step("refused: x.example is on the deny-list", "remove it from deny"),
+            reason="host_denied",
+        ),
         InvalidInput("offset must be a non-negative whole number"),
         UpstreamError("the page did not answer in time", code="timeout"),
         Refused(
@@ -302,14 +307,17 @@ async def test_a_page_with_parts_becomes_text_then_parts() -> None:
         ),
     ],
 )
-async def test_webward_errors_become_their_message(error: Exception) -> None:
-    """Every WebwardError becomes its one-sentence message as an error result."""
+async def test_webward_errors_become_their_message(error: WebwardError) -> None:
+    """Every WebwardError becomes its one-sentence message as an error result, the operator's
+    step left out (``for_model``)."""
     for name, arguments in (
         ("web_fetch", {"url": "https://example.org/"}),
         ("web_search", {"query": "q"}),
     ):
         result = await execute_tool(name, arguments, ToolContext(StubWeb(error=error), "research"))
-        assert result == ToolResult(str(error), is_error=True)
+        assert result == ToolResult(error.for_model, is_error=True)
+        # What the operator would do is the operator's: the model is told only why.
+        assert "remove it" not in result.text
 
 
 @pytest.mark.anyio

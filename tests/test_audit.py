@@ -221,7 +221,7 @@ async def test_unwritable_store_refuses_the_call(tmp_path: Path) -> None:
     assert info.value.reason == REASON_AUDIT_UNAVAILABLE
     assert info.value.code == "refused"
     assert info.value.message.startswith(
-        "refused: audit unavailable; webward does not open the door unaudited ("
+        "refused: audit unavailable; webward does not open the door unaudited; "
     )
     assert "point [state] dir (WEBWARD_STATE_DIR)" in info.value.message  # the next step
     # Reading it is no empty log either (`webward audit` said "no audit records match").

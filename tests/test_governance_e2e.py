@@ -477,8 +477,8 @@ async def test_robots_allows_and_disallows_by_name_and_is_fetched_once() -> None
     assert star.value.reason == "robots"
     assert star.value.message == (
         f"refused: robots.txt of 127.0.0.1:{srv.port} disallows /private/x for webward; the site "
-        "asks not to be read there (an operator can let a tier skip robots.txt: "
-        "[policy.tiers.NAME] robots = false)"
+        "asks not to be read there; an operator can let a tier skip robots.txt "
+        "([policy.tiers.NAME] robots = false)"
     )
     assert "disallows /no-webward?a=1 for webward;" in by_token.value.message
     assert [r.reason for r in audit.records] == [

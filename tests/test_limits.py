@@ -486,7 +486,7 @@ async def test_unusable_sqlite_state_refuses(tmp_path: Path) -> None:
     with pytest.raises(Refused) as info:
         await lim.acquire(HOST)
     assert info.value.reason == REASON_LIMITS_UNAVAILABLE
-    assert info.value.message.startswith("refused: the rate-limit state at ")
+    assert info.value.message.startswith("refused: the rate-limit state is unavailable; ")
     await lim.aclose()
     store = SQLiteLimitState(blocker / "state")
     with pytest.raises(Refused) as probed:  # what /readyz asks: the same refusal, no call

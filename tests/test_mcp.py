@@ -193,6 +193,12 @@ async def check_session(client: Client, site: LocalServer) -> None:
     assert counter.accepts == 0
     assert refused.is_error
     assert "internal address" in text_of(refused)
+    # The model is told why, not the range to add to allow_ranges (an agent that can edit
+    # the config file would add it): that is the operator's, at the command line.
+    assert text_of(refused).endswith(
+        "which webward never fetches; only webward's operator can change that"
+    )
+    assert "allow_ranges" not in text_of(refused) and "/32" not in text_of(refused)
     # No structured content a client could prefer over the one sentence; the model in _meta.
     assert refused.structured_content is None
     assert refused.meta is not None

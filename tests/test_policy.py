@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webward._errors import InvalidInput, Refused
+from webward._errors import OPERATOR_ONLY, InvalidInput, Refused, operator_step
 from webward._policy import (
     REASON_ALLOWED,
     REASON_HOST_DENIED,
@@ -90,33 +90,55 @@ def test_capability_matrix(tmp_path: Path) -> None:
 
 
 def test_refusal_messages_name_host_tier_reason_and_remedy() -> None:
-    """Refusals are one sentence that says what, why and how to allow it."""
+    """Refusals are one sentence that says what, why and how to allow it; a model is shown the
+    what and why only (``for_model``): the setting that would let it through is the operator's."""
     policy = Policy(PolicySettings(allow=("docs.python.org",), deny=("*.bad.example",)))
     d = policy.check_fetch("Example.org", "as-owner", "cli")
     assert d == Decision(
         False,
         REASON_HOST_NOT_ALLOWED,
-        "refused: example.org is not on the allow-list of tier as-owner; an operator can add it "
-        "to [policy] allow, or give agent cli tier connected ([agents.cli] tier in the config)",
+        operator_step(
+            "refused: example.org is not on the allow-list of tier as-owner",
+            "an operator can add it to [policy] allow, or give agent cli tier connected "
+            "([agents.cli] tier in the config)",
+        ),
     )
-    d = policy.check_fetch("x.bad.example", "full", "bot")
-    assert d.reason == REASON_HOST_DENIED
-    assert d.message == (
-        "refused: x.bad.example is on the deny-list, which holds in every tier (agent bot has "
-        "tier full); remove *.bad.example from [policy] deny to allow it"
-    )
-    d = policy.check_search("as-owner", "cli")
-    assert d.reason == REASON_SEARCH_TIER
-    assert d.message == (
-        "refused: web search needs tier connected or full, and agent cli has tier as-owner; an "
-        "operator can give it one ([agents.cli] tier in the config)"
-    )
-    d = policy.check_screenshot("connected", "research")
-    assert d.reason == REASON_SCREENSHOT_TIER
-    assert d.message == (
-        "refused: screenshots need tier full, and agent research has tier connected; an "
-        "operator can give it that tier ([agents.research] tier in the config)"
-    )
+    cases = [
+        (
+            policy.check_fetch("Example.org", "as-owner", "cli"),
+            REASON_HOST_NOT_ALLOWED,
+            "refused: example.org is not on the allow-list of tier as-owner",
+            "an operator can add it to [policy] allow, or give agent cli tier connected "
+            "([agents.cli] tier in the config)",
+        ),
+        (
+            policy.check_fetch("x.bad.example", "full", "bot"),
+            REASON_HOST_DENIED,
+            "refused: x.bad.example is on the deny-list, which holds in every tier (agent bot "
+            "has tier full)",
+            "remove *.bad.example from [policy] deny to allow it",
+        ),
+        (
+            policy.check_search("as-owner", "cli"),
+            REASON_SEARCH_TIER,
+            "refused: web search needs tier connected or full, and agent cli has tier as-owner",
+            "an operator can give it one ([agents.cli] tier in the config)",
+        ),
+        (
+            policy.check_screenshot("connected", "research"),
+            REASON_SCREENSHOT_TIER,
+            "refused: screenshots need tier full, and agent research has tier connected",
+            "an operator can give it that tier ([agents.research] tier in the config)",
+        ),
+    ]
+    for decision, reason, why, step in cases:
+        assert decision.reason == reason
+        with pytest.raises(Refused) as info:
+            decision.raise_if_denied()
+        assert info.value.message == f"{why}; {step}"
+        assert info.value.for_model == f"{why}; {OPERATOR_ONLY}"
+        assert info.value.to_wire()["error"]["message"] == info.value.for_model
+        assert info.value.to_wire(for_model=False)["error"]["message"] == info.value.message
 
 
 def test_raise_if_denied_raises_refused_with_reason() -> None:

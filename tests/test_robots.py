@@ -87,8 +87,12 @@ async def test_allowed_and_disallowed_paths() -> None:
         assert info.value.code == "refused"
         assert info.value.message == (
             f"refused: robots.txt of 127.0.0.1:{srv.port} disallows /private/page for webward; the "
-            "site asks not to be read there (an operator can let a tier skip robots.txt: "
-            "[policy.tiers.NAME] robots = false)"
+            "site asks not to be read there; an operator can let a tier skip robots.txt "
+            "([policy.tiers.NAME] robots = false)"
+        )
+        # A model is told the why, not the setting that would let it through.
+        assert info.value.for_model.endswith(
+            "the site asks not to be read there; only webward's operator can change that"
         )
         assert robots_requests(srv) == 1  # cached per origin
 

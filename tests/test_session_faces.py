@@ -28,6 +28,7 @@ from mcp.types import CallToolResult, TextContent
 import webward
 from webward import Settings, StaticResolver, Web
 from webward._credentials import EnvironmentStore
+from webward._errors import OPERATOR_ONLY
 from webward._gateway import FETCH_PATH, create_app
 from webward._tokens import hash_token
 from webward.agents import RESEARCH, AnthropicClient, ToolContext, run_agent
@@ -340,7 +341,10 @@ async def test_gateway_budgets_and_lists_per_agent(
             )
     assert attacker.accepts == 0
     assert denied.status_code == 403
-    assert "[agents.bob] deny" in denied.json()["error"]["message"]
+    # The agent is told why, not which list to edit (the CLI's operator is).
+    assert denied.json()["error"]["message"] == (
+        f"refused: 127.0.0.2 is on the deny-list of agent bob; {OPERATOR_ONLY}"
+    )
     assert first.status_code == 200 and again.status_code == 200
     assert spent.status_code == 403
     assert spent.json()["error"]["message"].startswith(

@@ -278,8 +278,8 @@ async def test_fetch_budgets_per_session_and_hour_renew(site: LocalServer) -> No
     assert per_session.value.reason == "budget_exhausted"
     assert per_session.value.message == (
         "refused: agent bot has used its budget of 2 fetch calls per session; it does not "
-        "renew within this session; start a new session, or raise [agents.bot.budget] "
-        "fetch_per_session"
+        "renew within this session; start a new session; an operator can raise "
+        "[agents.bot.budget] fetch_per_session"
     )
     assert "it renews at 1970-01-01T03:00:00Z" in per_hour.value.message
     # A backoff needs no parsing of the sentence: the renewal in seconds, as rate limits give.
@@ -338,7 +338,7 @@ async def test_search_calls_and_spend_budgets(brave: LocalServer) -> None:
     assert err.value.message.startswith(
         "refused: agent bot has used its search spend budget of 0.025 per day; it renews at "
     )
-    assert err.value.message.endswith("or raise [agents.bot.budget] search_spend_per_day")
+    assert err.value.message.endswith("can raise [agents.bot.budget] search_spend_per_day")
     assert len(brave.requests) == 2
 
 
@@ -443,7 +443,7 @@ async def test_agent_deny_wins_and_the_refusal_names_the_list(
         await w.fetch(attacker.url("/"), agent="cli")  # another agent: its lists only
     assert attacker.accepts == 1
     assert denied.value.reason == "host_denied"
-    assert "(127.0.0.2 in [agents.bot] deny)" in denied.value.message
+    assert "; 127.0.0.2 in [agents.bot] deny; remove it there" in denied.value.message
 
 
 @pytest.mark.anyio
@@ -460,7 +460,7 @@ async def test_agent_allow_limits_reads_and_redirect_hops(
     assert attacker.accepts == 0
     for err in (direct, hop):
         assert err.value.reason == "host_not_allowed"
-        assert "not on the allow-list of agent bot ([agents.bot] allow)" in err.value.message
+        assert "add it to [agents.bot] allow to allow it" in err.value.message
 
 
 @pytest.mark.anyio

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import Reason, Refused
+from ._errors import Reason, Refused, operator_step
 from ._settings import BudgetSettings, Settings
 from .limits import HostState, LimitState
 
@@ -216,9 +216,10 @@ def _message(line: _Line, agent: str, now: float) -> str:
         budget, key = f"search spend budget of {limit}", "search_spend"
     else:
         budget, key = f"budget of {limit} {capability} calls", capability
-    return (
+    return operator_step(
         f"refused: agent {agent} has used its {budget} per {line.scope}; "
-        f"{_renewal(line.scope, now)}, or raise [agents.{agent}.budget] {key}_per_{line.scope}"
+        f"{_renewal(line.scope, now)}",
+        f"an operator can raise [agents.{agent}.budget] {key}_per_{line.scope}",
     )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "http_status_reason",
     "human_wait",
     "internal_error",
+    "operator_step",
 ]
 
 #: Every ``code`` an error can carry on the wire.
@@ -175,6 +176,21 @@ def http_status_reason(status: int) -> str:
     return f"http_{status}"
 
 
+# Joins a refusal's why to the operator's next step (``operator_step``); never shown.
+_STEP = "\x1f"
+#: What a model is told in place of the operator's step.
+OPERATOR_ONLY = "only webward's operator can change that"
+
+
+def operator_step(why: str, step: str) -> str:
+    """A message of ``why`` a call was refused and ``step``, what the operator can change.
+
+    Whoever runs webward reads both (the command line, ``message``); a model reads only the
+    why (``for_model``, at MCP, the gateway and the agent tools): told how to widen the policy
+    (the range to add, the key to set), an agent that can edit files may do it itself."""
+    return f"{why}{_STEP}{step}"
+
+
 class WebwardError(Exception):
     """Base of every error webward raises: a wire code and a one-sentence message."""
 
@@ -193,9 +209,14 @@ class WebwardError(Exception):
         # sent), and it reaches the model outside any envelope: no forged envelope marker, no
         # bidi or control character, one line (neutralise_line); no URL credentials (messages
         # reach log lines, e.g. the agent loop's).
-        message = neutralise_line(redact_urls(message))
+        why, split, step = message.partition(_STEP)
+        message = neutralise_line(redact_urls(f"{why}; {step}" if split else why))
         super().__init__(message)
         self.message = message
+        #: The message a model is shown: the operator's step left out (``operator_step``).
+        self.for_model = (
+            neutralise_line(redact_urls(f"{why}; {OPERATOR_ONLY}")) if split else message
+        )
         self.code = code or self.default_code
         if self.code not in WIRE_CODES:  # a programming error, caught by the tests
             raise ValueError(f"unknown wire code {self.code!r}")
@@ -211,9 +232,12 @@ class WebwardError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code!r}, reason={self.reason!r}, message={self.message!r})"
 
-    def to_wire(self) -> dict[str, Any]:
-        """The error model of the wire format: ``{"error": {"code", "message"}}``."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+    def to_wire(self, *, for_model: bool = True) -> dict[str, Any]:
+        """The error model of the wire format: ``{"error": {"code", "message"}}``. An agent's
+        faces (MCP, the gateway) answer with the message a model is shown (``for_model``);
+        the command line, for the person who runs it, with the whole ``message``."""
+        message = self.for_model if for_model else self.message
+        error: dict[str, Any] = {"code": self.code, "message": message}
         if self.retry_after is not None:
             error["retryAfter"] = round(self.retry_after, 3)
         return {"error": error}

@@ -497,7 +497,7 @@ class _Capability:
             status, headers = _error_status(exc)
             wire = exc.to_wire()
             if isinstance(exc, InvalidInput):  # the core names arguments as the tools do
-                wire["error"]["message"] = _spelled(self._shape.capability, exc.message)
+                wire["error"]["message"] = _spelled(self._shape.capability, exc.for_model)
             return status, wire, list(headers.items())
         except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
@@ -624,7 +624,9 @@ def create_app(
         error = await readiness.check()
         if error is None:
             return _json_response(200, {"status": "ready"})
-        return _json_response(503, error.to_wire(), {"Retry-After": _STORE_RETRY_S})
+        # For the operator's probes, not a model: the store's place and the fix, whole.
+        wire = error.to_wire(for_model=False)
+        return _json_response(503, wire, {"Retry-After": _STORE_RETRY_S})
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -549,7 +549,7 @@ def error_result(error: WebwardError) -> CallToolResult:
     """A refusal or failure as an ``isError`` result: the one-sentence message and nothing else
     a client could hand the model instead (no structured content); the error model in ``_meta``."""
     return CallToolResult(
-        content=[TextContent(type="text", text=error.message)],
+        content=[TextContent(type="text", text=error.for_model)],
         is_error=True,
         _meta={RESULT_META: error.to_wire()},
     )

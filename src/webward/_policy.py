@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ._errors import InvalidInput, Reason, Refused
+from ._errors import InvalidInput, Reason, Refused, operator_step
 from ._settings import TIERS, AgentSettings, PolicySettings
 
 __all__ = [
@@ -226,15 +226,20 @@ class Policy:
         if denied is not None:
             return self._deny(
                 REASON_HOST_DENIED,
-                f"refused: {h} is on the deny-list, which holds in every tier (agent {agent} "
-                f"has tier {tier}); remove {denied.text} from [policy] deny to allow it",
+                operator_step(
+                    f"refused: {h} is on the deny-list, which holds in every tier (agent "
+                    f"{agent} has tier {tier})",
+                    f"remove {denied.text} from [policy] deny to allow it",
+                ),
             )
         if tier == "as-owner" and _first_match(self.allow, h) is None:
             return self._deny(
                 REASON_HOST_NOT_ALLOWED,
-                f"refused: {h} is not on the allow-list of tier as-owner; an operator can add "
-                f"it to [policy] allow, or give agent {agent} tier connected ([agents.{agent}] "
-                "tier in the config)",
+                operator_step(
+                    f"refused: {h} is not on the allow-list of tier as-owner",
+                    f"an operator can add it to [policy] allow, or give agent {agent} tier "
+                    f"connected ([agents.{agent}] tier in the config)",
+                ),
             )
         return _ALLOW
 
@@ -244,8 +249,11 @@ class Policy:
         if tier not in _SEARCH_TIERS:
             return self._deny(
                 REASON_SEARCH_TIER,
-                f"refused: web search needs tier connected or full, and agent {agent} has tier "
-                f"{tier}; an operator can give it one ([agents.{agent}] tier in the config)",
+                operator_step(
+                    f"refused: web search needs tier connected or full, and agent {agent} has "
+                    f"tier {tier}",
+                    f"an operator can give it one ([agents.{agent}] tier in the config)",
+                ),
             )
         return _ALLOW
 
@@ -255,8 +263,10 @@ class Policy:
         if tier not in _SCREENSHOT_TIERS:
             return self._deny(
                 REASON_SCREENSHOT_TIER,
-                f"refused: screenshots need tier full, and agent {agent} has tier {tier}; an "
-                f"operator can give it that tier ([agents.{agent}] tier in the config)",
+                operator_step(
+                    f"refused: screenshots need tier full, and agent {agent} has tier {tier}",
+                    f"an operator can give it that tier ([agents.{agent}] tier in the config)",
+                ),
             )
         return _ALLOW
 
@@ -336,14 +346,19 @@ class AgentLists:
         if denied is not None:
             return self._deny(
                 REASON_HOST_DENIED,
-                f"refused: {h} is on the deny-list of agent {agent} ({denied.text} in "
-                f"[agents.{agent}] deny); remove it there to allow it",
+                operator_step(
+                    f"refused: {h} is on the deny-list of agent {agent}",
+                    f"{denied.text} in [agents.{agent}] deny; remove it there to allow it",
+                ),
             )
         if lists.allow and _first_match(lists.allow, h) is None:
             return self._deny(
                 REASON_HOST_NOT_ALLOWED,
-                f"refused: {h} is not on the allow-list of agent {agent} ([agents.{agent}] "
-                "allow), which limits the agent to the hosts it names; add it there",
+                operator_step(
+                    f"refused: {h} is not on the allow-list of agent {agent}, which limits the "
+                    "agent to the hosts it names",
+                    f"add it to [agents.{agent}] allow to allow it",
+                ),
             )
         return _ALLOW
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from . import guard
-from ._errors import InvalidInput, Reason, WebwardError
+from ._errors import InvalidInput, Reason, WebwardError, operator_step
 from ._settings import Settings
 from .limits import limits_unavailable
 
@@ -235,9 +235,9 @@ def refusal_message(url: str, agent: str, session: str | None) -> str:
         else f"session {session} has not seen it in the user's input, a search hit or a page "
         "it read"
     )
-    return (
-        f"refused: {url} is not a URL this session has seen ({why}), and agent {agent} has "
-        f'provenance = "session", which stops a page\'s text from sending the agent to '
-        f"unseen URLs; declare the URL for the session, add its host to [policy] allow, or "
-        f'set provenance = "off" in [agents.{agent}]'
+    return operator_step(
+        f"refused: {url} is not a URL this session has seen ({why}), and agent {agent} reads "
+        "only such URLs, which stops a page's text from sending the agent to unseen URLs",
+        "declare the URL for the session, add its host to [policy] allow, or set "
+        f'provenance = "off" in [agents.{agent}]',
     )

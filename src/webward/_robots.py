@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 import anyio
 from protego import Protego
 
-from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
 from ._policy import REASON_HOST_NOT_ALLOWED
 
 __all__ = [
@@ -199,9 +199,12 @@ class RobotsChecker:
             parts = urlsplit(target)
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             raise Refused(
-                f"refused: robots.txt of {host} disallows {path} for {self._token}; the site "
-                "asks not to be read there (an operator can let a tier skip robots.txt: "
-                "[policy.tiers.NAME] robots = false)",
+                operator_step(
+                    f"refused: robots.txt of {host} disallows {path} for {self._token}; the "
+                    "site asks not to be read there",
+                    "an operator can let a tier skip robots.txt ([policy.tiers.NAME] robots = "
+                    "false)",
+                ),
                 reason=REASON_ROBOTS,
             )
 

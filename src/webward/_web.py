@@ -34,7 +34,7 @@ from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
 from ._call import Call
 from ._capabilities import FETCH, SEARCH
-from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
 from ._fetch import FetchResult, fetch
 from ._gate import Gate
 from ._models import Link, Page, Part, Passage, SearchResult, Window
@@ -653,10 +653,10 @@ class Web:
         than hand over an empty reading as if the page had no text."""
         shown = url if len(url) <= 200 else url[:199] + "…"
         if tier not in _RENDER_FALLBACK_TIERS:
-            how = (
-                f"webward renders such pages in tiers connected and full, not {tier}: an "
-                f"operator can give agent {agent} one of them ([agents.{agent}] tier in the "
-                "config)"
+            how = operator_step(
+                f"webward renders such pages in tiers connected and full, not {tier}",
+                f"an operator can give agent {agent} one of them ([agents.{agent}] tier in "
+                "the config)",
             )
         elif isinstance(self._renderer, PlainRenderer):
             how = (

@@ -72,7 +72,7 @@ def report_error(error: WebwardError, as_json: bool) -> int:
             import json
 
             try:
-                print(json.dumps(error.to_wire(), ensure_ascii=False), flush=True)
+                print(json.dumps(error.to_wire(for_model=False), ensure_ascii=False), flush=True)
                 return exit_code(error)
             except OSError:
                 _silence_stdout()

@@ -49,7 +49,7 @@ from ._addresses import (
     quoted,
 )
 from ._addresses import shorten as _shorten
-from ._errors import InvalidInput, Reason, Refused
+from ._errors import InvalidInput, Reason, Refused, operator_step
 
 __all__ = [
     "INTERNAL_NAME_SUFFIXES",
@@ -589,8 +589,9 @@ def _allow_hint(found: Classification) -> str:
     if found.kind is AddressKind.METADATA:
         return ""
     bits = 32 if found.address.version == 4 else 128
-    return (
-        f'; an operator can allow its range by adding "{found.address}/{bits}" to {_ALLOW_SETTING}'
+    return operator_step(
+        "",
+        f'an operator can allow its range by adding "{found.address}/{bits}" to {_ALLOW_SETTING}',
     )
 
 
@@ -598,11 +599,14 @@ def _name_hint(host: str) -> str:
     if host in METADATA_NAMES:
         return ""
     if host == "localhost" or host.endswith(".localhost"):
-        return (
-            "; for a server on this machine use 127.0.0.1 instead, and allow it by adding "
-            f'"127.0.0.1/32" to {_ALLOW_SETTING}'
+        return operator_step(
+            "",
+            "for a server on this machine use 127.0.0.1 instead, and allow it by adding "
+            f'"127.0.0.1/32" to {_ALLOW_SETTING}',
         )
-    return f"; name the server by its IP address instead, and allow its range in {_ALLOW_SETTING}"
+    return operator_step(
+        "", f"name the server by its IP address instead, and allow its range in {_ALLOW_SETTING}"
+    )
 
 
 def _too_long(max_chars: int) -> InvalidInput:

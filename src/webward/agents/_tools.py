@@ -198,7 +198,7 @@ async def execute_tool(name: str, arguments: Any, context: ToolContext) -> ToolR
             context,
         )
     except WebwardError as exc:
-        return _error(name, exc.message)
+        return _error(name, exc.for_model)
     except Exception as exc:
         logger.error(
             "tool %s failed unexpectedly: %s",
@@ -251,7 +251,7 @@ async def refused_call(name: str, arguments: Any, message: str, context: ToolCon
         error = await reject(
             capability_id, context.agent, context.tier, what, InvalidInput(message)
         )
-        message = error.message
+        message = error.for_model
     return _error(name, message)
 
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import orjson
 
-from .._errors import Reason, Refused
+from .._errors import Reason, Refused, operator_step
 from .._redact import drop_userinfo
 
 if TYPE_CHECKING:
@@ -411,12 +411,16 @@ class AuditSink(Protocol):
 
 def audit_unavailable(detail: str, advice: str | None = None) -> Refused:
     """The refusal every sink raises when a record cannot be written."""
+    # Where the store is and what to do are the operator's (a model is told neither).
     return Refused(
-        f"refused: audit unavailable; webward does not open the door unaudited ({detail}); "
-        + (
-            advice
-            or "make that store writable, or point [state] dir (WEBWARD_STATE_DIR) or [audit] "
-            "at one that is"
+        operator_step(
+            "refused: audit unavailable; webward does not open the door unaudited",
+            f"{detail}; "
+            + (
+                advice
+                or "make that store writable, or point [state] dir (WEBWARD_STATE_DIR) or "
+                "[audit] at one that is"
+            ),
         ),
         reason=REASON_AUDIT_UNAVAILABLE,
     )

@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from .._errors import Reason, Refused
+from .._errors import Reason, Refused, operator_step
 from .._sqlite import open_wal
 
 __all__ = [
@@ -275,8 +275,11 @@ def state_of(values: Any) -> HostState:
 def limits_unavailable(where: object, detail: object) -> Refused:
     """The refusal every limit store raises when it cannot be read or written."""
     return Refused(
-        f"refused: the rate-limit state at {where} is unavailable ({detail}); webward does not "
-        "read without its abuse protections; bring that store back, or point [state] redis_url "
-        "(or [state] dir) at one that answers",
+        operator_step(
+            "refused: the rate-limit state is unavailable; webward does not read without its "
+            "abuse protections",
+            f"the store at {where} failed ({detail}); bring it back, or point [state] "
+            "redis_url (or [state] dir) at one that answers",
+        ),
         reason=REASON_LIMITS_UNAVAILABLE,
     )
