@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -25,9 +26,12 @@ from webward import InvalidInput, Refused, Settings, StaticResolver, Web
 from webward._budgets import budget_usage
 from webward._credentials import EnvironmentStore
 from webward._provenance import (
+    _SESSION_OVERHEAD,
+    _URL_OVERHEAD,
     MemorySessionStore,
     canonical,
     check_session,
+    open_session_store,
     scoped_session,
     urls_in,
 )
@@ -238,6 +242,117 @@ async def test_sessions_are_bounded_in_size_and_age() -> None:
         await store.add(name, ["http://x.example/1"])
     assert not await store.has("b", "http://x.example/1")  # at most two sessions
     assert await store.has("d", "http://x.example/1")
+
+
+def recount(store: MemorySessionStore) -> int:
+    """What the store holds, counted afresh: what its running total must always equal."""
+    return sum(
+        len(name) + _SESSION_OVERHEAD + sum(len(url) + _URL_OVERHEAD for url in entry.urls)
+        for name, entry in store._sessions.items()
+    )
+
+
+def held(name: str, *urls: str) -> int:
+    """What a session named ``name`` holding ``urls`` costs."""
+    return len(name) + _SESSION_OVERHEAD + sum(len(u) + _URL_OVERHEAD for u in urls)
+
+
+U = [f"http://x.example/{i}" for i in range(10)]  # 18 characters each
+
+
+@pytest.mark.anyio
+async def test_process_memory_forgets_least_recently_used_sessions_first() -> None:
+    """Past [limits] session_memory_max_bytes the session least recently added to goes
+    whole, not the one being added to, nor one used more recently."""
+    room = 3 * held("a", U[0], U[1])
+    store = MemorySessionStore(max_urls=100, max_age_s=60, max_bytes=room, clock=FakeClock())
+    for name in ("a", "b", "c"):
+        await store.add(name, U[:2])
+    assert store._total == room  # exactly full: nothing forgotten yet
+    await store.add("a", [U[0]])  # a is used again: b is now the least recent
+    await store.add("d", U[:2])
+    assert not await store.has("b", U[0])
+    assert all([await store.has(n, U[1]) for n in ("a", "c", "d")])
+    assert store._total == recount(store) == room
+
+
+@pytest.mark.anyio
+async def test_a_session_alone_past_the_bound_forgets_its_own_oldest_urls() -> None:
+    """Other sessions go first; then the session being added to keeps its newest URLs. A URL
+    longer than the whole bound is counted too (and so not kept), whatever its length."""
+    room = held("b", *U[:3])
+    store = MemorySessionStore(max_urls=100, max_age_s=60, max_bytes=room, clock=FakeClock())
+    await store.add("a", [U[0]])
+    await store.add("b", U[:5])
+    assert not await store.has("a", U[0])
+    assert [await store.has("b", u) for u in U[:5]] == [False, False, True, True, True]
+    assert store._total == recount(store) == room
+    huge = "http://x.example/" + "a" * room
+    await store.add("c", [huge])
+    assert not await store.has("c", huge)
+    assert not await store.has("b", U[4])
+    assert store._total == recount(store) == held("c")
+
+
+@pytest.mark.anyio
+async def test_a_page_of_many_links_is_bounded_as_it_is_added() -> None:
+    """The URLs of one huge page, added in one call, never make the store hold more than the
+    bound and one URL, even in the middle of the call (not only once it ends)."""
+    room = 100_000
+    store = MemorySessionStore(max_urls=1_000_000, max_age_s=60, max_bytes=room)
+    peak = 0
+
+    def links() -> Iterator[str]:
+        nonlocal peak
+        for i in range(50_000):  # about 8.5 MB counted, if nothing were forgotten
+            peak = max(peak, store._total)
+            yield f"http://x.example/page/{i}"
+
+    await store.add("s", links())
+    assert room - 200 < peak <= room + len("http://x.example/page/49999") + _URL_OVERHEAD
+    assert await store.has("s", "http://x.example/page/49999")
+    assert not await store.has("s", "http://x.example/page/0")
+    assert store._total == recount(store) <= room
+
+
+@pytest.mark.anyio
+async def test_the_running_total_never_drifts() -> None:
+    """Adds, repeats, idle expiry (on add and on lookup), the URL cap, the session cap and the
+    bytes bound, many times over: the running total always equals a recount."""
+    rng = random.Random(17)
+    clock = FakeClock()
+    store = MemorySessionStore(
+        max_urls=6, max_age_s=50, max_sessions=5, max_bytes=6_000, clock=clock
+    )
+    most_bytes = most_sessions = 0
+    for step in range(3_000):
+        name = f"s{rng.randrange(20)}"
+        if rng.random() < 0.2:
+            await store.has(name, U[0])  # may find the session expired and forget it
+        else:
+            count = rng.randrange(1, 10)
+            await store.add(name, [f"http://x.example/{rng.randrange(60)}" for _ in range(count)])
+        assert store._total == recount(store), step
+        assert store._total <= 6_000
+        most_bytes = max(most_bytes, store._total)
+        most_sessions = max(most_sessions, len(store._sessions))
+        clock.advance(rng.choice((0, 1, 5, 60)))
+    assert most_bytes > 6_000 - 200  # both bounds were reached, not only approached
+    assert most_sessions == 5
+    for name in [f"s{i}" for i in range(20)]:
+        clock.advance(51)
+        await store.has(name, U[0])
+    assert store._sessions == {}
+    assert store._total == 0
+
+
+def test_the_store_takes_the_configured_bound() -> None:
+    """open_session_store hands [limits] session_memory_max_bytes to the memory store."""
+    s = Settings().replace({"limits": {"session_memory_max_bytes": 5 * 1024 * 1024}})
+    configured, default = open_session_store(s), open_session_store(Settings())
+    assert isinstance(configured, MemorySessionStore)
+    assert isinstance(default, MemorySessionStore)
+    assert (configured._max_bytes, default._max_bytes) == (5 * 1024 * 1024, 64 * 1024 * 1024)
 
 
 @pytest.mark.anyio

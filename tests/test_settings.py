@@ -25,6 +25,7 @@ def test_defaults_match_the_design() -> None:
     assert s.limits.max_pdf_bytes == 10 * 1024 * 1024
     assert s.limits.fetch_timeout_s == 12
     assert s.limits.max_redirects == 10
+    assert s.limits.session_memory_max_bytes == 64 * 1024 * 1024
     assert s.policy.default_tier == "as-owner"
     assert s.network.allow_ranges == ()
 
@@ -113,6 +114,9 @@ def test_broken_files_are_refused_by_name(tmp_path: Path, text: str, needle: str
         ("convert_memory_mb = 10", "must be at least 64"),
         ("max_pdf_pages = 0", "limits.max_pdf_pages"),
         ("session_max_urls = 0", "limits.session_max_urls"),
+        ("session_memory_max_bytes = 0", "limits.session_memory_max_bytes in "),
+        ("session_memory_max_bytes = -1", "must be at least 1048576 (it is -1)"),
+        ("session_memory_max_bytes = 64", "must be at least 1048576 (it is 64)"),
         ("per_host_rate = 0", "limits.per_host_rate"),
     ],
 )

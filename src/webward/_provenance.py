@@ -17,7 +17,11 @@ the server chose it, not the agent.
 Stores: :class:`MemorySessionStore` for one process; :class:`RedisSessionStore` when
 ``[state] redis_url`` is set, so replicas agree. Both are bounded: at most
 ``limits.session_max_urls`` URLs per session (the oldest forgotten first), and a session
-untouched for ``limits.session_max_age_s`` is forgotten whole.
+untouched for ``limits.session_max_age_s`` is forgotten whole. One process's memory also
+holds at most ``limits.session_memory_max_bytes`` of sessions in all (many agents share a
+gateway, and each may open sessions): past it the least recently used sessions are forgotten
+whole, then the oldest URLs of the session being added to. Redis is bounded by those TTLs and
+its own ``maxmemory``.
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ REASON_URL_NOT_IN_SESSION = Reason.URL_NOT_IN_SESSION
 SESSIONS_PREFIX = "webward:session:"
 # Sessions one process remembers at most (the least recently used goes first).
 _MAX_SESSIONS = 10_000
+# What one process's sessions may hold in all, in bytes (``[limits] session_memory_max_bytes``).
+_MAX_BYTES = 64 * 1024 * 1024
+# The memory counted for a remembered URL besides its text (canonical URLs are ASCII: a
+# character is a byte): a str's header and an ordered dict's entry, about 140 bytes measured
+# on CPython 3.11. And for a session besides its name: its entry and its empty ordered dict.
+_URL_OVERHEAD = 150
+_SESSION_OVERHEAD = 400
 # An http(s) URL in running text ends at white space, quotes, angle brackets or a closing
 # bracket; trailing sentence punctuation is not part of it.
 _URL_RE = re.compile(r"""https?://[^\s<>"'`()\[\]{}]+""", re.IGNORECASE)
@@ -125,8 +136,21 @@ class SessionStore(Protocol):
     async def aclose(self) -> None: ...
 
 
+class _Session:
+    """A session in memory: when it was last added to, its URLs (oldest first) and what it
+    costs in bytes, kept as it changes so that forgetting it whole is O(1)."""
+
+    __slots__ = ("cost", "touched", "urls")
+
+    def __init__(self, name: str, touched: float) -> None:
+        self.touched = touched
+        self.urls: OrderedDict[str, None] = OrderedDict()
+        self.cost = len(name) + _SESSION_OVERHEAD
+
+
 class MemorySessionStore:
-    """Sessions in this process: bounded in URLs per session, idle age and session count."""
+    """Sessions in this process: bounded in URLs per session, idle age, session count and
+    the bytes all sessions hold together (a running total, never recounted)."""
 
     def __init__(
         self,
@@ -134,42 +158,84 @@ class MemorySessionStore:
         max_age_s: float,
         *,
         max_sessions: int = _MAX_SESSIONS,
+        max_bytes: int = _MAX_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._max_urls, self._max_age_s, self._max_sessions = max_urls, max_age_s, max_sessions
+        self._max_bytes = max_bytes
         self._clock = clock
-        self._sessions: OrderedDict[str, tuple[float, OrderedDict[str, None]]] = OrderedDict()
+        # Least recently added to first: the order sessions are forgotten in.
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._total = 0  # the cost of every session held
         self._lock = threading.Lock()
 
-    def _live(self, session: str, now: float) -> OrderedDict[str, None] | None:
+    def _live(self, session: str, now: float) -> _Session | None:
         entry = self._sessions.get(session)
-        if entry is None:
+        if entry is not None and now - entry.touched > self._max_age_s:
+            self._forget(session)
             return None
-        if now - entry[0] > self._max_age_s:
-            del self._sessions[session]
-            return None
-        return entry[1]
+        return entry
+
+    def _forget(self, session: str) -> None:
+        self._total -= self._sessions.pop(session).cost
+
+    def _forget_oldest_url(self, entry: _Session) -> None:
+        url, _ = entry.urls.popitem(last=False)
+        cost = len(url) + _URL_OVERHEAD
+        entry.cost -= cost
+        self._total -= cost
+
+    def _shrink(self, session: str, entry: _Session) -> None:
+        """Back under the bytes bound: other sessions first, least recently used first (the
+        session being added to is the most recent), then this session's oldest URLs."""
+        while self._total > self._max_bytes:
+            oldest = next(iter(self._sessions))
+            if oldest != session:
+                self._forget(oldest)
+            elif entry.urls:
+                self._forget_oldest_url(entry)
+            else:
+                break  # a bound below one session's own cost: the session is kept, empty
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
         with self._lock:
             now = self._clock()
-            seen = self._live(session, now)
-            if seen is None:
-                seen = OrderedDict()
-            for url in urls:
-                seen[url] = None
-                seen.move_to_end(url)
-            while len(seen) > self._max_urls:
-                seen.popitem(last=False)
-            self._sessions[session] = (now, seen)
+            # Sessions idle too long are forgotten from the front (the least recently added
+            # to), so that the bound never forgets a live session while they hold memory; each
+            # is forgotten once, O(1) amortised.
+            while self._sessions:
+                first = next(iter(self._sessions))
+                if now - self._sessions[first].touched <= self._max_age_s:
+                    break
+                self._forget(first)
+            entry = self._live(session, now)
+            if entry is None:
+                entry = self._sessions[session] = _Session(session, now)
+                self._total += entry.cost
+            entry.touched = now
             self._sessions.move_to_end(session)
             while len(self._sessions) > self._max_sessions:
-                self._sessions.popitem(last=False)
+                self._forget(next(iter(self._sessions)))
+            self._shrink(session, entry)  # a new session's name may be what passes the bound
+            seen = entry.urls
+            # Bounded URL by URL, whatever each URL's length: a page with many links never
+            # makes the store hold more than its bounds and one URL, even for a moment.
+            for url in urls:
+                if url in seen:
+                    seen.move_to_end(url)
+                    continue
+                seen[url] = None
+                cost = len(url) + _URL_OVERHEAD
+                entry.cost += cost
+                self._total += cost
+                if len(seen) > self._max_urls:
+                    self._forget_oldest_url(entry)
+                self._shrink(session, entry)
 
     async def has(self, session: str, url: str) -> bool:
         with self._lock:
-            seen = self._live(session, self._clock())
-            return seen is not None and url in seen
+            entry = self._live(session, self._clock())
+            return entry is not None and url in entry.urls
 
     async def aclose(self) -> None:
         pass
@@ -223,7 +289,11 @@ def open_session_store(settings: Settings) -> SessionStore:
         return RedisSessionStore(
             settings.state.redis_url, limits.session_max_urls, limits.session_max_age_s
         )
-    return MemorySessionStore(limits.session_max_urls, limits.session_max_age_s)
+    return MemorySessionStore(
+        limits.session_max_urls,
+        limits.session_max_age_s,
+        max_bytes=limits.session_memory_max_bytes,
+    )
 
 
 def refusal_message(url: str, agent: str, session: str | None) -> str:

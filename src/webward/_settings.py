@@ -113,6 +113,11 @@ class LimitsSettings:
     # the oldest forgotten first, and a session idle this long is forgotten whole.
     session_max_urls: int = 10_000
     session_max_age_s: float = 86_400.0
+    # What all sessions of one process hold in memory together, in bytes (counted as each
+    # URL's length plus a fixed overhead): past it the least recently used sessions are
+    # forgotten first. Shared by every agent, so that none can grow the process without end.
+    # Not used with [state] redis_url: Redis bounds itself (TTLs, maxmemory).
+    session_memory_max_bytes: int = 64 * 1024 * 1024
     # New MCP sessions an agent may open a minute on `webward mcp --http` (as many at once):
     # the server holds 10,000 at most, each for up to 30 idle minutes, so one token holder
     # opening sessions in a loop would otherwise lock every other agent out.
@@ -553,8 +558,15 @@ _LIMITS_ZERO_MEANS = frozenset(
         "convert_queue",
     }
 )
-# Lower bounds above that (a worker's address space below 64 MiB cannot hold the converters).
-_LIMITS_AT_LEAST = {"full_tier_budget": 1, "per_host_burst": 1, "convert_memory_mb": 64}
+# Lower bounds above that (a worker's address space below 64 MiB cannot hold the converters;
+# sessions in less than 1 MiB would forget their URLs in a few pages, and a number that small
+# is more likely meant as megabytes).
+_LIMITS_AT_LEAST = {
+    "full_tier_budget": 1,
+    "per_host_burst": 1,
+    "convert_memory_mb": 64,
+    "session_memory_max_bytes": 1024 * 1024,
+}
 
 
 def _validate_limits(limits: LimitsSettings, where: str) -> None:
