@@ -239,6 +239,8 @@ async def _answer(
     text: str,
     extra: tuple[tuple[str, str], ...] = (),
 ) -> None:
+    # An error is answered with its ``for_model``: a refused frame or navigation shows the text
+    # in the page the model reads, so it carries no operator step.
     body = (text + "\n").encode("utf-8", "replace")
     head = [f"HTTP/1.1 {status} {_phrase(status)}", "Content-Type: text/plain; charset=utf-8"]
     head += [f"{k}: {v}" for k, v in extra]
@@ -282,7 +284,7 @@ async def _serve_one(
                 )
         except WebwardError as exc:
             proxy.refused.append((url, exc.reason))
-            await _answer(client, _status_for(exc), exc.message)
+            await _answer(client, _status_for(exc), exc.for_model)
             return
         await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
         # TLS ends here (the browser accepts the render's throw-away certificate); the request
@@ -314,7 +316,7 @@ async def _relay(
             reason=Reason.RENDER_UPGRADE,
         )
         proxy.refused.append((url, exc.reason))
-        await _answer(client, 403, exc.message)
+        await _answer(client, 403, exc.for_model)
         return
     headers = [(k, v) for k, v in head.headers if k.lower() not in _HOP_HEADERS]
     reserved = 0
@@ -329,7 +331,7 @@ async def _relay(
     except WebwardError as exc:
         # What a failed body read is not known: its share stays spent.
         proxy.refused.append((url, exc.reason))
-        await _answer(client, _status_for(exc), exc.message)
+        await _answer(client, _status_for(exc), exc.for_model)
         return
     proxy.allowed.append(url)
     proxy.settle(reserved, len(body.content))

@@ -284,7 +284,7 @@ class RobotsChecker:
                 raise  # our own limits: the caller learns when to retry; nothing is cached
             if isinstance(exc, UpstreamError) and exc.reason in _HOST_UNREACHABLE:
                 raise  # the host is out of reach: an upstream failure, not a robots answer
-            text = exc.message.rstrip(".")
+            text = exc.for_model.rstrip(".")  # it reaches the model: no operator step
             if isinstance(exc, Refused) and exc.reason != REASON_HOST_NOT_ALLOWED:
                 # The guard's or the scheme's refusal of where it leads: lasting, and its own
                 # sentence (with its own advice) is cut to what happened.
