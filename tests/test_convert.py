@@ -937,10 +937,20 @@ TAGS = st.sampled_from(
         "svg",
         "math",
         "template",
+        "blockquote",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "mi",
+        "msup",
     ]
 )
 FRAGMENT = st.recursive(
-    st.text(max_size=30),
+    st.text(
+        st.characters(exclude_categories=["Cs"], exclude_characters="\u241d\u241e\u241f"),
+        max_size=30,
+    ),
     lambda inner: st.tuples(
         TAGS,
         st.sampled_from(
@@ -953,6 +963,9 @@ FRAGMENT = st.recursive(
                 ' href="http://[::1"',
                 ' charset="utf-16"',
                 ' style="display:none"',
+                ' start="3" reversed',
+                ' value="7"',
+                ' alttext="x_1"',
             ]
         ),
         st.lists(inner, max_size=4),
@@ -965,13 +978,15 @@ FRAGMENT = st.recursive(
 @given(fragment=FRAGMENT, include_links=st.booleans())
 def test_random_markup_never_crashes_the_reader(fragment: str, include_links: bool) -> None:
     """Random nested markup converts to some text without raising (text that is mostly
-    control characters is sniffed as binary: a clean refusal, not a crash)."""
+    control characters is sniffed as binary: a clean refusal, not a crash), and no mark of
+    the structure pass is left in it."""
     try:
         page = read(f"<html><body>{fragment}</body></html>", include_links=include_links)
     except Refused as exc:
         assert exc.code == "unsupported_type" and exc.reason == "binary_type"
         return
     assert isinstance(page.text, str)
+    assert not any(mark in page.text for mark in "\u241d\u241e\u241f")
     assert all(link.url.startswith(("http://", "https://")) for link in page.links)
 
 
@@ -1055,3 +1070,179 @@ def test_an_image_in_a_sentence_or_alone_in_a_link_leaves_its_alt_text() -> None
     assert "Press the Settings gear icon to open" in text
     assert "See [the guide](https://example.org/x) for the details" in text
     assert "A photo of a cat" not in text
+
+
+# ------------------------------------------------------------------- structure kept in reading
+
+# The marks webward's structure pass writes into a tree and reads back (webward._structure).
+MARK_CHARS = "\u241d\u241e\u241f"
+
+
+def _whole_page(fragment: str) -> list[str]:
+    """The lines of the whole-page reading (html-to-markdown) of a short page."""
+    result = html_to_markdown(f"<html><body><h1>T</h1>{fragment}</body></html>", URL)
+    assert result.extractor == "full"
+    return result.markdown.split("\n")
+
+
+def test_a_quote_reads_as_a_quote_in_both_readings() -> None:
+    """A <blockquote> is someone else's words: every line of it starts with "> ", nested
+    quotes with "> > ", a code block in it stays one; the next paragraph is the author's
+    again. trafilatura read it as a plain paragraph."""
+    quote = (
+        "<blockquote><p>The owl of Minerva spreads its wings only with the falling of the "
+        "dusk, said Hegel.</p><p><b>Bold</b> second paragraph<br>after a break.</p>"
+        "<blockquote><p>A quote inside the quote.</p></blockquote>"
+        "<pre><code>x = 1\n\ny = 2</code></pre><p>Back in the outer quote.</p></blockquote>"
+        "<p>The author's own words again.</p>"
+    )
+    for lines in (_reading_of(quote), _whole_page(quote)):
+        assert (
+            "> The owl of Minerva spreads its wings only with the falling of the dusk, said Hegel."
+            in lines
+        )
+        assert "> **Bold** second paragraph" in lines
+        assert "> after a break." in lines
+        assert "> > A quote inside the quote." in lines
+        assert "> Back in the outer quote." in lines
+        assert "The author's own words again." in lines
+        code = lines.index("> ```")
+        assert [line for line in lines[code : code + 6] if line != ">"][:4] == [
+            "> ```",
+            "> x = 1",
+            "> y = 2",
+            "> ```",
+        ]
+    markdown = "\n".join(_reading_of(quote))
+    assert "said Hegel.\n>\n> **Bold**" in markdown  # one quote, not two
+    assert not any(mark in markdown for mark in MARK_CHARS)
+
+
+def test_a_quote_in_a_list_item_is_quoted_inside_the_item() -> None:
+    """A quote that is a list item's content is quoted after the item's marker; a list
+    inside a quote is quoted whole."""
+    lines = _reading_of(
+        "<ul><li>Plain item</li><li><blockquote><p>Quoted item words</p></blockquote></li></ul>"
+        "<blockquote><p>Steps:</p><ul><li>step one</li><li>step two</li></ul></blockquote>"
+    )
+    assert "- Plain item" in lines
+    assert "- > Quoted item words" in lines
+    assert "> - step one" in lines and "> - step two" in lines
+
+
+def test_an_ordered_list_keeps_its_numbers_in_both_readings() -> None:
+    """<ol start>, <li value> and reversed lists read with the page's numbers, not 1, 2, 3; an
+    item whose words start like a block marker keeps them as words."""
+    lists = (
+        '<ol start="5"><li>Barn owl</li><li><p>Snowy owl</p></li>'
+        '<li><a href="/tawny">Tawny</a> owl</li><li># not a heading</li></ol>'
+        "<p>Between the lists.</p>"
+        "<ol reversed><li>third place</li><li>second place</li><li>first place</li></ol>"
+        "<p>Between the lists again.</p>"
+        '<ol><li>one</li><li value="10">ten</li><li>eleven</li></ol>'
+    )
+    main = _reading_of(lists)
+    assert main[1:5] == [
+        "5. Barn owl",
+        "6. Snowy owl",
+        "7. [Tawny](https://example.com/tawny) owl",
+        "8. \\# not a heading",
+    ]
+    for lines in (main, _whole_page(lists)):
+        assert "5. Barn owl" in lines and "8. \\# not a heading" in lines
+        assert [line for line in lines if "place" in line] == [
+            "3. third place",
+            "2. second place",
+            "1. first place",
+        ]
+        assert "1. one" in lines and "10. ten" in lines and "11. eleven" in lines
+
+
+def test_definitions_stay_paired_with_their_terms_in_both_readings() -> None:
+    """A definition list reads as its terms in bold, each with its definition; a term of
+    several definitions lists them under it. trafilatura made every term and definition a
+    bullet of its own."""
+    dl = (
+        "<dl><dt>Talons</dt><dd><p>Sharp claws used to seize prey.</p></dd>"
+        "<div><dt>Beak</dt><dt>Bill</dt><dd>hooked</dd><dd>sharp-edged</dd></div></dl>"
+    )
+    for lines in (_reading_of(dl), _whole_page(dl)):
+        assert "- **Talons**: Sharp claws used to seize prey." in lines
+        beak = lines.index("- **Beak**, **Bill**:")
+        assert [line.strip()[2:] for line in lines[beak + 1 : beak + 3]] == [
+            "hooked",
+            "sharp-edged",
+        ]
+        assert not any(line.strip() in ("- Talons", "- Beak") for line in lines)
+
+
+def test_a_definition_of_several_blocks_keeps_them_in_its_item() -> None:
+    """An API reference's definition holds paragraphs and code: its first paragraph follows
+    the term, the code block stays whole in the term's item (the whole-page reading; the main
+    one runs an item's blocks into its line, as it did before). An empty anchor (an index
+    entry's target) before the words leaves them in place: trafilatura dropped them and the
+    items after them."""
+    dl = (
+        '<dl class="py function"><dt>add(<em>a</em>, <em>b</em>)</dt><dd><p><a id="i1"></a>'
+        "Return the sum of a and b.</p><pre><code>add(1, 2)\n3</code></pre></dd>"
+        '<dt>sub(a, b)</dt><dd><p><a id="i2"></a>Return the difference of a and b.</p></dd>'
+        "</dl>"
+    )
+    lines = _whole_page(dl)
+    term = lines.index("- **add(*a*, *b*)**: Return the sum of a and b.")
+    assert [line for line in lines[term + 1 : term + 6] if line] == [
+        "  ```",
+        "  add(1, 2)",
+        "  3",
+        "  ```",
+    ]
+    assert "- **sub(a, b)**: Return the difference of a and b." in lines
+    main = _reading_of(dl)
+    assert any(line.startswith("- **add(*a*, *b*)**: Return the sum of a and b.") for line in main)
+    assert "- **sub(a, b)**: Return the difference of a and b." in main
+
+
+def test_mathml_reads_as_its_tex_or_its_tokens_in_both_readings() -> None:
+    """A formula reads as its alttext, else its TeX annotation, as $...$ (the TeX
+    unescaped in the main reading), else as its tokens joined; trafilatura dropped it."""
+    math = (
+        '<p>Wiki: <math alttext="{\\displaystyle a_{1}=2}"><semantics><mrow><msub><mi>a</mi>'
+        '<mn>1</mn></msub><mo>=</mo><mn>2</mn></mrow><annotation encoding="application/x-tex">'
+        "{\\displaystyle a_{1}=2}</annotation></semantics></math> holds.</p>"
+        "<p>KaTeX: <math><semantics><mfrac><mi>a</mi><mi>b</mi></mfrac>"
+        '<annotation encoding="application/x-tex">\\frac{a}{b}</annotation></semantics>'
+        "</math> halves.</p>"
+        "<p>Math: <math><mi>x</mi><mo>=</mo><mn>2</mn></math> holds.</p>"
+        "<p>Root: <math><msqrt><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><mn>1</mn></msqrt>"
+        "</math> grows.</p>"
+    )
+    for lines in (_reading_of(math), _whole_page(math)):
+        assert "Wiki: $a_{1}=2$ holds." in lines
+        assert "KaTeX: $\\frac{a}{b}$ halves." in lines
+        assert "Math: x = 2 holds." in lines
+        assert "Root: √(x^2 + 1) grows." in lines
+
+
+def test_marks_in_a_pages_text_are_never_structure() -> None:
+    """The characters the structure pass marks quotes and numbers with are taken out of a
+    page before it marks anything: a page's own cannot quote its text, number its items or
+    add a heading."""
+    page = (
+        f"<p>{MARK_CHARS[2]}{MARK_CHARS[2]} Not a quote, {MARK_CHARS[1]} nor this.</p>"
+        f"<p>{MARK_CHARS[2]}# Not a heading {MARK_CHARS[0]}5{MARK_CHARS[0]} nor a number.</p>"
+        f'<ol start="5"><li>{MARK_CHARS[0]}9{MARK_CHARS[0]}Barn owl</li>'
+        f'<li><a href="/x{MARK_CHARS}y">{MARK_CHARS[2]}Snowy</a> owl</li></ol>'
+        f"<ul><li>{MARK_CHARS[0]}3{MARK_CHARS[0]}Bullet</li></ul>"
+        f"<blockquote><p>{MARK_CHARS[2]}{MARK_CHARS[2]}Quoted once</p></blockquote>"
+    )
+    for lines in (_reading_of(page), _whole_page(page)):
+        text = "\n".join(lines)
+        assert not any(mark in text for mark in MARK_CHARS)
+        assert "Not a quote, nor this." in lines
+        assert "\\# Not a heading 5 nor a number." in lines
+        assert "5. 9Barn owl" in lines
+        # (the link's marks were percent-encoded with the rest of its URL)
+        assert any(line.startswith("6. [Snowy](https://example.com/x") for line in lines)
+        assert "- 3Bullet" in lines
+        assert "> Quoted once" in lines
+        assert not any(line.startswith(">") and "Quoted once" not in line for line in lines)

@@ -20,7 +20,9 @@ bytes). The pipeline for HTML:
    outbound links);
 4. extract the main content with trafilatura (Markdown, tables, links and formatting kept,
    comments dropped, precision-oriented: chosen by ``bench/extraction.py``), its main
-   extractor alone first, its whole cascade only when that reading is deficient;
+   extractor alone first, its whole cascade only when that reading is deficient; quotes, list
+   numbers, definition lists and formulas are kept through it and through the readings below
+   (:mod:`webward._structure`);
 5. if the extractor kept too little of the page (a home page, an index, a listing), convert the
    whole cleaned page with html-to-markdown instead;
 5b. else, on a page with room for a reading 1.7 times as long, ask a second extractor
@@ -51,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from . import _content, _shell
+from . import _content, _shell, _structure
 from . import _urls as urls
 from ._charset import codec_for, decode_text
 from ._errors import Reason, Refused
@@ -1102,12 +1104,14 @@ def _main_content(tree: Any, careful: bool = False) -> str:
     """trafilatura's reading of ``tree`` (which it prunes in place), as Markdown."""
     import trafilatura
 
+    _structure.math_to_text(tree, "\\(", "\\)")  # trafilatura writes them as $...$
+    _structure.mark_quotes(tree)
     _guard_ampersands(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
         return ""
-    return out or ""
+    return _structure.restore(out or "")
 
 
 # An "&" that could start an entity (HTML5 decodes "&copy" even without its ";").
@@ -1288,14 +1292,16 @@ def _full_page(tree: Any) -> str:
     import lxml.html
 
     try:
+        _structure.math_to_text(tree, "$", "$", keep=True)
         _flatten_nested_pre(tree)
         _break_long_lines(tree)
         _split_entity_texts(tree)
-        return _h2m(lxml.html.tostring(tree, encoding="unicode"))
+        return _structure.restore(_h2m(lxml.html.tostring(tree, encoding="unicode")))
     except Exception:  # the last resort below still gives the page's words
         body = tree.find("body")
         node = body if body is not None else tree
-        return "\n".join(line.strip() for line in node.text_content().splitlines() if line.strip())
+        lines = node.text_content().splitlines()
+        return _structure.restore("\n".join(line.strip() for line in lines if line.strip()))
 
 
 def _second_reading(tree: Any) -> str:
@@ -1303,8 +1309,9 @@ def _second_reading(tree: Any) -> str:
     try:
         from readability import Document  # type: ignore[import-untyped]  # no type stubs
 
+        _structure.math_to_text(tree, "$", "$", keep=True)
         summary = Document(tree).summary(html_partial=True)
-        return tidy_markdown(_h2m(_split_entity_html(summary)))
+        return tidy_markdown(_structure.restore(_h2m(_split_entity_html(summary))))
     except Exception:  # third-party code on hostile input: keep the first reading
         return ""
 
@@ -1773,6 +1780,9 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if visible == 0:
         return HtmlResult(title=title, markdown="", links=links, extractor="")
     elements = int(tree.xpath("count(//*)"))
+    # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
+    # above read the page as it came).
+    _structure.prepare(tree)
     if visible < _SHORT_PAGE_CHARS or _too_heavy(tree, elements, page_text):
         # A short page is read whole (see _SHORT_PAGE_CHARS). Past the bounds trafilatura
         # slows down in proportion (2.5 s for a 1 MB table); html-to-markdown converts such
