@@ -43,6 +43,11 @@ URL = "https://example.com/page"
 LONG_URL = "https://example.com/" + "a" * 2_000
 _URL_OF = {"links to a long URL 990 kB": LONG_URL}
 
+# Rules that hide and show elements of the class "h" with one more class each.
+_SELECTORS_OF_ONE = b"".join(b".h.x%d{display:none}" % i for i in range(2_000)) + b"".join(
+    b".h.y%d:hover{display:block}" % i for i in range(5_000)
+)
+
 PAGES: list[tuple[str, Any, str]] = [
     ("deep 100,000", lambda: hostile.deep_html(100_000), "text/html"),
     ("table 960 kB", lambda: hostile.table_html(960_000), "text/html"),
@@ -62,6 +67,22 @@ PAGES: list[tuple[str, Any, str]] = [
     ("200 attributes a tag 990 kB", lambda: hostile.attributes_html(200), "text/html"),
     ("class names 990 kB", lambda: hostile.class_names_html(), "text/html"),
     ("stray end tags 2,000 deep 990 kB", lambda: hostile.stray_end_tags_html(), "text/html"),
+    ("a stylesheet of 990 kB", lambda: hostile.stylesheet_html(), "text/html"),
+    (
+        "tiny cells a stylesheet hides and shows 990 kB",
+        lambda: hostile.styled_elements_html(b"<tr><td class=h>a"),
+        "text/html",
+    ),
+    (
+        "45,000 divs a stylesheet hides and shows 990 kB",
+        lambda: hostile.styled_elements_html(b"<div class=h>ab cd</div>"),
+        "text/html",
+    ),
+    (
+        "2,000 selectors of one class 990 kB",
+        lambda: hostile.styled_elements_html(b'<p class="h g">x y z', sheet=_SELECTORS_OF_ONE),
+        "text/html",
+    ),
     ("math openers left open 990 kB", lambda: hostile.delimiters_html("paren"), "text/html"),
     ("one run of backslashes 990 kB", lambda: hostile.delimiters_html("backslashes"), "text/html"),
     ("backticks in a code link 990 kB", lambda: hostile.delimiters_html("backticks"), "text/html"),
@@ -137,6 +158,17 @@ _MAKERS = {
     "200 attributes a tag 990 kB": "hostile.attributes_html(200)",
     "class names 990 kB": "hostile.class_names_html()",
     "stray end tags 2,000 deep 990 kB": "hostile.stray_end_tags_html()",
+    "a stylesheet of 990 kB": "hostile.stylesheet_html()",
+    "tiny cells a stylesheet hides and shows 990 kB": (
+        'hostile.styled_elements_html(b"<tr><td class=h>a")'
+    ),
+    "45,000 divs a stylesheet hides and shows 990 kB": (
+        'hostile.styled_elements_html(b"<div class=h>ab cd</div>")'
+    ),
+    "2,000 selectors of one class 990 kB": (
+        'hostile.styled_elements_html(b\'<p class="h g">x y z\', sheet=b"".join(b".h.x%d{display:none}"'
+        ' % i for i in range(2_000)) + b"".join(b".h.y%d:hover{display:block}" % i for i in range(5_000)))'
+    ),
     "math openers left open 990 kB": 'hostile.delimiters_html("paren")',
     "one run of backslashes 990 kB": 'hostile.delimiters_html("backslashes")',
     "backticks in a code link 990 kB": 'hostile.delimiters_html("backticks")',

@@ -29,6 +29,8 @@ __all__ = [
     "slow_html",
     "span_html",
     "stray_end_tags_html",
+    "styled_elements_html",
+    "stylesheet_html",
     "table_html",
     "tiny_elements_html",
 ]
@@ -322,6 +324,23 @@ def class_names_html(names: int = 200, size: int = 990_000) -> bytes:
     trafilatura and the cleaning matched their patterns against (0.35 s)."""
     classes = " ".join(f"c{i}" for i in range(names)).encode()
     return _fill(_HEAD, b'<p class="' + classes + b'">' + _words(2).encode() + b"</p>", size)
+
+
+def stylesheet_html(size: int = 990_000) -> bytes:
+    """A ``<style>`` of rules that hide (``.c0{display:none}`` ...) up to ``size`` bytes, then
+    a paragraph: every rule read and kept would cost a few µs (past their bounds, the
+    sheet hides nothing)."""
+    rules = b"".join(b".c%d{display:none}" % i for i in range(size // 12))
+    tail = b"</style></head><body><p class=c1>a paragraph under a huge sheet</p>" + _TAIL
+    return _HEAD.replace(b"</head><body>", b"<style>") + rules[: size - 60 - len(tail)] + tail
+
+
+def styled_elements_html(unit: bytes, size: int = 990_000, sheet: bytes = b"") -> bytes:
+    """``unit`` (each holding the class ``h``) up to ``size`` bytes under a sheet that hides
+    ``.h`` and shows it again on hover (or ``sheet``): every element is compared with the
+    sheet's selectors, and kept."""
+    sheet = sheet or b".h{display:none}.h:hover{display:block}"
+    return _fill(_HEAD.replace(b"</head>", b"<style>" + sheet + b"</style></head>"), unit, size)
 
 
 def stray_end_tags_html(depth: int = 2_000, size: int = 990_000) -> bytes:

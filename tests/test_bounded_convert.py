@@ -46,6 +46,8 @@ from hostile import (
     slow_html,
     span_html,
     stray_end_tags_html,
+    styled_elements_html,
+    stylesheet_html,
     table_html,
     tiny_elements_html,
     unclosed_tags_html,
@@ -358,6 +360,21 @@ def test_a_page_of_more_elements_than_markdown_takes_in_time_is_read_as_plain_te
     assert result.text.count("x") >= units * unit.count(b"x")  # every word kept
     assert html_to_markdown(body.decode(), URL).extractor == "plain"
     assert cpu < CPU_BOUND_S
+
+
+@pytest.mark.parametrize(
+    "unit", [b"<tr><td class=h>qz", b"<div class=h>qz y</div>"], ids=["plain", "markdown"]
+)
+def test_elements_a_stylesheet_hides_and_shows_again_keep_their_words(unit: bytes) -> None:
+    # Every element is compared with the sheet's selectors, in the tree reading (45,000
+    # divs) or the parser-free one (58,000 cells), and shown again by a rule on hover.
+    body = styled_elements_html(unit)
+    assert read(body).count("qz") == body.count(b"qz")
+
+
+def test_a_sheet_past_its_bounds_hides_nothing() -> None:
+    # 1 MB of rules that hide: past the rules read, one could show what another hides.
+    assert "a paragraph under a huge sheet" in read(stylesheet_html())
 
 
 def test_a_page_just_under_the_element_bound_keeps_its_markdown() -> None:

@@ -15,9 +15,10 @@ bytes). The pipeline for HTML:
 1. decode with :func:`webward._charset.decode_text` (BOM, then the header's charset, then
    ``<meta>``, then detection; never raises);
 2. parse once with lxml, read the title and ``<base href>``;
-3. drop what is never content: scripts, styles, navigation, forms, hidden elements and cookie
-   or consent banners; resolve every ``<a href>`` against the base (this also yields the
-   outbound links);
+3. drop what is never content: scripts, styles, navigation, forms, hidden elements (by their
+   attributes, or by a rule of the page's own ``<style>`` elements: :mod:`webward._stylesheet`)
+   and cookie or consent banners; resolve every ``<a href>`` against the base (this also yields
+   the outbound links);
 4. extract the main content with trafilatura (Markdown, tables, links and formatting kept,
    comments dropped, precision-oriented: chosen by ``bench/extraction.py``), its main
    extractor alone first, its whole cascade only when that reading is deficient; quotes, list
@@ -49,7 +50,8 @@ import itertools
 import logging
 import re
 import string
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -69,6 +71,8 @@ from ._parts import (
     pdf_text,
 )
 from ._settings import LimitsSettings
+from ._stylesheet import StyleRules, read_sheets, sheet_applies
+from ._stylesheet import css_readable as _css_readable
 
 __all__ = [
     "MAX_LINKS",
@@ -434,6 +438,8 @@ _SKIPPED = frozenset((
 # shell's server-made menus and footer do not pass for words of its own.
 _NOT_WORDS = _SKIPPED | {"nav", "header", "footer", "aside", "menu", "button", "select", "head"}
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
+_STYLE_TAG = re.compile(r"<style", re.IGNORECASE)
+_VISIBLE = re.compile(r"visibility\s*:\s*visible", re.IGNORECASE)
 # Tags are "<" to the next ">" outside a quoted attribute value (``title="a > b"``; a quote
 # opens one only right after "=", as in HTML: ``title=it's`` holds a plain apostrophe, and a
 # value runs to its own quote however long). These are searched only up to the text's last
@@ -472,34 +478,14 @@ _ATTRIBUTE = re.compile(
 # Hidden elements, as _clean drops them from the tree; the words first, which most pages
 # lack (then no tag need be searched for them), or a reference or escape that may spell them.
 _MAY_HIDE = re.compile(r"hidden|display|visibility|&[#a-z]|\\")
+# A start tag with a class or an id, which the page's stylesheets may hide (see _unread_spans);
+# at most this many of them are asked (each costs about 5 µs to read and ask).
+_NAMED = re.compile(r"[\t\n\f\r /\"'](?:class|id)[\t\n\f\r ]*+=")
+_MAX_STYLED_TAGS = 10_000
 _HIDDEN_TAG = re.compile(
     r"[\s/\"']hidden(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
     r"|visibility\s*:\s*(?:hidden|collapse)"
 )
-# What a tag's text may hide the words above behind: character references ("display&#58;none")
-# and CSS comments ("display:/**/none"), which a browser reads through.
-_CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.DOTALL)
-# ... and CSS escapes ("\6e one", "dis\play"), which a browser decodes.
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})(?:\r\n|[ \t\n\f\r])?|(.))", re.DOTALL)
-
-
-def _css_readable(style: str) -> str:
-    """A style as a browser reads it, for the hidden words: comments dropped, escapes
-    decoded (an escape of no character reads as nothing)."""
-    if "/*" in style:
-        style = _CSS_COMMENT.sub("", style)
-    if "\\" in style:
-        style = _CSS_ESCAPE.sub(_css_unescaped, style)
-    return style
-
-
-def _css_unescaped(m: re.Match[str]) -> str:
-    if m.group(2) is not None:
-        return m.group(2)
-    code = int(m.group(1), 16)
-    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else ""
-
-
 _VOID = frozenset(
     ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr")
 )
@@ -565,6 +551,9 @@ class HtmlResult:
     # "main" (trafilatura), "readability" (readability-lxml's longer reading), "full" (whole
     # page), "plain" (words only: nested past the parser's limit), or "" (nothing readable)
     extractor: str
+    # What the page's own stylesheets hide (None: nothing), for a reading of its words
+    # without the tree (see _scant_reading) to leave out too.
+    rules: StyleRules | None = field(default=None, compare=False, repr=False)
 
 
 def _collapse(text: str, limit: int) -> str:
@@ -796,9 +785,9 @@ def _keep_inline_alts(tree: Any) -> None:
             # The image goes with _DROP_TAGS, its tail (now with the alt text) stays.
 
 
-def _clean(tree: Any) -> None:
-    """Drop what is never the reading, and bound what would make the reading grow (see
-    :data:`_LINK_URL_BUDGET`)."""
+def _clean(tree: Any, rules: StyleRules | None = None) -> None:
+    """Drop what is never the reading (and what the page's ``rules`` hide), and bound what
+    would make the reading grow (see :data:`_LINK_URL_BUDGET`)."""
     import lxml.etree
 
     for aside in tree.iter("aside"):
@@ -807,6 +796,7 @@ def _clean(tree: Any) -> None:
     _keep_inline_alts(tree)
     lxml.etree.strip_elements(tree, *_DROP_TAGS, with_tail=False)
     _drop_empty_inline(tree)
+    hides = rules.asker() if rules is not None else None
     doomed = []
     for element in tree.iter("header", "form"):
         # A masthead (logo, menus, search) or a search / sign-up form; a header holding the
@@ -844,6 +834,7 @@ def _clean(tree: Any) -> None:
             continue
         if (
             _hidden(attrs)
+            or (hides is not None and hides(el.tag, attrs))
             or (attrs.get("role") or "").lower() in _FURNITURE_ROLES
             or _matches(_BANNER, _BANNER_WORDS, attrs.get("class"))
             or _matches(_BANNER, _BANNER_WORDS, attrs.get("id"))
@@ -858,9 +849,10 @@ def _clean(tree: Any) -> None:
 def _hidden(attrs: Any) -> bool:
     """Whether an element's attributes hide it from a reader: ``hidden`` (but
     ``until-found``, which a reader's search shows), ``aria-hidden``, or an inline style of
-    ``display: none`` or ``visibility: hidden``. A stylesheet's rules are not read (nor could
-    an external one be): text they hide reaches the reading, inside the envelope as all
-    page text is."""
+    ``display: none`` or ``visibility: hidden``. What the page's own ``<style>`` elements hide
+    is asked of :class:`~webward._stylesheet.StyleRules` beside this; an external stylesheet
+    is not read (it would take another request): text it hides reaches the reading, inside
+    the envelope as all page text is."""
     hidden = attrs.get("hidden")
     style = attrs.get("style")
     if style and ("/*" in style or "\\" in style):  # "display:/**/none", "\6e one"
@@ -872,21 +864,43 @@ def _hidden(attrs: Any) -> bool:
     )
 
 
-def _drop_unseen(tree: Any) -> None:
-    """Drop what a reader never sees (scripts, templates, hidden elements, closed dialogs)
-    before the page's links are listed: the list is the navigation a reader has, not links a
-    page hides for the model alone."""
+def _drop_unseen(tree: Any, rules: StyleRules | None = None) -> None:
+    """Drop what a reader never sees (scripts, templates, hidden elements, closed dialogs,
+    what the page's ``rules`` hide) before the page's links are listed: the list is the
+    navigation a reader has, not links a page hides for the model alone."""
     import lxml.etree
 
     lxml.etree.strip_elements(tree, *_UNSEEN_TAGS, with_tail=False)
+    hides = rules.asker() if rules is not None else None
     doomed = [
         el
         for _, el in _walk(tree)
         if el.tag not in ("html", "body")
-        and (_hidden(el.attrib) or (el.tag == "dialog" and "open" not in el.attrib))
+        and (
+            _hidden(el.attrib)
+            or (el.tag == "dialog" and "open" not in el.attrib)
+            or (hides is not None and hides(el.tag, el.attrib))
+        )
     ]
     for el in doomed:
         _drop(el)
+
+
+def _style_rules(tree: Any, text: str) -> StyleRules | None:
+    """What the page's own ``<style>`` elements hide (see :mod:`webward._stylesheet`), read
+    before cleaning drops them; ``None`` for nothing. A sheet inside ``<noscript>`` or
+    ``<template>`` can show but not hide: a reader with scripts never applies it. Nothing is
+    hidden by visibility on a page (``text``) that makes anything visible again in a style:
+    inside a hidden element, that one shows."""
+
+    def sheets() -> Iterator[tuple[str, bool]]:
+        for _, style in _walk(tree, "style"):
+            applies = sheet_applies(style.get("media"), style.get("type")) and not any(
+                True for _ in style.iterancestors("noscript", "template")
+            )
+            yield style.text or "", applies
+
+    return read_sheets(sheets(), by_visibility=_VISIBLE.search(text) is None)
 
 
 def _matches(pattern: re.Pattern[str], words: tuple[str, ...], value: str | None) -> bool:
@@ -1635,13 +1649,19 @@ def _element_end(lowered: str, name: str, start: int, stop: int) -> int:
     return len(lowered)
 
 
-def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]]:
+def _unread_spans(
+    lowered: str, skipped: frozenset[str], rules: StyleRules | None = None, text: str = ""
+) -> list[tuple[int, int]]:
     """The spans of the text (lowered by :func:`_ascii_lower`, so offsets are the text's)
     whose words are not the page's: comments, the ``skipped`` elements, closed dialogs, and
-    hidden elements (``hidden``, ``aria-hidden``, ``display: none``, ``visibility: hidden``)
-    with their content. Token by token, as a browser's tokenizer reads (a ``<!--`` inside an
+    hidden elements (``hidden``, ``aria-hidden``, ``display: none``, ``visibility: hidden``;
+    and, in the first :data:`_MAX_STYLED_TAGS` tags with a class or id, what the page's
+    ``rules`` hide, read from ``text``, the text as it is, since classes keep their case) with
+    their content. Token by token, as a browser's tokenizer reads (a ``<!--`` inside an
     attribute value opens nothing); linear."""
     spans: list[tuple[int, int]] = []
+    hides = rules.asker() if rules is not None else None
+    styled = 0  # tags asked of the rules
     pos = 0
     stop = lowered.rfind(">") + 1  # past it no "<" opens a tag
     may_hide = _MAY_HIDE.search(lowered, 0, stop) is not None
@@ -1669,6 +1689,15 @@ def _unread_spans(lowered: str, skipped: frozenset[str]) -> list[tuple[int, int]
         unseen = name in skipped and not (
             name == "dialog" and "open" in _attributes(lowered[token.start() : pos])
         )
+        if (
+            hides is not None
+            and not unseen
+            and styled < _MAX_STYLED_TAGS
+            and name not in ("html", "body")  # as in the tree reading
+            and _NAMED.search(lowered, token.start(), pos)
+        ):
+            styled += 1
+            unseen = hides(name, _folded_attributes(text[token.start() : pos]))
         if unseen or (may_hide and _hides(lowered[token.start() : pos])):
             pos = _element_end(lowered, name, pos, stop)
             spans.append((token.start(), pos))
@@ -1707,6 +1736,14 @@ def _attributes(tag: str) -> dict[str, str]:
     return found
 
 
+def _folded_attributes(tag: str) -> dict[str, str]:
+    """A start tag's attributes, as :func:`_attributes` reads them, by names in lower case."""
+    folded: dict[str, str] = {}
+    for name, value in _attributes(tag).items():
+        folded.setdefault(name.lower(), value)
+    return folded
+
+
 def _markup_break(m: re.Match[str]) -> str:
     """What a tag leaves in the plain text: a line break for a block, a space between two
     table cells, else nothing (an inline tag sits inside a word as often as between two:
@@ -1714,14 +1751,17 @@ def _markup_break(m: re.Match[str]) -> str:
     return _BREAKS.get((m.group(2) or "").lower(), "")
 
 
-def _plain_text(text: str, skipped: frozenset[str] = _SKIPPED) -> str:
+def _plain_text(
+    text: str, skipped: frozenset[str] = _SKIPPED, rules: StyleRules | None = None
+) -> str:
     """The words of an HTML document without a parser: markup, the ``skipped`` elements and
-    hidden ones removed, one line per block. Linear in the text, whatever its nesting."""
+    hidden ones (by their attributes, or by the page's ``rules``) removed, one line per block.
+    Linear in the text, whatever its nesting."""
     import html
 
     kept: list[str] = []
     pos = 0
-    for start, end in _unread_spans(_ascii_lower(text), skipped):
+    for start, end in _unread_spans(_ascii_lower(text), skipped, rules, text):
         kept.append(text[pos:start])
         pos = end
     kept.append(text[pos:])
@@ -1757,28 +1797,29 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         return HtmlResult(title="", markdown="", links=(), extractor="")
     title = _title(tree)
     base = _base_url(tree, final_url)
+    rules = _style_rules(tree, text) if _STYLE_TAG.search(text) else None  # before styles go
     links: tuple[Link, ...] = ()
     if include_links:
         # Links from the whole page: the agent may want to follow the navigation that the
         # reading text leaves out; not those a reader never sees.
-        _drop_unseen(tree)
+        _drop_unseen(tree, rules)
         links = _rewrite_links(tree, base, collect=True)
     note = _plain_note(tree, parse_note)
     if note:
         # Rather than a reading with a hole in it (or an empty one, or a late one), the
         # page's words, with a note saying why.
-        plain = _plain_text(text)
+        plain = _plain_text(text, rules=rules)
         markdown = f"{note}\n\n{plain}" if plain else ""
-        return HtmlResult(title=title, markdown=markdown, links=links, extractor="plain")
+        return HtmlResult(title, markdown, links, "plain", rules)
     if include_links:
-        _clean(tree)
+        _clean(tree, rules)
     else:
-        _clean(tree)
+        _clean(tree, rules)
         _rewrite_links(tree, base, collect=False)  # fewer anchors left to resolve
     page_text = _visible_text(tree)
     visible = _solid(page_text)
     if visible == 0:
-        return HtmlResult(title=title, markdown="", links=links, extractor="")
+        return HtmlResult(title=title, markdown="", links=links, extractor="", rules=rules)
     elements = int(tree.xpath("count(//*)"))
     # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
     # above read the page as it came).
@@ -1789,9 +1830,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # a page, or its main container, in a fraction of that.
         node = tree if visible < _SHORT_PAGE_CHARS else _main_container(tree, visible)
         markdown = tidy_markdown(_full_page(node))
-        return HtmlResult(
-            title=title, markdown=markdown, links=links, extractor="full" if markdown else ""
-        )
+        return HtmlResult(title, markdown, links, "full" if markdown else "", rules)
     # trafilatura prunes the tree it is given in place: the later readings get copies of this
     # one (a copy costs a fraction of parsing and cleaning the page again).
     spare = copy.deepcopy(tree)
@@ -1843,7 +1882,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             markdown, extractor = full, "full"
     if not markdown:
         extractor = ""
-    return HtmlResult(title=title, markdown=markdown, links=links, extractor=extractor)
+    return HtmlResult(title, markdown, links, extractor, rules)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2008,7 +2047,7 @@ def convert(
         if len(text) > MAX_READING_CHARS:
             text = f"{text[:MAX_READING_CHARS]}\n\n{_CUT_NOTE}"
         if _shell.scant(text):
-            text, furniture = _scant_reading(page, text, truncated, limits)
+            text, furniture = _scant_reading(page, text, truncated, limits, result.rules)
     else:
         text = text.removeprefix("\ufeff")
         if media_type in _content.MARKDOWN_TYPES:
@@ -2021,27 +2060,32 @@ def convert(
 
 
 def _scant_reading(
-    page: str, reading: str, truncated: bool, limits: LimitsSettings
+    page: str,
+    reading: str,
+    truncated: bool,
+    limits: LimitsSettings,
+    rules: StyleRules | None = None,
 ) -> tuple[str, str]:
     """What to hand over when the extractors kept (nearly) nothing (see :mod:`webward._shell`):
     the body's own words when it has some (its text was only hard to extract), else, for a
     page cut at the byte cap, a note that its text lies past the cut; else, for a page without
     scripts, its words with the furniture's when they are more; else the reading as it is (a
     script shell's, which the fetch core renders), with the furniture's words when there are
-    enough of them (:attr:`Converted.furniture`), for the fetch core to fall back on."""
+    enough of them (:attr:`Converted.furniture`), for the fetch core to fall back on. What the
+    page's own stylesheets hide (``rules``) stays out of all of these, as out of the reading."""
     start = _BODY_START.search(page)
     body = page[start.start() if start else 0 :]
-    words = _plain_text(body, _NOT_WORDS)
+    words = _plain_text(body, _NOT_WORDS, rules)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
         return words, ""
     # What the page shows a reader without scripts, as webward is one: an article kept in
     # <noscript> (a "please enable JavaScript" line is too short to count).
-    words = _plain_text(_noscript_html(body), _NOT_WORDS)
+    words = _plain_text(_noscript_html(body), _NOT_WORDS, rules)
     if _shell.solid(words) >= _shell.WORDY_BODY_CHARS:
         return words, ""
     if truncated:
         return _shell.cut_note(limits), ""
-    words = _plain_text(body)
+    words = _plain_text(body, rules=rules)
     if "<script" not in page.lower():
         # No scripts: no shell to render, so words the extractors took for page furniture
         # (a page written wholly in <header>s, say) are the reading rather than nothing.
