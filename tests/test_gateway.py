@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import socket
 import sys
 import threading
@@ -38,7 +39,7 @@ from webward._gateway import (
     hash_token,
     openapi_document,
 )
-from webward._serving import fastest_stack, http_protocol
+from webward._serving import Stack, fastest_stack, http_protocol
 from webward.audit import SQLiteAuditSink
 from webward.cli import main
 from webward.testing import MemoryAuditSink
@@ -89,11 +90,19 @@ def loopback_web(settings: Settings, audit: MemoryAuditSink) -> Web:
 
 
 @contextmanager
-def running_gateway(settings: Settings, make_web: Callable[[], Web]) -> Iterator[str]:
+def running_gateway(
+    settings: Settings,
+    make_web: Callable[[], Web],
+    *,
+    http: str | None = None,
+    loops: list[asyncio.AbstractEventLoop] | None = None,
+) -> Iterator[str]:
     """Run ``create_app(settings, make_web())`` under uvicorn in a thread; yield its base URL.
 
     The socket listens before the thread starts, so requests made at once queue in the backlog
-    until uvicorn accepts them: no waiting for readiness.
+    until uvicorn accepts them: no waiting for readiness. ``http``: uvicorn's protocol
+    (``h11`` or ``httptools``; default as `webward serve` picks it); ``loops`` is handed the
+    server's event loop.
     """
     sock = bind_socket("127.0.0.1", 0)
     base = address_url(sock)
@@ -101,7 +110,13 @@ def running_gateway(settings: Settings, make_web: Callable[[], Web]) -> Iterator
     created = threading.Event()
     failure: list[BaseException] = []
 
+    stack = fastest_stack()  # as `webward serve` runs it
+    if http is not None:
+        stack = Stack(http, stack.loop)
+
     async def run() -> None:
+        if loops is not None:
+            loops.append(asyncio.get_running_loop())
         async with make_web() as web:
             config = uvicorn.Config(
                 create_app(settings, web),
@@ -109,7 +124,7 @@ def running_gateway(settings: Settings, make_web: Callable[[], Web]) -> Iterator
                 lifespan="on",
                 ws="none",
                 proxy_headers=False,
-                http=http_protocol(fastest_stack()),  # as `webward serve` runs it
+                http=http_protocol(stack),
             )
             server = uvicorn.Server(config)
             servers.append(server)
@@ -1086,6 +1101,172 @@ def test_a_call_cut_by_shutdown_is_answered_503_in_one_sentence_and_audited(
     assert "shutting down" in answer.json()["error"]["message"]
     assert [(r.decision, r.reason) for r in audit.records] == [("failed", "cancelled")]
     assert "Exception in ASGI application" not in caplog.text
+
+
+class SignallingAudit(MemoryAuditSink):
+    """Audit records in a list, and an event set once one has been written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = threading.Event()
+
+    async def write(self, record: Any) -> None:
+        await super().write(record)
+        self.written.set()
+
+
+def raw_post(
+    base: str, fields: dict[str, Any], path: str = FETCH_PATH
+) -> tuple[socket.socket, bytes]:
+    """A connection to the gateway, and a call with these fields to send on it as alice (the
+    answer, then the connection closed)."""
+    host, port = base.removeprefix("http://").split(":")
+    body = json.dumps(fields).encode()
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer "
+        f"{TOKENS['alice']}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    return socket.create_connection((host, int(port)), timeout=10), request + body
+
+
+def watchers(loop: asyncio.AbstractEventLoop) -> int:
+    """How many of the gateway's watches for a client leaving are running on ``loop``."""
+
+    async def count() -> int:
+        return sum(
+            not task.done() and task.get_coro().__qualname__ == "_await_leaving"  # type: ignore[union-attr]
+            for task in asyncio.all_tasks()
+        )
+
+    return asyncio.run_coroutine_threadsafe(count(), loop).result(10)
+
+
+def until(condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+@contextmanager
+def server_warnings() -> Iterator[list[logging.LogRecord]]:
+    """The warnings and errors uvicorn and webward log meanwhile (uvicorn's loggers do not
+    propagate to the root logger pytest captures)."""
+    records: list[logging.LogRecord] = []
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Kept(logging.WARNING)
+    loggers = [logging.getLogger(name) for name in ("uvicorn.error", "webward")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize(
+    ("http", "capability", "leaves"),
+    [
+        ("httptools", "fetch", "watched"),
+        ("h11", "fetch", "watched"),
+        ("httptools", "search", "watched"),
+        ("h11", "search", "watched"),
+        ("httptools", "fetch", "at once"),
+        ("h11", "fetch", "at once"),
+    ],
+)
+def test_a_client_that_leaves_mid_call_cancels_it_and_it_is_audited_cancelled(
+    tmp_path: Path, http: str, capability: str, leaves: str
+) -> None:
+    """A client that disconnects while its read (or search) is waiting on the far side
+    cancels the call: the gateway hangs up on the origin (or the search provider), nothing
+    is answered, and the one audit record of the call says ``failed`` / ``cancelled``, not
+    ``allowed``. The client leaves once the gateway watches for it, or at once (then the
+    watch, when it starts, finds it gone)."""
+    arrived, hung_up = threading.Event(), threading.Event()
+
+    def hold(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        try:
+            if sock.recv(1) == b"":  # holds its answer until the gateway closes the connection
+                hung_up.set()
+        except OSError:
+            pass
+
+    audit = SignallingAudit()
+    loops: list[asyncio.AbstractEventLoop] = []
+    with serve(routes={"/hold": hold, "/search": hold}) as site:  # SearXNG's path
+        settings = load(tmp_path).replace({"search": {"searxng_url": site.base}})
+        if capability == "fetch":
+            path, fields, target = FETCH_PATH, {"url": site.url("/hold")}, site.url("/hold")
+        else:
+            path, fields, target = SEARCH_PATH, {"query": "owls at night"}, "owls at night"
+        with (
+            server_warnings() as warned,
+            running_gateway(
+                settings, lambda: loopback_web(settings, audit), http=http, loops=loops
+            ) as base,
+        ):
+            conn, request = raw_post(base, fields, path)
+            with conn:
+                conn.sendall(request)
+                assert arrived.wait(10)
+                if leaves == "watched":
+                    until(lambda: watchers(loops[0]) == 1, "the gateway to watch for the client")
+            assert hung_up.wait(10), "the gateway did not hang up on the far side"
+            assert audit.written.wait(10)
+            until(lambda: watchers(loops[0]) == 0, "the watch to end")
+    assert [(r.agent, r.decision, r.reason, r.target) for r in audit.records] == [
+        ("alice", "failed", "cancelled", target)
+    ]
+    assert [r.path for r in site.requests] == ["/hold" if capability == "fetch" else "/search"]
+    assert warned == []  # no answer attempted: no 500, no "returned without a response"
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_a_slow_call_whose_client_stays_is_answered_and_audited_allowed(
+    tmp_path: Path, http: str
+) -> None:
+    """A read slow enough to be watched for its client leaving, whose client stays: answered
+    200 and audited ``allowed``, and the watch ends with the call."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def slow(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        if release.wait(10):
+            respond(200, PAGE.format("slow"))(req, sock)
+
+    audit = SignallingAudit()
+    settings = load(tmp_path)
+    loops: list[asyncio.AbstractEventLoop] = []
+    with (
+        server_warnings() as warned,
+        serve(routes={"/slow": slow}) as site,
+        running_gateway(
+            settings, lambda: loopback_web(settings, audit), http=http, loops=loops
+        ) as base,
+    ):
+        conn, request = raw_post(base, {"url": site.url("/slow")})
+        with conn:
+            conn.sendall(request)
+            assert arrived.wait(10)
+            until(lambda: watchers(loops[0]) == 1, "the gateway to watch for the client")
+            release.set()
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        assert watchers(loops[0]) == 0
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert json.loads(body)["finalUrl"] == site.url("/slow")
+    assert [(r.decision, r.reason) for r in audit.records] == [("allowed", "allowed")]
+    assert warned == []
 
 
 @pytest.mark.anyio

@@ -7,8 +7,10 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -301,6 +303,66 @@ async def test_streamable_http_server_with_the_official_client(
         assert url.endswith("/mcp")
         async with Client(url, read_timeout_seconds=30) as client:
             await check_session(client, site)
+
+
+@pytest.mark.anyio
+async def test_a_sessionless_client_that_leaves_mid_call_cancels_it(tmp_path: Path) -> None:
+    """Over the sessionless protocol (2026-07-28) a client cancels a call by closing its
+    response stream: the read stops (the origin sees its connection closed) and the call's
+    one audit record is ``failed`` / ``cancelled``, as over the gateway. (A session of the
+    2025 protocol cancels with ``notifications/cancelled``: there a closed stream is no
+    cancellation, the spec says; test_audit_always.)"""
+    arrived, hung_up = threading.Event(), threading.Event()
+
+    def hold(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        try:
+            if sock.recv(1) == b"":  # holds its answer until the server closes the connection
+                hung_up.set()
+        except OSError:
+            pass
+
+    config = write_config(tmp_path)
+    version = "2026-07-28"
+    with serve(routes={"/hold": hold}) as site:
+        call = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {
+                "name": "web_fetch",
+                "arguments": {"url": site.url("/hold")},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": version,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+        body = json.dumps(call).encode()
+        async with mcp_over_http(tmp_path, config) as url:
+            host, port = url.removeprefix("http://").split("/", 1)[0].split(":")
+            request = (
+                f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                "Content-Type: application/json\r\nMcp-Method: tools/call\r\n"
+                f"Mcp-Name: web_fetch\r\nMcp-Protocol-Version: {version}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            async with await anyio.connect_tcp(host, int(port)) as stream:
+                await stream.send(request + body)
+                assert await anyio.to_thread.run_sync(arrived.wait, 10)
+            assert await anyio.to_thread.run_sync(hung_up.wait, 10)
+            sink = open_audit_sink(Settings.load(config, environ={}))
+            try:
+                with anyio.fail_after(10):
+                    while not (records := await sink.query()):  # polled, bounded
+                        await anyio.sleep(0.01)
+            finally:
+                await sink.aclose()
+    assert [(r.decision, r.reason, r.target) for r in records] == [
+        ("failed", "cancelled", site.url("/hold"))
+    ]
+    assert [r.path for r in site.requests] == ["/hold"]
 
 
 @pytest.mark.anyio
