@@ -1256,8 +1256,13 @@ async def test_a_read_whose_conversion_is_cut_ends_in_one_sentence_and_an_audit_
     assert caught.value.code == "timeout"
     assert caught.value.message == (
         f"converting {server.url('/slow.pdf')} did not finish within the read's 2 s deadline "
-        "and was stopped; try again when webward is less busy (an operator can raise [limits] "
-        "fetch_timeout_s)"
+        "and was stopped; try again when webward is less busy; an operator can raise [limits] "
+        "fetch_timeout_s"
+    )
+    # A model is told to try again, not which setting to raise.
+    assert caught.value.for_model == (
+        f"converting {server.url('/slow.pdf')} did not finish within the read's 2 s deadline "
+        "and was stopped; try again when webward is less busy"
     )
     [record] = audit.records
     assert (record.decision, record.reason) == ("failed", "convert_timeout")

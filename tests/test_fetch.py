@@ -267,6 +267,13 @@ async def test_drip_feed_is_cut_off_at_the_deadline() -> None:
             with pytest.raises(UpstreamError) as err:
                 await w.fetch(srv.url("/drip"))
     assert err.value.code == "timeout"
+    # Whoever runs webward is told which setting to raise; a model only to try again later.
+    assert err.value.message.endswith(
+        "and was stopped; try again later; an operator can raise [limits] fetch_timeout_s"
+    )
+    assert err.value.for_model == (
+        f"reading {srv.url('/drip')} took longer than 1 s and was stopped; try again later"
+    )
 
 
 def _reset(req: Request, sock: socket.socket) -> None:

@@ -508,6 +508,9 @@ async def test_an_image_over_5_mib_is_refused_not_truncated(announced: bool) -> 
                 await w.fetch(srv.url("/big.png"))
     assert err.value.code == "too_large"
     assert "5 MiB" in err.value.message and "never truncated" in err.value.message
+    if announced:  # refused by the transport, which names the operator's setting
+        assert "max_image_bytes" in err.value.message
+        assert err.value.for_model.endswith("binary content is never truncated")
 
 
 async def test_an_image_of_exactly_5_mib_is_read() -> None:

@@ -555,5 +555,6 @@ async def test_a_paged_search_has_one_deadline_for_all_its_pages(
     assert len(result.hits) == 20
     assert (
         "a later page of results failed (the searxng search provider did not answer within 3 s"
-        in result.content
+        "; try again later)]" in result.content
     )
+    assert "fetch_timeout_s" not in result.content  # the result is the model's: no setting

@@ -447,6 +447,9 @@ async def test_a_provider_nobody_answers_for_is_named_with_its_setting() -> None
                 )
     assert err.value.message.startswith("the brave search provider could not be reached (")
     assert "check [search] brave_url" in err.value.message
+    # The setting is the operator's to check; a model is told to try again later.
+    assert "[search]" not in err.value.for_model
+    assert err.value.for_model.endswith("; try again later")
     _no_secret(err.value, BRAVE_KEY)
 
 
@@ -536,8 +539,8 @@ async def test_null_provider_refuses_with_how_to_configure() -> None:
         await NullProvider().search("q", 5)
     assert err.value.code == "not_configured"
     message = err.value.message
-    assert message == NOT_CONFIGURED
-    assert message.startswith("web search is not configured")
+    assert message == Refused(NOT_CONFIGURED).message
+    assert message.startswith("web search is not configured; ")
     for words in (
         "BRAVE_SEARCH_API_KEY",
         "TAVILY_API_KEY",
@@ -546,6 +549,11 @@ async def test_null_provider_refuses_with_how_to_configure() -> None:
         "web_fetch still works",
     ):
         assert words in message
+    # A model is told what is wrong and what still works, not which key or setting to write.
+    assert err.value.for_model == (
+        "web search is not configured; only webward's operator can turn it on; reading URLs "
+        "with web_fetch still works"
+    )
 
 
 def test_every_provider_meets_the_protocol() -> None:

@@ -176,19 +176,22 @@ def http_status_reason(status: int) -> str:
     return f"http_{status}"
 
 
-# Joins a refusal's why to the operator's next step (``operator_step``); never shown.
+# Join a refusal's why to the operator's next step, and that step to what a model is told in
+# its place (``operator_step``); never shown.
 _STEP = "\x1f"
+_MODEL = "\x1e"
 #: What a model is told in place of the operator's step.
 OPERATOR_ONLY = "only webward's operator can change that"
 
 
-def operator_step(why: str, step: str) -> str:
+def operator_step(why: str, step: str, *, model: str = OPERATOR_ONLY) -> str:
     """A message of ``why`` a call was refused and ``step``, what the operator can change.
 
-    Whoever runs webward reads both (the command line, ``message``); a model reads only the
-    why (``for_model``, at MCP, the gateway and the agent tools): told how to widen the policy
-    (the range to add, the key to set), an agent that can edit files may do it itself."""
-    return f"{why}{_STEP}{step}"
+    Whoever runs webward reads both (the command line, ``message``); a model reads the why and
+    ``model`` in place of the step (``for_model``, at MCP, the gateway and the agent tools):
+    told how to widen the policy (the range to add, the key to set, the deadline to raise), an
+    agent that can edit files may do it itself. ``model=""`` tells the model the why alone."""
+    return f"{why}{_STEP}{step}{_MODEL}{model}"
 
 
 class WebwardError(Exception):
@@ -209,13 +212,14 @@ class WebwardError(Exception):
         # sent), and it reaches the model outside any envelope: no forged envelope marker, no
         # bidi or control character, one line (neutralise_line); no URL credentials (messages
         # reach log lines, e.g. the agent loop's).
-        why, split, step = message.partition(_STEP)
+        why, split, rest = message.partition(_STEP)
+        step, _, model = rest.partition(_MODEL)
         message = neutralise_line(redact_urls(f"{why}; {step}" if split else why))
         super().__init__(message)
         self.message = message
         #: The message a model is shown: the operator's step left out (``operator_step``).
         self.for_model = (
-            neutralise_line(redact_urls(f"{why}; {OPERATOR_ONLY}")) if split else message
+            neutralise_line(redact_urls(f"{why}; {model}" if model else why)) if split else message
         )
         self.code = code or self.default_code
         if self.code not in WIRE_CODES:  # a programming error, caught by the tests

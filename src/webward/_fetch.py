@@ -24,6 +24,7 @@ from ._errors import (
     WebwardError,
     http_status_reason,
     human_wait,
+    operator_step,
 )
 from ._transport import Body, CapFor, Transport
 from .limits import parse_retry_after
@@ -133,8 +134,12 @@ async def fetch(
                 current = nxt
     except TimeoutError:
         raise UpstreamError(
-            f"reading {url.url} took longer than {timeout_s:g} s and was stopped; try again "
-            "later (an operator can raise [limits] fetch_timeout_s)",
+            operator_step(
+                f"reading {url.url} took longer than {timeout_s:g} s and was stopped; try "
+                "again later",
+                "an operator can raise [limits] fetch_timeout_s",
+                model="",
+            ),
             code="timeout",
             reason=Reason.DEADLINE,
         ) from None

@@ -43,7 +43,7 @@ from . import guard
 from ._addresses import IPNetwork
 from ._budgets import Budgets
 from ._call import Call
-from ._errors import Reason, Refused, UpstreamError, WebwardError
+from ._errors import Reason, Refused, UpstreamError, WebwardError, operator_step
 from ._fetch import fetch
 from ._policy import AgentLists, Decision, Policy
 from ._provenance import SessionStore, refusal_message
@@ -336,17 +336,23 @@ class Gate:
                     )
             except TimeoutError:
                 raise UpstreamError(
-                    f"the {provider} search provider did not answer within "
-                    f"{self.limits.fetch_timeout_s:g} s; try again later (an operator can raise "
-                    "[limits] fetch_timeout_s)",
+                    operator_step(
+                        f"the {provider} search provider did not answer within "
+                        f"{self.limits.fetch_timeout_s:g} s; try again later",
+                        "an operator can raise [limits] fetch_timeout_s",
+                        model="",
+                    ),
                     code="timeout",
                     reason=Reason.TIMEOUT,
                 ) from None
             except UpstreamError as exc:  # no answer at all: say whose, and where to look
                 setting = f"[search] {provider}_url"
                 raise UpstreamError(
-                    f"the {provider} search provider could not be reached ({exc.message}); "
-                    f"check {setting} and this machine's network",
+                    operator_step(
+                        f"the {provider} search provider could not be reached ({exc.message})",
+                        f"check {setting} and this machine's network",
+                        model="try again later",
+                    ),
                     code=exc.code,
                     reason=exc.reason,
                     status=exc.status,

@@ -28,7 +28,7 @@ import httpcore
 from . import guard
 from ._addresses import quoted
 from ._content import human_size
-from ._errors import Reason, Refused, UpstreamError
+from ._errors import Reason, Refused, UpstreamError, operator_step
 from ._telemetry import http_span, span
 
 __all__ = ["Body", "Connector", "PinnedBackend", "Transport"]
@@ -509,8 +509,12 @@ def _tls_error(url: guard.ParsedURL, exc: ssl.SSLError) -> UpstreamError:
 
 def _too_large(url: guard.ParsedURL, cap: int) -> Refused:
     return Refused(
-        f"refused: {url.url} is larger than the {human_size(cap)} cap, and binary content is "
-        "never truncated (an operator can raise [limits] max_image_bytes or max_pdf_bytes)",
+        operator_step(
+            f"refused: {url.url} is larger than the {human_size(cap)} cap, and binary content "
+            "is never truncated",
+            "an operator can raise [limits] max_image_bytes or max_pdf_bytes",
+            model="",
+        ),
         code="too_large",
         reason=Reason.TOO_LARGE,
     )

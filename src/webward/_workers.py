@@ -46,7 +46,7 @@ import anyio
 
 from . import _content, _convert
 from ._convert import Converted
-from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
+from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
 from ._settings import LimitsSettings
 
 if TYPE_CHECKING:  # imported when a worker is first needed: a small read never pays for it
@@ -562,9 +562,12 @@ def _ewma(average: float, sample: float) -> float:
 
 def _timed_out(url: str, limits: LimitsSettings) -> UpstreamError:
     return UpstreamError(
-        f"converting {url} did not finish within the read's {limits.fetch_timeout_s:g} s "
-        "deadline and was stopped; try again when webward is less busy (an operator can raise "
-        "[limits] fetch_timeout_s)",
+        operator_step(
+            f"converting {url} did not finish within the read's {limits.fetch_timeout_s:g} s "
+            "deadline and was stopped; try again when webward is less busy",
+            "an operator can raise [limits] fetch_timeout_s",
+            model="",
+        ),
         code="timeout",
         reason=Reason.CONVERT_TIMEOUT,
     )

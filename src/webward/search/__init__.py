@@ -27,7 +27,7 @@ from .._settings import SearchSettings
 from ._brave import BraveProvider
 from ._common import Http, Response
 from ._filters import SearchFilters, check_filters
-from ._null import NOT_CONFIGURED, NullProvider
+from ._null import NOT_CONFIGURED, NullProvider, not_configured
 from ._searxng import SearxngProvider
 from ._tavily import TavilyProvider
 
@@ -54,8 +54,6 @@ PROVIDERS = ("brave", "tavily", "searxng", "none")
 
 #: The credential each keyed provider reads.
 KEY_NAMES = {"brave": "BRAVE_SEARCH_API_KEY", "tavily": "TAVILY_API_KEY"}
-
-_STILL_WORKS = "reading URLs with web_fetch still works"
 
 
 @runtime_checkable
@@ -139,24 +137,29 @@ def choose_provider(
         return NullProvider()
     if name == "none":
         return NullProvider(
-            'web search is not configured: the search provider is set to "none" (set '
-            "`[search] provider` to brave, tavily or searxng to turn it on); " + _STILL_WORKS
+            not_configured(
+                ': the search provider is set to "none"',
+                "set `[search] provider` to brave, tavily or searxng to turn it on",
+            )
         )
     if name == "searxng":
         url = settings.searxng_url.strip()
         if not url:
             return NullProvider(
-                "web search is not configured: the searxng provider is chosen but "
-                "`[search] searxng_url` (WEBWARD_SEARXNG_URL) is not set; point it at your "
-                "SearXNG instance; " + _STILL_WORKS
+                not_configured(
+                    ": the searxng provider is chosen but `[search] searxng_url` is not set",
+                    "point it (or WEBWARD_SEARXNG_URL) at your SearXNG instance",
+                )
             )
         return SearxngProvider(url, http_for(name), clock=clock)
     key_name = KEY_NAMES[name]
     key = credentials.get(key_name)
     if not key:
         return NullProvider(
-            f"web search is not configured: the {name} provider is chosen but {key_name} is "
-            f"not set; set it or run `webward credentials set {key_name}`; " + _STILL_WORKS
+            not_configured(
+                f": the {name} provider is chosen but {key_name} is not set",
+                f"set it or run `webward credentials set {key_name}`",
+            )
         )
     if not fits_a_header(key):
         # Say so, rather than fail in the HTTP client or send a header a line break splits;
@@ -170,8 +173,11 @@ def choose_provider(
             else f"set it again with `webward credentials set {key_name}`"
         )
         return NullProvider(
-            f"web search is not configured: {key_name} holds characters no API key has "
-            f"(spaces, control or non-ASCII characters); {fix}; " + _STILL_WORKS
+            not_configured(
+                f": {key_name} holds characters no API key has (spaces, control or "
+                "non-ASCII characters)",
+                fix,
+            )
         )
     if name == "brave":
         return BraveProvider(Secret(key), http_for(name), settings.brave_url, clock=clock)

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from .._credentials import Secret
-from .._errors import InvalidInput, Reason, Refused, UpstreamError
+from .._errors import InvalidInput, Reason, Refused, UpstreamError, operator_step
 from .._models import Hit
 from ._common import (
     Http,
@@ -166,8 +166,10 @@ class BraveProvider:
         code = _error_code(try_json(body))
         if code == "SUBSCRIPTION_TOKEN_INVALID" or body.status in (401, 403):
             return UpstreamError(
-                f"the Brave key was rejected; check {KEY_NAME} or run "
-                f"`webward credentials set {KEY_NAME}`",
+                operator_step(
+                    "the Brave key was rejected",
+                    f"check {KEY_NAME} or run `webward credentials set {KEY_NAME}`",
+                ),
                 reason=Reason.PROVIDER_KEY_REJECTED,
                 status=body.status,
             )

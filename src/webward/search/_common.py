@@ -37,7 +37,7 @@ CUT_SHORT: ContextVar[str | None] = ContextVar("webward_search_cut_short", defau
 
 
 def later_page_failed(exc: WebwardError) -> None:
-    CUT_SHORT.set(exc.message)
+    CUT_SHORT.set(exc.for_model)  # the result is the model's: no operator step
 
 
 MAX_TITLE_CHARS = 300

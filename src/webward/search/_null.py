@@ -3,16 +3,29 @@ configure one, never with an empty list that would read as "nothing found"."""
 
 from __future__ import annotations
 
-from .._errors import Reason, Refused
+from .._errors import Reason, Refused, operator_step
 from .._models import Hit
 
-__all__ = ["NOT_CONFIGURED", "NullProvider"]
+__all__ = ["NOT_CONFIGURED", "NullProvider", "not_configured"]
 
-#: The DESIGN message: what is wrong, how to fix it, and what still works.
-NOT_CONFIGURED = (
-    "web search is not configured: set BRAVE_SEARCH_API_KEY or TAVILY_API_KEY (or store one "
-    "with `webward credentials set BRAVE_SEARCH_API_KEY`), or point `[search] searxng_url` at a "
-    "SearXNG instance; reading URLs with web_fetch still works"
+_STILL_WORKS = "reading URLs with web_fetch still works"
+
+
+def not_configured(why: str, fix: str) -> str:
+    """The DESIGN message: what is wrong, how to fix it, and what still works. A model is told
+    what is wrong and what still works; the fix (the key to set, the setting to change) is the
+    operator's."""
+    return operator_step(
+        f"web search is not configured{why}",
+        f"{fix}; {_STILL_WORKS}",
+        model=f"only webward's operator can turn it on; {_STILL_WORKS}",
+    )
+
+
+NOT_CONFIGURED = not_configured(
+    "",
+    "set BRAVE_SEARCH_API_KEY or TAVILY_API_KEY (or store one with `webward credentials set "
+    "BRAVE_SEARCH_API_KEY`), or point `[search] searxng_url` at a SearXNG instance",
 )
 
 

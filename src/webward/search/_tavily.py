@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._credentials import Secret
-from .._errors import Reason, UpstreamError
+from .._errors import Reason, UpstreamError, operator_step
 from .._models import Hit
 from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
 from ._filters import SearchFilters, unsupported
@@ -161,8 +161,10 @@ class TavilyProvider:
     def _error(self, body: Response) -> Exception:
         if body.status in (401, 403):
             return UpstreamError(
-                f"the Tavily key was rejected; check {KEY_NAME} or run "
-                f"`webward credentials set {KEY_NAME}`",
+                operator_step(
+                    "the Tavily key was rejected",
+                    f"check {KEY_NAME} or run `webward credentials set {KEY_NAME}`",
+                ),
                 reason=Reason.PROVIDER_KEY_REJECTED,
                 status=body.status,
             )
