@@ -24,7 +24,9 @@ The text cannot close the envelope: before wrapping, it is searched for marker-l
 folded view (NFKD; case folded; look-alike angle brackets, the angle quotation marks, CJK and
 mathematical angle brackets, Canadian syllabics and modifier arrowheads among them, and dashes
 mapped to ASCII; every character Unicode's confusables data (UTS #39) takes for one ASCII
-character mapped to it, and a few more Cyrillic and Greek look-alike letters;
+character mapped to it, or for a character that folds to one (``─`` is taken for ``ー``, a
+dash here); a few more Cyrillic and Greek look-alike letters, and the Latin small capitals and
+letters with a hook, curl, tail, stroke or bar, read from their names;
 zero-width, bidi-control, other format and combining characters (so the accents of precomposed
 letters), characters that show as nothing (Hangul fillers, the Braille blank) and control
 characters dropped), and every such span of the original text is replaced by ``[marker removed]``.
@@ -143,6 +145,7 @@ _JOIN = r"\-_.\\*`~/+:|\u00b7\u2022"
 # The words joined by anything but letters that a list or a sentence also joins them with
 # (",", ";", "#", "="): a marker when the evidence around them says so, prose or a list when
 # it does not.
+_JOIN_RE = re.compile(f"[{_JOIN}]")
 _CORE_RE = re.compile(rf"untrusted[\s{_JOIN},;#=]*web[\s{_JOIN},;#=]*content")
 # Joined tight with what only a marker or its Markdown rendering joins words with (not "/"
 # or "+", which URLs join words with), the words are a marker even with no evidence around.
@@ -193,15 +196,22 @@ def _plain_ascii(text: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _confusables() -> dict[str, str]:
-    """Unicode's confusables (UTS #39 ``confusables.txt``, as the confusable-homoglyphs
-    package ships it): every non-ASCII character whose prototype is one ASCII character,
-    mapped to it. Loaded on the first non-ASCII character folded."""
-    data = json.loads(
+def _confusables_data() -> dict[str, list[dict[str, str]]]:
+    """Unicode's confusables (UTS #39 ``confusables.txt``) as the confusable-homoglyphs
+    package ships them: each character's look-alikes. Read on the first non-ASCII character
+    folded."""
+    data: dict[str, list[dict[str, str]]] = json.loads(
         resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8")
     )
+    return data
+
+
+@lru_cache(maxsize=1)
+def _confusables() -> dict[str, str]:
+    """Every non-ASCII character whose prototype in Unicode's confusables is one ASCII
+    character, mapped to it."""
     table: dict[str, str] = {}
-    for char, entries in data.items():
+    for char, entries in _confusables_data().items():
         if len(char) != 1:
             continue
         for entry in entries:
@@ -215,6 +225,34 @@ def _confusables() -> dict[str, str]:
     return table
 
 
+@lru_cache(maxsize=1)
+def _prototypes() -> dict[str, str]:
+    """Every other non-ASCII character whose prototype in Unicode's confusables folds to
+    something the marker search reads (``─`` to ``ー``, a dash here; ``ᑎ`` to ``Ո``, whose
+    small form is an ``n``; ``・`` to ``·``), mapped to that prototype, its marks dropped; the
+    fold takes it the rest of the way. Consulted after the tables that say more."""
+    ascii_table, shapes = _confusables(), _letter_shapes()
+    table: dict[str, str] = {}
+    for char, entries in _confusables_data().items():
+        if len(char) != 1 or char.isascii() or len(entries) != 1:
+            continue  # a prototype lists all its look-alikes; any other, its prototype alone
+        prototype = "".join(
+            d
+            for d in unicodedata.normalize("NFKD", entries[0]["c"])
+            if unicodedata.category(d) not in ("Mn", "Me")
+        )
+        if len(prototype) == 1 and any(
+            p in _HOMOGLYPHS
+            or p in ascii_table
+            or p in shapes
+            or p.isascii()
+            or _JOIN_RE.fullmatch(p)
+            for p in {prototype, prototype.casefold()}
+        ):
+            table[char] = prototype
+    return table
+
+
 # Characters that show as nothing but are letters or symbols, so no category test drops them:
 # Unicode's default-ignorable code points outside the format and mark categories (the Hangul
 # fillers, the reserved ones a font draws as nothing), the Braille blank and the musical null
@@ -225,29 +263,43 @@ _BLANKS_RE = re.compile(
 
 
 @lru_cache(maxsize=1)
-def _small_capitals() -> dict[str, str]:
-    """The small-capital letters (U+1D1C, U+0274, ...), which neither compatibility
-    normalisation nor the confusables table takes to the Latin letter they show: read from
-    their names, in the blocks that hold them (IPA, phonetic extensions, Latin Extended-D and
-    -G)."""
+def _letter_shapes() -> dict[str, str]:
+    """Latin letters that no normalisation takes apart and that the confusables table leaves
+    alone, mapped to the letter they show, read from their names in the blocks that hold
+    them (Latin Extended-B to -G, IPA, the phonetic extensions): the small capitals (U+1D1C,
+    U+0274, ...), and the letters with a hook, curl, tail, tilde, stroke or bar (``ȶ ƭ ɖ ɲ
+    ȵ ᵭ ⱦ ʉ``)."""
     table: dict[str, str] = {}
-    for start, stop in ((0x0250, 0x02B0), (0x1D00, 0x1DC0), (0xA720, 0xA800), (0x1DF00, 0x1E000)):
+    blocks = (
+        (0x0180, 0x0250),
+        (0x0250, 0x02B0),
+        (0x1D00, 0x1DC0),
+        (0x2C60, 0x2C80),
+        (0xA720, 0xA800),
+        (0xAB30, 0xAB70),
+        (0x1DF00, 0x1E000),
+    )
+    for start, stop in blocks:
         for code in range(start, stop):
-            match = _SMALL_CAPITAL_RE.search(unicodedata.name(chr(code), ""))
+            match = _LETTER_SHAPE_RE.search(unicodedata.name(chr(code), ""))
             if match:
-                table[chr(code)] = match.group(1).lower()
+                table[chr(code)] = (match.group(1) or match.group(2)).lower()
     return table
 
 
-_SMALL_CAPITAL_RE = re.compile(r"\bSMALL CAPITAL ([A-Z])$")
+# "LATIN LETTER SMALL CAPITAL U" (and any other "... SMALL CAPITAL U"), "LATIN SMALL LETTER T WITH CURL", "LATIN SMALL LETTER U BAR";
+# not a digraph's "... WITH SMALL LETTER Z", which compatibility normalisation already splits.
+_LETTER_SHAPE_RE = re.compile(
+    r"\bSMALL CAPITAL ([A-Z])$"
+    r"|^LATIN (?:SMALL|CAPITAL) LETTER ([A-Z])(?: WITH (?!(?:SMALL|CAPITAL) LETTER).+| BAR)$"
+)
 
 
 @lru_cache(maxsize=8192)
 def _fold_char(c: str) -> str:
     if c in _INVISIBLE:
         return ""
-    c = _small_capitals().get(c, c)
-    confusables = _confusables()
+    confusables, shapes, prototypes = _confusables(), _letter_shapes(), _prototypes()
     out = []
     # Decomposed first, so a precomposed letter (U+1EE5, u with a dot below) loses its mark as
     # the combining sequence does; what is left is composed again (a Hangul syllable stays one).
@@ -263,8 +315,9 @@ def _fold_char(c: str) -> str:
     for d in unicodedata.normalize("NFC", kept):
         # Before case folding (a capital's look-alike may be a capital) and after it; the
         # table above first, where it says more than UTS #39 (which takes U+3014 for "(").
-        for e in (_HOMOGLYPHS.get(d) or confusables.get(d, d)).casefold():
-            out.append(_HOMOGLYPHS.get(e) or confusables.get(e, e))
+        first = _HOMOGLYPHS.get(d) or confusables.get(d) or shapes.get(d) or prototypes.get(d, d)
+        for e in first.casefold():
+            out.append((_HOMOGLYPHS.get(e) or confusables.get(e) or shapes.get(e, e)).lower())
     return "".join(out)
 
 
