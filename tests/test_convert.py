@@ -606,7 +606,9 @@ def test_truncated_html_is_marked_at_the_end() -> None:
     # Cut before any text: says so, with the next step, the marker still last.
     empty = read(b"", "text/html", truncated=True).text
     assert empty.startswith("[the first 1 MB of this page holds no readable text")
-    assert "([limits] max_read_bytes)" in empty and empty.endswith("\n\n[truncated at 1 MB]")
+    assert "ask the operator to raise the limit]" in empty
+    assert empty.endswith("\n\n[truncated at 1 MB]")
+    assert "[limits]" not in empty  # the model reads it: the setting is the operator's
 
 
 def test_undeclared_text_is_sniffed() -> None:

@@ -61,9 +61,9 @@ def cut_note(limits: LimitsSettings) -> str:
     cap = human_size(limits.max_read_bytes)
     return (
         f"[the first {cap} of this page holds no readable text (scripts, styles or inline data "
-        f"come first): webward reads at most {cap} of a page ([limits] max_read_bytes), and its "
-        "text lies past the cut. Read another copy of the page (a print, AMP or text-only "
-        "version, or the site's feed), or ask the operator to raise the limit]"
+        f"come first): webward reads at most {cap} of a page, and its text lies past the "
+        "cut. Read another copy of the page (a print, AMP or text-only version, or the site's "
+        "feed), or ask the operator to raise the limit]"
     )
 
 
