@@ -644,10 +644,11 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     tmp_path: Path,
 ) -> None:
     """On stdio, a line that is no JSON-RPC request the SDK reads (params that are no
-    object, no JSON, a batch) is answered with a JSON-RPC error, with its id where it has
-    one: before, the client waited forever. A tools/call the SDK refuses (arguments that are
-    no object, a name that is no string, sent before initialize) is one sentence and one
-    audit record."""
+    object, no JSON, a batch, an id that is no string or integer, which the SDK took for a
+    notification) is answered with a JSON-RPC error, with its id where it has one: before,
+    the client waited forever. A tools/call the SDK refuses (params or arguments that are no
+    object, a name that is no string, an id that is no string or integer, sent before
+    initialize) is one sentence and one audit record."""
     process = raw_stdio_server(tmp_path)
     assert process.stdin is not None and process.stdout is not None
 
@@ -656,7 +657,7 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
         process.stdin.flush()  # type: ignore[union-attr]
         return json.loads(process.stdout.readline())  # type: ignore[union-attr]
 
-    def call(request_id: int, params: object) -> bytes:
+    def call(request_id: object, params: object) -> bytes:
         return json.dumps(
             {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
         ).encode()
@@ -679,6 +680,9 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
             ask(call(4, {"name": "web_fetch", "arguments": "https://example.org/"})),
             ask(call(5, {"name": 5})),
             ask(b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}'),
+            ask(call({"a": 1}, {"name": "web_fetch", "arguments": {"url": "https://a.test/"}})),
+            ask(b'{"jsonrpc": "2.0", "id": true, "method": "ping"}'),
+            ask(b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}'),
         ]
     finally:
         process.stdin.close()
@@ -691,8 +695,18 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
         (4, -32602),
         (5, -32602),
         (6, None),
+        (None, -32600),
+        (None, -32600),
+        (None, -32600),
     ]
     assert "arguments of 'web_fetch' must be a JSON object" in answers[3]["error"]["message"]
+    assert (
+        answers[0]["error"]["message"]
+        == 'the request\'s "params" must be a JSON object of named values'
+    )
+    assert answers[2]["error"]["message"].startswith("the message is a batch")
+    for bad_id in answers[6:]:
+        assert bad_id["error"]["message"].startswith('the request\'s "id" must be a string or')
     assert process.returncode == 0
     records = json.loads(
         subprocess.run(
@@ -700,10 +714,13 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
             capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
         ).stdout
     )  # fmt: skip
-    assert sorted((r["capability"], r["decision"]) for r in records) == [
-        ("agent:tool.unknown@1", "refused"),
-        ("web:page.fetch@1", "refused"),
-        ("web:page.fetch@1", "refused"),
+    # Calls 1, 3, 4, 5 and the one of the object id; neither ping nor tools/list is a call.
+    assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
+        ("agent:tool.unknown@1", "refused", ""),
+        ("agent:tool.unknown@1", "refused", "5"),
+        ("web:page.fetch@1", "refused", "https://a.test/"),
+        ("web:page.fetch@1", "refused", "https://example.org/"),
+        ("web:page.fetch@1", "refused", "web_fetch"),  # no URL: the tool asked for
     ]
 
 

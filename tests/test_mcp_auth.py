@@ -137,6 +137,51 @@ async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path
 
 
 @pytest.mark.anyio
+async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audited(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP, a batch or params that are no object were answered with a multi-line
+    validation dump, and a tools/call whose id is no string or integer with 202 and nothing
+    (the SDK read it as a notification), unaudited. Each is now a 400 JSON-RPC error of one
+    sentence, and each tools/call among them one audit record of the token's agent; a
+    request without a token is still the SDK's 401, unaudited."""
+    config = token_config(tmp_path)
+    call = {"name": "web_fetch", "arguments": {"url": "https://a.test/"}}
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
+        headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
+        headers["mcp-protocol-version"] = "2025-06-18"
+        bodies = [
+            [LIST],
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": [1]},
+            {"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/call", "params": call},
+            {"jsonrpc": "2.0", "id": None, "method": "tools/list"},
+            5,
+        ]
+        answers = [await http.post(url, json=body, headers=headers) for body in bodies]
+        anonymous = await http.post(url, json=bodies[2], headers=ACCEPT)
+        listed = await http.post(url, json=LIST, headers=headers)
+    assert [a.status_code for a in answers] == [400] * 5
+    errors = [a.json() for a in answers]
+    assert [(e["id"], e["error"]["code"]) for e in errors] == [
+        (None, -32600), (4, -32600), (None, -32600), (None, -32600), (None, -32600)
+    ]  # fmt: skip
+    for e in errors:
+        assert "\n" not in e["error"]["message"] and "pydantic" not in e["error"]["message"]
+    assert errors[0]["error"]["message"].startswith("the message is a batch")
+    assert errors[2]["error"]["message"].startswith('the request\'s "id" must be a string')
+    assert anonymous.status_code == 401
+    assert listed.status_code == 200 and "web_fetch" in listed.text  # the session goes on
+    assert await records(config) == [
+        ("alice", "connected", "refused"),
+        ("alice", "connected", "refused"),
+    ]
+
+
+@pytest.mark.anyio
 async def test_a_session_belongs_to_the_agent_that_opened_it(tmp_path: Path) -> None:
     """bob's token on alice's session id is turned away: a token cannot borrow a session."""
     config = token_config(tmp_path)

@@ -42,6 +42,7 @@ its rate limits, circuit breakers, page cache and audit sink.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -51,7 +52,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
@@ -79,6 +80,7 @@ from mcp.types import (
     JSONRPCError,
     TextContent,
     ToolAnnotations,
+    jsonrpc_message_adapter,
 )
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 
@@ -310,24 +312,9 @@ def build_server(
                 message = _BEFORE_INITIALIZE
             else:  # its _meta, a progress token: "_meta" must be an object of known keys
                 message = _BAD_CALL
-            by_name = {
-                catalogue.fetch.tool: catalogue.fetch,
-                catalogue.search.tool: catalogue.search,
-            }
-            capability = by_name.get(name) if isinstance(name, str) else None
-            field = capability.names(MCP)[0] if capability else ""
-            target = arguments.get(field) if isinstance(arguments, dict) else None
-            if not isinstance(target, str):  # no URL or query: the name asked for, if any
-                target = "" if name is None else neutralise_line(str(name))[:200]
             who, reach = acting()
-            error = await web.reject(
-                capability.id if capability else UNKNOWN_TOOL,
-                who,
-                reach,
-                target,
-                InvalidInput(message),
-            )
-            raise MCPError(INVALID_PARAMS, error.message) from None
+            error = await reject_call(web, who, reach, params, message)
+            raise MCPError(INVALID_PARAMS, error.for_model) from None
 
     server = AuditedServer(
         "webward",
@@ -419,6 +406,82 @@ _BAD_CALL = (
 )
 _BEFORE_INITIALIZE = "a tools/call before initialize: send initialize first, then call tools"
 _LIST_BEFORE_INITIALIZE = "a tools/list before initialize: send initialize first, then list tools"
+
+
+async def reject_call(
+    web: Web, who: str, reach: str | None, params: object, message: str
+) -> WebwardError:
+    """Audit a ``tools/call`` refused before any tool ran (``params`` as sent) as the core
+    audits its own refusals, under the capability its name asks for and the URL or query it
+    sent, if any; returns the error to answer with."""
+    catalogue = capabilities(web.settings)
+    params = params if isinstance(params, dict) else {}
+    name, arguments = params.get("name"), params.get("arguments")
+    by_name = {catalogue.fetch.tool: catalogue.fetch, catalogue.search.tool: catalogue.search}
+    capability = by_name.get(name) if isinstance(name, str) else None
+    field = capability.names(MCP)[0] if capability else ""
+    target = arguments.get(field) if isinstance(arguments, dict) else None
+    if not isinstance(target, str):  # no URL or query: the name asked for, if any
+        target = "" if name is None else neutralise_line(str(name))[:200]
+    return await web.reject(
+        capability.id if capability else UNKNOWN_TOOL, who, reach, target, InvalidInput(message)
+    )
+
+
+_NOT_A_REQUEST = (
+    "the message is not a JSON-RPC 2.0 request webward can read: one object a line with "
+    '"jsonrpc": "2.0", a string or integer "id", a string "method" and "params" an object'
+)
+_BATCH = (
+    "the message is a batch (a JSON array), which MCP does not take: send each request on its "
+    "own, one JSON-RPC 2.0 object a line or a request"
+)
+_BAD_ID = (
+    'the request\'s "id" must be a string or an integer (JSON-RPC 2.0); it was not answered '
+    "as a request"
+)
+_BAD_PARAMS = 'the request\'s "params" must be a JSON object of named values'
+
+
+class Malformed(BaseModel):
+    """A message the SDK would drop without a word or answer with a validation dump: what to
+    answer instead, and, for a ``tools/call``, its params, to audit the call."""
+
+    request_id: str | int | None
+    message: str
+    code: int = INVALID_REQUEST
+    call: dict[str, Any] | None = None
+
+
+def malformed(value: object) -> Malformed | None:
+    """What is wrong with a parsed JSON-RPC message the SDK would misread, or None.
+
+    A request whose ``id`` is no string or integer passes the SDK's validation as a
+    notification (its id dropped), so it is never answered and its call never audited; a
+    batch, a message that is no object, or ``params`` that are no object fail it with a
+    multi-line dump. Responses and anything else go on to the SDK."""
+    if isinstance(value, list):
+        return Malformed(request_id=None, message=_BATCH)
+    if not isinstance(value, dict):
+        return Malformed(request_id=None, message=_NOT_A_REQUEST)
+    if "method" not in value:  # a response (rare from a client): the SDK's shape or none
+        try:
+            jsonrpc_message_adapter.validate_python(value, by_name=False)
+        except ValidationError:
+            given = value.get("id")
+            known = isinstance(given, str | int) and not isinstance(given, bool)
+            return Malformed(request_id=given if known else None, message=_NOT_A_REQUEST)
+        return None
+    method, params, given = value["method"], value.get("params"), value.get("id", 0)
+    call = (params if isinstance(params, dict) else {}) if method == "tools/call" else None
+    if not isinstance(given, str | int) or isinstance(given, bool):
+        return Malformed(request_id=None, message=_BAD_ID, call=call)
+    request_id = value.get("id")
+    if value.get("jsonrpc") != "2.0" or not isinstance(method, str):
+        return Malformed(request_id=request_id, message=_NOT_A_REQUEST, call=call)
+    if not isinstance(params, dict | None):
+        return Malformed(request_id=request_id, message=_BAD_PARAMS, call=call)
+    return None
 
 
 class _StrictTool(Tool):
@@ -616,7 +679,13 @@ async def serve_stdio(
             anyio.create_task_group() as tg,
         ):
             send, readable = anyio.create_memory_object_stream[Any](0)
-            tg.start_soon(_answer_unreadable, read_stream, send, write_stream)
+
+            def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
+                return reject_call(web, agent, tier, params, message)
+
+            tg.start_soon(
+                _answer_unreadable, read_stream, send, write_stream, lines.problems, reject
+            )
             lowlevel = server._lowlevel_server
             await lowlevel.run(readable, write_stream, lowlevel.create_initialization_options())
             tg.cancel_scope.cancel()
@@ -652,6 +721,9 @@ class _StdinLines:
         os.close(null)
         self._room = threading.Semaphore(self._READ_AHEAD)
         self._lines: asyncio.Queue[bytes] | None = None
+        #: What is wrong with each line handed on as ``_MALFORMED``, in order (the relay
+        #: answers them in the order the SDK read them).
+        self.problems: collections.deque[Malformed] = collections.deque()
 
     def __aiter__(self) -> _StdinLines:
         if self._lines is None:
@@ -678,9 +750,17 @@ class _StdinLines:
         if not line:
             raise StopAsyncIteration
         try:
-            return line.decode("utf-8")
+            text = line.decode("utf-8")
         except UnicodeDecodeError:
             return _NOT_UTF8
+        try:
+            problem = malformed(json.loads(text))
+        except (ValueError, RecursionError):
+            return text  # no JSON: the SDK fails it, and the relay answers so
+        if problem is None:
+            return text
+        self.problems.append(problem)
+        return _MALFORMED
 
     def close(self) -> None:
         with contextlib.suppress(OSError):  # fd 0 back as it was
@@ -690,32 +770,57 @@ class _StdinLines:
 
 #: What a line that is not UTF-8 is handed to the SDK as: no JSON, known by the relay.
 _NOT_UTF8 = "\x00 a line that is not UTF-8\n"
+#: What a line :func:`malformed` found wrong is handed to the SDK as (its problem waits in
+#: ``_StdinLines.problems``): no JSON, known by the relay.
+_MALFORMED = "\x00 a line that is no JSON-RPC request\n"
 
 
-async def _answer_unreadable(read_stream: Any, send: Any, write_stream: Any) -> None:
+async def _answer_unreadable(
+    read_stream: Any,
+    send: Any,
+    write_stream: Any,
+    problems: collections.deque[Malformed],
+    reject: Callable[[dict[str, Any], str], Awaitable[WebwardError]],
+) -> None:
     """Pass the messages of ``read_stream`` on to ``send``; answer every line the SDK could
-    not read as a JSON-RPC message (no JSON, params that are no object, a batch) with a
-    JSON-RPC error, where the SDK drops it and its client waits forever. Its id is kept
-    when one can be found."""
+    not read as a JSON-RPC request (no JSON, params that are no object, a batch, an id that
+    is no string or integer) with a JSON-RPC error, where the SDK drops it and its client
+    waits forever. Its id is kept when one can be found; a ``tools/call`` among them is
+    audited (``reject``) as the call it was meant to be."""
     async with send:
         async for item in read_stream:
             if not isinstance(item, Exception):
                 await send.send(item)
                 continue
-            request_id, code, message = _unreadable(item)
+            problem = _unreadable(item, problems)
+            message = problem.message
+            if problem.call is not None:
+                message = (await reject(problem.call, message)).for_model
             error = JSONRPCError(
-                jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)
+                jsonrpc="2.0",
+                id=problem.request_id,
+                error=ErrorData(code=problem.code, message=message),
             )
             await write_stream.send(SessionMessage(error))
 
 
-def _unreadable(exc: Exception) -> tuple[str | int | None, int, str]:
-    """The id (if any), JSON-RPC code and sentence for a line the SDK could not read."""
+def _unreadable(exc: Exception, problems: collections.deque[Malformed]) -> Malformed:
+    """What to answer a line the SDK could not read with."""
     errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if any(e.get("input") == _MALFORMED for e in errors) and problems:
+        return problems.popleft()
     if any(e.get("input") == _NOT_UTF8 for e in errors):
-        return None, PARSE_ERROR, "the message is not UTF-8 text: send UTF-8 JSON, one a line"
+        return Malformed(
+            request_id=None,
+            code=PARSE_ERROR,
+            message="the message is not UTF-8 text: send UTF-8 JSON, one a line",
+        )
     if any(e.get("type") == "json_invalid" for e in errors):
-        return None, PARSE_ERROR, "the message is not JSON: send one JSON-RPC 2.0 object a line"
+        return Malformed(
+            request_id=None,
+            code=PARSE_ERROR,
+            message="the message is not JSON: send one JSON-RPC 2.0 object a line",
+        )
     request_id: str | int | None = None
     for e in errors:  # the message as parsed, where the SDK's validation kept it
         found = e.get("input")
@@ -723,14 +828,7 @@ def _unreadable(exc: Exception) -> tuple[str | int | None, int, str]:
         if isinstance(given, str | int) and not isinstance(given, bool):
             request_id = given
             break
-    return (
-        request_id,
-        INVALID_REQUEST,
-        (
-            "the message is not a JSON-RPC 2.0 request webward can read: one object a line with "
-            '"jsonrpc": "2.0", a string or integer "id", a string "method" and "params" an object'
-        ),
-    )
+    return Malformed(request_id=request_id, message=_NOT_A_REQUEST)
 
 
 def http_access(
@@ -820,6 +918,84 @@ class _SessionOpenings:
         return None
 
 
+class _MalformedRequests:
+    """Answers a POST to the MCP path whose message :func:`malformed` finds wrong with one
+    JSON-RPC error of one sentence (400), and audits it when it is a ``tools/call``, before
+    the SDK would answer it with a validation dump (a batch, params that are no object) or
+    with 202 and nothing (an id that is no string or integer, read as a notification).
+    Everything else, and a request with no known token where tokens are configured (the SDK
+    answers 401), goes on to the SDK with its body as read."""
+
+    def __init__(
+        self, app: Any, web: Web, tokens: TokenTable | None, agent: str, tier: str | None
+    ) -> None:
+        self._app, self._web, self._tokens = app, web, tokens
+        self._agent, self._tier = agent, tier
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != MCP_PATH:
+            await self._app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        who, reach = self._agent, self._tier
+        if self._tokens is not None:
+            token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
+            found = self._tokens.lookup(token) if token else None
+            if found is None:
+                await self._app(scope, receive, send)
+                return
+            who, reach = found.name, found.tier
+        chunks, more = [], True
+        while more:  # the SDK reads the whole body too, before it looks at the message
+            message = await receive()
+            if message["type"] != "http.request":  # the client left: the SDK sees it so
+                await self._app(scope, _replay(message, receive), send)
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        problem = None
+        if headers.get(b"content-type", b"").split(b";")[0].strip().lower() == b"application/json":
+            # No JSON (or not UTF-8): the SDK answers with a parse error.
+            with contextlib.suppress(ValueError, RecursionError):
+                problem = malformed(json.loads(body))
+        if problem is None:
+            request = {"type": "http.request", "body": body, "more_body": False}
+            await self._app(scope, _replay(request, receive), send)
+            return
+        text = problem.message
+        if problem.call is not None:
+            text = (await reject_call(self._web, who, reach, problem.call, text)).for_model
+        answer = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": problem.request_id,
+                "error": {"code": problem.code, "message": text},
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(answer)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer})
+
+
+def _replay(first: dict[str, Any], receive: Any) -> Any:
+    """A ``receive`` that gives ``first`` once, then whatever ``receive`` gives."""
+    waiting = [first]
+
+    async def replayed() -> Any:
+        return waiting.pop() if waiting else await receive()
+
+    return replayed
+
+
 async def serve_http(
     settings: Settings,
     host: str = "127.0.0.1",
@@ -856,6 +1032,7 @@ async def serve_http(
             transport_security=_transport_security(host),
             host=host,
         )
+        app = _MalformedRequests(app, web, tokens, agent or DEFAULT_AGENT, tier)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
