@@ -379,7 +379,8 @@ async def test_upstream_429_holds_the_host_and_is_not_a_failure() -> None:
     assert held.value.code == "rate_limited" and held.value.reason == "upstream_backpressure"
     assert held.value.retry_after == pytest.approx(20.0)
     assert held.value.message == (
-        "rate limited: 127.0.0.1 asked webward to slow down (HTTP 429); retry in 20 s"
+        "rate limited: 127.0.0.1 asked webward to slow down (HTTP 429, or 503 with a "
+        "Retry-After); retry in 20 s"
     )
     assert page.status == 200
     assert state is not None and state.failures == 0 and state.opened == 0

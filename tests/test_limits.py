@@ -197,7 +197,8 @@ async def test_429_is_backpressure_not_failure(state: LimitState) -> None:
     assert err.retry_after == pytest.approx(12)
     assert (
         err.message
-        == "rate limited: example.org asked webward to slow down (HTTP 429); retry in 12 s"
+        == "rate limited: example.org asked webward to slow down (HTTP 429, or 503 with a "
+        "Retry-After); retry in 12 s"
     )
     clock.advance(12)
     await lim.record(await lim.acquire(HOST), status=429)  # no Retry-After: the default hold

@@ -88,8 +88,8 @@ def _refusal(label: str, a: Admission) -> Refused:
         )
     if a.reason == REASON_BACKPRESSURE:
         return Refused(
-            f"rate limited: {label} asked webward to slow down (HTTP 429); "
-            f"retry in {human_wait(wait)}",
+            f"rate limited: {label} asked webward to slow down (HTTP 429, or 503 with a "
+            f"Retry-After); retry in {human_wait(wait)}",
             code="rate_limited",
             reason=REASON_BACKPRESSURE,
             retry_after=wait,
