@@ -466,6 +466,42 @@ async def test_every_internal_name_is_refused_unconnected(internal: LocalServer,
     assert internal.accepts == 0
 
 
+@pytest.mark.parametrize(
+    "host",
+    [
+        "duckduckgogg42xjoc72x3sjasowoarfbgcmvfimaftt6twagswzczad.onion",
+        "a.invalid",
+        "invalid",
+        "name.alt",
+    ],
+)
+async def test_special_use_names_are_refused_before_any_dns_query(
+    internal: LocalServer, host: str
+) -> None:
+    """An onion service, an .invalid or an .alt name is never looked up in the DNS (a query
+    for an onion name tells the resolver what the agent asked for): refused by name, though
+    the resolver here would answer it with an allowed address."""
+    asked: list[str] = []
+
+    class Recording(StaticResolver):
+        async def resolve(self, host: str) -> list[str]:
+            asked.append(host)
+            return await super().resolve(host)
+
+    s = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.2/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+        }
+    )
+    async with Web(s, Recording({host: ["127.0.0.2"]}), audit=MemoryAuditSink()) as w:
+        with pytest.raises(Refused) as err:
+            await w.fetch(f"http://{host}:{internal.port}/")
+    assert err.value.reason == "special_use_name"
+    assert err.value.message.startswith(f"refused: {host} is a special-use name")
+    assert asked == [] and internal.accepts == 0
+
+
 async def test_the_listener_does_count_a_connection(internal: LocalServer) -> None:
     """The control for the tests above: an allowed name resolving to 127.0.0.2 is read, and
     the listener counts it, so its zero elsewhere means something."""

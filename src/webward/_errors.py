@@ -156,6 +156,7 @@ class Reason(StrEnum):
     SCHEME = "scheme"
     SCREENSHOT_NEEDS_TIER = "screenshot_needs_tier"
     SEARCH_NEEDS_TIER = "search_needs_tier"
+    SPECIAL_USE_NAME = "special_use_name"
     TIMEOUT = "timeout"
     TLS = "tls"
     TOO_LARGE = "too_large"

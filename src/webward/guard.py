@@ -66,9 +66,11 @@ __all__ = [
     "REASON_INVALID_URL",
     "REASON_NOT_ABSOLUTE",
     "REASON_SCHEME",
+    "REASON_SPECIAL_USE_NAME",
     "REASON_TOO_LONG",
     "REASON_USERINFO",
     "REASON_ZONE_ID",
+    "SPECIAL_USE_SUFFIXES",
     "AddressKind",
     "Classification",
     "ParsedURL",
@@ -99,6 +101,7 @@ REASON_USERINFO = Reason.USERINFO  # Refused: user:password@ in the URL
 REASON_BACKSLASH = Reason.BACKSLASH  # Refused: a backslash where parsers disagree on the host
 REASON_INTERNAL_ADDRESS = Reason.INTERNAL_ADDRESS  # Refused: a non-global or metadata address
 REASON_INTERNAL_NAME = Reason.INTERNAL_NAME  # Refused: localhost, *.internal, single labels...
+REASON_SPECIAL_USE_NAME = Reason.SPECIAL_USE_NAME  # Refused: *.onion, *.invalid, *.alt
 # REASON_INVALID_ADDRESS ("invalid_address") belongs to the address table: imported above.
 REASON_TOO_LONG = Reason.TOO_LONG  # InvalidInput: over max_chars
 REASON_CONTROL_CHARACTER = (
@@ -129,6 +132,14 @@ INTERNAL_NAME_SUFFIXES: tuple[str, ...] = (
     "home",
     "private",
     "test",  # RFC 6761; local development resolvers
+)
+
+#: Suffixes of names that are never looked up in the DNS: a query for one would only tell
+#: the resolver what an agent asked for (a Tor onion service) or can never answer.
+SPECIAL_USE_SUFFIXES: tuple[str, ...] = (
+    "onion",  # RFC 7686: Tor onion services
+    "invalid",  # RFC 6761: never resolves
+    "alt",  # RFC 9476: names of non-DNS systems
 )
 
 #: Host names of cloud metadata services (besides the suffixes above).
@@ -539,6 +550,13 @@ def assert_url_allowed(
                 f"which webward never fetches{_allow_hint(found)}",
                 reason=REASON_INTERNAL_ADDRESS,
             )
+    elif any(parsed.host == s or parsed.host.endswith("." + s) for s in SPECIAL_USE_SUFFIXES):
+        suffix = parsed.host.rpartition(".")[2]
+        raise Refused(
+            f"refused: {_shorten(parsed.host)} is a special-use name (.{suffix}), which is "
+            "never looked up in the DNS, so webward does not read it",
+            reason=REASON_SPECIAL_USE_NAME,
+        )
     elif is_internal_name(parsed.host):
         raise Refused(
             f"refused: {_shorten(parsed.host)} is an internal host name, which webward never "
