@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -275,6 +276,26 @@ def test_a_request_head_too_large_or_too_slow_is_refused_before_any_app(
     assert slow.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in slow
     silent = _exchange(bounded_server, b"")
     assert silent.startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_request_httptools_cannot_parse_is_answered_in_the_error_model(
+    bounded_server: tuple[str, int],
+) -> None:
+    """A malformed request line or header, or both Transfer-Encoding and Content-Length,
+    gets a 400 in the error model with one sentence (uvicorn's own is text/plain "Invalid
+    HTTP request received."), and the connection closes."""
+    for bad in (
+        b"GARBAGE\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc",
+    ):
+        answer = _exchange(bounded_server, bad)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), bad
+        assert b"content-type: application/json" in head.lower()
+        error = json.loads(body)["error"]
+        assert error["code"] == "invalid_input"
+        assert error["message"].startswith("the request is not HTTP/1.1 webward can read")
 
 
 def test_a_body_or_pipelined_requests_are_no_head_to_bound(

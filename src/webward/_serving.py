@@ -173,7 +173,9 @@ def _bounded_httptools() -> type:
 
         def send_400_response(self, msg: str) -> None:
             if self._head_bytes <= MAX_HEAD_BYTES and self._pending <= MAX_HEAD_BYTES:
-                super().send_400_response(msg)
+                # uvicorn's own is text/plain ("Invalid HTTP request received."): the error
+                # model instead, one sentence that says what to fix.
+                self.close_with(_plain_answer("400 Bad Request", _unreadable_request(msg)))
                 return
             # Answered at once; what the client goes on sending is read and dropped for a
             # second (up to 4 MiB) before the close, which would otherwise reset the
@@ -240,6 +242,17 @@ def _plain_answer(status: str, message: str) -> bytes:
         f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     ).encode() + body
+
+
+def _unreadable_request(msg: str) -> str:
+    """The sentence a request httptools could not parse is answered with (``msg``:
+    uvicorn's)."""
+    if msg == "Invalid HTTP request received.":
+        return (
+            "the request is not HTTP/1.1 webward can read: a malformed request line or header, "
+            "a bad chunked body, or both Transfer-Encoding and Content-Length"
+        )
+    return msg.rstrip(".")[:1].lower() + msg.rstrip(".")[1:]
 
 
 def _late_head() -> bytes:
