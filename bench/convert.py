@@ -105,6 +105,24 @@ PAGES: list[tuple[str, Any, str]] = [
     ("text of 260,000 tokens after labels 990 kB", hostile.label_runs_html, "text/html"),
     ("one text of 107,000 entities 990 kB", hostile.entity_text_html, "text/html"),
     ("900 nested pre 200 kB", hostile.nested_pre_html, "text/html"),
+    ("49,000 images between words 294 kB", hostile.dropped_between_words_html, "text/html"),
+    (
+        "45,000 navs between words 540 kB",
+        lambda: hostile.dropped_between_words_html(b"<nav></nav>", 45_000),
+        "text/html",
+    ),
+    (
+        "45,000 scripts between words 810 kB",
+        lambda: hostile.dropped_between_words_html(b"<script></script>", 45_000),
+        "text/html",
+    ),
+    (
+        "25,000 hidden spans between words 1 MB",
+        lambda: hostile.dropped_between_words_html(b"<span hidden></span>", 25_000, b"y" * 30),
+        "text/html",
+    ),
+    ("200 nested formulas around 990 kB", hostile.nested_math_html, "text/html"),
+    ("200 nested <b><i> around 980 kB", hostile.nested_marks_html, "text/html"),
     ("a feed of 7,000 items 1 MB (as text/html)", hostile.feed_xml, "text/html"),
     ("markdown of 33,000 links and code 990 kB", hostile.markdown_links, "text/markdown"),
     ("markdown of one run of 990,000 backticks", hostile.backtick_run, "text/markdown"),
@@ -185,6 +203,18 @@ _MAKERS = {
     "text of 260,000 tokens after labels 990 kB": "hostile.label_runs_html()",
     "one text of 107,000 entities 990 kB": "hostile.entity_text_html()",
     "900 nested pre 200 kB": "hostile.nested_pre_html()",
+    "49,000 images between words 294 kB": "hostile.dropped_between_words_html()",
+    "45,000 navs between words 540 kB": (
+        'hostile.dropped_between_words_html(b"<nav></nav>", 45_000)'
+    ),
+    "45,000 scripts between words 810 kB": (
+        'hostile.dropped_between_words_html(b"<script></script>", 45_000)'
+    ),
+    "25,000 hidden spans between words 1 MB": (
+        'hostile.dropped_between_words_html(b"<span hidden></span>", 25_000, b"y" * 30)'
+    ),
+    "200 nested formulas around 990 kB": "hostile.nested_math_html()",
+    "200 nested <b><i> around 980 kB": "hostile.nested_marks_html()",
     "a feed of 7,000 items 1 MB (as text/html)": "hostile.feed_xml()",
     "markdown of 33,000 links and code 990 kB": "hostile.markdown_links()",
     "markdown of one run of 990,000 backticks": "hostile.backtick_run()",

@@ -447,6 +447,38 @@ def nested_pre_html(depth: int = 900, size: int = 200_000) -> bytes:
     return _HEAD + (b"<pre>" + lines) * depth + b"</pre>" * depth + _TAIL
 
 
+def dropped_between_words_html(
+    unit: bytes = b"<img>", count: int = 49_000, word: bytes = b"y"
+) -> bytes:
+    """One paragraph in ``<main>``: ``count`` times an element the cleaning drops (``unit``)
+    and a ``word`` after it. Stripped one by one, the elements left the paragraph holding
+    ``count`` adjacent text nodes, over which each XPath ``text()`` query of trafilatura took
+    seconds (6.4 s for 49,000 ``<img>``s); dropped one by one (a hidden element), each tail
+    was appended to the whole text before it (36 s for 25,000 and 30 letters each)."""
+    return b"<html><body><main><p>" + (unit + word) * count + b"</p></main></body></html>"
+
+
+def nested_math_html(depth: int = 200, size: int = 990_000) -> bytes:
+    """``depth`` formulas nested (``<math><mrow><mi>x</mi>``...) around ``size`` bytes of
+    text: read innermost first, each level read all the text inside it again (3.2 s for 200)."""
+    return (
+        b"<html><body><p>"
+        + b"<math><mrow><mi>x</mi>" * depth
+        + b"x" * size
+        + b"</mrow></math>" * depth
+        + b"</p></body></html>"
+    )
+
+
+def nested_marks_html(depth: int = 200, size: int = 980_000, unit: bytes = b"b><i") -> bytes:
+    """``depth`` times ``<b><i>`` nested around ``size`` bytes of text: html-to-markdown holds
+    a copy of each one's content while it writes the ones around it (410 MB for 200, past the
+    converter worker's 512 MiB with the rest of a read)."""
+    opening = b"<" + unit + b">"
+    closing = b"".join(b"</" + tag + b">" for tag in reversed(unit.split(b"><")))
+    return b"<html><body><p>" + opening * depth + b"x" * size + closing * depth + _TAIL
+
+
 def feed_xml(items: int = 7_000, size: int = 1_000_000) -> bytes:
     """An RSS feed of ``items`` entries (escaped HTML in each summary), cut at ``size`` bytes
     as the byte cap would cut it: read as its items (``_feeds``), whatever its declared type."""

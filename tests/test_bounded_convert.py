@@ -30,6 +30,7 @@ from hostile import (
     deep_list_html,
     deep_quote_html,
     delimiters_html,
+    dropped_between_words_html,
     entity_text_html,
     fragment_links_html,
     huge_line_html,
@@ -37,6 +38,8 @@ from hostile import (
     many_pages_pdf,
     markdown_chars_html,
     marked_line_html,
+    nested_marks_html,
+    nested_math_html,
     nested_paragraphs_html,
     nested_pre_html,
     non_word_html,
@@ -62,8 +65,11 @@ from webward._convert import (
     _MAX_LINE_ELEMENTS,
     MAX_READING_CHARS,
     _bound_attributes,
+    _bound_copies,
     _break_long_lines,
     _candidate_text,
+    _clean,
+    _drop_all,
     _filtered,
     _flatten_nested_pre,
     _parse,
@@ -663,6 +669,96 @@ def test_preformatted_text_nested_in_itself_is_read_as_one_block() -> None:
     tree, _ = _parse(body.decode())
     _flatten_nested_pre(tree)
     assert len(tree.xpath("//pre")) == 1 and len(tree.xpath("//pre/span")) == 1
+
+
+# Elements the cleaning drops, each followed by a word: by tag (stripped in one pass), hidden
+# (dropped by attribute), empty inline (dropped as holding no words), page furniture.
+DROPPED_UNITS = [
+    b"<img>",
+    b"<nav></nav>",
+    b"<script></script>",
+    b"<iframe></iframe>",
+    b"<span hidden></span>",
+    b'<div style="display:none">no</div>',
+    b"<i></i>",
+    b"<header><a>menu</a></header>",
+    b'<div class="cookie-banner">ok</div>',
+]
+
+
+@pytest.mark.parametrize("unit", DROPPED_UNITS, ids=lambda unit: unit.decode()[:24])
+@pytest.mark.parametrize("count", [5_000, 20_000])
+def test_words_between_dropped_elements_are_read_and_joined_into_one_text(
+    unit: bytes, count: int
+) -> None:
+    # Stripped or dropped one by one, they left 45,000 text nodes in the paragraph (seconds in
+    # trafilatura's XPath) or rewrote the whole text before each (36 s): now one text.
+    body = dropped_between_words_html(unit, count, b"w ")
+    result, _ = cpu_convert(body)
+    assert result.text.split() == ["w"] * count
+    tree, _ = _parse(body.decode())
+    _clean(tree)
+    assert tree.xpath("count(//main//text())") == 1  # (a <div> ends the <p>: in <main>)
+
+
+def test_dropping_elements_all_at_once_leaves_what_dropping_each_leaves() -> None:
+    import lxml.html
+
+    page = (
+        "<html><body><div>a<b>1</b>b<i>2</i>c<p>3<u>4</u>d<s>5</s></p>e<b>6<i>7</i>f</b>g"
+        "<span>8</span><span>9</span>h<em>10</em></div></body></html>"
+    )
+    for picked in (("b",), ("i", "u"), ("span", "em", "s"), ("b", "i", "p")):
+        one_by_one, _ = _parse(page)
+        for element in list(one_by_one.iter(*picked)):
+            element.drop_tree()  # keeps the tail text, which belongs to the parent
+        at_once, _ = _parse(page)
+        _drop_all(list(at_once.iter(*picked)))
+        assert lxml.html.tostring(at_once) == lxml.html.tostring(one_by_one), picked
+        assert at_once.xpath("count(//text())") == one_by_one.xpath("count(//text())")
+
+
+def test_formulas_nested_in_each_other_are_each_read_once() -> None:
+    # Read innermost first, each level read the text of all those inside it again (3.2 s).
+    body = nested_math_html(200, 100_000)
+    result, _ = cpu_convert(body)
+    assert result.text.count("x") == 100_000 + 200  # the text, and each level's token
+    # A nested formula reads as it would alone, inside the outer one's tokens; the outer one
+    # does not take a nested one's TeX for its own.
+    tree, _ = _parse(
+        "<html><body><p>see <math><mrow><mi>a</mi><mo>+</mo><math><semantics><mi>b</mi>"
+        '<annotation encoding="application/x-tex">b^2</annotation></semantics></math>'
+        "<mo>=</mo><mi>c</mi></mrow></math> here</p></body></html>"
+    )
+    _convert._structure.math_to_text(tree, "$", "$")
+    assert tree.find(".//p").text == "see a + $b^2$ = c here"
+
+
+def test_marks_nested_past_the_bound_are_read_as_plain_text() -> None:
+    # html-to-markdown held a copy of each level's content: 200 nested <b><i> around 980 kB
+    # of text took 410 MB, past the converter worker's 512 MiB. Past 16 levels they are plain.
+    tree, _ = _parse(nested_marks_html(200, 1_000).decode())
+    _bound_copies(tree)
+    assert len(tree.xpath("//b | //i")) == 16
+    assert len(tree.xpath("//span")) == 400 - 16
+    tree, _ = _parse(nested_marks_html(200, 1_000, b"section><h2").decode())
+    _bound_copies(tree)
+    assert len(tree.xpath("//section | //h2")) == 16 and len(tree.xpath("//div")) == 400 - 16
+    for unit in (b"b><i", b"sub", b"section"):
+        result, _ = cpu_convert(nested_marks_html(200, 980_000, unit))
+        assert result.text.count("x") == 980_000
+
+
+def test_marks_nested_around_a_whole_page_are_read_within_the_worker_s_memory() -> None:
+    async def read() -> str:
+        pool = ConvertPool(workers=1, queue=4, memory_mb=512)
+        try:
+            job = Job(nested_marks_html(), "text/html", URL, False, False, LIMITS)
+            return (await pool.convert(job, time.monotonic() + 30)).text
+        finally:
+            await pool.aclose()
+
+    assert anyio.run(read).count("x") == 980_000
 
 
 def test_a_text_is_cut_between_letters_or_digits_where_it_has_them() -> None:

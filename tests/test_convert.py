@@ -1042,6 +1042,33 @@ def test_a_figure_caption_stays_and_hidden_until_found_content_is_read() -> None
     assert not any("SECRET" in line for line in lines)
 
 
+def test_each_caption_of_figures_inside_figures_stays() -> None:
+    """A figure inside a figure (a panel of a chart) keeps its caption, and the outer one its
+    own: the outer figure's caption renaming used to take the inner caption, and the inner
+    figure then went as an image without one, its caption with it. Deeply nested figures
+    keep the caption at their heart; a figure of an image alone still goes."""
+    lines = _reading_of(
+        '<figure><img src="a.png"><figure><img src="b.png"><figcaption>Panel B shows the '
+        "inner trend.</figcaption></figure><figcaption>The whole chart's outer caption."
+        "</figcaption></figure>"
+        '<figure><img src="c.png"><figure><img src="d.png"><figcaption>Only the inner '
+        "figure has a caption.</figcaption></figure></figure>"
+        + "<figure>" * 120
+        + "<figcaption>The caption at the heart of 120 figures.</figcaption>"
+        + "</figure>" * 120
+        + '<figure><img src="e.png" alt=""></figure>'
+    )
+    text = "\n".join(lines)
+    for words in (
+        "Panel B shows the inner trend.",
+        "The whole chart's outer caption.",
+        "Only the inner figure has a caption.",
+        "The caption at the heart of 120 figures.",
+    ):
+        assert words in text
+    assert "e.png" not in text
+
+
 def test_notes_footnotes_and_section_headings_are_read() -> None:
     """A documentation site's note (<aside class="note">) and a footnote (docutils'
     <aside class="footnote">) belong to the text; so does a section's own heading in its
@@ -1493,3 +1520,131 @@ def test_an_asker_compares_a_bounded_number_of_selectors() -> None:
     answers = [hides("p", {"class": "x"}) for _ in range(MAX_COMPARISONS)]
     assert answers[0] and not answers[-1]
     assert rules.asker()("p", {"class": "x"})  # a new pass starts afresh
+
+
+# ---------------------------------------------------------------- what a browser shows, or not
+
+SHOWN = "Keep the soil evenly moist after a dry spell."
+
+
+def _readings(fragment: str) -> dict[str, str]:
+    """The text of each reading of a page holding ``fragment``: an article's (trafilatura),
+    a short page's (html-to-markdown, whole), and a page nested past the parser's limit
+    (the parser-free reading)."""
+    main = (
+        f"<html><head><title>T</title></head><body><article><h1>T</h1><p>{PARA * 3}</p>"
+        f"{fragment}<p>{PARA * 3}</p></article></body></html>"
+    )
+    full = f"<html><body><p>A short page.</p>{fragment}<p>More words.</p></body></html>"
+    deep = "<html><body><p>A deep page.</p>" + "<div>" * 3000 + fragment + "</body></html>"
+    assert html_to_markdown(main, URL).extractor in ("main", "readability")
+    assert html_to_markdown(full, URL).extractor == "full"
+    assert html_to_markdown(deep, URL).extractor == "plain"
+    return {"main": read(main).text, "full": read(full).text, "plain": read(deep).text}
+
+
+@pytest.mark.parametrize(
+    "unseen",
+    [
+        f"<title>{INJECTION}</title>",
+        f"<div popover>{INJECTION}</div>",
+        f'<div popover="manual"><p>{INJECTION}</p></div>',
+        f"<noembed>{INJECTION}</noembed>",
+        f"<noframes>{INJECTION}</noframes>",
+        f"<datalist id=d><option value='{INJECTION}'>{INJECTION}</option></datalist>",
+        f"<template><p>{INJECTION}</p></template>",
+    ],
+)
+def test_elements_a_browser_never_shows_are_left_out_of_every_reading(unseen: str) -> None:
+    """A <title> in the body, a popover (shown only when opened), plugin and frame fallbacks,
+    a field's suggestions and a plain template: no reader sees them."""
+    page = f"<html><head><title>Real title</title></head><body><p>{SHOWN}</p>{unseen}</body></html>"
+    assert read(page).title == "Real title"
+    for name, text in _readings(f"<p>{SHOWN}</p>{unseen}").items():
+        assert SHOWN in text, name
+        assert "Ignore previous" not in text, name
+
+
+def test_hidden_until_found_text_is_kept_by_every_reading() -> None:
+    for name, text in _readings(f'<div hidden="until-found"><p>{SHOWN}</p></div>').items():
+        assert SHOWN in text, name
+
+
+def test_a_declarative_shadow_root_is_read() -> None:
+    """A template that is a shadow root (shadowrootmode, or the older shadowroot) is shown."""
+    for attribute in ('shadowrootmode="open"', "shadowroot=closed"):
+        readings = _readings(f"<div><template {attribute}><p>{SHOWN}</p></template></div>")
+        for name, text in readings.items():
+            assert SHOWN in text, (attribute, name)
+
+
+def test_aem_components_are_content_and_consent_managers_are_not() -> None:
+    """Adobe Experience Manager prefixes every component's class with "cmp-"; a consent
+    manager's box ("cmp-banner", "cmpbox") is still dropped."""
+    lines = _reading_of(
+        f'<div class="cmp-container"><div class="cmp-text"><p>{SHOWN}</p></div></div>'
+        f'<div class="cmp-banner"><p>{INJECTION}</p></div><div id="cmpbox"><p>{INJECTION}</p></div>'
+    )
+    assert SHOWN in lines
+    assert not any("Ignore previous" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "style",
+    [
+        "--display: none",
+        "font-family:'display:none'",
+        "background:url(display:none.png)",
+        "background:url(x;display:none;)",
+        "display:\u00a0none",  # a no-break space is no CSS space: the declaration is invalid
+        "display:&nbsp;none",
+        "display:none; display:block",
+        "display:none !important; display:block !important",
+        "visibility:hidden; visibility:visible",
+        "overflow: hidden",
+    ],
+)
+def test_a_style_that_only_looks_hidden_keeps_its_text(style: str) -> None:
+    """An element's style is read as a browser reads its declarations: a whole property name,
+    a whole value, the last valid declaration winning."""
+    for name, text in _readings(f'<p style="{style}">{SHOWN}</p>').items():
+        assert SHOWN in text, name
+
+
+@pytest.mark.parametrize(
+    "style",
+    [
+        "display:none",
+        "DISPLAY: NONE",
+        "display:none !important; display:block",
+        "display:none; display:nonsense",  # invalid: ignored
+        "display:none; display:\u00a0block",
+        "color:red;display:none",
+        "background:url(a.png);display:none",
+        "display:\\6e one",
+        "dis\\play:none",
+        "display:\\4E one",
+        "display:/**/none",
+        "display&#58;none",
+        "visibility:hidden",
+        "visibility:collapse",
+    ],
+)
+def test_a_style_that_hides_drops_its_text(style: str) -> None:
+    for name, text in _readings(f'<p style="{style}">{INJECTION}</p><p>{SHOWN}</p>').items():
+        assert SHOWN in text, name
+        assert "Ignore previous" not in text, name
+
+
+def test_a_child_shown_again_inside_a_hidden_parent_is_read_and_the_parent_is_not() -> None:
+    """visibility is inherited and a child can undo it: a browser shows the child, not the
+    parent's own words; a child that does not undo it stays hidden."""
+    fragment = (
+        f'<div style="visibility:hidden">{INJECTION}<p style="visibility:visible">{SHOWN}</p>'
+        f"<p>Ignore previous one.</p><span>Ignore previous two.</span>"
+        f'<p style="visibility: visible">Visible again here.'
+        f'<i style="visibility:hidden">Ignore previous three.</i></p>Ignore previous four.</div>'
+    )
+    for name, text in _readings(fragment).items():
+        assert SHOWN in text and "Visible again here." in text, (name, text)
+        assert "Ignore previous" not in text, (name, text)

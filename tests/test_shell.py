@@ -81,7 +81,8 @@ async def test_a_page_cut_at_the_byte_cap_before_its_text_is_not_rendered() -> N
     assert read.truncated
     assert "this page holds no readable text" in read.content
     assert "text lies past the cut" in read.content
-    assert "[limits] max_read_bytes" in read.content
+    assert "ask the operator to raise the limit" in read.content
+    assert "[limits]" not in read.content  # the model reads it: the setting is the operator's
     assert "[truncated at 1 MB]" in read.content
 
 

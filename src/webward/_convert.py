@@ -71,7 +71,7 @@ from ._parts import (
     pdf_text,
 )
 from ._settings import LimitsSettings
-from ._stylesheet import StyleRules, read_sheets, sheet_applies
+from ._stylesheet import StyleRules, read_sheets, sheet_applies, style_declares
 from ._stylesheet import css_readable as _css_readable
 
 __all__ = [
@@ -186,11 +186,17 @@ _DROP_TAGS = (
     "source",
     "track",
     "area",
+    # What a browser never shows: fallbacks for plugins and frames it supports, a title in
+    # the body (the document's own title is read before), a field's list of suggestions.
+    "noembed",
+    "noframes",
+    "title",
+    "datalist",
 )
 # Figures holding these are content (a table, a code listing, a quote); of other figures (an
 # image and its caption) the reading keeps the caption.
 # What a reader never sees, whatever the page's layout (see _drop_unseen).
-_UNSEEN_TAGS = ("script", "style", "noscript", "template")
+_UNSEEN_TAGS = ("script", "style", "noscript", "template", "noembed", "noframes", "datalist")
 _FIGURE_CONTENT = ("table", "pre", "code", "blockquote", "ul", "ol")
 
 # Cookie and consent banners by class or id. Deliberately narrow: a bare "cookie" would drop
@@ -198,11 +204,11 @@ _FIGURE_CONTENT = ("table", "pre", "code", "blockquote", "ul", "ol")
 _BANNER = re.compile(
     r"cookie[-_ ]?(?:banner|consent|notice|bar|policy|popup|law|message|wall|modal|dialog)"
     r"|cookieconsent|cookiebot|consent[-_ ]?(?:banner|manager|popup|modal|bar|dialog)"
-    r"|gdpr|onetrust|didomi|usercentrics|truste-|qc-cmp|\bcmp[-_]",
+    r"|gdpr|onetrust|didomi|usercentrics|truste-|qc-cmp|\bcmp(?:box|wrapper)"
+    # A consent manager's own box ("cmp-banner"), not Adobe Experience Manager's components,
+    # whose every class starts "cmp-" ("cmp-text", "cmp-container" on each block).
+    r"|\bcmp[-_](?:banner|consent|popup|modal|dialog|overlay|notice|layer|box|wrapper|ui\b)",
     re.IGNORECASE,
-)
-_HIDDEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.IGNORECASE
 )
 # A word every match of the pattern above them holds: a value without one is passed over
 # without running the pattern, which costs about 30 ns a character (a page of 1 MB of class
@@ -217,7 +223,9 @@ _BANNER_WORDS = (
     "truste-",
     "cmp",
 )
-_HIDDEN_WORDS = ("none", "hidden", "collapse")
+_HIDDEN_WORDS = ("none", "hidden", "collapse")  # a style may hide only if it holds one
+# A declaration of display or visibility, as html-to-markdown finds one to hide by.
+_SHOWING_DECLARATION = re.compile(r"(?:display|visibility)\s*:[^;]*;?", re.IGNORECASE)
 # An <aside> of the text itself: an admonition (a documentation site's note, tip or warning)
 # or a footnote (docutils' HTML5 writer makes each one an <aside class="footnote">).
 _NOTE_CLASS = re.compile(
@@ -349,6 +357,23 @@ _NON_WORD = r"[^\w\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"  # nor str.splitlines'
 # from each of its characters (1 MB of runs of 999 took 7 s).
 _NON_WORD_RUN = re.compile(rf"(?<!{_NON_WORD}){_NON_WORD}{{{_MIN_FILTERED_RUN},}}")
 _NON_WORD_BLOCK = re.compile(rf"{_NON_WORD}{{{_MIN_FILTERED_RUN // 2}}}")
+# html-to-markdown (3.x) holds a copy of the Markdown of each of these elements' content while
+# it writes the elements around it (measured, 300 of one nested around 980 kB: about 300 MB for
+# each of these, 30 MB for any other tag), so its memory grows with their depth times the text.
+# Past :data:`_MAX_COPY_DEPTH` of them, they are read as plain <span>s or <div>s (see
+# :func:`_bound_copies`), which bounds that at about 16 times the page. (<pre> is one too, and
+# the nested ones are already spans: _flatten_nested_pre.)
+_MAX_COPY_DEPTH = 16
+# fmt: off
+_COPYING_BLOCKS = frozenset({
+    "article", "aside", "blockquote", "dl", "figcaption", "figure", "footer", "h1", "h2", "h3",
+    "h4", "h5", "h6", "legend", "main", "section", "summary",
+})
+_COPYING_TAGS = (*sorted(_COPYING_BLOCKS), *(
+    "abbr", "b", "datalist", "del", "dfn", "em", "i", "mark", "option", "q", "rb", "rp", "rt",
+    "s", "strike", "strong", "sub", "sup", "var",
+))
+# fmt: on
 # html-to-markdown (3.x) spends time on each inline element in proportion to the Markdown line
 # it ends (in a paragraph, even an empty <span> or <u>; directly in the body, a mark: a link,
 # emphasis, code...), so a line's cost grows with the square of its inline elements: 36,000
@@ -432,7 +457,7 @@ _RAW_TEXT = frozenset((
 ))  # fmt: skip
 _SKIPPED = frozenset((
     "script", "style", "noscript", "iframe", "noembed", "noframes", "xmp", "title", "template",
-    "object", "svg", "map", "dialog",
+    "object", "svg", "map", "dialog", "datalist",
 ))  # fmt: skip
 # For the words of a body whose reading came out scant: page furniture left out too, so a
 # shell's server-made menus and footer do not pass for words of its own.
@@ -477,13 +502,13 @@ _ATTRIBUTE = re.compile(
 )
 # Hidden elements, as _clean drops them from the tree; the words first, which most pages
 # lack (then no tag need be searched for them), or a reference or escape that may spell them.
-_MAY_HIDE = re.compile(r"hidden|display|visibility|&[#a-z]|\\")
+_MAY_HIDE = re.compile(r"hidden|display|visibility|popover|&[#a-z]|\\")
 # A start tag with a class or an id, which the page's stylesheets may hide (see _unread_spans);
 # at most this many of them are asked (each costs about 5 µs to read and ask).
 _NAMED = re.compile(r"[\t\n\f\r /\"'](?:class|id)[\t\n\f\r ]*+=")
 _MAX_STYLED_TAGS = 10_000
 _HIDDEN_TAG = re.compile(
-    r"[\s/\"']hidden(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
+    r"[\s/\"'](?:hidden|popover)(?![\w-])|aria-hidden\s*=\s*[\"']?\s*true|display\s*:\s*none"
     r"|visibility\s*:\s*(?:hidden|collapse)"
 )
 _VOID = frozenset(
@@ -721,9 +746,39 @@ def _walk(tree: Any, *tags: str) -> Any:
     return lxml.etree.iterwalk(tree, events=("start",), tag=tags or lxml.etree.Element)
 
 
-def _drop(element: Any) -> None:
-    if element.getparent() is not None:
-        element.drop_tree()  # keeps the tail text, which belongs to the parent
+def _drop_all(elements: Any) -> None:
+    """Drop ``elements`` (but a root) with all they hold, keeping each one's tail text where
+    it was, as lxml's ``drop_tree`` does one by one, but in time linear in the page: one by one, each
+    drop appends its tail to the text before it, which it reads and writes whole (25,000
+    hidden ``<span>``s, each followed by a few words, in one paragraph took 36 s)."""
+    _structure.replace_by_texts(dict.fromkeys(elements, ""))
+
+
+def _strip_all(tree: Any, *tags: str) -> None:
+    """Drop the elements of ``tree`` with one of ``tags`` with all they hold, keeping their
+    tails: libxml2 strips them in one pass, then the texts of their parents are joined.
+
+    A stripped element's tail stays behind as a text node of its own, beside the text before
+    it: a paragraph left holding 45,000 such adjacent text nodes (``<img>`` and a word, 45,000
+    times) made each XPath ``text()`` query over it take seconds (libxml2 merges node sets in
+    time quadratic in them), and trafilatura makes such queries (one page took 6.4 s)."""
+    import lxml.etree
+
+    holders = dict.fromkeys(el.getparent() for _, el in _walk(tree, *tags))
+    holders.pop(None, None)
+    lxml.etree.strip_elements(tree, *tags, with_tail=False)
+    _join_texts(holders)
+
+
+def _join_texts(elements: Any) -> None:
+    """Make the text of each of ``elements``, and the tail of each of their children, one text
+    node again (lxml reads adjacent text nodes as one text, and writes a text as one node)."""
+    for element in elements:
+        if element.text:
+            element.text = element.text
+        for child in element:
+            if child.tail:
+                child.tail = child.tail
 
 
 # Roles that mark page furniture, not content (WAI-ARIA landmark and live-region roles).
@@ -742,7 +797,7 @@ _FURNITURE_ROLES = {
 
 
 _CHECKED_ATTRIBUTES = frozenset(
-    ("colspan", "rowspan", "hidden", "aria-hidden", "role", "style", "class", "id")
+    ("colspan", "rowspan", "hidden", "popover", "aria-hidden", "role", "style", "class", "id")
 )
 
 
@@ -758,13 +813,17 @@ _NO_WORDS = frozenset(("img", "br", "wbr"))
 
 def _drop_empty_inline(tree: Any) -> None:
     """Drop the inline elements without words (nothing but images or line breaks inside),
-    keeping the text after them; innermost first, so a wrapper emptied by it goes too."""
+    keeping the text after them; innermost first, so a wrapper emptied by it goes too (its
+    children to be dropped count as gone: their tails are words of it, they are none)."""
+    doomed: set[Any] = set()
     for element in reversed(list(tree.iter(*_EMPTY_INLINE))):
         if (element.text or "").strip() or any(
-            child.tag not in _NO_WORDS or (child.tail or "").strip() for child in element
+            (child.tail or "").strip() or (child.tag not in _NO_WORDS and child not in doomed)
+            for child in element
         ):
             continue
-        _drop(element)
+        doomed.add(element)
+    _drop_all(doomed)  # in one pass (see there)
 
 
 def _keep_inline_alts(tree: Any) -> None:
@@ -788,13 +847,12 @@ def _keep_inline_alts(tree: Any) -> None:
 def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     """Drop what is never the reading (and what the page's ``rules`` hide), and bound what
     would make the reading grow (see :data:`_LINK_URL_BUDGET`)."""
-    import lxml.etree
-
     for aside in tree.iter("aside"):
         if _matches(_NOTE_CLASS, _NOTE_WORDS, aside.get("class")):
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
     _keep_inline_alts(tree)
-    lxml.etree.strip_elements(tree, *_DROP_TAGS, with_tail=False)
+    _open_shadow_roots(tree)
+    _strip_all(tree, *_DROP_TAGS)
     _drop_empty_inline(tree)
     hides = rules.asker() if rules is not None else None
     doomed = []
@@ -809,7 +867,11 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
                 element.tag = "div"  # a section's own heading (<section><header><h2>)
             else:
                 doomed.append(element)
-    for figure in tree.iter("figure"):
+    # Innermost first, so that a figure inside another is judged by its own caption (the
+    # outer one's renaming took it, and the inner figure went, its caption with it), and a
+    # figure holding a kept one is kept around it.
+    holding: set[Any] = set()
+    for figure in reversed(list(tree.iter("figure"))):
         if any(True for _ in figure.iter(*_FIGURE_CONTENT)):
             figure.tag = "div"  # trafilatura would drop a figure whole, code listing and all
         elif any(caption.text_content().strip() for caption in figure.iter("figcaption")):
@@ -818,9 +880,17 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             for caption in figure.iter("figcaption"):
                 caption.tag = "p"
             figure.tag = "div"
+        elif figure in holding:
+            figure.tag = "div"
         else:
             doomed.append(figure)
+            continue
+        outer = next(figure.iterancestors("figure"), None)
+        if outer is not None:
+            holding.add(outer)
     spanned = []
+    veiled: list[Any] = []
+    restyled: list[Any] = []  # kept, with a display or visibility in their style
     # One pass in Python over attributes: measured 10x faster than the equivalent XPath with
     # translate() for case folding.
     for _, el in _walk(tree):
@@ -830,60 +900,154 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         attrs = el.attrib
         if "colspan" in attrs or "rowspan" in attrs:
             spanned.append(el)
+        if (attrs.get("hidden") or "").strip().lower() == "until-found":
+            # Shown (a reader's search finds it), but html-to-markdown drops it as hidden.
+            del attrs["hidden"]
         if el.tag in ("html", "body"):
             continue
+        hiding = _hiding(attrs)
         if (
-            _hidden(attrs)
+            hiding == _GONE
             or (hides is not None and hides(el.tag, attrs))
             or (attrs.get("role") or "").lower() in _FURNITURE_ROLES
             or _matches(_BANNER, _BANNER_WORDS, attrs.get("class"))
             or _matches(_BANNER, _BANNER_WORDS, attrs.get("id"))
         ):
             doomed.append(el)
-    for el in doomed:
-        _drop(el)
+        elif hiding == _VEILED:
+            veiled.append(el)
+        elif "style" in attrs and _SHOWING_DECLARATION.search(attrs["style"]):
+            restyled.append(el)
+    _drop_all(doomed)
+    _unveil(veiled, restyled)
+    for el in restyled:
+        # html-to-markdown reads styles for hiding too, by other rules ("display:&nbsp;none",
+        # a hidden parent of a child shown again): what is kept here, it keeps.
+        el.set("style", _SHOWING_DECLARATION.sub("", el.get("style")))
     _bound_nesting(tree)
     _bound_spans(spanned)
 
 
-def _hidden(attrs: Any) -> bool:
-    """Whether an element's attributes hide it from a reader: ``hidden`` (but
-    ``until-found``, which a reader's search shows), ``aria-hidden``, or an inline style of
-    ``display: none`` or ``visibility: hidden``. What the page's own ``<style>`` elements hide
-    is asked of :class:`~webward._stylesheet.StyleRules` beside this; an external stylesheet
-    is not read (it would take another request): text it hides reaches the reading, inside
-    the envelope as all page text is."""
+# How an element's attributes hide it (see _hiding): not at all, wholly, or by visibility alone.
+_SHOWN, _GONE, _VEILED = 0, 1, 2
+
+
+def _hiding(attrs: Any) -> int:
+    """How an element's attributes hide it from a reader: ``hidden`` (but
+    ``until-found``, which a reader's search shows), ``popover`` (shown only when a script or
+    a button opens it), ``aria-hidden``, or an inline style of ``display: none`` or
+    ``visibility: hidden`` (read as a browser reads declarations: see
+    :func:`~webward._stylesheet.style_declares`): :data:`_GONE`, or :data:`_VEILED` for
+    visibility alone, which a descendant may undo (see :func:`_unveil`). What the page's own
+    ``<style>`` elements hide is asked of :class:`~webward._stylesheet.StyleRules` beside
+    this; an external stylesheet is not read (it would take another request): text it hides
+    reaches the reading, inside the envelope as all page text is."""
     hidden = attrs.get("hidden")
-    style = attrs.get("style")
-    if style and ("/*" in style or "\\" in style):  # "display:/**/none", "\6e one"
-        style = _css_readable(style)
-    return (
+    if (
         (hidden is not None and hidden.strip().lower() != "until-found")
+        or "popover" in attrs
         or (attrs.get("aria-hidden") or "").strip().lower() == "true"
-        or _matches(_HIDDEN_STYLE, _HIDDEN_WORDS, style)
-    )
+    ):
+        return _GONE
+    style = attrs.get("style")
+    if not style:
+        return _SHOWN
+    display, visibility = _style_hides(style)
+    return _GONE if display else _VEILED if visibility else _SHOWN
+
+
+def _style_hides(style: str) -> tuple[bool, bool]:
+    """Whether an element's own ``style`` hides it by display, and by visibility."""
+    if "\\" not in style and "/*" not in style:  # an escape or comment may spell the words
+        lowered = style.lower()
+        if not any(word in lowered for word in _HIDDEN_WORDS):
+            return False, False
+    display, visibility = style_declares(style)
+    return display == "none", visibility in ("hidden", "collapse")
+
+
+def _own_visibility(element: Any) -> bool | None:
+    """Whether an element's own style hides it by visibility (``True``), shows it
+    (``False``: ``visible``, or ``initial``), or leaves it as its parent is (``None``)."""
+    style = element.get("style")
+    if not style or ("visib" not in style.lower() and "\\" not in style):
+        return None
+    visibility = style_declares(style)[1]
+    if visibility in ("hidden", "collapse"):
+        return True
+    return False if visibility in ("visible", "initial") else None
+
+
+def _unveil(veiled: list[Any], kept: list[Any]) -> None:
+    """Each element hidden by visibility alone, dropped with what it holds, unless an element
+    inside shows itself again by its own style (``visibility: visible``), as a browser shows
+    it: then only the text that is hidden goes (the element's own, and that of the elements
+    inside that inherit its visibility), and the element is added to ``kept``. One walk over
+    each outermost such element: linear."""
+    import lxml.etree
+
+    if not veiled:
+        return
+    pending = set(veiled)
+    gone: list[Any] = []
+    for top in veiled:
+        if top not in pending:
+            continue  # inside one walked already
+        stack: list[list[bool]] = []  # for each open element: hidden, shows something inside
+        for event, el in lxml.etree.iterwalk(top, events=("start", "end"), tag=lxml.etree.Element):
+            if event == "start":
+                pending.discard(el)
+                own = True if el is top else _own_visibility(el)
+                stack.append([stack[-1][0] if own is None else own, False])
+                continue
+            hidden, shows = stack.pop()
+            if stack and (shows or not hidden):
+                stack[-1][1] = True
+            if not hidden:
+                continue
+            if shows:
+                el.text = None
+                for child in el:
+                    child.tail = None
+                kept.append(el)
+            else:
+                gone.append(el)
+    _drop_all(gone)
+
+
+def _open_shadow_roots(tree: Any) -> None:
+    """A declarative shadow root (``<template shadowrootmode="open">``, or the older
+    ``shadowroot``) is shown, unlike any other template: it is read as a block."""
+    # iter(), not _walk: it hands out templates alone, which few pages hold (a walk over a page
+    # of 100,000 paragraphs took 20 ms, iter() 0.02).
+    roots = [template for template in tree.iter("template") if _shadow_root(template.attrib)]
+    for template in roots:
+        template.tag = "div"
 
 
 def _drop_unseen(tree: Any, rules: StyleRules | None = None) -> None:
     """Drop what a reader never sees (scripts, templates, hidden elements, closed dialogs,
     what the page's ``rules`` hide) before the page's links are listed: the list is the
     navigation a reader has, not links a page hides for the model alone."""
-    import lxml.etree
-
-    lxml.etree.strip_elements(tree, *_UNSEEN_TAGS, with_tail=False)
+    _open_shadow_roots(tree)
+    _strip_all(tree, *_UNSEEN_TAGS)
     hides = rules.asker() if rules is not None else None
-    doomed = [
-        el
-        for _, el in _walk(tree)
-        if el.tag not in ("html", "body")
-        and (
-            _hidden(el.attrib)
+    doomed = []
+    veiled: list[Any] = []
+    for _, el in _walk(tree):
+        if el.tag in ("html", "body"):
+            continue
+        hiding = _hiding(el.attrib)
+        if (
+            hiding == _GONE
             or (el.tag == "dialog" and "open" not in el.attrib)
             or (hides is not None and hides(el.tag, el.attrib))
-        )
-    ]
-    for el in doomed:
-        _drop(el)
+        ):
+            doomed.append(el)
+        elif hiding == _VEILED:
+            veiled.append(el)
+    _drop_all(doomed)
+    _unveil(veiled, [])
 
 
 def _style_rules(tree: Any, text: str) -> StyleRules | None:
@@ -1255,6 +1419,27 @@ def _flatten_nested_pre(tree: Any) -> None:
         element.tag = "span"
 
 
+def _bound_copies(tree: Any) -> None:
+    """The elements of :data:`_COPYING_TAGS` nested more than :data:`_MAX_COPY_DEPTH` deep in
+    each other become plain ones (a ``<span>``, or a ``<div>`` for a block), their text kept
+    where it is: html-to-markdown holds a copy of what each of them holds until the outermost
+    is done, so 200 nested ``<b><i>`` around 980 kB of text took 410 MB (the converter's
+    worker has 512 MiB). The development pages nest them at most 6 deep."""
+    import lxml.etree
+
+    depth = 0
+    deep = []
+    for event, element in lxml.etree.iterwalk(tree, events=("start", "end"), tag=_COPYING_TAGS):
+        if event == "end":
+            depth -= 1
+            continue
+        depth += 1
+        if depth > _MAX_COPY_DEPTH:
+            deep.append(element)
+    for element in deep:  # renamed after the walk, which matches end events by tag too
+        element.tag = "div" if element.tag in _COPYING_BLOCKS else "span"
+
+
 def _break_long_lines(tree: Any) -> None:
     """A ``<br>`` after every :data:`_MAX_LINE_ELEMENTS` inline elements that html-to-markdown
     would put on one Markdown line (see there), so that its time stays linear in the page.
@@ -1308,6 +1493,7 @@ def _full_page(tree: Any) -> str:
     try:
         _structure.math_to_text(tree, "$", "$", keep=True)
         _flatten_nested_pre(tree)
+        _bound_copies(tree)
         _break_long_lines(tree)
         _split_entity_texts(tree)
         return _structure.restore(_h2m(lxml.html.tostring(tree, encoding="unicode")))
@@ -1324,6 +1510,7 @@ def _second_reading(tree: Any) -> str:
         from readability import Document  # type: ignore[import-untyped]  # no type stubs
 
         _structure.math_to_text(tree, "$", "$", keep=True)
+        _bound_copies(tree)  # readability-lxml keeps the nesting, html-to-markdown copies it
         summary = Document(tree).summary(html_partial=True)
         return tidy_markdown(_structure.restore(_h2m(_split_entity_html(summary))))
     except Exception:  # third-party code on hostile input: keep the first reading
@@ -1662,63 +1849,157 @@ def _unread_spans(
     spans: list[tuple[int, int]] = []
     hides = rules.asker() if rules is not None else None
     styled = 0  # tags asked of the rules
+    # The characters read again inside elements hidden by visibility (see veil_gaps), and the
+    # spans of their hidden text still ahead, the nearest last.
+    budget = len(lowered)
+    gaps: list[tuple[int, int]] = []
     pos = 0
     stop = lowered.rfind(">") + 1  # past it no "<" opens a tag
     may_hide = _MAY_HIDE.search(lowered, 0, stop) is not None
+
+    def hiding(name: str, start: int, end: int) -> int:
+        """How the start tag at ``start:end`` of a ``name`` element hides it."""
+        nonlocal styled
+        tag = lowered[start:end]
+        if name in skipped and not (
+            (name == "dialog" and "open" in _attributes(tag))
+            or (name == "template" and _shadow_root(_attributes(tag)))
+        ):
+            return _GONE
+        if (
+            hides is not None
+            and styled < _MAX_STYLED_TAGS
+            and name not in ("html", "body")  # as in the tree reading
+            and _NAMED.search(lowered, start, end)
+        ):
+            styled += 1
+            if hides(name, _folded_attributes(text[start:end])):
+                return _GONE
+        return _hides(tag) if may_hide else _SHOWN
+
+    def veil_gaps(start: int, end: int) -> list[tuple[int, int]] | None:
+        """The spans of hidden text of an element hidden by visibility alone, whose content
+        runs from ``start`` to ``end``: all of it but the elements inside that show
+        themselves again (``visibility: visible``), as the tree reading's :func:`_unveil`
+        reads it; ``None`` when none does (or too much has been read again already)."""
+        nonlocal budget, styled
+        budget -= end - start
+        if budget < 0 or _VISIBLE.search(lowered, start, end) is None:
+            return None
+        found: list[tuple[int, int]] = []
+        at = start
+        while (token := _TOKEN.search(lowered, at, end)) is not None:
+            if token.group("open") is not None:
+                break
+            at = token.end()
+            if token.group(1):
+                at = _comment_end(lowered, at)
+                continue
+            name = token.group(3)
+            if name is None or token.group(2) or name in _VOID:
+                continue
+            if name in _RAW_TEXT:
+                at = _raw_end(lowered, at, name)
+                continue
+            if styled >= _MAX_STYLED_TAGS:
+                return None  # the rules can no longer be asked: hidden whole
+            kind = hiding(name, token.start(), at)
+            if kind == _GONE:
+                at = _element_end(lowered, name, at, stop)
+            elif kind == _SHOWN and _shows_again(_attributes(lowered[token.start() : at])):
+                found.append((token.start(), _element_end(lowered, name, at, stop)))
+                at = found[-1][1]
+        if not found:
+            return None
+        edges = [start, *itertools.chain.from_iterable(found), end]
+        return [(edges[k], edges[k + 1]) for k in range(0, len(edges), 2)]
+
+    def unread(start: int, end: int) -> None:
+        """Add a span, from no earlier than the end of the last one."""
+        start = max(start, spans[-1][1]) if spans else start
+        if start < end:
+            spans.append((start, end))
+
     while (token := _TOKEN.search(lowered, pos, stop)) is not None:
+        if gaps and gaps[-1][0] <= token.start():  # hidden text of a veil comes first
+            gap = gaps.pop()
+            unread(*gap)
+            pos = max(pos, gap[1])
+            continue
         if token.group("open") is not None:  # a quoted value that never ends: the rest is
-            spans.append((token.start(), len(lowered)))  # in the tag, and no text
+            unread(token.start(), len(lowered))  # in the tag, and no text
             return spans
         pos = token.end()
         if token.group(1):
             pos = _comment_end(lowered, pos)
-            spans.append((token.start(), pos))
+            unread(token.start(), pos)
             continue
         name = token.group(3)
         if name is None:  # a bogus comment ("<!x", "<?x"): no text of the page
-            spans.append((token.start(), pos))
+            unread(token.start(), pos)
             continue
         if token.group(2) or name in _VOID:
             continue
         if name in _RAW_TEXT:
             end = _raw_end(lowered, pos, name)
             if name in skipped:
-                spans.append((token.start(), end))
+                unread(token.start(), end)
             pos = end
             continue
-        unseen = name in skipped and not (
-            name == "dialog" and "open" in _attributes(lowered[token.start() : pos])
-        )
-        if (
-            hides is not None
-            and not unseen
-            and styled < _MAX_STYLED_TAGS
-            and name not in ("html", "body")  # as in the tree reading
-            and _NAMED.search(lowered, token.start(), pos)
-        ):
-            styled += 1
-            unseen = hides(name, _folded_attributes(text[token.start() : pos]))
-        if unseen or (may_hide and _hides(lowered[token.start() : pos])):
-            pos = _element_end(lowered, name, pos, stop)
-            spans.append((token.start(), pos))
+        if not may_hide and hides is None and name not in skipped:
+            continue  # most tags of most pages: nothing can hide them
+        kind = hiding(name, token.start(), pos)
+        if kind == _SHOWN:
+            continue
+        end = _element_end(lowered, name, pos, stop)
+        shown = veil_gaps(pos, end) if kind == _VEILED else None
+        if shown is None:
+            unread(token.start(), end)
+            pos = end
+            continue
+        # Hidden by visibility, with elements inside shown again: its text outside them goes,
+        # and they are read on (what they hide in turn too).
+        unread(token.start(), shown[0][1])
+        pos = shown[0][1]
+        gaps.extend(reversed(shown[1:]))
+    while gaps:
+        unread(*gaps.pop())
     # Past the last ">", a tag or comment that begins never ends: a browser shows none of it.
-    tail = _TAIL_MARKUP.search(lowered, max(pos, stop))
+    tail = _TAIL_MARKUP.search(lowered, max(pos, stop, spans[-1][1] if spans else 0))
     if tail is not None:
-        spans.append((tail.start(), len(lowered)))
+        unread(tail.start(), len(lowered))
     return spans
 
 
-def _hides(tag: str) -> bool:
-    """Whether a start tag hides its element, by its attributes as the tree reading's
-    :func:`_hidden` reads them (a ``hidden`` attribute, not the word in a class or a link;
-    ``overflow: hidden`` hides nothing): values decoded as a browser decodes them. A quick
-    search of the whole tag first, which most tags fail."""
+def _hides(tag: str) -> int:
+    """How a start tag hides its element (:data:`_SHOWN`, :data:`_GONE` or :data:`_VEILED`),
+    by its attributes as the tree reading's :func:`_hiding` reads them (a ``hidden``
+    attribute, not the word in a class or a link; ``overflow: hidden`` hides nothing): values
+    decoded as a browser decodes them. A quick search of the whole tag first, which most tags
+    fail."""
     import html
 
-    loose = _css_readable(html.unescape(tag)) if "&" in tag or "\\" in tag or "/*" in tag else tag
+    loose = (
+        _css_readable(html.unescape(tag)).lower()
+        if "&" in tag or "\\" in tag or "/*" in tag
+        else tag
+    )
     if _HIDDEN_TAG.search(loose) is None:
-        return False
-    return _hidden(_attributes(tag))
+        return _SHOWN
+    return _hiding(_attributes(tag))
+
+
+def _shows_again(attrs: Any) -> bool:
+    """Whether an element's own style shows it inside one hidden by visibility."""
+    style = attrs.get("style")
+    return bool(style) and style_declares(style)[1] in ("visible", "initial")
+
+
+def _shadow_root(attrs: Any) -> bool:
+    """Whether a ``<template>``'s attributes make it a declarative shadow root, which a
+    browser shows (see :func:`_open_shadow_roots`)."""
+    mode = attrs.get("shadowrootmode") or attrs.get("shadowroot") or ""
+    return mode.strip().lower() in ("open", "closed")
 
 
 def _attributes(tag: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ positive hides real content from the model, which is worse than a missed injecti
   ``media`` is not all or screen, whose ``type`` is not CSS, or that sits in a ``<noscript>``
   or ``<template>`` hides nothing either;
 - a rule hides with ``display: none`` or ``visibility: hidden`` / ``collapse`` (``!important``
-  or not), as the last declaration of its block says (an important one winning);
+  or not), as the last valid declaration of its block says (an important one winning);
 - only simple selectors hide: ``.a``, ``#b``, ``tag.a``, ``tag#b``, ``.a.b``, in selector
   lists; one with a combinator, a pseudo-class or element, an attribute, ``*`` or a bare tag
   hides nothing, nor one of ``html`` or ``body``; a rule whose list holds a vendor pseudo
@@ -52,6 +52,7 @@ __all__ = [
     "css_readable",
     "css_unescaped",
     "read_sheets",
+    "style_declares",
 ]
 
 #: The characters of a page's ``<style>`` elements read, in all (about the largest body read:
@@ -420,7 +421,7 @@ def _declared(declarations: str) -> tuple[tuple[str | None, bool], tuple[str | N
     each with whether it is ``!important``: the last of each, an important one before any
     other."""
     values: dict[tuple[str, bool], str] = {}
-    for declaration in declarations.split(";"):
+    for declaration in _split_declarations(declarations):
         name, colon, value = declaration.partition(":")
         if not colon:
             continue
@@ -435,9 +436,78 @@ def _declared(declarations: str) -> tuple[tuple[str | None, bool], tuple[str | N
             value = value[: important.start()].rstrip(_CSS_SPACE)
         if "\\" in value:
             value = _CSS_ESCAPE.sub(_ident_unescaped, value)
-        if value:
-            values[name, important is not None] = value.lower()
+        value = value.lower()
+        if _valid(name, value):
+            values[name, important is not None] = value
     return _winner(values, "display"), _winner(values, "visibility")
+
+
+# What a declaration of display or visibility may hold and be valid: an invalid one is passed
+# over, as a browser passes it over ("display:none; display:nonsense" hides).
+_GLOBAL_VALUES = frozenset(("inherit", "initial", "unset", "revert", "revert-layer"))
+_DISPLAY_WORDS = frozenset((
+    "none", "contents", "block", "inline", "run-in", "flow", "flow-root", "table", "flex",
+    "grid", "ruby", "list-item", "math", "inline-block", "inline-table", "inline-flex",
+    "inline-grid", "inline-list-item", "table-row-group", "table-header-group",
+    "table-footer-group", "table-row", "table-cell", "table-column-group", "table-column",
+    "table-caption", "ruby-base", "ruby-text", "ruby-base-container", "ruby-text-container",
+    "-webkit-box", "-webkit-inline-box", "-moz-box", "-moz-inline-box", "-ms-flexbox",
+    "-ms-inline-flexbox", "-webkit-flex", "-webkit-inline-flex", "-ms-grid", "-ms-inline-grid",
+))  # fmt: skip
+_VISIBILITY_WORDS = frozenset(("visible", "hidden", "collapse"))
+
+
+def _valid(name: str, value: str) -> bool:
+    """Whether a (lowered) value of ``display`` or ``visibility`` is one a browser takes: its
+    keywords, a global one, or a variable (valid until the page's variables are known)."""
+    if not value:
+        return False
+    if "var(" in value or value in _GLOBAL_VALUES:
+        return True
+    if name == "visibility":
+        return value in _VISIBILITY_WORDS
+    words = _HTML_SPACES.split(value.strip(_CSS_SPACE))  # CSS's spaces: not a no-break one
+    return len(words) <= 3 and all(word in _DISPLAY_WORDS for word in words)
+
+
+def _split_declarations(declarations: str) -> list[str]:
+    """``declarations`` cut at each ``;`` outside brackets, as CSS reads a block: a ``;`` in
+    ``url(a;b)`` or ``[...]`` ends no declaration (strings are emptied before: see
+    :data:`_CSS_NOISE`). A bracket left open runs to the end. One pass: linear."""
+    if "(" not in declarations and "[" not in declarations and "{" not in declarations:
+        return declarations.split(";")
+    pieces: list[str] = []
+    closers: list[str] = []
+    start = 0
+    for m in _DECLARATION_MARK.finditer(declarations):
+        mark = m.group()
+        if mark == ";":
+            if not closers:
+                pieces.append(declarations[start : m.start()])
+                start = m.end()
+        elif mark in _CLOSER:
+            closers.append(_CLOSER[mark])
+        elif closers and closers[-1] == mark:
+            closers.pop()
+    pieces.append(declarations[start:])
+    return pieces
+
+
+_DECLARATION_MARK = re.compile(r"[;()\[\]{}]")
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+
+
+def style_declares(style: str) -> tuple[str | None, str | None]:
+    """The ``display`` and ``visibility`` an element's own ``style`` attribute declares, as a
+    browser reads its declarations (lowered; ``None``: not declared): the last valid one of
+    each, an ``!important`` one before any other. Comments, strings and escapes are read as
+    in a sheet; a property is matched by its whole name (``--display`` and ``font-family:
+    'display:none'`` declare no display), a value by its whole text (``none``, not a
+    no-break space then ``none``, which CSS does not read as a space)."""
+    if "/*" in style or '"' in style or "'" in style or "\\" in style:
+        style = _CSS_NOISE.sub(_quiet, style)
+    (display, _), (visibility, _) = _declared(style)
+    return display, visibility
 
 
 def _winner(values: dict[tuple[str, bool], str], name: str) -> tuple[str | None, bool]:
