@@ -121,6 +121,11 @@ PAGES: list[tuple[str, Any, str]] = [
         lambda: hostile.dropped_between_words_html(b"<span hidden></span>", 25_000, b"y" * 30),
         "text/html",
     ),
+    (
+        "160,000 word breaks in one block 960 kB",
+        lambda: hostile.dropped_between_words_html(b"<wbr>", 160_000, b"a"),
+        "text/html",
+    ),
     ("200 nested formulas around 990 kB", hostile.nested_math_html, "text/html"),
     ("200 nested <b><i> around 980 kB", hostile.nested_marks_html, "text/html"),
     ("a feed of 7,000 items 1 MB (as text/html)", hostile.feed_xml, "text/html"),
@@ -212,6 +217,9 @@ _MAKERS = {
     ),
     "25,000 hidden spans between words 1 MB": (
         'hostile.dropped_between_words_html(b"<span hidden></span>", 25_000, b"y" * 30)'
+    ),
+    "160,000 word breaks in one block 960 kB": (
+        'hostile.dropped_between_words_html(b"<wbr>", 160_000, b"a")'
     ),
     "200 nested formulas around 990 kB": "hostile.nested_math_html()",
     "200 nested <b><i> around 980 kB": "hostile.nested_marks_html()",

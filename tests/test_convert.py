@@ -1069,6 +1069,27 @@ def test_each_caption_of_figures_inside_figures_stays() -> None:
     assert "e.png" not in text
 
 
+@pytest.mark.parametrize(
+    "void", ["embed src=x.swf", "source src=a.mp4", "track src=a.vtt", 'EMBED SRC="a>b"', "wbr"]
+)
+def test_words_after_a_void_element_libxml2_does_not_know_are_read(void: str) -> None:
+    """libxml2 leaves <embed>, <source>, <track>, <keygen> and <wbr> open, so the words after
+    one in its block became its content: dropped with an embed, source or track."""
+    lines = _reading_of(f"<div>Before it<{void}>the words a reader sees after it.</div>")
+    assert any("the words a reader sees after it." in line for line in lines)
+
+
+def test_a_long_run_of_word_breaks_in_one_block_is_read_with_its_formatting() -> None:
+    """20,000 <wbr>s in one block nested 20,000 deep (each left open), past the parser's
+    limit: the page was read as plain text under a note. Now each closes at once."""
+    text = read(
+        f"<html><body><h1>Title</h1><p>{PARA}</p><div>{'a<wbr>' * 20_000}the end of the run."
+        "</div></body></html>"
+    ).text
+    assert "# Title" in text and "the end of the run." in text
+    assert "nests its elements" not in text
+
+
 def test_notes_footnotes_and_section_headings_are_read() -> None:
     """A documentation site's note (<aside class="note">) and a footnote (docutils'
     <aside class="footnote">) belong to the text; so does a section's own heading in its

@@ -271,6 +271,16 @@ _UP_TO_MANY_ATTRIBUTES = re.compile(
     rf"(?:[^<]++|<(?![A-Za-z])|<[A-Za-z][^\t\n\f\r />]*+"
     rf"(?:{_ATTRIBUTE_SOURCE}){{0,{_MAX_TAG_ATTRIBUTES - 1}}}+(?!{_ATTRIBUTE_SOURCE}))*+"
 )
+# Void elements of HTML that libxml2's HTML parser does not know as void: it leaves each one
+# open, and what follows it in its block becomes its content ("<div><embed src=x>words</div>"
+# put the words inside the embed, dropped with it; a run of <wbr> in one block nested past the
+# parser's limit). Written self-closing before the parse, which libxml2 honours.
+_UNKNOWN_VOID = re.compile(
+    rf"(<(?:wbr|source|track|embed|keygen)(?=[\t\n\f\r />])(?:{_ATTRIBUTE_SOURCE})*+)"
+    r"[\t\n\f\r ]*+/?+>",
+    re.IGNORECASE,
+)
+_UNKNOWN_VOID_START = re.compile(r"<(?:wbr|source|track|embed|keygen)", re.IGNORECASE)
 
 # libxml2's message when a document nests past its limit (2048 levels with huge_tree).
 _TOO_DEEP = "Excessive depth"
@@ -596,6 +606,8 @@ def _parse(text: str) -> tuple[Any, str]:
     if _CONTROL.search(text):
         text = _CONTROL.sub("", text)
     text = _bound_attributes(text)
+    if _UNKNOWN_VOID_START.search(text):
+        text = _UNKNOWN_VOID.sub(r"\1 />", text)  # the space: a bare value would take the "/"
     if not text.strip():
         return None, ""
     # A fresh parser per call: lxml parser objects are not meant to be shared across threads,
