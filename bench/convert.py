@@ -126,6 +126,11 @@ PAGES: list[tuple[str, Any, str]] = [
         lambda: hostile.dropped_between_words_html(b"<wbr>", 160_000, b"a"),
         "text/html",
     ),
+    (
+        "an attribute left open over 140,000 <embed 980 kB",
+        lambda: b"<html><body><p title='" + b"<embed " * 140_000,
+        "text/html",
+    ),
     ("200 nested formulas around 990 kB", hostile.nested_math_html, "text/html"),
     ("200 nested <b><i> around 980 kB", hostile.nested_marks_html, "text/html"),
     ("a feed of 7,000 items 1 MB (as text/html)", hostile.feed_xml, "text/html"),
@@ -220,6 +225,9 @@ _MAKERS = {
     ),
     "160,000 word breaks in one block 960 kB": (
         'hostile.dropped_between_words_html(b"<wbr>", 160_000, b"a")'
+    ),
+    "an attribute left open over 140,000 <embed 980 kB": (
+        'b"<html><body><p title=\'" + b"<embed " * 140_000'
     ),
     "200 nested formulas around 990 kB": "hostile.nested_math_html()",
     "200 nested <b><i> around 980 kB": "hostile.nested_marks_html()",

@@ -1586,6 +1586,28 @@ def test_elements_a_browser_never_shows_are_left_out_of_every_reading(unseen: st
         assert "Ignore previous" not in text, name
 
 
+def test_a_child_shown_again_deep_inside_a_hidden_parent_is_read() -> None:
+    """A child whose own style shows it again two levels below a visibility:hidden parent
+    (the elements between inherit hidden, and have no style of their own): its words are
+    read, the rest is not. This raised a TypeError on the tree reading."""
+    fragment = (
+        f'<div style="visibility:hidden"><p>{INJECTION}<span style="visibility:visible">'
+        f"{SHOWN}</span></p></div>"
+    )
+    for name, text in _readings(fragment).items():
+        assert SHOWN in text, name
+        assert "Ignore previous" not in text, name
+
+
+def test_a_tag_of_word_breaks_that_never_ends_is_read_once() -> None:
+    """An attribute value left open over 20,000 "<embed" (or a comment over as many "<wbr"):
+    what libxml2 does not know as void is written self-closing only where a tag ends, and
+    each "<embed" inside such a value is not tried again to the end of the page."""
+    for tail in ("<p title='" + "<embed " * 20_000, "<!-- " + '<wbr "' * 20_000):
+        text = read(f"<html><body><h1>Title</h1><p>{SHOWN}</p>{tail}").text
+        assert SHOWN in text and "embed" not in text and "wbr" not in text
+
+
 def test_hidden_until_found_text_is_kept_by_every_reading() -> None:
     for name, text in _readings(f'<div hidden="until-found"><p>{SHOWN}</p></div>').items():
         assert SHOWN in text, name

@@ -275,9 +275,12 @@ _UP_TO_MANY_ATTRIBUTES = re.compile(
 # open, and what follows it in its block becomes its content ("<div><embed src=x>words</div>"
 # put the words inside the embed, dropped with it; a run of <wbr> in one block nested past the
 # parser's limit). Written self-closing before the parse, which libxml2 honours.
+# The tag's end is optional in the pattern, so that a tag that never ends (inside a quoted
+# value or a comment that runs to the end of the page) is matched once, to the end, rather
+# than tried again from each "<wbr" inside it (quadratic: 140 kB took 13 s).
 _UNKNOWN_VOID = re.compile(
     rf"(<(?:wbr|source|track|embed|keygen)(?=[\t\n\f\r />])(?:{_ATTRIBUTE_SOURCE})*+)"
-    r"[\t\n\f\r ]*+/?+>",
+    r"([\t\n\f\r ]*+/?+>)?+",
     re.IGNORECASE,
 )
 _UNKNOWN_VOID_START = re.compile(r"<(?:wbr|source|track|embed|keygen)", re.IGNORECASE)
@@ -607,7 +610,7 @@ def _parse(text: str) -> tuple[Any, str]:
         text = _CONTROL.sub("", text)
     text = _bound_attributes(text)
     if _UNKNOWN_VOID_START.search(text):
-        text = _UNKNOWN_VOID.sub(r"\1 />", text)  # the space: a bare value would take the "/"
+        text = _UNKNOWN_VOID.sub(_self_closed, text)
     if not text.strip():
         return None, ""
     # A fresh parser per call: lxml parser objects are not meant to be shared across threads,
@@ -626,6 +629,12 @@ def _parse(text: str) -> tuple[Any, str]:
     if not any(_TOO_DEEP in entry.message for entry in parser.error_log):
         return tree, ""
     return tree, _TOO_DEEP_NOTE if deep else _TOO_DEEP_AMONG_TAGS_NOTE
+
+
+def _self_closed(tag: re.Match[str]) -> str:
+    """An :data:`_UNKNOWN_VOID` tag written self-closing (the space: a bare value would take
+    the "/"); one that never ends, as it was."""
+    return f"{tag.group(1)} />" if tag.group(2) is not None else tag.group()
 
 
 def _bound_attributes(text: str) -> str:
@@ -934,8 +943,11 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     _unveil(veiled, restyled)
     for el in restyled:
         # html-to-markdown reads styles for hiding too, by other rules ("display:&nbsp;none",
-        # a hidden parent of a child shown again): what is kept here, it keeps.
-        el.set("style", _SHOWING_DECLARATION.sub("", el.get("style")))
+        # a hidden parent of a child shown again): what is kept here, it keeps. (An element
+        # kept for a child shown again may have no style of its own: hidden by its parent's.)
+        style = el.get("style")
+        if style:
+            el.set("style", _SHOWING_DECLARATION.sub("", style))
     _bound_nesting(tree)
     _bound_spans(spanned)
 
