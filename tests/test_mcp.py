@@ -683,6 +683,11 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
             ask(call({"a": 1}, {"name": "web_fetch", "arguments": {"url": "https://a.test/"}})),
             ask(b'{"jsonrpc": "2.0", "id": true, "method": "ping"}'),
             ask(b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}'),
+            ask(
+                json.dumps(
+                    [json.loads(call(8, {"name": "web_search", "arguments": {"query": "owls"}}))]
+                ).encode()
+            ),
         ]
     finally:
         process.stdin.close()
@@ -698,6 +703,7 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
         (None, -32600),
         (None, -32600),
         (None, -32600),
+        (None, -32600),
     ]
     assert "arguments of 'web_fetch' must be a JSON object" in answers[3]["error"]["message"]
     assert (
@@ -705,7 +711,8 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
         == 'the request\'s "params" must be a JSON object of named values'
     )
     assert answers[2]["error"]["message"].startswith("the message is a batch")
-    for bad_id in answers[6:]:
+    assert answers[9]["error"]["message"].startswith("the message is a batch")
+    for bad_id in answers[6:9]:
         assert bad_id["error"]["message"].startswith('the request\'s "id" must be a string or')
     assert process.returncode == 0
     records = json.loads(
@@ -714,13 +721,15 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
             capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
         ).stdout
     )  # fmt: skip
-    # Calls 1, 3, 4, 5 and the one of the object id; neither ping nor tools/list is a call.
+    # Calls 1, 3, 4, 5, the one of the object id and the one in a batch; neither ping nor
+    # tools/list is a call.
     assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
         ("agent:tool.unknown@1", "refused", ""),
         ("agent:tool.unknown@1", "refused", "5"),
         ("web:page.fetch@1", "refused", "https://a.test/"),
         ("web:page.fetch@1", "refused", "https://example.org/"),
         ("web:page.fetch@1", "refused", "web_fetch"),  # no URL: the tool asked for
+        ("web:search.query@1", "refused", "owls"),
     ]
 
 

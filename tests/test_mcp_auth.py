@@ -143,8 +143,9 @@ async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audit
     """Over HTTP, a batch or params that are no object were answered with a multi-line
     validation dump, and a tools/call whose id is no string or integer with 202 and nothing
     (the SDK read it as a notification), unaudited. Each is now a 400 JSON-RPC error of one
-    sentence, and each tools/call among them one audit record of the token's agent; a
-    request without a token is still the SDK's 401, unaudited."""
+    sentence, and each tools/call among them (a batch's too) one audit record of the token's
+    agent; a request without a token is still the SDK's 401, and one for a foreign Host its
+    421, unaudited."""
     config = token_config(tmp_path)
     call = {"name": "web_fetch", "arguments": {"url": "https://a.test/"}}
     async with (
@@ -155,7 +156,7 @@ async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audit
         headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
         headers["mcp-protocol-version"] = "2025-06-18"
         bodies = [
-            [LIST],
+            [LIST, {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call}],
             {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": [1]},
             {"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/call", "params": call},
             {"jsonrpc": "2.0", "id": None, "method": "tools/list"},
@@ -163,6 +164,8 @@ async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audit
         ]
         answers = [await http.post(url, json=body, headers=headers) for body in bodies]
         anonymous = await http.post(url, json=bodies[2], headers=ACCEPT)
+        foreign = await http.post(url, json=bodies[2], headers={**headers, "host": "evil.test"})
+        unreadable = await http.post(url, content=b"\xff{", headers=headers)
         listed = await http.post(url, json=LIST, headers=headers)
     assert [a.status_code for a in answers] == [400] * 5
     errors = [a.json() for a in answers]
@@ -174,8 +177,13 @@ async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audit
     assert errors[0]["error"]["message"].startswith("the message is a batch")
     assert errors[2]["error"]["message"].startswith('the request\'s "id" must be a string')
     assert anonymous.status_code == 401
+    assert foreign.status_code == 421  # the SDK's own checks come first: no call, no record
+    assert unreadable.status_code == 400
+    assert unreadable.json()["error"]["message"].startswith("the message is not UTF-8 text")
     assert listed.status_code == 200 and "web_fetch" in listed.text  # the session goes on
+    # The call in the batch, the one with params that are no object, the one of a bad id.
     assert await records(config) == [
+        ("alice", "connected", "refused"),
         ("alice", "connected", "refused"),
         ("alice", "connected", "refused"),
     ]

@@ -445,12 +445,24 @@ _BAD_PARAMS = 'the request\'s "params" must be a JSON object of named values'
 
 class Malformed(BaseModel):
     """A message the SDK would drop without a word or answer with a validation dump: what to
-    answer instead, and, for a ``tools/call``, its params, to audit the call."""
+    answer instead, and the params of each ``tools/call`` it holds (a batch may hold
+    several), to audit each call."""
 
     request_id: str | int | None
     message: str
     code: int = INVALID_REQUEST
-    call: dict[str, Any] | None = None
+    calls: list[dict[str, Any]] = []
+
+
+def _calls_in(value: object) -> list[dict[str, Any]]:
+    """The params (``{}`` when they are no object) of each ``tools/call`` in a message or a
+    batch of them."""
+    found = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict) and item.get("method") == "tools/call":
+            params = item.get("params")
+            found.append(params if isinstance(params, dict) else {})
+    return found
 
 
 def malformed(value: object) -> Malformed | None:
@@ -461,7 +473,7 @@ def malformed(value: object) -> Malformed | None:
     batch, a message that is no object, or ``params`` that are no object fail it with a
     multi-line dump. Responses and anything else go on to the SDK."""
     if isinstance(value, list):
-        return Malformed(request_id=None, message=_BATCH)
+        return Malformed(request_id=None, message=_BATCH, calls=_calls_in(value))
     if not isinstance(value, dict):
         return Malformed(request_id=None, message=_NOT_A_REQUEST)
     if "method" not in value:  # a response (rare from a client): the SDK's shape or none
@@ -473,15 +485,28 @@ def malformed(value: object) -> Malformed | None:
             return Malformed(request_id=given if known else None, message=_NOT_A_REQUEST)
         return None
     method, params, given = value["method"], value.get("params"), value.get("id", 0)
-    call = (params if isinstance(params, dict) else {}) if method == "tools/call" else None
+    calls = _calls_in(value)
     if not isinstance(given, str | int) or isinstance(given, bool):
-        return Malformed(request_id=None, message=_BAD_ID, call=call)
+        return Malformed(request_id=None, message=_BAD_ID, calls=calls)
     request_id = value.get("id")
     if value.get("jsonrpc") != "2.0" or not isinstance(method, str):
-        return Malformed(request_id=request_id, message=_NOT_A_REQUEST, call=call)
+        return Malformed(request_id=request_id, message=_NOT_A_REQUEST, calls=calls)
     if not isinstance(params, dict | None):
-        return Malformed(request_id=request_id, message=_BAD_PARAMS, call=call)
+        return Malformed(request_id=request_id, message=_BAD_PARAMS, calls=calls)
     return None
+
+
+async def _audited(
+    problem: Malformed, reject: Callable[[dict[str, Any], str], Awaitable[WebwardError]]
+) -> str:
+    """Audit each call ``problem`` holds; the sentence to answer with (the refusal of an
+    audit log that could not take a record, if one could not)."""
+    message = problem.message
+    for call in problem.calls:
+        error = await reject(call, problem.message)
+        if error.code != "invalid_input":
+            message = error.for_model
+    return message
 
 
 class _StrictTool(Tool):
@@ -793,9 +818,7 @@ async def _answer_unreadable(
                 await send.send(item)
                 continue
             problem = _unreadable(item, problems)
-            message = problem.message
-            if problem.call is not None:
-                message = (await reject(problem.call, message)).for_model
+            message = await _audited(problem, reject)
             error = JSONRPCError(
                 jsonrpc="2.0",
                 id=problem.request_id,
@@ -810,17 +833,9 @@ def _unreadable(exc: Exception, problems: collections.deque[Malformed]) -> Malfo
     if any(e.get("input") == _MALFORMED for e in errors) and problems:
         return problems.popleft()
     if any(e.get("input") == _NOT_UTF8 for e in errors):
-        return Malformed(
-            request_id=None,
-            code=PARSE_ERROR,
-            message="the message is not UTF-8 text: send UTF-8 JSON, one a line",
-        )
+        return _NOT_UTF8_PROBLEM
     if any(e.get("type") == "json_invalid" for e in errors):
-        return Malformed(
-            request_id=None,
-            code=PARSE_ERROR,
-            message="the message is not JSON: send one JSON-RPC 2.0 object a line",
-        )
+        return _NOT_JSON_PROBLEM
     request_id: str | int | None = None
     for e in errors:  # the message as parsed, where the SDK's validation kept it
         found = e.get("input")
@@ -919,12 +934,17 @@ class _SessionOpenings:
 
 
 class _MalformedRequests:
-    """Answers a POST to the MCP path whose message :func:`malformed` finds wrong with one
-    JSON-RPC error of one sentence (400), and audits it when it is a ``tools/call``, before
-    the SDK would answer it with a validation dump (a batch, params that are no object) or
-    with 202 and nothing (an id that is no string or integer, read as a notification).
-    Everything else, and a request with no known token where tokens are configured (the SDK
-    answers 401), goes on to the SDK with its body as read."""
+    """Rewrites the SDK's answer to a POST to the MCP path whose message it could not read
+    as a request: a validation dump (a batch, params that are no object) or a parse error's
+    text becomes one JSON-RPC error of one sentence, and a request whose id is no string or
+    integer, which the SDK took for a notification and answered 202 with nothing, is answered
+    400 so. Each ``tools/call`` such a message holds is audited, as the token's agent.
+
+    The SDK answers first, so its own checks (Host, Origin, Accept, protocol version,
+    session, body size) come first, and what they refuse is neither rewritten nor audited; a
+    request with no known token where tokens are configured goes to the SDK untouched (401).
+    Only the first :data:`_MAX_INSPECTED` bytes of a body are kept for reading it: past that,
+    the SDK's answer stands."""
 
     def __init__(
         self, app: Any, web: Web, tokens: TokenTable | None, agent: str, tier: str | None
@@ -936,64 +956,128 @@ class _MalformedRequests:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != MCP_PATH:
             await self._app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
         who, reach = self._agent, self._tier
         if self._tokens is not None:
+            headers = dict(scope["headers"])
             token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
             found = self._tokens.lookup(token) if token else None
             if found is None:
                 await self._app(scope, receive, send)
                 return
             who, reach = found.name, found.tier
-        chunks, more = [], True
-        while more:  # the SDK reads the whole body too, before it looks at the message
+        chunks: list[bytes] = []
+        size = 0
+        held: dict[str, Any] | None = None
+
+        async def kept() -> Any:
+            nonlocal size
             message = await receive()
-            if message["type"] != "http.request":  # the client left: the SDK sees it so
-                await self._app(scope, _replay(message, receive), send)
+            if message["type"] == "http.request" and size <= _MAX_INSPECTED:
+                size += len(message.get("body", b""))
+                chunks.append(message.get("body", b""))
+            return message
+
+        async def answer(message: dict[str, Any]) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] in (202, 400):
+                held = message  # decided with its body
                 return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
-        problem = None
-        if headers.get(b"content-type", b"").split(b";")[0].strip().lower() == b"application/json":
-            # No JSON (or not UTF-8): the SDK answers with a parse error.
-            with contextlib.suppress(ValueError, RecursionError):
-                problem = malformed(json.loads(body))
-        if problem is None:
-            request = {"type": "http.request", "body": body, "more_body": False}
-            await self._app(scope, _replay(request, receive), send)
-            return
-        text = problem.message
-        if problem.call is not None:
-            text = (await reject_call(self._web, who, reach, problem.call, text)).for_model
-        answer = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": problem.request_id,
-                "error": {"code": problem.code, "message": text},
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 400,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(answer)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer})
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            start, held = held, None
+            body = b"".join(chunks) if size <= _MAX_INSPECTED else None
+            rewritten = None
+            if body is not None and not message.get("more_body", False):
+                rewritten = await self._rewritten(start["status"], message, body, who, reach)
+            if rewritten is None:
+                await send(start)
+                await send(message)
+                return
+            headers = [
+                (name, value)
+                for name, value in start["headers"]
+                if name.lower() not in (b"content-type", b"content-length")
+            ]
+            headers += [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(rewritten)).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 400, "headers": headers})
+            await send({"type": "http.response.body", "body": rewritten})
+
+        await self._app(scope, kept, answer)
+
+    async def _rewritten(
+        self, status: int, sent: dict[str, Any], body: bytes, who: str, reach: str | None
+    ) -> bytes | None:
+        """The answer in place of the SDK's (``status``, ``sent``) to ``body``, or None to
+        keep the SDK's."""
+        problem: Malformed | None
+        try:
+            value: Any = json.loads(body)
+        except UnicodeDecodeError:
+            value, problem = None, _NOT_UTF8_PROBLEM
+        except (ValueError, RecursionError):
+            value, problem = None, _NOT_JSON_PROBLEM
+        else:
+            problem = malformed(value)
+        if status == 202:
+            if problem is None or problem.message != _BAD_ID:
+                return None  # a notification or a response, as it was
+        else:
+            said = _error_of(sent)
+            if said is None:
+                return None  # not the SDK's JSON-RPC error: as it was
+            message, answered_id = said
+            if not message.startswith(("Validation error", "Parse error")):
+                # One of the SDK's own sentences. Refusing a tools/call it read (the
+                # sessionless protocol's _meta), answered with its id: audited as such; a
+                # transport's refusal (a protocol version) has none, and is no call.
+                given = value.get("id") if isinstance(value, dict) else None
+                if problem is None and given is not None and answered_id == given:
+                    for call in _calls_in(value):
+                        await reject_call(self._web, who, reach, call, message)
+                return None
+            if problem is None:
+                given = value.get("id") if isinstance(value, dict) else None
+                known = isinstance(given, str | int) and not isinstance(given, bool)
+                problem = Malformed(
+                    request_id=given if known else None,
+                    message=_NOT_A_REQUEST,
+                    calls=_calls_in(value),
+                )
+
+        def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
+            return reject_call(self._web, who, reach, params, message)
+
+        text = await _audited(problem, reject)
+        error = {"code": problem.code, "message": text}
+        return json.dumps({"jsonrpc": "2.0", "id": problem.request_id, "error": error}).encode()
 
 
-def _replay(first: dict[str, Any], receive: Any) -> Any:
-    """A ``receive`` that gives ``first`` once, then whatever ``receive`` gives."""
-    waiting = [first]
+def _error_of(sent: dict[str, Any]) -> tuple[str, object] | None:
+    """The message and id of the JSON-RPC error in an answer's body, or None."""
+    try:
+        error = json.loads(sent.get("body", b""))
+        return str(error["error"]["message"]), error.get("id")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
 
-    async def replayed() -> Any:
-        return waiting.pop() if waiting else await receive()
 
-    return replayed
+#: How much of a request's body :class:`_MalformedRequests` keeps to read it (the SDK takes
+#: at most 4 MB a message).
+_MAX_INSPECTED = 4 * 1024 * 1024
+_NOT_UTF8_PROBLEM = Malformed(
+    request_id=None,
+    code=PARSE_ERROR,
+    message="the message is not UTF-8 text: send UTF-8 JSON, one a line",
+)
+_NOT_JSON_PROBLEM = Malformed(
+    request_id=None,
+    code=PARSE_ERROR,
+    message="the message is not JSON: send one JSON-RPC 2.0 object a line",
+)
 
 
 async def serve_http(
