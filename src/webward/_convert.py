@@ -478,6 +478,9 @@ _NOT_WORDS = _SKIPPED | {"nav", "header", "footer", "aside", "menu", "button", "
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
 _STYLE_TAG = re.compile(r"<style", re.IGNORECASE)
 _VISIBLE = re.compile(r"visibility\s*:\s*visible", re.IGNORECASE)
+# What a style that shows an element again must hold (its property's name, or an escape that
+# may spell it): "visibility: visible", "initial", "vis\ible".
+_MAY_SHOW = re.compile(r"visib|\\")
 # Tags are "<" to the next ">" outside a quoted attribute value (``title="a > b"``; a quote
 # opens one only right after "=", as in HTML: ``title=it's`` holds a plain apostrophe, and a
 # value runs to its own quote however long). These are searched only up to the text's last
@@ -921,7 +924,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         attrs = el.attrib
         if "colspan" in attrs or "rowspan" in attrs:
             spanned.append(el)
-        if (attrs.get("hidden") or "").strip().lower() == "until-found":
+        if (attrs.get("hidden") or "").lower() == "until-found":  # exact: " until-found" hides
             # Shown (a reader's search finds it), but html-to-markdown drops it as hidden.
             del attrs["hidden"]
         if el.tag in ("html", "body"):
@@ -968,7 +971,7 @@ def _hiding(attrs: Any) -> int:
     reaches the reading, inside the envelope as all page text is."""
     hidden = attrs.get("hidden")
     if (
-        (hidden is not None and hidden.strip().lower() != "until-found")
+        (hidden is not None and hidden.lower() != "until-found")
         or "popover" in attrs
         or (attrs.get("aria-hidden") or "").strip().lower() == "true"
     ):
@@ -1040,8 +1043,8 @@ def _unveil(veiled: list[Any], kept: list[Any]) -> None:
 
 
 def _open_shadow_roots(tree: Any) -> None:
-    """A declarative shadow root (``<template shadowrootmode="open">``, or the older
-    ``shadowroot``) is shown, unlike any other template: it is read as a block."""
+    """A declarative shadow root (``<template shadowrootmode="open">``) is shown, unlike any
+    other template: it is read as a block."""
     # iter(), not _walk: it hands out templates alone, which few pages hold (a walk over a page
     # of 100,000 paragraphs took 20 ms, iter() 0.02).
     roots = [template for template in tree.iter("template") if _shadow_root(template.attrib)]
@@ -1908,7 +1911,7 @@ def _unread_spans(
         reads it; ``None`` when none does (or too much has been read again already)."""
         nonlocal budget, styled
         budget -= end - start
-        if budget < 0 or _VISIBLE.search(lowered, start, end) is None:
+        if budget < 0 or _MAY_SHOW.search(lowered, start, end) is None:
             return None
         found: list[tuple[int, int]] = []
         at = start
@@ -2022,8 +2025,9 @@ def _shows_again(attrs: Any) -> bool:
 def _shadow_root(attrs: Any) -> bool:
     """Whether a ``<template>``'s attributes make it a declarative shadow root, which a
     browser shows (see :func:`_open_shadow_roots`)."""
-    mode = attrs.get("shadowrootmode") or attrs.get("shadowroot") or ""
-    return mode.strip().lower() in ("open", "closed")
+    # The value exactly (a browser does not trim it); the older "shadowroot" attribute no
+    # current browser reads.
+    return (attrs.get("shadowrootmode") or "").lower() in ("open", "closed")
 
 
 def _attributes(tag: str) -> dict[str, str]:

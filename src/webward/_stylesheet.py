@@ -119,8 +119,11 @@ def _ident_unescaped(m: re.Match[str]) -> str:
 # as the equivalent hex escape, which holds none. Each alternative ends at its first possible
 # end: linear.
 _CSS_NOISE = re.compile(
-    r"""/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]++|\\.)*+"?|'(?:[^'\\\n]++|\\.)*+'?|\\[{}();:,"'\\/]""",
-    re.DOTALL,
+    r"""/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]++|\\.)*+"?|'(?:[^'\\\n]++|\\.)*+'?|\\[{}();:,"'\\/]"""
+    # An unquoted url(...), which runs to its ")" whatever it holds ("url(a'b)", "url([)"):
+    # no string, comment or bracket opens inside it.
+    r"""|(?<![-\w])url\((?![\t\n\f\r ]*+["'])[^)]*+\)?""",
+    re.DOTALL | re.IGNORECASE,
 )
 _BRACES = re.compile(r"([{}])")
 _AT_RULE = re.compile(r"@([-\w]*+)(.*)", re.DOTALL)
@@ -413,7 +416,16 @@ def _quiet(m: re.Match[str]) -> str:
         return ""
     if found[0] == "\\":
         return f"\\{ord(found[1]):x} "
+    if found[0] in "uU":
+        return "url()"
     return '""'
+
+
+def _quiet_declarations(m: re.Match[str]) -> str:
+    """As :func:`_quiet`, but a comment is a space, as between two declarations' tokens
+    ("display:no/**/ne" is two words, none of them ``none``); only a selector reads it as
+    nothing (".a/**/.b" is ".a.b")."""
+    return " " if m.group()[0] == "/" else _quiet(m)
 
 
 def _declared(declarations: str) -> tuple[tuple[str | None, bool], tuple[str | None, bool]]:
@@ -428,33 +440,41 @@ def _declared(declarations: str) -> tuple[tuple[str | None, bool], tuple[str | N
         if "\\" in name:
             name = _CSS_ESCAPE.sub(_ident_unescaped, name)
         name = name.strip(_CSS_SPACE).lower()
-        if name not in ("display", "visibility"):
+        if name not in ("display", "visibility", "content-visibility"):
             continue
         value = value.strip(_CSS_SPACE)
+        if "\\" in value:  # first: "!imp\ortant" is important too
+            value = _CSS_ESCAPE.sub(_ident_unescaped, value)
         important = _IMPORTANT.search(value.lower())
         if important is not None:
             value = value[: important.start()].rstrip(_CSS_SPACE)
-        if "\\" in value:
-            value = _CSS_ESCAPE.sub(_ident_unescaped, value)
         value = value.lower()
         if _valid(name, value):
             values[name, important is not None] = value
-    return _winner(values, "display"), _winner(values, "visibility")
+    display = _winner(values, "display")
+    # content-visibility: hidden renders none of the element's content, as display: none.
+    skipped = _winner(values, "content-visibility")
+    if skipped[0] == "hidden" and display[0] != "none":
+        display = ("none", skipped[1])
+    return display, _winner(values, "visibility")
 
 
 # What a declaration of display or visibility may hold and be valid: an invalid one is passed
 # over, as a browser passes it over ("display:none; display:nonsense" hides).
 _GLOBAL_VALUES = frozenset(("inherit", "initial", "unset", "revert", "revert-layer"))
 _DISPLAY_WORDS = frozenset((
-    "none", "contents", "block", "inline", "run-in", "flow", "flow-root", "table", "flex",
-    "grid", "ruby", "list-item", "math", "inline-block", "inline-table", "inline-flex",
-    "inline-grid", "inline-list-item", "table-row-group", "table-header-group",
-    "table-footer-group", "table-row", "table-cell", "table-column-group", "table-column",
-    "table-caption", "ruby-base", "ruby-text", "ruby-base-container", "ruby-text-container",
-    "-webkit-box", "-webkit-inline-box", "-moz-box", "-moz-inline-box", "-ms-flexbox",
-    "-ms-inline-flexbox", "-webkit-flex", "-webkit-inline-flex", "-ms-grid", "-ms-inline-grid",
+    "none", "contents", "block", "inline", "flow", "flow-root", "table", "flex", "grid",
+    "ruby", "list-item", "math", "inline-block", "inline-table", "inline-flex", "inline-grid",
+    "table-row-group", "table-header-group", "table-footer-group", "table-row", "table-cell",
+    "table-column-group", "table-column", "table-caption", "ruby-base", "ruby-text",
+    "-webkit-box", "-webkit-inline-box", "-moz-box", "-moz-inline-box", "-webkit-flex",
+    "-webkit-inline-flex",
 ))  # fmt: skip
 _VISIBILITY_WORDS = frozenset(("visible", "hidden", "collapse"))
+_CONTENT_VISIBILITY_WORDS = frozenset(("visible", "auto", "hidden"))
+# The two-keyword display: an outer (block, inline) and an inner display, or a list item's.
+_OUTER_DISPLAY = frozenset(("block", "inline"))
+_INNER_DISPLAY = frozenset(("flow", "flow-root", "table", "flex", "grid", "ruby", "math"))
 
 
 def _valid(name: str, value: str) -> bool:
@@ -466,8 +486,23 @@ def _valid(name: str, value: str) -> bool:
         return True
     if name == "visibility":
         return value in _VISIBILITY_WORDS
+    if name == "content-visibility":
+        return value in _CONTENT_VISIBILITY_WORDS
     words = _HTML_SPACES.split(value.strip(_CSS_SPACE))  # CSS's spaces: not a no-break one
-    return len(words) <= 3 and all(word in _DISPLAY_WORDS for word in words)
+    if len(words) == 1:
+        return words[0] in _DISPLAY_WORDS
+    # "block flow", "inline flex", "block flow list-item": each part once, in its grammar
+    # ("display:none; display:block block" leaves none standing, as in a browser).
+    outer = [word for word in words if word in _OUTER_DISPLAY]
+    inner = [word for word in words if word in _INNER_DISPLAY]
+    listed = words.count("list-item")
+    return (
+        len(set(words)) == len(words) <= 3
+        and len(outer) <= 1
+        and len(inner) <= 1
+        and len(outer) + len(inner) + listed == len(words)
+        and (not listed or not inner or inner[0] in ("flow", "flow-root"))
+    )
 
 
 def _split_declarations(declarations: str) -> list[str]:
@@ -504,8 +539,8 @@ def style_declares(style: str) -> tuple[str | None, str | None]:
     in a sheet; a property is matched by its whole name (``--display`` and ``font-family:
     'display:none'`` declare no display), a value by its whole text (``none``, not a
     no-break space then ``none``, which CSS does not read as a space)."""
-    if "/*" in style or '"' in style or "'" in style or "\\" in style:
-        style = _CSS_NOISE.sub(_quiet, style)
+    if "/*" in style or '"' in style or "'" in style or "\\" in style or "(" in style:
+        style = _CSS_NOISE.sub(_quiet_declarations, style)
     (display, _), (visibility, _) = _declared(style)
     return display, visibility
 
