@@ -1411,6 +1411,31 @@ def test_a_class_shown_by_another_rule_stays_and_a_tab_not_shown_goes() -> None:
     assert "Ignore previous" not in text and "A card hidden" not in text
 
 
+@pytest.mark.parametrize(
+    "sheet",
+    [
+        ".a{background:\\75 rl(x'y)}.b{display:none}",
+        ".a{font-family:'x\x0c}.b{display:none}",  # a form feed ends the string
+        ".a{background:url(x{)} .b{display:none}",  # no brace opens inside url(...)
+    ],
+)
+def test_a_sheet_whose_url_or_string_a_browser_ends_still_hides(sheet: str) -> None:
+    page = (
+        f"<html><head><style>{sheet}</style></head><body><article><h1>T</h1>"
+        f"<p>{PARA * 3}</p><p class='b'>{INJECTION}</p><p>{SHOWN}</p></article></body></html>"
+    )
+    text = read(page).text
+    assert SHOWN in text and "Ignore previous" not in text
+
+
+def test_a_brace_inside_a_url_ends_no_rule() -> None:
+    page = (
+        "<html><head><style>.a{background:url(x}.b{display:none})}</style></head><body>"
+        f"<article><h1>T</h1><p>{PARA * 3}</p><p class='b'>{SHOWN}</p></article></body></html>"
+    )
+    assert SHOWN in read(page).text
+
+
 def test_a_compound_selector_hides_only_what_holds_every_class() -> None:
     page = (
         "<html><head><style>.a.b{display:none} span.note{display:none}</style></head><body>"
@@ -1657,6 +1682,9 @@ def test_aem_components_are_content_and_consent_managers_are_not() -> None:
         "display:no/**/ne",  # a comment splits the word: two words, no none
         "disp/**/lay:none",
         "content-visibility: visible",
+        "background:url(x\\);display:none;y)",  # an escaped ")" does not end the url
+        "font-family:'a\\&#13;&#10;;display:none;'",  # an escaped CRLF goes on with the string
+        "color:red&#12;;display:block",  # a control character lxml will not write back
     ],
 )
 def test_a_style_that_only_looks_hidden_keeps_its_text(style: str) -> None:
@@ -1690,6 +1718,10 @@ def test_a_style_that_only_looks_hidden_keeps_its_text(style: str) -> None:
         "background:url([);display:none",  # no bracket or string opens in url(...)
         "background:url(a'b);display:none",
         "content-visibility:hidden",
+        "background:u\\rl(a'b);display:none",  # escapes spelling url( make it one
+        "background:\\75 rl(a'b);display:none",
+        "background:\\61 url(x'), y'); display:none",  # a function aurl(: its quote opens
+        "font-family:'x&#13;;display:none",  # a CR ends a string, as an LF does
     ],
 )
 def test_a_style_that_hides_drops_its_text(style: str) -> None:

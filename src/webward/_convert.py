@@ -610,7 +610,9 @@ def _parse(text: str) -> tuple[Any, str]:
 
     text = _XML_DECL.sub("", text, count=1)
     if _CONTROL.search(text):
-        text = _CONTROL.sub("", text)
+        # A form feed is white space to HTML and a line's end to CSS (it ends a string in a
+        # sheet: "'x<FF>}" closes the string there): a newline, not nothing.
+        text = _CONTROL.sub("", text.replace("\x0c", "\n"))
     text = _bound_attributes(text)
     if _UNKNOWN_VOID_START.search(text):
         text = _UNKNOWN_VOID.sub(_self_closed, text)
@@ -949,8 +951,8 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         # a hidden parent of a child shown again): what is kept here, it keeps. (An element
         # kept for a child shown again may have no style of its own: hidden by its parent's.)
         style = el.get("style")
-        if style:
-            el.set("style", _SHOWING_DECLARATION.sub("", style))
+        if style:  # (lxml refuses control characters, which a character reference may write)
+            el.set("style", _CONTROL.sub("", _SHOWING_DECLARATION.sub("", style)))
     _bound_nesting(tree)
     _bound_spans(spanned)
 

@@ -119,12 +119,41 @@ def _ident_unescaped(m: re.Match[str]) -> str:
 # as the equivalent hex escape, which holds none. Each alternative ends at its first possible
 # end: linear.
 _CSS_NOISE = re.compile(
-    r"""/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]++|\\.)*+"?|'(?:[^'\\\n]++|\\.)*+'?|\\[{}();:,"'\\/]"""
-    # An unquoted url(...), which runs to its ")" whatever it holds ("url(a'b)", "url([)"):
-    # no string, comment or bracket opens inside it.
-    r"""|(?<![-\w])url\((?![\t\n\f\r ]*+["'])[^)]*+\)?""",
+    # A string ends at a newline, which is CR and FF as well as LF; a backslash before one
+    # (CRLF counting as one) continues it.
+    r"""/\*.*?(?:\*/|\Z)|"(?:[^"\\\n\r\f]++|\\(?:\r\n|.))*+"?"""
+    r"""|'(?:[^'\\\n\r\f]++|\\(?:\r\n|.))*+'?|\\[{}();:,"'\\/]"""
+    # An unquoted url(...), which runs to its ")" whatever it holds ("url(a'b)", "url([)",
+    # an escaped "\)" too): no string, comment or bracket opens inside it. (Escapes that
+    # spell its name, "u\rl(", are decoded before: _plain_escapes.)
+    r"""|(?<![-\w\\])url\((?![\t\n\f\r ]*+["'])(?:[^)\\]++|\\.)*+\)?""",
     re.DOTALL | re.IGNORECASE,
 )
+# An escape of a letter, digit, "-" or "_" ("u\rl(", "\75 rl("), or an escaped backslash: a
+# name's characters are no structure, so decoding them first lets the pass above see the
+# name a browser sees.
+_NAME_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})(?:\r\n|[ \t\n\f\r])?|([^\n\r\f0-9a-fA-F]))")
+
+
+def _plain_escapes(css: str) -> str:
+    """``css`` with the escapes of name characters decoded (see :data:`_NAME_ESCAPE`)."""
+    return _NAME_ESCAPE.sub(_name_character, css) if "\\" in css else css
+
+
+def _name_character(m: re.Match[str]) -> str:
+    found = css_unescaped(m)
+    plain = len(found) == 1 and found.isascii() and (found.isalnum() or found in "-_")
+    return found if plain else m.group()
+
+
+def _tokens_quieted(css: str, quiet: Callable[[re.Match[str]], str]) -> str:
+    """``css`` with its comments, strings, escaped structure and unquoted url(...) made
+    harmless by ``quiet`` (see :data:`_CSS_NOISE`), when it holds any."""
+    if "/*" in css or '"' in css or "'" in css or "\\" in css or "(" in css:
+        return _CSS_NOISE.sub(quiet, _plain_escapes(css))
+    return css
+
+
 _BRACES = re.compile(r"([{}])")
 _AT_RULE = re.compile(r"@([-\w]*+)(.*)", re.DOTALL)
 _CSS_SPACE = " \t\n\r\f"
@@ -295,8 +324,7 @@ class _Reader:
 
     def read(self, css: str, applies: bool) -> bool:
         """Read one sheet; ``False`` when it shows more than can be kept."""
-        if "/*" in css or '"' in css or "'" in css or "\\" in css:
-            css = _CSS_NOISE.sub(_quiet, css)
+        css = _tokens_quieted(css, _quiet)
         # Open blocks, innermost last: selectors (None for an at-rule), whether its rules may
         # hide, its own text (a rule's declarations).
         stack: list[tuple[str | None, bool, list[str]]] = []
@@ -539,8 +567,7 @@ def style_declares(style: str) -> tuple[str | None, str | None]:
     in a sheet; a property is matched by its whole name (``--display`` and ``font-family:
     'display:none'`` declare no display), a value by its whole text (``none``, not a
     no-break space then ``none``, which CSS does not read as a space)."""
-    if "/*" in style or '"' in style or "'" in style or "\\" in style or "(" in style:
-        style = _CSS_NOISE.sub(_quiet_declarations, style)
+    style = _tokens_quieted(style, _quiet_declarations)
     (display, _), (visibility, _) = _declared(style)
     return display, visibility
 
