@@ -1428,6 +1428,20 @@ def test_a_sheet_whose_url_or_string_a_browser_ends_still_hides(sheet: str) -> N
     assert SHOWN in text and "Ignore previous" not in text
 
 
+def test_a_sheet_past_the_parsers_cut_still_hides_in_the_parser_free_reading() -> None:
+    """The parser-free reading took the page's sheets from the tree, which the parser cut at
+    its nesting limit: a <style> 3,000 levels down hid nothing. It reads them from the text;
+    a sheet for print still hides nothing."""
+    deep = "<html><body><p>A deep page.</p>" + "<div>" * 3000
+    text = read(
+        f"{deep}<style>.b{{display:none}}</style><p class='b'>{INJECTION}</p><p>{SHOWN}</p>"
+    ).text
+    assert html_to_markdown(f"{deep}<p>x</p>", URL).extractor == "plain"
+    assert SHOWN in text and "Ignore previous" not in text
+    printed = read(f"{deep}<style media='print'>.b{{display:none}}</style><p class='b'>{SHOWN}</p>")
+    assert SHOWN in printed.text
+
+
 def test_a_brace_inside_a_url_ends_no_rule() -> None:
     page = (
         "<html><head><style>.a{background:url(x}.b{display:none})}</style></head><body>"

@@ -1096,6 +1096,35 @@ def _style_rules(tree: Any, text: str) -> StyleRules | None:
     return read_sheets(sheets(), by_visibility=_VISIBLE.search(text) is None)
 
 
+def _raw_style_rules(text: str) -> StyleRules | None:
+    """What the page's ``<style>`` elements hide, read from its text rather than its tree:
+    for a page the parser cut short, whose deeper sheets are not in the tree (a sheet 3,000
+    levels down hid nothing from the parser-free reading). Whether each applies is read from
+    its ``media`` and ``type`` alone (its place is not known without a parser). One pass:
+    each sheet is found once, and the search goes on after its end."""
+    lowered = _ascii_lower(text)
+
+    def sheets() -> Iterator[tuple[str, bool]]:
+        pos = 0
+        while (start := lowered.find("<style", pos)) != -1:
+            after = start + len("<style")
+            if lowered[after : after + 1] not in (" ", "\t", "\n", "\f", "\r", "/", ">"):
+                pos = after  # <styles>, <stylesheet>: another element
+                continue
+            close = lowered.find(">", after)
+            if close == -1:
+                return
+            end = lowered.find("</style", close)
+            attrs = _folded_attributes(text[start : close + 1])
+            applies = sheet_applies(attrs.get("media"), attrs.get("type"))
+            yield text[close + 1 : len(text) if end == -1 else end], applies
+            if end == -1:
+                return
+            pos = end + len("</style")
+
+    return read_sheets(sheets(), by_visibility=_VISIBLE.search(text) is None)
+
+
 def _matches(pattern: re.Pattern[str], words: tuple[str, ...], value: str | None) -> bool:
     """Whether the start of ``value`` matches ``pattern``, which only values holding one of
     ``words`` (in lower case) can."""
@@ -2119,6 +2148,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if note:
         # Rather than a reading with a hole in it (or an empty one, or a late one), the
         # page's words, with a note saying why.
+        if rules is not None or _STYLE_TAG.search(text):
+            rules = _raw_style_rules(text)  # the tree lacks the sheets past the cut
         plain = _plain_text(text, rules=rules)
         markdown = f"{note}\n\n{plain}" if plain else ""
         return HtmlResult(title, markdown, links, "plain", rules)
