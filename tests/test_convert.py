@@ -1655,6 +1655,23 @@ def test_hidden_until_found_text_is_kept_by_every_reading() -> None:
         assert "Ignore previous" not in text, name
 
 
+@pytest.mark.parametrize("attribute", ["hidden", "popover", 'popover="manual"'])
+def test_an_element_whose_own_style_shows_it_is_read_though_hidden_or_a_popover(
+    attribute: str,
+) -> None:
+    """hidden and popover hide by the browser's own sheet, which an element's style
+    overrides: display:block shows it; display:none, an invalid display or none at all
+    leaves it hidden, and aria-hidden still hides."""
+    shown = _readings(f'<div {attribute} style="display:block"><p>{SHOWN}</p></div>')
+    for name, text in shown.items():
+        assert SHOWN in text, (attribute, name)
+    for style in ("display:none", "display:nonsense", "color:red", "display:block"):
+        aria = ' aria-hidden="true"' if style == "display:block" else ""
+        fragment = f'<div {attribute}{aria} style="{style}"><p>{INJECTION}</p></div>'
+        for name, text in _readings(fragment).items():
+            assert "Ignore previous" not in text, (attribute, style, name)
+
+
 def test_a_declarative_shadow_root_is_read() -> None:
     """A template that is a shadow root (shadowrootmode, open or closed) is shown; one of the
     older shadowroot attribute, which no current browser reads, or of a mode a browser does

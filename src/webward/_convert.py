@@ -926,12 +926,13 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         attrs = el.attrib
         if "colspan" in attrs or "rowspan" in attrs:
             spanned.append(el)
-        if (attrs.get("hidden") or "").lower() == "until-found":  # exact: " until-found" hides
-            # Shown (a reader's search finds it), but html-to-markdown drops it as hidden.
-            del attrs["hidden"]
         if el.tag in ("html", "body"):
             continue
         hiding = _hiding(attrs)
+        if hiding != _GONE and "hidden" in attrs:
+            # Shown ("until-found", which a reader's search finds, or a display of its own),
+            # but html-to-markdown drops any element with the attribute as hidden.
+            del attrs["hidden"]
         if (
             hiding == _GONE
             or (hides is not None and hides(el.tag, attrs))
@@ -970,19 +971,24 @@ def _hiding(attrs: Any) -> int:
     visibility alone, which a descendant may undo (see :func:`_unveil`). What the page's own
     ``<style>`` elements hide is asked of :class:`~webward._stylesheet.StyleRules` beside
     this; an external stylesheet is not read (it would take another request): text it hides
-    reaches the reading, inside the envelope as all page text is."""
-    hidden = attrs.get("hidden")
-    if (
-        (hidden is not None and hidden.lower() != "until-found")
-        or "popover" in attrs
-        or (attrs.get("aria-hidden") or "").strip().lower() == "true"
-    ):
+    reaches the reading, inside the envelope as all page text is. ``hidden`` and ``popover``
+    hide by the browser's own sheet, which the element's style overrides: with a ``display``
+    of its own other than ``none`` it is shown."""
+    if (attrs.get("aria-hidden") or "").strip().lower() == "true":
         return _GONE
+    hidden = attrs.get("hidden")
+    by_attribute = (hidden is not None and hidden.lower() != "until-found") or "popover" in attrs
     style = attrs.get("style")
     if not style:
-        return _SHOWN
-    display, visibility = _style_hides(style)
-    return _GONE if display else _VEILED if visibility else _SHOWN
+        return _GONE if by_attribute else _SHOWN
+    if by_attribute:
+        if "display" not in style.lower() and "\\" not in style and "&" not in style:
+            return _GONE
+        display = style_declares(style)[0]
+        if display is None or display == "none":
+            return _GONE
+    display_none, visibility = _style_hides(style)
+    return _GONE if display_none else _VEILED if visibility else _SHOWN
 
 
 def _style_hides(style: str) -> tuple[bool, bool]:
