@@ -978,33 +978,29 @@ def _hiding(attrs: Any) -> int:
         return _GONE
     hidden = attrs.get("hidden")
     by_attribute = (hidden is not None and hidden.lower() != "until-found") or "popover" in attrs
-    style = attrs.get("style")
+    display, visibility = _own_style(attrs.get("style"), by_attribute)
+    if display == "none" or (by_attribute and display is None):
+        return _GONE
+    return _VEILED if visibility in ("hidden", "collapse") else _SHOWN
+
+
+def _own_style(style: str | None, by_display: bool) -> tuple[str | None, str | None]:
+    """The ``display`` and ``visibility`` an element's own ``style`` declares (see
+    :func:`~webward._stylesheet.style_declares`), read only when it holds a word that could
+    hide (or, ``by_display``, declare any display), an escape or a comment that may spell one."""
     if not style:
-        return _GONE if by_attribute else _SHOWN
-    if by_attribute:
-        if "display" not in style.lower() and "\\" not in style and "&" not in style:
-            return _GONE
-        display = style_declares(style)[0]
-        if display is None or display == "none":
-            return _GONE
-    display_none, visibility = _style_hides(style)
-    return _GONE if display_none else _VEILED if visibility else _SHOWN
-
-
-def _style_hides(style: str) -> tuple[bool, bool]:
-    """Whether an element's own ``style`` hides it by display, and by visibility."""
-    if "\\" not in style and "/*" not in style:  # an escape or comment may spell the words
+        return None, None
+    if "\\" not in style and "/*" not in style:
         lowered = style.lower()
-        if not any(word in lowered for word in _HIDDEN_WORDS):
-            return False, False
-    display, visibility = style_declares(style)
-    return display == "none", visibility in ("hidden", "collapse")
+        words = (*_HIDDEN_WORDS, "display") if by_display else _HIDDEN_WORDS
+        if not any(word in lowered for word in words):
+            return None, None
+    return style_declares(style)
 
 
-def _own_visibility(element: Any) -> bool | None:
-    """Whether an element's own style hides it by visibility (``True``), shows it
+def _own_visibility(style: str | None) -> bool | None:
+    """Whether an element's own ``style`` hides it by visibility (``True``), shows it
     (``False``: ``visible``, or ``initial``), or leaves it as its parent is (``None``)."""
-    style = element.get("style")
     if not style or ("visib" not in style.lower() and "\\" not in style):
         return None
     visibility = style_declares(style)[1]
@@ -1032,7 +1028,7 @@ def _unveil(veiled: list[Any], kept: list[Any]) -> None:
         for event, el in lxml.etree.iterwalk(top, events=("start", "end"), tag=lxml.etree.Element):
             if event == "start":
                 pending.discard(el)
-                own = True if el is top else _own_visibility(el)
+                own = True if el is top else _own_visibility(el.get("style"))
                 stack.append([stack[-1][0] if own is None else own, False])
                 continue
             hidden, shows = stack.pop()
@@ -1970,7 +1966,10 @@ def _unread_spans(
             kind = hiding(name, token.start(), at)
             if kind == _GONE:
                 at = _element_end(lowered, name, at, stop)
-            elif kind == _SHOWN and _shows_again(_attributes(lowered[token.start() : at])):
+            elif (
+                kind == _SHOWN
+                and _own_visibility(_attributes(lowered[token.start() : at]).get("style")) is False
+            ):
                 found.append((token.start(), _element_end(lowered, name, at, stop)))
                 at = found[-1][1]
         if not found:
@@ -2051,12 +2050,6 @@ def _hides(tag: str) -> int:
     if _HIDDEN_TAG.search(loose) is None:
         return _SHOWN
     return _hiding(_attributes(tag))
-
-
-def _shows_again(attrs: Any) -> bool:
-    """Whether an element's own style shows it inside one hidden by visibility."""
-    style = attrs.get("style")
-    return bool(style) and style_declares(style)[1] in ("visible", "initial")
 
 
 def _shadow_root(attrs: Any) -> bool:
@@ -2143,7 +2136,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         return HtmlResult(title="", markdown="", links=(), extractor="")
     title = _title(tree)
     base = _base_url(tree, final_url)
-    rules = _style_rules(tree, text) if _STYLE_TAG.search(text) else None  # before styles go
+    styled = _STYLE_TAG.search(text) is not None
+    rules = _style_rules(tree, text) if styled else None  # before styles go
     links: tuple[Link, ...] = ()
     if include_links:
         # Links from the whole page: the agent may want to follow the navigation that the
@@ -2154,7 +2148,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if note:
         # Rather than a reading with a hole in it (or an empty one, or a late one), the
         # page's words, with a note saying why.
-        if rules is not None or _STYLE_TAG.search(text):
+        if styled:
             rules = _raw_style_rules(text)  # the tree lacks the sheets past the cut
         plain = _plain_text(text, rules=rules)
         markdown = f"{note}\n\n{plain}" if plain else ""

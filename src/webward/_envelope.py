@@ -287,8 +287,9 @@ def _letter_shapes() -> dict[str, str]:
     return table
 
 
-# "LATIN LETTER SMALL CAPITAL U" (and any other "... SMALL CAPITAL U"), "LATIN SMALL LETTER T WITH CURL", "LATIN SMALL LETTER U BAR";
-# not a digraph's "... WITH SMALL LETTER Z", which compatibility normalisation already splits.
+# "LATIN LETTER SMALL CAPITAL U" (and any other "... SMALL CAPITAL U"), "LATIN SMALL LETTER T
+# WITH CURL", "LATIN SMALL LETTER U BAR"; not a digraph's "... WITH SMALL LETTER Z", which
+# compatibility normalisation already splits.
 _LETTER_SHAPE_RE = re.compile(
     r"\bSMALL CAPITAL ([A-Z])$"
     r"|^LATIN (?:SMALL|CAPITAL) LETTER ([A-Z])(?: WITH (?!(?:SMALL|CAPITAL) LETTER).+| BAR)$"

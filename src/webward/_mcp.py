@@ -454,6 +454,12 @@ class Malformed(BaseModel):
     calls: list[dict[str, Any]] = []
 
 
+def _request_id(value: object) -> str | int | None:
+    """A message's ``id`` when it is one MCP takes (a string or an integer), else None."""
+    given = value.get("id") if isinstance(value, dict) else None
+    return given if isinstance(given, str | int) and not isinstance(given, bool) else None
+
+
 def _calls_in(value: object) -> list[dict[str, Any]]:
     """The params (``{}`` when they are no object) of each ``tools/call`` in a message or a
     batch of them."""
@@ -480,15 +486,12 @@ def malformed(value: object) -> Malformed | None:
         try:
             jsonrpc_message_adapter.validate_python(value, by_name=False)
         except ValidationError:
-            given = value.get("id")
-            known = isinstance(given, str | int) and not isinstance(given, bool)
-            return Malformed(request_id=given if known else None, message=_NOT_A_REQUEST)
+            return Malformed(request_id=_request_id(value), message=_NOT_A_REQUEST)
         return None
-    method, params, given = value["method"], value.get("params"), value.get("id", 0)
+    method, params, request_id = value["method"], value.get("params"), _request_id(value)
     calls = _calls_in(value)
-    if not isinstance(given, str | int) or isinstance(given, bool):
+    if "id" in value and request_id is None:
         return Malformed(request_id=None, message=_BAD_ID, calls=calls)
-    request_id = value.get("id")
     if value.get("jsonrpc") != "2.0" or not isinstance(method, str):
         return Malformed(request_id=request_id, message=_NOT_A_REQUEST, calls=calls)
     if not isinstance(params, dict | None):
@@ -836,14 +839,12 @@ def _unreadable(exc: Exception, problems: collections.deque[Malformed]) -> Malfo
         return _NOT_UTF8_PROBLEM
     if any(e.get("type") == "json_invalid" for e in errors):
         return _NOT_JSON_PROBLEM
-    request_id: str | int | None = None
-    for e in errors:  # the message as parsed, where the SDK's validation kept it
-        found = e.get("input")
-        given = found.get("id") if isinstance(found, dict) else None
-        if isinstance(given, str | int) and not isinstance(given, bool):
-            request_id = given
-            break
-    return Malformed(request_id=request_id, message=_NOT_A_REQUEST)
+    # The message as parsed, where the SDK's validation kept it.
+    found = (_request_id(e.get("input")) for e in errors)
+    return Malformed(
+        request_id=next((given for given in found if given is not None), None),
+        message=_NOT_A_REQUEST,
+    )
 
 
 def http_access(
@@ -1040,12 +1041,8 @@ class _MalformedRequests:
                         await reject_call(self._web, who, reach, call, message)
                 return None
             if problem is None:
-                given = value.get("id") if isinstance(value, dict) else None
-                known = isinstance(given, str | int) and not isinstance(given, bool)
                 problem = Malformed(
-                    request_id=given if known else None,
-                    message=_NOT_A_REQUEST,
-                    calls=_calls_in(value),
+                    request_id=_request_id(value), message=_NOT_A_REQUEST, calls=_calls_in(value)
                 )
 
         def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:

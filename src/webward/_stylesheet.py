@@ -129,15 +129,13 @@ _CSS_NOISE = re.compile(
     r"""|(?<![-\w\\])url\((?![\t\n\f\r ]*+["'])(?:[^)\\]++|\\.)*+\)?""",
     re.DOTALL | re.IGNORECASE,
 )
-# An escape of a letter, digit, "-" or "_" ("u\rl(", "\75 rl("), or an escaped backslash: a
-# name's characters are no structure, so decoding them first lets the pass above see the
-# name a browser sees.
-_NAME_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})(?:\r\n|[ \t\n\f\r])?|([^\n\r\f0-9a-fA-F]))")
 
 
 def _plain_escapes(css: str) -> str:
-    """``css`` with the escapes of name characters decoded (see :data:`_NAME_ESCAPE`)."""
-    return _NAME_ESCAPE.sub(_name_character, css) if "\\" in css else css
+    """``css`` with the escapes of a letter, digit, "-" or "_" decoded ("u\\rl(", "\\75 rl("):
+    a name's characters are no structure, so decoding them first lets :data:`_CSS_NOISE` see
+    the name a browser sees. Any other escape (a backslash's too) stays as it is."""
+    return _CSS_ESCAPE.sub(_name_character, css) if "\\" in css else css
 
 
 def _name_character(m: re.Match[str]) -> str:
