@@ -506,3 +506,55 @@ def backtick_run(size: int = 990_000) -> bytes:
     """One run of backticks: a fence of any length that never ends (a pattern that tries each
     shorter fence in turn took minutes)."""
     return b"`" * size
+
+
+def markdown_brackets(size: int = 990_000) -> bytes:
+    """Markdown of opening brackets, then of "](/": a link's text that may hold any "[" was
+    scanned again from each of them (1 s)."""
+    return (b"[" * (size // 2) + b"](/" * (size // 6))[:size]
+
+
+def markdown_heading_line(pairs: int = 9_990) -> bytes:
+    """One heading line of "# " pairs ending in a word: the title's pattern tried the trailing
+    "#"s again at each character (0.7 s for 20 kB)."""
+    return b"# " + b"# " * pairs + b"x\n"
+
+
+def odd_links_html(unit: bytes = b"<a href='a/./%d'>a</a> ", size: int = 990_000) -> bytes:
+    """Distinct links that urljoin must resolve one by one (a dot segment, a space): 70,000
+    of them took 0.85 s (``_convert._SLOW_LINKS``)."""
+    links = b"".join(unit % i for i in range(size // len(unit % 0)))
+    return _HEAD + b"<p>" + links[: size - 100] + b"</p>" + _TAIL
+
+
+def veils_left_open_html(size: int = 990_000) -> bytes:
+    """Elements hidden by visibility, each holding one that shows itself again and is never
+    closed: its end was looked for to the end of the page, for each (minutes)."""
+    unit = b"<p style=visibility:hidden><i style=visibility:visible>"
+    return _fill(_HEAD, unit, size)
+
+
+def image_links_html(size: int = 686_000, words: bytes = b"w ") -> bytes:
+    """One link of 49,000 images with alt text: whether the link held words was read again
+    for each image, over the alt text written so far (27 s)."""
+    return _fill(_HEAD + b"<p><a href=/x>", b"<img alt=ab>" + words, size, b"</a></p>" + _TAIL)
+
+
+def definition_anchors_html(size: int = 990_000) -> bytes:
+    """A definition of 36,000 empty anchors between words: each was dropped on its own, its
+    tail joined to the growing text before it (13 s)."""
+    unit = b"<a></a>word word word word "
+    return _fill(_HEAD + b"<dl><dt>Term</dt><dd>", unit, size, b"</dd></dl>" + _TAIL)
+
+
+def nested_blank_links_html(depth: int = 1_000, blank: int = 383_000) -> bytes:
+    """Links to one target nested 1,000 deep around 380 kB of no-break spaces, then an
+    article: the link's blank text was read again from each (1.3 s with links asked for)."""
+    return (
+        b"<html><head><meta charset=utf-8><title>T</title></head><body>"
+        + b"<a href=/x><div>" * depth
+        + "\xa0".encode() * blank
+        + b"</div></a>" * depth
+        + b"<p>real words of the article here</p>" * 2_500
+        + _TAIL
+    )

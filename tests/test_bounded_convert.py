@@ -12,11 +12,13 @@ import contextlib
 import io
 import itertools
 import os
+import random
 import re
 import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import anyio
 import httpx
@@ -29,20 +31,26 @@ from hostile import (
     deep_html,
     deep_list_html,
     deep_quote_html,
+    definition_anchors_html,
     delimiters_html,
     dropped_between_words_html,
     entity_text_html,
     fragment_links_html,
     huge_line_html,
+    image_links_html,
     label_runs_html,
     many_pages_pdf,
+    markdown_brackets,
     markdown_chars_html,
+    markdown_heading_line,
     marked_line_html,
+    nested_blank_links_html,
     nested_marks_html,
     nested_math_html,
     nested_paragraphs_html,
     nested_pre_html,
     non_word_html,
+    odd_links_html,
     page_tree_pdf,
     paragraphs_html,
     shared_stream_pdf,
@@ -54,6 +62,7 @@ from hostile import (
     table_html,
     tiny_elements_html,
     unclosed_tags_html,
+    veils_left_open_html,
 )
 from localserver import respond, serve
 from mcp import Client
@@ -63,6 +72,7 @@ from test_reading_choice import record_readings
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web, _convert
 from webward._convert import (
     _MAX_LINE_ELEMENTS,
+    MAX_LINKS,
     MAX_READING_CHARS,
     _bound_attributes,
     _bound_copies,
@@ -75,6 +85,7 @@ from webward._convert import (
     _parse,
     _pieces,
     _rescanned,
+    _resolve,
     _split_entity_html,
     _split_entity_texts,
     convert,
@@ -1121,11 +1132,158 @@ def test_pdf_text_is_held_to_one_window() -> None:
     assert len(text) < 1_100
 
 
+def test_markdown_of_brackets_or_one_long_heading_converts_in_bounded_time() -> None:
+    result, cpu = cpu_convert(markdown_brackets(), "text/markdown")
+    assert len(result.text) == 990_000 and cpu < CPU_BOUND_S
+    result, cpu = cpu_convert(markdown_heading_line(), "text/markdown")
+    assert result.title.startswith("# # #") and cpu < CPU_BOUND_S
+
+
+def test_markdown_links_made_absolute_against_a_long_url_stay_within_the_url_budget() -> None:
+    """140,000 "[a](#)" on a page whose URL is 2 kB long made a reading of 287 MB: past the
+    budget of URL characters, links stay as the page wrote them."""
+    body = b"[a](#) " * 141_000
+    long_url = "https://example.com/" + "a" * 2_000
+    result = convert(
+        body, "text/markdown", long_url, truncated=False, include_links=True, limits=LIMITS
+    )
+    assert len(result.text) < len(body) + 1_100_000
+    assert result.text.startswith(f"[a]({long_url}) ") and result.text.endswith("[a](#) ")
+
+
+def test_a_links_text_holds_brackets_in_pairs_as_commonmark_reads_it() -> None:
+    md = b"See [a [1] note](/n) and [b [c](/c) and [ok](/ok)."
+    text = convert(md, "text/markdown", URL, truncated=False, include_links=False, limits=LIMITS)
+    assert text.text == (
+        "See [a [1] note](https://example.com/n) and [b [c](https://example.com/c) and "
+        "[ok](https://example.com/ok)."
+    )
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [b"<a href='a/./%d'>a</a> ", b"<a href='a %d'>a</a> ", b"<a href='//e.com/%d'>a</a> "],
+    ids=["dot segment", "space", "scheme-relative"],
+)
+def test_a_page_of_links_urljoin_must_resolve_converts_in_bounded_time(
+    unit: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past _SLOW_LINKS such links keep their text and lose their address."""
+    body = odd_links_html(unit)
+    _, cpu = cpu_convert(body)
+    joined = counted(monkeypatch, "urljoin")
+    result = convert(body, "text/html", URL, truncated=False, include_links=True, limits=LIMITS)
+    assert cpu < CPU_BOUND_S
+    assert len(joined) <= _convert._SLOW_LINKS + 10  # and a few prefixes of the base
+    assert len(result.links) == MAX_LINKS and "](https://" in result.text
+
+
+def counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[None]:
+    """A list that grows by one at each call of ``_convert``'s ``name`` from now on."""
+    calls: list[None] = []
+    real = getattr(_convert, name)
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        calls.append(None)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_convert, name, counting)
+    return calls
+
+
+def test_relative_links_are_resolved_as_urljoin_resolves_them() -> None:
+    """Plain relative paths, queries and fragments are appended to a prefix of the base
+    urljoin gives once per base; every other link is urljoin's."""
+    rng = random.Random(7)
+    pieces = ["a", "b.html", "..", ".", "", "x y", "é", "%2e", "c;d", "q:r", "~u", "./", "../"]
+    bases = [
+        "https://e.com", "https://e.com/a/b?q=1#f", "HTTPS://E.com/a//b/../c/",
+        "https://e.com/a;p?x", "http://[::1]:8080/x/y", "https://e.com?q", "ftp://e.com/a",
+    ]  # fmt: skip
+
+    def by_urljoin(href: str, base: str) -> str | None:
+        href = href.replace("\t", "").strip()
+        if not href:
+            return None
+        url = urljoin(base, href)
+        parts = urlsplit(url)
+        return url if parts.scheme.lower() in ("http", "https") and parts.hostname else None
+
+    for base in bases:
+        for _ in range(3_000):
+            href = "/".join(rng.choice(pieces) for _ in range(rng.randint(1, 4)))
+            href = rng.choice(["", "?", "#", "?#"]) + href + rng.choice(["", "?a=1", "#f", "#"])
+            if href.startswith("/") and not href.startswith("//"):
+                continue  # "/path": the origin prepended, "//" kept (as browsers keep it)
+            assert _resolve(href, base) == by_urljoin(href, base), (href, base)
+
+
+def test_veils_left_open_convert_in_bounded_time() -> None:
+    _, cpu = cpu_convert(veils_left_open_html())
+    assert cpu < CPU_BOUND_S
+    shown = veils_left_open_html(50_000).replace(b"visible>", b"visible>shown ")
+    assert read(shown).count("shown") == shown.count(b"shown")
+
+
+@pytest.mark.parametrize("words", [b"w ", b""], ids=["with words", "images only"])
+def test_a_link_of_many_images_keeps_each_alt_in_bounded_time(words: bytes) -> None:
+    """Each image alone in a link says its alt text, not only the first (the first alt
+    written made the link hold words)."""
+    _, cpu = cpu_convert(image_links_html(words=words))
+    assert cpu < CPU_BOUND_S
+    small = image_links_html(20_000, words)
+    assert read(small).count("ab") == small.count(b"alt=ab")
+
+
+def test_a_definition_of_many_empty_anchors_converts_in_bounded_time() -> None:
+    body = definition_anchors_html()
+    result, cpu = cpu_convert(body)
+    assert cpu < CPU_BOUND_S
+    assert result.text.count("word") == body.count(b"word")
+
+
+def test_nested_links_around_blank_text_convert_in_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A link's blank text is read again from later anchors to its target at most
+    MAX_LINKS times a page (it was read from each of the 1,000)."""
+    body = nested_blank_links_html()
+    read_texts = counted(monkeypatch, "_link_text")
+    started = time.process_time()
+    result = convert(body, "text/html", URL, truncated=False, include_links=True, limits=LIMITS)
+    assert time.process_time() - started < CPU_BOUND_S
+    assert len(read_texts) <= MAX_LINKS + 1
+    assert "real words of the article here" in result.text
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [b"<p hidden>", b"<p hidden id=%d>", b"<p style=display:none;x:%d>"],
+    ids=["one tag", "distinct tags", "distinct styles"],
+)
+def test_a_page_of_hidden_elements_alone_converts_in_bounded_time(
+    unit: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no words to read, the scant reading's passes over the page's words share what
+    each tag hides, and the words of a page read without its tree are not read again: each
+    distinct tag is read at most twice (three times before; a flood of one tag, once a pass)."""
+    body = b"".join(unit % i if b"%" in unit else unit for i in range(100_000))[:990_000]
+    page = b"<html><body>" + body + b"<p>the end</p></body></html>"
+    _, cpu = cpu_convert(page)
+    tags_read = counted(monkeypatch, "_hides")
+    result, _ = cpu_convert(page)
+    assert cpu < CPU_BOUND_S
+    assert len(tags_read) <= (2 * body.count(b"<") if b"%" in unit else 10)
+    assert result.text.strip().endswith("the end")
+
+
 def test_which_bodies_stay_in_the_calling_process() -> None:
     assert is_cheap(b"<p>x</p>" * 100, "text/html")
     assert not is_cheap(b"<p>x</p>" * (CHEAP_HTML_BYTES // 8 + 1), "text/html")
     assert not is_cheap(many_pages_pdf(2), "text/html")  # sniffed: a PDF, whatever it says
-    assert is_cheap(b"plain words " * 100_000, "text/plain")
+    assert is_cheap(b"plain words " * 1_000, "text/plain")
+    # Linear, but 1 MB of it still took a second: a larger text goes nearby or to a worker.
+    assert not is_cheap(b"plain words " * 100_000, "text/plain")
 
 
 # ---- the worker pool -------------------------------------------------------------------------

@@ -240,11 +240,12 @@ def _definitions_as_list(dl: Any, entries: list[Any]) -> None:
         dl.remove(child)
     dl.text = None
     dl.tag = "ul"
-    for entry in entries:
-        # An anchor with nothing in it (an index entry's target) shows nothing; at the start
-        # of a list item trafilatura dropped the words after it, and the items after those.
-        for anchor in [a for a in entry.iter("a") if not a.text and not len(a)]:
-            anchor.drop_tree()  # (its tail stays)
+    # An anchor with nothing in it (an index entry's target) shows nothing; at the start of a
+    # list item trafilatura dropped the words after it, and the items after those. Dropped
+    # together (their tails stay): one by one, 36,000 of them in a definition took 13 s.
+    replace_by_texts(
+        {a: "" for entry in entries for a in entry.iter("a") if not a.text and not len(a)}
+    )
     for terms, definitions in groups:
         item = lxml.etree.SubElement(dl, "li")
         last = None
