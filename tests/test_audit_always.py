@@ -540,3 +540,32 @@ async def test_no_request_goes_out_while_a_write_waits_on_a_frozen_store(tmp_pat
         ("still-read", "allowed"),
         ("warm", "allowed"),
     ]
+
+
+@pytest.mark.anyio
+async def test_a_held_event_loop_is_not_taken_for_a_frozen_store(tmp_path: Path) -> None:
+    """The event loop held for seconds (a long conversion, a paused process) while the store
+    committed: the write's answer is queued behind the hold, so it looks seconds old to the
+    next call. That call waits a moment for the answer rather than refusing as if the store
+    were frozen (a gateway answered 503 "audit unavailable" with its store working)."""
+    clock = FakeClock()
+    sink = FrozenSink()
+    with serve(routes={"*": respond(200, PAGE)}) as site:
+        async with Web(settings_for(tmp_path), audit=sink, clock=clock) as web:
+            await web.fetch(site.url("/warm"))
+            sink.frozen = True
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(web.fetch, site.url("/in-flight"))  # read, then its write waits
+                while sink.waiting == 0:
+                    await anyio.sleep(0.01)
+                # The store commits, but the loop is held 4 s before the writer resumes.
+                sink.frozen = False
+                sink.thawed.set()
+                clock.advance(4)
+                page = await web.fetch(site.url("/next"))
+    assert page.status == 200
+    assert sorted((r.target.rsplit("/", 1)[1], r.decision) for r in sink.records) == [
+        ("in-flight", "allowed"),
+        ("next", "allowed"),
+        ("warm", "allowed"),
+    ]

@@ -7,19 +7,22 @@ is never rendered; a script shell, menus and all, still is, and its cost is meas
 
 from __future__ import annotations
 
+import io
+import random
 import threading
 from typing import Any
 
 import anyio
 import pytest
 from localserver import respond, serve
+from PIL import Image
 
 from webward import Settings, StaticResolver, Web, _convert, _shell
 from webward._proxy import Gate
 from webward._render import ChromiumRenderer, Rendered
 from webward._settings import LimitsSettings
 from webward._telemetry import Telemetry
-from webward._workers import ConvertPool, Job, is_moderate
+from webward._workers import NEARBY_BURST_S, NEARBY_SHARE, ConvertPool, Job, is_moderate
 from webward.testing import MemoryAuditSink
 
 pytestmark = pytest.mark.anyio
@@ -234,7 +237,8 @@ def test_moderate_pages_are_html_within_the_tag_and_byte_bounds() -> None:
     assert is_moderate(article_page("Tides").encode() * 3, "text/html")
     assert not is_moderate(b"<p>x</p>" * 2_000, "text/html")  # 4,000 tags: block soup
     assert not is_moderate(b"%PDF-1.4\n" + b"x" * 100, "text/html")  # sniffed: a PDF
-    assert not is_moderate(b"words " * 1_000, "text/plain")
+    assert is_moderate(b"words " * 100_000, "text/markdown")  # linear: Markdown, JSON, text
+    assert not is_moderate(b"\x89PNG\r\n\x1a\n" + bytes(100), "image/png")
 
 
 async def test_an_article_is_converted_without_the_hop_to_a_worker() -> None:
@@ -269,6 +273,81 @@ async def test_once_the_workers_run_they_take_the_moderate_pages(
             assert web._converter._zygote is not None
     assert "Tides paragraph 3" in read.content
     assert here == []
+
+
+async def test_once_the_workers_run_the_event_loop_converts_only_while_it_has_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once the workers run, a large Markdown page goes to them (1 MB took a second in a
+    thread, past any deadline); small pages and images stay here, not held up by a busy pool,
+    but only while such conversions have taken little of the event loop's time: after a
+    burst (a 16 KB table takes 0.1 s), small pages go to the workers too."""
+    here: list[str] = []
+    real = _convert.convert
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        here.append(args[2].rsplit("/", 1)[-1].split("?")[0])  # only conversions here
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_convert, "convert", counted)
+    noise = io.BytesIO()  # a real PNG over 16 KB: noise does not compress
+    Image.frombytes("RGB", (100, 100), random.Random(0).randbytes(30_000)).save(noise, "PNG")
+    routes = {
+        "/small.html": respond(200, article_page("Tides")[:4_000]),
+        "/large.md": respond(200, "# Tides\n\n" + "Tides come and go. " * 6_000, "text/markdown"),
+        "/small.md": respond(200, "# Tides\n\nTides come and go.\n", "text/markdown"),
+        "/large.png": respond(200, noise.getvalue(), "image/png"),
+    }
+    with serve(routes=routes) as srv:
+        async with make_web(CountingRenderer()) as web:
+            await web.start_workers()
+            for name in routes:
+                await web.fetch(srv.url(name))
+            assert here == ["small.html", "small.md", "large.png"]
+            here.clear()
+            web._converter.kept(1.0)  # the event loop has just spent a second converting
+            for name in routes:
+                await web.fetch(srv.url(f"{name}?again"))
+            assert here == ["large.png"]
+
+
+async def test_the_event_loops_share_of_conversions_is_paid_back_over_time() -> None:
+    now = [0.0]
+    pool = ConvertPool(workers=1, queue=1, memory_mb=512, clock=lambda: now[0])
+    small = b"<html><body><p>a small page</p></body></html>"
+    pool.kept(10.0)
+    assert pool.keeps(small, "text/html")  # no workers yet: a small page always stays
+    await pool.start()
+    try:
+        assert not pool.keeps(small, "text/html")
+        now[0] += (10.0 - NEARBY_BURST_S) / NEARBY_SHARE + 0.01
+        assert pool.keeps(small, "text/html")
+        pool.kept(NEARBY_BURST_S)
+        assert not pool.keeps(small, "text/plain")
+        assert not pool.keeps(b"words " * 10_000, "text/markdown")  # large: the workers'
+    finally:
+        await pool.aclose()
+
+
+async def test_before_the_workers_run_large_markdown_is_converted_nearby(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Until a page needs the workers, a large Markdown page converts in a thread here (a
+    command-line read starts no worker), as a moderate HTML page does."""
+    here: list[str] = []
+    real = _convert.convert
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        here.append(args[2])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_convert, "convert", counted)
+    page = "# Tides\n\n" + "Tides come and go. " * 6_000
+    with serve(routes={"/": respond(200, page, "text/markdown")}) as srv:
+        async with make_web(CountingRenderer()) as web:
+            read = await web.fetch(srv.url("/"))
+            assert web._converter._zygote is None
+    assert here == [srv.url("/")] and "Tides come and go." in read.content
 
 
 async def test_one_moderate_page_at_a_time_is_converted_nearby(

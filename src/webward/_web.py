@@ -47,7 +47,7 @@ from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
 from ._shell import needs_browser, scant
 from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
-from ._workers import ConvertPool, is_cheap
+from ._workers import ConvertPool
 from ._workers import Job as _Job
 from .audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from .limits import Limiter, LimitState, open_limit_state
@@ -56,7 +56,8 @@ __all__ = ["Web"]
 
 _R = TypeVar("_R")
 
-_INLINE_CONVERT_BYTES = 16_384  # cheap bodies up to this size are converted on the event loop
+_INLINE_CONVERT_BYTES = 16_384  # a body this small is converted on the event loop
+_INLINE_RANK_CHARS = 16_384  # a text up to this long is ranked on the event loop
 # How long the record of a cancelled call may hold up the cancellation.
 _UNEXPECTED_AUDIT_S = 10.0
 # The audit store is probed again before a call reads once no write has been seen to commit
@@ -65,6 +66,10 @@ _UNEXPECTED_AUDIT_S = 10.0
 # (a frozen store: its sink's own bound is 10 s, and every read meanwhile would be unrecorded).
 _AUDIT_PROOF_S = 5.0
 _AUDIT_STALL_S = 3.0
+# A write found waiting that long is given this much more (real time) to end before the store
+# is called frozen: the event loop itself may have been held (a long conversion, a paused
+# process) while the store committed, its answers queued behind the hold.
+_AUDIT_SETTLE_S = 0.25
 
 log = logging.getLogger("webward")
 
@@ -132,6 +137,8 @@ class Web:
         self._audit_proven_at = -math.inf if hasattr(self._audit, "probe") else math.inf
         # The audit writes waiting for their commit, oldest first: id of the call -> since when.
         self._audit_waits: dict[int, float] = {}
+        # Set when a write's wait ends, for a call that found one waiting long (made then).
+        self._audit_moved: anyio.Event | None = None
         self._agent_names: set[str] = set()  # names already found to be names
         state = limit_state if limit_state is not None else open_limit_state(self.settings)
         self._limiter = Limiter(state, self.settings.limits, clock=clock)
@@ -640,7 +647,7 @@ class Web:
         find = functools.partial(_find.find, converted.text, query, max_chars)
         # Ranking is CPU-bound (about a second for 1 MB of text): like conversion, a long
         # page is ranked in a worker thread so other calls on the event loop keep moving.
-        if len(converted.text) <= _INLINE_CONVERT_BYTES:
+        if len(converted.text) <= _INLINE_RANK_CHARS:
             text, passages = find()
         else:
             text, passages = await anyio.to_thread.run_sync(find)
@@ -718,16 +725,20 @@ class Web:
         return converted, False
 
     async def _convert(self, job: _Job, deadline: float) -> _convert.Converted:
-        """The conversion step, bounded (see :mod:`webward._workers`): a body whose conversion
-        its size bounds stays in this process (a small one on the event loop, being quicker
-        than a hop to a thread, a moderate page in a thread); other HTML and every PDF go to
-        a killable worker."""
-        if not is_cheap(job.body, job.content_type):
-            nearby = await self._converter.convert_nearby(job)
-            return nearby if nearby is not None else await self._converter.convert(job, deadline)
-        if len(job.body) <= _INLINE_CONVERT_BYTES:
-            return job.run()
-        return await anyio.to_thread.run_sync(job.run)
+        """The conversion step, bounded (see :mod:`webward._workers`): a small body on the
+        event loop, being quicker than a hop, a larger image in a thread; a moderate body in a
+        thread until the workers run; the rest in a killable worker, within the deadline."""
+        pool = self._converter
+        if pool.keeps(job.body, job.content_type):
+            if len(job.body) > _INLINE_CONVERT_BYTES:  # an image: its base64 grows with it
+                return await anyio.to_thread.run_sync(job.run)
+            started = time.monotonic()
+            try:
+                return job.run()
+            finally:
+                pool.kept(time.monotonic() - started)
+        nearby = await pool.convert_nearby(job)
+        return nearby if nearby is not None else await pool.convert(job, deadline)
 
     # ---- search -----------------------------------------------------------------------
 
@@ -826,14 +837,9 @@ class Web:
         )
         try:
             call.tier = self._tier(agent, tier)
-            now = self._clock()
             if self._audit_waits:
-                waited = now - next(iter(self._audit_waits.values()))
-                if waited > _AUDIT_STALL_S:
-                    raise audit_unavailable(
-                        f"the audit store has not committed a record for {waited:.0f} s"
-                    )
-            if now - self._audit_proven_at > _AUDIT_PROOF_S:
+                await self._refuse_if_frozen()
+            if self._clock() - self._audit_proven_at > _AUDIT_PROOF_S:
                 await self._prove_audit()
             result = await work(call.tier, call)
         except WebwardError as exc:
@@ -848,6 +854,23 @@ class Web:
             raise
         await self._write_audit(call, None)
         return result
+
+    async def _refuse_if_frozen(self) -> None:
+        """``audit_unavailable`` while a write has waited more than :data:`_AUDIT_STALL_S`
+        for its commit, and waits on for :data:`_AUDIT_SETTLE_S` more."""
+        settled = anyio.current_time() + _AUDIT_SETTLE_S
+        while self._audit_waits:
+            waited = self._clock() - next(iter(self._audit_waits.values()))
+            if waited <= _AUDIT_STALL_S:
+                return
+            if anyio.current_time() >= settled:
+                raise audit_unavailable(
+                    f"the audit store has not committed a record for {waited:.0f} s"
+                )
+            if self._audit_moved is None:
+                self._audit_moved = anyio.Event()
+            with anyio.move_on_at(settled):
+                await self._audit_moved.wait()
 
     async def _prove_audit(self) -> None:
         """The audit store's probe; ``audit_unavailable`` (and no request) if it fails."""
@@ -913,6 +936,9 @@ class Web:
                 raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
             finally:
                 del waits[key]
+                if self._audit_moved is not None:
+                    self._audit_moved.set()
+                    self._audit_moved = None
             if self._audit_proven_at != math.inf:
                 self._audit_proven_at = began  # it worked by then at the latest
 

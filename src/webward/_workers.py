@@ -3,11 +3,19 @@ memory limit, with a cap on conversions at once and load shedding past a queue b
 
 Where a body is converted (see docs/reading.md, "Bounded conversion"):
 
-    images, text, JSON ...   in the calling process: decoding is linear and cheap
-    HTML up to 16 KB         in the calling process: measured worst case about 0.1 s
-    HTML up to 3,072 tags    in a thread of the calling process, one page at a time, until
-                             the pool's workers run (a server starts them first)
-    other HTML, every PDF    in a worker process of :class:`ConvertPool`
+    images                   in the calling process (a size read from the header)
+    up to 16 KB              in the calling process, on the event loop; once the workers
+                             run, only while such conversions have taken little of its time
+    text, JSON, XML, MD and  in a thread of the calling process, one body at a time, until
+    HTML up to 3,072 tags    the pool's workers run (a server starts them first)
+    all else, every PDF      in a worker process of :class:`ConvertPool`
+
+A small page converted on the event loop is not held up by a pool busy with hostile pages,
+but a 16 KB table still takes 0.1 s: a burst of 300 held the loop for 6 s, every call past its
+deadline. So once the workers run, the event loop converts while its recent conversions have
+taken at most :data:`NEARBY_SHARE` of its time (in bursts of :data:`NEARBY_BURST_S`), and the
+pool, with its deadline and admission, takes the rest; and a large body of text, linear but
+up to a second for 1 MB, goes to the pool too.
 
 A worker is a process forked from a zygote: one helper process per pool (``python -c``, so the
 caller's main module is never run again) that has the converters imported and warmed up
@@ -67,6 +75,11 @@ CHEAP_HTML_BYTES = 16_384
 MODERATE_HTML_TAGS = 3_072
 MODERATE_HTML_BYTES = 524_288
 
+#: Once the workers run, the event loop converts small bodies while such conversions have
+#: taken at most this share of its time, in bursts of at most this many seconds.
+NEARBY_SHARE = 0.25
+NEARBY_BURST_S = 0.1
+
 # The zygote: imports and warms up the converters, then forks a worker for each socket it is
 # sent. The package's own directory goes first on its path, so it runs this very webward.
 _ZYGOTE = (
@@ -96,23 +109,31 @@ RETIRE_GROWTH_MB = 32
 TRIM_GROWTH_MB = 16
 
 
-def is_cheap(body: bytes, content_type: str | None) -> bool:
-    """Whether converting ``body`` in the calling process is bounded by its size alone: every
-    type but PDF and HTML over :data:`CHEAP_HTML_BYTES`."""
+def _media_type(body: bytes, content_type: str | None) -> str:
     declared = _content.media_type_of(content_type)
-    media_type = _content.sniff(body, declared, _content.charset_of(content_type))
+    return _content.sniff(body, declared, _content.charset_of(content_type))
+
+
+def is_cheap(body: bytes, content_type: str | None) -> bool:
+    """Whether converting ``body`` in the calling process is bounded by its size alone: an
+    image (its size is read from its header), or up to :data:`CHEAP_HTML_BYTES` and not a
+    PDF."""
+    media_type = _media_type(body, content_type)
     if media_type == _content.PDF:
         return False
-    return media_type not in _content.HTML_TYPES or len(body) <= CHEAP_HTML_BYTES
+    return len(body) <= CHEAP_HTML_BYTES or not _content.is_text_type(media_type)
 
 
 def is_moderate(body: bytes, content_type: str | None) -> bool:
-    """Whether ``body`` is HTML within :data:`MODERATE_HTML_TAGS` and
-    :data:`MODERATE_HTML_BYTES` (a PDF never is, whatever it is declared as)."""
-    if len(body) > MODERATE_HTML_BYTES or body.count(b"<") > MODERATE_HTML_TAGS:
+    """Whether ``body`` converts in at most about 0.2 s: HTML within
+    :data:`MODERATE_HTML_TAGS` and :data:`MODERATE_HTML_BYTES`, or text that is not HTML
+    (Markdown, JSON, XML: linear); a PDF never is, whatever it is declared as."""
+    media_type = _media_type(body, content_type)
+    if media_type == _content.PDF or not _content.is_text_type(media_type):
         return False
-    declared = _content.media_type_of(content_type)
-    return _content.sniff(body, declared, _content.charset_of(content_type)) in _content.HTML_TYPES
+    if media_type not in _content.HTML_TYPES:
+        return True
+    return len(body) <= MODERATE_HTML_BYTES and body.count(b"<") <= MODERATE_HTML_TAGS
 
 
 @dataclass(frozen=True)
@@ -365,6 +386,9 @@ class ConvertPool:
         self._zygote: _Zygote | None = None
         self._zygote_lock = threading.Lock()  # workers are started from worker threads
         self._nearby = False  # a moderate page is being converted in this process
+        # Seconds of conversion on the event loop not yet paid back (at NEARBY_SHARE of the
+        # time since), as of the clock time beside it.
+        self._loop_debt = (0.0, 0.0)
 
     @classmethod
     def from_limits(cls, limits: LimitsSettings) -> ConvertPool:
@@ -397,6 +421,26 @@ class ConvertPool:
             return await anyio.to_thread.run_sync(_run_and_trim, job)
         finally:
             self._nearby = False
+
+    def keeps(self, body: bytes, content_type: str | None) -> bool:
+        """Whether ``body`` is converted in the calling process (the caller reports the time
+        it took: :meth:`kept`) rather than passed to :meth:`convert_nearby` and
+        :meth:`convert`: an image, or a body up to :data:`CHEAP_HTML_BYTES` that is not a PDF,
+        the latter once the workers run only while the event loop has time to spare for it
+        (see the module's docstring)."""
+        if not is_cheap(body, content_type):
+            return False
+        if len(body) > CHEAP_HTML_BYTES:
+            return True  # an image
+        return self._zygote is None or self._owed() < NEARBY_BURST_S
+
+    def kept(self, seconds: float) -> None:
+        """A conversion :meth:`keeps` let this process make took ``seconds``."""
+        self._loop_debt = (self._owed() + seconds, self._clock())
+
+    def _owed(self) -> float:
+        debt, since = self._loop_debt
+        return max(0.0, debt - (self._clock() - since) * NEARBY_SHARE)
 
     @property
     def waiting(self) -> int:
