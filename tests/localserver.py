@@ -150,6 +150,9 @@ def serve(
         address_family = family
         allow_reuse_address = True
         daemon_threads = True
+        # socketserver's backlog is 5: a burst of connections to one origin (as many as
+        # per_host_concurrency lets through) would wait for SYN retries, as no real server's.
+        request_queue_size = 256
 
     tcp = _Server((host, 0), _TCPHandler)
     server.port = tcp.server_address[1]

@@ -248,6 +248,10 @@ def header_value(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return None
 
 
+#: Idle keep-alive connections a pool per origin keeps: a few for the next reads of a host,
+#: so that 64 pools hold at most 512 idle connections whatever a host's concurrency.
+_IDLE_PER_ORIGIN = 8
+
 # cap_for(status, headers) -> (cap in decoded bytes, whether overflow truncates or refuses)
 CapFor = Callable[[int, tuple[tuple[str, str], ...]], tuple[int, bool]]
 
@@ -257,9 +261,15 @@ class Transport:
 
     httpcore's pool scans every connection it holds on each request; one pool of 100 shared by
     every host made each read pay for all the others' keep-alive connections. A pool per
-    origin (scheme, host, port) holds at most ``per_origin`` connections, the few that one
-    host's concurrency limit lets through; the ``max_origins`` most recently used origins keep
-    their pools, and older idle ones are closed.
+    origin (scheme, host, port) keeps at most :data:`_IDLE_PER_ORIGIN` idle connections alive;
+    the ``max_origins`` most recently used origins keep their pools, and older idle ones are
+    closed.
+
+    By default (``per_origin=None``) a pool sets no limit of its own on the connections in
+    flight: every request ``Web`` sends holds one of its host's ``[limits]
+    per_host_concurrency`` slots (the limiter) meanwhile, and that bounds them. A fixed cap
+    here (8) made a larger setting a lie: reads past the cap queued for a connection behind
+    stalled ones until their deadline. ``per_origin`` caps them for a caller without a limiter.
     """
 
     def __init__(
@@ -267,12 +277,15 @@ class Transport:
         backend: PinnedBackend,
         *,
         ssl_context: ssl.SSLContext | None = None,
-        per_origin: int = 8,
+        per_origin: int | None = None,
         max_origins: int = 64,
     ) -> None:
         self._backend = backend
         self._ssl_context = ssl_context
         self._per_origin = per_origin
+        self._idle_per_origin = (
+            _IDLE_PER_ORIGIN if per_origin is None else min(per_origin, _IDLE_PER_ORIGIN)
+        )
         self._max_origins = max_origins
         self._pools: OrderedDict[tuple[str, str, int], httpcore.AsyncConnectionPool] = OrderedDict()
 
@@ -289,8 +302,8 @@ class Transport:
             return pool
         pool = self._pools[key] = httpcore.AsyncConnectionPool(
             ssl_context=self._ssl_context,
-            max_connections=self._per_origin,
-            max_keepalive_connections=self._per_origin,
+            max_connections=self._per_origin,  # None: the host's slots bound what is in flight
+            max_keepalive_connections=self._idle_per_origin,
             keepalive_expiry=5.0,
             retries=0,
             network_backend=self._backend,

@@ -607,11 +607,13 @@ Flushed = str | list[str | None] | None
 class GroupCommit:
     """Group commit for a sink: records that arrive while a commit is in flight join the
     next one, and every writer returns only once the transaction holding its record
-    committed. ``flush(rows)`` commits one batch and answers :data:`Flushed`: a sink whose
-    batch fails on one row's content retries it row by row, so that one caller's input never
-    costs another caller's record."""
+    committed. ``flush(rows, since)`` commits one batch and answers :data:`Flushed`: a sink
+    whose batch fails on one row's content retries it row by row, so that one caller's input
+    never costs another caller's record. ``since`` (``anyio.current_time()``) is when the
+    batch's first row, its leader's, was handed over: the sink answers within its bound of
+    that, however long the batch waited for the one before."""
 
-    def __init__(self, flush: Callable[[list[tuple[Any, ...]]], Awaitable[Flushed]]) -> None:
+    def __init__(self, flush: Callable[[list[tuple[Any, ...]], float], Awaitable[Flushed]]) -> None:
         self._flush = flush
         self._batch = _Batch()
         self._lock: anyio.Lock | None = None  # created lazily: it belongs to the running loop
@@ -624,6 +626,7 @@ class GroupCommit:
             await batch.done.wait()
         else:
             batch.leader = True
+            since = anyio.current_time()  # the batch's first row is the leader's
             if self._lock is None:
                 self._lock = anyio.Lock()
             # Until the flush answers, the batch counts as failed: a leader hit by an
@@ -636,7 +639,7 @@ class GroupCommit:
                     async with self._lock:
                         self._batch = _Batch()  # from here on, new records wait for the next
                         try:
-                            flushed = await self._flush(batch.rows)
+                            flushed = await self._flush(batch.rows, since)
                         except Exception as exc:
                             flushed = f"the audit write failed: {exc}"
                         batch.failure = flushed if isinstance(flushed, str) else None
@@ -665,9 +668,16 @@ class CommitThread:
     waiting, and :meth:`aclose` waits until every row handed over has been committed. The
     thread starts with the first write (again after a close). Without a running asyncio loop
     (anyio on trio) each row is flushed on its own in a worker thread.
+
+    ``flush(rows, since)``: ``since`` (``time.monotonic()``) is a time no row of the batch was
+    handed over before, so that the sink answers within its bound of each row's handover, the
+    wait behind the batch before included (a batch queued behind one that waits out a locked
+    store gets what is left, not a bound of its own on top). The thread tells it without a
+    clock read per row: the rows of a batch arrived while the batch before was committed, so
+    after that batch was taken, or, if the thread had to wait for them, about when it woke.
     """
 
-    def __init__(self, flush: Callable[[list[tuple[Any, ...]]], Flushed], name: str) -> None:
+    def __init__(self, flush: Callable[[list[tuple[Any, ...]], float], Flushed], name: str) -> None:
         self._flush = flush
         self._name = name
         self._cond = threading.Condition(threading.Lock())
@@ -684,7 +694,9 @@ class CommitThread:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no asyncio loop: one row, flushed in a worker thread
-            error = _error_of(await anyio.to_thread.run_sync(self._flush_safely, [row]), 0)
+            since = time.monotonic()
+            flushed = await anyio.to_thread.run_sync(self._flush_safely, [row], since)
+            error = _error_of(flushed, 0)
         else:
             future: asyncio.Future[str | None] = loop.create_future()
             with self._cond:
@@ -711,16 +723,22 @@ class CommitThread:
 
     def _run(self) -> None:
         me = threading.current_thread()
+        since = time.monotonic()  # the first row was handed over just before the thread began
         while True:
+            waited = False
             with self._cond:
                 while not self._pending and self._thread is me:
-                    self._waiting = True
+                    waited = self._waiting = True
                     self._cond.wait()
                     self._waiting = False
+                taken = time.monotonic()  # under the lock: later rows are the next batch's
                 batch, self._pending = self._pending, []
                 if not batch:  # closed, and nothing left to commit
                     return
-            flushed = self._flush_safely([row for row, _, _ in batch])
+            # Rows that woke the thread came just before it woke; rows that were waiting came
+            # while the batch before was committed, so after it was taken.
+            flushed = self._flush_safely([row for row, _, _ in batch], taken if waited else since)
+            since = taken
             answers: dict[Any, list[tuple[asyncio.Future[str | None], str | None]]] = {}
             for i, (_, loop, future) in enumerate(batch):
                 answers.setdefault(loop, []).append((future, _error_of(flushed, i)))
@@ -728,9 +746,9 @@ class CommitThread:
                 with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                     loop.call_soon_threadsafe(_answer, futures)
 
-    def _flush_safely(self, rows: list[tuple[Any, ...]]) -> Flushed:
+    def _flush_safely(self, rows: list[tuple[Any, ...]], since: float) -> Flushed:
         try:
-            return self._flush(rows)
+            return self._flush(rows, since)
         except Exception as exc:  # the thread must live on, and every caller hear of it
             return f"the audit write failed: {exc}"
 

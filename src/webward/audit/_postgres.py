@@ -103,13 +103,17 @@ class PostgresAuditSink:
     async def probe(self) -> None:
         """Whether a record could be written now: a connection (the table created if need
         be) that answers; ``audit_unavailable`` naming the variable otherwise."""
-        async with self._locked():
-            try:
-                with anyio.fail_after(_bound_s()):
-                    await self._on_live_connection(_select_one)
-            except (psycopg.Error, OSError, TimeoutError) as exc:
-                await self._drop()
-                raise audit_unavailable(self._failed(exc)) from None
+        deadline = anyio.current_time() + _bound_s()
+        if not await self._acquire_by(deadline):
+            raise audit_unavailable(self._failed(TimeoutError()))
+        try:
+            with anyio.fail_after(deadline - anyio.current_time()):
+                await self._on_live_connection(_select_one)
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            await self._drop()
+            raise audit_unavailable(self._failed(exc)) from None
+        finally:
+            self._locked().release()
 
     async def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only statement on this log, in a transaction on the sink's
@@ -149,6 +153,15 @@ class PostgresAuditSink:
             self._lock = anyio.Lock()
         return self._lock
 
+    async def _acquire_by(self, deadline: float) -> bool:
+        """The connection's lock, unless ``deadline`` (``anyio.current_time()``) passes
+        first: a write or probe queued behind one that waits out a locked table must not then
+        wait a bound of its own on top."""
+        with anyio.move_on_after(deadline - anyio.current_time()):
+            await self._locked().acquire()
+            return True
+        return False
+
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is None or self._conn.closed:
             conn = await psycopg.AsyncConnection.connect(
@@ -178,18 +191,23 @@ class PostgresAuditSink:
             await self._drop()
         return await work(await self._connect())
 
-    async def _insert(self, rows: list[tuple[Any, ...]]) -> Flushed:
+    async def _insert(self, rows: list[tuple[Any, ...]], since: float) -> Flushed:
         """Insert ``rows`` in one transaction; see ``_core.Flushed``. A batch that fails on
         its content (not on the connection) is retried row by row. Bounded in time: a server
         that does not answer fails the batch (and a later commit of it is only a record
-        more)."""
-        async with self._locked():
-            try:
-                with anyio.fail_after(_bound_s()):
-                    return await self._insert_batch(rows)
-            except TimeoutError as exc:
-                await self._drop()
-                return self._failed(exc)
+        more) within the bound of ``since``, when its first row was handed over, the wait
+        behind the batch or probe before it included."""
+        deadline = since + _bound_s()
+        if not await self._acquire_by(deadline):
+            return self._failed(TimeoutError())
+        try:
+            with anyio.fail_after(deadline - anyio.current_time()):
+                return await self._insert_batch(rows)
+        except TimeoutError as exc:
+            await self._drop()
+            return self._failed(exc)
+        finally:
+            self._locked().release()
 
     async def _insert_batch(self, rows: list[tuple[Any, ...]]) -> Flushed:
         reused = self._conn is not None and not self._conn.closed

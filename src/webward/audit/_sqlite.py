@@ -12,6 +12,7 @@ import functools
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +42,12 @@ T = TypeVar("T")
 # Rows per INSERT statement: 18 columns x 500 rows stays far below SQLite's 32,766 variables.
 _ROWS_PER_STATEMENT = 500
 _ROW_MARKS = f"({', '.join('?' for _ in FIELDS)})"
+
+
+# How much less than the busy timeout a batch must have left before the connection's timeout
+# is cut to what it has left: a batch taken as it arrives (the hot path) runs no PRAGMA, and
+# SQLite's busy handler sleeps in steps of up to 100 ms anyway.
+_BUSY_SLACK_S = 0.1
 
 
 @functools.lru_cache(maxsize=64)
@@ -73,14 +80,21 @@ class SQLiteAuditSink:
     The file and its directory are created on the first write. Writes are committed by a
     thread of the sink's own (``_core.CommitThread``), reads in a worker thread, so the event
     loop never waits on the disk.
+
+    A write or probe the store does not answer (another process holds the write lock) is
+    given up ``busy_timeout_s`` after its record was handed over (after the probe began):
+    the time it waited behind another write or probe of this sink, which shares one
+    connection, is part of it, not added to it.
     """
 
     def __init__(self, state_dir: str | Path, *, busy_timeout_s: float = 10.0) -> None:
         self.path = Path(state_dir) / "audit.db"
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
+        self._busy_now_s = busy_timeout_s  # the connection's busy timeout as last set
         self._lock = threading.Lock()
-        self._commits = CommitThread(self._write_sync, name="webward-audit")
+        self._batch = threading.local()  # the deadline of the batch this thread commits
+        self._commits = CommitThread(self._commit, name="webward-audit")
 
     def write(self, record: AuditRecord) -> Coroutine[Any, Any, None]:
         # The commit's own coroutine, awaited by the caller: every call waits on its commit,
@@ -90,19 +104,24 @@ class SQLiteAuditSink:
     async def probe(self) -> None:
         """Whether a record could be written now: the log opens (created if need be) and
         takes its write lock; ``audit_unavailable`` naming the file otherwise."""
-        failure = await anyio.to_thread.run_sync(self._probe_sync)
+        deadline = time.monotonic() + self._busy_timeout_s  # a worker thread's wait included
+        failure = await anyio.to_thread.run_sync(self._probe_sync, deadline)
         if failure is not None:
             raise audit_unavailable(failure)
 
-    def _probe_sync(self) -> str | None:
-        with self._lock:
-            try:
-                conn = self._connect(create=True)
-                assert conn is not None
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("ROLLBACK")
-            except (sqlite3.Error, OSError) as exc:
-                return f"{self.path}: {exc}"
+    def _probe_sync(self, deadline: float) -> str | None:
+        if not self._acquire(deadline):
+            return self._no_answer()
+        try:
+            conn = self._connect(create=True, deadline=deadline)
+            assert conn is not None
+            self._wait_at_most(conn, deadline)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        except (sqlite3.Error, OSError) as exc:
+            return f"{self.path}: {exc}"
+        finally:
+            self._lock.release()
         return None
 
     async def query(
@@ -123,13 +142,17 @@ class SQLiteAuditSink:
                 self._conn.close()
                 self._conn = None
 
-    def _connect(self, create: bool) -> sqlite3.Connection | None:
+    def _connect(self, create: bool, deadline: float | None = None) -> sqlite3.Connection | None:
+        """The sink's connection, opened (within ``deadline``, if given) the first time."""
         if self._conn is not None:
             return self._conn
         if not create and not self.path.exists():
             return None
-        conn = open_wal(self.path, timeout_s=self._busy_timeout_s, schema=SCHEMA)
+        timeout = self._timeout_for(deadline)
+        conn = open_wal(self.path, timeout_s=timeout, schema=SCHEMA)
+        self._busy_now_s = timeout
         try:
+            self._wait_at_most(conn, deadline)
             have = {row[1] for row in conn.execute("PRAGMA table_info(audit)")}
             for name, kind in ADDED_COLUMNS:
                 if name not in have:  # a log written by an older webward
@@ -140,12 +163,29 @@ class SQLiteAuditSink:
         self._conn = conn
         return conn
 
+    def _commit(self, rows: list[tuple[Any, ...]], since: float) -> Flushed:
+        """The commit thread's flush: no row of the batch was handed over before ``since``,
+        so the batch is answered by ``since`` plus the busy timeout (:meth:`_write_sync`)."""
+        self._batch.deadline = since + self._busy_timeout_s
+        try:
+            return self._write_sync(rows)
+        finally:
+            self._batch.deadline = None
+
     def _write_sync(self, rows: list[tuple[Any, ...]]) -> Flushed:
-        """Insert ``rows`` in one transaction; see :data:`Flushed`."""
-        with self._lock:
+        """Insert ``rows`` in one transaction; see :data:`Flushed`. Answered by the batch's
+        deadline (:meth:`_commit`; the busy timeout from now for a call of its own), the
+        wait for the sink's connection included."""
+        deadline = getattr(self._batch, "deadline", None)
+        if deadline is None:
+            deadline = time.monotonic() + self._busy_timeout_s
+        if not self._acquire(deadline):
+            return self._no_answer()
+        try:
             try:
-                conn = self._connect(create=True)
+                conn = self._connect(create=True, deadline=deadline)
                 assert conn is not None
+                self._wait_at_most(conn, deadline)
             except (sqlite3.Error, OSError) as exc:
                 return f"{self.path}: {exc}"
             try:
@@ -155,15 +195,48 @@ class SQLiteAuditSink:
             except Exception as exc:  # a row's content (an integer past 64 bits, a clash)
                 if len(rows) == 1:
                     return f"{self.path}: {type(exc).__name__}: {exc}"
-                return [self._write_one(conn, row) for row in rows]
+                return [self._write_one(conn, row, deadline) for row in rows]
+        finally:
+            self._lock.release()
         return None
 
-    def _write_one(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> str | None:
+    def _write_one(
+        self, conn: sqlite3.Connection, row: tuple[Any, ...], deadline: float
+    ) -> str | None:
         try:
+            self._wait_at_most(conn, deadline)  # the rows together, not each, within it
             _insert_rows(conn, [row])
         except Exception as exc:
             return f"{self.path}: {type(exc).__name__}: {exc}"
         return None
+
+    def _acquire(self, deadline: float) -> bool:
+        """The sink's lock (one statement at a time on its one connection), unless
+        ``deadline`` passes first: a write or probe queued behind one that waits out a
+        locked store must not then wait a busy timeout of its own on top."""
+        return self._lock.acquire(blocking=False) or self._lock.acquire(
+            timeout=max(deadline - time.monotonic(), 0.0)
+        )
+
+    def _wait_at_most(self, conn: sqlite3.Connection, deadline: float | None) -> None:
+        """Let SQLite's busy handler wait on a lock until ``deadline`` at most (the busy
+        timeout whole for ``None``). The PRAGMA runs only when the timeout changes: a batch
+        taken as it arrives keeps the whole of it, as every commit did before."""
+        timeout = self._timeout_for(deadline)
+        if timeout != self._busy_now_s:
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._busy_now_s = timeout
+
+    def _timeout_for(self, deadline: float | None) -> float:
+        timeout = self._busy_timeout_s
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left < timeout - _BUSY_SLACK_S:
+                timeout = max(left, 0.0)  # 0: one try, no wait (the store may be free again)
+        return timeout
+
+    def _no_answer(self) -> str:
+        return f"{self.path}: busy, no answer within {self._busy_timeout_s:g} s"
 
     def _query_sync(
         self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
@@ -191,6 +264,7 @@ class SQLiteAuditSink:
                             reason=REASON_AUDIT_UNAVAILABLE,
                         )
                     return default  # nothing was ever audited here
+                self._wait_at_most(conn, None)  # the whole busy timeout, whatever a write had
                 return work(conn)
             except (sqlite3.Error, OSError) as exc:
                 raise Refused(
