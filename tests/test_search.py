@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from fake_search import (
     BRAVE_PATH,
@@ -558,3 +559,43 @@ async def test_a_paged_search_has_one_deadline_for_all_its_pages(
         "; try again later)]" in result.content
     )
     assert "fetch_timeout_s" not in result.content  # the result is the model's: no setting
+
+
+@pytest.mark.anyio
+async def test_searches_queued_for_the_providers_slots_keep_their_deadline(
+    home: Path, server: LocalServer
+) -> None:
+    """Searches past per_host_concurrency wait for one of the provider's slots, and that wait
+    counts against their deadline, as a read's wait for its host's does: each ends by it
+    (queued behind stalled ones, each waited its turn and then a deadline of its own; 40 at
+    once against a stalled provider ran 50 s against 5)."""
+    import time
+
+    release = threading.Event()
+
+    def stalled(req: Request, sock: socket.socket) -> None:
+        release.wait(10)  # bounded, so that a failing test leaves no thread behind for long
+
+    server.routes["/sx/search"] = stalled
+    settings = _settings(searxng_url=server.url("/sx")).replace(
+        {"limits": {"fetch_timeout_s": 1.0, "per_host_concurrency": 2}}
+    )
+    durations: list[float] = []
+    audit = MemoryAuditSink()
+    try:
+        async with Web(settings, audit=audit) as web:
+
+            async def search(i: int) -> None:
+                started = time.monotonic()
+                with pytest.raises(UpstreamError) as caught:
+                    await web.search(f"q {i}")
+                assert caught.value.reason == "timeout"
+                durations.append(time.monotonic() - started)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(6):  # three times the slots: two rounds more behind the first
+                    tg.start_soon(search, i)
+    finally:
+        release.set()
+    assert len(durations) == 6 and max(durations) < 2.0  # one deadline, not three
+    assert [r.reason for r in audit.records] == ["timeout"] * 6

@@ -309,15 +309,25 @@ class Limiter:
 
     @asynccontextmanager
     async def guard(
-        self, key: str, *, max_wait_s: float = 0.0, label: str | None = None
+        self,
+        key: str,
+        *,
+        max_wait_s: float = 0.0,
+        label: str | None = None,
+        within_s: float | None = None,
     ) -> AsyncIterator[Ticket]:
         """Admit one request for the block and record how it ended.
 
         Inside the block, call ``await limiter.record(ticket, status=..., retry_after=...)``
         when a response arrives. If the block ends without a record, an exception is
-        classified (see :meth:`record`) and a normal exit counts as a success.
+        classified (see :meth:`record`) and a normal exit counts as a success. ``within_s``:
+        admission (the wait for a slot included) raises ``TimeoutError`` past that long.
         """
-        ticket = await self.acquire(key, max_wait_s=max_wait_s, label=label)
+        if within_s is None:
+            ticket = await self.acquire(key, max_wait_s=max_wait_s, label=label)
+        else:
+            with anyio.fail_after(within_s):
+                ticket = await self.acquire(key, max_wait_s=max_wait_s, label=label)
         try:
             yield ticket
         except BaseException as exc:
