@@ -1235,6 +1235,14 @@ def test_a_link_of_many_images_keeps_each_alt_in_bounded_time(words: bytes) -> N
     assert read(small).count("ab") == small.count(b"alt=ab")
 
 
+def test_a_page_of_image_links_too_large_for_its_tree_reads_their_alt_texts() -> None:
+    """35,000 links of one image each, past the elements converted with the tree: the words
+    read without it are the images' alt texts, not an empty reading."""
+    body = b"<html><body><p>" + b"<a href=/x><img alt=ab></a>" * 35_000 + b"</p></body></html>"
+    result, cpu = cpu_convert(body)
+    assert result.text.count("ab") == 35_000 and cpu < CPU_BOUND_S
+
+
 def test_a_definition_of_many_empty_anchors_converts_in_bounded_time() -> None:
     body = definition_anchors_html()
     result, cpu = cpu_convert(body)

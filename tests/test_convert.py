@@ -1122,6 +1122,21 @@ def test_an_image_in_a_sentence_or_alone_in_a_link_leaves_its_alt_text() -> None
     assert "A photo of a cat" not in text
 
 
+def test_image_links_say_their_alt_text_in_every_reading() -> None:
+    """A link made of images alone reads as their alt texts in each reading, the one without
+    the tree too (a page of 35,000 image links past 50,000 elements read as nothing), each
+    alt text apart."""
+    fragment = (
+        "<p>Go <a href='/h'><img alt='Home page' src='h.png'></a> or read "
+        "<a href='/d'>the docs <img alt='external icon' src='e.png'></a> today.</p>"
+        "<p>Then <a href='/s'><img alt='Step one' src='1.png'><img alt='Step two' src='2.png'>"
+        "</a> follows.</p>"
+    )
+    for name, text in _readings(fragment).items():
+        assert "Home page" in text and "the docs" in text, name
+        assert "Step one Step two" in text, name
+
+
 # ------------------------------------------------------------------- structure kept in reading
 
 # The marks webward's structure pass writes into a tree and reads back (webward._structure).

@@ -940,6 +940,8 @@ def _keep_inline_alts(tree: Any) -> None:
             wordless[parent] = not parent.text_content().strip()
         alone_in_link = wordless.get(parent, False)
         if in_sentence or alone_in_link:
+            if alone_in_link and image.getprevious() is not None:
+                alt = f" {alt}"  # after another image's alt text: "Step one Step two"
             image.tail = f"{alt}{image.tail or ''}" if image.tail else alt
             # The image goes with _DROP_TAGS, its tail (now with the alt text) stays.
 
@@ -2180,11 +2182,34 @@ def _folded_attributes(tag: str) -> dict[str, str]:
     return folded
 
 
-def _markup_break(m: re.Match[str]) -> str:
-    """What a tag leaves in the plain text: a line break for a block, a space between two
-    table cells, else nothing (an inline tag sits inside a word as often as between two:
-    "un<em>believ</em>able")."""
-    return _BREAKS.get((m.group(2) or "").lower(), "")
+class _TagText:
+    """What each tag leaves in the plain text, one tag after another (``_MARKUP.sub``): a
+    line break for a block, a space between two table cells, else nothing (an inline tag sits
+    inside a word as often as between two: "un<em>believ</em>able"); and at the end of a link
+    that holds no words, the alt text of its images, as the tree reading keeps it (a page of
+    image links read without its tree was otherwise an empty reading)."""
+
+    def __init__(self) -> None:
+        self._alts: list[str] | None = None  # inside a link: its images' alt texts
+        self._worded = False  # whether that link holds words
+        self._end = 0  # where the last tag ended
+
+    def __call__(self, m: re.Match[str]) -> str:
+        start, self._end, previous = m.start(), m.end(), self._end
+        name = (m.group(2) or "").lower()
+        if self._alts is not None and start > previous and not self._worded:
+            self._worded = not m.string[previous:start].isspace()
+        if name == "a":
+            alts = self._alts if m.group(1) and not self._worded else None
+            self._alts, self._worded = None if m.group(1) else [], False
+            return f" {' '.join(alts)} " if alts else ""
+        if name == "img" and self._alts is not None and not m.group(1):
+            import html
+
+            alt = _collapse(_attributes(m.group()).get("alt", ""), _MAX_ALT_CHARS + 1)
+            if alt and len(alt) <= _MAX_ALT_CHARS:
+                self._alts.append(html.escape(alt, quote=False))  # the text is unescaped next
+        return _BREAKS.get(name, "")
 
 
 def _plain_text(
@@ -2206,7 +2231,7 @@ def _plain_text(
     kept.append(text[pos:])
     joined = "\n".join(kept)
     cut = joined.rfind(">") + 1
-    stripped = html.unescape(_MARKUP.sub(_markup_break, joined[:cut]) + joined[cut:])
+    stripped = html.unescape(_MARKUP.sub(_TagText(), joined[:cut]) + joined[cut:])
     # Spaces collapsed and controls dropped in the whole text at once, not line by line (a
     # page of 250,000 one-letter blocks has as many lines).
     stripped = _CONTROL.sub("", _LINE_SPACE.sub(" ", stripped))
