@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -313,6 +314,12 @@ def test_a_body_or_pipelined_requests_are_no_head_to_bound(
     pipelined = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 299
     pipelined += b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     assert _exchange(bounded_server, pipelined).count(b"HTTP/1.1 200") == 300
+    # 1,000 requests of 232 bytes in one write: a packet holding requests and the start of
+    # the next head counted whole towards that head (431 at a packet of 64 KiB).
+    padded = b"GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 196 + b"\r\n\r\n"
+    many = padded * 999 + b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    answer = _exchange(bounded_server, many)
+    assert answer.count(b"HTTP/1.1 200") == 1_000 and b"431" not in answer
     slow = (
         b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
         b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -360,3 +367,62 @@ def test_a_late_body_after_an_answer_or_behind_a_pipelined_request_gets_no_secon
     answer = _exchange(bounded_server, served + behind)
     assert answer.startswith(b"HTTP/1.1 200 ")
     assert b"HTTP/1.1 408 " in answer  # the late body behind it, once its time came
+
+
+def test_a_client_that_pipelines_then_leaves_is_heard_leaving_by_the_request_served() -> None:
+    """uvicorn tells only the newest request of a connection that its client left: the one
+    being served, with others pipelined behind it, went on to answer into a closed transport
+    (a traceback on stderr for each such client). Every unanswered one hears it leave."""
+    import threading
+
+    import uvicorn
+
+    heard: list[str] = []
+    errors: list[logging.LogRecord] = []
+    served = threading.Event()
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            errors.append(record)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()  # the (empty) body
+        if scope["path"] == "/held":
+            try:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5):
+                        heard.append((await receive())["type"])
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+                await send({"type": "http.response.body", "body": b"late"})
+            finally:
+                served.set()
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    handler = Collect(level=logging.ERROR)
+    logging.getLogger("uvicorn.error").addHandler(handler)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    config = uvicorn.Config(
+        app, http=http_protocol(fastest_stack()), log_level="warning", lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(sock.getsockname(), timeout=10) as conn:
+            conn.sendall(
+                b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n" + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 3
+            )
+        assert served.wait(10)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    assert heard == ["http.disconnect"]
+    assert [r.getMessage() for r in errors] == []

@@ -104,6 +104,12 @@ def _bounded_httptools() -> type:
         _in_body = False  # a request's head has arrived and its body not yet all of it
         _body_began = 0.0
         _answered = False  # a 431 is on its way: what comes in is dropped
+        _began_here = False  # a request's head began in the packet being read
+        # Requests of this connection a pipelined one arrived behind, maybe still unanswered:
+        # uvicorn marks only the newest as disconnected when the client leaves, so an older
+        # one's answer met a closed transport (a traceback per client that pipelines, then
+        # closes).
+        _behind: list[Any] | tuple[()] = ()
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -128,17 +134,20 @@ def _bounded_httptools() -> type:
                 if self._pending > _LINGER_BYTES:
                     self.transport.close()
                     return
+            self._began_here = False
             super().data_received(data)
             if self._heading:
                 # A header still incomplete after this packet: httptools holds what it has
-                # of it, and hands nothing over until its line ends.
-                self._pending += len(data)
+                # of it, and hands nothing over until its line ends. A head that began in this
+                # packet counts from the next one: the packet also held the requests before it
+                # (1,000 pipelined in one write were answered 431 at a packet's 64 KiB).
+                self._pending += 0 if self._began_here else len(data)
                 if self._pending > MAX_HEAD_BYTES:
                     self.send_400_response("")
 
         def on_message_begin(self) -> None:
             self._heading, self._head_bytes, self._head_began = True, 0, self.loop.time()
-            self._pending = 0
+            self._pending, self._began_here = 0, True
             super().on_message_begin()
 
         def on_url(self, url: bytes) -> None:
@@ -161,6 +170,16 @@ def _bounded_httptools() -> type:
             waiting = previous is not None and not previous.response_complete
             self._body_began = math.inf if waiting else self.loop.time()
             super().on_headers_complete()
+            if waiting:
+                self._behind = [c for c in self._behind if not c.response_complete]
+                self._behind.append(previous)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            super().connection_lost(exc)
+            for cycle in self._behind:  # as uvicorn does for the newest (see _behind)
+                if not cycle.response_complete:
+                    cycle.disconnected = True
+                    cycle.message_event.set()
 
         def on_response_complete(self) -> None:
             if self._in_body and self._body_began == math.inf:
