@@ -323,16 +323,19 @@ class Gate:
         deadline = SEARCH_DEADLINE.get()
         if deadline is not None:  # a search's pages share its one deadline, as a read's hops do
             timeout_s = min(timeout_s, max(0.0, deadline - time.monotonic()))
-        timed_out = UpstreamError(
-            operator_step(
-                f"the {provider} search provider did not answer within "
-                f"{self.limits.fetch_timeout_s:g} s; try again later",
-                "an operator can raise [limits] fetch_timeout_s",
-                model="",
-            ),
-            code="timeout",
-            reason=Reason.TIMEOUT,
-        )
+
+        def timed_out() -> UpstreamError:
+            return UpstreamError(
+                operator_step(
+                    f"the {provider} search provider did not answer within "
+                    f"{self.limits.fetch_timeout_s:g} s; try again later",
+                    "an operator can raise [limits] fetch_timeout_s",
+                    model="",
+                ),
+                code="timeout",
+                reason=Reason.TIMEOUT,
+            )
+
         ends = time.monotonic() + timeout_s
         label = f"the {provider} search provider"
         try:
@@ -352,7 +355,7 @@ class Gate:
                             timeout=timeout_s,
                         )
                 except TimeoutError:
-                    raise timed_out from None
+                    raise timed_out() from None
                 except UpstreamError as exc:  # no answer at all: say whose, and where to look
                     setting = f"[search] {provider}_url"
                     raise UpstreamError(
@@ -369,7 +372,7 @@ class Gate:
                 retry_after = retry_after_from_headers(body.headers) if status == 429 else None
                 await self.limiter.record(ticket, status, None, retry_after)
         except TimeoutError:  # no slot came free in time
-            raise timed_out from None
+            raise timed_out() from None
         if body.truncated:  # cut at the cap: what is left is no JSON, and no reason to say so
             raise UpstreamError(
                 f"the {provider} search provider sent a response larger than "

@@ -47,7 +47,7 @@ from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
 from ._shell import needs_browser, scant
 from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
-from ._workers import ConvertPool
+from ._workers import CHEAP_HTML_BYTES, ConvertPool
 from ._workers import Job as _Job
 from .audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from .limits import Limiter, LimitState, open_limit_state
@@ -56,7 +56,6 @@ __all__ = ["Web"]
 
 _R = TypeVar("_R")
 
-_INLINE_CONVERT_BYTES = 16_384  # a body this small is converted on the event loop
 _INLINE_RANK_CHARS = 16_384  # a text up to this long is ranked on the event loop
 # How long the record of a cancelled call may hold up the cancellation.
 _UNEXPECTED_AUDIT_S = 10.0
@@ -730,7 +729,7 @@ class Web:
         thread until the workers run; the rest in a killable worker, within the deadline."""
         pool = self._converter
         if pool.keeps(job.body, job.content_type):
-            if len(job.body) > _INLINE_CONVERT_BYTES:  # an image: its base64 grows with it
+            if len(job.body) > CHEAP_HTML_BYTES:  # an image: its base64 grows with it
                 return await anyio.to_thread.run_sync(job.run)
             started = time.monotonic()
             try:
