@@ -836,7 +836,8 @@ class Web:
         )
         try:
             call.tier = self._tier(agent, tier)
-            if self._audit_waits:
+            waits = self._audit_waits
+            if waits and self._clock() - next(iter(waits.values())) > _AUDIT_STALL_S:
                 await self._refuse_if_frozen()
             if self._clock() - self._audit_proven_at > _AUDIT_PROOF_S:
                 await self._prove_audit()
