@@ -2195,9 +2195,13 @@ class _TagText:
         self._end = 0  # where the last tag ended
 
     def __call__(self, m: re.Match[str]) -> str:
-        start, self._end, previous = m.start(), m.end(), self._end
         name = (m.group(2) or "").lower()
-        if self._alts is not None and start > previous and not self._worded:
+        if self._alts is None:  # most tags of most pages: outside a link
+            if name == "a" and not m.group(1):
+                self._alts, self._worded, self._end = [], False, m.end()
+            return _BREAKS.get(name, "")
+        start, self._end, previous = m.start(), m.end(), self._end
+        if start > previous and not self._worded:
             self._worded = not m.string[previous:start].isspace()
         if name == "a":
             alts = self._alts if m.group(1) and not self._worded else None
