@@ -299,6 +299,27 @@ def test_a_request_httptools_cannot_parse_is_answered_in_the_error_model(
         assert error["message"].startswith("the request is not HTTP/1.1 webward can read")
 
 
+def test_malformed_requests_are_warned_of_once_in_a_while_not_once_each(
+    bounded_server: tuple[str, int],
+) -> None:
+    """uvicorn warned once per request httptools cannot parse: a client sending them fast
+    flooded the log (430 lines in 20 s). At most one line every 10 s; each still gets its 400."""
+    warned: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warned.append(record.getMessage())
+
+    handler = Collect(level=logging.WARNING)
+    logging.getLogger("uvicorn.error").addHandler(handler)
+    try:
+        for _ in range(20):
+            assert _exchange(bounded_server, b"GARBAGE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    assert warned.count("Invalid HTTP request received.") <= 1
+
+
 def test_a_body_or_pipelined_requests_are_no_head_to_bound(
     bounded_server: tuple[str, int],
 ) -> None:

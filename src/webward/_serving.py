@@ -17,8 +17,10 @@ import contextlib
 import functools
 import importlib
 import json
+import logging
 import math
 import sys
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -82,9 +84,35 @@ def http_protocol(stack: Stack) -> Any:
     return _bounded_httptools() if stack.http == "httptools" else stack.http
 
 
+class _RareWarning(logging.Filter):
+    """uvicorn's warning for a request httptools cannot parse, at most once per
+    :data:`_WARN_EVERY_S`: it wrote one line per malformed request (430 in 20 s of one client
+    sending bad chunks), and each such client gets its one sentence anyway."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self._message = message
+        self._next = 0.0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != self._message:
+            return True
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + _WARN_EVERY_S
+        return True
+
+
+_WARN_EVERY_S = 10.0
+
+
 @functools.lru_cache(maxsize=1)
 def _bounded_httptools() -> type:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    # Made before a server's config sets up uvicorn's logging, which keeps a logger's filters.
+    logging.getLogger("uvicorn.error").addFilter(_RareWarning("Invalid HTTP request received."))
 
     class BoundedHttpTools(HttpToolsProtocol):
         """uvicorn's httptools protocol, answering 431 to a head over MAX_HEAD_BYTES, 408 to
