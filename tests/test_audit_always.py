@@ -502,13 +502,12 @@ class FrozenSink(MemoryAuditSink):
         await super().write(record)
 
 
-@pytest.mark.anyio
-async def test_no_request_goes_out_while_a_write_waits_on_a_frozen_store(tmp_path: Path) -> None:
-    """A write waiting for its commit for seconds means the store does not answer: calls are
-    refused before they read (each of them audited once the store answers again), rather than
-    every read of the sink's 10-second bound going out unrecorded."""
-    clock = FakeClock()
-    sink = FrozenSink()
+@asynccontextmanager
+async def a_write_waiting(
+    tmp_path: Path, sink: FrozenSink, clock: FakeClock
+) -> AsyncIterator[tuple[Web, Any, Any]]:
+    """A ``Web`` on ``sink`` that has read "/warm", then frozen the store under a read of
+    "/in-flight" whose write waits: (the web, the site, the task group running that read)."""
     with serve(routes={"*": respond(200, PAGE)}) as site:
         async with Web(settings_for(tmp_path), audit=sink, clock=clock) as web:
             await web.fetch(site.url("/warm"))
@@ -517,20 +516,30 @@ async def test_no_request_goes_out_while_a_write_waits_on_a_frozen_store(tmp_pat
                 tg.start_soon(web.fetch, site.url("/in-flight"))  # read, then its write waits
                 while sink.waiting == 0:
                     await anyio.sleep(0.01)
-                clock.advance(1)  # a slow commit, not yet a frozen store: calls still read
-                tg.start_soon(web.fetch, site.url("/still-read"))
-                while sink.waiting == 1:
-                    await anyio.sleep(0.01)
-                clock.advance(3)
+                yield web, site, tg
 
-                async def thaw_once_the_refusal_waits() -> None:
-                    while sink.waiting < 3:  # the refusal's own record waits too
-                        await anyio.sleep(0.01)
-                    sink.thawed.set()
 
-                tg.start_soon(thaw_once_the_refusal_waits)
-                with pytest.raises(Refused) as info:
-                    await web.fetch(site.url("/refused"))
+@pytest.mark.anyio
+async def test_no_request_goes_out_while_a_write_waits_on_a_frozen_store(tmp_path: Path) -> None:
+    """A write waiting for its commit for seconds means the store does not answer: calls are
+    refused before they read (each of them audited once the store answers again), rather than
+    every read of the sink's 10-second bound going out unrecorded."""
+    sink, clock = FrozenSink(), FakeClock()
+    async with a_write_waiting(tmp_path, sink, clock) as (web, site, tg):
+        clock.advance(1)  # a slow commit, not yet a frozen store: calls still read
+        tg.start_soon(web.fetch, site.url("/still-read"))
+        while sink.waiting == 1:
+            await anyio.sleep(0.01)
+        clock.advance(3)
+
+        async def thaw_once_the_refusal_waits() -> None:
+            while sink.waiting < 3:  # the refusal's own record waits too
+                await anyio.sleep(0.01)
+            sink.thawed.set()
+
+        tg.start_soon(thaw_once_the_refusal_waits)
+        with pytest.raises(Refused) as info:
+            await web.fetch(site.url("/refused"))
     assert info.value.reason == "audit_unavailable"
     assert "has not committed a record for 4 s" in info.value.message
     assert [r.path for r in site.requests] == ["/warm", "/in-flight", "/still-read"]
@@ -548,21 +557,13 @@ async def test_a_held_event_loop_is_not_taken_for_a_frozen_store(tmp_path: Path)
     committed: the write's answer is queued behind the hold, so it looks seconds old to the
     next call. That call waits a moment for the answer rather than refusing as if the store
     were frozen (a gateway answered 503 "audit unavailable" with its store working)."""
-    clock = FakeClock()
-    sink = FrozenSink()
-    with serve(routes={"*": respond(200, PAGE)}) as site:
-        async with Web(settings_for(tmp_path), audit=sink, clock=clock) as web:
-            await web.fetch(site.url("/warm"))
-            sink.frozen = True
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(web.fetch, site.url("/in-flight"))  # read, then its write waits
-                while sink.waiting == 0:
-                    await anyio.sleep(0.01)
-                # The store commits, but the loop is held 4 s before the writer resumes.
-                sink.frozen = False
-                sink.thawed.set()
-                clock.advance(4)
-                page = await web.fetch(site.url("/next"))
+    sink, clock = FrozenSink(), FakeClock()
+    async with a_write_waiting(tmp_path, sink, clock) as (web, site, _):
+        # The store commits, but the loop is held 4 s before the writer resumes.
+        sink.frozen = False
+        sink.thawed.set()
+        clock.advance(4)
+        page = await web.fetch(site.url("/next"))
     assert page.status == 200
     assert sorted((r.target.rsplit("/", 1)[1], r.decision) for r in sink.records) == [
         ("in-flight", "allowed"),

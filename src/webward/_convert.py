@@ -2042,7 +2042,7 @@ def _unread_spans(
         runs from ``start`` to ``end``: all of it but the elements inside that show
         themselves again (``visibility: visible``), as the tree reading's :func:`_unveil`
         reads it; ``None`` when none does (or too much has been read again already)."""
-        nonlocal budget, styled
+        nonlocal budget
         budget -= end - start
         if budget < 0 or _MAY_SHOW.search(lowered, start, end) is None:
             return None
@@ -2207,7 +2207,7 @@ class _TagText:
             alts = self._alts if m.group(1) and not self._worded else None
             self._alts, self._worded = None if m.group(1) else [], False
             return f" {' '.join(alts)} " if alts else ""
-        if name == "img" and self._alts is not None and not m.group(1):
+        if name == "img" and not m.group(1):
             import html
 
             alt = _collapse(_attributes(m.group()).get("alt", ""), _MAX_ALT_CHARS + 1)

@@ -342,8 +342,7 @@ class Gate:
             # The wait for one of the provider's slots counts against the deadline, as a
             # read's wait for its host's does: queued behind stalled searches, each search
             # waited its turn, then a deadline of its own (40 at once ran 50 s against 5).
-            guarded = self.limiter.guard(key, label=label, within_s=timeout_s)
-            async with guarded as ticket:
+            async with self.limiter.guard(key, label=label, within_s=timeout_s) as ticket:
                 try:
                     with anyio.fail_after(max(0.0, ends - time.monotonic())):
                         body = await self.transport.request(

@@ -836,10 +836,11 @@ class Web:
         )
         try:
             call.tier = self._tier(agent, tier)
+            now = self._clock()
             waits = self._audit_waits
-            if waits and self._clock() - next(iter(waits.values())) > _AUDIT_STALL_S:
+            if waits and now - next(iter(waits.values())) > _AUDIT_STALL_S:
                 await self._refuse_if_frozen()
-            if self._clock() - self._audit_proven_at > _AUDIT_PROOF_S:
+            if now - self._audit_proven_at > _AUDIT_PROOF_S:
                 await self._prove_audit()
             result = await work(call.tier, call)
         except WebwardError as exc:

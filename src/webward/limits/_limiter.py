@@ -323,11 +323,8 @@ class Limiter:
         classified (see :meth:`record`) and a normal exit counts as a success. ``within_s``:
         admission (the wait for a slot included) raises ``TimeoutError`` past that long.
         """
-        if within_s is None:
+        with anyio.fail_after(within_s):  # None: no bound
             ticket = await self.acquire(key, max_wait_s=max_wait_s, label=label)
-        else:
-            with anyio.fail_after(within_s):
-                ticket = await self.acquire(key, max_wait_s=max_wait_s, label=label)
         try:
             yield ticket
         except BaseException as exc:
