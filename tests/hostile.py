@@ -255,6 +255,39 @@ def shared_stream_pdf(pages: int = 2_000, inflated: int = 8_000_000) -> bytes:
     return _pdf(objects)
 
 
+def form_xobject_pdf(
+    inflated: int = 100_000, nest: int = 3, fan: int = 10, draw: bytes = b"/X%d Do\n"
+) -> bytes:
+    """One page whose content only draws Form XObject X0; each Form draws the next ``fan``
+    times (each draw written as ``draw`` names it), ``nest`` levels down to one holding
+    ``inflated`` bytes of text operators. 1.8 kB on the wire; pypdf parses every draw of
+    the last Form again: ``fan ** nest * inflated`` bytes (1 GB, 50 s, by default)."""
+    line = b"BT /F1 12 Tf 72 720 Td (spam spam spam spam spam spam) Tj ET\n"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+        _FONT,
+        _stream(b"q " + draw % 0 + b" Q\n"),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 3 0 R >> /XObject << /X0 6 0 R >> >> >>",
+    ]
+    for level in range(nest + 1):
+        resources = b"/Font << /F1 3 0 R >>"
+        if level < nest:
+            data = b"q " + draw % (level + 1) * fan + b" Q\n"
+            resources += b" /XObject << /X%d %d 0 R >>" % (level + 1, 7 + level)
+        else:
+            data = line * (inflated // len(line))
+        stream = _stream(data)
+        objects.append(
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << "
+            + resources
+            + b" >> "
+            + stream[3:]  # the stream's own dictionary entries, then its data
+        )
+    return _pdf(objects)
+
+
 def many_pages_pdf(pages: int = 5_000) -> bytes:
     """``pages`` small pages, each with its own short line of text."""
     kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(pages))

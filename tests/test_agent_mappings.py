@@ -259,8 +259,8 @@ def test_openai_pdf_becomes_its_enveloped_text_or_a_placeholder() -> None:
     assert text == "Quarterly report: revenue grew 12 percent."
     assert provenance["document"] == "report.pdf"
     assert messages[1]["content"] == (
-        f"SCAN\n[document scan.pdf, {PDF_NO_TEXT.bytes} bytes]; this model cannot take the PDF "
-        "itself and no text could be extracted from it"
+        f"SCAN\n[document scan.pdf, {PDF_NO_TEXT.bytes} bytes] (not shown: this model cannot "
+        "take PDFs; the text above is what was extracted from it)"
     )
     assert PDF.data[:40] not in first
 

@@ -35,6 +35,7 @@ from hostile import (
     delimiters_html,
     dropped_between_words_html,
     entity_text_html,
+    form_xobject_pdf,
     fragment_links_html,
     huge_line_html,
     image_links_html,
@@ -1007,9 +1008,13 @@ def test_ordinary_articles_still_go_to_the_main_content_extractor() -> None:
     assert html_to_markdown(article, URL).extractor == "main"
 
 
+# How a PDF's text says where it ends early: true for a model with the PDF and one without.
+PDF_REST = "the pages after it are in the PDF itself (attached at offset 0), not in this text"
+
+
 def test_a_pdf_whose_pages_share_one_inflating_stream_stops_at_the_content_cap() -> None:
     result, cpu = cpu_convert(shared_stream_pdf(), "application/pdf")
-    text = result.parts[0].text
+    text = result.text
     assert "[PDF text stops at page 1, where the inflated page content passes 256,000 bytes" in text
     assert result.kind == "document" and "2000 pages" in result.text
     assert cpu < CPU_BOUND_S * 2
@@ -1017,11 +1022,9 @@ def test_a_pdf_whose_pages_share_one_inflating_stream_stops_at_the_content_cap()
 
 def test_a_pdf_with_thousands_of_pages_is_read_up_to_the_page_cap() -> None:
     result, cpu = cpu_convert(many_pages_pdf(5_000), "application/pdf")
-    text = result.parts[0].text
+    text = result.text
     assert "Page 499 words" in text and "Page 500 words" not in text
-    assert text.endswith(
-        "[PDF text stops at the first 500 pages; the document part holds the whole PDF]"
-    )
+    assert text.endswith(f"[PDF text stops at the first 500 pages; {PDF_REST}]")
     assert cpu < CPU_BOUND_S * 3
 
 
@@ -1037,16 +1040,16 @@ def test_a_pdf_of_many_pages_is_read_without_reading_every_page_object() -> None
     assert len(reader.resolved_objects) < 1_000  # the 500 pages read, and little else
     result, _ = cpu_convert(body, "application/pdf")
     assert "30000 pages" in result.text
-    text = result.parts[0].text
+    text = result.text
     assert "Page 499 words" in text and text.endswith(
-        "[PDF text stops at the first 500 pages; the document part holds the whole PDF]"
+        f"[PDF text stops at the first 500 pages; {PDF_REST}]"
     )
 
 
 @pytest.mark.parametrize("cycle", [False, True], ids=["tree", "cycle"])
 def test_pdf_pages_keep_their_order_and_what_they_inherit_from_the_page_tree(cycle: bool) -> None:
     result, _ = cpu_convert(page_tree_pdf(3, 2, cycle=cycle), "application/pdf")
-    text = result.parts[0].text
+    text = result.text
     words = [f"Leaf {i} words" for i in range(6)]
     assert [text.index(w) for w in words] == sorted(text.index(w) for w in words)  # in order
     assert text.count("Leaf 0 words") == 1  # a cycle back to the root reads nothing twice
@@ -1074,17 +1077,46 @@ def test_a_small_pdf_whose_one_page_inflates_past_the_content_cap_is_not_parsed(
     old 2,000,000-byte cap. Under a cap of a window's worth the page is never parsed; a page of
     250 kB (a window's text and more) still is."""
     result, cpu = cpu_convert(shared_stream_pdf(pages=1, inflated=1_900_000), "application/pdf")
-    text = result.parts[0].text
-    assert text == (
+    assert result.text.endswith(
+        f", no extractable text, from {URL}\n\n"
         "[PDF text stops at page 1, where the inflated page content passes 256,000 bytes; "
-        "the document part holds the whole PDF]"
+        f"{PDF_REST}]"
     )
     assert cpu < CPU_BOUND_S
     result, _ = cpu_convert(shared_stream_pdf(pages=1, inflated=250_000), "application/pdf")
-    assert result.parts[0].text.startswith("spam spam")
-    assert result.parts[0].text.endswith(
-        "[PDF text cut at 40,000 characters; the document part holds the whole PDF]"
+    header, _, text = result.text.partition("\n\n")
+    assert header.startswith("application/pdf document") and text.startswith("spam spam")
+    assert text.endswith("spam") and len(text) > 40_000  # the whole page: windows page it
+
+
+# However the page writes its Do, a Form XObject drawn again and again counts each time.
+FORM_DRAWS = {
+    "plain": b"/X%d Do\n",
+    "comment before Do": b"/X%d %%c\n Do\n",
+    "a second operand": b"/X%d /Junk Do\n",
+    "name escaped": b"/X#3%d Do\n",
+    "no space": b"/X%d\nDo ",
+}
+
+
+@pytest.mark.parametrize("draw", FORM_DRAWS.values(), ids=FORM_DRAWS.keys())
+def test_form_xobjects_drawn_over_and_over_count_toward_the_content_cap(draw: bytes) -> None:
+    """A page that only draws a Form, drawn ten times by the Form above it, two levels deep,
+    to 20 kB of text: 2 MB for pypdf to parse, past the 256,000-byte cap, though the page's
+    own content is a few bytes (5 levels of the same took 50 s). The page is not parsed."""
+    body = form_xobject_pdf(inflated=20_000, nest=2, draw=draw)
+    extracted = pdf_text(body, 1_000_000, max_pages=500, max_inflated=256_000)
+    assert extracted.stopped == "page 1, where the inflated page content passes 256,000 bytes", (
+        "a page drawing 2 MB of Form XObject content should stop the text at the content cap"
     )
+    assert extracted.text == ""
+
+
+def test_a_form_xobject_drawn_once_under_the_cap_is_read() -> None:
+    extracted = pdf_text(
+        form_xobject_pdf(inflated=20_000, nest=1, fan=3), 1_000_000, max_inflated=256_000
+    )
+    assert extracted.stopped == "" and extracted.text.count("spam spam") > 300
 
 
 def _xref_shifted(pdf: bytes, by: int) -> bytes:
@@ -1122,14 +1154,11 @@ def test_a_damaged_pdf_reads_as_the_intact_one(damage: Any) -> None:
     assert pdf_text(damage(intact), 40_000) == expected
 
 
-def test_pdf_text_is_held_to_one_window() -> None:
-    limits = LimitsSettings(max_fetch_text_chars=1_000)
+def test_pdf_text_is_held_to_the_text_cap() -> None:
+    limits = LimitsSettings(max_read_bytes=1_000)
     result, _ = cpu_convert(many_pages_pdf(300), "application/pdf", limits=limits)
-    text = result.parts[0].text
-    assert text.endswith(
-        "[PDF text cut at 1,000 characters; the document part holds the whole PDF]"
-    )
-    assert len(text) < 1_100
+    assert result.text.endswith(f"[PDF text cut at 1,000 characters; {PDF_REST}]")
+    assert len(result.text) < 1_300 and result.parts[0].text is None
 
 
 def test_markdown_of_brackets_or_one_long_heading_converts_in_bounded_time() -> None:

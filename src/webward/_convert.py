@@ -64,11 +64,10 @@ from ._models import Link, Part
 from ._parts import (
     IMAGE_TYPES,
     MAX_IMAGE_SIDE,
-    document_part,
     image_damaged,
     image_part,
     image_size,
-    pdf_text,
+    pdf_reading,
 )
 from ._settings import LimitsSettings
 from ._stylesheet import StyleRules, read_sheets, sheet_applies, style_declares
@@ -2719,39 +2718,7 @@ def _markdown_title(text: str) -> str:
 
 
 def _document(body: bytes, final_url: str, limits: LimitsSettings) -> Converted:
-    # The extracted text rides along for providers that cannot take documents, in one message
-    # (no offsets for a part), so it is held to one window: reading further would be parsing
-    # for nothing, and pypdf's time grows with every page it parses.
-    window = limits.max_fetch_text_chars
-    extracted = pdf_text(
-        body, window, max_pages=limits.max_pdf_pages, max_inflated=limits.max_pdf_inflated_bytes
-    )
-    if not extracted.pages:
-        # A file a PDF reader cannot open (or with no page to show: a page tree that loops
-        # back on itself) would make the model provider reject the whole request; better to
-        # say so here, as a message the agent can read.
-        why = "it is damaged or not really a PDF"
-        if extracted.encrypted:
-            why = "a password locks it"
-        elif extracted.pages == 0:
-            why = "it has no page to show"
-        raise Refused(
-            f"refused: the PDF could not be read ({why})",
-            code="unsupported_type",
-            reason="unreadable_pdf",
-        )
-    text = extracted.text
-    rest = "the document part holds the whole PDF"
-    if extracted.truncated:
-        text = f"{text}\n\n[PDF text cut at {window:,} characters; {rest}]"
-    elif extracted.stopped:
-        text = f"{text}\n\n[PDF text stops at {extracted.stopped}; {rest}]".lstrip()
-    part = document_part(body, final_url, text)
-    pages = f", {extracted.pages} page{'' if extracted.pages == 1 else 's'}"
-    unreadable = "" if text else ", no extractable text"  # scanned pages, or encrypted
-    header = (
-        f"application/pdf document {part.name}, {len(body)} bytes{pages}{unreadable}, "
-        f"from {final_url}"
-    )
-    title = extracted.title or part.name
-    return Converted("document", _content.PDF, title, header, (part,), (), False)
+    # A PDF reads as a header line and its extracted text, windowed like any page's text
+    # (see _parts.pdf_reading); the document part carries the file itself.
+    title, text, part = pdf_reading(body, final_url, limits)
+    return Converted("document", _content.PDF, title, text, (part,), (), False)

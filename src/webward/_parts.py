@@ -14,11 +14,14 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ._envelope import find_markers
 from ._models import Part
+
+if TYPE_CHECKING:
+    from ._settings import LimitsSettings
 
 __all__ = [
     "IMAGE_TYPES",
@@ -28,6 +31,7 @@ __all__ = [
     "image_damaged",
     "image_part",
     "part_summary",
+    "pdf_reading",
     "pdf_text",
     "tool_result_text",
 ]
@@ -170,15 +174,157 @@ class PdfText:
     encrypted: bool = False  # unreadable (``pages`` None) because a password locks it
 
 
-def _content_bytes(page: Any) -> int:
-    """Bytes of the page's content streams once inflated: what ``extract_text`` will parse.
-    A stream shared by many pages counts once per page, because each page parses it again."""
+# PDF whitespace and delimiters (PDF 32000-1, 7.2.2): what ends a name or an operator.
+_WS = rb"\x00\t\n\x0c\r "
+_ENDS = _WS + rb"()<>\[\]{}/%"
+# The operator Do as a whole token. A Do inside a string or a comment is counted too:
+# counting more than pypdf draws only makes the bound stricter.
+_DO = re.compile(rb"(?<![^" + _ENDS + rb"])Do(?![^" + _ENDS + rb"])")
+# A Do whose one operand is the name just before it, with an operator before that
+# (``Q q 1 0 0 1 0 0 cm /Fm0 Do``, what writers put down): pypdf draws the Form its first
+# operand names, so a name read here is the one drawn only when no operand precedes it.
+# Found from the operator's first letter (a lookahead, so that ``/A Do /B Do`` gives both).
+_NAMED_DO = re.compile(
+    rb"(?<![^" + _WS + rb"()<>\[\]{}])(?=(?!(?:true|false|null)[" + _ENDS + rb"])"
+    rb"[A-Za-z'\"*][^" + _ENDS + rb"]*[" + _WS + rb"]+/([^" + _ENDS + rb"]*)[" + _WS + rb"]*"
+    rb"(?<![^" + _ENDS + rb"])Do(?![^" + _ENDS + rb"]))"
+)
+# Form XObjects nested deeper than this put a page over the bound: real files nest a few.
+_MAX_FORM_DEPTH = 32
+
+
+class _Draws:
+    """The inflated bytes ``extract_text`` parses for one page: its content streams, and every
+    Form XObject it draws with ``Do``, each time it is drawn, through nested Forms.
+
+    pypdf runs a Form's content (and reads its fonts' ``/ToUnicode`` maps again) on every
+    draw, so a 1.8 kB PDF whose page draws a Form ten times, which draws another ten times,
+    four levels down to 100 kB of text, made it parse 1 GB (50 s). A page's own fonts are not
+    counted: the cap's calibration (seconds per byte of page content) includes them.
+    Annotations' appearance streams and Type 3 glyph procedures are not read by
+    ``extract_text`` (pypdf 7), so they cost nothing here. Counting stops once past ``budget``.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.costs: dict[int, int] = {}  # a Form's cost, once known, by object
+        self.drawing: set[int] = set()  # the Forms being drawn: pypdf skips one drawing itself
+        self.cycles = 0
+
+    def stream(self, data: bytes, resources: Any, depth: int) -> int:
+        """The bytes of a content stream with ``resources``, with the Forms it draws."""
+        total = len(data)
+        if total > self.budget or b"Do" not in data:
+            return total
+        names, forms = _xobjects(resources)
+        if not forms:
+            return total  # Do of an image, or of nothing: pypdf parses no more
+        read = 0
+        # Where the last line began and the last "%" is, before the match: looked for only
+        # since the match before, so that a line of 30,000 Do costs one pass, not 30,000.
+        seen = line = comment = -1
+        for match in _NAMED_DO.finditer(data):
+            start = match.start()
+            line = max(line, data.rfind(b"\n", seen + 1, start), data.rfind(b"\r", seen + 1, start))
+            comment = max(comment, data.rfind(b"%", seen + 1, start))
+            seen = start - 1
+            name = _name(match.group(1))
+            if comment > line or name not in names:
+                continue  # the operator may be a comment's; counted below with the others
+            read += 1
+            if name in forms:  # an image is not parsed, and pypdf skips a name not there
+                total += self.form(forms[name], depth + 1)
+                if total > self.budget:
+                    return total
+        # A Do whose name this scan did not read (more operands or a comment before it, a
+        # name spelt oddly, the word inside a string) is charged the dearest Form here.
+        unread = len(_DO.findall(data)) - read
+        if unread > 0:
+            total += unread * max(self.form(form, depth + 1) for form in forms.values())
+        return total
+
+    def form(self, form: Any, depth: int) -> int:
+        key = id(form)  # pypdf's own key for a Form being drawn
+        if key in self.drawing:
+            self.cycles += 1
+            return 0
+        known = self.costs.get(key)
+        if known is not None:
+            return known
+        if depth > _MAX_FORM_DEPTH:
+            return self.budget + 1
+        cycles = self.cycles
+        self.drawing.add(key)
+        try:
+            resources = _dictionary(form.get("/Resources"))
+            cost = _fonts_bytes(resources) + self.stream(form.get_data(), resources, depth)
+        finally:
+            self.drawing.discard(key)
+        if self.cycles == cycles:  # a cost cut short by a cycle holds only on that path
+            self.costs[key] = cost
+        return cost
+
+
+def _dictionary(value: Any) -> Any:
+    from pypdf.generic import DictionaryObject
+
+    value = value.get_object() if value is not None else None
+    return value if isinstance(value, DictionaryObject) else None
+
+
+def _xobjects(resources: Any) -> tuple[frozenset[str], dict[str, Any]]:
+    """The names of a resource dictionary's XObjects, and its Form XObjects by name."""
+    from pypdf.generic import StreamObject
+
+    xobjects = _dictionary(resources.get("/XObject")) if resources is not None else None
+    if xobjects is None:
+        return frozenset(), {}
+    forms = {}
+    for name, ref in xobjects.items():
+        obj = ref.get_object()
+        if isinstance(obj, StreamObject) and obj.get("/Subtype") == "/Form":
+            forms[name] = obj
+    return frozenset(xobjects), forms
+
+
+def _fonts_bytes(resources: Any) -> int:
+    """The inflated ``/ToUnicode`` maps of the fonts a Form's text reads, parsed per draw."""
+    fonts = _dictionary(resources.get("/Font")) if resources is not None else None
+    total = 0
+    for ref in (fonts or {}).values():
+        font = _dictionary(ref)
+        unicode = font.get("/ToUnicode") if font is not None else None
+        if unicode is not None and hasattr(unicode.get_object(), "get_data"):
+            total += len(unicode.get_object().get_data())
+    return total
+
+
+def _name(raw: bytes) -> str:
+    """A name as pypdf reads it (``#xx`` escapes, then the first charset that decodes)."""
+    from pypdf.generic import NameObject
+
+    unescaped = NameObject.unnumber(raw)
+    for charset in NameObject.CHARSETS:
+        try:
+            return "/" + unescaped.decode(charset)
+        except UnicodeDecodeError:
+            continue
+    return ""
+
+
+def _content_bytes(page: Any, budget: int = 10**12) -> int:
+    """Bytes of inflated content ``extract_text`` will parse for the page: its content
+    streams, and each Form XObject each time it is drawn (see :class:`_Draws`); past
+    ``budget``, some number over it. A stream shared by many pages counts once per page,
+    because each page parses it again."""
     contents = page.get("/Contents")
     if contents is None:
         return 0
     contents = contents.get_object()
     streams = contents if isinstance(contents, list) else [contents]
-    return sum(len(stream.get_object().get_data()) for stream in streams)
+    # pypdf parses the streams of a page as one: a name may end one and its Do begin the next.
+    data = b"\n".join(stream.get_object().get_data() for stream in streams)
+    return _Draws(budget).stream(data, _dictionary(page.get("/Resources")), 0)
 
 
 # What a page takes from the page tree above it unless it sets its own (PDF 32000-1, 7.7.3.4).
@@ -278,8 +424,8 @@ def pdf_text(
         stopped = ""
         for number, page in enumerate(first):
             try:
-                inflated += _content_bytes(page)
-            except LimitReachedError:  # one stream alone inflates past the cap
+                inflated += _content_bytes(page, max_inflated - inflated)
+            except (LimitReachedError, RecursionError):  # one stream alone inflates past the cap
                 inflated = max_inflated + 1
             except Exception:  # unreadable content: extract_text says what it can
                 pass
@@ -309,8 +455,57 @@ def pdf_text(
     return PdfText(text=text, pages=pages, title=title, truncated=truncated, stopped=stopped)
 
 
-def document_part(body: bytes, url: str, text: str) -> Part:
-    """A PDF document part (base64), named after the URL's file name, carrying its text."""
+def pdf_reading(body: bytes, url: str, limits: LimitsSettings) -> tuple[str, str, Part]:
+    """A PDF's title, its reading and its document part.
+
+    The reading is a header line (``application/pdf document report.pdf, 12345 bytes, 3
+    pages, from <url>``), a blank line and the text pypdf extracts, up to ``max_read_bytes``
+    characters (the text cap of any page), ``max_pdf_pages`` pages and
+    ``max_pdf_inflated_bytes`` of inflated content: windowed, searched with ``query`` and
+    paged with ``offset`` like a long page's, so a model that cannot take the PDF itself
+    reads it to the end of that text. The part carries the PDF, and no text of its own.
+    Raises ``Refused`` (``unsupported_type``) for a file no reader can open.
+    """
+    from ._errors import Reason, Refused
+
+    cap = limits.max_read_bytes
+    extracted = pdf_text(
+        body, cap, max_pages=limits.max_pdf_pages, max_inflated=limits.max_pdf_inflated_bytes
+    )
+    if not extracted.pages:
+        # A file a PDF reader cannot open (or with no page to show: a page tree that loops
+        # back on itself) would make the model provider reject the whole request; better to
+        # say so here, as a message the agent can read.
+        why = "it is damaged or not really a PDF"
+        if extracted.encrypted:
+            why = "a password locks it"
+        elif extracted.pages == 0:
+            why = "it has no page to show"
+        raise Refused(
+            f"refused: the PDF could not be read ({why})",
+            code="unsupported_type",
+            reason=Reason.UNREADABLE_PDF,
+        )
+    part = document_part(body, url, None)
+    text = extracted.text
+    # Said so that it holds for every reader: a model that takes PDFs has the file (it comes
+    # with offset 0), one that does not has only this text.
+    rest = "the pages after it are in the PDF itself (attached at offset 0), not in this text"
+    if extracted.truncated:
+        text = f"{text}\n\n[PDF text cut at {cap:,} characters; {rest}]"
+    elif extracted.stopped:
+        text = f"{text}\n\n[PDF text stops at {extracted.stopped}; {rest}]".lstrip()
+    pages = f", {extracted.pages} page{'' if extracted.pages == 1 else 's'}"
+    unreadable = "" if extracted.text else ", no extractable text"  # scanned, or encrypted
+    header = (
+        f"application/pdf document {part.name}, {len(body)} bytes{pages}{unreadable}, from {url}"
+    )
+    return extracted.title or part.name, f"{header}\n\n{text}" if text else header, part
+
+
+def document_part(body: bytes, url: str, text: str | None) -> Part:
+    """A PDF document part (base64), named after the URL's file name, carrying ``text``
+    (``None`` from :func:`pdf_reading`, whose text is the reading's)."""
     return Part(
         type="document",
         media_type="application/pdf",

@@ -637,7 +637,8 @@ class Web:
         and ``nextOffset`` the best passage's offset, or null when none matched)."""
         from . import _find
 
-        if converted.kind != "text":
+        # A PDF's reading is its extracted text (see _parts.pdf_reading): searched like a page.
+        if converted.kind not in ("text", "document"):
             raise InvalidInput(
                 f"query finds passages in a page's text, and {url} is a {converted.kind} "
                 "(read it without query)",
@@ -1008,7 +1009,9 @@ def _answer(
         },
     )
     head, tail = _envelope.frame_header(header, nonce=_WEIGHING_NONCE)
-    parts = converted.parts if window.offset == 0 else ()
+    # The PDF (or image) comes with the first window only: a model that takes it has it
+    # whole from there, and later windows, or a query's passages, are its text alone.
+    parts = converted.parts if window.offset == 0 and passages is None else ()
     page = Page(
         requested_url=url,
         final_url=cached.final_url,

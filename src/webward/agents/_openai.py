@@ -10,7 +10,9 @@ Tool results of one turn:
 - one ``role: "tool"`` message per call, its content a string, in call order;
 - images cannot ride in a tool message, so every image of the turn goes into one ``user``
   message after all the tool messages, each preceded by a text part naming its tool call;
-- a PDF becomes its extracted text (``Part.text``), or a placeholder when it has none.
+- a PDF's extracted text is the result's own text (windowed like a page's); the part
+  becomes a line saying the file is not shown (a part carrying text of its own, from a
+  reading cached before, becomes that text).
 
 Tool results of one Responses turn: one ``function_call_output`` input item per call, in call
 order. Its ``output`` is the text, or, when the result has images or a PDF, a list of parts
@@ -120,7 +122,13 @@ def _document_text(part: Part) -> str:
             {"capability": FETCH, "document": part.name, "content_type": part.media_type},
         )
         return f"{line}; this model cannot take the PDF itself, its text follows:\n{text}"
-    return f"{line}; this model cannot take the PDF itself and no text could be extracted from it"
+    # A PDF's extracted text is the result's own text (windowed, with offsets), so this line
+    # only says the file itself is not handed over (a part with text of its own comes from a
+    # reading cached before that).
+    return (
+        f"{line} (not shown: this model cannot take PDFs; the text above is what was "
+        "extracted from it)"
+    )
 
 
 # ---- the Responses API ----------------------------------------------------------------
