@@ -243,8 +243,69 @@ async def test_the_turn_ceiling_stops_the_run_and_says_so(vendor: str) -> None:
         "still looking 2\n\n[stopped: the run reached its limit of 3 turns before the model gave a "
         "final answer; raise max_turns to let it go on]"
     )
-    assert [c.turn for c in result.calls] == [1, 2]  # the last turn's calls are not run
+    # The last turn's call is not run, yet listed, as refused for the turn limit.
+    assert [(c.turn, c.id, c.is_error) for c in result.calls] == [
+        (1, "c0", False),
+        (2, "c1", False),
+        (3, "c2", True),
+    ]
+    assert result.calls[2].summary == (
+        "error: not run: the run reached its limit of 3 turns before the model gave a final "
+        "answer; raise max_turns to let it go on"
+    )
     assert web.fetched == ["https://a.example/"] * 2
+
+
+@pytest.mark.anyio
+async def test_calls_at_the_turn_ceiling_are_audited_refused_and_never_run(
+    tmp_path: Path,
+) -> None:
+    """Every call the model asks for on the last allowed turn, whatever it asks, is one
+    audit record, refused with reason turn_limit under its capability and target, and
+    one CallRecord handed to on_call; none reaches the far side or the model."""
+    from webward.testing import MemoryAuditSink
+
+    audit = MemoryAuditSink()
+    settings = Settings().replace(web_settings(None))
+    seen: list[CallRecord] = []
+    with serve(routes={"/page": respond(200, "<p>never read</p>")}) as site:
+        calls = [
+            ("c1", "web_fetch", {"url": "  " + site.url("/page") + " "}),
+            ("c2", "web_fetch", {"url": "http://10.0.0.1/"}),
+            ("c3", "web_search", {"query": "owls"}),
+            ("c4", "shell_exec", {"cmd": "id"}),
+            ("c5", "web_fetch", "{not json"),
+        ]
+        script = [reply("openai", "still looking", calls)]
+        async with Web(settings, audit=audit) as web:
+            with fake_model_api("openai", script) as fake:
+                async with client_for(fake) as client:
+                    result = await run_agent(
+                        client,
+                        RESEARCH,
+                        "Read.",
+                        ToolContext(web, "research", "connected"),
+                        max_turns=1,
+                        on_call=seen.append,
+                    )
+        assert site.requests == []
+    assert fake.problems == [] and len(fake.bodies) == 1
+    assert result.stopped_at_ceiling
+    assert [(r.capability, r.target, r.agent, r.decision, r.reason) for r in audit.records] == [
+        ("web:page.fetch@1", site.url("/page"), "research", "refused", "turn_limit"),
+        ("web:page.fetch@1", "http://10.0.0.1/", "research", "refused", "turn_limit"),
+        ("web:search.query@1", "owls", "research", "refused", "turn_limit"),
+        ("agent:tool.unknown@1", "shell_exec", "research", "refused", "turn_limit"),
+        ("web:page.fetch@1", "", "research", "refused", "turn_limit"),
+    ]
+    assert [(c.turn, c.id, c.is_error) for c in result.calls] == [
+        (1, f"c{i}", True) for i in range(1, 6)
+    ]
+    assert seen == list(result.calls)
+    assert {c.summary for c in result.calls} == {
+        "error: not run: the run reached its limit of 1 turns before the model gave a final "
+        "answer; raise max_turns to let it go on"
+    }
 
 
 @pytest.mark.anyio
@@ -725,8 +786,11 @@ def test_ask_passes_model_tier_turns_and_tokens_through(
     assert {b[token_field] for b in fake.bodies} == {321}
     data = json.loads(out)
     assert (data["tier"], data["turns"], data["stoppedAtCeiling"]) == ("as-owner", 2, True)
-    assert [c["isError"] for c in data["toolCalls"]] == [True]
+    assert [(c["turn"], c["isError"]) for c in data["toolCalls"]] == [(1, True), (2, True)]
     assert data["toolCalls"][0]["summary"].startswith("error: refused")
+    assert data["toolCalls"][1]["summary"].startswith(
+        "error: not run: the run reached its limit of 2 turns"
+    )
     assert "[stopped: the run reached its limit of 2 turns" in data["answer"]
     assert site.requests == []  # the refused read never reached the site
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 import uvicorn
 from hypothesis import given
@@ -1324,3 +1325,78 @@ async def test_a_field_named_twice_is_refused_and_audited(
     odd = b'{"url": "http://127.0.0.1:1/\\":x"}'  # '":' inside the string
     r = await client.post(base + FETCH_PATH, content=odd, headers=headers)
     assert "twice" not in r.text
+
+
+@pytest.mark.anyio
+async def test_a_url_is_read_without_the_whitespace_around_it_and_no_url_is_no_target(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient, site: Any
+) -> None:
+    """As at every face: a URL with whitespace around it is read, and audited as the URL
+    read; a blank one is a missing url. A url or query that is null (or no string) is
+    refused as before, its record's target empty rather than the value's Python repr."""
+    base, audit = gateway
+    padded = await client.post(
+        base + FETCH_PATH, json={"url": f" {site.url('/one')}\n\t"}, headers=auth("alice")
+    )
+    assert padded.status_code == 200, padded.text
+    assert padded.json()["requestedUrl"] == site.url("/one")
+    refused = [
+        (FETCH_PATH, {"url": "   "}, "url is required: an absolute http:// or https:// URL"),
+        (FETCH_PATH, {"url": ""}, "url is required: an absolute http:// or https:// URL"),
+        (FETCH_PATH, {"url": None}, "url must be a string"),
+        (FETCH_PATH, {"url": 5}, "url must be a string"),
+        (SEARCH_PATH, {"query": None}, "query must be a string"),
+        (FETCH_PATH, {"url": f" {site.url('/two')} ", "bogus": 1}, "unknown field 'bogus'"),
+    ]
+    for path, body, said in refused:
+        r = await client.post(base + path, json=body, headers=auth("alice"))
+        assert said in assert_error(r, 400, "invalid_input")
+    assert [(r.capability, r.target, r.decision) for r in audit.records] == [
+        ("web:page.fetch@1", site.url("/one"), "allowed"),
+        ("web:page.fetch@1", "", "refused"),
+        ("web:page.fetch@1", "", "refused"),
+        ("web:page.fetch@1", "", "refused"),
+        ("web:page.fetch@1", "", "refused"),
+        ("web:search.query@1", "", "refused"),
+        ("web:page.fetch@1", site.url("/two"), "refused"),
+    ]
+    assert [r.path for r in site.requests] == ["/one"]
+
+
+def test_the_servers_answers_to_a_bad_head_are_in_the_openapi_document(
+    gateway: tuple[str, MemoryAuditSink], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 431 (a head past 64 KiB) and 408 (a head that stops coming; the bound shortened
+    here from 10 s) the servers answer on any route are documented for each operation of
+    /openapi.json, in the error model the document names."""
+    monkeypatch.setattr(webward._serving, "HEAD_TIMEOUT_S", 0.5)
+    base, _ = gateway
+    address = base.removeprefix("http://").split(":")
+    document = openapi_document()
+    operations = [(FETCH_PATH, "post"), (SEARCH_PATH, "post"), ("/healthz", "get"),
+                  ("/readyz", "get")]  # fmt: skip
+    # Every head sent at once, the slow ones waiting out their bound together.
+    sent = []
+    for path, method in operations:
+        start = f"{method.upper()} {path} HTTP/1.1\r\nHost: x\r\n".encode()
+        for data in (start + b"X-Big: " + b"a" * 70_000 + b"\r\n\r\n", start + b"X-Half"):
+            conn = socket.create_connection((address[0], int(address[1])), timeout=10)
+            conn.sendall(data)
+            sent.append((path, method, conn))
+    answered = []
+    for path, method, conn in sent:
+        with conn:
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        status = head.split()[1].decode()
+        answered.append(status)
+        assert b"\r\ncontent-type: application/json" in head.lower()
+        responses = document["paths"][path][method]["responses"]
+        assert status in responses, f"{status} on {method} {path} is not documented"
+        assert responses[status]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/Error"
+        }
+        jsonschema.validate(json.loads(body), document["components"]["schemas"]["Error"])
+    assert answered == ["431", "408"] * len(operations)

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from fake_search import BRAVE_PATH, FakeBrave
 from localserver import LocalServer, accept_counter, respond, serve
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -28,9 +29,11 @@ from reportlab.pdfgen import canvas
 
 import webward
 from webward import Settings, StaticResolver, Web
+from webward._capabilities import MISSING_URL
 from webward._credentials import EnvironmentStore
 from webward._errors import InvalidInput, Refused
 from webward._mcp import build_server, error_result, parse_http_address
+from webward.agents import tool_specs
 from webward.audit import open_audit_sink
 from webward.testing import MemoryAuditSink
 
@@ -388,6 +391,98 @@ async def test_streamable_http_refuses_foreign_host_and_origin(tmp_path: Path) -
         assert foreign_origin.status_code == 403
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def rpc_answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a streamable HTTP answer, plain JSON or one SSE event."""
+    if response.headers["content-type"].startswith("text/event-stream"):
+        [data] = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+        answer: dict[str, Any] = json.loads(data)
+        return answer
+    answer = response.json()
+    return answer
+
+
+@pytest.mark.anyio
+async def test_streamable_http_serves_only_its_own_origin(tmp_path: Path) -> None:
+    """A browser's Origin counts only when it is the server's own: a loopback name or the
+    bound address at the bound port. Another port on this machine (any page a local dev
+    server serves) and the null origin get 403 before anything runs; a client that sends
+    no Origin (no browser) is served."""
+    async with (
+        mcp_over_http(tmp_path) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        port = int(url.split(":")[2].split("/")[0])
+        other = port + 1 if port < 65535 else port - 1
+
+        async def status(origin: str | None) -> int:
+            headers = MCP_HEADERS if origin is None else {**MCP_HEADERS, "Origin": origin}
+            return (await http.post(url, json=INITIALIZE, headers=headers)).status_code
+
+        own = [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"]
+        foreign = [
+            f"http://127.0.0.1:{other}",
+            f"http://localhost:{other}",
+            "http://127.0.0.1:1",
+            "http://127.0.0.1",
+            f"https://127.0.0.1:{port}",
+            "null",
+        ]
+        assert [await status(origin) for origin in [None, *own]] == [200] * 4
+        assert [await status(origin) for origin in foreign] == [403] * len(foreign)
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_arguments_are_no_object_is_audited_with_no_target(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP, tools/call of web_fetch with arguments that are a list or a string is one
+    sentence and one refused record of web_fetch's capability, whose target (the URL
+    column) is empty: the tool's name is no URL."""
+    config = write_config(tmp_path)
+    async with (
+        mcp_over_http(tmp_path, config) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+        session = {**MCP_HEADERS, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(url, json=ready, headers=session)).status_code == 202
+        answers = []
+        for request_id, arguments in ((2, [1]), (3, "http://x.example/")):
+            call = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "web_fetch", "arguments": arguments},
+            }
+            answers.append(rpc_answer(await http.post(url, json=call, headers=session)))
+    assert [a["error"]["message"] for a in answers] == [
+        "the arguments of 'web_fetch' must be a JSON object of named values"
+    ] * 2
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        records = await sink.query()
+    finally:
+        await sink.aclose()
+    assert (
+        sorted((r.capability, r.target, r.decision) for r in records)
+        == [("web:page.fetch@1", "", "refused")] * 2
+    )
+
+
 # ---- in memory: one Web, the agent and tier fixed at start, bad arguments ------------------
 
 
@@ -566,6 +661,94 @@ async def test_max_age_over_mcp(tmp_path: Path, site: LocalServer) -> None:
     assert "A paragraph about owls." in text_of(fresh)
 
 
+@pytest.mark.anyio
+async def test_null_is_the_argument_left_out_for_every_optional_argument(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """A model that fills every field it does not use with null gets what leaving them out
+    gets, for every optional argument of both tools as listed (limit 10, no links, the
+    whole window); each call is one allowed audit record. The schemas list no null, the
+    MCP tools as the agent tools: it is taken, never asked for."""
+    items = [
+        {
+            "title": f"Owl {i}",
+            "url": f"https://owls.example/{i}",
+            "snippet": "Owls.",
+            "published": None,
+        }
+        for i in range(1, 16)
+    ]
+    audit = MemoryAuditSink()
+    with serve(routes={BRAVE_PATH: FakeBrave(items, "brave-key")}) as brave:
+        settings = Settings.load(write_config(tmp_path), environ={}).replace(
+            {"search": {"provider": "brave", "brave_url": brave.base}}
+        )
+        web = Web(
+            settings,
+            resolver=StaticResolver({}),
+            audit=audit,
+            credentials=EnvironmentStore({"BRAVE_SEARCH_API_KEY": "brave-key"}),
+        )
+        async with web, Client(build_server(web, tier="connected")) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            answers = {}
+            for name, given in (("web_fetch", {"url": site.url("/page")}),
+                                ("web_search", {"query": "owls"})):  # fmt: skip
+                schema = tools[name].input_schema
+                nulls = {k: None for k in schema["properties"] if k not in schema["required"]}
+                assert set(nulls) | set(given) == set(schema["properties"])
+                answers[name] = (
+                    await client.call_tool(name, {**given, **nulls}),
+                    await client.call_tool(name, given),
+                )
+    models = {}
+    for name, (with_nulls, without) in answers.items():
+        assert not with_nulls.is_error, f"{name}: {text_of(with_nulls)}"
+        assert with_nulls.meta is not None and without.meta is not None
+        model, plain = with_nulls.meta["webward/result"], without.meta["webward/result"]
+        for key in ("content", "retrievedAt"):  # a fresh nonce and time per call
+            del model[key], plain[key]
+        assert model == plain
+        models[name] = model
+    assert len(models["web_search"]["hits"]) == 10  # limit's default
+    assert "links" not in models["web_fetch"]  # include_links's default
+    assert [(r.capability, r.decision) for r in audit.records] == [
+        ("web:page.fetch@1", "allowed"),
+        ("web:page.fetch@1", "allowed"),
+        ("web:search.query@1", "allowed"),
+        ("web:search.query@1", "allowed"),
+    ]
+    for spec in (*tool_specs(), *tools.values()):
+        schema = spec.input_schema
+        for argument in schema["properties"].values():
+            assert "null" not in json.dumps(argument.get("type")), spec.name
+
+
+@pytest.mark.anyio
+async def test_a_url_is_read_without_the_whitespace_around_it_and_a_blank_one_is_missing(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """As the agent tools and the gateway read it: a URL with spaces or a newline around it
+    is read, audited as the URL read; a blank one, or null, is a missing url, audited with
+    no target."""
+    audit = MemoryAuditSink()
+    async with (
+        memory_web(tmp_path, audit) as web,
+        Client(build_server(web, tier="connected")) as client,
+    ):
+        padded = await client.call_tool("web_fetch", {"url": f"  {site.url('/page')}\n"})
+        blanks = [await client.call_tool("web_fetch", {"url": url}) for url in ("", " \t\n ", None)]
+    assert not padded.is_error and "Hello MCP" in text_of(padded)
+    for blank in blanks:
+        assert blank.is_error
+        assert text_of(blank) == MISSING_URL
+    assert [(r.target, r.decision, r.reason) for r in audit.records] == [
+        (site.url("/page"), "allowed", "allowed"),
+        *[("", "refused", "invalid_input")] * 3,
+    ]
+    assert [r.path for r in site.requests] == ["/page"]
+
+
 def test_error_result_carries_retry_after_in_the_error_model() -> None:
     """A rate-limit refusal keeps its retryAfter in the error model in _meta."""
     result = error_result(
@@ -726,9 +909,9 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
         ("agent:tool.unknown@1", "refused", ""),
         ("agent:tool.unknown@1", "refused", "5"),
+        ("web:page.fetch@1", "refused", ""),  # no URL (its arguments a string): no target
         ("web:page.fetch@1", "refused", "https://a.test/"),
         ("web:page.fetch@1", "refused", "https://example.org/"),
-        ("web:page.fetch@1", "refused", "web_fetch"),  # no URL: the tool asked for
         ("web:search.query@1", "refused", "owls"),
     ]
 

@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import socket
 import subprocess
 import sys
@@ -206,9 +207,20 @@ def bounded_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]
 
     monkeypatch.setattr(webward._serving, "HEAD_TIMEOUT_S", 0.5)
     monkeypatch.setattr(webward._serving, "BODY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(webward._serving, "SEND_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(webward._serving, "_SWEEP_EVERY_S", 0.1)  # several sweeps a read
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
+            return
+        if scope["path"] == "/big":  # more than the kernel's buffers hold, then the client's fate
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            for _ in range(256):
+                await send(
+                    {"type": "http.response.body", "body": bytes(BIG_CHUNK), "more_body": True}
+                )
+            await send({"type": "http.response.body", "body": b""})
+            BIG_HEARD.put((await receive())["type"])
             return
         if scope["path"] == "/early":  # answered before the body is read, as a 413 is
             await send({"type": "http.response.start", "status": 413, "headers": []})
@@ -236,6 +248,37 @@ def bounded_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+BIG_CHUNK = 64 * 1024  # x 256: 16 MiB, past any loopback socket's buffers
+BIG_HEARD: queue.Queue[str] = queue.Queue()
+
+
+def test_a_client_that_takes_nothing_of_its_answer_is_dropped(
+    bounded_server: tuple[str, int],
+) -> None:
+    """uvicorn bounds no write: a client that asks and never reads held its connection and
+    the answer's memory for as long as it stayed connected (the app's send waits forever).
+    Taking nothing for SEND_TIMEOUT_S drops it, and the app hears the client gone; a client
+    that reads gets the whole answer, over many sweeps."""
+    request = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n"
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(bounded_server)
+    try:
+        stalled.sendall(request)
+        assert BIG_HEARD.get(timeout=15) == "http.disconnect"  # while still connected
+    finally:
+        stalled.close()
+    with socket.create_connection(bounded_server, timeout=10) as reader:
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+        reader.sendall(request)
+        got = 0
+        while got < 256 * BIG_CHUNK:
+            chunk = reader.recv(65536)
+            assert chunk
+            got += len(chunk)
+    assert BIG_HEARD.get(timeout=15) == "http.disconnect"  # the app's receive after its answer
 
 
 def _exchange(address: tuple[str, int], data: bytes) -> bytes:

@@ -162,6 +162,7 @@ class Reason(StrEnum):
     TOO_LARGE = "too_large"
     TOO_LONG = "too_long"
     TOO_MANY_REDIRECTS = "too_many_redirects"
+    TURN_LIMIT = "turn_limit"
     UNREADABLE_PDF = "unreadable_pdf"
     UNSUPPORTED_IMAGE = "unsupported_image"
     UNSUPPORTED_TYPE = "unsupported_type"

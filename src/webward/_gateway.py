@@ -14,7 +14,8 @@ Each request is checked in this order, and the first failure answers with the er
 (``{"error": {"code", "message"}}``): route (404), method (405), bearer token (401),
 ``Content-Type`` (415), body size while reading the stream (413), JSON (400), the body's shape:
 missing, extra or mistyped fields (400), as the capability catalogue (``_capabilities``) names
-and types them. Values (a URL's form, an offset's range, a query's
+and types them; a URL is read without the whitespace around it, as at every face, and a blank
+one is missing. Values (a URL's form, an offset's range, a query's
 length) are the core's to judge: it audits the call and answers with its own message. Once
 the token names an agent, every request is a call and is audited, the ones refused for their
 ``Content-Type``, size, JSON or shape included (``Web.reject``).
@@ -131,6 +132,15 @@ class _Shape:
     names: frozenset[str]
     required: frozenset[str]
     exact: Mapping[str, type]
+    url: str | None  # the field holding the URL to read (fetch), whitespace around it dropped
+
+
+_URL = "url"
+#: What a body without the field it reads is told (missing, or a URL of only whitespace).
+_REQUIRED = {
+    "url": "url is required: an absolute http:// or https:// URL to read",
+    "query": "query is required: the words to search for",
+}
 
 
 def _shape(capability: Capability) -> _Shape:
@@ -139,13 +149,27 @@ def _shape(capability: Capability) -> _Shape:
         _Field(a.wire_name, a.kind, a.type_message(HTTP), a.required)
         for a in capability.arguments_for(HTTP)
     )
+    names = frozenset(f.name for f in fields)
     return _Shape(
         capability,
         fields,
-        frozenset(f.name for f in fields),
+        names,
         frozenset(f.name for f in fields if f.required),
         {f.name: f.kind for f in fields},
+        _URL if _URL in names else None,
     )
+
+
+def _url_read(data: dict[str, Any], field: str) -> dict[str, Any]:
+    """``data`` with the whitespace around its URL dropped, as every face reads a URL
+    (models paste one with a space or a newline around it); a blank one is a missing one."""
+    url: str = data[field]
+    stripped = url.strip()
+    if not stripped:
+        raise InvalidInput(_REQUIRED[field])
+    if len(stripped) != len(url):
+        data[field] = stripped
+    return data
 
 
 def _check_body(data: Any, shape: _Shape) -> dict[str, Any]:
@@ -158,7 +182,7 @@ def _check_body(data: Any, shape: _Shape) -> dict[str, Any]:
             if type(value) is not exact[key]:
                 break
         else:
-            return data
+            return data if shape.url is None else _url_read(data, shape.url)
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
     if not shape.names.issuperset(data):
@@ -169,10 +193,7 @@ def _check_body(data: Any, shape: _Shape) -> dict[str, Any]:
         value = data.get(f.name, _ABSENT)
         if value is _ABSENT:
             if f.required:  # said as the tools say it, with what to send
-                what = "an absolute http:// or https:// URL to read"
-                if f.name == "query":
-                    what = "the words to search for"
-                raise InvalidInput(f"{f.name} is required: {what}")
+                raise InvalidInput(_REQUIRED[f.name])
             continue
         if f.kind is int:
             # JSON true is not a number here, although Python's bool is an int; 40000.0 is
@@ -182,7 +203,7 @@ def _check_body(data: Any, shape: _Shape) -> dict[str, Any]:
                 raise InvalidInput(f.message)
         elif not isinstance(value, f.kind):
             raise InvalidInput(f.message)
-    return data
+    return data if shape.url is None else _url_read(data, shape.url)
 
 
 _ABSENT = object()
@@ -539,9 +560,14 @@ class _Capability:
         self, agent: Agent, status: int, error: InvalidInput, data: Any
     ) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
         """The answer to an agent's request refused before the core (``status``, ``error``),
-        once its audit record is written (target: the body's URL or query, as sent)."""
+        once its audit record is written (target: the body's URL or query, as sent, the
+        URL as it would have been read; "" when the body has none, or holds no string)."""
         web = self._holder.get("web")
-        target = data.get(self._target_field, "") if isinstance(data, dict) else ""
+        target = data.get(self._target_field) if isinstance(data, dict) else None
+        if not isinstance(target, str):  # null's repr would pass for a URL in the log
+            target = ""
+        elif self._target_field == self._shape.url:
+            target = target.strip()
         answer: WebwardError = error
         if web is not None:
             answer = await web.reject(self._capability, agent.name, agent.tier, target, error)
@@ -631,11 +657,25 @@ async def _await_leaving(host: asyncio.Task[Any], receive: Receive, watch: _Watc
     except Exception:  # the server's own failure: the call goes on unwatched
         log.exception("the gateway could not watch for its client leaving")
         return
-    # Not while another cancellation is under way (the server's shutdown): a second one would
-    # cut short the core's record of the first.
-    if message["type"] == "http.disconnect" and host.cancelling() == watch.cancelling:
+    if message["type"] == "http.disconnect":
+        _cancel_when_alone(host, watch)
+
+
+def _cancel_when_alone(host: asyncio.Task[Any], watch: _Watch) -> None:
+    """Cancel the call in ``host`` for its client's leaving, once no other cancellation is
+    under way. A second one would cut short the core's record of the first (the server's
+    shutdown, which ends the call anyway); and anyio cancels a task for a moment on its own:
+    a connect that succeeded cancels the other attempts of its happy eyeballs, the task
+    included, and takes it back when it leaves that task group. A client that left in that
+    moment (a search that got its provider slot as other clients left) was not heard, and
+    its call ran to its deadline. So the watch looks again every sweep until the call ends."""
+    if _watches.get(host) is not watch:  # the call has ended
+        return
+    if host.cancelling() == watch.cancelling:
         watch.left = True
         host.cancel()
+    else:
+        host.get_loop().call_later(_SWEEP_S, _cancel_when_alone, host, watch)
 
 
 def _unwatch(host: asyncio.Task[Any]) -> _Watch | None:

@@ -4,14 +4,16 @@ This is the only module that imports the ``mcp`` SDK (2.x: the server class is `
 The tools' names, titles, descriptions and input schemas come from the capability catalogue
 (``_capabilities``), bounded by the server's ``[limits]``. The functions take their arguments
 as ``Any``, so the SDK does no validation of its own: every argument reaches
-:class:`~webward.Web` as sent, and the core validates it, audits the call and answers a bad
-value with its own one-sentence message — the same message the command line and the gateway
-give. Three exceptions are checked here, and audited as the core's refusals are
+:class:`~webward.Web` as sent (but for ``null``, which is the argument left out, and the
+whitespace around a URL, which is dropped, as the agent tools do), and the core validates it,
+audits the call and answers a bad value with its own one-sentence message — the same message
+the command line and the gateway give. Three exceptions are checked here, and audited as the
+core's refusals are
 (``Web.reject``): an argument the tool does not take (the SDK would drop it silently, see
 :class:`_StrictTool`), ``include_links`` (the core takes any truthy value) and a missing
-``url`` / ``query``. Those two have a ``None`` default in Python, while the schema the
-client lists marks them required, so that a call without one gets a one-sentence
-``isError`` result rather than the SDK's multi-line validation report.
+``url`` / ``query`` (a blank URL is none). Those two have a ``None`` default in Python, while
+the schema the client lists marks them required, so that a call without one gets a
+one-sentence ``isError`` result rather than the SDK's multi-line validation report.
 
 How a result becomes MCP content:
 
@@ -182,15 +184,20 @@ def build_server(
     ) -> Annotated[CallToolResult, ToolText]:
         try:
             name, reach = acting()
+            if isinstance(url, str):
+                # Models paste URLs with a space or a newline around them: read as every
+                # face reads them (the agent tools, the gateway), and a blank one is none.
+                url = url.strip()
             try:
                 _check_arguments(catalogue.fetch, unknown)
-                if url is None:
+                if url is None or url == "":
                     raise InvalidInput(MISSING_URL)
                 if not isinstance(include_links, bool):
                     raise InvalidInput("include_links must be true or false")
                 session = await mcp_session(web, ctx, name)
             except InvalidInput as exc:  # audited as the core's own refusals are
-                raise await web.reject(FETCH, name, reach, url or "", exc) from None
+                target = url if isinstance(url, str) else ""
+                raise await web.reject(FETCH, name, reach, target, exc) from None
             page = await web.fetch(
                 url,
                 offset=offset,
@@ -227,7 +234,8 @@ def build_server(
                     raise InvalidInput(MISSING_QUERY)
                 session = await mcp_session(web, ctx, name)
             except InvalidInput as exc:  # audited as the core's own refusals are
-                raise await web.reject(SEARCH, name, reach, query or "", exc) from None
+                target = query if isinstance(query, str) else ""
+                raise await web.reject(SEARCH, name, reach, target, exc) from None
             result = await web.search(
                 query,
                 limit=limit,
@@ -421,7 +429,13 @@ async def reject_call(
     capability = by_name.get(name) if isinstance(name, str) else None
     field = capability.names(MCP)[0] if capability else ""
     target = arguments.get(field) if isinstance(arguments, dict) else None
-    if not isinstance(target, str):  # no URL or query: the name asked for, if any
+    if capability is not None:
+        # The URL or query the call sent, if any: a tool name is no URL, and in the target
+        # column it would pass for one (the agent tools record "" too).
+        target = target if isinstance(target, str) else ""
+        if capability is catalogue.fetch:
+            target = target.strip()  # the URL as it would have been read (web_fetch)
+    else:  # a tool webward does not have: the name it asked for, if any
         target = "" if name is None else neutralise_line(str(name))[:200]
     return await web.reject(
         capability.id if capability else UNKNOWN_TOOL, who, reach, target, InvalidInput(message)
@@ -524,7 +538,11 @@ class _StrictTool(Tool):
         self, arguments: dict[str, Any], context: Any, convert_result: bool = False
     ) -> Any:
         taken = self.parameters.get("properties", {})
-        known = {k: v for k, v in arguments.items() if k in taken}
+        # null is the argument left out, so the function's default applies (limit 10,
+        # include_links false), as the agent tools read it: models that fill every field
+        # with null got every call refused. A required url or query sent as null is then
+        # missing, and told so.
+        known = {k: v for k, v in arguments.items() if k in taken and v is not None}
         # A client's own "unknown" argument is one of them.
         known[_UNKNOWN] = [name for name in arguments if name not in taken]
         return await super().run(known, context, convert_result)
@@ -665,21 +683,29 @@ def parse_http_address(value: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def _transport_security(host: str) -> TransportSecuritySettings:
+def _transport_security(host: str, port: int) -> TransportSecuritySettings:
     """DNS-rebinding protection on loopback: only these Host and Origin headers are served.
+
+    ``Origin`` (sent by browsers; a client without one is served) must be the server's own:
+    ``http://`` and a loopback name or the bound address, at the bound ``port``. A page
+    served by anything else on this machine (``http://localhost:3000``, any port of
+    127.0.0.1) is another origin, and a request it makes is not the server's own client's.
 
     A server on any other address needs agent tokens (``http_access``), and a token in a
     header is what a rebinding page cannot send; its clients name it by whatever name or
     address reaches it (``Host: mcp.internal.example``), which no list here could know."""
     if not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    names = ["127.0.0.1", "localhost", "[::1]"]
     if host not in ("127.0.0.1", "localhost", "::1"):
-        hosts.append(f"[{host}]:*" if ":" in host else f"{host}:*")
+        names.append(f"[{host}]" if ":" in host else host)
+    origins = [f"http://{name}:{port}" for name in names]
+    if port == 80:  # a browser leaves the scheme's own port out of an Origin
+        origins += [f"http://{name}" for name in names]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=hosts,
-        allowed_origins=[f"http://{h}" for h in hosts],
+        allowed_hosts=[f"{name}:*" for name in names],
+        allowed_origins=origins,
     )
 
 
@@ -1110,7 +1136,7 @@ async def serve_http(
         )
         app: Any = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
-            transport_security=_transport_security(host),
+            transport_security=_transport_security(host, sock.getsockname()[1]),
             host=host,
         )
         app = _MalformedRequests(app, web, tokens, agent or DEFAULT_AGENT, tier)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ._capabilities import FETCH, HTTP, RESULT_SCHEMAS, SEARCH, capabilities, capability_path
 from ._errors import WIRE_CODES
+from ._serving import BODY_TIMEOUT_S, HEAD_TIMEOUT_S, MAX_HEAD_BYTES
 from ._settings import Settings
 
 __all__ = ["FETCH_PATH", "SEARCH_PATH", "openapi_document"]
@@ -43,6 +44,11 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
         502: "the upstream failed: an HTTP error, a broken connection or a provider error",
         404: "no such route (an unknown path, a slash too many, an encoded slash)",
         405: "the method is not allowed here; Allow names the one that is",
+        408: f"the request's line and headers did not arrive within {HEAD_TIMEOUT_S:g} s of "
+        f"the connection (or the request) beginning, or its body within {BODY_TIMEOUT_S:g} s "
+        "of its head; the connection is closed",
+        431: f"the request's line and headers are larger than {MAX_HEAD_BYTES // 1024} KiB; "
+        "the connection is closed",
         503: "the host's circuit is open (circuit_open), every converter is busy or the "
         "gateway is shutting down (overloaded), or a store this replica needs is down "
         "(refused: audit_unavailable, limits_unavailable); Retry-After says when to retry",
@@ -80,7 +86,12 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
     bearer scheme."""
     from . import __version__
 
-    errors = _error_responses(400, 401, 403, 404, 405, 413, 415, 422, 429, 500, 501, 502, 503, 504)
+    errors = _error_responses(
+        400, 401, 403, 404, 405, 408, 413, 415, 422, 429, 431, 500, 501, 502, 503, 504
+    )
+    # The servers bound every request's head (and a capability's body) in time and size
+    # before any route sees it (_serving): the health routes can get those answers too.
+    head_errors = _error_responses(408, 431)
     # The session headers (docs/governance.md, agent sessions): set by the client
     # application, never by the model; scoped to the token's agent.
     session_headers = [
@@ -150,7 +161,8 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
                                     }
                                 }
                             },
-                        }
+                        },
+                        **head_errors,
                     },
                 }
             },
@@ -179,6 +191,7 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
                             "calls would be refused (Retry-After)",
                             "content": {_JSON: {"schema": _ref("Error")}},
                         },
+                        **head_errors,
                     },
                 }
             },

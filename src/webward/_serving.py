@@ -76,6 +76,14 @@ HEAD_TIMEOUT_S = 10.0
 #: client left, and the scope's ``LATE_BODY`` key says why.
 BODY_TIMEOUT_S = 10.0
 LATE_BODY = "webward.late_body"
+#: An answer the client takes none of for this many seconds (its bytes waiting in the server,
+#: not one of them taken) is given up and the connection dropped. uvicorn bounds no write: a
+#: client that asked for more than the socket buffers hold (an image's base64) and never read
+#: held its connection, and the answer's memory, for as long as it stayed connected (its
+#: keep-alive close waits for the unsent bytes first). A slow reader that takes some now and
+#: then is not stalled.
+SEND_TIMEOUT_S = 30.0
+_SWEEP_EVERY_S = 1.0  # how often the bounds above are checked, over all connections
 
 
 def http_protocol(stack: Stack) -> Any:
@@ -117,13 +125,14 @@ def _bounded_httptools() -> type:
     class BoundedHttpTools(HttpToolsProtocol):
         """uvicorn's httptools protocol, answering 431 to a head over MAX_HEAD_BYTES, 408 to
         one not complete HEAD_TIMEOUT_S after it began or to a body not complete
-        BODY_TIMEOUT_S after its head, and closing the connection.
+        BODY_TIMEOUT_S after its head, and closing the connection; and dropping one whose
+        client takes nothing of its answer for SEND_TIMEOUT_S.
 
         Cheap on the hot path (a cached read is about 100 us all told): a head's bytes are
         counted as the parser hands its line and headers over, and as packets that leave a
         header incomplete (a body or a pipelined request never counts); its time is checked
-        by one sweep a second over the server's connections, not by a timer armed and
-        cancelled per request."""
+        by one sweep a second (_SWEEP_EVERY_S) over the server's connections, not by a timer
+        armed and cancelled per request."""
 
         _heading = True  # a request's head is being read (or awaited on a new connection)
         _head_bytes = 0  # the head's line and headers, as the parser hands them over
@@ -138,6 +147,17 @@ def _bounded_httptools() -> type:
         # one's answer met a closed transport (a traceback per client that pipelines, then
         # closes).
         _behind: list[Any] | tuple[()] = ()
+        # What the client has taken of its answers, as the sweep sees it: the bytes waiting in
+        # the transport, and how often the transport drained below its low mark (after which
+        # the app writes more); either changing between sweeps is progress. The bytes alone
+        # can read the same at two sweeps of a slow reader (drained, then refilled by as much).
+        _unsent: tuple[int, int] = (0, 0)
+        _unsent_since = 0.0  # since when that has not changed
+        _drained = 0
+
+        def resume_writing(self) -> None:
+            self._drained += 1
+            super().resume_writing()
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -241,12 +261,20 @@ def _bounded_httptools() -> type:
     def _sweep_soon(loop: Any, connections: set[Any]) -> None:
         if not _sweeping.get(loop):
             _sweeping[loop] = True
-            loop.call_later(1.0, _sweep, loop, connections)
+            loop.call_later(_SWEEP_EVERY_S, _sweep, loop, connections)
 
     def _sweep(loop: Any, connections: set[Any]) -> None:
         now = loop.time()
         for conn in list(connections):
-            if not isinstance(conn, BoundedHttpTools) or conn._answered:
+            if not isinstance(conn, BoundedHttpTools):
+                continue
+            unsent = (conn.transport.get_write_buffer_size(), conn._drained)
+            if unsent != conn._unsent:  # bytes written, or taken by the client
+                conn._unsent, conn._unsent_since = unsent, now
+            elif unsent[0] and now - conn._unsent_since > SEND_TIMEOUT_S:
+                conn.transport.abort()  # close() would wait for the bytes to go first
+                continue
+            if conn._answered:
                 continue
             if conn._heading and now - conn._head_began > HEAD_TIMEOUT_S:
                 conn.close_with(_late_head())

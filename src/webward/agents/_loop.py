@@ -315,6 +315,38 @@ async def _run_calls(
     return [(c, r) for c, r in zip(calls, capped, strict=True) if r is not None]
 
 
+def _turn_limit_message(max_turns: int) -> str:
+    """What a call the model asked for on the run's last turn is refused with."""
+    return (
+        f"not run: the run reached its limit of {max_turns} turns before the model gave a "
+        "final answer; raise max_turns to let it go on"
+    )
+
+
+async def _refuse_at_ceiling(
+    turn: int,
+    calls: Sequence[ToolCall],
+    context: ToolContext,
+    max_turns: int,
+    records: list[CallRecord],
+    on_call: Callable[[CallRecord], None] | None,
+) -> None:
+    """The calls of the last turn, which the run will not hand back to the model: each
+    audited once, refused with reason ``turn_limit`` (as any call refused before the core,
+    its capability and target from its name and arguments), and recorded in call order."""
+    message = _turn_limit_message(max_turns)
+    for call in calls:
+        result = await refused_call(
+            call.name, call.arguments, message, context, reason=Reason.TURN_LIMIT
+        )
+        record = CallRecord(
+            turn, call.id, call.name, call.arguments, summarize_result(result), result.is_error
+        )
+        records.append(record)
+        if on_call is not None:
+            on_call(record)
+
+
 async def _start_session(context: ToolContext, question: str) -> ToolContext:
     """The run is a session: named here unless the caller named one, and the user's question
     declares the URLs it writes (URL provenance; the model's own words never do)."""
@@ -367,7 +399,10 @@ async def run_agent(
         if not reply.tool_calls:
             return _final(reply, turn, records)
         if turn == max_turns:
-            break  # the model still wants tools, but it will not be asked again
+            # The model still wants tools, but it will not be asked again: its calls are not
+            # run, yet each is a call the model made, audited and listed as refused.
+            await _refuse_at_ceiling(turn, reply.tool_calls, context, max_turns, records, on_call)
+            break
         handed = await _run_calls(turn, reply.tool_calls, context, agent, cap, records, on_call)
         messages.extend(client.tool_result_messages(handed))
     assert reply is not None

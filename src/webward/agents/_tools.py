@@ -29,7 +29,7 @@ from .._capabilities import (
     whole_number,
 )
 from .._envelope import neutralise_line
-from .._errors import InvalidInput, WebwardError
+from .._errors import InvalidInput, Refused, WebwardError
 from .._models import Page, Part, SearchResult
 from .._parts import tool_result_text
 from .._redact import redact_urls
@@ -226,12 +226,15 @@ def _check_arguments(capability: Capability, arguments: Any) -> Mapping[str, Any
     return arguments
 
 
-async def refused_call(name: str, arguments: Any, message: str, context: ToolContext) -> ToolResult:
+async def refused_call(
+    name: str, arguments: Any, message: str, context: ToolContext, *, reason: str | None = None
+) -> ToolResult:
     """The answer to a call of tool ``name`` refused before it reached the core (arguments
     that are not JSON, unknown or missing, a tool the agent is not given, a tool that does
-    not exist): audited as the core audits its own refusals when the context's capability
-    can record it (``webward.Web.reject``); the audit log's own refusal instead if it cannot
-    take the record.
+    not exist, a call past the run's last turn): audited as the core audits its own refusals
+    when the context's capability can record it (``webward.Web.reject``); the audit log's own
+    refusal instead if it cannot take the record. Without ``reason`` the call's input was at
+    fault (``invalid_input``); with one, it is refused for that reason (``turn_limit``).
 
     A call of ``web_fetch`` or ``web_search`` is recorded under its capability, its target
     the URL or query. Any other name is recorded under :data:`UNKNOWN_TOOL` with the name
@@ -246,11 +249,14 @@ async def refused_call(name: str, arguments: Any, message: str, context: ToolCon
             field = capability.names(TOOL)[0]
             target = arguments.get(field) if isinstance(arguments, Mapping) else None
             capability_id, what = capability.id, target if isinstance(target, str) else ""
+            if capability is _DEFAULTS.fetch:
+                what = what.strip()  # the URL as it would have been read (_web_fetch)
         else:
             capability_id, what = UNKNOWN_TOOL, neutralise_line(name)[:200]
-        error = await reject(
-            capability_id, context.agent, context.tier, what, InvalidInput(message)
+        refusal: WebwardError = (
+            InvalidInput(message) if reason is None else Refused(message, reason=reason)
         )
+        error = await reject(capability_id, context.agent, context.tier, what, refusal)
         message = error.for_model
     return _error(name, message)
 
