@@ -140,6 +140,37 @@ async def test_proxy_refuses_internal_subresources_without_connecting() -> None:
     }
 
 
+async def test_a_pages_websockets_are_refused_and_in_the_record() -> None:
+    """A WebSocket, wss:// (an upgrade inside a TLS tunnel) or ws:// (which Chromium tunnels
+    in clear), is refused without a connection, and the render's record lists it: the
+    proxy's own refusals went only to its own list, and a page could try a channel to any
+    host unseen. The page's load waits (in the origin's thread) until both are listed."""
+    with accept_counter("127.0.0.2") as internal:
+        port = internal.port
+        page = f"""<html><body><p>sockets</p><script>
+          new WebSocket("ws://{REBIND}:{port}/plain");
+          new WebSocket("wss://{REBIND}:{port + 1}/tls");
+        </script><img src="/held.gif"></body></html>"""
+        listed: list[str] = []
+
+        def held(req: Request, sock: socket.socket) -> None:
+            deadline = time.monotonic() + 10
+            while len(listed) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            send(sock, 200, b"GIF89a", "image/gif")
+
+        with serve(routes={"/": respond(200, page), "/held.gif": held}) as srv:
+            async with make_web() as web:
+                gate, record = gate_for(web)
+                listed = record.render_refused  # the list the gate fills, read by `held`
+                await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+        assert internal.accepts == 0
+    assert set(record.render_refused) == {
+        f"{REBIND}:{port} (render_upgrade)",
+        f"{REBIND}:{port + 1} (render_upgrade)",
+    }
+
+
 async def test_a_script_that_posts_is_refused_and_audited() -> None:
     """Only GET and HEAD leave through the proxy: a page script's POST, PUT and DELETE
     (fetch and XHR) never reach the origin, and the call's audit record says so."""

@@ -211,14 +211,21 @@ async def test_brave_quota_limited_says_quota_and_when_it_resets(server: LocalSe
     headers = dict(BRAVE_RATE_HEADERS, **{"X-RateLimit-Remaining": "1, 0"})
     server.routes[BRAVE_PATH] = brave_error(429, "QUOTA_LIMITED", headers=headers)
     async with _web() as web:
+        brave = BraveProvider(BRAVE_KEY, partial(web.provider_request, "brave"), server.base)
         with pytest.raises(Refused) as err:
-            await BraveProvider(
-                BRAVE_KEY, partial(web.provider_request, "brave"), server.base
-            ).search("q", 10)
+            await brave.search("q", 10)
+        with pytest.raises(Refused) as held:  # refused by the hold, Brave not asked
+            await brave.search("q", 10)
+    assert len(server.requests) == 1
+    assert held.value.reason == "upstream_backpressure"
+    assert held.value.retry_after is not None and 3000 < held.value.retry_after <= 3600
     assert err.value.code == "rate_limited"
     assert err.value.reason == "provider_quota"
-    assert err.value.retry_after == 1419704.0
-    assert "quota" in err.value.message and "17 days" in err.value.message
+    # The provider's wait is said; the retry is when webward asks it again (the limiter
+    # holds a 429 at most an hour), as the calls refused during that hold say.
+    assert err.value.retry_after == 3600.0
+    assert "quota" in err.value.message and "wait 17 days" in err.value.message
+    assert "asks it again in 60 min" in err.value.message
 
 
 @pytest.mark.anyio

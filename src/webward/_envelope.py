@@ -33,7 +33,9 @@ characters dropped), and every such span of the original text is replaced by ``[
 Marker-like means ``untrusted-web-content`` in any case, with or without ``-``, ``_`` or ``.``
 between the words, and any begin/end/nonce decoration around it; with spaces between the
 words (``untrusted web content``) only when an angle bracket, ``nonce`` or ``end-`` makes it
-look like a marker, so prose about untrusted web content survives. The text also loses
+look like a marker, so prose about untrusted web content survives; and any span in the
+markers' shape (three angle brackets, up to 120 characters on one line, three closing ones)
+with ``untrusted``, ``content`` or ``nonce`` inside, a near miss of the words. The text also loses
 bidi embedding/override/isolate controls and control characters other than tab and newline
 (``\\r\\n`` and ``\\r`` become ``\\n``), so it cannot reorder or overwrite what a terminal shows.
 
@@ -163,6 +165,14 @@ _TAIL_RE = re.compile(
 # after them ("-----END UNTRUSTED WEB CONTENT-----"; prose's "content -- a guide" is none).
 _RIGHT_EVIDENCE_RE = re.compile(rf"{_WS}(?:[{_JOIN}]{_WS})?(?:nonce|\\?>)|---")
 _LEFT_WINDOW = 512
+# The markers' shape, whatever the words: three angle brackets (each may be escaped), up to 120
+# characters on one line, three closing ones. Such a span with a marker's word in it is a
+# marker ("<<<end-untrusted-content nonce=...>>>", "<<<end-web-content>>>", the words misspelt
+# around "untrusted" with a digit or a letter no look-alike table holds): the nonce already
+# keeps a forgery from closing the envelope, and a near miss need not read as one either.
+# Found only from the start of a run of brackets, so that a page of "<" stays linear.
+_ANGLED_RE = re.compile(r"(?<![<\\])(?:\\?+<){3,}+(?P<inner>[^<>\n]{1,120}+)(?:\\?+>){3,}+")
+_ANGLED_WORDS_RE = re.compile(r"untrusted|content|nonce")
 
 # Controls other than tab and newline: never useful in text a model reads; some would rewrite
 # a terminal. Carriage returns are normalised to newlines first.
@@ -365,10 +375,20 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
     (``folded``: its folded view, when the caller made it already)."""
     if folded is None:
         folded, _ = _folded_view(text, with_index=False)
-    if not _CORE_RE.search(folded):
+    # A substring test first: the pattern's look-behind start is tried at every position.
+    angled = ("<<" in folded or "\\<" in folded) and _ANGLED_RE.search(folded) is not None
+    if not angled and not _CORE_RE.search(folded):
         return []  # the common case: no marker words at all, so no index is needed
     folded, index = _folded_view(text)
     spans: list[tuple[int, int]] = []
+    if angled:
+        spans = [
+            (m.start(), m.end())
+            for m in _ANGLED_RE.finditer(folded)
+            if _ANGLED_WORDS_RE.search(m.group("inner"))
+        ]
+    if spans and index is not None:
+        spans = [(index[start], index[end - 1] + 1) for start, end in spans]
     for m in _CORE_RE.finditer(folded):
         start, end = m.span()
         left = _LEFT_REV_RE.match(folded[max(0, start - _LEFT_WINDOW) : start][::-1])
@@ -386,7 +406,13 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
             spans.append((start, end))
         else:
             spans.append((index[start], index[end - 1] + 1))
-    return spans
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):  # an angled span may hold a core's span
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 # webward's own voice inside an envelope: the handling notice's "[webward]" and the window's
@@ -502,7 +528,12 @@ _LINE_MEMO_CHARS = 1024
 def _neutralise_line(text: str) -> str:
     if text.isascii() and not _ASCII_PLAIN_RE.search(text):
         low = text.lower()
-        if "untrusted" not in low and "webward" not in low and "characters" not in low:
+        if (
+            "untrusted" not in low
+            and "webward" not in low
+            and "characters" not in low
+            and "<" not in low
+        ):
             # Printable ASCII folds to its lower case: without the words nothing can match.
             return " ".join(text.split())
     return " ".join(neutralise(text).split())

@@ -461,6 +461,9 @@ class RenderGate:
             self._refuse(_authority_of(url), exc)
             raise
 
+    def refuse(self, url: str, exc: WebwardError) -> None:
+        self._refuse(_authority_of(url), exc)
+
     async def request(
         self, method: str, url: str, headers: Sequence[tuple[str, str]], cap_for: CapFor
     ) -> Body:

@@ -76,6 +76,11 @@ class Gate(Protocol):
         and the policy; raises ``WebwardError`` when refused."""
         ...
 
+    def refuse(self, url: str, exc: WebwardError) -> None:
+        """Note a request the proxy refused on its own (an upgrade, no TLS in a tunnel) where
+        the gate notes its own refusals: in the call's record."""
+        ...
+
     async def request(
         self, method: str, url: str, headers: Sequence[tuple[str, str]], cap_for: CapFor
     ) -> Body:
@@ -283,15 +288,23 @@ async def _serve_one(
                     "refused: a CONNECT target must be host:port", reason=Reason.PROXY_TARGET
                 )
         except WebwardError as exc:
-            proxy.refused.append((url, exc.reason))
+            _refuse(gate, proxy, url, exc)  # the gate's own refusals are noted once
             await _answer(client, _status_for(exc), exc.for_model)
             return
         await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
         # TLS ends here (the browser accepts the render's throw-away certificate); the request
         # inside is decided like a plain one, and sent on over verified TLS by the transport.
-        tls = await TLSStream.wrap(
-            client, server_side=True, ssl_context=_server_context(), standard_compatible=False
-        )
+        try:
+            tls = await TLSStream.wrap(
+                client, server_side=True, ssl_context=_server_context(), standard_compatible=False
+            )
+        except ssl.SSLError as exc:
+            # Plain HTTP where TLS must be: a ws:// WebSocket, which Chromium tunnels in
+            # clear. Refused as a wss:// one is (the handshake failed: nothing was sent on),
+            # and recorded, so that the call's record shows the page tried.
+            if exc.reason in ("HTTP_REQUEST", "WRONG_VERSION_NUMBER"):
+                _refuse(gate, proxy, url, _no_upgrade())
+            raise
         inner = await _read_head(tls)
         if inner is None:
             return
@@ -311,11 +324,8 @@ async def _relay(
 ) -> None:
     """One request through the gate and one response back; then the connection closes."""
     if head.header("upgrade") is not None:
-        exc: WebwardError = Refused(
-            "refused: the renderer does not open WebSockets or other upgraded connections",
-            reason=Reason.RENDER_UPGRADE,
-        )
-        proxy.refused.append((url, exc.reason))
+        exc: WebwardError = _no_upgrade()
+        _refuse(gate, proxy, url, exc)
         await _answer(client, 403, exc.for_model)
         return
     headers = [(k, v) for k, v in head.headers if k.lower() not in _HOP_HEADERS]
@@ -342,6 +352,19 @@ async def _relay(
         out.append(f"Content-Length: {len(content)}")
     out.append("Connection: close")
     await client.send(("\r\n".join(out) + "\r\n\r\n").encode("latin-1", "replace") + content)
+
+
+def _no_upgrade() -> Refused:
+    return Refused(
+        "refused: the renderer does not open WebSockets or other upgraded connections",
+        reason=Reason.RENDER_UPGRADE,
+    )
+
+
+def _refuse(gate: Gate, proxy: EgressProxy, url: str, exc: WebwardError) -> None:
+    """A refusal of the proxy's own, noted in the call's record as the gate's are."""
+    proxy.refused.append((url, exc.reason))
+    gate.refuse(url, exc)
 
 
 def _status_for(exc: WebwardError) -> int:

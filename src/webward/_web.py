@@ -172,6 +172,7 @@ class Web:
         self._robots = self._gate.robots
         self._search_provider = search_provider
         self._credentials = credentials
+        self._closed = False
 
     @property
     def limit_state(self) -> LimitState:
@@ -210,6 +211,9 @@ class Web:
             await probe()
 
     async def aclose(self) -> None:
+        # A call after this is refused (:meth:`_audited`): its stores are closed, and some
+        # would quietly open again (a read went out, recorded in a log nobody would close).
+        self._closed = True
         await self._transport.aclose()
         await self._limiter.aclose()
         await self._cache.aclose()
@@ -830,6 +834,11 @@ class Web:
         recorded as ``failed`` (reason ``cancelled`` or ``internal_error``), the record
         written even while the call is being cancelled, and the exception re-raised.
         """
+        if self._closed:  # the caller's bug, as httpx's closed client: no call to audit
+            raise RuntimeError(
+                "this Web is closed (its `async with` block ended, or aclose() was called); "
+                "make a new Web for further calls"
+            )
         call = Call(
             capability,
             agent,
@@ -1017,7 +1026,9 @@ def _answer(
         final_url=cached.final_url,
         status=cached.status,
         title=_envelope.neutralise_line(converted.title),
-        content_type=converted.media_type,
+        # The server's own word, outside the envelope as the title is: a marker-like type
+        # ("text/x-untrusted-web-content-...") is neutralised as the envelope's header does.
+        content_type=_envelope.neutralise_line(converted.media_type),
         content="",
         window=window,
         truncated=converted.truncated,

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from .. import _urls as urls
 from .._errors import Reason, Refused, UpstreamError, WebwardError, human_wait
 from .._models import Hit
-from ..limits import retry_after_from_headers
+from ..limits import MAX_BACKPRESSURE_S, retry_after_from_headers
 
 __all__ = [
     "Http",
@@ -196,11 +196,26 @@ def rate_limited(
     *,
     reason: str = Reason.PROVIDER_RATE_LIMITED,
 ) -> Refused:
-    """``Refused(rate_limited)`` saying ``what`` and, when known, when to retry."""
+    """``Refused(rate_limited)`` saying ``what`` and, when known, when to retry.
+
+    A 429 holds the provider in the limiter for at most :data:`MAX_BACKPRESSURE_S`; past
+    that webward asks it again. So a longer wait (a monthly quota's reset) is said as the
+    provider's, and the retry is webward's: the calls refused during the hold then name
+    the same time, counting down, rather than the first naming days and the next an hour.
+    """
     wait = retry_after(body, now)
-    when = f"; retry in {human_wait(wait)}" if wait is not None else "; try again later"
+    if wait is None:
+        when = "; try again later"
+    elif body.status == 429 and wait > MAX_BACKPRESSURE_S:
+        when = (
+            f"; it says to wait {human_wait(wait)}, and webward asks it again in "
+            f"{human_wait(MAX_BACKPRESSURE_S)}"
+        )
+        wait = MAX_BACKPRESSURE_S
+    else:
+        when = f"; retry in {human_wait(wait)}"
     return Refused(
-        f"refused: {what}{when}",
+        f"rate limited: {what}{when}",
         code="rate_limited",
         reason=reason,
         retry_after=wait,
