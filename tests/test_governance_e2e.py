@@ -9,6 +9,7 @@ accepts to prove that nothing connected.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -356,6 +357,34 @@ async def test_connect_errors_and_timeouts_count_as_failures() -> None:
     assert refused.value.code == "upstream_error"
     assert opened.value.code == "circuit_open"
     assert "failed 2 times in a row" in opened.value.message
+
+
+@pytest.mark.anyio
+async def test_reads_their_callers_cancel_say_nothing_of_the_host() -> None:
+    """A read cancelled by its caller (a client that left, Ctrl-C) is no failure of the
+    host's: counted as one, five readers that gave up opened its circuit for every agent.
+    Each is audited cancelled, and the host is read as before."""
+    arrived = threading.Semaphore(0)
+
+    def silent(req: Request, sock: socket.socket) -> None:
+        arrived.release()
+        with contextlib.suppress(OSError):
+            sock.recv(1)  # no answer until the reader hangs up
+
+    s = settings(limits={"breaker_failures": 2})
+    audit = MemoryAuditSink()
+    with serve(routes={"/silent": silent, "/ok": respond(200, "<p>owls</p>")}) as srv:
+        async with web(s, audit) as w:
+            for _ in range(3):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(w.fetch, srv.url("/silent"))
+                    assert await anyio.to_thread.run_sync(arrived.acquire, True, 10)
+                    tg.cancel_scope.cancel()  # the caller gives up mid-read
+            page = await w.fetch(srv.url("/ok"))
+    assert page.status == 200
+    assert [(r.decision, r.reason) for r in audit.records] == [("failed", "cancelled")] * 3 + [
+        ("allowed", "allowed")
+    ]
 
 
 @pytest.mark.anyio

@@ -235,6 +235,26 @@ async def test_own_rate_limit_on_the_robots_fetch_is_passed_on_uncached() -> Non
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("reason", ["limits_unavailable", "audit_unavailable"])
+async def test_own_store_down_on_the_robots_fetch_is_passed_on_uncached(reason: str) -> None:
+    """webward's own store failing on the robots.txt read's way out (an unusable limits.db)
+    is not the site's answer: its own refusal comes back, not 'robots.txt could not be read
+    ... set robots = false', and nothing is cached for when the store works again."""
+    calls: list[str] = []
+
+    async def store_down(url: str) -> tuple[int, bytes]:
+        calls.append(url)
+        raise Refused("refused: the rate-limit state is unavailable (limits.db)", reason=reason)
+
+    robots = RobotsChecker(store_down, clock=FakeClock())
+    for _ in range(2):
+        with pytest.raises(Refused) as info:
+            await robots.check("https://example.org/a")
+        assert info.value.reason == reason
+    assert calls == ["https://example.org/robots.txt"] * 2
+
+
+@pytest.mark.anyio
 async def test_only_the_first_500_kib_are_parsed() -> None:
     """Rules past MAX_ROBOTS_BYTES are ignored; rules before them hold."""
     filler = "# " + "x" * 1000 + "\n"

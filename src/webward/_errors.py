@@ -114,7 +114,6 @@ class Reason(StrEnum):
     INTERNAL_ADDRESS = "internal_address"
     INTERNAL_ERROR = "internal_error"
     INTERNAL_NAME = "internal_name"
-    INTERRUPTED = "interrupted"
     INVALID_ADDRESS = "invalid_address"
     INVALID_HOST = "invalid_host"
     INVALID_INPUT = "invalid_input"

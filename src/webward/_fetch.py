@@ -97,7 +97,7 @@ async def fetch(
     if deadline is None:
         deadline = anyio.current_time() + timeout_s
     try:
-        with anyio.fail_at(deadline):
+        with anyio.fail_at(deadline) as deadline_scope:
             while True:
                 await hooks.before(current)
                 hop_headers = headers
@@ -105,7 +105,9 @@ async def fetch(
                 if conditional is not None and current.url == conditional[0]:
                     hop_headers = headers + conditional[1]
                     asked_if_changed = True
-                body = await _hop(transport, current, hooks, cap_for, timeout_s, hop_headers)
+                body = await _hop(
+                    transport, current, hooks, cap_for, timeout_s, hop_headers, deadline_scope
+                )
                 if body.status == 304 and not asked_if_changed:
                     # Only a conditional request may be answered "not modified": to any other
                     # there is no page to read, and an empty success would hide that.
@@ -152,6 +154,7 @@ async def _hop(
     cap_for: CapFor,
     timeout_s: float,
     headers: tuple[tuple[str, str], ...],
+    deadline: anyio.CancelScope,
 ) -> Body:
     try:
         body = await transport.request(
@@ -165,16 +168,16 @@ async def _hop(
     except BaseException as exc:
         # Whatever ends the hop — an error, the deadline's cancellation, a bug — the hooks
         # hear of it, so a concurrency slot is never leaked and the breaker counts failures.
+        error: WebwardError | None = None
         if isinstance(exc, WebwardError):
-            error: WebwardError = exc
-        elif isinstance(exc, anyio.get_cancelled_exc_class()):
+            error = exc
+        elif isinstance(exc, anyio.get_cancelled_exc_class()) and deadline.cancel_called:
             error = UpstreamError(
                 f"{url.host} did not answer in time", code="timeout", reason=Reason.TIMEOUT
             )
-        else:
-            error = UpstreamError(
-                f"the read of {url.host} was interrupted", reason=Reason.INTERRUPTED
-            )
+        # Else the caller's cancellation (a client that left, Ctrl-C) or a bug of webward's:
+        # it says nothing of the host, and ends the hop as no answer does (neutral). Counted
+        # as the host's failure, five readers that gave up opened its circuit for everyone.
         with anyio.CancelScope(shield=True):
             await hooks.after(url, None, error, None)
         raise

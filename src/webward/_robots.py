@@ -72,6 +72,10 @@ FetchRobots = Callable[[str], Awaitable[tuple[int, bytes]]]
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Upstream failures that mean the host itself is out of reach (see the module docstring).
 _HOST_UNREACHABLE = frozenset({Reason.DNS, Reason.CONNECT, Reason.TLS})
+# webward's own stores failing on the robots.txt read's way out: not the site's answer, so
+# neither said as one (with advice to turn robots.txt off) nor cached for a minute after the
+# store is back.
+_OWN_STORES = frozenset({Reason.LIMITS_UNAVAILABLE, Reason.AUDIT_UNAVAILABLE})
 
 
 class _HasURL(Protocol):
@@ -280,8 +284,8 @@ class RobotsChecker:
         try:
             status, body = await fetch(robots)
         except WebwardError as exc:
-            if exc.code in ("rate_limited", "circuit_open"):
-                raise  # our own limits: the caller learns when to retry; nothing is cached
+            if exc.code in ("rate_limited", "circuit_open") or exc.reason in _OWN_STORES:
+                raise  # our own limits or stores: the caller learns what; nothing is cached
             if isinstance(exc, UpstreamError) and exc.reason in _HOST_UNREACHABLE:
                 raise  # the host is out of reach: an upstream failure, not a robots answer
             text = exc.for_model.rstrip(".")  # it reaches the model: no operator step
