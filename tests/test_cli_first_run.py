@@ -245,14 +245,16 @@ def make_pdf(text: str) -> bytes:
 
 
 def test_a_pdfs_text_shows_in_the_text_output(tmp_path: Path) -> None:
-    """`webward fetch` of a PDF prints its extracted text (in its own envelope)."""
+    """`webward fetch` of a PDF prints its extracted text: the page's reading, in the
+    envelope, with the document part named above it."""
     config = write_config(tmp_path, robots=False)
     pdf = make_pdf("Quarterly figures in the PDF body")
     with serve(routes={"/r.pdf": respond(200, pdf, "application/pdf")}) as srv:
         out = run("fetch", srv.url("/r.pdf"), "--config", str(config))
     assert out.returncode == 0, out.stderr
-    assert "Quarterly figures in the PDF body" in out.stdout
-    assert "(extracted text)" in out.stdout
+    assert "[document r.pdf, " in out.stdout
+    content = out.stdout.split("<<<untrusted-web-content nonce=", 1)[1]
+    assert "Quarterly figures in the PDF body" in content
 
 
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
