@@ -206,7 +206,7 @@ def test_odd_offsets_exit_2_by_name(config: Path, offset: str) -> None:
     """Superscript and non-ASCII digits, exponents and signs are bad input, never a crash."""
     out = run("fetch", "http://127.0.0.1:9/", "--offset", offset, "--config", str(config))
     assert out.returncode == 2
-    assert out.stderr.strip() == "webward: offset must be a non-negative whole number"
+    assert out.stderr.strip() == "webward: --offset must be a non-negative whole number"
 
 
 def test_images_print_their_summary_and_json_carries_the_bytes(config: Path) -> None:

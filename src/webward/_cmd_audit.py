@@ -49,8 +49,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--limit",
         metavar="N",
-        default=str(_DEFAULT_LIMIT),
-        help=f"at most N records (default {_DEFAULT_LIMIT})",
+        # None when not given: --usage then counts the whole period, and an explicit
+        # --limit 50 (the listing's default) still counts.
+        default=None,
+        help=f"at most N records (default {_DEFAULT_LIMIT}; with --usage, the whole period up "
+        f"to {_MAX_LIMIT})",
     )
     p.add_argument(
         "--usage",
@@ -105,7 +108,10 @@ def run(
         raise InvalidInput(f"--{AGENT_NAME_RULE}")
     usage = getattr(args, "usage", False)
     # A usage summary reads the whole period unless told otherwise.
-    limit = _MAX_LIMIT if usage and args.limit == str(_DEFAULT_LIMIT) else _parse_limit(args.limit)
+    if args.limit is None:
+        limit = _MAX_LIMIT if usage else _DEFAULT_LIMIT
+    else:
+        limit = _parse_limit(args.limit)
     import anyio
 
     try:

@@ -82,7 +82,12 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
         return RedirectResponse("/console/", status_code=307)
 
     app = Starlette(routes=[Route("/", home), Mount("/console", app=console.app)])
-    sock = bind_socket(host, port)
+    sock = bind_socket(
+        host,
+        port,
+        port_advice="choose another --port, or leave it out for a free one",
+        host_advice="choose a loopback --host: 127.0.0.1 or ::1",
+    )
     print(
         f"webward console: open {address_url(sock)}/console/?token={auth.token}\n"
         "(the link works once; stop with Ctrl-C)",

@@ -96,7 +96,10 @@ def _read_secret(name: str) -> str:
     if sys.stdin is not None and sys.stdin.isatty():
         import getpass
 
-        value = getpass.getpass(f"{name}: ")
+        try:
+            value = getpass.getpass(f"{name}: ")
+        except EOFError:  # Ctrl-D at the prompt: no key, as an empty line is
+            value = ""
     else:
         value = sys.stdin.readline() if sys.stdin is not None else ""
     value = value.strip()

@@ -22,6 +22,15 @@ Last-Modified is revalidated, and a 304 renews it without a download). Images an
 come back as parts (their bytes only with --json; a PDF's text is printed)."""
 
 
+# The core's argument names, as its messages say them, and the flags a person typed.
+FLAG_NAMES = {
+    "offset": "--offset",
+    "max_chars": "--max-chars",
+    "max_age": "--max-age",
+    "query": "--query",
+}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", metavar="URL", help="an absolute http:// or https:// URL")
     p.add_argument(
@@ -63,15 +72,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    import anyio
+    from .cli import run_call  # Ctrl-C pressed again cannot cut the cancelled call's record
 
-    return anyio.run(_run, args, settings)
+    return run_call(_run, args, settings)
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._capabilities import FETCH
+    from ._errors import WebwardError
     from ._parts import part_summary, tool_result_text
     from ._state_cache import SQLitePageCache, SQLiteRobotsStore, StateCache
     from ._web import Web
+    from .cli import empty_tier
     from .limits import open_limit_state
 
     # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and
@@ -90,8 +102,14 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             page_cache=page_cache,
             robots_store=SQLiteRobotsStore(store),
         ) as web:
+            refusal = empty_tier(args.tier)
+            if refusal is not None:  # refused as the core refuses --tier bogus: audited
+                raise await web.reject(FETCH, args.agent, None, args.url, refusal)
             if args.session is not None:  # the user typed the URL: it is the session's own input
-                await web.declare_urls(args.session, args.url)
+                try:
+                    await web.declare_urls(args.session, args.url)
+                except WebwardError as exc:  # a bad --session: refused, and audited as the call
+                    raise await web.reject(FETCH, args.agent, args.tier, args.url, exc) from None
             page = await web.fetch(
                 args.url,
                 offset=offset,  # type: ignore[arg-type]
@@ -131,8 +149,12 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         for i, link in enumerate(page.links, 1):
             print(f"{i:>4}. {link.text or '(no text)'} <{link.url}>")
     if page.window.next_offset is not None:
-        # The header speaks to a model ("pass offset=N"); a person types the flag.
-        print(
-            f"webward: more of this page with --offset {page.window.next_offset}", file=sys.stderr
-        )
+        # The header speaks to a model ("pass offset=N"); a person types the flags, and the
+        # window size asked for with them (without it, the next window is the default's).
+        keep = f" --max-chars {args.max_chars}" if args.max_chars is not None else ""
+        if args.query is not None:  # passages, each with the offset to read on from
+            hint = f"read the page on from a passage with --offset N{keep}, N as it names"
+        else:
+            hint = f"more of this page with --offset {page.window.next_offset}{keep}"
+        print(f"webward: {hint}", file=sys.stderr)
     return 0

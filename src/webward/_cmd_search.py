@@ -19,6 +19,18 @@ connected or full. --allow-domain, --block-domain, --freshness, --country and --
 the search; a filter the provider cannot honour is refused by name."""
 
 
+# The core's argument names, as its messages say them, and the flags a person typed.
+FLAG_NAMES = {
+    "query": "QUERY",
+    "limit": "--limit",
+    "allowed_domains": "--allow-domain",
+    "blocked_domains": "--block-domain",
+    "freshness": "--freshness",
+    "country": "--country",
+    "language": "--language",
+}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from .search import PROVIDERS
 
@@ -63,19 +75,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    import anyio
+    from .cli import run_call  # Ctrl-C pressed again cannot cut the cancelled call's record
 
-    return anyio.run(_run, args, settings)
+    return run_call(_run, args, settings)
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from ._capabilities import SEARCH
     from ._errors import Refused
     from ._web import Web
+    from .cli import empty_tier
     from .limits import open_limit_state
 
     # A string that is not a whole number goes through as is, so the core refuses it by name.
     limit: object = int(args.limit) if args.limit.isdigit() else args.limit
     async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
+        refusal = empty_tier(args.tier)
+        if refusal is not None:  # refused as the core refuses --tier bogus: audited
+            raise await web.reject(SEARCH, args.agent, None, args.query, refusal)
         try:
             result = await web.search(
                 args.query,

@@ -86,7 +86,13 @@ async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None
         from ._gateway import address_url, bind_socket, create_app, require_tokens
 
     require_tokens(settings)
-    sock = bind_socket(host, port)
+    sock = bind_socket(
+        host,
+        port,
+        port_advice="choose another --port (--port 0 picks a free one)",
+        host_advice="choose another --host (127.0.0.1: this machine only; 0.0.0.0: every "
+        "interface)",
+    )
 
     def ready() -> None:  # once the Web is open and its workers started: ready to answer
         print(

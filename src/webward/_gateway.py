@@ -940,9 +940,17 @@ def _telemetry_of(holder: Mapping[str, Web]) -> Telemetry | None:
     return web.telemetry if web is not None else None
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
+def bind_socket(
+    host: str,
+    port: int,
+    *,
+    port_advice: str = "choose another port (0 picks a free one)",
+    host_advice: str = "listen on one it has, such as 127.0.0.1",
+) -> socket.socket:
     """A listening TCP socket on ``host:port`` (``port=0``: any free port), bound up front so
-    the caller knows the address before serving."""
+    the caller knows the address before serving. ``InvalidInput`` if it cannot be: the
+    advice matches the cause (the port taken or privileged: ``port_advice``; a host that is
+    no address of this machine: ``host_advice``), each in the caller's own flags."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named explicitly: asyncio turns Nagle off only on sockets whose proto says
     # TCP, and accepted sockets inherit it. With proto 0 every response written in two parts
@@ -952,11 +960,29 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         sock.bind((host, port))
     except OSError as exc:
+        import errno  # only when binding failed
+
         sock.close()
-        raise InvalidInput(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port "
-            "(0 or none picks a free one) or stop what listens there"
-        ) from None
+        where = f"cannot listen on {host}:{port}"
+        if isinstance(exc, socket.gaierror) or exc.errno in (
+            errno.EADDRNOTAVAIL,
+            errno.EAFNOSUPPORT,
+            errno.EINVAL,
+        ):
+            # A bad or foreign address: no port would help.
+            raise InvalidInput(
+                f"{where}: {host!r} is not an address of this machine; {host_advice}"
+            ) from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise InvalidInput(
+                f"{where}: a port below 1024 needs privileges webward should not have; "
+                f"{port_advice}"
+            ) from None
+        if exc.errno == errno.EADDRINUSE:
+            raise InvalidInput(
+                f"{where}: the port is in use; {port_advice}, or stop what listens there"
+            ) from None
+        raise InvalidInput(f"{where}: {exc.strerror or exc}") from None
     sock.listen(2048)
     sock.setblocking(False)
     return sock

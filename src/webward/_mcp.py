@@ -1129,7 +1129,12 @@ async def serve_http(
     try:
         if owned:
             await web.start_workers()
-        sock = bind_socket(host, port)
+        sock = bind_socket(
+            host,
+            port,
+            port_advice="choose another port in --http HOST:PORT (port 0 picks a free one)",
+            host_advice="give --http an address this machine has, such as 127.0.0.1:8765",
+        )
         url = address_url(sock) + MCP_PATH
         server = build_server(
             web, agent=agent or DEFAULT_AGENT, tier=tier, tokens=tokens, resource_url=url

@@ -633,8 +633,34 @@ def _check_provider_url(name: str, url: str, where: str) -> None:
     raise InvalidInput(f"search.{name}{where} must be {problem}")
 
 
+#: The search providers ``[search] provider`` may name (``webward.search.PROVIDERS``, kept
+#: here too so that loading a config imports no provider adapter; a test keeps them equal).
+SEARCH_PROVIDERS = ("brave", "tavily", "searxng", "none")
+# Values of call_log that read as a keyword, not as a file name: taken as files, they made a
+# file called "stdout" or "on" in the working directory. Only "stderr" and "off" are keywords.
+_CALL_LOG_WORDS = frozenset(
+    {"stdout", "stderr", "off", "on", "true", "false", "yes", "no", "1", "0", "none", "null", "-"}
+)
+
+
+def _check_call_log(value: str, where: str) -> None:
+    if value in ("", "off", "stderr") or value.strip().lower() not in _CALL_LOG_WORDS:
+        return
+    raise InvalidInput(
+        f"observability.call_log{where} is {value!r}, which is not a file name: set it to "
+        "stderr, off, or a file path (./NAME for a file of that name in the working directory)"
+    )
+
+
 def _validate(settings: Settings, where: str) -> None:
     _validate_limits(settings.limits, where)
+    _check_call_log(settings.observability.call_log, where)
+    provider = settings.search.provider
+    if provider.strip() and provider.strip().lower() not in SEARCH_PROVIDERS:
+        raise InvalidInput(
+            f"search.provider{where} is {provider[:40]!r}, which is no search provider; set it "
+            f"to one of {', '.join(SEARCH_PROVIDERS)}, or leave it out to use the first with a key"
+        )
     _check_redis_url(settings.state.redis_url, where)
     for name in ("brave_url", "tavily_url", "searxng_url"):
         _check_provider_url(name, getattr(settings.search, name), where)

@@ -263,9 +263,20 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> bool:
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ImportError:
+            # Name only the variables that are set: those are what asked for the export.
+            asking = [
+                v
+                for v in (
+                    "OTEL_TRACES_EXPORTER",
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "OTEL_EXPORTER_OTLP_ENDPOINT",
+                )
+                if env.get(v, "").strip()
+            ]
             raise InvalidInput(
-                "the OTEL_* environment asks for trace export, but the OpenTelemetry SDK is not "
-                "installed: pip install 'webward[otel]', or unset OTEL_TRACES_EXPORTER"
+                f"{' and '.join(asking)} ask{'s' if len(asking) == 1 else ''} for trace export, "
+                "but the OpenTelemetry SDK is not installed: pip install 'webward[otel]', or "
+                f"unset {' and '.join(asking)} (or set OTEL_SDK_DISABLED=true)"
             ) from None
         if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             return False  # the application installed its own

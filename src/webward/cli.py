@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -29,7 +29,7 @@ from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, interna
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["exit_code", "main", "report_error", "run"]
+__all__ = ["Interrupted", "empty_tier", "exit_code", "main", "report_error", "run", "run_call"]
 
 # The order is the order of `webward --help`.
 COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "console")
@@ -120,10 +120,30 @@ def _modules(chosen: str | None = None) -> list[tuple[str, ModuleType]]:
     return found
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too), whose usage error, under ``--json``, also
+    prints the error model on stdout (code ``invalid_input``): a script reading stdout got
+    nothing. The usage text still goes to stderr."""
+
+    def error(self, message: str) -> NoReturn:
+        if self._json:
+            import json
+
+            error = {"code": "invalid_input", "message": f"{message}; see `{self.prog} --help`"}
+            with contextlib.suppress(OSError, ValueError):
+                print(json.dumps({"error": error}, ensure_ascii=False), flush=True)
+        super().error(message)
+
+    _json = False  # set for the whole command line (every subparser) by build_parser
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given ``argv``, only the command it names gets its arguments added."""
     chosen = _chosen_command(argv)
-    parser = argparse.ArgumentParser(
+    # --json (before any "--") asks for JSON answers, usage errors included.
+    words = list(argv or ())
+    _Parser._json = "--json" in words[: words.index("--") if "--" in words else None]
+    parser = _Parser(
         prog="webward",
         description="The one audited door through which AI agents read the public web and search it.",
         epilog=EPILOG,
@@ -171,7 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     as_json = bool(getattr(args, "json", False))
+    _replace_unencodable()
     terminated: list[int] = []
+    loaded: list[str] = []  # the config file the settings came from ("" for none)
     try:
         from ._settings import Settings  # not for `webward --help`
 
@@ -182,13 +204,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             try:
                 settings = Settings.load(args.config)
+                loaded.append(settings.source)
                 code: int = args._module.run(args, settings)
             finally:
                 _flush_traces()  # while the records the exporter logs are still throttled
     except WebwardError as exc:
+        if isinstance(exc, InvalidInput):
+            exc.message = _flags_named(exc.message, getattr(args._module, "FLAG_NAMES", {}))
+        if loaded and _CONFIG_WORDS in exc.message:
+            exc.message = exc.message.replace(
+                _CONFIG_WORDS, f"{_CONFIG_WORDS} file {_config_file(loaded[0])}"
+            )
         return report_error(exc, as_json)
-    except KeyboardInterrupt:
-        return 143 if terminated else 130
+    except KeyboardInterrupt as exc:
+        code = 143 if terminated or getattr(exc, "signum", None) == signal.SIGTERM else 130
+        if as_json:  # a script reading stdout gets an answer, as for every other failure
+            _print_interrupted(code)
+        return code
     except BrokenPipeError:
         # The reader went away (`webward fetch URL | head`): stop quietly, as a tool killed
         # by SIGPIPE would, and keep the interpreter's last flush from raising again.
@@ -206,14 +238,200 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+# Whether main() runs as the program (run()), which exits when it returns, rather than inside
+# a process that goes on (a test), whose signal handlers must be left as they were.
+_as_program = [False]
+
+
 def run() -> NoReturn:
     """``webward`` as a program (the console script, ``python -m webward``): :func:`main`,
     then exit. The objects left are frozen first, so that the interpreter's last collection
     skips them: it would walk every object the imports made (about 20 ms after a small read)
     and find next to no garbage. Exit handlers still run and the streams are still flushed."""
+    _as_program[0] = True
     code = main()
     gc.freeze()
     sys.exit(code)
+
+
+# How a refusal names the config an operator edits (guard's "[network] allow_ranges of the
+# config"): at the terminal, the file itself is named, as `serve` and `mcp` do.
+_CONFIG_WORDS = "allow_ranges of the config"
+
+
+def _config_file(source: str) -> str:
+    """The config file the settings came from, else the one the command line would read
+    (not there yet: the operator creates it)."""
+    if source:
+        return source
+    if os.environ.get("WEBWARD_CONFIG"):
+        return os.environ["WEBWARD_CONFIG"]
+    import platformdirs
+
+    path = os.path.join(platformdirs.user_config_dir("webward"), "webward.toml")
+    home = os.path.expanduser("~")
+    if home not in ("", "~", "/") and path.startswith(home + os.sep):
+        path = "~" + path[len(home) :]
+    return path
+
+
+def _replace_unencodable() -> None:
+    """Text the output's encoding cannot hold (a page's "é" on an ASCII terminal) written as
+    ``\\xe9`` rather than ending the command in a UnicodeEncodeError, after the call was
+    made and audited, with a false bug report."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict":
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+def _flags_named(message: str, flags: dict[str, str]) -> str:
+    """A refusal of input whose subject is one of the core's argument names (``max_chars
+    must be ...``) with the flag the person typed (``--max-chars must be ...``) instead, as
+    the gateway spells its body's fields."""
+    name, space, rest = message.partition(" ")
+    if space and name in flags and rest.startswith(("must ", "takes ", "is ")):
+        return f"{flags[name]} {rest}"
+    return message
+
+
+def empty_tier(tier: str | None) -> InvalidInput | None:
+    """The refusal of ``--tier ""``, which the core would read as "no tier given" and answer
+    with the agent's default in silence, while ``--tier bogus`` is refused."""
+    if tier is None or tier.strip():
+        return None
+    from ._settings import TIERS
+
+    return InvalidInput(
+        f"--tier is empty; name one of {', '.join(TIERS)}, or leave it out for the agent's tier"
+    )
+
+
+def _print_interrupted(code: int) -> None:
+    import json
+
+    how = "terminated (SIGTERM)" if code == 143 else "interrupted (Ctrl-C)"
+    error = {
+        # Not one of the agents' wire codes: no agent face answers a cancelled call (its
+        # client left); only a script that ran the command reads this.
+        "code": "cancelled",
+        "message": f"{how}: the call in flight was cancelled and audited as cancelled",
+    }
+    with contextlib.suppress(OSError, ValueError):
+        print(json.dumps({"error": error}), flush=True)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM ended a call run by :func:`run_call`; ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def run_call(func: Callable[..., Awaitable[int]], *args: Any) -> int:
+    """``anyio.run(func, *args)`` for a command that makes one audited call (fetch, search),
+    with Ctrl-C and SIGTERM taken over while it runs.
+
+    asyncio's own handler cancels the call at the first Ctrl-C and raises KeyboardInterrupt
+    wherever the loop is at the second: in the shielded write of the cancelled call's audit
+    record (lost), or inside anyio's cancellation machinery, which then spun at full CPU or
+    left a worker thread the interpreter waited for at exit. Here the first signal cancels
+    the call from within the loop (``call_soon_threadsafe``), and later ones are only noted:
+    the record's write is bounded (``_web._UNEXPECTED_AUDIT_S``), so the call ends soon; if
+    it has not ended :data:`_INTERRUPT_GRACE_S` after the first signal, the process stops
+    anyway, with the exit code of the signal. Raises :class:`Interrupted` once the call has
+    ended. A job started in the background keeps SIGINT ignored."""
+    import anyio
+
+    if threading.current_thread() is not threading.main_thread():
+        return anyio.run(func, *args)
+    state = _Interrupts()
+
+    async def call() -> int | None:
+        import asyncio
+
+        state.task = asyncio.current_task()
+        state.loop = asyncio.get_running_loop()
+        try:
+            if state.signum is not None:  # a signal before the call began: nothing to audit
+                return None
+            return await func(*args)
+        finally:
+            state.loop = None  # a signal from now on finds no call to cancel
+
+    handlers = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not SIG_IGN
+        handlers[signal.SIGINT] = signal.default_int_handler
+    try:
+        for signum in handlers:
+            signal.signal(signum, state.handle)
+        code = anyio.run(call)
+    except BaseException:
+        if state.signum is None:
+            raise
+        code = None
+    finally:
+        # A program that was interrupted ends now: Ctrl-C pressed again has nothing left to
+        # cancel, and would otherwise print a traceback from the way out, or (once the
+        # interpreter reset its handlers) kill it with the output half written.
+        ending = state.signum is not None and _as_program[0]
+        for signum, previous in handlers.items():
+            signal.signal(signum, signal.SIG_IGN if ending else previous)
+        if state.watchdog is not None:
+            state.watchdog.cancel()
+    if state.signum is not None:
+        raise Interrupted(state.signum)
+    assert code is not None
+    return code
+
+
+# How long an interrupted call may take to end before the process stops without it: the
+# core bounds the write of its cancelled record at 10 s (_web._UNEXPECTED_AUDIT_S), and the
+# stores it closes next at a few more.
+_INTERRUPT_GRACE_S = 20.0
+
+
+class _Interrupts:
+    """The signal handler of :func:`run_call` and what it knows."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.task: Any = None
+        self.loop: Any = None
+        self.watchdog: threading.Timer | None = None
+        self.noted = False
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:
+            # The call is being cancelled and its record written: a second Ctrl-C raising
+            # KeyboardInterrupt now would lose the record. Said once, so the person knows.
+            if not self.noted:
+                self.noted = True
+                with contextlib.suppress(OSError):  # os.write: no buffered stream in a handler
+                    os.write(
+                        2,
+                        b"webward: interrupted; ending the call and writing its audit "
+                        b"record first\n",
+                    )
+            return
+        self.signum = signum
+        loop, task = self.loop, self.task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed in between
+                loop.call_soon_threadsafe(task.cancel)
+        self.watchdog = threading.Timer(_INTERRUPT_GRACE_S, self._give_up)
+        self.watchdog.daemon = True
+        self.watchdog.start()
+
+    def _give_up(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(
+                2,
+                f"webward: the interrupted call did not end within {_INTERRUPT_GRACE_S:.0f} s; "
+                "stopping without waiting for it\n".encode(),
+            )
+        os._exit(143 if self.signum == signal.SIGTERM else 130)
 
 
 @contextlib.contextmanager

@@ -187,6 +187,11 @@ class SQLiteAuditSink:
                 assert conn is not None
                 self._wait_at_most(conn, deadline)
             except (sqlite3.Error, OSError) as exc:
+                # A state dir that is a file, or one not writable: said as `webward audit`
+                # says it, not as the errno of the mkdir that failed on it.
+                unusable = _unusable_dir(self.path.parent)
+                if unusable is not None:
+                    return f"the audit log at {self.path} cannot be written ({unusable})"
                 return f"{self.path}: {exc}"
             try:
                 _insert_rows(conn, rows)

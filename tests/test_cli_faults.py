@@ -1,0 +1,347 @@
+"""The command line under faults an outside tester found: Ctrl-C pressed again and again, an
+output encoding that cannot hold the page, --json usage errors, flags named as typed, paging
+hints, bad flag values refused up front, and advice that names what is actually set."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from localserver import LocalServer, Request, respond, serve
+
+from webward import Settings
+from webward._errors import InvalidInput
+from webward._gateway import bind_socket
+from webward.audit import SQLiteAuditSink
+from webward.cli import main
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The state dir the records are read from (conftest points it elsewhere)."""
+    monkeypatch.setenv("WEBWARD_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def write_config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "cli.toml"
+    path.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n'
+        f"robots = false\n[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n{extra}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def records(tmp_path: Path) -> list[tuple[str, str]]:
+    found = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    return [(r.decision, r.reason) for r in found]
+
+
+@contextmanager
+def stalled_site() -> Iterator[LocalServer]:
+    """A loopback server that takes the request and answers nothing until the test ends."""
+    release = threading.Event()
+
+    def stall(req: Request, sock: socket.socket) -> None:
+        release.wait(60)
+
+    with serve(routes={"/slow": stall}) as site:
+        try:
+            yield site
+        finally:
+            release.set()
+
+
+def fetching(
+    site: LocalServer, config: Path, env: dict[str, str], *extra: str
+) -> subprocess.Popen[bytes]:
+    """`webward fetch` of the stalled page, once its request has reached the server."""
+    before = len(site.requests)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webward",
+            "fetch",
+            site.url("/slow"),
+            "--config",
+            str(config),
+            *extra,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # As from a terminal (a suite run in the background hands SIGINT ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 30
+    while len(site.requests) == before and time.monotonic() < deadline:  # bounded poll
+        time.sleep(0.01)
+    assert len(site.requests) > before, "the request never reached the server"
+    return process
+
+
+@pytest.mark.parametrize("gap", [0.0005, 0.01])
+def test_ctrl_c_pressed_again_still_ends_130_with_one_record(tmp_path: Path, gap: float) -> None:
+    """Three quick Ctrl-Cs while `webward fetch` waits on a page: exit 130, no traceback, and
+    exactly one `cancelled` record each time (a second Ctrl-C raised KeyboardInterrupt inside
+    the record's write, or inside anyio's cancellation: no record, a traceback, or a hang)."""
+    config = write_config(tmp_path)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    with stalled_site() as site:
+        for attempt in range(3):
+            process = fetching(site, config, env)
+            for _ in range(3):
+                process.send_signal(signal.SIGINT)
+                time.sleep(gap)  # the gap between key presses under test, not a wait for luck
+            try:
+                _, err = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+                pytest.fail(f"attempt {attempt}: the interrupted command never exited")
+            assert process.returncode == 130, err.decode()
+            assert b"Traceback" not in err, err.decode()
+            assert records(tmp_path) == [("failed", "cancelled")] * (attempt + 1)
+
+
+def test_interrupted_json_call_answers_on_stdout(tmp_path: Path) -> None:
+    """SIGTERM to `webward fetch --json`: exit 143 and one JSON error on stdout, so a
+    script reading stdout is not left with nothing."""
+    config = write_config(tmp_path)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    with stalled_site() as site:
+        process = fetching(site, config, env, "--json")
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 143, err.decode()
+    assert json.loads(out)["error"]["code"] == "cancelled"
+    assert records(tmp_path) == [("failed", "cancelled")]
+
+
+def test_unencodable_output_is_replaced_not_a_bug(tmp_path: Path) -> None:
+    """An ASCII-only stdout and a page with "é": the page is printed with the character
+    escaped, exit 0, never "failed unexpectedly (UnicodeEncodeError)"."""
+    config = write_config(tmp_path)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "WEBWARD_STATE_DIR": str(tmp_path / "s")}
+    with serve(routes={"/": respond(200, "<p>caf\u00e9 cr\u00e8me</p>")}) as site:
+        out = subprocess.run(
+            [sys.executable, "-m", "webward", "fetch", site.url("/"), "--config", str(config)],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+    assert out.returncode == 0, out.stderr.decode()
+    assert b"caf\\xe9 cr\\xe8me" in out.stdout
+    assert b"unexpectedly" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ask", "hi", "--json"],  # --model missing
+        ["fetch", "http://127.0.0.1:1/", "--json", "--bogus"],
+        ["audit", "--json", "--since", "-1h"],
+    ],
+    ids=["missing", "unknown", "value-like-a-flag"],
+)
+def test_json_usage_error_answers_on_stdout(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A usage error under --json: exit 2, the usage on stderr, and the error model (code
+    invalid_input) on stdout, as `ask --help` promises."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    out = capsys.readouterr()
+    assert info.value.code == 2
+    assert json.loads(out.out)["error"]["code"] == "invalid_input"
+    assert "usage:" in out.err
+
+
+def test_flags_are_named_as_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refusals name the flags typed (--max-chars, --allow-domain, --limit), not the core's
+    argument names."""
+    monkeypatch.setenv("WEBWARD_SEARXNG_URL", "http://127.0.0.1:1")
+    config = str(write_config(tmp_path))
+    said = []
+    for argv in (
+        ["fetch", "http://127.0.0.1:1/", "--max-chars", "0"],
+        ["fetch", "http://127.0.0.1:1/", "--max-age", "x"],
+        ["search", "hi", "--allow-domain", "http://x.org/"],
+        ["search", "hi", "--block-domain", "127.0.0.1"],
+        ["search", "hi", "--limit", "99"],
+    ):
+        assert main([*argv, "--config", config]) == 2
+        said.append(capsys.readouterr().err)
+    for err, flag in zip(
+        said,
+        ["--max-chars", "--max-age", "--allow-domain", "--block-domain", "--limit"],
+        strict=True,
+    ):
+        assert err.startswith(f"webward: {flag} "), err
+
+
+def test_paging_hints_keep_the_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """After --max-chars 1000 the hint keeps --max-chars (following it gives the next 1000);
+    after --query it says to read on from a passage's offset, not "--offset 0"."""
+    config = str(write_config(tmp_path))
+    body = "".join(f"<p>para {i} marker{i} " + "x" * 80 + "</p>" for i in range(100))
+    with serve(routes={"/big": respond(200, body)}) as site:
+        assert main(["fetch", site.url("/big"), "--max-chars", "1000", "--config", config]) == 0
+        paged = capsys.readouterr().err
+        assert main(["fetch", site.url("/big"), "--query", "marker7", "--config", config]) == 0
+        queried = capsys.readouterr().err
+    assert "--offset 1000 --max-chars 1000" in paged
+    assert "--offset 0" not in queried and "from a passage with --offset N" in queried
+
+
+def test_empty_session_is_audited(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`fetch --session ""` is refused (exit 2) and, like every fetch, leaves one record."""
+    config = str(write_config(tmp_path))
+    assert main(["fetch", "http://127.0.0.1:1/", "--session", "", "--config", config]) == 2
+    assert records(tmp_path) == [("refused", "invalid_input")]
+
+
+def test_empty_tier_is_refused_and_audited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--tier ""` is refused as `--tier bogus` is, not silently the default tier."""
+    config = str(write_config(tmp_path))
+    assert main(["fetch", "http://127.0.0.1:1/", "--tier", "", "--config", config]) == 2
+    assert "--tier is empty" in capsys.readouterr().err
+    assert records(tmp_path) == [("refused", "invalid_input")]
+
+
+@pytest.mark.parametrize("agent", ["bad\nname", ""])
+def test_mcp_refuses_a_bad_agent_at_start(
+    tmp_path: Path, agent: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`mcp --agent` with a control character, or empty, is refused before serving."""
+    assert main(["mcp", "--agent", agent, "--config", str(write_config(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("webward: --agent must be a name") and len(err.splitlines()) == 1
+
+
+def test_first_run_refusal_names_the_config_file(tmp_path: Path) -> None:
+    """No config yet: the refusal of a loopback address names the file to add the range to."""
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "conf"),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+    }
+    env.pop("WEBWARD_CONFIG", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "webward", "fetch", "http://127.0.0.1:1/", "--tier", "connected"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 3
+    assert str(Path("~") / "conf" / "webward" / "webward.toml") in out.stderr or str(
+        tmp_path / "conf" / "webward" / "webward.toml"
+    ) in out.stderr.replace("~", str(tmp_path)), out.stderr
+
+
+def test_usage_counts_an_explicit_default_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`audit --usage --limit 50` counts 50 records, as --limit 49 counts 49."""
+    config = str(write_config(tmp_path))
+    for _ in range(51):
+        main(["fetch", "file:///x", "--config", config])
+    capsys.readouterr()
+    assert main(["audit", "--usage", "--limit", "50", "--json", "--config", config]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["calls"] == 50
+
+
+def test_listen_errors_advise_by_cause() -> None:
+    """A host that is no address here is blamed, not the port; a port in use says --port."""
+    with pytest.raises(InvalidInput) as bad_host:
+        bind_socket("256.1.1.1", 0, port_advice="PORT", host_advice="HOST")
+    assert bad_host.value.message.endswith("HOST") and "PORT" not in bad_host.value.message
+    taken = bind_socket("127.0.0.1", 0)
+    try:
+        with pytest.raises(InvalidInput) as in_use:
+            bind_socket("127.0.0.1", taken.getsockname()[1], port_advice="choose another --port")
+    finally:
+        taken.close()
+    assert "in use; choose another --port" in in_use.value.message
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ('[search]\nprovider = "google"\n', "search.provider"),
+        ('[observability]\ncall_log = "stdout"\n', "observability.call_log"),
+        ('[observability]\ncall_log = "on"\n', "observability.call_log"),
+    ],
+)
+def test_config_values_checked_at_load(tmp_path: Path, extra: str, named: str) -> None:
+    """An unknown search provider, and a call_log that reads as a keyword, are refused as
+    the config loads, naming the file and the key."""
+    config = write_config(tmp_path, extra)
+    with pytest.raises(InvalidInput) as info:
+        Settings.load(config)
+    assert named in info.value.message and str(config) in info.value.message
+    assert not (Path.cwd() / "stdout").exists()
+
+
+def test_config_providers_match_the_search_package() -> None:
+    from webward._settings import SEARCH_PROVIDERS
+    from webward.search import PROVIDERS
+
+    assert SEARCH_PROVIDERS == PROVIDERS
+
+
+def test_otel_advice_names_only_what_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only an endpoint set, and no SDK: the advice names the endpoint variable, not
+    OTEL_TRACES_EXPORTER, which is not set."""
+    import builtins
+
+    import webward._telemetry as telemetry
+
+    real_import = builtins.__import__
+
+    def no_sdk(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("opentelemetry"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(telemetry, "_configured", False)
+    monkeypatch.setattr(builtins, "__import__", no_sdk)
+    with pytest.raises(InvalidInput) as info:
+        telemetry.configure_tracing({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+    assert "unset OTEL_EXPORTER_OTLP_ENDPOINT" in info.value.message
+    assert "OTEL_TRACES_EXPORTER" not in info.value.message
+
+
+def test_state_dir_that_is_a_file_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fetch says what `webward audit` says: the state dir is not a directory, no errno."""
+    state = tmp_path / "state_is_file"
+    state.write_text("")
+    monkeypatch.setenv("WEBWARD_STATE_DIR", str(state))
+    config = tmp_path / "c.toml"
+    config.write_text('[network]\nallow_ranges = ["127.0.0.1/32"]\n', encoding="utf-8")
+    assert main(["fetch", "http://127.0.0.1:1/", "--config", str(config)]) == 3
+    err = capsys.readouterr().err
+    assert f"{state} is not a directory" in err and "Errno" not in err
