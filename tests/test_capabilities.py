@@ -242,7 +242,10 @@ async def test_a_value_over_the_limit_is_refused_alike_at_every_face(tmp_path: P
         f"the URL is longer than {URL_CHARS} characters",
         f"query must be at most {QUERY_CHARS} characters (it has {len(query.strip())})",
     ]
-    assert messages == {face: expected for face in ("mcp", "tools", "gateway", "cli")}
+    # The same sentence, each face naming the value as its caller gave it: the command line
+    # its QUERY argument (and flags by their names: --max-chars), the others the field.
+    cli = [expected[0], expected[1].replace("query must", "QUERY must")]
+    assert messages == {"mcp": expected, "tools": expected, "gateway": expected, "cli": cli}
     # Every in-process call was audited as refused for its length.
     assert [(r.capability, r.decision) for r in audit.records] == [
         (FETCH, "refused"),

@@ -263,7 +263,7 @@ def test_cli_processes_share_freshness_through_the_state_dir(tmp_path: Path) -> 
     assert origin.conditional[1] == {"if-modified-since": LAST_MODIFIED}
     assert bad.returncode == 2
     assert bad.stderr.strip() == (
-        f"webward: max_age must be a whole number of seconds from 0 to {MAX_AGE_LIMIT_S}"
+        f"webward: --max-age must be a whole number of seconds from 0 to {MAX_AGE_LIMIT_S}"
     )
 
 

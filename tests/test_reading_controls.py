@@ -422,7 +422,7 @@ def test_cli_max_chars_and_query(tmp_path: Path) -> None:
     assert found.returncode == 0, found.stderr
     assert "[1] characters " in found.stdout and "Blight shows as brown patches" in found.stdout
     assert bad.returncode == 2
-    assert bad.stderr.strip() == "webward: max_chars must be a whole number from 1 to 40000"
+    assert bad.stderr.strip() == "webward: --max-chars must be a whole number from 1 to 40000"
 
 
 async def test_the_agent_tool_takes_max_chars_and_query() -> None:

@@ -313,7 +313,7 @@ def test_cli_search_filters(tmp_path: Path, server: LocalServer) -> None:
     assert (p["freshness"], p["country"], p["search_lang"]) == ("pd", "GB", "en")
     bad = cli("--freshness", "hour")
     assert bad.returncode == 2
-    assert bad.stderr.strip() == "webward: freshness must be one of day, week, month, year"
+    assert bad.stderr.strip() == "webward: --freshness must be one of day, week, month, year"
 
 
 async def test_the_agent_tool_passes_the_filters(server: LocalServer) -> None:
