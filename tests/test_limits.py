@@ -562,3 +562,22 @@ def test_retry_after_from_headers() -> None:
     assert retry_after_from_headers({"X-RateLimit-Reset": "4, 9"}) == 4.0
     assert retry_after_from_headers({"X-RateLimit-Reset": "nan"}) is None
     assert retry_after_from_headers({}) is None
+
+
+@pytest.mark.anyio
+async def test_the_memory_store_stays_bounded_and_keeps_hosts_that_answer() -> None:
+    """Failing hosts (marked: failures, an open circuit, a hold) were never dropped, and past
+    the size every update scanned the whole store for a healthy key: 100,000 hosts that
+    refuse connections held the store and made each update cost 50 ms. Now the store stays
+    within its size, marked keys take at most half, and a host that answers keeps its state
+    however many fail after it."""
+    store = MemoryLimitState(max_keys=100)
+    lim = limiter(store, FakeClock(), per_host_burst=5)
+    await lim.record(await lim.acquire(HOST), status=200)  # a host that answers, bucket spent by 1
+    for n in range(1_000):  # hosts that fail: one failure each
+        await lim.record(await lim.acquire(f"down-{n}.example"), status=503)
+    kept = [await store.get(f"down-{n}.example") for n in range(1_000)]
+    assert sum(state is not None for state in kept) == 50  # half of the size, the newest
+    assert kept[-1] is not None and kept[0] is None
+    answered = await store.get(HOST)
+    assert answered is not None and answered.tokens < 5  # its bucket remembered

@@ -8,6 +8,7 @@ its ``accepts`` prove that nothing connected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -541,6 +542,26 @@ async def test_sqlite_budget_is_one_counter_for_two_stores(
         with pytest.raises(Refused) as day:
             await two.fetch(site.url("/next"), agent="bot", session="u")
     assert "per session" in session.value.message and "per day" in day.value.message
+
+
+@pytest.mark.anyio
+async def test_a_day_budget_is_not_forgotten_however_many_sessions_come_after() -> None:
+    """The memory store drops the least recently used keys past its size: an agent that made
+    searches under new session names (each a key) pushed its fetch day counter out, and had
+    its day budget anew. The hour and day counters are kept."""
+    from webward._budgets import Budgets
+    from webward.limits import MemoryLimitState
+
+    s = settings({"budget": {"fetch_per_day": 2, "search_per_session": 5, "search_per_hour": 1}})
+    budgets = Budgets(s, MemoryLimitState(max_keys=10), clock=FakeClock())
+    for _ in range(2):
+        await budgets.charge_call("bot", "fetch", None)
+    for n in range(30):  # each session a key; all but the first refused by the hour
+        with contextlib.suppress(Refused):
+            await budgets.charge_call("bot", "search", f"new-{n}")
+    with pytest.raises(Refused) as day:
+        await budgets.charge_call("bot", "fetch", None)
+    assert day.value.reason == "budget_exhausted" and "per day" in day.value.message
 
 
 # ---- lists per agent -------------------------------------------------------------------------

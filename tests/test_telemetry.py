@@ -24,7 +24,7 @@ import anyio
 import httpx
 import pytest
 from fake_search import FakeSearxng, results
-from localserver import LocalServer, respond, serve
+from localserver import LocalServer, redirect, respond, serve
 from mcp import Client
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -43,10 +43,11 @@ from test_mcp import child_env, mcp_over_http
 import webward
 from webward import Settings, StaticResolver, Web
 from webward._credentials import EnvironmentStore
-from webward._errors import Refused
+from webward._errors import Refused, WebwardError
 from webward._gateway import FETCH_PATH, create_app, hash_token
 from webward._mcp import build_server
-from webward._telemetry import MetricsEndpoint, Telemetry, _HostMetrics, _strip_credentials
+from webward._redact import redact_secrets
+from webward._telemetry import MetricsEndpoint, Telemetry, _HostMetrics
 from webward.cli import main
 from webward.testing import MemoryAuditSink
 
@@ -255,17 +256,15 @@ async def test_a_search_has_a_provider_span_around_its_http_request(
 
 
 def test_url_full_never_carries_credentials() -> None:
-    assert _strip_credentials("https://user:pw@example.org/a?b=1") == "https://example.org/a?b=1"
-    assert _strip_credentials("https://example.org/@owl") == "https://example.org/@owl"
+    assert redact_secrets("https://user:pw@example.org/a?b=1") == "https://example.org/a?b=1"
+    assert redact_secrets("https://example.org/@owl") == "https://example.org/@owl"
     # Secret query values (OpenTelemetry's list for url.full, and API-key names) are redacted;
     # other parameters, and the same words in a path, stay.
     assert (
-        _strip_credentials(
-            "https://s3.example/o?X-Amz-Signature=abc&page=2&api_key=k%20y&Sig=x#frag"
-        )
+        redact_secrets("https://s3.example/o?X-Amz-Signature=abc&page=2&api_key=k%20y&Sig=x#frag")
         == "https://s3.example/o?X-Amz-Signature=REDACTED&page=2&api_key=REDACTED&Sig=REDACTED#frag"
     )
-    assert _strip_credentials("https://example.org/token/key?q=key") == (
+    assert redact_secrets("https://example.org/token/key?q=key") == (
         "https://example.org/token/key?q=key"
     )
 
@@ -737,6 +736,39 @@ async def test_the_call_log_carries_the_trace_id_when_tracing(
     assert entry["traceId"] == f"{call.context.trace_id:032x}"
     assert entry["target"] == site.url("/page")
     assert log.stat().st_mode & 0o777 == 0o600  # it holds what the audit log holds
+
+
+@pytest.mark.anyio
+async def test_the_call_log_hides_secret_query_values_and_keeps_one_line(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """The call log leaves the process for a log pipeline, as a span does: a pre-signed URL a
+    redirect led to had its credentials written in the clear (the span's url.full hid them),
+    and a query's U+2028, NEL, C1 or bidi control was written raw (orjson does not escape
+    them), so one record read as three lines and drove the terminal. The audit store keeps
+    the URL as read."""
+    secret = "/page?X-Amz-Credential=AKIAEXAMPLE&X-Amz-Signature=SIGX&part=2"
+    site.routes["/signed"] = redirect(secret)
+    log = tmp_path / "calls.jsonl"
+    settings = loopback_settings(tmp_path, observability={"call_log": str(log)})
+    telemetry = Telemetry.for_settings(settings, server=False)
+    audit = MemoryAuditSink()
+    async with web_for(settings, telemetry, audit=audit) as web:
+        await web.fetch(site.url("/signed?access_token=TOKEN1"))
+        with pytest.raises(WebwardError):
+            await web.search("owls\u2028at\u0085night\u009b\u202e", limit=0)
+    telemetry.close()
+    text = log.read_text(encoding="utf-8")
+    lines = text.splitlines()  # str.splitlines breaks at U+2028 and NEL too
+    fetched, searched = (json.loads(line) for line in lines)
+    assert fetched["target"] == site.url("/signed?access_token=REDACTED")
+    assert fetched["finalUrl"] == site.url(
+        "/page?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&part=2"
+    )
+    assert "AKIAEXAMPLE" not in text and "SIGX" not in text and "TOKEN1" not in text
+    assert searched["target"] == "owls\u2028at\u0085night\u009b\u202e"  # as given, escaped
+    assert "\u2028" not in text and "\u202e" not in text and "\x9b" not in text
+    assert audit.records[0].final_url == site.url(secret)
 
 
 @pytest.mark.anyio

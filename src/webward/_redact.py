@@ -1,14 +1,17 @@
 """Credentials out of URLs (pure, no I/O): for the audit log, messages and log lines.
 
 :func:`drop_userinfo` takes what may be credentials out of one URL as a caller spelled it;
-:func:`redact_urls` does so for every URL in a free text (an error message).
+:func:`redact_urls` does so for every URL in a free text (an error message);
+:func:`redact_secrets` also hides the values of secret query parameters, for what leaves
+the process (spans, the call log).
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["drop_userinfo", "redact_urls"]
+__all__ = ["drop_userinfo", "redact_secrets", "redact_urls"]
 
 # What comes before a URL's authority: anything leading that is not a letter or slash (URL
 # parsers strip C0 controls and spaces; other parsers more), the scheme, then any number of
@@ -102,3 +105,37 @@ def redact_urls(text: str) -> str:
     if "@" not in text:
         return text
     return _URL_TOKEN_RE.sub(lambda m: drop_userinfo(m.group()), text)
+
+
+# Query parameters whose values are credentials (OpenTelemetry's list for url.full, and the
+# usual API-key names): spans and the call log leave the process (a tracing backend, a log
+# pipeline), so their values are REDACTED there. The audit record keeps the URL as read.
+_SECRET_PARAMS = frozenset(
+    (
+        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature",
+        "x-amz-credential", "x-amz-security-token", "api_key", "apikey", "api-key", "key",
+        "token", "access_token", "auth", "password", "passwd", "secret", "client_secret",
+    )
+)  # fmt: skip
+_QUERY_PAIR = re.compile(r"([^&=#]+)=([^&#]*)")
+
+
+def redact_secrets(url: str) -> str:
+    """``url`` with no ``user:password@`` and secret query values REDACTED (a pre-signed
+    URL a redirect led to: ``?X-Amz-Credential=...&X-Amz-Signature=...``)."""
+    if "@" in url:
+        try:
+            parts = urlsplit(url)
+            if parts.username is not None or parts.password is not None:
+                url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        except ValueError:  # no URL urlsplit reads (a bad port, a bracket): by the text
+            url = drop_userinfo(url)
+    if "?" not in url:
+        return url
+    head, _, query = url.partition("?")
+
+    def redact(pair: re.Match[str]) -> str:
+        name = unquote(pair.group(1)).lower()
+        return f"{pair.group(1)}=REDACTED" if name in _SECRET_PARAMS else pair.group()
+
+    return f"{head}?{_QUERY_PAIR.sub(redact, query)}"

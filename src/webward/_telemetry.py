@@ -41,18 +41,18 @@ import ipaddress
 import logging
 import math
 import os
-import re
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import IO, Any, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 
 from ._addresses import is_loopback
 from ._errors import InvalidInput, WebwardError
+from ._redact import redact_secrets
 from ._settings import Settings
 from ._tokens import bearer_token
 
@@ -145,7 +145,7 @@ def http_span(method: str, url: Any) -> contextlib.AbstractContextManager[Any]:
 
     attributes = {
         "http.request.method": method,
-        "url.full": _strip_credentials(url.url),
+        "url.full": redact_secrets(url.url),
         "server.address": url.host,
         "server.port": url.port,
     }
@@ -199,36 +199,6 @@ def _span(
                     current.set_attribute("error.type", type(exc).__qualname__)
                 current.set_status(Status(StatusCode.ERROR))
             raise
-
-
-# Query parameters whose values are credentials (OpenTelemetry's list for url.full, and the
-# usual API-key names): a span leaves the process for a tracing backend, so their values
-# are REDACTED there. The audit record keeps the URL as read.
-_SECRET_PARAMS = frozenset(
-    (
-        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature",
-        "x-amz-credential", "x-amz-security-token", "api_key", "apikey", "api-key", "key",
-        "token", "access_token", "auth", "password", "passwd", "secret", "client_secret",
-    )
-)  # fmt: skip
-_QUERY_PAIR = re.compile(r"([^&=#]+)=([^&#]*)")
-
-
-def _strip_credentials(url: str) -> str:
-    """``url`` for a span: no ``user:password@``, secret query values REDACTED."""
-    if "@" in url:
-        parts = urlsplit(url)
-        if parts.username is not None or parts.password is not None:
-            url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-    if "?" not in url:
-        return url
-    head, _, query = url.partition("?")
-
-    def redact(pair: re.Match[str]) -> str:
-        name = unquote(pair.group(1)).lower()
-        return f"{pair.group(1)}=REDACTED" if name in _SECRET_PARAMS else pair.group()
-
-    return f"{head}?{_QUERY_PAIR.sub(redact, query)}"
 
 
 _configured = False

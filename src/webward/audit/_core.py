@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import orjson
 
+from .._capabilities import SEARCH
 from .._errors import Reason, Refused, operator_step
-from .._redact import drop_userinfo
+from .._redact import drop_userinfo, redact_secrets
 
 if TYPE_CHECKING:
     from .._call import Call
@@ -317,11 +318,16 @@ class AuditRecord:
         }
 
     def to_json_line(self, extra: tuple[tuple[str, str], ...] = ()) -> str:
-        """:meth:`to_wire` as one line of JSON, newline included, with ``extra`` text fields
-        after the record's own (the call log's trace and span ids)."""
+        """The call log's line: :meth:`to_wire` as one line of JSON, newline included, with
+        ``extra`` text fields after the record's own (the call log's trace and span ids).
+
+        What leaves the process for a log pipeline: its URLs' secret query values REDACTED
+        (as a span's ``url.full``), and every character that breaks a line or drives a
+        terminal (U+2028, NEL, C1 controls, bidi controls) escaped, so that a record stays
+        one line that ``tail`` shows as it is (orjson writes them raw)."""
         shape = self.shape if self.shape is not None else _Shape(self)
         if shape.line is None:  # a record made by hand, an integer past 64 bits
-            return json.dumps({**self.to_wire(), **dict(extra)}) + "\n"
+            return _line_safe(json.dumps({**_log_wire(self), **dict(extra)})) + "\n"
         middle, tail = shape.line
         ms = self.duration_ms
         duration = str(ms) if type(ms) is int else json.dumps(ms)  # null, or a record by hand
@@ -330,6 +336,29 @@ class AuditRecord:
             f'{{"id":{_json_text(self.id)},"time":"{_iso(self.time)}",{middle},'
             f'"durationMs":{duration},{tail}{more}}}\n'
         )
+
+
+def _log_wire(record: AuditRecord) -> dict[str, Any]:
+    """:meth:`AuditRecord.to_wire` for the call log: secret query values REDACTED."""
+    wire = record.to_wire()
+    if record.capability != SEARCH:  # a search's target is a query, no URL
+        wire["target"] = redact_secrets(record.target)
+    if record.final_url is not None:
+        wire["finalUrl"] = redact_secrets(record.final_url)
+    wire["redirects"] = [redact_secrets(url) for url in record.redirects]
+    return wire
+
+
+# Characters that end a line for some reader (U+2028/9, NEL), drive a terminal (C0 and C1
+# controls; JSON escapes C0 already) or reorder what it shows (bidi controls), as \uXXXX.
+_LINE_UNSAFE = {
+    c: f"\\u{c:04x}"
+    for c in [*range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+}
+
+
+def _line_safe(text: str) -> str:
+    return text if text.isascii() else text.translate(_LINE_UNSAFE)
 
 
 def _json_text(text: str) -> str:
@@ -356,7 +385,7 @@ class _Shape:
         self.row_head, self.row_tail = row[2:_DURATION_COLUMN], row[_DURATION_COLUMN + 1 :]
         # The JSON line's fields between its time and its duration, and after its duration,
         # in the order of :meth:`AuditRecord.to_wire`.
-        wire = record.to_wire()
+        wire = _log_wire(record)
         names = list(wire)
         at = names.index("durationMs")
         try:
@@ -365,7 +394,7 @@ class _Shape:
         except orjson.JSONEncodeError:
             self.line: tuple[str, str] | None = None
         else:
-            self.line = middle[1:-1], tail[1:-1]
+            self.line = _line_safe(middle[1:-1]), _line_safe(tail[1:-1])
 
 
 #: The shapes of recent calls (``AuditRecord.from_call``), keyed by what the call record
