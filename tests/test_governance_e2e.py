@@ -480,6 +480,29 @@ def test_two_cli_processes_share_one_budget_and_one_audit_log(tmp_path: Path) ->
 
 
 @pytest.mark.anyio
+async def test_a_robots_txt_that_never_answers_is_named_in_the_timeout() -> None:
+    """The read's deadline counts from the call's start, robots.txt included: when it passes
+    while robots.txt is still awaited, the sentence says so, not only that the page took
+    too long (an operator looked at the page's server)."""
+
+    def silent(req: Request, sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.recv(1)  # no answer until webward hangs up
+
+    with serve(routes={"/robots.txt": silent, "*": respond(200, "<p>ok</p>")}) as srv:
+        s = settings(policy={"robots": True}, limits={"fetch_timeout_s": 0.5})
+        async with web(s) as w:
+            with pytest.raises(UpstreamError) as late:
+                await w.fetch(srv.url("/page"))
+        assert page_requests(srv) == []
+    assert late.value.code == "timeout"
+    assert late.value.message.startswith(
+        f"reading {srv.url('/page')} took longer than 0.5 s (still waiting for robots.txt or "
+        "a rate-limit slot of 127.0.0.1) and was stopped"
+    )
+
+
+@pytest.mark.anyio
 async def test_robots_allows_and_disallows_by_name_and_is_fetched_once() -> None:
     """robots.txt decides through Web.fetch: a disallowed path is refused by name, never read."""
     page_route = respond(200, "<p>ok</p>")

@@ -96,10 +96,13 @@ async def fetch(
     current = url
     if deadline is None:
         deadline = anyio.current_time() + timeout_s
+    admitting: guard.ParsedURL | None = None  # the hop whose checks are running, if any
     try:
         with anyio.fail_at(deadline) as deadline_scope:
             while True:
-                await hooks.before(current)
+                admitting = current
+                await hooks.before(current)  # robots.txt and the host's limits
+                admitting = None
                 hop_headers = headers
                 asked_if_changed = False
                 if conditional is not None and current.url == conditional[0]:
@@ -135,10 +138,17 @@ async def fetch(
                 chain.append(nxt.url)
                 current = nxt
     except TimeoutError:
+        # Time spent before a hop's request went out is not the page's: a robots.txt that
+        # never answers was blamed on the page itself.
+        where = (
+            ""
+            if admitting is None
+            else f" (still waiting for robots.txt or a rate-limit slot of {admitting.host})"
+        )
         raise UpstreamError(
             operator_step(
-                f"reading {url.url} took longer than {timeout_s:g} s and was stopped; try "
-                "again later",
+                f"reading {url.url} took longer than {timeout_s:g} s{where} and was stopped; "
+                "try again later",
                 "an operator can raise [limits] fetch_timeout_s",
                 model="",
             ),
