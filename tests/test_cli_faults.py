@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from fake_models import API_KEY, anthropic_reply, fake_model_api
 from localserver import LocalServer, Request, respond, serve
 
 from webward import Settings
@@ -116,6 +117,39 @@ def test_ctrl_c_pressed_again_still_ends_130_with_one_record(tmp_path: Path, gap
             assert process.returncode == 130, err.decode()
             assert b"Traceback" not in err, err.decode()
             assert records(tmp_path) == [("failed", "cancelled")] * (attempt + 1)
+
+
+@pytest.mark.parametrize("gap", [0.0005, 0.01])
+def test_ask_interrupted_again_during_a_read_ends_130_with_its_record(
+    tmp_path: Path, gap: float
+) -> None:
+    """`webward ask` runs its tool calls as fetch does: three quick Ctrl-Cs while the
+    model's web_fetch waits on a page end 130, with no traceback and that call's one record
+    (a second Ctrl-C could cut the record's write, or hang anyio's cancellation)."""
+    config = write_config(tmp_path)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state"), "ANTHROPIC_API_KEY": API_KEY}
+    with stalled_site() as site:
+        reads = [anthropic_reply(calls=[("c1", "web_fetch", {"url": site.url("/slow")})])]
+        with fake_model_api("anthropic", reads) as model:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "webward", "ask", "Owls?", "--provider", "anthropic",
+                 "--model", "m", "--base-url", model.base_url, "--config", str(config)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )  # fmt: skip
+            deadline = time.monotonic() + 30
+            while not site.requests and time.monotonic() < deadline:  # bounded poll
+                time.sleep(0.01)
+            assert site.requests, "the model's web_fetch never reached the page"
+            for _ in range(3):
+                process.send_signal(signal.SIGINT)
+                time.sleep(gap)  # the gap between key presses under test, not a wait for luck
+            _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err.decode()
+    assert b"Traceback" not in err, err.decode()
+    assert records(tmp_path) == [("failed", "cancelled")]
 
 
 def test_interrupted_json_call_answers_on_stdout(tmp_path: Path) -> None:

@@ -102,9 +102,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    import anyio
+    from .cli import run_call  # Ctrl-C pressed again cannot cut a cancelled call's record
 
-    return anyio.run(_run, args, settings)
+    return run_call(_run, args, settings)
 
 
 def _whole(value: str, flag: str, low: int, high: int | None = None) -> int:
