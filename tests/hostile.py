@@ -256,12 +256,21 @@ def shared_stream_pdf(pages: int = 2_000, inflated: int = 8_000_000) -> bytes:
 
 
 def form_xobject_pdf(
-    inflated: int = 100_000, nest: int = 3, fan: int = 10, draw: bytes = b"/X%d Do\n"
+    inflated: int = 100_000,
+    nest: int = 3,
+    fan: int = 10,
+    draw: bytes = b"/X%d Do\n",
+    *,
+    inherit: bool = False,
 ) -> bytes:
     """One page whose content only draws Form XObject X0; each Form draws the next ``fan``
     times (each draw written as ``draw`` names it), ``nest`` levels down to one holding
     ``inflated`` bytes of text operators. 1.8 kB on the wire; pypdf parses every draw of
-    the last Form again: ``fan ** nest * inflated`` bytes (1 GB, 50 s, by default)."""
+    the last Form again: ``fan ** nest * inflated`` bytes (1 GB, 50 s, by default).
+    ``inherit``: the Forms have no resources of their own but a ``/Parent`` whose resources
+    name them all, which pypdf follows (as it does a page's)."""
+    if inherit:
+        return _inheriting_forms_pdf(inflated, nest, fan, draw)
     line = b"BT /F1 12 Tf 72 720 Td (spam spam spam spam spam spam) Tj ET\n"
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -285,6 +294,69 @@ def form_xobject_pdf(
             + b" >> "
             + stream[3:]  # the stream's own dictionary entries, then its data
         )
+    return _pdf(objects)
+
+
+def _inheriting_forms_pdf(inflated: int, nest: int, fan: int, draw: bytes) -> bytes:
+    line = b"BT /F1 12 Tf 72 720 Td (spam spam spam spam spam spam) Tj ET\n"
+    holder = 7 + nest + 1  # the object the Forms name as their /Parent
+    names = b" ".join(b"/X%d %d 0 R" % (level, 7 + level) for level in range(nest + 1))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+        _FONT,
+        _stream(b"q " + draw % 0 + b" Q\n"),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources 6 0 R >>",
+        b"<< /Font << /F1 3 0 R >> /XObject << " + names + b" >> >>",
+    ]
+    for level in range(nest + 1):
+        data = (
+            b"q " + draw % (level + 1) * fan + b" Q\n"
+            if level < nest
+            else line * (inflated // len(line))
+        )
+        objects.append(
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Parent %d 0 R " % holder
+            + _stream(data)[3:]
+        )
+    objects.append(b"<< /Resources 6 0 R >>")
+    return _pdf(objects)
+
+
+def wide_form_tree_pdf(width: int = 3, depth: int = 14) -> bytes:
+    """A page drawing Form C0 of ``width`` Forms, each of whose resources name the ``width``
+    Forms of the next level and itself, ``depth`` levels down to a word of text. pypdf draws
+    one chain; a count that walks every Form of every level from each (a cycle kept it from
+    remembering one) took ``width ** depth`` steps: 17 s at 3 and 14."""
+    first = 6
+
+    def number(level: int, index: int) -> int:
+        return first + level * width + index
+
+    def kids(level: int) -> bytes:
+        return b" ".join(b"/C%d %d 0 R" % (k, number(level, k)) for k in range(width))
+
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+        _FONT,
+        _stream(b"/C0 Do\n"),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 3 0 R >> /XObject << " + kids(0) + b" >> >> >>",
+    ]
+    for level in range(depth):
+        for index in range(width):
+            if level < depth - 1:
+                more = (
+                    b"/XObject << " + kids(level + 1) + b" /Self %d 0 R >>" % number(level, index)
+                )
+                data = b"/C0 Do\n"
+            else:
+                more, data = b"", b"BT /F1 12 Tf (leaf) Tj ET\n"
+            objects.append(
+                b"<< /Type /XObject /Subtype /Form /BBox [0 0 1 1] /Resources << /Font << "
+                b"/F1 3 0 R >> " + more + b" >> " + _stream(data)[3:]
+            )
     return _pdf(objects)
 
 

@@ -9,6 +9,7 @@ address-space limit), never by exact figure; bench/convert.py prints the measure
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import os
@@ -64,6 +65,7 @@ from hostile import (
     tiny_elements_html,
     unclosed_tags_html,
     veils_left_open_html,
+    wide_form_tree_pdf,
 )
 from localserver import respond, serve
 from mcp import Client
@@ -1089,26 +1091,34 @@ def test_a_small_pdf_whose_one_page_inflates_past_the_content_cap_is_not_parsed(
     assert text.endswith("spam") and len(text) > 40_000  # the whole page: windows page it
 
 
-# However the page writes its Do, a Form XObject drawn again and again counts each time.
-FORM_DRAWS = {
-    "plain": b"/X%d Do\n",
-    "comment before Do": b"/X%d %%c\n Do\n",
-    "a second operand": b"/X%d /Junk Do\n",
-    "name escaped": b"/X#3%d Do\n",
-    "no space": b"/X%d\nDo ",
+# However the page writes its Do, and wherever the Forms find their resources.
+FORM_BOMBS = {
+    **{
+        name: functools.partial(form_xobject_pdf, inflated=20_000, nest=4, draw=draw)
+        for name, draw in {
+            "plain": b"/X%d Do\n",
+            "comment before Do": b"/X%d %%c\n Do\n",
+            "a second operand": b"/X%d /Junk Do\n",
+            "name escaped": b"/X#3%d Do\n",
+            "no space": b"/X%d\nDo ",
+        }.items()
+    },
+    "resources from a /Parent": functools.partial(
+        form_xobject_pdf, inflated=20_000, nest=4, inherit=True
+    ),
 }
 
 
-@pytest.mark.parametrize("draw", FORM_DRAWS.values(), ids=FORM_DRAWS.keys())
-def test_form_xobjects_drawn_over_and_over_count_toward_the_content_cap(draw: bytes) -> None:
-    """A page that only draws a Form, drawn ten times by the Form above it, two levels deep,
-    to 20 kB of text: 2 MB for pypdf to parse, past the 256,000-byte cap, though the page's
-    own content is a few bytes (5 levels of the same took 50 s). The page is not parsed."""
-    body = form_xobject_pdf(inflated=20_000, nest=2, draw=draw)
-    extracted = pdf_text(body, 1_000_000, max_pages=500, max_inflated=256_000)
-    assert extracted.stopped == "page 1, where the inflated page content passes 256,000 bytes", (
-        "a page drawing 2 MB of Form XObject content should stop the text at the content cap"
-    )
+@pytest.mark.parametrize("make", FORM_BOMBS.values(), ids=FORM_BOMBS.keys())
+def test_form_xobjects_drawn_over_and_over_stop_the_text_early(make: Any) -> None:
+    """A page that only draws a Form, drawn ten times by the Form above it, four levels
+    deep, to 20 kB of text: 200 MB for pypdf to parse (10 s here), though the file is 2 kB
+    and no content stream passes the cap. The byte cap counts what a page holds, each Form
+    once; how often pypdf parses it again, the extraction's own bound of work stops (a
+    static count of draws was fooled by resources from a /Parent and by Forms it could not
+    read, and took W ** depth steps on Forms naming themselves)."""
+    extracted = pdf_text(make(), 1_000_000, max_pages=500, max_inflated=256_000)
+    assert extracted.stopped.startswith("page 1, where reading the text passes 0.5 s of work")
     assert extracted.text == ""
 
 
@@ -1117,6 +1127,22 @@ def test_a_form_xobject_drawn_once_under_the_cap_is_read() -> None:
         form_xobject_pdf(inflated=20_000, nest=1, fan=3), 1_000_000, max_inflated=256_000
     )
     assert extracted.stopped == "" and extracted.text.count("spam spam") > 300
+
+
+def test_forms_that_name_many_forms_and_themselves_are_counted_once_each() -> None:
+    """Forms at each of 14 levels naming the 3 Forms of the next level and themselves: a
+    count that walked them from every Form took 3 ** 14 steps (17 s) and charged a few
+    hundred bytes. Each Form is counted once, and the page, one chain of draws, is read."""
+    extracted = pdf_text(wide_form_tree_pdf(3, 14), 1_000_000, max_inflated=256_000)
+    assert extracted.stopped == "" and extracted.text == "leaf"
+
+
+def test_a_form_larger_than_the_cap_stops_the_text_before_it_is_parsed() -> None:
+    """A Form drawn once whose content alone passes the cap: the page is not parsed."""
+    extracted = pdf_text(
+        form_xobject_pdf(inflated=300_000, nest=0), 1_000_000, max_inflated=256_000
+    )
+    assert extracted.stopped == "page 1, where the inflated page content passes 256,000 bytes"
 
 
 def _xref_shifted(pdf: bytes, by: int) -> bytes:
@@ -1577,6 +1603,8 @@ async def test_forty_hostile_reads_do_not_hold_up_another_agents_small_read() ->
                     await web.fetch(server.url(f"/hostile.pdf?{i}"))
                 except (Refused, UpstreamError) as exc:
                     outcomes.append(exc.reason)
+                else:  # its text stopped by the extraction's bound of work, in time
+                    outcomes.append("read")
 
             # A running server: the converters imported, the zygote started by earlier reads.
             await web.fetch(server.url("/small?warm"), agent="other")
@@ -1592,7 +1620,7 @@ async def test_forty_hostile_reads_do_not_hold_up_another_agents_small_read() ->
                 small_read_s = time.monotonic() - started
     assert page.title == "Small"
     assert small_read_s < 1.0
-    assert len(outcomes) == 40 and set(outcomes) <= {"convert_timeout", "overloaded"}
+    assert len(outcomes) == 40 and set(outcomes) <= {"convert_timeout", "overloaded", "read"}
 
 
 def test_the_gateway_sheds_load_with_503_and_retry_after(tmp_path: Path) -> None:

@@ -379,3 +379,15 @@ def test_state_dir_that_is_a_file_is_named(
     assert main(["fetch", "http://127.0.0.1:1/", "--config", str(config)]) == 3
     err = capsys.readouterr().err
     assert f"{state} is not a directory" in err and "Errno" not in err
+
+
+def test_a_url_pasted_with_whitespace_around_it_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`webward fetch " URL\n"` (pasted with a space and a newline) is read as the agent
+    tools, MCP and the gateway read it; it was refused for its whitespace."""
+    config = write_config(tmp_path)
+    with serve(routes={"/": respond(200, "<p>owls at night</p>")}) as site:
+        code = main(["fetch", f" {site.url('/')}\n", "--config", str(config)])
+    assert code == 0, capsys.readouterr().err
+    assert "owls at night" in capsys.readouterr().out

@@ -534,6 +534,9 @@ def test_a_near_miss_in_the_markers_shape_is_removed_too(near_miss: str) -> None
         "$text = <<<EOT\nheredoc content\nEOT;",
         "<<<a b c>>> has no marker word",
         "x <<< y >>> z",
+        "render<<<contentBlocks, 256>>>(d_content);",  # a CUDA kernel launch
+        'grep x <<< "$content" >>> log',
+        "<<<endless loop>>>",
     ],
 )
 def test_angle_brackets_without_a_marker_word_stay(kept: str) -> None:

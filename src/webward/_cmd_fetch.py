@@ -95,6 +95,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     page_cache = (
         None if settings.state.redis_url else SQLitePageCache.from_limits(store, settings.limits)
     )
+    # A URL pasted with a space or a newline around it, read as every face reads one (the
+    # agent tools, MCP, the gateway); the Python API takes a URL as given.
+    args.url = args.url.strip() or args.url
     try:
         async with Web(
             settings,

@@ -35,7 +35,7 @@ between the words, and any begin/end/nonce decoration around it; with spaces bet
 words (``untrusted web content``) only when an angle bracket, ``nonce`` or ``end-`` makes it
 look like a marker, so prose about untrusted web content survives; and any span in the
 markers' shape (three angle brackets, up to 120 characters on one line, three closing ones)
-with ``untrusted``, ``content`` or ``nonce`` inside, a near miss of the words. The text also loses
+with ``untrusted`` or ``nonce=`` inside or ``end`` first, a near miss of the words. The text also loses
 bidi embedding/override/isolate controls and control characters other than tab and newline
 (``\\r\\n`` and ``\\r`` become ``\\n``), so it cannot reorder or overwrite what a terminal shows.
 
@@ -166,13 +166,15 @@ _TAIL_RE = re.compile(
 _RIGHT_EVIDENCE_RE = re.compile(rf"{_WS}(?:[{_JOIN}]{_WS})?(?:nonce|\\?>)|---")
 _LEFT_WINDOW = 512
 # The markers' shape, whatever the words: three angle brackets (each may be escaped), up to 120
-# characters on one line, three closing ones. Such a span with a marker's word in it is a
-# marker ("<<<end-untrusted-content nonce=...>>>", "<<<end-web-content>>>", the words misspelt
-# around "untrusted" with a digit or a letter no look-alike table holds): the nonce already
-# keeps a forgery from closing the envelope, and a near miss need not read as one either.
-# Found only from the start of a run of brackets, so that a page of "<" stays linear.
+# characters on one line, three closing ones. Such a span with what only a marker says in it
+# ("untrusted", a "nonce=", or "end" first) is a marker ("<<<end-untrusted-content nonce=...>>>",
+# "<<<end-web-content>>>", the words misspelt around "untrusted" with a digit or a letter no
+# look-alike table holds): the nonce already keeps a forgery from closing the envelope, and a
+# near miss need not read as one either. A CUDA launch (kernel<<<contentBlocks, 256>>>) or a
+# here-string (<<< "$content") stays. Found only from the start of a run of brackets, so that
+# a page of "<" stays linear.
 _ANGLED_RE = re.compile(r"(?<![<\\])(?:\\?+<){3,}+(?P<inner>[^<>\n]{1,120}+)(?:\\?+>){3,}+")
-_ANGLED_WORDS_RE = re.compile(r"untrusted|content|nonce")
+_ANGLED_WORDS_RE = re.compile(r"untrusted|nonce\s*[=:]|^[\s/\\_-]*end(?![a-z])")
 
 # Controls other than tab and newline: never useful in text a model reads; some would rewrite
 # a terminal. Carriage returns are normalised to newlines first.

@@ -14,7 +14,7 @@ Each request is checked in this order, and the first failure answers with the er
 (``{"error": {"code", "message"}}``): route (404), method (405), bearer token (401),
 ``Content-Type`` (415), body size while reading the stream (413), JSON (400), the body's shape:
 missing, extra or mistyped fields (400), as the capability catalogue (``_capabilities``) names
-and types them; a URL is read without the whitespace around it, as at every face, and a blank
+and types them; a URL is read without the whitespace around it, as every face reads it, and a blank
 one is missing. Values (a URL's form, an offset's range, a query's
 length) are the core's to judge: it audits the call and answers with its own message. Once
 the token names an agent, every request is a call and is audited, the ones refused for their

@@ -12,6 +12,7 @@ import io
 import logging
 import posixpath
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -174,95 +175,33 @@ class PdfText:
     encrypted: bool = False  # unreadable (``pages`` None) because a password locks it
 
 
-# PDF whitespace and delimiters (PDF 32000-1, 7.2.2): what ends a name or an operator.
-_WS = rb"\x00\t\n\x0c\r "
-_ENDS = _WS + rb"()<>\[\]{}/%"
-# The operator Do as a whole token. A Do inside a string or a comment is counted too:
-# counting more than pypdf draws only makes the bound stricter.
-_DO = re.compile(rb"(?<![^" + _ENDS + rb"])Do(?![^" + _ENDS + rb"])")
-# A Do whose one operand is the name just before it, with an operator before that
-# (``Q q 1 0 0 1 0 0 cm /Fm0 Do``, what writers put down): pypdf draws the Form its first
-# operand names, so a name read here is the one drawn only when no operand precedes it.
-# Found from the operator's first letter (a lookahead, so that ``/A Do /B Do`` gives both).
-_NAMED_DO = re.compile(
-    rb"(?<![^" + _WS + rb"()<>\[\]{}])(?=(?!(?:true|false|null)[" + _ENDS + rb"])"
-    rb"[A-Za-z'\"*][^" + _ENDS + rb"]*[" + _WS + rb"]+/([^" + _ENDS + rb"]*)[" + _WS + rb"]*"
-    rb"(?<![^" + _ENDS + rb"])Do(?![^" + _ENDS + rb"]))"
-)
-# Form XObjects nested deeper than this put a page over the bound: real files nest a few.
-_MAX_FORM_DEPTH = 32
+# Form XObjects a page may reach through its resources before it is over the cap: real
+# pages use a few, a hostile one any number (each is read to be counted).
+_MAX_FORMS = 1_000
+# CPU seconds pypdf may spend extracting one document's text, every page together: the cap on
+# inflated bytes bounds what a page holds, not how often pypdf parses it again (a Form drawn
+# ten times by a Form drawn ten times ...), so the extraction itself is bounded too, as any
+# page's conversion is (0.5 s). Most PDFs meet the byte cap first.
+_EXTRACTION_CPU_S = 0.5
 
 
-class _Draws:
-    """The inflated bytes ``extract_text`` parses for one page: its content streams, and every
-    Form XObject it draws with ``Do``, each time it is drawn, through nested Forms.
+class _WorkSpent(Exception):
+    """Raised from pypdf's operator callback: the extraction's CPU time ran out."""
 
-    pypdf runs a Form's content (and reads its fonts' ``/ToUnicode`` maps again) on every
-    draw, so a 1.8 kB PDF whose page draws a Form ten times, which draws another ten times,
-    four levels down to 100 kB of text, made it parse 1 GB (50 s). A page's own fonts are not
-    counted: the cap's calibration (seconds per byte of page content) includes them.
-    Annotations' appearance streams and Type 3 glyph procedures are not read by
-    ``extract_text`` (pypdf 7), so they cost nothing here. Counting stops once past ``budget``.
-    """
 
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.costs: dict[int, int] = {}  # a Form's cost, once known, by object
-        self.drawing: set[int] = set()  # the Forms being drawn: pypdf skips one drawing itself
-        self.cycles = 0
+class _Work:
+    """pypdf's ``visitor_operand_before``: called for every operator it reads, a Form's
+    included (and for each ``Do`` before the Form is drawn), it ends the extraction once
+    :data:`_EXTRACTION_CPU_S` of this thread's CPU time is spent. How much the content
+    streams hold is counted before each page is parsed (:func:`_content_bytes`); how many
+    times pypdf parses them again, only this can see."""
 
-    def stream(self, data: bytes, resources: Any, depth: int) -> int:
-        """The bytes of a content stream with ``resources``, with the Forms it draws."""
-        total = len(data)
-        if total > self.budget or b"Do" not in data:
-            return total
-        names, forms = _xobjects(resources)
-        if not forms:
-            return total  # Do of an image, or of nothing: pypdf parses no more
-        read = 0
-        # Where the last line began and the last "%" is, before the match: looked for only
-        # since the match before, so that a line of 30,000 Do costs one pass, not 30,000.
-        seen = line = comment = -1
-        for match in _NAMED_DO.finditer(data):
-            start = match.start()
-            line = max(line, data.rfind(b"\n", seen + 1, start), data.rfind(b"\r", seen + 1, start))
-            comment = max(comment, data.rfind(b"%", seen + 1, start))
-            seen = start - 1
-            name = _name(match.group(1))
-            if comment > line or name not in names:
-                continue  # the operator may be a comment's; counted below with the others
-            read += 1
-            if name in forms:  # an image is not parsed, and pypdf skips a name not there
-                total += self.form(forms[name], depth + 1)
-                if total > self.budget:
-                    return total
-        # A Do whose name this scan did not read (more operands or a comment before it, a
-        # name spelt oddly, the word inside a string) is charged the dearest Form here.
-        unread = len(_DO.findall(data)) - read
-        if unread > 0:
-            total += unread * max(self.form(form, depth + 1) for form in forms.values())
-        return total
+    def __init__(self, seconds: float) -> None:
+        self.until = time.thread_time() + seconds
 
-    def form(self, form: Any, depth: int) -> int:
-        key = id(form)  # pypdf's own key for a Form being drawn
-        if key in self.drawing:
-            self.cycles += 1
-            return 0
-        known = self.costs.get(key)
-        if known is not None:
-            return known
-        if depth > _MAX_FORM_DEPTH:
-            return self.budget + 1
-        cycles = self.cycles
-        self.drawing.add(key)
-        try:
-            resources = _dictionary(form.get("/Resources"))
-            cost = _fonts_bytes(resources) + self.stream(form.get_data(), resources, depth)
-        finally:
-            self.drawing.discard(key)
-        if self.cycles == cycles:  # a cost cut short by a cycle holds only on that path
-            self.costs[key] = cost
-        return cost
+    def __call__(self, operator: Any, operands: Any, cm: Any, tm: Any) -> None:
+        if time.thread_time() > self.until:
+            raise _WorkSpent
 
 
 def _dictionary(value: Any) -> Any:
@@ -272,19 +211,49 @@ def _dictionary(value: Any) -> Any:
     return value if isinstance(value, DictionaryObject) else None
 
 
-def _xobjects(resources: Any) -> tuple[frozenset[str], dict[str, Any]]:
-    """The names of a resource dictionary's XObjects, and its Form XObjects by name."""
+def _resources(obj: Any) -> Any:
+    """``obj``'s resource dictionary as pypdf finds it: its own, else its ``/Parent``'s
+    (pypdf asks any dictionary, a Form's too, for inherited resources)."""
+    inherited = getattr(obj, "get_inherited", None)
+    found = inherited("/Resources") if inherited is not None else obj.get("/Resources")
+    return _dictionary(found)
+
+
+def _forms_bytes(resources: Any, budget: int) -> int:
+    """The inflated bytes of every Form XObject reachable from ``resources``, through the
+    Forms' own resources, each once, with the ``/ToUnicode`` maps of their fonts (which pypdf
+    reads on every draw): more than ``budget`` as soon as that is passed, or when more than
+    :data:`_MAX_FORMS` are reachable. A Form pypdf could not read either costs nothing; one
+    that inflates past pypdf's own cap is over ``budget``."""
+    from pypdf.errors import LimitReachedError
     from pypdf.generic import StreamObject
 
-    xobjects = _dictionary(resources.get("/XObject")) if resources is not None else None
-    if xobjects is None:
-        return frozenset(), {}
-    forms = {}
-    for name, ref in xobjects.items():
-        obj = ref.get_object()
-        if isinstance(obj, StreamObject) and obj.get("/Subtype") == "/Form":
-            forms[name] = obj
-    return frozenset(xobjects), forms
+    total = 0
+    seen: set[int] = set()
+    waiting = [resources]
+    while waiting:
+        found = waiting.pop()
+        xobjects = _dictionary(found.get("/XObject")) if found is not None else None
+        for ref in (xobjects or {}).values():
+            try:
+                form = ref.get_object()
+                if not isinstance(form, StreamObject) or form.get("/Subtype") != "/Form":
+                    continue
+                if id(form) in seen:
+                    continue
+                seen.add(id(form))
+                if len(seen) > _MAX_FORMS:
+                    return budget + 1
+                form_resources = _resources(form)
+                total += len(form.get_data()) + _fonts_bytes(form_resources)
+            except LimitReachedError:  # past pypdf's own cap, or a /Parent cycle
+                return budget + 1
+            except Exception:  # what pypdf cannot read, it does not parse either
+                continue
+            if total > budget:
+                return total
+            waiting.append(form_resources)
+    return total
 
 
 def _fonts_bytes(resources: Any) -> int:
@@ -299,32 +268,21 @@ def _fonts_bytes(resources: Any) -> int:
     return total
 
 
-def _name(raw: bytes) -> str:
-    """A name as pypdf reads it (``#xx`` escapes, then the first charset that decodes)."""
-    from pypdf.generic import NameObject
-
-    unescaped = NameObject.unnumber(raw)
-    for charset in NameObject.CHARSETS:
-        try:
-            return "/" + unescaped.decode(charset)
-        except UnicodeDecodeError:
-            continue
-    return ""
-
-
 def _content_bytes(page: Any, budget: int = 10**12) -> int:
-    """Bytes of inflated content ``extract_text`` will parse for the page: its content
-    streams, and each Form XObject each time it is drawn (see :class:`_Draws`); past
-    ``budget``, some number over it. A stream shared by many pages counts once per page,
-    because each page parses it again."""
+    """Bytes of inflated content ``extract_text`` will parse for the page at least: its
+    content streams, and every Form XObject it can reach, once (see :func:`_forms_bytes`;
+    how often a Form is drawn again, :class:`_Work` bounds); past ``budget``, some number
+    over it. A stream shared by many pages counts once per page, because each page parses
+    it again."""
     contents = page.get("/Contents")
     if contents is None:
         return 0
     contents = contents.get_object()
     streams = contents if isinstance(contents, list) else [contents]
-    # pypdf parses the streams of a page as one: a name may end one and its Do begin the next.
-    data = b"\n".join(stream.get_object().get_data() for stream in streams)
-    return _Draws(budget).stream(data, _dictionary(page.get("/Resources")), 0)
+    total = sum(len(stream.get_object().get_data()) for stream in streams)
+    if total > budget:
+        return total
+    return total + _forms_bytes(_resources(page), budget - total)
 
 
 # What a page takes from the page tree above it unless it sets its own (PDF 32000-1, 7.7.3.4).
@@ -422,10 +380,11 @@ def pdf_text(
         size = inflated = 0
         truncated = False
         stopped = ""
+        work = _Work(_EXTRACTION_CPU_S)
         for number, page in enumerate(first):
             try:
                 inflated += _content_bytes(page, max_inflated - inflated)
-            except (LimitReachedError, RecursionError):  # one stream alone inflates past the cap
+            except LimitReachedError:  # one stream alone inflates past the cap
                 inflated = max_inflated + 1
             except Exception:  # unreadable content: extract_text says what it can
                 pass
@@ -433,7 +392,13 @@ def pdf_text(
                 stopped = f"page {number + 1:,}, where the inflated page content passes {max_inflated:,} bytes"
                 break
             try:
-                chunk = (page.extract_text() or "").strip()
+                chunk = (page.extract_text(visitor_operand_before=work) or "").strip()
+            except _WorkSpent:
+                stopped = (
+                    f"page {number + 1:,}, where reading the text passes "
+                    f"{_EXTRACTION_CPU_S:g} s of work (its content is drawn again and again)"
+                )
+                break
             except Exception:  # one unreadable page must not cost the others
                 chunk = ""
             if not chunk:
