@@ -391,3 +391,17 @@ def test_a_url_pasted_with_whitespace_around_it_is_read(
         code = main(["fetch", f" {site.url('/')}\n", "--config", str(config)])
     assert code == 0, capsys.readouterr().err
     assert "owls at night" in capsys.readouterr().out
+
+
+def test_a_signal_the_call_finishes_before_is_no_interruption() -> None:
+    """A SIGTERM that arrives as the call ends, before its cancellation can reach it, ended
+    nothing: the call's own answer stands (it was said to be cancelled, exit 143, while its
+    record said it was allowed)."""
+    from webward.cli import run_call
+
+    async def answered_then_signalled() -> int:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled at once: the cancel is only scheduled
+        return 0
+
+    assert run_call(answered_then_signalled) == 0
+    assert signal.getsignal(signal.SIGTERM) is not None  # the handler before it, restored

@@ -380,9 +380,11 @@ def run_call(func: Callable[..., Awaitable[int]], *args: Any) -> int:
             signal.signal(signum, signal.SIG_IGN if ending else previous)
         if state.watchdog is not None:
             state.watchdog.cancel()
-    if state.signum is not None:
+    if code is None:  # the call was cancelled (or a signal came before it began)
+        assert state.signum is not None
         raise Interrupted(state.signum)
-    assert code is not None
+    # A signal that came once the call was over, or before its cancellation reached it, ended
+    # nothing: the call is answered and audited as what it was, not said to be cancelled.
     return code
 
 
