@@ -160,6 +160,13 @@ PAGES: list[tuple[str, Any, str]] = [
         lambda: hostile.shared_stream_pdf(1, 250_000),
         "application/pdf",
     ),
+    ("pdf Forms drawn 10x, 4 levels, 1.8 kB", hostile.form_xobject_pdf, "application/pdf"),
+    (
+        "pdf Forms with resources from a /Parent 1.8 kB",
+        lambda: hostile.form_xobject_pdf(inherit=True),
+        "application/pdf",
+    ),
+    ("pdf Forms naming 3 Forms and themselves", hostile.wide_form_tree_pdf, "application/pdf"),
 ]
 
 _ANCHOR = """
@@ -257,6 +264,9 @@ _MAKERS = {
     "pdf 30,000 pages 9 MB": "hostile.many_pages_pdf(30_000)",
     "pdf one page of 1.9 MB of text": "hostile.shared_stream_pdf(1, 1_900_000)",
     "pdf one page of 250 kB of text": "hostile.shared_stream_pdf(1, 250_000)",
+    "pdf Forms drawn 10x, 4 levels, 1.8 kB": "hostile.form_xobject_pdf()",
+    "pdf Forms with resources from a /Parent 1.8 kB": "hostile.form_xobject_pdf(inherit=True)",
+    "pdf Forms naming 3 Forms and themselves": "hostile.wide_form_tree_pdf()",
 }
 
 

@@ -181,8 +181,8 @@ _MAX_FORMS = 1_000
 # CPU seconds pypdf may spend extracting one document's text, every page together: the cap on
 # inflated bytes bounds what a page holds, not how often pypdf parses it again (a Form drawn
 # ten times by a Form drawn ten times ...), so the extraction itself is bounded too, as any
-# page's conversion is (0.5 s). Most PDFs meet the byte cap first.
-_EXTRACTION_CPU_S = 0.5
+# page's conversion is (0.5 s, the file's opening included). Most PDFs meet the byte cap first.
+_EXTRACTION_CPU_S = 0.4
 
 
 class _WorkSpent(Exception):
