@@ -4,11 +4,16 @@ show the DSN."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +258,70 @@ async def test_a_write_the_server_does_not_answer_is_refused_in_bounded_time(
     await sink.write(record("after"))
     assert "after" in [r.agent for r in await sink.query()]
     await sink.aclose()
+
+
+@contextlib.contextmanager
+def freezable_proxy(dsn: str) -> Iterator[tuple[str, threading.Event]]:
+    """A loopback TCP relay in front of the server named by ``dsn``: yields the DSN through
+    it and an event that, once set, stops relaying (a frozen server, a dead link: the
+    connection stays open and nothing more comes back)."""
+    port = int(re.search(r"port=(\d+)", dsn)[1])  # type: ignore[index]
+    frozen = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def pump(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                if frozen.is_set():
+                    return  # held: neither side hears from the other again
+                dst.sendall(data)
+
+    opened: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = listener.accept()
+                server = socket.create_connection(("127.0.0.1", port))
+                opened.extend((client, server))
+                for a, b in ((client, server), (server, client)):
+                    threading.Thread(target=pump, args=(a, b), daemon=True).start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        yield re.sub(r"port=\d+", f"port={listener.getsockname()[1]}", dsn), frozen
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)  # ends the accept under way
+        listener.close()
+        acceptor.join(5)  # no connection is opened after the ones closed here
+        for sock in opened:
+            sock.close()
+
+
+async def test_a_read_the_server_does_not_answer_is_refused_in_bounded_time(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frozen server held the console's read without end (40 s and more), while writes and
+    probes gave up within the sink's bound: a read is bounded the same way, and refused in
+    one sentence naming the variable."""
+    from webward.audit import _postgres
+
+    monkeypatch.setattr(_postgres, "_CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(_postgres, "_STATEMENT_TIMEOUT_S", 0.5)
+    with freezable_proxy(postgres_dsn) as (through, frozen):
+        sink = PostgresAuditSink(through, dsn_env=ENV)
+        await sink.write(record("before"))
+        assert [r.agent for r in await sink.query()] == ["before"]
+        frozen.set()
+        with anyio.fail_after(10), pytest.raises(Refused) as err:
+            await sink.query()
+        await sink.aclose()
+    assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+    assert err.value.message == (
+        f"refused: the PostgreSQL audit log named by ${ENV} cannot be read "
+        "(it did not answer within 1.5 s)"
+    )
 
 
 async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(

@@ -101,6 +101,28 @@ async def test_concurrent_spenders_never_overspend(redis_url: str) -> None:
     assert state is not None and state.tokens == 0.0
 
 
+async def test_many_writers_on_one_key_never_find_the_store_unavailable(redis_url: str) -> None:
+    """Sixty tasks, through three stores, each count forty times on one key (an agent's budget
+    under load): every update lands. A tight retry loop gave up on about one in ten with
+    'writers in a row raced for one key', refused limits_unavailable with the store up."""
+    stores = [RedisLimitState(redis_url) for _ in range(3)]
+
+    def count(cur: HostState | None) -> tuple[HostState, None]:
+        return HostState(tokens=(cur.tokens if cur else 0.0) + 1, updated=0.0), None
+
+    async def writer(store: RedisLimitState) -> None:
+        for _ in range(40):
+            await store.update("budget:bot:fetch:calls:hour", count)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(60):
+            tg.start_soon(writer, stores[i % 3])
+    state = await stores[0].get("budget:bot:fetch:calls:hour")
+    for store in stores:
+        await store.aclose()
+    assert state is not None and state.tokens == 60 * 40
+
+
 async def test_a_breaker_opened_on_one_replica_refuses_on_the_other(redis_url: str) -> None:
     """A host failing on replica A opens its circuit for replica B too, before B sends anything."""
     clock = FakeClock()

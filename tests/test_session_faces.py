@@ -405,3 +405,49 @@ def test_the_openapi_document_declares_the_session_headers() -> None:
             ("Webward-Session", "header", False),
             ("Webward-Session-Urls", "header", False),
         ]
+
+
+@pytest.mark.anyio
+async def test_gateway_declared_urls_a_session_store_cannot_take_are_a_call_audited(
+    site: LocalServer,
+) -> None:
+    """The session store down (Redis gone) while a request declares its URLs: answered 503
+    with Retry-After, as any call the store refuses, and audited once; it was answered with
+    no audit record at all."""
+    from webward._provenance import MemorySessionStore
+    from webward.limits._state import limits_unavailable
+
+    class StoreDown(MemorySessionStore):
+        async def add(self, session: str, urls: Any) -> None:
+            raise limits_unavailable("redis://127.0.0.1:6390/0", "Connection refused")
+
+    token = "gateway-token-0123456789"
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "agents": {"alice": {"tier": "connected", "token_sha256": hash_token(token)}},
+        }
+    )
+    audit = MemoryAuditSink()
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Webward-Session": "conv-1",
+        "Webward-Session-Urls": site.url("/start"),
+    }
+    async with Web(
+        settings,
+        StaticResolver({}),
+        audit=audit,
+        credentials=EnvironmentStore({}),
+        session_store=StoreDown(max_urls=100, max_age_s=3600.0),
+    ) as web:
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            answer = await c.post(FETCH_PATH, json={"url": site.url("/start")}, headers=headers)
+    assert answer.status_code == 503 and answer.headers["retry-after"]
+    assert answer.json()["error"]["code"] == "refused"
+    assert [(r.decision, r.reason, r.target) for r in audit.records] == [
+        ("refused", "limits_unavailable", site.url("/start"))
+    ]
+    assert site.requests == []

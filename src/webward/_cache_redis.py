@@ -27,9 +27,10 @@ class RedisPageCache:
     """Converted pages in Redis, so a window read on one replica can be paged on another.
 
     Entries expire after ``ttl_s``; a page bigger than ``max_chars`` is not kept. The total
-    size is Redis's business (``maxmemory`` with ``volatile-lru`` or ``allkeys-lru``). Redis
-    errors are misses: the cache only saves a download, and every hop of a cached read is
-    checked again for its caller anyway.
+    size is Redis's business (``maxmemory``, with ``noeviction``: an LRU policy would evict
+    the limits and budgets sharing the keyspace too; docs/servers.md). Redis errors are
+    misses: the cache only saves a download, and every hop of a cached read is checked
+    again for its caller anyway.
     """
 
     def __init__(

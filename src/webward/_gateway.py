@@ -524,6 +524,8 @@ class _Capability:
                     await web.declare_urls(session, *declared)
             except InvalidInput as exc:
                 return await self._reject(agent, 400, exc, data)
+            except WebwardError as exc:  # the session store down (limits_unavailable): a call
+                return await self._reject(agent, _error_status(exc)[0], exc, data)
             # The call is cancelled if its client leaves while it runs (_Running).
             host = asyncio.current_task()
             assert host is not None  # an ASGI server runs each request in a task
@@ -557,7 +559,7 @@ class _Capability:
             return _problem(500, "internal_error", _UNEXPECTED)
 
     async def _reject(
-        self, agent: Agent, status: int, error: InvalidInput, data: Any
+        self, agent: Agent, status: int, error: WebwardError, data: Any
     ) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
         """The answer to an agent's request refused before the core (``status``, ``error``),
         once its audit record is written (target: the body's URL or query, as sent, the
@@ -574,7 +576,7 @@ class _Capability:
         if answer is not error:  # the audit log could not take the record: that refusal
             status, headers = _error_status(answer)
             return status, answer.to_wire(), list(headers.items())
-        return status, error.to_wire(), []
+        return status, error.to_wire(), list(_error_status(error)[1].items())
 
 
 # ---- a client that leaves mid-call -----------------------------------------------------

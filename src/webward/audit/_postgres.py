@@ -125,12 +125,19 @@ class PostgresAuditSink:
                 cur = await conn.execute(sql, list(params))
                 return [tuple(row) for row in await cur.fetchall()]
 
-        async with self._locked():
-            try:
+        # Bounded as a write is: a server that stopped answering (frozen, a dead link) held
+        # the console's page without end while writes and probes gave up within the bound.
+        deadline = anyio.current_time() + _bound_s()
+        if not await self._acquire_by(deadline):
+            raise self.unreadable(TimeoutError())
+        try:
+            with anyio.fail_after(deadline - anyio.current_time()):
                 return await self._on_live_connection(rows)
-            except (psycopg.Error, OSError) as exc:
-                await self._drop()
-                raise self.unreadable(exc) from None
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            await self._drop()
+            raise self.unreadable(exc) from None
+        finally:
+            self._locked().release()
 
     async def connect_autocommit(self) -> psycopg.AsyncConnection[Any]:
         """A connection of its own in autocommit mode, for statements that cannot run in a

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 
+import anyio
 from redis.exceptions import RedisError, WatchError
 
 from .._errors import Refused
@@ -67,16 +69,24 @@ class RedisLimitState:
         name = LIMITS_PREFIX + key
         try:
             async with self._client.pipeline(transaction=True) as pipe:
-                for _ in range(_MAX_RACES):
+                for attempt in range(_MAX_RACES):
                     try:
                         await pipe.watch(name)
-                        new, result = change(_decode(await pipe.get(name)))
+                        cur = _decode(await pipe.get(name))
+                        new, result = change(cur)
+                        if new == cur:  # nothing to write (a refusal): no race to lose either
+                            await pipe.unwatch()  # type: ignore[no-untyped-call]
+                            return result
                         pipe.multi()  # type: ignore[no-untyped-call]
                         pipe.set(name, _encode(new), ex=self._ttl)
                         await pipe.execute()
                         return result
                     except WatchError:
-                        continue  # another replica changed the key: read it again
+                        # Another writer changed the key: read it again, after a short random
+                        # wait that grows, so that writers racing in step fall out of step (24
+                        # tasks on one budget lost 14 of 2,400 updates to a tight retry loop,
+                        # each refused limits_unavailable with the store up).
+                        await anyio.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.02)))
         except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
             raise self._unavailable(exc) from None
         raise self._unavailable(f"{_MAX_RACES} writers in a row raced for one key")
