@@ -451,3 +451,44 @@ async def test_gateway_declared_urls_a_session_store_cannot_take_are_a_call_audi
         ("refused", "limits_unavailable", site.url("/start"))
     ]
     assert site.requests == []
+
+
+@pytest.mark.anyio
+async def test_mcp_declared_urls_a_session_store_cannot_take_are_a_call_audited(
+    site: LocalServer,
+) -> None:
+    """The same over MCP: URLs declared in _meta while the session store is down give one
+    isError sentence and one audit record (the refusal was answered unaudited)."""
+    from webward._mcp import build_server
+    from webward._provenance import MemorySessionStore
+    from webward.limits._state import limits_unavailable
+
+    class StoreDown(MemorySessionStore):
+        async def add(self, session: str, urls: Any) -> None:
+            raise limits_unavailable("redis://127.0.0.1:6390/0", "Connection refused")
+
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+        }
+    )
+    audit = MemoryAuditSink()
+    async with (
+        Web(
+            settings,
+            StaticResolver({}),
+            audit=audit,
+            credentials=EnvironmentStore({}),
+            session_store=StoreDown(max_urls=100, max_age_s=3600.0),
+        ) as web,
+        Client(build_server(web, tier="connected")) as client,
+    ):
+        answer = await client.call_tool(
+            "web_fetch", {"url": site.url("/start")}, meta={"webward/urls": [site.url("/start")]}
+        )
+    assert answer.is_error and "rate-limit state" in text_of(answer)
+    assert [(r.decision, r.reason, r.target) for r in audit.records] == [
+        ("refused", "limits_unavailable", site.url("/start"))
+    ]
+    assert site.requests == []

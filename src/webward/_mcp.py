@@ -195,7 +195,7 @@ def build_server(
                 if not isinstance(include_links, bool):
                     raise InvalidInput("include_links must be true or false")
                 session = await mcp_session(web, ctx, name)
-            except InvalidInput as exc:  # audited as the core's own refusals are
+            except WebwardError as exc:  # audited as the core's own refusals are (a store down too)
                 target = url if isinstance(url, str) else ""
                 raise await web.reject(FETCH, name, reach, target, exc) from None
             page = await web.fetch(
@@ -233,7 +233,7 @@ def build_server(
                 if query is None:
                     raise InvalidInput(MISSING_QUERY)
                 session = await mcp_session(web, ctx, name)
-            except InvalidInput as exc:  # audited as the core's own refusals are
+            except WebwardError as exc:  # audited as the core's own refusals are (a store down too)
                 target = query if isinstance(query, str) else ""
                 raise await web.reject(SEARCH, name, reach, target, exc) from None
             result = await web.search(
