@@ -492,3 +492,52 @@ async def test_mcp_declared_urls_a_session_store_cannot_take_are_a_call_audited(
         ("refused", "limits_unavailable", site.url("/start"))
     ]
     assert site.requests == []
+
+
+@pytest.mark.anyio
+async def test_an_agent_declares_at_most_its_hourly_allowance_of_session_urls(
+    site: LocalServer,
+) -> None:
+    """Each new session name held a session's worth of declared URLs in the shared store for a
+    day, whatever the agent's budgets said: one token could fill Redis, and then every agent
+    was refused. An agent declares at most [limits] session_max_urls URLs an hour over all its
+    sessions; past that a declaring request is refused and audited, and other agents go on."""
+    tokens = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"session_max_urls": 3},
+            "agents": {
+                name: {"tier": "connected", "token_sha256": hash_token(token)}
+                for name, token in tokens.items()
+            },
+        }
+    )
+    audit = MemoryAuditSink()
+    urls = f"{site.url('/start')} {site.url('/next')}"
+
+    def headers(agent: str, session: str) -> dict[str, str]:
+        return {
+            "Authorization": f"Bearer {tokens[agent]}",
+            "Webward-Session": session,
+            "Webward-Session-Urls": urls,
+        }
+
+    async with Web(
+        settings, StaticResolver({}), audit=audit, credentials=EnvironmentStore({})
+    ) as web:
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            body = {"url": site.url("/start")}
+            first = await c.post(FETCH_PATH, json=body, headers=headers("alice", "s1"))
+            second = await c.post(FETCH_PATH, json=body, headers=headers("alice", "s2"))
+            other = await c.post(FETCH_PATH, json=body, headers=headers("bob", "s1"))
+    assert first.status_code == 200 and other.status_code == 200
+    assert second.status_code == 403
+    assert "has declared its 3 session URLs per hour" in second.json()["error"]["message"]
+    assert [(r.agent, r.decision, r.reason) for r in audit.records] == [
+        ("alice", "allowed", "allowed"),
+        ("alice", "refused", "budget_exhausted"),
+        ("bob", "allowed", "allowed"),
+    ]

@@ -150,6 +150,14 @@ class Budgets:
         await self._charge(_lines(budget, agent, "search", "spend", session), cost, agent)
         return cost
 
+    async def charge_declared(self, agent: str, count: int, limit: int) -> None:
+        """Count ``count`` session URLs ``agent`` declares against ``limit`` an hour, over all
+        its sessions, or raise ``budget_exhausted``. Every agent has this allowance: each new
+        session name held a session's worth of URLs in the shared store for a day, so one
+        token could fill Redis, after which every agent was refused."""
+        line = _Line(f"budget:{agent}:declared:urls:hour", float(limit), "urls", "hour")
+        await self._charge([line], float(count), agent)
+
     async def _charge(self, lines: list[_Line], amount: float, agent: str) -> None:
         done: list[tuple[_Line, float | None]] = []
         for line in lines:
@@ -212,6 +220,12 @@ def _giver(
 def _message(line: _Line, agent: str, now: float) -> str:
     capability = line.key.split(":")[2]
     limit = f"{line.limit:g}"
+    if line.what == "urls":
+        return operator_step(
+            f"refused: agent {agent} has declared its {limit} session URLs per {line.scope}; "
+            f"{_renewal(line.scope, now)}",
+            "an operator can raise [limits] session_max_urls",
+        )
     if line.what == "spend":
         budget, key = f"search spend budget of {limit}", "search_spend"
     else:

@@ -110,7 +110,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                 raise await web.reject(FETCH, args.agent, None, args.url, refusal)
             if args.session is not None:  # the user typed the URL: it is the session's own input
                 try:
-                    await web.declare_urls(args.session, args.url)
+                    await web.declare_urls(args.session, args.url, agent=args.agent)
                 except WebwardError as exc:  # a bad --session: refused, and audited as the call
                     raise await web.reject(FETCH, args.agent, args.tier, args.url, exc) from None
             page = await web.fetch(

@@ -521,7 +521,7 @@ class _Capability:
                 session = None
                 if session_name:
                     session = scoped_session("gateway", agent.name, session_name)
-                    await web.declare_urls(session, *declared)
+                    await web.declare_urls(session, *declared, agent=agent.name)
             except InvalidInput as exc:
                 return await self._reject(agent, 400, exc, data)
             except WebwardError as exc:  # the session store down (limits_unavailable): a call

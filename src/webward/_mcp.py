@@ -383,7 +383,7 @@ async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
     if isinstance(declared, str):
         declared = [declared]
     if isinstance(declared, list):
-        await web.declare_urls(session, *(u for u in declared if isinstance(u, str)))
+        await web.declare_urls(session, *(u for u in declared if isinstance(u, str)), agent=agent)
     elif declared is not None:
         raise InvalidInput(f"_meta {URLS_META} must be a list of URLs")
     return session

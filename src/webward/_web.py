@@ -274,13 +274,20 @@ class Web:
             ),
         )
 
-    async def declare_urls(self, session: str, *texts: str) -> None:
+    async def declare_urls(self, session: str, *texts: str, agent: str | None = None) -> None:
         """Declare for ``session`` the URLs written in ``texts``: the user's own input or URLs
-        the client application names, never a model's tool arguments."""
+        the client application names, never a model's tool arguments. With ``agent``, they
+        count against its allowance of ``[limits] session_max_urls`` declared URLs an hour,
+        over all its sessions (``budget_exhausted`` past it): the faces pass it."""
         from ._provenance import urls_in
 
         check_session(session)
-        await self._sessions.add(session, [u for text in texts for u in urls_in(text)])
+        urls = [u for text in texts for u in urls_in(text)]
+        if agent is not None and urls:
+            await self._budgets.charge_declared(
+                agent, len(urls), self.settings.limits.session_max_urls
+            )
+        await self._sessions.add(session, urls)
 
     async def remember_urls(self, session: str | None, urls: Any) -> None:
         """Add canonical ``urls`` the session has seen (search hits, pages read)."""
