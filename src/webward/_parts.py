@@ -178,29 +178,34 @@ class PdfText:
 # Form XObjects a page may reach through its resources before it is over the cap: real
 # pages use a few, a hostile one any number (each is read to be counted).
 _MAX_FORMS = 1_000
-# CPU seconds pypdf may spend extracting one document's text, every page together: the cap on
+# How much of pypdf's work one document's text may take, every page together: the cap on
 # inflated bytes bounds what a page holds, not how often pypdf parses it again (a Form drawn
-# ten times by a Form drawn ten times ...), so the extraction itself is bounded too, as any
-# page's conversion is (0.5 s, the file's opening included). Most PDFs meet the byte cap first.
-_EXTRACTION_CPU_S = 0.4
+# ten times by a Form drawn ten times ...). Counted in operators read, so that the bound is
+# the same on every machine: one per 8 bytes the byte cap allows (content streams rarely
+# average shorter operators; 256 kB of text lines is 13,500), about 0.25 s of pypdf here. A
+# CPU-time backstop catches what the count cannot see (fonts parsed again on every draw).
+_BYTES_PER_OPERATOR = 8
+_EXTRACTION_CPU_S = 2.0
 
 
 class _WorkSpent(Exception):
-    """Raised from pypdf's operator callback: the extraction's CPU time ran out."""
+    """Raised from pypdf's operator callback: the extraction's bound of work is reached."""
 
 
 class _Work:
     """pypdf's ``visitor_operand_before``: called for every operator it reads, a Form's
-    included (and for each ``Do`` before the Form is drawn), it ends the extraction once
-    :data:`_EXTRACTION_CPU_S` of this thread's CPU time is spent. How much the content
-    streams hold is counted before each page is parsed (:func:`_content_bytes`); how many
-    times pypdf parses them again, only this can see."""
+    included (and for each ``Do`` before the Form is drawn), it ends the extraction once the
+    document's text has taken ``operators`` operators, or :data:`_EXTRACTION_CPU_S` of this
+    thread's CPU time. How much the content streams hold is counted before each page is
+    parsed (:func:`_content_bytes`); how many times pypdf parses them again, only this sees."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, operators: int, seconds: float) -> None:
+        self.left = operators
         self.until = time.thread_time() + seconds
 
     def __call__(self, operator: Any, operands: Any, cm: Any, tm: Any) -> None:
-        if time.thread_time() > self.until:
+        self.left -= 1
+        if self.left < 0 or (self.left % 64 == 0 and time.thread_time() > self.until):
             raise _WorkSpent
 
 
@@ -380,7 +385,7 @@ def pdf_text(
         size = inflated = 0
         truncated = False
         stopped = ""
-        work = _Work(_EXTRACTION_CPU_S)
+        work = _Work(max(max_inflated // _BYTES_PER_OPERATOR, 1), _EXTRACTION_CPU_S)
         for number, page in enumerate(first):
             try:
                 inflated += _content_bytes(page, max_inflated - inflated)
@@ -395,8 +400,8 @@ def pdf_text(
                 chunk = (page.extract_text(visitor_operand_before=work) or "").strip()
             except _WorkSpent:
                 stopped = (
-                    f"page {number + 1:,}, where reading the text passes "
-                    f"{_EXTRACTION_CPU_S:g} s of work (its content is drawn again and again)"
+                    f"page {number + 1:,}, where reading the text passes its bound of work "
+                    "(the content is parsed again and again)"
                 )
                 break
             except Exception:  # one unreadable page must not cost the others
