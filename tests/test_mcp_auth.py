@@ -13,7 +13,8 @@ import pytest
 from localserver import LocalServer, respond, serve
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from test_mcp import mcp_over_http, text_of, write_config
+from test_mcp import INITIALIZE, mcp_over_http, text_of, write_config
+from test_mcp import MCP_HEADERS as ACCEPT
 
 from webward import Settings
 from webward._errors import InvalidInput, Refused
@@ -25,17 +26,6 @@ from webward.cli import main
 TOKENS = {"alice": "alice-mcp-token", "bob": "bob-mcp-token"}
 TIERS = {"alice": "connected", "bob": "as-owner"}
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture

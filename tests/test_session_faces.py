@@ -30,10 +30,12 @@ from webward import Settings, StaticResolver, Web
 from webward._credentials import EnvironmentStore
 from webward._errors import OPERATOR_ONLY
 from webward._gateway import FETCH_PATH, create_app
+from webward._provenance import MemorySessionStore
 from webward._tokens import hash_token
 from webward.agents import RESEARCH, AnthropicClient, ToolContext, run_agent
 from webward.audit import open_audit_sink
 from webward.cli import main
+from webward.limits._state import limits_unavailable
 from webward.testing import MemoryAuditSink
 
 SECRET = "sk-live-4f9a0c2e"
@@ -407,6 +409,13 @@ def test_the_openapi_document_declares_the_session_headers() -> None:
         ]
 
 
+class StoreDown(MemorySessionStore):
+    """A session store that cannot take a URL (Redis gone)."""
+
+    async def add(self, session: str, urls: Any) -> None:
+        raise limits_unavailable("redis://127.0.0.1:6390/0", "Connection refused")
+
+
 @pytest.mark.anyio
 async def test_gateway_declared_urls_a_session_store_cannot_take_are_a_call_audited(
     site: LocalServer,
@@ -414,13 +423,6 @@ async def test_gateway_declared_urls_a_session_store_cannot_take_are_a_call_audi
     """The session store down (Redis gone) while a request declares its URLs: answered 503
     with Retry-After, as any call the store refuses, and audited once; it was answered with
     no audit record at all."""
-    from webward._provenance import MemorySessionStore
-    from webward.limits._state import limits_unavailable
-
-    class StoreDown(MemorySessionStore):
-        async def add(self, session: str, urls: Any) -> None:
-            raise limits_unavailable("redis://127.0.0.1:6390/0", "Connection refused")
-
     token = "gateway-token-0123456789"
     settings = Settings().replace(
         {
@@ -460,12 +462,6 @@ async def test_mcp_declared_urls_a_session_store_cannot_take_are_a_call_audited(
     """The same over MCP: URLs declared in _meta while the session store is down give one
     isError sentence and one audit record (the refusal was answered unaudited)."""
     from webward._mcp import build_server
-    from webward._provenance import MemorySessionStore
-    from webward.limits._state import limits_unavailable
-
-    class StoreDown(MemorySessionStore):
-        async def add(self, session: str, urls: Any) -> None:
-            raise limits_unavailable("redis://127.0.0.1:6390/0", "Connection refused")
 
     settings = Settings().replace(
         {

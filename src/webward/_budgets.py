@@ -23,7 +23,7 @@ from typing import Any
 
 from ._errors import Reason, Refused, operator_step
 from ._settings import BudgetSettings, Settings
-from .limits import HostState, LimitState
+from .limits import BUDGET_PREFIX, SESSION_PART, HostState, LimitState
 
 __all__ = ["PERIODS", "REASON_BUDGET_EXHAUSTED", "Budgets", "budget_usage"]
 
@@ -52,9 +52,9 @@ def _lines(
         if scope == "session":
             if session is None:
                 continue  # no session, no session budget (hour and day still count)
-            key = f"budget:{agent}:{capability}:{kind}:session:{session}"
+            key = f"{BUDGET_PREFIX}{agent}:{capability}:{kind}{SESSION_PART}{session}"
         else:
-            key = f"budget:{agent}:{capability}:{kind}:{scope}"
+            key = f"{BUDGET_PREFIX}{agent}:{capability}:{kind}:{scope}"
         lines.append(_Line(key, float(limit), kind, scope))
     return lines
 
@@ -155,7 +155,7 @@ class Budgets:
         its sessions, or raise ``budget_exhausted``. Every agent has this allowance: each new
         session name held a session's worth of URLs in the shared store for a day, so one
         token could fill Redis, after which every agent was refused."""
-        line = _Line(f"budget:{agent}:declared:urls:hour", float(limit), "urls", "hour")
+        line = _Line(f"{BUDGET_PREFIX}{agent}:declared:urls:hour", float(limit), "urls", "hour")
         await self._charge([line], float(count), agent)
 
     async def _charge(self, lines: list[_Line], amount: float, agent: str) -> None:

@@ -268,8 +268,9 @@ def _fonts_bytes(resources: Any) -> int:
     for ref in (fonts or {}).values():
         font = _dictionary(ref)
         unicode = font.get("/ToUnicode") if font is not None else None
-        if unicode is not None and hasattr(unicode.get_object(), "get_data"):
-            total += len(unicode.get_object().get_data())
+        stream: Any = unicode.get_object() if unicode is not None else None
+        if hasattr(stream, "get_data"):
+            total += len(stream.get_data())
     return total
 
 

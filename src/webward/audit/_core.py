@@ -46,6 +46,7 @@ import orjson
 from .._capabilities import SEARCH
 from .._errors import Reason, Refused, operator_step
 from .._redact import drop_userinfo, redact_secrets
+from .._unicode import BIDI_CONTROLS, BIDI_MARKS
 
 if TYPE_CHECKING:
     from .._call import Call
@@ -351,11 +352,10 @@ def _log_wire(record: AuditRecord) -> dict[str, Any]:
 
 # Characters that end a line for some reader (U+2028/9, NEL), drive a terminal (C0 and C1
 # controls; JSON escapes C0 already) or reorder what it shows (bidi controls), as \uXXXX.
-_LINE_UNSAFE_CHARS = (
-    *range(0x7F, 0xA0), 0x2028, 0x2029, 0x061C, 0x200E, 0x200F,
-    *range(0x202A, 0x202F), *range(0x2066, 0x206A),
-)  # fmt: skip
-_LINE_UNSAFE = {c: f"\\u{c:04x}" for c in _LINE_UNSAFE_CHARS}
+_LINE_UNSAFE = {
+    c: f"\\u{c:04x}"
+    for c in [*range(0x7F, 0xA0), 0x2028, 0x2029, *map(ord, BIDI_CONTROLS + BIDI_MARKS)]
+}
 
 
 def _line_safe(text: str) -> str:

@@ -119,7 +119,7 @@ class SQLiteAuditSink:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("ROLLBACK")
         except (sqlite3.Error, OSError) as exc:
-            return f"{self.path}: {exc}"
+            return self._unopened(exc)
         finally:
             self._lock.release()
         return None
@@ -187,12 +187,7 @@ class SQLiteAuditSink:
                 assert conn is not None
                 self._wait_at_most(conn, deadline)
             except (sqlite3.Error, OSError) as exc:
-                # A state dir that is a file, or one not writable: said as `webward audit`
-                # says it, not as the errno of the mkdir that failed on it.
-                unusable = _unusable_dir(self.path.parent)
-                if unusable is not None:
-                    return f"the audit log at {self.path} cannot be written ({unusable})"
-                return f"{self.path}: {exc}"
+                return self._unopened(exc)
             try:
                 _insert_rows(conn, rows)
             except (sqlite3.OperationalError, OSError) as exc:  # the store: no row would pass
@@ -239,6 +234,14 @@ class SQLiteAuditSink:
             if left < timeout - _BUSY_SLACK_S:
                 timeout = max(left, 0.0)  # 0: one try, no wait (the store may be free again)
         return timeout
+
+    def _unopened(self, exc: BaseException) -> str:
+        """Why the log could not be opened: a state dir that is a file, or one not writable,
+        said as `webward audit` says it, not as the errno of the mkdir that failed on it."""
+        unusable = _unusable_dir(self.path.parent)
+        if unusable is not None:
+            return f"the audit log at {self.path} cannot be written ({unusable})"
+        return f"{self.path}: {exc}"
 
     def _no_answer(self) -> str:
         return f"{self.path}: busy, no answer within {self._busy_timeout_s:g} s"

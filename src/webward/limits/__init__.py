@@ -26,11 +26,13 @@ from ._limiter import (
     retry_after_from_headers,
 )
 from ._state import (
+    BUDGET_PREFIX,
     MAX_BACKPRESSURE_S,
     REASON_BACKPRESSURE,
     REASON_CIRCUIT_OPEN,
     REASON_LIMITS_UNAVAILABLE,
     REASON_RATE_LIMITED,
+    SESSION_PART,
     HostState,
     LimitState,
     MemoryLimitState,
@@ -39,12 +41,14 @@ from ._state import (
 )
 
 __all__ = [
+    "BUDGET_PREFIX",
     "DEFAULT_BACKPRESSURE_S",
     "MAX_BACKPRESSURE_S",
     "REASON_BACKPRESSURE",
     "REASON_CIRCUIT_OPEN",
     "REASON_LIMITS_UNAVAILABLE",
     "REASON_RATE_LIMITED",
+    "SESSION_PART",
     "HostState",
     "LimitState",
     "Limiter",

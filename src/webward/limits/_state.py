@@ -31,11 +31,13 @@ from .._errors import Reason, Refused, operator_step
 from .._sqlite import open_wal
 
 __all__ = [
+    "BUDGET_PREFIX",
     "MAX_BACKPRESSURE_S",
     "REASON_BACKPRESSURE",
     "REASON_CIRCUIT_OPEN",
     "REASON_LIMITS_UNAVAILABLE",
     "REASON_RATE_LIMITED",
+    "SESSION_PART",
     "Change",
     "HostState",
     "LimitState",
@@ -49,6 +51,12 @@ REASON_RATE_LIMITED = Reason.RATE_LIMITED
 REASON_BACKPRESSURE = Reason.UPSTREAM_BACKPRESSURE
 REASON_CIRCUIT_OPEN = Reason.CIRCUIT_OPEN
 REASON_LIMITS_UNAVAILABLE = Reason.LIMITS_UNAVAILABLE
+
+#: Keys of an agent's counters (``_budgets``: its budget lines, its declared URLs), and the
+#: part of one that names a session. A session's counter may be forgotten (a new session
+#: name starts afresh anyway); an hour's or a day's may not (MemoryLimitState).
+BUDGET_PREFIX = "budget:"
+SESSION_PART = ":session:"
 
 #: A hostile or confused server cannot hold a key longer than this.
 MAX_BACKPRESSURE_S = 3600.0
@@ -117,7 +125,7 @@ class MemoryLimitState:
 
     async def update(self, key: str, change: Change[R]) -> R:
         with self._lock:
-            if key.startswith("budget:") and ":session:" not in key:
+            if key.startswith(BUDGET_PREFIX) and SESSION_PART not in key:
                 new, result = change(self._pinned.get(key))
                 self._pinned[key] = new
                 return result
