@@ -4,21 +4,29 @@ rate budget, one breaker and one page cache, and a Redis that goes away refuses 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import os
+import signal
+import socket
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
 import pytest
 import redis
 from conftest import RedisServer
-from localserver import respond, serve
+from fake_models import png_bytes
+from localserver import Request, respond, send, serve
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._cache import CachedPage, PageCache
 from webward._cache_redis import RedisPageCache
+from webward._call import CALL_DEADLINE
 from webward._convert import Converted
+from webward._gate import Gate
+from webward._provenance import SESSIONS_PREFIX
 from webward._redis_client import redact_url
+from webward._render import Rendered
 from webward._web import _default_cache
 from webward.limits import HostState, open_limit_state
 from webward.limits._redis import LIMITS_PREFIX, RedisLimitState
@@ -273,3 +281,73 @@ async def test_messages_never_show_a_redis_password() -> None:
     await store.aclose()
     assert "s3cret" not in err.value.message and "s3cret" not in repr(store)
     assert "127.0.0.1:1" in err.value.message
+
+
+@contextmanager
+def frozen_by_the_page(server: RedisServer) -> Iterator[Any]:
+    """A handler that freezes ``server`` (SIGSTOP: it keeps its connections and answers
+    nothing, as a Redis stuck on a long command or a full disk) as it serves the page; the
+    server is thawed when the block ends."""
+    assert server.proc is not None
+    pid = server.proc.pid
+
+    def handler(req: Request, sock: socket.socket) -> None:
+        os.kill(pid, signal.SIGSTOP)
+        send(sock, 200, b"<p>a page that links <a href='/next'>on</a></p>")
+
+    try:
+        yield handler
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+async def test_a_redis_that_freezes_mid_call_cannot_hold_it_past_its_deadline() -> None:
+    """Redis freezes while the page is read: the round trips the read has left (its outcome
+    for the breaker, the page cache, its session's URLs) each had a timeout of 2 s and a
+    retry, and together held the call for 12 s against a deadline of 3. They now end by the
+    call's deadline plus a second, and the call is refused and audited in one sentence."""
+    server = RedisServer().start()
+    audit = MemoryAuditSink()
+    try:
+        with frozen_by_the_page(server) as freezing:
+            routes = {"/page": freezing, "*": respond(200, "<p>x</p>")}
+            s = settings(server.url, fetch_timeout_s=1.0)
+            with serve(routes=routes) as srv:
+                async with Web(s, StaticResolver({}), audit=audit) as web:
+                    await web.fetch(srv.url("/warm"), session="s1")
+                    with pytest.raises(Refused) as err:
+                        await web.fetch(srv.url("/page"), session="s1")
+    finally:
+        server.stop()
+    assert err.value.reason == "limits_unavailable"
+    assert "no answer within the deadline of the call it served" in err.value.message
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("allowed", "allowed"),
+        ("refused", "limits_unavailable"),
+    ]
+    assert CALL_DEADLINE.get() is None  # the caller's context keeps no call's deadline
+
+
+class SlowScreenshots:
+    """A renderer whose screenshot takes longer than the read's deadline, as a heavy page's
+    may (the render has a deadline of its own)."""
+
+    def __init__(self, takes_s: float) -> None:
+        self.takes_s = takes_s
+
+    async def render(self, url: str, *, screenshot: bool, gate: Gate) -> Rendered:
+        await anyio.sleep(self.takes_s)
+        return Rendered("<p>rendered</p>", png_bytes() if screenshot else None)
+
+
+async def test_a_screenshot_past_the_read_deadline_still_joins_its_session(redis_url: str) -> None:
+    """The store's bound is the read's deadline, but a screenshot's render has its own: the
+    session's URLs are remembered after it, within the grace a read's have."""
+    s = settings(redis_url, fetch_timeout_s=1.0)
+    with serve(routes={"*": respond(200, "<p>see <a href='/next'>next</a></p>")}) as srv:
+        renderer = SlowScreenshots(takes_s=2.5)  # past the deadline and its second of grace
+        async with Web(s, StaticResolver({}), audit=MemoryAuditSink(), renderer=renderer) as web:
+            page = await web.fetch(srv.url("/"), include_screenshot=True, tier="full", session="s")
+    assert page.screenshot is not None
+    with redis.Redis.from_url(redis_url) as client:
+        assert client.zscore(SESSIONS_PREFIX + "s", srv.url("/next")) is not None

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from ._cache import CachedPage, keep_s
-from ._redis_client import RedisError, redact_url, redis_client
+from ._redis_client import RedisError, by_call_deadline, redact_url, redis_client
 
 __all__ = ["PAGES_PREFIX", "RedisPageCache"]
 
@@ -56,7 +56,8 @@ class RedisPageCache:
 
     async def get(self, key: str) -> CachedPage | None:
         try:
-            raw: Any = await self._client.get(self._name(key))
+            with by_call_deadline():
+                raw: Any = await self._client.get(self._name(key))
         except (RedisError, OSError):
             return None  # Redis unreachable: a miss; the page is fetched again
         if raw is None:
@@ -72,7 +73,8 @@ class RedisPageCache:
         try:
             data = json.dumps(page.to_dict(), ensure_ascii=False, separators=(",", ":"))
             keep_ms = int(keep_s(page, self._ttl_ms / 1000) * 1000)
-            await self._client.set(self._name(key), data, px=keep_ms)
+            with by_call_deadline():
+                await self._client.set(self._name(key), data, px=keep_ms)
         except (RedisError, OSError):
             return None  # not kept; the next window of this page downloads it again
 

@@ -10,9 +10,21 @@ went (final URL, status, bytes, content type, provider). Every step of ``Web`` a
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 from typing import Protocol
 
-__all__ = ["Call", "Verdict"]
+__all__ = ["CALL_DEADLINE", "STORE_GRACE_S", "Call", "Verdict"]
+
+#: When the call this task serves must have its answer (``time.monotonic()``), or ``None``
+#: outside a call: ``Web`` sets it for each call to the read deadline ([limits]
+#: fetch_timeout_s from the call's start) plus :data:`STORE_GRACE_S`. A shared store's round
+#: trips made for the call (Redis: limits, sessions, the page cache) end by then, so a store
+#: that stops answering cannot hold a call past its deadline, however many round trips the
+#: call still has to make (each has its own timeout, and one retry, on top).
+CALL_DEADLINE: ContextVar[float | None] = ContextVar("webward_call_deadline", default=None)
+#: What a call's store round trips have past the read deadline: the breaker must still hear
+#: of a read that timed out at the deadline, and the session of the URLs it saw.
+STORE_GRACE_S = 1.0
 
 
 class Verdict(Protocol):

@@ -254,7 +254,7 @@ class RedisSessionStore:
         self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
-        from ._redis_client import RedisError  # the redis extra's module holds the import
+        from ._redis_client import RedisError, by_call_deadline  # the redis extra's module
 
         now = time.time()
         members = {url: now for url in urls}
@@ -262,19 +262,21 @@ class RedisSessionStore:
             return
         name = SESSIONS_PREFIX + session
         try:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.zadd(name, members)
-                pipe.zremrangebyrank(name, 0, -self._max_urls - 1)  # keep the newest only
-                pipe.expire(name, self._ttl)
-                await pipe.execute()
+            with by_call_deadline():
+                async with self._client.pipeline(transaction=True) as pipe:
+                    pipe.zadd(name, members)
+                    pipe.zremrangebyrank(name, 0, -self._max_urls - 1)  # keep the newest only
+                    pipe.expire(name, self._ttl)
+                    await pipe.execute()
         except (RedisError, OSError) as exc:
             raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
 
     async def has(self, session: str, url: str) -> bool:
-        from ._redis_client import RedisError  # the redis extra's module holds the import
+        from ._redis_client import RedisError, by_call_deadline  # the redis extra's module
 
         try:
-            return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None
+            with by_call_deadline():
+                return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None
         except (RedisError, OSError) as exc:
             raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
 

@@ -8,14 +8,21 @@ way, and name the server in messages by :func:`redact_url`: the URL may carry a 
 
 from __future__ import annotations
 
+import contextlib
+import time
 import urllib.parse
+from collections.abc import Iterator
 
+import anyio
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["RedisError", "redact_url", "redis_client"]
+from ._call import CALL_DEADLINE
+
+__all__ = ["RedisError", "by_call_deadline", "redact_url", "redis_client"]
 
 
 def redact_url(url: str) -> str:
@@ -29,6 +36,21 @@ def redact_url(url: str) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+@contextlib.contextmanager
+def by_call_deadline() -> Iterator[None]:
+    """Round trips to Redis inside this block end by the deadline of the call they serve
+    (:data:`~webward._call.CALL_DEADLINE`), with a ``RedisError`` the stores word as any
+    other: each has a timeout of its own, and one retry, but a call makes several."""
+    deadline = CALL_DEADLINE.get()
+    if deadline is None:  # no call's (a readiness check, URLs a face declares)
+        yield
+        return
+    with anyio.move_on_after(deadline - time.monotonic()) as scope:
+        yield
+    if scope.cancelled_caught:
+        raise RedisTimeoutError("no answer within the deadline of the call it served")
 
 
 def redis_client(url: str, timeout_s: float) -> Redis:

@@ -15,6 +15,7 @@ and if that record cannot be written the call is refused.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
@@ -32,7 +33,7 @@ import anyio
 from . import _content, _convert, _envelope, _window, guard
 from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
-from ._call import Call
+from ._call import CALL_DEADLINE, STORE_GRACE_S, Call
 from ._capabilities import FETCH, SEARCH
 from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
 from ._fetch import FetchResult, fetch
@@ -544,10 +545,17 @@ class Web:
         """The page rendered headless for its screenshot: after the plain read, so robots.txt,
         limits and the page's own redirect hops have been checked; the renderer's every
         request then meets the gate."""
-        with self.telemetry.rendering("screenshot"):
-            rendered = await self._renderer.render(
-                final_url, screenshot=True, gate=self._gate.render_gate(agent, tier, call)
-            )
+        # The render has its own deadline, past the read's: the round trips of its requests'
+        # checks to a shared store are bounded by it (and their own timeouts), and the call's
+        # last ones (its session's URLs) get the grace a read's have after the read.
+        CALL_DEADLINE.set(None)
+        try:
+            with self.telemetry.rendering("screenshot"):
+                rendered = await self._renderer.render(
+                    final_url, screenshot=True, gate=self._gate.render_gate(agent, tier, call)
+                )
+        finally:
+            CALL_DEADLINE.set(time.monotonic() + STORE_GRACE_S)
         return _screenshot_part(rendered.screenshot_png)
 
     # ---- present: window -> envelope -> page ----------------------------------------------
@@ -851,6 +859,9 @@ class Web:
             agent,
             target if isinstance(target, str) else repr(target)[:200],
         )
+        deadline = CALL_DEADLINE.set(
+            call.started + self.settings.limits.fetch_timeout_s + STORE_GRACE_S
+        )
         try:
             call.tier = self._tier(agent, tier)
             now = self._clock()
@@ -870,6 +881,9 @@ class Web:
         except BaseException as exc:
             await self._write_unexpected(call, exc)
             raise
+        finally:
+            with contextlib.suppress(ValueError):  # a coroutine closed outside its task
+                CALL_DEADLINE.reset(deadline)
         await self._write_audit(call, None)
         return result
 

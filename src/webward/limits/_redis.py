@@ -20,7 +20,7 @@ import anyio
 from redis.exceptions import RedisError, WatchError
 
 from .._errors import Refused
-from .._redis_client import redact_url, redis_client
+from .._redis_client import by_call_deadline, redact_url, redis_client
 from ._state import NOT_OURS, Change, HostState, R, limits_unavailable, state_of
 
 __all__ = ["LIMITS_PREFIX", "RedisLimitState"]
@@ -75,8 +75,12 @@ class RedisLimitState:
     async def update(self, key: str, change: Change[R]) -> R:
         if self._turns is None:
             self._turns = [anyio.Lock() for _ in range(_STRIPES)]
-        async with self._turns[hash(key) % _STRIPES]:
-            return await self._update(key, change)
+        try:
+            with by_call_deadline():
+                async with self._turns[hash(key) % _STRIPES]:
+                    return await self._update(key, change)
+        except RedisError as exc:  # the call's deadline, waiting for its turn or in a trip
+            raise self._unavailable(exc) from None
 
     async def _update(self, key: str, change: Change[R]) -> R:
         name = LIMITS_PREFIX + key
@@ -104,7 +108,8 @@ class RedisLimitState:
 
     async def get(self, key: str) -> HostState | None:
         try:
-            return _decode(await self._client.get(LIMITS_PREFIX + key))
+            with by_call_deadline():
+                return _decode(await self._client.get(LIMITS_PREFIX + key))
         except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
             raise self._unavailable(exc) from None
 
