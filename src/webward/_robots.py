@@ -28,6 +28,14 @@ as it is (it says when to retry) and nothing is cached.
 
 A :class:`RobotsStore` (the command line's is ``cache.db`` in the state dir) keeps answers
 beyond the process, so that a new ``webward fetch`` does not ask for the file again.
+
+The parsed answers a process keeps are bounded in memory, not only in number: Protego holds a
+file's rules as objects and patterns, up to 80 times the file's size (40 MB for 500 KiB of
+wildcard rules), and one agent can make a gateway read robots.txt files from as many host
+names as it likes. Each answer is charged an estimate of what it holds (:func:`_weight`), and
+the least recently used go past :data:`MAX_CACHE_WEIGHT`. A large file is parsed in a worker
+thread: 500 KiB of rules take Protego 0.3 s, which the event loop serving every other call
+must not spend.
 """
 
 from __future__ import annotations
@@ -96,7 +104,13 @@ class RobotsStore(Protocol):
         ...
 
 
-_MAX_VERDICTS = 4096  # robots.txt verdicts remembered per origin; cleared when full
+_MAX_VERDICTS = 128  # robots.txt verdicts remembered per origin; cleared when full
+_MAX_VERDICT_CHARS = 8 * 1024  # ... or when their URLs come to this many characters
+#: What the parsed answers a process keeps may hold together (estimated by :func:`_weight`):
+#: 1,024 origins of files of 4 KiB, or two of 500 KiB of wildcard rules.
+MAX_CACHE_WEIGHT = 128 * 1024 * 1024
+# Parsed in a worker thread past this many characters (a typical file is a few kilobytes).
+_THREAD_PARSE_CHARS = 32 * 1024
 
 
 # How an unreachable robots.txt that leads where webward never reads is said (and known).
@@ -112,6 +126,8 @@ class _Entry:
     # What the rules answered for each URL asked (the rules are fixed while the entry lives;
     # a page read again, from the cache or not, asks again: 10 us a call in Protego).
     verdicts: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
+    # The characters of the URLs in ``verdicts`` (one item, so that the frozen entry counts).
+    verdict_chars: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
 
     def allows(self, url: str, token: str) -> bool:
         """Whether the rules let ``token`` read ``url`` (no rules: every path)."""
@@ -119,13 +135,36 @@ class _Entry:
         allowed = self.verdicts.get(key)
         if allowed is None:
             allowed = self.rules is None or bool(self.rules.can_fetch(url, token))
-            if len(self.verdicts) >= _MAX_VERDICTS:
+            chars = self.verdict_chars
+            if len(self.verdicts) >= _MAX_VERDICTS or chars[0] > _MAX_VERDICT_CHARS:
                 self.verdicts.clear()
+                chars[0] = 0
             self.verdicts[key] = allowed
+            chars[0] += len(url)
         return allowed
 
 
-def _parsed(expires: float, text: str) -> _Entry | None:
+def _weight(entry: _Entry) -> int:
+    """About what ``entry`` holds, in bytes, for the cache's bound: tracemalloc of Protego's
+    parse of 500 KiB files of each shape found up to 17 bytes a character of the file, and
+    about 320 more a wildcard; with room for its remembered verdicts."""
+    text = entry.text
+    verdicts = _MAX_VERDICT_CHARS + 128 * _MAX_VERDICTS
+    return 1024 + verdicts + 20 * len(text) + 400 * text.count("*")
+
+
+# One large parse at a time: each holds the GIL most of its 0.3 s, and eight at once left the
+# event loop waiting its turn behind all of them (and held eight parses' memory).
+_PARSES = anyio.CapacityLimiter(1)
+
+
+async def _parsed(expires: float, text: str) -> _Entry | None:
+    if len(text) > _THREAD_PARSE_CHARS:
+        return await anyio.to_thread.run_sync(_parse_rules, expires, text, limiter=_PARSES)
+    return _parse_rules(expires, text)
+
+
+def _parse_rules(expires: float, text: str) -> _Entry | None:
     try:
         return _Entry(expires, Protego.parse(text), text=text)
     except Exception:  # Protego is lenient; a parser bug must not open the door
@@ -167,6 +206,7 @@ class RobotsChecker:
         error_ttl_s: float = 60.0,
         token: str = USER_AGENT_TOKEN,
         max_origins: int = 1024,
+        max_weight: int = MAX_CACHE_WEIGHT,
         store: RobotsStore | None = None,
     ) -> None:
         self._fetch = fetch
@@ -176,7 +216,9 @@ class RobotsChecker:
         self._error_ttl_s = error_ttl_s
         self._token = token
         self._max_origins = max_origins
+        self._max_weight = max_weight
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._weight = 0  # of the entries in _cache (_weight)
         self._locks: dict[str, anyio.Lock] = {}
 
     async def check(self, url: str | _HasURL, *, via: FetchRobots | None = None) -> None:
@@ -214,7 +256,22 @@ class RobotsChecker:
 
     def forget(self, url: str) -> None:
         """Drop the cached answer for the origin of ``url``."""
-        self._cache.pop(robots_url(url)[0], None)
+        self._drop(robots_url(url)[0])
+
+    def _drop(self, origin: str) -> None:
+        entry = self._cache.pop(origin, None)
+        if entry is not None:
+            self._weight -= _weight(entry)
+
+    def _remember(self, origin: str, entry: _Entry) -> None:
+        """Keep ``entry`` as the newest; the least recently used go past either bound."""
+        self._drop(origin)
+        self._cache[origin] = entry
+        self._weight += _weight(entry)
+        while len(self._cache) > 1 and (
+            len(self._cache) > self._max_origins or self._weight > self._max_weight
+        ):
+            self._drop(next(iter(self._cache)))
 
     async def _entry(self, origin: str, robots: str, fetch: FetchRobots) -> _Entry:
         cached = self._cached(origin)
@@ -235,10 +292,7 @@ class RobotsChecker:
                     if not keep:
                         return entry
                     await self._keep(origin, entry)
-                self._cache[origin] = entry
-                self._cache.move_to_end(origin)
-                while len(self._cache) > self._max_origins:
-                    self._cache.popitem(last=False)
+                self._remember(origin, entry)
                 return entry
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
@@ -249,7 +303,7 @@ class RobotsChecker:
         if entry is None:
             return None
         if self._clock() >= entry.expires:
-            del self._cache[origin]
+            self._drop(origin)
             return None
         return entry
 
@@ -262,7 +316,7 @@ class RobotsChecker:
         left, kind, text = found
         expires = self._clock() + left
         if kind == "rules":
-            return _parsed(expires, text)
+            return await _parsed(expires, text)
         if kind == "unreachable":
             return _Entry(expires, None, unreachable=text or "unknown")
         return _Entry(expires, None) if kind == "allow" else None
@@ -296,12 +350,12 @@ class RobotsChecker:
             entry = _Entry(now + self._error_ttl_s, None, unreachable=text)
             # Refused by this caller's allow-list: another tier may read it, so not cached.
             return entry, exc.reason != REASON_HOST_NOT_ALLOWED
-        return self._parse(now, status, body), True
+        return await self._parse(now, status, body), True
 
-    def _parse(self, now: float, status: int, body: bytes) -> _Entry:
+    async def _parse(self, now: float, status: int, body: bytes) -> _Entry:
         if 200 <= status < 300:
             text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
-            entry = _parsed(now + self._ttl_s, text)
+            entry = await _parsed(now + self._ttl_s, text)
             if entry is None:
                 return _Entry(now + self._error_ttl_s, None, unreachable="it could not be parsed")
             return entry
