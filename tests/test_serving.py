@@ -416,6 +416,24 @@ def test_an_answer_before_the_body_is_read_reaches_a_client_still_sending(
     assert sent < 16 * 1024 * 1024
 
 
+def test_an_answer_to_a_body_past_the_linger_bound_says_the_connection_ends(
+    bounded_server: tuple[str, int],
+) -> None:
+    """A 5 MB body answered 413 early: the server reads only 4 MiB of the rest, then closes.
+    The answer said nothing of that, so a keep-alive client (httpx) put the connection back
+    in its pool, and its next request failed ("Server disconnected"). The answer now says
+    ``connection: close``, and is still read before the close."""
+    import httpx
+
+    host, port = bounded_server
+    with httpx.Client(base_url=f"http://{host}:{port}", timeout=10) as client:
+        for _ in range(3):
+            refused = client.post("/early", content=b"x" * (5 * 1024 * 1024))
+            assert refused.status_code == 413 and refused.text == "too large"
+            assert refused.headers["connection"] == "close"
+            assert client.get("/").status_code == 200
+
+
 def test_a_late_body_after_an_answer_or_behind_a_pipelined_request_gets_no_second_answer(
     bounded_server: tuple[str, int],
 ) -> None:

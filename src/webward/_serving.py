@@ -221,6 +221,14 @@ def _bounded_httptools() -> type:
             if waiting:
                 self._behind = [c for c in self._behind if not c.response_complete]
                 self._behind.append(previous)
+            if _declared_length(self.headers) > _LINGER_BYTES:
+                # A body longer than what follows an answer is read for (no app here reads
+                # it whole: it is answered 413 early): the answer says the connection ends,
+                # which a keep-alive client otherwise learnt from its next request failing.
+                # The close waits as a 431's does, so that the answer is read first.
+                cycle = self.cycle
+                cycle.keep_alive = False
+                cycle.transport = _ClosingLater(self.transport, self.loop)
 
         def connection_lost(self, exc: Exception | None) -> None:
             super().connection_lost(exc)
@@ -251,7 +259,7 @@ def _bounded_httptools() -> type:
                 self._answered = True
                 if not self.transport.is_closing():
                     self.transport.write(_TOO_LARGE)
-                    self.loop.call_later(1.0, self.transport.close)
+                    self.loop.call_later(_LINGER_S, self.transport.close)
 
         def close_with(self, answer: bytes) -> None:
             if not self.transport.is_closing():
@@ -344,6 +352,35 @@ def late_body_message() -> str:
 
 
 _LINGER_BYTES = 4 * 1024 * 1024
+# How long a connection stays open after an answer that refused what the client still sends.
+_LINGER_S = 1.0
+
+
+def _declared_length(headers: list[tuple[bytes, bytes]]) -> int:
+    """The request's Content-Length (0 if none, or not a number: httptools refuses those)."""
+    for name, value in headers:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
+class _ClosingLater:
+    """A connection's transport as one request's cycle sees it: its close comes
+    :data:`_LINGER_S` later, while the rest of the body is read and dropped, so that the
+    client, still sending, reads the answer before the connection goes (an immediate close
+    resets it, and the client's kernel drops the answer unread)."""
+
+    def __init__(self, transport: Any, loop: Any) -> None:
+        self._transport = transport
+        self._loop = loop
+
+    def close(self) -> None:
+        self._loop.call_later(_LINGER_S, self._transport.close)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 _TOO_LARGE = _plain_answer(
     "431 Request Header Fields Too Large",
     f"the request line and headers are larger than {MAX_HEAD_BYTES // 1024} KiB",
