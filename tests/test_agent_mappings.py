@@ -217,6 +217,7 @@ def test_openai_images_follow_all_tool_messages_in_one_user_message() -> None:
     parts = messages[3]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url", "text", "image_url"]
     assert "toolu_b" in parts[0]["text"] and "web_fetch" in parts[0]["text"]
+    assert "an image of type image/png" in parts[0]["text"]  # not "a image/png image"
     assert "call_d" in parts[2]["text"]
     assert parts[1] == {
         "type": "image_url",

@@ -67,6 +67,8 @@ def check_fetch_schema(schema: Any, *, url: str, max_chars: str, query: str = "q
     assert properties[query]["maxLength"] == QUERY_CHARS
     base = "https://example.org/"
     jsonschema.validate({url: base + "a" * (URL_CHARS - len(base))}, schema)
+    with pytest.raises(jsonschema.ValidationError):  # the schema refuses what the core does
+        jsonschema.validate({url: ""}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({url: base + "a" * (URL_CHARS + 1 - len(base))}, schema)
     with pytest.raises(jsonschema.ValidationError):

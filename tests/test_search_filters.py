@@ -103,6 +103,13 @@ async def test_bad_filters_are_refused_in_one_sentence_before_any_call(
     assert [r.decision for r in sink.records] == ["refused"]
 
 
+def test_a_long_bad_domain_is_shown_cut_with_a_mark() -> None:
+    """A long value in a refusal is cut where an ellipsis says so, not mid-quote."""
+    with pytest.raises(InvalidInput) as exc:
+        check_filters(["0" * 253 + "!"])
+    assert exc.value.message.endswith("…")
+
+
 def test_filters_are_normalised() -> None:
     f = check_filters(["Docs.Python.org.", "bücher.example"], None, " WEEK", "de", "DE")
     assert f.allowed_domains == ("docs.python.org", "xn--bcher-kva.example")

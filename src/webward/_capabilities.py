@@ -303,6 +303,7 @@ def _catalogue(limits: LimitsSettings) -> Catalogue:
                 "url",
                 {
                     "type": "string",
+                    "minLength": 1,
                     "maxLength": limits.max_url_chars,
                     "description": "the absolute http:// or https:// URL to read, at most "
                     f"{limits.max_url_chars} characters",

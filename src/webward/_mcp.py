@@ -19,9 +19,8 @@ How a result becomes MCP content:
 
 - a text window: text content (the enveloped window, with its paging header);
 - an image: image content (base64 + MIME type) after the envelope text;
-- a PDF: the envelope text (a one-line description), an embedded resource (blob,
-  ``application/pdf``, ``uri`` = the final URL), then the PDF's extracted text in an envelope
-  of its own;
+- a PDF: the envelope text (its extracted text, windowed as a page's), then, with the first
+  window only, an embedded resource (blob, ``application/pdf``, ``uri`` = the final URL);
 - a refusal or failure: an ``isError`` result whose text is the one-sentence message, with
   no structured content.
 

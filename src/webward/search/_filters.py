@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import idna
 
+from .._addresses import shorten
 from .._capabilities import FRESHNESS, MAX_DOMAINS
 from .._errors import InvalidInput, Reason
 
@@ -86,7 +87,7 @@ def _domains(value: object, name: str) -> tuple[str, ...]:
         raise InvalidInput(f"{name} takes at most {MAX_DOMAINS} domains (it has {len(value)})")
     out: list[str] = []
     for item in value:
-        shown = repr(item)[:60]
+        shown = shorten(repr(item), 60)  # the cut marked, not a quote left open
         if not isinstance(item, str):
             raise InvalidInput(f"{name} must be a list of domain names such as example.org")
         host = item.strip().rstrip(".").lower()
