@@ -228,7 +228,7 @@ def _bounded_httptools() -> type:
                 # The close waits as a 431's does, so that the answer is read first.
                 cycle = self.cycle
                 cycle.keep_alive = False
-                cycle.transport = _ClosingLater(self.transport, self.loop)
+                cycle.transport = cast("Any", _ClosingLater(self.transport, self.loop))
 
         def connection_lost(self, exc: Exception | None) -> None:
             super().connection_lost(exc)
