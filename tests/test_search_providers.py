@@ -371,6 +371,9 @@ async def test_tavily_bad_key_is_an_upstream_error_naming_the_variable(server: L
     ("status", "headers", "words", "wait"),
     [
         (429, {"Retry-After": "30"}, "rate limiting", 30.0),
+        # Past already: no "retry in 0.1 s" beside a retryAfter of 0.
+        (429, {"Retry-After": "-5"}, "webward; try again later", None),
+        (429, {"Retry-After": "Mon, 01 Jan 2024 00:00:00 GMT"}, "try again later", None),
         (432, {}, "usage limit", None),
         (433, {}, "pay-as-you-go", None),
     ],
@@ -697,6 +700,8 @@ def test_clean_text_strips_highlights_and_decodes_entities() -> None:
     assert clean_text("x" * 50, 10) == "x" * 9 + "…"
     assert clean_text(None, 10) == ""
     assert clean_text("zero\u200bwidth\u202ebidi\x07bell", 100) == "zerowidthbidibell"
+    # Escaped twice by the site, then once more by the provider's JSON: all of it decoded.
+    assert clean_text("AT&amp;amp;T &amp;lt;b&amp;gt;news", 100) == "AT&T news"
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from fake_search import BRAVE_PATH, FakeBrave
-from localserver import LocalServer, accept_counter, redirect, respond, serve
+from localserver import LocalServer, accept_counter, redirect, respond, send, serve
 
 from webward import InvalidInput, Refused, Settings, StaticResolver, Web
 from webward._budgets import budget_usage
@@ -456,6 +456,38 @@ async def test_search_calls_and_spend_budgets(brave: LocalServer) -> None:
     )
     assert err.value.message.endswith("can raise [agents.bot.budget] search_spend_per_day")
     assert len(brave.requests) == 2
+
+
+@pytest.mark.anyio
+async def test_a_search_refused_before_its_provider_was_sent_anything_costs_nothing(
+    brave: LocalServer,
+) -> None:
+    """A filter the provider cannot honour, and a search refused in the provider's 429 hold,
+    send nothing: each was charged a call (and the hold's a spend) that was never given back,
+    so three refused searches used up a budget of three. Now only the searches the provider
+    answered count, the 429 among them."""
+
+    def too_many(req: Any, sock: Any) -> None:
+        send(sock, 429, b'{"type": "ErrorResponse"}', "application/json", {"Retry-After": "120"})
+
+    s = settings(
+        {"budget": {"search_per_day": 3, "search_spend_per_day": 2.0}},
+        search={"provider": "brave", "brave_url": brave.base, "brave": {"cost": 1.0}},
+    )
+    async with web(s) as w:
+        for _ in range(3):
+            with pytest.raises(InvalidInput):  # not one of Brave's languages
+                await w.search("q", agent="bot", language="sw")
+        await w.search("q", agent="bot")
+        brave.routes[BRAVE_PATH] = too_many
+        with pytest.raises(Refused) as answered:
+            await w.search("q", agent="bot")
+        with pytest.raises(Refused) as held:
+            await w.search("q", agent="bot")
+        used = {(u["kind"], u["used"]) for u in await w._gate.budgets.usage("bot")}
+    assert answered.value.status == 429 and held.value.status is None
+    assert len(brave.requests) == 2
+    assert used == {("calls", 2.0), ("spend", 2.0)}
 
 
 def _cli(config: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:

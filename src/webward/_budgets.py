@@ -131,14 +131,24 @@ class Budgets:
 
     async def refund_call(self, agent: str, capability: str, session: str | None) -> None:
         """Give back the call :meth:`charge_call` counted, for a call refused after it was
-        charged (robots.txt, a host's rate limit, a hop's policy): a refused call costs
-        nothing."""
+        charged (robots.txt, a host's rate limit, a hop's policy, a search filter its provider
+        cannot honour): a refused call costs nothing."""
         budget = self._budget(agent)
-        if budget is None:
-            return
+        if budget is not None:
+            await self._give_back(_lines(budget, agent, capability, "calls", session), 1.0)
+
+    async def refund_spend(self, agent: str, provider: str, session: str | None) -> None:
+        """Give back what :meth:`charge_spend` charged for a request to ``provider`` that was
+        refused before it was sent (its rate limit, its 429 hold, its open circuit)."""
+        cost = self._settings.search.costs.get(provider)
+        budget = self._budget(agent)
+        if cost is not None and budget is not None:
+            await self._give_back(_lines(budget, agent, "search", "spend", session), cost)
+
+    async def _give_back(self, lines: list[_Line], amount: float) -> None:
         now = self._clock()
-        for line in _lines(budget, agent, capability, "calls", session):
-            await self._state.update(line.key, _giver(1.0, _window_start(line.scope, now), now))
+        for line in lines:
+            await self._state.update(line.key, _giver(amount, _window_start(line.scope, now), now))
 
     async def charge_spend(self, agent: str, provider: str, session: str | None) -> float | None:
         """Charge one call to ``provider`` against the agent's search spend budgets, or raise

@@ -242,6 +242,10 @@ class Gate:
         """One provider request's cost against the agent's spend budget."""
         await self.budgets.charge_spend(agent, provider, session)
 
+    async def refund_spend(self, agent: str, provider: str, session: str | None) -> None:
+        """Give back a provider request's cost: it was refused before it was sent."""
+        await self.budgets.refund_spend(agent, provider, session)
+
     # ---- hop kinds ----------------------------------------------------------------------
 
     def page_hops(self, agent: str, tier: str, call: Call, *, spend: bool = True) -> PageHops:

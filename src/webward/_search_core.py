@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from . import _envelope
 from ._capabilities import MAX_LIMIT, SEARCH, whole_number
 from ._credentials import CredentialStore, default_store
-from ._errors import InvalidInput, Reason, UpstreamError
+from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError
 from ._gate import SEARCH_DEADLINE
 from ._models import Hit, SearchResult
 from ._provenance import canonical, check_session
@@ -179,11 +179,15 @@ class Searcher:
                 # Each provider call costs what [search.<provider>] cost says, against the
                 # agent's spend budget; past it nothing is sent.
                 await gate.charge_spend(agent, provider, session)
-                with span("search provider", {"webward.provider": provider}):
-                    body = await gate.provider_request(
-                        provider, method, url, headers=headers, content=content
-                    )
-                call.status = body.status
+                try:
+                    with span("search provider", {"webward.provider": provider}):
+                        body = await gate.provider_request(
+                            provider, method, url, headers=headers, content=content
+                        )
+                except Refused:  # by the guard or the provider's limits, before it was sent
+                    await gate.refund_spend(agent, provider, session)
+                    raise
+                call.status = body.status  # sent: the call is the provider's, and costs
                 return body
 
             return request
@@ -214,19 +218,27 @@ class Searcher:
         chosen = self._provider_for(name, call, agent, session)
         call.provider = chosen.name
         await self.gate.charge_call(agent, "search", session)  # a configured search only
-        if filters and not _takes_filters(chosen):
-            raise InvalidInput(
-                f"the {chosen.name} search provider takes no filters; leave them out",
-                reason=Reason.FILTER_UNSUPPORTED,
-            )
         cut = CUT_SHORT.set(None)
         deadline = SEARCH_DEADLINE.set(time.monotonic() + self.settings.limits.fetch_timeout_s)
         try:
+            if filters and not _takes_filters(chosen):
+                raise InvalidInput(
+                    f"the {chosen.name} search provider takes no filters; leave them out",
+                    reason=Reason.FILTER_UNSUPPORTED,
+                )
             if filters:
                 found = await chosen.search(text, count, filters)  # type: ignore[call-arg]
             else:
                 found = await chosen.search(text, count)
             cut_short = CUT_SHORT.get()
+        except WebwardError as exc:
+            # Refused before its provider was sent anything (a filter it cannot honour, its
+            # rate limit or 429 hold): a refused call costs nothing. One it failed, or that
+            # failed on a later page, was the provider's, and counts.
+            unsent = call.status is None and not isinstance(exc, UpstreamError)
+            if unsent and self.gate.budgets.charges(agent):
+                await self.gate.budgets.refund_call(agent, "search", session)
+            raise
         finally:
             CUT_SHORT.reset(cut)
             SEARCH_DEADLINE.reset(deadline)

@@ -88,7 +88,13 @@ def clean_text(value: Any, max_chars: int) -> str:
     if not isinstance(value, str):
         return ""
     text = _TAG.sub("", value)
-    text = html.unescape(text)
+    # Providers pass on text a site escaped twice ("AT&amp;amp;T"): decoded until it holds
+    # no more entities, a few times at most.
+    for _ in range(3):
+        decoded = html.unescape(text)
+        if decoded == text:
+            break
+        text = decoded
     return plain_line(_INLINE_TAG.sub("", text), max_chars)
 
 
@@ -204,6 +210,8 @@ def rate_limited(
     the same time, counting down, rather than the first naming days and the next an hour.
     """
     wait = retry_after(body, now)
+    if wait is not None and wait <= 0:  # a Retry-After already past says nothing of when
+        wait = None
     if wait is None:
         when = "; try again later"
     elif body.status == 429 and wait > MAX_BACKPRESSURE_S:
