@@ -6,9 +6,13 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
+import logging
 import os
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -414,6 +418,240 @@ async def test_a_sink_writes_again_after_close(tmp_path: Path) -> None:
     rows = await sink.query()
     await sink.aclose()
     assert {r.target for r in rows} == {"https://example.org/before", "https://example.org/after"}
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "webward.audit._sqlite"]
+
+
+@pytest.mark.anyio
+async def test_a_log_removed_or_replaced_under_the_sink_is_written_at_its_path_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The state dir deleted under a running sink: the next record goes to audit.db at its
+    path, made again as on a first open (0700 dir, 0600 file), not to the deleted inode; so
+    does the probe, and a file moved over the path is written from then on. Each time the
+    log says so once."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    state = tmp_path / "state"
+    sink = SQLiteAuditSink(state)
+    await sink.write(record(target="https://example.org/before"))
+    shutil.rmtree(state)
+    await sink.write(record(target="https://example.org/after"))
+    await sink.write(record(target="https://example.org/after-2"))
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert stat.S_IMODE(sink.path.stat().st_mode) == 0o600
+    reader = SQLiteAuditSink(state)  # another process, as `webward audit` reads it
+    assert {r.target for r in await reader.query()} == {
+        "https://example.org/after",
+        "https://example.org/after-2",
+    }
+    await reader.aclose()
+    said = (
+        f"the audit log at {sink.path} was removed or replaced while webward ran; records "
+        "from now on go to the new file"
+    )
+    assert _warnings(caplog) == [said]
+
+    shutil.rmtree(state)  # noticed by the probe too, with no record written
+    await sink.probe()
+    assert sink.path.is_file()
+
+    other = SQLiteAuditSink(tmp_path / "other")  # a log moved over the path
+    await other.write(record(target="https://example.org/moved-in"))
+    await other.aclose()
+    os.replace(other.path, sink.path)
+    await sink.write(record(target="https://example.org/into-the-new-file"))
+    assert [r.target for r in await sink.query()] == [
+        "https://example.org/into-the-new-file",
+        "https://example.org/moved-in",
+    ]
+    await sink.aclose()
+    assert _warnings(caplog) == [said] * 3
+
+
+@pytest.mark.anyio
+async def test_a_log_that_cannot_be_made_again_refuses_as_an_unwritable_store(
+    tmp_path: Path,
+) -> None:
+    """Its path taken by a directory once the file was removed: audit_unavailable in one
+    sentence naming it, for the write and the probe alike, and never a record lost."""
+    sink = SQLiteAuditSink(tmp_path)
+    await sink.write(record())
+    sink.path.unlink()
+    sink.path.mkdir()
+    for attempt in (lambda: sink.write(record()), sink.probe):
+        with pytest.raises(Refused) as info:
+            await attempt()
+        assert info.value.reason == REASON_AUDIT_UNAVAILABLE
+        assert f"{sink.path}: [Errno 21] Is a directory" in info.value.message
+        assert info.value.message.count("\n") == 0
+    await sink.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_first_failed_write_is_logged_once_and_the_recovery_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store that took records and then cannot (its database full: SQLite's own page
+    limit, as a full disk answers SQLITE_FULL) is said once in the log, naming the store's
+    error, not once per refused call; and once more when it takes records again."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    sink = SQLiteAuditSink(tmp_path)
+    await sink.write(record())
+    assert sink._conn is not None
+    (pages,) = sink._conn.execute("PRAGMA page_count").fetchone()
+    sink._conn.execute(f"PRAGMA max_page_count = {pages}")
+    refused = 0
+    for i in range(300):
+        try:
+            await sink.write(record(target=f"https://example.org/{i}" + "x" * 400))
+        except Refused as exc:
+            assert "database or disk is full" in exc.message
+            refused += 1
+    assert refused > 100
+    assert _warnings(caplog) == [
+        f"audit records cannot be written ({sink.path}: database or disk is full); every "
+        "call is refused until they can"
+    ]
+    sink._conn.execute(f"PRAGMA max_page_count = {pages * 100}")
+    await sink.write(record())
+    await sink.write(record())
+    await sink.aclose()
+    assert _warnings(caplog)[1:] == [f"audit records are written again at {sink.path}"]
+
+
+async def _read_as_a_reader(state_dir: Path) -> dict[str, Any]:
+    """What a reader of ``state_dir`` gets: the records, the console's indexes, a write."""
+    sink = SQLiteAuditSink(state_dir)
+    said: dict[str, Any] = {}
+    try:
+        said["read"] = [r.target for r in await sink.query()]
+    except Refused as exc:
+        said["read"] = exc.message
+    # The console builds its indexes through read_sync: none on a log it may only read.
+    index = "CREATE INDEX IF NOT EXISTS audit_agent ON audit (agent)"
+    try:
+        said["indexed"] = await anyio.to_thread.run_sync(
+            lambda: sink.read_sync(lambda c: c.execute(index) is not None, default=False)
+        )
+    except Refused as exc:
+        said["indexed"] = exc.reason
+    try:
+        await sink.write(record())
+        said["write"] = "written"
+    except Refused as exc:
+        said["write"] = exc.reason
+    await sink.aclose()
+    return said
+
+
+def _as_a_reader(state_dir: Path) -> dict[str, Any]:
+    """:func:`_read_as_a_reader` in a child process the file modes bind: root's child becomes
+    nobody, which owns the files, as a user without CAP_DAC_OVERRIDE would."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(read_end)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            said = anyio.run(_read_as_a_reader, state_dir)
+            os.write(write_end, json.dumps(said).encode())
+            code = 0
+        except BaseException as exc:
+            os.write(write_end, json.dumps({"error": repr(exc)}).encode())
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        out = pipe.read()
+    os.waitpid(pid, 0)
+    return dict(json.loads(out))
+
+
+_LIVE_WRITER = textwrap.dedent(
+    """
+    import sys, anyio
+    from webward.audit import AuditRecord, SQLiteAuditSink
+
+    async def main(state_dir):
+        sink = SQLiteAuditSink(state_dir)
+        await sink.write(AuditRecord.create(
+            decision="allowed", reason="allowed", target="https://example.org/live"))
+        print("written", flush=True)
+        sys.stdin.readline()  # open until told: its record stays in the -wal till then
+        await sink.aclose()
+
+    anyio.run(main, sys.argv[1])
+    """
+)
+
+
+def test_a_log_this_user_may_only_read_is_read() -> None:
+    """`webward audit` reads a log it may not write: a 0400 audit.db and one in a read-only
+    dir are read alone, making no -wal or -shm of this user's that would later keep writers
+    out; a log a writer has open is read through the writer's -shm, its -wal's records
+    included; a -wal it could not read (no -shm can be made) refuses in one sentence rather
+    than reading short. Writes are refused as before; the console's indexes are not built."""
+    # Not under tmp_path, whose parents are 0700: root's child (nobody) must reach it.
+    base = Path(tempfile.mkdtemp())
+    cases = {
+        "file": (0o700, 0o400),
+        "dir": (0o500, 0o600),
+        "wal": (0o500, 0o600),
+        "live": (0o500, 0o400),
+    }
+
+    async def fill() -> None:
+        for name in ("file", "dir", "wal"):
+            sink = SQLiteAuditSink(base / name)
+            await sink.write(record(target=f"https://example.org/{name}"))
+            if name == "wal":  # a writer that never closed: its records still in the -wal
+                sink.path.with_name("audit.db-shm").unlink()
+                shutil.copy(sink.path.with_name("audit.db-wal"), base / "kept-wal")
+            await sink.aclose()
+
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _LIVE_WRITER, str(base / "live")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env(),
+    )  # fmt: skip
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "written\n"
+        anyio.run(fill)
+        shutil.copy(base / "kept-wal", base / "wal" / "audit.db-wal")
+        for name, (dir_mode, file_mode) in cases.items():
+            (base / name / "audit.db").chmod(file_mode)
+            (base / name).chmod(dir_mode)
+        if os.geteuid() == 0:
+            for place in [base, *base.rglob("*")]:
+                os.chown(place, 65534, 65534)
+        said = {name: _as_a_reader(base / name) for name in cases}
+        left = {name: sorted(os.listdir(base / name)) for name in ("file", "dir")}
+    finally:
+        assert writer.stdin is not None and writer.stdout is not None
+        writer.stdin.close()
+        writer.wait(timeout=60)
+        writer.stdout.close()
+        for name in cases:
+            (base / name).chmod(0o700)
+        shutil.rmtree(base)
+    refused = {"indexed": False, "write": "audit_unavailable"}
+    assert said["file"] == refused | {"read": ["https://example.org/file"]}
+    assert said["dir"] == refused | {"read": ["https://example.org/dir"]}
+    assert said["live"] == refused | {"read": ["https://example.org/live"]}
+    assert left == {"file": ["audit.db"], "dir": ["audit.db"]}
+    wal = base / "wal"
+    assert said["wal"]["read"] == (
+        f"refused: the audit log at {wal / 'audit.db'} cannot be read (some of its records "
+        f"are in {wal / 'audit.db-wal'}, which only a user who may write in {wal} can read); "
+        "if another program holds it, try again once it is done, and if it is no SQLite "
+        "database, move it aside (webward starts a new one) or point [state] dir "
+        "(WEBWARD_STATE_DIR) at the right directory"
+    )
 
 
 # ---- webward audit ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -30,6 +31,7 @@ from mcp import Client
 from test_gateway import TOKENS, running_gateway
 from test_gateway import write_config as gateway_config
 
+import webward
 import webward._convert
 from webward import Settings, StaticResolver, Web
 from webward._credentials import EnvironmentStore
@@ -570,3 +572,73 @@ async def test_a_held_event_loop_is_not_taken_for_a_frozen_store(tmp_path: Path)
         ("next", "allowed"),
         ("warm", "allowed"),
     ]
+
+
+_FULL_DISK = textwrap.dedent(
+    """
+    import json, resource, signal, sys, anyio
+    from webward import Settings, Web
+    from webward.audit import AuditRecord, SQLiteAuditSink
+    from webward._errors import Refused
+
+    async def main(state):
+        settings = Settings.load(overrides={"state": {"dir": state}}, environ={})
+        sink = SQLiteAuditSink(state)
+        def record():
+            return AuditRecord.create(decision="allowed", reason="allowed", agent="cli")
+
+        said = []
+
+        async def attempt(name, step):
+            try:
+                await step()
+                said.append([name, None])
+            except Refused as exc:
+                said.append([name, exc.message])
+
+        async with Web(settings, audit=sink) as web:
+            await sink.write(record())
+            await attempt("ready", web.check_ready)  # the probe's own table made with room
+            # No file of this process grows from here on: to SQLite, the disk is full (its
+            # -wal cannot grow), as a full disk's ENOSPC is; EFBIG, and no signal.
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+            size = sink.path.with_name("audit.db-wal").stat().st_size
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+            await attempt("ready when full", web.check_ready)
+            await attempt("probe when full", sink.probe)
+            await attempt("write when full", lambda: sink.write(record()))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            await attempt("ready again", web.check_ready)
+        print(json.dumps(said))
+
+    anyio.run(main, sys.argv[1])
+    """
+)
+
+
+def test_a_full_disk_fails_the_probe_so_readiness_and_the_pre_read_proof(
+    tmp_path: Path,
+) -> None:
+    """A store whose disk is full takes its write lock but cannot commit: the probe (behind
+    /readyz and the proof a call's read waits for) commits a real write, so it fails as the
+    records do, in one sentence naming the store's error; and passes once there is room."""
+    out = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(webward.__file__).resolve().parents[1])},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    said = dict(json.loads(out.stdout))
+    full = (
+        "refused: audit unavailable; webward does not open the door unaudited; "
+        f"{tmp_path / 'state' / 'audit.db'}: disk I/O error; make that store writable, or "
+        "point [state] dir (WEBWARD_STATE_DIR) or [audit] at one that is"
+    )
+    assert said == {
+        "ready": None,
+        "ready when full": full,
+        "probe when full": full,
+        "write when full": full,
+        "ready again": None,
+    }

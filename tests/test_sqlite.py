@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import stat
 from pathlib import Path
 
 from webward._sqlite import open_wal
@@ -38,3 +40,18 @@ def test_simultaneous_first_opens_never_fail(tmp_path: Path) -> None:
             p.join(30)
         outcomes += [results.get(timeout=5) for _ in procs]
     assert outcomes == ["ok"] * 90
+
+
+def test_every_directory_made_on_the_way_is_0700_whatever_the_umask(tmp_path: Path) -> None:
+    """Under umask 000, the state dir and every parent open_wal creates for it are 0700 (not
+    just the last one); a directory that was there already keeps its mode."""
+    os.chmod(tmp_path, 0o755)
+    old = os.umask(0)
+    try:
+        open_wal(tmp_path / "a" / "b" / "state" / "x.db", timeout_s=10.0, schema=_SCHEMA).close()
+    finally:
+        os.umask(old)
+    made = [tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "state"]
+    assert [stat.S_IMODE(p.stat().st_mode) for p in made] == [0o700] * 3
+    assert stat.S_IMODE((made[-1] / "x.db").stat().st_mode) == 0o600
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755

@@ -7,7 +7,24 @@ import sqlite3
 import time
 from pathlib import Path
 
-__all__ = ["open_wal"]
+__all__ = ["make_private_dirs", "open_wal"]
+
+
+def make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and every missing parent, each 0700: ``Path.mkdir(parents=True)``
+    gives the parents it creates the umask's permissions (0777 under umask 000). A directory
+    that exists already is left as it is, mode and all."""
+    missing: list[Path] = []
+    for place in (directory, *directory.parents):
+        if place.exists():
+            break
+        missing.append(place)
+    for place in reversed(missing):
+        try:
+            place.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another process
+            if not place.is_dir():
+                raise
 
 
 def open_wal(path: Path, *, timeout_s: float, schema: tuple[str, ...] = ()) -> sqlite3.Connection:
@@ -19,9 +36,9 @@ def open_wal(path: Path, *, timeout_s: float, schema: tuple[str, ...] = ()) -> s
 
     The file is created readable by its owner only (0600, like the credentials file): the
     audit log and the cached pages say what was read. SQLite gives its ``-wal`` and ``-shm``
-    files the database's own mode.
+    files the database's own mode. Every directory created on the way is 0700.
     """
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     deadline = time.monotonic() + timeout_s
     delay = 0.005

@@ -3,12 +3,18 @@
 WAL and a busy timeout let several ``webward`` processes write at once; a commit thread
 (``_core.CommitThread``) makes one transaction of the records that arrive while another
 commits. The table is the one both SQL stores share (``_core.COLUMNS``).
+
+A reader that may not write the log (``webward audit`` as another user, a read-only state dir)
+opens it read-only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import functools
+import logging
 import os
 import sqlite3
 import threading
@@ -39,6 +45,8 @@ __all__ = ["SQLiteAuditSink"]
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 # Rows per INSERT statement: 18 columns x 500 rows stays far below SQLite's 32,766 variables.
 _ROWS_PER_STATEMENT = 500
 _ROW_MARKS = f"({', '.join('?' for _ in FIELDS)})"
@@ -48,6 +56,19 @@ _ROW_MARKS = f"({', '.join('?' for _ in FIELDS)})"
 # is cut to what it has left: a batch taken as it arrives (the hot path) runs no PRAGMA, and
 # SQLite's busy handler sleeps in steps of up to 100 ms anyway.
 _BUSY_SLACK_S = 0.1
+
+
+# The probe's own one-row table: it commits a real write, so that a full disk (SQLITE_FULL) or
+# a read-only store fails it as it fails the records; BEGIN IMMEDIATE and ROLLBACK write
+# nothing and passed on both. Replaced in place, so the log does not grow by a probe.
+_PROBE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS audit_probe "
+    "(id INTEGER PRIMARY KEY CHECK (id = 1), at DOUBLE PRECISION NOT NULL)"
+)
+_PROBE_WRITE = "INSERT OR REPLACE INTO audit_probe (id, at) VALUES (1, ?)"
+
+# Whether the store took its last write or probe: the sink says so when that changes.
+_NEW, _WORKS, _FAILS = "new", "works", "fails"
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,12 +106,21 @@ class SQLiteAuditSink:
     given up ``busy_timeout_s`` after its record was handed over (after the probe began):
     the time it waited behind another write or probe of this sink, which shares one
     connection, is part of it, not added to it.
+
+    A file removed or replaced under the sink (the state dir deleted while a gateway runs) is
+    noticed at the next batch or probe, which write to the file at :attr:`path` again.
     """
 
     def __init__(self, state_dir: str | Path, *, busy_timeout_s: float = 10.0) -> None:
         self.path = Path(state_dir) / "audit.db"
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
+        self._opened: tuple[int, int] | None = None  # (st_dev, st_ino) of the file it has open
+        self._opened_companions: list[tuple[Path, tuple[int, int] | None]] = []  # -wal, -shm
+        self._read_only = False  # opened by a reader that may not write the log
+        self._replaced = False  # the file was removed or replaced, and not yet opened again
+        self._health = _NEW
+        self._health_lock = threading.Lock()
         self._busy_now_s = busy_timeout_s  # the connection's busy timeout as last set
         self._lock = threading.Lock()
         self._batch = threading.local()  # the deadline of the batch this thread commits
@@ -103,7 +133,8 @@ class SQLiteAuditSink:
 
     async def probe(self) -> None:
         """Whether a record could be written now: the log opens (created if need be) and
-        takes its write lock; ``audit_unavailable`` naming the file otherwise."""
+        commits a write to a one-row table of the probe's own; ``audit_unavailable`` naming
+        the file and the store's error otherwise (a full disk among them)."""
         deadline = time.monotonic() + self._busy_timeout_s  # a worker thread's wait included
         failure = await anyio.to_thread.run_sync(self._probe_sync, deadline)
         if failure is not None:
@@ -111,18 +142,19 @@ class SQLiteAuditSink:
 
     def _probe_sync(self, deadline: float) -> str | None:
         if not self._acquire(deadline):
-            return self._no_answer()
+            return self._noted(self._no_answer())
+        failure = None
         try:
             conn = self._connect(create=True, deadline=deadline)
             assert conn is not None
             self._wait_at_most(conn, deadline)
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
+            conn.execute(_PROBE_TABLE)
+            conn.execute(_PROBE_WRITE, (time.time(),))
         except (sqlite3.Error, OSError) as exc:
-            return self._unopened(exc)
+            failure = self._unopened(exc)
         finally:
             self._lock.release()
-        return None
+        return self._noted(failure)
 
     async def query(
         self,
@@ -138,16 +170,43 @@ class SQLiteAuditSink:
     async def aclose(self) -> None:
         await self._commits.aclose()  # every record handed over is committed first
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._close()
 
     def _connect(self, create: bool, deadline: float | None = None) -> sqlite3.Connection | None:
-        """The sink's connection, opened (within ``deadline``, if given) the first time."""
-        if self._conn is not None:
-            return self._conn
-        if not create and not self.path.exists():
+        """The sink's connection, opened (within ``deadline``, if given) when it has none.
+
+        ``create``: a writer's, read-write, the file created if need be. Otherwise a
+        reader's: ``None`` if there is no file; read-write if this process may write it (the
+        console builds its indexes), else read-only (:meth:`_open_read_only`).
+
+        The path is checked (one stat) each time against the file open: once that file is
+        removed or replaced, its records would reach no reader (an unlinked inode is freed
+        when closed), so the connection is dropped and the file at the path opened again,
+        created as on a first open. Refusing every call until a restart instead would make
+        deleting the state dir an outage, and the next ``webward`` process to start would
+        create a new log there anyway.
+        """
+        conn = self._conn
+        if conn is not None:
+            if not self._moved():
+                if not (create and self._read_only):
+                    return conn
+                self._close()  # a reader's read-only connection: a write needs its own
+            else:
+                self._replaced = True
+                self._drop_moved(conn)
+        if create:
+            return self._open_read_write(deadline)
+        if not self.path.exists():
             return None
+        try:
+            return self._open_read_write(deadline)
+        except (sqlite3.Error, OSError) as exc:
+            if not _write_denied(exc):
+                raise
+            return self._open_read_only(exc)
+
+    def _open_read_write(self, deadline: float | None) -> sqlite3.Connection:
         timeout = self._timeout_for(deadline)
         conn = open_wal(self.path, timeout_s=timeout, schema=SCHEMA)
         self._busy_now_s = timeout
@@ -160,17 +219,134 @@ class SQLiteAuditSink:
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
+        self._opened_now(conn, read_only=False)
+        if self._replaced:
+            self._replaced = False
+            log.warning(
+                "the audit log at %s was removed or replaced while webward ran; records "
+                "from now on go to the new file",
+                self.path,
+            )
         return conn
+
+    def _open_read_only(self, denied: BaseException) -> sqlite3.Connection | None:
+        """The log opened read-only, for a reader that may not write it (``denied`` is why);
+        ``None`` if it holds no audit table yet.
+
+        With a writer's ``-shm`` (or records in a ``-wal``) it is read through them. Without
+        either, the database file holds every record and is read alone (``immutable``):
+        ``mode=ro`` would make the two, this user's and as read-only as the file, and they
+        would keep writers out once the file is writable again. A ``-wal`` SQLite cannot
+        index here (no ``-shm`` can be made) refuses, rather than its records going unseen.
+        """
+        uri = self.path.absolute().as_uri()
+        wal, shm = self._companions()
+        held = 0  # bytes in the -wal
+        with contextlib.suppress(OSError):
+            held = os.stat(wal).st_size
+        if held or shm.exists():
+            try:
+                return self._read_only_now(*self._open_uri(f"{uri}?mode=ro"))
+            except sqlite3.Error as exc:
+                if not _write_denied(exc):
+                    raise
+                if held:
+                    raise sqlite3.OperationalError(
+                        f"some of its records are in {wal}, which only a user who may write "
+                        f"in {self.path.parent} can read"
+                    ) from None
+        try:
+            conn, found = self._open_uri(f"{uri}?mode=ro&immutable=1")
+        except sqlite3.Error as exc:
+            if _write_denied(exc):
+                raise denied from None  # unreadable: why the first open failed says it
+            raise
+        return self._read_only_now(conn, found)
+
+    def _read_only_now(self, conn: sqlite3.Connection, found: bool) -> sqlite3.Connection | None:
+        if not found:  # a file created, its table not yet: nothing was audited here
+            conn.close()
+            return None
+        self._opened_now(conn, read_only=True)
+        return conn
+
+    def _open_uri(self, uri: str) -> tuple[sqlite3.Connection, bool]:
+        conn = sqlite3.connect(
+            uri,
+            uri=True,
+            timeout=self._busy_timeout_s,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        self._busy_now_s = self._busy_timeout_s
+        try:
+            # Reads the schema, so it fails here, not in the reader's work, if it cannot open.
+            found = conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit'"
+            ).fetchone()[0]
+        except BaseException:
+            conn.close()
+            raise
+        return conn, bool(found)
+
+    def _opened_now(self, conn: sqlite3.Connection, *, read_only: bool) -> None:
+        self._opened = _identity(self.path)  # None: gone already, the next use opens it again
+        self._opened_companions = [(p, _identity(p)) for p in self._companions()]
+        self._conn = conn
+        self._read_only = read_only
+
+    def _companions(self) -> tuple[Path, Path]:
+        return (
+            self.path.with_name(f"{self.path.name}-wal"),
+            self.path.with_name(f"{self.path.name}-shm"),
+        )
+
+    def _drop_moved(self, conn: sqlite3.Connection) -> None:
+        """Close ``conn``, whose file is no longer at the path. If only that file was moved
+        or replaced, its -wal and -shm are still there, and SQLite would pair them with the
+        file now at the path (and read pages of the old one into it): so they are
+        checkpointed into the old file (kept, if it was moved rather than deleted) and
+        removed, if they are still the ones opened with it. Closing deletes nothing of the
+        new file's: SQLite checkpoints and deletes on close only a file that was not moved.
+        """
+        with contextlib.suppress(sqlite3.Error):  # PASSIVE: waits on no reader
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self._close()
+        for companion, opened in self._opened_companions:
+            if opened is not None and _identity(companion) == opened:
+                with contextlib.suppress(OSError):
+                    companion.unlink()
+
+    def _moved(self) -> bool:
+        """Whether the file at :attr:`path` is no longer the one the connection has open."""
+        try:
+            info = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        except OSError:  # cannot tell (a dir made unsearchable): the file open is still there
+            return False
+        return (info.st_dev, info.st_ino) != self._opened
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
 
     def _commit(self, rows: list[tuple[Any, ...]], since: float) -> Flushed:
         """The commit thread's flush: no row of the batch was handed over before ``since``,
         so the batch is answered by ``since`` plus the busy timeout (:meth:`_write_sync`)."""
         self._batch.deadline = since + self._busy_timeout_s
         try:
-            return self._write_sync(rows)
+            flushed = self._write_sync(rows)
         finally:
             self._batch.deadline = None
+        if flushed is None:
+            if self._health is not _WORKS:
+                self._noted(None)
+        elif isinstance(flushed, str):  # the store's failure, not a row's content
+            self._noted(flushed)
+        return flushed
 
     def _write_sync(self, rows: list[tuple[Any, ...]]) -> Flushed:
         """Insert ``rows`` in one transaction; see :data:`Flushed`. Answered by the batch's
@@ -246,6 +422,24 @@ class SQLiteAuditSink:
     def _no_answer(self) -> str:
         return f"{self.path}: busy, no answer within {self._busy_timeout_s:g} s"
 
+    def _noted(self, failure: str | None) -> str | None:
+        """``failure`` (``None``: the store took a write or probe), said once in the log when
+        a store that took records stops taking them, and once when it takes them again: a
+        gateway's operator otherwise sees nothing but callers refused. A store that never
+        worked is not said here: its first refusal says it (`webward fetch` prints that one
+        sentence, and a gateway's ``/readyz`` answers it)."""
+        with self._health_lock:
+            was = self._health
+            self._health = _WORKS if failure is None else _FAILS
+        if failure is not None and was == _WORKS:
+            log.warning(
+                "audit records cannot be written (%s); every call is refused until they can",
+                failure,
+            )
+        elif failure is None and was == _FAILS:
+            log.warning("audit records are written again at %s", self.path)
+        return failure
+
     def _query_sync(
         self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
     ) -> list[AuditRecord]:
@@ -257,8 +451,10 @@ class SQLiteAuditSink:
 
     def read_sync(self, work: Callable[[sqlite3.Connection], T], *, default: T) -> T:
         """``work(connection)`` on this log, under the sink's lock (blocking: call it from a
-        worker thread); ``default`` if nothing was ever audited here. A store error refuses
-        (``audit_unavailable``), naming the file. Readers such as the console use it."""
+        worker thread); ``default`` if nothing was ever audited here, or if ``work`` would
+        write (the console's indexes) to a log this process may only read. A store error
+        refuses (``audit_unavailable``), naming the file. Readers such as the console use it.
+        """
         with self._lock:
             try:
                 conn = self._connect(create=False)
@@ -273,7 +469,15 @@ class SQLiteAuditSink:
                         )
                     return default  # nothing was ever audited here
                 self._wait_at_most(conn, None)  # the whole busy timeout, whatever a write had
-                return work(conn)
+                try:
+                    return work(conn)
+                except sqlite3.Error as exc:
+                    if self._read_only and _code(exc) == sqlite3.SQLITE_READONLY:
+                        return default
+                    raise
+                finally:
+                    if self._read_only:  # opened again for each read: a file read alone
+                        self._close()  # would not show what a writer commits later
             except (sqlite3.Error, OSError) as exc:
                 raise Refused(
                     f"refused: the audit log at {self.path} cannot be read ({exc}); if another "
@@ -282,6 +486,31 @@ class SQLiteAuditSink:
                     "(WEBWARD_STATE_DIR) at the right directory",
                     reason=REASON_AUDIT_UNAVAILABLE,
                 ) from None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+def _code(exc: sqlite3.Error) -> int:
+    """SQLite's primary result code of ``exc`` (its extended code less the detail)."""
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+# What an open of a log this process may read but not write fails with: EACCES, EPERM, EROFS
+# (os.open of the file), SQLITE_READONLY (no -shm can be made) and SQLITE_CANTOPEN.
+_DENIED_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_DENIED_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
+
+
+def _write_denied(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.Error):
+        return _code(exc) in _DENIED_CODES
+    return isinstance(exc, OSError) and exc.errno in _DENIED_ERRNOS
 
 
 def _unusable_dir(directory: Path) -> str | None:
