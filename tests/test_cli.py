@@ -308,3 +308,176 @@ def test_a_limit_no_read_could_use_is_refused_before_reading(config: Path) -> No
         f"webward: limits.max_fetch_text_chars in {config} must be greater than 0 (it is 0)"
     )
     assert srv.accepts == 0
+
+
+# ---- webward audit: usage counted in the store, unreadable rows, --limit ----------------------
+
+
+def audit_log(state: Path, rows: int, *, agents: int = 3) -> None:
+    """An audit.db in ``state`` holding ``rows`` records of the last hour, laid out as the
+    SQLite sink writes them (one written through it, the rest copied by SQL, which is fast):
+    agent a0, a1, ... in turn, every 10th a search of brave that answered."""
+    import datetime as dt
+    import sqlite3
+
+    import anyio
+
+    from webward.audit import AuditRecord, SQLiteAuditSink
+
+    async def first() -> None:
+        sink = SQLiteAuditSink(state)
+        await sink.write(AuditRecord.create(decision="allowed", reason="allowed", agent="a0"))
+        await sink.aclose()
+
+    anyio.run(first)
+    now = dt.datetime.now(dt.UTC).timestamp()
+    with sqlite3.connect(state / "audit.db") as conn:
+        conn.execute(
+            "INSERT INTO audit SELECT printf('%032x', i), ?1 - i * 0.01, 'a' || (i % ?2), tier, "
+            "CASE WHEN i % 10 = 0 THEN 'web:search.query@1' ELSE capability END, target, "
+            "decision, reason, would_deny, final_url, redirects, 200, bytes, content_type, "
+            "duration_ms, CASE WHEN i % 10 = 0 THEN 'brave' END, render_contacted, "
+            "render_refused FROM audit, (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+            "FROM n WHERE i < ?3) SELECT i FROM n)",
+            (now, agents, rows - 1),
+        )
+        assert conn.execute("SELECT count(*) FROM audit").fetchone() == (rows,)
+    conn.close()
+
+
+def max_rss_kb_of(
+    args: list[str], env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`webward ARGS`, and the peak resident memory of its process in KiB (Linux: VmHWM,
+    which starts again at exec, where ru_maxrss keeps the peak of the process that forked)."""
+    prelude = (
+        "import atexit, re, sys\n"
+        "hwm = lambda: re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read())[1]\n"
+        "atexit.register(lambda: print('maxrss', hwm(), file=sys.stderr))\n"
+        "import runpy\nsys.argv = ['webward', *sys.argv[1:]]\n"
+        "runpy.run_module('webward', run_name='__main__')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", prelude, *args],
+        capture_output=True, text=True, env={**os.environ, **env}, timeout=120,
+    )  # fmt: skip
+    lines = out.stderr.splitlines()
+    rss = int(lines[-1].split()[1])
+    out.stderr = "".join(f"{line}\n" for line in lines[:-1])
+    return out, rss
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/status")
+def test_audit_usage_sums_the_whole_period_in_the_store(tmp_path: Path) -> None:
+    """`webward audit --usage` counts every record of the period (it counted the newest
+    100,000 and said "raise --limit", which --limit refused), in the store: its memory does not
+    grow with the log (it held every record, 188 MB for 100,000). --limit still counts only
+    the newest N, and then says how to count them all."""
+    rows = 100_050
+    audit_log(tmp_path, rows)
+    config = tmp_path / "webward.toml"
+    config.write_text("[search.brave]\ncost = 0.5\n")
+    env = {"WEBWARD_STATE_DIR": str(tmp_path), "WEBWARD_CONFIG": str(config)}
+    for since in ([], ["--since", "7d"]):
+        out, rss = max_rss_kb_of(["audit", "--usage", "--json", *since], env)
+        assert out.returncode == 0, out.stderr
+        assert out.stderr == ""
+        summary = json.loads(out.stdout)
+        assert sum(r["calls"] for r in summary) == rows
+        assert sum(r["allowed"] for r in summary) == rows
+        searches = [r for r in summary if r["capability"] == "web:search.query@1"]
+        assert sum(r["spend"] for r in searches) == 0.5 * sum(r["calls"] for r in searches)
+        assert sorted(summary[0]) == sorted(
+            ["agent", "capability", "calls", "spend", "allowed", "report-would-deny", "refused",
+             "failed"]
+        )  # fmt: skip
+        assert rss < 100_000, rss  # about 40 MB: the interpreter and webward
+    cut = run("audit", "--usage", "--json", "--limit", "100000", env=env)
+    assert cut.returncode == 0, cut.stderr
+    assert sum(r["calls"] for r in json.loads(cut.stdout)) == 100_000
+    assert cut.stderr == (
+        "webward: more records match than the 100000 the summary counts; leave out --limit to "
+        "count them all\n"
+    )
+    table = run("audit", "--usage", "--agent", "a1", env=env)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].split() == [
+        "AGENT", "CAPABILITY", "CALLS", "ALLOWED", "REPORT-WOULD-DENY", "REFUSED", "FAILED",
+        "SPEND",
+    ]  # fmt: skip
+    assert {line.split()[0] for line in table.stdout.splitlines()[1:]} == {"a1"}
+
+
+def test_audit_counts_unreadable_rows_toward_limit_and_says_so(tmp_path: Path) -> None:
+    """Rows webward cannot read (changed by hand) are left out with one `webward:` sentence
+    saying how many; they still take their place in --limit, and still mean more records
+    match (--limit 2 printed [] and said nothing of the 23 readable records)."""
+    import sqlite3
+
+    audit_log(tmp_path, 23)
+    with sqlite3.connect(tmp_path / "audit.db") as conn:
+        newest = list(conn.execute("SELECT * FROM audit ORDER BY ts DESC LIMIT 1").fetchone())
+        # The newest three: decisions no webward knows, and redirects that are not JSON.
+        for i, (column, value) in enumerate([(6, "maybe"), (10, "not json"), (6, "later")]):
+            row = [*newest]
+            row[0], row[1], row[column] = f"bad{i}", newest[1] + 1 + i, value
+            conn.execute(f"INSERT INTO audit VALUES ({', '.join('?' * len(row))})", row)
+    conn.close()
+    env = {"WEBWARD_STATE_DIR": str(tmp_path)}
+    note = "could not be read (changed by hand, or written by a newer webward) and are left out"
+    two = run("audit", "--limit", "2", "--json", env=env)
+    assert two.returncode == 0, two.stderr
+    assert json.loads(two.stdout) == []
+    assert two.stderr.splitlines() == [
+        f"webward: 2 audit records {note}, though --limit counts them",
+        "webward: more records match than the 0 shown; raise --limit or narrow with --since, "
+        "--agent or --decision",
+    ]
+    five = run("audit", "--limit", "5", env=env)
+    assert len(five.stdout.splitlines()) == 1 + 2  # the header and two records
+    assert (
+        five.stderr.splitlines()[0]
+        == f"webward: 3 audit records {note}, though --limit counts them"
+    )
+    assert "webward: more records match than the 2 shown;" in five.stderr
+    whole = run("audit", "--limit", "26", "--json", env=env)
+    assert len(json.loads(whole.stdout)) == 23
+    assert whole.stderr == f"webward: 3 audit records {note}\n"
+    usage = run("audit", "--usage", "--json", env=env)
+    assert sum(r["calls"] for r in json.loads(usage.stdout)) == 24  # counts what it can
+    assert usage.stderr == f"webward: 2 audit records {note}\n"  # decisions it does not know
+
+
+@pytest.mark.parametrize(
+    "limit",
+    ["\u00b2", "\u0661", "9" * 5000, "100001", "0"],
+    ids=["superscript", "arabic-indic", "5000-digits", "past-the-max", "zero"],
+)
+def test_an_odd_audit_limit_exits_2_by_name(tmp_path: Path, limit: str) -> None:
+    """A --limit int() cannot take ("²" is a digit to str.isdigit, 5,000 digits are past
+    int()'s bound) is bad input, not an internal error."""
+    out = run("audit", "--limit", limit, env={"WEBWARD_STATE_DIR": str(tmp_path)})
+    assert out.returncode == 2
+    assert out.stderr.startswith("webward: --limit must be a whole number from 1 to 100000")
+    assert len(out.stderr.splitlines()) == 1
+
+
+def test_audit_reads_without_the_serve_extra(tmp_path: Path) -> None:
+    """`webward audit` reads through the console's queries, but needs neither of the pages'
+    packages (Starlette, Jinja2): a plain install lists and sums the log."""
+    audit_log(tmp_path, 3)
+    for hidden in ("jinja2", "starlette"):
+        prelude = (
+            f"import sys\nsys.modules[{hidden!r}] = None  # as if not installed\n"
+            "sys.argv = ['webward', *sys.argv[1:]]\n"
+            "import runpy\nrunpy.run_module('webward', run_name='__main__')\n"
+        )
+        env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path)}
+        for args in (["--json"], ["--usage", "--json"]):
+            out = subprocess.run(
+                [sys.executable, "-c", prelude, "audit", *args],
+                capture_output=True, text=True, env=env, timeout=60,
+            )  # fmt: skip
+            assert out.returncode == 0, out.stderr
+            data = json.loads(out.stdout)
+            assert (len(data) if args == ["--json"] else sum(r["calls"] for r in data)) == 3

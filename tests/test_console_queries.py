@@ -274,3 +274,69 @@ async def test_a_damaged_row_is_left_out_and_counted_never_a_failure(tmp_path: P
         assert len(await sink.query()) == 2
     finally:
         await sink.aclose()
+
+
+async def test_the_command_lines_reads_run_in_the_store(store: Settings) -> None:
+    """`webward audit`'s reads: the newest N records of a time range, an agent or a decision
+    (report-would-deny also finds what report mode let fail), and whether more match; usage
+    counted by the store per agent, capability, decision and provider, with the calls that
+    reached their provider (a status), of the whole range or of its newest N."""
+    from webward.console._queries import CallCount
+
+    search = "web:search.query@1"
+    await write(
+        store,
+        [
+            rec("https://a.example/1", seconds=1, status=200),
+            rec("https://a.example/2", seconds=2, agent="bob", decision="refused", reason="robots"),
+            rec("owls", seconds=3, capability=search, provider="brave", status=200),
+            rec("owls", seconds=4, capability=search, provider="brave", status=200),
+            rec(
+                "owls",
+                seconds=5,
+                capability=search,
+                provider="brave",
+                decision="failed",
+                reason="timeout",
+            ),
+            rec(
+                "https://a.example/6",
+                seconds=6,
+                decision="failed",
+                reason="http_500",
+                status=500,
+                would_deny="host_not_allowed",
+            ),
+            rec("https://a.example/old", seconds=7200, status=200),
+        ],
+    )
+    reader = open_audit_reader(store)
+    recent = AuditFilter(since=NOW - dt.timedelta(seconds=60))
+    try:
+        newest = await reader.newest(AuditFilter(), 2)
+        assert [r.target for r in newest.records] == ["https://a.example/1", "https://a.example/2"]
+        assert newest.next_cursor is not None and newest.unreadable == 0
+        whole = await reader.newest(recent, 6)
+        assert len(whole.records) == 6 and whole.next_cursor is None
+        bob = await reader.newest(AuditFilter(agent="bob"), 5)
+        assert [r.target for r in bob.records] == ["https://a.example/2"]
+        report = await reader.newest(AuditFilter(decision="report-would-deny"), 5)
+        assert [r.target for r in report.records] == ["https://a.example/6"]
+        assert set(await reader.call_counts(recent)) == {
+            CallCount("alice", "web:page.fetch@1", "allowed", None, 1, 1),
+            CallCount("bob", "web:page.fetch@1", "refused", None, 1, 0),
+            CallCount("alice", search, "allowed", "brave", 2, 2),
+            CallCount("alice", search, "failed", "brave", 1, 0),
+            CallCount("alice", "web:page.fetch@1", "failed", None, 1, 1),
+        }
+        assert sum(c.calls for c in await reader.call_counts(AuditFilter())) == 7
+        assert set(await reader.call_counts(AuditFilter(), newest=3)) == {
+            CallCount("alice", "web:page.fetch@1", "allowed", None, 1, 1),
+            CallCount("bob", "web:page.fetch@1", "refused", None, 1, 0),
+            CallCount("alice", search, "allowed", "brave", 1, 1),
+        }
+        assert await reader.call_counts(AuditFilter(agent="carol")) == []
+        assert await reader.more_than(recent, 5) is True
+        assert await reader.more_than(recent, 6) is False
+    finally:
+        await reader.aclose()

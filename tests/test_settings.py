@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from webward import InvalidInput, Settings
+from webward._settings import TIERS
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -45,6 +46,23 @@ def test_file_then_environment_then_overrides(tmp_path: Path) -> None:
     s2 = Settings.load(path, {"policy": {"default_tier": "as-owner"}}, environ=env)
     assert s2.policy.default_tier == "as-owner"
     assert s2.source == str(path)
+
+
+def test_an_empty_variable_is_unset_and_the_files_value_stands(tmp_path: Path) -> None:
+    """WEBWARD_SEARCH_PROVIDER='' sent queries to another vendor than the file named, and an
+    empty WEBWARD_BRAVE_URL made every search a bad query. Empty is unset, as the docs say;
+    but an empty WEBWARD_ALLOW_RANGES is the empty list, which narrows the file's."""
+    path = write(
+        tmp_path,
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "full"\n'
+        '[search]\nprovider = "tavily"\nsearxng_url = "http://127.0.0.1:8888"\n',
+    )
+    empty = {var: " " for var in ("WEBWARD_SEARCH_PROVIDER", "WEBWARD_BRAVE_URL",
+                                  "WEBWARD_TAVILY_URL", "WEBWARD_SEARXNG_URL", "WEBWARD_TIER")}  # fmt: skip
+    s = Settings.load(path, environ={**empty, "WEBWARD_ALLOW_RANGES": ""})
+    assert (s.search.provider, s.search.searxng_url) == ("tavily", "http://127.0.0.1:8888")
+    assert s.search.brave_url == "https://api.search.brave.com" and s.policy.default_tier == "full"
+    assert s.network.allow_ranges == ()
 
 
 def test_search_order_uses_webward_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,6 +224,7 @@ def test_a_bad_environment_value_is_named_by_its_variable(
         ("searxng_url", "https://sx.example:99999", "an http:// or https:// URL with a host"),
         ("brave_url", "https://api.example/?key=Zq-secret", "without a query"),
         ("tavily_url", "https://u:Zq-secret@api.example", "credentials"),
+        ("brave_url", "", "leave it out for the provider's own"),
     ],
 )
 def test_a_provider_url_no_search_could_use_is_refused_when_loaded(
@@ -289,3 +308,46 @@ def test_agent_names_of_every_script_and_space_are_names() -> None:
         assert is_agent_name(good), good
     for bad in ("a\nb", "a\u202eb", "a\u2028b", "\udcff", "", "x" * 201, "a\x1bb"):
         assert not is_agent_name(bad), bad
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[policy.tiers.fulll]\nrobots = false\n",
+            "policy.tiers.fulll in {path} is not a tier; the tiers are as-owner, connected, full",
+        ),
+        (
+            "[search.brve]\ncost = 1\n",
+            "search.brve in {path} is not a search provider (did you mean search.brave?); the "
+            "providers are brave, tavily, searxng, none",
+        ),
+        (
+            "[search.Tavily]\ncost = 1\n",
+            "search.Tavily in {path} is not a search provider (did you mean search.tavily?); "
+            "the providers are brave, tavily, searxng, none",
+        ),
+    ],
+    ids=["tier", "provider", "provider-case"],
+)
+def test_a_misspelt_tier_or_provider_table_is_refused(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """A table named for a tier or provider that is not one changed nothing, silently
+    (`[policy.tiers.fulll] robots = false` left robots on for full, `[search.brve] cost` never
+    charged brave): it is refused, naming the key, the file and the names there are."""
+    path = write(tmp_path, text)
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(path, environ={})
+    assert err.value.message == message.format(path=path)
+
+
+def test_every_tier_and_a_provider_of_ones_own_take_their_tables(tmp_path: Path) -> None:
+    """Each tier takes [policy.tiers.NAME]; a provider passed to Web(search_provider=...) is
+    charged at [search.<its name>] cost, so a name no built-in provider is close to stays."""
+    text = "".join(f"[policy.tiers.{t}]\nrobots = false\n" for t in TIERS) + (
+        "[search.brave]\ncost = 0.5\n[search.in-house]\ncost = 0.25\n"
+    )
+    s = Settings.load(write(tmp_path, text), environ={})
+    assert s.policy.robots_off_tiers == TIERS
+    assert s.search.costs == {"brave": 0.5, "in-house": 0.25}

@@ -557,6 +557,33 @@ async def test_gateway_metrics_move_with_calls(tmp_path: Path, site: LocalServer
 
 
 @pytest.mark.anyio
+async def test_call_duration_ends_where_the_audit_write_begins_as_its_help_says(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """webward_call_duration_seconds times a call up to its audit write, which
+    webward_audit_write_seconds times: its HELP says so, as docs/operations.md does (it said
+    "audit write included")."""
+
+    class SlowSink(MemoryAuditSink):
+        async def write(self, record: Any) -> None:
+            await anyio.sleep(0.5)
+            await super().write(record)
+
+    telemetry = Telemetry(metrics=True)
+    async with web_for(loopback_settings(tmp_path), telemetry, audit=SlowSink()) as web:
+        await web.fetch(site.url("/page"))
+    assert telemetry.metrics is not None
+    text = telemetry.metrics.exposition().decode()
+    page = samples(text)
+    call_s = sum(v for (name, _), v in page.items() if name == "webward_call_duration_seconds_sum")
+    assert call_s < 0.5 <= page[("webward_audit_write_seconds_sum", ())]
+    helps = {f.name: f.documentation for f in text_string_to_metric_families(text)}
+    assert helps["webward_call_duration_seconds"] == (
+        "How long calls took, up to their audit write (timed as webward_audit_write_seconds)."
+    )
+
+
+@pytest.mark.anyio
 async def test_rate_limit_refusals_are_counted_per_host(tmp_path: Path, site: LocalServer) -> None:
     settings = loopback_settings(tmp_path).replace(
         {"limits": {"per_host_rate": 0.001, "per_host_burst": 1}, "policy": {"robots": False}}

@@ -18,6 +18,7 @@ from ._errors import InvalidInput, Refused, WebwardError
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
     from ._settings import Settings
     from .audit import AuditRecord
+    from .console._queries import AuditFilter, AuditReader, CallCount
 
 # As audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
@@ -28,8 +29,9 @@ HELP = "show the audit log: who read or searched what, and what webward decided"
 DESCRIPTION = """\
 Show the audit log, newest first: one record per call, allowed or refused. Decisions are
 allowed, report-would-deny (let through by report mode; enforce would refuse), refused and
-failed. --json prints one JSON array of camelCase records. --usage sums the period instead:
-calls per agent and capability by decision, and search spend at [search.<provider>] cost."""
+failed. --json prints one JSON array of camelCase records. --usage sums the period instead
+(all of it, counted in the store): calls per agent and capability by decision, and search
+spend at [search.<provider>] cost."""
 
 _DEFAULT_LIMIT = 50
 _MAX_LIMIT = 100_000
@@ -52,8 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         # None when not given: --usage then counts the whole period, and an explicit
         # --limit 50 (the listing's default) still counts.
         default=None,
-        help=f"at most N records (default {_DEFAULT_LIMIT}; with --usage, the whole period up "
-        f"to {_MAX_LIMIT})",
+        help=f"at most N records, the newest (default {_DEFAULT_LIMIT}, at most {_MAX_LIMIT}); "
+        "with --usage, count only the newest N (default: the whole period)",
     )
     p.add_argument(
         "--usage",
@@ -84,7 +86,9 @@ def parse_since(value: str, now: dt.datetime, name: str = "--since") -> dt.datet
 
 def _parse_limit(value: str) -> int:
     v = str(value).strip()
-    if not v.isdigit() or not 1 <= int(v) <= _MAX_LIMIT:
+    # ASCII digits only ("²" is a digit to isdigit(), not to int()), and few enough of them
+    # for int() to take.
+    if not (v.isascii() and v.isdigit() and len(v) <= 9) or not 1 <= int(v) <= _MAX_LIMIT:
         raise InvalidInput(f"--limit must be a whole number from 1 to {_MAX_LIMIT}, not {value!r}")
     return int(v)
 
@@ -107,35 +111,47 @@ def run(
     if args.agent is not None and (not args.agent.strip() or not is_agent_name(args.agent)):
         raise InvalidInput(f"--{AGENT_NAME_RULE}")
     usage = getattr(args, "usage", False)
-    # A usage summary reads the whole period unless told otherwise.
-    if args.limit is None:
-        limit = _MAX_LIMIT if usage else _DEFAULT_LIMIT
-    else:
-        limit = _parse_limit(args.limit)
+    limit = _DEFAULT_LIMIT if args.limit is None else _parse_limit(args.limit)
+    newest = None if args.limit is None else limit  # a usage summary: the whole period
     import anyio
 
     try:
-        # One record more than shown tells whether --limit cut the answer.
-        records = anyio.run(_query, settings, since, args.agent, args.decision, limit + 1)
+        if usage:
+            counts, more = anyio.run(_count, settings, since, args.agent, args.decision, newest)
+        else:
+            records, unreadable, more = anyio.run(
+                _list, settings, since, args.agent, args.decision, limit
+            )
     except WebwardError as exc:
         raise Refused(exc.message, reason=exc.reason) from None  # the log unreadable: exit 3
-    more = len(records) > limit
-    records = records[:limit]
+    # Notes go to stderr, so that --json's output stays one array (or one summary).
     if usage:
-        rows = usage_summary(records, settings.search.costs)
+        rows, unreadable = usage_summary(counts, settings.search.costs)
         print(json.dumps(rows, ensure_ascii=False) if args.json else render_usage(rows))
-    elif args.json:
-        print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
+        counted = sum(row["calls"] for row in rows)
+        cut = f"the {counted} the summary counts; leave out --limit to count them all"
     else:
-        print(render_table(records, width=_terminal_width()))
-    if more:  # on stderr, so that --json's output stays one array (or one summary)
-        counted = f"the {limit} the summary counts" if usage else f"the {limit} shown"
-        print(
-            f"webward: more records match than {counted}; "
-            "raise --limit or narrow with --since, --agent or --decision",
-            file=sys.stderr,
-        )
+        if args.json:
+            print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
+        else:
+            print(render_table(records, width=_terminal_width()))
+        raise_it = "raise --limit or " if limit < _MAX_LIMIT else ""
+        cut = f"the {len(records)} shown; {raise_it}narrow with --since, --agent or --decision"
+    if unreadable:
+        print(f"webward: {_unreadable_note(unreadable, more)}", file=sys.stderr)
+    if more:
+        print(f"webward: more records match than {cut}", file=sys.stderr)
     return 0
+
+
+def _unreadable_note(count: int, more: bool) -> str:
+    """One sentence for ``count`` rows left out as unreadable; when ``more`` records match
+    than --limit took, it says that the limit counted them nonetheless."""
+    note = (
+        f"{count} audit record{'' if count == 1 else 's'} could not be read (changed by hand, "
+        f"or written by a newer webward) and {'is' if count == 1 else 'are'} left out"
+    )
+    return f"{note}, though --limit counts {'it' if count == 1 else 'them'}" if more else note
 
 
 def _terminal_width() -> int | None:
@@ -145,22 +161,29 @@ def _terminal_width() -> int | None:
     return shutil.get_terminal_size().columns
 
 
-def usage_summary(records: list[AuditRecord], costs: Mapping[str, float]) -> list[dict[str, Any]]:
+def usage_summary(
+    counts: list[CallCount], costs: Mapping[str, float]
+) -> tuple[list[dict[str, Any]], int]:
     """Per agent and capability: calls, the count of each decision, and for search the spend
     (each call that reached its provider, one that answered with a status, costs
-    ``[search.<provider>] cost``)."""
+    ``[search.<provider>] cost``); and how many calls were left out, their decision being
+    none webward knows (a row changed by hand, or written by a newer webward)."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in records:
+    unreadable = 0
+    for c in counts:
+        if c.decision not in DECISIONS:
+            unreadable += c.calls
+            continue
         row = rows.setdefault(
-            (r.agent, r.capability),
-            {"agent": r.agent, "capability": r.capability, "calls": 0, "spend": 0.0}
+            (c.agent, c.capability),
+            {"agent": c.agent, "capability": c.capability, "calls": 0, "spend": 0.0}
             | {d: 0 for d in DECISIONS},
         )
-        row["calls"] += 1
-        row[r.decision] += 1
-        if r.provider is not None and r.status is not None:
-            row["spend"] += costs.get(r.provider, 0.0)
-    return [rows[k] for k in sorted(rows)]
+        row["calls"] += c.calls
+        row[c.decision] += c.calls
+        if c.provider is not None:
+            row["spend"] += costs.get(c.provider, 0.0) * c.answered
+    return [rows[k] for k in sorted(rows)], unreadable
 
 
 def render_usage(rows: list[dict[str, Any]]) -> str:
@@ -176,20 +199,56 @@ def render_usage(rows: list[dict[str, Any]]) -> str:
     )
 
 
-async def _query(
+def _open_reader(settings: Settings) -> AuditReader:
+    """The console's reader of the audit log the settings name (SQLite or PostgreSQL): its
+    queries run in the store, so a summary of millions of records holds only its groups.
+    The console's pages (the serve extra) are not loaded for it."""
+    from .console import open_audit_reader
+
+    return open_audit_reader(settings)
+
+
+def _filter(since: dt.datetime | None, agent: str | None, decision: str | None) -> AuditFilter:
+    from .console._queries import AuditFilter  # loaded by _open_reader
+
+    return AuditFilter(agent=agent, decision=decision, since=since)
+
+
+async def _list(
     settings: Settings,
     since: dt.datetime | None,
     agent: str | None,
     decision: str | None,
     limit: int,
-) -> list[AuditRecord]:
-    from .audit import open_audit_sink
-
-    sink = open_audit_sink(settings)
+) -> tuple[list[AuditRecord], int, bool]:
+    """The newest ``limit`` records, how many rows among them could not be read, and whether
+    more match. Not the page itself: asyncio takes the finished task's repr, which holds
+    ``reprlib.repr`` of its result, and reprlib shortens a tuple or a list but reprs a
+    dataclass whole (a second a time for 100,000 records)."""
+    reader = _open_reader(settings)
     try:
-        return await sink.query(since=since, agent=agent, decision=decision, limit=limit)
+        page = await reader.newest(_filter(since, agent, decision), limit)
     finally:
-        await sink.aclose()
+        await reader.aclose()
+    return page.records, page.unreadable, page.next_cursor is not None
+
+
+async def _count(
+    settings: Settings,
+    since: dt.datetime | None,
+    agent: str | None,
+    decision: str | None,
+    limit: int | None,
+) -> tuple[list[CallCount], bool]:
+    """The usage counts (of the newest ``limit`` records, if given), and whether more
+    records match than the limit took."""
+    reader = _open_reader(settings)
+    try:
+        where = _filter(since, agent, decision)
+        counts = await reader.call_counts(where, newest=limit)
+        return counts, limit is not None and await reader.more_than(where, limit)
+    finally:
+        await reader.aclose()
 
 
 _COLUMNS = ("TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS", "TARGET")

@@ -317,11 +317,13 @@ _ENV_KEYS: dict[str, tuple[str, str]] = {
 def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for var, (section, key) in _ENV_KEYS.items():
-        if var not in env:
+        value: Any = env.get(var)
+        if value is None:
             continue
-        value: Any = env[var]
-        if key == "allow_ranges":
+        if key == "allow_ranges":  # a list: empty is the empty list, which narrows the file's
             value = [r.strip() for r in value.split(",") if r.strip()]
+        elif not value.strip():  # empty is unset, as for any variable: the file's value stands
+            continue
         out.setdefault(section, {})[key] = value
     return out
 
@@ -400,6 +402,10 @@ def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: s
         # [policy.tiers.NAME] robots = false turns robots.txt off for one tier.
         tiers = value.pop("tiers")
         for tier, cfg in tiers.items():
+            if tier not in TIERS:  # there are no others: a misspelt "fulll" would change nothing
+                raise InvalidInput(
+                    f"policy.tiers.{tier}{where} is not a tier; the tiers are {', '.join(TIERS)}"
+                )
             if not isinstance(cfg, Mapping):
                 raise InvalidInput(f"[policy.tiers.{tier}]{where} must be a table")
             for key, item in cfg.items():  # a misspelt "robotz" must not pass unsaid
@@ -441,9 +447,26 @@ def _search_costs(value: dict[str, Any], where: str) -> dict[str, float]:
         if "cost" in table:
             costs[name] = table["cost"]
     for name, cost in costs.items():
+        _check_provider_name(name, where)
         if isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0:
             raise InvalidInput(f"config key search.{name}.cost{where} must be a number >= 0")
     return {name: float(cost) for name, cost in costs.items()}
+
+
+def _check_provider_name(name: str, where: str) -> None:
+    """Refuse ``[search.NAME]`` when NAME is a misspelling of a search provider's name: its cost
+    would never be charged. Any other name stays allowed, as the name of a provider passed to
+    ``Web(search_provider=...)``, which is charged at the cost of its own ``name``."""
+    if name in SEARCH_PROVIDERS:
+        return
+    import difflib  # only when a name is not a built-in provider's
+
+    close = difflib.get_close_matches(str(name).lower(), SEARCH_PROVIDERS, n=1, cutoff=0.8)
+    if close:
+        raise InvalidInput(
+            f"search.{name}{where} is not a search provider (did you mean search.{close[0]}?); "
+            f"the providers are {', '.join(SEARCH_PROVIDERS)}"
+        )
 
 
 def _coerce(item: Any, default: Any, name: str, where: str) -> Any:
@@ -614,8 +637,9 @@ def _check_redis_url(url: str, where: str) -> None:
 def _check_provider_url(name: str, url: str, where: str) -> None:
     """A search provider's base URL, as the config loads: an http(s) URL with a host and
     nothing after its path (each adapter adds its own path and query). Checked at the first
-    search, a bad one read as a bad query and echoed the query."""
-    if not url:
+    search, a bad one read as a bad query and echoed the query. Only SearXNG's may be empty
+    (not configured): the others have their vendor's URL unless one is given."""
+    if not url and name == "searxng_url":
         return
     from urllib.parse import SplitResult, urlsplit
 
@@ -624,7 +648,11 @@ def _check_provider_url(name: str, url: str, where: str) -> None:
         port_ok = parts is not None and (parts.port is None or parts.port > 0)
     except ValueError:  # a broken IPv6 literal, a port that is no number or past 65535
         parts, port_ok = None, False
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+    if not url:
+        problem = "a URL when given; leave it out for the provider's own"
+    elif (
+        parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok
+    ):
         problem = "an http:// or https:// URL with a host, such as https://api.example.com"
     elif parts.query or parts.fragment or "@" in parts.netloc:
         problem = "a base URL without a query, a fragment or credentials"

@@ -821,7 +821,7 @@ class _Metrics:
         )
         self.duration = _Histogram(
             "webward_call_duration_seconds",
-            "How long calls took, audit write included.",
+            "How long calls took, up to their audit write (timed as webward_audit_write_seconds).",
             ("capability", "decision"),
             _CALL_BUCKETS,
         )

@@ -11,11 +11,15 @@ configured.
 
 from __future__ import annotations
 
-from .._settings import Settings
-from ..audit import SQLiteAuditSink, open_audit_sink
-from ._app import COOKIE, CSP, Console
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._auth import AgentTokens, ConsoleAuth, OneTimeToken
 from ._queries import AuditFilter, AuditPage, AuditReader, SinkReader, SQLiteAuditReader
+from ._reader import open_audit_reader
+
+if TYPE_CHECKING:
+    from ._app import COOKIE, CSP, Console
 
 __all__ = [
     "COOKIE",
@@ -27,20 +31,15 @@ __all__ = [
     "Console",
     "ConsoleAuth",
     "OneTimeToken",
+    "SQLiteAuditReader",
+    "SinkReader",
     "open_audit_reader",
 ]
 
 
-def open_audit_reader(settings: Settings) -> AuditReader:
-    """A reader of the audit log ``settings`` name: SQLite in the state dir, or PostgreSQL."""
-    sink = open_audit_sink(settings)
-    if isinstance(sink, SQLiteAuditSink):
-        return SQLiteAuditReader(sink)
-    if settings.audit.postgres_dsn_env:
-        from ..audit._postgres import PostgresAuditSink  # imported only when configured
-
-        if isinstance(sink, PostgresAuditSink):
-            from ._postgres_reader import PostgresAuditReader
-
-            return PostgresAuditReader(sink)
-    return SinkReader(sink)
+def __getattr__(name: str) -> Any:
+    # The pages need Starlette and Jinja2 (the serve extra), loaded when first asked for:
+    # `webward audit` reads the log through the queries on a plain install.
+    if name in ("COOKIE", "CSP", "Console"):
+        return getattr(importlib.import_module("._app", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -47,6 +47,7 @@ __all__ = [
     "AuditFilter",
     "AuditPage",
     "AuditReader",
+    "CallCount",
     "HostCount",
     "SQLiteAuditReader",
     "SinkReader",
@@ -111,6 +112,19 @@ class HostCount:
     failed: int
 
 
+@dataclass(frozen=True)
+class CallCount:
+    """Calls of one agent and capability with one decision and provider
+    (``webward audit --usage``), as stored: a row changed by hand may hold any decision."""
+
+    agent: str
+    capability: str
+    decision: str
+    provider: str | None
+    calls: int
+    answered: int  # of them, those with a status: they reached their provider
+
+
 @dataclass
 class Usage:
     """Aggregates over a window cut into buckets of ``bucket_s`` seconds, oldest first."""
@@ -150,6 +164,18 @@ class AuditReader(Protocol):
 
     async def usage(self, start: float, bucket_s: int, buckets: int) -> Usage:
         """Calls per bucket per agent and decision, refusals by reason, p50/p95 latency."""
+        ...
+
+    async def newest(self, where: AuditFilter, limit: int) -> AuditPage:
+        """The newest ``limit`` records matching ``where`` (see ``_SQLReader.newest``)."""
+        ...
+
+    async def call_counts(self, where: AuditFilter, newest: int | None = None) -> list[CallCount]:
+        """Calls matching ``where`` per agent, capability, decision and provider."""
+        ...
+
+    async def more_than(self, where: AuditFilter, count: int) -> bool:
+        """Whether more than ``count`` records match ``where``."""
         ...
 
     async def top_hosts(self, since: float, limit: int) -> list[HostCount]:
@@ -380,6 +406,71 @@ class _SQLReader:
         out.p50_ms = [percentile(v, 0.50) for v in durations]
         out.p95_ms = [percentile(v, 0.95) for v in durations]
         return out
+
+    # `webward audit`: the filters it takes (a time range, an agent, a decision) are those
+    # of _time_where and _equal_where, read newest first through the sinks' (ts) index or
+    # the console's, whichever the store picks: no bounded scan, and no index built here.
+
+    def _listing(self, where: AuditFilter) -> tuple[str, list[Any], str]:
+        """The WHERE clause of ``where``'s time range and equality filters (no host or text),
+        its parameters, and the newest-first order."""
+        d = self.dialect
+        clauses, params = _time_where(where, d)
+        equal, equal_params = _equal_where(where, d)
+        order = f" ORDER BY ts DESC, {d.tiebreak} DESC"
+        return _and([*clauses, *equal]), [*params, *equal_params], order
+
+    async def newest(self, where: AuditFilter, limit: int) -> AuditPage:
+        """The newest ``limit`` records matching ``where`` (its host and text aside), as
+        ``webward audit`` lists them. ``next_cursor`` is set when more match, counted as
+        the store holds them: a row that cannot be read (one of ``unreadable``, left out of
+        ``records``) is one of the ``limit``, and still means more exist."""
+        d = self.dialect
+        sql_where, params, order = self._listing(where)
+        rows = await self._rows(
+            f"SELECT {d.tiebreak}, {', '.join(FIELDS)} FROM audit {sql_where}{order} "
+            f"LIMIT {d.mark}",
+            [*params, int(limit) + 1],
+        )
+        records, unreadable = from_rows(r[1:] for r in rows[:limit])
+        cursor = None
+        if len(rows) > limit:  # r[2] is ts: FIELDS starts with id, ts
+            cursor = _encode_cursor(rows[limit - 1][2], rows[limit - 1][0])
+        return AuditPage(records, cursor, unreadable=unreadable)
+
+    async def call_counts(self, where: AuditFilter, newest: int | None = None) -> list[CallCount]:
+        """Calls matching ``where`` (its host and text aside) counted in the store per agent,
+        capability, decision and provider, with how many of them answered (had a status);
+        ``newest``: only the newest that many of them. Memory grows with the groups, not
+        with the calls."""
+        d = self.dialect
+        sql_where, params, order = self._listing(where)
+        source = f"audit {sql_where}"
+        if newest is not None:
+            source = (
+                f"(SELECT agent, capability, decision, provider, status FROM audit "
+                f"{sql_where}{order} LIMIT {d.mark}) AS newest"
+            )
+            params = [*params, int(newest)]
+        rows = await self._rows(
+            "SELECT agent, capability, decision, provider, COUNT(*), COUNT(status) "
+            f"FROM {source} GROUP BY agent, capability, decision, provider",
+            params,
+        )
+        return [
+            CallCount(str(a), str(c), str(dec), None if p is None else str(p), int(n), int(k))
+            for a, c, dec, p, n, k in rows
+        ]
+
+    async def more_than(self, where: AuditFilter, count: int) -> bool:
+        """Whether more than ``count`` records match ``where`` (its host and text aside)."""
+        d = self.dialect
+        sql_where, params, order = self._listing(where)
+        rows = await self._rows(
+            f"SELECT ts FROM audit {sql_where}{order} LIMIT 1 OFFSET {d.mark}",
+            [*params, int(count)],
+        )
+        return bool(rows)
 
     async def top_hosts(self, since: float, limit: int) -> list[HostCount]:
         m = self.dialect.mark
