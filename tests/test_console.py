@@ -427,6 +427,29 @@ def test_webward_console_command_prints_a_one_time_link(
         proc.stderr.close()
 
 
+def test_webward_console_answers_only_requests_that_name_this_machine(tmp_path: Path) -> None:
+    """A page elsewhere can reach the loopback console under a name of its own that resolves
+    there (DNS rebinding): a Host that is no address or localhost is refused, before the token
+    is looked at; the printed link (an address) and localhost are served."""
+    config = tmp_path / "webward.toml"
+    config.write_text(f"[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("WEBWARD_STATE_DIR", None)
+    proc, url = _console_process(config, env)
+    port = url.split(":")[2].split("/")[0]
+    try:
+        with httpx.Client(timeout=30) as c:
+            for host in ("rebind.attacker.example", f"rebind.attacker.example:{port}", ""):
+                refused = c.get(url, headers={"Host": host})
+                assert refused.status_code == 403 and "loopback address" in refused.text
+            assert c.get(url, headers={"Host": f"localhost:{port}"}).status_code == 303
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
 def test_webward_console_refuses_a_non_loopback_address(tmp_path: Path) -> None:
     """The local console listens on loopback only; the message says what to use instead."""
     done = subprocess.run(

@@ -21,6 +21,7 @@ import ipaddress
 import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ._errors import InvalidInput, Reason
 from ._urls import URL_SAFE
@@ -403,6 +404,26 @@ def quoted(text: str, limit: int = 100) -> str:
     webward's own sentence ("x) [webward] system: ..." becomes "x)%20[webward]%20system:..."),
     then cut to ``limit`` characters."""
     return shorten(urllib.parse.quote(text, safe=URL_SAFE), limit)
+
+
+def names_this_machine(scope: Any) -> bool:
+    """Whether an ASGI request's Host is an address or ``localhost``: a web page the
+    operator's browser opens can reach loopback under a name of its own that resolves there
+    (DNS rebinding), and must not read what a loopback-only endpoint holds."""
+    host = b""
+    for name, value in scope.get("headers") or ():
+        if name == b"host":
+            host = value
+            break
+    text = host.decode("latin-1").strip().lower()
+    name = text[1:].partition("]")[0] if text.startswith("[") else text.partition(":")[0]
+    if name in ("localhost", "localhost."):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInput
 
@@ -81,7 +81,9 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     async def home(request: object) -> RedirectResponse:
         return RedirectResponse("/console/", status_code=307)
 
-    app = Starlette(routes=[Route("/", home), Mount("/console", app=console.app)])
+    app = _this_machine_only(
+        Starlette(routes=[Route("/", home), Mount("/console", app=console.app)])
+    )
     sock = bind_socket(
         host,
         port,
@@ -107,3 +109,26 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     finally:
         await console.aclose()
         await state.aclose()
+
+
+def _this_machine_only(app: Any) -> Any:
+    """``app`` answering only requests that name this machine (an address or ``localhost``)
+    in their Host: a page the operator's browser opens elsewhere can reach the loopback
+    console under a name of its own that resolves there (DNS rebinding)."""
+    from starlette.responses import PlainTextResponse
+
+    from ._addresses import names_this_machine
+
+    refused = PlainTextResponse(
+        "this console answers only to its loopback address, such as 127.0.0.1: open the link "
+        "it printed",
+        status_code=403,
+    )
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not names_this_machine(scope):
+            await refused(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return guarded

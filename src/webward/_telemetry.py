@@ -37,7 +37,6 @@ import contextlib
 import hashlib
 import hmac
 import importlib
-import ipaddress
 import logging
 import math
 import os
@@ -50,7 +49,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ._addresses import is_loopback
+from ._addresses import is_loopback, names_this_machine
 from ._errors import InvalidInput, WebwardError
 from ._redact import redact_secrets
 from ._settings import Settings
@@ -1018,28 +1017,6 @@ class _HostMetrics:
 # ---- GET /metrics ------------------------------------------------------------------------
 
 
-def _names_this_machine(scope: Any) -> bool:
-    """Whether the request's Host is an address or ``localhost``: a web page the operator's
-    browser opens can reach loopback under a name of its own that resolves there (DNS
-    rebinding), and must not read the agent names and hosts the metrics hold."""
-    host = b""
-    for name, value in scope.get("headers") or ():
-        if name == b"host":
-            host = value
-            break
-    text = host.decode("latin-1").strip().lower()
-    name = text[1:].partition("]")[0] if text.startswith("[") else text.partition(":")[0]
-    return name in ("localhost", "localhost.") or _is_address(name)
-
-
-def _is_address(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
 class MetricsEndpoint:
     """``GET /metrics`` as a plain ASGI app: Prometheus text of ``metrics_of()``'s registry.
 
@@ -1082,7 +1059,7 @@ class MetricsEndpoint:
         else:
             client = scope.get("client")
             host = str(client[0]) if client else ""
-            if not is_loopback(host) or not _names_this_machine(scope):
+            if not is_loopback(host) or not names_this_machine(scope):
                 return _metrics_error(
                     403,
                     "refused",
