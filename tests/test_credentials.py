@@ -155,13 +155,16 @@ def test_file_store_round_trip_with_mode_0600(tmp_path: Path) -> None:
 
 
 def test_file_store_writes_0600_under_a_permissive_umask(tmp_path: Path) -> None:
-    """The file is 0600 from its first byte, whatever the umask."""
+    """The file is 0600 from its first byte, and every dir made for it 0700 (a parent was
+    0777), whatever the umask."""
     old = os.umask(0)
+    path = tmp_path / "config" / "webward" / "credentials.json"
     try:
-        FileStore(tmp_path / "credentials.json").set("OPENAI_API_KEY", "sk-0123456789abcdefghij")
+        FileStore(path).set("OPENAI_API_KEY", "sk-0123456789abcdefghij")
     finally:
         os.umask(old)
-    assert _mode(tmp_path / "credentials.json") == 0o600
+    assert _mode(path) == 0o600
+    assert [_mode(d) for d in (path.parent.parent, path.parent)] == [0o700, 0o700]
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])

@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import platformdirs
 
 from ._errors import InvalidInput, Reason, Refused
+from ._sqlite import make_private_dirs
 
 __all__ = [
     "KNOWN_NAMES",
@@ -320,7 +321,7 @@ class FileStore:
         directory = self.path.parent
         tmp = directory / f".{self.path.name}.{secrets.token_hex(6)}.tmp"
         try:
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dirs(directory)  # each dir made on the way 0700, whatever the umask
             payload = json.dumps(
                 {"version": 1, "credentials": dict(sorted(creds.items()))}, indent=2
             )
