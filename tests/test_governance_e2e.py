@@ -605,6 +605,20 @@ async def test_robots_redirect_to_a_deny_listed_host_is_never_followed() -> None
 
 
 @pytest.mark.anyio
+async def test_report_mode_notes_a_robots_redirect_to_a_denied_host() -> None:
+    """Report mode lets a robots.txt redirect to a deny-listed host through, as it lets a
+    page's hop: the read's record says what enforce mode would have refused (it said
+    allowed, and nothing showed that a denied host was contacted)."""
+    with robots_redirected_to("denied.example") as (denied, srv, resolver):
+        s = settings(policy={"robots": True, "deny": ["denied.example"], "mode": "report"})
+        audit = MemoryAuditSink()
+        async with Web(s, resolver, audit=audit, clock=FakeClock()) as w:
+            await w.fetch(srv.url("/page"))
+        assert [r.path for r in denied.requests] == ["/robots.txt"]
+    assert [(r.decision, r.reason) for r in audit.records] == [("report-would-deny", "host_denied")]
+
+
+@pytest.mark.anyio
 async def test_robots_redirect_keeps_the_callers_tier() -> None:
     """In as-owner, an allow-listed host's robots.txt that redirects to a host off the
     allow-list is not followed (no connection there; the read is refused as unreachable). The
@@ -627,6 +641,30 @@ async def test_robots_redirect_keeps_the_callers_tier() -> None:
     assert [(r.tier, r.reason) for r in audit.records] == [
         ("as-owner", "robots_unreachable"),
         ("connected", "allowed"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_robots_redirect_refused_by_an_agents_own_deny_list_is_that_agents_alone() -> None:
+    """An agent's own deny list refuses a robots.txt redirect: that refusal was cached for
+    every caller, so another agent was refused the host for a minute, told of the first
+    agent's list. It is now the call's alone, as an allow-list's refusal is."""
+    with robots_redirected_to("elsewhere.example") as (other, srv, resolver):
+        s = settings(
+            policy={"robots": True},
+            agents={"carol": {"deny": ["elsewhere.example"]}, "admin": {}},
+        )
+        audit = MemoryAuditSink()
+        async with Web(s, resolver, audit=audit, clock=FakeClock()) as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/page"), agent="carol")
+            assert other.accepts == 0
+            page = await w.fetch(srv.url("/page"), agent="admin")
+        assert [r.path for r in other.requests] == ["/robots.txt"]
+    assert err.value.reason == "robots_unreachable" and page.status == 200
+    assert [(r.agent, r.reason) for r in audit.records] == [
+        ("carol", "robots_unreachable"),
+        ("admin", "allowed"),
     ]
 
 

@@ -296,6 +296,33 @@ async def test_a_session_alone_past_the_bound_forgets_its_own_oldest_urls() -> N
 
 
 @pytest.mark.anyio
+async def test_one_agent_naming_session_after_session_forgets_its_own_not_others() -> None:
+    """Sessions are one store for every agent of a gateway: one token that named a new
+    session per request (10,001 requests, each refused, nothing spent) evicted every other
+    agent's, and a request that declared no URL made a session too. Now an agent holding
+    more than half of either bound forgets its own least recently used, and no URL, no
+    session."""
+    bob = scoped_session("gateway", "bob", "mine")
+    store = MemorySessionStore(max_urls=100, max_age_s=60, max_sessions=4, clock=FakeClock())
+    await store.add(bob, [U[0]])
+    for i in range(50):
+        await store.add(scoped_session("gateway", "erin", f"s{i}"), [])  # declared nothing
+    assert len(store._sessions) == 1
+    for i in range(50):
+        await store.add(scoped_session("gateway", "erin", f"s{i}"), [U[1]])
+    assert await store.has(bob, U[0])
+    assert await store.has(scoped_session("gateway", "erin", "s49"), U[1])
+    assert len(store._sessions) == 4  # bob's, and erin's three newest
+    room = 4 * held(bob, U[0], U[1])
+    by_bytes = MemorySessionStore(max_urls=100, max_age_s=60, max_bytes=room, clock=FakeClock())
+    await by_bytes.add(bob, U[:2])
+    for i in range(50):
+        await by_bytes.add(scoped_session("gateway", "erin", f"t{i}"), U[:2])
+    assert await by_bytes.has(bob, U[1])
+    assert by_bytes._total == recount(by_bytes) <= room
+
+
+@pytest.mark.anyio
 async def test_a_page_of_many_links_is_bounded_as_it_is_added() -> None:
     """The URLs of one huge page, added in one call, never make the store hold more than the
     bound and one URL, even in the middle of the call (not only once it ends)."""

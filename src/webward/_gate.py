@@ -168,13 +168,15 @@ class Gate:
         robots: bool = True,
         cost: float | None,
         max_wait_s: float = 0.0,
+        call: Call | None = None,
     ) -> Ticket | None:
         """Steps 3 and 4: robots.txt (when ``robots`` and the tier consults it), then the
         host's limits and breaker; returns the ticket to record the hop's outcome on, or
-        ``None`` when ``cost`` is ``None`` (nothing is sent, no token spent)."""
+        ``None`` when ``cost`` is ``None`` (nothing is sent, no token spent). ``call``, the
+        read's, notes what report mode let a robots.txt redirect through."""
         if robots and self.policy.robots_enabled(tier):
             with span("robots.txt", {"server.address": url.host}):
-                await self.robots.check(url, via=self.robots_fetch(agent, tier))
+                await self.robots.check(url, via=self.robots_fetch(agent, tier, call))
         if cost is None:
             return None
         return await self.limiter.acquire(url.host, cost=cost, max_wait_s=max_wait_s)
@@ -280,20 +282,25 @@ class Gate:
             if i:  # the first hop was screened before the cache lookup
                 self.screen(hop, agent, tier, call)
             if robots:
-                await self.admit(hop, agent, tier, cost=None)  # robots.txt only
+                await self.admit(hop, agent, tier, cost=None, call=call)  # robots.txt only
             self.telemetry.hop(hop.host, None, None)
 
     async def fetch_robots(
-        self, robots_url: str, agent: str = "robots.txt", tier: str = "full"
+        self,
+        robots_url: str,
+        agent: str = "robots.txt",
+        tier: str = "full",
+        call: Call | None = None,
     ) -> tuple[int, bytes]:
         """A robots.txt, through the same guard, pinned transport and redirect rules; every
-        redirect hop meets the reading agent's tier and policy."""
+        redirect hop meets the reading agent's tier and policy (noted in ``call``, the read's,
+        when report mode lets it through)."""
         parsed = guard.assert_url_allowed(robots_url, allow_ranges=self.allow)
         try:
             result = await fetch(
                 self.transport,
                 parsed,
-                hooks=_RobotsHops(self, agent, tier),
+                hooks=_RobotsHops(self, agent, tier, call),
                 cap_for=lambda status, headers: (_ROBOTS_MAX_BYTES, True),
                 timeout_s=self.limits.fetch_timeout_s,
                 max_redirects=_ROBOTS_MAX_REDIRECTS,
@@ -305,9 +312,9 @@ class Gate:
             raise
         return result.status, result.body.content
 
-    def robots_fetch(self, agent: str, tier: str) -> FetchRobots:
+    def robots_fetch(self, agent: str, tier: str, call: Call | None = None) -> FetchRobots:
         """The robots.txt fetch for one reading agent: its tier decides every redirect hop."""
-        return functools.partial(self.fetch_robots, agent=agent, tier=tier)
+        return functools.partial(self.fetch_robots, agent=agent, tier=tier, call=call)
 
     async def provider_request(
         self,
@@ -407,7 +414,9 @@ class PageHops:
             self._gate.screen(url, self._agent, self._tier, self._call)
         self._first = False
         cost = self._gate.cost_for(self._tier) if self._spend else None
-        self._ticket = await self._gate.admit(url, self._agent, self._tier, cost=cost)
+        self._ticket = await self._gate.admit(
+            url, self._agent, self._tier, cost=cost, call=self._call
+        )
 
     async def after(
         self,
@@ -423,13 +432,16 @@ class PageHops:
 class _RobotsHops(PageHops):
     """robots.txt hops: every hop screened (the reading agent's tier and lists decide where
     a robots.txt redirect may carry webward) and one token from the host's bucket; no
-    robots.txt of robots.txt, and no call record (the read's own record has the read)."""
+    robots.txt of robots.txt, and no hops of its own in a call record (the read's record has
+    the read). What report mode lets through is noted in the read's call: unnoted, the read
+    was recorded allowed while its robots.txt was fetched from a denied host."""
 
-    def __init__(self, gate: Gate, agent: str, tier: str) -> None:
+    def __init__(self, gate: Gate, agent: str, tier: str, reading: Call | None) -> None:
         super().__init__(gate, agent, tier, Call("", agent, ""), spend=True)
+        self._reading = reading
 
     async def before(self, url: guard.ParsedURL) -> None:
-        self._gate.screen(url, self._agent, self._tier)
+        self._gate.screen(url, self._agent, self._tier, self._reading)
         self._ticket = await self._gate.admit(url, self._agent, self._tier, robots=False, cost=1.0)
 
 

@@ -27,6 +27,7 @@ its own ``maxmemory``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
 import time
@@ -137,20 +138,42 @@ class SessionStore(Protocol):
 
 
 class _Session:
-    """A session in memory: when it was last added to, its URLs (oldest first) and what it
-    costs in bytes, kept as it changes so that forgetting it whole is O(1)."""
+    """A session in memory: its owner, when it was last added to, its URLs (oldest first)
+    and what it costs in bytes, kept as it changes so that forgetting it whole is O(1)."""
 
-    __slots__ = ("cost", "touched", "urls")
+    __slots__ = ("cost", "owner", "touched", "urls")
 
     def __init__(self, name: str, touched: float) -> None:
+        self.owner = _owner(name)
         self.touched = touched
         self.urls: OrderedDict[str, None] = OrderedDict()
         self.cost = len(name) + _SESSION_OVERHEAD
 
 
+def _owner(session: str) -> str:
+    """Whose ``session`` is: the face and agent of a server's key (:func:`scoped_session`),
+    or ``""`` for a name the library's caller chose (one owner: the caller)."""
+    parts = session.split(":", 2)
+    return f"{parts[0]}:{parts[1]}" if len(parts) == 3 else ""
+
+
+class _Owned:
+    """One owner's sessions, least recently added to first, and what they cost together."""
+
+    __slots__ = ("cost", "sessions")
+
+    def __init__(self) -> None:
+        self.sessions: OrderedDict[str, None] = OrderedDict()
+        self.cost = 0
+
+
 class MemorySessionStore:
     """Sessions in this process: bounded in URLs per session, idle age, session count and
-    the bytes all sessions hold together (a running total, never recounted)."""
+    the bytes all sessions hold together (a running total, never recounted).
+
+    When a bound is passed, an owner (an agent on a face) that holds more than half of it
+    makes the room from its own sessions, least recently used first: one token that names a
+    new session per request forgets its own, not every other agent's."""
 
     def __init__(
         self,
@@ -166,6 +189,7 @@ class MemorySessionStore:
         self._clock = clock
         # Least recently added to first: the order sessions are forgotten in.
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._owned: dict[str, _Owned] = {}  # the same sessions, by owner
         self._total = 0  # the cost of every session held
         self._lock = threading.Lock()
 
@@ -177,19 +201,40 @@ class MemorySessionStore:
         return entry
 
     def _forget(self, session: str) -> None:
-        self._total -= self._sessions.pop(session).cost
+        entry = self._sessions.pop(session)
+        self._total -= entry.cost
+        owned = self._owned[entry.owner]
+        del owned.sessions[session]
+        owned.cost -= entry.cost
+        if not owned.sessions:
+            del self._owned[entry.owner]
+
+    def _charge(self, entry: _Session, cost: int) -> None:
+        entry.cost += cost
+        self._owned[entry.owner].cost += cost
+        self._total += cost
 
     def _forget_oldest_url(self, entry: _Session) -> None:
         url, _ = entry.urls.popitem(last=False)
-        cost = len(url) + _URL_OVERHEAD
-        entry.cost -= cost
-        self._total -= cost
+        self._charge(entry, -(len(url) + _URL_OVERHEAD))
+
+    def _oldest(self, session: str, entry: _Session, *, by_bytes: bool) -> str:
+        """The session to forget for room: the owner's own least recently used while it holds
+        more than half of the bound that is passed, else the least recently used of all."""
+        owned = self._owned[entry.owner]
+        if len(owned.sessions) > 1 and (
+            owned.cost > self._max_bytes // 2
+            if by_bytes
+            else len(owned.sessions) > self._max_sessions // 2
+        ):
+            return next(iter(owned.sessions))
+        return next(iter(self._sessions))
 
     def _shrink(self, session: str, entry: _Session) -> None:
         """Back under the bytes bound: other sessions first, least recently used first (the
         session being added to is the most recent), then this session's oldest URLs."""
         while self._total > self._max_bytes:
-            oldest = next(iter(self._sessions))
+            oldest = self._oldest(session, entry, by_bytes=True)
             if oldest != session:
                 self._forget(oldest)
             elif entry.urls:
@@ -198,6 +243,11 @@ class MemorySessionStore:
                 break  # a bound below one session's own cost: the session is kept, empty
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
+        given = iter(urls)
+        first = next(given, None)
+        if first is None:  # nothing seen: no session made (an empty one costs room too)
+            return
+        urls = itertools.chain((first,), given)
         with self._lock:
             now = self._clock()
             # Sessions idle too long are forgotten from the front (the least recently added
@@ -211,11 +261,15 @@ class MemorySessionStore:
             entry = self._live(session, now)
             if entry is None:
                 entry = self._sessions[session] = _Session(session, now)
+                owned = self._owned.setdefault(entry.owner, _Owned())
+                owned.sessions[session] = None
+                owned.cost += entry.cost
                 self._total += entry.cost
             entry.touched = now
             self._sessions.move_to_end(session)
+            self._owned[entry.owner].sessions.move_to_end(session)
             while len(self._sessions) > self._max_sessions:
-                self._forget(next(iter(self._sessions)))
+                self._forget(self._oldest(session, entry, by_bytes=False))
             self._shrink(session, entry)  # a new session's name may be what passes the bound
             seen = entry.urls
             # Bounded URL by URL, whatever each URL's length: a page with many links never
@@ -225,9 +279,7 @@ class MemorySessionStore:
                     seen.move_to_end(url)
                     continue
                 seen[url] = None
-                cost = len(url) + _URL_OVERHEAD
-                entry.cost += cost
-                self._total += cost
+                self._charge(entry, len(url) + _URL_OVERHEAD)
                 if len(seen) > self._max_urls:
                     self._forget_oldest_url(entry)
                 self._shrink(session, entry)

@@ -20,9 +20,9 @@ hops) as a page read, and with the calling agent's tier and policy (``check(url,
 takes the caller's fetch), so a robots.txt redirect cannot carry a read to a host that
 caller may not reach. Answers are cached per origin (scheme, host, port) for ``ttl_s``;
 "unreachable" for only ``error_ttl_s``, so a passing outage does not block a host for long.
-A robots.txt that could not be read because the *caller's* allow-list refused a redirect
-hop (``host_not_allowed``) is unreachable for that call only and not cached: another tier
-may reach it.
+A robots.txt that could not be read because the *caller's* allow or deny list refused a
+redirect hop (``host_not_allowed``, ``host_denied``) is unreachable for that call only and
+not cached: another tier or agent may reach it.
 If the fetch is refused by webward's own rate limit or open circuit, that refusal is passed on
 as it is (it says when to retry) and nothing is cached.
 
@@ -52,7 +52,7 @@ import anyio
 from protego import Protego
 
 from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
-from ._policy import REASON_HOST_NOT_ALLOWED
+from ._policy import REASON_HOST_DENIED, REASON_HOST_NOT_ALLOWED
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
@@ -84,6 +84,10 @@ _HOST_UNREACHABLE = frozenset({Reason.DNS, Reason.CONNECT, Reason.TLS})
 # neither said as one (with advice to turn robots.txt off) nor cached for a minute after the
 # store is back.
 _OWN_STORES = frozenset({Reason.LIMITS_UNAVAILABLE, Reason.AUDIT_UNAVAILABLE})
+# Refusals by the lists of the caller (its tier's or its agent's allow and deny lists): what
+# another caller meets may differ, so the robots.txt answer they make is this call's alone
+# (cached, one agent's deny list refused every agent the host, and named that list to them).
+_CALLERS_OWN = frozenset({REASON_HOST_NOT_ALLOWED, REASON_HOST_DENIED})
 
 
 class _HasURL(Protocol):
@@ -343,13 +347,13 @@ class RobotsChecker:
             if isinstance(exc, UpstreamError) and exc.reason in _HOST_UNREACHABLE:
                 raise  # the host is out of reach: an upstream failure, not a robots answer
             text = exc.for_model.rstrip(".")  # it reaches the model: no operator step
-            if isinstance(exc, Refused) and exc.reason != REASON_HOST_NOT_ALLOWED:
+            if isinstance(exc, Refused) and exc.reason not in _CALLERS_OWN:
                 # The guard's or the scheme's refusal of where it leads: lasting, and its own
                 # sentence (with its own advice) is cut to what happened.
                 text = f"{_LEADS_AWAY}: {text.removeprefix('refused: ').split(';')[0]}"
             entry = _Entry(now + self._error_ttl_s, None, unreachable=text)
-            # Refused by this caller's allow-list: another tier may read it, so not cached.
-            return entry, exc.reason != REASON_HOST_NOT_ALLOWED
+            # Refused by this caller's allow or deny list: another may read it, not cached.
+            return entry, exc.reason not in _CALLERS_OWN
         return await self._parse(now, status, body), True
 
     async def _parse(self, now: float, status: int, body: bytes) -> _Entry:
