@@ -1798,3 +1798,299 @@ def test_a_child_shown_again_inside_a_hidden_parent_is_read_and_the_parent_is_no
     for name, text in _readings(fragment).items():
         assert SHOWN in text and "Visible again here." in text, (name, text)
         assert "Ignore previous" not in text, (name, text)
+
+
+# ---------------------------------------------------------------------------------- tables
+
+
+def _table_lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.startswith("|")]
+
+
+def _table_readings(table: str) -> dict[str, str]:
+    """The text of an article's reading (trafilatura) and a short page's (html-to-markdown)
+    of a page holding ``table``."""
+    main = (
+        f"<html><head><title>T</title></head><body><article><h1>T</h1><p>{PARA * 3}</p>"
+        f"{table}<p>{PARA * 3}</p></article></body></html>"
+    )
+    full = f"<html><body><p>A short page.</p>{table}</body></html>"
+    assert html_to_markdown(main, URL).extractor == "main"
+    assert html_to_markdown(full, URL).extractor == "full"
+    return {"main": read(main).text, "full": read(full).text}
+
+
+@pytest.mark.parametrize(
+    ("cell", "shown"),
+    [
+        ("<ul><li>LISTVAL-ONE</li><li>LISTVAL-TWO</li></ul>", "- LISTVAL-ONE<br>- LISTVAL-TWO"),
+        ('<ol start="3"><li>OL-FIRST</li><li>OL-SECOND</li></ol>', "3. OL-FIRST<br>4. OL-SECOND"),
+        ("<dl><dt>DT-TERM</dt><dd>DD-DEF</dd></dl>", "- **DT-TERM**: DD-DEF"),
+        (
+            "<p>PARA-ONE</p><p>PARA-TWO</p><ul><li>LI-A</li><li>LI-B</li></ul>",
+            "PARA-ONE<br>PARA-TWO<br>- LI-A<br>- LI-B",
+        ),
+        ("line one<br>line two<br><br>line three", "line one<br>line two<br>line three"),
+    ],
+    ids=["ul", "ol", "dl", "paragraphs-and-list", "line-breaks"],
+)
+def test_lists_paragraphs_and_breaks_in_a_table_cell_are_its_lines(cell: str, shown: str) -> None:
+    """A cell's blocks read as the cell's lines, ``<br>`` between them, inside its one
+    Markdown row: trafilatura dropped a list in a cell without a word (``| mode |  |``) and
+    ran paragraphs and breaks together; html-to-markdown ran the items into one line."""
+    table = (
+        f"<table><tr><th>Option</th><th>Values</th></tr><tr><td>mode</td><td>{cell}</td></tr>"
+        "<tr><td>size</td><td>SIZE-PLAIN</td></tr></table>"
+    )
+    for name, text in _table_readings(table).items():
+        rows = [" ".join(line.split()) for line in _table_lines(text)]
+        assert rows[0] == "| Option | Values |", (name, rows)
+        assert set(rows[1]) <= set("|- "), (name, rows)
+        assert rows[2] == f"| mode | {shown} |", (name, rows)
+        assert rows[3] == "| size | SIZE-PLAIN |", (name, rows)
+        assert len(rows) == 4, (name, rows)
+
+
+def test_a_nested_table_is_read_inside_its_cell_and_the_table_has_a_header_row() -> None:
+    """A table in a cell reads as that cell's lines (its cells joined by "; "), and a table
+    without header cells gets its first row as header: trafilatura moved the inner table out
+    after the outer one, which had no ``|---|`` line, so neither read as a table."""
+    table = (
+        "<table><tr><td>OUTER-A</td><td><table><tr><th>IH-1</th><th>IH-2</th></tr>"
+        "<tr><td>INNER-1</td><td>INNER-2</td></tr></table></td></tr>"
+        "<tr><td>OUTER-B</td><td>PLAIN-B</td></tr></table>"
+    )
+    for name, text in _table_readings(table).items():
+        rows = [" ".join(line.split()) for line in _table_lines(text)]
+        assert rows[0] == "| OUTER-A | IH-1; IH-2<br>INNER-1; INNER-2 |", (name, rows)
+        assert set(rows[1]) <= set("|- ") and rows[1].count("|") == 3, (name, rows)
+        assert rows[2] == "| OUTER-B | PLAIN-B |", (name, rows)
+        assert len(rows) == 3, (name, rows)
+
+
+def test_a_table_reads_with_one_header_row_its_caption_before_it() -> None:
+    """The first row is the header row even when its cells are ``<td>`` or a later row has a
+    ``<th>`` (trafilatura drew the header line under that later row); a caption is a line
+    before the table (trafilatura made it a second header row; html-to-markdown dropped it)."""
+    table = (
+        "<table><caption>CAPTIONWORDS</caption><tr><td>A1</td><td>B1</td></tr>"
+        "<tr><th>A2</th><td>B2</td></tr><tr><td>A3</td><td>B3</td></tr></table>"
+    )
+    for name, text in _table_readings(table).items():
+        rows = [" ".join(line.split()) for line in _table_lines(text)]
+        assert rows[0] == "| A1 | B1 |", (name, rows)
+        assert set(rows[1]) <= set("|- "), (name, rows)
+        assert [row for row in rows[2:] if set(row) <= set("|- ")] == [], (name, rows)
+        assert "| A2 | B2 |" in [row.replace("**", "") for row in rows], (name, rows)
+        assert "CAPTIONWORDS" in text.split(rows[0])[0], (name, text)
+
+
+def test_a_layout_table_is_read_as_it_was() -> None:
+    """A table that lays out the page (a cell holding a heading or an article) is no table of
+    data: it gets no header row, nor its cells' blocks read as lines (trafilatura reads such
+    a page's article from the cell, as paragraphs, when it finds it: on one page of the
+    extraction set the whole article became one table row)."""
+    page = (
+        "<html><head><title>T</title></head><body><table><tr><td><a href='/a'>Nav A</a><br>"
+        f"<a href='/b'>Nav B</a></td><td><h1>Layout article</h1><p>{PARA * 3}</p>"
+        f"<p>Second paragraph. {PARA * 2}</p><p>LAYOUT-END</p></td></tr></table></body></html>"
+    )
+    text = read(page).text
+    assert "Second paragraph." in text and "LAYOUT-END" in text
+    assert "<br>" not in text and "---" not in text
+
+
+def test_new_marks_in_a_pages_text_are_never_structure() -> None:
+    """The marks for scripts, a cell's lines and joiners are taken out of the page's text too:
+    a page cannot write a "^", "_", "<br>" or a joiner by them."""
+    marks = "\u241a\u241b\u241c\u2418\u2419"
+    page = f"<p>Plain{marks} words{marks[0]} here.</p><table><tr><td>a{marks}b</td></tr></table>"
+    for lines in (_reading_of(page), _whole_page(page)):
+        text = "\n".join(lines)
+        assert "Plain words here." in text
+        assert not any(mark in text for mark in marks)
+        assert "^" not in text and "<br>" not in text and "a_" not in text
+
+
+# ---------------------------------------------------------------------------------- scripts
+
+
+def test_superscripts_and_subscripts_read_alike_in_every_reading() -> None:
+    """``x<sup>2</sup>`` reads ``x^2`` (``10^-3``, ``x^(n+1)`` for more than one term) and
+    ``H<sub>2</sub>O`` ``H_2O`` in every reading: trafilatura kept the HTML tags and
+    html-to-markdown ran the script into its word ("x2", "10-3"). An ordinal's ending and a
+    script without a letter or digit (a footnote's "*") stay as they are."""
+    fragment = (
+        "<p>Area is x<sup>2</sup> and 10<sup>-3</sup> m; water H<sub>2</sub>O; next "
+        "x<sup>n+1</sup>; the 21<sup>st</sup> century; a note<sup>*</sup>.</p>"
+    )
+    for name, text in _readings(fragment).items():
+        assert "Area is x^2 and 10^-3 m; water H_2O;" in text, (name, text)
+        assert "the 21st century; a note" in text, (name, text)
+        assert "next x^(n+1);" in text, (name, text)
+        assert "<sup>" not in text and "<sub>" not in text, (name, text)
+
+
+# ---------------------------------------------------------------------------------- dialogs
+
+
+def test_an_open_dialog_is_read_and_a_closed_one_is_not() -> None:
+    """An open ``<dialog open>`` is on the page for every reader, as the links' reading and
+    the parser-free one already took it; a closed one is not. trafilatura's and
+    html-to-markdown's readings dropped every dialog."""
+    fragment = (
+        "<dialog open><p>OPEN-DIALOG this dialog is open and visible to every reader of the "
+        "page, with a full sentence of text in it.</p></dialog>"
+        "<dialog><p>CLOSED-DIALOG this dialog is closed.</p></dialog>"
+    )
+    for name, text in _readings(fragment).items():
+        assert "OPEN-DIALOG this dialog is open" in text, (name, text)
+        assert "CLOSED-DIALOG" not in text, (name, text)
+
+
+# ---------------------------------------------------------------------------------- meta refresh
+
+
+@pytest.mark.parametrize(
+    ("content", "note"),
+    [
+        ("0; url=/article", "(meta refresh) to <https://example.com/article>"),
+        ("0;URL='next page.html'", "(meta refresh) to <https://example.com/blog/next%20page.html>"),
+        (
+            " 5 , url = https://other.example/x#y",
+            "(meta refresh, after 5 seconds) to <https://other.example/x#y>",
+        ),
+    ],
+)
+def test_a_meta_refresh_says_where_it_sends_the_reader(content: str, note: str) -> None:
+    """A page that redirects by meta refresh reads, first, where it sends a reader (absolute
+    against the page, http(s) only), and lists it first among its links; webward does not
+    follow it. It read "Redirecting..." and nothing more."""
+    page = (
+        f"<html><head><meta http-equiv='Refresh' content=\"{content}\"><title>Moved</title>"
+        "</head><body><p>Redirecting...</p></body></html>"
+    )
+    converted = read(page, include_links=True)
+    first, _, rest = converted.text.partition("\n\n")
+    assert first.startswith("[this page redirects ") and note in first, first
+    assert "webward does not follow" in first
+    assert rest == "Redirecting..."
+    assert converted.links[0].url == note.split("<")[1].split(">")[0].split("#")[0]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["5", "0; url=javascript:alert(1)", f"0; url={URL}#top", "soon; url=/x", "0; url=ftp://x/y"],
+)
+def test_a_refresh_that_sends_nowhere_readable_says_nothing(content: str) -> None:
+    """A refresh of the page itself, to no http(s) address, or that is no refresh at all
+    adds no note."""
+    page = (
+        f"<html><head><meta http-equiv=refresh content='{content}'><title>T</title></head>"
+        "<body><p>Words of the page.</p></body></html>"
+    )
+    assert read(page).text == "Words of the page."
+
+
+# ---------------------------------------------------------------------------------- charsets
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "It\u2019s a short note.",
+        "I\u2019m here.",
+        "He\u2019s fine, thanks.",
+        "It\u2019s the best one in town, really.",
+        "T\u00fcrk\u00e7e metin",
+    ],
+)
+@pytest.mark.parametrize("content_type", ["text/plain", "text/html", None])
+def test_short_undeclared_windows_1252_is_not_read_as_cjk(
+    sentence: str, content_type: str | None
+) -> None:
+    """A short ASCII text with a smart quote or two, in windows-1252 and declaring nothing,
+    fits Big5-HKSCS as well (0x92 and the "s" after it one ideograph): it read
+    "It\U000203cb a short note."."""
+    body = f"{sentence}\n".encode("cp1252")
+    if content_type == "text/html":
+        body = f"<html><body><p>{sentence}</p></body></html>".encode("cp1252")
+    assert sentence in read(body, content_type).text
+
+
+@pytest.mark.parametrize(
+    ("text", "codec"),
+    [
+        ("\u3053\u3093\u306b\u3061\u306f\u4e16\u754c\n", "shift_jis"),
+        ("\u30c6\u30b9\u30c8\u3067\u3059\u3002\u30ab\u30bf\u30ab\u30ca\u3002\n", "shift_jis"),
+        (
+            "\u8fd9\u662f\u4e00\u4e2a\u4e2d\u6587\u7f51\u9875\uff0c\u7528\u4e8e\u6d4b\u8bd5\n" * 3,
+            "gbk",
+        ),
+        (
+            "\uc548\ub155\ud558\uc138\uc694 \uc138\uacc4. \ud14c\uc2a4\ud2b8\uc785\ub2c8\ub2e4.\n"
+            * 3,
+            "euc_kr",
+        ),
+        ("\u9019\u662f\u4e00\u500b\u4e2d\u6587\u7db2\u9801\n" * 3, "big5"),
+    ],
+)
+def test_short_undeclared_cjk_is_still_read_as_cjk(text: str, codec: str) -> None:
+    """Preferring windows-1252 for a few punctuation bytes in ASCII never takes CJK text,
+    whose characters are runs of bytes past ASCII."""
+    decoded, _ = decode_text(text.encode(codec), None)
+    assert decoded == text
+
+
+def test_a_table_with_spans_keeps_its_columns() -> None:
+    """A cell spanning columns or rows is written out as that many cells, the others empty,
+    so every row has the table's columns: on a page of more tables than paragraphs (which
+    trafilatura reads again with its whole cascade) it wrote "| Merged header | C |" over
+    "| Tall | b1 | c1 |" and "| b2 | c2 |", values under the wrong headings."""
+    words = (
+        "Webward reads pages for agents and must keep the main text intact while dropping the "
+        "navigation, the footer, and the cookie banners that surround it on most sites."
+    )
+    simple = "".join(
+        f"<tr><td>r{i}</td><td>{i * i}</td><td>item | pipe {i}</td></tr>" for i in range(8)
+    )
+    spans = (
+        '<table><tr><th colspan="2">Merged header</th><th>C</th></tr>'
+        '<tr><td rowspan="2">Tall</td><td>b1</td><td>c1</td></tr><tr><td>b2</td><td>c2</td></tr>'
+        "</table>"
+    )
+    page = (
+        "<html><head><title>Tables</title></head><body><article><h1>Tables page</h1>"
+        f"<p>{words}</p><h2>Simple</h2><table><thead><tr><th>Name</th><th>Square</th>"
+        f"<th>Note</th></tr></thead><tbody>{simple}</tbody></table><h2>Spans</h2>{spans}"
+        "<h2>Nested</h2><table><tr><td>outer A</td><td><table><tr><td>inner 1</td>"
+        "<td>inner 2</td></tr></table></td></tr></table><h2>Multiline cell</h2><table><tr>"
+        "<th>K</th><th>V</th></tr><tr><td>key</td><td><p>para one</p><p>para two</p><ul>"
+        f"<li>li a</li><li>li b</li></ul></td></tr></table><p>{words} AFTER</p>"
+        "</article></body></html>"
+    )
+    assert html_to_markdown(page, URL).extractor == "main"
+    short = f"<html><body><p>A short page.</p>{spans}</body></html>"
+    for text in (read(page).text, read(short).text):
+        rows = [" ".join(line.split()) for line in _table_lines(text)]
+        at = next(n for n, row in enumerate(rows) if "Merged header" in row)
+        assert rows[at] == "| Merged header | | C |", rows
+        assert rows[at + 2 : at + 4] == ["| Tall | b1 | c1 |", "| | b2 | c2 |"], rows
+
+
+def test_zero_width_joiners_stay_in_every_reading() -> None:
+    """An emoji sequence (a family, the rainbow flag) and a Persian word keep their joiner
+    and non-joiner: trafilatura dropped them from a long text (it keeps only printable
+    characters), which broke a family into four people."""
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+    sentences = f"Family {family} at the beach this summer. " * 30
+    main = (
+        f"<html><head><title>T</title></head><body><article><h1>T</h1><p>{PARA * 3}</p>"
+        f"<p>{sentences} {persian}.</p><p>{PARA * 3}</p></article></body></html>"
+    )
+    full = f"<html><body><p>Family {family} at the beach. {persian}.</p></body></html>"
+    assert html_to_markdown(main, URL).extractor == "main"
+    assert read(main).text.count(family) == 30
+    assert persian in read(main).text
+    assert family in read(full).text and persian in read(full).text

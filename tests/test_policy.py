@@ -228,7 +228,7 @@ def test_broken_policy_settings_beyond_patterns(tmp_path: Path) -> None:
     """An unknown policy version, or robots switched off for an unknown tier, is refused."""
     with pytest.raises(InvalidInput, match="version"):
         Policy(load(tmp_path, "[policy]\nversion = 2\n").policy)
-    with pytest.raises(InvalidInput, match="policy.tiers.owner in .* is not a tier"):
+    with pytest.raises(InvalidInput, match=r"policy\.tiers\.owner in .* is not a tier"):
         load(tmp_path, "[policy.tiers.owner]\nrobots = false\n")  # as the file loads
     with pytest.raises(InvalidInput, match="mode"):
         load(tmp_path, '[policy]\nmode = "open"\n')

@@ -18,7 +18,7 @@ from reportlab.pdfgen import canvas
 
 from webward import InvalidInput, Refused, Settings, StaticResolver, Web
 from webward._cache import MemoryPageCache, NullPageCache
-from webward._convert import convert
+from webward._convert import EMPTY_BODY, convert
 from webward._envelope import unwrap
 from webward._parts import tool_result_text
 from webward._window import approx_tokens
@@ -153,6 +153,46 @@ async def test_a_page_under_the_cap_has_no_paging_note() -> None:
     assert text_of(page.content) == "just a little text"
     assert "showing characters" not in page.content
     assert page.window.to_wire() == {"offset": 0, "end": 18, "total": 18, "nextOffset": None}
+
+
+async def test_an_empty_body_reads_as_its_notice_whole_in_a_page_of_no_characters() -> None:
+    """An empty 200's notice is no page text: the window at offset 0 holds it whole, even
+    with a max_chars shorter than it, the page is 0 characters long (an offset past 0 is past
+    its end) and a query finds no passage in it. It was paged like a page of 69 characters,
+    cut at max_chars, and read from offset 1 on."""
+    with serve(routes={"/empty": respond(200, b"", "text/html")}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/empty"), max_chars=10)
+            with pytest.raises(InvalidInput) as past:
+                await w.fetch(srv.url("/empty"), offset=1, max_chars=10)
+            found = await w.fetch(srv.url("/empty"), query="server body")
+    assert text_of(page.content) == EMPTY_BODY
+    assert page.window.to_wire() == {"offset": 0, "end": 0, "total": 0, "nextOffset": None}
+    assert past.value.message == "offset 1 is past the end of the page, which is 0 characters long"
+    assert text_of(found.content) == EMPTY_BODY
+    assert found.passages == () and found.window.total == 0
+    assert len(srv.requests) == 1
+
+
+async def test_a_meta_refresh_names_its_target_against_the_final_url_and_is_not_followed() -> None:
+    """A page reached by a redirect that redirects again by meta refresh: its reading starts
+    with where the refresh sends a reader, resolved against the page's final URL, listed first
+    among its links; webward reads nothing more (no request to the target)."""
+    refresh = (
+        "<html><head><meta http-equiv=refresh content='0; url=next.html'><title>Moved</title>"
+        "</head><body><p>Redirecting...</p></body></html>"
+    )
+    routes = {"/old": redirect("/dir/page.html"), "/dir/page.html": respond(200, refresh)}
+    with serve(routes=routes) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/old"), include_links=True)
+    target = srv.url("/dir/next.html")
+    assert text_of(page.content) == (
+        f"[this page redirects (meta refresh) to <{target}>; webward does not follow a "
+        "redirect a page makes itself: read that URL next]\n\nRedirecting..."
+    )
+    assert page.links[0].url == target
+    assert [r.path for r in srv.requests] == ["/old", "/dir/page.html"]
 
 
 async def test_offsets_past_the_end_or_malformed_are_refused_by_name() -> None:

@@ -267,6 +267,35 @@ def test_find_reads_words_with_combining_marks_and_scripts_without_spaces(
     assert paragraph in text[passages[0].offset : passages[0].end]
 
 
+def test_find_counts_words_of_one_character_digits_above_all() -> None:
+    """A step's or a version's number is a word: "step 7" ranks Step 7 first, and "7" alone
+    finds Version 7 (words of one character were left out, so "step 7" found every step
+    alike and "7" nothing). "I" and the single letters of contractions stay out, as stop
+    words do."""
+    steps = "\n\n".join(
+        f"## Step {i}\n\nIn this step you configure the widget carefully and then check the "
+        "result on the dashboard before moving on to the next one."
+        for i in range(1, 10)
+    )
+    _, passages = find(steps, "step 7", 40_000)
+    assert steps[passages[0].offset : passages[0].end].startswith("## Step 7\n")
+    versions = "\n\n".join(
+        f"## Version {i}\n\nThis release improves performance and fixes several bugs reported "
+        "by users of the library over the last months."
+        for i in range(1, 8)
+    )
+    _, passages = find(versions, "7", 40_000)
+    assert len(passages) == 1
+    assert versions[passages[0].offset : passages[0].end].startswith("## Version 7\n")
+    _, passages = find(versions, "plan B", 40_000)
+    assert passages == ()
+    _, passages = find(
+        versions + "\n\nKeep plan B ready in case the release slips again.", "B", 40_000
+    )
+    assert len(passages) == 1
+    assert find("I think it\u2019s what I\u2019d do, isn't it? " * 5, "I s t d", 40_000)[1] == ()
+
+
 def test_find_with_no_shared_word_returns_no_passage() -> None:
     rendering, passages = find(_ARTICLE, "quantum chromodynamics", 40_000)
     assert passages == ()

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from webward._convert import EMPTY_BODY
 from webward._errors import InvalidInput
 from webward._models import Window
 from webward._window import _cut, check_offset, make_window, token_weight, window_header
@@ -112,6 +113,19 @@ def test_empty_page_at_offset_zero_is_an_empty_window() -> None:
     assert make_window("", 0, 40_000) == ("", Window(offset=0, end=0, total=0, next_offset=None))
     with pytest.raises(InvalidInput, match="which is 0 characters long"):
         make_window("", 1, 40_000)
+
+
+@pytest.mark.parametrize("max_chars", [1, 10, 68, 69, 40_000])
+def test_an_empty_bodys_notice_is_no_page_text(max_chars: int) -> None:
+    """The notice an empty body reads as is handed over whole in the window of a page of 0
+    characters, whatever max_chars, and no offset past 0 pages into it: it was paged as the
+    page's text ("showing characters 0-10 of 69", "[the serve")."""
+    assert make_window(EMPTY_BODY, 0, max_chars) == (
+        EMPTY_BODY,
+        Window(offset=0, end=0, total=0, next_offset=None),
+    )
+    with pytest.raises(InvalidInput, match="which is 0 characters long"):
+        make_window(EMPTY_BODY, 1, max_chars)
 
 
 @pytest.mark.parametrize(

@@ -161,9 +161,64 @@ def _detect(body: bytes) -> str | None:
                 and match.coherence >= best.coherence - 0.05
             ):
                 return "cp1252"
-        return _detected_codec(best.encoding)
+        detected = _detected_codec(best.encoding)
+        if detected in _MULTI_BYTE and _reads_as_cp1252(sample):
+            return "cp1252"
+        return detected
     except Exception:  # detection is a heuristic: its failure is "no answer", never an error
         return None
+
+
+# The CJK codecs detection may name, as :func:`_detected_codec` gives them (Big5, Shift_JIS,
+# EUC-KR, EUC-JP and GBK as a browser reads them).
+_MULTI_BYTE = frozenset(("big5hkscs", "cp932", "cp949", "euc_jp", "gb18030"))
+# What windows-1252 text holds past ASCII, for :func:`_reads_as_cp1252`: its punctuation
+# (quotes, dashes, ellipsis, bullet, euro, trade mark, no-break space, guillemets ...) and the
+# letters of Western European words (U+00C0 to U+00FF but for the multiplication and division
+# signs, and the few letters cp1252 adds). Not its U+0192 (f with hook), U+02C6 nor U+02DC:
+# Shift_JIS's katakana read as windows-1252 are each a U+0192 then an ASCII byte (テスト).
+_CP1252_PUNCTUATION = (
+    "\u20ac\u2026\u2018\u2019\u201a\u201c\u201d\u201e\u2022\u2013\u2014\u2122\u2039\u203a"
+    "\xa0\xa1\xa3\xa7\xa9\xab\xae\xb0\xb7\xbb\xbf"
+)
+_CP1252_LETTERS = "\xc0-\xd6\xd8-\xf6\xf8-\xff\u0152\u0153\u0160\u0161\u0178\u017d\u017e"
+# Anything past ASCII that is neither; a run of more than three characters past ASCII.
+_NOT_WESTERN = re.compile(
+    f"[^\\x00-\\x7f{_CP1252_PUNCTUATION}{_CP1252_LETTERS}]|[^\\x00-\\x7f]{{4}}"
+)
+# A run of two or three characters past ASCII that no ASCII letter touches: a word of its own.
+_ASCII_NOT_LETTER = "[\\x00-\\x40\\x5b-\\x60\\x7b-\\x7f]"
+_ALONE = re.compile(f"(?:^|(?<={_ASCII_NOT_LETTER}))[^\\x00-\\x7f]{{2,3}}(?={_ASCII_NOT_LETTER}|$)")
+_WESTERN_LETTER = re.compile(f"[{_CP1252_LETTERS}]")
+#: At most this share of a text's bytes are past ASCII for it to be read as Western prose.
+_MAX_WESTERN_SHARE = 0.25
+
+
+def _reads_as_cp1252(sample: bytes) -> bool:
+    """Whether ``sample``, which detection reads as a CJK codec, is rather ASCII text with a
+    few windows-1252 characters in it: smart quotes, dashes, accented letters. A short note
+    ("It\u2019s a short note.", the apostrophe byte 0x92) fits Big5-HKSCS as well, 0x92 and
+    the "s" after it one ideograph: "It𠏋 a short note." CJK text is runs of bytes past ASCII, two
+    or more a character, most of its bytes; windows-1252 in ASCII prose is a byte or two at a
+    time, each punctuation or a letter in a word of ASCII letters. So: at most a quarter of
+    the bytes past ASCII, in runs of at most three, which read in windows-1252 as its
+    punctuation or as Western letters, and a run of more than one holding a letter touches an
+    ASCII letter ("Größe", "café" and a closing quote; "voilà à Paris": one letter alone is
+    a word). Patterns
+    in C over the sample: no loop per character."""
+    high = len(sample) - len(sample.translate(None, _HIGH_BYTES))
+    if not high or high > _MAX_WESTERN_SHARE * len(sample):
+        return False
+    try:
+        text = sample.decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: no character in cp1252
+        return False
+    if _NOT_WESTERN.search(text):
+        return False
+    return not any(_WESTERN_LETTER.search(run.group()) for run in _ALONE.finditer(text))
+
+
+_HIGH_BYTES = bytes(range(0x80, 0x100))
 
 
 #: A body that is not strictly UTF-8 is still read as UTF-8 (stray bytes as U+FFFD) when at

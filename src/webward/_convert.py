@@ -72,8 +72,10 @@ from ._parts import (
 from ._settings import LimitsSettings
 from ._stylesheet import StyleRules, read_sheets, sheet_applies, style_declares
 from ._stylesheet import css_readable as _css_readable
+from ._window import EMPTY_BODY
 
 __all__ = [
+    "EMPTY_BODY",
     "MAX_LINKS",
     "Converted",
     "HtmlResult",
@@ -505,6 +507,8 @@ _LINE_BREAKS = frozenset((
     "table", "ul", "ol", "pre", "blockquote", "dd", "dt", "header", "main", "footer", "hr",
 ))  # fmt: skip
 _BREAKS = {**dict.fromkeys(_LINE_BREAKS, "\n"), "td": " ", "th": " "}
+# What a script's start tag leaves when it holds elements (else see _TagText._script).
+_SCRIPT_STARTS = {"sup": "^", "sub": "_"}
 # One token of markup, in the text lowered ASCII-wise (_ascii_lower): a comment's start, a
 # bogus comment, or a whole start or end tag (its name, and the rest up to its ">" with
 # quoted values skipped).
@@ -602,6 +606,9 @@ class HtmlResult:
     # For a "plain" reading, the page's words (without the note), which a scant reading's
     # words would only read again (see _scant_reading).
     words: str | None = field(default=None, compare=False, repr=False)
+    # Where the page's meta refresh sends a reader, as a note for the reading's start (see
+    # _refresh_note); "" for no such redirect.
+    refresh: str = ""
 
 
 def _collapse(text: str, limit: int) -> str:
@@ -703,6 +710,57 @@ def _title(tree: Any) -> str:
                 return title
     h1 = tree.find(".//h1")
     return _collapse(h1.text_content(), _MAX_TITLE) if h1 is not None else ""
+
+
+# A meta refresh's content as HTML's declarative refresh reads it: a time (digits, then any
+# digits and dots: "0", "5.5", ".5"), then perhaps ";" or "," and "url=", then the URL, in
+# quotes or not. Group "time" is empty when the content starts otherwise (no refresh).
+_REFRESH = re.compile(
+    r"[\t\n\f\r ]*+(?P<time>(?P<seconds>\d*+)[\d.]*+)(?:[\t\n\f\r ]*+[;,]|[\t\n\f\r ])?+"
+    r"[\t\n\f\r ]*+(?:url[\t\n\f\r ]*+=[\t\n\f\r ]*+)?+(?P<url>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+#: A refresh's delay shown at most this long (a page may write any number of digits).
+_MAX_REFRESH_SECONDS = 999_999_999
+
+
+def _refresh_target(tree: Any, base: str, final_url: str) -> tuple[str, int] | None:
+    """Where the page's first meta refresh (``<meta http-equiv="refresh" content="0;
+    url=/next">``) sends a reader, and after how many seconds: the URL made absolute against
+    the page's base, http(s) only, in ASCII form as links are; ``None`` when it has none, or
+    one that only reloads the page itself. webward does not follow it (a hop of its own would
+    need the gate's checks): the reading names it (see :func:`_refresh_note`)."""
+    for meta in tree.iter("meta"):
+        if (meta.get("http-equiv") or "").strip().lower() != "refresh":
+            continue
+        content = meta.get("content") or ""
+        match = _REFRESH.match(content)
+        after = content[match.end("time") : match.end("time") + 1] if match else ""
+        if match is None or not match["time"] or (after and after not in " \t\n\f\r;,"):
+            continue  # no refresh ("soon", "5x"): a browser tries the next one
+        url = match["url"]
+        if url[:1] in ("'", '"'):
+            url = url[1:].split(url[0], 1)[0]
+        target = _link_url(url, base) if url.strip() else None
+        if (
+            not target
+            or len(target) > _MAX_LINK_URL
+            or target.split("#", 1)[0] == final_url.split("#", 1)[0]
+        ):
+            return None  # no address to read (as a link's), or a reload of the page
+        digits = match["seconds"].lstrip("0")
+        seconds = int(digits) if 0 < len(digits) <= 9 else (0 if not digits else -1)
+        return target, _MAX_REFRESH_SECONDS if seconds < 0 else seconds
+    return None
+
+
+def _refresh_note(url: str, seconds: int) -> str:
+    """The note that starts the reading of a page that redirects by meta refresh."""
+    after = f", after {seconds:,} seconds" if seconds else ""
+    return (
+        f"[this page redirects (meta refresh{after}) to <{url}>; webward does not follow a "
+        "redirect a page makes itself: read that URL next]"
+    )
 
 
 def _base_url(tree: Any, final_url: str) -> str:
@@ -953,6 +1011,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
     _keep_inline_alts(tree)
     _open_shadow_roots(tree)
+    _open_dialogs(tree)
     _strip_all(tree, *_DROP_TAGS)
     _drop_empty_inline(tree)
     hides = rules.asker() if rules is not None else None
@@ -1129,6 +1188,15 @@ def _open_shadow_roots(tree: Any) -> None:
     roots = [template for template in tree.iter("template") if _shadow_root(template.attrib)]
     for template in roots:
         template.tag = "div"
+
+
+def _open_dialogs(tree: Any) -> None:
+    """An open dialog (``<dialog open>``) is shown, as the links' reading (:func:`_drop_unseen`)
+    and the parser-free one take it: it is read as a block; a closed one goes with
+    :data:`_DROP_TAGS`."""
+    for dialog in tree.iter("dialog"):
+        if "open" in dialog.attrib:
+            dialog.tag = "div"
 
 
 def _drop_unseen(tree: Any, rules: StyleRules | None = None) -> None:
@@ -1421,6 +1489,8 @@ def _main_content(tree: Any, careful: bool = False) -> str:
 
     _structure.math_to_text(tree, "\\(", "\\)")  # trafilatura writes them as $...$
     _structure.mark_quotes(tree)
+    _structure.header_rows(tree)
+    _structure.mark_joiners(tree)
     _guard_ampersands(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
@@ -2183,7 +2253,8 @@ def _folded_attributes(tag: str) -> dict[str, str]:
 
 class _TagText:
     """What each tag leaves in the plain text, one tag after another (``_MARKUP.sub``): a
-    line break for a block, a space between two table cells, else nothing (an inline tag sits
+    line break for a block, a space between two table cells, ``^`` or ``_`` at the start of
+    a superscript or subscript, else nothing (an inline tag sits
     inside a word as often as between two: "un<em>believ</em>able"); and at the end of a link
     that holds no words, the alt text of its images, as the tree reading keeps it (a page of
     image links read without its tree was otherwise an empty reading)."""
@@ -2192,12 +2263,15 @@ class _TagText:
         self._alts: list[str] | None = None  # inside a link: its images' alt texts
         self._worded = False  # whether that link holds words
         self._end = 0  # where the last tag ended
+        self._closing = ""  # what the end tag of the script open ends with
 
     def __call__(self, m: re.Match[str]) -> str:
         name = (m.group(2) or "").lower()
         if self._alts is None:  # most tags of most pages: outside a link
             if name == "a" and not m.group(1):
                 self._alts, self._worded, self._end = [], False, m.end()
+            elif name in _SCRIPT_STARTS:
+                return self._script(m, name)
             return _BREAKS.get(name, "")
         start, self._end, previous = m.start(), m.end(), self._end
         if start > previous and not self._worded:
@@ -2212,7 +2286,27 @@ class _TagText:
             alt = _collapse(_attributes(m.group()).get("alt", ""), _MAX_ALT_CHARS + 1)
             if alt and len(alt) <= _MAX_ALT_CHARS:
                 self._alts.append(html.escape(alt, quote=False))  # the text is unescaped next
+        elif name in _SCRIPT_STARTS:
+            return self._script(m, name)
         return _BREAKS.get(name, "")
+
+    def _script(self, m: re.Match[str], name: str) -> str:
+        """What a script's tag leaves: its mark and brackets as the tree's readings write them
+        (:func:`webward._structure.script_marks`) when its text is plain, up to its own end
+        tag; the mark alone when it holds elements."""
+        if m.group(1):  # its end
+            closing, self._closing = self._closing, ""
+            return closing
+        import html
+
+        text = m.string
+        start = m.end()
+        end = text.find("<", start)
+        if end < 0 or text[end : end + 2 + len(name)].lower() != f"</{name}":
+            self._closing = ""
+            return _SCRIPT_STARTS[name]
+        opening, self._closing = _structure.script_marks(html.unescape(text[start:end]), name)
+        return opening
 
 
 def _plain_text(
@@ -2264,6 +2358,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         return HtmlResult(title="", markdown="", links=(), extractor="")
     title = _title(tree)
     base = _base_url(tree, final_url)
+    refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
+    moved = _refresh_note(*refresh) if refresh is not None else ""
     styled = _STYLE_TAG.search(text) is not None
     rules = _style_rules(tree, text) if styled else None  # before styles go
     links: tuple[Link, ...] = ()
@@ -2272,6 +2368,10 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # reading text leaves out; not those a reader never sees.
         _drop_unseen(tree, rules)
         links = _rewrite_links(tree, base, collect=True)
+        if refresh is not None:  # where the page sends a reader: its first link
+            target = refresh[0].split("#", 1)[0]
+            others = (link for link in links if link.url != target)
+            links = (Link(url=target, text="meta refresh"), *others)[:MAX_LINKS]
     note = _plain_note(tree, parse_note)
     if note:
         # Rather than a reading with a hole in it (or an empty one, or a late one), the
@@ -2280,7 +2380,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             rules = _raw_style_rules(text)  # the tree lacks the sheets past the cut
         plain = _plain_text(text, rules=rules)
         markdown = f"{note}\n\n{plain}" if plain else ""
-        return HtmlResult(title, markdown, links, "plain", rules, plain)
+        return HtmlResult(title, markdown, links, "plain", rules, plain, moved)
     if include_links:
         _clean(tree, rules)
     else:
@@ -2289,7 +2389,9 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     page_text = _visible_text(tree)
     visible = _solid(page_text)
     if visible == 0:
-        return HtmlResult(title=title, markdown="", links=links, extractor="", rules=rules)
+        return HtmlResult(
+            title=title, markdown="", links=links, extractor="", rules=rules, refresh=moved
+        )
     elements = int(tree.xpath("count(//*)"))
     # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
     # above read the page as it came).
@@ -2300,7 +2402,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # a page, or its main container, in a fraction of that.
         node = tree if visible < _SHORT_PAGE_CHARS else _main_container(tree, visible)
         markdown = tidy_markdown(_full_page(node))
-        return HtmlResult(title, markdown, links, "full" if markdown else "", rules)
+        return HtmlResult(title, markdown, links, "full" if markdown else "", rules, refresh=moved)
     # trafilatura prunes the tree it is given in place: the later readings get copies of this
     # one (a copy costs a fraction of parsing and cleaning the page again).
     spare = copy.deepcopy(tree)
@@ -2352,7 +2454,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             markdown, extractor = full, "full"
     if not markdown:
         extractor = ""
-    return HtmlResult(title, markdown, links, extractor, rules)
+    return HtmlResult(title, markdown, links, extractor, rules, refresh=moved)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2440,9 +2542,6 @@ _XML_NOT_HTML = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 
-#: What an empty response body reads as.
-EMPTY_BODY = "[the server sent an empty body: there is nothing to read at this URL]"
-
 
 def convert(
     body: bytes,
@@ -2520,6 +2619,8 @@ def convert(
             text, furniture = _scant_reading(
                 page, text, truncated, limits, result.rules, result.words
             )
+        if result.refresh:  # first: the page a reader actually reads is there
+            text = f"{result.refresh}\n\n{text}" if text else result.refresh
     else:
         text = text.removeprefix("\ufeff")
         if media_type in _content.MARKDOWN_TYPES:

@@ -10,7 +10,9 @@ else where a window would cut it; a block shorter than :data:`MIN_BLOCK_CHARS` (
 date line) is joined to the block after it, so a heading is found with the paragraph it heads.
 
 Ranking: BM25 (``bm25s``, Lucene's variant, k1 = 1.5, b = 0.75) over the blocks' lowercase word
-tokens, English stop words left out, combining marks kept in their words; CJK, Thai, Lao,
+tokens (a word of one character counts: "7", "B"), English stop words left out (and the
+single letters of "I" and contractions: :data:`STOP_WORDS`), combining marks kept in their
+words; CJK, Thai, Lao,
 Myanmar and Khmer characters count one token each, since those scripts do not put spaces
 between words. Ties go to the earlier block. Blocks that share no word with
 the query are never returned.
@@ -26,9 +28,17 @@ import re
 from dataclasses import dataclass
 
 from ._models import Passage
-from ._window import _cut
+from ._window import EMPTY_BODY, _cut
 
-__all__ = ["MAX_BLOCK_CHARS", "MAX_PASSAGES", "MIN_BLOCK_CHARS", "Block", "blocks", "find"]
+__all__ = [
+    "MAX_BLOCK_CHARS",
+    "MAX_PASSAGES",
+    "MIN_BLOCK_CHARS",
+    "STOP_WORDS",
+    "Block",
+    "blocks",
+    "find",
+]
 
 #: Passages handed back per call, best first.
 MAX_PASSAGES = 5
@@ -48,8 +58,22 @@ _CJK = (
 # signs and viramas of the Indic scripts (Devanagari to Sinhala), so "दिल्ली" is one word and not
 # pieces of one letter each.
 _MARKS = "\u0300-\u036f\u0900-\u0963\u0966-\u0dff"
-# One token per character of those scripts; other words of two or more word characters.
-_TOKEN_PATTERN = rf"(?u)[{_CJK}]|(?:(?![{_CJK}])[\w{_MARKS}]){{2,}}"
+# One token per character of those scripts; other words, of one word character or more: a
+# step's or version's number ("step 7", "Version 7"), a letter that names something ("plan
+# B", "C"). (Only two or more counted once: "step 7" found every step alike, "7" nothing.)
+_TOKEN_PATTERN = rf"(?u)[{_CJK}]|(?:(?![{_CJK}])[\w{_MARKS}]){{2,}}|(?![{_CJK}])\w"
+#: Words left out of the ranking: Lucene's English stop words (bm25s's "en", written out:
+#: bm25s takes a few tenths of a second to import, paid on the first query only), and the
+#: single letters that are nearly always an English pronoun or a contraction's piece ("I",
+#: "it's", "don't", "I'd", "I'm"), which every block of prose holds and no query means.
+# fmt: off
+STOP_WORDS = (
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+    "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
+    "these", "they", "this", "to", "was", "will", "with",
+    "d", "i", "m", "s", "t",
+)
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -116,7 +140,7 @@ def _tokenize(texts: list[str]) -> list[list[str]]:
         texts,
         lower=True,
         token_pattern=_TOKEN_PATTERN,
-        stopwords="en",
+        stopwords=list(STOP_WORDS),
         return_ids=False,
         show_progress=False,
     )
@@ -155,6 +179,8 @@ def find(text: str, query: str, max_chars: int) -> tuple[str, tuple[Passage, ...
     The rendering names each passage's range in the page (``[1] characters 1200\u20131850 of
     81234; pass offset=1200 to read the page from here``) above its text.
     """
+    if text == EMPTY_BODY:  # a notice, not the page's text (see _window.make_window)
+        return EMPTY_BODY, ()
     total = len(text)
     chosen: list[Passage] = []
     pieces: list[str] = []

@@ -16,12 +16,21 @@ What is done, on the cleaned lxml tree, before a converter sees it:
   followed by its definition (``- **Talons**: Sharp claws ...``), or, where a definition holds
   blocks (paragraphs, code, lists: an API reference), a bold paragraph per term followed by
   its definition's blocks as they are;
+  the blocks in a table cell (paragraphs, lists, line breaks, a nested table) become the
+  cell's lines, a mark between them (:func:`_cell_lines`: ``<br>`` once restored; a table
+  laying out the page is left as it is); a superscript or subscript starts with its mark
+  (``x^2``, ``H_2O``, ``x^(n+1)``);
 - :func:`mark_quotes` (for trafilatura only; html-to-markdown writes quotes itself): every
   text inside a quote starts with one mark per level of quote;
+- :func:`header_rows` and :func:`mark_joiners` (for trafilatura only): a table's first row
+  is its header row, its caption a paragraph before it and its spans written out as cells;
+  zero-width joiners and non-joiners become marks (trafilatura drops them);
 - :func:`math_to_text`: each ``<math>`` becomes its text: its ``alttext``, else its TeX
   annotation, both as ``$...$``, else its tokens' text joined as the formula reads
   (``x = 2``, ``x^2``, ``(a)/(b)``);
-- :func:`restore` (on each converter's Markdown): a line whose text starts with marks gets
+- :func:`restore` (on each converter's Markdown): scripts' marks become ``^`` and ``_``,
+  joiners' the joiners, a run of a cell's line-break marks one ``<br>`` (none at a cell's
+  edge); a line whose text starts with marks gets
   a ``> `` per level of quote (after its list marker when the quote is inside the list item),
   the item its marked number, and the blank lines inside a quote a ``>``; every other mark is
   deleted. Marks are printable symbols (Control Pictures) that trafilatura neither drops (it
@@ -32,10 +41,20 @@ Each pass is one walk over the tree or one pass over the lines.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
-__all__ = ["MARKS", "mark_quotes", "math_to_text", "prepare", "restore"]
+__all__ = [
+    "MARKS",
+    "header_rows",
+    "mark_joiners",
+    "mark_quotes",
+    "math_to_text",
+    "prepare",
+    "restore",
+    "script_marks",
+]
 
 #: One level of quote around the line.
 QUOTE = "\u241f"  # SYMBOL FOR UNIT SEPARATOR
@@ -43,9 +62,25 @@ QUOTE = "\u241f"  # SYMBOL FOR UNIT SEPARATOR
 ITEM_QUOTE = "\u241e"  # SYMBOL FOR RECORD SEPARATOR
 #: Around a list item's number: ``␝5␝``.
 NUMBER = "\u241d"  # SYMBOL FOR GROUP SEPARATOR
-MARKS = QUOTE + ITEM_QUOTE + NUMBER
+#: A superscript's start, written ``^``; a subscript's, written ``_``.
+SUPER = "\u241c"  # SYMBOL FOR FILE SEPARATOR
+SUB = "\u241b"  # SYMBOL FOR ESCAPE
+#: A line's end inside a table cell, written ``<br>`` (a Markdown table's cell is one line).
+CELL_BREAK = "\u241a"  # SYMBOL FOR SUBSTITUTE
+#: A zero-width joiner and non-joiner, which trafilatura drops from a long text (it keeps only
+#: printable characters): an emoji sequence fell apart (a family into four people), a Persian
+#: word into letters joined otherwise.
+JOINER = "\u2419"  # SYMBOL FOR END OF MEDIUM
+NON_JOINER = "\u2418"  # SYMBOL FOR CANCEL
+MARKS = QUOTE + ITEM_QUOTE + NUMBER + SUPER + SUB + CELL_BREAK + JOINER + NON_JOINER
+_SCRIPT_MARKS = str.maketrans({SUPER: "^", SUB: "_", JOINER: "\u200d", NON_JOINER: "\u200c"})
+_JOINERS = str.maketrans({"\u200d": JOINER, "\u200c": NON_JOINER})
+_JOINED_TEXTS = "//text()[contains(., '\u200d') or contains(., '\u200c')]"
 
-_HAS_MARK = " or ".join(f"contains(., '{mark}')" for mark in MARKS)
+# (One translate() a node rather than a contains() for each mark: with six marks, the texts
+# of a page of 1 MB took 25 ms to search, 17 ms so; and the texts are searched only when the
+# page's text, joined by libxml2 in 2 ms, holds a mark at all.)
+_HAS_MARK = f"translate(., '{MARKS}', '') != ."
 _MARKED_TEXTS = f"//text()[{_HAS_MARK}]"
 _MARKED_ATTRIBUTES = f"//@*[{_HAS_MARK}]"
 _UNMARK = str.maketrans(dict.fromkeys(MARKS, ""))
@@ -76,6 +111,35 @@ _MAX_NUMBER = 999_999_999  # CommonMark's largest list number
 # What ends the search for an item's first words: its own sub-blocks (their words are not
 # the item's first).
 _ITEM_BLOCKS = frozenset(("ul", "ol", "dl", "li", "table", "pre", "blockquote"))
+
+# Table cells: what reads as a line of its own inside one (see _cell_lines). A <pre> keeps
+# its own lines, and a mark inside it would be code.
+_CELL_BLOCKS = frozenset((
+    "address", "article", "aside", "blockquote", "caption", "center", "details", "dd", "div",
+    "dl", "dt", "fieldset", "figcaption", "figure", "footer", "h1", "h2", "h3", "h4", "h5",
+    "h6", "header", "hgroup", "li", "main", "menu", "ol", "p", "section", "summary", "table",
+    "tr", "ul",
+))  # fmt: skip
+_CELL_LINE_TAGS = (*sorted(_CELL_BLOCKS), "br", "hr")
+#: A table cell of this many characters lays out a page (see _Layout).
+_LAYOUT_CELL_CHARS = 1_000
+#: A table whose first rows hold such a cell lays out a page: this many of them are read.
+_LAYOUT_CELLS = 64
+# A table's own rows (as trafilatura reads them: thead, tbody and tfoot taken out), and its
+# own cells that span columns or rows.
+_OWN_ROWS = "tr | thead/tr | tbody/tr | tfoot/tr"
+_OWN_SPANS = "boolean(tr/*[@colspan or @rowspan] | */tr/*[@colspan or @rowspan])"
+_CELL_TAGS = _CELL_BLOCKS | {"br", "hr", "td", "th", "tbody", "thead", "tfoot"}
+# A table row's cell edge, not an escaped pipe ("\|" in a cell's words).
+_CELL_EDGE_BEFORE = re.compile(f"(?<!\\\\)(\\|)[ \t]*{CELL_BREAK}")
+_CELL_EDGE_AFTER = re.compile(f"{CELL_BREAK}[ \t]*((?<!\\\\)\\|)")
+_CELL_BREAKS = re.compile(f"[ \t]*(?:{CELL_BREAK}[ \t]*)+")
+_EDGE_BREAK = re.compile(f"^([ \t]*){CELL_BREAK}|{CELL_BREAK}$", re.MULTILINE)
+
+# Scripts: a superscript that ends an ordinal number ("1<sup>st</sup>"), and a script's text
+# of one term (a sign, then no space nor operator), written without brackets.
+_ORDINALS = frozenset(("st", "nd", "rd", "th"))
+_ONE_TERM = re.compile("[-+\u2212]?[^\\s+\\-\u2212*/=,;:]+")
 
 # MathML.
 _TEX_ENCODINGS = frozenset(
@@ -124,14 +188,18 @@ def _marked(text: str | None, mark: str) -> str | None:
 
 
 def prepare(tree: Any) -> None:
-    """Take the marks out of the page (its text and attributes), mark the numbers of lists not
-    numbered 1, 2, 3 ..., and pair each definition list's terms with their definitions."""
-    for node in tree.xpath(_MARKED_TEXTS):
+    """Take the marks out of the page (its text and attributes), pair each definition list's
+    terms with their definitions, read each table cell's blocks as its lines, mark the numbers
+    of lists not numbered 1, 2, 3 ... and the start of each script."""
+    text = tree.xpath("string()")
+    for node in tree.xpath(_MARKED_TEXTS) if any(mark in text for mark in MARKS) else ():
         _set_text(node, node.translate(_UNMARK))
     for value in tree.xpath(_MARKED_ATTRIBUTES):
         value.getparent().set(value.attrname, value.translate(_UNMARK))
-    _number_items(tree)
     _pair_definitions(tree)
+    _cell_lines(tree)  # before the numbers: a list in a cell is numbered there
+    _number_items(tree)
+    _mark_scripts(tree)
 
 
 def _integer(value: str | None) -> int | None:
@@ -182,6 +250,282 @@ def _mark_first_words(item: Any, mark: str) -> None:
             element.tail = _marked(element.tail, mark)
             return
     item.text = mark + (item.text or "")
+
+
+def _item_numbers(ol: Any) -> dict[Any, int]:
+    """The number of each item of an ordered list, as a browser numbers it (``start``,
+    ``reversed``, an item's ``value``)."""
+    items = list(ol.iterchildren("li"))
+    step = -1 if "reversed" in ol.attrib else 1
+    start = _integer(ol.get("start"))
+    number = start if start is not None else (len(items) if step < 0 else 1)
+    numbers = {}
+    for item in items:
+        value = _integer(item.get("value"))
+        if value is not None:
+            number = value
+        numbers[item] = number
+        number += step
+    return numbers
+
+
+def _cell_lines(tree: Any) -> None:
+    """The blocks inside each table cell (paragraphs, lists, line breaks, a table nested in
+    it) read as the cell's lines: a Markdown table's cell is one line, so each block's start
+    and end gets a :data:`CELL_BREAK` (``<br>`` once restored, a run of them one, none at the
+    cell's edges), a list's items their ``- `` or number, a nested table's cells a ``; ``
+    between them, and the blocks become ``<span>``s. trafilatura dropped a list in a cell
+    (``| mode |  |``), kept a cell's paragraphs as one run of words, and moved a nested table
+    out of its cell, after the table, which then had no header row; html-to-markdown ran the
+    items into one line of words.
+
+    Only cells that hold a block are walked (one ``iter`` in C for each other one), each
+    outermost one once with all it holds: linear, however the tables nest."""
+    import lxml.etree
+
+    # Cells holding an element, found by libxml2: on a table of 30,000 cells of words alone,
+    # whether there is one takes 1 ms, listing them 10 ms, and a loop over the cells 25 ms.
+    if not tree.xpath("boolean(//td/* | //th/*)"):
+        return
+    cells = [
+        cell
+        for cell in tree.xpath("//td[*] | //th[*]")
+        if next(cell.iterdescendants(*_CELL_LINE_TAGS), None) is not None
+    ]
+    layout = _Layout(tree)
+    layout.measure(cells)
+    inner: set[Any] = set()  # cells inside a cell walked already
+    for cell in cells:
+        if cell in inner or layout.lays_out(_table_of(cell)):
+            continue
+        spans: list[Any] = []
+        breaks: dict[Any, str] = {}
+        numbers: dict[Any, int] = {}
+        for event, element in lxml.etree.iterwalk(
+            cell, events=("start", "end"), tag=lxml.etree.Element
+        ):
+            tag = element.tag
+            if element is cell or tag not in _CELL_TAGS:
+                continue
+            if event == "end":
+                if tag in _CELL_BLOCKS:
+                    element.tail = CELL_BREAK + (element.tail or "")
+                continue
+            if tag == "br" or tag == "hr":
+                breaks[element] = CELL_BREAK
+                continue
+            spans.append(element)
+            if tag in ("td", "th"):
+                inner.add(element)
+                if element.getprevious() is not None:
+                    element.text = f"; {element.text or ''}"
+                continue
+            if tag not in _CELL_BLOCKS:
+                continue  # tbody, thead, tfoot: the rows are what counts
+            lead = ""
+            if tag == "ol":
+                numbers.update(_item_numbers(element))
+            elif tag == "li":
+                number = numbers.get(element)
+                lead = "- " if number is None else f"{number}. "
+            element.text = f"{CELL_BREAK}{lead}{(element.text or '').lstrip()}"
+        replace_by_texts(breaks)
+        for element in spans:
+            element.tag = "span"
+            element.attrib.clear()
+
+
+def _table_of(cell: Any) -> Any:
+    """The table a cell is in (``td`` < ``tr`` < perhaps ``tbody`` < ``table``), else None."""
+    for _ in range(3):
+        cell = cell.getparent()
+        if cell is None or cell.tag == "table":
+            return cell
+    return None
+
+
+class _Layout:
+    """Which tables lay a page out rather than hold data: one holding a heading, or a cell of
+    :data:`_LAYOUT_CELL_CHARS` characters or more (an article, a sidebar) among those
+    :func:`_cell_lines` would rewrite or in the first rows. trafilatura reads the article in
+    such a table's cell as its own paragraphs; read as a cell's lines, it became one table
+    row (:func:`_cell_lines` leaves them as they are, and :func:`header_rows` gives them no
+    header row). Linear: each heading's ancestors are walked up to the first one walked
+    already, and a cell's text is read up to the bound, each cell once."""
+
+    def __init__(self, tree: Any) -> None:
+        self._tables: set[Any] = set()  # tables known to lay out the page
+        seen: set[Any] = set()
+        for heading in tree.iter("h1", "h2", "h3", "h4", "h5", "h6"):
+            for ancestor in heading.iterancestors():
+                if ancestor in seen:
+                    break
+                seen.add(ancestor)
+                if ancestor.tag == "table":
+                    self._tables.add(ancestor)
+
+    def measure(self, cells: Any) -> None:
+        """Note the table of each of ``cells`` that is long."""
+        for cell in cells:
+            table = _table_of(cell)
+            if table is not None and table not in self._tables and _long(cell):
+                self._tables.add(table)
+
+    def lays_out(self, table: Any) -> bool:
+        return table in self._tables
+
+
+def _long(cell: Any) -> bool:
+    """Whether ``cell`` holds :data:`_LAYOUT_CELL_CHARS` characters or more, read up to that
+    many (or that many texts)."""
+    size = 0
+    for count, text in enumerate(cell.itertext()):
+        size += len(text)
+        if size >= _LAYOUT_CELL_CHARS or count >= _LAYOUT_CELL_CHARS:
+            return True
+    return False
+
+
+def header_rows(tree: Any) -> None:
+    """For trafilatura: a table whose first row holds no header cell gets one, its cells
+    ``<th>``. Markdown has no table without a header row, and trafilatura drew the line under
+    it (``|---|``) only under the first row holding a ``<th>``: under none, the rows read as
+    lines of text, not a table; under a later one, the rows above it were left out of it. A
+    table's caption becomes a paragraph before it: trafilatura made it a header row of its
+    own, a second one over a header row. (html-to-markdown takes the first row for the header
+    whatever its cells, and writes the caption before the table.) A table of one cell (a
+    box, a pull quote) and one laying out the page are left as they are."""
+    if next(tree.iter("table"), None) is None:
+        return
+    layout = _Layout(tree)
+    for table in list(tree.iter("table")):
+        for caption in table.findall("caption"):
+            before = caption.getprevious()
+            if caption.tail:  # (words foster-parented after it stay where they were)
+                if before is None:
+                    table.text = (table.text or "") + caption.tail
+                else:
+                    before.tail = (before.tail or "") + caption.tail
+            caption.tail = None
+            caption.tag = "p"
+            table.addprevious(caption)
+        rows = table.xpath(_OWN_ROWS)
+        if not rows:
+            continue
+        layout.measure(itertools.islice(itertools.chain(*rows[:2]), _LAYOUT_CELLS))
+        if layout.lays_out(table):
+            continue
+        if table.xpath(_OWN_SPANS):
+            _expand_spans(rows)
+        if any(True for _ in rows[0].iterchildren("th")):
+            continue
+        if len(rows) == 1 and len(rows[0].xpath("td")) < 2:
+            continue  # a box (a pull quote, a notice), not a table of data
+        for cell in rows[0].iterchildren("td"):
+            cell.tag = "th"
+
+
+def _spanned(cell: Any, name: str) -> int:
+    """A cell's colspan or rowspan (bounded by the cleaning pass, which leaves digits)."""
+    value = cell.get(name)
+    if value is None:
+        return 1
+    del cell.attrib[name]
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def _expand_spans(rows: list[Any]) -> None:
+    """Each cell spanning columns or rows written out as that many cells, the others holding
+    a :data:`CELL_BREAK` alone (an empty cell once restored): trafilatura wrote a table with
+    spans ragged ("| Merged header | C |" over "| Tall | b1 | c1 |", then "| b2 | c2 |"), its
+    values under the wrong headings. The cleaning pass bounded the spans (32 columns and rows
+    a cell, 10,000 cells a page)."""
+    covered: dict[int, int] = {}  # column -> rows a cell above still spans
+    for row in rows:
+        below: dict[int, int] = {}  # the same, for the next row
+        column = 0
+        for cell in [child for child in row if child.tag in ("td", "th")]:
+            while covered.get(column, 0) > 0:  # under a cell above
+                below[column] = covered[column] - 1
+                cell.addprevious(_padding("td"))
+                column += 1
+            columns, spanned = _spanned(cell, "colspan"), _spanned(cell, "rowspan")
+            for n in range(columns):
+                below[column + n] = spanned - 1
+            for _ in range(columns - 1):
+                padding = _padding(cell.tag)
+                padding.tail, cell.tail = cell.tail, None
+                cell.addnext(padding)
+            column += columns
+        last = max((c for c, left in covered.items() if left > 0), default=-1)
+        for past in range(column, last + 1):  # under cells above, past the row's own
+            below[past] = covered.get(past, 1) - 1
+            row.append(_padding("td"))
+        covered = below
+
+
+def _padding(tag: str) -> Any:
+    import lxml.etree
+
+    padding = lxml.etree.Element(tag)
+    padding.text = CELL_BREAK
+    return padding
+
+
+def script_marks(text: str, tag: str) -> tuple[str, str]:
+    """What goes before and after a ``<sup>`` (or ``<sub>``) of ``text``: ``^`` (``_``), and
+    brackets around a text of more than one term (``x^(n+1)``, ``a_(i,j)``); nothing around an
+    ordinal's ending ("1st") or a text without a letter or digit (a footnote's "*", "®")."""
+    text = text.strip()
+    if not any(ch.isalnum() for ch in text) or (tag == "sup" and text in _ORDINALS):
+        return "", ""
+    mark = "^" if tag == "sup" else "_"
+    return (mark, "") if _ONE_TERM.fullmatch(text) else (f"{mark}(", ")")
+
+
+def _script_text(text: str, tag: str) -> tuple[str, str]:
+    """:func:`script_marks`, the mark written as a mark (a converter would escape ``_``)."""
+    opening, closing = script_marks(text, tag)
+    return opening.replace("^", SUPER).replace("_", SUB), closing
+
+
+def _mark_scripts(tree: Any) -> None:
+    """Each superscript and subscript read as its mark (``x^2``, ``10^-3``, ``H_2O``, see
+    :func:`_script_text`) and its text, the element a ``<span>``: trafilatura kept the tags as
+    HTML (``x<sup>2</sup>``) and html-to-markdown ran the text into the word before it
+    ("x2"). A script inside another is judged by its own text (its words before any element
+    in it): the text of every outermost one is read once, so the pass stays linear however
+    deep they nest."""
+    if next(tree.iter("sup", "sub"), None) is None:
+        return  # (known in C: a walk visits every element)
+    depth = 0
+    scripts: list[tuple[Any, bool]] = []  # each script, and whether it is outermost
+    for event, element in _iterwalk(tree, ("start", "end"), ("sup", "sub")):
+        if event == "end":
+            depth -= 1
+            continue
+        scripts.append((element, not depth))
+        depth += 1
+    for element, outermost in scripts:
+        if not len(element):
+            opening, closing = _script_text(element.text or "", element.tag)
+        elif outermost:
+            opening, closing = _script_text(element.text_content(), element.tag)
+        else:  # its elements' text is not read again: bracketed whatever it holds
+            opening, closing = _script_text(f"{element.text or ''}+", element.tag)
+        element.tag = "span"
+        if not opening:
+            continue
+        lead = element.text or ""
+        start = len(lead) - len(lead.lstrip())
+        element.text = f"{lead[:start]}{opening}{lead[start:]}"
+        if not closing:
+            continue
+        if len(element):
+            element[-1].tail = f"{element[-1].tail or ''}{closing}"
+        else:
+            words = element.text.rstrip()
+            element.text = f"{words}{closing}{element.text[len(words) :]}"
 
 
 def _pair_definitions(tree: Any) -> None:
@@ -283,6 +627,16 @@ def _definitions_as_list(dl: Any, entries: list[Any]) -> None:
                 definition.attrib.clear()
                 sublist.append(definition)
                 definition.tail = None
+
+
+def mark_joiners(tree: Any) -> None:
+    """For trafilatura: each zero-width joiner and non-joiner in the page's text written as
+    its mark (:data:`JOINER`, :data:`NON_JOINER`), which :func:`restore` writes back."""
+    text = tree.xpath("string()")
+    if "\u200d" not in text and "\u200c" not in text:
+        return
+    for node in tree.xpath(_JOINED_TEXTS):
+        _set_text(node, node.translate(_JOINERS))
 
 
 def mark_quotes(tree: Any) -> None:
@@ -512,6 +866,9 @@ def restore(markdown: str) -> str:
     blank line between two quoted lines a ``>`` (a line right after a quote, one of its own)."""
     if not any(mark in markdown for mark in MARKS):
         return markdown
+    markdown = markdown.translate(_SCRIPT_MARKS)  # first: a script may start a marked line
+    if CELL_BREAK in markdown:
+        markdown = _cell_breaks(markdown)
     lines = markdown.split("\n")
     depths: list[int | None] = []  # quote levels of each line; None for a blank one
     n = 0
@@ -556,6 +913,16 @@ def restore(markdown: str) -> str:
         elif depths[n - 1] is not None:  # the first blank line of a run (n > 0: previous > 0)
             out.append(" ".join(">" * level))
     return "\n".join(out)
+
+
+def _cell_breaks(markdown: str) -> str:
+    """Each run of :data:`CELL_BREAK` (with the spaces around it) written ``<br>``, but at a
+    cell's edge or a line's, where it goes."""
+    markdown = _CELL_BREAKS.sub(CELL_BREAK, markdown)
+    markdown = _CELL_EDGE_BEFORE.sub(r"\1 ", markdown)
+    markdown = _CELL_EDGE_AFTER.sub(r" \1", markdown)
+    markdown = _EDGE_BREAK.sub(r"\1", markdown)
+    return markdown.replace(CELL_BREAK, "<br>")
 
 
 def _restore_code(lines: list[str], depths: list[int | None], start: int, fence: str) -> int:

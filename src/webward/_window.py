@@ -34,6 +34,7 @@ from ._models import Window
 
 __all__ = [
     "BAD_OFFSET",
+    "EMPTY_BODY",
     "approx_tokens",
     "check_max_chars",
     "check_offset",
@@ -44,6 +45,12 @@ __all__ = [
 ]
 
 BAD_OFFSET = "offset must be a non-negative whole number"
+
+#: What an empty response body reads as (:func:`webward._convert.convert`): a notice, not the
+#: page's text. It is handed over whole in the window at offset 0 of a page of 0 characters,
+#: never cut by ``max_chars`` nor paged (an offset past 0 is past the end of the page), and
+#: no query finds a passage in it.
+EMPTY_BODY = "[the server sent an empty body: there is nothing to read at this URL]"
 
 # How far a cut may move back; past this the text is pathological and the plain cut stands.
 _MAX_BACKOFF = 32
@@ -182,12 +189,15 @@ def make_window(text: str, offset: int, max_chars: int) -> tuple[str, Window]:
     line when the page does not fit one call) and its :class:`~webward._models.Window`.
 
     An offset at or past the end of a non-empty text raises ``InvalidInput`` naming the page's
-    length; offset 0 of an empty text is an empty window.
+    length; offset 0 of an empty text is an empty window. The notice of an empty body
+    (:data:`EMPTY_BODY`) is no page text: the page is 0 characters long, and its window at
+    offset 0 is the notice whole, whatever ``max_chars``.
     """
     offset = check_offset(offset)
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")  # a settings error, not user input
-    total = len(text)
+    notice = text == EMPTY_BODY
+    total = 0 if notice else len(text)
     if offset >= total and not offset == total == 0:
         digits = str(offset)  # a model's 1e300 is not echoed in 301 digits
         shown = digits if len(digits) <= 20 else f"{digits[:6]}… ({len(digits)} digits)"
@@ -196,7 +206,7 @@ def make_window(text: str, offset: int, max_chars: int) -> tuple[str, Window]:
             + (f"; pass an offset below {total}" if total else ""),
             reason=Reason.OFFSET_PAST_END,
         )
-    if offset == 0 and total <= max_chars:
+    if offset == 0 and (total <= max_chars or notice):
         return text, Window(offset=0, end=total, total=total, next_offset=None)
     end = _cut(text, offset, max_chars)
     window = Window(offset=offset, end=end, total=total, next_offset=end if end < total else None)
