@@ -28,12 +28,13 @@ from test_tls import serve_tls
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._call import Call
 from webward._gate import RenderGate
-from webward._proxy import EgressProxy, open_proxy
+from webward._proxy import EgressProxy, Gate, open_proxy
 from webward._render import (
     UNPRIVILEGED_USER,
     UNSAFE_ENV,
     ChromiumRenderer,
     PlainRenderer,
+    Rendered,
     _namespaces_allowed,
 )
 from webward.testing import FakeClock, MemoryAuditSink
@@ -649,7 +650,7 @@ async def test_as_owner_and_plain_builds_say_a_shell_needs_a_browser() -> None:
     assert owner.value.code == "unsupported_type"
     assert "writes its text with JavaScript" in owner.value.message
     assert "tiers connected and full, not as-owner" in owner.value.message
-    assert "pip install 'webward[render]'" in plain.value.message
+    assert "without a headless renderer (PlainRenderer)" in plain.value.message  # all here
 
 
 async def test_renders_beyond_the_concurrency_cap_wait_their_turn() -> None:
@@ -783,6 +784,69 @@ async def test_a_shell_that_breaks_its_render_leaves_the_plain_reading(page: str
     written = "Text the page script wrote." in result.content
     assert written == (page == "never_loads")
     assert [(r.decision, r.reason) for r in audit.records] == [("allowed", "allowed")]
+
+
+# A script shell whose content comes from the server after its load event, as a
+# single-page app's does (a fetch started 300 ms after load), and one written on a timer.
+LATE_SHELL = (
+    "<html><head><title>Late</title></head><body><div id='app'></div><script>"
+    "window.addEventListener('load', () => setTimeout(() => fetch('/data').then(r => r.text())"
+    ".then(t => { document.getElementById('app').innerHTML = '<p>' + t + '</p>'; }), 300));"
+    "</script></body></html>"
+)
+TIMED_SHELL = SHELL_PAGE.replace("<script>", "<script>setTimeout(() => {", 1).replace(
+    "</script>", "}, 800);</script>", 1
+)
+
+
+async def test_what_a_shell_writes_after_its_load_event_is_read() -> None:
+    """The DOM was read at the load event: a shell that fetched its content just after, or
+    wrote it on a timer, was read empty (and pictured blank). The render now waits for the
+    network to go quiet and the text to stop changing, within bounds."""
+    data = "Text the server sent after the page loaded. " * 6
+    routes = {"/late": respond(200, LATE_SHELL), "/data": respond(200, data, "text/plain"),
+              "/timed": respond(200, TIMED_SHELL)}  # fmt: skip
+    with serve(routes=routes) as srv:
+        async with make_web(renderer=ChromiumRenderer()) as web:
+            late = await web.fetch(srv.url("/late"), tier="connected")
+            timed = await web.fetch(srv.url("/timed"), tier="connected")
+    assert "Text the server sent after the page loaded." in late.content
+    assert "Text the page script wrote." in timed.content
+
+
+class OutOfTime:
+    """A renderer that does not finish within the read's deadline, counting its renders."""
+
+    def __init__(self, takes_s: float) -> None:
+        self.takes_s = takes_s
+        self.renders = 0
+
+    async def render(self, url: str, *, screenshot: bool, gate: Gate) -> Rendered:
+        self.renders += 1
+        await anyio.sleep(self.takes_s)
+        return Rendered(SHELL_PAGE)
+
+
+async def test_a_shell_whose_render_runs_out_of_time_says_so_and_is_not_kept() -> None:
+    """A script shell whose render does not finish by the read's deadline (renders queued
+    behind others): its reading was empty, handed over as a success, and cached for the
+    cache's lifetime. It now says why there is no text, and the next read renders again."""
+    s = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "limits": {"fetch_timeout_s": 1.0},
+        }
+    )
+    renderer = OutOfTime(takes_s=2.0)
+    bare = "<html><head><title>App</title></head><body><div id='app'></div><script>1</script>"
+    with serve(routes={"/": respond(200, bare + "</body></html>")}) as srv:
+        async with Web(s, StaticResolver({}), audit=MemoryAuditSink(), renderer=renderer) as web:
+            first = await web.fetch(srv.url("/"))
+            again = await web.fetch(srv.url("/"))
+    assert "there is no text to give; try again later" in first.content
+    assert "there is no text to give" in again.content
+    assert renderer.renders == 2 and len(srv.requests) == 2
 
 
 async def test_a_shell_that_sends_the_browser_to_another_site_is_not_read_as_itself() -> None:

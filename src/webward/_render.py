@@ -54,6 +54,7 @@ __all__ = [
     "Rendered",
     "Renderer",
     "default_renderer",
+    "renderer_needs",
 ]
 
 CHROMIUM = "/usr/bin/chromium"
@@ -149,14 +150,19 @@ class Renderer(Protocol):
         ...
 
 
-def _unavailable(executable: str = CHROMIUM) -> Refused:
-    # Name what is missing: the extra that brings playwright, the Debian package for Chromium.
+def renderer_needs(executable: str = CHROMIUM) -> str:
+    """What the headless renderer lacks here, named so that it can be installed: the extra
+    that brings playwright, the Debian package for Chromium, or both (``""``: neither)."""
     missing = []
     if importlib.util.find_spec("playwright") is None:
         missing.append("the render extra (pip install 'webward[render]')")
     if not os.path.exists(executable):
         missing.append(f"Debian's chromium at {executable} (apt-get install chromium)")
-    needs = " and ".join(missing) or f"a Chromium at {executable} that starts"
+    return " and ".join(missing)
+
+
+def _unavailable(executable: str = CHROMIUM) -> Refused:
+    needs = renderer_needs(executable) or f"a Chromium at {executable} that starts"
     return Refused(
         f"refused: the headless renderer is not available; it needs {needs}",
         code="unsupported_type",
@@ -293,12 +299,40 @@ class ChromiumRenderer:
                 try:
                     page = await context.new_page()
                     await _load(page, url, gate, self._goto_timeout_s)
+                    await _quiet(page)
                     html = await _settled_content(page, self._goto_timeout_s)
                     png = await page.screenshot(type="png") if screenshot else None
                     _same_site(url, page.url)  # where the DOM and the picture came from
                 finally:
                     await _close(context)
         return Rendered(html=html, screenshot_png=png)
+
+
+#: After the load event, how long a render waits at most for the network to go quiet (no
+#: request for half a second: the fetches a script starts on load answered), then for the
+#: page's text to stop changing (a script that writes it on a timer).
+_QUIET_NETWORK_S = 3.0
+_QUIET_TEXT_S = 1.5
+_TEXT_POLL_S = 0.25
+
+
+async def _quiet(page: Any) -> None:
+    """Wait, within the bounds above, for what a page's scripts do after its load event: a
+    single-page app fetches its content then (a render read at the load event gave an empty
+    reading and a blank picture). Best effort: a page that never goes quiet (a long poll, a
+    ticking clock) is read as it stands at the bounds."""
+    from playwright.async_api import Error as PlaywrightError
+
+    with contextlib.suppress(PlaywrightError):  # its TimeoutError among them
+        await page.wait_for_load_state("networkidle", timeout=_QUIET_NETWORK_S * 1000)
+    last = None
+    with anyio.move_on_after(_QUIET_TEXT_S), contextlib.suppress(PlaywrightError):
+        while True:
+            size = await page.evaluate("document.body ? document.body.innerText.length : 0")
+            if size and size == last:
+                return
+            last = size
+            await anyio.sleep(_TEXT_POLL_S)
 
 
 async def _settled_content(page: Any, timeout_s: float) -> str:

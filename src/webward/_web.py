@@ -41,7 +41,7 @@ from ._gate import Gate
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
 from ._provenance import SessionStore, check_session, open_session_store, urls_in
-from ._render import PlainRenderer, Renderer, default_renderer
+from ._render import PlainRenderer, Renderer, default_renderer, renderer_needs
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsStore
 from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
@@ -504,6 +504,11 @@ class Web:
                     note = _FURNITURE_ONLY_NOTE if rendered else _NOT_RENDERED_NOTE
                     converted = _furniture_reading(converted, note)
                     rendered_hosts = ()
+                elif not rendered and scant(converted.text):
+                    # Never an empty reading handed over as the page's: say why there is none.
+                    converted = dataclasses.replace(converted, text=_UNRENDERED_NOTE)
+                if not rendered:  # a render that failed or ran out of time: the next read
+                    keep = False  # tries again, rather than meet this reading for the TTL
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
         converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
@@ -670,7 +675,7 @@ class Web:
             text, passages = find()
         else:
             text, passages = await anyio.to_thread.run_sync(find)
-        total = len(converted.text)
+        total = 0 if converted.text == _window.EMPTY_BODY else len(converted.text)  # a notice
         first = passages[0].offset if passages else None
         return text, passages, Window(offset=0, end=0, total=total, next_offset=first)
 
@@ -685,9 +690,11 @@ class Web:
                 "the config)",
             )
         elif isinstance(self._renderer, PlainRenderer):
+            needs = renderer_needs()
             how = (
-                "this installation has no headless renderer: install Debian's chromium and "
-                "pip install 'webward[render]'"
+                f"this installation has no headless renderer: it needs {needs}"
+                if needs
+                else "this Web was made without a headless renderer (PlainRenderer)"
             )
         else:
             return
@@ -1162,7 +1169,13 @@ _NO_SCRIPTS = (
     "given below; its main text may be written by scripts, which "
 )
 _NO_SCRIPTS_NOTE = _NO_SCRIPTS + "this read did not run (tiers connected and full run them)]"
-_NOT_RENDERED_NOTE = _NO_SCRIPTS + "could not be run for this read (the render failed)]"
+_NOT_RENDERED_NOTE = (
+    _NO_SCRIPTS + "could not be run for this read (the render failed or ran out of time)]"
+)
+_UNRENDERED_NOTE = (
+    "[this page writes its text with scripts, and running them failed or did not finish "
+    "within this read's deadline, so there is no text to give; try again later]"
+)
 _FURNITURE_ONLY_NOTE = (
     "[this page's only text, with or without its scripts, is in its header, menus, sidebars "
     "and footer, given below]"
