@@ -799,6 +799,26 @@ TIMED_SHELL = SHELL_PAGE.replace("<script>", "<script>setTimeout(() => {", 1).re
 )
 
 
+# A script shell whose words are a web component's, in its open shadow root.
+SHADOW_SHELL = (
+    "<html><head><title>Card</title></head><body><my-card></my-card><script>"
+    "customElements.define('my-card', class extends HTMLElement { connectedCallback() {"
+    " this.attachShadow({mode: 'open'}).innerHTML = '<p>' +"
+    " 'Text inside the component shadow root. '.repeat(8) + '</p>'; } });"
+    "</script></body></html>"
+)
+
+
+async def test_a_web_components_shadow_root_is_read() -> None:
+    """A component's text lives in its shadow root, which the DOM as Playwright gives it
+    leaves out (the screenshot showed the text, the reading was empty): the render writes
+    open shadow roots in as declarative ones, which the converter reads."""
+    with serve(routes={"/": respond(200, SHADOW_SHELL)}) as srv:
+        async with make_web(renderer=ChromiumRenderer()) as web:
+            page = await web.fetch(srv.url("/"), tier="connected")
+    assert "Text inside the component shadow root." in page.content
+
+
 async def test_what_a_shell_writes_after_its_load_event_is_read() -> None:
     """The DOM was read at the load event: a shell that fetched its content just after, or
     wrote it on a timer, was read empty (and pictured blank). The render now waits for the

@@ -335,6 +335,23 @@ async def _quiet(page: Any) -> None:
             await anyio.sleep(_TEXT_POLL_S)
 
 
+# The DOM with its open shadow roots written in (as declarative ones, which the converter
+# reads: a web component's text is in its shadow root, which page.content() leaves out though
+# the screenshot shows it); null when the page has none, for page.content() to give the DOM.
+_WITH_SHADOW_ROOTS = """() => {
+  const roots = [];
+  const collect = (node) => {
+    for (const el of node.querySelectorAll('*')) {
+      if (el.shadowRoot) { roots.push(el.shadowRoot); collect(el.shadowRoot); }
+    }
+  };
+  collect(document);
+  const html = document.documentElement;
+  if (!roots.length || !html || typeof html.getHTML !== 'function') return null;
+  return '<!DOCTYPE html><html>' + html.getHTML({shadowRoots: roots}) + '</html>';
+}"""
+
+
 async def _settled_content(page: Any, timeout_s: float) -> str:
     """The page's DOM once a navigation it started (a meta refresh, a script's ``location``
     on load) has settled: Playwright refuses the DOM of a page mid-navigation. A page that is
@@ -344,10 +361,11 @@ async def _settled_content(page: Any, timeout_s: float) -> str:
 
     for _ in range(3):
         try:
-            content: str = await page.content()
+            shadowed: str | None = await page.evaluate(_WITH_SHADOW_ROOTS)
+            content: str = shadowed if shadowed is not None else await page.content()
             return content
         except PlaywrightError as exc:
-            if "navigating" not in str(exc):
+            if "navigating" not in str(exc) and "context was destroyed" not in str(exc):
                 raise
         with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_load_state("load", timeout=timeout_s * 1000)
