@@ -84,6 +84,7 @@ PAGES: list[tuple[str, Any, str]] = [
         "text/html",
     ),
     ("math openers left open 990 kB", lambda: hostile.delimiters_html("paren"), "text/html"),
+    ("blanks beside a cell's lines 990 kB", hostile.blanks_beside_cell_lines_html, "text/html"),
     ("one run of backslashes 990 kB", lambda: hostile.delimiters_html("backslashes"), "text/html"),
     ("backticks in a code link 990 kB", lambda: hostile.delimiters_html("backticks"), "text/html"),
     ("36,000 links on one line 990 kB", lambda: hostile.marked_line_html("link"), "text/html"),
@@ -216,6 +217,7 @@ _MAKERS = {
         ' % i for i in range(2_000)) + b"".join(b".h.y%d:hover{display:block}" % i for i in range(5_000)))'
     ),
     "math openers left open 990 kB": 'hostile.delimiters_html("paren")',
+    "blanks beside a cell's lines 990 kB": "hostile.blanks_beside_cell_lines_html()",
     "one run of backslashes 990 kB": 'hostile.delimiters_html("backslashes")',
     "backticks in a code link 990 kB": 'hostile.delimiters_html("backticks")',
     "36,000 links on one line 990 kB": 'hostile.marked_line_html("link")',

@@ -12,6 +12,7 @@ __all__ = [
     "attributes_html",
     "backtick_run",
     "base_href_html",
+    "blanks_beside_cell_lines_html",
     "class_names_html",
     "deep_html",
     "deep_list_html",
@@ -453,6 +454,18 @@ def stray_end_tags_html(depth: int = 2_000, size: int = 990_000) -> bytes:
     ``size`` bytes: libxml2 searches its whole stack of open elements for each (0.57 s to
     parse at 2,000 levels)."""
     return _fill(_HEAD + b"<div>" * depth, b"word</a></li></x>", size)
+
+
+def blanks_beside_cell_lines_html(size: int = 990_000) -> bytes:
+    """A table cell of two paragraphs (read as the cell's lines, joined by marks the Markdown
+    is then searched for) beside a code block of one run of blanks: a pattern that tried each
+    blank for a mark made that search quadratic, 19.6 s at 59 kB."""
+    head = (
+        b"<html><head><title>Blanks</title></head><body><table><tr><th>k</th><th>v</th></tr>"
+        b"<tr><td>mode</td><td><p>first line</p><p>second line</p></td></tr></table><pre>a"
+    )
+    tail = b"b</pre></body></html>"
+    return head + b" " * (size - len(head) - len(tail)) + tail
 
 
 def delimiters_html(kind: str, size: int = 990_000) -> bytes:

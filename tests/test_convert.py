@@ -23,6 +23,7 @@ from webward._convert import (
 )
 from webward._errors import Refused, WebwardError
 from webward._settings import LimitsSettings
+from webward._shell import needs_browser
 
 LIMITS = LimitsSettings()
 URL = "https://example.com/blog/post.html"
@@ -278,6 +279,34 @@ def test_a_code_block_ends_only_at_its_own_fence() -> None:
     assert tidy_markdown("```\na\n``` not a fence\nb  \n```\nc") == (
         "```\na\n``` not a fence\nb  \n```\n\nc"
     )
+
+
+def test_a_refresh_for_browsers_without_scripts_leaves_a_script_shell_a_shell() -> None:
+    """The refresh a script shell keeps in <noscript> is for browsers that run no scripts:
+    named as the page's, it made the reading not scant, so the shell was never rendered and
+    the model was sent to the no-script page."""
+    page = (
+        "<html><head><title>App</title><noscript><meta http-equiv=refresh "
+        "content='0; url=/unsupported'></noscript></head><body><div id=root></div>"
+        "<script>render()</script></body></html>"
+    )
+    converted = read(page)
+    assert "redirects" not in converted.text
+    assert needs_browser(converted, page.encode())
+
+
+def test_a_table_cell_holding_code_keeps_what_follows_the_code() -> None:
+    """A cell whose blocks are read as its lines lost a paragraph after a <pre> (trafilatura
+    dropped what followed it) and wrote a <br> inside the code: a cell holding code is left
+    as it is."""
+    rows = "".join(f"<tr><td>k{i}</td><td>plain value {i}</td></tr>" for i in range(3))
+    page = (
+        f"<html><body><main><p>{'Words of the article around the table. ' * 20}</p><table>"
+        f"<tr><th>key</th><th>value</th></tr>{rows}<tr><td>a</td><td><pre>line1<br>line2</pre>"
+        "<p>note after</p></td></tr></table></main></body></html>"
+    )
+    text = read(page).text
+    assert "note after" in text and "line1<br>line2" not in text
 
 
 # ---------------------------------------------------------------------------------- charsets
@@ -1993,6 +2022,15 @@ def test_a_refresh_that_sends_nowhere_readable_says_nothing(content: str) -> Non
 
 
 # ---------------------------------------------------------------------------------- charsets
+
+
+@pytest.mark.parametrize("word", ["新聞", "台北", "學生", "電話"])
+def test_a_short_undeclared_big5_word_stays_big5(word: str) -> None:
+    """A Big5 character whose second byte is ASCII reads in windows-1252 as a symbol and a
+    letter ("新聞" as "·s»D"): with none of windows-1252's own punctuation, and no accent
+    inside a Western word, the detector's Big5 stands."""
+    body = f"<html><body><p>{word}</p></body></html>".encode("big5")
+    assert word in read(body, "text/html").text
 
 
 @pytest.mark.parametrize(

@@ -392,3 +392,17 @@ async def test_remembered_verdicts_of_long_urls_stay_small() -> None:
     entry = checker._cached("http://one.example")
     assert entry is not None
     assert 0 < sum(len(url) for url, _ in entry.verdicts) <= 12_000
+
+
+@pytest.mark.anyio
+async def test_an_origin_read_again_stays_while_others_go() -> None:
+    """The bound forgets the least recently used origin: one asked for on every read is
+    kept, not the one first cached (a hit did not count as a use)."""
+    fetch = ServedFrom(ROBOTS)
+    checker = RobotsChecker(fetch, max_origins=2)
+    await checker.check("http://hot.example/")
+    await checker.check("http://cold1.example/")
+    await checker.check("http://hot.example/")
+    await checker.check("http://cold2.example/")
+    await checker.check("http://hot.example/")
+    assert fetch.urls.count("http://hot.example/robots.txt") == 1

@@ -320,6 +320,20 @@ async def test_one_agent_naming_session_after_session_forgets_its_own_not_others
         await by_bytes.add(scoped_session("gateway", "erin", f"t{i}"), U[:2])
     assert await by_bytes.has(bob, U[1])
     assert by_bytes._total == recount(by_bytes) <= room
+    # One session past half the bound gives up its own oldest URLs, not bob's sessions; and
+    # while erin holds more than half, another agent's adds take room from her, not bob.
+    one = MemorySessionStore(max_urls=1000, max_age_s=60, max_bytes=room, clock=FakeClock())
+    await one.add(bob, U[:2])
+    await one.add(scoped_session("gateway", "erin", "big"), [f"{U[0]}?{i}" for i in range(200)])
+    assert await one.has(bob, U[1])
+    crowd = MemorySessionStore(max_urls=100, max_age_s=60, max_sessions=10, clock=FakeClock())
+    await crowd.add(bob, [U[0]])
+    for i in range(9):
+        await crowd.add(scoped_session("gateway", "erin", f"s{i}"), [U[1]])
+    for i in range(4):  # each evicts one of erin's, down to half the bound
+        await crowd.add(scoped_session("gateway", "carol", f"c{i}"), [U[2]])
+    assert await crowd.has(bob, U[0])
+    assert len(crowd._owned["gateway:erin"].sessions) == 5
 
 
 @pytest.mark.anyio

@@ -190,6 +190,11 @@ _NOT_WESTERN = re.compile(
 _ASCII_NOT_LETTER = "[\\x00-\\x40\\x5b-\\x60\\x7b-\\x7f]"
 _ALONE = re.compile(f"(?:^|(?<={_ASCII_NOT_LETTER}))[^\\x00-\\x7f]{{2,3}}(?={_ASCII_NOT_LETTER}|$)")
 _WESTERN_LETTER = re.compile(f"[{_CP1252_LETTERS}]")
+# A character past ASCII that is no Western letter, or one that no letter comes before (a
+# Western accent is inside a word or ends it: "Türkçe", "Größe", "café").
+_NOT_IN_A_WORD = re.compile(
+    f"[^\\x00-\\x7f{_CP1252_LETTERS}]|(?<![A-Za-z{_CP1252_LETTERS}])[{_CP1252_LETTERS}]"
+)
 #: At most this share of a text's bytes are past ASCII for it to be read as Western prose.
 _MAX_WESTERN_SHARE = 0.25
 
@@ -209,16 +214,23 @@ def _reads_as_cp1252(sample: bytes) -> bool:
     high = len(sample) - len(sample.translate(None, _HIGH_BYTES))
     if not high or high > _MAX_WESTERN_SHARE * len(sample):
         return False
+    c1 = len(sample.translate(None, _C1_BYTES)) != len(sample)
     try:
         text = sample.decode("cp1252")
     except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: no character in cp1252
         return False
     if _NOT_WESTERN.search(text):
         return False
+    if not c1 and _NOT_IN_A_WORD.search(text):
+        # Neither windows-1252's own punctuation (bytes 0x80 to 0x9F: smart quotes, dashes,
+        # the ellipsis) nor letters inside Western words alone: a Big5 word whose second byte
+        # is ASCII ("新聞", B7 73 BB 44) reads as "·s»D", and passed the rest.
+        return False
     return not any(_WESTERN_LETTER.search(run.group()) for run in _ALONE.finditer(text))
 
 
 _HIGH_BYTES = bytes(range(0x80, 0x100))
+_C1_BYTES = bytes(range(0x80, 0xA0))
 
 
 #: A body that is not strictly UTF-8 is still read as UTF-8 (stray bytes as U+FFFD) when at

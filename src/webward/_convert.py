@@ -733,6 +733,8 @@ def _refresh_target(tree: Any, base: str, final_url: str) -> tuple[str, int] | N
     for meta in tree.iter("meta"):
         if (meta.get("http-equiv") or "").strip().lower() != "refresh":
             continue
+        if next(meta.iterancestors("noscript"), None) is not None:
+            continue  # where scripts do not run: a script shell's page for browsers without
         content = meta.get("content") or ""
         match = _REFRESH.match(content)
         after = content[match.end("time") : match.end("time") + 1] if match else ""

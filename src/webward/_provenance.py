@@ -171,9 +171,10 @@ class MemorySessionStore:
     """Sessions in this process: bounded in URLs per session, idle age, session count and
     the bytes all sessions hold together (a running total, never recounted).
 
-    When a bound is passed, an owner (an agent on a face) that holds more than half of it
-    makes the room from its own sessions, least recently used first: one token that names a
-    new session per request forgets its own, not every other agent's."""
+    When a bound is passed, the owner (an agent on a face) that holds more than half of it
+    makes the room, whoever is adding: its least recently used sessions, or the oldest URLs of
+    its only one. One token that names a new session per request, or fills one session,
+    forgets its own, not every other agent's."""
 
     def __init__(
         self,
@@ -218,29 +219,51 @@ class MemorySessionStore:
         url, _ = entry.urls.popitem(last=False)
         self._charge(entry, -(len(url) + _URL_OVERHEAD))
 
-    def _oldest(self, session: str, entry: _Session, *, by_bytes: bool) -> str:
-        """The session to forget for room: the owner's own least recently used while it holds
-        more than half of the bound that is passed, else the least recently used of all."""
-        owned = self._owned[entry.owner]
-        if len(owned.sessions) > 1 and (
-            owned.cost > self._max_bytes // 2
-            if by_bytes
-            else len(owned.sessions) > self._max_sessions // 2
-        ):
-            return next(iter(owned.sessions))
-        return next(iter(self._sessions))
+    def _heavy(self, *, by_bytes: bool) -> str | None:
+        """The owner holding more than half of the bound (sessions, or bytes): at most one.
+        Owners are a face's agents, few: a look at each, when a bound is passed."""
+        for owner, owned in self._owned.items():
+            if (
+                owned.cost > self._max_bytes // 2
+                if by_bytes
+                else len(owned.sessions) > self._max_sessions // 2
+            ):
+                return owner
+        return None
+
+    def _make_room(self, session: str, entry: _Session) -> bool:
+        """Forget something to get back under the bytes bound; ``False`` when nothing is left
+        to forget but the session being added to, empty. The owner over half the bound (the
+        one adding, or not) gives first: its least recently used session, or the oldest URLs
+        of its only one. Else the least recently used session of all, and last this
+        session's own oldest URLs."""
+        heavy = self._heavy(by_bytes=True)
+        if heavy is not None:
+            owned = self._owned[heavy]
+            first = next(iter(owned.sessions))
+            if len(owned.sessions) > 1 and first != session:
+                self._forget(first)
+                return True
+            alone = self._sessions[first]
+            if alone.urls:
+                self._forget_oldest_url(alone)
+                return True
+            if first != session:
+                self._forget(first)
+                return True
+        oldest = next(iter(self._sessions))
+        if oldest != session:
+            self._forget(oldest)
+        elif entry.urls:
+            self._forget_oldest_url(entry)
+        else:
+            return False  # a bound below one session's own cost: the session is kept, empty
+        return True
 
     def _shrink(self, session: str, entry: _Session) -> None:
-        """Back under the bytes bound: other sessions first, least recently used first (the
-        session being added to is the most recent), then this session's oldest URLs."""
-        while self._total > self._max_bytes:
-            oldest = self._oldest(session, entry, by_bytes=True)
-            if oldest != session:
-                self._forget(oldest)
-            elif entry.urls:
-                self._forget_oldest_url(entry)
-            else:
-                break  # a bound below one session's own cost: the session is kept, empty
+        """Back under the bytes bound (see :meth:`_make_room`)."""
+        while self._total > self._max_bytes and self._make_room(session, entry):
+            pass
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
         given = iter(urls)
@@ -269,7 +292,10 @@ class MemorySessionStore:
             self._sessions.move_to_end(session)
             self._owned[entry.owner].sessions.move_to_end(session)
             while len(self._sessions) > self._max_sessions:
-                self._forget(self._oldest(session, entry, by_bytes=False))
+                heavy = self._heavy(by_bytes=False)
+                own = self._owned[heavy].sessions if heavy is not None else self._sessions
+                first = next(iter(own))
+                self._forget(first if first != session else next(iter(self._sessions)))
             self._shrink(session, entry)  # a new session's name may be what passes the bound
             seen = entry.urls
             # Bounded URL by URL, whatever each URL's length: a page with many links never

@@ -49,6 +49,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 import anyio
+from anyio.lowlevel import RunVar
 from protego import Protego
 
 from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
@@ -158,14 +159,20 @@ def _weight(entry: _Entry) -> int:
 
 
 # One large parse at a time: each holds the GIL most of its 0.3 s, and eight at once left the
-# event loop waiting its turn behind all of them (and held eight parses' memory).
-_PARSES = anyio.CapacityLimiter(1)
+# event loop waiting its turn behind all of them (and held eight parses' memory). One limiter
+# per event loop run: a limiter belongs to the loop (and the anyio backend) that first used it.
+_PARSES: RunVar[anyio.CapacityLimiter] = RunVar("webward_robots_parses")
 
 
 async def _parsed(expires: float, text: str) -> _Entry | None:
-    if len(text) > _THREAD_PARSE_CHARS:
-        return await anyio.to_thread.run_sync(_parse_rules, expires, text, limiter=_PARSES)
-    return _parse_rules(expires, text)
+    if len(text) <= _THREAD_PARSE_CHARS:
+        return _parse_rules(expires, text)
+    try:
+        limiter = _PARSES.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(1)
+        _PARSES.set(limiter)
+    return await anyio.to_thread.run_sync(_parse_rules, expires, text, limiter=limiter)
 
 
 def _parse_rules(expires: float, text: str) -> _Entry | None:
@@ -309,6 +316,7 @@ class RobotsChecker:
         if self._clock() >= entry.expires:
             self._drop(origin)
             return None
+        self._cache.move_to_end(origin)  # least recently used go first, not least recently made
         return entry
 
     async def _stored(self, origin: str) -> _Entry | None:

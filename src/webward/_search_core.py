@@ -10,6 +10,7 @@ The audit record gets the provider's name and the last HTTP status; never a key.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import inspect
 import time
@@ -185,7 +186,9 @@ class Searcher:
                             provider, method, url, headers=headers, content=content
                         )
                 except Refused:  # by the guard or the provider's limits, before it was sent
-                    await gate.refund_spend(agent, provider, session)
+                    # The refusal is what the caller hears, whether or not the refund lands.
+                    with contextlib.suppress(WebwardError):
+                        await gate.refund_spend(agent, provider, session)
                     raise
                 call.status = body.status  # sent: the call is the provider's, and costs
                 return body
@@ -237,7 +240,8 @@ class Searcher:
             # failed on a later page, was the provider's, and counts.
             unsent = call.status is None and not isinstance(exc, UpstreamError)
             if unsent and self.gate.budgets.charges(agent):
-                await self.gate.budgets.refund_call(agent, "search", session)
+                with contextlib.suppress(WebwardError):  # the refusal is what is said
+                    await self.gate.budgets.refund_call(agent, "search", session)
             raise
         finally:
             CUT_SHORT.reset(cut)

@@ -133,7 +133,6 @@ _CELL_TAGS = _CELL_BLOCKS | {"br", "hr", "td", "th", "tbody", "thead", "tfoot"}
 # A table row's cell edge, not an escaped pipe ("\|" in a cell's words).
 _CELL_EDGE_BEFORE = re.compile(f"(?<!\\\\)(\\|)[ \t]*{CELL_BREAK}")
 _CELL_EDGE_AFTER = re.compile(f"{CELL_BREAK}[ \t]*((?<!\\\\)\\|)")
-_CELL_BREAKS = re.compile(f"[ \t]*(?:{CELL_BREAK}[ \t]*)+")
 _EDGE_BREAK = re.compile(f"^([ \t]*){CELL_BREAK}|{CELL_BREAK}$", re.MULTILINE)
 
 # Scripts: a superscript that ends an ordinal number ("1<sup>st</sup>"), and a script's text
@@ -287,10 +286,13 @@ def _cell_lines(tree: Any) -> None:
     # whether there is one takes 1 ms, listing them 10 ms, and a loop over the cells 25 ms.
     if not tree.xpath("boolean(//td/* | //th/*)"):
         return
+    # A cell holding code is left as it is: its lines are the code's, and trafilatura dropped
+    # what followed a <pre> once the cell's blocks were spans.
     cells = [
         cell
         for cell in tree.xpath("//td[*] | //th[*]")
         if next(cell.iterdescendants(*_CELL_LINE_TAGS), None) is not None
+        and next(cell.iterdescendants("pre"), None) is None
     ]
     layout = _Layout(tree)
     layout.measure(cells)
@@ -918,11 +920,27 @@ def restore(markdown: str) -> str:
 def _cell_breaks(markdown: str) -> str:
     """Each run of :data:`CELL_BREAK` (with the spaces around it) written ``<br>``, but at a
     cell's edge or a line's, where it goes."""
-    markdown = _CELL_BREAKS.sub(CELL_BREAK, markdown)
+    markdown = _one_break_a_run(markdown)
     markdown = _CELL_EDGE_BEFORE.sub(r"\1 ", markdown)
     markdown = _CELL_EDGE_AFTER.sub(r" \1", markdown)
     markdown = _EDGE_BREAK.sub(r"\1", markdown)
     return markdown.replace(CELL_BREAK, "<br>")
+
+
+def _one_break_a_run(markdown: str) -> str:
+    """Each run of :data:`CELL_BREAK` with the blanks around and between its marks made one
+    mark: a split, not a pattern, which tried every blank of a long run of them (a code
+    block's) and took seconds on a page of 60 kB."""
+    if CELL_BREAK not in markdown:
+        return markdown
+    pieces = markdown.split(CELL_BREAK)
+    kept = [pieces[0].rstrip(" \t")]
+    last = len(pieces) - 1
+    for i in range(1, len(pieces)):
+        piece = pieces[i].lstrip(" \t") if i == last else pieces[i].strip(" \t")
+        if piece or i == last:  # blanks alone between two marks: the marks are one
+            kept.append(piece)
+    return CELL_BREAK.join(kept)
 
 
 def _restore_code(lines: list[str], depths: list[int | None], start: int, fence: str) -> int:
