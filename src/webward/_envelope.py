@@ -378,7 +378,11 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
     if folded is None:
         folded, _ = _folded_view(text, with_index=False)
     # A substring test first: the pattern's look-behind start is tried at every position.
-    angled = ("<<" in folded or "\\<" in folded) and _ANGLED_RE.search(folded) is not None
+    angled = (
+        "<" in folded
+        and ("<<" in folded or "\\<" in folded)
+        and _ANGLED_RE.search(folded) is not None
+    )
     if not angled and not _CORE_RE.search(folded):
         return []  # the common case: no marker words at all, so no index is needed
     folded, index = _folded_view(text)
@@ -432,9 +436,14 @@ _OWN_HEADER_RE = re.compile(
 _OWN_HEADER_START_RE = re.compile(r"(?:showing|\[\d+\])\s+c\Z", re.IGNORECASE)
 
 
-def _neutralise_own_voice(text: str) -> str:
-    text = _OWN_NOTICE_RE.sub(REPLACEMENT, text)
-    if "haracters" not in text.lower():  # a lowered copy: a tenth of a case-blind search
+def _neutralise_own_voice(text: str, lowered: str | None = None) -> str:
+    """``text`` with webward's own voice (its notice, its window header) written on the page
+    neutralised; ``lowered`` is ``text.lower()`` when the caller has it."""
+    if "[" in text:  # the notice's pattern starts with one
+        text = _OWN_NOTICE_RE.sub(REPLACEMENT, text)
+        lowered = None
+    # A lowered copy: a tenth of a case-blind search.
+    if "haracters" not in (text.lower() if lowered is None else lowered):
         return text
     out: list[str] = []
     last = 0
@@ -482,13 +491,22 @@ def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-def _neutralise_markers(text: str) -> str:
-    text = _neutralise_own_voice(text)
+def _neutralise_markers(text: str, plain: bool | None = None) -> str:
+    if plain is None:
+        plain = _plain_ascii(text)
+    lowered = text.lower() if plain else None
+    out = _neutralise_own_voice(text, lowered)
+    if out is not text:  # rare: webward's own voice written on the page
+        text = out
+        plain = _plain_ascii(text)
+        lowered = text.lower() if plain else None
     # One folded view serves both searches below on text that is not plain ASCII (folding is
     # most of their cost: 0.15 s for a megabyte of Japanese).
-    folded = None if _plain_ascii(text) else _folded_view(text, with_index=False)[0]
-    if folded is not None and (own := _own_voice_spans(text, folded)):
-        text, folded = _replaced(text, own), None
+    folded: str | None = lowered
+    if not plain:
+        folded = _folded_view(text, with_index=False)[0]
+        if own := _own_voice_spans(text, folded):
+            text, folded = _replaced(text, own), None
     # Each pass removes at least one "untrusted...content" core and adds none, so this ends;
     # a second pass is insurance against a span that only appears once its neighbour is gone.
     while True:
@@ -583,9 +601,10 @@ def prepare_body(text: str) -> str:
     (``wrap(prepared=True)``).
     Lone surrogates become U+FFFD, so that no face fails to print or serialise the text."""
     text = _newlines(replace_surrogates(text))
-    if not _plain_ascii(text):  # plain ASCII (most pages' text) holds nothing to strip
+    plain = _plain_ascii(text)
+    if not plain:  # plain ASCII (most pages' text) holds nothing to strip
         text = _BODY_STRIP_RE.sub("", text)
-    return _neutralise_markers(text)
+    return _neutralise_markers(text, plain)
 
 
 def wrap(
