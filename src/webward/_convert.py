@@ -250,6 +250,7 @@ _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 # C0 controls other than tab, newline and carriage return (and DEL): lxml refuses them, and a
 # model gains nothing from them.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_BYTES = bytes(b for b in range(128) if _CONTROL.match(chr(b)))
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
 
 # libxml2 checks each attribute of a start tag against every one before it: 16,000 attributes
@@ -615,6 +616,15 @@ def _collapse(text: str, limit: int) -> str:
     return _CONTROL.sub("", _WS.sub(" ", text)).strip()[:limit].strip()
 
 
+def _has_control(text: str) -> bool:
+    """Whether ``text`` holds a character :data:`_CONTROL` matches: for ASCII text (most
+    pages) one byte pass, several times quicker than the pattern's scan."""
+    if text.isascii():
+        raw = text.encode("ascii")
+        return len(raw.translate(None, _CONTROL_BYTES)) != len(raw)
+    return _CONTROL.search(text) is not None
+
+
 def _parse(text: str) -> tuple[Any, str]:
     """The parsed document (``None`` if there is nothing to parse) and, when the parser
     stopped at its nesting limit and dropped everything nested deeper, the note saying so
@@ -623,7 +633,7 @@ def _parse(text: str) -> tuple[Any, str]:
     import lxml.html  # type: ignore[import-untyped]
 
     text = _XML_DECL.sub("", text, count=1)
-    if _CONTROL.search(text):
+    if _has_control(text):
         # A form feed is white space to HTML and a line's end to CSS (it ends a string in a
         # sheet: "'x<FF>}" closes the string there): a newline, not nothing.
         text = _CONTROL.sub("", text.replace("\x0c", "\n"))
@@ -2479,9 +2489,6 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BLANK_RUN = re.compile(r"\n{3,}")
-_CONTROL_BYTES = bytes(b for b in range(128) if _CONTROL.match(chr(b)))
-
-
 def tidy_markdown(markdown: str) -> str:
     """Trailing spaces off, at most one blank line in a row, a blank line after a closing code
     fence, control characters out. Code blocks keep their lines as they are."""
