@@ -281,6 +281,19 @@ def test_a_code_block_ends_only_at_its_own_fence() -> None:
     )
 
 
+def test_a_headings_permalink_symbol_is_not_part_of_the_heading() -> None:
+    """Documentation sites put a permalink in each heading (Sphinx and MkDocs a pilcrow, others
+    "#" or a link symbol): it read as "# Sessions[¶](…#sessions)". A link with words stays."""
+    prose = "<p>Words of the documentation about sessions and their pools.</p>" * 20
+    page = (
+        "<html><body><main><h1>Sessions<a class=headerlink href='#sessions'>\u00b6</a></h1>"
+        f"{prose}<h2 id=p>Pools <a href='#p'>#</a></h2>{prose}"
+        "<h2>See <a href='/guide'>the guide</a></h2><p>Words.</p></main></body></html>"
+    )
+    headings = [line for line in read(page).text.splitlines() if line.startswith("#")]
+    assert headings == ["# Sessions", "## Pools", "## See [the guide](https://example.com/guide)"]
+
+
 def test_a_refresh_for_browsers_without_scripts_leaves_a_script_shell_a_shell() -> None:
     """The refresh a script shell keeps in <noscript> is for browsers that run no scripts:
     named as the page's, it made the reading not scant, so the shell was never rendered and

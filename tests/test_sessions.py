@@ -333,7 +333,14 @@ async def test_one_agent_naming_session_after_session_forgets_its_own_not_others
     for i in range(4):  # each evicts one of erin's, down to half the bound
         await crowd.add(scoped_session("gateway", "carol", f"c{i}"), [U[2]])
     assert await crowd.has(bob, U[0])
-    assert len(crowd._owned["gateway:erin"].sessions) == 5
+    assert len(crowd._owned["erin"].sessions) == 5
+    # One agent through two faces is one owner: its gateway and MCP sessions together give way.
+    faces = MemorySessionStore(max_urls=100, max_age_s=60, max_sessions=10, clock=FakeClock())
+    await faces.add(bob, [U[0]])
+    for i in range(5):
+        await faces.add(scoped_session("gateway", "erin", f"g{i}"), [U[1]])
+        await faces.add(scoped_session("mcp", "erin", f"m{i}"), [U[1]])
+    assert await faces.has(bob, U[0])
 
 
 @pytest.mark.anyio

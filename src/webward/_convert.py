@@ -1024,6 +1024,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     _keep_inline_alts(tree)
     _open_shadow_roots(tree)
     _open_dialogs(tree)
+    _drop_permalinks(tree)
     _strip_all(tree, *_DROP_TAGS)
     _drop_empty_inline(tree)
     hides = rules.asker() if rules is not None else None
@@ -1209,6 +1210,22 @@ def _open_dialogs(tree: Any) -> None:
     for dialog in tree.iter("dialog"):
         if "open" in dialog.attrib:
             dialog.tag = "div"
+
+
+# What a heading's permalink shows (Sphinx and MkDocs "¶", "#", "§", a link symbol): not words
+# of the heading ("# Sessions[¶](https://docs.example/#sessions)").
+_PERMALINK_TEXTS = frozenset(("\u00b6", "#", "\u00a7", "\U0001f517", "\u2693", "\U0001f517\ufe0e"))
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def _drop_permalinks(tree: Any) -> None:
+    """Drop a heading's own permalink: a link inside it to an anchor (``#...``) whose only
+    text is a permalink symbol. Its tail stays."""
+    for heading in tree.iter(*_HEADINGS):
+        for link in list(heading.iter("a")):
+            href = link.get("href") or ""
+            if "#" in href and link.text_content().strip() in _PERMALINK_TEXTS:
+                link.drop_tree()
 
 
 def _drop_unseen(tree: Any, rules: StyleRules | None = None) -> None:
@@ -2489,6 +2506,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BLANK_RUN = re.compile(r"\n{3,}")
+
+
 def tidy_markdown(markdown: str) -> str:
     """Trailing spaces off, at most one blank line in a row, a blank line after a closing code
     fence, control characters out. Code blocks keep their lines as they are."""

@@ -427,13 +427,19 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
 # Searches that start from a literal ("[", "haracters"), so that a megabyte of prose takes a
 # couple of milliseconds; a header's start ("showing c", "[3] c", "Showing C") is checked
 # behind each find.
-_OWN_NOTICE_RE = re.compile(r"\[\s*webward\s*\\?\]", re.IGNORECASE)
+# Between the words, besides blanks: what Markdown puts around a word ("[**webward**]",
+# "showing *characters*"), and a table cell's line break.
+_GAP = r"(?:[\s*_`~\\]|<br>)"
+_OWN_NOTICE_RE = re.compile(rf"\[{_GAP}*webward{_GAP}*\]", re.IGNORECASE)
 _OWN_HEADER_RE = re.compile(
-    r"haracters\s+\d[\d,]*\s*[\u2013\u2014-]\s*\d[\d,]*\s+of\s+\d[\d,]*"
-    r"(?:\s*;\s*pass\s+offset\s*=\s*\d*(?:\s+to\s+continue)?)?",
+    rf"haracters{_GAP}+\d[\d,]*{_GAP}*[\u2013\u2014-]{_GAP}*\d[\d,]*{_GAP}+of{_GAP}+\d[\d,]*"
+    rf"(?:{_GAP}*;{_GAP}*pass{_GAP}+offset{_GAP}*={_GAP}*\d*(?:{_GAP}+to{_GAP}+continue)?)?",
     re.IGNORECASE,  # "SHOWING CHARACTERS 0-40000 OF 81234" reads as the header too
 )
-_OWN_HEADER_START_RE = re.compile(r"(?:showing|\[\d+\])\s+c\Z", re.IGNORECASE)
+# No gap at all too: a look-alike view deletes the blanks that read as one (U+3164, U+2800).
+_OWN_HEADER_START_RE = re.compile(rf"(?:showing|\[{_GAP}*\d+{_GAP}*\]){_GAP}*c\Z", re.IGNORECASE)
+# How far before "haracters" a header's start is looked for (its gap may be long).
+_HEADER_START_REACH = 64
 
 
 def _neutralise_own_voice(text: str, lowered: str | None = None) -> str:
@@ -448,7 +454,7 @@ def _neutralise_own_voice(text: str, lowered: str | None = None) -> str:
     out: list[str] = []
     last = 0
     for m in _OWN_HEADER_RE.finditer(text):
-        head = _OWN_HEADER_START_RE.search(text, max(0, m.start() - 24), m.start())
+        head = _OWN_HEADER_START_RE.search(text, max(0, m.start() - _HEADER_START_REACH), m.start())
         if head is None or head.start() < last:
             continue  # "characters 1-5 of 10" in prose: no header of webward's
         out += (text[last : head.start()], REPLACEMENT)
@@ -469,7 +475,9 @@ def _own_voice_spans(text: str, folded: str) -> list[tuple[int, int]]:
     found = [m.span() for m in _OWN_NOTICE_RE.finditer(folded)] if notice else []
     if header:
         for m in _OWN_HEADER_RE.finditer(folded):
-            head = _OWN_HEADER_START_RE.search(folded, max(0, m.start() - 24), m.start())
+            head = _OWN_HEADER_START_RE.search(
+                folded, max(0, m.start() - _HEADER_START_REACH), m.start()
+            )
             if head is not None:
                 found.append((head.start(), m.end()))
     found.sort()

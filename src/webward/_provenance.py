@@ -151,10 +151,12 @@ class _Session:
 
 
 def _owner(session: str) -> str:
-    """Whose ``session`` is: the face and agent of a server's key (:func:`scoped_session`),
-    or ``""`` for a name the library's caller chose (one owner: the caller)."""
+    """Whose ``session`` is: the agent of a server's key (:func:`scoped_session`), whichever
+    face it came through (one agent on two faces is one owner: as two, each held half the
+    bound and together evicted everyone else's), or ``""`` for a name the library's caller
+    chose (one owner: the caller)."""
     parts = session.split(":", 2)
-    return f"{parts[0]}:{parts[1]}" if len(parts) == 3 else ""
+    return parts[1] if len(parts) == 3 else ""
 
 
 class _Owned:
