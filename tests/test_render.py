@@ -30,6 +30,7 @@ from webward._call import Call
 from webward._gate import RenderGate
 from webward._proxy import EgressProxy, Gate, open_proxy
 from webward._render import (
+    MAX_DOM_CHARS,
     UNPRIVILEGED_USER,
     UNSAFE_ENV,
     ChromiumRenderer,
@@ -817,6 +818,40 @@ async def test_a_web_components_shadow_root_is_read() -> None:
         async with make_web(renderer=ChromiumRenderer()) as web:
             page = await web.fetch(srv.url("/"), tier="connected")
     assert "Text inside the component shadow root." in page.content
+
+
+# A page that replaces what serializes a DOM in its own scripts (the word it smuggles is
+# built, so that it is nowhere in the page's source), and a page that builds a huge DOM.
+TAMPERING = (
+    "<html><head><title>T</title></head><body><p>Text of the page itself.</p>"
+    "<div id=c></div><script>"
+    "const fake = () => '<p>' + 'SMUG' + 'GLED text that is nowhere in the DOM</p>';"
+    "document.getElementById('c').attachShadow({mode: 'open'}).innerHTML = '<i>card</i>';"
+    "Element.prototype.getHTML = fake;"
+    "Object.defineProperty(Element.prototype, 'innerHTML', {get: fake});"
+    "Object.defineProperty(Element.prototype, 'outerHTML', {get: fake});"
+    "</script></body></html>"
+)
+HUGE = (
+    "<html><head><title>H</title></head><body><p id=p>Text of the page itself.</p><script>"
+    "document.getElementById('p').after('x'.repeat(5000000));</script></body></html>"
+)
+
+
+async def test_the_dom_is_read_out_of_the_pages_reach_and_bounded() -> None:
+    """The DOM was serialized in the page's own scripts' world: a page that replaced the
+    serializer handed the render text that is nowhere on the page, and one of hundreds of
+    megabytes (827 MB of this process for one render). It is now serialized in a world of
+    webward's own and cut at MAX_DOM_CHARS before it leaves the browser."""
+    with serve(routes={"/t": respond(200, TAMPERING), "/h": respond(200, HUGE)}) as srv:
+        async with make_web() as web:
+            gate, _ = gate_for(web)
+            tampered = await ChromiumRenderer().render(srv.url("/t"), screenshot=False, gate=gate)
+            gate, _ = gate_for(web)
+            huge = await ChromiumRenderer().render(srv.url("/h"), screenshot=False, gate=gate)
+    assert "SMUGGLED" not in tampered.html
+    assert "Text of the page itself." in tampered.html and "<i>card</i>" in tampered.html
+    assert len(huge.html) == MAX_DOM_CHARS and "Text of the page itself." in huge.html
 
 
 async def test_what_a_shell_writes_after_its_load_event_is_read() -> None:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the egress proxy is imported by a render, not by every read
 
 __all__ = [
     "CHROMIUM",
+    "MAX_DOM_CHARS",
     "UNSAFE_ENV",
     "ChromiumRenderer",
     "PlainRenderer",
@@ -335,10 +336,18 @@ async def _quiet(page: Any) -> None:
             await anyio.sleep(_TEXT_POLL_S)
 
 
-# The DOM with its open shadow roots written in (as declarative ones, which the converter
-# reads: a web component's text is in its shadow root, which page.content() leaves out though
-# the screenshot shows it); null when the page has none, for page.content() to give the DOM.
-_WITH_SHADOW_ROOTS = """() => {
+#: At most this many characters of a rendered DOM leave the browser: a page read plainly is
+#: cut at 1 MB, and a hostile one can build a DOM of hundreds of megabytes (827 MB of this
+#: process's memory for one render).
+MAX_DOM_CHARS = 2_000_000
+
+# The DOM as it is read, made in a world of webward's own (a CDP isolated world: the page's
+# DOM, not its scripts' globals), where the page cannot replace what serializes it, and cut
+# before it leaves the browser. Open shadow roots (a web component's text, which the
+# screenshot shows) are written in as declarative ones, which the converter reads.
+_SERIALIZE = """(() => {
+  const html = document.documentElement;
+  if (!html) return '';
   const roots = [];
   const collect = (node) => {
     for (const el of node.querySelectorAll('*')) {
@@ -346,26 +355,56 @@ _WITH_SHADOW_ROOTS = """() => {
     }
   };
   collect(document);
-  const html = document.documentElement;
-  if (!roots.length || !html || typeof html.getHTML !== 'function') return null;
-  return '<!DOCTYPE html><html>' + html.getHTML({shadowRoots: roots}) + '</html>';
-}"""
+  const inner = roots.length && typeof html.getHTML === 'function'
+    ? html.getHTML({shadowRoots: roots}) : html.innerHTML;
+  const text = '<!DOCTYPE html><html>' + inner + '</html>';
+  return text.length > MAX_DOM_CHARS ? text.slice(0, MAX_DOM_CHARS) : text;
+})()""".replace("MAX_DOM_CHARS", str(MAX_DOM_CHARS))
+
+# What a read of a page that is navigating says, from Playwright or the DevTools protocol.
+_NAVIGATING = ("navigating", "context was destroyed", "Cannot find context")
+
+
+async def _dom_of(page: Any) -> str:
+    """The page's DOM, serialized as :data:`_SERIALIZE` says."""
+    from playwright.async_api import Error as PlaywrightError
+
+    session = await page.context.new_cdp_session(page)
+    try:
+        frames = await session.send("Page.getFrameTree")
+        world = await session.send(
+            "Page.createIsolatedWorld",
+            {"frameId": frames["frameTree"]["frame"]["id"], "worldName": "webward-read"},
+        )
+        result = await session.send(
+            "Runtime.evaluate",
+            {
+                "expression": _SERIALIZE,
+                "contextId": world["executionContextId"],
+                "returnByValue": True,
+            },
+        )
+    finally:
+        with contextlib.suppress(PlaywrightError):
+            await session.detach()
+    if "exceptionDetails" in result:  # the page moved on under it: read again
+        raise PlaywrightError(f"Execution context was destroyed: {result['exceptionDetails']}")
+    value = result.get("result", {}).get("value")
+    return value if isinstance(value, str) else ""
 
 
 async def _settled_content(page: Any, timeout_s: float) -> str:
-    """The page's DOM once a navigation it started (a meta refresh, a script's ``location``
-    on load) has settled: Playwright refuses the DOM of a page mid-navigation. A page that is
-    still navigating after three such waits keeps navigating itself away."""
+    """The page's DOM (:func:`_dom_of`) once a navigation it started (a meta refresh, a
+    script's ``location`` on load) has settled: its DOM cannot be read mid-navigation. A page
+    that is still navigating after three such waits keeps navigating itself away."""
     from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import TimeoutError as PlaywrightTimeout
 
     for _ in range(3):
         try:
-            shadowed: str | None = await page.evaluate(_WITH_SHADOW_ROOTS)
-            content: str = shadowed if shadowed is not None else await page.content()
-            return content
+            return await _dom_of(page)
         except PlaywrightError as exc:
-            if "navigating" not in str(exc) and "context was destroyed" not in str(exc):
+            if not any(words in str(exc) for words in _NAVIGATING):
                 raise
         with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_load_state("load", timeout=timeout_s * 1000)
