@@ -173,7 +173,7 @@ class MemorySessionStore:
     """Sessions in this process: bounded in URLs per session, idle age, session count and
     the bytes all sessions hold together (a running total, never recounted).
 
-    When a bound is passed, the owner (an agent on a face) that holds more than half of it
+    When a bound is passed, the owner (an agent, over every face) that holds more than half of it
     makes the room, whoever is adding: its least recently used sessions, or the oldest URLs of
     its only one. One token that names a new session per request, or fills one session,
     forgets its own, not every other agent's."""
@@ -223,7 +223,7 @@ class MemorySessionStore:
 
     def _heavy(self, *, by_bytes: bool) -> str | None:
         """The owner holding more than half of the bound (sessions, or bytes): at most one.
-        Owners are a face's agents, few: a look at each, when a bound is passed."""
+        Owners are the agents, few: a look at each, when a bound is passed."""
         for owner, owned in self._owned.items():
             if (
                 owned.cost > self._max_bytes // 2
@@ -269,10 +269,10 @@ class MemorySessionStore:
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
         given = iter(urls)
-        first = next(given, None)
-        if first is None:  # nothing seen: no session made (an empty one costs room too)
+        head = next(given, None)
+        if head is None:  # nothing seen: no session made (an empty one costs room too)
             return
-        urls = itertools.chain((first,), given)
+        urls = itertools.chain((head,), given)
         with self._lock:
             now = self._clock()
             # Sessions idle too long are forgotten from the front (the least recently added
