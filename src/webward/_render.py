@@ -312,8 +312,7 @@ class ChromiumRenderer:
 #: After the load event, how long a render waits at most for the network to go quiet (no
 #: request for half a second: the fetches a script starts on load answered), then for the
 #: page's text to stop changing (a script that writes it on a timer).
-_QUIET_NETWORK_S = 3.0
-_QUIET_TEXT_S = 1.5
+_QUIET_S = 3.0  # the two together
 _TEXT_POLL_S = 0.25
 
 
@@ -324,10 +323,11 @@ async def _quiet(page: Any) -> None:
     ticking clock) is read as it stands at the bounds."""
     from playwright.async_api import Error as PlaywrightError
 
-    with contextlib.suppress(PlaywrightError):  # its TimeoutError among them
-        await page.wait_for_load_state("networkidle", timeout=_QUIET_NETWORK_S * 1000)
     last = None
-    with anyio.move_on_after(_QUIET_TEXT_S), contextlib.suppress(PlaywrightError):
+    # One bound for both waits, and a page that navigates away under them (an error here)
+    # ends them: the DOM's read then waits for its navigation.
+    with anyio.move_on_after(_QUIET_S), contextlib.suppress(PlaywrightError):
+        await page.wait_for_load_state("networkidle", timeout=_QUIET_S * 1000)
         while True:
             size = await page.evaluate("document.body ? document.body.innerText.length : 0")
             if size and size == last:
@@ -361,6 +361,8 @@ _SERIALIZE = """(() => {
   return text.length > MAX_DOM_CHARS ? text.slice(0, MAX_DOM_CHARS) : text;
 })()""".replace("MAX_DOM_CHARS", str(MAX_DOM_CHARS))
 
+# How long one read of the DOM may take (a DOM of 300,000 elements is read in about a second).
+_DOM_READ_S = 5.0
 # What a read of a page that is navigating says, from Playwright or the DevTools protocol.
 _NAVIGATING = ("navigating", "context was destroyed", "Cannot find context")
 
@@ -402,7 +404,17 @@ async def _settled_content(page: Any, timeout_s: float) -> str:
 
     for _ in range(3):
         try:
-            return await _dom_of(page)
+            # A read the page navigates away from may never be answered: bounded, then read
+            # again once the navigation has loaded. A read between two of its navigations
+            # (its address changed under it) is no settled page either.
+            before = page.url
+            with anyio.fail_after(min(timeout_s, _DOM_READ_S)):
+                dom = await _dom_of(page)
+            if page.url == before:
+                return dom
+            continue
+        except TimeoutError:
+            continue  # no answer: the page moved on already, so read its next DOM at once
         except PlaywrightError as exc:
             if not any(words in str(exc) for words in _NAVIGATING):
                 raise
