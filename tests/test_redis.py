@@ -57,6 +57,20 @@ async def replicas(s: Settings, clock: FakeClock) -> AsyncIterator[tuple[Web, We
         yield a, b
 
 
+async def spread(
+    work: Any, stores: list[RedisLimitState], *, tasks: int, key: str
+) -> HostState | None:
+    """``tasks`` tasks of ``work`` at once, spread over ``stores`` (replicas); then ``key``'s
+    state, and the stores closed."""
+    async with anyio.create_task_group() as tg:
+        for i in range(tasks):
+            tg.start_soon(work, stores[i % len(stores)])
+    state = await stores[0].get(key)
+    for store in stores:
+        await store.aclose()
+    return state
+
+
 def page(text: str) -> CachedPage:
     converted = Converted("text", "text/plain", "", text, (), (), False)
     return CachedPage("https://e.com/a", "https://e.com/a", 200, converted)
@@ -99,12 +113,7 @@ async def test_concurrent_spenders_never_overspend(redis_url: str) -> None:
         admission = await store.update("host", lambda cur: admit(cur, cfg, 1000.0))
         granted.append(admission.ok)
 
-    async with anyio.create_task_group() as tg:
-        for i in range(40):
-            tg.start_soon(spend, stores[i % 2])
-    state = await stores[0].get("host")
-    for store in stores:
-        await store.aclose()
+    state = await spread(spend, stores, tasks=40, key="host")
     assert granted.count(True) == 10
     assert state is not None and state.tokens == 0.0
 
@@ -122,12 +131,7 @@ async def test_many_writers_on_one_key_never_find_the_store_unavailable(redis_ur
         for _ in range(40):
             await store.update("budget:bot:fetch:calls:hour", count)
 
-    async with anyio.create_task_group() as tg:
-        for i in range(60):
-            tg.start_soon(writer, stores[i % 3])
-    state = await stores[0].get("budget:bot:fetch:calls:hour")
-    for store in stores:
-        await store.aclose()
+    state = await spread(writer, stores, tasks=60, key="budget:bot:fetch:calls:hour")
     assert state is not None and state.tokens == 60 * 40
 
 

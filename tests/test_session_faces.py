@@ -416,6 +416,17 @@ class StoreDown(MemorySessionStore):
         raise limits_unavailable("redis://127.0.0.1:6390/0", "Connection refused")
 
 
+def web_on_a_store_down(settings: Settings, audit: MemoryAuditSink) -> Web:
+    """A Web whose session store is down, auditing into ``audit``."""
+    return Web(
+        settings,
+        StaticResolver({}),
+        audit=audit,
+        credentials=EnvironmentStore({}),
+        session_store=StoreDown(max_urls=100, max_age_s=3600.0),
+    )
+
+
 @pytest.mark.anyio
 async def test_gateway_declared_urls_a_session_store_cannot_take_are_a_call_audited(
     site: LocalServer,
@@ -437,13 +448,7 @@ async def test_gateway_declared_urls_a_session_store_cannot_take_are_a_call_audi
         "Webward-Session": "conv-1",
         "Webward-Session-Urls": site.url("/start"),
     }
-    async with Web(
-        settings,
-        StaticResolver({}),
-        audit=audit,
-        credentials=EnvironmentStore({}),
-        session_store=StoreDown(max_urls=100, max_age_s=3600.0),
-    ) as web:
+    async with web_on_a_store_down(settings, audit) as web:
         transport = httpx.ASGITransport(app=create_app(settings, web))
         async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
             answer = await c.post(FETCH_PATH, json={"url": site.url("/start")}, headers=headers)
@@ -471,13 +476,7 @@ async def test_mcp_declared_urls_a_session_store_cannot_take_are_a_call_audited(
     )
     audit = MemoryAuditSink()
     async with (
-        Web(
-            settings,
-            StaticResolver({}),
-            audit=audit,
-            credentials=EnvironmentStore({}),
-            session_store=StoreDown(max_urls=100, max_age_s=3600.0),
-        ) as web,
+        web_on_a_store_down(settings, audit) as web,
         Client(build_server(web, tier="connected")) as client,
     ):
         answer = await client.call_tool(

@@ -137,21 +137,14 @@ def run(
             print(render_table(records, width=_terminal_width()))
         raise_it = "raise --limit or " if limit < _MAX_LIMIT else ""
         cut = f"the {len(records)} shown; {raise_it}narrow with --since, --agent or --decision"
-    if unreadable:
-        print(f"webward: {_unreadable_note(unreadable, more)}", file=sys.stderr)
+    if unreadable:  # when --limit cut the answer, it counted them all the same
+        from .audit import unreadable_note
+
+        also = f", though --limit counts {'it' if unreadable == 1 else 'them'}" if more else ""
+        print(f"webward: {unreadable_note(unreadable, then=also)}", file=sys.stderr)
     if more:
         print(f"webward: more records match than {cut}", file=sys.stderr)
     return 0
-
-
-def _unreadable_note(count: int, more: bool) -> str:
-    """One sentence for ``count`` rows left out as unreadable; when ``more`` records match
-    than --limit took, it says that the limit counted them nonetheless."""
-    note = (
-        f"{count} audit record{'' if count == 1 else 's'} could not be read (changed by hand, "
-        f"or written by a newer webward) and {'is' if count == 1 else 'are'} left out"
-    )
-    return f"{note}, though --limit counts {'it' if count == 1 else 'them'}" if more else note
 
 
 def _terminal_width() -> int | None:

@@ -610,11 +610,12 @@ def records_of(rows: Iterable[Sequence[Any]]) -> list[AuditRecord]:
     return records
 
 
-def unreadable_note(count: int) -> str:
+def unreadable_note(count: int, then: str = "; the rest are shown") -> str:
+    """One sentence for ``count`` records left out as unreadable, ending with ``then``."""
     s = "" if count == 1 else "s"
     return (
         f"{count} audit record{s} could not be read (changed by hand, or written by a newer "
-        f"webward) and {'is' if count == 1 else 'are'} left out; the rest are shown"
+        f"webward) and {'is' if count == 1 else 'are'} left out{then}"
     )
 
 
