@@ -27,6 +27,7 @@ from webward.limits import (
     REASON_CIRCUIT_OPEN,
     REASON_LIMITS_UNAVAILABLE,
     REASON_RATE_LIMITED,
+    HostState,
     Limiter,
     LimitState,
     MemoryLimitState,
@@ -495,6 +496,30 @@ async def test_unusable_sqlite_state_refuses(tmp_path: Path) -> None:
     assert probed.value.reason == REASON_LIMITS_UNAVAILABLE
     assert "point [state] redis_url (or [state] dir) at one that answers" in probed.value.message
     await SQLiteLimitState(tmp_path / "fine").probe()  # a usable dir: the probe passes
+
+
+@pytest.mark.anyio
+async def test_the_sqlite_probe_fails_on_a_full_or_read_only_store(tmp_path: Path) -> None:
+    """/readyz's probe commits a real write, so it fails as the store's own writes do: on a
+    full disk (SQLite's own page limit, as a full disk answers SQLITE_FULL) and on a store
+    that may not be written. Taking the write lock and rolling back wrote nothing and passed
+    on both."""
+    store = SQLiteLimitState(tmp_path)
+    await store.update(HOST, lambda _: (HostState(1.0, 1.0), None))
+    assert store._conn is not None
+    (pages,) = store._conn.execute("PRAGMA page_count").fetchone()
+    store._conn.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(Refused) as full:
+        await store.probe()
+    assert full.value.reason == REASON_LIMITS_UNAVAILABLE
+    assert f"the store at {store.path} failed (database or disk is full)" in full.value.message
+    store._conn.execute(f"PRAGMA max_page_count = {pages * 100}")
+    await store.probe()  # room again: it passes
+    store._conn.execute("PRAGMA query_only = ON")  # a store that may not be written
+    with pytest.raises(Refused) as read_only:
+        await store.probe()
+    assert read_only.value.reason == REASON_LIMITS_UNAVAILABLE
+    await store.aclose()
 
 
 def test_bad_limits_are_invalid_input() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import logging
 import os
 import re
 import socket
@@ -193,6 +194,35 @@ async def test_postgres_down_refuses_the_read_and_hides_the_dsn(
         assert f"${ENV}" in message
         assert SECRET not in message and postgres_dsn not in message
     assert "after" in agents and "before" in agents
+
+
+async def test_the_first_failure_and_the_recovery_are_logged_once(
+    postgres_server: PostgresServer, postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log that took records and then cannot (the server stopped) is said once in the
+    log, naming the variable and the driver's error but never the DSN, not once per refused
+    write or probe; and once more when it takes records again, as the SQLite sink says it."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    sink = PostgresAuditSink(with_password(postgres_dsn), dsn_env=ENV)
+    await sink.write(record("before"))
+    postgres_server.stop()
+    try:
+        for attempt in (lambda: sink.write(record("down")), sink.probe) * 3:
+            with pytest.raises(Refused) as err:
+                await attempt()
+            assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+    finally:
+        postgres_server.start()
+    await sink.probe()
+    await sink.write(record("after"))
+    await sink.write(record("after-2"))
+    await sink.aclose()
+    said = [r.getMessage() for r in caplog.records if r.name == "webward.audit._postgres"]
+    assert len(said) == 2, said
+    assert said[0].startswith(f"audit records cannot be written (PostgreSQL named by ${ENV}: ")
+    assert said[0].endswith("); every call is refused until they can")
+    assert said[1] == f"audit records are written again at the PostgreSQL named by ${ENV}"
+    assert not any(SECRET in line or postgres_dsn in line for line in said)
 
 
 async def test_a_dsn_that_does_not_parse_refuses_without_quoting_it(postgres_dsn: str) -> None:

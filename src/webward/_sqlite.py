@@ -7,7 +7,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-__all__ = ["make_private_dirs", "open_wal"]
+__all__ = ["make_private_dirs", "open_wal", "probe_write"]
 
 
 def make_private_dirs(directory: Path) -> None:
@@ -60,3 +60,16 @@ def open_wal(path: Path, *, timeout_s: float, schema: tuple[str, ...] = ()) -> s
             raise
         time.sleep(delay)  # runs in a worker thread, never on the event loop
         delay = min(delay * 2, 0.2)
+
+
+def probe_write(conn: sqlite3.Connection, table: str) -> None:
+    """Commit a real write to ``table``, a one-row table of the probe's own (created if need
+    be), in autocommit mode: so that a full disk (SQLITE_FULL) or a read-only store fails a
+    store's probe as it fails the store's own writes. ``BEGIN IMMEDIATE`` and ``ROLLBACK``
+    write nothing and passed on both. The row is replaced in place, so the file does not
+    grow by a probe. ``table`` is a name of the caller's, never input."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {table} "
+        "(id INTEGER PRIMARY KEY CHECK (id = 1), at DOUBLE PRECISION NOT NULL)"
+    )
+    conn.execute(f"INSERT OR REPLACE INTO {table} (id, at) VALUES (1, ?)", (time.time(),))

@@ -66,6 +66,7 @@ __all__ = [
     "Flushed",
     "GroupCommit",
     "MemoryAuditSink",
+    "StoreHealth",
     "audit_unavailable",
     "from_row",
     "from_rows",
@@ -617,6 +618,44 @@ def unreadable_note(count: int, then: str = "; the rest are shown") -> str:
         f"{count} audit record{s} could not be read (changed by hand, or written by a newer "
         f"webward) and {'is' if count == 1 else 'are'} left out{then}"
     )
+
+
+class StoreHealth:
+    """Whether a SQL store took its last write or probe, said in ``log`` when that changes:
+    once when a store that took records stops taking them (the store's error in the line),
+    and once when it takes them again, so that a gateway's operator sees more than callers
+    refused, and not a line per refused call. A store that never worked is not said here:
+    its first refusal says it (`webward fetch` prints that one sentence, and a gateway's
+    ``/readyz`` answers it). ``where`` names the store without a secret (a path, the
+    variable holding a DSN)."""
+
+    _NEW, _WORKS, _FAILS = "new", "works", "fails"
+
+    def __init__(self, log: logging.Logger, where: str) -> None:
+        self._log = log
+        self._where = where
+        self._state = self._NEW
+        self._lock = threading.Lock()  # a commit thread and a probe's worker thread alike
+
+    @property
+    def works(self) -> bool:
+        """Whether the store took its last write or probe (a cheap check, no lock)."""
+        return self._state is self._WORKS
+
+    def noted(self, failure: str | None) -> str | None:
+        """``failure`` (``None``: the store took a write or probe), logged if it changes
+        what the store was known to do; returned as it came."""
+        with self._lock:
+            was = self._state
+            self._state = self._WORKS if failure is None else self._FAILS
+        if failure is not None and was == self._WORKS:
+            self._log.warning(
+                "audit records cannot be written (%s); every call is refused until they can",
+                failure,
+            )
+        elif failure is None and was == self._FAILS:
+            self._log.warning("audit records are written again at %s", self._where)
+        return failure
 
 
 class _Batch:

@@ -11,13 +11,16 @@ holding its record committed. A batch that fails on one row's content is retried
 so one caller's input never costs another caller's record; text PostgreSQL cannot hold (a NUL)
 arrives escaped (``AuditRecord`` does it). Any other database error refuses the call
 (``audit_unavailable``): the door never opens unaudited. A broken connection is dropped and the next call connects
-again, so the sink recovers when the server comes back.
+again, so the sink recovers when the server comes back. The log says once when a store that
+took records stops taking them, and once when it takes them again (``_core.StoreHealth``, as
+the SQLite sink says it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
@@ -35,6 +38,7 @@ from ._core import (
     AuditRecord,
     Flushed,
     GroupCommit,
+    StoreHealth,
     audit_unavailable,
     records_of,
     select_sql,
@@ -59,6 +63,8 @@ _CONNECT_TIMEOUT_S = 5
 _STATEMENT_TIMEOUT_S = 5
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 
 def _bound_s() -> float:
     """How long one write or probe may take, connecting included (read when used, so that
@@ -79,6 +85,8 @@ class PostgresAuditSink:
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock: anyio.Lock | None = None  # one statement at a time on the connection
         self._commits = GroupCommit(self._insert)
+        # Whether the log took its last write or probe: said in the log when that changes.
+        self._health = StoreHealth(log, f"the PostgreSQL named by ${dsn_env}")
 
     def __repr__(self) -> str:
         return f"PostgresAuditSink(dsn_env={self._env!r})"
@@ -105,15 +113,16 @@ class PostgresAuditSink:
         be) that answers; ``audit_unavailable`` naming the variable otherwise."""
         deadline = anyio.current_time() + _bound_s()
         if not await self._acquire_by(deadline):
-            raise audit_unavailable(self._failed(TimeoutError()))
+            raise audit_unavailable(self._down(TimeoutError()))
         try:
             with anyio.fail_after(deadline - anyio.current_time()):
                 await self._on_live_connection(_select_one)
         except (psycopg.Error, OSError, TimeoutError) as exc:
             await self._drop()
-            raise audit_unavailable(self._failed(exc)) from None
+            raise audit_unavailable(self._down(exc)) from None
         finally:
             self._locked().release()
+        self._up()
 
     async def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only statement on this log, in a transaction on the sink's
@@ -206,13 +215,13 @@ class PostgresAuditSink:
         behind the batch or probe before it included."""
         deadline = since + _bound_s()
         if not await self._acquire_by(deadline):
-            return self._failed(TimeoutError())
+            return self._down(TimeoutError())
         try:
             with anyio.fail_after(deadline - anyio.current_time()):
                 return await self._insert_batch(rows)
         except TimeoutError as exc:
             await self._drop()
-            return self._failed(exc)
+            return self._down(exc)
         finally:
             self._locked().release()
 
@@ -222,18 +231,19 @@ class PostgresAuditSink:
             conn = await self._connect()
         except (psycopg.Error, OSError) as exc:  # no connection, or no schema: no row
             await self._drop()
-            return self._failed(exc)
+            return self._down(exc)
         try:
             await _insert_rows(conn, rows)
         except _CONNECTION_ERRORS as exc:
             await self._drop()
             if reused:  # a connection from before a restart: once more on a new one
                 return await self._insert_batch(rows)
-            return self._failed(exc)
+            return self._down(exc)
         except Exception as exc:
             if len(rows) == 1:
                 return self._failed(exc)
         else:
+            self._up()
             return None
         errors: list[str | None] = []
         for i, row in enumerate(rows):
@@ -241,15 +251,28 @@ class PostgresAuditSink:
                 await _insert_rows(conn, [row])
             except _CONNECTION_ERRORS as exc:
                 await self._drop()
-                return errors + [self._failed(exc)] * (len(rows) - i)
+                return errors + [self._down(exc)] * (len(rows) - i)
             except Exception as exc:
                 errors.append(self._failed(exc))
             else:
+                self._up()
                 errors.append(None)
         return errors
 
     def _failed(self, exc: BaseException) -> str:
         return f"PostgreSQL named by ${self._env}: {self._describe(exc)}"
+
+    def _down(self, exc: BaseException) -> str:
+        """:meth:`_failed` for a failure of the log itself (not of one row's content): the
+        first after it took records is said in the log, once."""
+        failure = self._failed(exc)
+        self._health.noted(failure)
+        return failure
+
+    def _up(self) -> None:
+        """The log took a write or probe: said in the log if it failed before."""
+        if not self._health.works:
+            self._health.noted(None)
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import anyio
 
 from .._errors import Refused
-from .._sqlite import open_wal
+from .._sqlite import open_wal, probe_write
 from ._core import (
     ADDED_COLUMNS,
     FIELDS,
@@ -35,6 +35,7 @@ from ._core import (
     AuditRecord,
     CommitThread,
     Flushed,
+    StoreHealth,
     audit_unavailable,
     records_of,
     select_sql,
@@ -58,17 +59,9 @@ _ROW_MARKS = f"({', '.join('?' for _ in FIELDS)})"
 _BUSY_SLACK_S = 0.1
 
 
-# The probe's own one-row table: it commits a real write, so that a full disk (SQLITE_FULL) or
-# a read-only store fails it as it fails the records; BEGIN IMMEDIATE and ROLLBACK write
-# nothing and passed on both. Replaced in place, so the log does not grow by a probe.
-_PROBE_TABLE = (
-    "CREATE TABLE IF NOT EXISTS audit_probe "
-    "(id INTEGER PRIMARY KEY CHECK (id = 1), at DOUBLE PRECISION NOT NULL)"
-)
-_PROBE_WRITE = "INSERT OR REPLACE INTO audit_probe (id, at) VALUES (1, ?)"
-
-# Whether the store took its last write or probe: the sink says so when that changes.
-_NEW, _WORKS, _FAILS = "new", "works", "fails"
+# The probe's own one-row table: it commits a real write (``_sqlite.probe_write``), so that a
+# full disk (SQLITE_FULL) or a read-only store fails it as it fails the records.
+_PROBE_TABLE = "audit_probe"
 
 
 @functools.lru_cache(maxsize=64)
@@ -119,8 +112,7 @@ class SQLiteAuditSink:
         self._opened_companions: list[tuple[Path, tuple[int, int] | None]] = []  # -wal, -shm
         self._read_only = False  # opened by a reader that may not write the log
         self._replaced = False  # the file was removed or replaced, and not yet opened again
-        self._health = _NEW
-        self._health_lock = threading.Lock()
+        self._health = StoreHealth(log, str(self.path))  # said in the log when it changes
         self._busy_now_s = busy_timeout_s  # the connection's busy timeout as last set
         self._lock = threading.Lock()
         self._batch = threading.local()  # the deadline of the batch this thread commits
@@ -148,8 +140,7 @@ class SQLiteAuditSink:
             conn = self._connect(create=True, deadline=deadline)
             assert conn is not None
             self._wait_at_most(conn, deadline)
-            conn.execute(_PROBE_TABLE)
-            conn.execute(_PROBE_WRITE, (time.time(),))
+            probe_write(conn, _PROBE_TABLE)
         except (sqlite3.Error, OSError) as exc:
             failure = self._unopened(exc)
         finally:
@@ -342,7 +333,7 @@ class SQLiteAuditSink:
         finally:
             self._batch.deadline = None
         if flushed is None:
-            if self._health is not _WORKS:
+            if not self._health.works:
                 self._noted(None)
         elif isinstance(flushed, str):  # the store's failure, not a row's content
             self._noted(flushed)
@@ -369,8 +360,8 @@ class SQLiteAuditSink:
             except (sqlite3.OperationalError, OSError) as exc:  # the store: no row would pass
                 return f"{self.path}: {exc}"
             except Exception as exc:  # a row's content (an integer past 64 bits, a clash)
-                if len(rows) == 1:
-                    return f"{self.path}: {type(exc).__name__}: {exc}"
+                if len(rows) == 1:  # the row's own error, not the store's (see _commit)
+                    return [f"{self.path}: {type(exc).__name__}: {exc}"]
                 return [self._write_one(conn, row, deadline) for row in rows]
         finally:
             self._lock.release()
@@ -423,22 +414,9 @@ class SQLiteAuditSink:
         return f"{self.path}: busy, no answer within {self._busy_timeout_s:g} s"
 
     def _noted(self, failure: str | None) -> str | None:
-        """``failure`` (``None``: the store took a write or probe), said once in the log when
-        a store that took records stops taking them, and once when it takes them again: a
-        gateway's operator otherwise sees nothing but callers refused. A store that never
-        worked is not said here: its first refusal says it (`webward fetch` prints that one
-        sentence, and a gateway's ``/readyz`` answers it)."""
-        with self._health_lock:
-            was = self._health
-            self._health = _WORKS if failure is None else _FAILS
-        if failure is not None and was == _WORKS:
-            log.warning(
-                "audit records cannot be written (%s); every call is refused until they can",
-                failure,
-            )
-        elif failure is None and was == _FAILS:
-            log.warning("audit records are written again at %s", self.path)
-        return failure
+        """``failure`` (``None``: the store took a write or probe), said in the log when it
+        changes (``_core.StoreHealth``)."""
+        return self._health.noted(failure)
 
     def _query_sync(
         self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int

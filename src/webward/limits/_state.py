@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 
 from .._errors import Reason, Refused, operator_step
-from .._sqlite import open_wal
+from .._sqlite import open_wal, probe_write
 
 __all__ = [
     "BUDGET_PREFIX",
@@ -172,6 +172,9 @@ _UPSERT = (
     f"ON CONFLICT(key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS)}"
 )
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?"
+# The probe's own one-row table (``_sqlite.probe_write``): BEGIN IMMEDIATE and ROLLBACK wrote
+# nothing, and passed on a full disk or a read-only store.
+_PROBE_TABLE = "limits_probe"
 # Rows of keys idle this long, with a closed circuit and no hold, are dropped on open.
 _PRUNE_AFTER_S = 86_400.0
 
@@ -206,15 +209,15 @@ class SQLiteLimitState:
         return await anyio.to_thread.run_sync(self._get_sync, key)
 
     async def probe(self) -> None:
-        """Whether the store could be changed now: it opens and takes its write lock."""
+        """Whether the store could be changed now: it opens and commits a write to a one-row
+        table of the probe's own (``_sqlite.probe_write``), so a full disk or a read-only
+        store fails it as it fails a change; ``limits_unavailable`` otherwise."""
         await anyio.to_thread.run_sync(self._probe_sync)
 
     def _probe_sync(self) -> None:
         with self._lock:
             try:
-                conn = self._connect()
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("ROLLBACK")
+                probe_write(self._connect(), _PROBE_TABLE)
             except (sqlite3.Error, OSError) as exc:
                 raise limits_unavailable(self.path, exc) from None
 
