@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
@@ -237,6 +238,23 @@ async def test_one_bad_row_never_costs_another_callers_record(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_lone_bad_row_is_not_said_as_the_store_down(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A record refused for its own content, alone in its batch, says nothing in the log: the
+    store took the records before it and takes the ones after, so a "cannot be written" line
+    (and a "written again" one after it) would send the operator after a store that works."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    async with store(kind, tmp_path, request) as sink:
+        await sink.write(AuditRecord.create(decision="allowed", reason="allowed"))
+        with pytest.raises(Refused):
+            await sink.write(AuditRecord.create(decision="allowed", reason="allowed", bytes=2**70))
+        await sink.write(AuditRecord.create(decision="allowed", reason="allowed"))
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.anyio
 async def test_postgres_stores_nul_bytes_escaped(tmp_path: Path, postgres_dsn: str) -> None:
     """A NUL in a URL and an agent name (PostgreSQL text cannot hold one) is stored escaped,
     so the refusal is audited rather than turned into ``audit_unavailable``."""
@@ -296,15 +314,20 @@ def test_cli_answers_an_unexpected_error_in_one_sentence(
         (signal.SIGINT, signal.SIG_DFL, 130),  # Ctrl-C at a terminal
         (signal.SIGTERM, signal.SIG_DFL, 143),  # kill, a supervisor, a container stopping
         (signal.SIGTERM, signal.SIG_IGN, 143),  # the same for a job started in the background
+        (signal.SIGHUP, signal.SIG_DFL, 129),  # the terminal closed, an SSH session dropped
+        (signal.SIGQUIT, signal.SIG_DFL, 131),  # Ctrl-\, some containers' stop signal
+        (signal.SIGUSR1, signal.SIG_DFL, 138),  # a "reload" sent to a process that has none
+        (signal.SIGUSR2, signal.SIG_DFL, 140),
     ],
-    ids=["sigint", "sigterm", "sigterm-in-background"],
+    ids=["sigint", "sigterm", "sigterm-in-background", "sighup", "sigquit", "sigusr1", "sigusr2"],
 )
 def test_cli_interrupted_mid_read_is_audited(
     tmp_path: Path, sent: signal.Signals, sigint: Any, code: int
 ) -> None:
-    """Ctrl-C (SIGINT) or SIGTERM while `webward fetch` waits on a server that took the
-    request: exit 130 or 143, and the read is in the SQLite audit log as ``cancelled``
-    (SIGTERM killed the process with the record unwritten)."""
+    """Ctrl-C (SIGINT), SIGTERM, SIGHUP or another of _signals.ENDING_SIGNALS while `webward
+    fetch` waits on a server that took the request: exit 128 + the signal's number, and the
+    read is in the SQLite audit log as ``cancelled`` (SIGTERM, then SIGHUP and the others,
+    killed the process with the record unwritten)."""
     config = write_cli_config(tmp_path)
     env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
     with stalled_site() as (site, _release):
@@ -315,7 +338,11 @@ def test_cli_interrupted_mid_read_is_audited(
             stderr=subprocess.PIPE,
             # As from a terminal: a suite started in the background (`pytest &`) hands its
             # children SIGINT ignored, and Python then never turns it into KeyboardInterrupt.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
+            # The signal sent as its default too: a suite run under nohup hands SIGHUP ignored.
+            preexec_fn=lambda: (
+                signal.signal(sent, signal.SIG_DFL),
+                signal.signal(signal.SIGINT, sigint),
+            ),
         )
         deadline = time.monotonic() + 30
         while not site.requests and time.monotonic() < deadline:  # polled, bounded

@@ -85,8 +85,11 @@ def fetching(
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        # As from a terminal (a suite run in the background hands SIGINT ignored).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        # As from a terminal (a suite run in the background hands SIGINT ignored, one run
+        # under nohup SIGHUP).
+        preexec_fn=lambda: [
+            signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGHUP)
+        ],
     )
     deadline = time.monotonic() + 30
     while len(site.requests) == before and time.monotonic() < deadline:  # bounded poll
@@ -152,17 +155,25 @@ def test_ask_interrupted_again_during_a_read_ends_130_with_its_record(
     assert records(tmp_path) == [("failed", "cancelled")]
 
 
-def test_interrupted_json_call_answers_on_stdout(tmp_path: Path) -> None:
-    """SIGTERM to `webward fetch --json`: exit 143 and one JSON error on stdout, so a
-    script reading stdout is not left with nothing."""
+@pytest.mark.parametrize(
+    ("sent", "code", "said"),
+    [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGHUP, 129, "hung up (SIGHUP)")],
+    ids=["sigterm", "sighup"],
+)
+def test_interrupted_json_call_answers_on_stdout(
+    tmp_path: Path, sent: signal.Signals, code: int, said: str
+) -> None:
+    """SIGTERM (or SIGHUP: the terminal closed) to `webward fetch --json`: exit 143 (129)
+    and one JSON error on stdout, so a script reading stdout is not left with nothing."""
     config = write_config(tmp_path)
     env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
     with stalled_site() as site:
         process = fetching(site, config, env, "--json")
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(sent)
         out, err = process.communicate(timeout=30)
-    assert process.returncode == 143, err.decode()
-    assert json.loads(out)["error"]["code"] == "cancelled"
+    assert process.returncode == code, err.decode()
+    error = json.loads(out)["error"]
+    assert error["code"] == "cancelled" and error["message"].startswith(said)
     assert records(tmp_path) == [("failed", "cancelled")]
 
 

@@ -811,15 +811,18 @@ def test_search_result_says_its_hits_as_text_and_keeps_the_model_in_meta() -> No
     assert result.meta["webward/result"]["hits"][0]["url"] == "https://example.org/owls"
 
 
-def raw_stdio_server(tmp_path: Path) -> subprocess.Popen[bytes]:
+def raw_stdio_server(tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
     """`webward mcp` on stdio, for a client that writes raw lines."""
+    config = str(write_config(tmp_path))
     return subprocess.Popen(
-        [sys.executable, "-m", "webward.cli", "mcp", "--config", str(write_config(tmp_path))],
+        [sys.executable, "-m", "webward.cli", "mcp", "--config", config, *extra],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env={**os.environ, **child_env(tmp_path)},
         cwd=str(tmp_path),
+        # As from a terminal: a suite run under nohup hands its children SIGHUP ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
 
 
@@ -913,6 +916,50 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
         ("web:page.fetch@1", "refused", "https://a.test/"),
         ("web:page.fetch@1", "refused", "https://example.org/"),
         ("web:search.query@1", "refused", "owls"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"]
+)
+def test_a_signal_ends_a_stdio_call_in_flight_audited(
+    tmp_path: Path, sent: signal.Signals, code: int
+) -> None:
+    """SIGTERM, or SIGHUP (the terminal or SSH session the client ran in gone), while a
+    web_fetch waits on a page: the stdio server ends with 128 + the signal's number and the
+    call is in the audit log as cancelled (SIGHUP killed it with the record unwritten)."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def stall(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        release.wait(30)
+
+    with serve(routes={"/slow": stall}) as site:
+        process = raw_stdio_server(tmp_path, "--tier", "connected")  # loopback allowed
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+            call = {"name": "web_fetch", "arguments": {"url": site.url("/slow")}}
+            for message in (
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+            ):
+                process.stdin.write(json.dumps(message).encode() + b"\n")
+                process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 1
+            assert arrived.wait(30), "the call never reached the page"
+            process.send_signal(sent)
+            assert process.wait(timeout=30) == code
+        finally:
+            release.set()
+            process.kill()
+            process.stdin.close()
+            process.stdout.close()
+    found = anyio.run(open_audit_sink(Settings.load(tmp_path / "webward.toml", environ={})).query)
+    assert [(r.decision, r.reason, r.target) for r in found] == [
+        ("failed", "cancelled", site.url("/slow"))
     ]
 
 

@@ -9,23 +9,28 @@ import json
 import logging
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from localserver import respond, serve
 from test_gateway import FETCH_PATH, auth
 from test_gateway import write_config as gateway_config
-from test_mcp import child_env
+from test_mcp import child_env, rpc_answer
 from test_mcp import write_config as mcp_config
 
 import webward._serving
 from webward._serving import Stack, fastest_stack, http_protocol, run_server
+from webward.audit import SQLiteAuditSink
 
 
 async def _loop_module() -> str:
@@ -81,6 +86,8 @@ def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
         stdin=subprocess.DEVNULL,
         text=True,
         env=env,
+        # As from a terminal: a suite run under nohup hands its children SIGHUP ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     assert proc.stderr is not None
     return proc, proc.stderr.readline()
@@ -143,6 +150,100 @@ def test_mcp_over_http_names_its_stack_and_starts_the_conversion_workers(
         assert any("_zygote_main" in cmd for cmd in _children(proc.pid))
     finally:
         _stop(proc)
+
+
+SESSIONLESS = "2026-07-28"  # the MCP protocol whose call is one POST, no session to open
+
+
+def _call_of(face: str, base: str, url: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """The address, body and headers of a web_fetch of ``url`` on the server at ``base``."""
+    if face == "serve":
+        return base + FETCH_PATH, {"url": url}, auth("alice")
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": SESSIONLESS,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": "web_fetch", "arguments": {"url": url}, "_meta": meta}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "web_fetch",
+        "Mcp-Protocol-Version": SESSIONLESS,
+    }
+    return base, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers
+
+
+@pytest.mark.parametrize(
+    ("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"]
+)
+@pytest.mark.parametrize("face", ["serve", "mcp-http"])
+def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audited(
+    tmp_path: Path, face: str, sent: signal.Signals, code: int
+) -> None:
+    """SIGTERM, or SIGHUP (the terminal or SSH session it ran in gone), while a call waits on
+    its page: the gateway (or `webward mcp --http`) stops listening, answers the call once
+    the page comes and audits it, then exits with 128 + the signal's number. SIGHUP killed
+    it mid-call: its client answered nothing, the call unaudited."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    if face == "serve":
+        args = ["serve", "--port", "0", "--config", str(gateway_config(tmp_path))]
+    else:
+        args = ["mcp", "--http", "127.0.0.1:0", "--tier", "connected"]
+        args += ["--config", str(mcp_config(tmp_path))]
+    arrived, release = threading.Event(), threading.Event()
+    page = "<html><head><title>Late</title></head><body><p>late words</p></body></html>"
+
+    def slow(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        release.wait(30)
+        respond(200, page)(req, sock)
+
+    answers: queue.Queue[httpx.Response | Exception] = queue.Queue()
+    with serve(routes={"/slow": slow}) as site:
+        proc, line = _start(args, env)
+        try:
+            assert line.startswith(f"webward {face.split('-')[0]}: "), line
+            base = line.split(" on ", 1)[1].split()[0]
+            port = int(base.split(":")[2].split("/")[0])
+            address, body, headers = _call_of(face, base, site.url("/slow"))
+
+            def call() -> None:
+                try:
+                    with httpx.Client(trust_env=False, timeout=60) as c:
+                        answers.put(c.post(address, json=body, headers=headers))
+                except Exception as exc:  # the answer under test: kept, not raised here
+                    answers.put(exc)
+
+            threading.Thread(target=call, daemon=True).start()
+            assert arrived.wait(30), "the call never reached the page"
+            proc.send_signal(sent)
+            # The shutdown has begun once the listening socket is closed: only then does
+            # the page come, so that the call is still in flight when the signal lands.
+            deadline = time.monotonic() + 30
+            while _listening(port) and time.monotonic() < deadline:  # bounded poll
+                time.sleep(0.02)
+            assert not _listening(port), "the server never began its shutdown"
+            release.set()
+            answer = answers.get(timeout=60)
+            assert proc.wait(30) == code
+        finally:
+            release.set()
+            _stop(proc)
+    assert isinstance(answer, httpx.Response), repr(answer)
+    assert answer.status_code == 200, answer.text
+    if face == "mcp-http":
+        assert "late words" in json.dumps(rpc_answer(answer)["result"])
+    found = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    assert [(r.decision, r.target) for r in found] == [("allowed", site.url("/slow"))]
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError:
+        return False
+    return True
 
 
 def test_the_servers_modules_load_without_trio_and_leave_it_importable() -> None:

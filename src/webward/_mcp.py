@@ -104,6 +104,7 @@ from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._provenance import scoped_session
 from ._serving import Stack, fastest_stack, http_protocol, run_server
+from ._serving import serve as serve_until_signalled
 from ._settings import Settings
 from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
 from ._tokens import TokenTable, bearer_token, hash_token
@@ -759,7 +760,8 @@ async def serve_stdio(
 class _StdinLines:
     """stdin's lines for the SDK's stdio transport, read by a daemon thread of their own: the
     SDK's reader waits in a worker thread no cancellation ends, and the interpreter waits for
-    that thread at exit, so SIGTERM left the server running until its client closed stdin.
+    that thread at exit, so SIGTERM (or SIGHUP, or another of ``_signals.ENDING_SIGNALS``) left
+    the server running until its client closed stdin.
     fd 0 points at the null device meanwhile (as the SDK does), so that nothing else reads
     the wire. At most ``_READ_AHEAD`` lines are read before the server takes them. A line
     that is not UTF-8 becomes one the relay answers as such, not a guess."""
@@ -1161,7 +1163,8 @@ async def serve_http(
         )
         if ready is not None:
             ready(url)
-        await uvicorn.Server(config).serve(sockets=[sock])
+        # SIGHUP and the rest of _signals.ENDING_SIGNALS shut it down as gracefully as SIGTERM.
+        await serve_until_signalled(config, [sock])
     finally:
         if owned:
             await web.aclose()

@@ -28,7 +28,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
-__all__ = ["Stack", "asyncio_only", "fastest_stack", "http_protocol", "run_server"]
+__all__ = ["Stack", "asyncio_only", "fastest_stack", "http_protocol", "run_server", "serve"]
 
 T = TypeVar("T")
 
@@ -385,6 +385,49 @@ _TOO_LARGE = _plain_answer(
     "431 Request Header Fields Too Large",
     f"the request line and headers are larger than {MAX_HEAD_BYTES // 1024} KiB",
 )
+
+
+async def serve(config: Any, sockets: list[Any]) -> None:
+    """``uvicorn.Server(config).serve(sockets=sockets)``, with every signal of
+    ``_signals.ENDING_SIGNALS`` taking uvicorn's graceful way out, which it gives SIGINT and
+    SIGTERM alone: requests in flight finish, or are cancelled and audited when
+    ``timeout_graceful_shutdown`` runs out, then the server stops and raises the signal
+    again for the handler before it (``cli.main``'s: exit 128 + its number). SIGHUP (the
+    terminal closed) killed the server mid-call, the call unaudited and its client answered
+    nothing."""
+    await _signalled_server()(config).serve(sockets=sockets)
+
+
+@functools.lru_cache(maxsize=1)
+def _signalled_server() -> type:
+    import signal
+    import threading
+
+    import uvicorn
+
+    from ._signals import taken_signals
+
+    class SignalledServer(uvicorn.Server):
+        """uvicorn's server, whose graceful shutdown all of ``_signals.ENDING_SIGNALS`` start
+        (uvicorn's ``capture_signals``, with that tuple for its SIGINT and SIGTERM). A
+        signal ignored when the server starts (``nohup``) stays ignored."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield  # signal handlers are the main thread's to set
+                return
+            previous = {s: signal.signal(s, self.handle_exit) for s in taken_signals()}
+            try:
+                yield
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+            # Stopped for a signal: the handler before ours now has it (as uvicorn does).
+            for captured in reversed(self._captured_signals):
+                signal.raise_signal(captured)
+
+    return SignalledServer
 
 
 def run_server(stack: Stack, main: Callable[..., Awaitable[T]], *args: Any) -> T:

@@ -25,11 +25,20 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, internal_error
+from ._signals import taken_signals
 
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["Interrupted", "empty_tier", "exit_code", "main", "report_error", "run", "run_call"]
+__all__ = [
+    "Interrupted",
+    "empty_tier",
+    "exit_code",
+    "main",
+    "report_error",
+    "run",
+    "run_call",
+]
 
 # The order is the order of `webward --help`.
 COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "console")
@@ -42,8 +51,9 @@ ONE_SHOT = frozenset({"fetch", "search", "audit", "credentials"})
 EPILOG = """\
 exit codes: 0 done (read, searched, listed, answered); 1 upstream failure (timeout, HTTP or
 provider error); 2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not
-configured); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the call in flight is audited
-as cancelled.
+configured); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP, the
+terminal closed), and 128+N for SIGQUIT (131), SIGUSR1 (138) and SIGUSR2 (140): the call in
+flight is audited as cancelled.
 
 configuration: --config FILE, else $WEBWARD_CONFIG, else webward.toml in the user config dir
 (~/.config/webward/webward.toml on Linux); a webward.toml in the working directory is read
@@ -51,6 +61,15 @@ only when named with --config. WEBWARD_* variables override
 single settings (WEBWARD_TIER, WEBWARD_ALLOW_RANGES, WEBWARD_STATE_DIR, ...). Credentials
 never live in the config file.
 """
+
+
+def _ended_by(signum: int) -> str:
+    """How a person is told what ended a command (``--json``'s sentence)."""
+    if signum == signal.SIGINT:
+        return "interrupted (Ctrl-C)"
+    if signum == signal.SIGHUP:
+        return "hung up (SIGHUP)"
+    return f"terminated ({signal.Signals(signum).name})"
 
 
 def exit_code(error: WebwardError) -> int:
@@ -217,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return report_error(exc, as_json)
     except KeyboardInterrupt as exc:
-        code = 143 if terminated or getattr(exc, "signum", None) == signal.SIGTERM else 130
+        code = 128 + getattr(exc, "signum", terminated[0] if terminated else signal.SIGINT)
         if as_json:  # a script reading stdout gets an answer, as for every other failure
             _print_interrupted(code)
         return code
@@ -310,7 +329,7 @@ def empty_tier(tier: str | None) -> InvalidInput | None:
 def _print_interrupted(code: int) -> None:
     import json
 
-    how = "terminated (SIGTERM)" if code == 143 else "interrupted (Ctrl-C)"
+    how = _ended_by(code - 128)
     error = {
         # Not one of the agents' wire codes: no agent face answers a cancelled call (its
         # client left); only a script that ran the command reads this.
@@ -322,7 +341,8 @@ def _print_interrupted(code: int) -> None:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM ended a call run by :func:`run_call`; ``signum`` says which."""
+    """Ctrl-C, SIGTERM or another of :data:`~webward._signals.ENDING_SIGNALS` ended a call run by
+    :func:`run_call`; ``signum`` says which."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -331,7 +351,7 @@ class Interrupted(KeyboardInterrupt):
 
 def run_call(func: Callable[..., Awaitable[int]], *args: Any) -> int:
     """``anyio.run(func, *args)`` for a command that makes one audited call (fetch, search),
-    with Ctrl-C and SIGTERM taken over while it runs.
+    with Ctrl-C, SIGTERM and the rest of :data:`~webward._signals.ENDING_SIGNALS` taken over while it runs.
 
     asyncio's own handler cancels the call at the first Ctrl-C and raises KeyboardInterrupt
     wherever the loop is at the second: in the shielded write of the cancelled call's audit
@@ -360,8 +380,9 @@ def run_call(func: Callable[..., Awaitable[int]], *args: Any) -> int:
         finally:
             state.loop = None  # a signal from now on finds no call to cancel
 
-    handlers = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not SIG_IGN
+    # SIGINT only while it is Python's own (not SIG_IGN, nor a handler someone else set).
+    handlers = {s: signal.getsignal(s) for s in taken_signals(but=(signal.SIGINT,))}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         handlers[signal.SIGINT] = signal.default_int_handler
     try:
         for signum in handlers:
@@ -433,18 +454,20 @@ class _Interrupts:
                 f"webward: the interrupted call did not end within {_INTERRUPT_GRACE_S:.0f} s; "
                 "stopping without waiting for it\n".encode(),
             )
-        os._exit(143 if self.signum == signal.SIGTERM else 130)
+        os._exit(128 + (self.signum or signal.SIGINT))
 
 
 @contextlib.contextmanager
 def _terminate_as_interrupt(terminated: list[int]) -> Iterator[None]:
-    """SIGTERM (a supervisor, ``kill``, a container stopping) ends a command as Ctrl-C does:
-    the call in flight is cancelled and audited as ``cancelled``, where the default action
-    killed the process with the record unwritten. SIGINT's handler of the moment takes it
-    (asyncio's cancels the main task, then raises KeyboardInterrupt), called directly: a
-    job started in the background has SIGINT ignored, and SIGTERM must still end it. The
-    exit code is then 143. Servers install their own (uvicorn shuts down gracefully). In
-    the main thread only, as signal handlers must be."""
+    """SIGTERM (a supervisor, ``kill``, a container stopping), SIGHUP (the terminal closed)
+    and the rest of :data:`~webward._signals.ENDING_SIGNALS` end a command as Ctrl-C does: the call in flight
+    is cancelled and audited as ``cancelled``, where the default action killed the process
+    with the record unwritten. SIGINT's handler of the moment takes it (asyncio's cancels
+    the main task, then raises KeyboardInterrupt), called directly: a job started in the
+    background has SIGINT ignored, and SIGTERM must still end it. The exit code is then
+    128 + the signal's number (143 for SIGTERM, 129 for SIGHUP). Servers take the same
+    signals into uvicorn's graceful shutdown (``_serving.serve``), which raises the signal
+    again here once it is done. In the main thread only, as signal handlers must be."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -456,11 +479,12 @@ def _terminate_as_interrupt(terminated: list[int]) -> Iterator[None]:
             raise KeyboardInterrupt
         handler(signal.SIGINT, frame)
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {s: signal.signal(s, interrupt) for s in taken_signals(but=(signal.SIGINT,))}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,39 @@
+"""The signals that end a webward command, taken over by every face so that the call in flight
+is cancelled and audited rather than killed with its record unwritten."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterable
+
+__all__ = ["ENDING_SIGNALS", "taken_signals"]
+
+#: The signals every face takes over (the CLI's calls in ``cli.run_call``, every command in
+#: ``cli.main``, the servers' uvicorn in ``_serving.serve``): each ends a command the way
+#: SIGTERM does, the call in flight cancelled and its audit record written, then exit
+#: 128 + the signal's number. Each is one whose default action ends the process (with the
+#: record unwritten) and that an operator's environment sends:
+#: SIGINT (Ctrl-C); SIGTERM (kill, a supervisor, a container stopping); SIGHUP (the terminal
+#: closed, an SSH session dropped); SIGQUIT (Ctrl-\, and the stop signal of some container
+#: images: its core dump of a Python interpreter helps nobody, while the lost record breaks
+#: the audit's promise); SIGUSR1 and SIGUSR2 (a log rotation's or a supervisor's "reload"
+#: sent to a process that has none: it ended the process anyway, now it ends it audited).
+#: Left alone: SIGPIPE (Python ignores it; a reader gone is BrokenPipeError, exit 141), and
+#: SIGALRM, SIGXCPU, SIGXFSZ and the profiling timers, which the process's own limits and
+#: timers raise, not an operator. A signal this platform lacks (Windows) is left out; one
+#: ignored when a face starts (nohup's SIGHUP, a background job's SIGINT) stays ignored.
+ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+    if hasattr(signal, name)
+)
+
+
+def taken_signals(*, but: Iterable[int] = ()) -> list[signal.Signals]:
+    """The signals of :data:`ENDING_SIGNALS` (except ``but``) not ignored at the moment: the
+    ones a face takes over, in the main thread only."""
+    return [
+        signum
+        for signum in ENDING_SIGNALS
+        if signum not in but and signal.getsignal(signum) is not signal.SIG_IGN
+    ]
