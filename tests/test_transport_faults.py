@@ -370,3 +370,69 @@ async def test_part_of_a_page_to_a_request_for_all_of_it_is_no_page() -> None:
         err = await failed_read(srv.url("/p"))
     assert (err.code, err.reason, err.status) == ("upstream_error", "protocol", 206)
     assert "answered HTTP 206 Partial Content to a request for the whole page" in err.message
+
+
+# ---- what a server sends that carries no page ----------------------------------------------
+
+_CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
+_EMPTY_DEFLATE_BLOCK = b"\x00\x00\x00\xff\xff"  # a stored block of no bytes: decodes to nothing
+
+
+def endless(head: bytes, unit: bytes) -> Any:
+    """A handler that sends ``head`` and then ``unit`` over and over until the client goes
+    away: without a bound of webward's own, the read would go on until its deadline."""
+
+    def handler(req: Request, sock: socket.socket) -> None:
+        blob = unit * max(1, 65_536 // len(unit))
+        try:
+            sock.sendall(head)
+            while True:
+                sock.sendall(blob)
+        except OSError:
+            return
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("head", "unit", "what"),
+    [
+        (b"", b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n", "before its"),
+        (_CHUNKED_HEAD + b"\r\n", b"1\r\nx\r\n", "pieces"),
+        (_CHUNKED_HEAD + b"\r\n", b"1;" + b"e" * 8_000 + b"\r\nx\r\n", "framing"),
+        (
+            _CHUNKED_HEAD + b"Content-Encoding: deflate\r\n\r\n" + b"2\r\n\x78\x01\r\n",
+            b"4e20\r\n" + _EMPTY_DEFLATE_BLOCK * 4_000 + b"\r\n",
+            "framing",
+        ),
+    ],
+    ids=["interim-responses", "one-byte-chunks", "chunk-extensions", "empty-deflate-blocks"],
+)
+async def test_a_server_sending_what_carries_no_page_is_stopped_not_read_to_the_deadline(
+    head: bytes, unit: bytes, what: str
+) -> None:
+    """Interim responses without end, a body in 1-byte chunks, chunks buried in extensions,
+    compressed blocks of nothing: each cost a parse per piece, and a read took 5 to 11 s of
+    CPU on the event loop until its deadline, under every byte cap (nothing decoded). The
+    read stops at a bound of what a page's answer can need, in one sentence, audited."""
+    with serve(routes={"/x": endless(head, unit)}) as srv:
+        err = await failed_read(srv.url("/x"))
+    assert (err.code, err.reason) == ("upstream_error", "protocol")
+    assert err.message.startswith(f"{srv.host} sent ") and what in err.message
+    assert err.message.endswith("more than any page needs, so webward stopped reading it")
+
+
+async def test_a_page_in_small_chunks_is_read_whole() -> None:
+    """A page a server flushes in small pieces (a template written as it renders) is read as
+    sent: the bounds above leave room for real framing."""
+    text = b"".join(b"line %d of a page flushed in small pieces\n" % i for i in range(20_000))
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(text[i : i + 40]), text[i : i + 40]) for i in range(0, len(text), 40)
+    )
+
+    def flushed(req: Request, sock: socket.socket) -> None:
+        sock.sendall(_CHUNKED_HEAD + b"\r\n" + chunks + b"0\r\n\r\n")
+
+    with serve(routes={"/p": flushed}) as srv:
+        page = await read(srv.url("/p"))
+    assert page.bytes_read == len(text)

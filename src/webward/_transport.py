@@ -86,13 +86,14 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         last: Exception | None = None
         for ip in answers:
             try:
-                return await self._connector.connect_tcp(
+                stream = await self._connector.connect_tcp(
                     ip,
                     port,
                     timeout=timeout,
                     local_address=local_address,
                     socket_options=socket_options,
                 )
+                return _Metered(stream, host)
             except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
                 last = exc
         assert last is not None
@@ -105,6 +106,80 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await anyio.sleep(seconds)
+
+
+# What a server may send for one request before its response's headers are read: the headers
+# (httpcore's h11 takes 100 KiB at most) and a few interim responses (103 Early Hints). Parsing
+# is paid per event: an endless stream of interim responses took 11 s of CPU a read, bounded
+# only by the deadline, and never reached the body's cap.
+_HEAD_WIRE_BYTES = 256 * 1024
+# Pieces of one body (a chunk of a chunked body, a read of any other): one piece costs a parse
+# and a Python step whatever its size, and 1 MB sent in 1-byte chunks took 5 s of CPU on the
+# event loop. Real servers send a page in pieces of hundreds of bytes or more; at this bound a
+# 1 MB page averages 15 bytes a piece, and the worst read costs about a third of a second.
+_MAX_PIECES = 65_536
+
+
+class _Metered(httpcore.AsyncNetworkStream):
+    """A connection's stream that bounds what the server sends for each request: the bytes
+    read since the request was written (the counter restarts with each write) may pass
+    a budget: :data:`_HEAD_WIRE_BYTES` until the response's headers are read, then the body's
+    cap on top (:meth:`allow_body`). So framing that carries no page
+    (chunk extensions, empty compressed blocks, interim responses) ends the read rather than
+    costing CPU until the deadline."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream, host: str) -> None:
+        self._stream = stream
+        self._host = host
+        self._read = 0
+        self._cap: int | None = None  # the body's, once the headers are read
+        self._budget = _HEAD_WIRE_BYTES
+
+    def allow_body(self, cap: int) -> None:
+        """The response's headers are read, and its body is capped at ``cap`` (decoded): the
+        head, the cap, and a quarter more for framing (a chunk's size line) and compressed
+        data that decodes to little; real pages' framing is under 1%."""
+        self._cap, self._budget = cap, _HEAD_WIRE_BYTES + cap + cap // 4
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await self._stream.read(max_bytes, timeout)
+        self._read += len(data)
+        if self._read > self._budget:
+            raise _wasteful(
+                self._host,
+                f"over {human_size(_HEAD_WIRE_BYTES)} before its answer's body (headers and "
+                "interim responses)"
+                if self._cap is None
+                else "far more framing and compressed data than a body within its "
+                f"{human_size(self._cap)} cap needs",
+            )
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._read, self._cap, self._budget = 0, None, _HEAD_WIRE_BYTES  # a new request
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        tls = await self._stream.start_tls(ssl_context, server_hostname, timeout)
+        return _Metered(tls, self._host)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+def _wasteful(host: str, what: str) -> UpstreamError:
+    return UpstreamError(
+        f"{host} sent {what}, more than any page needs, so webward stopped reading it",
+        reason=Reason.PROTOCOL,
+    )
 
 
 class _Decoder(Protocol):
@@ -376,6 +451,9 @@ class Transport:
                 if not read_body(resp.status):
                     return Body(resp.status, resp_headers, b"", False, 0)
                 cap, truncate_ok = cap_for(resp.status, resp_headers)
+                stream = resp.extensions.get("network_stream")
+                if isinstance(stream, _Metered):  # the body's own budget on top of the head's
+                    stream.allow_body(cap)
                 with span("read"):
                     return await _read_capped(
                         resp, resp.status, resp_headers, cap, truncate_ok, url
@@ -430,10 +508,13 @@ async def _read_capped(
         if length is not None and length.isdigit() and int(length) > cap:
             raise _too_large(url, cap)
     out = bytearray()
-    wire = 0
+    wire = pieces = 0
     try:
         async for chunk in resp.aiter_stream():
             wire += len(chunk)
+            pieces += 1
+            if pieces > _MAX_PIECES:
+                raise _wasteful(url.host, f"its body in over {_MAX_PIECES:,} pieces")
             # One byte over the cap tells us the body is longer than the cap.
             out += decoder.feed(chunk, cap + 1 - len(out))
             if len(out) > cap:
