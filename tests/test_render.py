@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import pytest
 import trustme
+from fake_models import pdf_bytes
 from localserver import LocalServer, Request, accept_counter, respond, send, serve
 from PIL import Image
 from test_tls import serve_tls
@@ -787,6 +788,20 @@ async def test_a_shell_that_breaks_its_render_leaves_the_plain_reading(page: str
     assert [(r.decision, r.reason) for r in audit.records] == [("allowed", "allowed")]
 
 
+async def test_a_fallback_whose_load_outlasts_the_reads_deadline_is_read_as_it_stands() -> None:
+    """A script shell whose image never arrives, when the load's bound (here 60 s; 12 s by
+    default) does not end before the read's deadline (12 s, the render's launch and the
+    plain read included): the render waited for the load until the deadline cut it, and the
+    reading only said it had not finished. It is now read as it stands in time."""
+    with held_open() as stall:
+        routes = {"/": respond(200, STALL_SHELL), "/stall.png": stall}
+        with serve(routes=routes) as srv:
+            renderer = ChromiumRenderer(goto_timeout_s=60)
+            async with make_web({"fetch_timeout_s": 12.0}, renderer=renderer) as web:
+                result = await web.fetch(srv.url("/"), tier="connected")
+    assert "Text the page script wrote." in result.content
+
+
 # A script shell whose content comes from the server after its load event, as a
 # single-page app's does (a fetch started 300 ms after load), and one written on a timer.
 LATE_SHELL = (
@@ -852,6 +867,49 @@ async def test_the_dom_is_read_out_of_the_pages_reach_and_bounded() -> None:
     assert "SMUGGLED" not in tampered.html
     assert "Text of the page itself." in tampered.html and "<i>card</i>" in tampered.html
     assert len(huge.html) == MAX_DOM_CHARS and "Text of the page itself." in huge.html
+
+
+async def test_same_origin_frames_are_read_and_other_origins_frames_are_not() -> None:
+    """A shell whose text is in frames: a same-origin frame's and a srcdoc's text is written
+    in after the frame (the reading had none of it, while the screenshot showed it); a frame
+    of another origin, or a sandboxed one (an opaque origin), is requested through the proxy
+    as before but never read."""
+    words = "<html><body><p>" + "{0} frame words. " * 8 + "</p></body></html>"
+    with serve(routes={"/": respond(200, words.format("Foreign"))}) as other:
+        shell = (
+            "<html><head><title>Framed</title></head><body><script>"
+            'document.body.innerHTML = \'<iframe src="/inner"></iframe>'
+            '<iframe srcdoc="<p>Srcdoc frame words.</p>"></iframe>'
+            '<iframe sandbox srcdoc="<p>Sandboxed frame words.</p>"></iframe>'
+            f'<iframe src="{other.url("/")}"></iframe>\';'
+            "</script></body></html>"
+        )
+        routes = {"/": respond(200, shell), "/inner": respond(200, words.format("Inner"))}
+        with serve(routes=routes) as srv:
+            async with make_web(renderer=ChromiumRenderer()) as web:
+                page = await web.fetch(srv.url("/"), tier="connected")
+        assert browser_requests(other), "the other origin's frame was never loaded"
+    assert "Inner frame words." in page.content and "Srcdoc frame words." in page.content
+    assert "Foreign" not in page.content and "Sandboxed" not in page.content
+
+
+async def test_a_frames_text_counts_against_the_dom_cap() -> None:
+    """A same-origin frame's document is bounded by what the page's own markup leaves of
+    MAX_DOM_CHARS: a frame of millions of characters is cut, and the page's text after the
+    frame is kept."""
+    page = (
+        '<html><body><p>Before the frame.</p><iframe srcdoc="<p>Frame start.</p><script>'
+        "document.body.append('y'.repeat(5000000))</script>\"></iframe>"
+        "<p>After the frame.</p></body></html>"
+    )
+    with serve(routes={"/": respond(200, page)}) as srv:
+        async with make_web() as web:
+            gate, _ = gate_for(web)
+            rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+    html = rendered.html
+    assert len(html) <= MAX_DOM_CHARS and "yyyy" in html
+    framed = html.index("<p>Frame start.</p>")  # the frame's own DOM, not its srcdoc attribute
+    assert html.index("Before the frame.") < framed < html.index("After the frame.")
 
 
 async def test_what_a_shell_writes_after_its_load_event_is_read() -> None:
@@ -1010,6 +1068,23 @@ async def test_a_screenshot_of_a_page_that_breaks_its_render_fails_in_one_senten
     assert err.reason == reason and rec.reason == reason
     assert err.message.startswith(message)
     assert "\n" not in err.message and err.message.count(". ") == 0
+
+
+async def test_a_screenshot_of_a_pdf_is_refused_in_one_sentence() -> None:
+    """Chromium's PDF viewer draws nothing in a headless browser: a screenshot of a PDF was
+    a blank picture, handed over as the page's. It is refused by name, pointing to the plain
+    read, which hands the PDF over as a document."""
+    with serve(routes={"/doc.pdf": respond(200, pdf_bytes(), "application/pdf")}) as srv:
+        audit = MemoryAuditSink()
+        async with make_web(audit=audit, renderer=ChromiumRenderer()) as web:
+            with pytest.raises(Refused) as err:
+                await web.fetch(srv.url("/doc.pdf"), include_screenshot=True, tier="full")
+            plain = await web.fetch(srv.url("/doc.pdf"), tier="full")
+    assert err.value.reason == "unsupported_type" and err.value.code == "unsupported_type"
+    assert "is a PDF" in err.value.message and "without a screenshot" in err.value.message
+    assert "\n" not in err.value.message and err.value.message.count(". ") == 0
+    assert audit.records[0].reason == "unsupported_type"
+    assert plain.parts and plain.parts[0].type == "document"
 
 
 @pytest.mark.parametrize(

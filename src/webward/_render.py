@@ -225,12 +225,17 @@ class ChromiumRenderer:
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         deadline = self._render_timeout_s
+        # A caller's deadline shorter than the render's own (the read's, for a render
+        # fallback): the waits for the page's load and quiet end in time for the DOM to be
+        # read, and the browser closed, before it; else the page is lost rather than read as
+        # it stands. The render's own deadline leaves that room after the load's bound.
+        read_by = anyio.current_effective_deadline() - _AFTER_READ_S
         if self._slots is None:
             self._slots = anyio.Semaphore(self._max_concurrent)
         try:
             with anyio.fail_after(deadline) as scope:
                 async with self._slots:
-                    return await self._render(url, screenshot, gate, deadline)
+                    return await self._render(url, screenshot, gate, deadline, read_by)
         except WebwardError:
             raise
         # The caller's own cancellation is no Exception and passes through untouched.
@@ -265,9 +270,13 @@ class ChromiumRenderer:
                 ) from None
             raise
 
-    async def _render(self, url: str, screenshot: bool, gate: Gate, deadline: float) -> Rendered:
+    async def _render(
+        self, url: str, screenshot: bool, gate: Gate, deadline: float, read_by: float
+    ) -> Rendered:
         """One browser, its proxy and its private directory; Playwright's errors are left to
-        :meth:`render` to word (each one itself, never inside an exception group)."""
+        :meth:`render` to word (each one itself, never inside an exception group). The waits
+        for the page's load and quiet end at ``read_by`` (``anyio.current_time()``) at the
+        latest."""
         from ._proxy import open_proxy
 
         async with _private_dir() as root:
@@ -299,8 +308,8 @@ class ChromiumRenderer:
                 )
                 try:
                     page = await context.new_page()
-                    await _load(page, url, gate, self._goto_timeout_s)
-                    await _quiet(page)
+                    await _load(page, url, gate, self._goto_timeout_s, read_by)
+                    await _quiet(page, read_by)
                     html = await _settled_content(page, self._goto_timeout_s)
                     png = await page.screenshot(type="png") if screenshot else None
                     _same_site(url, page.url)  # where the DOM and the picture came from
@@ -314,9 +323,12 @@ class ChromiumRenderer:
 #: page's text to stop changing (a script that writes it on a timer).
 _QUIET_S = 3.0  # the two together
 _TEXT_POLL_S = 0.25
+# What a render needs after those waits, within its caller's deadline: the DOM's read, the
+# screenshot, closing the browser and, back in the caller, the reading's conversion.
+_AFTER_READ_S = 3.0
 
 
-async def _quiet(page: Any) -> None:
+async def _quiet(page: Any, read_by: float) -> None:
     """Wait, within the bounds above, for what a page's scripts do after its load event: a
     single-page app fetches its content then (a render read at the load event gave an empty
     reading and a blank picture). Best effort: a page that never goes quiet (a long poll, a
@@ -326,7 +338,11 @@ async def _quiet(page: Any) -> None:
     last = None
     # One bound for both waits, and a page that navigates away under them (an error here)
     # ends them: the DOM's read then waits for its navigation.
-    with anyio.move_on_after(_QUIET_S), contextlib.suppress(PlaywrightError):
+    with (
+        anyio.move_on_after(_QUIET_S),
+        anyio.move_on_at(read_by),
+        contextlib.suppress(PlaywrightError),
+    ):
         await page.wait_for_load_state("networkidle", timeout=_QUIET_S * 1000)
         while True:
             size = await page.evaluate("document.body ? document.body.innerText.length : 0")
@@ -340,26 +356,58 @@ async def _quiet(page: Any) -> None:
 #: cut at 1 MB, and a hostile one can build a DOM of hundreds of megabytes (827 MB of this
 #: process's memory for one render).
 MAX_DOM_CHARS = 2_000_000
+#: Frames within frames are written in this deep at most (a frame's own frames included).
+_FRAME_DEPTH = 4
 
 # The DOM as it is read, made in a world of webward's own (a CDP isolated world: the page's
 # DOM, not its scripts' globals), where the page cannot replace what serializes it, and cut
 # before it leaves the browser. Open shadow roots (a web component's text, which the
 # screenshot shows) are written in as declarative ones, which the converter reads.
+#
+# A same-origin <iframe>'s document (a srcdoc, or a frame of the page's own site: a reader's
+# or a help widget's text, which the screenshot shows) is written in after the frame's own
+# element, its body in a <div>, counted against the same cap: the page's own markup first,
+# then its frames in document order while room is left (a frame cut at the cap is cut at a
+# tag's edge). A frame's element is found in the markup by its own serialization, searched
+# forward from the previous frame's. A frame of another origin (or a sandboxed one, whose
+# origin is opaque) is never read: its document is out of this world's reach (contentDocument
+# is null), and its origin is checked besides.
 _SERIALIZE = """(() => {
-  const html = document.documentElement;
-  if (!html) return '';
-  const roots = [];
-  const collect = (node) => {
-    for (const el of node.querySelectorAll('*')) {
-      if (el.shadowRoot) { roots.push(el.shadowRoot); collect(el.shadowRoot); }
+  const type = document.contentType, html = document.documentElement;
+  if (!html) return {type, html: ''};
+  const collect = (node, roots, frames) => {
+    for (const el of [node, ...node.querySelectorAll('*')]) {
+      if (el.localName === 'iframe') frames.push(el);
+      if (el.shadowRoot) { roots.push(el.shadowRoot); collect(el.shadowRoot, roots, frames); }
     }
   };
-  collect(document);
-  const inner = roots.length && typeof html.getHTML === 'function'
-    ? html.getHTML({shadowRoots: roots}) : html.innerHTML;
-  const text = '<!DOCTYPE html><html>' + inner + '</html>';
-  return text.length > MAX_DOM_CHARS ? text.slice(0, MAX_DOM_CHARS) : text;
+  const markup = (host, room, depth) => {
+    const roots = [], frames = [];
+    collect(host, roots, frames);
+    const own = roots.length && typeof host.getHTML === 'function'
+      ? host.getHTML({shadowRoots: roots}) : host.innerHTML;
+    let out = '', at = 0;
+    for (const frame of depth < MAX_FRAME_DEPTH ? frames : []) {
+      const doc = frame.contentDocument;
+      if (!doc || !doc.body || doc.defaultView?.origin !== window.origin) continue;
+      const tag = frame.outerHTML, found = own.indexOf(tag, at);
+      if (found < 0) continue;
+      out += own.slice(at, found + tag.length);
+      at = found + tag.length;
+      const left = room - out.length - (own.length - at) - '<div></div>'.length;
+      if (left <= 0) break;
+      let inner = markup(doc.body, left, depth + 1).slice(0, left);
+      const edge = inner.lastIndexOf('<');
+      if (edge > inner.lastIndexOf('>')) inner = inner.slice(0, edge);
+      out += '<div>' + inner + '</div>';
+    }
+    return out + own.slice(at);
+  };
+  const open = '<!DOCTYPE html><html>', close = '</html>';
+  const text = open + markup(html, MAX_DOM_CHARS - open.length - close.length, 0) + close;
+  return {type, html: text.length > MAX_DOM_CHARS ? text.slice(0, MAX_DOM_CHARS) : text};
 })()""".replace("MAX_DOM_CHARS", str(MAX_DOM_CHARS))
+_SERIALIZE = _SERIALIZE.replace("MAX_FRAME_DEPTH", str(_FRAME_DEPTH))
 
 # How long one read of the DOM may take (a DOM of 300,000 elements is read in about a second).
 _DOM_READ_S = 5.0
@@ -392,7 +440,19 @@ async def _dom_of(page: Any) -> str:
     if "exceptionDetails" in result:  # the page moved on under it: read again
         raise PlaywrightError(f"Execution context was destroyed: {result['exceptionDetails']}")
     value = result.get("result", {}).get("value")
-    return value if isinstance(value, str) else ""
+    if not isinstance(value, dict):
+        return ""
+    if value.get("type") == "application/pdf":
+        # Chromium's PDF viewer draws nothing headless (a blank picture) and has no text in
+        # its DOM, while a plain read hands the PDF to the model as a document.
+        raise Refused(
+            "refused: the address is a PDF, which the headless browser shows as a blank "
+            "page; read it without a screenshot, which hands the PDF over as a document",
+            code="unsupported_type",
+            reason=Reason.UNSUPPORTED_TYPE,
+        )
+    html = value.get("html")
+    return html if isinstance(html, str) else ""
 
 
 async def _settled_content(page: Any, timeout_s: float) -> str:
@@ -452,10 +512,10 @@ def _same_site(url: str, rendered: str) -> None:
         )
 
 
-async def _load(page: Any, url: str, gate: Gate, timeout_s: float) -> None:
+async def _load(page: Any, url: str, gate: Gate, timeout_s: float, read_by: float) -> None:
     """Open ``url`` and wait for its load event, or only until the render's request cap is
     spent (a page asking for hundreds of subresources would otherwise hold the render to its
-    deadline, every further request refused)."""
+    deadline, every further request refused), or until ``read_by``."""
     timeout_ms = timeout_s * 1000
     await page.goto(url, wait_until="commit", timeout=timeout_ms)
 
@@ -463,8 +523,9 @@ async def _load(page: Any, url: str, gate: Gate, timeout_s: float) -> None:
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         # A subresource that never arrives (a hung tracking pixel) keeps the load event from
-        # firing: past the load's bound the page is read (and pictured) as it stands.
-        with contextlib.suppress(PlaywrightTimeout):
+        # firing: past the load's bound, or read_by, the page is read (and pictured) as it
+        # stands.
+        with contextlib.suppress(PlaywrightTimeout), anyio.move_on_at(read_by):
             await page.wait_for_load_state("load", timeout=timeout_ms)
         scope.cancel()
 
