@@ -514,6 +514,55 @@ async def test_a_store_stopped_while_idle_is_probed_before_the_next_read(tmp_pat
     assert [r.path for r in site.requests] == ["/page"]
 
 
+class CountingSink(MemoryAuditSink):
+    """A store whose probe takes a while (a committed write, on a thread) and is counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.probes = 0
+
+    async def probe(self) -> None:
+        self.probes += 1
+        await anyio.sleep(0.01)
+        await super().probe()
+
+    async def write(self, record: AuditRecord) -> None:
+        await super().probe()  # the write's own check, not a probe of the Web's
+        self.records.append(record)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("broken", [False, True])
+async def test_calls_arriving_together_after_idle_share_one_probe(
+    tmp_path: Path, broken: bool
+) -> None:
+    """Fifty calls that arrive together after an idle spell wait for one probe of the store,
+    and all read once it passes (or are all refused, with no request, once it fails): each
+    made a probe of its own, a committed write each, one after another before any read."""
+    clock = FakeClock()
+    sink = CountingSink()
+    with serve(routes={"*": respond(200, PAGE)}) as site:
+        async with Web(settings_for(tmp_path), audit=sink, clock=clock) as web:
+            await web.fetch(site.url("/warm"))
+            sink.broken = broken
+            clock.advance(6)
+            probes, outcomes = sink.probes, []
+
+            async def read(i: int) -> None:
+                try:
+                    await web.fetch(site.url(f"/p{i}"))
+                    outcomes.append("read")
+                except Refused as exc:
+                    outcomes.append(exc.reason)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(50):
+                    tg.start_soon(read, i)
+    assert sink.probes - probes == 1
+    assert outcomes == (["audit_unavailable"] * 50 if broken else ["read"] * 50)
+    assert len(site.requests) == (1 if broken else 51)
+
+
 class FrozenSink(MemoryAuditSink):
     """A store that stops answering (a PostgreSQL server stopped with SIGSTOP): writes wait
     until it is thawed."""

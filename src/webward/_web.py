@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import dataclasses
 import datetime as dt
 import functools
@@ -135,6 +136,10 @@ class Web:
         # request before a probe passes (a store that is down, or misconfigured, must not let
         # a read out that it then cannot record). Sinks without a probe are trusted.
         self._audit_proven_at = -math.inf if hasattr(self._audit, "probe") else math.inf
+        # The probe in flight, which calls arriving meanwhile wait for (:meth:`_prove_audit`),
+        # and the refusal of the last one that failed.
+        self._audit_proving: anyio.Event | None = None
+        self._audit_refusal: WebwardError | None = None
         # The audit writes waiting for their commit, oldest first: id of the call -> since when.
         self._audit_waits: dict[int, float] = {}
         # Set when a write's wait ends, for a call that found one waiting long (made then).
@@ -509,6 +514,10 @@ class Web:
                     converted = dataclasses.replace(converted, text=_UNRENDERED_NOTE)
                 if not rendered:  # a render that failed or ran out of time: the next read
                     keep = False  # tries again, rather than meet this reading for the TTL
+        if converted.kind == "text" and not converted.text.strip():
+            # A body that reads as no text (empty elements, only hidden ones): said, rather
+            # than an empty window the agent would take for a fault of the read.
+            converted = dataclasses.replace(converted, text=_window.NO_TEXT)
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
         converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
@@ -675,7 +684,7 @@ class Web:
             text, passages = find()
         else:
             text, passages = await anyio.to_thread.run_sync(find)
-        total = 0 if converted.text == _window.EMPTY_BODY else len(converted.text)  # a notice
+        total = 0 if converted.text in _window.NOTICES else len(converted.text)
         first = passages[0].offset if passages else None
         return text, passages, Window(offset=0, end=0, total=total, next_offset=first)
 
@@ -912,14 +921,33 @@ class Web:
                 await self._audit_moved.wait()
 
     async def _prove_audit(self) -> None:
-        """The audit store's probe; ``audit_unavailable`` (and no request) if it fails."""
+        """The audit store's probe; ``audit_unavailable`` (and no request) if it fails.
+
+        Calls that arrive while a probe runs wait for it and share its answer: after an idle
+        spell, a burst of 200 calls made 200 probes, each a committed write, one after
+        another before any call read. A waiter whose probe was cancelled makes its own."""
+        while (running := self._audit_proving) is not None:
+            await running.wait()
+            if self._audit_refusal is not None:
+                raise copy.copy(self._audit_refusal)  # its own, without the other's traceback
+            if self._clock() - self._audit_proven_at <= _AUDIT_PROOF_S:
+                return
+        self._audit_proving, self._audit_refusal = anyio.Event(), None
         try:
             await self._audit.probe()  # type: ignore[attr-defined]  # only sinks with one
-        except WebwardError:
+        except WebwardError as exc:
+            self._audit_refusal = exc
             raise
         except Exception as exc:  # a sink of the caller's own that fails in its own way
-            raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
-        self._audit_proven_at = self._clock()
+            self._audit_refusal = audit_unavailable(
+                f"the audit sink failed: {type(exc).__name__}"
+            )
+            raise self._audit_refusal from exc
+        else:
+            self._audit_proven_at = self._clock()
+        finally:
+            self._audit_proving.set()
+            self._audit_proving = None
 
     async def _write_unexpected(self, call: Call, exc: BaseException) -> None:
         """The record of a call cancelled, or ended by an unexpected exception. Shielded (and
