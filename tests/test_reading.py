@@ -21,7 +21,7 @@ from webward._cache import MemoryPageCache, NullPageCache
 from webward._convert import EMPTY_BODY, convert
 from webward._envelope import unwrap
 from webward._parts import tool_result_text
-from webward._window import approx_tokens
+from webward._window import NO_TEXT, approx_tokens
 from webward.testing import FakeClock, MemoryAuditSink
 
 pytestmark = pytest.mark.anyio
@@ -172,6 +172,32 @@ async def test_an_empty_body_reads_as_its_notice_whole_in_a_page_of_no_character
     assert text_of(found.content) == EMPTY_BODY
     assert found.passages == () and found.window.total == 0
     assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"<html><head><title>Blank</title></head><body>" + b"<p>" * 5_000, "text/html"),
+        (b"<body><dialog><p>Only in a closed dialog</p></dialog></body>", "text/html"),
+        (b"<body><div hidden>Hidden</div><h1> </h1><table><tr><td></table>", "text/html"),
+        (b"<body>\n \n<span></span>\n</body>", "text/html"),
+    ],
+)
+async def test_a_body_of_no_text_reads_as_a_notice_not_an_empty_window(
+    body: bytes, content_type: str
+) -> None:
+    """A page with a body but no text a reader sees (empty elements, text only in hidden ones,
+    whitespace) is said so, as an empty body is, rather than an empty window an agent takes
+    for a failed read: its notice whole, in a page of 0 characters, found by no query."""
+    with serve(routes={"/blank": respond(200, body, content_type)}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/blank"), max_chars=10)
+            with pytest.raises(InvalidInput):
+                await w.fetch(srv.url("/blank"), offset=1)
+            found = await w.fetch(srv.url("/blank"), query="page text")
+    assert text_of(page.content) == NO_TEXT
+    assert page.window.to_wire() == {"offset": 0, "end": 0, "total": 0, "nextOffset": None}
+    assert text_of(found.content) == NO_TEXT and found.passages == ()
 
 
 async def test_a_meta_refresh_names_its_target_against_the_final_url_and_is_not_followed() -> None:

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 
 from ._models import Passage
-from ._window import EMPTY_BODY, _cut
+from ._window import NOTICES, _cut
 
 __all__ = [
     "MAX_BLOCK_CHARS",
@@ -179,8 +179,8 @@ def find(text: str, query: str, max_chars: int) -> tuple[str, tuple[Passage, ...
     The rendering names each passage's range in the page (``[1] characters 1200\u20131850 of
     81234; pass offset=1200 to read the page from here``) above its text.
     """
-    if text == EMPTY_BODY:  # a notice, not the page's text (see _window.make_window)
-        return EMPTY_BODY, ()
+    if text in NOTICES:  # a notice, not the page's text (see _window.make_window)
+        return text, ()
     total = len(text)
     chosen: list[Passage] = []
     pieces: list[str] = []

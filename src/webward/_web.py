@@ -939,9 +939,7 @@ class Web:
             self._audit_refusal = exc
             raise
         except Exception as exc:  # a sink of the caller's own that fails in its own way
-            self._audit_refusal = audit_unavailable(
-                f"the audit sink failed: {type(exc).__name__}"
-            )
+            self._audit_refusal = audit_unavailable(f"the audit sink failed: {type(exc).__name__}")
             raise self._audit_refusal from exc
         else:
             self._audit_proven_at = self._clock()

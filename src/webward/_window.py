@@ -35,6 +35,8 @@ from ._models import Window
 __all__ = [
     "BAD_OFFSET",
     "EMPTY_BODY",
+    "NOTICES",
+    "NO_TEXT",
     "approx_tokens",
     "check_max_chars",
     "check_offset",
@@ -51,6 +53,17 @@ BAD_OFFSET = "offset must be a non-negative whole number"
 #: never cut by ``max_chars`` nor paged (an offset past 0 is past the end of the page), and
 #: no query finds a passage in it.
 EMPTY_BODY = "[the server sent an empty body: there is nothing to read at this URL]"
+
+#: What a body that reads as no text at all reads as (the fetch core puts it in place of the
+#: empty reading): a page of empty elements, text only in closed dialogs or hidden elements,
+#: whitespace. A notice as :data:`EMPTY_BODY` is, so that an agent does not take an empty
+#: window for a tool's fault or a page it failed to read.
+NO_TEXT = (
+    "[the page has no text to read: nothing in its body is shown as words, outside scripts, "
+    "styles and hidden elements]"
+)
+#: The notices that stand for a page's text (0 characters long, never paged nor searched).
+NOTICES = frozenset({EMPTY_BODY, NO_TEXT})
 
 # How far a cut may move back; past this the text is pathological and the plain cut stands.
 _MAX_BACKOFF = 32
@@ -190,13 +203,13 @@ def make_window(text: str, offset: int, max_chars: int) -> tuple[str, Window]:
 
     An offset at or past the end of a non-empty text raises ``InvalidInput`` naming the page's
     length; offset 0 of an empty text is an empty window. The notice of an empty body
-    (:data:`EMPTY_BODY`) is no page text: the page is 0 characters long, and its window at
-    offset 0 is the notice whole, whatever ``max_chars``.
+    or of a page with no text (:data:`NOTICES`) is no page text: the page is 0 characters long,
+    and its window at offset 0 is the notice whole, whatever ``max_chars``.
     """
     offset = check_offset(offset)
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")  # a settings error, not user input
-    notice = text == EMPTY_BODY
+    notice = text in NOTICES
     total = 0 if notice else len(text)
     if offset >= total and not offset == total == 0:
         digits = str(offset)  # a model's 1e300 is not echoed in 301 digits
