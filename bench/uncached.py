@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -410,7 +412,12 @@ def _web_round(side: str, port: int, pages: int) -> dict[str, Any]:
 
 def _spawn_server(args: list[str]) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
-        args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=_env()
+        args,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=_env(),
+        start_new_session=True,  # its process group: what it leaves is stopped with it
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()
@@ -510,6 +517,10 @@ def _gateway_round(side: str, port: int, pages: int, clients: int, tmp: str) -> 
     finally:
         server.terminate()
         server.wait(30)
+        # The anchor's pool workers outlived its server (orphans, idle, 48 MB each, a pair a
+        # round), and a later round ran beside them.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
     return _summary(wall, cpu, results, rss.peak)
 
 

@@ -14,11 +14,13 @@ import socket
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
 from conftest import PostgresServer
 from localserver import respond, serve
@@ -223,6 +225,39 @@ async def test_the_first_failure_and_the_recovery_are_logged_once(
     assert said[0].endswith("); every call is refused until they can")
     assert said[1] == f"audit records are written again at the PostgreSQL named by ${ENV}"
     assert not any(SECRET in line or postgres_dsn in line for line in said)
+
+
+async def test_a_role_that_lost_insert_is_the_store_down_for_probe_and_log(
+    postgres_server: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role that can connect and select but no longer insert (a DBA's REVOKE, a role
+    swapped by a migration) fails the probe as it fails the records, so no call reads what it
+    could not record; and it is said once in the log as the store down, not taken for one
+    bad row per call. Its probe was a SELECT 1, which passed: each call read the site, then
+    was refused."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    name = f"webward_{uuid.uuid4().hex[:12]}"
+    role = f"auditor_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")  # type: ignore[arg-type]
+        conn.execute(f'CREATE DATABASE "{name}" OWNER {role}')  # type: ignore[arg-type]
+    dsn = postgres_server.dsn(name).replace("user=webward", f"user={role}")
+    sink = PostgresAuditSink(dsn, dsn_env=ENV)
+    await sink.write(record("before"))
+    with psycopg.connect(postgres_server.dsn(name), autocommit=True) as conn:
+        conn.execute(f"REVOKE INSERT ON audit FROM {role}")  # type: ignore[arg-type]
+    for attempt in (lambda: sink.write(record("down")), sink.probe) * 3:
+        with pytest.raises(Refused) as err:
+            await attempt()
+        assert "InsufficientPrivilege" in err.value.message
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=sink) as w:
+            with pytest.raises(Refused):
+                await w.fetch(srv.url("/"))
+    assert srv.accepts == 0
+    await sink.aclose()
+    said = [r.getMessage() for r in caplog.records if r.name == "webward.audit._postgres"]
+    assert len(said) == 1 and said[0].startswith("audit records cannot be written"), said
 
 
 async def test_a_dsn_that_does_not_parse_refuses_without_quoting_it(postgres_dsn: str) -> None:

@@ -514,13 +514,15 @@ class Web:
                     converted = dataclasses.replace(converted, text=_UNRENDERED_NOTE)
                 if not rendered:  # a render that failed or ran out of time: the next read
                     keep = False  # tries again, rather than meet this reading for the TTL
-        if converted.kind == "text" and not converted.text.strip():
-            # A body that reads as no text (empty elements, only hidden ones): said, rather
-            # than an empty window the agent would take for a fault of the read.
-            converted = dataclasses.replace(converted, text=_window.NO_TEXT)
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
-        converted = dataclasses.replace(converted, text=_envelope.prepare_body(converted.text))
+        text = _envelope.prepare_body(converted.text)
+        if converted.kind == "text" and not text.strip():
+            # A body that reads as no text (empty elements, only hidden ones, only controls
+            # the envelope drops): said, rather than an empty window the agent would take for
+            # a fault of the read.
+            text = _window.NO_TEXT
+        converted = dataclasses.replace(converted, text=text)
         cached = CachedPage(
             requested_url=parsed.url,
             final_url=result.final.url,

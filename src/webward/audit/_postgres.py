@@ -110,13 +110,15 @@ class PostgresAuditSink:
 
     async def probe(self) -> None:
         """Whether a record could be written now: a connection (the table created if need
-        be) that answers; ``audit_unavailable`` naming the variable otherwise."""
+        be) on which a record is inserted and rolled back, so that a role without INSERT, a
+        read-only server or a table gone fails it as it fails the records (a ``SELECT 1``
+        passed on each); ``audit_unavailable`` naming the variable otherwise."""
         deadline = anyio.current_time() + _bound_s()
         if not await self._acquire_by(deadline):
             raise audit_unavailable(self._down(TimeoutError()))
         try:
             with anyio.fail_after(deadline - anyio.current_time()):
-                await self._on_live_connection(_select_one)
+                await self._on_live_connection(_insert_none)
         except (psycopg.Error, OSError, TimeoutError) as exc:
             await self._drop()
             raise audit_unavailable(self._down(exc)) from None
@@ -240,6 +242,8 @@ class PostgresAuditSink:
                 return await self._insert_batch(rows)
             return self._down(exc)
         except Exception as exc:
+            if not _of_a_row(exc):
+                return self._down(exc)
             if len(rows) == 1:
                 return self._failed(exc)
         else:
@@ -253,6 +257,8 @@ class PostgresAuditSink:
                 await self._drop()
                 return errors + [self._down(exc)] * (len(rows) - i)
             except Exception as exc:
+                if not _of_a_row(exc):  # the log's own after all: no row will do better
+                    return errors + [self._down(exc)] * (len(rows) - i)
                 errors.append(self._failed(exc))
             else:
                 self._up()
@@ -295,14 +301,28 @@ class PostgresAuditSink:
         return f"{type(exc).__name__}: {text}"
 
 
-# Errors of the connection or the server, after which no row would do better; any other error
-# is taken for one row's content.
+# Errors of the connection or the server, after which no row would do better (on a connection
+# made anew, the batch is tried once more).
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
 
 
-async def _select_one(conn: psycopg.AsyncConnection[Any]) -> None:
-    async with conn.transaction():
-        await conn.execute("SELECT 1")
+def _of_a_row(exc: BaseException) -> bool:
+    """Whether ``exc``, an INSERT's error, is one row's content (a value out of range, text
+    PostgreSQL cannot hold, a clash), which the other rows of its batch need not share;
+    any other database error is the log's (a role without INSERT, a read-only server, a
+    table gone): said as the store down, once, rather than as one bad row per call."""
+    return isinstance(exc, (psycopg.DataError, psycopg.IntegrityError)) or not isinstance(
+        exc, psycopg.Error
+    )
+
+
+# A record the probe inserts and rolls back: never in the log.
+_PROBE_ROW = to_row(AuditRecord.create(decision="allowed", reason="allowed", agent="probe"))
+
+
+async def _insert_none(conn: psycopg.AsyncConnection[Any]) -> None:
+    async with conn.transaction(force_rollback=True):
+        await conn.execute(_INSERT, _PROBE_ROW)
 
 
 async def _insert_rows(conn: psycopg.AsyncConnection[Any], rows: list[tuple[Any, ...]]) -> None:
