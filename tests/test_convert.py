@@ -2145,3 +2145,111 @@ def test_zero_width_joiners_stay_in_every_reading() -> None:
     assert read(main).text.count(family) == 30
     assert persian in read(main).text
     assert family in read(full).text and persian in read(full).text
+
+
+# ------------------------------------------------------------------ structure trafilatura lost
+
+
+def test_a_heading_beside_its_own_links_is_kept() -> None:
+    """GitHub's and MediaWiki's headings sit in a wrapper beside a permalink or an edit link;
+    trafilatura dropped the wrapper, heading and all, for its link density."""
+    extra = (
+        '<div class="markdown-heading"><h2 class="heading-element">Installing The Tool</h2>'
+        '<a id="user-content-install" class="anchor" aria-label="Permalink: Installing The Tool"'
+        ' href="#install"><svg class="octicon"></svg></a></div>'
+        f"<p>{PARA * 2}</p>"
+        '<div class="mw-heading mw-heading2"><h2 id="Taxonomy">Taxonomy Of Birds</h2>'
+        '<span class="mw-editsection">[<a href="/w/index.php?title=Osprey&amp;action=edit">'
+        "edit</a>]</span></div>"
+        f"<p>{PARA * 2}</p>"
+    )
+    text = read(article(extra)).text
+    assert "## Installing The Tool" in text
+    assert "## Taxonomy Of Birds" in text
+    assert "Permalink" not in text
+    assert "[edit]" not in text
+
+
+def test_task_list_items_keep_their_checkbox_state() -> None:
+    """A task list's checkboxes (GitHub's, a to-do list's) read as GFM's ``[x]`` and ``[ ]``:
+    dropped with the other form controls, a done task read like one still to do."""
+    extra = (
+        '<ul class="contains-task-list">'
+        '<li class="task-list-item"><input type="checkbox" disabled checked> SIMD parsing</li>'
+        '<li class="task-list-item"><input type="checkbox" disabled> Streaming API</li>'
+        "<li><input type=CHECKBOX checked=checked>Written docs</li>"
+        "<li><label><input type=checkbox> Labelled task</label></li></ul>"
+        "<ul><li>Plain item <input type=checkbox> with a box inside</li></ul>"
+    )
+    for reading in (read(article(extra)).text, read(f"<ul>{extra}</ul><p>Short.</p>").text):
+        assert "- [x] SIMD parsing" in reading
+        assert "- [ ] Streaming API" in reading
+        assert "- [x] Written docs" in reading
+        assert "- [ ] Labelled task" in reading
+        assert "- Plain item with a box inside" in reading
+
+
+def test_a_code_block_keeps_its_language() -> None:
+    """The language a page names for a code block (``language-*``, ``lang-*``, Sphinx's
+    ``highlight-*``, GitHub's ``highlight-source-*``) becomes the fence's info string, and
+    the block keeps its blank lines (trafilatura dropped them); a ``<pre>`` of several lines
+    without ``<code>`` is a code block too (trafilatura read one holding markup as prose)."""
+    extra = (
+        '<pre><code class="language-python">print("from python")\n\n\nprint("two blank lines up")'
+        "\n</code></pre>"
+        '<div class="highlight highlight-source-rust"><pre>fn main() {}\n</pre></div>'
+        '<div class="highlight-toml notranslate"><div class="highlight"><pre>'
+        '<span>name</span> = "x"\n</pre></div></div>'
+        '<pre class="lang-js prettyprint">let fromJs = 1;\nfromJs += <b>1</b>;</pre>'
+        '<pre><code class="language-none">no language\nhere</code></pre>'
+    )
+    for reading in (read(article(extra)).text, read(f"<main>{extra}</main>").text):
+        assert '```python\nprint("from python")\n\n\nprint("two blank lines up")\n```' in reading
+        assert "```rust\nfn main() {}\n```" in reading
+        assert '```toml\nname = "x"\n```' in reading
+        assert "```js\nlet fromJs = 1;\nfromJs += 1;\n```" in reading
+    # A block that names no language, or "none", keeps a bare fence.
+    reading = read(article(extra)).text
+    assert "```\nno language\nhere\n```" in reading
+    assert "```\ndef double(x):" in reading
+
+
+def test_a_reference_list_with_backlinks_is_kept() -> None:
+    """A wiki's references: each note's backlinks (``^``, ``↩``, or letters when a source is
+    cited twice) are jumps within the page, not words; read as links, trafilatura took the
+    short list for navigation and dropped it, and the heading over it."""
+    notes = (
+        '<li id="cite_note-1"><span class="backlink">^ <a href="#cite_ref-1a"><sup><i>a</i>'
+        '</sup></a> <a href="#cite_ref-1b"><sup><i>b</i></sup></a></span> BirdLife (2021).'
+        ' <a href="https://redlist.example/osprey">"Pandion haliaetus"</a>. Red List.</li>'
+        '<li id="cite_note-2"><b><a href="#cite_ref-2">^</a></b> Poole, A. (1989). Ospreys.</li>'
+        '<li id="fn-3">Linnaeus, C. (1758). Systema Naturae. <a href="#fnref-3">\u21a9</a></li>'
+        '<li id="cite_note-4"><a href="#cite_ref-4">^</a> Ferguson-Lees, J. (2001). Raptors of'
+        " the World. London: Christopher Helm.</li>"
+    )
+    extra = f'<h2>References</h2><ol class="references">{notes}</ol>'
+    text = read(article(extra)).text
+    assert "## References" in text
+    assert "Poole, A. (1989). Ospreys." in text
+    assert "Linnaeus, C. (1758). Systema Naturae." in text
+    assert "cite_ref" not in text and "fnref" not in text
+    assert "BirdLife (2021)" in text
+
+
+def test_inline_words_trafilatura_cleans_away_are_read() -> None:
+    """``<time>``, ``<label>`` (and ``<output>``, ``<blink>``, ``<marquee>``) show their words,
+    and so does a custom element holding text (GitHub's ``<g-emoji>``); trafilatura dropped
+    them with their words, in a sentence, a table cell or a heading."""
+    extra = (
+        '<p>The council meets on <time datetime="2026-05-02">May 2, 2026</time> at noon, in'
+        " the <label>Council Chamber</label> of City Hall.</p>"
+        "<table><tr><th>Parser</th><th>Zero-copy</th><th>Released</th></tr>"
+        '<tr><td>fastjson</td><td><g-emoji alias="white_check_mark">\u2705</g-emoji></td>'
+        "<td><relative-time>Sep 15</relative-time></td></tr></table>"
+        '<h2>Launch <g-emoji alias="rocket">\U0001f680</g-emoji> day</h2>'
+        f"<p>{PARA * 2}</p>"
+    )
+    text = read(article(extra)).text
+    assert "meets on May 2, 2026 at noon, in the Council Chamber of City Hall." in text
+    assert "| fastjson | \u2705 | Sep 15 |" in text
+    assert "## Launch \U0001f680 day" in text

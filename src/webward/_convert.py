@@ -1025,6 +1025,8 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     _open_shadow_roots(tree)
     _open_dialogs(tree)
     _drop_permalinks(tree)
+    _drop_backlinks(tree)
+    _mark_task_boxes(tree)  # before the form controls go
     _strip_all(tree, *_DROP_TAGS)
     _drop_empty_inline(tree)
     hides = rules.asker() if rules is not None else None
@@ -1094,6 +1096,9 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             restyled.append(el)
     _drop_all(doomed)
     _unveil(veiled, restyled)
+    _lift_headings(tree)
+    _pre_as_code(tree)
+    _show_inline_words(tree)
     for el in restyled:
         # html-to-markdown reads styles for hiding too, by other rules ("display:&nbsp;none",
         # a hidden parent of a child shown again): what is kept here, it keeps. (An element
@@ -1226,6 +1231,264 @@ def _drop_permalinks(tree: Any) -> None:
             href = link.get("href") or ""
             if "#" in href and link.text_content().strip() in _PERMALINK_TEXTS:
                 link.drop_tree()
+
+
+# What a note's link back to where it is cited shows: a caret, an arrow, or (MediaWiki's, when
+# a source is cited more than once) a letter in a superscript.
+_BACKLINK_TEXTS = frozenset(("^", "\u2191", "\u21a9", "\u21a9\ufe0e", "\u21a9\ufe0f", "\u2934"))
+
+
+def _drop_backlinks(tree: Any) -> None:
+    """Take out a note's backlinks: a link inside a list item (a reference or footnote list)
+    to an anchor (``#...``) whose only text is a return mark (dropped, its tail kept) or a
+    letter in a superscript (the letter kept, as words of the page). trafilatura's
+    precision mode dropped a list of such short links as navigation, and with it every
+    reference of a wiki article (and the heading over them, left trailing)."""
+    for link in list(tree.iter("a")):
+        if "#" not in (link.get("href") or ""):
+            continue
+        text = link.text_content().strip()
+        mark = text in _BACKLINK_TEXTS
+        letter = len(text) == 1 and text.isalpha() and link.find(".//sup") is not None
+        if (mark or letter) and next(link.iterancestors("li"), None) is not None:
+            if mark:
+                link.drop_tree()
+            else:
+                link.drop_tag()
+
+
+# What a heading's wrapper may hold beside it and still be the heading's alone: a permalink, an
+# edit link ("[edit]"), an icon; a longer text is a teaser's or a section's.
+_MAX_HEADING_COMPANY = 40
+_MAX_HEADING_ELEMENTS = 20
+# Elements that make a wrapper more than a heading's (a heading and its paragraph, a list).
+_HEADING_RIVALS = frozenset((
+    *_HEADINGS, "p", "div", "ul", "ol", "dl", "table", "pre", "blockquote", "section", "article",
+    "figure", "form", "li",
+))  # fmt: skip
+
+
+def _lift_headings(tree: Any) -> None:
+    """Move a heading out of a wrapper it shares only with a few words of links (GitHub's
+    ``<div class="markdown-heading"><h2>..</h2><a class="anchor">``, MediaWiki's
+    ``<div class="mw-heading"><h2>..</h2><span class="mw-editsection">[edit]``): trafilatura's
+    precision mode drops a short element holding a link, and the wrapper went with the
+    heading in it. Lifted to just before its wrapper, the heading stays; the links are left
+    in the wrapper, for the extractor to judge alone. What is beside the heading is read up
+    to :data:`_MAX_HEADING_ELEMENTS` elements (a page of headings nested in each other's
+    wrappers is not read again for each)."""
+    for heading in list(tree.iter(*_HEADINGS)):
+        wrapper = heading.getparent()
+        if (
+            wrapper is None
+            or wrapper.tag != "div"
+            or heading.getprevious() is not None
+            or (wrapper.text or "").strip()
+        ):
+            continue
+        company = list(
+            itertools.islice(
+                itertools.chain.from_iterable(sibling.iter() for sibling in heading.itersiblings()),
+                _MAX_HEADING_ELEMENTS + 1,
+            )
+        )
+        if (
+            len(company) > _MAX_HEADING_ELEMENTS
+            or not any(element.tag == "a" for element in company)
+            or any(element.tag in _HEADING_RIVALS for element in company)
+        ):
+            continue
+        words = (heading.tail or "") + "".join(
+            (element.text or "") + (element.tail or "") for element in company
+        )
+        if len(words.strip()) > _MAX_HEADING_COMPANY:
+            continue
+        wrapper.text, heading.tail = heading.tail, None
+        wrapper.addprevious(heading)
+
+
+# Inline elements whose words a reader sees and trafilatura's cleaning drops with them (its
+# MANUALLY_CLEANED): "Meeting on <time>May 2</time> at noon" read "Meeting on at noon".
+_SHOWN_INLINE = ("time", "label", "output", "blink", "marquee")
+# A custom element holding text alone (GitHub's <g-emoji>, <relative-time>): read as a span,
+# where trafilatura dropped one in a table cell or a heading ("| fastjson |  |" for a ✅).
+_CUSTOM_LEAVES = "//*[contains(name(), '-') and not(*)]"
+
+
+def _show_inline_words(tree: Any) -> None:
+    """Read the inline elements trafilatura drops with their words as plain spans (see
+    :data:`_SHOWN_INLINE`, :data:`_CUSTOM_LEAVES`)."""
+    for element in [*tree.iter(*_SHOWN_INLINE), *tree.xpath(_CUSTOM_LEAVES)]:
+        element.tag = "span"
+
+
+def _outer_blocks(tree: Any) -> Iterator[Any]:
+    """Each ``<pre>`` that no other ``<pre>`` nor a table cell holds, in document order, in one
+    walk (an ancestor's check for each would be quadratic in their nesting)."""
+    import lxml.etree
+
+    if next(tree.iter("pre"), None) is None:
+        return  # most pages: known at once, without the walk (14 ms for 100,000 cells)
+    holding = 0  # the open elements around the walk that hold what is inside them
+    for event, element in lxml.etree.iterwalk(
+        tree, events=("start", "end"), tag=("pre", "td", "th")
+    ):
+        if event == "end":
+            holding -= 1
+            continue
+        if element.tag == "pre" and not holding:
+            yield element
+        holding += 1
+
+
+def _pre_as_code(tree: Any) -> None:
+    """A ``<pre>`` of several lines without ``<code>`` in it reads as a code block: its text
+    alone, in one ``<span>``. trafilatura takes a ``<pre>`` for code only when it wraps a
+    single span, highlight.js's spans or text it knows for code, and read the others as
+    paragraphs, a preformatted listing's lines and indentation run into prose. (Markup in
+    it goes, as it goes in any code block: a fence holds no links.) One in a table cell is
+    left to the cell's rules, one holding another to :func:`_flatten_nested_pre` (such a
+    page goes to html-to-markdown, see _too_heavy)."""
+    for pre in list(_outer_blocks(tree)):
+        if pre.find(".//code") is not None or pre.find(".//pre") is not None:
+            continue
+        text = pre.text_content()
+        if "\n" not in text.strip() or (len(pre) == 1 and pre[0].tag == "span" and not pre.text):
+            continue
+        for child in list(pre):
+            pre.remove(child)
+        pre.text = None
+        span = pre.makeelement("span")
+        span.text = text
+        pre.append(span)
+
+
+def _mark_task_boxes(tree: Any) -> None:
+    """A checkbox that opens a list item (a task list's, GitHub's ``- [x]``), perhaps in a
+    ``<label>`` that opens it, is written as GFM writes it, ``[x]`` or ``[ ]``, before the form
+    controls are dropped: without it a done task read like one still to do. (trafilatura
+    escapes the brackets: see :func:`_unescape_task_boxes`.)"""
+    for box in tree.iter("input"):
+        if (box.get("type") or "").strip().lower() != "checkbox" or not _opens(box):
+            continue
+        holder = box.getparent()
+        if holder.tag == "label" and _opens(holder):
+            holder = holder.getparent()
+        if holder.tag == "li":
+            mark = "[x]" if "checked" in box.attrib else "[ ]"
+            box.tail = f"{mark} {(box.tail or '').lstrip()}"
+
+
+def _opens(element: Any) -> bool:
+    """Whether ``element`` comes first in its parent, no words before it."""
+    parent = element.getparent()
+    return parent is not None and element.getprevious() is None and not (parent.text or "").strip()
+
+
+# A task's box as trafilatura writes it, its brackets escaped, at the start of a list item.
+_ESCAPED_TASK_BOX = re.compile(r"^( *(?:[-*+]|\d{1,9}[.)]) )\\\[([ x])\\\] ", re.MULTILINE)
+
+
+def _unescape_task_boxes(markdown: str) -> str:
+    return _ESCAPED_TASK_BOX.sub(r"\1[\2] ", markdown)
+
+
+# The language a page names for a code block, by class: ``language-python`` (Prism,
+# highlight.js, Markdown renderers), ``lang-js`` (Prettify), ``highlight-toml`` (Sphinx, on a
+# wrapper), ``highlight-source-rust`` (GitHub, on a wrapper).
+_CODE_LANGUAGE = re.compile(
+    r"(?:^|\s)(?:language|lang|highlight-source|highlight)-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+)
+_NO_LANGUAGE = frozenset(("none", "default", "plain", "nohighlight"))
+_MAX_CODE_BLOCKS = 1_000
+
+
+@dataclass(frozen=True)
+class _CodeBlock:
+    """A ``<pre>`` of the page as :func:`_restore_code` looks for it in a reading."""
+
+    key: str  # its first line that holds anything (see _code_key)
+    language: str  # "" when the page names none
+    lines: list[str]  # its lines, blank ones too, trailing spaces and edge blank lines off
+
+
+def _code_blocks(tree: Any) -> list[_CodeBlock]:
+    """Each ``<pre>`` of the page that a reading may have written without something it holds:
+    a language it names (on its ``<code>``, itself or one of its two nearest wrappers), or a
+    blank line. In document order, among the first :data:`_MAX_CODE_BLOCKS` that no other
+    ``<pre>`` nor a table cell holds (see :func:`_outer_blocks`)."""
+    blocks: list[_CodeBlock] = []
+    for pre in itertools.islice(_outer_blocks(tree), _MAX_CODE_BLOCKS):
+        language = ""
+        code = pre.find("code")
+        for element in (code, pre, *itertools.islice(pre.iterancestors(), 2)):
+            names = "" if element is None else (element.get("class") or "")[:_MAX_CHECKED_CHARS]
+            match = _CODE_LANGUAGE.search(names)
+            if match:
+                language = "" if match.group(1).lower() in _NO_LANGUAGE else match.group(1)
+                break
+        text = pre.text_content().strip("\n")
+        if not language and _BLANK_LINE.search(text) is None:
+            continue  # most blocks: nothing a reading could have lost
+        lines = [line.rstrip() for line in text.split("\n")]
+        while lines and not lines[-1]:
+            lines.pop()
+        first = next((number for number, line in enumerate(lines) if line), len(lines))
+        if lines[first:]:
+            blocks.append(_CodeBlock(_code_key(lines[first]), language, lines[first:]))
+    return blocks
+
+
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+
+
+def _code_key(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
+    """Put back in each fenced block of ``markdown`` what the page's ``<pre>`` had and the
+    converter left out: the language it names, as the fence's info string (trafilatura wrote
+    none), and its blank lines (trafilatura dropped every one, running a listing's functions
+    together). A fenced block is the page's block whose first line it starts with, next in
+    the page's order after the last one found (an extractor may have dropped some); its
+    blank lines come back only where its other lines are the page's, the same and in order.
+    The fences are found by one regular expression (a reading of 500,000 lines of code is
+    not walked line by line in Python)."""
+    if not blocks:
+        return markdown
+    where: dict[str, list[int]] = {}
+    for index, block in enumerate(blocks):
+        where.setdefault(block.key, []).append(index)
+    pieces: list[str] = []
+    done = 0  # markdown[:done] is in pieces
+    after = 0  # the next block of the page that may still be found
+    opening: re.Match[str] | None = None
+    for fence in _FENCE_LINE.finditer(markdown):
+        if opening is None:
+            opening = fence
+            continue
+        if not fence.group(1).startswith(opening.group(1)) or fence.group(2).strip():
+            continue  # a line of the code (CommonMark: see tidy_markdown)
+        body = markdown[opening.end() + 1 : fence.start()]
+        start, opened, opening = opening.start(), opening, None
+        candidates = where.get(_code_key(body.split("\n", 1)[0]), [])
+        found = bisect.bisect_left(candidates, after)
+        if found == len(candidates):
+            continue
+        block = blocks[candidates[found]]
+        after = candidates[found] + 1
+        head = opened.group(0)
+        if block.language and not opened.group(2).strip():
+            head = f"{head.rstrip()}{block.language}"
+        lines = body.split("\n")[:-1]  # the body ends with its last line's newline
+        written = [line.rstrip() for line in lines if line.strip()]
+        if len(block.lines) > len(lines) and written == [line for line in block.lines if line]:
+            lines = block.lines
+        pieces += [markdown[done:start], head, "\n", *(f"{line}\n" for line in lines)]
+        done = fence.start()
+    return "".join(pieces) + markdown[done:] if pieces else markdown
 
 
 def _drop_unseen(tree: Any, rules: StyleRules | None = None) -> None:
@@ -2437,6 +2700,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             title=title, markdown="", links=links, extractor="", rules=rules, refresh=moved
         )
     elements = int(tree.xpath("count(//*)"))
+    code = _code_blocks(tree)  # before the marks below go into the blocks' text
     # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
     # above read the page as it came).
     _structure.prepare(tree)
@@ -2445,7 +2709,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # slows down in proportion (2.5 s for a 1 MB table); html-to-markdown converts such
         # a page, or its main container, in a fraction of that.
         node = tree if visible < _SHORT_PAGE_CHARS else _main_container(tree, visible)
-        markdown = tidy_markdown(_full_page(node))
+        markdown = _finish(tidy_markdown(_full_page(node)), code)
         return HtmlResult(title, markdown, links, "full" if markdown else "", rules, refresh=moved)
     # trafilatura prunes the tree it is given in place: the later readings get copies of this
     # one (a copy costs a fraction of parsing and cleaning the page again).
@@ -2498,7 +2762,16 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             markdown, extractor = full, "full"
     if not markdown:
         extractor = ""
+    markdown = _finish(markdown, code)
     return HtmlResult(title, markdown, links, extractor, rules, refresh=moved)
+
+
+def _finish(markdown: str, code: list[_CodeBlock]) -> str:
+    """What the page said and the converters wrote without: code blocks' languages and blank
+    lines, task boxes' brackets unescaped."""
+    if "\\[" in markdown:
+        markdown = _unescape_task_boxes(markdown)
+    return _restore_code(markdown, code)
 
 
 # --------------------------------------------------------------------------------------------
