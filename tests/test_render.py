@@ -912,6 +912,95 @@ async def test_a_frames_text_counts_against_the_dom_cap() -> None:
     assert html.index("Before the frame.") < framed < html.index("After the frame.")
 
 
+# Frames of the page's own origin that no reader sees, each beside one that is shown.
+HIDDEN_FRAMES = {
+    "attribute": "hidden",
+    "display": 'style="display:none"',
+    "visibility": 'style="visibility:hidden"',
+    "opacity": 'style="opacity:0"',
+    "zero": 'style="width:0;height:0;border:0"',
+    "pixel": 'style="width:1px;height:1px;border:0"',
+    "offscreen": 'style="position:absolute;left:-5000px;top:-5000px"',
+}
+
+
+async def test_a_frame_no_reader_sees_is_not_read() -> None:
+    """A hidden frame of the page's own origin (the hidden attribute, display:none,
+    visibility:hidden, opacity:0, a 0x0 or 1x1 box, placed where no scroll reaches) had its
+    text written in a plain <div> and read as the page's: text no reader sees (nor the
+    screenshot) is where injected instructions sit. Only the frame that is shown is read."""
+    words = "<html><body><p>" + "{0} frame words. " * 8 + "</p></body></html>"
+    frames = "".join(
+        f'<iframe src="/{name}" {how}></iframe>' for name, how in HIDDEN_FRAMES.items()
+    )
+    page = (
+        "<html><body><p>Text of the page itself.</p>"
+        f'{frames}<iframe src="/shown"></iframe><p>After the frames.</p></body></html>'
+    )
+    routes = {"/": respond(200, page), "/shown": respond(200, words.format("Shown"))}
+    routes |= {f"/{name}": respond(200, words.format(name.title())) for name in HIDDEN_FRAMES}
+    with serve(routes=routes) as srv:
+        async with make_web() as web:
+            gate, _ = gate_for(web)
+            rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+        assert {f"/{name}" for name in HIDDEN_FRAMES} <= {r.path for r in srv.requests}
+    html = rendered.html
+    assert html.index("Text of the page itself.") < html.index("Shown frame words.")
+    assert html.index("Shown frame words.") < html.index("After the frames.")
+    assert [n for n in HIDDEN_FRAMES if f"{n.title()} frame words" in html] == []
+
+
+async def test_a_frame_is_placed_by_its_element_not_by_a_copy_of_its_tag() -> None:
+    """A frame was placed at the first copy of its tag's text in the page's markup: the same
+    <iframe> tag inside a <template> (as a web component keeps one), a script or a comment
+    before the live frame took its text, and the reading lost it. It is now placed by an
+    attribute made for the read, which the markup handed over no longer holds."""
+    words = "<html><body><p>" + "Inner frame words. " * 8 + "</p></body></html>"
+    tag = '<iframe src="/inner"></iframe>'
+    shell = (
+        "<html><head><title>Framed</title></head><body><script>"
+        "document.body.innerHTML = '<p>Page text here, long enough to be words of its own.</p>"
+        f"<template>{tag}</template><script type=\"text/x-template\">{tag}</scr' + 'ipt>"
+        f"<!--{tag}-->{tag}<p>After the frame.</p>';</script></body></html>"
+    )
+    routes = {"/": respond(200, shell), "/inner": respond(200, words)}
+    with serve(routes=routes) as srv:
+        async with make_web(renderer=ChromiumRenderer()) as web:
+            page = await web.fetch(srv.url("/"), tier="connected")
+            gate, _ = gate_for(web)
+            rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+    assert "Inner frame words." in page.content and "After the frame." in page.content
+    html = rendered.html
+    live = html.index("Inner frame words.")
+    assert html.rindex(tag) < live < html.index("After the frame.") and "data-ww-" not in html
+
+
+async def test_a_frame_cut_inside_a_script_leaves_the_pages_text_after_it() -> None:
+    """A frame cut at the DOM cap was cut back to a tag's edge only: a cut inside a large
+    <script type=application/json> left it open, and the page's own markup after the frame
+    became its text (the rest of the article was lost). The cut now falls before it."""
+    frame = (
+        "<html><body><p>Frame start words here.</p><script>"
+        "const data = document.createElement('script'); data.type = 'application/json';"
+        "data.text = '{\"d\": \"' + 'x'.repeat(2500000) + '\"}'; document.body.append(data);"
+        "</script></body></html>"
+    )
+    shell = (
+        "<html><head><title>Shell</title></head><body><script>document.body.innerHTML = "
+        '\'<p>Before the frame, words of the page itself.</p><iframe src="/frame"></iframe>'
+        "<p>After the frame: the rest of the article.</p>';</script></body></html>"
+    )
+    with serve(routes={"/": respond(200, shell), "/frame": respond(200, frame)}) as srv:
+        async with make_web(renderer=ChromiumRenderer()) as web:
+            page = await web.fetch(srv.url("/"), tier="connected")
+            gate, _ = gate_for(web)
+            rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+    content = page.content
+    assert content.index("Before the frame") < content.index("Frame start words here.")
+    assert content.index("Frame start words here.") < content.index("After the frame: the rest")
+    assert len(rendered.html) <= MAX_DOM_CHARS and "xxxx" not in rendered.html
+
+
 async def test_what_a_shell_writes_after_its_load_event_is_read() -> None:
     """The DOM was read at the load event: a shell that fetched its content just after, or
     wrote it on a timer, was read empty (and pictured blank). The render now waits for the

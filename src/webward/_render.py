@@ -367,44 +367,174 @@ _FRAME_DEPTH = 4
 # A same-origin <iframe>'s document (a srcdoc, or a frame of the page's own site: a reader's
 # or a help widget's text, which the screenshot shows) is written in after the frame's own
 # element, its body in a <div>, counted against the same cap: the page's own markup first,
-# then its frames in document order while room is left (a frame cut at the cap is cut at a
-# tag's edge). A frame's element is found in the markup by its own serialization, searched
-# forward from the previous frame's. A frame of another origin (or a sandboxed one, whose
-# origin is opaque) is never read: its document is out of this world's reach (contentDocument
-# is null), and its origin is checked besides.
+# then its frames in document order while room is left. A frame that is not shown (hidden,
+# display:none, visibility:hidden, opacity:0 on it or an ancestor, smaller than 2x2 px,
+# clipped away by an ancestor, or placed above or before the document's start, where no
+# scroll reaches) is not read: text no reader sees is where injected instructions sit.
+#
+# A frame's element is found in the markup by an attribute set on it for this read only,
+# whose name holds a random nonce made per read (the page cannot write it: not in a text
+# node, which is escaped, nor in an attribute's value, where '"' is), never by its tag's own
+# text (an identical tag in a <template>, a <script> or a comment comes first). The
+# attributes are dropped from the markup and removed from the DOM after the read.
+#
+# A frame cut at the cap is cut back before any tag, comment or raw-text element (<script>,
+# <style>, <textarea>, <title>, <xmp>, <noscript>, <noembed>, <noframes>, <iframe>,
+# <plaintext>) the cut leaves open, which would swallow the page's own markup after it. A
+# frame of another origin (or a sandboxed one, whose origin is opaque) is never read: its
+# document is out of this world's reach (contentDocument is null), and its origin is checked
+# besides.
 _SERIALIZE = """(() => {
   const type = document.contentType, html = document.documentElement;
   if (!html) return {type, html: ''};
+  const nonce = Array.from(crypto.getRandomValues(new Uint8Array(16)),
+                           b => b.toString(16).padStart(2, '0')).join('');
+  const mark = 'data-ww-' + nonce, marked = [];
+  const unmark = s => s.replace(new RegExp(' ' + mark + '="[0-9]+"', 'g'), '');
   const collect = (node, roots, frames) => {
     for (const el of [node, ...node.querySelectorAll('*')]) {
       if (el.localName === 'iframe') frames.push(el);
       if (el.shadowRoot) { roots.push(el.shadowRoot); collect(el.shadowRoot, roots, frames); }
     }
   };
+  const shown = frame => {
+    const view = frame.ownerDocument.defaultView;
+    if (typeof frame.checkVisibility === 'function') {
+      if (!frame.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) return false;
+    } else {
+      const css = view.getComputedStyle(frame);
+      if (!frame.getClientRects().length || css.visibility !== 'visible'
+          || Number(css.opacity) === 0) return false;
+    }
+    const box = frame.getBoundingClientRect();
+    let [left, top, right, bottom] = [box.left, box.top, box.right, box.bottom];
+    for (let el = frame.parentElement ?? frame.parentNode?.host; el && el !== html;
+         el = el.parentElement ?? el.parentNode?.host) {
+      const css = view.getComputedStyle(el), edge = el.getBoundingClientRect();
+      if (/hidden|clip/.test(css.overflowX)) [left, right] = [Math.max(left, edge.left),
+                                                             Math.min(right, edge.right)];
+      if (/hidden|clip/.test(css.overflowY)) [top, bottom] = [Math.max(top, edge.top),
+                                                             Math.min(bottom, edge.bottom)];
+    }
+    if (right - left < 2 || bottom - top < 2) return false;
+    const root = frame.ownerDocument.scrollingElement ?? frame.ownerDocument.documentElement;
+    if (bottom + view.scrollY <= 0) return false;
+    return view.getComputedStyle(root).direction === 'rtl' || right + view.scrollX > 0;
+  };
+  const RAW = new Set(['script', 'style', 'textarea', 'title', 'xmp', 'noscript', 'noembed',
+                       'noframes', 'iframe', 'plaintext']);
+  const SPACE = ' \\t\\n\\f\\r';
+  // Where a tag whose name ends at i ends (past its '>'), or -1 if it does not end in s.
+  const tagEnd = (s, i) => {
+    for (;;) {
+      while (i < s.length && (SPACE + '/').includes(s[i])) i++;
+      if (i >= s.length) return -1;
+      if (s[i] === '>') return i + 1;
+      i++;
+      while (i < s.length && !(SPACE + '/>=').includes(s[i])) i++;
+      while (i < s.length && SPACE.includes(s[i])) i++;
+      if (i >= s.length) return -1;
+      if (s[i] !== '=') continue;
+      i++;
+      while (i < s.length && SPACE.includes(s[i])) i++;
+      if (i >= s.length) return -1;
+      const quote = s[i];
+      if (quote === '"' || quote === "'") {
+        const end = s.indexOf(quote, i + 1);
+        if (end < 0) return -1;
+        i = end + 1;
+      } else if (quote === '>') return i + 1;
+      else while (i < s.length && !(SPACE + '>').includes(s[i])) i++;
+    }
+  };
+  // How much of s (markup cut anywhere) leaves no tag, comment or raw-text element open.
+  const whole = s => {
+    const next = /<(?:!|\\/?[A-Za-z])/g;
+    for (;;) {
+      const found = next.exec(s);
+      if (!found) return s.length;
+      const lt = found.index;
+      let end;
+      if (s.startsWith('<!--', lt)) {
+        if (s[lt + 4] === '>') end = lt + 5;
+        else if (s.startsWith('->', lt + 4)) end = lt + 6;
+        else {
+          const ends = [s.indexOf('-->', lt + 4), s.indexOf('--!>', lt + 4)].filter(e => e >= 0);
+          if (!ends.length) return lt;
+          const e = Math.min(...ends);
+          end = e + (s.startsWith('-->', e) ? 3 : 4);
+        }
+      } else if (s[lt + 1] === '!') {
+        end = s.indexOf('>', lt);
+        if (end < 0) return lt;
+        end += 1;
+      } else {
+        const close = s[lt + 1] === '/', from = lt + (close ? 2 : 1);
+        let stop = from;
+        while (stop < s.length && !(SPACE + '/>').includes(s[stop])) stop++;
+        const name = s.slice(from, stop).toLowerCase();
+        end = tagEnd(s, stop);
+        if (end < 0) return lt;
+        if (!close && RAW.has(name)) {
+          if (name === 'plaintext') return lt;
+          const closer = new RegExp('</' + name + '[\\t\\n\\f\\r />]', 'ig');
+          closer.lastIndex = end;
+          const shut = closer.exec(s);
+          if (!shut) return lt;
+          end = tagEnd(s, shut.index + 2 + name.length);
+          if (end < 0) return lt;
+        }
+      }
+      next.lastIndex = end;
+    }
+  };
   const markup = (host, room, depth) => {
     const roots = [], frames = [];
     collect(host, roots, frames);
-    const own = roots.length && typeof host.getHTML === 'function'
-      ? host.getHTML({shadowRoots: roots}) : host.innerHTML;
-    let out = '', at = 0;
+    const live = [];
     for (const frame of depth < MAX_FRAME_DEPTH ? frames : []) {
       const doc = frame.contentDocument;
       if (!doc || !doc.body || doc.defaultView?.origin !== window.origin) continue;
-      const tag = frame.outerHTML, found = own.indexOf(tag, at);
-      if (found < 0) continue;
-      out += own.slice(at, found + tag.length);
-      at = found + tag.length;
-      const left = room - out.length - (own.length - at) - '<div></div>'.length;
-      if (left <= 0) break;
-      let inner = markup(doc.body, left, depth + 1).slice(0, left);
-      const edge = inner.lastIndexOf('<');
-      if (edge > inner.lastIndexOf('>')) inner = inner.slice(0, edge);
-      out += '<div>' + inner + '</div>';
+      if (!shown(frame)) continue;
+      frame.setAttribute(mark, String(live.length));
+      marked.push(frame);
+      live.push(doc);
     }
-    return out + own.slice(at);
+    const own = roots.length && typeof host.getHTML === 'function'
+      ? host.getHTML({shadowRoots: roots}) : host.innerHTML;
+    const places = [];
+    live.forEach((doc, n) => {
+      const tag = ' ' + mark + '="' + n + '"', at = own.indexOf(tag);
+      if (at >= 0) places.push({doc, at, tag});
+    });
+    places.sort((a, b) => a.at - b.at);
+    const closer = /<\\/iframe[\\t\\n\\f\\r />]/ig;
+    // The marks' length in the markup after each frame, which the read drops.
+    const after = places.map(() => 0);
+    for (let n = places.length - 2; n >= 0; n--) after[n] = after[n + 1] + places[n + 1].tag.length;
+    let out = '', at = 0;
+    for (const [n, place] of places.entries()) {
+      if (place.at < at) continue;
+      closer.lastIndex = place.at;
+      const shut = closer.exec(own);
+      const end = shut ? tagEnd(own, shut.index + '</iframe'.length) : -1;
+      if (end < 0) continue;
+      out += unmark(own.slice(at, place.at)) + unmark(own.slice(place.at + place.tag.length, end));
+      at = end;
+      const left = room - out.length - (own.length - at - after[n]) - '<div></div>'.length;
+      if (left <= 0) break;
+      const inner = markup(place.doc.body, left, depth + 1).slice(0, left);
+      out += '<div>' + inner.slice(0, whole(inner)) + '</div>';
+    }
+    return out + unmark(own.slice(at));
   };
   const open = '<!DOCTYPE html><html>', close = '</html>';
-  const text = open + markup(html, MAX_DOM_CHARS - open.length - close.length, 0) + close;
+  let text;
+  try {
+    text = open + markup(html, MAX_DOM_CHARS - open.length - close.length, 0) + close;
+  } finally {
+    for (const frame of marked) frame.removeAttribute(mark);
+  }
   return {type, html: text.length > MAX_DOM_CHARS ? text.slice(0, MAX_DOM_CHARS) : text};
 })()""".replace("MAX_DOM_CHARS", str(MAX_DOM_CHARS))
 _SERIALIZE = _SERIALIZE.replace("MAX_FRAME_DEPTH", str(_FRAME_DEPTH))
