@@ -2253,3 +2253,17 @@ def test_inline_words_trafilatura_cleans_away_are_read() -> None:
     assert "meets on May 2, 2026 at noon, in the Council Chamber of City Hall." in text
     assert "| fastjson | \u2705 | Sep 15 |" in text
     assert "## Launch \U0001f680 day" in text
+
+
+def test_xmp_and_listing_read_as_the_code_they_show() -> None:
+    """``<xmp>`` and ``<listing>``, obsolete spellings of ``<pre>``, read as code blocks: an
+    ``<xmp>``'s markup as a reader sees it, not escaped into prose (``&lt;b&gt;bold``)."""
+    extra = (
+        "<xmp>Some code: <b>bold</b> & co\nline two</xmp>"
+        "<listing>x < y && <i>z</i>\nline two</listing>"
+    )
+    for links in (False, True):
+        reading = read(article(extra), include_links=links).text
+        assert "```\nSome code: <b>bold</b> & co\nline two\n```" in reading
+        assert "```\nx < y && z\nline two\n```" in reading
+        assert "&lt;" not in reading
