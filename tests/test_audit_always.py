@@ -514,6 +514,48 @@ async def test_a_store_stopped_while_idle_is_probed_before_the_next_read(tmp_pat
     assert [r.path for r in site.requests] == ["/page"]
 
 
+@pytest.mark.anyio
+async def test_a_web_closed_under_a_call_audits_it_as_cancelled_not_as_the_hosts_fault(
+    tmp_path: Path,
+) -> None:
+    """``aclose()`` while another task's read is in flight closes its connection under it:
+    the call is recorded (and raised) as stopped by the close, reason ``cancelled``, not as
+    "the connection broke", which sent its reader after the host."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def hanging(req: Request, sock: socket.socket) -> None:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 99\r\n\r\n")
+        arrived.set()
+        release.wait(10)
+
+    sink = MemoryAuditSink()
+    outcome: list[BaseException] = []
+    with serve(routes={"/slow": hanging}) as site:
+        web = Web(settings_for(tmp_path), audit=sink)
+        await web.__aenter__()
+
+        async def read() -> None:
+            try:
+                await web.fetch(site.url("/slow"))
+            except WebwardError as exc:
+                outcome.append(exc)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read)
+                await anyio.to_thread.run_sync(arrived.wait)
+                await web.aclose()
+        finally:
+            release.set()
+    [error] = outcome
+    assert (error.reason, error.message) == (
+        "cancelled",
+        "the call was stopped: its Web was closed (aclose) while it ran",
+    )
+    [record] = sink.records
+    assert (record.decision, record.reason) == ("failed", "cancelled")
+
+
 class CountingSink(MemoryAuditSink):
     """A store whose probe takes a while (a committed write, on a thread) and is counted."""
 

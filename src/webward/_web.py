@@ -892,6 +892,12 @@ class Web:
         except WebwardError as exc:
             if exc.status is not None and call.status is None:
                 call.status = exc.status
+            if self._closed and isinstance(exc, UpstreamError):
+                # Closed under the call (its connections first): no fault of the host's,
+                # which "the connection broke" would have named.
+                closed = UpstreamError(_CLOSED_UNDER_CALL, reason=Reason.CANCELLED)
+                await self._write_audit(call, closed)
+                raise closed from exc
             await self._write_audit(call, exc)
             raise
         except GeneratorExit:  # the coroutine is being closed: no await may run now
@@ -1200,6 +1206,7 @@ _NO_SCRIPTS_NOTE = _NO_SCRIPTS + "this read did not run (tiers connected and ful
 _NOT_RENDERED_NOTE = (
     _NO_SCRIPTS + "could not be run for this read (the render failed or ran out of time)]"
 )
+_CLOSED_UNDER_CALL = "the call was stopped: its Web was closed (aclose) while it ran"
 _UNRENDERED_NOTE = (
     "[this page writes its text with scripts, and running them failed or did not finish "
     "within this read's deadline, so there is no text to give; try again later]"
