@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import socket
+import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
@@ -420,6 +421,42 @@ async def test_a_server_sending_what_carries_no_page_is_stopped_not_read_to_the_
     assert (err.code, err.reason) == ("upstream_error", "protocol")
     assert err.message.startswith(f"{srv.host} sent ") and what in err.message
     assert err.message.endswith("more than any page needs, so webward stopped reading it")
+
+
+async def test_a_server_sending_a_byte_a_segment_is_stopped() -> None:
+    """Chunk framing without data sent a byte a segment: under every byte bound, each read
+    cost a wake-up and a parse until the deadline (4 to 6 s of CPU). Past 16,384 reads of
+    under 64 bytes on average, the read stops in one sentence."""
+
+    def dribble(req: Request, sock: socket.socket) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock.sendall(_CHUNKED_HEAD + b"\r\n")
+            while True:
+                for byte in b"0000000000;":  # a chunk size of leading zeros, never ending
+                    sock.sendall(bytes([byte]))
+                    time.sleep(0.00005)  # the pace of a hostile server, not a wait for luck
+        except OSError:
+            return
+
+    with serve(routes={"/x": dribble}) as srv:
+        err = await failed_read(srv.url("/x"))
+    assert (err.code, err.reason) == ("upstream_error", "protocol")
+    assert "sent its answer a few bytes at a time" in err.message
+
+
+async def test_a_list_streamed_a_line_a_chunk_is_read_whole() -> None:
+    """A list a server streams a line a chunk (a generator yielding lines): 70,000 pieces of
+    8 bytes, more than the first 65,536 pieces, each bringing its share of bytes."""
+    lines = [b"%07d\n" % i for i in range(70_000)]
+    body = b"".join(b"8\r\n%s\r\n" % line for line in lines) + b"0\r\n\r\n"
+
+    def streamed(req: Request, sock: socket.socket) -> None:
+        sock.sendall(_CHUNKED_HEAD + b"\r\n" + body)
+
+    with serve(routes={"/list": streamed}) as srv:
+        page = await read(srv.url("/list"))
+    assert page.bytes_read == 8 * 70_000
 
 
 async def test_a_page_in_small_chunks_is_read_whole() -> None:

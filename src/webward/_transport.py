@@ -115,9 +115,17 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
 _HEAD_WIRE_BYTES = 256 * 1024
 # Pieces of one body (a chunk of a chunked body, a read of any other): one piece costs a parse
 # and a Python step whatever its size, and 1 MB sent in 1-byte chunks took 5 s of CPU on the
-# event loop. Real servers send a page in pieces of hundreds of bytes or more; at this bound a
-# 1 MB page averages 15 bytes a piece, and the worst read costs about a third of a second.
+# event loop. Past this many, each further piece must bring 8 bytes on average: a list
+# streamed a line a chunk (70,000 lines of 8 bytes) is read, 1-byte chunks stop near 75,000.
 _MAX_PIECES = 65_536
+_PIECE_BYTES = 8
+# Reads of the connection for one request: each costs a wake-up and a parse whatever it
+# brings, and a server that sends a byte a segment (chunk framing without data, interim
+# responses, a body) under every byte bound kept a read busy, 4 to 6 s of CPU, until its
+# deadline. Past this many, they must have brought 64 bytes each on average; a server
+# writing a page 64 bytes at a time is read.
+_MAX_READS = 16_384
+_READ_BYTES = 64
 
 
 class _Metered(httpcore.AsyncNetworkStream):
@@ -131,7 +139,7 @@ class _Metered(httpcore.AsyncNetworkStream):
     def __init__(self, stream: httpcore.AsyncNetworkStream, host: str) -> None:
         self._stream = stream
         self._host = host
-        self._read = 0
+        self._read = self._reads = 0
         self._cap: int | None = None  # the body's, once the headers are read
         self._budget = _HEAD_WIRE_BYTES
 
@@ -144,6 +152,13 @@ class _Metered(httpcore.AsyncNetworkStream):
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         data = await self._stream.read(max_bytes, timeout)
         self._read += len(data)
+        self._reads += 1
+        if self._reads > _MAX_READS and self._read < self._reads * _READ_BYTES:
+            raise _wasteful(
+                self._host,
+                f"its answer a few bytes at a time ({self._reads:,} reads of "
+                f"{self._read / self._reads:.0f} bytes on average)",
+            )
         if self._read > self._budget:
             raise _wasteful(
                 self._host,
@@ -156,7 +171,8 @@ class _Metered(httpcore.AsyncNetworkStream):
         return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._read, self._cap, self._budget = 0, None, _HEAD_WIRE_BYTES  # a new request
+        self._read = self._reads = 0  # a new request
+        self._cap, self._budget = None, _HEAD_WIRE_BYTES
         await self._stream.write(buffer, timeout)
 
     async def aclose(self) -> None:
@@ -513,8 +529,10 @@ async def _read_capped(
         async for chunk in resp.aiter_stream():
             wire += len(chunk)
             pieces += 1
-            if pieces > _MAX_PIECES:
-                raise _wasteful(url.host, f"its body in over {_MAX_PIECES:,} pieces")
+            if pieces > _MAX_PIECES + len(out) // _PIECE_BYTES:
+                raise _wasteful(
+                    url.host, f"its body in {pieces:,} pieces of {len(out) // pieces} bytes"
+                )
             # One byte over the cap tells us the body is longer than the cap.
             out += decoder.feed(chunk, cap + 1 - len(out))
             if len(out) > cap:
