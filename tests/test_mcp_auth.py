@@ -218,6 +218,17 @@ async def test_one_agent_cannot_fill_the_servers_sessions(tmp_path: Path) -> Non
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
         assert "mcp-session-id" not in refused.headers
         assert "too many new MCP sessions" in refused.json()["error"]["message"]
+        # Nor does a header the SDK does not go by open one uncounted: an Mcp-Method other
+        # than initialize on a 2025 request, or a second Authorization (the SDK reads the
+        # first, as the count now does).
+        for extra in ([("mcp-method", "tools/list")], [("authorization", "Bearer junk")]):
+            sneaked = await http.post(
+                url,
+                json=INITIALIZE,
+                headers=[*ACCEPT.items(), *bearer("alice").items(), *extra],
+            )
+            assert sneaked.status_code == 429, extra
+            assert "mcp-session-id" not in sneaked.headers
         theirs = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("bob")})
         assert theirs.status_code == 200
         # A request of the sessionless protocol opens no session, so it is not counted.

@@ -83,6 +83,7 @@ from mcp.types import (
     ToolAnnotations,
     jsonrpc_message_adapter,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 
 from ._addresses import is_loopback
@@ -902,6 +903,16 @@ def http_access(
     return None
 
 
+def _first_headers(scope: Any) -> dict[bytes, bytes]:
+    """A request's headers, the first of a repeated one counting, as the SDK reads them
+    (Starlette's ``Headers.get``): with two Authorization headers, the SDK acted as the
+    first token's agent while the session limit and the audit took the last one's."""
+    found: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        found.setdefault(name, value)
+    return found
+
+
 class _SessionOpenings:
     """Each agent opens at most ``per_minute`` MCP sessions a minute (as many at once, then
     one every ``60 / per_minute`` s): a request that opens one (a POST with no
@@ -917,7 +928,7 @@ class _SessionOpenings:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            wait = self._spend(dict(scope["headers"]))
+            wait = self._spend(_first_headers(scope))
             if wait is not None:
                 message = (
                     f"too many new MCP sessions for this agent; at most {self._burst:g} a "
@@ -944,9 +955,12 @@ class _SessionOpenings:
         """Seconds until the request's agent may open a session, or None to let it through."""
         if b"mcp-session-id" in headers:
             return None
-        method = headers.get(b"mcp-method")
-        if method is not None and method != b"initialize":
-            return None  # a request of the sessionless protocol (2026-07-28): it opens none
+        version = headers.get(b"mcp-protocol-version")
+        if version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # The sessionless protocol (2026-07-28 on), told apart as the SDK tells it: it
+            # opens none. (An Mcp-Method header said so, and the SDK, going by the version,
+            # opened a session for it uncounted: one agent filled the server's 10,000.)
+            return None
         token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
         agent = self._tokens.lookup(token) if token else None
         if agent is None:
@@ -986,7 +1000,7 @@ class _MalformedRequests:
             return
         who, reach = self._agent, self._tier
         if self._tokens is not None:
-            headers = dict(scope["headers"])
+            headers = _first_headers(scope)
             token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
             found = self._tokens.lookup(token) if token else None
             if found is None:
