@@ -199,6 +199,7 @@ _MAKERS = {
     "quote 100 deep 990 kB": "hostile.deep_quote_html(100, 990_000)",
     "rowspans 62 kB": "hostile.span_html(1_600)",
     "tiny paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p>x")',
+    "330,000 empty paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p>")',
     "book of 4,000 paragraphs 990 kB": "hostile.paragraphs_html(990_000)",
     "book of 1,800 paragraphs 990 kB": "hostile.paragraphs_html(990_000, 90)",
     "markdown characters 990 kB": "hostile.markdown_chars_html(990_000)",
