@@ -182,6 +182,7 @@ async def test_an_empty_body_reads_as_its_notice_whole_in_a_page_of_no_character
         (b"<body><div hidden>Hidden</div><h1> </h1><table><tr><td></table>", "text/html"),
         (b"<body>\n \n<span></span>\n</body>", "text/html"),
         ("\u2067\u202b\u202c\u2069".encode(), "text/plain; charset=utf-8"),
+        ("\u200e\u200f\ufeff\u2060 \u200e".encode(), "text/plain; charset=utf-8"),
     ],
 )
 async def test_a_body_of_no_text_reads_as_a_notice_not_an_empty_window(

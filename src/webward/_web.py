@@ -517,7 +517,7 @@ class Web:
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
         text = _envelope.prepare_body(converted.text)
-        if converted.kind == "text" and not text.strip():
+        if converted.kind == "text" and _window.shows_nothing(text):
             # A body that reads as no text (empty elements, only hidden ones, only controls
             # the envelope drops): said, rather than an empty window the agent would take for
             # a fault of the read.

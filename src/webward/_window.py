@@ -41,6 +41,7 @@ __all__ = [
     "check_max_chars",
     "check_offset",
     "make_window",
+    "shows_nothing",
     "token_weight",
     "tokens_for_weight",
     "window_header",
@@ -59,9 +60,21 @@ EMPTY_BODY = "[the server sent an empty body: there is nothing to read at this U
 #: whitespace. A notice as :data:`EMPTY_BODY` is, so that an agent does not take an empty
 #: window for a tool's fault or a page it failed to read.
 NO_TEXT = (
-    "[the page has no text to read: nothing in its body is shown as words, outside scripts, "
-    "styles and hidden elements]"
+    "[webward found no text to read on this page: nothing in its body reads as words, "
+    "outside scripts, styles, graphics, frames and hidden elements]"
 )
+# A character a reader sees: not a blank, a control, nor a format character (a direction
+# mark, a joiner, a byte-order mark, an invisible operator), which show nothing on their own.
+_SEEN = re.compile(
+    r"[^\s\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
+
+
+def shows_nothing(text: str) -> bool:
+    """Whether ``text`` holds no character a reader sees (the search ends at the first)."""
+    return _SEEN.search(text) is None
+
+
 #: The notices that stand for a page's text (0 characters long, never paged nor searched).
 NOTICES = frozenset({EMPTY_BODY, NO_TEXT})
 
