@@ -61,6 +61,11 @@ PAGES: list[tuple[str, Any, str]] = [
     ("rowspans 62 kB", lambda: hostile.span_html(1_600), "text/html"),
     ("tiny paragraphs 990 kB", lambda: hostile.tiny_elements_html(b"<p>x"), "text/html"),
     ("330,000 empty paragraphs 990 kB", lambda: hostile.tiny_elements_html(b"<p>"), "text/html"),
+    (
+        "38,000 dialogs among attributed elements 990 kB",
+        lambda: hostile.tiny_elements_html(b"<i a></i><dialog></dialog>"),
+        "text/html",
+    ),
     ("book of 4,000 paragraphs 990 kB", lambda: hostile.paragraphs_html(990_000), "text/html"),
     ("book of 1,800 paragraphs 990 kB", lambda: hostile.paragraphs_html(990_000, 90), "text/html"),
     ("markdown characters 990 kB", lambda: hostile.markdown_chars_html(990_000), "text/html"),
@@ -200,6 +205,9 @@ _MAKERS = {
     "rowspans 62 kB": "hostile.span_html(1_600)",
     "tiny paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p>x")',
     "330,000 empty paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p>")',
+    "38,000 dialogs among attributed elements 990 kB": (
+        'hostile.tiny_elements_html(b"<i a></i><dialog></dialog>")'
+    ),
     "book of 4,000 paragraphs 990 kB": "hostile.paragraphs_html(990_000)",
     "book of 1,800 paragraphs 990 kB": "hostile.paragraphs_html(990_000, 90)",
     "markdown characters 990 kB": "hostile.markdown_chars_html(990_000)",

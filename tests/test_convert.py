@@ -2267,3 +2267,62 @@ def test_xmp_and_listing_read_as_the_code_they_show() -> None:
         assert "```\nSome code: <b>bold</b> & co\nline two\n```" in reading
         assert "```\nx < y && z\nline two\n```" in reading
         assert "&lt;" not in reading
+
+
+def test_a_heading_beside_content_of_its_own_stays_with_it() -> None:
+    """A heading is lifted out of its wrapper only beside its own marks (a permalink, an edit
+    link): beside a link of the section's own (a download, an address), lifted away, the
+    heading was left over a section the extractor then emptied."""
+    prose = "<p>" + "A long paragraph of ordinary article prose about the release. " * 8
+    reading = read(
+        f"<article><h1>Release 2.0</h1>{prose}"
+        '<div><h3>Download</h3><a href="/f.zip">webward-2.0.zip</a> (2 MB)</div>'
+        f'{prose}<div><h3>Contact</h3><a href="mailto:a@b.c">a@b.c</a></div>{prose}</article>'
+    ).text
+    assert "### Download" in reading and "webward-2.0.zip" in reading
+    assert "### Contact" in reading and "a@b.c" in reading
+
+
+def test_code_blocks_with_the_same_first_line_keep_their_own_languages() -> None:
+    """Fences are matched to the page's blocks in order, every block counted: a plain block
+    before a TOML one with the same first line took its language, and the TOML one lost its
+    language and its blank line."""
+    extra = (
+        "<pre>[server]\nport = 8080</pre><p>With logging:</p>"
+        '<pre><code class="language-toml">[server]\nport = 8080\n\n[logging]\nlevel = 1'
+        "</code></pre>"
+    )
+    reading = read(article(extra)).text
+    assert "```\n[server]\nport = 8080\n```" in reading
+    assert "```toml\n[server]\nport = 8080\n\n[logging]\nlevel = 1\n```" in reading
+
+
+def test_a_wrappers_own_class_is_no_code_language() -> None:
+    """On a wrapper, only GitHub's highlight-source-* and Sphinx's highlight-* (beside
+    "notranslate") name a language: a "highlight-box" or a "lang-en" section does not."""
+    extra = (
+        '<div class="highlight-box"><pre>export PATH=$HOME/bin\nsource ~/.bashrc</pre></div>'
+        '<section class="lang-en"><pre>Dear customer,\n\nyour order has shipped.</pre></section>'
+        '<div class="highlight-bash notranslate"><div class="highlight"><pre>ls -l\npwd</pre>'
+        "</div></div>"
+    )
+    reading = read(article(extra)).text
+    assert "```box" not in reading and "```en" not in reading
+    assert "```\nexport PATH=$HOME/bin" in reading
+    assert "```bash\nls -l\npwd\n```" in reading
+
+
+def test_a_hidden_checkbox_marks_no_task_and_code_keeps_its_brackets() -> None:
+    """A CSS-only accordion's hidden toggle is no task box; a Markdown tutorial's escaped
+    brackets in code stay as written; a <br> in a <pre> is a line break."""
+    extra = (
+        "<style>.toggle{display:none}</style>"
+        "<ul><li><input type=checkbox hidden><label>How do I reset it?</label> Use the link.</li>"
+        "<li><input type=checkbox class=toggle><label>Can I change plans?</label> Yes.</li></ul>"
+        "<pre><code>- \\[x\\] shown as text\n- plain</code></pre>"
+        "<pre>first line<br>second line<br>third line</pre>"
+    )
+    reading = read(article(extra)).text
+    assert "[ ]" not in reading and "How do I reset it?" in reading
+    assert "- \\[x\\] shown as text" in reading
+    assert "```\nfirst line\nsecond line\nthird line\n```" in reading

@@ -15,6 +15,7 @@ gzip or brotli bomb stops at the cap with bounded memory.
 from __future__ import annotations
 
 import ssl
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -122,9 +123,12 @@ _PIECE_BYTES = 8
 # Reads of the connection for one request: each costs a wake-up and a parse whatever it
 # brings, and a server that sends a byte a segment (chunk framing without data, interim
 # responses, a body) under every byte bound kept a read busy, 4 to 6 s of CPU, until its
-# deadline. Past this many, they must have brought 64 bytes each on average; a server
-# writing a page 64 bytes at a time is read.
+# deadline. Reads past this many, and past _READS_PER_S for each second since the request
+# went out, must have brought 64 bytes each on average: a server flushing a row of a CSV
+# export at a time (30 bytes every 0.25 ms) is read, one sending a byte at a time as fast as
+# it can stops within a second.
 _MAX_READS = 16_384
+_READS_PER_S = 4_000
 _READ_BYTES = 64
 
 
@@ -140,6 +144,7 @@ class _Metered(httpcore.AsyncNetworkStream):
         self._stream = stream
         self._host = host
         self._read = self._reads = 0
+        self._since = 0.0  # when the request was written (time.monotonic())
         self._cap: int | None = None  # the body's, once the headers are read
         self._budget = _HEAD_WIRE_BYTES
 
@@ -153,7 +158,11 @@ class _Metered(httpcore.AsyncNetworkStream):
         data = await self._stream.read(max_bytes, timeout)
         self._read += len(data)
         self._reads += 1
-        if self._reads > _MAX_READS and self._read < self._reads * _READ_BYTES:
+        if (
+            self._reads > _MAX_READS
+            and self._read < self._reads * _READ_BYTES
+            and self._reads > _MAX_READS + _READS_PER_S * (time.monotonic() - self._since)
+        ):
             raise _wasteful(
                 self._host,
                 f"its answer a few bytes at a time ({self._reads:,} reads of "
@@ -172,6 +181,7 @@ class _Metered(httpcore.AsyncNetworkStream):
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._read = self._reads = 0  # a new request
+        self._since = time.monotonic()
         self._cap, self._budget = None, _HEAD_WIRE_BYTES
         await self._stream.write(buffer, timeout)
 
