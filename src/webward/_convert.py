@@ -1423,14 +1423,10 @@ def _unescape_task_boxes(markdown: str) -> str:
     ``- \[x\]`` is a page's own text: a Markdown tutorial's)."""
     pieces: list[str] = []
     done = 0
-    opening: re.Match[str] | None = None
-    for fence in _FENCE_LINE.finditer(markdown):
-        if opening is None:
-            opening = fence
-        elif fence.group(1).startswith(opening.group(1)) and not fence.group(2).strip():
-            pieces += [_ESCAPED_TASK_BOX.sub(r"\1[\2] ", markdown[done : opening.start()])]
-            pieces += [markdown[opening.start() : fence.end()]]
-            done, opening = fence.end(), None
+    for opening, closing in _fences(markdown):
+        pieces += [_ESCAPED_TASK_BOX.sub(r"\1[\2] ", markdown[done : opening.start()])]
+        pieces += [markdown[opening.start() : closing.end()]]
+        done = closing.end()
     return "".join(pieces) + _ESCAPED_TASK_BOX.sub(r"\1[\2] ", markdown[done:])
 
 
@@ -1501,15 +1497,28 @@ def _code_key(line: str) -> str:
     return " ".join(line.split())
 
 
+def _fences(markdown: str) -> Iterator[tuple[re.Match[str], re.Match[str]]]:
+    """Each fenced block of ``markdown``: its opening fence line and its closing one, found
+    by one regular expression (a reading of 500,000 lines of code is not walked line by line
+    in Python). A fence line inside a block that cannot close it (shorter, another
+    character, an info string: CommonMark, see tidy_markdown) is a line of the code."""
+    opening: re.Match[str] | None = None
+    for fence in _FENCE_LINE.finditer(markdown):
+        if opening is None:
+            opening = fence
+        elif fence.group(1).startswith(opening.group(1)) and not fence.group(2).strip():
+            yield opening, fence
+            opening = None
+
+
 def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
     """Put back in each fenced block of ``markdown`` what the page's ``<pre>`` had and the
     converter left out: the language it names, as the fence's info string (trafilatura wrote
     none), and its blank lines (trafilatura dropped every one, running a listing's functions
     together). A fenced block is the page's block whose first line it starts with, next in
     the page's order after the last one found (an extractor may have dropped some); its
-    blank lines come back only where its other lines are the page's, the same and in order.
-    The fences are found by one regular expression (a reading of 500,000 lines of code is
-    not walked line by line in Python)."""
+    blank lines come back only where its other lines are the page's, the same and in order
+    (:func:`_fences` finds the blocks)."""
     if not blocks:
         return markdown
     where: dict[str, list[int]] = {}
@@ -1518,15 +1527,8 @@ def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
     pieces: list[str] = []
     done = 0  # markdown[:done] is in pieces
     after = 0  # the next block of the page that may still be found
-    opening: re.Match[str] | None = None
-    for fence in _FENCE_LINE.finditer(markdown):
-        if opening is None:
-            opening = fence
-            continue
-        if not fence.group(1).startswith(opening.group(1)) or fence.group(2).strip():
-            continue  # a line of the code (CommonMark: see tidy_markdown)
-        body = markdown[opening.end() + 1 : fence.start()]
-        start, opened, opening = opening.start(), opening, None
+    for opened, fence in _fences(markdown):
+        body = markdown[opened.end() + 1 : fence.start()]
         candidates = where.get(_code_key(body.split("\n", 1)[0]), [])
         found = bisect.bisect_left(candidates, after)
         if found == len(candidates):
@@ -1540,7 +1542,7 @@ def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
         written = [line.rstrip() for line in lines if line.strip()]
         if len(block.lines) > len(lines) and written == [line for line in block.lines if line]:
             lines = block.lines
-        pieces += [markdown[done:start], head, "\n", *(f"{line}\n" for line in lines)]
+        pieces += [markdown[done : opened.start()], head, "\n", *(f"{line}\n" for line in lines)]
         done = fence.start()
     return "".join(pieces) + markdown[done:] if pieces else markdown
 

@@ -133,12 +133,12 @@ _READ_BYTES = 64
 
 
 class _Metered(httpcore.AsyncNetworkStream):
-    """A connection's stream that bounds what the server sends for each request: the bytes
-    read since the request was written (the counter restarts with each write) may pass
-    a budget: :data:`_HEAD_WIRE_BYTES` until the response's headers are read, then the body's
-    cap on top (:meth:`allow_body`). So framing that carries no page
-    (chunk extensions, empty compressed blocks, interim responses) ends the read rather than
-    costing CPU until the deadline."""
+    """A connection's stream that bounds what the server sends for each request (the counts
+    restart with each write of a request): its bytes may not pass a budget,
+    :data:`_HEAD_WIRE_BYTES` until the response's headers are read, then the body's cap on
+    top (:meth:`allow_body`); nor its reads the bound of :data:`_MAX_READS`. So framing that
+    carries no page (chunk extensions, empty compressed blocks, interim responses, a byte a
+    segment) ends the read rather than costing CPU until the deadline."""
 
     def __init__(self, stream: httpcore.AsyncNetworkStream, host: str) -> None:
         self._stream = stream

@@ -686,7 +686,7 @@ class Web:
             text, passages = find()
         else:
             text, passages = await anyio.to_thread.run_sync(find)
-        total = 0 if converted.text in _window.NOTICES else len(converted.text)
+        total = _window.page_length(converted.text)
         first = passages[0].offset if passages else None
         return text, passages, Window(offset=0, end=0, total=total, next_offset=first)
 

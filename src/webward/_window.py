@@ -41,6 +41,7 @@ __all__ = [
     "check_max_chars",
     "check_offset",
     "make_window",
+    "page_length",
     "shows_nothing",
     "token_weight",
     "tokens_for_weight",
@@ -77,6 +78,12 @@ def shows_nothing(text: str) -> bool:
 
 #: The notices that stand for a page's text (0 characters long, never paged nor searched).
 NOTICES = frozenset({EMPTY_BODY, NO_TEXT})
+
+
+def page_length(text: str) -> int:
+    """How many characters long the page ``text`` stands for is: 0 for a notice."""
+    return 0 if text in NOTICES else len(text)
+
 
 # How far a cut may move back; past this the text is pathological and the plain cut stands.
 _MAX_BACKOFF = 32
@@ -222,8 +229,8 @@ def make_window(text: str, offset: int, max_chars: int) -> tuple[str, Window]:
     offset = check_offset(offset)
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")  # a settings error, not user input
+    total = page_length(text)
     notice = text in NOTICES
-    total = 0 if notice else len(text)
     if offset >= total and not offset == total == 0:
         digits = str(offset)  # a model's 1e300 is not echoed in 301 digits
         shown = digits if len(digits) <= 20 else f"{digits[:6]}… ({len(digits)} digits)"

@@ -30,15 +30,7 @@ from ._signals import taken_signals
 if TYPE_CHECKING:
     import logging
 
-__all__ = [
-    "Interrupted",
-    "empty_tier",
-    "exit_code",
-    "main",
-    "report_error",
-    "run",
-    "run_call",
-]
+__all__ = ["Interrupted", "empty_tier", "exit_code", "main", "report_error", "run", "run_call"]
 
 # The order is the order of `webward --help`.
 COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "console")
@@ -341,8 +333,8 @@ def _print_interrupted(code: int) -> None:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, SIGTERM or another of :data:`~webward._signals.ENDING_SIGNALS` ended a call run by
-    :func:`run_call`; ``signum`` says which."""
+    """Ctrl-C, SIGTERM or another of :data:`~webward._signals.ENDING_SIGNALS` ended a call
+    run by :func:`run_call`; ``signum`` says which."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -351,7 +343,8 @@ class Interrupted(KeyboardInterrupt):
 
 def run_call(func: Callable[..., Awaitable[int]], *args: Any) -> int:
     """``anyio.run(func, *args)`` for a command that makes one audited call (fetch, search),
-    with Ctrl-C, SIGTERM and the rest of :data:`~webward._signals.ENDING_SIGNALS` taken over while it runs.
+    with Ctrl-C, SIGTERM and the rest of :data:`~webward._signals.ENDING_SIGNALS` taken over
+    while it runs.
 
     asyncio's own handler cancels the call at the first Ctrl-C and raises KeyboardInterrupt
     wherever the loop is at the second: in the shielded write of the cancelled call's audit
@@ -460,9 +453,9 @@ class _Interrupts:
 @contextlib.contextmanager
 def _terminate_as_interrupt(terminated: list[int]) -> Iterator[None]:
     """SIGTERM (a supervisor, ``kill``, a container stopping), SIGHUP (the terminal closed)
-    and the rest of :data:`~webward._signals.ENDING_SIGNALS` end a command as Ctrl-C does: the call in flight
-    is cancelled and audited as ``cancelled``, where the default action killed the process
-    with the record unwritten. SIGINT's handler of the moment takes it (asyncio's cancels
+    and the rest of :data:`~webward._signals.ENDING_SIGNALS` end a command as Ctrl-C does:
+    the call in flight is cancelled and audited as ``cancelled``, where the default action
+    killed the process with the record unwritten. SIGINT's handler of the moment takes it (asyncio's cancels
     the main task, then raises KeyboardInterrupt), called directly: a job started in the
     background has SIGINT ignored, and SIGTERM must still end it. The exit code is then
     128 + the signal's number (143 for SIGTERM, 129 for SIGHUP). Servers take the same

@@ -637,10 +637,11 @@ class StoreHealth:
         self._state = self._NEW
         self._lock = threading.Lock()  # a commit thread and a probe's worker thread alike
 
-    @property
-    def works(self) -> bool:
-        """Whether the store took its last write or probe (a cheap check, no lock)."""
-        return self._state is self._WORKS
+    def took(self) -> None:
+        """The store took a write or probe: said in the log if it failed before (the common
+        case, a store that works, is a check without the lock)."""
+        if self._state is not self._WORKS:
+            self.noted(None)
 
     def noted(self, failure: str | None) -> str | None:
         """``failure`` (``None``: the store took a write or probe), logged if it changes

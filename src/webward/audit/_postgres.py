@@ -124,7 +124,7 @@ class PostgresAuditSink:
             raise audit_unavailable(self._down(exc)) from None
         finally:
             self._locked().release()
-        self._up()
+        self._health.took()
 
     async def read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only statement on this log, in a transaction on the sink's
@@ -247,7 +247,7 @@ class PostgresAuditSink:
             if len(rows) == 1:
                 return self._failed(exc)
         else:
-            self._up()
+            self._health.took()
             return None
         errors: list[str | None] = []
         for i, row in enumerate(rows):
@@ -261,7 +261,7 @@ class PostgresAuditSink:
                     return errors + [self._down(exc)] * (len(rows) - i)
                 errors.append(self._failed(exc))
             else:
-                self._up()
+                self._health.took()
                 errors.append(None)
         return errors
 
@@ -274,11 +274,6 @@ class PostgresAuditSink:
         failure = self._failed(exc)
         self._health.noted(failure)
         return failure
-
-    def _up(self) -> None:
-        """The log took a write or probe: said in the log if it failed before."""
-        if not self._health.works:
-            self._health.noted(None)
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None

@@ -134,7 +134,7 @@ class SQLiteAuditSink:
 
     def _probe_sync(self, deadline: float) -> str | None:
         if not self._acquire(deadline):
-            return self._noted(self._no_answer())
+            return self._health.noted(self._no_answer())
         failure = None
         try:
             conn = self._connect(create=True, deadline=deadline)
@@ -145,7 +145,7 @@ class SQLiteAuditSink:
             failure = self._unopened(exc)
         finally:
             self._lock.release()
-        return self._noted(failure)
+        return self._health.noted(failure)
 
     async def query(
         self,
@@ -333,10 +333,9 @@ class SQLiteAuditSink:
         finally:
             self._batch.deadline = None
         if flushed is None:
-            if not self._health.works:
-                self._noted(None)
+            self._health.took()
         elif isinstance(flushed, str):  # the store's failure, not a row's content
-            self._noted(flushed)
+            self._health.noted(flushed)
         return flushed
 
     def _write_sync(self, rows: list[tuple[Any, ...]]) -> Flushed:
@@ -412,11 +411,6 @@ class SQLiteAuditSink:
 
     def _no_answer(self) -> str:
         return f"{self.path}: busy, no answer within {self._busy_timeout_s:g} s"
-
-    def _noted(self, failure: str | None) -> str | None:
-        """``failure`` (``None``: the store took a write or probe), said in the log when it
-        changes (``_core.StoreHealth``)."""
-        return self._health.noted(failure)
 
     def _query_sync(
         self, since: dt.datetime | None, agent: str | None, decision: str | None, limit: int
