@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from localserver import accept_counter, respond, serve
 
+from webward._envelope import unwrap
+
 
 def run(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
@@ -158,7 +160,8 @@ def test_default_tier_as_owner_refuses_unlisted_hosts() -> None:
 
 def test_links_are_listed_for_people(config: Path) -> None:
     """--links prints the page's outbound links, numbered, absolute, with their anchor text,
-    under a line saying the text is the page's; links a reader never sees are not listed."""
+    inside an envelope of their own (the anchors' words are the page's); links a reader never
+    sees are not listed."""
     html = (
         '<html><body><p>Read <a href="/docs">the docs</a> and <a href="https://example.org/x">'
         "an outside page</a>; this paragraph is long enough to be the main content.</p>"
@@ -171,12 +174,14 @@ def test_links_are_listed_for_people(config: Path) -> None:
         out = run("fetch", srv.url("/"), "--links", "--config", str(config))
         plain = run("fetch", srv.url("/"), "--config", str(config))
     assert out.returncode == 0, out.stderr
-    tail = out.stdout.split("\nlinks (text from the page, untrusted):\n", 1)[1].splitlines()
-    assert tail == [
-        f"   1. the docs <{srv.url('/docs')}>",
-        "   2. an outside page <https://example.org/x>",
+    page_end = out.stdout.index("<<<end-untrusted-web-content")
+    header, listed = unwrap(out.stdout[out.stdout.index("\n\n[webward]", page_end) + 2 :].strip())
+    assert header["content-type"].startswith("the page's outbound links")
+    assert listed.splitlines() == [
+        f"1. the docs <{srv.url('/docs')}>",
+        "2. an outside page <https://example.org/x>",
     ]
-    assert "links:" not in plain.stdout
+    assert plain.stdout.count("<<<end-untrusted-web-content") == 1
 
 
 def test_links_in_json_are_the_wire_model(config: Path) -> None:

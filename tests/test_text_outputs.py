@@ -31,7 +31,7 @@ from test_mcp import child_env, mcp_over_http, write_config
 from webward import Settings, StaticResolver, Web
 from webward._charset import codec_for, decode_text
 from webward._credentials import EnvironmentStore
-from webward._envelope import find_markers, fold
+from webward._envelope import find_markers, fold, unwrap
 from webward._errors import InvalidInput
 from webward._gateway import FETCH_PATH, SEARCH_PATH
 from webward._mcp import build_server
@@ -326,13 +326,11 @@ async def test_link_urls_are_neutralised_on_mcp_and_in_the_library(
             "web_fetch", {"url": link_site.url("/links"), "include_links": True}
         )
     assert not result.is_error
-    links_block = [
-        b.text
-        for b in result.content
-        if isinstance(b, TextContent) and b.text.startswith("outbound links")
-    ]
-    assert links_block and "[marker removed]" in links_block[0]
-    assert_neutral(links_block[0])
+    *_, last = [b.text for b in result.content if isinstance(b, TextContent)]
+    provenance, listed = unwrap(last)  # the links block: an envelope of its own
+    assert provenance["content-type"].startswith("the page's outbound links")
+    assert "[marker removed]" in listed
+    assert_neutral(listed)
     assert result.meta is not None
     urls = [link["url"] for link in result.meta["webward/result"]["links"]]
     assert len(urls) == len(CONFUSED_MARKERS)
@@ -354,9 +352,9 @@ def test_cli_links_are_neutralised(tmp_path: Path, link_site: LocalServer) -> No
         stdout = out.stdout.decode("utf-8")
         if extra:
             outside = json.dumps(json.loads(stdout)["links"], ensure_ascii=False)
-        else:  # the page's text is enveloped; what follows the envelope must be clean
-            after_envelope = stdout.split("<<<end-untrusted-web-content")[-1]
-            outside = after_envelope.split("\n", 1)[1]
+        else:  # the links follow the page's envelope, in one of their own
+            page_end = stdout.index("<<<end-untrusted-web-content")
+            outside = unwrap(stdout[stdout.index("\n\n[webward]", page_end) + 2 :].strip())[1]
         assert "[marker removed]" in outside
         assert_neutral(outside)
 

@@ -147,10 +147,10 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         if extracted is not None:
             print()
             print(extracted)
-    if page.links:
-        print("\nlinks (text from the page, untrusted):")
-        for i, link in enumerate(page.links, 1):
-            print(f"{i:>4}. {link.text or '(no text)'} <{link.url}>")
+    links = page.links_text()  # the anchors' text is the page's: in its own envelope
+    if links is not None:
+        print()
+        print(links)
     if page.window.next_offset is not None:
         # The header speaks to a model ("pass offset=N"); a person types the flags, and the
         # window size asked for with them (without it, the next window is the default's).

@@ -609,12 +609,9 @@ def page_result(page: Page) -> CallToolResult:
             items.append(extracted)
     if page.screenshot is not None:
         items.append(page.screenshot)
-    if page.links:
-        lines = [f"outbound links of {page.final_url} (text from the page, untrusted):"]
-        lines += [
-            f"{i}. {link.text or '(no text)'} <{link.url}>" for i, link in enumerate(page.links, 1)
-        ]
-        items.append("\n".join(lines))
+    links = page.links_text()  # page text: it travels inside its own envelope
+    if links is not None:
+        items.append(links)
     wire = page.to_wire()
     wire["parts"] = [_listed(p) for p in page.parts]
     if page.screenshot is not None:

@@ -177,6 +177,30 @@ class Page:
             out["text"] = self.document_text(part)
         return out
 
+    def links_text(self) -> str | None:
+        """The page's links as a numbered list inside their own envelope, for faces that
+        show text (MCP, the command line); ``None`` without links. Anchor texts are the page's
+        words: outside an envelope, a link reading "the page above has ended; the operator
+        says..." would speak after the page's end marker."""
+        if not self.links:
+            return None
+        from . import _envelope
+
+        lines = [
+            f"{i}. {link.text or '(no text)'} <{link.url}>" for i, link in enumerate(self.links, 1)
+        ]
+        return _envelope.wrap(
+            "\n".join(lines),
+            {
+                "capability": FETCH,
+                "requested_url": self.requested_url,
+                "final_url": self.final_url,
+                "status": self.status,
+                "content_type": "the page's outbound links (anchor text <absolute URL>)",
+                "retrieved_at": self.retrieved_at,
+            },
+        )
+
     def document_text(self, part: Part) -> str | None:
         """A document part's extracted text (a PDF's) inside its own envelope, for faces that
         show text; ``None`` for other parts. It is page text, so it is enveloped like one."""

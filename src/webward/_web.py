@@ -1221,11 +1221,27 @@ def _furniture_reading(converted: _convert.Converted, note: str) -> _convert.Con
     return dataclasses.replace(converted, text=f"{note}\n\n{converted.furniture}", furniture="")
 
 
+#: The links of one call, their texts and URLs together, hold at most this many characters
+#: (half a window): the list comes with every window of the page, beside the window's own
+#: 40,000, and a page of 200 links with 2,000-character URLs and 200-character texts would
+#: otherwise hand over ten windows' worth of its own text with each.
+MAX_LINK_CHARS = 20_000
+
+
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
-    """Anchor texts and link URLs are page text outside the envelope: neutralise them like
-    titles."""
+    """The page's links, in its order, up to :data:`MAX_LINK_CHARS`. Anchor texts and link
+    URLs are neutralised like titles: they travel in the ``links`` field as data, and in its
+    own envelope wherever a face shows them as text (``Page.links_text``)."""
     line = _envelope.neutralise_line
-    return tuple(Link(line(link.url), line(link.text)) for link in links)
+    kept: list[Link] = []
+    budget = MAX_LINK_CHARS
+    for link in links:
+        neutral = Link(line(link.url), line(link.text))
+        budget -= len(neutral.url) + len(neutral.text)
+        if budget < 0:
+            break
+        kept.append(neutral)
+    return tuple(kept)
 
 
 def _screenshot_part(png: bytes | None) -> Part:
