@@ -39,12 +39,8 @@ def settings(**limits: Any) -> Settings:
 
 
 def web(resolver: StaticResolver | None = None, **kw: Any) -> Web:
-    return Web(
-        settings(**kw.pop("limits", {})),
-        resolver or StaticResolver({}),
-        audit=MemoryAuditSink(),
-        **kw,
-    )
+    kw.setdefault("audit", MemoryAuditSink())
+    return Web(settings(**kw.pop("limits", {})), resolver or StaticResolver({}), **kw)
 
 
 @pytest.fixture
@@ -176,13 +172,35 @@ async def test_redirect_to_internal_address_is_refused(internal: LocalServer) ->
     assert internal.accepts == 0
 
 
-async def test_redirect_to_other_scheme_is_refused(internal: LocalServer) -> None:
-    """A redirect to file:// is refused by name."""
-    with serve(routes={"/go": redirect("file:///etc/passwd")}) as srv:
-        async with web() as w:
+@pytest.mark.parametrize(
+    ("location", "reason", "shown"),
+    [
+        ("file:///etc/passwd", "scheme", "file:///etc/passwd"),
+        ("gopher://example.org/", "scheme", "gopher://example.org/"),
+        ("http://user:s3cret@127.0.0.1:{port}/ok", "userinfo", "http://127.0.0.1:{port}/ok"),
+    ],
+)
+async def test_redirect_to_other_scheme_or_credentials_is_refused_as_the_redirect(
+    location: str, reason: str, shown: str
+) -> None:
+    """A redirect to file://, gopher:// or a URL with credentials is refused by name, and the
+    refusal says the page redirected there (the caller asked for an http URL), with the
+    credentials left out; the audit's chain ends at that hop, as it does at an internal one."""
+    audit = MemoryAuditSink()
+    with serve() as srv:
+        location, shown = location.format(port=srv.port), shown.format(port=srv.port)
+        srv.routes["/go"] = redirect(location)
+        srv.routes["/ok"] = respond(200, "<p>never read</p>")
+        async with web(audit=audit) as w:
             with pytest.raises(Refused) as err:
                 await w.fetch(srv.url("/go"))
-    assert err.value.reason == "scheme"
+    assert err.value.reason == reason
+    assert err.value.message.startswith(f"refused: {srv.url('/go')} redirected to {shown}")
+    assert "s3cret" not in err.value.message
+    assert [r.path for r in srv.requests] == ["/go"]
+    [record] = audit.records
+    assert record.reason == reason
+    assert record.redirects == (srv.url("/go"), shown)
 
 
 async def test_redirects_are_followed_and_reported() -> None:

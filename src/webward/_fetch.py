@@ -26,6 +26,7 @@ from ._errors import (
     human_wait,
     operator_step,
 )
+from ._redact import drop_userinfo
 from ._transport import Body, CapFor, Transport
 from .limits import parse_retry_after
 
@@ -53,6 +54,11 @@ class Hooks(Protocol):
         retry_after: float | None,
     ) -> None:
         """Record how the hop went (status, or the error that ended it)."""
+        ...
+
+    def led_to(self, location: str) -> None:
+        """Record where a redirect led when that is refused before it is a hop (another
+        scheme, credentials in the URL): the chain the call records ends there."""
         ...
 
 
@@ -124,7 +130,7 @@ async def fetch(
                 location = body.header("location")
                 if not location:
                     raise _no_page(current, body.status, "without a Location header")
-                nxt = _follow(current, body.status, location, max_url_chars)
+                nxt = _follow(current, body.status, location, max_url_chars, hooks)
                 if nxt.url in chain:
                     raise Refused(
                         f"refused: {url.url} redirects in a loop (back to {nxt.url})",
@@ -201,7 +207,7 @@ async def _hop(
 
 
 def _follow(
-    current: guard.ParsedURL, status: int, location: str, max_url_chars: int
+    current: guard.ParsedURL, status: int, location: str, max_url_chars: int, hooks: Hooks
 ) -> guard.ParsedURL:
     """The URL a redirect's ``Location`` leads to (the next hop then meets the guard, the
     policy and the rest in ``hooks.before``, like the first).
@@ -215,6 +221,18 @@ def _follow(
         location = location.encode("latin-1").decode("utf-8")
     try:
         return current.join(location, max_chars=max_url_chars)
+    except Refused as exc:
+        # The caller asked for an http(s) URL: "the scheme file: is not allowed" alone left
+        # them to guess where file: came from. Named as the redirect it was, and recorded.
+        hooks.led_to(location)
+        shown = drop_userinfo(location)
+        left_out = " (its credentials left out here)" if shown != location else ""
+        raise Refused(
+            f"refused: {current.url} redirected to {quoted(shown)}{left_out}, and "
+            f"{exc.message.removeprefix('refused: ')}",
+            code=exc.code,
+            reason=exc.reason,
+        ) from None
     except InvalidInput as exc:
         raise UpstreamError(
             f"{current.url} answered HTTP {status} with a redirect Location that is not a "

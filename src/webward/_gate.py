@@ -428,6 +428,9 @@ class PageHops:
         ticket, self._ticket = self._ticket, None
         await self._gate.finish(url, ticket, status, error, retry_after)
 
+    def led_to(self, location: str) -> None:
+        self._call.redirects.append(location)  # its credentials dropped as the record is made
+
 
 class _RobotsHops(PageHops):
     """robots.txt hops: every hop screened (the reading agent's tier and lists decide where
