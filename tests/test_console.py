@@ -25,8 +25,10 @@ from webward import Settings, Web
 from webward._errors import InvalidInput
 from webward._gateway import FETCH_PATH, hash_token
 from webward._render import CHROMIUM
+from webward._tokens import TokenTable
 from webward.audit import AuditRecord, open_audit_sink
 from webward.console import CSP
+from webward.console._auth import SESSION_S, AgentTokens, Check
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN, BOT = "admin-console-token", "bot-gateway-token"
@@ -293,6 +295,52 @@ def test_console_in_chromium_from_postgres_and_redis(
         walk_console(browser, base, tmp_path, shots=False)
 
 
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_gateway_console_sessions_are_signed_expire_and_end(tmp_path: Path) -> None:
+    """A session value names its agent and login time, signed with the token's digest: another
+    replica (same config) takes it, a forged or altered one is refused, and it ends after
+    SESSION_S, at a logout (on the replica that saw it), or when the agent's token changes."""
+    now = [1_800_000_000.0]
+    tokens = TokenTable(console_settings(tmp_path))
+    here = AgentTokens(tokens, clock=lambda: now[0])
+    there = AgentTokens(TokenTable(console_settings(tmp_path)), clock=lambda: now[0])
+    verdict, session = here.login(ADMIN)
+    assert verdict == Check(200, "alice-admin") and ADMIN not in session
+    assert there.check(session) == Check(200, "alice-admin")
+    assert here.login(BOT)[0].status == 403 and here.login(BOT)[1] == ""
+    assert here.login("nope") == (Check(401, message="that token is not known to this gateway"), "")
+    head, issued, name, mac = session.split(".")
+    forged = [
+        f"{head}.{issued}.{b'bot'.hex()}.{mac}",  # another agent's name
+        f"{head}.{int(issued[:-16], 16) + 3600:x}{issued[-16:]}.{name}.{mac}",  # a later login
+        f"{head}.{issued}.{name}.{mac[:-1]}0",
+        f"{head}.{issued}.{name}",
+        f"{head}.zz{issued[-16:]}.{name}.{mac}",
+        f"{head}.{issued[-16:]}.{name}.{mac}",
+    ]
+    for value in forged:
+        assert there.check(value).status == 401, value
+    now[0] += SESSION_S - 1
+    assert there.check(session).status == 200
+    now[0] += 2
+    assert there.check(session).status == 401
+    _, fresh = here.login(ADMIN)
+    _, other = here.login(ADMIN)  # the same second: a session of its own
+    rotated = console_settings(
+        tmp_path,
+        agents={
+            "alice-admin": {"tier": "full", "role": "admin", "token_sha256": hash_token("new")}
+        },
+    )
+    assert AgentTokens(TokenTable(rotated), clock=lambda: now[0]).check(fresh).status == 401
+    here.logout(fresh)
+    assert here.check(fresh).status == 401 and there.check(fresh).status == 200
+    assert here.check(other).status == 200
+
+
 def test_console_http_auth_and_headers(tmp_path: Path) -> None:
     """401 without a credential, 403 for an agent without the admin role (bearer or cookie),
     strict headers on every page, a same-site http-only cookie, no cross-site login."""
@@ -325,8 +373,20 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         cookie = ok.headers["set-cookie"]
         assert ok.status_code == 303 and "HttpOnly" in cookie and "SameSite=strict" in cookie
         assert "Path=/console/" in cookie and "Secure" not in cookie  # plain http on loopback
+        assert f"Max-Age={SESSION_S}" in cookie
         assert c.get("/console/budgets").status_code == 200  # the cookie now counts
         assert f"webward_console_{port}=" in cookie
+        # The browser keeps a session, never the token: it calls no capability.
+        session = c.cookies[f"webward_console_{port}"]
+        assert ADMIN not in session
+        as_token = c.post(FETCH_PATH, json={"url": "http://127.0.0.1:9/"}, headers=bearer(session))
+        assert as_token.status_code == 401
+        # A logout ends the session on the server: a copy of the cookie no longer opens it.
+        with httpx.Client(base_url=base, cookies={f"webward_console_{port}": session}) as copy:
+            assert copy.get("/console/").status_code == 200
+            c.post("/console/logout", headers={"Origin": base})
+            assert copy.get("/console/").status_code == 401
+        assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
 
         # Behind the TLS proxy the docs recommend: the browser's page is https, the gateway
         # sees http; the login is its own page's, and the cookie is Secure.

@@ -269,6 +269,7 @@ class Console:
             _cookie_name(request),
             value,
             path=f"{base}/" if base else "/",
+            max_age=self.auth.session_s,
             httponly=True,
             samesite="strict",
             secure=_over_tls(request),

@@ -2,23 +2,34 @@
 
 The credential travels as ``Authorization: Bearer <token>`` or in the console's cookie
 (``HttpOnly; SameSite=Strict``, ``Secure`` over https), set by the login form's POST. Under
-``webward serve`` the cookie holds the agent's own token, so any replica behind the same
-load balancer accepts it. Under ``webward console`` the printed token works once: the first
-visit trades it for a random session value that lives as long as the process.
+``webward serve`` the cookie holds a session, never the token: the agent's name and the time
+of the login, signed with the digest of its token that config holds, so any replica behind
+the same load balancer accepts it without a store shared for it; it lasts
+:data:`SESSION_S`, calls no capability, and ends when the token changes. Under ``webward
+console`` the printed token works once: the first visit trades it for a random session value
+that lives as long as the process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .._tokens import TokenTable
+from .._tokens import Agent, TokenTable
 
-__all__ = ["ADMIN", "AgentTokens", "Check", "ConsoleAuth", "OneTimeToken"]
+__all__ = ["ADMIN", "SESSION_S", "AgentTokens", "Check", "ConsoleAuth", "OneTimeToken"]
 
 ADMIN = "admin"
+
+#: How long a gateway console session lasts after its login.
+SESSION_S = 12 * 3600
+_SESSION = "s1"  # the first field of a session value: its format
+_SKEW_S = 300  # a login another replica made, by a clock up to this far ahead, still counts
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,8 @@ class ConsoleAuth(Protocol):
 
     #: The token may arrive in the URL (``?token=``), as ``webward console`` prints it.
     url_login: bool
+    #: How long the cookie is kept (its ``Max-Age``); None: until the browser closes.
+    session_s: int | None
 
     def check(self, credential: str) -> Check:
         """Who holds ``credential`` (a bearer token or the cookie's value)."""
@@ -50,41 +63,92 @@ class ConsoleAuth(Protocol):
 
 
 class AgentTokens:
-    """``webward serve``: the gateway's agents; those with ``role = "admin"`` may look."""
+    """``webward serve``: the gateway's agents; those with ``role = "admin"`` may look.
+
+    A bearer token opens the console, as it calls the gateway; a login trades one for a
+    session value (the module's docstring), so the browser never keeps a credential that
+    calls capabilities or outlives :data:`SESSION_S`. A logout ends its session on this
+    replica at once; on others, at its end.
+    """
 
     url_login = False
+    session_s: int | None = SESSION_S
 
-    def __init__(self, tokens: TokenTable) -> None:
+    def __init__(self, tokens: TokenTable, *, clock: Callable[[], float] = time.time) -> None:
         self._tokens = tokens
+        self._clock = clock
+        self._ended: dict[str, float] = {}  # sessions logged out here -> when they would end
 
     def check(self, credential: str) -> Check:
         if not credential:
             return Check(
                 401, message='log in with the bearer token of an agent with role = "admin"'
             )
+        if credential.startswith(_SESSION + "."):
+            return self._session(credential)
         agent = self._tokens.lookup(credential)
         if agent is None:
             return Check(401, message="that token is not known to this gateway")
-        if agent.role != ADMIN:
-            return Check(
-                403,
-                agent.name,
-                f'agent {agent.name} may not open the console: its [agents.{agent.name}] has no role = "admin"',
-            )
-        return Check(200, agent.name)
+        return _admin(agent)
 
     def login(self, token: str) -> tuple[Check, str]:
-        verdict = self.check(token)
-        return verdict, token if verdict.status == 200 else ""
+        agent = self._tokens.lookup(token)
+        if agent is None:
+            return Check(401, message="that token is not known to this gateway"), ""
+        verdict = _admin(agent)
+        if verdict.status != 200:
+            return verdict, ""
+        # The login's time, and a nonce so that each login is a session of its own (one
+        # logged out ends no other made in the same second).
+        issued = f"{int(self._clock()):x}{secrets.token_hex(8)}"
+        name = agent.name.encode("utf-8").hex()
+        return verdict, f"{_SESSION}.{issued}.{name}.{self._sign(agent.name, issued)}"
 
     def logout(self, credential: str) -> None:
-        """Nothing to end: the cookie holds the agent's own token, valid while configured."""
+        if credential.startswith(_SESSION + ".") and self._session(credential).status == 200:
+            now = self._clock()
+            self._ended = {v: end for v, end in self._ended.items() if end > now}
+            self._ended[credential] = now + SESSION_S + _SKEW_S
+
+    def _session(self, value: str) -> Check:
+        expired = Check(401, message="the console session has ended; log in again")
+        try:
+            _, issued, name_hex, mac = value.split(".")
+            name = bytes.fromhex(name_hex).decode("utf-8")
+            age = self._clock() - int(issued[:-16], 16)
+        except ValueError:
+            return expired
+        signed = self._sign(name, issued)
+        if signed is None or not hmac.compare_digest(mac, signed):
+            return expired  # a forged value, or the agent's token changed since
+        if not -_SKEW_S <= age <= SESSION_S or value in self._ended:
+            return expired
+        agent = self._tokens.agent_named(name)
+        return expired if agent is None else _admin(agent)
+
+    def _sign(self, name: str, issued: str) -> str | None:
+        digest = self._tokens.digest_of(name)
+        if digest is None:
+            return None
+        message = f"webward console session|{issued}|{name}".encode()
+        return hmac.new(digest, message, hashlib.sha256).hexdigest()
+
+
+def _admin(agent: Agent) -> Check:
+    if agent.role != ADMIN:
+        return Check(
+            403,
+            agent.name,
+            f'agent {agent.name} may not open the console: its [agents.{agent.name}] has no role = "admin"',
+        )
+    return Check(200, agent.name)
 
 
 class OneTimeToken:
     """``webward console``: one random token, good for one login; then a session value."""
 
     url_login = True
+    session_s: int | None = None
 
     def __init__(self, token: str | None = None) -> None:
         self.token = token or secrets.token_urlsafe(32)
