@@ -153,12 +153,36 @@ def test_mcp_over_http_names_its_stack_and_starts_the_conversion_workers(
 
 
 SESSIONLESS = "2026-07-28"  # the MCP protocol whose call is one POST, no session to open
+CLIENT_INFO = {"name": "test", "version": "1"}
 
 
 def _call_of(face: str, base: str, url: str) -> tuple[str, dict[str, Any], dict[str, str]]:
     """The address, body and headers of a web_fetch of ``url`` on the server at ``base``."""
     if face == "serve":
         return base + FETCH_PATH, {"url": url}, auth("alice")
+    if face == "mcp-session":  # a 2025 session, as pydantic-ai and the Agents SDK open one
+        version = "2025-11-25"
+        accept = {"Accept": "application/json, text/event-stream"}
+        init = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        with httpx.Client(trust_env=False, timeout=30, headers=accept) as c:
+            opened = c.post(
+                base, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
+            )
+            session = {
+                "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                "Mcp-Protocol-Version": version,
+            }
+            c.post(
+                base,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=session,
+            )
+        call = {"name": "web_fetch", "arguments": {"url": url}}
+        return (
+            base,
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+            accept | session,
+        )
     meta = {
         "io.modelcontextprotocol/protocolVersion": SESSIONLESS,
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -176,14 +200,16 @@ def _call_of(face: str, base: str, url: str) -> tuple[str, dict[str, Any], dict[
 @pytest.mark.parametrize(
     ("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"]
 )
-@pytest.mark.parametrize("face", ["serve", "mcp-http"])
+@pytest.mark.parametrize("face", ["serve", "mcp-http", "mcp-session"])
 def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audited(
     tmp_path: Path, face: str, sent: signal.Signals, code: int
 ) -> None:
     """SIGTERM, or SIGHUP (the terminal or SSH session it ran in gone), while a call waits on
-    its page: the gateway (or `webward mcp --http`) stops listening, answers the call once
-    the page comes and audits it, then exits with 128 + the signal's number. SIGHUP killed
-    it mid-call: its client answered nothing, the call unaudited."""
+    its page: the gateway (or `webward mcp --http`, sessionless or in a session, whose answer
+    comes on an event stream) stops listening, answers the call once the page comes and
+    audits it, then exits with 128 + the signal's number. SIGHUP killed it mid-call: its
+    client answered nothing, the call unaudited; a session's event stream was ended 0.2 s
+    into the shutdown, with no answer on it."""
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     env.update(child_env(tmp_path))
     if face == "serve":
@@ -224,6 +250,9 @@ def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audit
             while _listening(port) and time.monotonic() < deadline:  # bounded poll
                 time.sleep(0.02)
             assert not _listening(port), "the server never began its shutdown"
+            # A second into the shutdown, well within its grace (5 s): sse-starlette's watch
+            # of the shutdown, polled every 0.5 s, ended a session's stream before now.
+            time.sleep(1.0)
             release.set()
             answer = answers.get(timeout=60)
             assert proc.wait(30) == code
@@ -232,7 +261,7 @@ def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audit
             _stop(proc)
     assert isinstance(answer, httpx.Response), repr(answer)
     assert answer.status_code == 200, answer.text
-    if face == "mcp-http":
+    if face != "serve":
         assert "late words" in json.dumps(rpc_answer(answer)["result"])
     found = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
     assert [(r.decision, r.target) for r in found] == [("allowed", site.url("/slow"))]

@@ -972,6 +972,66 @@ class _SessionOpenings:
         return None
 
 
+class _Draining:
+    """What an MCP server over HTTP holds open through a graceful shutdown: the POSTs in
+    flight, whose answers come back on event streams.
+
+    sse-starlette ends every event stream as soon as uvicorn's shutdown begins, so a session's
+    ``tools/call`` (answered on the POST's stream) was cut off 0.2 s after SIGTERM with no
+    answer, while the gateway and a sessionless call were answered. Here the streams are
+    ended (a client's GET stream for notifications would otherwise hold the shutdown to its
+    bound) once no POST is left, or at :data:`_DRAIN_S`; uvicorn then cancels, and the core
+    audits, what still runs at ``timeout_graceful_shutdown``."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._posts = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        self._posts += 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._posts -= 1
+
+    async def serve(self, config: Any, sock: Any) -> None:
+        from sse_starlette.sse import AppStatus
+
+        exiting = anyio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_exit() -> None:
+            loop.call_soon_threadsafe(exiting.set)
+
+        AppStatus.enable_automatic_graceful_drain = False  # its streams end in _end_streams
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._end_streams, exiting)
+                await serve_until_signalled(config, [sock], on_exit=on_exit)
+                tg.cancel_scope.cancel()
+        finally:
+            # Process-wide: a server started later in this process (a test) starts afresh.
+            AppStatus.should_exit = False
+            AppStatus.enable_automatic_graceful_drain = True
+
+    async def _end_streams(self, exiting: anyio.Event) -> None:
+        from sse_starlette.sse import AppStatus
+
+        await exiting.wait()
+        with anyio.move_on_after(_DRAIN_S):
+            while self._posts:
+                await anyio.sleep(0.05)
+        AppStatus.should_exit = True
+
+
+# How long a shutdown waits for the POSTs in flight before it ends the event streams: within
+# uvicorn's timeout_graceful_shutdown (5 s), after which it cancels what still runs.
+_DRAIN_S = 4.5
+
+
 class _MalformedRequests:
     """Rewrites the SDK's answer to a POST to the MCP path whose message it could not read
     as a request: a validation dump (a batch, params that are no object) or a parse error's
@@ -1157,6 +1217,7 @@ async def serve_http(
             host=host,
         )
         app = _MalformedRequests(app, web, tokens, agent or DEFAULT_AGENT, tier)
+        app = draining = _Draining(app)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
@@ -1175,7 +1236,7 @@ async def serve_http(
         if ready is not None:
             ready(url)
         # SIGHUP and the rest of _signals.ENDING_SIGNALS shut it down as gracefully as SIGTERM.
-        await serve_until_signalled(config, [sock])
+        await draining.serve(config, sock)
     finally:
         if owned:
             await web.aclose()

@@ -387,15 +387,20 @@ _TOO_LARGE = _plain_answer(
 )
 
 
-async def serve(config: Any, sockets: list[Any]) -> None:
+async def serve(
+    config: Any, sockets: list[Any], *, on_exit: Callable[[], None] | None = None
+) -> None:
     """``uvicorn.Server(config).serve(sockets=sockets)``, with every signal of
     ``_signals.ENDING_SIGNALS`` taking uvicorn's graceful way out, which it gives SIGINT and
     SIGTERM alone: requests in flight finish, or are cancelled and audited when
     ``timeout_graceful_shutdown`` runs out, then the server stops and raises the signal
     again for the handler before it (``cli.main``'s: exit 128 + its number). SIGHUP (the
     terminal closed) killed the server mid-call, the call unaudited and its client answered
-    nothing."""
-    await _signalled_server()(config).serve(sockets=sockets)
+    nothing. ``on_exit`` is called (in the loop's thread, from the signal's handler) when the
+    shutdown begins."""
+    server = _signalled_server()(config)
+    server.on_exit = on_exit
+    await server.serve(sockets=sockets)
 
 
 @functools.lru_cache(maxsize=1)
@@ -411,6 +416,13 @@ def _signalled_server() -> type:
         """uvicorn's server, whose graceful shutdown all of ``_signals.ENDING_SIGNALS`` start
         (uvicorn's ``capture_signals``, with that tuple for its SIGINT and SIGTERM). A
         signal ignored when the server starts (``nohup``) stays ignored."""
+
+        on_exit: Callable[[], None] | None = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            if self.on_exit is not None:
+                self.on_exit()
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
