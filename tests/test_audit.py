@@ -706,6 +706,73 @@ async def test_cli_json_through_the_real_command_line(tmp_path: Path) -> None:
     assert error["code"] == "invalid_input" and "--since 'yesterday'" in error["message"]
 
 
+# What a page or an agent may put in a target, and a terminal would act on: C0 and C1
+# controls (CSI, NEL), DEL, bidi controls and marks, line and paragraph separators, and other
+# invisible format characters (zero-width space, BOM, soft hyphen, a tag character).
+TERMINAL_DRIVERS = (
+    "\x1b\x07\x7f\x85\x9b\u061c\u200b\u200e\u200f\u202a\u202e\u2066\u2069"
+    "\u2028\u2029\u00ad\ufeff\U000e0041"
+)
+
+
+@pytest.mark.anyio
+async def test_cli_json_escapes_what_could_drive_a_terminal(tmp_path: Path) -> None:
+    """`webward audit --json` writes controls, bidi controls, U+2028/2029 and invisible format
+    characters as \\u escapes, as the table, the console and the call log escape them (they
+    reached the terminal raw); the JSON reads back to the same values, and "é" stays as it is."""
+    sink = SQLiteAuditSink(tmp_path)
+    targets = [f"x{c}y \u00e9" for c in TERMINAL_DRIVERS]
+    for i, target in enumerate(targets):
+        await sink.write(record("refused", i, reason="invalid_input", target=target))
+    await sink.aclose()
+    env = {**_env(), "WEBWARD_STATE_DIR": str(tmp_path)}
+    for usage in ([], ["--usage"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "webward.cli", "audit", "--json", "--limit", "100", *usage],
+            capture_output=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        text = out.stdout.decode("utf-8")
+        assert not [c for c in TERMINAL_DRIVERS if c in text]
+        if not usage:  # not everything escaped: only what is invisible or acts
+            assert text.count("\u00e9") == len(targets)
+            assert [r["target"] for r in json.loads(text)] == targets[::-1]
+
+
+def test_cli_state_dir_no_call_can_write_is_refused(tmp_path: Path) -> None:
+    """A state dir no call can create (under /proc, even as root, whom every permission
+    check lets through): `webward audit` says the log cannot be written (exit 3), as
+    governance.md promises, where it said "no audit records match" (exit 0), while every
+    fetch was refused for that very reason. A fresh state dir that can be made is still an
+    empty log, and reading it creates nothing."""
+
+    def webward(state: str, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**_env(), "WEBWARD_STATE_DIR": state, "WEBWARD_ALLOW_RANGES": "127.0.0.1/32"}
+        return subprocess.run(
+            [sys.executable, "-m", "webward", *args],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+        )  # fmt: skip
+
+    unusable = f"/proc/webward-test-{os.getpid()}/state"
+    assert webward(unusable, "fetch", "http://127.0.0.1:1/").returncode == 3  # as before
+    for args in ([], ["--usage"], ["--limit", "5"]):
+        out = webward(unusable, "audit", *args)
+        assert (out.returncode, out.stdout) == (3, ""), out.stderr
+        assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+        assert out.stderr.startswith(
+            f"webward: refused: the audit log at {unusable}/audit.db cannot be written ("
+        )
+        assert out.stderr.rstrip().endswith(
+            "point [state] dir (WEBWARD_STATE_DIR) at a directory webward can write"
+        )
+    as_json = webward(unusable, "audit", "--json")
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout)["error"]["code"] == "refused"
+    fresh = webward(str(tmp_path / "new" / "state"), "audit")
+    assert (fresh.returncode, fresh.stdout, fresh.stderr) == (0, "no audit records match\n", "")
+    assert list(tmp_path.iterdir()) == []  # nothing made, not even for a look
+
+
 def test_cli_table_is_aligned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """People get an aligned table, newest first, with control characters shown escaped."""
 

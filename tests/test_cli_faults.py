@@ -416,3 +416,145 @@ def test_a_signal_the_call_finishes_before_is_no_interruption() -> None:
 
     assert run_call(answered_then_signalled) == 0
     assert signal.getsignal(signal.SIGTERM) is not None  # the handler before it, restored
+
+
+def _webward(
+    tmp_path: Path, *args: str, close: tuple[int, ...] = (), encoding: str | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`webward ARGS` with the file descriptors ``close`` closed (``>&-``, ``2>&-``) and,
+    given ``encoding``, stdout and stderr in it (PYTHONIOENCODING)."""
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    if encoding is not None:
+        env["PYTHONIOENCODING"] = encoding
+    return subprocess.run(
+        [sys.executable, "-m", "webward", *args],
+        env=env,
+        stdout=None if 1 in close else subprocess.PIPE,
+        stderr=None if 2 in close else subprocess.PIPE,
+        # Closed in the child only, after the pipes are in place: the process starts as one
+        # run with `>&-` does, sys.stdout (or sys.stderr) None.
+        preexec_fn=lambda: [os.close(fd) for fd in close],  # type: ignore[func-returns-value]
+        timeout=60,
+    )
+
+
+PAGE_TITLE = "Caf\u00e9 \u2713 \U0001f600"
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "utf-8"])
+def test_json_is_valid_json_whatever_the_output_encoding(tmp_path: Path, encoding: str) -> None:
+    """--json on a stdout that cannot encode the page ("é", "✓", an emoji): one valid JSON
+    document that reads back to the same values, for a page, a refusal and the audit log (it
+    held Python's ``\\xe9`` escapes, which JSON has not)."""
+    config = write_config(tmp_path)
+    page = f"<html><title>{PAGE_TITLE}</title><body><p>cr\u00e8me \u2713</p></body></html>"
+    with serve(routes={"/": respond(200, page)}) as site:
+        read = _webward(tmp_path, "fetch", site.url("/"), "--config", str(config), "--json",
+                        encoding=encoding)  # fmt: skip
+    refused = _webward(tmp_path, "fetch", "http://127.0.0.2/caf\u00e9", "--config", str(config),
+                       "--json", encoding=encoding)  # fmt: skip
+    audit = _webward(tmp_path, "audit", "--config", str(config), "--json", encoding=encoding)
+    for out in (read, refused, audit):
+        assert b"Traceback" not in out.stderr and b"unexpectedly" not in out.stderr
+        out.stdout.decode(encoding)  # nothing the stream could not carry
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout.decode(encoding))["title"] == PAGE_TITLE
+    assert refused.returncode == 3
+    assert json.loads(refused.stdout.decode(encoding))["error"]["code"] == "refused"
+    assert audit.returncode == 0, audit.stderr
+    targets = [r["target"] for r in json.loads(audit.stdout.decode(encoding))]
+    assert targets == ["http://127.0.0.2/caf\u00e9", site.url("/")]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_closed_stdout_is_said_and_exits_1(tmp_path: Path, as_json: bool) -> None:
+    """`webward fetch URL >&-`: the page cannot be written, so the command says so in one
+    sentence on stderr and exits 1, as into /dev/full (it exited 0 with the page lost); the
+    call is audited all the same. A refusal keeps its own sentence and exit code."""
+    config = write_config(tmp_path)
+    flags = ["--json"] if as_json else []
+    with serve(routes={"/": respond(200, "<p>owls</p>")}) as site:
+        read = _webward(tmp_path, "fetch", site.url("/"), "--config", str(config), *flags,
+                        close=(1,))  # fmt: skip
+    assert read.returncode == 1
+    assert read.stderr.decode() == "webward: could not write the output (stdout is closed)\n"
+    assert [decision for decision, _ in records(tmp_path)] == ["allowed"]
+    refused = _webward(tmp_path, "fetch", "file:///etc/passwd", "--config", str(config), *flags,
+                       close=(1,))  # fmt: skip
+    assert refused.returncode == 3
+    assert refused.stderr.decode().startswith("webward: refused:")
+    assert len(refused.stderr.splitlines()) == 1
+    audit = _webward(tmp_path, "audit", "--config", str(config), *flags, close=(1,))
+    assert audit.returncode == 1
+    assert audit.stderr.decode() == "webward: could not write the output (stdout is closed)\n"
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_closed_stderr_leaves_stdout_as_it_is(tmp_path: Path, as_json: bool) -> None:
+    """`webward ... 2>&-`: the notes and sentences meant for stderr are dropped, never
+    printed on stdout in their place (where they spoiled the page or the JSON), and the exit
+    code still says what happened."""
+    config = write_config(tmp_path)
+    flags = ["--json"] if as_json else []
+    refused = _webward(tmp_path, "fetch", "file:///etc/passwd", "--config", str(config), *flags,
+                       close=(2,))  # fmt: skip
+    assert refused.returncode == 3
+    if as_json:
+        assert json.loads(refused.stdout)["error"]["code"] == "refused"
+    else:
+        assert refused.stdout == b""
+    with serve(routes={"/": respond(200, "<p>" + "owls at night " * 20 + "</p>")}) as site:
+        read = _webward(tmp_path, "fetch", site.url("/"), "--max-chars", "40",
+                        "--config", str(config), *flags, close=(2,))  # fmt: skip
+    assert read.returncode == 0
+    assert b"webward: more of this page" not in read.stdout  # the paging hint is stderr's
+    if as_json:
+        assert json.loads(read.stdout)["window"]["nextOffset"] == 40
+    assert [decision for decision, _ in records(tmp_path)] == ["allowed", "refused"]
+
+
+def test_json_escapes_cover_every_invisible_character() -> None:
+    """Every control, format, line and paragraph separator and surrogate code point of this
+    Python's Unicode is written as a \\u escape by the command line's JSON, and reads back."""
+    import unicodedata
+
+    from webward.cli import _INVISIBLE, json_text
+
+    every = [
+        chr(n)
+        for n in range(0x7F, 0x110000)
+        if unicodedata.category(chr(n)) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+    ]
+    assert [c for c in every if not _INVISIBLE.fullmatch(c)] == []
+    # (Surrogates one by one: JSON reads a high one's escape and a low one's as one pair.)
+    value = {"k\u202e": "".join(c for c in every if not "\ud800" <= c <= "\udfff")}
+    value["e"] = "\u00e9\U0001f600 \ud800 x"
+    text = json_text(value, encoding="utf-8")
+    assert text.isascii() is False and "\u00e9\U0001f600" in text
+    assert not [c for c in every if c in text]
+    assert json.loads(text) == value
+    assert json.loads(json_text(["\u00e9\x7f"], encoding="ascii")) == ["\u00e9\x7f"]
+    assert json_text(["\u00e9\x7f"], encoding="ascii") == '["\\u00e9\\u007f"]'
+
+
+def test_json_any_command_prints_is_valid_on_an_ascii_stdout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under --json, JSON a command writes itself (not through print_json: `ask --json`) is
+    still valid on a stdout that cannot encode it: what the stream cannot hold is written as
+    JSON's \\u escapes, not Python's \\xe9. Without --json, the \\xe9 of people's output."""
+    import io
+
+    from webward.cli import _replace_unencodable
+
+    for as_json, expected in ((True, b'{"t": "caf\\u00e9 \\ud83d\\ude00"}\n'),
+                              (False, b'{"t": "caf\\xe9 \\U0001f600"}\n')):  # fmt: skip
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
+        monkeypatch.setattr(sys, "stdout", stream)
+        _replace_unencodable(as_json)
+        print(json.dumps({"t": "caf\u00e9 \U0001f600"}, ensure_ascii=False), flush=True)
+        monkeypatch.undo()
+        assert raw.getvalue() == expected
+        if as_json:
+            assert json.loads(raw.getvalue()) == {"t": "caf\u00e9 \U0001f600"}

@@ -263,7 +263,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             **result.to_wire(),
             "answer": answer,
         }
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        from .cli import print_json
+
+        print_json(out, indent=2)
     else:
         print(answer)
     return 0

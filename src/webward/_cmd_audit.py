@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import re
 import shutil
@@ -63,7 +62,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="sum usage per agent and capability over the period (--since) instead of listing "
         "records: calls, each decision, and search spend",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON array of records")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON array of records (control and invisible characters \\u-escaped)",
+    )
 
 
 def parse_since(value: str, now: dt.datetime, name: str = "--since") -> dt.datetime:
@@ -115,6 +118,8 @@ def run(
     newest = None if args.limit is None else limit  # a usage summary: the whole period
     import anyio
 
+    counts: list[CallCount] = []
+    records: list[AuditRecord] = []
     try:
         if usage:
             counts, more = anyio.run(_count, settings, since, args.agent, args.decision, newest)
@@ -124,15 +129,22 @@ def run(
             )
     except WebwardError as exc:
         raise Refused(exc.message, reason=exc.reason) from None  # the log unreadable: exit 3
+    if not (counts if usage else records):
+        _check_writable(settings)  # no log at all: an empty one, or one no call could write
+    from .cli import print_json
+
     # Notes go to stderr, so that --json's output stays one array (or one summary).
     if usage:
         rows, unreadable = usage_summary(counts, settings.search.costs)
-        print(json.dumps(rows, ensure_ascii=False) if args.json else render_usage(rows))
+        if args.json:
+            print_json(rows)
+        else:
+            print(render_usage(rows))
         counted = sum(row["calls"] for row in rows)
         cut = f"the {counted} the summary counts; leave out --limit to count them all"
     else:
         if args.json:
-            print(json.dumps([r.to_wire() for r in records], ensure_ascii=False))
+            print_json([r.to_wire() for r in records])
         else:
             print(render_table(records, width=_terminal_width()))
         raise_it = "raise --limit or " if limit < _MAX_LIMIT else ""
@@ -145,6 +157,35 @@ def run(
     if more:
         print(f"webward: more records match than {cut}", file=sys.stderr)
     return 0
+
+
+def _check_writable(settings: Settings) -> None:
+    """Raise the refusal every call gets when the SQLite audit log is not there and no call
+    could create it: a state dir that cannot be made (one under /proc), or one nothing can be
+    created in, which no permission check shows to root. An empty log (a fresh state dir that
+    can be made) is no error. Tried by making a directory and removing it at once in the
+    nearest place that exists: reading creates nothing."""
+    if settings.audit.postgres_dsn_env:
+        return
+    directory = settings.state.path()
+    log = directory / "audit.db"
+    place = next((p for p in (directory, *directory.parents) if os.path.lexists(p)), None)
+    if place is None or os.path.lexists(log) or not place.is_dir():
+        return  # a log to read (the reader said what it found), or a file (it said so)
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".webward-probe-", dir=place))
+    except OSError as exc:
+        from .audit import REASON_AUDIT_UNAVAILABLE
+
+        why = f"nothing can be created in {place}: {exc.strerror or exc}"
+        raise Refused(
+            f"refused: the audit log at {log} cannot be written ({why}), so every call is "
+            "refused; fix that, or point [state] dir (WEBWARD_STATE_DIR) at a directory "
+            "webward can write",
+            reason=REASON_AUDIT_UNAVAILABLE,
+        ) from None
 
 
 def _terminal_width() -> int | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -83,7 +82,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._parts import part_summary, tool_result_text
     from ._state_cache import SQLitePageCache, SQLiteRobotsStore, StateCache
     from ._web import Web
-    from .cli import empty_tier
+    from .cli import empty_tier, print_json
     from .limits import open_limit_state
 
     # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and
@@ -129,7 +128,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         await store.aclose()  # also when Redis holds the pages and robots.txt used it
     if args.json:
-        print(json.dumps(page.to_wire(), ensure_ascii=False, indent=2))
+        print_json(page.to_wire(), indent=2)
         return 0
     print(f"{page.final_url}  {page.status}  {page.content_type}")
     if page.title:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
@@ -16,7 +15,10 @@ Run a web search through webward's policy, limits and audit. The provider is --p
 then SearXNG when [search] searxng_url is set). Keys come from BRAVE_SEARCH_API_KEY /
 TAVILY_API_KEY, the OS keyring or `webward credentials set NAME`. Search needs the tier
 connected or full. --allow-domain, --block-domain, --freshness, --country and --language narrow
-the search; a filter the provider cannot honour is refused by name."""
+the search; a filter the provider cannot honour is refused by name. The hits (titles, URLs,
+snippets: the web's words) are printed inside the untrusted-content envelope, as a model reads
+them, after one line of webward's own; --json prints the result model, whose content is that
+envelope."""
 
 
 # The core's argument names, as its messages say them, and the flags a person typed.
@@ -84,7 +86,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._capabilities import SEARCH
     from ._errors import Refused
     from ._web import Web
-    from .cli import empty_tier
+    from .cli import empty_tier, print_json
     from .limits import open_limit_state
 
     # A string that is not a whole number goes through as is, so the core refuses it by name.
@@ -117,16 +119,13 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                 reason=exc.reason,
             ) from None
     if args.json:
-        print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
+        print_json(result.to_wire(), indent=2)
         return 0
+    # Titles, snippets and even URLs are the provider's words (and the pages'): they come
+    # inside the untrusted-content envelope the model reads, as `webward fetch` prints a page.
+    # Outside it only webward's own line: the count, the provider and the query as typed.
     noun = "hit" if len(result.hits) == 1 else "hits"
     print(f"{len(result.hits)} {noun} from {result.provider} for {result.query!r}")
-    for i, hit in enumerate(result.hits, 1):
-        print()
-        print(f"{i:>3}. {hit.title}")
-        print(f"     {hit.url}")
-        if hit.snippet:
-            print(f"     {hit.snippet}")
-        if hit.published:
-            print(f"     published: {hit.published}")
+    print()
+    print(result.content)
     return 0

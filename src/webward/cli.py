@@ -15,7 +15,9 @@ import contextlib
 import errno
 import gc
 import importlib
+import io
 import os
+import re
 import signal
 import sys
 import threading
@@ -30,7 +32,17 @@ from ._signals import taken_signals
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["Interrupted", "empty_tier", "exit_code", "main", "report_error", "run", "run_call"]
+__all__ = [
+    "Interrupted",
+    "empty_tier",
+    "exit_code",
+    "json_text",
+    "main",
+    "print_json",
+    "report_error",
+    "run",
+    "run_call",
+]
 
 # The order is the order of `webward --help`.
 COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "console")
@@ -42,8 +54,9 @@ ONE_SHOT = frozenset({"fetch", "search", "audit", "credentials"})
 
 EPILOG = """\
 exit codes: 0 done (read, searched, listed, answered); 1 upstream failure (timeout, HTTP or
-provider error); 2 bad usage or input; 3 refused (policy, guard, rate limit, circuit open, not
-configured); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP, the
+provider error) or output that could not be written (a full disk, stdout closed); 2 bad usage
+or input; 3 refused (policy, guard, rate limit, circuit open, not configured); 141 the reader
+of a pipe went away (| head); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP, the
 terminal closed), and 128+N for SIGQUIT (131), SIGUSR1 (138) and SIGUSR2 (140): the call in
 flight is audited as cancelled.
 
@@ -80,10 +93,8 @@ def report_error(error: WebwardError, as_json: bool) -> int:
     cannot be written, the sentence goes to stderr, and if neither can, only the code is left."""
     with contextlib.suppress(OSError):
         if as_json:
-            import json
-
             try:
-                print(json.dumps(error.to_wire(for_model=False), ensure_ascii=False), flush=True)
+                print_json(error.to_wire(for_model=False), flush=True)
                 return exit_code(error)
             except OSError:
                 _silence_stdout()
@@ -138,11 +149,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         if self._json:
-            import json
-
             error = {"code": "invalid_input", "message": f"{message}; see `{self.prog} --help`"}
             with contextlib.suppress(OSError, ValueError):
-                print(json.dumps({"error": error}, ensure_ascii=False), flush=True)
+                print_json({"error": error}, flush=True)
         super().error(message)
 
     _json = False  # set for the whole command line (every subparser) by build_parser
@@ -192,6 +201,7 @@ def _chosen_command(argv: Sequence[str] | None) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _stand_in_for_closed_streams()
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv)
@@ -202,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     as_json = bool(getattr(args, "json", False))
-    _replace_unencodable()
+    _replace_unencodable(as_json)
     terminated: list[int] = []
     loaded: list[str] = []  # the config file the settings came from ("" for none)
     try:
@@ -238,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 141
     except OSError as exc:
-        if exc.errno not in _WRITE_FAILURES:
+        if exc.errno not in _WRITE_FAILURES and not isinstance(exc, _StreamClosed):
             return report_error(internal_error(exc), as_json)
         _silence_stdout()
         with contextlib.suppress(OSError):
@@ -286,14 +296,140 @@ def _config_file(source: str) -> str:
     return path
 
 
-def _replace_unencodable() -> None:
+def _replace_unencodable(as_json: bool = False) -> None:
     """Text the output's encoding cannot hold (a page's "é" on an ASCII terminal) written as
     ``\\xe9`` rather than ending the command in a UnicodeEncodeError, after the call was
-    made and audited, with a false bug report."""
+    made and audited, with a false bug report. Under ``--json`` stdout carries JSON only, and
+    such a character is written as JSON's ``\\u00e9`` instead, whatever the stream's error
+    mode was (``\\xe9`` inside a JSON string is no JSON); :func:`print_json` already
+    writes it so, and this keeps every other JSON a command prints valid too."""
     for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) == "strict":
+        if as_json and stream is sys.stdout:
+            _register_json_escapes()
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                stream.reconfigure(errors=_JSON_ESCAPES)  # type: ignore[union-attr]
+        elif getattr(stream, "errors", None) == "strict":
             with contextlib.suppress(AttributeError, ValueError, OSError):
                 stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+# Every character JSON output writes as a \u escape even where the stream could carry it:
+# C1 controls and DEL (C0 ones json.dumps escapes itself), bidi controls and marks, the line
+# and paragraph separators, the other invisible format characters (Unicode's Cc, Cf, Zl and
+# Zp, checked by a test) and lone surrogates. A page, a provider or an agent chose them, and on
+# a terminal they move the cursor, rewrite lines or reorder what is shown.
+_INVISIBLE = re.compile(
+    "[\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001345f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e007f]"
+)
+
+
+def _u_escape(text: str) -> str:
+    """``text`` as JSON's ``\\uXXXX`` escapes (a character past U+FFFF as its two
+    surrogates' escapes, as JSON spells it)."""
+    out = []
+    for c in text:
+        n = ord(c)
+        if n > 0xFFFF:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{n:04x}")
+    return "".join(out)
+
+
+def json_text(value: Any, *, indent: int | None = None, encoding: str | None = None) -> str:
+    """``value`` as the JSON the command line prints: UTF-8 text as it is, but what could
+    drive a terminal (:data:`_INVISIBLE`) as ``\\u`` escapes, and, for a stream whose
+    ``encoding`` cannot carry the text, every character past ASCII as one. Valid JSON either
+    way, which reads back to the same values."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    if text.isascii() and "\x7f" not in text:
+        return text
+    text = _INVISIBLE.sub(lambda m: _u_escape(m.group()), text)
+    if encoding is not None and not text.isascii():
+        try:
+            text.encode(encoding)
+        except (UnicodeError, LookupError):  # an ASCII or Latin-1 stream: escapes only
+            text = json.dumps(value, ensure_ascii=True, indent=indent).replace("\x7f", "\\u007f")
+    return text
+
+
+def print_json(value: Any, *, indent: int | None = None, flush: bool = False) -> None:
+    """Print ``value`` as JSON on stdout (:func:`json_text`): the one place the command line
+    writes JSON, so that it is valid whatever the stream's encoding."""
+    stream = sys.stdout
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    print(json_text(value, indent=indent, encoding=encoding), flush=flush)
+
+
+_JSON_ESCAPES = "webward.json"
+
+
+def _json_escapes(exc: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of :data:`_JSON_ESCAPES`: what the encoding cannot hold, as
+    JSON's ``\\u`` escapes."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return _u_escape(exc.object[exc.start : exc.end]), exc.end
+
+
+def _register_json_escapes() -> None:
+    import codecs
+
+    try:
+        codecs.lookup_error(_JSON_ESCAPES)
+    except LookupError:
+        codecs.register_error(_JSON_ESCAPES, _json_escapes)
+
+
+class _StreamClosed(OSError):
+    """A write to stdout when it was closed (``webward fetch URL >&-``)."""
+
+
+class _ClosedStream(io.TextIOBase):
+    """What stands in for a standard stream the process started without (``>&-``, ``2>&-``),
+    where Python leaves ``None``: print() then wrote to nothing and the command exited 0 with
+    its output lost, and ``print(..., file=sys.stderr)`` wrote to stdout. Writing to stdout
+    raises (the output is lost: "could not write the output", exit 1, as on a full disk);
+    what is meant for stderr is dropped (the exit code still says what happened)."""
+
+    def __init__(self, name: str, *, fails: bool) -> None:
+        super().__init__()
+        self._name = name
+        self._fails = fails
+
+    def write(self, text: str) -> int:
+        if self._fails and text:
+            raise _StreamClosed(errno.EBADF, f"{self._name} is closed")
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _stand_in_for_closed_streams() -> None:
+    """A standard stream the process was started without: its file descriptor opened on
+    /dev/null, so that a file opened later (the audit log, a socket) cannot get it and
+    receive what is written to fd 1 or 2 (the signal handler's notes are), and a
+    :class:`_ClosedStream` for ``sys.stdout`` and ``sys.stderr``."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+        if name != "stdin":
+            setattr(sys, name, _ClosedStream(name, fails=name == "stdout"))
 
 
 def _flags_named(message: str, flags: dict[str, str]) -> str:
@@ -319,8 +455,6 @@ def empty_tier(tier: str | None) -> InvalidInput | None:
 
 
 def _print_interrupted(code: int) -> None:
-    import json
-
     how = _ended_by(code - 128)
     error = {
         # Not one of the agents' wire codes: no agent face answers a cancelled call (its
@@ -329,7 +463,7 @@ def _print_interrupted(code: int) -> None:
         "message": f"{how}: the call in flight was cancelled and audited as cancelled",
     }
     with contextlib.suppress(OSError, ValueError):
-        print(json.dumps({"error": error}), flush=True)
+        print_json({"error": error}, flush=True)
 
 
 class Interrupted(KeyboardInterrupt):
