@@ -798,6 +798,13 @@ def test_error_result_carries_retry_after_in_the_error_model() -> None:
     }
 
 
+def test_the_instructions_are_one_line() -> None:
+    """A client shows the server's instructions as they come: no break mid-sentence."""
+    from webward._mcp import INSTRUCTIONS
+
+    assert "\n" not in INSTRUCTIONS and "untrusted" in INSTRUCTIONS
+
+
 def test_parse_http_address() -> None:
     """--http takes HOST:PORT, [v6]:PORT or :PORT, and refuses anything else in one sentence."""
     assert parse_http_address("127.0.0.1:8000") == ("127.0.0.1", 8000)

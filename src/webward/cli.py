@@ -460,7 +460,9 @@ def _print_interrupted(code: int) -> None:
         # Not one of the agents' wire codes: no agent face answers a cancelled call (its
         # client left); only a script that ran the command reads this.
         "code": "cancelled",
-        "message": f"{how}: the call in flight was cancelled and audited as cancelled",
+        # `ask` may be waiting on its model, with no call of webward's in flight.
+        "message": f"{how}: stopped; a call in flight, if any, was cancelled and audited "
+        "as cancelled",
     }
     with contextlib.suppress(OSError, ValueError):
         print_json({"error": error}, flush=True)
