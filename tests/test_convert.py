@@ -2298,8 +2298,9 @@ def test_code_blocks_with_the_same_first_line_keep_their_own_languages() -> None
 
 
 def test_a_wrappers_own_class_is_no_code_language() -> None:
-    """On a wrapper, only GitHub's highlight-source-* and Sphinx's highlight-* (beside
-    "notranslate") name a language: a "highlight-box" or a "lang-en" section does not."""
+    """On a wrapper, only GitHub's highlight-source-*, Sphinx's highlight-* (beside
+    "notranslate") and language-* name a language: a "highlight-box" or a "lang-en" section
+    does not."""
     extra = (
         '<div class="highlight-box"><pre>export PATH=$HOME/bin\nsource ~/.bashrc</pre></div>'
         '<section class="lang-en"><pre>Dear customer,\n\nyour order has shipped.</pre></section>'
@@ -2326,3 +2327,189 @@ def test_a_hidden_checkbox_marks_no_task_and_code_keeps_its_brackets() -> None:
     assert "[ ]" not in reading and "How do I reset it?" in reading
     assert "- \\[x\\] shown as text" in reading
     assert "```\nfirst line\nsecond line\nthird line\n```" in reading
+
+
+def _both_readings(extra: str) -> list[str]:
+    """An article's reading (trafilatura) and a short page's (html-to-markdown, whole) of a
+    page holding ``extra``."""
+    return [read(article(extra)).text, read(f"<main>{extra}</main>").text]
+
+
+def test_whitespace_inside_highlighted_code_is_kept() -> None:
+    """Pygments wraps whitespace in ``<span class="w">``: dropped as an inline element without
+    words, YAML's indentation went ("port:8080") and Python's words ran together ("deff0").
+    In code, whitespace is content, in a block or inline."""
+    extra = (
+        '<div class="language-yaml highlight"><pre><span></span><code>'
+        '<span class="nt">server</span><span class="p">:</span>\n<span class="w">  </span>'
+        '<span class="nt">port</span><span class="p">:</span><span class="w"> </span>'
+        '<span class="l l-Scalar l-Scalar-Plain">8080</span>\n</code></pre></div>'
+        '<div class="highlight-python notranslate"><div class="highlight"><pre><span></span>'
+        '<span class="k">def</span><span class="w"> </span><span class="nf">f0</span>'
+        '<span class="p">():</span>\n<span class="w">    </span><span class="k">return</span>'
+        '<span class="w"> </span><span class="mi">0</span>\n</pre></div></div>'
+        '<p>Then call <code class="highlight"><span class="n">run</span><span class="w"> </span>'
+        '<span class="n">now</span></code> once.</p>'
+    )
+    for reading in _both_readings(extra):
+        assert "```yaml\nserver:\n  port: 8080\n```" in reading
+        assert "```python\ndef f0():\n    return 0\n```" in reading
+        assert "Then call `run now` once." in reading
+
+
+_NUMBERED_CODE = {
+    # Sphinx (Pygments' linenos="table")
+    "sphinx": (
+        '<div class="highlight-python notranslate"><div class="highlight">'
+        '<table class="highlighttable"><tr><td class="linenos"><div class="linenodiv"><pre>'
+        '<span class="normal">1</span>\n<span class="normal">2</span></pre></div></td>'
+        '<td class="code"><div><pre><span></span><span class="k">def</span>'
+        '<span class="w"> </span><span class="nf">first</span><span class="p">():</span>\n'
+        '<span class="w">    </span><span class="k">pass</span>\n</pre></div></td></tr></table>'
+        "</div></div>",
+        "```python\ndef first():\n    pass\n```",
+    ),
+    # MkDocs Material (pymdownx.highlight's linenums)
+    "mkdocs": (
+        '<div class="language-yaml highlight"><table class="highlighttable"><tr>'
+        '<td class="linenos"><div class="linenodiv"><pre><span></span><span class="normal">'
+        '<a href="#__codelineno-0-1">1</a></span>\n<span class="normal">'
+        '<a href="#__codelineno-0-2">2</a></span></pre></div></td><td class="code"><div><pre>'
+        '<span></span><code><a id="__codelineno-0-1" name="__codelineno-0-1"></a>'
+        '<span class="nt">server</span><span class="p">:</span>\n'
+        '<a id="__codelineno-0-2" name="__codelineno-0-2"></a><span class="w">  </span>'
+        '<span class="nt">port</span><span class="p">:</span><span class="w"> </span>'
+        '<span class="l">eighty</span>\n</code></pre></div></td></tr></table></div>',
+        "```yaml\nserver:\n  port: eighty\n```",
+    ),
+    # Hugo (Chroma's lineNos=table)
+    "hugo-table": (
+        '<div class="highlight"><div class="chroma"><table class="lntable"><tr>'
+        '<td class="lntd"><pre tabindex="0" class="chroma"><code><span class="lnt">1\n</span>'
+        '<span class="lnt">2\n</span><span class="lnt">3\n</span></code></pre></td>'
+        '<td class="lntd"><pre tabindex="0" class="chroma"><code class="language-go" '
+        'data-lang="go"><span class="line"><span class="cl"><span class="kn">package</span> '
+        '<span class="nx">main</span>\n</span></span><span class="line"><span class="cl">\n'
+        '</span></span><span class="line"><span class="cl"><span class="kd">func</span> '
+        '<span class="nf">main</span><span class="p">()</span> <span class="p">{}</span>\n'
+        "</span></span></code></pre></td></tr></table></div></div>",
+        "```go\npackage main\n\nfunc main() {}\n```",
+    ),
+    # Hugo (Chroma's lineNos=inline)
+    "hugo-inline": (
+        '<div class="highlight"><pre tabindex="0" class="chroma"><code class="language-go" '
+        'data-lang="go"><span class="line"><span class="ln">1</span><span class="cl">'
+        '<span class="kn">package</span> <span class="nx">lib</span>\n</span></span>'
+        '<span class="line"><span class="ln">2</span><span class="cl">'
+        '<span class="kd">var</span> <span class="nx">x</span>\n</span></span></code></pre></div>',
+        "```go\npackage lib\nvar x\n```",
+    ),
+    # Jekyll (Rouge's table, inside the block's own <pre><code>)
+    "jekyll": (
+        '<figure class="highlight"><pre><code class="language-ruby" data-lang="ruby">'
+        '<table class="rouge-table"><tbody><tr><td class="gutter gl"><pre class="lineno">1\n2\n'
+        '</pre></td><td class="code"><pre><span class="k">def</span> <span class="nf">hi</span>'
+        '\n  <span class="k">end</span>\n</pre></td></tr></tbody></table></code></pre></figure>',
+        "```ruby\ndef hi\n  end\n```",
+    ),
+}
+
+
+@pytest.mark.parametrize("generator", sorted(_NUMBERED_CODE))
+def test_code_with_line_numbers_reads_as_one_block_of_its_lines(generator: str) -> None:
+    """Line numbers in a gutter (a table of two cells: Pygments, MkDocs Material, Hugo,
+    Jekyll) or before each line (Hugo's inline ones) are not the code: the block was dropped,
+    read as a table of numbers and code, or each line started with its number."""
+    html, fenced = _NUMBERED_CODE[generator]
+    for reading in _both_readings(html):
+        assert fenced in reading
+        assert reading.count(fenced.split("\n")[1]) == 1  # in the fence, not in a table too
+        assert "| 1 2" not in reading and "codelineno" not in reading
+        assert not any(line.strip().isdigit() for line in reading.splitlines())
+
+
+def test_a_code_blocks_language_is_read_where_its_generator_writes_it() -> None:
+    """GitHub's ``highlight-source-python`` beside "notranslate" is Python (it read as
+    "source-python"), its ``highlight-text-html-basic`` HTML; MkDocs names the language on the
+    block's wrapper; Prism's lines (Docusaurus) end in ``<br>``, a blank one holding nothing
+    else: the block kept its lines but lost its language and its blank line."""
+    extra = (
+        '<div class="highlight highlight-source-python notranslate position-relative"><pre>'
+        '<span class="pl-k">import</span> <span class="pl-s1">os</span>\n</pre></div>'
+        '<div class="highlight highlight-text-html-basic notranslate"><pre>'
+        '<span class="pl-kos">&lt;</span><span class="pl-ent">br</span><span class="pl-kos">'
+        "&gt;</span>\n</pre></div>"
+        '<div class="language-bash highlight"><pre><span></span><code>export PORT=9090\n'
+        "</code></pre></div>"
+        '<div class="language-jsx codeBlockContainer_Ckt0 theme-code-block">'
+        '<div class="codeBlockContent_biex"><pre tabindex="0" class="prism-code language-jsx">'
+        '<code class="codeBlockLines_e6Vv"><span class="token-line"><span class="token keyword">'
+        'const</span> a <span class="token operator">=</span> 1;<br></span>'
+        '<span class="token-line"><span class="token plain" style="display:inline-block">'
+        '</span><br></span><span class="token-line"><span class="token keyword">return</span>'
+        " a;<br></span></code></pre></div></div>"
+    )
+    for reading in _both_readings(extra):
+        assert "```python\nimport os\n```" in reading
+        assert "```html\n<br>\n```" in reading
+        assert "```bash\nexport PORT=9090\n```" in reading
+        assert "```jsx\nconst a = 1;\n\nreturn a;\n```" in reading
+
+
+def test_a_headings_permalink_of_any_generator_is_not_read() -> None:
+    """A heading's permalink, in it or right beside it: Docusaurus's and VitePress's hold a
+    zero-width space, GitHub's an icon and an aria-label "Permalink: …" (read as its words on a
+    short page). They read as "## useState[](…#usestate)" or a line of their own."""
+    prose = "<p>Words of the documentation about hooks and their rules of use.</p>"
+    extra = (
+        '<h2 class="anchor" id="usestate">useState<a href="#usestate" class="hash-link" '
+        'aria-label="Direct link to useState" title="Direct link to useState">&#8203;</a></h2>'
+        f"{prose}"
+        '<div class="markdown-heading" dir="auto"><h2 class="heading-element">Installation</h2>'
+        '<a id="user-content-installation" class="anchor" aria-label="Permalink: Installation" '
+        'href="#installation"><svg class="octicon octicon-link" aria-hidden="true">'
+        '<path d="m7.775"></path></svg></a></div>'
+        f"{prose}"
+        '<h2 id="setup" tabindex="-1">Setup <a class="header-anchor" href="#setup" '
+        'aria-label="Permalink to &quot;Setup&quot;">&#8203;</a></h2>'
+        f"{prose}"
+        '<h3><a id="user-content-notes" class="anchor" aria-hidden="true" '
+        'href="https://example.com/blog/post.html#notes"><svg class="octicon"><path d="m0">'
+        "</path></svg></a>Notes</h3>"
+        f"{prose}"
+        '<dl class="py class"><dt class="sig sig-object py" id="mod.Session">'
+        '<span class="sig-name descname">Session</span><a class="headerlink" '
+        'href="#mod.Session" title="Link to this definition">\u00b6</a></dt>'
+        "<dd><p>A session of the module.</p></dd></dl>"
+    )
+    for reading in _both_readings(extra):
+        lines = reading.splitlines()
+        for heading in ("## useState", "## Installation", "## Setup", "### Notes"):
+            assert heading in lines
+        assert "Permalink" not in reading and "post.html#" not in reading
+        assert "Session" in reading and "\u00b6" not in reading
+
+
+def test_a_code_block_of_one_line_is_a_fenced_block() -> None:
+    """A ``<pre>`` of one line (a README's ``pip install``) is a block of code like any other:
+    trafilatura wrote it as inline code, its language lost and the next heading run onto
+    its line ("`pip install tinyhttp`\\n## Usage")."""
+    extra = (
+        '<div class="highlight highlight-source-shell notranslate"><pre>pip install tinyhttp'
+        "</pre></div><h2>Usage</h2><p>Start it.</p>"
+        '<pre><code class="language-sh">tinyhttp <span class="o">--port</span> 80</code></pre>'
+    )
+    for reading in _both_readings(extra):
+        assert "```shell\npip install tinyhttp\n```\n\n## Usage" in reading
+        assert "```sh\ntinyhttp --port 80\n```" in reading
+
+
+def test_a_code_block_holding_links_keeps_its_code() -> None:
+    """A link in a code block (rustdoc's and Javadoc's types, MkDocs Material's anchor on
+    each line) leaves its words: trafilatura dropped a ``<code>`` holding one, whole."""
+    extra = (
+        '<pre class="rust"><code>let v: <a href="/std/vec/struct.Vec.html">Vec</a>&lt;u8&gt; '
+        "= <a href='/std/vec/struct.Vec.html#method.new'>Vec::new</a>();\nv.len()</code></pre>"
+    )
+    for reading in _both_readings(extra):
+        assert "```\nlet v: Vec<u8> = Vec::new();\nv.len()\n```" in reading

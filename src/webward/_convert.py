@@ -972,21 +972,40 @@ _EMPTY_INLINE = (
     "cite", "q", "kbd", "var", "samp",
 )  # fmt: skip
 _NO_WORDS = frozenset(("img", "br", "wbr"))
+_CODE_TAGS = ("pre", "code")
 
 
 def _drop_empty_inline(tree: Any) -> None:
     """Drop the inline elements without words (nothing but images or line breaks inside),
-    keeping the text after them; innermost first, so a wrapper emptied by it goes too (its
-    children to be dropped count as gone: their tails are words of it, they are none)."""
-    doomed: set[Any] = set()
-    for element in reversed(list(tree.iter(*_EMPTY_INLINE))):
+    keeping the text after them and a space for any they held ("a<span> </span>b" is two
+    words); innermost first, so a wrapper emptied by it goes too (its children to be dropped
+    count as gone: their tails are words of it, they are none).
+
+    Nothing inside code (``<pre>``, ``<code>``) goes: there whitespace is content, and a
+    highlighter wraps it in spans of its own (Pygments' ``<span class="w">  </span>``, whose
+    loss took YAML's indentation and made "def f0" "deff0"), and a span holding a line break
+    alone is a blank line (Prism's)."""
+    import lxml.etree
+
+    outside: list[Any] = []  # the inline elements outside code, in document order
+    in_code = 0
+    for event, element in lxml.etree.iterwalk(
+        tree, events=("start", "end"), tag=(*_EMPTY_INLINE, *_CODE_TAGS)
+    ):
+        if element.tag in _CODE_TAGS:
+            in_code += 1 if event == "start" else -1
+        elif event == "start" and not in_code:
+            outside.append(element)
+    doomed: dict[Any, str] = {}  # each element to drop, and what it leaves: a space or nothing
+    for element in reversed(outside):
         if (element.text or "").strip() or any(
             (child.tail or "").strip() or (child.tag not in _NO_WORDS and child not in doomed)
             for child in element
         ):
             continue
-        doomed.add(element)
-    _drop_all(doomed)  # in one pass (see there)
+        spaced = element.text or any(child.tail or doomed.get(child) for child in element)
+        doomed[element] = " " if spaced else ""
+    _structure.replace_by_texts(doomed)  # in one pass (see _drop_all)
 
 
 def _keep_inline_alts(tree: Any) -> None:
@@ -1033,6 +1052,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     for old in tree.iter("xmp", "listing"):
         old.tag = "pre"
     _strip_all(tree, *_DROP_TAGS)
+    _code_lines(tree)  # before the empty spans go, and any reading of a block's text
     _drop_empty_inline(tree)
     doomed = []
     for element in tree.iter("header", "form"):
@@ -1221,20 +1241,43 @@ def _open_dialogs(tree: Any) -> None:
             dialog.tag = "div"
 
 
-# What a heading's permalink shows (Sphinx and MkDocs "¶", "#", "§", a link symbol): not words
-# of the heading ("# Sessions[¶](https://docs.example/#sessions)").
-_PERMALINK_TEXTS = frozenset(("\u00b6", "#", "\u00a7", "\U0001f517", "\u2693", "\U0001f517\ufe0e"))
+# What a heading's permalink shows (Sphinx and MkDocs "¶", "#", "§", a link symbol; nothing
+# but an icon or a zero-width space: GitHub, Docusaurus, VitePress): not words of the heading
+# ("# Sessions[¶](https://docs.example/#sessions)", "## useState[](…#usestate)").
+_PERMALINK_TEXTS = frozenset(
+    ("", "\u00b6", "#", "\u00a7", "\U0001f517", "\u2693", "\U0001f517\ufe0e")
+)
+# A permalink's words, where it has any: "Permalink: Installation" (GitHub's aria-label, which
+# html-to-markdown reads as an empty link's text), "Permalink to this heading" (Sphinx).
+_PERMALINK_WORDS = re.compile(r"\s*(?:permalink|permanent link)\b", re.IGNORECASE)
+_INVISIBLE = str.maketrans("", "", "\u200b\u200c\u200d\u2060\ufeff")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 def _drop_permalinks(tree: Any) -> None:
-    """Drop a heading's own permalink: a link inside it to an anchor (``#...``) whose only
-    text is a permalink symbol. Its tail stays."""
-    for heading in tree.iter(*_HEADINGS):
-        for link in list(heading.iter("a")):
-            href = link.get("href") or ""
-            if "#" in href and link.text_content().strip() in _PERMALINK_TEXTS:
-                link.drop_tree()
+    """Drop a heading's own permalink: a link to an anchor (``#...``) inside the heading or
+    right beside it (GitHub's follows it in their wrapper), showing only a permalink's mark
+    or words (see :data:`_PERMALINK_TEXTS`). Its tail stays. A term's too: Sphinx gives
+    each API entry's (``<dt>``) one, as it gives headings."""
+    doomed = []
+    for heading in tree.iter(*_HEADINGS, "dt"):
+        beside = [heading.getnext()] if not (heading.tail or "").strip() else []
+        before = heading.getprevious()
+        if before is not None and not (before.tail or "").strip():
+            beside.append(before)
+        for link in [*heading.iter("a"), *beside]:
+            if link is not None and link.tag == "a" and _is_permalink(link):
+                doomed.append(link)
+    for link in doomed:
+        link.drop_tree()
+
+
+def _is_permalink(link: Any) -> bool:
+    """Whether ``link`` goes to an anchor and says no more than a permalink does."""
+    if "#" not in (link.get("href") or ""):
+        return False
+    text = link.text_content()[:_MAX_CHECKED_CHARS].translate(_INVISIBLE).strip()
+    return text in _PERMALINK_TEXTS or bool(_PERMALINK_WORDS.match(text))
 
 
 # What a note's link back to where it is cited shows: a caret, an arrow, or (MediaWiki's, when
@@ -1364,22 +1407,27 @@ def _outer_blocks(tree: Any) -> Iterator[Any]:
 
 
 def _pre_as_code(tree: Any) -> None:
-    """A ``<pre>`` of several lines without ``<code>`` in it reads as a code block: its text
-    alone, in one ``<span>``. trafilatura takes a ``<pre>`` for code only when it wraps a
-    single span, highlight.js's spans or text it knows for code, and read the others as
-    paragraphs, a preformatted listing's lines and indentation run into prose. (Markup in
-    it goes, as it goes in any code block: a fence holds no links.) One in a table cell is
-    left to the cell's rules, one holding another to :func:`_flatten_nested_pre` (such a
-    page goes to html-to-markdown, see _too_heavy)."""
+    """A ``<pre>`` reads as a code block. Without ``<code>`` in it, its text goes alone in one
+    ``<span>``: trafilatura takes a ``<pre>`` for code only when it wraps a single span,
+    highlight.js's spans or text it knows for code, and read the others as paragraphs, a
+    preformatted listing's lines and indentation run into prose. (Markup in it goes, as it
+    goes in any code block: a fence holds no links.) A block of one line ends with a newline,
+    as most do: trafilatura wrote one without it as inline code ("`pip install x`"), the
+    language lost and the next heading run onto its line. One in a table cell is left to
+    the cell's rules, one holding another to :func:`_flatten_nested_pre` (such a page goes
+    to html-to-markdown, see _too_heavy)."""
     for pre in list(_outer_blocks(tree)):
-        if pre.find(".//code") is not None or pre.find(".//pre") is not None:
+        if pre.find(".//pre") is not None:
             continue
-        if len(pre) == 1 and pre[0].tag == "span" and not pre.text:
+        text = pre.text_content()  # its <br>s are newlines already (see _code_lines)
+        if not text.strip():
             continue
-        for br in pre.iter("br"):  # a line break, which text_content() would drop
-            br.tail = "\n" + (br.tail or "")
-        text = pre.text_content()
-        if "\n" not in text.strip():
+        if "\n" not in text:
+            text += "\n"
+            _end_line(pre)
+        if pre.find(".//code") is not None or (
+            len(pre) == 1 and pre[0].tag == "span" and not pre.text
+        ):
             continue
         for child in list(pre):
             pre.remove(child)
@@ -1387,6 +1435,95 @@ def _pre_as_code(tree: Any) -> None:
         span = pre.makeelement("span")
         span.text = text
         pre.append(span)
+
+
+def _end_line(element: Any) -> None:
+    """A newline after the last text ``element`` holds, where it stands (in the innermost
+    element around it: a block's ``<code>``, say)."""
+    while len(element) and not element[-1].tail and element[-1].tag not in _VOID:
+        element = element[-1]
+    if len(element):
+        element[-1].tail = f"{element[-1].tail or ''}\n"
+    else:
+        element.text = f"{element.text or ''}\n"
+
+
+# The classes of a line's number before it in a code block: Chroma's (Hugo) "ln", and "lnt" in
+# its gutter, Pygments' "linenos" (MkDocs Material's, empty, shows its number by CSS).
+_LINE_NUMBER_CLASSES = frozenset(("ln", "lnt", "linenos", "lineno"))
+_LINE_NUMBERS = re.compile(r"[\d\s]*")
+
+
+def _code_lines(tree: Any) -> None:
+    """Make each ``<pre>``'s text its code's lines, as a reader copies them, before anything
+    reads it: a gutter of line numbers beside the code (a table of one row, the numbers'
+    cell and the code's: Pygments' ``highlighttable``, which Sphinx and MkDocs Material
+    write, Chroma's ``lntable`` (Hugo), Rouge's ``rouge-table`` (Jekyll)) gives way to the
+    code's ``<pre>``; a line's own number before it (Chroma's, Pygments' inline ones) goes;
+    a ``<br>`` becomes the newline it shows (Prism's lines end in one: Docusaurus); a link
+    leaves its words (a fence holds no links: MkDocs Material anchors each line, rustdoc
+    and Javadoc link the types). Without it, the extractor dropped such a table, or read it
+    as a table of numbers and code, the lines read "1package main", a block's text had no
+    lines to match its fence's (see _code_blocks), and trafilatura dropped a ``<code>``
+    holding a link whole."""
+    import lxml.etree
+
+    if next(tree.iter("pre"), None) is None:
+        return  # most pages: known at once, without the walk
+    for pre in list(tree.iter("pre")):
+        table = _gutter_table(pre)
+        if table is None:
+            continue
+        pre.tail = table.tail
+        table.getparent().replace(table, pre)
+        if any(above.tag == "pre" for above in itertools.islice(pre.iterancestors(), 2)):
+            pre.drop_tag()  # Rouge's table was inside the block's own <pre><code>
+    gone: dict[Any, str] = {}
+    outer: list[Any] = []  # the <pre>s no other holds
+    depth = 0  # of the <pre>s open around the walk
+    for event, element in lxml.etree.iterwalk(
+        tree, events=("start", "end"), tag=("pre", "br", "span")
+    ):
+        if element.tag == "pre":
+            depth += 1 if event == "start" else -1
+            if event == "start" and depth == 1:
+                outer.append(element)
+        elif event == "end" or not depth:
+            continue
+        elif element.tag == "br":
+            gone[element] = "\n"
+        elif not _LINE_NUMBER_CLASSES.isdisjoint(
+            (element.get("class") or "")[:_MAX_CHECKED_CHARS].split()
+        ) and _LINE_NUMBERS.fullmatch(element.text_content()):
+            gone[element] = ""
+    _structure.replace_by_texts(gone)
+    for pre in outer:
+        lxml.etree.strip_tags(pre, "a")
+
+
+def _gutter_table(pre: Any) -> Any:
+    """The table of a code block's line numbers and code whose code cell holds ``pre`` (see
+    _code_lines), or ``None``: one row of two cells, the first holding only numbers, the
+    second ``pre`` alone of code."""
+    cell = next((a for a in itertools.islice(pre.iterancestors(), 3) if a.tag == "td"), None)
+    if cell is None or cell.getnext() is not None:
+        return None
+    gutter, row = cell.getprevious(), cell.getparent()
+    if gutter is None or gutter.tag != "td" or gutter.getprevious() is not None:
+        return None
+    table = row.getparent()
+    if table is not None and table.tag == "tbody":
+        if table.getprevious() is not None or table.getnext() is not None:
+            return None
+        table = table.getparent()
+    if table is None or table.tag != "table":
+        return None
+    if row.getprevious() is not None or row.getnext() is not None:
+        return None
+    numbers = gutter.text_content()
+    if not numbers.strip() or not _LINE_NUMBERS.fullmatch(numbers):
+        return None
+    return table if len(list(itertools.islice(cell.iter("pre"), 2))) == 1 else None
 
 
 def _mark_task_boxes(tree: Any, hides: Callable[[str, Any], bool] | None) -> None:
@@ -1436,12 +1573,16 @@ def _unescape_task_boxes(markdown: str) -> str:
 _CODE_LANGUAGE = re.compile(
     r"(?:^|\s)(?:language|lang|highlight-source|highlight)-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
 )
-# On a wrapper only what names a code block's language there: GitHub's highlight-source-*,
-# and Sphinx's highlight-*, which it writes beside "notranslate" (a "highlight-box" or a
-# "lang-en" section is a page's own class, not a language).
+# On a wrapper only what names a code block's language there: GitHub's highlight-source-* and
+# highlight-text-* (its grammar's scope, whose first name is the language's: "source-python",
+# "text-html-basic"), Sphinx's highlight-*, which it writes beside "notranslate" (as GitHub
+# does), and language-* (MkDocs, VitePress: their <pre> names none). A "highlight-box" or a
+# "lang-en" section is a page's own class, not a language.
 _WRAPPER_LANGUAGE = re.compile(
-    r"(?:^|\s)highlight-source-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
-    r"|^(?=.*(?:^|\s)notranslate(?:\s|$)).*?(?:^|\s)highlight-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+    r"(?:^|\s)highlight-(?:source|text)-([A-Za-z0-9_+#.]{1,32})(?=[\s-]|$)"
+    r"|^(?=.*(?:^|\s)notranslate(?:\s|$)).*?"
+    r"(?:^|\s)highlight-(?!source-|text-)([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+    r"|(?:^|\s)language-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
 )
 _NO_LANGUAGE = frozenset(("none", "default", "plain", "nohighlight"))
 _MAX_CODE_BLOCKS = 1_000
