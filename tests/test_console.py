@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -508,6 +509,46 @@ def test_webward_console_answers_only_requests_that_name_this_machine(tmp_path: 
         proc.wait(timeout=30)
         assert proc.stderr is not None
         proc.stderr.close()
+
+
+def _read_only_stderr() -> None:
+    # What `2>&-` in a shell can leave: a file the interpreter opens as it starts takes fd 2.
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 2)
+
+
+@pytest.mark.parametrize(
+    "started", [lambda: os.close(2), _read_only_stderr], ids=["closed", "read-only"]
+)
+def test_webward_console_started_without_stderr_prints_its_link_on_stdout(
+    tmp_path: Path, started: Any
+) -> None:
+    """`webward console 2>&-`: the one-time link, the console's only way in, comes on stdout
+    rather than being dropped with what a closed stderr would have shown (or failing, where
+    the descriptor holds a file opened for reading)."""
+    config = tmp_path / "webward.toml"
+    config.write_text(f"[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webward", "console", "--config", str(config)],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=started,
+    )
+    try:
+        assert proc.stdout is not None
+        # Bounded: with the link lost, the console runs on and prints nothing.
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        line = proc.stdout.readline() if ready else ""
+        url = re.search(r"(http://127\.0\.0\.1:\d+/console/\?token=[\w-]+)", line)
+        assert url, line
+        with httpx.Client(timeout=30) as c:
+            assert c.get(url.group(1)).status_code == 303
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        assert proc.stdout is not None
+        proc.stdout.close()
 
 
 def test_webward_console_refuses_a_non_loopback_address(tmp_path: Path) -> None:

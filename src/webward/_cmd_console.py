@@ -90,10 +90,13 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
         port_advice="choose another --port, or leave it out for a free one",
         host_advice="choose a loopback --host: 127.0.0.1 or ::1",
     )
+    from .cli import is_closed
+
     print(
         f"webward console: open {address_url(sock)}/console/?token={auth.token}\n"
         "(the link works once; stop with Ctrl-C)",
-        file=sys.stderr,
+        # The one way in: started without stderr (2>&-), it would be lost.
+        file=sys.stdout if is_closed(sys.stderr) else sys.stderr,
         flush=True,
     )
     config = uvicorn.Config(

@@ -36,6 +36,7 @@ __all__ = [
     "Interrupted",
     "empty_tier",
     "exit_code",
+    "is_closed",
     "json_text",
     "main",
     "print_json",
@@ -387,6 +388,11 @@ def _register_json_escapes() -> None:
         codecs.register_error(_JSON_ESCAPES, _json_escapes)
 
 
+def is_closed(stream: object) -> bool:
+    """Whether ``stream`` stands in for a standard stream the process was started without."""
+    return isinstance(stream, _ClosedStream)
+
+
 class _StreamClosed(OSError):
     """A write to stdout when it was closed (``webward fetch URL >&-``)."""
 
@@ -416,9 +422,12 @@ def _stand_in_for_closed_streams() -> None:
     """A standard stream the process was started without: its file descriptor opened on
     /dev/null, so that a file opened later (the audit log, a socket) cannot get it and
     receive what is written to fd 1 or 2 (the signal handler's notes are), and a
-    :class:`_ClosedStream` for ``sys.stdout`` and ``sys.stderr``."""
+    :class:`_ClosedStream` for ``sys.stdout`` and ``sys.stderr``. A file the interpreter
+    opened as it started can already hold such a descriptor (``2>&-``: Python then wraps a
+    file it reads as ``sys.stderr``, and every write to it fails): a stream whose descriptor
+    is not open for writing counts as closed too, its descriptor left to whoever holds it."""
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
-        if getattr(sys, name) is not None:
+        if getattr(sys, name) is not None and (name == "stdin" or _writable(fd)):
             continue
         try:
             os.fstat(fd)
@@ -430,6 +439,19 @@ def _stand_in_for_closed_streams() -> None:
                     os.close(null)
         if name != "stdin":
             setattr(sys, name, _ClosedStream(name, fails=name == "stdout"))
+
+
+def _writable(fd: int) -> bool:
+    """Whether descriptor ``fd`` is open for writing (where the platform can tell)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no way to ask, as before
+        return True
+    try:
+        mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+    except OSError:
+        return False
+    return mode in (os.O_WRONLY, os.O_RDWR)
 
 
 def _flags_named(message: str, flags: dict[str, str]) -> str:
