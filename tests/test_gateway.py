@@ -307,6 +307,34 @@ async def test_missing_and_unknown_tokens_get_401(
 
 
 @pytest.mark.anyio
+async def test_a_header_of_one_value_sent_twice_is_400(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """Two Authorization headers (a proxy's token added to the client's): whose call is it?
+    400 before either is looked up, unaudited as an unknown token is, and the page is not
+    read. Two Content-Type or Webward-Session headers: 400 too, audited as the agent's call
+    (the first no longer decides, in whichever order they came)."""
+    base, audit = gateway
+    body = json.dumps({"url": site.url("/x")}).encode()
+    json_type = ("Content-Type", "application/json")
+    for first, second in (("alice", "bob"), ("bob", "alice")):
+        tokens = [("Authorization", f"Bearer {TOKENS[who]}") for who in (first, second)]
+        r = await client.post(base + FETCH_PATH, content=body, headers=[*tokens, json_type])
+        assert "send one Authorization header" in assert_error(r, 400, "invalid_input")
+    assert audit.records == []
+    token = ("Authorization", f"Bearer {TOKENS['alice']}")
+    for repeated in (
+        [json_type, ("Content-Type", "text/plain")],
+        [json_type, ("Webward-Session", "a"), ("Webward-Session", "b")],
+    ):
+        r = await client.post(base + FETCH_PATH, content=body, headers=[token, *repeated])
+        name = repeated[-1][0]
+        assert f"send one {name} header" in assert_error(r, 400, "invalid_input")
+    assert [(rec.agent, rec.decision) for rec in audit.records] == [("alice", "refused")] * 2
+    assert site.requests == []
+
+
+@pytest.mark.anyio
 async def test_agents_get_their_own_tiers(
     gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
 ) -> None:

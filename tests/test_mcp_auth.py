@@ -219,16 +219,23 @@ async def test_one_agent_cannot_fill_the_servers_sessions(tmp_path: Path) -> Non
         assert "mcp-session-id" not in refused.headers
         assert "too many new MCP sessions" in refused.json()["error"]["message"]
         # Nor does a header the SDK does not go by open one uncounted: an Mcp-Method other
-        # than initialize on a 2025 request, or a second Authorization (the SDK reads the
-        # first, as the count now does).
-        for extra in ([("mcp-method", "tools/list")], [("authorization", "Bearer junk")]):
+        # than initialize on a 2025 request; a second Authorization (a proxy's token beside
+        # the client's, in either order: whose request is it?) is answered 400 before anyone
+        # reads either.
+        for extra, status in (
+            ([("mcp-method", "tools/list")], 429),
+            ([("authorization", "Bearer junk")], 400),
+            ([("authorization", f"Bearer {TOKENS['bob']}")], 400),
+        ):
             sneaked = await http.post(
                 url,
                 json=INITIALIZE,
                 headers=[*ACCEPT.items(), *bearer("alice").items(), *extra],
             )
-            assert sneaked.status_code == 429, extra
+            assert sneaked.status_code == status, extra
             assert "mcp-session-id" not in sneaked.headers
+            if status == 400:
+                assert "send one Authorization header" in sneaked.json()["error"]["message"]
         theirs = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("bob")})
         assert theirs.status_code == 200
         # A request of the sessionless protocol opens no session, so it is not counted.

@@ -469,13 +469,22 @@ class _Capability:
         """The answer to a capability request, or None once its client has left mid-call."""
         found: dict[bytes, bytes] = {}
         declared: list[str] = []
-        # ASGI header names are lowercase bytes; the first of a repeated header counts.
+        repeated: bytes | None = None  # the first header of one value sent more than once
+        # ASGI header names are lowercase bytes.
         for name, value in scope["headers"]:
             if name in _READ_HEADERS:
                 if name == SESSION_URLS_HEADER:
                     declared.append(value.decode("latin-1"))
                 elif name not in found:
                     found[name] = value
+                elif repeated is None:
+                    repeated = name
+        if repeated == b"authorization":
+            # Two credentials: whose call is it? A proxy that adds its own token behind the
+            # client's (or before it) must not be overridden by whichever comes first.
+            return _problem(
+                400, "invalid_input", "send one Authorization header; this request sent more"
+            )
         authorization = found.get(b"authorization")
         content_type = found.get(b"content-type")
         content_length = found.get(b"content-length")
@@ -499,6 +508,10 @@ class _Capability:
             )
         # From here on the caller is an agent: every request is a call, audited even when
         # its body never reaches the core.
+        if repeated is not None:  # one value each (RFC 9110): two are no answer to "which"
+            name = repeated.decode("latin-1").title()
+            message = f"send one {name} header; this request sent more"
+            return await self._reject(agent, 400, InvalidInput(message), None)
         if not _is_json(content_type):
             message = "the request body must be JSON (Content-Type: application/json)"
             return await self._reject(agent, 415, InvalidInput(message), None)

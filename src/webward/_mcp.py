@@ -912,6 +912,29 @@ def _first_headers(scope: Any) -> dict[bytes, bytes]:
     return found
 
 
+class _OneCredential:
+    """A request with more than one ``Authorization`` header is answered 400, before the SDK
+    (which acts as the first token's agent) or anything else reads it: whose call it is would
+    otherwise depend on the order, and a proxy that adds its own token could be overridden by
+    the client's, as the gateway also refuses."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = sum(1 for name, _ in scope["headers"] if name == b"authorization")
+            if given > 1:
+                message = "send one Authorization header; this request sent more"
+                error = {"code": INVALID_REQUEST, "message": message}
+                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+                headers = [(b"content-type", b"application/json")]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self._app(scope, receive, send)
+
+
 class _SessionOpenings:
     """Each agent opens at most ``per_minute`` MCP sessions a minute (as many at once, then
     one every ``60 / per_minute`` s): a request that opens one (a POST with no
@@ -1222,6 +1245,7 @@ async def serve_http(
         app = draining = _Draining(app)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
+            app = _OneCredential(app)
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
         app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         config = uvicorn.Config(
