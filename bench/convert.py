@@ -150,6 +150,8 @@ PAGES: list[tuple[str, Any, str]] = [
     ("veils left open 990 kB", hostile.veils_left_open_html, "text/html"),
     ("a link of 49,000 images 686 kB", hostile.image_links_html, "text/html"),
     ("36,000 empty anchors in a definition 990 kB", hostile.definition_anchors_html, "text/html"),
+    ("200 nested terms over 30,000 anchors", hostile.nested_terms_over_anchors_html, "text/html"),
+    ("a gutter beside 8,000 code blocks", hostile.gutter_of_many_blocks_html, "text/html"),
     (
         "99,000 hidden paragraphs 990 kB",
         lambda: hostile.tiny_elements_html(b"<p hidden>"),
@@ -271,6 +273,8 @@ _MAKERS = {
     "veils left open 990 kB": "hostile.veils_left_open_html()",
     "a link of 49,000 images 686 kB": "hostile.image_links_html()",
     "36,000 empty anchors in a definition 990 kB": "hostile.definition_anchors_html()",
+    "200 nested terms over 30,000 anchors": "hostile.nested_terms_over_anchors_html()",
+    "a gutter beside 8,000 code blocks": "hostile.gutter_of_many_blocks_html()",
     "99,000 hidden paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p hidden>")',
     "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
     "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",

@@ -665,6 +665,27 @@ def definition_anchors_html(size: int = 990_000) -> bytes:
     return _fill(_HEAD + b"<dl><dt>Term</dt><dd>", unit, size, b"</dd></dl>" + _TAIL)
 
 
+def nested_terms_over_anchors_html(depth: int = 200, links: int = 30_000) -> bytes:
+    """Unclosed terms, which the parser nests, over 30,000 links to an anchor: each term's
+    search for its permalink went over every link below it again (11 s)."""
+    return _HEAD + b"<div>" + b"<dt>" * depth + b'<a href="#x">x</a>' * links + b"</div>" + _TAIL
+
+
+def gutter_of_many_blocks_html(blocks: int = 8_000) -> bytes:
+    """A table row of a line-number gutter beside a cell of 8,000 code blocks: the gutter was
+    read once for each block, before the cell was found to hold more than one (6 s)."""
+    gutter = b"1 " * (blocks * 10)
+    return (
+        _HEAD
+        + b"<table><tr><td>"
+        + gutter
+        + b"</td><td>"
+        + b"<pre>x</pre>" * blocks
+        + b"</td></tr></table>"
+        + _TAIL
+    )
+
+
 def nested_blank_links_html(depth: int = 1_000, blank: int = 383_000) -> bytes:
     """Links to one target nested 1,000 deep around 380 kB of no-break spaces, then an
     article: the link's blank text was read again from each (1.3 s with links asked for)."""

@@ -966,9 +966,11 @@ _CHECKED_ATTRIBUTES = frozenset(
 
 # Inline elements that hold no words when empty: an icon (<i class="fa ...">), a badge, an
 # image's wrapper. trafilatura's precision mode removes such an element with its tail, so
-# "Before you start, <i></i> make sure the breaker is OFF" read "Before you start,".
+# "Before you start, <i></i> make sure the breaker is OFF" read "Before you start,". A link
+# around an image without alt text (a lightbox's, a forum post's avatar) too: it read "[](…)",
+# and its links counted against the text around it in trafilatura's link density.
 _EMPTY_INLINE = (
-    "i", "span", "em", "b", "strong", "small", "font", "u", "s", "mark", "abbr", "sup", "sub",
+    "a", "i", "span", "em", "b", "strong", "small", "font", "u", "s", "mark", "abbr", "sup", "sub",
     "cite", "q", "kbd", "var", "samp",
 )  # fmt: skip
 _NO_WORDS = frozenset(("img", "br", "wbr"))
@@ -998,6 +1000,8 @@ def _drop_empty_inline(tree: Any) -> None:
             outside.append(element)
     doomed: dict[Any, str] = {}  # each element to drop, and what it leaves: a space or nothing
     for element in reversed(outside):
+        if element.tag == "a" and not _in_paragraph(element):
+            continue  # left to the Markdown (_EMPTY_LINK): see there
         if (element.text or "").strip() or any(
             (child.tail or "").strip() or (child.tag not in _NO_WORDS and child not in doomed)
             for child in element
@@ -1006,6 +1010,55 @@ def _drop_empty_inline(tree: Any) -> None:
         spaced = element.text or any(child.tail or doomed.get(child) for child in element)
         doomed[element] = " " if spaced else ""
     _structure.replace_by_texts(doomed)  # in one pass (see _drop_all)
+
+
+def _in_paragraph(element: Any) -> bool:
+    """Whether ``element`` stands in a paragraph's line (a ``<p>`` around it, through inline
+    elements only, a few levels up at most: a walk per link stays short). A link that shows
+    nothing there (a lightbox's, around a photo without alt text) made trafilatura drop the
+    paragraph whole; one standing alone (a forum post's avatar) is left in the page, as
+    dropping it changed which block trafilatura took for the article."""
+    for above in itertools.islice(element.iterancestors(), 8):
+        if above.tag == "p":
+            return True
+        if above.tag not in _EMPTY_INLINE:
+            return False
+    return False
+
+
+_MAX_LABEL_ELEMENTS = 500  # the elements of an SVG read for those its aria-labelledby names
+
+
+def _graphics_as_images(tree: Any) -> None:
+    """An inline SVG that is an image (``role="img"``) has a text alternative, as an
+    ``<img>`` has its alt: its ``aria-label``, else the text of the elements inside it that
+    its ``aria-labelledby`` names, else its ``<title>``. Such an SVG becomes an ``<img>`` with
+    that alt, read as any image's alt text is (see :func:`_keep_inline_alts`): "Build <svg
+    role="img" aria-label="passing">" reads "Build passing". An SVG hidden from assistive
+    technology, or without the role (an icon), stays unread, and so do the words drawn in a
+    graphic (a chart's ``<text>`` tick labels)."""
+    import lxml.etree
+
+    for svg in list(tree.iter("svg")):
+        roles = (svg.get("role") or "").lower().split()
+        if not roles or roles[0] != "img" or _hiding(svg.attrib) == _GONE:
+            continue
+        name = svg.get("aria-label") or ""
+        if not name.strip() and svg.get("aria-labelledby"):
+            named = (svg.get("aria-labelledby") or "").split()
+            # (its first elements only: an SVG nested in another would read it all again)
+            labels = {
+                el.get("id"): el
+                for el in itertools.islice(svg.iter(), _MAX_LABEL_ELEMENTS)
+                if el.get("id") in named
+            }
+            name = " ".join(labels[i].text_content() for i in named if i in labels)
+        if not name.strip():
+            title = svg.find("title")
+            name = title.text_content() if title is not None else ""
+        image = lxml.etree.Element("img", alt=_CONTROL.sub("", name))
+        image.tail = svg.tail
+        svg.getparent().replace(svg, image)
 
 
 def _keep_inline_alts(tree: Any) -> None:
@@ -1040,6 +1093,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     for aside in tree.iter("aside"):
         if _matches(_NOTE_CLASS, _NOTE_WORDS, aside.get("class")):
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
+    _graphics_as_images(tree)
     _keep_inline_alts(tree)
     _open_shadow_roots(tree)
     _open_dialogs(tree)
@@ -1066,6 +1120,17 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
                 element.tag = "div"  # a section's own heading (<section><header><h2>)
             else:
                 doomed.append(element)
+        elif (
+            element.tag == "header"
+            and len(element) == 1
+            and element[0].tag == "h1"
+            and not (element.text or "").strip()
+            and not (element[0].tail or "").strip()
+        ):
+            # The article's title alone in a header (Docusaurus: <header><h1> in the text's
+            # container): trafilatura drops every <header>, its title with it. (One holding
+            # more, a byline, a date, a kicker, is left to it: those are not the article's.)
+            element.tag = "div"
     # Innermost first, so that a figure inside another is judged by its own caption (the
     # outer one's renaming took it, and the inner figure went, its caption with it), and a
     # figure holding a kept one is kept around it.
@@ -1088,6 +1153,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         if outer is not None:
             holding.add(outer)
     spanned = []
+    tab_lists: list[Any] = []
     veiled: list[Any] = []
     restyled: list[Any] = []  # kept, with a display or visibility in their style
     # One pass in Python over attributes: measured 10x faster than the equivalent XPath with
@@ -1099,6 +1165,8 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         attrs = el.attrib
         if "colspan" in attrs or "rowspan" in attrs:
             spanned.append(el)
+        if attrs.get("role") == "tablist" or "tabbed-labels" in attrs.get("class", ""):
+            tab_lists.append(el)
         if el.tag in ("html", "body"):
             continue
         hiding = _hiding(attrs)
@@ -1118,7 +1186,17 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             veiled.append(el)
         elif "style" in attrs and _SHOWING_DECLARATION.search(attrs["style"]):
             restyled.append(el)
+    # A wrapper the hidden elements leave without words (Wikipedia's around each formula: its
+    # MathML hidden by display:none, its image by aria-hidden) went with the rest of its
+    # sentence too: once more, where one of them sat in an inline element.
+    emptied = any(
+        parent is not None and parent.tag in _EMPTY_INLINE
+        for parent in (el.getparent() for el in doomed)
+    )
+    doomed += _tabs_into_panels(tab_lists)  # before the hidden panels go, their labels in them
     _drop_all(doomed)
+    if emptied:
+        _drop_empty_inline(tree)
     _unveil(veiled, restyled)
     _lift_headings(tree)
     _pre_as_code(tree)
@@ -1132,6 +1210,51 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             el.set("style", _CONTROL.sub("", _SHOWING_DECLARATION.sub("", style)))
     _bound_nesting(tree)
     _bound_spans(spanned)
+
+
+_MAX_TAB_PANEL_SIBLINGS = 3  # where a list of tabs' panels are looked for: its next siblings
+_MAX_TABS = 50  # and their children, up to this many
+_MAX_TAB_LIST_ELEMENTS = 500  # the elements of a list of tabs read for its tabs
+
+
+def _tabs_into_panels(tab_lists: list[Any]) -> list[Any]:
+    """Each tab's label made a paragraph opening its panel, for each list of tabs (ARIA's
+    ``role="tablist"`` of ``role="tab"``s, Docusaurus's; MkDocs Material's ``tabbed-labels``
+    of ``<label>``s) whose panels (``role="tabpanel"``; ``tabbed-block``) follow it, as many
+    as its tabs: the tab lists, to drop. Read where they were, the labels ran together over
+    the panels ("LinuxWindows", or a list "- npm - Yarn"), each panel unnamed; a panel
+    hidden (the tab not chosen) goes with its label. A list's panels are looked for among
+    the children of its next few siblings, a bounded number: linear in the page."""
+    import lxml.etree
+
+    done = []
+    for tab_list in tab_lists:
+        aria = tab_list.get("role") == "tablist"
+        tabs = [
+            tab
+            for tab in itertools.islice(tab_list.iter(), _MAX_TAB_LIST_ELEMENTS)
+            if (tab.get("role") == "tab" if aria else tab.tag == "label")
+        ]
+        panels = []
+        for sibling in itertools.islice(tab_list.itersiblings(), _MAX_TAB_PANEL_SIBLINGS):
+            for panel in itertools.islice(itertools.chain((sibling,), sibling), _MAX_TABS + 1):
+                if not isinstance(panel.tag, str):
+                    continue  # a comment
+                if panel.get("role") == "tabpanel" if aria else _is_tab_block(panel):
+                    panels.append(panel)
+        if not tabs or len(tabs) > _MAX_TABS or len(tabs) != len(panels):
+            continue
+        for tab, panel in zip(tabs, panels, strict=True):
+            label = lxml.etree.Element("p")
+            label.text = _collapse(tab.text_content(), _MAX_LINK_TEXT)
+            label.tail, panel.text = panel.text, None
+            panel.insert(0, label)
+        done.append(tab_list)
+    return done
+
+
+def _is_tab_block(element: Any) -> bool:
+    return "tabbed-block" in (element.get("class") or "").split()
 
 
 # How an element's attributes hide it (see _hiding): not at all, wholly, or by visibility alone.
@@ -1249,7 +1372,9 @@ _PERMALINK_TEXTS = frozenset(
 )
 # A permalink's words, where it has any: "Permalink: Installation" (GitHub's aria-label, which
 # html-to-markdown reads as an empty link's text), "Permalink to this heading" (Sphinx).
-_PERMALINK_WORDS = re.compile(r"\s*(?:permalink|permanent link)\b", re.IGNORECASE)
+_PERMALINK_WORDS = re.compile(
+    r"(?:permalink|permanent link)(?:\s+to\s+this\s+\w+|:.*)?", re.IGNORECASE | re.DOTALL
+)
 _INVISIBLE = str.maketrans("", "", "\u200b\u200c\u200d\u2060\ufeff")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
@@ -1258,18 +1383,38 @@ def _drop_permalinks(tree: Any) -> None:
     """Drop a heading's own permalink: a link to an anchor (``#...``) inside the heading or
     right beside it (GitHub's follows it in their wrapper), showing only a permalink's mark
     or words (see :data:`_PERMALINK_TEXTS`). Its tail stays. A term's too: Sphinx gives
-    each API entry's (``<dt>``) one, as it gives headings."""
-    doomed = []
-    for heading in tree.iter(*_HEADINGS, "dt"):
-        beside = [heading.getnext()] if not (heading.tail or "").strip() else []
-        before = heading.getprevious()
-        if before is not None and not (before.tail or "").strip():
-            beside.append(before)
-        for link in [*heading.iter("a"), *beside]:
-            if link is not None and link.tag == "a" and _is_permalink(link):
-                doomed.append(link)
+    each API entry's (``<dt>``) one, as it gives headings.
+
+    One walk, counting the headings and terms open around each link: the parser nests
+    unclosed ones, and a search of each one's links went over the same links again (200
+    nested terms over 30,000 links: 11 s). A link is listed once, though it may stand beside
+    two headings."""
+    import lxml.etree
+
+    candidates: dict[Any, None] = {}
+    inside = 0  # headings and terms open around the walk
+    for event, element in lxml.etree.iterwalk(
+        tree, events=("start", "end"), tag=(*_HEADINGS, "dt", "a")
+    ):
+        if element.tag == "a":
+            if event == "start" and inside:
+                candidates[element] = None
+            continue
+        if event == "start":
+            inside += 1
+            continue
+        inside -= 1
+        if not (element.tail or "").strip():
+            following = element.getnext()
+            if following is not None and following.tag == "a":
+                candidates[following] = None
+        before = element.getprevious()
+        if before is not None and before.tag == "a" and not (before.tail or "").strip():
+            candidates[before] = None
+    doomed = [link for link in candidates if _is_permalink(link)]
     for link in doomed:
-        link.drop_tree()
+        if link.getparent() is not None:  # not gone with a permalink around it
+            link.drop_tree()
 
 
 def _is_permalink(link: Any) -> bool:
@@ -1277,7 +1422,7 @@ def _is_permalink(link: Any) -> bool:
     if "#" not in (link.get("href") or ""):
         return False
     text = link.text_content()[:_MAX_CHECKED_CHARS].translate(_INVISIBLE).strip()
-    return text in _PERMALINK_TEXTS or bool(_PERMALINK_WORDS.match(text))
+    return text in _PERMALINK_TEXTS or bool(_PERMALINK_WORDS.fullmatch(text))
 
 
 # What a note's link back to where it is cited shows: a caret, an arrow, or (MediaWiki's, when
@@ -1385,6 +1530,100 @@ def _show_inline_words(tree: Any) -> None:
     :data:`_SHOWN_INLINE`, :data:`_CUSTOM_LEAVES`)."""
     for element in [*tree.iter(*_SHOWN_INLINE), *tree.xpath(_CUSTOM_LEAVES)]:
         element.tag = "span"
+
+
+# A line of words written straight in a <div> (a price, a heading the site wrote as a div, a
+# note's label): trafilatura's precision mode reads a div's own text only on a page short of
+# paragraphs, so it dropped the line, the price "$649.00" beside a struck "~~$799.00~~" that
+# it kept. Such a div reads as a paragraph where it is one short line of inline elements
+# with words outside links (a share bar's or a "Related" box's links stay the extractor's to
+# judge), and sits in the article: beside the page's <h1>, or among paragraphs of the body
+# (at least two, of :data:`_MIN_BODY_CHARS` together; a caption's credit beside a short
+# caption, a date under each <h2> of a related-posts list stay out); or where it opens a
+# note (see _NOTE_CLASS: Docusaurus's admonition, "caution", one word). Only on a page whose
+# paragraphs are enough for trafilatura to pass its divs over: elsewhere it reads them, and
+# a paragraph more changed which block it took for the article.
+_LINE_INLINE = frozenset((
+    "a", "abbr", "b", "bdi", "bdo", "big", "br", "cite", "code", "data", "del", "dfn", "em",
+    "font", "i", "img", "ins", "kbd", "mark", "q", "s", "samp", "small", "span", "strike",
+    "strong", "sub", "sup", "time", "tt", "u", "var",
+))  # fmt: skip
+_MAX_LINE_DIV_ELEMENTS = 30
+_MAX_LINE_DIV_CHARS = 200
+_MIN_LINE_DIV_WORDS = 2
+_MIN_BODY_CHARS = 300
+# trafilatura's min_extracted_size (250) and a margin for the paragraphs it prunes before it
+# counts (a comment area): a line made a paragraph took a recipe's page past its count, and
+# its divs (the recipe's summary and notes) were no longer read.
+_MIN_PAGE_PARAGRAPH_CHARS = 400
+
+
+def _lines_as_paragraphs(tree: Any) -> None:
+    """Make each ``<div>`` that is one short line of the article's words a ``<p>`` (see
+    :data:`_LINE_INLINE`). Each div's elements are read up to a bound, each parent's children
+    once, the page's paragraphs once and only if a div qualifies: linear in the page."""
+    in_article: dict[Any, bool] = {}
+
+    def holds_article(parent: Any) -> bool:
+        if parent not in in_article:
+            body = 0
+            paragraphs = 0
+            for child in parent:
+                if child.tag == "h1":
+                    body = _MIN_BODY_CHARS
+                    paragraphs = 2
+                    break
+                if child.tag == "p" and body < _MIN_BODY_CHARS:
+                    paragraphs += 1
+                    body += len(child.text_content())
+            in_article[parent] = paragraphs >= 2 and body >= _MIN_BODY_CHARS
+        return in_article[parent]
+
+    lines = []
+    for div in tree.iter("div"):
+        parent = div.getparent()
+        if parent is None or parent.tag == "p" or parent.tag in _LINE_INLINE:
+            continue
+        words = 0
+        chars = 0
+        linked: set[Any] = set()  # the links in the div and what they hold
+        for count, element in enumerate(div.iter()):
+            if count > _MAX_LINE_DIV_ELEMENTS or (
+                element is not div and element.tag not in _LINE_INLINE
+            ):
+                break
+            if element.tag == "a" or element.getparent() in linked:
+                linked.add(element)
+            tail = element.tail if element is not div else None  # the div's own is not its
+            chars += len(element.text or "") + len(tail or "")
+            if element not in linked:
+                words += len(_WORD.findall(element.text or ""))
+            if element.getparent() not in linked:
+                words += len(_WORD.findall(tail or ""))
+        else:
+            # A note's label (Docusaurus's "caution" opening its admonition) is one word.
+            label = (
+                words > 0
+                and div is parent[0]
+                and _matches(_NOTE_CLASS, _NOTE_WORDS, parent.get("class"))
+            )
+            if chars <= _MAX_LINE_DIV_CHARS and (
+                label or (words >= _MIN_LINE_DIV_WORDS and holds_article(parent))
+            ):
+                lines.append(div)
+    if lines and _paragraph_chars(tree) >= _MIN_PAGE_PARAGRAPH_CHARS:
+        for div in lines:
+            div.tag = "p"
+
+
+def _paragraph_chars(tree: Any) -> int:
+    """The characters of the page's paragraphs, counted up to :data:`_MIN_PAGE_PARAGRAPH_CHARS`."""
+    chars = 0
+    for paragraph in tree.iter("p"):
+        chars += len(paragraph.text_content())
+        if chars >= _MIN_PAGE_PARAGRAPH_CHARS:
+            break
+    return chars
 
 
 def _outer_blocks(tree: Any) -> Iterator[Any]:
@@ -1520,10 +1759,14 @@ def _gutter_table(pre: Any) -> Any:
         return None
     if row.getprevious() is not None or row.getnext() is not None:
         return None
+    # The cell's shape before the gutter's text: a cell of many <pre>s would read its gutter
+    # once for each of them.
+    if len(list(itertools.islice(cell.iter("pre"), 2))) != 1:
+        return None
     numbers = gutter.text_content()
     if not numbers.strip() or not _LINE_NUMBERS.fullmatch(numbers):
         return None
-    return table if len(list(itertools.islice(cell.iter("pre"), 2))) == 1 else None
+    return table
 
 
 def _mark_task_boxes(tree: Any, hides: Callable[[str, Any], bool] | None) -> None:
@@ -1997,6 +2240,7 @@ def _main_content(tree: Any, careful: bool = False) -> str:
     import trafilatura
 
     _structure.math_to_text(tree, "\\(", "\\)")  # trafilatura writes them as $...$
+    _lines_as_paragraphs(tree)
     _structure.mark_quotes(tree)
     _structure.header_rows(tree)
     _structure.mark_joiners(tree)
@@ -2005,7 +2249,15 @@ def _main_content(tree: Any, careful: bool = False) -> str:
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
         return ""
-    return _structure.restore(out or "")
+    return _ITEM_FENCE.sub(r"\1\n\2", _structure.restore(out or ""))
+
+
+# A code block in a list item after its words (Sphinx's API entry: a definition's paragraphs,
+# then its example): trafilatura runs the item's blocks into one line, and the block's fence
+# opened after them ("- **Session**: A session. Basic Usage: ```"), no code block at all, its
+# language lost. The fence goes to a line of its own. (Each line is tried from its start
+# alone, and each run of backticks from the one character before it: linear.)
+_ITEM_FENCE = re.compile(r"^( *(?:[-*+]|\d{1,9}[.)]) [^\n]*?[^\n`\s])[ \t]*(`{3,})[ \t]*$", re.M)
 
 
 # An "&" that could start an entity (HTML5 decodes "&copy" even without its ";").
@@ -2992,6 +3244,11 @@ def _finish(markdown: str, code: list[_CodeBlock]) -> str:
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BLANK_RUN = re.compile(r"\n{3,}")
+# A link that shows nothing: a forum post's avatar (Discourse's ``<a href="/u/alice"><img
+# alt=""></a>``). Dropped from the Markdown, not from the page before extraction: there,
+# taking a thread's avatar links away made trafilatura take the first post for the article
+# and drop the replies (one in a paragraph's line goes before: _drop_empty_inline).
+_EMPTY_LINK = re.compile(r"(?<![!\\])\[\]\([^()\s]*\) ?")
 
 
 def tidy_markdown(markdown: str) -> str:
@@ -3009,6 +3266,8 @@ def tidy_markdown(markdown: str) -> str:
         # No code block: the same, without a branch per line (a reading of 400,000 short
         # lines took 0.25 s in the loop). No regex strips the spaces: "\s+$" backtracks
         # through every run of spaces that does not end its line, quadratic in its length.
+        if "[](" in markdown:
+            markdown = _EMPTY_LINK.sub("", markdown)
         lines = "\n".join([line.rstrip() for line in markdown.split("\n")])
         if "\n\n\n" in lines:  # the regex tries every position: 0.4 ms for 100 kB
             lines = _BLANK_RUN.sub("\n\n", lines)
@@ -3026,6 +3285,8 @@ def tidy_markdown(markdown: str) -> str:
                 out.append("")  # a closing fence glued to the next paragraph misrenders
             continue
         line = raw.rstrip()
+        if "[](" in line:
+            line = _EMPTY_LINK.sub("", line).rstrip()
         if not line and (not out or not out[-1]):
             continue  # no leading blank lines, no runs of them
         opening = _FENCE.match(line)
