@@ -321,6 +321,8 @@ def test_gateway_console_sessions_are_signed_expire_and_end(tmp_path: Path) -> N
         f"{head}.{issued}.{name}",
         f"{head}.zz{issued[-16:]}.{name}.{mac}",
         f"{head}.{issued[-16:]}.{name}.{mac}",
+        f"{head}.{issued}.{name.upper()}.{mac}",  # the same name, spelled another way
+        f"{head}.{issued}.{name}.{mac[:-1]}\u00e9",  # no comparison of ASCII: no 500
     ]
     for value in forged:
         assert there.check(value).status == 401, value
@@ -339,6 +341,13 @@ def test_gateway_console_sessions_are_signed_expire_and_end(tmp_path: Path) -> N
     assert AgentTokens(TokenTable(rotated), clock=lambda: now[0]).check(fresh).status == 401
     here.logout(fresh)
     assert here.check(fresh).status == 401 and there.check(fresh).status == 200
+    # A logged-out session's copy under another spelling is no session.
+    f_head, f_issued, f_name, f_mac = fresh.split(".")
+    for respelled in (
+        f"{f_head}.{f_issued}.{f_name.upper()}.{f_mac}",
+        f"{f_head}.{f_issued.upper()}.{f_name}.{f_mac}",
+    ):
+        assert here.check(respelled).status == 401
     assert here.check(other).status == 200
 
 

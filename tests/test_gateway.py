@@ -321,6 +321,10 @@ async def test_a_header_of_one_value_sent_twice_is_400(
         tokens = [("Authorization", f"Bearer {TOKENS[who]}") for who in (first, second)]
         r = await client.post(base + FETCH_PATH, content=body, headers=[*tokens, json_type])
         assert "send one Authorization header" in assert_error(r, 400, "invalid_input")
+        # Whatever else is repeated before them.
+        types = [json_type, ("Content-Type", "text/plain")]
+        r = await client.post(base + FETCH_PATH, content=body, headers=[*types, *tokens])
+        assert "send one Authorization header" in assert_error(r, 400, "invalid_input")
     assert audit.records == []
     token = ("Authorization", f"Bearer {TOKENS['alice']}")
     for repeated in (

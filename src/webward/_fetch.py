@@ -9,6 +9,7 @@ origins. A redirect loop, too many hops and a slow server are refused by name.
 from __future__ import annotations
 
 import contextlib
+import urllib.parse
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -224,6 +225,8 @@ def _follow(
     except Refused as exc:
         # The caller asked for an http(s) URL: "the scheme file: is not allowed" alone left
         # them to guess where file: came from. Named as the redirect it was, and recorded.
+        with contextlib.suppress(ValueError):  # recorded where it leads, as hops are
+            location = urllib.parse.urljoin(current.url, location)
         hooks.led_to(location)
         shown = drop_userinfo(location)
         left_out = " (its credentials left out here)" if shown != location else ""

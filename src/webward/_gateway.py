@@ -469,7 +469,7 @@ class _Capability:
         """The answer to a capability request, or None once its client has left mid-call."""
         found: dict[bytes, bytes] = {}
         declared: list[str] = []
-        repeated: bytes | None = None  # the first header of one value sent more than once
+        repeated: list[bytes] = []  # the headers of one value sent more than once
         # ASGI header names are lowercase bytes.
         for name, value in scope["headers"]:
             if name in _READ_HEADERS:
@@ -477,9 +477,9 @@ class _Capability:
                     declared.append(value.decode("latin-1"))
                 elif name not in found:
                     found[name] = value
-                elif repeated is None:
-                    repeated = name
-        if repeated == b"authorization":
+                elif name not in repeated:
+                    repeated.append(name)
+        if b"authorization" in repeated:
             # Two credentials: whose call is it? A proxy that adds its own token behind the
             # client's (or before it) must not be overridden by whichever comes first.
             return _problem(
@@ -508,8 +508,8 @@ class _Capability:
             )
         # From here on the caller is an agent: every request is a call, audited even when
         # its body never reaches the core.
-        if repeated is not None:  # one value each (RFC 9110): two are no answer to "which"
-            name = repeated.decode("latin-1").title()
+        if repeated:  # one value each (RFC 9110): two are no answer to "which"
+            name = repeated[0].decode("latin-1").title()
             message = f"send one {name} header; this request sent more"
             return await self._reject(agent, 400, InvalidInput(message), None)
         if not _is_json(content_type):

@@ -912,6 +912,19 @@ def _first_headers(scope: Any) -> dict[bytes, bytes]:
     return found
 
 
+async def _answer_error(
+    send: Any, status: int, code: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    """Answer an HTTP request with one JSON-RPC error of no id (the request was not read as
+    one), before the SDK sees it."""
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    ).encode()
+    start_headers = [(b"content-type", b"application/json"), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class _OneCredential:
     """A request with more than one ``Authorization`` header is answered 400, before the SDK
     (which acts as the first token's agent) or anything else reads it: whose call it is would
@@ -926,11 +939,7 @@ class _OneCredential:
             given = sum(1 for name, _ in scope["headers"] if name == b"authorization")
             if given > 1:
                 message = "send one Authorization header; this request sent more"
-                error = {"code": INVALID_REQUEST, "message": message}
-                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
-                headers = [(b"content-type", b"application/json")]
-                await send({"type": "http.response.start", "status": 400, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
+                await _answer_error(send, 400, INVALID_REQUEST, message)
                 return
         await self._app(scope, receive, send)
 
@@ -956,20 +965,8 @@ class _SessionOpenings:
                     f"too many new MCP sessions for this agent; at most {self._burst:g} a "
                     "minute: reuse a session (Mcp-Session-Id) or retry later"
                 )
-                body = json.dumps(
-                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
-                ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 429,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"retry-after", str(math.ceil(wait)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                retry = ((b"retry-after", str(math.ceil(wait)).encode()),)
+                await _answer_error(send, 429, -32000, message, retry)
                 return
         await self._app(scope, receive, send)
 

@@ -319,10 +319,13 @@ def _replace_unencodable(as_json: bool = False) -> None:
 # and paragraph separators, the other invisible format characters (Unicode's Cc, Cf, Zl and
 # Zp, checked by a test) and lone surrogates. A page, a provider or an agent chose them, and on
 # a terminal they move the cursor, rewrite lines or reorder what is shown.
-_INVISIBLE = re.compile(
+_ESCAPED_IN_JSON = re.compile(
     "[\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
     "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb"
     "\U000110bd\U000110cd\U00013430-\U0001345f\U0001bca0-\U0001bca3"
+    # Shown as nothing, though not format characters: the grapheme joiner, Hangul fillers,
+    # the blank Braille pattern, variation selectors (which can carry bytes unseen).
+    "\u034f\u115f\u1160\u3164\uffa0\u2800\ufe00-\ufe0f\U000e0100-\U000e01ef"
     "\U0001d173-\U0001d17a\U000e0000-\U000e007f]"
 )
 
@@ -343,7 +346,7 @@ def _u_escape(text: str) -> str:
 
 def json_text(value: Any, *, indent: int | None = None, encoding: str | None = None) -> str:
     """``value`` as the JSON the command line prints: UTF-8 text as it is, but what could
-    drive a terminal (:data:`_INVISIBLE`) as ``\\u`` escapes, and, for a stream whose
+    drive a terminal (:data:`_ESCAPED_IN_JSON`) as ``\\u`` escapes, and, for a stream whose
     ``encoding`` cannot carry the text, every character past ASCII as one. Valid JSON either
     way, which reads back to the same values."""
     import json
@@ -351,7 +354,7 @@ def json_text(value: Any, *, indent: int | None = None, encoding: str | None = N
     text = json.dumps(value, ensure_ascii=False, indent=indent)
     if text.isascii() and "\x7f" not in text:
         return text
-    text = _INVISIBLE.sub(lambda m: _u_escape(m.group()), text)
+    text = _ESCAPED_IN_JSON.sub(lambda m: _u_escape(m.group()), text)
     if encoding is not None and not text.isascii():
         try:
             text.encode(encoding)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -28,8 +29,11 @@ ADMIN = "admin"
 
 #: How long a gateway console session lasts after its login.
 SESSION_S = 12 * 3600
-_SESSION = "s1"  # the first field of a session value: its format
+_SESSION = "s1"  # the first field of a session value: which format it has
 _SKEW_S = 300  # a login another replica made, by a clock up to this far ahead, still counts
+# "s1." the login's time (hex) and a 16-digit nonce, "." the agent's name (UTF-8, hex), "."
+# the HMAC-SHA256 (hex): lower-case hex only.
+_SESSION_SHAPE = re.compile(r"s1\.([0-9a-f]{1,12}[0-9a-f]{16})\.((?:[0-9a-f]{2})+)\.([0-9a-f]{64})")
 
 
 @dataclass(frozen=True)
@@ -108,20 +112,25 @@ class AgentTokens:
         if credential.startswith(_SESSION + ".") and self._session(credential).status == 200:
             now = self._clock()
             self._ended = {v: end for v, end in self._ended.items() if end > now}
-            self._ended[credential] = now + SESSION_S + _SKEW_S
+            self._ended[credential.rsplit(".", 1)[1]] = now + SESSION_S + _SKEW_S
 
     def _session(self, value: str) -> Check:
         expired = Check(401, message="the console session has ended; log in again")
+        # Only the one spelling login makes: "AB" read as hex like "ab" would be a copy of a
+        # logged-out session under another name (and a non-ASCII signature no comparison).
+        shape = _SESSION_SHAPE.fullmatch(value)
+        if shape is None:
+            return expired
+        issued, name_hex, mac = shape.groups()
         try:
-            _, issued, name_hex, mac = value.split(".")
             name = bytes.fromhex(name_hex).decode("utf-8")
-            age = self._clock() - int(issued[:-16], 16)
         except ValueError:
             return expired
         signed = self._sign(name, issued)
         if signed is None or not hmac.compare_digest(mac, signed):
             return expired  # a forged value, or the agent's token changed since
-        if not -_SKEW_S <= age <= SESSION_S or value in self._ended:
+        age = self._clock() - int(issued[:-16], 16)
+        if not -_SKEW_S <= age <= SESSION_S or mac in self._ended:
             return expired
         agent = self._tokens.agent_named(name)
         return expired if agent is None else _admin(agent)
