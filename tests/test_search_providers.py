@@ -455,8 +455,10 @@ async def test_a_provider_nobody_answers_for_is_named_with_its_setting() -> None
                 await BraveProvider(BRAVE_KEY, partial(web.provider_request, "brave"), base).search(
                     "q", 5
                 )
-    assert err.value.message.startswith("the brave search provider could not be reached (")
-    assert "check [search] brave_url" in err.value.message
+    assert err.value.message.startswith(
+        "the brave search provider could not be reached; check [search] brave_url and this "
+        "machine's network (could not connect to 127.0.0.1:"
+    )
     # The setting is the operator's to check; a model is told to try again later.
     assert "[search]" not in err.value.for_model
     assert err.value.for_model.endswith("; try again later")
@@ -772,7 +774,56 @@ def test_retry_after_reads_seconds_dates_and_brave_windows() -> None:
     assert retry_after(_body(429, Retry_After="soon"), lambda: now) is None
     assert retry_after(_body(429, X_RateLimit_Reset="nan"), lambda: now) is None
     assert retry_after(_body(429), lambda: now) is None
-    assert retry_after(_body(429, Retry_After="-5"), lambda: now) == 0.0
+    # Not delay-seconds (1*DIGIT, RFC 9110): no Retry-After at all.
+    assert retry_after(_body(429, Retry_After="-5"), lambda: now) is None
+
+
+@pytest.mark.parametrize("value", ["inf", "Infinity", "1e308", "NaN", "-5", "3.5", "0x10", " "])
+def test_an_invalid_retry_after_is_no_retry_after(value: str) -> None:
+    """``inf`` or ``1e308`` are no delay-seconds: the provider said no wait, and neither a
+    month nor the cap is made of it; Brave's windows are whole numbers too."""
+    from webward.search._common import rate_headers
+
+    now = 1_700_000_000.0
+    assert retry_after(_body(429, Retry_After=value), lambda: now) is None
+    assert retry_after(_body(429, X_RateLimit_Reset=value), lambda: now) is None
+    assert rate_headers([("Retry-After", value), ("X-RateLimit-Reset", "1, 20")]) == [
+        ("x-ratelimit-reset", "1, 20")
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("value", "words", "wait", "held"),
+    [
+        ("inf", "webward; try again later", None, 5.0),
+        ("1e308", "webward; try again later", None, 5.0),
+        (
+            "99999999999999999999999",
+            "it says to wait 32 days or more, and webward asks it again in 60 min",
+            3600.0,
+            3600.0,
+        ),
+        ("2592000", "it says to wait 30 days, and webward", 3600.0, 3600.0),
+    ],
+)
+async def test_a_retry_after_is_said_as_the_provider_sent_it(
+    server: LocalServer, value: str, words: str, wait: float | None, held: float
+) -> None:
+    """An invalid Retry-After is none (the message says "try again later", and the provider
+    is held for the default 5 s, not the hour's cap); a valid one past webward's cap of 32
+    days is said as "32 days or more", not as the provider's word for 32 days."""
+    server.routes[BRAVE_PATH] = brave_error(429, "RATE_LIMITED", headers={"Retry-After": value})
+    async with _web() as web:
+        brave = BraveProvider(BRAVE_KEY, partial(web.provider_request, "brave"), server.base)
+        with pytest.raises(Refused) as err:
+            await brave.search("q", 10)
+        with pytest.raises(Refused) as again:  # the provider's hold, Brave not asked
+            await brave.search("q", 10)
+    assert err.value.retry_after == wait
+    assert words in err.value.message
+    assert again.value.retry_after is not None and held - 60 < again.value.retry_after <= held
+    assert len(server.requests) == 1
 
 
 def test_human_wait() -> None:

@@ -327,8 +327,16 @@ class Gate:
     ) -> Body:
         """One request to a search provider: the literal guard, then the limits and breaker
         keyed by provider (no reach policy, no robots.txt: an API the operator configured),
-        then the pinned transport. Redirects are not followed."""
-        parsed = self.literal_guard(url, _PROVIDER_MAX_URL_CHARS)
+        then the pinned transport. Redirects are not followed.
+
+        The provider's URL is the operator's configuration (an intranet address, a secret
+        path): a failure names it, or its host, only in the operator's part of the message
+        (``operator_step``), and the query never. A provider that could not be reached and
+        one that answered something unreadable are told apart."""
+        try:
+            parsed = self.literal_guard(url, _PROVIDER_MAX_URL_CHARS)
+        except Refused as exc:
+            raise _unreachable(provider, url, exc) from None
         key = f"provider:{provider}"
         timeout_s = self.limits.fetch_timeout_s
         deadline = SEARCH_DEADLINE.get()
@@ -366,20 +374,18 @@ class Gate:
                         )
                 except TimeoutError:
                     raise timed_out() from None
-                except UpstreamError as exc:  # no answer at all: say whose, and where to look
-                    setting = f"[search] {provider}_url"
-                    raise UpstreamError(
-                        operator_step(
-                            f"the {provider} search provider could not be reached ({exc.message})",
-                            f"check {setting} and this machine's network",
-                            model="try again later",
-                        ),
-                        code=exc.code,
-                        reason=exc.reason,
-                        status=exc.status,
-                    ) from None
+                except Refused as exc:  # its name resolved to an address the guard refuses
+                    raise _unreachable(provider, parsed.url, exc) from None
+                except UpstreamError as exc:
+                    raise _provider_fault(provider, parsed.url, exc) from None
                 status = body.status
-                retry_after = retry_after_from_headers(body.headers) if status == 429 else None
+                # An invalid Retry-After (inf, 1e308) is none: the default hold, not the cap.
+                # (Imported here: a page read loads none of the search package.)
+                from .search._common import rate_headers
+
+                retry_after = (
+                    retry_after_from_headers(rate_headers(body.headers)) if status == 429 else None
+                )
                 await self.limiter.record(ticket, status, None, retry_after)
         except TimeoutError:  # no slot came free in time
             raise timed_out() from None
@@ -391,6 +397,60 @@ class Gate:
                 status=body.status,
             )
         return body
+
+
+# A provider that answered, but with something no HTTP client can read (a status line that is
+# not HTTP, oversized headers, a body that does not decompress, stacked encodings): it was
+# reached, and its URL and this machine's network are not what to check.
+_MALFORMED_ANSWER = frozenset({Reason.PROTOCOL, Reason.ENCODING})
+
+
+def _endpoint(url: str) -> str:
+    """A provider request's URL without its query (the agent's search terms) or fragment."""
+    try:
+        return urlsplit(url)._replace(query="", fragment="").geturl()
+    except ValueError:
+        return "its URL"
+
+
+def _operator_detail(message: str, url: str) -> str:
+    """A transport's or the guard's message for the operator: the request's URL (the query
+    in it) said as the endpoint, the leading "refused: " dropped."""
+    detail = message.removeprefix("refused: ")
+    return detail.replace(url, _endpoint(url)) if url else detail
+
+
+def _unreachable(provider: str, url: str, exc: WebwardError) -> WebwardError:
+    """The guard refused the provider's configured URL (or the address its name resolved
+    to): the model is told the provider is not reachable, the operator which setting and
+    why."""
+    return Refused(
+        operator_step(
+            f"refused: the {provider} search provider is not reachable from webward",
+            f"[search] {provider}_url was refused: {_operator_detail(exc.message, url)}",
+        ),
+        code=exc.code,
+        reason=exc.reason,
+        status=exc.status,
+    )
+
+
+def _provider_fault(provider: str, url: str, exc: UpstreamError) -> UpstreamError:
+    """A transport failure of a provider request, in the provider's name. The host and the
+    setting to check are the operator's; a model is told to try again later."""
+    detail = _operator_detail(exc.message, url)
+    if exc.reason in _MALFORMED_ANSWER:
+        why = f"the {provider} search provider sent a malformed answer"
+        step = f"{detail}; check that [search] {provider}_url points at a {provider} search API"
+    else:  # no answer: refused, reset, a failed TLS handshake
+        why = f"the {provider} search provider could not be reached"
+        step = f"check [search] {provider}_url and this machine's network ({detail})"
+    return UpstreamError(
+        operator_step(why, step, model="try again later"),
+        code=exc.code,
+        reason=exc.reason,
+        status=exc.status,
+    )
 
 
 #: When the search in progress must be done (``time.monotonic()``), set by the search core:
@@ -429,7 +489,8 @@ class PageHops:
         await self._gate.finish(url, ticket, status, error, retry_after)
 
     def led_to(self, location: str) -> None:
-        self._call.redirects.append(location)  # its credentials dropped as the record is made
+        # As a hop's URL: the record drops its credentials, as from every URL it holds.
+        self._call.redirects.append(location)
 
 
 class _RobotsHops(PageHops):

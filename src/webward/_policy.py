@@ -387,6 +387,30 @@ class AgentLists:
             return list(hits), dropped
         return kept, dropped
 
+    def hits_verdict(self, dropped: Mapping[str, int], agent: str) -> Decision:
+        """What the call record notes of the hits :meth:`filter_hits` dropped (or, in report
+        mode, would have dropped): report mode's would-deny, with the reason of the agent's
+        read lists (``host_denied`` for ``search_deny``, which wins, else
+        ``host_not_allowed``); in enforce mode dropping hits refuses nothing, so the call
+        stays allowed."""
+        if not dropped or not self._report:
+            return _ALLOW
+        denied = dropped.get(f"agents.{agent}.search_deny", 0)
+        if denied:
+            return Decision(
+                True,
+                REASON_HOST_DENIED,
+                f"{denied} search hit(s) from hosts on [agents.{agent}] search_deny",
+                would_deny=True,
+            )
+        return Decision(
+            True,
+            REASON_HOST_NOT_ALLOWED,
+            f"{sum(dropped.values())} search hit(s) from hosts not on [agents.{agent}] "
+            "search_allow",
+            would_deny=True,
+        )
+
     def _deny(self, reason: str, message: str) -> Decision:
         if self._report:
             return Decision(True, reason, message, would_deny=True)

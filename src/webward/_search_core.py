@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import inspect
+import logging
 import time
 import unicodedata
 import urllib.parse
@@ -29,6 +30,7 @@ from ._models import Hit, SearchResult
 from ._provenance import canonical, check_session
 from ._telemetry import span
 from ._unicode import replace_surrogates
+from ._urls import neutral_url
 from .search import (
     Http,
     Response,
@@ -54,6 +56,27 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_LIMIT", "SEARCH", "Searcher", "check_limit", "check_query", "render_hits"]
 
+log = logging.getLogger("webward")
+
+# Characters that show as nothing but are not whitespace to str.split(): besides the format
+# characters (Cf: zero-width space and joiners, word joiner, BOM, bidi controls, tags), the
+# fillers and invisible marks the envelope's one-line fields drop. A query of these alone
+# is an empty query: sent, it would cost a provider call and the agent's spend.
+_BLANKS = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u2800\u3164\uffa0"
+    "\ufe00\ufe01\ufe02\ufe03\ufe04\ufe05\ufe06\ufe07\ufe08\ufe09\ufe0a\ufe0b\ufe0c\ufe0d"
+    "\ufe0e\ufe0f"
+)
+
+
+def _shows_nothing(text: str) -> bool:
+    return all(
+        ch in _BLANKS
+        or unicodedata.category(ch) == "Cf"
+        or "\U000e0100" <= ch <= "\U000e01ef"  # supplementary variation selectors
+        for ch in text
+    )
+
 
 def check_query(query: object, max_chars: int) -> str:
     """The query with its whitespace collapsed, or ``InvalidInput``."""
@@ -65,7 +88,7 @@ def check_query(query: object, max_chars: int) -> str:
     # to a provider: it becomes U+FFFD, as in every text webward hands on.
     query = replace_surrogates(query)
     text = " ".join(query.split())
-    if not text:
+    if _shows_nothing(text):  # "" too; and "\u200b\u200b" or "\u202e" read as nothing
         raise InvalidInput("query must not be empty: give the words to search for")
     if len(text) > max_chars:
         raise InvalidInput(f"query must be at most {max_chars} characters (it has {len(text)})")
@@ -99,10 +122,15 @@ def finish_hits(hits: Any, limit: int, filters: SearchFilters | None = None) -> 
             url = clean_url(h.url) if isinstance(h, Hit) else None
             if url is None or not keeps(url):
                 continue
+            # Shown outside the envelope too, and fetched as it is: marker words in it are
+            # percent-encoded (the same URL), never replaced by "[marker removed]" (no URL).
+            shown = neutral_url(url)
+            if shown is None:  # a marker in the host name: no URL of that host is handed on
+                continue
             published = plain_line(h.published, MAX_PUBLISHED_CHARS)
             yield Hit(
-                title=line(plain_line(h.title, MAX_TITLE_CHARS) or url),
-                url=line(url),  # shown outside the envelope too
+                title=line(plain_line(h.title, MAX_TITLE_CHARS) or shown),
+                url=shown,
                 snippet=line(plain_line(h.snippet, MAX_SNIPPET_CHARS)),
                 published=line(published) if published else None,
             )
@@ -247,8 +275,18 @@ class Searcher:
             CUT_SHORT.reset(cut)
             SEARCH_DEADLINE.reset(deadline)
         hits = finish_hits(found, count, filters)
-        # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits.
-        kept, _dropped = self.gate.lists.filter_hits(hits, _hit_host, agent)
+        # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits;
+        # report mode drops none, and its record says what enforce mode would have dropped.
+        lists = self.gate.lists
+        kept, dropped = lists.filter_hits(hits, _hit_host, agent)
+        if dropped:
+            call.check(lists.hits_verdict(dropped, agent))
+            if len(kept) < len(hits):  # enforce mode: gone; the operator's log says so
+                log.info(
+                    "search by agent %s: %s",
+                    agent,
+                    ", ".join(f"{n} hit(s) dropped by {key}" for key, n in sorted(dropped.items())),
+                )
         hits = tuple(kept)
         await self.remember(session, (u for u in map(canonical, (h.url for h in hits)) if u))
         retrieved_at = _timestamp(self.clock())
@@ -267,5 +305,11 @@ class Searcher:
             },
         )
         return SearchResult(
-            provider=chosen.name, query=text, hits=hits, content=content, retrieved_at=retrieved_at
+            provider=chosen.name,
+            # Handed over outside the envelope: without bidi controls or zero-width
+            # characters, as the envelope's header says it.
+            query=_envelope.neutralise_line(text),
+            hits=hits,
+            content=content,
+            retrieved_at=retrieved_at,
         )

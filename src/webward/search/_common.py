@@ -7,16 +7,17 @@ failure and then say what happened in their own words.
 
 from __future__ import annotations
 
+import email.utils
 import html
 import json
 import re
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol
 
 from .. import _urls as urls
-from .._errors import Reason, Refused, UpstreamError, WebwardError, human_wait
+from .._errors import Reason, Refused, UpstreamError, WebwardError, human_wait, operator_step
 from .._models import Hit
 from ..limits import MAX_BACKPRESSURE_S, retry_after_from_headers
 
@@ -26,6 +27,7 @@ __all__ = [
     "clean_text",
     "clean_url",
     "collect",
+    "rate_headers",
     "rate_limited",
     "read_json",
     "retry_after",
@@ -185,12 +187,46 @@ def try_json(body: Response) -> Any:
         return None
 
 
+_DIGITS = re.compile(r"[0-9]+")
+_RATE_HEADERS = ("retry-after", "x-ratelimit-reset", "x-ratelimit-remaining")
+
+
+def _valid_rate_header(name: str, value: str) -> bool:
+    """Whether a provider's wait header says a wait: ``Retry-After`` is delay-seconds
+    (``1*DIGIT``, RFC 9110 section 10.2.3) or an HTTP date; the ``X-RateLimit-*`` headers
+    are whole numbers, one per window. ``inf``, ``1e308``, ``-5`` or ``NaN`` say none."""
+    value = value.strip()
+    if name == "retry-after":
+        if _DIGITS.fullmatch(value):
+            return True
+        try:
+            email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return False
+        return True
+    return all(_DIGITS.fullmatch(part.strip()) for part in value.split(","))
+
+
+def rate_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A provider's wait headers (``Retry-After``, ``X-RateLimit-Reset``/``-Remaining``) that
+    say a wait, the first of each name: an invalid one is no header at all."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    found: dict[str, str] = {}
+    for name, value in pairs:
+        found.setdefault(name.lower(), value)
+    return [
+        (name, value)
+        for name in _RATE_HEADERS
+        if (value := found.get(name)) is not None and _valid_rate_header(name, value)
+    ]
+
+
 def retry_after(body: Response, now: Callable[[], float]) -> float | None:
     """Seconds until the provider lets us try again: ``Retry-After`` (seconds or an HTTP
     date), else Brave's ``X-RateLimit-Reset`` (one number per window, comma separated; the
-    windows whose ``X-RateLimit-Remaining`` is 0 are the ones that matter)."""
-    names = ("retry-after", "x-ratelimit-reset", "x-ratelimit-remaining")
-    headers = [(n, v) for n in names if (v := body.header(n)) is not None]
+    windows whose ``X-RateLimit-Remaining`` is 0 are the ones that matter). Never more than
+    32 days (:data:`_MAX_RETRY_AFTER_S`); an invalid value is no value."""
+    headers = rate_headers([(n, v) for n in _RATE_HEADERS if (v := body.header(n)) is not None])
     # Quotas reset monthly, so a provider's wait may be far longer than a host's hold.
     return retry_after_from_headers(headers, now(), cap=_MAX_RETRY_AFTER_S)
 
@@ -201,8 +237,11 @@ def rate_limited(
     now: Callable[[], float],
     *,
     reason: str = Reason.PROVIDER_RATE_LIMITED,
+    step: str = "",
 ) -> Refused:
-    """``Refused(rate_limited)`` saying ``what`` and, when known, when to retry.
+    """``Refused(rate_limited)`` saying ``what`` and, when known, when to retry; ``step``,
+    what the operator can do about it, is the operator's (``operator_step``): a model is
+    told that only webward's operator can change that.
 
     A 429 holds the provider in the limiter for at most :data:`MAX_BACKPRESSURE_S`; past
     that webward asks it again. So a longer wait (a monthly quota's reset) is said as the
@@ -215,15 +254,18 @@ def rate_limited(
     if wait is None:
         when = "; try again later"
     elif body.status == 429 and wait > MAX_BACKPRESSURE_S:
+        # At the cap, the provider said more (or a year): the cap is webward's, not its.
+        said = human_wait(wait) + (" or more" if wait >= _MAX_RETRY_AFTER_S else "")
         when = (
-            f"; it says to wait {human_wait(wait)}, and webward asks it again in "
+            f"; it says to wait {said}, and webward asks it again in "
             f"{human_wait(MAX_BACKPRESSURE_S)}"
         )
         wait = MAX_BACKPRESSURE_S
     else:
         when = f"; retry in {human_wait(wait)}"
+    message = f"rate limited: {what}{when}"
     return Refused(
-        f"rate limited: {what}{when}",
+        operator_step(message, step) if step else message,
         code="rate_limited",
         reason=reason,
         retry_after=wait,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from .._errors import Reason, Refused, UpstreamError
+from .._errors import Reason, Refused, UpstreamError, operator_step
 from .._models import Hit
 from ._common import (
     Http,
@@ -101,17 +101,19 @@ class SearxngProvider:
     def _error(self, body: Response) -> Exception:
         if body.status == 403:
             return UpstreamError(
-                "the SearXNG instance refused JSON output (HTTP 403); enable it by adding json "
-                "to search.formats in the instance's settings.yml",
+                operator_step(
+                    "the SearXNG instance refused JSON output (HTTP 403)",
+                    "enable it by adding json to search.formats in the instance's settings.yml",
+                ),
                 reason=Reason.PROVIDER_JSON_DISABLED,
                 status=403,
             )
         if body.status == 429:
             return rate_limited(
-                "the SearXNG instance's bot limiter is refusing webward (turn its limiter off "
-                "for webward's address)",
+                "the SearXNG instance's bot limiter is refusing webward",
                 body,
                 self._clock,
+                step="turn the instance's limiter off for webward's address",
             )
         if 400 <= body.status < 500:
             return UpstreamError(

@@ -174,18 +174,19 @@ class TavilyProvider:
             )
         if body.status == 432:
             return rate_limited(
-                "the Tavily plan's usage limit is reached (raise the plan or wait for it to reset)",
+                "the Tavily plan's usage limit is reached",
                 body,
                 self._clock,
                 reason=Reason.PROVIDER_QUOTA,
+                step="raise the plan in the Tavily dashboard, or wait for it to reset",
             )
         if body.status == 433:
             return rate_limited(
-                "the Tavily pay-as-you-go spending limit is reached "
-                "(raise it in the Tavily dashboard)",
+                "the Tavily pay-as-you-go spending limit is reached",
                 body,
                 self._clock,
                 reason=Reason.PROVIDER_QUOTA,
+                step="raise it in the Tavily dashboard",
             )
         if 400 <= body.status < 500:
             return UpstreamError(
