@@ -448,3 +448,80 @@ async def test_both_sql_stores_create_one_table(postgres_dsn: str, tmp_path: Pat
         in_postgres = [(str(name), str(kind)) for name, kind in await cur.fetchall()]
     assert in_sqlite == in_postgres
     assert ("ts", "double precision") in in_sqlite and ("bytes", "bigint") in in_sqlite
+
+
+async def test_a_locked_audit_table_refuses_the_call_within_the_bound_once(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A locked audit table: the call's probe gives up at the sink's bound, and the call
+    then wrote its own refusal record to the same locked table and waited a whole bound
+    more (20 s against the documented 10). It is now refused within the bound of the probe's
+    start, its refusal record handed over without a second wait, and committed once the
+    lock is gone: one record, refused/audit_unavailable."""
+    from webward.audit import _postgres
+
+    monkeypatch.setattr(_postgres, "_CONNECT_TIMEOUT_S", 2)
+    monkeypatch.setattr(_postgres, "_STATEMENT_TIMEOUT_S", 2)  # a bound of 4 s
+    env = {ENV: postgres_dsn}
+    sink = open_audit_sink(settings(), env)
+    await sink.write(record("before"))
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=sink) as w:
+            with psycopg.connect(postgres_dsn) as locker:
+                locker.execute("LOCK TABLE audit IN ACCESS EXCLUSIVE MODE")
+                began = anyio.current_time()
+                with anyio.fail_after(30), pytest.raises(Refused) as err:
+                    await w.fetch(srv.url("/"))
+                took = anyio.current_time() - began
+                locker.rollback()
+            with anyio.fail_after(20):  # the refusal record lands once the lock is gone
+                while not (found := await sink.query(decision="refused")):
+                    await anyio.sleep(0.05)
+    assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+    assert "did not answer within 4 s" in err.value.message
+    assert took < 6.0, took  # the bound, 4 s; was 8 s (the bound twice)
+    assert srv.accepts == 0
+    assert [(r.decision, r.reason, r.target) for r in found] == [
+        ("refused", REASON_AUDIT_UNAVAILABLE, srv.url("/"))
+    ]
+
+
+async def test_a_store_that_never_worked_is_logged_once_then_its_recovery(
+    postgres_server: PostgresServer, postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replica whose audit store is down from its start said nothing while it refused
+    every call, then "written again" once it was back. The first failure is now said once
+    (the variable, the driver's error, never the DSN), and the recovery after it."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    sink = PostgresAuditSink(with_password(postgres_dsn), dsn_env=ENV)
+    postgres_server.stop()
+    try:
+        for attempt in (sink.probe, lambda: sink.write(record("down"))) * 2:
+            with pytest.raises(Refused):
+                await attempt()
+    finally:
+        postgres_server.start()
+    await sink.probe()
+    await sink.write(record("after"))
+    await sink.aclose()
+    said = [r.getMessage() for r in caplog.records if r.name == "webward.audit._postgres"]
+    assert len(said) == 2, said
+    assert said[0].startswith(f"audit records cannot be written (PostgreSQL named by ${ENV}: ")
+    assert said[1] == f"audit records are written again at the PostgreSQL named by ${ENV}"
+    assert not any(SECRET in line or postgres_dsn in line for line in said)
+
+
+async def test_a_dsn_that_does_not_parse_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    """A gateway started with a DSN that does not parse refused every call and said nothing
+    in its log: it is said once, without the DSN."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    sink = open_audit_sink(settings(), {ENV: "postgresql://webward:S3cret%ZZpw@127.0.0.1/db"})
+    for attempt in (sink.probe, lambda: sink.write(record("x"))) * 2:
+        with pytest.raises(Refused):
+            await attempt()
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        f"audit records cannot be written ([audit] postgres_dsn_env names ${ENV}"
+    )
+    assert "S3cret" not in said[0]

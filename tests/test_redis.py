@@ -4,6 +4,7 @@ rate budget, one breaker and one page cache, and a Redis that goes away refuses 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -355,3 +356,124 @@ async def test_a_screenshot_past_the_read_deadline_still_joins_its_session(redis
     assert page.screenshot is not None
     with redis.Redis.from_url(redis_url) as client:
         assert client.zscore(SESSIONS_PREFIX + "s", srv.url("/next")) is not None
+
+
+@contextmanager
+def frozen(server: RedisServer) -> Iterator[None]:
+    """``server`` frozen (SIGSTOP: it keeps its connections and answers nothing, as a stalled
+    host or a network partition) for the block, and thawed after it whatever happens."""
+    assert server.proc is not None
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+
+
+async def test_a_frozen_redis_refuses_concurrent_calls_to_one_host_promptly() -> None:
+    """Ten calls at once to one host, with Redis frozen: each waited for the one ahead of it
+    (the limiter's per-key lock), which spent its 2 s timeout and a retry per round trip, so
+    one was refused after 8 s and nine ran into the 12 s read deadline, answered 504
+    `timeout` and audited failed/deadline, blaming a site never contacted. Now all ten are
+    refused limits_unavailable well within the deadline, each audited once, and calls that
+    come while Redis is known not to answer are refused at once."""
+    server = RedisServer().start()
+    audit = MemoryAuditSink()
+    outcomes: list[tuple[str | None, float]] = []
+    try:
+        with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+            async with Web(settings(server.url), StaticResolver({}), audit=audit) as web:
+
+                async def call(path: str) -> None:
+                    began = anyio.current_time()
+                    try:
+                        await web.fetch(srv.url(path))
+                    except Refused as exc:
+                        outcomes.append((exc.reason, anyio.current_time() - began))
+                    except Exception as exc:  # the defect: a 504 timeout, blamed on the site
+                        outcomes.append((getattr(exc, "reason", repr(exc)), 99.0))
+
+                with frozen(server), anyio.fail_after(30):
+                    async with anyio.create_task_group() as tg:
+                        for i in range(10):
+                            tg.start_soon(call, f"/first/{i}")
+                    first = outcomes[:]
+                    outcomes.clear()
+                    async with anyio.create_task_group() as tg:  # Redis known not to answer
+                        for i in range(10):
+                            tg.start_soon(call, f"/then/{i}")
+                    then = outcomes[:]
+    finally:
+        server.stop()
+    assert [reason for reason, _ in first] == ["limits_unavailable"] * 10, first
+    assert max(took for _, took in first) < 5.0, first  # was 8 s, and 12 s for nine of ten
+    assert [reason for reason, _ in then] == ["limits_unavailable"] * 10, then
+    assert max(took for _, took in then) < 1.5, then  # refused at once
+    assert srv.accepts == 0  # the site was never contacted
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("refused", "limits_unavailable")
+    ] * 20
+
+
+async def test_readiness_fails_on_a_full_redis_as_calls_do() -> None:
+    """A full Redis (maxmemory, noeviction) answers PING but refuses every write: the
+    readiness check pinged and said ready while every uncached read was refused
+    limits_unavailable. It now makes a real small write with an expiry, as a call's change
+    of the limits does, and fails as the call does; and passes again once there is room."""
+    server = RedisServer().start()
+    try:
+        with redis.Redis.from_url(server.url) as client:
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", "1")  # full: every write is refused (OOM)
+        with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+            async with Web(
+                settings(server.url), StaticResolver({}), audit=MemoryAuditSink()
+            ) as web:
+                with pytest.raises(Refused) as call:
+                    await web.fetch(srv.url("/"))
+                with pytest.raises(Refused) as ready:
+                    await web.check_ready()
+                with redis.Redis.from_url(server.url) as client:
+                    client.config_set("maxmemory", "0")  # room again
+                await web.check_ready()
+    finally:
+        server.stop()
+    assert call.value.reason == ready.value.reason == "limits_unavailable"
+    assert "maxmemory" in ready.value.message and "\n" not in ready.value.message
+    assert srv.accepts == 0
+
+
+async def test_a_redis_that_stops_answering_is_logged_once_each_way(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A Redis that gives no answer is said once in the log (where and why), not once per
+    refused call, and once more when it answers again; in between,
+    the limit store refuses at once rather than waiting a timeout per call."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    server = RedisServer().start()
+    store = RedisLimitState(server.url)
+    change = lambda cur: (HostState(tokens=1.0, updated=0.0), None)  # noqa: E731
+    try:
+        await store.update("k", change)
+        server.stop()
+        for _ in range(5):
+            with pytest.raises(Refused) as err:
+                await store.update("k", change)
+            assert err.value.reason == "limits_unavailable"
+        server.start()
+        with anyio.fail_after(20):
+            while True:  # refused at once while known down, then one change tries again
+                try:
+                    await store.update("k", change)
+                    break
+                except Refused:
+                    await anyio.sleep(0.1)
+        await store.update("k", change)
+    finally:
+        await store.aclose()
+        server.stop()
+    said = [r.getMessage() for r in caplog.records if r.name == "webward.redis"]
+    assert len(said) == 2, said
+    assert said[0].startswith(f"the Redis at {server.url} failed (")
+    assert said[0].endswith("); calls that need it are refused until it answers")
+    assert said[1] == f"the Redis at {server.url} answers again"

@@ -3,7 +3,9 @@
 :class:`RedisPageCache` keeps converted pages (:meth:`CachedPage.to_dict` as JSON) under
 ``webward:pages:<sha256 of the cache key>`` with the page-cache TTL (plus ``STALE_KEEP_S`` for
 a page with validators, to revalidate it; ``_cache.keep_s``). A Redis failure is a miss (or a
-page not kept): the cache only saves a download, so it is never a reason to refuse.
+page not kept): the cache only saves a download, so it is never a reason to refuse. A Redis
+that just gave no answer (to the cache or to the limits: one ``_redis_client.RedisHealth``
+per URL) is a miss at once, not a wait of the client's timeout per read.
 
 ``[state] redis_url`` chooses it (``Web``); it stands beside the in-process caches of
 ``_cache`` and the SQLite one of ``_state_cache``.
@@ -16,7 +18,7 @@ import json
 from typing import Any
 
 from ._cache import CachedPage, keep_s
-from ._redis_client import RedisError, by_call_deadline, redact_url, redis_client
+from ._redis_client import RedisError, redact_url, redis_client, redis_health
 
 __all__ = ["PAGES_PREFIX", "RedisPageCache"]
 
@@ -43,6 +45,7 @@ class RedisPageCache:
     ) -> None:
         self._where = redact_url(url)
         self._client = redis_client(url, timeout_s)
+        self._health = redis_health(url, timeout_s)
         self._ttl_ms = int(ttl_s * 1000)
         self._max_chars = max_chars
 
@@ -56,7 +59,7 @@ class RedisPageCache:
 
     async def get(self, key: str) -> CachedPage | None:
         try:
-            with by_call_deadline():
+            with self._health.trips():
                 raw: Any = await self._client.get(self._name(key))
         except (RedisError, OSError):
             return None  # Redis unreachable: a miss; the page is fetched again
@@ -73,7 +76,7 @@ class RedisPageCache:
         try:
             data = json.dumps(page.to_dict(), ensure_ascii=False, separators=(",", ":"))
             keep_ms = int(keep_s(page, self._ttl_ms / 1000) * 1000)
-            with by_call_deadline():
+            with self._health.trips():
                 await self._client.set(self._name(key), data, px=keep_ms)
         except (RedisError, OSError):
             return None  # not kept; the next window of this page downloads it again

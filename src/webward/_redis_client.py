@@ -4,11 +4,19 @@ Three stores live in Redis when ``[state] redis_url`` is set, each with its own 
 limiter's state (``limits._redis``), the page cache (``_cache_redis``) and the provenance
 sessions (``_provenance``). They open their clients here, so that all three fail fast the same
 way, and name the server in messages by :func:`redact_url`: the URL may carry a password.
+
+The limit store and the page cache also share one :class:`RedisHealth` per URL in a process
+(:func:`redis_health`): a round trip that got no answer (a timeout, a connection refused or
+broken) marks the server down, and for the store's timeout after it every round trip of
+either store fails at once instead of waiting out a timeout of its own in turn; then one round
+trip tries again. The first failure and the recovery are each logged once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -17,12 +25,22 @@ import anyio
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._call import CALL_DEADLINE
 
-__all__ = ["RedisError", "by_call_deadline", "redact_url", "redis_client"]
+__all__ = [
+    "RedisError",
+    "RedisHealth",
+    "by_call_deadline",
+    "redact_url",
+    "redis_client",
+    "redis_health",
+]
+
+log = logging.getLogger("webward.redis")
 
 
 def redact_url(url: str) -> str:
@@ -42,7 +60,8 @@ def redact_url(url: str) -> str:
 def by_call_deadline() -> Iterator[None]:
     """Round trips to Redis inside this block end by the deadline of the call they serve
     (:data:`~webward._call.CALL_DEADLINE`), with a ``RedisError`` the stores word as any
-    other: each has a timeout of its own, and one retry, but a call makes several."""
+    other: each has a timeout of its own (and one retry of a broken connection), but a call
+    makes several."""
     deadline = CALL_DEADLINE.get()
     if deadline is None:  # no call's (a readiness check, URLs a face declares)
         yield
@@ -55,12 +74,144 @@ def by_call_deadline() -> Iterator[None]:
 
 def redis_client(url: str, timeout_s: float) -> Redis:
     """A client of the Redis at ``url``, as every webward store opens it."""
-    # Short timeouts, one immediate retry (a connection the server dropped while idle) and no
-    # backoff: a Redis that is down must turn into a refusal quickly, not hold the caller.
+    # Short timeouts, one immediate retry of a connection error (a connection the server
+    # dropped while idle) and no backoff: a Redis that is down must turn into a refusal
+    # quickly, not hold the caller. A timeout is not retried: a server that did not answer in
+    # time on one connection (frozen, a partition) does not on a new one, and the retry
+    # doubled every round trip's wait (4 s, not 2).
     client: Redis = Redis.from_url(
         url,
         socket_connect_timeout=timeout_s,
         socket_timeout=timeout_s,
-        retry=Retry(NoBackoff(), 1),
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
     return client
+
+
+class RedisHealth:
+    """Whether the Redis at one URL answers, as the round trips of this process found it.
+
+    :meth:`trips` wraps a store's round trips: a trip that got no answer (a timeout, a
+    connection refused or broken: :data:`_NO_ANSWER`) marks the server down, and for
+    ``timeout_s`` after that every trip fails at once with the error that marked it (a frozen
+    Redis answered ten calls to one host one after another, 2 s and a retry each, until the
+    call deadline ended them as the site's timeout). Then the next trip tries again, and
+    the others fail at once while it runs; its answer marks the server up. An error Redis
+    answers with (a full Redis's OOM) is an answer: it changes nothing here.
+
+    The first failure (the server never answered, or stopped answering) and the recovery
+    after it are each said once in the log, naming the server without its password.
+    """
+
+    def __init__(self, where: str, timeout_s: float) -> None:
+        self._where = where
+        self._timeout_s = timeout_s
+        self._failure: str | None = None  # why it is down, or None
+        self._retry_at = 0.0  # time.monotonic() before which a trip fails at once
+        self._failures = 0  # how many trips found it down: a trip tells what it saw begin
+        self._lock = threading.Lock()
+
+    @property
+    def timeout_s(self) -> float:
+        return self._timeout_s
+
+    def check(self) -> int:
+        """Raise at once while the server is known down; else let one trip try again.
+        Returns what :meth:`recheck` compares with."""
+        if self._failure is None:
+            return self._failures
+        with self._lock:
+            failure = self._failure
+            if failure is not None:
+                now = time.monotonic()
+                if now < self._retry_at:
+                    raise _KnownDown(f"{failure}; not asked again for {self._timeout_s:g} s")
+                self._retry_at = now + self._timeout_s  # this one tries; the others fail
+            return self._failures
+
+    def recheck(self, seen: int) -> None:
+        """Raise at once if another trip found the server down since :meth:`check` answered
+        ``seen`` (while this one waited for a lock)."""
+        failure = self._failure
+        if failure is not None and self._failures != seen:
+            raise _KnownDown(f"{failure}; not asked again for {self._timeout_s:g} s")
+
+    def answered(self) -> None:
+        """A trip was answered: the server is up (said in the log if it was down)."""
+        if self._failure is None:
+            return
+        with self._lock:
+            was, self._failure = self._failure, None
+        if was is not None:
+            log.warning("the Redis at %s answers again", self._where)
+
+    def failed(self, exc: BaseException) -> None:
+        """A trip got no answer (``exc``): the server is down for ``timeout_s``."""
+        text = str(exc).strip().rstrip(".") or type(exc).__name__
+        with self._lock:
+            was, self._failure = self._failure, text
+            self._retry_at = time.monotonic() + self._timeout_s
+            self._failures += 1
+        if was is None:
+            log.warning(
+                "the Redis at %s failed (%s); calls that need it are refused until it answers",
+                self._where,
+                text,
+            )
+
+    @contextlib.contextmanager
+    def trips(self, bound_s: float | None = None) -> Iterator[int]:
+        """The round trips of one store operation: failed at once while the server is known
+        down, ended by the call's deadline (:func:`by_call_deadline`) and by ``bound_s``
+        from now, whichever comes first, and their outcome noted. Everything inside counts,
+        a wait for a lock of the store's included. Yields what :meth:`recheck` takes."""
+        seen = self.check()
+        deadline = CALL_DEADLINE.get()
+        own = None if bound_s is None else time.monotonic() + bound_s
+        if own is not None and (deadline is None or own < deadline):
+            deadline, why = own, f"no answer within {bound_s:g} s"
+        else:
+            why = "no answer within the deadline of the call it served"
+        bounded = (
+            contextlib.nullcontext()
+            if deadline is None
+            else anyio.move_on_after(deadline - time.monotonic())
+        )
+        with bounded as scope:
+            try:
+                yield seen
+            except _KnownDown:  # a check inside (after a wait for a lock): nothing new
+                raise
+            except _NO_ANSWER as exc:  # the server's silence, as the client found it
+                self.failed(exc)
+                raise
+            except RedisError:  # an answer, if an error (a full Redis's OOM)
+                self.answered()
+                raise
+            self.answered()
+        # Cut short here (a call's deadline, the bound with a wait for a lock in it): not
+        # the server's silence as such, so it is not marked down for it.
+        if scope is not None and scope.cancelled_caught:
+            raise RedisTimeoutError(why)
+
+
+class _KnownDown(RedisConnectionError):
+    """A trip not made: the server gave no answer a moment ago (:meth:`RedisHealth.check`)."""
+
+
+# Errors that mean the server did not answer (a redis ConnectionError, a TimeoutError);
+# anything else is an answer, an error one included.
+_NO_ANSWER = (RedisConnectionError, RedisTimeoutError, OSError)
+
+_HEALTH: dict[str, RedisHealth] = {}
+_HEALTH_LOCK = threading.Lock()
+
+
+def redis_health(url: str, timeout_s: float) -> RedisHealth:
+    """The :class:`RedisHealth` of the Redis at ``url`` in this process, shared by the
+    stores that live there (the limits, the page cache)."""
+    with _HEALTH_LOCK:
+        health = _HEALTH.get(url)
+        if health is None:
+            health = _HEALTH[url] = RedisHealth(redact_url(url), timeout_s)
+        return health

@@ -14,6 +14,7 @@ and if that record cannot be written the call is refused.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import copy
@@ -71,6 +72,10 @@ _AUDIT_STALL_S = 3.0
 # is called frozen: the event loop itself may have been held (a long conversion, a paused
 # process) while the store committed, its answers queued behind the hold.
 _AUDIT_SETTLE_S = 0.25
+# A call refused because the audit store failed (its probe, or a write it found stuck) waits
+# this long at most for its own refusal record: the store just gave up or did not answer,
+# and waiting a whole bound of the store's again held each call 15-20 s (the docs say 10).
+_REFUSAL_WAIT_S = 0.25
 
 log = logging.getLogger("webward")
 
@@ -144,6 +149,9 @@ class Web:
         self._audit_waits: dict[int, float] = {}
         # Set when a write's wait ends, for a call that found one waiting long (made then).
         self._audit_moved: anyio.Event | None = None
+        # Refusal records handed over without waiting for them (:meth:`_hand_over_refusal`),
+        # still being written: closing waits for them before it closes the store.
+        self._handed_over: set[asyncio.Task[None]] = set()
         self._agent_names: set[str] = set()  # names already found to be names
         state = limit_state if limit_state is not None else open_limit_state(self.settings)
         self._limiter = Limiter(state, self.settings.limits, clock=clock)
@@ -225,6 +233,8 @@ class Web:
         await self._cache.aclose()
         await self._converter.aclose()
         await self._sessions.aclose()
+        if self._handed_over:  # each ends within its store's own bound
+            await asyncio.wait(set(self._handed_over))
         await self._audit.aclose()
         if self._own_telemetry:
             self.telemetry.close()
@@ -898,6 +908,9 @@ class Web:
                 closed = UpstreamError(_CLOSED_UNDER_CALL, reason=Reason.CANCELLED)
                 await self._write_audit(call, closed)
                 raise closed from exc
+            if exc.reason == Reason.AUDIT_UNAVAILABLE:  # the store is what failed
+                await self._hand_over_refusal(call, exc)
+                raise
             await self._write_audit(call, exc)
             raise
         except GeneratorExit:  # the coroutine is being closed: no await may run now
@@ -954,6 +967,28 @@ class Web:
         finally:
             self._audit_proving.set()
             self._audit_proving = None
+
+    async def _hand_over_refusal(self, call: Call, exc: WebwardError) -> None:
+        """The record of a call refused because the audit store failed (its probe did not
+        pass, or a write has waited too long for its commit): handed to the store, and
+        waited for at most :data:`_REFUSAL_WAIT_S`. A store that refuses at once (stopped,
+        a role without INSERT) has answered by then; one that did not answer is not waited on
+        a second time: the record is committed if the store takes it within its own bound,
+        and otherwise lost, which the call's line in the call log and the store's warning
+        say. Without an asyncio loop the record is waited for as any other."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            await self._write_audit(call, exc)
+            return
+        task = loop.create_task(self._write_handed_over(call, exc))
+        self._handed_over.add(task)
+        task.add_done_callback(self._handed_over.discard)
+        await asyncio.wait({task}, timeout=_REFUSAL_WAIT_S)  # never cancels the write
+
+    async def _write_handed_over(self, call: Call, exc: WebwardError) -> None:
+        with contextlib.suppress(Exception):  # the caller has its refusal already
+            await self._write_audit(call, exc)
 
     async def _write_unexpected(self, call: Call, exc: BaseException) -> None:
         """The record of a call cancelled, or ended by an unexpected exception. Shielded (and

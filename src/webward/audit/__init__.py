@@ -15,6 +15,7 @@ the settings; PostgreSQL is imported only when configured.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 from collections.abc import Mapping
 
@@ -29,6 +30,7 @@ from ._core import (
     AuditRecord,
     AuditSink,
     MemoryAuditSink,
+    StoreHealth,
     audit_unavailable,
     from_row,
     from_rows,
@@ -86,16 +88,21 @@ def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None
 
 
 class _RefusingSink:
-    """A sink that refuses every write: the configured store does not exist."""
+    """A sink that refuses every write: the configured store does not exist. Said once in
+    the log, as a store that fails is (``StoreHealth``): a gateway started with a DSN that
+    does not parse refused every call and said nothing."""
 
     def __init__(self, detail: str, advice: str | None = None) -> None:
         self._detail = detail
         self._advice = advice
+        self._health = StoreHealth(logging.getLogger(__name__), "the configured audit store")
 
     async def write(self, record: AuditRecord) -> None:
+        self._health.noted(self._detail)
         raise audit_unavailable(self._detail, self._advice)
 
     async def probe(self) -> None:
+        self._health.noted(self._detail)
         raise audit_unavailable(self._detail, self._advice)
 
     async def query(

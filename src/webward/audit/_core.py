@@ -622,12 +622,13 @@ def unreadable_note(count: int, then: str = "; the rest are shown") -> str:
 
 class StoreHealth:
     """Whether a SQL store took its last write or probe, said in ``log`` when that changes:
-    once when a store that took records stops taking them (the store's error in the line),
-    and once when it takes them again, so that a gateway's operator sees more than callers
-    refused, and not a line per refused call. A store that never worked is not said here:
-    its first refusal says it (`webward fetch` prints that one sentence, and a gateway's
-    ``/readyz`` answers it). ``where`` names the store without a secret (a path, the
-    variable holding a DSN)."""
+    once when the store fails, whether it took records before or never has (a replica whose
+    store was down or misconfigured from its start logged nothing while it refused every
+    call, then that records were written "again"), with the store's error in the line; and
+    once when it takes records again after that, so that a gateway's operator sees more than
+    callers refused, and not a line per refused call. ``where`` names the store without a
+    secret (a path, the variable holding a DSN), and so does the error given to
+    :meth:`noted`."""
 
     _NEW, _WORKS, _FAILS = "new", "works", "fails"
 
@@ -649,7 +650,7 @@ class StoreHealth:
         with self._lock:
             was = self._state
             self._state = self._WORKS if failure is None else self._FAILS
-        if failure is not None and was == self._WORKS:
+        if failure is not None and was != self._FAILS:
             self._log.warning(
                 "audit records cannot be written (%s); every call is refused until they can",
                 failure,

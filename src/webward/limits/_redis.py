@@ -4,7 +4,10 @@
 ``webward:limits:<key>`` and changes it with an optimistic ``WATCH``/``MULTI``/``EXEC`` loop:
 two replicas spending the same host's last token race, one ``EXEC`` fails, and that replica
 reads the new state and decides again. Any Redis failure refuses the read
-(``limits_unavailable``): abuse protections fail closed.
+(``limits_unavailable``): abuse protections fail closed, and promptly: each change (its wait
+for the process's other writers of the key included) ends within twice the client's timeout,
+and a Redis that just gave no answer is not asked again for a timeout's length
+(``_redis_client.RedisHealth``, shared with the page cache).
 
 ``[state] redis_url`` chooses it (``open_limit_state``). The URL may carry a password; messages
 name only its host, port and database (``_redis_client.redact_url``).
@@ -20,7 +23,7 @@ import anyio
 from redis.exceptions import RedisError, WatchError
 
 from .._errors import Refused
-from .._redis_client import by_call_deadline, redact_url, redis_client
+from .._redis_client import redact_url, redis_client, redis_health
 from ._state import NOT_OURS, Change, HostState, R, limits_unavailable, state_of
 
 __all__ = ["LIMITS_PREFIX", "RedisLimitState"]
@@ -33,6 +36,9 @@ _IDLE_TTL_S = 86_400
 # row the store is treated as unavailable rather than spinning on.
 _MAX_RACES = 100
 _STRIPES = 64  # locks a process's writers of one key take turns on
+# The readiness probe's key: a real write with an expiry, as a change of the limits makes.
+READY_KEY = "webward:ready"
+_READY_TTL_MS = 60_000
 _FIELDS = tuple(f.name for f in dataclasses.fields(HostState))
 
 
@@ -61,11 +67,20 @@ class RedisLimitState:
     by the key's hash): only other replicas race it, so a race lost is rare. Sixty tasks of
     one gateway on one agent's budget raced each other, and some lost a hundred times in a
     row: refused ``limits_unavailable`` with the store up.
+
+    A change is bounded as a whole, the wait for its turn included, by twice the client's
+    timeout (and by the call's deadline): ten calls to one host behind a frozen Redis each
+    waited for the one ahead of it, which spent its own timeout, and nine ran into the read's
+    deadline (504, blamed on the site). A Redis that gave no answer is not asked again for
+    the client's timeout: the changes waiting for their turn, and those that arrive then,
+    are refused at once (``RedisHealth``).
     """
 
     def __init__(self, url: str, *, timeout_s: float = 2.0, idle_ttl_s: int = _IDLE_TTL_S) -> None:
         self._where = redact_url(url)
         self._client = redis_client(url, timeout_s)
+        self._health = redis_health(url, timeout_s)
+        self._bound_s = 2 * timeout_s  # one change, its wait for its turn included
         self._ttl = idle_ttl_s
         self._turns: list[anyio.Lock] | None = None  # made on first use: they are the loop's
 
@@ -76,10 +91,11 @@ class RedisLimitState:
         if self._turns is None:
             self._turns = [anyio.Lock() for _ in range(_STRIPES)]
         try:
-            with by_call_deadline():
+            with self._health.trips(self._bound_s) as seen:
                 async with self._turns[hash(key) % _STRIPES]:
+                    self._health.recheck(seen)  # found down while this change waited its turn
                     return await self._update(key, change)
-        except RedisError as exc:  # the call's deadline, waiting for its turn or in a trip
+        except (RedisError, OSError) as exc:  # no answer, or none in time (its turn too)
             raise self._unavailable(exc) from None
 
     async def _update(self, key: str, change: Change[R]) -> R:
@@ -102,21 +118,25 @@ class RedisLimitState:
                         # Another replica changed the key: read it again, after a short random
                         # wait that grows, so that replicas racing in step fall out of step.
                         await anyio.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.02)))
-        except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:  # Redis errors: for update's trips
             raise self._unavailable(exc) from None
         raise self._unavailable(f"{_MAX_RACES} writers in a row raced for one key")
 
     async def get(self, key: str) -> HostState | None:
         try:
-            with by_call_deadline():
+            with self._health.trips(self._bound_s):
                 return _decode(await self._client.get(LIMITS_PREFIX + key))
         except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
             raise self._unavailable(exc) from None
 
     async def probe(self) -> None:
-        """Whether the store answers now (PING)."""
+        """Whether a change of the limits could be made now: a real write with an expiry
+        (``SET`` of :data:`READY_KEY`, as a change sets its key), so that a full Redis
+        (``maxmemory`` with ``noeviction``), a read-only replica or a frozen one fails it as
+        it fails the calls; a ``PING`` passed on each. ``limits_unavailable`` otherwise."""
         try:
-            await self._client.ping()
+            with self._health.trips(self._bound_s):
+                await self._client.set(READY_KEY, "1", px=_READY_TTL_MS)
         except (RedisError, OSError) as exc:
             raise self._unavailable(exc) from None
 
