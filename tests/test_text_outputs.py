@@ -329,13 +329,29 @@ async def test_link_urls_are_neutralised_on_mcp_and_in_the_library(
     *_, last = [b.text for b in result.content if isinstance(b, TextContent)]
     provenance, listed = unwrap(last)  # the links block: an envelope of its own
     assert provenance["content-type"].startswith("the page's outbound links")
-    assert "[marker removed]" in listed
     assert_neutral(listed)
     assert result.meta is not None
     urls = [link["url"] for link in result.meta["webward/result"]["links"]]
     assert len(urls) == len(CONFUSED_MARKERS)
-    for url in urls:
+    for url in urls:  # still URLs: the marker's words percent-encoded, not spaced out
         assert_neutral(url)
+        assert " " not in url and url.startswith("https://example.org/")
+
+
+@pytest.mark.anyio
+async def test_a_page_link_with_the_marker_words_stays_a_url(tmp_path: Path) -> None:
+    """A link to ``/posts/untrusted-web-content`` (a blog post about this very envelope) is
+    listed as ``/posts/%75ntrusted-web-content``, the same resource, where it read
+    ``/posts/[marker removed]``, a URL with a space no reader can follow; one whose host
+    spells the marker is left out."""
+    html = (
+        '<p>Two posts: <a href="/posts/untrusted-web-content">one</a> and '
+        '<a href="https://untrusted-web-content.example/">two</a>.</p>'
+    )
+    with serve(routes={"/": respond(200, html)}) as srv:
+        async with Web(settings_for(tmp_path), audit=MemoryAuditSink()) as web:
+            page = await web.fetch(srv.url("/"), include_links=True)
+    assert [link.url for link in page.links or ()] == [srv.url("/posts/%75ntrusted-web-content")]
 
 
 def test_cli_links_are_neutralised(tmp_path: Path, link_site: LocalServer) -> None:
@@ -355,7 +371,7 @@ def test_cli_links_are_neutralised(tmp_path: Path, link_site: LocalServer) -> No
         else:  # the links follow the page's envelope, in one of their own
             page_end = stdout.index("<<<end-untrusted-web-content")
             outside = unwrap(stdout[stdout.index("\n\n[webward]", page_end) + 2 :].strip())[1]
-        assert "[marker removed]" in outside
+        assert "example.org" in outside
         assert_neutral(outside)
 
 

@@ -50,6 +50,7 @@ from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
 from ._shell import needs_browser, scant
 from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
+from ._urls import neutral_url
 from ._workers import CHEAP_HTML_BYTES, ConvertPool
 from ._workers import Job as _Job
 from .audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
@@ -1271,7 +1272,12 @@ def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
     kept: list[Link] = []
     budget = MAX_LINK_CHARS
     for link in links:
-        neutral = Link(line(link.url), line(link.text))
+        # A URL stays a URL: marker words in it are percent-encoded, not replaced by
+        # "[marker removed]" (a space in a URL, which no reader can follow).
+        url = neutral_url(link.url)
+        if url is None:  # the words are in its host: no URL to hand on
+            continue
+        neutral = Link(url, line(link.text))
         budget -= len(neutral.url) + len(neutral.text)
         if budget < 0:
             break
