@@ -76,6 +76,23 @@ async def test_a_closed_web_refuses_every_call_without_a_request() -> None:
     assert len(srv.requests) == 1
 
 
+def test_a_web_used_from_a_second_event_loop_says_so() -> None:
+    """One Web kept across ``asyncio.run`` calls: its pooled connections are the first loop's,
+    and every other call failed with a bare "Event loop is closed", audited as webward's own
+    bug. Now the second loop's call is the caller's, in one sentence, and nothing is sent."""
+    import asyncio
+
+    audit = MemoryAuditSink()
+    with serve(routes={"/": respond(200, "<p>owls</p>")}) as srv:
+        shared = web(audit=audit)
+        asyncio.run(shared.fetch(srv.url("/")))
+        with pytest.raises(RuntimeError, match=r"^this Web runs on the event loop it was first"):
+            asyncio.run(shared.fetch(srv.url("/")))
+        asyncio.run(shared.aclose())
+    assert len(srv.requests) == 1
+    assert [r.decision for r in audit.records] == ["allowed"]
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

@@ -647,6 +647,18 @@ def _blocked_items() -> list[dict[str, Any]]:
     return results(3, host="docs.example.org") + results(2, host="blocked.example")
 
 
+def test_a_hit_whose_host_cannot_be_read_counts_against_the_list_the_agent_has() -> None:
+    """An agent with search_allow alone: a hit with no host to read is off its allow-list
+    (host_not_allowed), not "on search_deny", a list it does not have."""
+    from webward._policy import AgentLists
+
+    settings = Settings().replace({"agents": {"r": {"search_allow": ["*.example.org"]}}})
+    lists = AgentLists(settings.agents, report=True)
+    kept, dropped = lists.filter_hits(["x"], lambda hit: None, "r")
+    assert kept == ["x"] and dropped == {"agents.r.search_allow": 1}
+    assert lists.hits_verdict(dropped, "r").reason == "host_not_allowed"
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("lists", "reason"),
@@ -871,7 +883,18 @@ async def test_a_hit_url_with_the_marker_words_stays_a_url(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("query", ["\u200b\u200b", "\u202e", "\u2060\ufeff", "\u00a0\u200d"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "\u200b\u200b",
+        "\u202e",
+        "\u2060\ufeff",
+        "\u00a0\u200d",
+        "\U000e0002",  # an unassigned tag
+        "\u2065",  # unassigned, among the bidi controls
+        "\U0001d173",  # a musical format character the envelope keeps
+    ],
+)
 async def test_a_query_of_invisible_characters_is_empty(
     home: Path, server: LocalServer, query: str
 ) -> None:

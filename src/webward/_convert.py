@@ -1007,6 +1007,12 @@ def _drop_empty_inline(tree: Any) -> None:
             for child in element
         ):
             continue
+        label = element.get("aria-label") or element.get("title") if element.tag == "a" else None
+        if label and label.strip():
+            # An icon's link that says what it is ("Download the report (PDF)"): it says so,
+            # as a link of words (left empty, trafilatura dropped its paragraph).
+            element.text = _collapse(label, _MAX_LINK_TEXT)
+            continue
         spaced = element.text or any(child.tail or doomed.get(child) for child in element)
         doomed[element] = " " if spaced else ""
     _structure.replace_by_texts(doomed)  # in one pass (see _drop_all)
@@ -1027,6 +1033,7 @@ def _in_paragraph(element: Any) -> bool:
 
 
 _MAX_LABEL_ELEMENTS = 500  # the elements of an SVG read for those its aria-labelledby names
+_MAX_LABELS = 16  # the ids of its aria-labelledby read
 
 
 def _graphics_as_images(tree: Any) -> None:
@@ -1045,14 +1052,21 @@ def _graphics_as_images(tree: Any) -> None:
             continue
         name = svg.get("aria-label") or ""
         if not name.strip() and svg.get("aria-labelledby"):
-            named = (svg.get("aria-labelledby") or "").split()
+            # A few distinct ids, each label's first words: an id named 100,000 times read
+            # its element's text as often (93 s, 16 GB), for an alt that longer than
+            # _MAX_ALT_CHARS is dropped anyway.
+            named = list(dict.fromkeys((svg.get("aria-labelledby") or "")[:2000].split()))
+            named = named[:_MAX_LABELS]
+            wanted = set(named)
             # (its first elements only: an SVG nested in another would read it all again)
             labels = {
                 el.get("id"): el
                 for el in itertools.islice(svg.iter(), _MAX_LABEL_ELEMENTS)
-                if el.get("id") in named
+                if el.get("id") in wanted
             }
-            name = " ".join(labels[i].text_content() for i in named if i in labels)
+            name = " ".join(
+                labels[i].text_content()[: _MAX_ALT_CHARS + 1] for i in named if i in labels
+            )
         if not name.strip():
             title = svg.find("title")
             name = title.text_content() if title is not None else ""
@@ -1105,6 +1119,9 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     # <xmp>'s markup as it is written): read as code, not escaped into prose ("&lt;b&gt;").
     for old in tree.iter("xmp", "listing"):
         old.tag = "pre"
+    for tab in tree.iter("button"):
+        if (tab.get("role") or "").strip().lower() == "tab":
+            tab.tag = "span"  # a tab's label (Bootstrap's, Radix's), read over its panel
     _strip_all(tree, *_DROP_TAGS)
     _code_lines(tree)  # before the empty spans go, and any reading of a block's text
     _drop_empty_inline(tree)
@@ -3251,6 +3268,12 @@ _BLANK_RUN = re.compile(r"\n{3,}")
 _EMPTY_LINK = re.compile(r"(?<![!\\])\[\]\([^()\s]*\) ?")
 
 
+def _without_empty_links(line: str) -> str:
+    """``line`` without its empty links (:data:`_EMPTY_LINK`), unless it holds inline code,
+    where ``[](`` is code's own (C++'s ``[](){ … }``)."""
+    return line if "`" in line else _EMPTY_LINK.sub("", line)
+
+
 def tidy_markdown(markdown: str) -> str:
     """Trailing spaces off, at most one blank line in a row, a blank line after a closing code
     fence, control characters out. Code blocks keep their lines as they are."""
@@ -3267,7 +3290,7 @@ def tidy_markdown(markdown: str) -> str:
         # lines took 0.25 s in the loop). No regex strips the spaces: "\s+$" backtracks
         # through every run of spaces that does not end its line, quadratic in its length.
         if "[](" in markdown:
-            markdown = _EMPTY_LINK.sub("", markdown)
+            markdown = "\n".join(_without_empty_links(line) for line in markdown.split("\n"))
         lines = "\n".join([line.rstrip() for line in markdown.split("\n")])
         if "\n\n\n" in lines:  # the regex tries every position: 0.4 ms for 100 kB
             lines = _BLANK_RUN.sub("\n\n", lines)
@@ -3286,7 +3309,7 @@ def tidy_markdown(markdown: str) -> str:
             continue
         line = raw.rstrip()
         if "[](" in line:
-            line = _EMPTY_LINK.sub("", line).rstrip()
+            line = _without_empty_links(line).rstrip()
         if not line and (not out or not out[-1]):
             continue  # no leading blank lines, no runs of them
         opening = _FENCE.match(line)

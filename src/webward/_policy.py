@@ -375,7 +375,11 @@ class AgentLists:
         dropped: dict[str, int] = {}
         for hit in hits:
             host = host_of(hit)
-            if host is None or _first_match(lists.search_deny, host) is not None:
+            # A host that cannot be read is on no allow-list, and counts against the list the
+            # agent has (search_deny only when it has no search_allow).
+            if host is None:
+                key = f"agents.{agent}.{'search_allow' if lists.search_allow else 'search_deny'}"
+            elif _first_match(lists.search_deny, host) is not None:
                 key = f"agents.{agent}.search_deny"
             elif lists.search_allow and _first_match(lists.search_allow, host) is None:
                 key = f"agents.{agent}.search_allow"

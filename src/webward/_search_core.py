@@ -58,24 +58,18 @@ __all__ = ["MAX_LIMIT", "SEARCH", "Searcher", "check_limit", "check_query", "ren
 
 log = logging.getLogger("webward")
 
-# Characters that show as nothing but are not whitespace to str.split(): besides the format
-# characters (Cf: zero-width space and joiners, word joiner, BOM, bidi controls, tags), the
-# fillers and invisible marks the envelope's one-line fields drop. A query of these alone
-# is an empty query: sent, it would cost a provider call and the agent's spend.
-_BLANKS = frozenset(
-    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u2800\u3164\uffa0"
-    "\ufe00\ufe01\ufe02\ufe03\ufe04\ufe05\ufe06\ufe07\ufe08\ufe09\ufe0a\ufe0b\ufe0c\ufe0d"
-    "\ufe0e\ufe0f"
-)
-
 
 def _shows_nothing(text: str) -> bool:
-    return all(
-        ch in _BLANKS
-        or unicodedata.category(ch) == "Cf"
-        or "\U000e0100" <= ch <= "\U000e01ef"  # supplementary variation selectors
-        for ch in text
-    )
+    """Whether ``text`` holds nothing the envelope's one-line fields would show (what they
+    strip: format characters, bidi controls, tags, fillers, blanks): such a query is an empty
+    one, which sent would cost a provider call and the agent's spend."""
+    shown = _envelope.neutralise_line(text)
+    return all(unicodedata.category(ch) in _NOTHING_SHOWN for ch in shown)
+
+
+# What a character that still stands after the neutraliser may be and show nothing: a space,
+# an unassigned or private code point, a format character it keeps (U+1D173 and the like).
+_NOTHING_SHOWN = frozenset(("Zs", "Cn", "Co", "Cf"))
 
 
 def check_query(query: object, max_chars: int) -> str:

@@ -188,6 +188,7 @@ class Web:
         self._search_provider = search_provider
         self._credentials = credentials
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on
 
     @property
     def limit_state(self) -> LimitState:
@@ -234,8 +235,8 @@ class Web:
         await self._cache.aclose()
         await self._converter.aclose()
         await self._sessions.aclose()
-        if self._handed_over:  # each ends within its store's own bound
-            await asyncio.wait(set(self._handed_over))
+        while self._handed_over:  # each ends within its store's own bound; a call still in
+            await asyncio.wait(set(self._handed_over))  # flight may hand one over meanwhile
         await self._audit.aclose()
         if self._own_telemetry:
             self.telemetry.close()
@@ -883,6 +884,16 @@ class Web:
                 "this Web is closed (its `async with` block ended, or aclose() was called); "
                 "make a new Web for further calls"
             )
+        loop = asyncio._get_running_loop()
+        if loop is not self._loop:
+            if self._loop is None:
+                self._loop = loop
+            elif loop is not None:  # the caller's bug too: its connections are that loop's
+                raise RuntimeError(
+                    "this Web runs on the event loop it was first used on, whose connections "
+                    "it keeps; open a Web in each loop (each asyncio.run) with `async with "
+                    "Web(...)`"
+                )
         call = Call(
             capability,
             agent,
@@ -982,13 +993,18 @@ class Web:
         except RuntimeError:
             await self._write_audit(call, exc)
             return
+        if self._closed:  # aclose may have waited for the others already: no task outlives it
+            await self._write_handed_over(call, exc)
+            return
         task = loop.create_task(self._write_handed_over(call, exc))
         self._handed_over.add(task)
         task.add_done_callback(self._handed_over.discard)
         await asyncio.wait({task}, timeout=_REFUSAL_WAIT_S)  # never cancels the write
 
     async def _write_handed_over(self, call: Call, exc: WebwardError) -> None:
-        with contextlib.suppress(Exception):  # the caller has its refusal already
+        # Quiet: its caller has been answered (the refusal) and may be gone, and the store's
+        # own failure is what its warning and the call log say.
+        with contextlib.suppress(Exception):
             await self._write_audit(call, exc)
 
     async def _write_unexpected(self, call: Call, exc: BaseException) -> None:
