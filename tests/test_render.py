@@ -1029,6 +1029,33 @@ class OutOfTime:
         return Rendered(SHELL_PAGE)
 
 
+# A script shell that never settles: it changes its address a thousand times a tick.
+PUSHING_SHELL = (
+    "<html><head><title>Pushing</title></head><body><div id='app'></div><script>var i = 0;"
+    "setInterval(() => { for (let k = 0; k < 1000; k++) history.pushState({}, '', '/?p=' + i++);"
+    " document.getElementById('app').textContent = 'push ' + i; }, 0);</script></body></html>"
+)
+
+
+async def test_a_fallback_that_never_settles_ends_by_the_reads_deadline() -> None:
+    """A shell whose address changes a thousand times a tick: its DOM's reads went on into
+    the read's deadline, then closing the busy browser waited its whole bound, so the call
+    ended 5 to 6 s past its deadline. The read of the DOM now ends in time to close the
+    browser before the deadline, a close that does not end in time kills the browser, and
+    no browser is left."""
+    deadline_s = 8.0
+    audit = MemoryAuditSink()
+    with serve(routes={"/": respond(200, PUSHING_SHELL)}) as srv:
+        async with make_web({"fetch_timeout_s": deadline_s}, audit=audit) as web:
+            began = time.monotonic()
+            page = await web.fetch(srv.url("/"), tier="connected")
+            took = time.monotonic() - began
+    assert took < deadline_s + 1.5, took  # the deadline, and the second the docs allow
+    assert "there is no text to give" in page.content or "push" in page.content
+    assert len(audit.records) == 1
+    assert _browser_processes() == []
+
+
 async def test_a_shell_whose_render_runs_out_of_time_says_so_and_is_not_kept() -> None:
     """A script shell whose render does not finish by the read's deadline (renders queued
     behind others): its reading was empty, handed over as a success, and cached for the

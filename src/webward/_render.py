@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import math
 import os
 import pwd
 import re
@@ -229,13 +230,14 @@ class ChromiumRenderer:
         # fallback): the waits for the page's load and quiet end in time for the DOM to be
         # read, and the browser closed, before it; else the page is lost rather than read as
         # it stands. The render's own deadline leaves that room after the load's bound.
-        read_by = anyio.current_effective_deadline() - _AFTER_READ_S
+        until = anyio.current_effective_deadline()  # the caller's: the browser closed by then
+        read_by = until - _AFTER_READ_S
         if self._slots is None:
             self._slots = anyio.Semaphore(self._max_concurrent)
         try:
             with anyio.fail_after(deadline) as scope:
                 async with self._slots:
-                    return await self._render(url, screenshot, gate, deadline, read_by)
+                    return await self._render(url, screenshot, gate, deadline, read_by, until)
         except WebwardError:
             raise
         # The caller's own cancellation is no Exception and passes through untouched.
@@ -271,7 +273,13 @@ class ChromiumRenderer:
             raise
 
     async def _render(
-        self, url: str, screenshot: bool, gate: Gate, deadline: float, read_by: float
+        self,
+        url: str,
+        screenshot: bool,
+        gate: Gate,
+        deadline: float,
+        read_by: float,
+        until: float,
     ) -> Rendered:
         """One browser, its proxy and its private directory; Playwright's errors are left to
         :meth:`render` to word (each one itself, never inside an exception group). The waits
@@ -286,7 +294,7 @@ class ChromiumRenderer:
             # stops, the proxy stops, and the private directory is removed.
             async with (
                 open_proxy(gate, deadline_s=deadline, max_bytes=self._proxy_max_bytes) as proxy,
-                _playwright() as pw,
+                _playwright(until) as pw,
             ):
                 context = await pw.chromium.launch_persistent_context(
                     launch.profile,
@@ -310,11 +318,21 @@ class ChromiumRenderer:
                     page = await context.new_page()
                     await _load(page, url, gate, self._goto_timeout_s, read_by)
                     await _quiet(page, read_by)
-                    html = await _settled_content(page, self._goto_timeout_s)
+                    # A page that keeps changing its address keeps its DOM from being read:
+                    # the reads end in time to close the browser before the caller's deadline.
+                    with anyio.move_on_at(read_by + _SETTLE_S) as settling:
+                        html = await _settled_content(page, self._goto_timeout_s)
+                    if settling.cancelled_caught:
+                        raise UpstreamError(
+                            "the page kept changing as it rendered and did not settle in time "
+                            "to be read; read it without the browser (a plain read)",
+                            code="timeout",
+                            reason=Reason.RENDER_TIMEOUT,
+                        )
                     png = await page.screenshot(type="png") if screenshot else None
                     _same_site(url, page.url)  # where the DOM and the picture came from
                 finally:
-                    await _close(context)
+                    await _close(context, launch.profile, until)
         return Rendered(html=html, screenshot_png=png)
 
 
@@ -326,6 +344,11 @@ _TEXT_POLL_S = 0.25
 # What a render needs after those waits, within its caller's deadline: the DOM's read, the
 # screenshot, closing the browser and, back in the caller, the reading's conversion.
 _AFTER_READ_S = 3.0
+# Of that, what the DOM's read may take (a page that navigates under it is read again).
+_SETTLE_S = 1.0
+# What closing the browser (and stopping the driver) is given at least, when the caller's
+# deadline leaves less: past it a browser that has not closed is killed.
+_MIN_CLOSE_S = 0.5
 
 
 async def _quiet(page: Any, read_by: float) -> None:
@@ -672,10 +695,17 @@ async def _load(page: Any, url: str, gate: Gate, timeout_s: float, read_by: floa
             tg.start_soon(capped, tg.cancel_scope)
 
 
+def _closing_bound(until: float) -> float:
+    """How long closing may take: :data:`_CLOSE_S`, or what is left before the caller's
+    deadline ``until`` when that is less, but :data:`_MIN_CLOSE_S` at least."""
+    return max(_MIN_CLOSE_S, min(_CLOSE_S, until - anyio.current_time()))
+
+
 @contextlib.asynccontextmanager
-async def _playwright() -> AsyncIterator[Playwright]:
+async def _playwright(until: float = math.inf) -> AsyncIterator[Playwright]:
     """Playwright's driver for one render, stopped even when the render timed out or was
-    cancelled (shielded, bounded): stopping it kills any browser it launched still running."""
+    cancelled (shielded, bounded, within the caller's deadline ``until`` where it can be):
+    stopping it kills any browser it launched still running."""
     from playwright.async_api import async_playwright
 
     manager = async_playwright()
@@ -683,23 +713,44 @@ async def _playwright() -> AsyncIterator[Playwright]:
     try:
         yield pw
     finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_S):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_closing_bound(until)):
             await manager.__aexit__(None, None, None)
 
 
-async def _close(context: Any) -> None:
+async def _close(context: Any, profile: str, until: float = math.inf) -> None:
     """Close the render's browser and wait for it to exit, also when the render timed out or
     was cancelled (shielded, bounded): Chromium writes to its profile while it shuts down, so
     the profile is removed only after this. An error while closing (a crashed browser) never
-    hides the render's own."""
+    hides the render's own. A browser that has not closed by the caller's deadline ``until``
+    (a page that keeps it busy: the close waited its whole bound, 5 s past the read's
+    deadline) is killed: its processes, found by the profile only it uses."""
     from playwright.async_api import Error as PlaywrightError
 
-    with (
-        anyio.CancelScope(shield=True),
-        anyio.move_on_after(_CLOSE_S),
-        contextlib.suppress(PlaywrightError),
-    ):
-        await context.close()
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(_closing_bound(until)) as closing:
+            with contextlib.suppress(PlaywrightError):
+                await context.close()
+        if closing.cancelled_caught:
+            await anyio.to_thread.run_sync(_kill_browser, profile)
+
+
+def _kill_browser(profile: str) -> None:
+    """SIGKILL every process whose command line names ``profile`` (``--user-data-dir``): the
+    render's Chromium and its helpers, and nothing else (each render has a profile of its
+    own)."""
+    import signal
+
+    mark = profile.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if mark not in f.read():
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue  # gone already, or not ours to read
 
 
 @contextlib.asynccontextmanager
