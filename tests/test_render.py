@@ -1056,6 +1056,22 @@ async def test_a_fallback_that_never_settles_ends_by_the_reads_deadline() -> Non
     assert _browser_processes() == []
 
 
+async def test_a_page_whose_dialogs_hold_the_browser_says_so() -> None:
+    """A page looping ``alert()`` never navigates: its screenshot's failure said it "kept
+    navigating itself away". It now says what held the browser, in one sentence."""
+    page = (
+        "<html><body><p>Hi</p><script>for (;;) { alert(1); confirm(2); prompt(3); }"
+        "</script></body></html>"
+    )
+    with serve(routes={"/": respond(200, page)}) as srv:
+        async with make_web(renderer=ChromiumRenderer(goto_timeout_s=2)) as web:
+            with pytest.raises(UpstreamError) as failed:
+                await web.fetch(srv.url("/"), include_screenshot=True)
+    message = failed.value.message
+    assert "kept the browser from reading it" in message, message
+    assert "navigating" not in message
+
+
 async def test_a_shell_whose_render_runs_out_of_time_says_so_and_is_not_kept() -> None:
     """A script shell whose render does not finish by the read's deadline (renders queued
     behind others): its reading was empty, handed over as a success, and cached for the

@@ -615,6 +615,7 @@ async def _settled_content(page: Any, timeout_s: float) -> str:
     from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+    unanswered = 0  # reads the page never answered (moved on, or its scripts held it)
     for _ in range(3):
         try:
             # A read the page navigates away from may never be answered: bounded, then read
@@ -627,12 +628,19 @@ async def _settled_content(page: Any, timeout_s: float) -> str:
                 return dom
             continue
         except TimeoutError:
+            unanswered += 1
             continue  # no answer: the page moved on already, so read its next DOM at once
         except PlaywrightError as exc:
             if not any(words in str(exc) for words in _NAVIGATING):
                 raise
         with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_load_state("load", timeout=timeout_s * 1000)
+    if unanswered == 3:  # an alert() loop, a script that never yields: no navigation at all
+        raise UpstreamError(
+            "the page's scripts kept the browser from reading it (a dialog or a script that "
+            "never lets go); read it without the browser (a plain read)",
+            reason=Reason.RENDER,
+        )
     raise UpstreamError(
         "the page kept navigating itself away as it rendered, so it has no settled page to "
         "read; read it without the browser (a plain read) or read where it leads",
