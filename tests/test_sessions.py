@@ -783,4 +783,5 @@ def test_agent_search_lists_count_what_each_list_dropped() -> None:
         lists = AgentLists(agents, report=report)
         got, dropped = lists.filter_hits(hosts, lambda h: h, "bot")
         assert got == kept
-        assert dropped == {"agents.bot.search_deny": 2, "agents.bot.search_allow": 1}
+        # A hit with no host to read is on no allow-list: counted against search_allow.
+        assert dropped == {"agents.bot.search_deny": 1, "agents.bot.search_allow": 2}
