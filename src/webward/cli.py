@@ -57,9 +57,9 @@ EPILOG = """\
 exit codes: 0 done (read, searched, listed, answered); 1 upstream failure (timeout, HTTP or
 provider error) or output that could not be written (a full disk, stdout closed); 2 bad usage
 or input; 3 refused (policy, guard, rate limit, circuit open, not configured); 141 the reader
-of a pipe went away (| head); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP, the
-terminal closed), and 128+N for SIGQUIT (131), SIGUSR1 (138) and SIGUSR2 (140): the call in
-flight is audited as cancelled.
+of a pipe went away (| head); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up
+(SIGHUP, the terminal closed), and 128+N for SIGQUIT (131), SIGUSR1 (138) and SIGUSR2 (140):
+the call in flight is audited as cancelled.
 
 configuration: --config FILE, else $WEBWARD_CONFIG, else webward.toml in the user config dir
 (~/.config/webward/webward.toml on Linux); a webward.toml in the working directory is read
