@@ -33,6 +33,7 @@ from webward.console._auth import SESSION_S, AgentTokens, Check
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN, BOT = "admin-console-token", "bot-gateway-token"
+LINK = re.compile(r"(http://127\.0\.0\.1:\d+/console/\?token=[\w-]+)")  # webward console's
 SCRIPT_URL = (
     'https://evil.example/<script>alert(1)</script>"><img src=https://tracker.example/x.png>'
 )
@@ -442,7 +443,7 @@ def _console_process(settings_file: Path, env: dict[str, str]) -> tuple[subproce
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()
-    found = re.search(r"(http://127\.0\.0\.1:\d+/console/\?token=[\w-]+)", line)
+    found = LINK.search(line)
     assert found, line
     return proc, found.group(1)
 
@@ -549,7 +550,7 @@ def test_webward_console_started_without_stderr_prints_its_link_on_stdout(
         # Bounded: with the link lost, the console runs on and prints nothing.
         ready, _, _ = select.select([proc.stdout], [], [], 30)
         line = proc.stdout.readline() if ready else ""
-        url = re.search(r"(http://127\.0\.0\.1:\d+/console/\?token=[\w-]+)", line)
+        url = LINK.search(line)
         assert url, line
         with httpx.Client(timeout=30) as c:
             assert c.get(url.group(1)).status_code == 303

@@ -184,21 +184,12 @@ class Page:
         says..." would speak after the page's end marker."""
         if not self.links:
             return None
-        from . import _envelope
 
         lines = [
             f"{i}. {link.text or '(no text)'} <{link.url}>" for i, link in enumerate(self.links, 1)
         ]
-        return _envelope.wrap(
-            "\n".join(lines),
-            {
-                "capability": FETCH,
-                "requested_url": self.requested_url,
-                "final_url": self.final_url,
-                "status": self.status,
-                "content_type": "the page's outbound links (anchor text <absolute URL>)",
-                "retrieved_at": self.retrieved_at,
-            },
+        return self._enveloped(
+            "\n".join(lines), "the page's outbound links (anchor text <absolute URL>)"
         )
 
     def document_text(self, part: Part) -> str | None:
@@ -206,16 +197,20 @@ class Page:
         show text; ``None`` for other parts. It is page text, so it is enveloped like one."""
         if part.type != "document" or not part.text:
             return None
+        return self._enveloped(part.text, f"{part.media_type} (extracted text)")
+
+    def _enveloped(self, text: str, content_type: str) -> str:
+        """Page text beside the window, in an envelope of its own with the page's provenance."""
         from . import _envelope
 
         return _envelope.wrap(
-            part.text,
+            text,
             {
                 "capability": FETCH,
                 "requested_url": self.requested_url,
                 "final_url": self.final_url,
                 "status": self.status,
-                "content_type": f"{part.media_type} (extracted text)",
+                "content_type": content_type,
                 "retrieved_at": self.retrieved_at,
             },
         )

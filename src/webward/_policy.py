@@ -401,18 +401,14 @@ class AgentLists:
             return _ALLOW
         denied = dropped.get(f"agents.{agent}.search_deny", 0)
         if denied:
-            return Decision(
-                True,
+            return self._deny(
                 REASON_HOST_DENIED,
                 f"{denied} search hit(s) from hosts on [agents.{agent}] search_deny",
-                would_deny=True,
             )
-        return Decision(
-            True,
+        return self._deny(
             REASON_HOST_NOT_ALLOWED,
             f"{sum(dropped.values())} search hit(s) from hosts not on [agents.{agent}] "
             "search_allow",
-            would_deny=True,
         )
 
     def _deny(self, reason: str, message: str) -> Decision:

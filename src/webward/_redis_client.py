@@ -57,19 +57,23 @@ def redact_url(url: str) -> str:
 
 
 @contextlib.contextmanager
-def by_call_deadline() -> Iterator[None]:
+def by_call_deadline(bound_s: float | None = None) -> Iterator[None]:
     """Round trips to Redis inside this block end by the deadline of the call they serve
-    (:data:`~webward._call.CALL_DEADLINE`), with a ``RedisError`` the stores word as any
-    other: each has a timeout of its own (and one retry of a broken connection), but a call
-    makes several."""
+    (:data:`~webward._call.CALL_DEADLINE`), and by ``bound_s`` from now when that comes
+    first, with a ``RedisError`` the stores word as any other: each has a timeout of its own
+    (and one retry of a broken connection), but a call makes several."""
     deadline = CALL_DEADLINE.get()
+    why = "no answer within the deadline of the call it served"
+    own = None if bound_s is None else time.monotonic() + bound_s
+    if own is not None and (deadline is None or own < deadline):
+        deadline, why = own, f"no answer within {bound_s:g} s"
     if deadline is None:  # no call's (a readiness check, URLs a face declares)
         yield
         return
     with anyio.move_on_after(deadline - time.monotonic()) as scope:
         yield
     if scope.cancelled_caught:
-        raise RedisTimeoutError("no answer within the deadline of the call it served")
+        raise RedisTimeoutError(why)
 
 
 def redis_client(url: str, timeout_s: float) -> Redis:
@@ -166,18 +170,9 @@ class RedisHealth:
         from now, whichever comes first, and their outcome noted. Everything inside counts,
         a wait for a lock of the store's included. Yields what :meth:`recheck` takes."""
         seen = self.check()
-        deadline = CALL_DEADLINE.get()
-        own = None if bound_s is None else time.monotonic() + bound_s
-        if own is not None and (deadline is None or own < deadline):
-            deadline, why = own, f"no answer within {bound_s:g} s"
-        else:
-            why = "no answer within the deadline of the call it served"
-        bounded = (
-            contextlib.nullcontext()
-            if deadline is None
-            else anyio.move_on_after(deadline - time.monotonic())
-        )
-        with bounded as scope:
+        # Cut short by the bound (a call's deadline, the bound with a wait for a lock in it):
+        # not the server's silence as such, so by_call_deadline raises it past the marking.
+        with by_call_deadline(bound_s):
             try:
                 yield seen
             except _KnownDown:  # a check inside (after a wait for a lock): nothing new
@@ -189,10 +184,6 @@ class RedisHealth:
                 self.answered()
                 raise
             self.answered()
-        # Cut short here (a call's deadline, the bound with a wait for a lock in it): not
-        # the server's silence as such, so it is not marked down for it.
-        if scope is not None and scope.cancelled_caught:
-            raise RedisTimeoutError(why)
 
 
 class _KnownDown(RedisConnectionError):

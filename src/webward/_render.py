@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
-import math
 import os
 import pwd
 import re
@@ -710,7 +709,7 @@ def _closing_bound(until: float) -> float:
 
 
 @contextlib.asynccontextmanager
-async def _playwright(until: float = math.inf) -> AsyncIterator[Playwright]:
+async def _playwright(until: float) -> AsyncIterator[Playwright]:
     """Playwright's driver for one render, stopped even when the render timed out or was
     cancelled (shielded, bounded, within the caller's deadline ``until`` where it can be):
     stopping it kills any browser it launched still running."""
@@ -725,7 +724,7 @@ async def _playwright(until: float = math.inf) -> AsyncIterator[Playwright]:
             await manager.__aexit__(None, None, None)
 
 
-async def _close(context: Any, profile: str, until: float = math.inf) -> None:
+async def _close(context: Any, profile: str, until: float) -> None:
     """Close the render's browser and wait for it to exit, also when the render timed out or
     was cancelled (shielded, bounded): Chromium writes to its profile while it shuts down, so
     the profile is removed only after this. An error while closing (a crashed browser) never

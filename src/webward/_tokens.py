@@ -61,12 +61,11 @@ class TokenTable:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def digest_of(self, name: str) -> bytes | None:
-        """The SHA-256 digest of agent ``name``'s token, as config keeps it, or None."""
-        return next((stored for stored, agent in self._entries if agent.name == name), None)
-
-    def agent_named(self, name: str) -> Agent | None:
-        return next((agent for _, agent in self._entries if agent.name == name), None)
+    def named(self, name: str) -> tuple[bytes, Agent] | None:
+        """Agent ``name`` and the SHA-256 digest of its token, as config keeps it, or None."""
+        return next(
+            ((stored, agent) for stored, agent in self._entries if agent.name == name), None
+        )
 
     def lookup(self, token: str) -> Agent | None:
         """The agent holding ``token``, or None. Every entry is compared, in constant time."""

@@ -1281,9 +1281,10 @@ MAX_LINK_CHARS = 20_000
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
-    """The page's links, in its order, up to :data:`MAX_LINK_CHARS`. Anchor texts and link
-    URLs are neutralised like titles: they travel in the ``links`` field as data, and in its
-    own envelope wherever a face shows them as text (``Page.links_text``)."""
+    """The page's links, in its order, up to :data:`MAX_LINK_CHARS`: anchor texts neutralised
+    like titles, URLs as URLs (``_urls.neutral_url``). They travel in the ``links`` field as
+    data, and in an envelope of their own wherever a face shows them as text
+    (``Page.links_text``)."""
     line = _envelope.neutralise_line
     kept: list[Link] = []
     budget = MAX_LINK_CHARS

@@ -616,9 +616,9 @@ def _terminate_as_interrupt(terminated: list[int]) -> Iterator[None]:
     """SIGTERM (a supervisor, ``kill``, a container stopping), SIGHUP (the terminal closed)
     and the rest of :data:`~webward._signals.ENDING_SIGNALS` end a command as Ctrl-C does:
     the call in flight is cancelled and audited as ``cancelled``, where the default action
-    killed the process with the record unwritten. SIGINT's handler of the moment takes it (asyncio's cancels
-    the main task, then raises KeyboardInterrupt), called directly: a job started in the
-    background has SIGINT ignored, and SIGTERM must still end it. The exit code is then
+    killed the process with the record unwritten. SIGINT's handler of the moment takes it
+    (asyncio's cancels the main task, then raises KeyboardInterrupt), called directly: a job
+    started in the background has SIGINT ignored, and SIGTERM must still end it. The exit code is then
     128 + the signal's number (143 for SIGTERM, 129 for SIGHUP). Servers take the same
     signals into uvicorn's graceful shutdown (``_serving.serve``), which raises the signal
     again here once it is done. In the main thread only, as signal handlers must be."""

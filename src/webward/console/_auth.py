@@ -90,23 +90,18 @@ class AgentTokens:
             )
         if credential.startswith(_SESSION + "."):
             return self._session(credential)
-        agent = self._tokens.lookup(credential)
-        if agent is None:
-            return Check(401, message="that token is not known to this gateway")
-        return _admin(agent)
+        return self._by_token(credential)
 
     def login(self, token: str) -> tuple[Check, str]:
-        agent = self._tokens.lookup(token)
-        if agent is None:
-            return Check(401, message="that token is not known to this gateway"), ""
-        verdict = _admin(agent)
-        if verdict.status != 200:
+        verdict = self._by_token(token)  # a token only: a session value is no login
+        entry = self._tokens.named(verdict.who) if verdict.status == 200 else None
+        if entry is None:
             return verdict, ""
         # The login's time, and a nonce so that each login is a session of its own (one
         # logged out ends no other made in the same second).
         issued = f"{int(self._clock()):x}{secrets.token_hex(8)}"
-        name = agent.name.encode("utf-8").hex()
-        return verdict, f"{_SESSION}.{issued}.{name}.{self._sign(agent.name, issued)}"
+        name = verdict.who.encode("utf-8").hex()
+        return verdict, f"{_SESSION}.{issued}.{name}.{_sign(entry[0], verdict.who, issued)}"
 
     def logout(self, credential: str) -> None:
         if credential.startswith(_SESSION + ".") and self._session(credential).status == 200:
@@ -126,21 +121,25 @@ class AgentTokens:
             name = bytes.fromhex(name_hex).decode("utf-8")
         except ValueError:
             return expired
-        signed = self._sign(name, issued)
-        if signed is None or not hmac.compare_digest(mac, signed):
+        entry = self._tokens.named(name)
+        if entry is None or not hmac.compare_digest(mac, _sign(entry[0], name, issued)):
             return expired  # a forged value, or the agent's token changed since
         age = self._clock() - int(issued[:-16], 16)
         if not -_SKEW_S <= age <= SESSION_S or mac in self._ended:
             return expired
-        agent = self._tokens.agent_named(name)
-        return expired if agent is None else _admin(agent)
+        return _admin(entry[1])
 
-    def _sign(self, name: str, issued: str) -> str | None:
-        digest = self._tokens.digest_of(name)
-        if digest is None:
-            return None
-        message = f"webward console session|{issued}|{name}".encode()
-        return hmac.new(digest, message, hashlib.sha256).hexdigest()
+    def _by_token(self, token: str) -> Check:
+        agent = self._tokens.lookup(token)
+        if agent is None:
+            return Check(401, message="that token is not known to this gateway")
+        return _admin(agent)
+
+
+def _sign(digest: bytes, name: str, issued: str) -> str:
+    """A session's signature: keyed by the digest of the agent's token that config holds."""
+    message = f"webward console session|{issued}|{name}".encode()
+    return hmac.new(digest, message, hashlib.sha256).hexdigest()
 
 
 def _admin(agent: Agent) -> Check:
