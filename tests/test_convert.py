@@ -2170,6 +2170,34 @@ def test_a_heading_beside_its_own_links_is_kept() -> None:
     assert "[edit]" not in text
 
 
+def test_a_heading_that_is_all_link_keeps_its_words() -> None:
+    """mdBook's and MDN's headings are each a link to themselves, a changelog's release
+    headings a link to the tag: trafilatura's precision mode dropped each for its link
+    density, and the changes below lost their version. A headline linked to the page
+    itself (its own address, or an empty href) is the page's title and stays out, as before."""
+    extra = (
+        '<h2 id="enum-values"><a class="header" href="#enum-values">Enum Values Explained</a></h2>'
+        f"<p>{PARA * 2}</p>"
+        '<h2><a href="https://git.example/tool/releases/tag/v2.0.0">Version 2.0.0 (2025-11-01)'
+        "</a></h2>"
+        "<ul><li>Removed the deprecated legacy flag from every command.</li>"
+        "<li>The default config path moved to the XDG config directory.</li></ul>"
+        f"<p>{PARA * 2}</p>"
+        '<h2>Version <a href="https://git.example/tag/v1.9.0">1.9.0</a> released on 2025-08-12'
+        "</h2>"
+        f"<p>{PARA * 2}</p>"
+        f'<h3><a href="{URL}">Headline Linked To Itself</a></h3><h3><a href="">Empty Link Headline'
+        f"</a></h3><p>{PARA * 2}</p>"
+    )
+    text = read(article(extra)).text
+    assert "## Enum Values Explained" in text
+    assert "## Version 2.0.0 (2025-11-01)" in text
+    # A heading with a link among its words kept its link before, and keeps it.
+    assert "## Version [1.9.0](https://git.example/tag/v1.9.0) released on 2025-08-12" in text
+    assert "Headline Linked To Itself" not in text
+    assert "Empty Link Headline" not in text
+
+
 def test_task_list_items_keep_their_checkbox_state() -> None:
     """A task list's checkboxes (GitHub's, a to-do list's) read as GFM's ``[x]`` and ``[ ]``:
     dropped with the other form controls, a done task read like one still to do."""

@@ -4,6 +4,7 @@ the same page is taken instead, if it holds trafilatura's and is at least half a
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 
 import pytest
 from hypothesis import given, settings
@@ -184,9 +185,9 @@ def record_readings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     runs: list[bool] = []
     real = _convert._main_content
 
-    def recording(tree: object, careful: bool = False) -> str:
+    def recording(tree: object, careful: bool = False, own: Container[str] = ()) -> str:
         runs.append(careful)
-        return real(tree, careful)
+        return real(tree, careful, own)
 
     monkeypatch.setattr(_convert, "_main_content", recording)
     return runs
@@ -248,7 +249,7 @@ def test_the_second_extractor_needs_room_with_a_margin(
     of the margin (1.7), so readability-lxml is not asked; one of 90 leaves room for 1.78."""
     text = words(3, 160)
     monkeypatch.setattr(
-        _convert, "_main_content", lambda tree, careful=False: " ".join(text.split()[:kept])
+        _convert, "_main_content", lambda tree, careful=False, own=(): " ".join(text.split()[:kept])
     )
     ran: list[object] = []
     monkeypatch.setattr(_convert, "_second_reading", lambda tree: ran.append(tree) or "")

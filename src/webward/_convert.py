@@ -50,7 +50,7 @@ import itertools
 import logging
 import re
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -1493,6 +1493,33 @@ def _marks_a_heading(link: Any) -> bool:
     return link.text_content().strip().strip("[]").strip().lower() in _HEADING_MARKS
 
 
+def _unlink_headings(tree: Any, own: Container[str]) -> None:
+    """Keep the words of a heading that is (nearly) all link, and drop its links: trafilatura's
+    precision mode drops a heading whose links hold more than four fifths of its text (its
+    link density test), and with it mdBook's and MDN's every heading (each a link to itself)
+    and a changelog's release headings (each a link to its tag: "Version 2.0.0 (2025-11-01)",
+    so the changes below lost their version). A heading with a link among its words ("3.4.0
+    - 2025-11-20" with the number linked) passes that test and keeps its link. The page's
+    links list is gathered before this (:func:`html_to_markdown`), so no link is lost."""
+    for heading in tree.iter(*_HEADINGS):
+        links = list(heading.iter("a"))
+        if not links or any(_to_own_page(link, own) for link in links):
+            continue
+        linked = sum(len(link.text_content().strip()) for link in links)
+        if linked * 5 > len(heading.text_content().strip()) * 4:
+            for link in links:
+                link.drop_tag()
+
+
+def _to_own_page(link: Any, own: Container[str]) -> bool:
+    """Whether ``link`` leads to the page it is on: its address, or an empty ``href`` (which
+    :func:`_rewrite_links` removed, so a link with no target that is no named anchor)."""
+    href = link.get("href")
+    if href is None:
+        return link.get("name") is None and link.get("id") is None
+    return href in own
+
+
 def _lift_headings(tree: Any) -> None:
     """Move a heading out of a wrapper it shares only with a few words of links (GitHub's
     ``<div class="markdown-heading"><h2>..</h2><a class="anchor">``, MediaWiki's
@@ -2252,7 +2279,7 @@ def warm_up() -> None:
         pass
 
 
-def _main_content(tree: Any, careful: bool = False) -> str:
+def _main_content(tree: Any, careful: bool = False, own: Container[str] = ()) -> str:
     """trafilatura's reading of ``tree`` (which it prunes in place), as Markdown."""
     import trafilatura
 
@@ -2262,6 +2289,7 @@ def _main_content(tree: Any, careful: bool = False) -> str:
     _structure.header_rows(tree)
     _structure.mark_joiners(tree)
     _guard_ampersands(tree)
+    _unlink_headings(tree, own)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
@@ -3196,7 +3224,9 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     # trafilatura prunes the tree it is given in place: the later readings get copies of this
     # one (a copy costs a fraction of parsing and cleaning the page again).
     spare = copy.deepcopy(tree)
-    markdown = tidy_markdown(_main_content(tree))
+    # The page's own address: a heading linked to it is the page's title (see _unlink_headings).
+    own = {final_url.split("#", 1)[0], base.split("#", 1)[0]}
+    markdown = tidy_markdown(_main_content(tree, own=own))
     extractor = "main"
     kept = _solid(markdown)
     second_pass = elements <= _MAX_SECOND_PASS_ELEMENTS
@@ -3212,7 +3242,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         )
 
     if second_pass and _deficient(markdown, kept, visible) and affordable():
-        markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True))
+        markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True, own=own))
         kept = _solid(markdown)
     if _kept_too_little(kept, visible):
         full = tidy_markdown(_full_page(spare))
