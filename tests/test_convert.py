@@ -2198,6 +2198,25 @@ def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     assert "Empty Link Headline" not in text
 
 
+def test_a_read_only_text_area_of_lines_reads_as_code() -> None:
+    """GitHub's file view writes the file in a read-only ``<textarea>`` (its visible lines
+    hidden from readers): the source read as code, where it was dropped with the form
+    controls. An editable text area (a comment box) and a one-line read-only one still go."""
+    source = 'def main() -> int:\n    print("a < b &amp; c")\n    return 0'
+    extra = (
+        '<textarea id="read-only-cursor-text-area" aria-label="file content" aria-readonly="true"'
+        f' aria-multiline="true" style="color:transparent">{source}</textarea>'
+        f"<p>{PARA}</p><textarea readonly>Readonly note\nof two lines</textarea>"
+        "<form><textarea name=comment>Draft reply\nstill editable</textarea></form>"
+        "<textarea readonly>One line only</textarea>"
+    )
+    text = read(article(extra)).text
+    assert '```\ndef main() -> int:\n    print("a < b & c")\n    return 0\n```' in text
+    assert "Readonly note\nof two lines" in text
+    assert "Draft reply" not in text
+    assert "One line only" not in text
+
+
 def test_task_list_items_keep_their_checkbox_state() -> None:
     """A task list's checkboxes (GitHub's, a to-do list's) read as GFM's ``[x]`` and ``[ ]``:
     dropped with the other form controls, a done task read like one still to do."""

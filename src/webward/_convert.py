@@ -1122,6 +1122,14 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     for tab in tree.iter("button"):
         if (tab.get("role") or "").strip().lower() == "tab":
             tab.tag = "span"  # a tab's label (Bootstrap's, Radix's), read over its panel
+    for area in tree.iter("textarea"):
+        # A read-only text area of lines is a file shown whole: GitHub's file view writes
+        # the source in <textarea id="read-only-cursor-text-area"> (its lines shown beside
+        # it are hidden from readers, or numbered cells): read as code. An editable one is
+        # a form's input, and goes with the other controls.
+        readonly = (area.get("aria-readonly") or "").strip().lower() == "true"
+        if (readonly or area.get("readonly") is not None) and "\n" in (area.text or "").strip():
+            area.tag = "pre"
     _strip_all(tree, *_DROP_TAGS)
     _code_lines(tree)  # before the empty spans go, and any reading of a block's text
     _drop_empty_inline(tree)
