@@ -2217,6 +2217,23 @@ def test_a_read_only_text_area_of_lines_reads_as_code() -> None:
     assert "One line only" not in text
 
 
+def test_an_inline_quotation_keeps_its_marks_and_its_line() -> None:
+    """A ``<q>`` reads in the marks a browser shows around it (single ones inside another);
+    trafilatura read it as a block, its marks gone and the sentence broken after it."""
+    extra = (
+        f"<p>{PARA} She said <q>meet at <b>noon</b></q>, then left.</p>"
+        "<p>He wrote <q>she said <q>noon</q> twice</q> and stopped. An empty <q></q> says "
+        f"nothing. {PARA}</p>"
+    )
+    for reading in (read(article(extra)).text, read("<p>Short: <q>yes</q>, fine.</p>").text):
+        assert "\n\n," not in reading
+    text = read(article(extra)).text
+    assert "She said \u201cmeet at **noon**\u201d, then left." in text
+    assert "He wrote \u201cshe said \u2018noon\u2019 twice\u201d and stopped." in text
+    assert "An empty says nothing." in text
+    assert "Short: \u201cyes\u201d, fine." in read("<p>Short: <q>yes</q>, fine.</p>").text
+
+
 def test_task_list_items_keep_their_checkbox_state() -> None:
     """A task list's checkboxes (GitHub's, a to-do list's) read as GFM's ``[x]`` and ``[ ]``:
     dropped with the other form controls, a done task read like one still to do."""

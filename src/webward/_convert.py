@@ -977,6 +977,30 @@ _NO_WORDS = frozenset(("img", "br", "wbr"))
 _CODE_TAGS = ("pre", "code")
 
 
+def _quote_inline(tree: Any) -> None:
+    """An inline quotation (``<q>``) in the quotation marks a browser shows around it (double
+    curly ones, single ones inside another): trafilatura read one as a block, its marks gone and a paragraph
+    break after it ("inline quote\n\n, old price")."""
+    import lxml.etree
+
+    depth = 0
+    quotes = []
+    for event, q in lxml.etree.iterwalk(tree, events=("start", "end"), tag="q"):
+        if event == "end":
+            depth -= 1
+            continue
+        opening, closing = ("\u2018", "\u2019") if depth else ("\u201c", "\u201d")
+        depth += 1
+        quotes.append(q)
+        q.text = opening + (q.text or "")
+        if len(q):
+            q[-1].tail = (q[-1].tail or "") + closing
+        else:
+            q.text += closing
+    for q in quotes:
+        q.tag = "span"
+
+
 def _drop_empty_inline(tree: Any) -> None:
     """Drop the inline elements without words (nothing but images or line breaks inside),
     keeping the text after them and a space for any they held ("a<span> </span>b" is two
@@ -1133,6 +1157,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     _strip_all(tree, *_DROP_TAGS)
     _code_lines(tree)  # before the empty spans go, and any reading of a block's text
     _drop_empty_inline(tree)
+    _quote_inline(tree)
     doomed = []
     for element in tree.iter("header", "form"):
         # A masthead (logo, menus, search) or a search / sign-up form; a header holding the
