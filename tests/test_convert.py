@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from PIL import Image
 from reportlab.pdfgen import canvas
 
+from webward import _convert
 from webward._convert import (
     EMPTY_BODY,
     MAX_LINKS,
@@ -2684,6 +2685,28 @@ def test_a_code_block_after_a_definitions_words_opens_on_its_own_line() -> None:
         assert "```python\n>>> import requests\n>>> s = requests.Session()\n```" in unindented
         assert "- **Session**: A Requests session." in reading
         assert not any(line.endswith("Usage: ```") for line in reading.splitlines())
+
+
+def test_a_code_block_after_a_rubric_opens_on_its_own_line() -> None:
+    """numpydoc's "Examples" rubric before its doctest: trafilatura opened the fence after the
+    rubric's word, outside any list item, and the example was no code block. A sentence that
+    ends in a fence no fence closes stays prose (a block there would swallow the page)."""
+    extra = (
+        '<dl class="py function"><dt class="sig sig-object py" id="numpy.clip">'
+        '<span class="sig-name descname">clip</span></dt><dd><p>Clip the values.</p>'
+        '<dl class="field-list simple"><dt class="field-odd">Returns<span class="colon">:</span>'
+        '</dt><dd class="field-odd"><dl><dt><strong>clipped_array</strong>ndarray</dt><dd><p>An'
+        " array with the elements of a.</p></dd></dl></dd></dl>"
+        '<p class="rubric">Examples</p><div class="doctest highlight-default notranslate"><div '
+        'class="highlight"><pre><span class="gp">&gt;&gt;&gt; </span>import numpy as np\n'
+        "&gt;&gt;&gt; np.clip(a, 1, 8)\n</pre></div></div></dd></dl>"
+    )
+    reading = read(article(extra)).text
+    assert "Examples\n```" in reading
+    assert not any(line.endswith("Examples ```") for line in reading.splitlines())
+    assert _convert._unglue_fences("Start a block with ```\n\nMore prose.") == (
+        "Start a block with ```\n\nMore prose."
+    )
 
 
 def test_docusaurus_title_in_its_header_and_a_notes_label_are_read() -> None:

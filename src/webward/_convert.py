@@ -2327,15 +2327,34 @@ def _main_content(tree: Any, careful: bool = False, own: Container[str] = ()) ->
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
         return ""
-    return _ITEM_FENCE.sub(r"\1\n\2", _structure.restore(out or ""))
+    return _unglue_fences(_structure.restore(out or ""))
 
 
-# A code block in a list item after its words (Sphinx's API entry: a definition's paragraphs,
-# then its example): trafilatura runs the item's blocks into one line, and the block's fence
-# opened after them ("- **Session**: A session. Basic Usage: ```"), no code block at all, its
-# language lost. The fence goes to a line of its own. (Each line is tried from its start
-# alone, and each run of backticks from the one character before it: linear.)
-_ITEM_FENCE = re.compile(r"^( *(?:[-*+]|\d{1,9}[.)]) [^\n]*?[^\n`\s])[ \t]*(`{3,})[ \t]*$", re.M)
+# A code block after words on their line (Sphinx's API entry in a list item, a definition's
+# paragraphs and then its example; numpydoc's "Examples" rubric before its doctest):
+# trafilatura runs the blocks into one line, and the block's fence opened after the words
+# ("- **Session**: A session. Basic Usage: ```"), no code block at all, its language lost.
+# The fence goes to a line of its own, when a fence of its length closes it further down (a
+# sentence ending in backticks stays prose, not a block swallowing the page). (Each line is
+# tried from its start alone, and each run of backticks from the one character before it:
+# linear.)
+_GLUED_FENCE = re.compile(r"^( *[^\n]*?[^\n`\s])[ \t]*(`{3,})[ \t]*$", re.M)
+_BARE_FENCE = re.compile(r"^ {0,3}(`{3,})[ \t]*$", re.M)
+
+
+def _unglue_fences(markdown: str) -> str:
+    """``markdown`` with each fence glued to the words before it on a line of its own (see
+    :data:`_GLUED_FENCE`)."""
+    if "```" not in markdown:
+        return markdown
+    last_closer = {len(m.group(1)): m.start() for m in _BARE_FENCE.finditer(markdown)}
+
+    def split(match: re.Match[str]) -> str:
+        if last_closer.get(len(match.group(2)), -1) > match.end():
+            return f"{match.group(1)}\n{match.group(2)}"
+        return match.group(0)
+
+    return _GLUED_FENCE.sub(split, markdown)
 
 
 # An "&" that could start an entity (HTML5 decodes "&copy" even without its ";").
