@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -2233,6 +2234,23 @@ def test_an_inline_quotation_keeps_its_marks_and_its_line() -> None:
     assert "He wrote \u201cshe said \u2018noon\u2019 twice\u201d and stopped." in text
     assert "An empty says nothing." in text
     assert "Short: \u201cyes\u201d, fine." in read("<p>Short: <q>yes</q>, fine.</p>").text
+
+
+def test_a_button_in_a_table_cell_is_the_cells_value() -> None:
+    """MDN's compatibility table writes each browser's version in a button (it opens the
+    notes): dropped with the other controls, every cell read empty. A button elsewhere (a
+    "Copy to clipboard") still goes."""
+    extra = (
+        "<table><thead><tr><th>Feature</th><th>Chrome</th><th>Firefox</th></tr></thead>"
+        "<tbody><tr><th scope=row><code>flatMap</code></th>"
+        '<td class="bc-supports-yes"><button type=button><span>69</span></button></td>'
+        '<td class="bc-supports-no"><button type=button><span>No</span></button></td></tr>'
+        "</tbody></table>"
+        f"<p>{PARA}</p><pre><code>x = 1</code></pre><button>Copy to clipboard</button>"
+    )
+    for reading in (read(article(extra)).text, read(extra).text):
+        assert "| `flatMap` | 69 | No |" in re.sub(" +", " ", reading)  # (padded or not)
+        assert "Copy to clipboard" not in reading
 
 
 def test_task_list_items_keep_their_checkbox_state() -> None:

@@ -1143,9 +1143,13 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     # <xmp>'s markup as it is written): read as code, not escaped into prose ("&lt;b&gt;").
     for old in tree.iter("xmp", "listing"):
         old.tag = "pre"
-    for tab in tree.iter("button"):
-        if (tab.get("role") or "").strip().lower() == "tab":
-            tab.tag = "span"  # a tab's label (Bootstrap's, Radix's), read over its panel
+    for button in tree.iter("button"):
+        if (button.get("role") or "").strip().lower() == "tab":
+            button.tag = "span"  # a tab's label (Bootstrap's, Radix's), read over its panel
+        elif next(button.iterancestors("td", "th"), None) is not None:
+            # A table cell's value: MDN's compatibility table writes each browser's version
+            # in a button (which opens its notes), and its cells read empty.
+            button.tag = "span"
     for area in tree.iter("textarea"):
         # A read-only text area of lines is a file shown whole: GitHub's file view writes
         # the source in <textarea id="read-only-cursor-text-area"> (its lines shown beside
