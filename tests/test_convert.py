@@ -2253,6 +2253,24 @@ def test_a_button_in_a_table_cell_is_the_cells_value() -> None:
         assert "Copy to clipboard" not in reading
 
 
+def test_a_heading_that_opens_a_list_items_words_does_not_swallow_them() -> None:
+    """A clause's (or a step's) heading in its list item: trafilatura runs an item's blocks
+    into one line, and the clause's paragraph read as part of its heading. The heading is the
+    words' bold label; a heading over a nested list only stays a heading."""
+    extra = (
+        '<ol class="clauses"><li><h2>Definitions</h2><ol><li>"Service" means the platform.</li>'
+        '<li>"Customer" means the entity that signs.</li></ol></li>'
+        "<li><h2>Limitation of liability</h2><p>NEITHER PARTY'S LIABILITY SHALL EXCEED THE FEES"
+        " PAID.</p></li><li><h3>Termination</h3>Either party may terminate for breach.</li></ol>"
+        f"<p>{PARA}</p>"
+    )
+    text = read(article(extra)).text
+    assert "## Definitions" in text
+    assert "**Limitation of liability** NEITHER PARTY'S LIABILITY" in text
+    assert "**Termination** Either party may terminate" in text
+    assert "## Limitation" not in text and "### Termination" not in text
+
+
 def test_task_list_items_keep_their_checkbox_state() -> None:
     """A task list's checkboxes (GitHub's, a to-do list's) read as GFM's ``[x]`` and ``[ ]``:
     dropped with the other form controls, a done task read like one still to do."""

@@ -1548,6 +1548,25 @@ def _unlink_headings(tree: Any, own: Container[str]) -> None:
                 link.drop_tag()
 
 
+def _headings_in_items(tree: Any) -> None:
+    """Read a heading that opens a list item's words as their bold label: trafilatura runs a
+    list item's blocks into one line, so a clause's or a step's paragraph became its heading
+    ("3. ## Limitation of liability EXCEPT FOR BREACHES OF ..."). A heading alone in its
+    item, or before a nested list only, stays one."""
+    for heading in tree.iter(*_HEADINGS):
+        parent = heading.getparent()
+        if parent is None or parent.tag != "li":
+            continue
+        # Its tail, then a few siblings: enough to tell, and a bound on an item of many.
+        texts = [heading.tail or ""]
+        for sibling in itertools.islice(heading.itersiblings(), 8):
+            texts.append(sibling.text_content() if sibling.tag not in ("ol", "ul") else "")
+            texts.append(sibling.tail or "")
+        if any(text.strip() for text in texts):
+            heading.tag = "strong"
+            heading.tail = " " + (heading.tail or "")  # a block was apart from its words
+
+
 def _to_own_page(link: Any, own: Container[str]) -> bool:
     """Whether ``link`` leads to the page it is on: its address, or an empty ``href`` (which
     :func:`_rewrite_links` removed, so a link with no target that is no named anchor)."""
@@ -2327,6 +2346,7 @@ def _main_content(tree: Any, careful: bool = False, own: Container[str] = ()) ->
     _structure.mark_joiners(tree)
     _guard_ampersands(tree)
     _unlink_headings(tree, own)
+    _headings_in_items(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
