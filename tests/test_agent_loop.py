@@ -303,7 +303,7 @@ async def test_calls_at_the_turn_ceiling_are_audited_refused_and_never_run(
     ]
     assert seen == list(result.calls)
     assert {c.summary for c in result.calls} == {
-        "error: not run: the run reached its limit of 1 turns before the model gave a final "
+        "error: not run: the run reached its limit of 1 turn before the model gave a final "
         "answer; raise max_turns to let it go on"
     }
 
@@ -1005,3 +1005,42 @@ async def test_a_key_http_cannot_carry_is_bad_input_not_a_crash() -> None:
             ):
                 await run_agent(client, RESEARCH, "Q?", ToolContext(None, "research"))
         assert fake.bodies == []
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_ask_at_its_turn_ceiling_names_the_flag(
+    vendor: str,
+    site: LocalServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    isolated_credentials: None,
+) -> None:
+    """`webward ask --max-turns 1` stopped "at its limit of 1 turns ...; raise max_turns": at
+    the command line the limit is one turn and it is raised with --max-turns."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY" if vendor == "anthropic" else "OPENAI_API_KEY", API_KEY)
+    script = [reply(vendor, "", [("f0", "web_fetch", {"url": site.url("/results")})])]
+    with fake_model_api(vendor, script) as fake:
+        code = main(
+            [
+                "ask",
+                "Q?",
+                "--provider",
+                vendor,
+                "--model",
+                "m",
+                "--base-url",
+                fake.base_url,
+                "--max-turns",
+                "1",
+                "--config",
+                str(write_config(tmp_path, None)),
+                "--json",
+            ]
+        )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    said = "the run reached its limit of 1 turn before the model gave a final answer; raise "
+    assert data["answer"] == f"[stopped: {said}--max-turns to let it go on]"
+    assert data["toolCalls"][0]["summary"] == f"error: not run: {said}--max-turns to let it go on"

@@ -23,7 +23,7 @@ import pytest
 
 import webward
 from webward import _cmd_audit
-from webward._errors import Refused, WebwardError
+from webward._errors import InvalidInput, Refused, WebwardError
 from webward._settings import Settings
 from webward.audit import (
     DECISIONS,
@@ -511,8 +511,8 @@ async def test_the_first_failed_write_is_logged_once_and_the_recovery_too(
             refused += 1
     assert refused > 100
     assert _warnings(caplog) == [
-        f"audit records cannot be written ({sink.path}: database or disk is full); every "
-        "call is refused until they can"
+        f"audit records cannot be written ({sink.path}: the disk holding it is full "
+        "(database or disk is full)); every call is refused until they can"
     ]
     sink._conn.execute(f"PRAGMA max_page_count = {pages * 100}")
     await sink.write(record())
@@ -931,3 +931,33 @@ def test_an_agent_name_of_any_script_or_space_can_be_filtered_by(
         assert [r["agent"] for r in json.loads(capsys.readouterr().out)] == [name]
     assert _run(_args(agent="a\x1bb"), settings) == 2
     assert "--agent must be a name of 1 to 200 characters" in capsys.readouterr().err
+
+
+def test_postgres_without_its_dsn_or_driver_says_both_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[audit] postgres_dsn_env with its variable unset and psycopg not installed: one
+    sentence names both fixes. The unset variable was said first, the missing extra only
+    once it was set: two rounds of fix and retry."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def psycopg_missing(name: str, *args: Any) -> Any:
+        return None if name == "psycopg" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", psycopg_missing)
+    monkeypatch.delenv("WW_PG", raising=False)
+    settings = Settings().replace(
+        {"state": {"dir": str(tmp_path)}, "audit": {"postgres_dsn_env": "WW_PG"}}
+    )
+    with pytest.raises(InvalidInput) as info:
+        open_audit_sink(settings, environ={})
+    assert info.value.message == (
+        "[audit] postgres_dsn_env needs the optional package psycopg, which is not installed: "
+        "install it with pip install 'webward[postgres]', and set $WW_PG (unset or empty "
+        "now) to the PostgreSQL DSN of the audit log"
+    )
+    with pytest.raises(InvalidInput) as info:  # the DSN given: the extra alone, as before
+        open_audit_sink(settings, environ={"WW_PG": "postgresql://u@127.0.0.1:1/d"})
+    assert info.value.message.endswith("install it with pip install 'webward[postgres]'")

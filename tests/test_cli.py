@@ -486,3 +486,44 @@ def test_audit_reads_without_the_serve_extra(tmp_path: Path) -> None:
             assert out.returncode == 0, out.stderr
             data = json.loads(out.stdout)
             assert (len(data) if args == ["--json"] else sum(r["calls"] for r in data)) == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["credentials", "set", "BRAVE_SEARCH_API_KEY"],
+            "the key on stdin is longer than 64 KiB, which no key is; pipe the key itself",
+        ),
+        (
+            ["serve", "--hash-token"],
+            "the token on stdin is longer than 64 KiB, which no token is; pipe the token itself",
+        ),
+    ],
+)
+def test_a_secret_on_stdin_is_read_up_to_a_cap(tmp_path: Path, argv: list[str], said: str) -> None:
+    """`credentials set` and `serve --hash-token` read one line of stdin: from /dev/zero (an
+    endless line) they read it up to a cap and refuse, exit 2, one sentence, rather than
+    growing without bound. Run with 1 GiB of address space, as a backstop."""
+    import resource
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    with open("/dev/zero", "rb") as endless:
+        out = subprocess.run(
+            [sys.executable, "-m", "webward", *argv],
+            stdin=endless,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=capped,
+            env={
+                **os.environ,
+                "XDG_CONFIG_HOME": str(tmp_path / "conf"),
+                "HOME": str(tmp_path),
+                "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+            },
+        )
+    assert (out.returncode, out.stdout, out.stderr) == (2, "", f"webward: {said}\n")
+    assert not (tmp_path / "conf").exists()  # nothing was stored

@@ -561,3 +561,115 @@ def test_json_any_command_prints_is_valid_on_an_ascii_stdout(
         assert raw.getvalue() == expected
         if as_json:
             assert json.loads(raw.getvalue()) == {"t": "caf\u00e9 \U0001f600"}
+
+
+# A full state dir, for real: a 1 MiB tmpfs in a mount namespace of the script's own (root in
+# CI; elsewhere a user namespace maps this user to root), filled after one audited call.
+_FULL_DISK_SCRIPT = """
+set -u
+mount -t tmpfs -o size=1m tmpfs "$FULL"
+ww() { "$PYTHON" -m webward "$@" --config "$CONFIG"; }
+ww fetch file:///before-full >/dev/null 2>&1
+dd if=/dev/zero of="$FULL/filler" bs=1k >/dev/null 2>&1
+ww fetch file:///when-full >/dev/null 2>"$OUT/fetch.err"; echo $? >"$OUT/fetch.rc"
+ww fetch file:///when-full --json >"$OUT/fetch.json" 2>"$OUT/fetch-json.err"
+ww audit --json >"$OUT/audit.json" 2>"$OUT/audit.err"; echo $? >"$OUT/audit.rc"
+"""
+
+
+def test_a_full_disk_is_said_and_the_log_still_reads(tmp_path: Path) -> None:
+    """With the state dir's disk full, a call is refused in one line that says the disk is
+    full and to free space (not "make that store writable", no log line before it), and
+    `webward audit` still lists the records (it failed, exit 3, "move it aside")."""
+    full, out = tmp_path / "full", tmp_path / "out"
+    full.mkdir()
+    out.mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(f"[state]\ndir = {json.dumps(str(full / 'state'))}\n", encoding="utf-8")
+    namespace = ["--mount"] if os.geteuid() == 0 else ["--mount", "--map-root-user"]
+    env = {
+        **os.environ,
+        "FULL": str(full),
+        "OUT": str(out),
+        "CONFIG": str(config),
+        "PYTHON": sys.executable,
+    }
+    env.pop("WEBWARD_STATE_DIR", None)
+    ran = subprocess.run(
+        ["unshare", *namespace, "bash", "-c", _FULL_DISK_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr
+    said = (out / "fetch.err").read_text()
+    assert (out / "fetch.rc").read_text().strip() == "3", said
+    assert len(said.splitlines()) == 1, said
+    assert said.startswith("webward: refused: audit unavailable;"), said
+    assert "is full" in said and "free space" in said and "writable" not in said, said
+    assert (out / "fetch-json.err").read_text() == ""  # the refusal is the JSON on stdout
+    assert "is full" in json.loads((out / "fetch.json").read_text())["error"]["message"]
+    listed = (out / "audit.json").read_text()
+    assert (out / "audit.rc").read_text().strip() == "0", (out / "audit.err").read_text()
+    assert [r["target"] for r in json.loads(listed)] == ["file:///before-full"]
+
+
+@pytest.mark.parametrize("store", ["redis", "postgres"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_store_failure_is_one_sentence_on_stderr(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    store: str,
+    as_json: bool,
+) -> None:
+    """Redis down, or PostgreSQL's DSN unset: the refusal alone, as the README promises,
+    with --json nothing on stderr; the store's log line ("the Redis at ... failed", "audit
+    records cannot be written") came first and said the same."""
+    with socket.socket() as unanswered:  # bound, never listening: connections are refused
+        unanswered.bind(("127.0.0.1", 0))
+        port = unanswered.getsockname()[1]
+        if store == "redis":
+            extra = f'redis_url = "redis://127.0.0.1:{port}/0"\n'
+            config = write_config(tmp_path).read_text().replace("[state]\n", f"[state]\n{extra}")
+        else:
+            monkeypatch.delenv("WW_PG_UNSET_FOR_TEST", raising=False)
+            config = write_config(tmp_path, '[audit]\npostgres_dsn_env = "WW_PG_UNSET_FOR_TEST"\n')
+            config = config.read_text()
+        path = tmp_path / "store.toml"
+        path.write_text(config, encoding="utf-8")
+        argv = ["fetch", f"http://127.0.0.1:{port}/", "--config", str(path)]
+        code = main([*argv, "--json"] if as_json else argv)
+    out, err = capsys.readouterr()
+    assert code == 3, err
+    if as_json:
+        assert err == "" and json.loads(out)["error"]["code"] == "refused"
+    else:
+        assert len(err.splitlines()) == 1 and err.startswith("webward: refused: "), err
+
+
+@pytest.mark.parametrize("command", ["fetch", "search", "ask"])
+def test_an_empty_session_names_the_flag(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    """`--session ''` is refused naming --session, as --agent names its flag; it said only
+    "session must be a name of ..." (no flag). The model API is never reached: the ask is refused
+    before its first turn."""
+    monkeypatch.setenv("WEBWARD_SEARXNG_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    argv = {
+        "fetch": ["fetch", "http://127.0.0.1:1/"],
+        "search": ["search", "words", "--provider", "searxng"],
+        "ask": ["ask", "Q?", "--provider", "openai", "--model", "m"],
+    }[command]
+    with fake_model_api("openai", []) as fake:
+        extra = ["--base-url", fake.base_url] if command == "ask" else []
+        code = main([*argv, *extra, "--session", "", "--config", str(write_config(tmp_path))])
+        assert fake.bodies == []
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err == ("webward: --session must be a name of 1 to 512 printable characters\n")

@@ -764,7 +764,7 @@ async def test_a_bad_session_name_is_refused_by_name(site: LocalServer) -> None:
         for bad in ("", "x" * 513, "a\nb"):
             with pytest.raises(InvalidInput) as err:
                 await w.fetch(site.url("/next"), agent="bot", session=bad)
-            assert err.value.message == "a session must be named by 1 to 512 printable characters"
+            assert err.value.message == "session must be a name of 1 to 512 printable characters"
             with pytest.raises(InvalidInput):
                 await w.search("q", agent="bot", session=bad)
     assert site.accepts == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -351,3 +352,43 @@ def test_every_tier_and_a_provider_of_ones_own_take_their_tables(tmp_path: Path)
     s = Settings.load(write(tmp_path, text), environ={})
     assert s.policy.robots_off_tiers == TIERS
     assert s.search.costs == {"brave": 0.5, "in-house": 0.25}
+
+
+def test_a_config_file_past_the_cap_is_refused_unread(tmp_path: Path) -> None:
+    """A config file is read up to a cap: a large file named by mistake (here sparse, 50 MiB)
+    is refused by its size in one sentence, never read whole (a 300 MB one was, first)."""
+    big = tmp_path / "big.toml"
+    with big.open("wb") as f:
+        f.truncate(50 * 1024 * 1024)
+    with pytest.raises(InvalidInput) as info:
+        Settings.load(big, environ={})
+    assert info.value.message == (
+        f"the config file {big} is larger than 1 MiB, which no webward config is; "
+        "name the TOML file itself"
+    )
+
+
+def test_an_endless_config_file_is_refused_not_read_for_ever(tmp_path: Path) -> None:
+    """`--config /dev/zero` (an endless device) is read up to the cap and refused, exit 2,
+    one sentence: it grew to 24 GB and ignored SIGTERM. Run with 1 GiB of address space, so
+    that reading it whole fails (MemoryError) rather than eating the machine."""
+    import resource
+    import subprocess
+    import sys
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    out = subprocess.run(
+        [sys.executable, "-m", "webward", "fetch", "http://127.0.0.1:1/", "--config", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=capped,
+        env={**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")},
+    )
+    assert (out.returncode, out.stdout) == (2, ""), out.stderr
+    assert out.stderr == (
+        "webward: the config file /dev/zero is larger than 1 MiB, which no webward config is; "
+        "name the TOML file itself\n"
+    )

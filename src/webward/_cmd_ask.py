@@ -252,6 +252,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             ToolContext(web, agent.name, tier, args.session),
             max_turns=args.max_turns,
             on_call=_print_call if args.verbose else None,
+            limit_name="--max-turns",  # the flag the person typed, not the library's name
         )
     answer = printable(result.answer)
     if args.json:

@@ -90,6 +90,10 @@ def _warn_unknown(name: str) -> None:
     )
 
 
+#: The longest line read from stdin as a key (``serve --hash-token`` reads its token so too).
+MAX_STDIN_CHARS = 64 * 1024
+
+
 def _read_secret(name: str) -> str:
     from ._credentials import fits_a_header
 
@@ -101,7 +105,12 @@ def _read_secret(name: str) -> str:
         except EOFError:  # Ctrl-D at the prompt: no key, as an empty line is
             value = ""
     else:
-        value = sys.stdin.readline() if sys.stdin is not None else ""
+        # One line, read up to a cap: an endless stdin (< /dev/zero) grew without bound.
+        value = sys.stdin.readline(MAX_STDIN_CHARS + 2) if sys.stdin is not None else ""
+        if len(value.rstrip("\r\n")) > MAX_STDIN_CHARS:
+            raise InvalidInput(
+                "the key on stdin is longer than 64 KiB, which no key is; pipe the key itself"
+            )
     value = value.strip()
     if not value:
         raise InvalidInput(

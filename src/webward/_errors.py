@@ -27,6 +27,12 @@ from typing import Any
 from ._envelope import neutralise_line
 from ._redact import redact_urls
 
+#: The ``extra`` of a shared store's log lines when it fails and when it works again (the
+#: audit store's health, the Redis client's): a server's operator reads them, while the
+#: command line leaves them out, since the refusal that follows says the same in its one
+#: sentence.
+STORE_HEALTH = {"store_health": True}
+
 __all__ = [
     "WIRE_CODES",
     "InvalidInput",

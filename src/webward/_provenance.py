@@ -110,7 +110,7 @@ def check_session(session: object) -> None:
         or not 0 < len(session) <= _MAX_NAME
         or not session.isprintable()
     ):
-        raise InvalidInput(f"a session must be named by 1 to {_MAX_NAME} printable characters")
+        raise InvalidInput(f"session must be a name of 1 to {_MAX_NAME} printable characters")
 
 
 def urls_in(text: str) -> list[str]:

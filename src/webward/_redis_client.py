@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._call import CALL_DEADLINE
+from ._errors import STORE_HEALTH
 
 __all__ = [
     "RedisError",
@@ -147,7 +148,7 @@ class RedisHealth:
         with self._lock:
             was, self._failure = self._failure, None
         if was is not None:
-            log.warning("the Redis at %s answers again", self._where)
+            log.warning("the Redis at %s answers again", self._where, extra=STORE_HEALTH)
 
     def failed(self, exc: BaseException) -> None:
         """A trip got no answer (``exc``): the server is down for ``timeout_s``."""
@@ -161,6 +162,7 @@ class RedisHealth:
                 "the Redis at %s failed (%s); calls that need it are refused until it answers",
                 self._where,
                 text,
+                extra=STORE_HEALTH,
             )
 
     @contextlib.contextmanager

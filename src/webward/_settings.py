@@ -16,6 +16,7 @@ import dataclasses
 import ipaddress
 import math
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -244,7 +245,7 @@ class Settings:
         if found is not None:
             source = str(found)
             try:
-                data = tomllib.loads(found.read_text(encoding="utf-8"))
+                data = tomllib.loads(_read_capped(found).decode("utf-8"))
             except (OSError, UnicodeDecodeError) as exc:
                 raise InvalidInput(f"the config file {found} could not be read: {exc}") from exc
             except tomllib.TOMLDecodeError as exc:
@@ -285,6 +286,28 @@ def _named_config(p: Path, named_by: str) -> Path:
             f"(for example {p / 'webward.toml'})"
         )
     raise InvalidInput(f"the config file {p}{named_by} does not exist")
+
+
+#: The most a config file may hold. Read up to this and no further: a name given by mistake
+#: (a 300 MB file, an endless device such as /dev/zero) was read whole, into gigabytes of
+#: memory, in one C call no signal could stop. The largest real config is a few kB.
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _read_capped(path: Path) -> bytes:
+    """The bytes of the config file at ``path``, refused (``InvalidInput``) past
+    :data:`MAX_CONFIG_BYTES`: a regular file by its size, before a byte is read; anything
+    else (a pipe, /dev/null, a device) by reading one byte more than the cap at most."""
+    with path.open("rb") as f:
+        info = os.fstat(f.fileno())
+        too_big = stat.S_ISREG(info.st_mode) and info.st_size > MAX_CONFIG_BYTES
+        data = b"" if too_big else f.read(MAX_CONFIG_BYTES + 1)  # one more: past the cap
+    if too_big or len(data) > MAX_CONFIG_BYTES:
+        raise InvalidInput(
+            f"the config file {path} is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, "
+            "which no webward config is; name the TOML file itself"
+        )
+    return data
 
 
 def _refuse_credentials(data: Mapping[str, Any], source: str, prefix: str = "") -> None:

@@ -52,6 +52,8 @@ COMMANDS = ("fetch", "search", "audit", "credentials", "ask", "mcp", "serve", "c
 # the imports made, again and again (about 10 ms of a small page's read). Servers and the
 # agent loop keep it.
 ONE_SHOT = frozenset({"fetch", "search", "audit", "credentials"})
+# Commands that serve until stopped: their operator reads the log, store lines and all.
+SERVERS = frozenset({"mcp", "serve", "console"})
 
 EPILOG = """\
 exit codes: 0 done (read, searched, listed, answered); 1 upstream failure (timeout, HTTP or
@@ -219,8 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from ._settings import Settings  # not for `webward --help`
 
+        # A store's own lines repeat the refusal at the terminal: shown by servers, or asked for.
+        store_lines = args.command in SERVERS or bool(getattr(args, "verbose", False))
         with (
-            _quiet_libraries(),
+            _quiet_libraries(store_lines),
             _collector_paused(args.command in ONE_SHOT),
             _terminate_as_interrupt(terminated),
         ):
@@ -232,7 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _flush_traces()  # while the records the exporter logs are still throttled
     except WebwardError as exc:
         if isinstance(exc, InvalidInput):
-            exc.message = _flags_named(exc.message, getattr(args._module, "FLAG_NAMES", {}))
+            flags = dict(getattr(args._module, "FLAG_NAMES", {}))
+            if hasattr(args, "session"):
+                flags["session"] = "--session"  # every command with a session spells it so
+            exc.message = _flags_named(exc.message, flags)
         if loaded and _CONFIG_WORDS in exc.message:
             exc.message = exc.message.replace(
                 _CONFIG_WORDS, f"{_CONFIG_WORDS} file {_config_file(loaded[0])}"
@@ -680,17 +687,26 @@ _EXPORTER_QUIET_S = 60.0
 _exporter_said = [-_EXPORTER_QUIET_S]
 
 
+def _not_a_store_line(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is not a shared store's failure or recovery line (``STORE_HEALTH``):
+    at the command line the refusal that follows says the same, and the README promises one
+    sentence on stderr (a call that goes on after a store came back needs no line either)."""
+    return not getattr(record, "store_health", False)
+
+
 @contextlib.contextmanager
-def _quiet_libraries() -> Iterator[None]:
+def _quiet_libraries(store_lines: bool = True) -> Iterator[None]:
     """Libraries' warnings and log records are for their developers, not for the person at
     the terminal, who gets webward's one sentence: while a command runs, only webward's own
-    records (WARNING and up) reach stderr, and warnings are shown only when asked for with
-    ``python -W``."""
+    records (WARNING and up) reach stderr, without a store's failure lines unless
+    ``store_lines``, and warnings are shown only when asked for with ``python -W``."""
     import logging  # not for `webward --help`
 
     handler = logging.StreamHandler()  # stderr, as logging's last resort would print
     handler.setLevel(logging.WARNING)
     handler.addFilter(_own_records)
+    if not store_lines:
+        handler.addFilter(_not_a_store_line)
     root = logging.getLogger()
     root.addHandler(handler)
     try:

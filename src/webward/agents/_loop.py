@@ -315,11 +315,12 @@ async def _run_calls(
     return [(c, r) for c, r in zip(calls, capped, strict=True) if r is not None]
 
 
-def _turn_limit_message(max_turns: int) -> str:
-    """What a call the model asked for on the run's last turn is refused with."""
+def _turn_limit(max_turns: int, limit_name: str) -> str:
+    """Why the run stopped at its ceiling, naming what raises it as the caller spells it."""
+    turns = "1 turn" if max_turns == 1 else f"{max_turns} turns"
     return (
-        f"not run: the run reached its limit of {max_turns} turns before the model gave a "
-        "final answer; raise max_turns to let it go on"
+        f"the run reached its limit of {turns} before the model gave a final answer; raise "
+        f"{limit_name} to let it go on"
     )
 
 
@@ -328,13 +329,14 @@ async def _refuse_at_ceiling(
     calls: Sequence[ToolCall],
     context: ToolContext,
     max_turns: int,
+    limit_name: str,
     records: list[CallRecord],
     on_call: Callable[[CallRecord], None] | None,
 ) -> None:
     """The calls of the last turn, which the run will not hand back to the model: each
     audited once, refused with reason ``turn_limit`` (as any call refused before the core,
     its capability and target from its name and arguments), and recorded in call order."""
-    message = _turn_limit_message(max_turns)
+    message = f"not run: {_turn_limit(max_turns, limit_name)}"
     for call in calls:
         result = await refused_call(
             call.name, call.arguments, message, context, reason=Reason.TURN_LIMIT
@@ -368,13 +370,15 @@ async def run_agent(
     max_turns: int = DEFAULT_MAX_TURNS,
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     on_call: Callable[[CallRecord], None] | None = None,
+    limit_name: str = "max_turns",
 ) -> RunResult:
     """Run ``agent`` on ``question`` until the model answers or ``max_turns`` model calls.
 
     Tool failures come back to the model as messages; a model API failure, or a model that
     refuses to answer, raises ``UpstreamError``. ``on_call`` sees each tool call's record as
     the call completes (``--verbose``); ``RunResult.calls`` keeps them in call order. Tool
-    results are cut at :func:`result_cap` characters of text.
+    results are cut at :func:`result_cap` characters of text. ``limit_name`` is what the
+    ceiling's note tells the reader to raise (``--max-turns`` at the command line).
     """
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
         raise InvalidInput("max_turns must be a whole number of at least 1")
@@ -401,15 +405,14 @@ async def run_agent(
         if turn == max_turns:
             # The model still wants tools, but it will not be asked again: its calls are not
             # run, yet each is a call the model made, audited and listed as refused.
-            await _refuse_at_ceiling(turn, reply.tool_calls, context, max_turns, records, on_call)
+            await _refuse_at_ceiling(
+                turn, reply.tool_calls, context, max_turns, limit_name, records, on_call
+            )
             break
         handed = await _run_calls(turn, reply.tool_calls, context, agent, cap, records, on_call)
         messages.extend(client.tool_result_messages(handed))
     assert reply is not None
-    note = (
-        f"[stopped: the run reached its limit of {max_turns} turns before the model gave a "
-        "final answer; raise max_turns to let it go on]"
-    )
+    note = f"[stopped: {_turn_limit(max_turns, limit_name)}]"
     answer = f"{reply.text}\n\n{note}" if reply.text.strip() else note
     return RunResult(answer, max_turns, True, tuple(records))
 

@@ -19,7 +19,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from .._errors import Refused
+from .._errors import InvalidInput, Refused
 from .._settings import Settings
 from ._core import (
     DECISIONS,
@@ -66,15 +66,25 @@ def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None
     var = settings.audit.postgres_dsn_env
     if var:
         dsn = (os.environ if environ is None else environ).get(var, "").strip()
+        from .._extras import require
+
+        # The extra first, and with the variable if that is missing too: said one after
+        # the other, they were two rounds of fix and retry.
+        try:
+            require("psycopg", "postgres", "[audit] postgres_dsn_env")
+        except InvalidInput as exc:
+            if dsn:
+                raise
+            raise InvalidInput(
+                f"{exc.message}, and set ${var} (unset or empty now) to the PostgreSQL DSN of "
+                "the audit log"
+            ) from None
         if not dsn:
             return _RefusingSink(
                 f"[audit] postgres_dsn_env names ${var}, which is unset or empty",
                 f"set ${var} to the PostgreSQL DSN of the audit log, or leave [audit] "
                 "postgres_dsn_env out to audit into SQLite in the state dir",
             )
-        from .._extras import require
-
-        require("psycopg", "postgres", "[audit] postgres_dsn_env")
         from ._postgres import PostgresAuditSink, dsn_parses  # imported only when configured
 
         if not dsn_parses(dsn):  # the driver's parse error would quote the DSN, password too

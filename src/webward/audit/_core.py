@@ -44,7 +44,7 @@ import anyio
 import orjson
 
 from .._capabilities import SEARCH
-from .._errors import Reason, Refused, operator_step
+from .._errors import STORE_HEALTH, Reason, Refused, operator_step
 from .._redact import drop_userinfo, redact_secrets
 from .._unicode import BIDI_CONTROLS, BIDI_MARKS
 
@@ -654,9 +654,12 @@ class StoreHealth:
             self._log.warning(
                 "audit records cannot be written (%s); every call is refused until they can",
                 failure,
+                extra=STORE_HEALTH,
             )
         elif failure is None and was == self._FAILS:
-            self._log.warning("audit records are written again at %s", self._where)
+            self._log.warning(
+                "audit records are written again at %s", self._where, extra=STORE_HEALTH
+            )
         return failure
 
 

@@ -130,7 +130,8 @@ class SQLiteAuditSink:
         deadline = time.monotonic() + self._busy_timeout_s  # a worker thread's wait included
         failure = await anyio.to_thread.run_sync(self._probe_sync, deadline)
         if failure is not None:
-            raise audit_unavailable(failure)
+            # A full disk is fixed by freeing space, not by making the store writable.
+            raise audit_unavailable(failure, _FULL_ADVICE if _FULL_WORDS in failure else None)
 
     def _probe_sync(self, deadline: float) -> str | None:
         if not self._acquire(deadline):
@@ -193,7 +194,9 @@ class SQLiteAuditSink:
         try:
             return self._open_read_write(deadline)
         except (sqlite3.Error, OSError) as exc:
-            if not _write_denied(exc):
+            # A full disk, too, is read read-only: the log is most wanted then, and opening
+            # it read-write fails on the -shm it cannot grow ("disk I/O error").
+            if not (_write_denied(exc) or _disk_full(exc, self.path.parent)):
                 raise
             return self._open_read_only(exc)
 
@@ -222,7 +225,8 @@ class SQLiteAuditSink:
 
     def _open_read_only(self, denied: BaseException) -> sqlite3.Connection | None:
         """The log opened read-only, for a reader that may not write it (``denied`` is why);
-        ``None`` if it holds no audit table yet.
+        ``None`` if it holds no audit table yet. Also for a reader on a full disk, which
+        cannot grow the ``-shm`` a read-write open needs.
 
         With a writer's ``-shm`` (or records in a ``-wal``) it is read through them. Without
         either, the database file holds every record and is read alone (``immutable``):
@@ -239,8 +243,14 @@ class SQLiteAuditSink:
             try:
                 return self._read_only_now(*self._open_uri(f"{uri}?mode=ro"))
             except sqlite3.Error as exc:
-                if not _write_denied(exc):
+                full = _disk_full(exc, self.path.parent)
+                if not (_write_denied(exc) or full):
                     raise
+                if held and full:
+                    raise _DiskFull(
+                        f"{_FULL_WORDS}, and some of its records are in {wal}, which SQLite "
+                        "cannot read without room for its index"
+                    ) from None
                 if held:
                     raise sqlite3.OperationalError(
                         f"some of its records are in {wal}, which only a user who may write "
@@ -357,7 +367,7 @@ class SQLiteAuditSink:
             try:
                 _insert_rows(conn, rows)
             except (sqlite3.OperationalError, OSError) as exc:  # the store: no row would pass
-                return f"{self.path}: {exc}"
+                return self._failure(exc)
             except Exception as exc:  # a row's content (an integer past 64 bits, a clash)
                 if len(rows) == 1:  # the row's own error, not the store's (see _commit)
                     return [f"{self.path}: {type(exc).__name__}: {exc}"]
@@ -407,6 +417,13 @@ class SQLiteAuditSink:
         unusable = _unusable_dir(self.path.parent)
         if unusable is not None:
             return f"the audit log at {self.path} cannot be written ({unusable})"
+        return self._failure(exc)
+
+    def _failure(self, exc: BaseException) -> str:
+        """The store's error, said as a full disk when it is one (SQLite's "disk I/O error"
+        for a -shm it could not grow does not say so)."""
+        if _disk_full(exc, self.path.parent) and not isinstance(exc, _DiskFull):
+            return f"{self.path}: {_FULL_WORDS} ({exc})"
         return f"{self.path}: {exc}"
 
     def _no_answer(self) -> str:
@@ -451,6 +468,13 @@ class SQLiteAuditSink:
                     if self._read_only:  # opened again for each read: a file read alone
                         self._close()  # would not show what a writer commits later
             except (sqlite3.Error, OSError) as exc:
+                if _disk_full(exc, self.path.parent):  # not "move it aside": free space
+                    raise Refused(
+                        f"refused: the audit log at {self.path} cannot be read "
+                        f"({self._failure(exc).removeprefix(f'{self.path}: ')}); free space "
+                        "on that disk and try again",
+                        reason=REASON_AUDIT_UNAVAILABLE,
+                    ) from None
                 raise Refused(
                     f"refused: the audit log at {self.path} cannot be read ({exc}); if another "
                     "program holds it, try again once it is done, and if it is no SQLite "
@@ -458,6 +482,45 @@ class SQLiteAuditSink:
                     "(WEBWARD_STATE_DIR) at the right directory",
                     reason=REASON_AUDIT_UNAVAILABLE,
                 ) from None
+
+
+# How a full disk is said, and what to do about it (not "make that store writable").
+_FULL_WORDS = "the disk holding it is full"
+_FULL_ADVICE = (
+    "free space on that disk, or point [state] dir (WEBWARD_STATE_DIR) or [audit] at another one"
+)
+# Free space below which an I/O error is taken for a full disk: SQLite says "disk I/O error",
+# without the errno, when it cannot grow its -shm (32 kB) or -wal for want of space.
+_NEARLY_FULL_BYTES = 1024 * 1024
+
+
+class _DiskFull(sqlite3.OperationalError):
+    """A read the full disk makes impossible, said by webward rather than by SQLite."""
+
+
+def _disk_full(exc: BaseException, directory: Path) -> bool:
+    """Whether ``exc`` comes of a full disk: SQLITE_FULL, ENOSPC or EDQUOT, or SQLite's I/O
+    error while the filesystem holding ``directory`` has almost no space left."""
+    if isinstance(exc, _DiskFull):
+        return True
+    if isinstance(exc, sqlite3.Error):
+        if _code(exc) == sqlite3.SQLITE_FULL:
+            return True
+        if _code(exc) != sqlite3.SQLITE_IOERR:
+            return False
+    elif isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    else:
+        return False
+    for place in (directory, *directory.parents):
+        try:
+            info = os.statvfs(place)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        return info.f_bavail * info.f_frsize < _NEARLY_FULL_BYTES
+    return False
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
