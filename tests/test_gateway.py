@@ -7,11 +7,12 @@ import hashlib
 import json
 import logging
 import socket
+import struct
 import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -1260,6 +1261,55 @@ def test_a_client_that_leaves_mid_call_cancels_it_and_it_is_audited_cancelled(
     ]
     assert [r.path for r in site.requests] == ["/hold" if capability == "fetch" else "/search"]
     assert warned == []  # no answer attempted: no 500, no "returned without a response"
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_requests_pipelined_behind_a_call_whose_client_leaves_are_never_started(
+    tmp_path: Path, http: str
+) -> None:
+    """Three calls pipelined in one write, the client gone while the first runs: the first is
+    audited cancelled; the two behind it were never started, so neither reaches its page
+    nor the audit log, as if never sent (docs/servers.md). Starting them would read pages for
+    a client that is gone."""
+    arrived = threading.Event()
+
+    def hold(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        with suppress(OSError):
+            sock.recv(1)  # holds its answer until the gateway closes the connection
+
+    audit = SignallingAudit()
+    settings = load(tmp_path)
+    loops: list[asyncio.AbstractEventLoop] = []
+    routes = {"/hold": hold, "/behind": respond(200, PAGE.format("behind"))}
+    with (
+        serve(routes=routes) as site,
+        running_gateway(
+            settings, lambda: loopback_web(settings, audit), http=http, loops=loops
+        ) as base,
+    ):
+        calls = []
+        for path in ("/hold", "/behind", "/behind"):
+            body = json.dumps({"url": site.url(path)}).encode()
+            calls.append(
+                f"POST {FETCH_PATH} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer "
+                f"{TOKENS['alice']}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(b"".join(calls))  # all three in one write, kept alive
+            assert arrived.wait(10)
+            # Leaves with a reset while the first call runs.
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        assert audit.written.wait(10)
+        until(lambda: watchers(loops[0]) == 0, "the watch to end")
+    # The gateway has stopped (and the origin): nothing it held is left to start.
+    assert [(r.decision, r.reason, r.target) for r in audit.records] == [
+        ("failed", "cancelled", site.url("/hold"))
+    ]
+    assert [r.path for r in site.requests] == ["/hold"]
 
 
 @pytest.mark.parametrize("http", ["httptools", "h11"])

@@ -959,6 +959,96 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     ]
 
 
+#: tools/call messages that are valid JSON (RFC 8259) which Python's parser or the SDK's
+#: (pydantic's) will not read: an integer past 4,300 digits, arguments nested past either
+#: parser's depth, a lone surrogate (JavaScript's JSON.stringify writes one as "\ud800").
+UNREADABLE_CALLS = {
+    b'{"url": "https://a.test/long", "offset": %s}' % (b"9" * 5000): (
+        "https://a.test/long",
+        "the argument 'offset' is not a number webward accepts",
+    ),
+    b'{"url": "https://a.test/deep", "zz": %s1%s}' % (b'{"a":' * 3000, b"}" * 3000): (
+        "https://a.test/deep",
+        "the argument 'zz' is nested too deeply",
+    ),
+    b'{"url": "https://a.test/some", "zz": %s1%s}' % (b"[" * 300, b"]" * 300): (
+        "https://a.test/some",
+        "the argument 'zz' is nested too deeply",
+    ),
+    b'{"url": "https://a.test/\\ud800"}': (
+        "https://a.test/\\ud800",  # as the audit log writes a lone surrogate
+        "the argument 'url' holds text that is not valid Unicode",
+    ),
+}
+
+
+def unreadable_call(request_id: int, arguments: bytes) -> bytes:
+    """A tools/call of web_fetch with ``arguments`` as they are written."""
+    head = b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": ' % request_id
+    return head + b'{"name": "web_fetch", "arguments": ' + arguments + b"}}"
+
+
+def test_stdio_answers_valid_json_its_parsers_cannot_read_with_its_id_and_audits_it(
+    tmp_path: Path,
+) -> None:
+    """A tools/call that is JSON, but JSON the server's parsers will not read (a number too
+    long, arguments nested too deeply, a lone surrogate), was answered "the message is not
+    JSON" with no id, so its client waited for an answer until it gave up, and was not
+    audited. It is answered with its id and one sentence naming the argument, and audited as
+    a refused call of the URL it sent; text that is no JSON is still told so."""
+    process = raw_stdio_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        process.stdin.write(line + b"\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+        ask(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode()
+        )
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        answers = [
+            ask(unreadable_call(41 + i, arguments)) for i, arguments in enumerate(UNREADABLE_CALLS)
+        ]
+        # The id after arguments too deep for Python's parser is found as well.
+        late_id = ask(
+            b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "web_fetch", '
+            b'"arguments": {"url": "https://a.test/late", "zz": %s1%s}}, "id": "late"}'
+            % (b"[" * 3000, b"]" * 3000)
+        )
+        not_json = ask(b'{"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {')
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+    expected = list(UNREADABLE_CALLS.values())
+    assert [a["id"] for a in answers] == [41, 42, 43, 44]
+    for answer, (_, sentence) in zip(answers, expected, strict=True):
+        assert answer["error"]["code"] == -32602
+        assert answer["error"]["message"].startswith(sentence), answer
+        assert "\n" not in answer["error"]["message"]
+    assert late_id["id"] == "late"
+    assert late_id["error"]["message"].startswith("the argument 'zz' is nested too deeply")
+    assert not_json["id"] is None and not_json["error"]["code"] == -32700
+    assert process.returncode == 0
+    records = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "webward.cli", "audit", "--json"],
+            capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert sorted(
+        (r["capability"], r["decision"], r["reason"], r["target"]) for r in records
+    ) == sorted(
+        [("web:page.fetch@1", "refused", "invalid_input", target) for target, _ in expected]
+        + [("web:page.fetch@1", "refused", "invalid_input", "https://a.test/late")]
+    )
+
+
 @pytest.mark.parametrize(
     ("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"]
 )

@@ -13,7 +13,14 @@ import pytest
 from localserver import LocalServer, respond, serve
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from test_mcp import INITIALIZE, mcp_over_http, text_of, write_config
+from test_mcp import (
+    INITIALIZE,
+    UNREADABLE_CALLS,
+    mcp_over_http,
+    text_of,
+    unreadable_call,
+    write_config,
+)
 from test_mcp import MCP_HEADERS as ACCEPT
 
 from webward import Settings
@@ -177,6 +184,45 @@ async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audit
         ("alice", "connected", "refused"),
         ("alice", "connected", "refused"),
     ]
+
+
+@pytest.mark.anyio
+async def test_valid_json_the_sdk_cannot_read_is_answered_with_its_id_and_audited(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP, a tools/call that is JSON the parsers will not read (a number too long,
+    arguments nested too deeply, a lone surrogate) was answered "not JSON" with no id, or,
+    for the surrogate, "not a JSON-RPC 2.0 request", and only that one audited. Each is now
+    answered with its id and the sentence naming its argument, and audited once; text that
+    is no JSON is still told so, with no id and no record."""
+    config = token_config(tmp_path)
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
+        headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
+        headers["mcp-protocol-version"] = "2025-06-18"
+        headers["content-type"] = "application/json"
+        answers = [
+            await http.post(url, content=unreadable_call(41 + i, arguments), headers=headers)
+            for i, arguments in enumerate(UNREADABLE_CALLS)
+        ]
+        not_json = await http.post(
+            url, content=b'{"jsonrpc": "2.0", "id": 5, "params": {', headers=headers
+        )
+    assert [a.status_code for a in answers] == [400] * len(answers)
+    for i, (answer, (_, sentence)) in enumerate(
+        zip(answers, UNREADABLE_CALLS.values(), strict=True)
+    ):
+        error = answer.json()
+        assert error["id"] == 41 + i
+        assert error["error"]["code"] == -32602
+        assert error["error"]["message"].startswith(sentence), error
+    assert not_json.status_code == 400
+    assert not_json.json()["id"] is None
+    assert not_json.json()["error"]["message"].startswith("the message is not JSON")
+    assert await records(config) == [("alice", "connected", "refused")] * len(UNREADABLE_CALLS)
 
 
 @pytest.mark.anyio

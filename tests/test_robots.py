@@ -406,3 +406,57 @@ async def test_an_origin_read_again_stays_while_others_go() -> None:
     await checker.check("http://cold2.example/")
     await checker.check("http://hot.example/")
     assert fetch.urls.count("http://hot.example/robots.txt") == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["//private", "///private/page", "//private?x=1", "/private//"])
+async def test_rules_see_the_path_with_runs_of_slashes_merged(path: str) -> None:
+    """Most servers serve //private as /private (nginx merges slashes by default, Apache's
+    file mapping too): a rule for /private is matched against the path with runs of slashes
+    merged, and the refusal names the path as asked."""
+    with serve(routes={"/robots.txt": respond(200, ROBOTS, "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
+        with pytest.raises(Refused) as info:
+            await robots.check(srv.url(path))
+    assert info.value.reason == REASON_ROBOTS
+    assert f"disallows {path} for webward" in info.value.message
+
+
+@pytest.mark.anyio
+async def test_merging_slashes_keeps_allow_rules_and_the_query_as_they_are() -> None:
+    """The merge reads the path only: an Allow inside a disallowed path still passes with
+    doubled slashes, and a query's slashes are matched as sent."""
+    rules = "User-agent: *\nDisallow: /private\nAllow: /private/open\nDisallow: /*?next=//\n"
+    with serve(routes={"/robots.txt": respond(200, rules, "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
+        await robots.check(srv.url("//private//open/doc"))
+        await robots.check(srv.url("/login?next=/home"))
+        with pytest.raises(Refused):
+            await robots.check(srv.url("/login?next=//evil"))
+
+
+@pytest.mark.anyio
+async def test_a_read_with_doubled_slashes_or_a_backslash_meets_the_rule() -> None:
+    """Through the whole read: /\\private (sent as //private) and //private are refused by a
+    rule for /private, and the server is asked only for robots.txt; a path the rules allow is
+    still requested as it was normalised (its slashes not merged)."""
+    from webward import Settings, StaticResolver, Web
+    from webward.testing import MemoryAuditSink
+
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": True},
+            "limits": {"per_host_rate": 1000.0, "per_host_burst": 1000},
+        }
+    )
+    routes = {"/robots.txt": respond(200, ROBOTS, "text/plain"), "*": respond(200, "<p>page</p>")}
+    with serve(routes=routes) as srv:
+        async with Web(settings, StaticResolver({}), audit=MemoryAuditSink()) as w:
+            for path in ("/\\private", "//private", "///private"):
+                with pytest.raises(Refused) as info:
+                    await w.fetch(srv.url(path))
+                assert info.value.reason == REASON_ROBOTS
+            assert [r.target for r in srv.requests] == ["/robots.txt"]
+            await w.fetch(srv.url("//public"))
+    assert srv.requests[-1].target == "//public"

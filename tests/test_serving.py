@@ -267,6 +267,68 @@ def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audit
     assert [(r.decision, r.target) for r in found] == [("allowed", site.url("/slow"))]
 
 
+@pytest.mark.parametrize("face", ["serve", "mcp-http", "mcp-session"])
+def test_ctrl_c_pressed_again_during_the_shutdown_changes_neither_the_exit_nor_the_audit(
+    tmp_path: Path, face: str
+) -> None:
+    """Ctrl-C, then twice more while the shutdown runs (an operator who finds it slow): the
+    server exits 130 with no traceback, and its call in flight is audited once. The signals
+    the shutdown took were each raised again at its end, and the second of two SIGINTs
+    reached asyncio as a KeyboardInterrupt: a traceback, and `webward mcp --http` exited 1."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    if face == "serve":
+        args = ["serve", "--port", "0", "--config", str(gateway_config(tmp_path))]
+    else:
+        args = ["mcp", "--http", "127.0.0.1:0", "--tier", "connected"]
+        args += ["--config", str(mcp_config(tmp_path))]
+    arrived, release = threading.Event(), threading.Event()
+    page = "<html><head><title>Late</title></head><body><p>late words</p></body></html>"
+
+    def slow(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        release.wait(30)
+        respond(200, page)(req, sock)
+
+    done = threading.Event()
+    with serve(routes={"/slow": slow}) as site:
+        proc, line = _start(args, env)
+        assert proc.stderr is not None
+        try:
+            base = line.split(" on ", 1)[1].split()[0]
+            port = int(base.split(":")[2].split("/")[0])
+            address, body, headers = _call_of(face, base, site.url("/slow"))
+
+            def call() -> None:
+                # Answered or cut off: what matters here is the exit and the record.
+                with (
+                    contextlib.suppress(httpx.HTTPError),
+                    httpx.Client(trust_env=False, timeout=60) as c,
+                ):
+                    c.post(address, json=body, headers=headers)
+                done.set()
+
+            threading.Thread(target=call, daemon=True).start()
+            assert arrived.wait(30), "the call never reached the page"
+            proc.send_signal(signal.SIGINT)
+            deadline = time.monotonic() + 30
+            while _listening(port) and time.monotonic() < deadline:  # bounded poll
+                time.sleep(0.02)
+            assert not _listening(port), "the server never began its shutdown"
+            proc.send_signal(signal.SIGINT)  # during the shutdown: its calls still run
+            proc.send_signal(signal.SIGINT)
+            release.set()
+            assert proc.wait(30) == 130
+            stderr = proc.stderr.read()
+        finally:
+            release.set()
+            _stop(proc)
+    assert "Traceback" not in stderr, stderr
+    assert done.wait(30)
+    found = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    assert [(r.decision, r.target) for r in found] == [("allowed", site.url("/slow"))]
+
+
 def _listening(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=5).close()

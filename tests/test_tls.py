@@ -125,3 +125,33 @@ async def test_https_to_a_name_resolving_internal_never_connects() -> None:
                 await w.fetch(f"https://rebind.example:{internal.port}/")
         assert internal.accepts == 0
     assert err.value.reason == "internal_address"
+
+
+def _unverifying(kind: str) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    if kind == "no-verification":
+        context.verify_mode = ssl.CERT_NONE
+    elif kind == "optional":
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+@pytest.mark.parametrize("kind", ["no-verification", "no-host-name-check", "optional"])
+def test_a_context_that_does_not_verify_is_refused_at_construction(kind: str) -> None:
+    """docs/guard.md: ssl_context is a way to trust another CA, never to turn verification
+    off. A context that does not check the certificate or the host name was taken silently
+    (a self-signed certificate for another name was read as a page): it is refused when the
+    Web is made, saying what to pass instead, before anything connects."""
+    with pytest.raises(ValueError) as err:
+        Web(Settings(), StaticResolver({}), audit=MemoryAuditSink(), ssl_context=_unverifying(kind))
+    message = str(err.value)
+    assert "does not verify" in message
+    assert "verify_mode=CERT_REQUIRED and check_hostname=True" in message
+    assert "load_verify_locations" in message
+
+
+def test_a_context_that_is_no_context_is_refused() -> None:
+    with pytest.raises(TypeError) as err:
+        Web(Settings(), StaticResolver({}), audit=MemoryAuditSink(), ssl_context="ca.pem")  # type: ignore[arg-type]
+    assert "ssl.SSLContext" in str(err.value)

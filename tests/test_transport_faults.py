@@ -8,6 +8,7 @@ counts accepts to prove a redirect to it is still never followed.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import socket
 import time
@@ -17,8 +18,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import brotli
+import httpcore
 import pytest
-from localserver import LocalServer, Request, accept_counter, redirect, respond, serve
+from localserver import LocalServer, Request, accept_counter, redirect, respond, send, serve
 
 from webward import Refused, Settings, StaticResolver, UpstreamError, Web, WebwardError
 from webward.testing import MemoryAuditSink
@@ -499,3 +501,184 @@ async def test_a_page_in_small_chunks_is_read_whole() -> None:
     with serve(routes={"/p": flushed}) as srv:
         page = await read(srv.url("/p"))
     assert page.bytes_read == len(text)
+
+
+# ---- bytes past a response's end on a kept-alive connection --------------------------------
+
+_FORGED_PAGE = b"<p>FORGED: an earlier answer wrote this page</p>"
+_FORGED = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s" % (
+    len(_FORGED_PAGE),
+    _FORGED_PAGE,
+)
+# The same, its head claiming one byte more than it carries: on a reused connection the next
+# read waited for that byte until its deadline.
+_FORGED_SHORT = _FORGED.replace(b"Content-Length: %d" % len(_FORGED_PAGE), b"Content-Length: 99")
+_FIRST = b"<p>" + b"the first page " * 20 + b"</p>"
+
+
+def kept_alive(answer: bytes) -> Any:
+    """A handler that sends ``answer`` (one response, and what follows it in the same write)
+    on a connection it keeps open, until webward closes it or sends its next request there
+    (which it leaves unanswered: the bytes already sent are all the answer it gets)."""
+
+    def handler(req: Request, sock: socket.socket) -> None:
+        sock.sendall(answer)
+        sock.recv(65536)  # b"" once webward closes the connection
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s%s"
+        % (len(_FIRST), _FIRST, _FORGED),
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s%s"
+        % (len(_FIRST), _FIRST, _FORGED_SHORT),
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"%x\r\n%s\r\n0\r\n\r\n%s" % (len(_FIRST), _FIRST, _FORGED),
+        b"HTTP/1.1 204 No Content\r\nContent-Type: text/html\r\n\r\n" + _FORGED,
+        b"HTTP/1.1 304 Not Modified\r\n\r\n" + _FORGED,
+    ],
+    ids=["past-content-length", "past-content-length-stall", "past-last-chunk", "204", "304"],
+)
+async def test_bytes_past_a_responses_end_never_answer_the_next_request(first: bytes) -> None:
+    """A response followed, in the same write, by bytes past its end (a body longer than its
+    Content-Length, bytes after the last chunk, a body on a 204 or 304) left them in the kept-
+    alive connection's buffer, and the next read of another path on that origin (another
+    agent's) was answered from them (or waited for their missing byte until the deadline),
+    the origin never asked, the forged page cached. Such a connection is closed, not reused:
+    the next read is the origin's own answer to its own request."""
+    with serve() as srv:
+        srv.routes["/first"] = kept_alive(first)
+        srv.routes["/second"] = respond(200, "<p>the genuine second page</p>")
+        async with Web(settings(), StaticResolver({}), audit=MemoryAuditSink()) as w:
+            # A 204 reads as an empty page, an unsolicited 304 as no page: what matters here
+            # is the connection it leaves behind.
+            with contextlib.suppress(UpstreamError):
+                await w.fetch(srv.url("/first"), agent="agent-a")
+            page = await w.fetch(srv.url("/second"), agent="agent-b")
+    assert "the genuine second page" in page.content and "FORGED" not in page.content
+    assert [r.path for r in srv.requests] == ["/first", "/second"]
+
+
+async def test_a_response_that_ends_where_it_says_keeps_its_connection() -> None:
+    """Only a connection holding bytes past a response's end is closed: one whose response
+    ended where its framing said is reused for the next read of the origin (one accept)."""
+
+    def both_on_one_connection(req: Request, sock: socket.socket) -> None:
+        send(sock, 200, b"<p>first page</p>", headers={"Connection": "keep-alive"})
+        nxt = b""
+        while b"\r\n\r\n" not in nxt:
+            data = sock.recv(65536)
+            if not data:
+                return  # webward closed it: no second page here, and the test fails
+            nxt += data
+        send(sock, 200, b"<p>second page on the same connection</p>")
+
+    with serve(routes={"/first": both_on_one_connection}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=MemoryAuditSink()) as w:
+            await w.fetch(srv.url("/first"))
+            page = await w.fetch(srv.url("/second"))
+    assert "second page on the same connection" in page.content
+    assert srv.accepts == 1
+
+
+async def test_a_connection_that_cannot_be_checked_is_never_reused() -> None:
+    """Fail closed: a response whose connection's leftover bytes cannot be looked at (httpcore
+    changed its objects) counts as one that left some; a spent stream reads as readable, so
+    httpcore's pool closes it while idle, and refuses a request as a connection not
+    available (the pool then opens another) should the pool reuse it anyway."""
+    from webward._transport import _left_bytes_behind, _Metered
+
+    class Inner:  # stands in for the socket stream under a connection
+        written = b""
+
+        async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.written += buffer
+
+        def get_extra_info(self, info: str) -> Any:
+            return False
+
+    assert _left_bytes_behind(httpcore.Response(200)) is True
+    inner = Inner()
+    stream = _Metered(inner, "example.org")  # type: ignore[arg-type]
+    stream.spend()
+    assert stream.get_extra_info("is_readable") is True
+    with pytest.raises(httpcore.ConnectionNotAvailable):
+        await stream.write(b"GET / HTTP/1.1\r\n\r\n")
+    assert inner.written == b""
+
+
+# ---- DNS answers -----------------------------------------------------------------------------
+
+
+class _NoAddresses:
+    """A resolver (a DoH or caching one, say) that answers a name with no addresses, instead
+    of raising as the Resolver protocol asks."""
+
+    async def resolve(self, host: str) -> list[str]:
+        return []
+
+
+async def test_an_answer_with_no_addresses_is_a_dns_failure() -> None:
+    """A resolver answering [] made the transport fail its own assertion (a TypeError under
+    python -O), audited as webward's internal error: it is the name not resolving, said as
+    every DNS failure is, and nothing is connected to."""
+    audit = MemoryAuditSink()
+    async with Web(settings(), _NoAddresses(), audit=audit) as w:
+        with pytest.raises(UpstreamError) as caught:
+            await w.fetch("http://empty.example/page")
+    assert (caught.value.reason, caught.value.message) == (
+        "dns",
+        "empty.example could not be resolved",
+    )
+    assert [(r.decision, r.reason) for r in audit.records] == [("failed", "dns")]
+
+
+async def test_an_empty_turn_of_a_static_resolver_does_not_resolve() -> None:
+    """StaticResolver's turns: an empty one (after a first that resolved) is a name that does
+    not resolve, as an empty table entry is, not an empty answer handed on."""
+    resolver = StaticResolver({"site.example": [["127.0.0.1"], []]})
+    audit = MemoryAuditSink()
+    no_cache = settings().replace({"limits": {"page_cache_ttl_s": 0}})
+    with serve(routes={"/": respond(200, "<p>resolved once</p>")}) as srv:
+        async with Web(no_cache, resolver, audit=audit) as w:
+            page = await w.fetch(f"http://site.example:{srv.port}/")
+            with pytest.raises(UpstreamError) as caught:
+                await w.fetch(f"http://site.example:{srv.port}/")
+    assert "resolved once" in page.content
+    assert (caught.value.reason, caught.value.message) == (
+        "dns",
+        "site.example could not be resolved",
+    )
+    assert [(r.decision, r.reason) for r in audit.records] == [
+        ("allowed", "allowed"),
+        ("failed", "dns"),
+    ]
+    assert srv.accepts == 1
+
+
+@pytest.mark.parametrize("variable", ["HTTPS_PROXY", "http_proxy", "All_Proxy"])
+async def test_a_name_that_does_not_resolve_with_a_proxy_set_says_proxies_are_not_used(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind a proxy-only network a name does not resolve, and "could not be resolved" alone
+    left the user guessing why their proxy was not used: with a proxy variable set (any case)
+    the one sentence says webward does not use it, and where to read why; the proxy is still
+    never connected to, and its value (credentials, maybe) is not repeated."""
+    with accept_counter("127.0.0.2") as proxy:
+        monkeypatch.setenv(variable, f"http://user:secret@127.0.0.2:{proxy.port}/")
+        err = await failed_read("http://nowhere.example/page")
+    assert err.reason == "dns"
+    assert err.message == (
+        f"nowhere.example could not be resolved; webward does not use proxies from the "
+        f'environment ({variable} is set) and connects directly (see "Proxies" in docs/guard.md)'
+    )
+    assert proxy.accepts == 0
+
+
+async def test_an_empty_proxy_variable_adds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "")
+    err = await failed_read("http://nowhere.example/page")
+    assert err.message == "nowhere.example could not be resolved"

@@ -16,7 +16,8 @@ line, cut short here, ends ``It ends only at the end marker with nonce N.``)::
     <<<end-untrusted-web-content nonce=N>>>
 
 The provenance header sits outside the markers, one ``key: value`` line per field (keys as
-given, ``_`` written as ``-``; values on one line, neutralised). Exactly one newline separates
+given, ``_`` written as ``-``; values on one line, neutralised, a URL's as a URL: marker words
+in it have a letter percent-encoded, :func:`neutral_url`). Exactly one newline separates
 the begin marker from the text and the text from the end marker, so :func:`unwrap` gives the
 text back exactly.
 
@@ -67,6 +68,7 @@ __all__ = [
     "frame_header",
     "fresh_nonce",
     "header",
+    "neutral_url",
     "neutralise",
     "neutralise_line",
     "prepare_body",
@@ -685,8 +687,62 @@ def _header(items: tuple[tuple[str, object], ...]) -> str:
         if not isinstance(key, str) or not _KEY_RE.match(key):
             raise ValueError(f"provenance key {key!r} is not a simple name")
         if value is not None:
-            lines.append(f"{key.replace('_', '-')}: {neutralise_line(str(value))}")
+            lines.append(f"{key.replace('_', '-')}: {_header_value(key, str(value))}")
     return "\n".join(lines)
+
+
+def _header_value(key: str, value: str) -> str:
+    """A header value on one line, neutralised; a URL's (``requested_url``, ``final_url``)
+    as a URL (:func:`neutral_url`), as links and search hits are: marker words in it have
+    a letter percent-encoded, the same address, where "[marker removed]" left a URL with a
+    space that named nothing. Marker words in a host cannot be encoded: removed as text."""
+    if key.endswith("_url"):
+        shown = neutral_url(value)
+        if shown is not None:
+            return shown
+    return neutralise_line(value)
+
+
+# Rounds of :func:`neutral_url`: each encodes one letter of a marker-like span, and a span
+# needs one or two; a URL that needs more is dropped rather than walked at length.
+_MAX_NEUTRAL_ROUNDS = 32
+
+
+def neutral_url(url: str) -> str | None:
+    """``url`` (a ``_urls.clean_url`` form) as it may be handed on outside the envelope: when
+    the text neutraliser would find a forged marker or webward's own voice in it, one letter
+    of each such span is percent-encoded (``untrusted`` becomes ``%75ntrusted``: the same
+    resource, RFC 3986 section 6.2.2.2, and no longer the marker's words), so the URL stays a
+    URL. ``None`` when the span is in the host (a host has no percent-encoding) or cannot be
+    broken this way."""
+    host_end = _host_end(url)
+    for _ in range(_MAX_NEUTRAL_ROUNDS):
+        shown = neutralise_line(url)
+        if shown == url:
+            return url
+        # Where the neutraliser's replacement begins (its "[" may match the URL's own).
+        at = next((i for i, (a, b) in enumerate(zip(url, shown, strict=False)) if a != b), None)
+        if at is None:  # one is a prefix of the other: nothing to encode
+            return None
+        letter = next(
+            (
+                i
+                for i in range(at, len(url))
+                if url[i].isalpha() and "%" not in url[max(i - 2, 0) : i]
+            ),
+            None,
+        )
+        if letter is None or letter < host_end:
+            return None
+        url = f"{url[:letter]}%{ord(url[letter]):02X}{url[letter + 1 :]}"
+    return None
+
+
+def _host_end(url: str) -> int:
+    """Where the authority of an absolute URL ends."""
+    start = url.find("//") + 2
+    ends = [i for i in (url.find(c, start) for c in "/?#") if i != -1]
+    return min(ends) if ends else len(url)
 
 
 _header_memo = lru_cache(maxsize=1024)(_header)

@@ -49,6 +49,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -529,6 +530,182 @@ async def _audited(
     return message
 
 
+# ---- JSON the SDK's parser will not read -----------------------------------------------
+#
+# A message can be JSON (RFC 8259) that neither Python's parser nor the SDK's (pydantic's)
+# reads: an integer past 4,300 digits (both refuse it), arguments nested past the SDK's depth
+# (about 200) or Python's (about 1,000), a lone surrogate (``"\ud800"``, which JavaScript's
+# JSON.stringify writes; the SDK refuses it). Such a message was answered "not JSON" with no
+# id, and its call was not audited. It is read here leniently, once the SDK has refused it,
+# for its id, its calls and what is wrong with it.
+
+
+class _Unreadable:
+    """What stands in a leniently read message for a value no parser here takes."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+
+_LONG_NUMBER = _Unreadable("number")
+_TOO_DEEP = _Unreadable("deep")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Nested this deep, a message the SDK refused is refused for its depth (its parser stops at
+# about 200): none of webward's own messages comes near.
+_DEEP_ENOUGH = 100
+
+
+def _int_or_long(digits: str) -> int | _Unreadable:
+    try:
+        return int(digits)
+    except ValueError:  # past sys.int_max_str_digits (4,300)
+        return _LONG_NUMBER
+
+
+_LENIENT = json.JSONDecoder(parse_int=_int_or_long)
+_BLANK = re.compile(r"[ \t\n\r]*")
+# A string, or a run of opening or of closing brackets: what _skip counts.
+_BRACKETS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{]+|[\]}]+')
+# The objects _shallow reads member by member, by depth: the message, its params, their
+# arguments (where the call's URL and the argument to name are).
+_READ_INTO = ("params", "arguments")
+
+
+def _lenient(text: str) -> Any:
+    """``text`` parsed, an integer too long as :data:`_LONG_NUMBER` and, where Python's
+    parser recurses too deep, a value too deep as :data:`_TOO_DEEP`; ValueError if ``text``
+    is no JSON."""
+    try:
+        return _LENIENT.decode(text)
+    except RecursionError:
+        end = len(text.rstrip(" \t\n\r"))
+        value, i = _shallow(text, _blank(text, 0), 0)
+        if i != end:
+            raise ValueError("extra data") from None
+        return value
+
+
+def _shallow(text: str, i: int, level: int) -> tuple[Any, int]:
+    """The value at ``text[i]`` and where it ends, read member by member when it is the
+    message (or its params, or their arguments), each member too deep for Python's parser
+    kept as :data:`_TOO_DEEP`. Linear: a member is parsed, then skipped, once."""
+    if not text.startswith("{", i) or level > len(_READ_INTO):
+        try:
+            return _LENIENT.raw_decode(text, i)
+        except RecursionError:
+            return _TOO_DEEP, _skip(text, i)
+    found: dict[str, Any] = {}
+    i = _blank(text, i + 1)
+    if text.startswith("}", i):
+        return found, i + 1
+    while True:
+        if not text.startswith('"', i):
+            raise ValueError("a name expected")
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = _blank(text, i)
+        if not text.startswith(":", i):
+            raise ValueError("':' expected")
+        into = level < len(_READ_INTO) and key == _READ_INTO[level]
+        found[key], i = _shallow(text, _blank(text, i + 1), level + 1 if into else 99)
+        i = _blank(text, i)
+        if text.startswith("}", i):
+            return found, i + 1
+        if not text.startswith(",", i):
+            raise ValueError("',' expected")
+        i = _blank(text, i + 1)
+
+
+def _blank(text: str, i: int) -> int:
+    """Where the whitespace at ``text[i]`` ends."""
+    return _BLANK.match(text, i).end()  # type: ignore[union-attr]
+
+
+def _skip(text: str, i: int) -> int:
+    """Where the array or object at ``text[i]`` ends, by its brackets (strings skipped)."""
+    depth = 0
+    for match in _BRACKETS.finditer(text, i):
+        token = match.group()
+        if token[0] == '"':
+            continue
+        if token[0] in "[{":
+            depth += len(token)
+        elif depth <= len(token):
+            return match.start() + depth
+        else:
+            depth -= len(token)
+    raise ValueError("unclosed")
+
+
+def _faults(value: object) -> tuple[set[str], int]:
+    """The kinds of :class:`_Unreadable` value (and "unicode", a lone surrogate in a string
+    or a name) ``value`` holds, and how deeply its arrays and objects nest."""
+    found: set[str] = set()
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:  # no recursion: the value may be nested a thousand deep
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _LONE_SURROGATE.search(item):
+                found.add("unicode")
+        elif isinstance(item, _Unreadable):
+            found.add(item.kind)
+        elif isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, dict):
+            deepest = max(deepest, depth)
+            stack.extend((key, depth) for key in item)
+            stack.extend((inner, depth + 1) for inner in item.values())
+    return found, deepest
+
+
+def _fault_sentence(what: str, value: object) -> str | None:
+    """What is wrong with ``value`` (``what`` in the sentence), or None if nothing is."""
+    found, deepest = _faults(value)
+    if "unicode" in found:
+        return (
+            f"{what} holds text that is not valid Unicode: a lone surrogate (such as \\ud800), "
+            "which no UTF-8 text can carry"
+        )
+    if "number" in found:
+        said = "is not" if value is _LONG_NUMBER else "holds"
+        return f"{what} {said} a number webward accepts: an integer of more than 4,300 digits"
+    if "deep" in found or deepest > _DEEP_ENOUGH:
+        return f"{what} is nested too deeply"
+    return None
+
+
+def unreadable_json(text: str) -> Malformed:
+    """What to answer a message the SDK's JSON parser refused with: "not JSON" (with no id)
+    if it is none; else its id, each ``tools/call`` it holds (audited with the answer) and
+    one sentence naming what no parser here reads, and the argument that holds it."""
+    try:
+        value = _lenient(text)
+    except ValueError:
+        return _NOT_JSON_PROBLEM
+    params = value.get("params") if isinstance(value, dict) else None
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    message = None
+    for key, argument in arguments.items() if isinstance(arguments, dict) else ():
+        shown = neutralise_line(_LONE_SURROGATE.sub("\ufffd", key))[:100]
+        message = _fault_sentence(f"the argument {shown!r}", argument)
+        if message is None and shown != key:  # a name no UTF-8 text carries either
+            message = _fault_sentence(f"the argument {shown!r}", key)
+        if message is not None:
+            break
+    if message is None and params is not None:
+        message = _fault_sentence("a value in the params", params)
+    code = INVALID_PARAMS  # a request, its params at fault
+    if message is None:
+        code = INVALID_REQUEST
+        message = _fault_sentence("the message", value) or (
+            "the message is JSON the MCP parser cannot read: send plain JSON-RPC 2.0"
+        )
+    return Malformed(
+        request_id=_request_id(value), message=message, code=code, calls=_calls_in(value)
+    )
+
+
 class _StrictTool(Tool):
     """A tool that hands the function the names of the arguments it does not take.
 
@@ -864,8 +1041,11 @@ def _unreadable(exc: Exception, problems: collections.deque[Malformed]) -> Malfo
         return problems.popleft()
     if any(e.get("input") == _NOT_UTF8 for e in errors):
         return _NOT_UTF8_PROBLEM
-    if any(e.get("type") == "json_invalid" for e in errors):
-        return _NOT_JSON_PROBLEM
+    for e in errors:
+        if e.get("type") == "json_invalid" and isinstance(e.get("input"), str):
+            # No JSON, or JSON the SDK's parser will not read (a number too long, a lone
+            # surrogate, nesting too deep): told apart, with its id and its call audited.
+            return unreadable_json(e["input"])
     # The message as parsed, where the SDK's validation kept it.
     found = (_request_id(e.get("input")) for e in errors)
     return Malformed(
@@ -1160,7 +1340,14 @@ class _MalformedRequests:
                     for call in _calls_in(value):
                         await reject_call(self._web, who, reach, call, message)
                 return None
-            if problem is None:
+            if message.startswith("Parse error") and problem is not _NOT_UTF8_PROBLEM:
+                # No JSON, or JSON the SDK's parser will not read (a number too long, a lone
+                # surrogate, nesting too deep): told apart, with its id and its call audited.
+                try:
+                    problem = unreadable_json(body.decode("utf-8"))
+                except UnicodeDecodeError:  # JSON in UTF-16 or -32: the SDK reads UTF-8 alone
+                    problem = _NOT_UTF8_PROBLEM
+            elif problem is None:
                 problem = Malformed(
                     request_id=_request_id(value), message=_NOT_A_REQUEST, calls=_calls_in(value)
                 )

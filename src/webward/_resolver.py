@@ -8,6 +8,7 @@ between the check and the connect (DNS rebinding).
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterable, Mapping
 from typing import Protocol
@@ -16,7 +17,33 @@ import anyio
 
 from ._errors import Reason, UpstreamError
 
-__all__ = ["Resolver", "StaticResolver", "SystemResolver"]
+__all__ = ["Resolver", "StaticResolver", "SystemResolver", "unresolved"]
+
+# The proxy variables other HTTP clients read (curl, requests, httpx), most specific first.
+_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+
+
+def unresolved(host: str) -> UpstreamError:
+    """The error for a name with no address, in one sentence.
+
+    On a network reached only through a proxy, names do not resolve, and a user whose
+    HTTPS_PROXY is set is told why it did not help: webward ignores proxy variables (it
+    connects to the address it checked itself). Only the variable's name is said, never its
+    value (which may carry credentials)."""
+    message = f"{host} could not be resolved"
+    proxy = _proxy_variable()
+    if proxy:
+        message += (
+            f"; webward does not use proxies from the environment ({proxy} is set) and "
+            'connects directly (see "Proxies" in docs/guard.md)'
+        )
+    return UpstreamError(message, reason=Reason.DNS)
+
+
+def _proxy_variable() -> str | None:
+    """The name of the first proxy variable set (non-empty) in the environment, any case."""
+    set_names = {name.upper(): name for name, value in os.environ.items() if value.strip()}
+    return next((set_names[v] for v in _PROXY_VARIABLES if v in set_names), None)
 
 
 class Resolver(Protocol):
@@ -44,14 +71,14 @@ class SystemResolver:
         try:
             infos = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError) as exc:
-            raise UpstreamError(f"{host} could not be resolved", reason=Reason.DNS) from exc
+            raise unresolved(host) from exc
         answers: list[str] = []
         for _family, _type, _proto, _canon, sockaddr in infos:
             ip = str(ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]))
             if ip not in answers:
                 answers.append(ip)
         if not answers:
-            raise UpstreamError(f"{host} could not be resolved", reason=Reason.DNS)
+            raise unresolved(host)
         return answers
 
 
@@ -80,8 +107,11 @@ class StaticResolver:
             return literal
         key = host.lower().rstrip(".")
         turns = self._turns.get(key)
-        if not turns or not turns[0]:
-            raise UpstreamError(f"{host} could not be resolved", reason=Reason.DNS)
+        if not turns:
+            raise unresolved(host)
         n = self._calls.get(key, 0)
         self._calls[key] = n + 1
-        return list(turns[min(n, len(turns) - 1)])
+        answer = turns[min(n, len(turns) - 1)]
+        if not answer:  # an empty turn: the name does not resolve this time
+            raise unresolved(host)
+        return list(answer)

@@ -40,13 +40,14 @@ must not spend.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from anyio.lowlevel import RunVar
@@ -201,6 +202,22 @@ def robots_url(url: str) -> tuple[str, str, str]:
     return origin, f"{origin}/robots.txt", shown
 
 
+_SLASHES = re.compile(r"//+")
+
+
+def _slashes_merged(url: str) -> str:
+    """``url`` with runs of slashes in its path merged into one, for matching rules only.
+
+    Most servers serve ``//private`` as ``/private`` (nginx merges slashes by default, and
+    Apache maps files that way), so a rule for ``/private`` must see it too; the guard sends
+    ``/\\private`` as ``//private``. The request itself keeps its path as the guard
+    normalised it. The query is matched as sent: servers do not merge its slashes."""
+    parts = urlsplit(url)
+    if "//" not in parts.path:
+        return url
+    return urlunsplit(parts._replace(path=_SLASHES.sub("/", parts.path)))
+
+
 class RobotsChecker:
     """Answers "may webward read this URL?" from the origin's robots.txt, cached.
 
@@ -252,7 +269,7 @@ class RobotsChecker:
                 f"webward treats every path there as disallowed; {advice}",
                 reason=REASON_ROBOTS_UNREACHABLE,
             )
-        if not entry.allows(target, self._token):
+        if not entry.allows(_slashes_merged(target), self._token):
             parts = urlsplit(target)
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             raise Refused(

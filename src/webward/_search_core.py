@@ -30,7 +30,6 @@ from ._models import Hit, SearchResult
 from ._provenance import canonical, check_session
 from ._telemetry import span
 from ._unicode import replace_surrogates
-from ._urls import neutral_url
 from .search import (
     Http,
     Response,
@@ -118,7 +117,7 @@ def finish_hits(hits: Any, limit: int, filters: SearchFilters | None = None) -> 
                 continue
             # Shown outside the envelope too, and fetched as it is: marker words in it are
             # percent-encoded (the same URL), never replaced by "[marker removed]" (no URL).
-            shown = neutral_url(url)
+            shown = _envelope.neutral_url(url)
             if shown is None:  # a marker in the host name: no URL of that host is handed on
                 continue
             published = plain_line(h.published, MAX_PUBLISHED_CHARS)

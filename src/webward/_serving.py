@@ -420,6 +420,13 @@ def _signalled_server() -> type:
         on_exit: Callable[[], None] | None = None
 
         def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.should_exit:
+                # Shutting down already (Ctrl-C pressed again, a supervisor's SIGTERM after
+                # it): the shutdown goes on as it began. uvicorn forces an exit at a second
+                # SIGINT, which skips the app's lifespan shutdown; its task was then cancelled
+                # at the loop's close, with a traceback. The graceful shutdown is bounded
+                # anyway (timeout_graceful_shutdown), and ends its calls audited.
+                return
             super().handle_exit(sig, frame)
             if self.on_exit is not None:
                 self.on_exit()
@@ -435,9 +442,14 @@ def _signalled_server() -> type:
             finally:
                 for signum, handler in previous.items():
                     signal.signal(signum, handler)
-            # Stopped for a signal: the handler before ours now has it (as uvicorn does).
-            for captured in reversed(self._captured_signals):
-                signal.raise_signal(captured)
+            # Stopped for a signal: the handler before ours now has it, once, the one that
+            # began the shutdown (its exit code: 130 for Ctrl-C). uvicorn raises each signal
+            # it took again, and every one reaches asyncio's SIGINT handler (cli's handler of
+            # SIGTERM passes it on), which cancels the main task at the first and raises
+            # KeyboardInterrupt inside the loop at the second: a traceback, and `mcp --http`
+            # exited 1.
+            if self._captured_signals:
+                signal.raise_signal(self._captured_signals[0])
 
     return SignalledServer
 

@@ -30,6 +30,7 @@ from . import guard
 from ._addresses import quoted
 from ._content import human_size
 from ._errors import Reason, Refused, UpstreamError, operator_step
+from ._resolver import unresolved
 from ._telemetry import http_span, span
 
 __all__ = ["Body", "Connector", "PinnedBackend", "Transport"]
@@ -81,6 +82,8 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         """DNS, every answer checked, then a connection to the first address that answers."""
         answers = await self._resolver.resolve(host)
+        if not answers:  # a resolver that answers nothing, instead of raising as it should
+            raise unresolved(host)
         # Every answer must pass, not just the one we pick: a mixed answer is an attack.
         for ip in answers:
             guard.assert_ip_allowed(host, ip, self._allow)
@@ -97,8 +100,7 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
                 return _Metered(stream, host)
             except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
                 last = exc
-        assert last is not None
-        raise last
+        raise last if last is not None else unresolved(host)
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
@@ -143,6 +145,7 @@ class _Metered(httpcore.AsyncNetworkStream):
     def __init__(self, stream: httpcore.AsyncNetworkStream, host: str) -> None:
         self._stream = stream
         self._host = host
+        self._spent = False  # the server sent bytes past a response's end (:meth:`spend`)
         self._read = self._reads = 0
         self._since = 0.0  # when the request was written (time.monotonic())
         self._cap: int | None = None  # the body's, once the headers are read
@@ -179,7 +182,19 @@ class _Metered(httpcore.AsyncNetworkStream):
             )
         return data
 
+    def spend(self) -> None:
+        """Never carry another request: the server sent bytes past its response's end, which
+        wait in the connection's buffer and would be read as the next request's answer
+        (another path's, another agent's). httpcore closes an idle connection whose stream is
+        readable (the server hung up, it assumes) before it could be reused: so is this one."""
+        self._spent = True
+
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if self._spent:
+            # Should httpcore ever reuse it anyway: a connection it may not use (its own
+            # signal; a write error would be swallowed and the buffered bytes read), so the
+            # request goes out on a new connection.
+            raise httpcore.ConnectionNotAvailable()
         self._read = self._reads = 0  # a new request
         self._since = time.monotonic()
         self._cap, self._budget = None, _HEAD_WIRE_BYTES
@@ -198,6 +213,8 @@ class _Metered(httpcore.AsyncNetworkStream):
         return _Metered(tls, self._host)
 
     def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable" and self._spent:
+            return True
         return self._stream.get_extra_info(info)
 
 
@@ -481,9 +498,16 @@ class Transport:
                 if isinstance(stream, _Metered):  # the body's own budget on top of the head's
                     stream.allow_body(cap)
                 with span("read"):
-                    return await _read_capped(
+                    body = await _read_capped(
                         resp, resp.status, resp_headers, cap, truncate_ok, url
                     )
+                # A response read to its end returns its connection to the pool when the
+                # block closes: not one that holds bytes past that end. (Every stream the
+                # backend opens is a _Metered, TLS included; a cut body's connection is
+                # closed by httpcore, its response not being done.)
+                if isinstance(stream, _Metered) and _left_bytes_behind(resp):
+                    stream.spend()
+                return body
         except httpcore.TimeoutException as exc:
             raise UpstreamError(
                 f"{url.host} did not answer in time", code="timeout", reason=Reason.TIMEOUT
@@ -560,6 +584,25 @@ async def _read_capped(
     if wire and not decoder.finished:
         raise _broken(url, " (its compressed body ends early)")
     return Body(status, headers, bytes(out), False, wire)
+
+
+def _left_bytes_behind(resp: httpcore.Response) -> bool:
+    """Whether the connection of ``resp``, read to its end, holds bytes the server sent past
+    it (more than its Content-Length, bytes after its last chunk, a body on a 204, 304 or
+    HEAD answer), or whether that cannot be told: either way it must not be reused.
+
+    h11, under httpcore, keeps such bytes in its receive buffer and parses them as the next
+    response on that connection. Its ``trailing_data`` (public) says what is left; the way to
+    it goes through httpcore's own objects (the pool's stream, its HTTP/1.1 connection), so
+    a change there answers True: a new connection next time, never a desync.
+    """
+    stream = getattr(resp.stream, "_stream", None)  # the pool's wrapper, then the connection's
+    state = getattr(getattr(stream, "_connection", None), "_h11_state", None)
+    left = getattr(state, "trailing_data", None)
+    if not (isinstance(left, tuple) and len(left) == 2 and isinstance(left[0], bytes | bytearray)):
+        return True
+    data, closed = left
+    return bool(data) or bool(closed)
 
 
 def _remote_protocol_error(

@@ -4,7 +4,7 @@ A search hit's URL and a page's outbound link are text a site chose. In this for
 no space, quote, angle bracket, bidi or other non-ASCII character, so neither delimiter-like
 text nor an invisible character can ride in them. What neutralising may still find in them is
 the envelope's marker words or webward's own voice spelled with URL characters
-(``/posts/untrusted-web-content``): :func:`neutral_url` percent-encodes a letter of each
+(``/posts/untrusted-web-content``): ``_envelope.neutral_url`` percent-encodes a letter of each
 such span, so the URL still names the same resource and stays one URL, where the text
 neutraliser's ``[marker removed]`` would put a space in it.
 """
@@ -17,7 +17,7 @@ import unicodedata
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-__all__ = ["URL_SAFE", "clean_url", "is_clean", "neutral_url"]
+__all__ = ["URL_SAFE", "clean_url", "is_clean"]
 
 # Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
 # non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
@@ -84,47 +84,3 @@ _CLEAN_RE = re.compile(
 def is_clean(url: str) -> bool:
     """Whether ``url`` holds only characters :func:`clean_url` keeps as they are."""
     return _CLEAN_RE.fullmatch(url) is not None
-
-
-# Rounds of :func:`neutral_url`: each encodes one letter of a marker-like span, and a span
-# needs one or two; a URL that needs more is dropped rather than walked at length.
-_MAX_NEUTRAL_ROUNDS = 32
-
-
-def neutral_url(url: str) -> str | None:
-    """``url`` (a :func:`clean_url` form) as it may be handed on outside the envelope: when
-    the text neutraliser would find a forged marker or webward's own voice in it, one letter
-    of each such span is percent-encoded (``untrusted`` becomes ``%75ntrusted``: the same
-    resource, RFC 3986 section 6.2.2.2, and no longer the marker's words), so the URL stays a
-    URL. ``None`` when the span is in the host (a host has no percent-encoding) or cannot be
-    broken this way."""
-    from ._envelope import neutralise_line  # _envelope is the text side; imported when used
-
-    host_end = _host_end(url)
-    for _ in range(_MAX_NEUTRAL_ROUNDS):
-        shown = neutralise_line(url)
-        if shown == url:
-            return url
-        # Where the neutraliser's replacement begins (its "[" may match the URL's own).
-        at = next((i for i, (a, b) in enumerate(zip(url, shown, strict=False)) if a != b), None)
-        if at is None:  # one is a prefix of the other: nothing to encode
-            return None
-        letter = next(
-            (
-                i
-                for i in range(at, len(url))
-                if url[i].isalpha() and "%" not in url[max(i - 2, 0) : i]
-            ),
-            None,
-        )
-        if letter is None or letter < host_end:
-            return None
-        url = f"{url[:letter]}%{ord(url[letter]):02X}{url[letter + 1 :]}"
-    return None
-
-
-def _host_end(url: str) -> int:
-    """Where the authority of an absolute URL ends."""
-    start = url.find("//") + 2
-    ends = [i for i in (url.find(c, start) for c in "/?#") if i != -1]
-    return min(ends) if ends else len(url)

@@ -50,7 +50,6 @@ from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
 from ._shell import needs_browser, scant
 from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
-from ._urls import neutral_url
 from ._workers import CHEAP_HTML_BYTES, ConvertPool
 from ._workers import Job as _Job
 from .audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
@@ -83,6 +82,27 @@ log = logging.getLogger("webward")
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _check_verifies(context: ssl.SSLContext) -> None:
+    """Refuse an ``ssl_context`` that would not verify a server's certificate and its host
+    name: the argument is for trusting another CA (a private or test one), never a way to
+    turn verification off (docs/guard.md)."""
+    if not isinstance(context, ssl.SSLContext):
+        raise TypeError(f"ssl_context must be an ssl.SSLContext, not {type(context).__name__}")
+    if context.verify_mode != ssl.CERT_REQUIRED or not context.check_hostname:
+        what = (
+            "the certificate"
+            if context.verify_mode != ssl.CERT_REQUIRED
+            else "that the certificate is for the host"
+        )
+        raise ValueError(
+            f"ssl_context does not verify {what}, and webward never reads the web without "
+            "verification: pass a context with verify_mode=CERT_REQUIRED and "
+            "check_hostname=True, such as ssl.create_default_context() with "
+            "load_verify_locations(cafile=...) to trust a private CA, or no ssl_context for "
+            "the system's trust store"
+        )
 
 
 class Web:
@@ -122,6 +142,8 @@ class Web:
                 f"settings must be a webward.Settings (Settings.load(path) or "
                 f"Settings().replace({{...}})), not {type(settings).__name__}"
             )
+        if ssl_context is not None:
+            _check_verifies(ssl_context)
         self.settings = settings or Settings.load()
         # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
         self._own_telemetry = telemetry is None
@@ -129,7 +151,8 @@ class Web:
         self._clock = clock
         allow = self.settings.network.allow_networks()
         # ssl_context=None: the system's trust store with host-name checks (httpcore's
-        # default). Tests pass a context trusting a local CA; it is never a way to turn checks off.
+        # default). Tests pass a context trusting a local CA; one that turns checks off is
+        # refused above.
         # The renderer's egress proxy connects through this same backend: one resolver,
         # one address table, one pinning rule for reads and rendered pages alike.
         self._backend = PinnedBackend(resolver or SystemResolver(), allow, connector)
@@ -1282,7 +1305,7 @@ MAX_LINK_CHARS = 20_000
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
     """The page's links, in its order, up to :data:`MAX_LINK_CHARS`: anchor texts neutralised
-    like titles, URLs as URLs (``_urls.neutral_url``). They travel in the ``links`` field as
+    like titles, URLs as URLs (``_envelope.neutral_url``). They travel in the ``links`` field as
     data, and in an envelope of their own wherever a face shows them as text
     (``Page.links_text``)."""
     line = _envelope.neutralise_line
@@ -1291,7 +1314,7 @@ def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
     for link in links:
         # A URL stays a URL: marker words in it are percent-encoded, not replaced by
         # "[marker removed]" (a space in a URL, which no reader can follow).
-        url = neutral_url(link.url)
+        url = _envelope.neutral_url(link.url)
         if url is None:  # the words are in its host: no URL to hand on
             continue
         neutral = Link(url, line(link.text))
