@@ -2723,6 +2723,28 @@ def test_a_code_block_after_a_definitions_words_opens_on_its_own_line() -> None:
         assert not any(line.endswith("Usage: ```") for line in reading.splitlines())
 
 
+def test_a_code_block_of_line_blocks_keeps_its_lines() -> None:
+    """Expressive Code (Astro Starlight's) writes each line of a block as a ``<div>`` with no
+    newline between: a block in ``<pre>`` shows on a line of its own, and the TOML read as one
+    line. A div that already ends its line gets no second newline."""
+    lines = "".join(
+        f'<div class="ec-line"><div class="code">{indent}<span>{line}</span></div></div>'
+        for indent, line in (
+            ("", "[build]"),
+            ('<span class="indent">  </span>', 'command = "npm run build"'),
+            ('<span class="indent">  </span>', 'publish = "dist"'),
+        )
+    )
+    extra = (
+        f'<p>Create the file:</p><pre data-language="toml"><code>{lines}</code></pre>'
+        "<pre><code><div>first\n</div><div>second</div></code></pre>"
+        f"<p>{PARA}</p>"
+    )
+    for reading in (read(article(extra)).text, read(extra).text):
+        assert '[build]\n  command = "npm run build"\n  publish = "dist"\n```' in reading
+        assert "first\nsecond" in reading
+
+
 def test_a_code_block_after_a_rubric_opens_on_its_own_line() -> None:
     """numpydoc's "Examples" rubric before its doctest: trafilatura opened the fence after the
     rubric's word, outside any list item, and the example was no code block. A sentence that

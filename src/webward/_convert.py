@@ -1821,13 +1821,25 @@ def _code_lines(tree: Any) -> None:
     outer: list[Any] = []  # the <pre>s no other holds
     depth = 0  # of the <pre>s open around the walk
     for event, element in lxml.etree.iterwalk(
-        tree, events=("start", "end"), tag=("pre", "br", "span")
+        tree, events=("start", "end"), tag=("pre", "br", "span", "div")
     ):
         if element.tag == "pre":
             depth += 1 if event == "start" else -1
             if event == "start" and depth == 1:
                 outer.append(element)
-        elif event == "end" or not depth:
+        elif not depth:
+            continue
+        elif element.tag == "div":
+            # A block in a block of code is a line of it (Expressive Code, Astro Starlight's:
+            # each line a <div class="ec-line">, no newline between): its lines ran into one
+            # in trafilatura's reading, and html-to-markdown put a blank line after each. A
+            # span ending in the newline it shows reads the same in both.
+            if event == "end":
+                followed = element.getnext() is not None or bool(element.tail)
+                if followed and not _ends_line(element):
+                    element.tail = "\n" + (element.tail or "")
+                element.tag = "span"
+        elif event == "end":
             continue
         elif element.tag == "br":
             gone[element] = "\n"
@@ -1838,6 +1850,18 @@ def _code_lines(tree: Any) -> None:
     _structure.replace_by_texts(gone)
     for pre in outer:
         lxml.etree.strip_tags(pre, "a")
+
+
+def _ends_line(element: Any) -> bool:
+    """Whether the text of ``element`` ends in a newline (read down its last children: the
+    parser bounds the depth)."""
+    node = element
+    while len(node):
+        last = node[-1]
+        if last.tail:
+            return str(last.tail).endswith("\n")
+        node = last
+    return str(node.text or "").endswith("\n")
 
 
 def _gutter_table(pre: Any) -> Any:
