@@ -2271,6 +2271,23 @@ def test_a_heading_that_opens_a_list_items_words_does_not_swallow_them() -> None
     assert "## Limitation" not in text and "### Termination" not in text
 
 
+def test_a_heading_in_a_steps_header_or_a_summary_reads_in_its_line() -> None:
+    """A tutorial's step writes its heading in a header beside a "Step 1" label, its words in
+    the next block of the item; a Shopify accordion writes its heading inside ``<summary>``,
+    which trafilatura makes a heading itself ("## ## Specifications")."""
+    extra = (
+        '<ol class="steps"><li><div class="step-header"><span class="step-label">Step 1</span>'
+        "<h2>Installing the package</h2></div><div class=step-body><p>Update the index and "
+        "install the package with the system's package manager.</p></div></li></ol>"
+        f"<p>{PARA}</p><details><summary><h2>Specifications</h2></summary><p>Volume 38 L and a "
+        f"lifetime warranty on every seam.</p></details><p>{PARA}</p>"
+    )
+    text = read(article(extra)).text
+    assert "**Installing the package** Update the index" in text
+    assert "## Installing" not in text
+    assert "## Specifications" in text and "## ##" not in text
+
+
 def test_task_list_items_keep_their_checkbox_state() -> None:
     """A task list's checkboxes (GitHub's, a to-do list's) read as GFM's ``[x]`` and ``[ ]``:
     dropped with the other form controls, a done task read like one still to do."""

@@ -1549,22 +1549,52 @@ def _unlink_headings(tree: Any, own: Container[str]) -> None:
 
 
 def _headings_in_items(tree: Any) -> None:
-    """Read a heading that opens a list item's words as their bold label: trafilatura runs a
-    list item's blocks into one line, so a clause's or a step's paragraph became its heading
-    ("3. ## Limitation of liability EXCEPT FOR BREACHES OF ..."). A heading alone in its
-    item, or before a nested list only, stays one."""
+    """Read a heading inside a line trafilatura writes as one as plain words: a list item,
+    whose blocks it runs into one line, so a clause's or a step's paragraph became its
+    heading ("3. ## Limitation of liability EXCEPT FOR BREACHES OF ..."; a tutorial's
+    ``<li><div><span>Step 1</span><h2>..</h2></div><div><p>..``, in a wrapper of the item);
+    and a ``<summary>``, which it writes as a heading itself ("## ## Specifications"). In
+    an item the heading is the words' bold label; alone in its item, or over a nested list
+    only, it stays a heading."""
     for heading in tree.iter(*_HEADINGS):
-        parent = heading.getparent()
-        if parent is None or parent.tag != "li":
+        node, words = heading, False
+        for _ in range(_MAX_ITEM_WRAPPERS + 1):
+            words = words or _words_after(node)
+            parent = node.getparent()
+            if parent is None or parent.tag in ("li", "summary") or parent.tag not in _WRAPPERS:
+                break
+            node = parent
+        if parent is None:
             continue
-        # Its tail, then a few siblings: enough to tell, and a bound on an item of many.
-        texts = [heading.tail or ""]
-        for sibling in itertools.islice(heading.itersiblings(), 8):
-            texts.append(sibling.text_content() if sibling.tag not in ("ol", "ul") else "")
-            texts.append(sibling.tail or "")
-        if any(text.strip() for text in texts):
+        if parent.tag == "summary":
+            heading.tag = "span"
+        elif parent.tag == "li" and words:
             heading.tag = "strong"
-            heading.tail = " " + (heading.tail or "")  # a block was apart from its words
+            # A block was apart from the words around it: a space each side now.
+            heading.tail = " " + (heading.tail or "")
+            before = heading.getprevious()
+            if before is not None:
+                before.tail = (before.tail or "") + " "
+            else:
+                heading.getparent().text = (heading.getparent().text or "") + " "
+
+
+# What may stand between a heading and its list item or summary (a step's header).
+_WRAPPERS = frozenset(("div", "span", "header", "hgroup"))
+_MAX_ITEM_WRAPPERS = 3
+
+
+def _words_after(element: Any) -> bool:
+    """Whether words follow ``element`` in its parent (its tail, then a few siblings: enough
+    to tell, and a bound on a parent of many), a nested list's aside."""
+    if (element.tail or "").strip():
+        return True
+    for sibling in itertools.islice(element.itersiblings(), 8):
+        if sibling.tag not in ("ol", "ul") and sibling.text_content().strip():
+            return True
+        if (sibling.tail or "").strip():
+            return True
+    return False
 
 
 def _to_own_page(link: Any, own: Container[str]) -> bool:
