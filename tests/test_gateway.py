@@ -340,6 +340,91 @@ async def test_a_header_of_one_value_sent_twice_is_400(
 
 
 @pytest.mark.anyio
+async def test_refused_credentials_are_counted_and_logged_without_the_token(
+    tmp_path: Path, site: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request refused for its credentials has no agent, so it is no call and has no audit
+    record; security still needs to see token guessing and an agent left with a rotated
+    token. Each is counted in ``webward_auth_refusals_total`` by reason (missing, malformed,
+    unknown) and said in a WARNING line on the ``webward`` logger with the reason and the
+    client address, one per reason per quiet period, and never with any part of the token.
+    In-process (ASGI), with a client address of the test's choosing and the log's clock
+    frozen, so that which refusals get a line does not depend on how fast the machine is."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from webward._telemetry import _AUTH_QUIET_S, Telemetry
+
+    settings = load(tmp_path)
+    audit = MemoryAuditSink()
+    telemetry = Telemetry(metrics=True)
+    now = [5000.0]
+    monkeypatch.setattr(telemetry._auth_log, "_clock", lambda: now[0])
+    caplog.set_level(logging.WARNING, logger="webward")
+    web = Web(
+        settings,
+        resolver=StaticResolver({}),
+        audit=audit,
+        credentials=EnvironmentStore({}),
+        telemetry=telemetry,
+    )
+
+    def refusals() -> dict[str, float]:
+        assert telemetry.metrics is not None
+        page = telemetry.metrics.exposition().decode()
+        return {
+            s.labels["reason"]: s.value
+            for family in text_string_to_metric_families(page)
+            for s in family.samples
+            if s.name == "webward_auth_refusals_total"
+        }
+
+    def lines() -> list[str]:
+        said = [r for r in caplog.records if r.name == "webward" and "reason=" in r.getMessage()]
+        assert all(r.levelno == logging.WARNING for r in said)
+        return [r.getMessage() for r in said]
+
+    body = json.dumps({"url": site.url("/x")}).encode()
+    json_type = ("Content-Type", "application/json")
+    guesses = ["guess-Q7ZK93-one", "guess-Q7ZK93-two", "guess-Q7ZK93-three"]
+    async with web:
+        app = create_app(settings, web)
+        # Shown from zero before any refusal: an alert on rate() sees the first one.
+        assert refusals() == {"missing": 0, "malformed": 0, "unknown": 0}
+        transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 40000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+
+            async def post(*headers: tuple[str, str]) -> httpx.Response:
+                return await c.post(FETCH_PATH, content=body, headers=[json_type, *headers])
+
+            assert_error(await post(), 401, "refused")  # missing
+            for malformed in ("Basic YWxpY2U6eA==", "Bearer", "Bearer   "):
+                assert_error(await post(("Authorization", malformed)), 401, "refused")
+            two = [("Authorization", f"Bearer {TOKENS[who]}") for who in ("alice", "bob")]
+            assert_error(await post(*two), 400, "invalid_input")  # malformed: which one?
+            for guess in [*guesses, TOKENS["alice"] + "x"]:
+                assert_error(await post(("Authorization", f"Bearer {guess}")), 401, "refused")
+            ok = await post(("Authorization", f"Bearer {TOKENS['alice']}"))
+            assert ok.status_code == 200, ok.text  # a known token is a call, not a refusal
+            assert refusals() == {"missing": 1, "malformed": 4, "unknown": 4}
+            first = lines()
+            # One line per reason, each with the client's address; the rest held back.
+            assert len(first) == 3
+            for reason, line in zip(("missing", "malformed", "unknown"), first, strict=True):
+                assert f"reason={reason}" in line and "203.0.113.7" in line
+            # Once the quiet period is over, the next line says how many went unlogged.
+            now[0] += _AUTH_QUIET_S
+            assert_error(await post(("Authorization", "Bearer guess-Q7ZK93-four")), 401, "refused")
+    last = lines()[3]
+    assert "reason=unknown" in last and "3 more" in last
+    # No part of any credential reaches the log: not the guesses, not a real token with a
+    # character too many, not a Basic credential.
+    logged = caplog.text
+    for secret in ("Q7ZK93", "guess", "secret", TOKENS["alice"][:6], TOKENS["bob"][:6], "YWxp"):
+        assert secret not in logged, secret
+    assert [(r.agent, r.decision) for r in audit.records] == [("alice", "allowed")]
+
+
+@pytest.mark.anyio
 async def test_agents_get_their_own_tiers(
     gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
 ) -> None:

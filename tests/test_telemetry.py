@@ -636,6 +636,88 @@ async def test_agents_beyond_the_label_bound_fold_into_other(tmp_path: Path) -> 
     assert calls(page, agent="other") == 3
 
 
+def auth_refusals(telemetry: Telemetry) -> dict[str, float]:
+    """``webward_auth_refusals_total`` of ``telemetry``'s metrics, by reason."""
+    assert telemetry.metrics is not None
+    page = samples(telemetry.metrics.exposition().decode())
+    return {
+        dict(labels)["reason"]: value
+        for (name, labels), value in page.items()
+        if name == "webward_auth_refusals_total"
+    }
+
+
+def test_auth_refusals_are_counted_by_reason_from_zero_on_a_face_that_counts_them() -> None:
+    """A request refused for its credentials names no agent, so it is no call and has no
+    audit record: a counter of its own keeps them, by one of three reasons (a bounded label
+    set). A face that counts them (the gateway) shows the three at zero from the start, so
+    that the first refusal is seen by rate() and an alert; a face that does not is left
+    without the series rather than shown a zero that would read as "no guessing here"."""
+    telemetry = Telemetry(metrics=True)
+    assert auth_refusals(telemetry) == {}
+    telemetry.counts_auth_refusals()
+    assert auth_refusals(telemetry) == {"missing": 0, "malformed": 0, "unknown": 0}
+    for reason in ("unknown", "unknown", "missing"):
+        telemetry.auth_refused(reason, "198.51.100.4")
+    assert auth_refusals(telemetry) == {"missing": 1, "malformed": 0, "unknown": 2}
+    Telemetry(metrics=False).auth_refused("unknown", "198.51.100.4")  # no metrics: logged only
+
+
+def test_auth_refusal_lines_are_one_per_reason_per_quiet_period_with_the_rest_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A flood of refused credentials (a client guessing tokens, or an agent left with a
+    rotated one) is one WARNING line per reason per quiet period on the ``webward`` logger;
+    the next line of that reason says how many went unlogged since. The clock is the test's
+    own: nothing sleeps, nothing is timed."""
+    import logging
+
+    from webward._telemetry import _AUTH_QUIET_S, _AuthRefusalLog
+
+    now = [1000.0]
+    said = _AuthRefusalLog(clock=lambda: now[0])
+    caplog.set_level(logging.WARNING, logger="webward")
+
+    def lines() -> list[str]:
+        found = [r for r in caplog.records if r.name == "webward" and "reason=" in r.getMessage()]
+        assert all(r.levelno == logging.WARNING for r in found)
+        return [r.getMessage() for r in found]
+
+    for _ in range(50):
+        said.refused("unknown", "198.51.100.4")
+    said.refused("missing", "198.51.100.5")  # each reason has its own quiet period
+    first, other = lines()
+    assert "reason=unknown" in first and "198.51.100.4" in first and "more" not in first
+    assert "reason=missing" in other and "198.51.100.5" in other
+    now[0] += _AUTH_QUIET_S - 0.5  # still within the quiet period: counted, not logged
+    said.refused("unknown", "198.51.100.4")
+    assert len(lines()) == 2
+    now[0] += 0.5
+    said.refused("unknown", "203.0.113.9")
+    third = lines()[2]
+    assert "reason=unknown" in third and "203.0.113.9" in third
+    assert "50 more" in third  # 49 of the flood and the one within the quiet period
+    now[0] += _AUTH_QUIET_S
+    said.refused("unknown", "203.0.113.9")
+    assert "more" not in lines()[3]  # none held back since the last line
+
+
+def test_an_auth_refusal_line_cannot_be_broken_by_the_client_address(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The address comes from the ASGI server; whatever it holds, the line stays one line."""
+    import logging
+
+    from webward._telemetry import _AuthRefusalLog
+
+    caplog.set_level(logging.WARNING, logger="webward")
+    _AuthRefusalLog(clock=lambda: 0.0).refused("malformed", "10.0.0.1\nreason=forged \x1b[2J")
+    [record] = [r for r in caplog.records if "reason=" in r.getMessage()]
+    message = record.getMessage()
+    assert "\n" not in message and "\x1b" not in message
+    assert message.count("reason=") == 1
+
+
 async def _metrics_answer(
     endpoint: MetricsEndpoint,
     client: str,

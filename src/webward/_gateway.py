@@ -18,7 +18,10 @@ and types them; a URL is read without the whitespace around it, as every face re
 one is missing. Values (a URL's form, an offset's range, a query's
 length) are the core's to judge: it audits the call and answers with its own message. Once
 the token names an agent, every request is a call and is audited, the ones refused for their
-``Content-Type``, size, JSON or shape included (``Web.reject``).
+``Content-Type``, size, JSON or shape included (``Web.reject``). A request refused before
+that (no token, a malformed ``Authorization`` or two, a token no agent holds) names no agent
+and is no call: it is counted and logged instead, without its token
+(``Telemetry.auth_refused``).
 
 The token names the agent, and config names its tier (``[agents.NAME] tier``,
 ``token_sha256``). Tokens are kept as SHA-256 hex digests and compared in constant time against
@@ -69,7 +72,7 @@ from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._provenance import scoped_session
 from ._serving import LATE_BODY, late_body_message
 from ._settings import Settings
-from ._telemetry import MetricsEndpoint, Telemetry, server_span, tracing
+from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, server_span, tracing
 from ._tokens import Agent, TokenTable, bearer_token, hash_token
 from ._tokens import require_tokens as require_tokens
 from ._web import Web
@@ -482,6 +485,7 @@ class _Capability:
         if b"authorization" in repeated:
             # Two credentials: whose call is it? A proxy that adds its own token behind the
             # client's (or before it) must not be overridden by whichever comes first.
+            self._refused_credentials(scope, "malformed")
             return _problem(
                 400, "invalid_input", "send one Authorization header; this request sent more"
             )
@@ -492,6 +496,7 @@ class _Capability:
         session_name = None if session_value is None else session_value.decode("latin-1").strip()
         token = bearer_token((authorization or b"").decode("latin-1"))
         if not token:
+            self._refused_credentials(scope, "missing" if authorization is None else "malformed")
             return _problem(
                 401,
                 "refused",
@@ -500,6 +505,7 @@ class _Capability:
             )
         agent = self._tokens.lookup(token)
         if agent is None:
+            self._refused_credentials(scope, "unknown")
             return _problem(
                 401,
                 "refused",
@@ -570,6 +576,17 @@ class _Capability:
         except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
             return _problem(500, "internal_error", _UNEXPECTED)
+
+    def _refused_credentials(self, scope: Scope, reason: AuthRefusal) -> None:
+        """Count and log a request refused before its agent was known: with no agent it is
+        no call and has no audit record, yet token guessing and an agent left with a rotated
+        token must be seen. Only the reason and the client's address are handed on, never
+        the token (behind a proxy the address is the proxy's: docs/servers.md)."""
+        web = self._holder.get("web")
+        if web is None:  # the gateway is starting or stopping: no telemetry to count with
+            return
+        client = scope.get("client")
+        web.telemetry.auth_refused(reason, str(client[0]) if client else "")
 
     async def _reject(
         self, agent: Agent, status: int, error: WebwardError, data: Any
@@ -788,6 +805,11 @@ def create_app(
     tokens = TokenTable(settings)
     # Made here, not at startup, so that a bad [observability] setting is one sentence.
     telemetry = Telemetry.for_settings(settings, server=True) if web is None else None
+    # This face counts its refused credentials (_Capability._refused_credentials): their
+    # series are on /metrics at zero from the start.
+    counting = web.telemetry if web is not None else telemetry
+    if counting is not None:
+        counting.counts_auth_refusals()
     holder: dict[str, Web] = {}
     if web is not None:
         holder["web"] = web

@@ -22,6 +22,11 @@ Prometheus text by :class:`MetricsEndpoint`. Label sets are bounded: hosts beyon
 ``metrics_top_hosts`` fold into ``host="other"``, agents beyond :data:`MAX_AGENT_LABELS` into
 ``agent="other"``.
 
+**Refused credentials** (a request with no bearer token, a malformed ``Authorization`` or a
+token no agent holds) name no agent, so they are no call and have no audit record:
+:meth:`Telemetry.auth_refused` counts them by reason and says them on the ``webward`` logger,
+one line per reason per :data:`_AUTH_QUIET_S` at most (:class:`_AuthRefusalLog`).
+
 **The call log** is one JSON line per call: the audit record's wire fields (no page text, no
 credentials; :class:`~webward.audit.AuditRecord` has no field for either) plus the trace and
 span ids when tracing is on.
@@ -44,7 +49,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import orjson
@@ -56,7 +61,9 @@ from ._settings import Settings
 from ._tokens import bearer_token
 
 __all__ = [
+    "AUTH_REFUSAL_REASONS",
     "MAX_AGENT_LABELS",
+    "AuthRefusal",
     "MetricsEndpoint",
     "Telemetry",
     "configure_tracing",
@@ -77,6 +84,13 @@ _MAX_TRACKED_HOSTS = 10_000
 _LIMIT_REASONS = frozenset({"rate_limited", "backpressure", "circuit_open"})
 #: Record shapes whose metric cells are remembered (AuditRecord.shape); cleared when full.
 _MAX_SHAPES = 4096
+
+#: Why a request was refused for its credentials, before any agent was known: no
+#: ``Authorization`` header; one that is not a single ``Bearer <token>`` (another scheme, no
+#: token, or two headers); a bearer token no agent holds. The label values of
+#: ``webward_auth_refusals_total``, and all of them: the set is bounded whatever is sent.
+AuthRefusal = Literal["missing", "malformed", "unknown"]
+AUTH_REFUSAL_REASONS: tuple[AuthRefusal, ...] = ("missing", "malformed", "unknown")
 
 
 # ---- tracing ---------------------------------------------------------------------------
@@ -351,6 +365,7 @@ class Telemetry:
         self, *, metrics: bool = False, call_log: str = "off", top_hosts: int = 20
     ) -> None:
         self.metrics = _Metrics(top_hosts) if metrics else None
+        self._auth_log = _AuthRefusalLog()
         self._log: _CallLog | None = None
         if call_log not in ("", "off"):
             self._log = _CallLog(call_log)
@@ -415,6 +430,25 @@ class Telemetry:
             metrics.count_call(outcome)
         if self._log is not None:
             self._log.write(outcome)
+
+    def counts_auth_refusals(self) -> None:
+        """The face serving these metrics counts its refused credentials (the gateway): their
+        series are shown from zero, so that ``rate()`` and an alert see the first refusal. A
+        face that does not count them is left without the series, rather than with a zero
+        that would read as "nobody is guessing tokens here"."""
+        if self.metrics is not None:
+            for reason in AUTH_REFUSAL_REASONS:
+                self.metrics.auth_refusals.cell(reason)
+
+    def auth_refused(self, reason: AuthRefusal, client: str) -> None:
+        """A request from ``client`` (its address) was refused for its credentials, before
+        any agent was known: counted in ``webward_auth_refusals_total`` and said on the
+        ``webward`` logger, at most one line per reason per :data:`_AUTH_QUIET_S`. Not a call:
+        with no agent there is nothing to audit. The token is never handed here, so no part
+        of it can reach the metrics or the log."""
+        if self.metrics is not None:
+            self.metrics.auth_refusals.cell(reason).inc()
+        self._auth_log.refused(reason, client)
 
     def cache(self, hit: bool) -> None:
         """A page-cache lookup."""
@@ -523,6 +557,62 @@ def _refused_by(record: Any, error: WebwardError) -> Any:
     import dataclasses
 
     return dataclasses.replace(record, decision="refused", reason=error.reason)
+
+
+# ---- refused credentials ------------------------------------------------------------------
+
+#: At most one log line per reason of refused credentials this often (seconds): as the trace
+#: exporter's failures are said (cli._EXPORTER_QUIET_S), so that a client guessing tokens in a
+#: loop cannot flood the log. The counter keeps every refusal.
+_AUTH_QUIET_S = 60.0
+
+_AUTH_SAID: Mapping[str, str] = {
+    "missing": "no Authorization header",
+    "malformed": "an Authorization header that is not one bearer token",
+    "unknown": "a bearer token no agent holds",
+}
+
+#: A client address as logged: the characters of an IPv4 or IPv6 address (a zone id, a
+#: bracket) and of a host name; anything else, a line break above all, is a "?".
+_ADDRESS_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.:-_%[]")
+
+
+def _shown_address(client: str) -> str:
+    shown = "".join(c if c in _ADDRESS_CHARS else "?" for c in client[:64])
+    return shown or "unknown"
+
+
+class _AuthRefusalLog:
+    """The WARNING lines of refused credentials: the first of each reason at once, then at
+    most one per :data:`_AUTH_QUIET_S`, which says how many of that reason went unlogged
+    since the last. A flood is a few lines a minute; the refusals of a flood that stops are
+    counted in the next line of their reason, whenever it comes (no timer: the counter has
+    them at once). ``clock``: seconds, monotonic (a test's own)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._said: dict[str, float] = {}  # reason -> when its last line was written
+        self._unsaid: dict[str, int] = {}  # reason -> refusals since then, not logged
+        self._lock = threading.Lock()  # a library user's Web may serve from more threads
+
+    def refused(self, reason: str, client: str) -> None:
+        now = self._clock()
+        with self._lock:
+            said = self._said.get(reason)
+            if said is not None and now - said < _AUTH_QUIET_S:
+                self._unsaid[reason] = self._unsaid.get(reason, 0) + 1
+                return
+            self._said[reason] = now
+            unsaid = self._unsaid.pop(reason, 0)
+        more = f"; {unsaid} more for this reason since the last such line" if unsaid else ""
+        log.warning(
+            "a request was refused for its credentials: reason=%s (%s), client %s; no agent, "
+            "so no audit record%s",
+            reason,
+            _AUTH_SAID.get(reason, reason),
+            _shown_address(client),
+            more,
+        )
 
 
 #: How long a call log line may wait on an asyncio loop, for the lines after it.
@@ -837,8 +927,16 @@ class _Metrics:
             (),
             _AUDIT_BUCKETS,
         )
+        # Requests refused for their credentials (Telemetry.auth_refused): no agent, no call.
+        self.auth_refusals = _Counter(
+            "webward_auth_refusals",
+            "Requests refused for their credentials before any agent was known (no call, no "
+            "audit record), by reason: missing, malformed, unknown.",
+            ("reason",),
+        )
         hot: tuple[_Family, ...] = (
             self.calls,
+            self.auth_refusals,
             self.duration,
             self.bytes,
             cache_hits,
