@@ -1049,6 +1049,126 @@ def test_stdio_answers_valid_json_its_parsers_cannot_read_with_its_id_and_audits
     )
 
 
+def test_a_lone_surrogate_in_an_id_is_answered_with_no_id_and_the_server_goes_on(
+    tmp_path: Path,
+) -> None:
+    """An id that is a string holding a lone surrogate (valid JSON: JavaScript's
+    JSON.stringify writes "\\ud800") cannot be written back: echoed, the SDK's writer raised
+    and the whole server died with every session in it. It is answered with id null (as
+    JSON-RPC answers an id it cannot determine), a call among them audited, and the server
+    answers the next request."""
+    process = raw_stdio_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        process.stdin.write(line + b"\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+
+    head = b'{"jsonrpc": "2.0", "id": "a\\ud800", "method": "tools/call", "params": '
+    deep = b'{"url": "https://a.test/deep", "zz": %s1%s}' % (b"[" * 3000, b"]" * 3000)
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+        ask(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode()
+        )
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        answers = [
+            ask(head + b'{"name": "web_fetch", "arguments": {"url": "https://a.test/id"}}}'),
+            ask(head + b"1}"),  # params that are no object: the malformed() path
+            ask(head + b'{"name": "web_fetch", "arguments": %s}}' % deep),
+            ask(b'{"jsonrpc": "2.0", "id": "\\udc00", "method": "tools/list"}'),
+        ]
+        listed = ask(b'{"jsonrpc": "2.0", "id": 99, "method": "tools/list"}')
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [
+        (None, -32600), (None, -32600), (None, -32602), (None, -32600)
+    ]  # fmt: skip
+    assert answers[0]["error"]["message"].startswith('the request\'s "id" must be a string')
+    assert answers[2]["error"]["message"].startswith("the argument 'zz' is nested too deeply")
+    assert listed["id"] == 99 and "web_fetch" in json.dumps(listed["result"])
+    assert process.returncode == 0
+    records = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "webward.cli", "audit", "--json"],
+            capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
+        ("agent:tool.unknown@1", "refused", ""),  # params 1: no tool named
+        ("web:page.fetch@1", "refused", "https://a.test/deep"),
+        ("web:page.fetch@1", "refused", "https://a.test/id"),
+    ]
+
+
+def deep_call(deep: str) -> str:
+    """A tools/call with id 9 whose argument 'zz' is ``deep`` after 3,000 open arrays (past
+    Python's parser's depth), closed after it."""
+    arguments = f'{{"url": "https://a.test/", "zz": {"[" * 3000}{deep}{"]" * 3000}}}'
+    head = '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "web_fetch", '
+    return head + f'"arguments": {arguments}}}}}'
+
+
+@pytest.mark.parametrize(
+    "deep",
+    [
+        " this is not JSON { ] ",
+        "{]",  # brackets of different kinds
+        "[}",
+        "1 2",
+        "1,",
+        "[1,]",
+        '{"a" 1}',
+        '{"a": 1,}',
+        "{1: 2}",
+        "tru",
+        "01",
+        '"a\x01"',  # a control character, which a JSON string holds only escaped
+        '"\\x"',  # no JSON escape
+        "[" * 5,  # unclosed
+    ],
+)
+def test_text_that_is_no_json_is_told_so_however_deep(deep: str) -> None:
+    """Past Python's parser's depth the rest of a member was skipped by counting brackets,
+    whatever lay between them: text that is no JSON was answered as JSON nested too deeply,
+    with its id, and audited. It is "not JSON" (-32700), with no id and nothing to audit."""
+    from webward._mcp import unreadable_json
+
+    answer = unreadable_json(deep_call(deep))
+    assert (answer.request_id, answer.code, answer.calls) == (None, -32700, [])
+    assert answer.message.startswith("the message is not JSON")
+
+
+def test_json_past_pythons_depth_is_still_read_for_its_id() -> None:
+    """Every kind of JSON value, nested past Python's parser's depth, is read as JSON: the
+    message's id, its call, and the argument too deep named."""
+    from webward._mcp import unreadable_json
+
+    deep = ' { "a" : [ 1 , -2.5e+3 , 0 , true , false , null , "x\\u00e9\\"\\n]" ] , "b" : { } } '
+    answer = unreadable_json(deep_call(deep))
+    assert (answer.request_id, answer.code) == (9, -32602)
+    assert answer.message.startswith("the argument 'zz' is nested too deeply")
+    assert answer.calls[0]["arguments"]["url"] == "https://a.test/"
+
+
+@pytest.mark.parametrize("run", ['\\"', '"', "\\", '"\\"'])
+def test_an_unclosed_string_past_pythons_depth_is_read_once(run: str) -> None:
+    """An unclosed run of quotes after a member too deep for Python's parser: every quote
+    began a string scanned to the end of the message, quadratic (80 KB took 15 s, the 4 MB
+    the SDK takes would take hours of the event loop, stalling every agent). Each character
+    is now read a bounded number of times: 2 MB is answered "not JSON" at once (quadratic,
+    this test would run for hours)."""
+    from webward._mcp import unreadable_json
+
+    text = deep_call("")[: -3000 - 3] + run * (2_000_000 // len(run))
+    answer = unreadable_json(text)
+    assert (answer.request_id, answer.code) == (None, -32700)
+
+
 @pytest.mark.parametrize(
     ("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"]
 )

@@ -3,6 +3,7 @@ protected-resource metadata otherwise, and no listening beyond loopback without 
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -223,6 +224,37 @@ async def test_valid_json_the_sdk_cannot_read_is_answered_with_its_id_and_audite
     assert not_json.json()["id"] is None
     assert not_json.json()["error"]["message"].startswith("the message is not JSON")
     assert await records(config) == [("alice", "connected", "refused")] * len(UNREADABLE_CALLS)
+
+
+@pytest.mark.anyio
+async def test_a_call_in_utf16_is_answered_not_utf8_with_its_id_and_audited(
+    tmp_path: Path,
+) -> None:
+    """A tools/call sent as UTF-16 or UTF-32 without a BOM is JSON to Python's parser, not to
+    the SDK's (UTF-8 alone). Its ASCII text with NULs between passes as UTF-8, so it was
+    answered "not JSON" with no id and its call went unaudited. It is answered "not UTF-8"
+    with its id, and audited."""
+    config = token_config(tmp_path)
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
+        headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
+        headers["mcp-protocol-version"] = "2025-06-18"
+        headers["content-type"] = "application/json"
+        answers = []
+        for i, encoding in enumerate(("utf-16-le", "utf-16-be", "utf-32-le")):
+            call = {"jsonrpc": "2.0", "id": 77 + i, "method": "tools/call",
+                    "params": {"name": "web_fetch", "arguments": {"url": "https://a.test/"}}}  # fmt: skip
+            body = json.dumps(call).encode(encoding)
+            answers.append(await http.post(url, content=body, headers=headers))
+    assert [a.status_code for a in answers] == [400] * 3
+    assert [a.json()["id"] for a in answers] == [77, 78, 79]
+    for answer in answers:
+        assert answer.json()["error"]["code"] == -32700
+        assert answer.json()["error"]["message"].startswith("the message is not UTF-8 text")
+    assert await records(config) == [("alice", "connected", "refused")] * 3
 
 
 @pytest.mark.anyio

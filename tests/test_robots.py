@@ -460,3 +460,19 @@ async def test_a_read_with_doubled_slashes_or_a_backslash_meets_the_rule() -> No
             assert [r.target for r in srv.requests] == ["/robots.txt"]
             await w.fetch(srv.url("//public"))
     assert srv.requests[-1].target == "//public"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["/blog//post", "/files//raw", "/files//raw/x", "//files//raw"])
+async def test_rules_that_name_a_run_of_slashes_still_match(path: str) -> None:
+    """Rules are matched against the path as sent as well as merged: a rule that itself
+    names `//` (the common `Disallow: /*//` against duplicate-slash URLs, or
+    `Disallow: /files//raw`) matched nothing once only the merged path was asked."""
+    rules = "User-agent: *\nDisallow: /*//\nDisallow: /files//raw\n"
+    with serve(routes={"/robots.txt": respond(200, rules, "text/plain")}) as srv:
+        robots = RobotsChecker(LoopbackFetch(), clock=FakeClock())
+        with pytest.raises(Refused) as info:
+            await robots.check(srv.url(path))
+        await robots.check(srv.url("/files/raw"))  # one slash: neither rule
+    assert info.value.reason == REASON_ROBOTS
+    assert f"disallows {path} for webward" in info.value.message

@@ -94,6 +94,18 @@ def _warn_unknown(name: str) -> None:
 MAX_STDIN_CHARS = 64 * 1024
 
 
+def read_stdin_line(what: str) -> str:
+    """One line of stdin ("" if there is none), read up to :data:`MAX_STDIN_CHARS`: an
+    endless stdin (``< /dev/zero``) grew without bound. ``what`` names it ("key", "token")
+    in the refusal of a longer one."""
+    line = sys.stdin.readline(MAX_STDIN_CHARS + 2) if sys.stdin is not None else ""
+    if len(line.rstrip("\r\n")) > MAX_STDIN_CHARS:
+        raise InvalidInput(
+            f"the {what} on stdin is longer than 64 KiB, which no {what} is; pipe the {what} itself"
+        )
+    return line
+
+
 def _read_secret(name: str) -> str:
     from ._credentials import fits_a_header
 
@@ -105,12 +117,7 @@ def _read_secret(name: str) -> str:
         except EOFError:  # Ctrl-D at the prompt: no key, as an empty line is
             value = ""
     else:
-        # One line, read up to a cap: an endless stdin (< /dev/zero) grew without bound.
-        value = sys.stdin.readline(MAX_STDIN_CHARS + 2) if sys.stdin is not None else ""
-        if len(value.rstrip("\r\n")) > MAX_STDIN_CHARS:
-            raise InvalidInput(
-                "the key on stdin is longer than 64 KiB, which no key is; pipe the key itself"
-            )
+        value = read_stdin_line("key")
     value = value.strip()
     if not value:
         raise InvalidInput(

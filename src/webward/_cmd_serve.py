@@ -56,15 +56,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from ._tokens import hash_token
 
     if args.hash_token:
-        from ._cmd_credentials import MAX_STDIN_CHARS
+        from ._cmd_credentials import read_stdin_line
 
-        # One line, read up to a cap: an endless stdin (< /dev/zero) grew without bound.
-        token = sys.stdin.readline(MAX_STDIN_CHARS + 2)
-        if len(token.rstrip("\r\n")) > MAX_STDIN_CHARS:
-            raise InvalidInput(
-                "the token on stdin is longer than 64 KiB, which no token is; pipe the token itself"
-            )
-        token = token.strip()
+        token = read_stdin_line("token").strip()
         if not token:
             raise InvalidInput(
                 "no token on stdin: pipe the token in, for example "

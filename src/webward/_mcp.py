@@ -455,8 +455,8 @@ _BATCH = (
     "own, one JSON-RPC 2.0 object a line or a request"
 )
 _BAD_ID = (
-    'the request\'s "id" must be a string or an integer (JSON-RPC 2.0); it was not answered '
-    "as a request"
+    'the request\'s "id" must be a string or an integer (JSON-RPC 2.0), a string of valid '
+    "Unicode (no lone surrogate such as \\ud800); it was not answered as a request"
 )
 _BAD_PARAMS = 'the request\'s "params" must be a JSON object of named values'
 
@@ -473,8 +473,15 @@ class Malformed(BaseModel):
 
 
 def _request_id(value: object) -> str | int | None:
-    """A message's ``id`` when it is one MCP takes (a string or an integer), else None."""
+    """A message's ``id`` when it is one MCP takes (a string or an integer), else None.
+
+    A string holding a lone surrogate (JSON may escape one: ``"\\ud800"``) is None too:
+    no UTF-8 text carries it, so the SDK's writer cannot echo it, and raised, ending the
+    server and every call in it. Such a message is answered with id null, as JSON-RPC
+    answers an id it cannot determine."""
     given = value.get("id") if isinstance(value, dict) else None
+    if isinstance(given, str) and _LONE_SURROGATE.search(given):
+        return None
     return given if isinstance(given, str | int) and not isinstance(given, bool) else None
 
 
@@ -564,8 +571,14 @@ def _int_or_long(digits: str) -> int | _Unreadable:
 
 _LENIENT = json.JSONDecoder(parse_int=_int_or_long)
 _BLANK = re.compile(r"[ \t\n\r]*")
-# A string, or a run of opening or of closing brackets: what _skip counts.
-_BRACKETS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{]+|[\]}]+')
+# One JSON token after blanks (RFC 8259: a string, a number, a literal or a punctuation
+# mark), for _skip. Possessive (``++``, ``*+``): a token that fails (an unclosed string) fails
+# once at its start, never by backtracking through the text behind it.
+_TOKEN = re.compile(
+    r'[ \t\n\r]*+(?:"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'
+    r"|-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+(?![0-9])"
+    r"|true|false|null|[\[\]{}:,])"
+)
 # The objects _shallow reads member by member, by depth: the message, its params, their
 # arguments (where the call's URL and the argument to name are).
 _READ_INTO = ("params", "arguments")
@@ -621,19 +634,41 @@ def _blank(text: str, i: int) -> int:
 
 
 def _skip(text: str, i: int) -> int:
-    """Where the array or object at ``text[i]`` ends, by its brackets (strings skipped)."""
-    depth = 0
-    for match in _BRACKETS.finditer(text, i):
-        token = match.group()
-        if token[0] == '"':
-            continue
-        if token[0] in "[{":
-            depth += len(token)
-        elif depth <= len(token):
-            return match.start() + depth
+    """Where the JSON value at ``text[i]`` ends; ValueError if it is no JSON.
+
+    For a value too deep for Python's parser, so read without recursion: token by token
+    (:data:`_TOKEN`, each character read a bounded number of times), with a stack of the
+    brackets open, and each token checked against what may follow the one before it."""
+    closers: list[str] = []  # the bracket each open array or object waits for
+    want = "value"  # "value", "key", "colon" or "next" (a comma, or a closing bracket)
+    opened = False  # just after "[" or "{": may close at once
+    while True:
+        match = _TOKEN.match(text, i)
+        if match is None:
+            raise ValueError("no JSON token")
+        i, token = match.end(), text[match.end() - 1]  # a token's last character says which
+        if token == '"' and want == "key":
+            want, opened = "colon", False
+        elif want == "colon":
+            if token != ":":
+                raise ValueError("':' expected")
+            want = "value"
+        elif (opened or want == "next") and closers and token == closers[-1]:
+            closers.pop()
+            want, opened = "next", False
+        elif want == "next":
+            if token != "," or not closers:
+                raise ValueError("',' or a closing bracket expected")
+            want = "key" if closers[-1] == "}" else "value"
+        elif want == "value" and token in "[{":
+            closers.append("]" if token == "[" else "}")
+            want, opened = "key" if token == "{" else "value", True
+        elif want == "value" and token not in "]}:,":  # a string, a number or a literal
+            want, opened = "next", False
         else:
-            depth -= len(token)
-    raise ValueError("unclosed")
+            raise ValueError("unexpected token")
+        if want == "next" and not closers:
+            return i
 
 
 def _faults(value: object) -> tuple[set[str], int]:
@@ -1341,12 +1376,7 @@ class _MalformedRequests:
                         await reject_call(self._web, who, reach, call, message)
                 return None
             if message.startswith("Parse error") and problem is not _NOT_UTF8_PROBLEM:
-                # No JSON, or JSON the SDK's parser will not read (a number too long, a lone
-                # surrogate, nesting too deep): told apart, with its id and its call audited.
-                try:
-                    problem = unreadable_json(body.decode("utf-8"))
-                except UnicodeDecodeError:  # JSON in UTF-16 or -32: the SDK reads UTF-8 alone
-                    problem = _NOT_UTF8_PROBLEM
+                problem = _parse_error(body, problem is not _NOT_JSON_PROBLEM, value)
             elif problem is None:
                 problem = Malformed(
                     request_id=_request_id(value), message=_NOT_A_REQUEST, calls=_calls_in(value)
@@ -1358,6 +1388,25 @@ class _MalformedRequests:
         text = await _audited(problem, reject)
         error = {"code": problem.code, "message": text}
         return json.dumps({"jsonrpc": "2.0", "id": problem.request_id, "error": error}).encode()
+
+
+def _parse_error(body: bytes, parsed: bool, value: Any) -> Malformed:
+    """What to answer a body the SDK's JSON parser refused with; ``value`` is what Python's
+    parser read of it, if ``parsed``."""
+    encoding = json.detect_encoding(body)
+    if parsed and not encoding.startswith("utf-8"):
+        # JSON in UTF-16 or -32 without a BOM: Python's parser reads it, the SDK's (UTF-8
+        # alone) does not. Decoded as UTF-8 it passes (ASCII with NULs between) as no JSON,
+        # which lost its id and its call's audit record: not UTF-8, with both.
+        return _NOT_UTF8_PROBLEM.model_copy(
+            update={"request_id": _request_id(value), "calls": _calls_in(value)}
+        )
+    # No JSON, or JSON the SDK's parser will not read (a number too long, a lone surrogate,
+    # nesting too deep, a UTF-8 BOM): told apart, with its id and its call audited.
+    try:
+        return unreadable_json(body.decode(encoding if parsed else "utf-8"))
+    except UnicodeDecodeError:  # not JSON in UTF-16 or -32: the SDK reads UTF-8 alone
+        return _NOT_UTF8_PROBLEM
 
 
 def _error_of(sent: dict[str, Any]) -> tuple[str, object] | None:

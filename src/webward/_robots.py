@@ -211,7 +211,8 @@ def _slashes_merged(url: str) -> str:
     Most servers serve ``//private`` as ``/private`` (nginx merges slashes by default, and
     Apache maps files that way), so a rule for ``/private`` must see it too; the guard sends
     ``/\\private`` as ``//private``. The request itself keeps its path as the guard
-    normalised it. The query is matched as sent: servers do not merge its slashes."""
+    normalised it, and is matched as sent too (a rule may name ``//`` itself). The query is
+    matched as sent: servers do not merge its slashes."""
     parts = urlsplit(url)
     if "//" not in parts.path:
         return url
@@ -269,7 +270,14 @@ class RobotsChecker:
                 f"webward treats every path there as disallowed; {advice}",
                 reason=REASON_ROBOTS_UNREACHABLE,
             )
-        if not entry.allows(_slashes_merged(target), self._token):
+        # Either form disallowed refuses: the merged one for a rule of /private asked as
+        # //private, the path as sent for a rule that names a run of slashes itself
+        # (Disallow: /*// against duplicate-slash URLs), which no merged path matches.
+        merged = _slashes_merged(target)
+        if not (
+            entry.allows(target, self._token)
+            and (merged == target or entry.allows(merged, self._token))
+        ):
             parts = urlsplit(target)
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             raise Refused(

@@ -245,7 +245,7 @@ class Settings:
         if found is not None:
             source = str(found)
             try:
-                data = tomllib.loads(_read_capped(found).decode("utf-8"))
+                data = tomllib.loads(_newlines(_read_capped(found).decode("utf-8")))
             except (OSError, UnicodeDecodeError) as exc:
                 raise InvalidInput(f"the config file {found} could not be read: {exc}") from exc
             except tomllib.TOMLDecodeError as exc:
@@ -308,6 +308,13 @@ def _read_capped(path: Path) -> bytes:
             "which no webward config is; name the TOML file itself"
         )
     return data
+
+
+def _newlines(text: str) -> str:
+    """``text`` with CR LF and a lone CR as LF, as ``Path.read_text`` read the file before
+    its read was capped: a config with CR line endings (classic Mac, some editors and
+    scripts) loaded then, and strict TOML refuses a lone CR."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _refuse_credentials(data: Mapping[str, Any], source: str, prefix: str = "") -> None:
