@@ -104,7 +104,8 @@ async def test_each_token_acts_as_its_agent_and_tier(tmp_path: Path, site: Local
 @pytest.mark.anyio
 async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path: Path) -> None:
     """No token, another scheme, a wrong token or an agent without one: 401 and a
-    WWW-Authenticate naming the RFC 9728 metadata, which names this server; nothing audited."""
+    WWW-Authenticate naming the RFC 9728 metadata, which names this server; nothing audited,
+    and each counted on /metrics by its reason."""
     config = token_config(tmp_path)
     async with (
         mcp_over_http(tmp_path, config, args=()) as url,
@@ -131,6 +132,15 @@ async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path
             assert document["authorization_servers"]
         ok = await http.post(url, json=LIST, headers={**ACCEPT, **bearer("alice")})
         assert ok.status_code != 401
+        # Counted as the gateway counts them (by reason, never the token), from zero.
+        two = [("Authorization", "Bearer alice-mcp-token"), ("Authorization", "Bearer x")]
+        r = await http.post(url, json=LIST, headers=[*ACCEPT.items(), *two])
+        assert r.status_code == 400
+        counted = (await http.get(f"{base}/metrics")).text
+        assert 'webward_auth_refusals_total{reason="missing"} 1.0' in counted
+        assert 'webward_auth_refusals_total{reason="malformed"} 3.0' in counted
+        assert 'webward_auth_refusals_total{reason="unknown"} 2.0' in counted
+        assert "alice-mcp-token" not in counted
     assert await records(config) == []
 
 

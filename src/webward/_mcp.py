@@ -108,7 +108,7 @@ from ._provenance import scoped_session
 from ._serving import Stack, fastest_stack, http_protocol, run_server
 from ._serving import serve as serve_until_signalled
 from ._settings import Settings
-from ._telemetry import MetricsEndpoint, Telemetry, with_metrics
+from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, with_metrics
 from ._tokens import TokenTable, bearer_token, hash_token
 from ._web import Web
 
@@ -1141,22 +1141,46 @@ async def _answer_error(
 
 
 class _OneCredential:
-    """A request with more than one ``Authorization`` header is answered 400, before the SDK
-    (which acts as the first token's agent) or anything else reads it: whose call it is would
-    otherwise depend on the order, and a proxy that adds its own token could be overridden by
-    the client's, as the gateway also refuses."""
+    """The credential gate's own part, before the SDK's: a request with more than one
+    ``Authorization`` header is answered 400, before the SDK (which acts as the first
+    token's agent) or anything else reads it: whose call it is would otherwise depend on the
+    order, and a proxy that adds its own token could be overridden by the client's, as the
+    gateway also refuses. Each request refused for its credentials (that one, and the SDK's
+    401s: no token, another scheme, a token no agent holds) is counted and logged as the
+    gateway's are (``Telemetry.auth_refused``: the reason and the client's address, never
+    the token); with no agent it is no call, and has no audit record."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, telemetry: Callable[[], Telemetry]) -> None:
         self._app = app
+        self._telemetry = telemetry
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = sum(1 for name, _ in scope["headers"] if name == b"authorization")
-            if given > 1:
-                message = "send one Authorization header; this request sent more"
-                await _answer_error(send, 400, INVALID_REQUEST, message)
-                return
-        await self._app(scope, receive, send)
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        given = [value for name, value in scope["headers"] if name == b"authorization"]
+        client = scope.get("client")
+        address = str(client[0]) if client else ""
+        if len(given) > 1:
+            self._telemetry().auth_refused("malformed", address)
+            message = "send one Authorization header; this request sent more"
+            await _answer_error(send, 400, INVALID_REQUEST, message)
+            return
+
+        async def counted(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                self._telemetry().auth_refused(_refusal(given), address)
+            await send(message)
+
+        await self._app(scope, receive, counted)
+
+
+def _refusal(given: list[bytes]) -> AuthRefusal:
+    """Why the SDK refused a request that sent ``given`` as its Authorization header(s)."""
+    if not given:
+        return "missing"
+    scheme, _, token = given[0].partition(b" ")
+    return "unknown" if scheme.lower() == b"bearer" and token.strip() else "malformed"
 
 
 class _SessionOpenings:
@@ -1478,7 +1502,8 @@ async def serve_http(
         app = draining = _Draining(app)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
-            app = _OneCredential(app)
+            app = _OneCredential(app, lambda: web.telemetry)
+            web.telemetry.counts_auth_refusals()
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
         app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         config = uvicorn.Config(
