@@ -181,9 +181,9 @@ def test_record_shape_and_validation() -> None:
     """to_wire is camelCase; an unknown decision or a naive time is a programming error."""
     wire = every_decision()[0].to_wire()
     assert list(wire) == [
-        "id", "time", "agent", "tier", "capability", "target", "decision", "reason",
-        "wouldDeny", "finalUrl", "redirects", "status", "bytes", "contentType", "durationMs",
-        "provider", "renderContacted", "renderRefused",
+        "id", "time", "agent", "tier", "session", "capability", "target", "decision",
+        "reason", "wouldDeny", "finalUrl", "redirects", "status", "bytes", "contentType",
+        "durationMs", "provider", "hitsDropped", "renderContacted", "renderRefused",
     ]  # fmt: skip
     assert wire["time"] == "2025-01-15T10:00:00.000Z"
     assert wire["redirects"] == ["https://example.org/a", "https://example.org/b"]
@@ -909,6 +909,145 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
     assert new == rendered
     assert new.to_wire()["renderRefused"] == list(rendered.render_refused)
     assert (old.id, old.render_contacted, old.render_refused) == ("old", (), ())
+
+
+@pytest.mark.anyio
+async def test_session_and_hits_dropped_round_trip_and_a_log_from_before_gains_them(
+    tmp_path: Path,
+) -> None:
+    """A record's session and the hits its search lists dropped are stored and read back; an
+    audit.db of the release before (render hosts, no session) gains both columns on open, its
+    old rows reading None for each."""
+    import sqlite3
+
+    from webward.audit._core import COLUMNS, table_sql
+
+    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped")))
+    assert "render_refused" in before and "session" not in before
+    (tmp_path / "state").mkdir()
+    conn = sqlite3.connect(tmp_path / "state" / "audit.db")
+    conn.execute(before)
+    conn.execute(
+        "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
+        "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL, "
+        "'[]', '[]')"
+    )
+    conn.commit()
+    conn.close()
+    sink = SQLiteAuditSink(tmp_path / "state")
+    searched = record(
+        minutes=1,
+        capability="web:search.query@1",
+        target="owls",
+        session="gateway:dave:case-A",
+        hits_dropped=2,
+    )
+    await sink.write(searched)
+    new, old = await sink.query()
+    await sink.aclose()
+    assert new == searched
+    assert (new.to_wire()["session"], new.to_wire()["hitsDropped"]) == ("gateway:dave:case-A", 2)
+    assert (old.id, old.session, old.hits_dropped) == ("old", None, None)
+    assert (old.to_wire()["session"], old.to_wire()["hitsDropped"]) == (None, None)
+
+
+def test_a_session_is_cleaned_as_other_text_and_calls_of_two_sessions_share_no_shape() -> None:
+    """The session goes into the record's shape key: a call like one before but in another
+    session (or with another count of dropped hits) gets a record of its own, while a call
+    repeated in the same session shares the first one's shape. A session no store could hold
+    (a NUL, a name past any limit) is stored escaped and cut, as a target is."""
+    from webward._call import Call
+
+    def call(session: str | None, dropped: int | None) -> Call:
+        made = Call("web:search.query@1", "cli", "owls")
+        made.tier, made.provider, made.status = "connected", "brave", 200
+        made.session, made.hits_dropped = session, dropped
+        return made
+
+    def made(session: str | None, dropped: int | None) -> AuditRecord:
+        return AuditRecord.from_call(call(session, dropped), decision="allowed", reason="allowed")
+
+    first, other, fewer, again, none = (
+        made("s1", 1), made("s2", 1), made("s1", 0), made("s1", 1), made(None, None),
+    )  # fmt: skip
+    assert [(r.session, r.hits_dropped) for r in (first, other, fewer, again, none)] == [
+        ("s1", 1), ("s2", 1), ("s1", 0), ("s1", 1), (None, None),
+    ]  # fmt: skip
+    assert again.shape is first.shape and other.shape is not first.shape
+    for r in (first, other, fewer, again, none):
+        wire = json.loads(r.to_json_line())
+        assert (wire["session"], wire["hitsDropped"]) == (r.session, r.hits_dropped)
+    odd = record(session="a\x00b" + "s" * 5000)
+    assert odd.session is not None and "\x00" not in odd.session
+    assert odd.session.startswith("a\\x00b") and len(odd.session) == MAX_TARGET_CHARS
+
+
+def test_cli_session_filter_json_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`webward audit --session NAME` lists that session's records only, matched exactly (a
+    face's scoped name, as the records show it); --json carries `session`, and the table a
+    SESSION column whenever a record shown has one ("-" for a call in none)."""
+
+    async def fill() -> None:
+        sink = SQLiteAuditSink(tmp_path)
+        await sink.write(record(agent="dave", session="gateway:dave:case-A"))
+        await sink.write(
+            record(
+                "refused", 1, agent="dave", session="gateway:dave:case-B",
+                reason="budget_exhausted",
+            )
+        )  # fmt: skip
+        await sink.write(record(minutes=2, agent="dave"))
+        await sink.aclose()
+
+    anyio.run(fill)
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    assert _run(_args(json=True, session="gateway:dave:case-A"), settings) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(r["session"], r["reason"]) for r in listed] == [("gateway:dave:case-A", "allowed")]
+    assert _run(_args(session="case-B"), settings) == 0  # exact: no match on a part
+    assert capsys.readouterr().out.strip() == "no audit records match"
+    assert _run(_args(session="gateway:dave:case-B", usage=True, json=True), settings) == 0
+    assert [r["refused"] for r in json.loads(capsys.readouterr().out)] == [1]
+    assert _run(_args(), settings) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS", "SESSION",
+        "TARGET",
+    ]  # fmt: skip
+    assert [line.split()[7] for line in lines[1:]] == [
+        "-", "gateway:dave:case-B", "gateway:dave:case-A",
+    ]  # fmt: skip
+    assert _run(_args(session=""), settings) == 2
+    assert "--session" in capsys.readouterr().err
+
+
+def test_cli_tables_tell_names_with_outer_spaces_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bob` and `bob ` are two agents: the table shows a name with outer white space (or an
+    invisible or look-alike space inside) quoted, with escapes, so that it is not read as
+    another's; a plain name is shown as it is. The usage table does the same."""
+
+    async def fill() -> None:
+        sink = SQLiteAuditSink(tmp_path)
+        for i, name in enumerate(["bob", "bob ", "re\u00a0search", "'bob '"]):
+            await sink.write(record(minutes=i, agent=name))
+        await sink.aclose()
+
+    anyio.run(fill)
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    assert _run(_args(), settings) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [row.split("  ")[1] for row in rows] == [
+        '"\'bob \'"', "'re\\xa0search'", "'bob '", "bob",  # a quoted name is quoted again
+    ]  # fmt: skip
+    assert _run(_args(usage=True), settings) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert sorted(row.split("  ")[0].rstrip() for row in rows) == [
+        '"\'bob \'"', "'bob '", "'re\\xa0search'", "bob",
+    ]  # fmt: skip
 
 
 def test_an_agent_name_of_any_script_or_space_can_be_filtered_by(

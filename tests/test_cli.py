@@ -342,7 +342,7 @@ def audit_log(state: Path, rows: int, *, agents: int = 3) -> None:
             "CASE WHEN i % 10 = 0 THEN 'web:search.query@1' ELSE capability END, target, "
             "decision, reason, would_deny, final_url, redirects, 200, bytes, content_type, "
             "duration_ms, CASE WHEN i % 10 = 0 THEN 'brave' END, render_contacted, "
-            "render_refused FROM audit, (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+            "render_refused, session, hits_dropped FROM audit, (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
             "FROM n WHERE i < ?3) SELECT i FROM n)",
             (now, agents, rows - 1),
         )

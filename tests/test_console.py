@@ -582,6 +582,63 @@ def test_a_role_other_than_admin_is_refused_when_config_loads() -> None:
         Settings().replace({"agents": {"ops": {"tier": "full", "role": "root"}}})
 
 
+def test_the_agent_filter_is_exact_and_names_and_sessions_show_apart(tmp_path: Path) -> None:
+    """`bob` and `bob ` are two agents: `?agent=bob%20` lists only the second's records (it
+    was trimmed to `bob`, showing another agent's), and the table shows a name with outer
+    white space quoted. Each record's session is a column, and `?session=` filters on it,
+    exactly; the record view shows the session and the hits a search's lists dropped."""
+    settings = console_settings(tmp_path)
+    now = dt.datetime.now(dt.UTC)
+
+    async def write() -> None:
+        sink = open_audit_sink(settings)
+        for i, (agent, target, session) in enumerate(
+            [
+                ("bob", "https://bob.example/plain", None),
+                ("bob ", "https://bob.example/spaced", "gateway:bob%20:s1"),
+                ("bob ", "owls", "gateway:bob%20:s2"),
+            ]
+        ):
+            search = not target.startswith("https:")
+            await sink.write(
+                AuditRecord.create(
+                    decision="allowed", reason="allowed", agent=agent, tier="full",
+                    capability="web:search.query@1" if search else "web:page.fetch@1",
+                    target=target, session=session, hits_dropped=2 if search else None,
+                    time=now - dt.timedelta(seconds=30 - i),
+                )
+            )  # fmt: skip
+        await sink.aclose()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # as seed(): Playwright's loop
+        pool.submit(anyio.run, write).result()
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+
+    def cells(page: httpx.Response, column: int) -> list[str]:
+        rows = re.findall(r"<tr class=\"d-[^\"]+\">(.*?)</tr>", page.text, re.S)
+        found = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[column] for row in rows]
+        return [re.sub(r"<[^>]+>", "", cell) for cell in found]  # the text, without links
+
+    with running_gateway(settings, lambda: Web(settings)) as base, httpx.Client(base_url=base) as c:
+        spaced = c.get("/console/", params={"agent": "bob "}, headers=admin)
+        plain = c.get("/console/", params={"agent": "bob"}, headers=admin)
+        every = c.get("/console/", headers=admin)
+        one = c.get("/console/", params={"session": "gateway:bob%20:s1"}, headers=admin)
+        part = c.get("/console/", params={"session": "s1"}, headers=admin)
+        record_id = re.findall(r'href="/console/audit/([0-9a-f]+)"', every.text)[0]
+        record = c.get(f"/console/audit/{record_id}", headers=admin)
+    assert spaced.status_code == plain.status_code == every.status_code == 200
+    assert "bob.example/spaced" in spaced.text and "bob.example/plain" not in spaced.text
+    assert "bob.example/plain" in plain.text and "bob.example/spaced" not in plain.text
+    assert 'value="bob "' in spaced.text  # the form keeps the name as given
+    assert cells(every, 1) == ["&#39;bob &#39;", "&#39;bob &#39;", "bob"]
+    assert cells(every, 8) == ["gateway:bob%20:s2", "gateway:bob%20:s1", "-"]
+    assert "bob.example/spaced" in one.text and "owls" not in one.text
+    assert "bob.example" not in part.text and "No audit records match" in part.text
+    assert re.search(r"<th>session</th><td[^>]*>gateway:bob%20:s2</td>", record.text)
+    assert re.search(r"<th>hitsDropped</th><td[^>]*>2</td>", record.text)
+
+
 def test_budgets_view_shows_used_and_left_from_the_gateways_limit_store(tmp_path: Path) -> None:
     """An agent with an hourly fetch budget: after one read through the gateway, the budgets
     view shows that budget with one used and the rest left; agents without one are absent."""

@@ -127,6 +127,93 @@ async def test_filters_match_exactly_and_text_is_literal(store: Settings) -> Non
         await reader.aclose()
 
 
+async def test_a_read_is_found_by_every_host_of_its_chain_and_counted_where_it_ended(
+    store: Settings,
+) -> None:
+    """An open redirect on an allowed host must not hide where content came from: the host
+    filter finds a read by any host of its redirect chain (its final URL's included), and
+    the top hosts count it under its final URL's host, or, refused or failed part-way, under
+    the last hop it reached. A host quoted inside a URL of the chain is no match."""
+    laundered = "http://open.example/redir?to=http://hidden.example/page"
+    hop_refused = "https://open.example/r2"
+    quoted = 'https://x.example/?u="http://hidden.example/"'
+    await write(
+        store,
+        [
+            rec(
+                laundered,
+                seconds=1,
+                final_url="http://hidden.example/page",
+                redirects=[laundered, "http://hidden.example/page"],
+            ),
+            rec(
+                "https://hidden.example/direct",
+                seconds=2,
+                final_url="https://hidden.example/direct",
+                redirects=["https://hidden.example/direct"],
+            ),
+            rec(
+                hop_refused,
+                seconds=3,
+                decision="refused",
+                reason="host_denied",
+                redirects=[hop_refused, "http://denied.example:8080/x"],
+            ),
+            rec(
+                "https://x.example/q",
+                seconds=4,
+                final_url=quoted,
+                redirects=["https://x.example/q", quoted],
+            ),
+            rec("hidden.example", seconds=5, capability="web:search.query@1"),
+        ],
+    )
+    reader = open_audit_reader(store)
+
+    async def targets(host: str) -> list[str]:
+        return [r.target for r in (await reader.page(AuditFilter(host=host), None, 50)).records]
+
+    try:
+        assert await targets("hidden.example") == [laundered, "https://hidden.example/direct"]
+        assert await targets("HIDDEN.example") == [laundered, "https://hidden.example/direct"]
+        assert await targets("open.example") == [laundered, hop_refused]
+        assert await targets("denied.example") == [hop_refused]
+        assert await targets("x.example") == ["https://x.example/q"]
+        hosts = await reader.top_hosts(NOW.timestamp() - 60, 10)
+    finally:
+        await reader.aclose()
+    assert sorted((h.host, h.calls, h.refused) for h in hosts) == [
+        ("denied.example", 1, 1),
+        ("hidden.example", 2, 0),
+        ("x.example", 1, 0),
+    ]
+
+
+async def test_the_session_filter_is_exact(store: Settings) -> None:
+    """A session's records, matched exactly (no part of a name, no case folding), on the
+    console's pages and in `webward audit`'s reads alike."""
+    await write(
+        store,
+        [
+            rec("https://s.example/1", seconds=1, session="gateway:dave:case-A"),
+            rec("https://s.example/2", seconds=2, session="gateway:dave:case-a"),
+            rec("https://s.example/3", seconds=3, session="gateway:dave:case-A"),
+            rec("https://s.example/4", seconds=4),
+        ],
+    )
+    reader = open_audit_reader(store)
+    try:
+        page = await reader.page(AuditFilter(session="gateway:dave:case-A"), None, 50)
+        newest = await reader.newest(AuditFilter(session="gateway:dave:case-A"), 50)
+        part = await reader.page(AuditFilter(session="case-A"), None, 50)
+        counts = await reader.call_counts(AuditFilter(session="gateway:dave:case-a"))
+    finally:
+        await reader.aclose()
+    both = ["https://s.example/1", "https://s.example/3"]
+    assert [r.target for r in page.records] == both == [r.target for r in newest.records]
+    assert part.records == [] and [c.calls for c in counts] == [1]
+
+
 async def test_a_rare_match_is_searched_in_bounded_steps(
     store: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

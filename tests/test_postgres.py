@@ -425,6 +425,44 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
     assert (old.render_contacted, old.render_refused) == ((), ())
 
 
+async def test_a_table_from_before_sessions_gains_session_and_hits_dropped(
+    postgres_dsn: str,
+) -> None:
+    """A table of the release before (render hosts, no session) gains the session and
+    hits_dropped columns when a sink opens it; its old rows read None for each, and a new
+    record's are stored and read back."""
+    import psycopg
+
+    from webward.audit._core import COLUMNS, table_sql
+
+    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped")))
+    assert "render_refused" in before and "session" not in before
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
+        await conn.execute(before)  # type: ignore[arg-type]
+        await conn.execute(
+            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
+            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, "
+            "NULL, '[]', '[]')"
+        )
+    sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+    searched = AuditRecord.create(
+        decision="allowed",
+        reason="allowed",
+        agent="r",
+        tier="connected",
+        capability="web:search.query@1",
+        target="owls",
+        session="mcp:r:app%3As1",
+        hits_dropped=3,
+    )
+    await sink.write(searched)
+    (back,) = await sink.query(agent="r")
+    (old,) = await sink.query(agent="cli")
+    await sink.aclose()
+    assert back == searched and (back.session, back.hits_dropped) == ("mcp:r:app%3As1", 3)
+    assert (old.session, old.hits_dropped) == (None, None)
+
+
 async def test_both_sql_stores_create_one_table(postgres_dsn: str, tmp_path: Path) -> None:
     """SQLite and PostgreSQL create the audit table from one schema: the same columns, in
     the same order, declared with the same types."""

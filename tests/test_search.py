@@ -707,6 +707,10 @@ async def test_report_mode_records_the_hits_the_search_lists_would_drop(
     assert {h.url.split("/")[2] for h in enforced.hits} == {"docs.example.org"}
     record = _record(enforce_sink)
     assert (record.decision, record.reason, record.would_deny) == ("allowed", "allowed", None)
+    # The record says how many hits the lists dropped (report mode: would have dropped); a
+    # search they drop nothing from says 0.
+    assert (record.hits_dropped, first.hits_dropped, other.hits_dropped) == (2, 2, 0)
+    assert record.to_wire()["hitsDropped"] == 2
     key = next(iter(lists))
     assert f"2 hit(s) dropped by agents.research.{key}" in caplog.text
 

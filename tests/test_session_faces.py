@@ -102,6 +102,15 @@ async def audit_reasons(config: Path) -> list[tuple[str, str, str]]:
     return [(r.decision, r.reason, r.target) for r in reversed(records)]
 
 
+async def audit_sessions(config: Path) -> list[str | None]:
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        records = await sink.query(limit=100)
+    finally:
+        await sink.aclose()
+    return [r.session for r in reversed(records)]
+
+
 def tool_result_texts(body: dict[str, Any]) -> list[str]:
     """The text of every tool_result block in the last user message of an Anthropic request."""
     out = []
@@ -250,6 +259,11 @@ async def test_mcp_stdio_session_reaches_the_web_only_through_search(
         ("allowed", "allowed"),
         ("allowed", "allowed"),
     ]
+    # Every record names the session: the server process's, scoped to its agent (stdio
+    # serves one client), the same for the refusal and the calls after it.
+    sessions = await audit_sessions(config)
+    assert len(set(sessions)) == 1 and sessions[0] is not None
+    assert sessions[0].startswith("mcp:mcp:")
 
 
 @pytest.mark.anyio
@@ -299,11 +313,11 @@ async def test_gateway_session_header_and_declared_urls(
     assert bad.status_code == 403 and bad.json()["error"]["code"] == "refused"
     assert "is not a URL this session has seen" in bad.json()["error"]["message"]
     assert other.status_code == 403  # declared for conv-1 only
-    assert [r.reason for r in audit.records] == [
-        "allowed",
-        "allowed",
-        "url_not_in_session",
-        "url_not_in_session",
+    assert [(r.reason, r.session) for r in audit.records] == [
+        ("allowed", "gateway:alice:conv-1"),
+        ("allowed", "gateway:alice:conv-1"),
+        ("url_not_in_session", "gateway:alice:conv-1"),
+        ("url_not_in_session", "gateway:alice:conv-2"),
     ]
 
 

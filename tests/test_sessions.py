@@ -154,6 +154,46 @@ async def test_unseen_url_with_a_secret_is_refused_and_audited(
 
 
 @pytest.mark.anyio
+async def test_every_record_names_the_session_of_its_call(
+    site: LocalServer, brave: LocalServer, attacker: LocalServer
+) -> None:
+    """Provenance and session budgets are per session, so each record says which session its
+    call was in: reads and searches allowed, refused for provenance or past the session's
+    budget, and a call refused for a bad session name (as given, cleaned). A call in no
+    session says None; a search that got its hits back says how many its lists dropped (0
+    here), a read None."""
+    audit = MemoryAuditSink()
+    s = settings(
+        {"provenance": "session", "budget": {"fetch_per_session": 2}},
+        search={"provider": "brave", "brave_url": brave.base},
+    )
+    async with web(s, audit) as w:
+        await w.declare_urls("s1", site.url("/start"))
+        await w.fetch(site.url("/start"), agent="bot", session="s1")
+        with pytest.raises(Refused):
+            await w.fetch(attacker.url(f"/?q={SECRET}"), agent="bot", session="s1")
+        await w.search("notes", agent="bot", session="s2")
+        await w.fetch(site.url("/hit"), agent="bot", session="s2")
+        await w.fetch(site.url("/hit"), agent="bot", session="s2")
+        with pytest.raises(Refused):
+            await w.fetch(site.url("/hit"), agent="bot", session="s2")
+        with pytest.raises(InvalidInput):
+            await w.fetch(site.url("/hit"), agent="bot", session="bad\nname")
+        await w.fetch(site.url("/plain"), agent="cli")
+    assert attacker.accepts == 0
+    assert [(r.reason, r.session, r.hits_dropped) for r in audit.records] == [
+        ("allowed", "s1", None),
+        ("url_not_in_session", "s1", None),
+        ("allowed", "s2", 0),
+        ("allowed", "s2", None),
+        ("allowed", "s2", None),
+        ("budget_exhausted", "s2", None),
+        ("invalid_input", "bad\nname", None),
+        ("allowed", None, None),
+    ]
+
+
+@pytest.mark.anyio
 async def test_a_window_cut_inside_a_url_mints_no_url(
     site: LocalServer, attacker: LocalServer
 ) -> None:

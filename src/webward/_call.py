@@ -1,10 +1,11 @@
 """``Call``: the record of one call in flight, filled as the call goes and frozen into its
 ``AuditRecord`` when it ends (``AuditRecord.from_call``).
 
-Who (agent, tier), what (capability, target), the hops so far (the redirect chain, the hosts
-a render contacted or had refused), what report mode let through (``would_deny``) and how it
-went (final URL, status, bytes, content type, provider). Every step of ``Web`` and every
-``Gate`` check writes into the same typed record, never into a loose dict.
+Who (agent, tier, session), what (capability, target), the hops so far (the redirect
+chain, the hosts a render contacted or had refused), what report mode let through
+(``would_deny``) and how it went (final URL, status, bytes, content type, provider, the hits
+a search's lists dropped). Every step of ``Web`` and every ``Gate`` check writes into the
+same typed record, never into a loose dict.
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ class Call:
     # A plain class with slots: one is made per call, and a dataclass's __init__ called a
     # factory for each list and for the start time.
     __slots__ = (
-        "agent", "bytes", "capability", "content_type", "final_url", "provider", "redirects",
-        "render_contacted", "render_refused", "started", "status", "target", "tier",
-        "would_deny",
+        "agent", "bytes", "capability", "content_type", "final_url", "hits_dropped", "provider",
+        "redirects", "render_contacted", "render_refused", "session", "started", "status",
+        "target", "tier", "would_deny",
     )  # fmt: skip
 
     def __init__(self, capability: str, agent: str, target: str) -> None:
@@ -65,6 +66,10 @@ class Call:
         self.provider: str | None = None
         self.render_contacted: list[str] = []
         self.render_refused: list[str] = []
+        # The session the call is in, as its face named it (None: in none).
+        self.session: str | None = None
+        # A search: the hits the agent's search lists dropped (report mode: would have).
+        self.hits_dropped: int | None = None
         self.started = time.monotonic()
 
     def check(self, decision: Verdict) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
 # As audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
 
-__all__ = ["DESCRIPTION", "HELP", "add_arguments", "cell", "parse_since", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "cell", "name_cell", "parse_since", "run"]
 
 HELP = "show the audit log: who read or searched what, and what webward decided"
 DESCRIPTION = """\
@@ -33,6 +33,8 @@ failed. --json prints one JSON array of camelCase records. --usage sums the peri
 spend at [search.<provider>] cost."""
 
 _DEFAULT_LIMIT = 50
+# A session name is 512 characters at most (_provenance); a record keeps up to 2048 of a bad one.
+_MAX_SESSION_CHARS = 2048
 _MAX_LIMIT = 100_000
 _RELATIVE_RE = re.compile(r"^\s*(\d{1,9})\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -46,6 +48,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "such as 10m, 2h, 7d",
     )
     p.add_argument("--agent", metavar="NAME", help="only records of this agent")
+    p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="only records of calls in this session, named exactly as the records show it "
+        "(the gateway's and MCP's are scoped: gateway:AGENT:NAME, mcp:AGENT:ID)",
+    )
     p.add_argument("--decision", metavar="D", help=f"only this decision: {', '.join(DECISIONS)}")
     p.add_argument(
         "--limit",
@@ -113,6 +121,10 @@ def run(
 
     if args.agent is not None and (not args.agent.strip() or not is_agent_name(args.agent)):
         raise InvalidInput(f"--{AGENT_NAME_RULE}")
+    session = getattr(args, "session", None)
+    if session is not None and not 0 < len(session) <= _MAX_SESSION_CHARS:
+        raise InvalidInput(f"--session must be a name of 1 to {_MAX_SESSION_CHARS} characters")
+    where = (since, args.agent, session, args.decision)
     usage = getattr(args, "usage", False)
     limit = _DEFAULT_LIMIT if args.limit is None else _parse_limit(args.limit)
     newest = None if args.limit is None else limit  # a usage summary: the whole period
@@ -122,11 +134,9 @@ def run(
     records: list[AuditRecord] = []
     try:
         if usage:
-            counts, more = anyio.run(_count, settings, since, args.agent, args.decision, newest)
+            counts, more = anyio.run(_count, settings, where, newest)
         else:
-            records, unreadable, more = anyio.run(
-                _list, settings, since, args.agent, args.decision, limit
-            )
+            records, unreadable, more = anyio.run(_list, settings, where, limit)
     except WebwardError as exc:
         raise Refused(exc.message, reason=exc.reason) from None  # the log unreadable: exit 3
     if not (counts if usage else records):
@@ -226,7 +236,10 @@ def render_usage(rows: list[dict[str, Any]]) -> str:
         return "no audit records match"
     columns = ("AGENT", "CAPABILITY", "CALLS", *(d.upper() for d in DECISIONS), "SPEND")
     keys = ("agent", "capability", "calls", *DECISIONS)
-    table = [columns] + [(*(cell(str(row[k])) for k in keys), f"{row['spend']:g}") for row in rows]
+    table = [columns] + [
+        (name_cell(row["agent"]), *(cell(str(row[k])) for k in keys[1:]), f"{row['spend']:g}")
+        for row in rows
+    ]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table
@@ -242,18 +255,19 @@ def _open_reader(settings: Settings) -> AuditReader:
     return open_audit_reader(settings)
 
 
-def _filter(since: dt.datetime | None, agent: str | None, decision: str | None) -> AuditFilter:
+#: What the command filters on: since, agent, session, decision.
+_Where = tuple[dt.datetime | None, str | None, str | None, str | None]
+
+
+def _filter(where: _Where) -> AuditFilter:
     from .console._queries import AuditFilter  # loaded by _open_reader
 
-    return AuditFilter(agent=agent, decision=decision, since=since)
+    since, agent, session, decision = where
+    return AuditFilter(agent=agent, session=session, decision=decision, since=since)
 
 
 async def _list(
-    settings: Settings,
-    since: dt.datetime | None,
-    agent: str | None,
-    decision: str | None,
-    limit: int,
+    settings: Settings, where: _Where, limit: int
 ) -> tuple[list[AuditRecord], int, bool]:
     """The newest ``limit`` records, how many rows among them could not be read, and whether
     more match. Not the page itself: asyncio takes the finished task's repr, which holds
@@ -261,26 +275,22 @@ async def _list(
     dataclass whole (a second a time for 100,000 records)."""
     reader = _open_reader(settings)
     try:
-        page = await reader.newest(_filter(since, agent, decision), limit)
+        page = await reader.newest(_filter(where), limit)
     finally:
         await reader.aclose()
     return page.records, page.unreadable, page.next_cursor is not None
 
 
 async def _count(
-    settings: Settings,
-    since: dt.datetime | None,
-    agent: str | None,
-    decision: str | None,
-    limit: int | None,
+    settings: Settings, where: _Where, limit: int | None
 ) -> tuple[list[CallCount], bool]:
     """The usage counts (of the newest ``limit`` records, if given), and whether more
     records match than the limit took."""
     reader = _open_reader(settings)
     try:
-        where = _filter(since, agent, decision)
-        counts = await reader.call_counts(where, newest=limit)
-        return counts, limit is not None and await reader.more_than(where, limit)
+        matching = _filter(where)
+        counts = await reader.call_counts(matching, newest=limit)
+        return counts, limit is not None and await reader.more_than(matching, limit)
     finally:
         await reader.aclose()
 
@@ -290,24 +300,28 @@ _COLUMNS = ("TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS
 
 def render_table(records: list[AuditRecord], width: int | None = None) -> str:
     """An aligned table for people; the target (the widest column) comes last, cut with an
-    ellipsis so that each row fits in ``width`` columns (when given)."""
+    ellipsis so that each row fits in ``width`` columns (when given). A SESSION column comes
+    before it when a record shown was in a session ("-" for one in none)."""
     if not records:
         return "no audit records match"
+    sessions = any(r.session is not None for r in records)
+    columns = (*_COLUMNS[:-1], "SESSION", _COLUMNS[-1]) if sessions else _COLUMNS
     rows = [
         (
             r.time.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            r.agent,
-            r.tier or "-",
-            r.capability,
-            r.decision,
-            r.reason,
+            name_cell(r.agent),
+            cell(r.tier or "-"),
+            cell(r.capability),
+            cell(r.decision),
+            cell(r.reason),
             "-" if r.status is None else str(r.status),
-            r.target,
+            *(("-" if r.session is None else name_cell(r.session),) if sessions else ()),
+            cell(r.target),
         )
         for r in records
     ]
-    cells = [tuple(cell(c) for c in row) for row in [_COLUMNS, *rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(_COLUMNS) - 1)]
+    cells = [columns, *rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns) - 1)]
     lines = []
     for row in cells:
         head = "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True))
@@ -318,6 +332,17 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
                 target = target[: room - 1] + "…"
         lines.append(f"{head}  {target}".rstrip())
     return "\n".join(lines)
+
+
+def name_cell(value: str) -> str:
+    """An agent's or a session's name as a table cell: as it is when it is plain (printable,
+    no white space at either end), else quoted with escapes, as Python's ``repr`` writes it
+    (``'bob '``, ``'re\\xa0search'``), so that a name cannot pass for another (``bob``) in
+    the table. A name that begins with a quote is quoted too, so that no name passes for
+    another's quoted form. Filters match the name exactly as given, not as shown."""
+    if value.isprintable() and value == value.strip() and value[:1] not in ("'", '"'):
+        return cell(value)
+    return cell(repr(value))
 
 
 def cell(value: str) -> str:

@@ -270,11 +270,14 @@ class Searcher:
         hits = finish_hits(found, count, filters)
         # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits;
         # report mode drops none, and its record says what enforce mode would have dropped.
+        # Either way the record counts them (hits_dropped), so the audit alone says that a
+        # search's answer was cut, and by how much.
         lists = self.gate.lists
         kept, dropped = lists.filter_hits(hits, _hit_host, agent)
+        call.hits_dropped = sum(dropped.values())
         if dropped:
             call.check(lists.hits_verdict(dropped, agent))
-            if len(kept) < len(hits):  # enforce mode: gone; the operator's log says so
+            if len(kept) < len(hits):  # enforce mode: gone; also said to a log shown at INFO
                 log.info(
                     "search by agent %s: %s",
                     agent,

@@ -312,6 +312,7 @@ class Web:
                     _Reading(max_chars, query, max_age),
                     session,
                 ),
+                session,
             ),
         )
 
@@ -852,16 +853,24 @@ class Web:
             return searcher.run(query, limit, agent, t, provider, record, filters, session=session)
 
         return await self.telemetry.call(
-            "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call)
+            "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call, session)
         )
 
     async def reject(
-        self, capability: str, agent: str, tier: str | None, target: object, error: WebwardError
+        self,
+        capability: str,
+        agent: str,
+        tier: str | None,
+        target: object,
+        error: WebwardError,
+        *,
+        session: str | None = None,
     ) -> WebwardError:
         """Audit a call that a face refused before handing it over (a request of the wrong
         shape: an argument missing, unknown or mistyped), as the core audits its own
-        refusals: one record, counted and call-logged. Returns the error to answer with:
-        ``error``, or the refusal of an audit log that could not take the record."""
+        refusals: one record, counted and call-logged, in ``session`` when the face knows
+        it. Returns the error to answer with: ``error``, or the refusal of an audit log that
+        could not take the record."""
 
         def refuse(tier: str, call: Call) -> Awaitable[Any]:
             raise error
@@ -869,7 +878,10 @@ class Web:
         tool = {SEARCH: "web_search", FETCH: "web_fetch"}.get(capability, "unknown_tool")
         try:
             await self.telemetry.call(
-                tool, capability, agent, self._audited(capability, agent, tier, target, refuse)
+                tool,
+                capability,
+                agent,
+                self._audited(capability, agent, tier, target, refuse, session),
             )
         except WebwardError as exc:
             return exc
@@ -894,9 +906,12 @@ class Web:
         tier: str | None,
         target: object,
         work: Callable[[str, Call], Awaitable[_R]],
+        session: object = None,
     ) -> _R:
         """Run one call and write its audit record, whatever the outcome; a record that
-        cannot be written refuses the call (the door never opens unaudited).
+        cannot be written refuses the call (the door never opens unaudited). ``session`` is
+        the session the call is in, recorded as given (a bad name too: the call is refused
+        for it, and its record says which name).
 
         A call cancelled by its caller, or ended by an exception no step expected, is
         recorded as ``failed`` (reason ``cancelled`` or ``internal_error``), the record
@@ -922,6 +937,8 @@ class Web:
             agent,
             target if isinstance(target, str) else repr(target)[:200],
         )
+        if session is not None:
+            call.session = session if isinstance(session, str) else repr(session)[:200]
         deadline = CALL_DEADLINE.set(
             call.started + self.settings.limits.fetch_timeout_s + STORE_GRACE_S
         )

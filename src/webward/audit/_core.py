@@ -1,10 +1,11 @@
 """The audit log: one record per call, allowed or refused; no record, no call.
 
-A record says who (agent, tier), what (capability, target), what webward decided and why
-(decision, reason code), and how it went (final URL, redirect chain, status, bytes, content
-type, duration, provider). It never holds page text or base64: there is no field for them,
-a ``data:`` target is cut to its scheme, credentials in URLs (``user:pass@``) are dropped, and
-targets are cut at :data:`MAX_TARGET_CHARS`.
+A record says who (agent, tier, and the session the call was in), what (capability, target),
+what webward decided and why (decision, reason code), and how it went (final URL, redirect
+chain, status, bytes, content type, duration, provider, and for a search how many hits the
+agent's own search lists dropped). It never holds page text or base64: there is no field for
+them, a ``data:`` target is cut to its scheme, credentials in URLs (``user:pass@``) are
+dropped, and targets are cut at :data:`MAX_TARGET_CHARS`.
 
 Decisions (:data:`DECISIONS`):
 
@@ -172,6 +173,14 @@ class AuditRecord:
     # "host[:port] (reason)". Empty when nothing was rendered.
     render_contacted: tuple[str, ...] = ()
     render_refused: tuple[str, ...] = ()
+    # The session the call was in, as the face named it (``gateway:<agent>:<name>``,
+    # ``mcp:<agent>:<id>``, a library's or ``--session``'s name as given); None: in none.
+    # Provenance and session budgets are per session, so their refusals need it explained.
+    session: str | None = None
+    # A search that got its hits back: how many the agent's search_allow / search_deny
+    # dropped (report mode: would have dropped), 0 for none. None for a read, and for a
+    # search refused or failed before its hits came back.
+    hits_dropped: int | None = None
     # What this record shares with the records of calls that differ only in their id, time
     # and duration (a page read again and again): its row and its JSON line, but for those
     # three, made once (``from_call`` sets it). Not a field anyone gives: a record made or
@@ -190,6 +199,18 @@ class AuditRecord:
         if self.final_url is not None:
             fields["final_url"] = _clean_url(self.final_url)
         fields["redirects"] = tuple(map(_clean_url, self.redirects))
+        session = self.session
+        if session is not None and not (
+            type(session) is str
+            and len(session) <= MAX_TARGET_CHARS
+            and session.isascii()
+            and "\x00" not in session
+        ):  # a name past ASCII, or a bad one (the call was refused for it): stored as given,
+            # but as every store can hold it, and cut as a target is
+            text = _storable(str(session))
+            if len(text) > MAX_TARGET_CHARS:
+                text = text[: MAX_TARGET_CHARS - 1] + "…"
+            fields["session"] = text
         for name in ("render_contacted", "render_refused"):
             hosts = fields[name]
             fields[name] = tuple(_storable(str(h))[:300] for h in hosts) if hosts else ()
@@ -245,7 +266,7 @@ class AuditRecord:
             call.agent, call.tier, call.capability, call.target, decision, reason,
             call.would_deny, call.final_url, tuple(call.redirects), call.status, call.bytes,
             call.content_type, call.provider, tuple(call.render_contacted),
-            tuple(call.render_refused),
+            tuple(call.render_refused), call.session, call.hits_dropped,
         )  # fmt: skip
         shape = _SHAPES.get(key)
         if shape is None:
@@ -265,7 +286,7 @@ class AuditRecord:
         cls, call: Call, key: tuple[Any, ...], decision: str, reason: str
     ) -> AuditRecord:
         # Every field is set in one step rather than through the frozen dataclass's
-        # __init__, which sets each of the 19 through object.__setattr__; __post_init__
+        # __init__, which sets each of the 21 through object.__setattr__; __post_init__
         # checks and cleans them as it does for any record.
         record = object.__new__(cls)
         record.__dict__.update(
@@ -287,6 +308,8 @@ class AuditRecord:
             provider=call.provider,
             render_contacted=tuple(call.render_contacted),
             render_refused=tuple(call.render_refused),
+            session=call.session,
+            hits_dropped=call.hits_dropped,
             shape=None,
         )
         record.__post_init__()
@@ -303,6 +326,7 @@ class AuditRecord:
             "time": _iso(self.time),
             "agent": self.agent,
             "tier": self.tier,
+            "session": self.session,
             "capability": self.capability,
             "target": self.target,
             "decision": self.decision,
@@ -315,6 +339,7 @@ class AuditRecord:
             "contentType": self.content_type,
             "durationMs": self.duration_ms,
             "provider": self.provider,
+            "hitsDropped": self.hits_dropped,
             "renderContacted": list(self.render_contacted),
             "renderRefused": list(self.render_refused),
         }
@@ -528,10 +553,15 @@ COLUMNS = (
     ("provider", "TEXT"),
     ("render_contacted", "TEXT NOT NULL DEFAULT '[]'"),
     ("render_refused", "TEXT NOT NULL DEFAULT '[]'"),
+    ("session", "TEXT"),
+    ("hits_dropped", "BIGINT"),
 )
 #: Columns added after the first release: a table an older webward created gains them when a
-#: store opens it (each store in its own dialect of ``ALTER TABLE``).
-ADDED_COLUMNS = tuple(c for c in COLUMNS if c[0] in ("render_contacted", "render_refused"))
+#: store opens it (each store in its own dialect of ``ALTER TABLE``), its old rows reading
+#: the column's default (``[]``; None for the session and the hits dropped).
+ADDED_COLUMNS = tuple(
+    c for c in COLUMNS if c[0] in ("render_contacted", "render_refused", "session", "hits_dropped")
+)
 #: The column names, in row order (:func:`to_row`, :func:`from_row`).
 FIELDS = tuple(name for name, _ in COLUMNS)
 
@@ -569,6 +599,7 @@ def to_row(r: AuditRecord) -> tuple[Any, ...]:
         r.duration_ms, r.provider,
         _json_list(r.render_contacted) if r.render_contacted else "[]",
         _json_list(r.render_refused) if r.render_refused else "[]",
+        r.session, r.hits_dropped,
     )  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._cmd_audit import cell, parse_since
+from .._cmd_audit import cell, name_cell, parse_since
 from .._errors import InvalidInput, WebwardError
 from .._settings import TIERS, Settings
 from .._tokens import bearer_token
@@ -99,6 +99,9 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["shown"] = lambda v: cell("" if v is None else str(v))
+    # An agent's or a session's name: quoted, with escapes, when it has outer white space or
+    # a space that is not a plain one, so that `bob ` is not read as `bob`.
+    env.filters["name"] = lambda v: "-" if v is None else name_cell(str(v))
     env.filters["when"] = _time
     # A record id in a link's path: every character but letters and digits escaped (an id
     # another process wrote may hold "/", "?" or "..").
@@ -331,8 +334,16 @@ class Console:
 
     # ---- views -------------------------------------------------------------------------
 
+    # Names are matched exactly, as `webward audit --agent` matches them: `bob ` and `bob` are
+    # two agents, and trimming showed the one asked for the other's records.
+    _EXACT = frozenset({"agent", "session"})
+
     def _filter(self, request: Request) -> tuple[AuditFilter, dict[str, str]]:
-        raw = {k: v.strip()[:_MAX_FIELD] for k, v in request.query_params.items() if v.strip()}
+        raw = {
+            k: (v if k in self._EXACT else v.strip())[:_MAX_FIELD]
+            for k, v in request.query_params.items()
+            if (v if k in self._EXACT else v.strip())
+        }
         now = dt.datetime.fromtimestamp(self._clock(), dt.UTC)
         capability = raw.get("capability")
         if capability is not None and capability not in _CAPABILITIES:
@@ -341,6 +352,7 @@ class Console:
             raise InvalidInput(f"decision must be one of {', '.join(DECISIONS)}")
         where = AuditFilter(
             agent=raw.get("agent"),
+            session=raw.get("session"),
             capability=_CAPABILITIES.get(capability or ""),
             decision=raw.get("decision"),
             reason=raw.get("reason"),

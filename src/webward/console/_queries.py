@@ -8,15 +8,22 @@ Indexes (created idempotently by :meth:`AuditReader.prepare`; the writers keep t
 date): ``(agent, ts)``, ``(decision, ts)`` and ``(reason, ts)`` beside the sinks' ``(ts)``, so a
 filter on a rare agent, decision or reason reads only its own rows, already in order. On
 PostgreSQL every index ends in ``id`` so the tie-break is in index order too, and is built
-``CONCURRENTLY``. Filters no index serves (the host, text in the target, and every filter of a
-large log whose indexes are not built yet) look at no more than :data:`SCAN_ROWS` records a
-page, newest first; the page's cursor continues the search further back.
+``CONCURRENTLY``. Filters no index serves (the session, the host, text in the target, and
+every filter of a large log whose indexes are not built yet) look at no more than
+:data:`SCAN_ROWS` records a page, newest first; the page's cursor continues the search
+further back. (No index for the session: every writer would keep one more up to date on the
+hot path, for a filter a page view bounds anyway.)
+
+A read's host is every host of its redirect chain for the host filter, and the host its
+content came from (its final URL's; the last hop it reached, refused or failed part-way)
+for the top hosts: an open redirect on an allowed host must not hide where a page came from.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import math
 import sqlite3
 from collections import Counter
@@ -72,9 +79,11 @@ _SQLITE_INDEXES = tuple(
 
 @dataclass(frozen=True)
 class AuditFilter:
-    """What the audit view shows: every field optional; ``text`` is a substring of the target."""
+    """What the audit view shows: every field optional; ``text`` is a substring of the target.
+    ``agent`` and ``session`` match exactly (no trimming, no case folding)."""
 
     agent: str | None = None
+    session: str | None = None
     capability: str | None = None
     decision: str | None = None
     reason: str | None = None
@@ -213,7 +222,8 @@ def _time_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
 
 
 def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
-    """The equality filters of ``f``, which the console's indexes serve once built."""
+    """The equality filters of ``f``, which the console's indexes serve once built (the
+    session, which has none, is :func:`_scan_where`'s)."""
     m = d.mark
     clauses: list[str] = []
     params: list[Any] = []
@@ -231,11 +241,16 @@ def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     return clauses, params
 
 
+def _session_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    if f.session is None:
+        return [], []
+    return [f"session = {d.mark}"], [f.session]
+
+
 def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
-    """Clauses no index serves (host, text in the target): checked row by row."""
+    """Clauses no index serves (session, host, text in the target): checked row by row."""
     m = d.mark
-    clauses: list[str] = []
-    params: list[Any] = []
+    clauses, params = _session_where(f, d)
     if f.host:
         # http(s)://host, then the end, a port, a path, a query or a fragment (the audit
         # drops user info, so the host follows the scheme); a URL quoted in a query is no match.
@@ -243,15 +258,26 @@ def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
         if ":" in host and not host.startswith("["):  # an IPv6 address: bracketed in a URL
             host = f"[{host}]"
         host = _escape_like(host)
-        forms = [
-            form
-            for scheme in ("http", "https")
-            for form in (f"{scheme}://{host}", *(f"{scheme}://{host}{c}%" for c in ":/?#"))
+        starts = [f"{scheme}://{host}" for scheme in ("http", "https")]
+        forms = [form for start in starts for form in (start, *(f"{start}{c}%" for c in ":/?#"))]
+        # The target, and the final URL (a read redirected elsewhere).
+        like = [f"lower({column}) LIKE {m} ESCAPE '\\'" for column in ("target", "final_url")]
+        either = [clause for clause in like for _ in forms]
+        # And any hop of the redirect chain, a JSON list of strings: an element begins after
+        # `["`, `,"` (orjson) or `, "` (json.dumps), which no URL inside a string holds (its
+        # quotes are escaped), and ends with `"`. A cheap test first spares most rows the
+        # 30 patterns.
+        hops = [
+            f"%{sep}{start}{end}%"
+            for sep in ('["', ',"', ', "')
+            for start in starts
+            for end in ('"', *":/?#")
         ]
+        chain = " OR ".join(f"lower(redirects) LIKE {m} ESCAPE '\\'" for _ in hops)
         clauses.append(
-            "(" + " OR ".join(f"lower(target) LIKE {m} ESCAPE '\\'" for _ in forms) + ")"
+            f"({' OR '.join(either)} OR (lower(redirects) LIKE {m} ESCAPE '\\' AND ({chain})))"
         )
-        params.extend(forms)
+        params.extend([*forms, *forms, f"%://{host}%", *hops])
     if f.text:
         clauses.append(f"target LIKE {m} ESCAPE '\\'")
         params.append(f"%{_escape_like(f.text)}%")
@@ -289,6 +315,24 @@ def host_of(target: str) -> str | None:
     except ValueError:
         return None
     return host or None
+
+
+def landed_host(target: object, final_url: object, redirects: object) -> str | None:
+    """The host a read's content came from: its final URL's; without one (refused or failed
+    part-way), the last hop of its redirect chain, which is where it stopped; else the
+    requested URL's. Stored values, so anything a row changed by hand may hold."""
+    if final_url is not None and (host := host_of(str(final_url))) is not None:
+        return host
+    if isinstance(redirects, str) and redirects not in ("", "[]"):  # most reads: no hop
+        try:
+            chain = json.loads(redirects)
+        except ValueError:
+            chain = None
+        if isinstance(chain, list) and chain and isinstance(chain[-1], str):
+            host = host_of(chain[-1])
+            if host is not None:
+                return host
+    return host_of(str(target))
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
@@ -407,8 +451,8 @@ class _SQLReader:
         out.p95_ms = [percentile(v, 0.95) for v in durations]
         return out
 
-    # `webward audit`: the filters it takes (a time range, an agent, a decision) are those
-    # of _time_where and _equal_where, read newest first through the sinks' (ts) index or
+    # `webward audit`: the filters it takes (a time range, an agent, a session, a decision)
+    # are those of _time_where, _equal_where and _session_where, read newest first through the sinks' (ts) index or
     # the console's, whichever the store picks: no bounded scan, and no index built here.
 
     def _listing(self, where: AuditFilter) -> tuple[str, list[Any], str]:
@@ -417,8 +461,13 @@ class _SQLReader:
         d = self.dialect
         clauses, params = _time_where(where, d)
         equal, equal_params = _equal_where(where, d)
+        session, session_params = _session_where(where, d)
         order = f" ORDER BY ts DESC, {d.tiebreak} DESC"
-        return _and([*clauses, *equal]), [*params, *equal_params], order
+        return (
+            _and([*clauses, *equal, *session]),
+            [*params, *equal_params, *session_params],
+            order,
+        )
 
     async def newest(self, where: AuditFilter, limit: int) -> AuditPage:
         """The newest ``limit`` records matching ``where`` (its host and text aside), as
@@ -473,17 +522,18 @@ class _SQLReader:
         return bool(rows)
 
     async def top_hosts(self, since: float, limit: int) -> list[HostCount]:
+        """Page reads per host: the host the content came from (:func:`landed_host`)."""
         m = self.dialect.mark
         rows = await self._rows(
-            f"SELECT target, decision FROM audit WHERE ts >= {m} AND capability = {m} "
-            f"ORDER BY ts DESC LIMIT {m}",
+            f"SELECT target, final_url, redirects, decision FROM audit WHERE ts >= {m} "
+            f"AND capability = {m} ORDER BY ts DESC LIMIT {m}",
             [since, FETCH, TOP_HOSTS_SCAN],
         )
         calls: Counter[str] = Counter()
         refused: Counter[str] = Counter()
         failed: Counter[str] = Counter()
-        for target, decision in rows:
-            host = host_of(str(target))
+        for target, final_url, redirects, decision in rows:
+            host = landed_host(target, final_url, redirects)
             if host is None:
                 continue
             calls[host] += 1
