@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -866,6 +866,35 @@ def raw_stdio_server(tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
     )
 
 
+def asker(process: subprocess.Popen[bytes]) -> Callable[[bytes], dict[str, Any]]:
+    """Write one raw line to ``process`` (:func:`raw_stdio_server`) and read its answer."""
+
+    def ask(line: bytes) -> dict[str, Any]:
+        process.stdin.write(line + b"\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+
+    return ask
+
+
+def initialize(process: subprocess.Popen[bytes], ask: Callable[[bytes], Any]) -> None:
+    """The MCP handshake, in raw lines: initialize, then the initialized notification."""
+    init = {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    ask(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode())
+    process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')  # type: ignore[union-attr]
+
+
+def audit_json(tmp_path: Path) -> list[dict[str, Any]]:
+    """The records of the state dir of :func:`raw_stdio_server`, as `webward audit --json`."""
+    return json.loads(  # type: ignore[no-any-return]
+        subprocess.run(
+            [sys.executable, "-m", "webward.cli", "audit", "--json"],
+            capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
+        ).stdout
+    )  # fmt: skip
+
+
 def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     tmp_path: Path,
 ) -> None:
@@ -878,10 +907,7 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     process = raw_stdio_server(tmp_path)
     assert process.stdin is not None and process.stdout is not None
 
-    def ask(line: bytes) -> dict[str, Any]:
-        process.stdin.write(line + b"\n")  # type: ignore[union-attr]
-        process.stdin.flush()  # type: ignore[union-attr]
-        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+    ask = asker(process)
 
     def call(request_id: object, params: object) -> bytes:
         return json.dumps(
@@ -941,12 +967,7 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     for bad_id in answers[6:9]:
         assert bad_id["error"]["message"].startswith('the request\'s "id" must be a string or')
     assert process.returncode == 0
-    records = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "webward.cli", "audit", "--json"],
-            capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
-        ).stdout
-    )  # fmt: skip
+    records = audit_json(tmp_path)
     # Calls 1, 3, 4, 5, the one of the object id and the one in a batch; neither ping nor
     # tools/list is a call.
     assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
@@ -999,18 +1020,10 @@ def test_stdio_answers_valid_json_its_parsers_cannot_read_with_its_id_and_audits
     process = raw_stdio_server(tmp_path)
     assert process.stdin is not None and process.stdout is not None
 
-    def ask(line: bytes) -> dict[str, Any]:
-        process.stdin.write(line + b"\n")  # type: ignore[union-attr]
-        process.stdin.flush()  # type: ignore[union-attr]
-        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+    ask = asker(process)
 
     try:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
-        ask(
-            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode()
-        )
-        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        initialize(process, ask)
         answers = [
             ask(unreadable_call(41 + i, arguments)) for i, arguments in enumerate(UNREADABLE_CALLS)
         ]
@@ -1035,12 +1048,7 @@ def test_stdio_answers_valid_json_its_parsers_cannot_read_with_its_id_and_audits
     assert late_id["error"]["message"].startswith("the argument 'zz' is nested too deeply")
     assert not_json["id"] is None and not_json["error"]["code"] == -32700
     assert process.returncode == 0
-    records = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "webward.cli", "audit", "--json"],
-            capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
-        ).stdout
-    )  # fmt: skip
+    records = audit_json(tmp_path)
     assert sorted(
         (r["capability"], r["decision"], r["reason"], r["target"]) for r in records
     ) == sorted(
@@ -1060,20 +1068,12 @@ def test_a_lone_surrogate_in_an_id_is_answered_with_no_id_and_the_server_goes_on
     process = raw_stdio_server(tmp_path)
     assert process.stdin is not None and process.stdout is not None
 
-    def ask(line: bytes) -> dict[str, Any]:
-        process.stdin.write(line + b"\n")  # type: ignore[union-attr]
-        process.stdin.flush()  # type: ignore[union-attr]
-        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+    ask = asker(process)
 
     head = b'{"jsonrpc": "2.0", "id": "a\\ud800", "method": "tools/call", "params": '
     deep = b'{"url": "https://a.test/deep", "zz": %s1%s}' % (b"[" * 3000, b"]" * 3000)
     try:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
-        ask(
-            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode()
-        )
-        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        initialize(process, ask)
         answers = [
             ask(head + b'{"name": "web_fetch", "arguments": {"url": "https://a.test/id"}}}'),
             ask(head + b"1}"),  # params that are no object: the malformed() path
@@ -1092,12 +1092,7 @@ def test_a_lone_surrogate_in_an_id_is_answered_with_no_id_and_the_server_goes_on
     assert answers[2]["error"]["message"].startswith("the argument 'zz' is nested too deeply")
     assert listed["id"] == 99 and "web_fetch" in json.dumps(listed["result"])
     assert process.returncode == 0
-    records = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "webward.cli", "audit", "--json"],
-            capture_output=True, env={**os.environ, **child_env(tmp_path)}, check=True,
-        ).stdout
-    )  # fmt: skip
+    records = audit_json(tmp_path)
     assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
         ("agent:tool.unknown@1", "refused", ""),  # params 1: no tool named
         ("web:page.fetch@1", "refused", "https://a.test/deep"),

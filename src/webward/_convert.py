@@ -978,9 +978,9 @@ _CODE_TAGS = ("pre", "code")
 
 
 def _quote_inline(tree: Any) -> None:
-    """An inline quotation (``<q>``) in the quotation marks a browser shows around it (double
-    curly ones, single ones inside another): trafilatura read one as a block, its marks gone and a paragraph
-    break after it ("inline quote\n\n, old price")."""
+    """An inline quotation (``<q>``) in the quotation marks a browser shows around it
+    (double curly ones, single ones inside another): trafilatura read one as a block, its
+    marks gone and a paragraph break after it ("inline quote\n\n, old price")."""
     import lxml.etree
 
     depth = 0
