@@ -697,3 +697,20 @@ def nested_blank_links_html(depth: int = 1_000, blank: int = 383_000) -> bytes:
         + b"<p>real words of the article here</p>" * 2_500
         + _TAIL
     )
+
+
+def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
+    """A page of one shape the reading rules of 2026-12-05 rewrite, over and over: headings in
+    a step's header of their list item (``steps``), headings that are all link (``linked``),
+    a code block of 80,000 line blocks (``lines``), inline quotations (``quotes``), buttons
+    in table cells (``buttons``), headings in summaries (``summaries``)."""
+    head, unit, tail = {
+        "steps": (b"<ol>", b"<li><div><span>S</span><h2>t</h2></div><div><p>w</p></div></li>",
+                  b"</ol>"),
+        "linked": (b"", b'<h2><a href="/x">title</a></h2><p>w</p>', b""),
+        "lines": (b"<pre>", b"<div>x</div>", b"</pre>"),
+        "quotes": (b"<p>", b"<q>a</q> ", b"</p>"),
+        "buttons": (b"<table><tr>", b"<td><button>1</button></td>", b"</tr></table>"),
+        "summaries": (b"", b"<details><summary><h2>s</h2></summary><p>x</p></details>", b""),
+    }[kind]  # fmt: skip
+    return _fill(_HEAD + head, unit, size, tail + _TAIL)
