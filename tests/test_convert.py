@@ -2288,6 +2288,24 @@ def test_a_heading_in_a_steps_header_or_a_summary_reads_in_its_line() -> None:
     assert "## Specifications" in text and "## ##" not in text
 
 
+def test_a_heading_whose_words_are_in_blocks_is_kept() -> None:
+    """ReadMe's headings write their words in a ``<div>`` beside an empty anchor ``<div>`` and
+    an icon permalink: trafilatura dropped every one. Blocks in a heading read as its words,
+    apart from each other."""
+    extra = "".join(
+        f'<h2 class="heading heading-2"><div class="heading-anchor anchor" id="{slug}"></div>'
+        f'<div class="heading-text"><div id="{slug}"></div>{words}</div><a aria-label="Skip link'
+        f' to {words}" class="heading-anchor-icon fa fa-anchor" href="#{slug}"></a></h2>'
+        f"<p>{PARA * 2}</p>"
+        for slug, words in (("verifying", "Verifying signatures"), ("retries", "Retry policy"))
+    )
+    extra += f"<h3><div>Part one</div><div>Second half</div></h3><p>{PARA}</p>"
+    text = read(article(extra)).text
+    assert "## Verifying signatures\n" in text
+    assert "## Retry policy\n" in text
+    assert "### Part one Second half\n" in text
+
+
 def test_task_list_items_keep_their_checkbox_state() -> None:
     """A task list's checkboxes (GitHub's, a to-do list's) read as GFM's ``[x]`` and ``[ ]``:
     dropped with the other form controls, a done task read like one still to do."""

@@ -1530,6 +1530,29 @@ def _marks_a_heading(link: Any) -> bool:
     return link.text_content().strip().strip("[]").strip().lower() in _HEADING_MARKS
 
 
+def _blocks_in_headings(tree: Any) -> None:
+    """Read the blocks inside a heading as its words: ReadMe's headings write their text in a
+    ``<div class="heading-text">`` beside an empty anchor ``<div>``, and trafilatura dropped
+    every such heading. Each ``<div>`` in a heading gives way to its words, a space either
+    side (a block was apart from them; the parser ends a heading at a ``<p>``). One walk,
+    whatever the headings' nesting."""
+    import lxml.etree
+
+    open_headings = 0
+    inside = []
+    for event, element in lxml.etree.iterwalk(
+        tree, events=("start", "end"), tag=(*_HEADINGS, "div")
+    ):
+        if element.tag in _HEADINGS:
+            open_headings += 1 if event == "start" else -1
+        elif event == "start" and open_headings:
+            inside.append(element)
+    for block in inside:
+        block.text = " " + (block.text or "")
+        block.tail = " " + (block.tail or "")
+        block.drop_tag()
+
+
 def _unlink_headings(tree: Any, own: Container[str]) -> None:
     """Keep the words of a heading that is (nearly) all link, and drop its links: trafilatura's
     precision mode drops a heading whose links hold more than four fifths of its text (its
@@ -2399,6 +2422,7 @@ def _main_content(tree: Any, careful: bool = False, own: Container[str] = ()) ->
     _structure.header_rows(tree)
     _structure.mark_joiners(tree)
     _guard_ampersands(tree)
+    _blocks_in_headings(tree)
     _unlink_headings(tree, own)
     _headings_in_items(tree)
     try:
