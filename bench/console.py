@@ -82,6 +82,7 @@ def rows(n: int, now: float, seed: int = 7) -> Any:
             "[]", status, rnd.randint(500, 90_000), "text/html", rnd.randint(20, 2500),
             "brave" if search else None, "[]", "[]",  # render_contacted, render_refused
             None, 0 if search else None,  # session, hits_dropped
+            "gateway",  # face
         )  # fmt: skip
 
 

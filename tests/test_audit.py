@@ -181,7 +181,7 @@ def test_record_shape_and_validation() -> None:
     """to_wire is camelCase; an unknown decision or a naive time is a programming error."""
     wire = every_decision()[0].to_wire()
     assert list(wire) == [
-        "id", "time", "agent", "tier", "session", "capability", "target", "decision",
+        "id", "time", "agent", "face", "tier", "session", "capability", "target", "decision",
         "reason", "wouldDeny", "finalUrl", "redirects", "status", "bytes", "contentType",
         "durationMs", "provider", "hitsDropped", "renderContacted", "renderRefused",
     ]  # fmt: skip
@@ -922,7 +922,7 @@ async def test_session_and_hits_dropped_round_trip_and_a_log_from_before_gains_t
 
     from webward.audit._core import COLUMNS, table_sql
 
-    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped")))
+    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped", "face")))
     assert "render_refused" in before and "session" not in before
     (tmp_path / "state").mkdir()
     conn = sqlite3.connect(tmp_path / "state" / "audit.db")
@@ -1021,6 +1021,49 @@ def test_cli_session_filter_json_and_column(
     ]  # fmt: skip
     assert _run(_args(session=""), settings) == 2
     assert "--session" in capsys.readouterr().err
+
+
+def test_usage_counts_would_deny_as_the_decision_filter_lists_it_and_tables_show_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """During a rollout, `--usage` must not understate what enforce mode would refuse: a
+    call report mode let through that then failed (decision failed, wouldDeny set) counts as
+    report-would-deny too, as `--decision report-would-deny` lists it (the summary counted it
+    only as FAILED, 0 would-deny). Its own decision still counts it. The listing table shows
+    a WOULD-DENY column, where a failed row said only `failed http_500`."""
+
+    async def fill() -> None:
+        sink = SQLiteAuditSink(tmp_path)
+        for r in (
+            record("report-would-deny", 0, reason="host_denied", would_deny="host_denied"),
+            record("failed", 1, reason="http_500", would_deny="host_denied", status=500),
+            record("failed", 2, reason="http_500", status=500),
+            record("allowed", 3),
+        ):
+            await sink.write(r)
+        await sink.aclose()
+
+    anyio.run(fill)
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    assert _run(_args(json=True, decision="report-would-deny"), settings) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed) == 2
+    assert _run(_args(json=True, usage=True), settings) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert (row["calls"], row["report-would-deny"], row["failed"], row["allowed"]) == (4, 2, 2, 1)
+    assert _run(_args(json=True, usage=True, decision="report-would-deny"), settings) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert (row["calls"], row["report-would-deny"], row["failed"]) == (2, 2, 1)
+    assert _run(_args(), settings) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    assert header[5:7] == ["REASON", "WOULD-DENY"]
+    assert [line.split()[4:7] for line in lines[1:]] == [
+        ["allowed", "allowed", "-"],
+        ["failed", "http_500", "-"],
+        ["failed", "http_500", "host_denied"],
+        ["report-would-deny", "host_denied", "host_denied"],
+    ]
 
 
 def test_cli_tables_tell_names_with_outer_spaces_apart(

@@ -55,6 +55,23 @@ def test_fetch_prints_the_page(config: Path) -> None:
     assert "hello cli" in out.stdout
 
 
+def test_cli_calls_are_audited_as_the_cli_face(config: Path) -> None:
+    """`webward fetch` and `webward search` name their agent with --agent, which anyone at a
+    shell may type: their records say face `cli`, never a face whose name is a token's."""
+    with serve(routes={"/": respond(200, "<p>hello</p>")}) as srv:
+        read = run("fetch", srv.url("/"), "--agent", "alice", "--config", str(config))
+    searched = run("search", "owls", "--agent", "alice", "--config", str(config))
+    assert read.returncode == 0, read.stderr
+    assert searched.returncode != 0  # no provider configured: refused, and audited
+    out = run("audit", "--json", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    records = json.loads(out.stdout)
+    assert [(r["capability"], r["agent"], r["face"]) for r in records] == [
+        ("web:search.query@1", "alice", "cli"),
+        ("web:page.fetch@1", "alice", "cli"),
+    ]
+
+
 def test_fetch_json_is_the_wire_model(config: Path) -> None:
     """--json prints the camelCase result model."""
     with serve(routes={"/": respond(200, "<p>json please</p>")}) as srv:
@@ -342,7 +359,8 @@ def audit_log(state: Path, rows: int, *, agents: int = 3) -> None:
             "CASE WHEN i % 10 = 0 THEN 'web:search.query@1' ELSE capability END, target, "
             "decision, reason, would_deny, final_url, redirects, 200, bytes, content_type, "
             "duration_ms, CASE WHEN i % 10 = 0 THEN 'brave' END, render_contacted, "
-            "render_refused, session, hits_dropped FROM audit, (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+            "render_refused, session, hits_dropped, face FROM audit, (WITH RECURSIVE n(i) AS "
+            "(SELECT 1 UNION ALL SELECT i + 1 "
             "FROM n WHERE i < ?3) SELECT i FROM n)",
             (now, agents, rows - 1),
         )
@@ -436,7 +454,7 @@ def test_audit_counts_unreadable_rows_toward_limit_and_says_so(tmp_path: Path) -
     assert two.stderr.splitlines() == [
         f"webward: 2 audit records {note}, though --limit counts them",
         "webward: more records match than the 0 shown; raise --limit or narrow with --since, "
-        "--agent or --decision",
+        "--agent, --face or --decision",
     ]
     five = run("audit", "--limit", "5", env=env)
     assert len(five.stdout.splitlines()) == 1 + 2  # the header and two records

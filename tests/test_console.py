@@ -188,7 +188,7 @@ def walk_console(browser: Browser, base: str, tmp_path: Path, *, shots: bool) ->
         page.click(".filters button[type=submit]")
         page.wait_for_url(re.compile(r"agent=alice"))
         cells = page.locator("table.audit tbody tr td:nth-child(2)").all_inner_texts()
-        decisions = page.locator("table.audit tbody tr td:nth-child(5)").all_inner_texts()
+        decisions = page.locator("table.audit tbody tr td:nth-child(6)").all_inner_texts()
         assert len(cells) == 8 and set(cells) == {"alice"} and set(decisions) == {"refused"}
 
         # Page through everything, newest to oldest: 50, 50, 36 distinct records.
@@ -632,11 +632,94 @@ def test_the_agent_filter_is_exact_and_names_and_sessions_show_apart(tmp_path: P
     assert "bob.example/plain" in plain.text and "bob.example/spaced" not in plain.text
     assert 'value="bob "' in spaced.text  # the form keeps the name as given
     assert cells(every, 1) == ["&#39;bob &#39;", "&#39;bob &#39;", "bob"]
-    assert cells(every, 8) == ["gateway:bob%20:s2", "gateway:bob%20:s1", "-"]
+    assert cells(every, 9) == ["gateway:bob%20:s2", "gateway:bob%20:s1", "-"]
     assert "bob.example/spaced" in one.text and "owls" not in one.text
     assert "bob.example" not in part.text and "No audit records match" in part.text
     assert re.search(r"<th>session</th><td[^>]*>gateway:bob%20:s2</td>", record.text)
     assert re.search(r"<th>hitsDropped</th><td[^>]*>2</td>", record.text)
+
+
+def test_the_audit_view_shows_and_filters_the_face_and_shows_would_deny(tmp_path: Path) -> None:
+    """Each row says which face made the call (a bearer token's agent or a name anyone may
+    type), `?face=` filters on it; a call report mode let through that then failed shows
+    what enforce mode would have refused (its row said only `failed`)."""
+    settings = console_settings(tmp_path)
+    now = dt.datetime.now(dt.UTC)
+
+    async def write() -> None:
+        sink = open_audit_sink(settings)
+        for i, (face, decision, reason, would_deny) in enumerate(
+            [
+                ("gateway", "allowed", "allowed", None),
+                ("cli", "failed", "http_500", "host_denied"),
+            ]
+        ):
+            await sink.write(
+                AuditRecord.create(
+                    decision=decision, reason=reason, agent="alice", tier="connected",
+                    capability="web:page.fetch@1", target=f"https://{face}.example/",
+                    face=face, would_deny=would_deny, time=now - dt.timedelta(seconds=30 - i),
+                )
+            )  # fmt: skip
+        await sink.aclose()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # as seed(): Playwright's loop
+        pool.submit(anyio.run, write).result()
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+
+    def rows(page: httpx.Response) -> list[list[str]]:
+        found = re.findall(r"<tr class=\"d-[^\"]+\">(.*?)</tr>", page.text, re.S)
+        return [
+            [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in found
+        ]
+
+    with running_gateway(settings, lambda: Web(settings)) as base, httpx.Client(base_url=base) as c:
+        every = c.get("/console/", headers=admin)
+        cli = c.get("/console/", params={"face": "cli"}, headers=admin)
+        bad = c.get("/console/", params={"face": "token"}, headers=admin)
+    assert every.status_code == cli.status_code == 200
+    assert "<th>Face</th>" in every.text
+    assert [(r[2], r[5]) for r in rows(every)] == [
+        ("cli", "failed would deny: host_denied"),
+        ("gateway", "allowed"),
+    ]
+    assert [r[2] for r in rows(cli)] == ["cli"] and "gateway.example" not in cli.text
+    assert bad.status_code == 400 and "face must be one of" in bad.text
+
+
+def test_the_policy_view_shows_each_agents_own_lists_and_settings(tmp_path: Path) -> None:
+    """An agent's own allow list confines even a `full` agent, while the tiers table says
+    "any public host not denied": the Agents table shows each agent's allow and deny lists,
+    its search lists, its URL provenance and its budgets (it showed tier and role only)."""
+    settings = console_settings(
+        tmp_path,
+        agents={
+            "dave": {"tier": "full", "allow": ["127.0.0.1"], "provenance": "session"},
+            "alice": {"deny": ["127.0.0.3"], "search_deny": ["*.shady.example"]},
+            "carol": {
+                "search_allow": ["docs.example.org"],
+                "budget": {"fetch_per_day": 5, "search_spend_per_hour": 0.5},
+            },
+        },
+    )
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    with running_gateway(settings, lambda: Web(settings)) as base, httpx.Client(base_url=base) as c:
+        policy = c.get("/console/policy", headers=admin)
+    assert policy.status_code == 200
+
+    def row(agent: str) -> str:
+        found = re.search(rf"<tr>\s*<td>{agent}</td>(.*?)</tr>", policy.text, re.S)
+        assert found is not None, policy.text
+        return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", found.group(1))).strip()
+
+    assert row("dave") == "full - no 127.0.0.1 - - - session (only URLs the session has seen) none"
+    assert row("alice") == "connected - no - 127.0.0.3 - *.shady.example off none"
+    assert row("carol") == (
+        "connected - no - - docs.example.org - off fetch_per_day = 5 search_spend_per_hour = 0.5"
+    )
+    assert row("bot") == "full - yes - - - - off none"
+    assert ADMIN not in policy.text and hash_token(ADMIN) not in policy.text
 
 
 def test_budgets_view_shows_used_and_left_from_the_gateways_limit_store(tmp_path: Path) -> None:

@@ -367,7 +367,8 @@ async def test_the_command_lines_reads_run_in_the_store(store: Settings) -> None
     """`webward audit`'s reads: the newest N records of a time range, an agent or a decision
     (report-would-deny also finds what report mode let fail), and whether more match; usage
     counted by the store per agent, capability, decision and provider, with the calls that
-    reached their provider (a status), of the whole range or of its newest N."""
+    reached their provider (a status) and those enforce mode would have refused, of the whole
+    range or of its newest N."""
     from webward.console._queries import CallCount
 
     search = "web:search.query@1"
@@ -414,7 +415,8 @@ async def test_the_command_lines_reads_run_in_the_store(store: Settings) -> None
             CallCount("bob", "web:page.fetch@1", "refused", None, 1, 0),
             CallCount("alice", search, "allowed", "brave", 2, 2),
             CallCount("alice", search, "failed", "brave", 1, 0),
-            CallCount("alice", "web:page.fetch@1", "failed", None, 1, 1),
+            # report mode let it through and it failed: one enforce mode would have refused
+            CallCount("alice", "web:page.fetch@1", "failed", None, 1, 1, would_deny=1),
         }
         assert sum(c.calls for c in await reader.call_counts(AuditFilter())) == 7
         assert set(await reader.call_counts(AuditFilter(), newest=3)) == {

@@ -1149,6 +1149,12 @@ def test_serve_command_runs_the_gateway(tmp_path: Path, site: Any) -> None:
         proc.wait(15)
         if proc.stderr is not None:
             proc.stderr.close()
+    # The gateway names its agents by bearer token, and its records say so (face).
+    audit = subprocess.run(
+        [sys.executable, "-m", "webward.cli", "audit", "--json", "--config", str(config)],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )  # fmt: skip
+    assert [(r["agent"], r["face"]) for r in json.loads(audit.stdout)] == [("alice", "gateway")]
 
 
 def test_bind_socket_reports_a_taken_port() -> None:

@@ -240,7 +240,8 @@ async def test_stdio_server_with_the_official_client(tmp_path: Path, site: Local
     finally:
         await sink.aclose()
     assert len(records) == 5
-    assert {(r.agent, r.tier) for r in records} == {("mcp", "connected")}
+    # The agent is the server's --agent, named by whoever launched it: face mcp-stdio.
+    assert {(r.agent, r.tier, r.face) for r in records} == {("mcp", "connected", "mcp-stdio")}
     assert sorted(r.decision for r in records) == [
         "allowed",
         "allowed",
@@ -302,10 +303,19 @@ async def test_streamable_http_server_with_the_official_client(
     tmp_path: Path, site: LocalServer
 ) -> None:
     """`webward mcp --http 127.0.0.1:0` serves the same tools over streamable HTTP."""
-    async with mcp_over_http(tmp_path) as url:
+    config = write_config(tmp_path)
+    async with mcp_over_http(tmp_path, config) as url:
         assert url.endswith("/mcp")
         async with Client(url, read_timeout_seconds=30) as client:
             await check_session(client, site)
+    # Without tokens its agent is the server's --agent, for whoever reaches the loopback
+    # port: recorded apart from a token's agent (mcp-http).
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        records = await sink.query(limit=100)
+    finally:
+        await sink.aclose()
+    assert len(records) == 5 and {r.face for r in records} == {"mcp-http-local"}
 
 
 @pytest.mark.anyio

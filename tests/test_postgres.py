@@ -435,7 +435,7 @@ async def test_a_table_from_before_sessions_gains_session_and_hits_dropped(
 
     from webward.audit._core import COLUMNS, table_sql
 
-    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped")))
+    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped", "face")))
     assert "render_refused" in before and "session" not in before
     async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
         await conn.execute(before)  # type: ignore[arg-type]
@@ -461,6 +461,36 @@ async def test_a_table_from_before_sessions_gains_session_and_hits_dropped(
     await sink.aclose()
     assert back == searched and (back.session, back.hits_dropped) == ("mcp:r:app%3As1", 3)
     assert (old.session, old.hits_dropped) == (None, None)
+
+
+async def test_a_table_from_before_faces_gains_the_face_column(postgres_dsn: str) -> None:
+    """A table of the release before (session and hits_dropped, no face) gains the face
+    column when a sink opens it (ADD COLUMN IF NOT EXISTS): its old rows read None, a new
+    record's face is stored and read back."""
+    import psycopg
+
+    from webward.audit._core import COLUMNS, table_sql
+
+    before = table_sql(tuple(c for c in COLUMNS if c[0] != "face"))
+    assert "hits_dropped" in before and "face" not in before
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
+        await conn.execute(before)  # type: ignore[arg-type]
+        await conn.execute(
+            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
+            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, "
+            "NULL, '[]', '[]', NULL, NULL)"
+        )
+    sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+    new = AuditRecord.create(
+        decision="allowed", reason="allowed", agent="r", tier="connected",
+        capability="web:page.fetch@1", target="https://example.org/a", face="gateway",
+    )  # fmt: skip
+    await sink.write(new)
+    (back,) = await sink.query(agent="r")
+    (old,) = await sink.query(agent="cli")
+    await sink.aclose()
+    assert back == new and back.face == "gateway"
+    assert old.face is None
 
 
 async def test_both_sql_stores_create_one_table(postgres_dsn: str, tmp_path: Path) -> None:

@@ -102,6 +102,15 @@ async def audit_reasons(config: Path) -> list[tuple[str, str, str]]:
     return [(r.decision, r.reason, r.target) for r in reversed(records)]
 
 
+async def audit_faces(config: Path) -> set[str | None]:
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        records = await sink.query(limit=100)
+    finally:
+        await sink.aclose()
+    return {r.face for r in records}
+
+
 async def audit_sessions(config: Path) -> list[str | None]:
     sink = open_audit_sink(Settings.load(config, environ={}))
     try:
@@ -172,6 +181,8 @@ def test_ask_refuses_an_injected_exfiltration_and_reads_hits_and_links(
     assert refused.startswith(f"refused: {exfiltrate} is not a URL this session has seen")
     assert "The next page." in link and site.url("/hit") in hits
     assert "A search hit." in tool_result_texts(fake.bodies[3])[0]
+    # The model's tool calls, as the research agent of whoever ran `webward ask`.
+    assert anyio.run(audit_faces, config) == {"ask"}
     # The three calls of turn two run concurrently: their records come in any order.
     assert sorted(anyio.run(audit_reasons, config)) == sorted(
         [
@@ -264,6 +275,7 @@ async def test_mcp_stdio_session_reaches_the_web_only_through_search(
     sessions = await audit_sessions(config)
     assert len(set(sessions)) == 1 and sessions[0] is not None
     assert sessions[0].startswith("mcp:mcp:")
+    assert await audit_faces(config) == {"mcp-stdio"}
 
 
 @pytest.mark.anyio
@@ -406,6 +418,8 @@ async def test_mcp_http_sessions_are_the_agents_own(tmp_path: Path, site: LocalS
     # Stateless HTTP has no transport session: the agent's calls without one share one.
     assert not declared.is_error and not transport.is_error, text_of(transport)
     assert other.is_error and "session mcp:alice:app:chat-8 has not seen it" in text_of(other)
+    # alice is named by her bearer token: face mcp-http.
+    assert await audit_faces(config) == {"mcp-http"}
 
 
 def test_the_openapi_document_declares_the_session_headers() -> None:

@@ -1,11 +1,11 @@
 """``Call``: the record of one call in flight, filled as the call goes and frozen into its
 ``AuditRecord`` when it ends (``AuditRecord.from_call``).
 
-Who (agent, tier, session), what (capability, target), the hops so far (the redirect
-chain, the hosts a render contacted or had refused), what report mode let through
-(``would_deny``) and how it went (final URL, status, bytes, content type, provider, the hits
-a search's lists dropped). Every step of ``Web`` and every ``Gate`` check writes into the
-same typed record, never into a loose dict.
+Who (agent, tier, session, and the face that made the call), what (capability, target), the
+hops so far (the redirect chain, the hosts a render contacted or had refused), what report
+mode let through (``would_deny``) and how it went (final URL, status, bytes, content type,
+provider, the hits a search's lists dropped). Every step of ``Web`` and every ``Gate`` check
+writes into the same typed record, never into a loose dict.
 """
 
 from __future__ import annotations
@@ -46,20 +46,25 @@ class Call:
     # A plain class with slots: one is made per call, and a dataclass's __init__ called a
     # factory for each list and for the start time.
     __slots__ = (
-        "agent", "bytes", "capability", "content_type", "final_url", "hits_dropped", "provider",
-        "redirects", "render_contacted", "render_refused", "session", "started", "status",
-        "target", "tier", "would_deny",
+        "agent", "bytes", "capability", "content_type", "face", "final_url", "hits_dropped",
+        "provider", "redirects", "render_contacted", "render_refused", "session", "started",
+        "status", "target", "tier", "would_deny",
     )  # fmt: skip
 
-    def __init__(self, capability: str, agent: str, target: str) -> None:
+    def __init__(self, capability: str, agent: str, target: str, face: str | None = None) -> None:
         self.capability = capability  # web:page.fetch@1 | web:search.query@1
         self.agent = agent
+        # Which face made the call (audit.FACES), and so how its agent was named: from a
+        # bearer token (gateway, mcp-http) or by whoever runs the process (the others).
+        self.face = face
         self.target = target  # the requested URL, or the query (cut and cleaned when frozen)
         self.tier = ""  # "" until resolved: a call refused for a bad agent or tier has none
         # Report mode: the refusal enforce mode would have given.
         self.would_deny: str | None = None
         self.final_url: str | None = None
-        self.redirects: list[str] = []  # every URL visited, the first included
+        # The URLs requested, the first included, and last where a redirect led if its hop
+        # was refused; empty for a read that sent nothing (see _web._Requested).
+        self.redirects: list[str] = []
         self.status: int | None = None
         self.bytes: int | None = None
         self.content_type: str | None = None

@@ -238,7 +238,10 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     tier = agent.tier_for(settings, args.tier)
     async with (
         Web(
-            settings, limit_state=open_limit_state(settings, kind="sqlite"), credentials=store
+            settings,
+            limit_state=open_limit_state(settings, kind="sqlite"),
+            credentials=store,
+            face="ask",  # the model's tool calls, as the research agent of whoever runs it
         ) as web,
         _client(args, key, base_url) as client,
     ):

@@ -19,8 +19,10 @@ if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
     from .audit import AuditRecord
     from .console._queries import AuditFilter, AuditReader, CallCount
 
-# As audit.DECISIONS (checked by a test); named here so that `webward --help` needs no store.
+# As audit.DECISIONS and audit.FACES (checked by a test); named here so that `webward --help`
+# needs no store.
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
+FACES = ("library", "cli", "ask", "mcp-stdio", "mcp-http-local", "mcp-http", "gateway")
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "cell", "name_cell", "parse_since", "run"]
 
@@ -28,7 +30,9 @@ HELP = "show the audit log: who read or searched what, and what webward decided"
 DESCRIPTION = """\
 Show the audit log, newest first: one record per call, allowed or refused. Decisions are
 allowed, report-would-deny (let through by report mode; enforce would refuse), refused and
-failed. --json prints one JSON array of camelCase records. --usage sums the period instead
+failed. Each record names the face that made the call: gateway and mcp-http agents are named
+by a bearer token; library, cli, ask, mcp-stdio and mcp-http-local ones by whoever runs the
+process. --json prints one JSON array of camelCase records. --usage sums the period instead
 (all of it, counted in the store): calls per agent and capability by decision, and search
 spend at [search.<provider>] cost."""
 
@@ -54,7 +58,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only records of calls in this session, named exactly as the records show it "
         "(the gateway's and MCP's are scoped: gateway:AGENT:NAME, mcp:AGENT:ID)",
     )
-    p.add_argument("--decision", metavar="D", help=f"only this decision: {', '.join(DECISIONS)}")
+    p.add_argument(
+        "--face",
+        metavar="F",
+        help=f"only records of calls made through this face: {', '.join(FACES)} (gateway and "
+        "mcp-http name their agents by bearer token; the others as whoever runs them says)",
+    )
+    p.add_argument(
+        "--decision",
+        metavar="D",
+        help=f"only this decision: {', '.join(DECISIONS)} (report-would-deny: every call "
+        "enforce mode would have refused, also those report mode let through that then failed)",
+    )
     p.add_argument(
         "--limit",
         metavar="N",
@@ -124,7 +139,10 @@ def run(
     session = getattr(args, "session", None)
     if session is not None and not 0 < len(session) <= _MAX_SESSION_CHARS:
         raise InvalidInput(f"--session must be a name of 1 to {_MAX_SESSION_CHARS} characters")
-    where = (since, args.agent, session, args.decision)
+    face = getattr(args, "face", None)
+    if face is not None and face not in FACES:
+        raise InvalidInput(f"--face must be one of {', '.join(FACES)}, not {face!r}")
+    where = (since, args.agent, session, args.decision, face)
     usage = getattr(args, "usage", False)
     limit = _DEFAULT_LIMIT if args.limit is None else _parse_limit(args.limit)
     newest = None if args.limit is None else limit  # a usage summary: the whole period
@@ -158,7 +176,10 @@ def run(
         else:
             print(render_table(records, width=_terminal_width()))
         raise_it = "raise --limit or " if limit < _MAX_LIMIT else ""
-        cut = f"the {len(records)} shown; {raise_it}narrow with --since, --agent or --decision"
+        cut = (
+            f"the {len(records)} shown; {raise_it}narrow with --since, --agent, --face or "
+            "--decision"
+        )
     if unreadable:  # when --limit cut the answer, it counted them all the same
         from .audit import unreadable_note
 
@@ -211,7 +232,13 @@ def usage_summary(
     """Per agent and capability: calls, the count of each decision, and for search the spend
     (each call that reached its provider, one that answered with a status, costs
     ``[search.<provider>] cost``); and how many calls were left out, their decision being
-    none webward knows (a row changed by hand, or written by a newer webward)."""
+    none webward knows (a row changed by hand, or written by a newer webward).
+
+    ``report-would-deny`` counts every call enforce mode would have refused, the calls
+    ``--decision report-would-deny`` lists: those decided so, and those report mode let
+    through that then failed (or were refused for another reason), which their own decision
+    counts too. So during a rollout the summary does not understate what enforce mode would
+    refuse, and the decisions may add up to more than the calls."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     unreadable = 0
     for c in counts:
@@ -225,6 +252,8 @@ def usage_summary(
         )
         row["calls"] += c.calls
         row[c.decision] += c.calls
+        if c.decision != "report-would-deny":  # let through, then failed or refused
+            row["report-would-deny"] += c.would_deny
         if c.provider is not None:
             row["spend"] += costs.get(c.provider, 0.0) * c.answered
     return [rows[k] for k in sorted(rows)], unreadable
@@ -255,15 +284,15 @@ def _open_reader(settings: Settings) -> AuditReader:
     return open_audit_reader(settings)
 
 
-#: What the command filters on: since, agent, session, decision.
-_Where = tuple[dt.datetime | None, str | None, str | None, str | None]
+#: What the command filters on: since, agent, session, decision, face.
+_Where = tuple[dt.datetime | None, str | None, str | None, str | None, str | None]
 
 
 def _filter(where: _Where) -> AuditFilter:
     from .console._queries import AuditFilter  # loaded by _open_reader
 
-    since, agent, session, decision = where
-    return AuditFilter(agent=agent, session=session, decision=decision, since=since)
+    since, agent, session, decision, face = where
+    return AuditFilter(agent=agent, session=session, decision=decision, since=since, face=face)
 
 
 async def _list(
@@ -300,12 +329,27 @@ _COLUMNS = ("TIME", "AGENT", "TIER", "CAPABILITY", "DECISION", "REASON", "STATUS
 
 def render_table(records: list[AuditRecord], width: int | None = None) -> str:
     """An aligned table for people; the target (the widest column) comes last, cut with an
-    ellipsis so that each row fits in ``width`` columns (when given). A SESSION column comes
-    before it when a record shown was in a session ("-" for one in none)."""
+    ellipsis so that each row fits in ``width`` columns (when given). Columns only some logs
+    need are shown when a record shown has a value ("-" for the others): WOULD-DENY after
+    REASON (the refusal enforce mode would have given, also for a call report mode let
+    through that then failed), FACE after STATUS (how the agent was named) and SESSION."""
     if not records:
         return "no audit records match"
+    would_deny = any(r.would_deny is not None for r in records)
+    faces = any(r.face is not None for r in records)
     sessions = any(r.session is not None for r in records)
-    columns = (*_COLUMNS[:-1], "SESSION", _COLUMNS[-1]) if sessions else _COLUMNS
+    columns = (
+        *_COLUMNS[:6],
+        *(("WOULD-DENY",) if would_deny else ()),
+        _COLUMNS[6],
+        *(("FACE",) if faces else ()),
+        *(("SESSION",) if sessions else ()),
+        _COLUMNS[-1],
+    )
+
+    def optional(shown: bool, value: str | None) -> tuple[str, ...]:
+        return ("-" if value is None else name_cell(value),) if shown else ()
+
     rows = [
         (
             r.time.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -314,8 +358,10 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
             cell(r.capability),
             cell(r.decision),
             cell(r.reason),
+            *optional(would_deny, r.would_deny),
             "-" if r.status is None else str(r.status),
-            *(("-" if r.session is None else name_cell(r.session),) if sessions else ()),
+            *optional(faces, r.face),
+            *optional(sessions, r.session),
             cell(r.target),
         )
         for r in records

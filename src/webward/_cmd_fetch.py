@@ -103,6 +103,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             limit_state=open_limit_state(settings, kind="sqlite"),
             page_cache=page_cache,
             robots_store=SQLiteRobotsStore(store),
+            face="cli",  # the agent named by --agent, asserted by whoever runs the command
         ) as web:
             refusal = empty_tier(args.tier)
             if refusal is not None:  # refused as the core refuses --tier bogus: audited

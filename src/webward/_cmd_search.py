@@ -91,7 +91,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     # A string that is not a whole number goes through as is, so the core refuses it by name.
     limit: object = int(args.limit) if args.limit.isdigit() else args.limit
-    async with Web(settings, limit_state=open_limit_state(settings, kind="sqlite")) as web:
+    async with Web(
+        settings,
+        limit_state=open_limit_state(settings, kind="sqlite"),
+        face="cli",  # the agent named by --agent, asserted by whoever runs the command
+    ) as web:
         refusal = empty_tier(args.tier)
         if refusal is not None:  # refused as the core refuses --tier bogus: audited
             raise await web.reject(SEARCH, args.agent, None, args.query, refusal)

@@ -861,7 +861,8 @@ def create_app(
             ready()
             yield
             return
-        async with Web(settings, telemetry=telemetry) as own:
+        # Every call's agent comes from its bearer token: the records say so (face).
+        async with Web(settings, telemetry=telemetry, face="gateway") as own:
             await own.start_workers()  # before the first request, not inside its deadline
             holder["web"] = own
             ready()

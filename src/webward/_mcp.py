@@ -921,10 +921,11 @@ def _transport_security(host: str, port: int) -> TransportSecuritySettings:
     )
 
 
-def _open_web(settings: Settings, web: Web | None) -> Web:
+def _open_web(settings: Settings, web: Web | None, face: str) -> Web:
+    """``web``, or a Web of the server's own recording ``face`` in each call's record."""
     if web is not None:
         return web
-    return Web(settings, telemetry=Telemetry.for_settings(settings, server=True))
+    return Web(settings, telemetry=Telemetry.for_settings(settings, server=True), face=face)
 
 
 async def serve_stdio(
@@ -936,7 +937,7 @@ async def serve_stdio(
 ) -> None:
     """Serve MCP on stdin/stdout until the client closes it. ``web`` is closed only if made here."""
     owned = web is None
-    web = _open_web(settings, web)
+    web = _open_web(settings, web, "mcp-stdio")  # the agent: --agent, as its launcher names it
     server = build_server(web, agent=agent, tier=tier)
     try:
         lines = _StdinLines()
@@ -1479,7 +1480,9 @@ async def serve_http(
     """
     tokens = http_access(settings, host, agent=agent, tier=tier)
     owned = web is None
-    web = _open_web(settings, web)
+    # With tokens, each call's agent comes from its bearer token; without, it is the
+    # server's --agent for whoever reaches the loopback port: the records tell them apart.
+    web = _open_web(settings, web, "mcp-http" if tokens is not None else "mcp-http-local")
     try:
         if owned:
             await web.start_workers()

@@ -38,7 +38,7 @@ from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max
 from ._call import CALL_DEADLINE, STORE_GRACE_S, Call
 from ._capabilities import FETCH, SEARCH
 from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
-from ._fetch import FetchResult, fetch
+from ._fetch import FetchResult, Hooks, fetch
 from ._gate import Gate
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
@@ -52,7 +52,7 @@ from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
 from ._workers import CHEAP_HTML_BYTES, ConvertPool
 from ._workers import Job as _Job
-from .audit import AuditRecord, AuditSink, audit_unavailable, open_audit_sink
+from .audit import FACES, AuditRecord, AuditSink, audit_unavailable, open_audit_sink
 from .limits import Limiter, LimitState, open_limit_state
 
 __all__ = ["Web"]
@@ -117,6 +117,11 @@ class Web:
     afresh each time. Keep one open, or pass
     ``limit_state=webward.limits.open_limit_state(settings, "sqlite")`` to share the state
     dir's store with every process that does the same (docs/governance.md).
+
+    ``face`` names, in every audit record, the face its calls come through (``audit.FACES``):
+    ``library`` by default; webward's own faces pass theirs (``gateway``, ``mcp-http``, ...),
+    so that a record says whether its agent's name came from a bearer token or from whoever
+    ran the process. A ``Web`` handed to a server keeps the face it was made with.
     """
 
     def __init__(
@@ -136,6 +141,7 @@ class Web:
         robots_store: RobotsStore | None = None,
         telemetry: Telemetry | None = None,
         session_store: SessionStore | None = None,
+        face: str = "library",
     ) -> None:
         if settings is not None and not isinstance(settings, Settings):
             raise InvalidInput(
@@ -144,6 +150,11 @@ class Web:
             )
         if ssl_context is not None:
             _check_verifies(ssl_context)
+        if face not in FACES:
+            raise ValueError(f"face must be one of {', '.join(FACES)}, not {face!r}")
+        # The face every call of this Web comes through, in each audit record: whether an
+        # agent's name came from a bearer token or from whoever runs the process.
+        self._face = face
         self.settings = settings or Settings.load()
         # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
         self._own_telemetry = telemetry is None
@@ -212,6 +223,11 @@ class Web:
         self._credentials = credentials
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on
+
+    @property
+    def face(self) -> str:
+        """The face this Web serves (``audit.FACES``), recorded with every call."""
+        return self._face
 
     @property
     def limit_state(self) -> LimitState:
@@ -443,7 +459,16 @@ class Web:
         if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
-            await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
+            try:
+                await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
+            except BaseException:
+                # Refused at its first hop (this caller's robots.txt): nothing was sent, and
+                # nothing of the cached reading handed over, so no URL was visited. (Refused at
+                # a later hop, the chain is the cached reading's up to that hop, as a fresh
+                # read's is up to where its redirect led.)
+                if len(call.redirects) == 1:
+                    call.redirects.clear()
+                raise
             if cached.rendered_hosts:  # where its content came from
                 call.render_contacted[:] = cached.rendered_hosts
             return cached, False
@@ -503,7 +528,7 @@ class Web:
         result = await fetch(
             self._transport,
             parsed,
-            hooks=self._gate.page_hops(agent, tier, call),
+            hooks=_Requested(self._gate.page_hops(agent, tier, call), call),
             cap_for=lambda status, headers: _content.body_cap(
                 header_value(headers, "content-type"), self.settings.limits
             ),
@@ -936,6 +961,7 @@ class Web:
             capability,
             agent,
             target if isinstance(target, str) else repr(target)[:200],
+            self._face,
         )
         if session is not None:
             call.session = session if isinstance(session, str) else repr(session)[:200]
@@ -1264,6 +1290,48 @@ class _Reading(NamedTuple):
     max_chars: Any = None
     query: Any = None
     max_age: Any = None
+
+
+class _Requested:
+    """A read's hop hooks (``Gate.page_hops``), keeping the call's chain to what was sent.
+
+    The gate writes each hop's URL into the call's chain before the hop's checks, so that a
+    read refused at a redirect's hop says where the redirect led. A first hop those checks
+    refuse (rate limit, breaker, robots.txt, a concurrency slot, the deadline while waiting
+    for one) sent nothing, and its URL leaves the chain: ``redirects`` holds the URLs the
+    read went to the network for and, last, where a redirect led if that hop was refused;
+    never a URL of a read that sent nothing. ``status`` follows the answers as they come, so
+    a read refused at a redirect's hop keeps the 3xx that led there.
+    """
+
+    __slots__ = ("_call", "_hops", "_sent")
+
+    def __init__(self, hops: Hooks, call: Call) -> None:
+        self._hops, self._call = hops, call
+        self._sent = False  # whether a hop passed its checks: the read went to the network
+
+    async def before(self, url: guard.ParsedURL) -> None:
+        try:
+            await self._hops.before(url)
+        except BaseException:
+            if not self._sent:
+                self._call.redirects.clear()  # the first hop: only its own URL, never sent
+            raise
+        self._sent = True
+
+    async def after(
+        self,
+        url: guard.ParsedURL,
+        status: int | None,
+        error: WebwardError | None,
+        retry_after: float | None,
+    ) -> None:
+        if status is not None:
+            self._call.status = status  # the last answer so far (the read's end sets its own)
+        await self._hops.after(url, status, error, retry_after)
+
+    def led_to(self, location: str) -> None:
+        self._hops.led_to(location)
 
 
 def _default_cache(settings: Settings) -> PageCache:

@@ -23,6 +23,7 @@ from .._errors import InvalidInput, Refused
 from .._settings import Settings
 from ._core import (
     DECISIONS,
+    FACES,
     FIELDS,
     MAX_TARGET_CHARS,
     REASON_AUDIT_UNAVAILABLE,
@@ -40,6 +41,7 @@ from ._sqlite import SQLiteAuditSink
 
 __all__ = [
     "DECISIONS",
+    "FACES",
     "FIELDS",
     "MAX_TARGET_CHARS",
     "REASON_AUDIT_UNAVAILABLE",

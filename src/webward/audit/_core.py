@@ -1,11 +1,11 @@
 """The audit log: one record per call, allowed or refused; no record, no call.
 
-A record says who (agent, tier, and the session the call was in), what (capability, target),
-what webward decided and why (decision, reason code), and how it went (final URL, redirect
-chain, status, bytes, content type, duration, provider, and for a search how many hits the
-agent's own search lists dropped). It never holds page text or base64: there is no field for
-them, a ``data:`` target is cut to its scheme, credentials in URLs (``user:pass@``) are
-dropped, and targets are cut at :data:`MAX_TARGET_CHARS`.
+A record says who (agent, tier, the face that made the call and the session it was in), what
+(capability, target), what webward decided and why (decision, reason code), and how it went
+(final URL, redirect chain, status, bytes, content type, duration, provider, and for a search
+how many hits the agent's own search lists dropped). It never holds page text or base64:
+there is no field for them, a ``data:`` target is cut to its scheme, credentials in URLs
+(``user:pass@``) are dropped, and targets are cut at :data:`MAX_TARGET_CHARS`.
 
 Decisions (:data:`DECISIONS`):
 
@@ -56,6 +56,7 @@ __all__ = [
     "ADDED_COLUMNS",
     "COLUMNS",
     "DECISIONS",
+    "FACES",
     "FIELDS",
     "MAX_TARGET_CHARS",
     "REASON_AUDIT_UNAVAILABLE",
@@ -81,6 +82,13 @@ __all__ = [
 log = logging.getLogger("webward.audit")
 
 DECISIONS = ("allowed", "report-would-deny", "refused", "failed")
+#: The faces a call comes through (``Web(face=...)``), and so how its agent was named. From a
+#: bearer token: ``gateway`` (``webward serve``) and ``mcp-http`` (``webward mcp --http`` with
+#: ``[agents.NAME]`` tokens). Asserted by whoever runs the process: ``library`` (``Web`` in an
+#: application, the default), ``cli`` (``webward fetch`` / ``search``), ``ask`` (``webward
+#: ask``'s tool calls), ``mcp-stdio`` (``webward mcp``) and ``mcp-http-local`` (``webward mcp
+#: --http`` without tokens, loopback only: the server's ``--agent``, for whoever reaches it).
+FACES = ("library", "cli", "ask", "mcp-stdio", "mcp-http-local", "mcp-http", "gateway")
 REASON_AUDIT_UNAVAILABLE = Reason.AUDIT_UNAVAILABLE
 #: Targets (URLs, queries) longer than this are cut, and marked with an ellipsis.
 MAX_TARGET_CHARS = 2048
@@ -142,7 +150,7 @@ def _iso(when: dt.datetime) -> str:
 
 # Text fields besides the URLs (which _clean_url handles) that must reach the store intact.
 _OTHER_TEXT_FIELDS = (
-    "agent", "tier", "capability", "reason", "would_deny", "content_type", "provider",
+    "agent", "tier", "capability", "reason", "would_deny", "content_type", "provider", "face",
 )  # fmt: skip
 
 
@@ -163,7 +171,9 @@ class AuditRecord:
     id: str = field(default_factory=_new_id)
     would_deny: str | None = None  # report mode: the policy reason enforce would refuse with
     final_url: str | None = None
-    redirects: tuple[str, ...] = ()  # every URL visited, the requested one first
+    # The URLs requested, the requested one first, and last where a redirect led when its
+    # hop was refused (never requested); empty for a read refused before it sent anything.
+    redirects: tuple[str, ...] = ()
     status: int | None = None
     bytes: int | None = None
     content_type: str | None = None
@@ -181,6 +191,10 @@ class AuditRecord:
     # dropped (report mode: would have dropped), 0 for none. None for a read, and for a
     # search refused or failed before its hits came back.
     hits_dropped: int | None = None
+    # The face that made the call (:data:`FACES`), and so whether its agent's name came from a
+    # bearer token (gateway, mcp-http) or was asserted by whoever ran the process. One per
+    # ``Web``; None for a record of a webward from before faces were recorded.
+    face: str | None = None
     # What this record shares with the records of calls that differ only in their id, time
     # and duration (a page read again and again): its row and its JSON line, but for those
     # three, made once (``from_call`` sets it). Not a field anyone gives: a record made or
@@ -266,7 +280,7 @@ class AuditRecord:
             call.agent, call.tier, call.capability, call.target, decision, reason,
             call.would_deny, call.final_url, tuple(call.redirects), call.status, call.bytes,
             call.content_type, call.provider, tuple(call.render_contacted),
-            tuple(call.render_refused), call.session, call.hits_dropped,
+            tuple(call.render_refused), call.session, call.hits_dropped, call.face,
         )  # fmt: skip
         shape = _SHAPES.get(key)
         if shape is None:
@@ -286,7 +300,7 @@ class AuditRecord:
         cls, call: Call, key: tuple[Any, ...], decision: str, reason: str
     ) -> AuditRecord:
         # Every field is set in one step rather than through the frozen dataclass's
-        # __init__, which sets each of the 21 through object.__setattr__; __post_init__
+        # __init__, which sets each of the 22 through object.__setattr__; __post_init__
         # checks and cleans them as it does for any record.
         record = object.__new__(cls)
         record.__dict__.update(
@@ -310,6 +324,7 @@ class AuditRecord:
             render_refused=tuple(call.render_refused),
             session=call.session,
             hits_dropped=call.hits_dropped,
+            face=call.face,
             shape=None,
         )
         record.__post_init__()
@@ -325,6 +340,7 @@ class AuditRecord:
             "id": self.id,
             "time": _iso(self.time),
             "agent": self.agent,
+            "face": self.face,
             "tier": self.tier,
             "session": self.session,
             "capability": self.capability,
@@ -555,12 +571,15 @@ COLUMNS = (
     ("render_refused", "TEXT NOT NULL DEFAULT '[]'"),
     ("session", "TEXT"),
     ("hits_dropped", "BIGINT"),
+    ("face", "TEXT"),
 )
 #: Columns added after the first release: a table an older webward created gains them when a
 #: store opens it (each store in its own dialect of ``ALTER TABLE``), its old rows reading
-#: the column's default (``[]``; None for the session and the hits dropped).
+#: the column's default (``[]``; None for the session, the hits dropped and the face).
 ADDED_COLUMNS = tuple(
-    c for c in COLUMNS if c[0] in ("render_contacted", "render_refused", "session", "hits_dropped")
+    c
+    for c in COLUMNS
+    if c[0] in ("render_contacted", "render_refused", "session", "hits_dropped", "face")
 )
 #: The column names, in row order (:func:`to_row`, :func:`from_row`).
 FIELDS = tuple(name for name, _ in COLUMNS)
@@ -599,7 +618,7 @@ def to_row(r: AuditRecord) -> tuple[Any, ...]:
         r.duration_ms, r.provider,
         _json_list(r.render_contacted) if r.render_contacted else "[]",
         _json_list(r.render_refused) if r.render_refused else "[]",
-        r.session, r.hits_dropped,
+        r.session, r.hits_dropped, r.face,
     )  # fmt: skip
 
 

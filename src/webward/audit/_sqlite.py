@@ -48,7 +48,7 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-# Rows per INSERT statement: 20 columns x 500 rows stays far below SQLite's 32,766 variables.
+# Rows per INSERT statement: 21 columns x 500 rows stays far below SQLite's 32,766 variables.
 _ROWS_PER_STATEMENT = 500
 _ROW_MARKS = f"({', '.join('?' for _ in FIELDS)})"
 

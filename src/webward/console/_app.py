@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
@@ -28,7 +28,7 @@ from .._cmd_audit import cell, name_cell, parse_since
 from .._errors import InvalidInput, WebwardError
 from .._settings import TIERS, Settings
 from .._tokens import bearer_token
-from ..audit import DECISIONS, unreadable_note
+from ..audit import DECISIONS, FACES, unreadable_note
 from ..limits import HostState, LimitState
 from ._auth import Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
@@ -226,6 +226,7 @@ class Console:
         html = self._env.get_template(template).render(
             base=request.scope.get("root_path", ""),
             decisions=DECISIONS,
+            faces=FACES,
             url_login=self.auth.url_login,
             who=getattr(request.state, "who", ""),
             **ctx,
@@ -350,9 +351,12 @@ class Console:
             raise InvalidInput("capability must be fetch or search")
         if "decision" in raw and raw["decision"] not in DECISIONS:
             raise InvalidInput(f"decision must be one of {', '.join(DECISIONS)}")
+        if "face" in raw and raw["face"] not in FACES:
+            raise InvalidInput(f"face must be one of {', '.join(FACES)}")
         where = AuditFilter(
             agent=raw.get("agent"),
             session=raw.get("session"),
+            face=raw.get("face"),
             capability=_CAPABILITIES.get(capability or ""),
             decision=raw.get("decision"),
             reason=raw.get("reason"),
@@ -502,8 +506,22 @@ class Console:
         endpoint = ""
         if provider in ("brave", "tavily", "searxng"):
             endpoint = _endpoint(getattr(s.search, f"{provider}_url"))
+        # Each agent's own governance beside its tier: its lists narrow what the tiers table
+        # says (a `full` agent with its own allow list reads only those hosts), so the page
+        # must show them for "what may this agent do" to be answered from it.
         agents = [
-            (name, s.tier_for(name), a.role or "-", "yes" if a.token_sha256 else "no")
+            _AgentPolicy(
+                name=name,
+                tier=s.tier_for(name),
+                role=a.role or "-",
+                token="yes" if a.token_sha256 else "no",
+                allow=a.allow,
+                deny=a.deny,
+                search_allow=a.search_allow,
+                search_deny=a.search_deny,
+                provenance=a.provenance,
+                budgets=_budget_lines(a.budget),
+            )
             for name, a in sorted(s.agents.items())
         ]
         return self._render(
@@ -537,3 +555,26 @@ class Console:
             budgets=rows,
             has_state=state is not None,
         )
+
+
+@dataclass(frozen=True)
+class _AgentPolicy:
+    """One ``[agents.NAME]`` entry as the Policy view shows it (never its token)."""
+
+    name: str
+    tier: str
+    role: str
+    token: str  # "yes" or "no": whether a gateway token is configured
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    search_allow: tuple[str, ...]
+    search_deny: tuple[str, ...]
+    provenance: str
+    budgets: tuple[str, ...]
+
+
+def _budget_lines(budget: Any) -> tuple[str, ...]:
+    """An agent's configured budgets, one line each (``fetch_per_day = 1``); 0 is none."""
+    return tuple(
+        f"{f.name} = {value:g}" for f in fields(budget) if (value := getattr(budget, f.name))
+    )

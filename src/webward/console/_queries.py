@@ -8,11 +8,11 @@ Indexes (created idempotently by :meth:`AuditReader.prepare`; the writers keep t
 date): ``(agent, ts)``, ``(decision, ts)`` and ``(reason, ts)`` beside the sinks' ``(ts)``, so a
 filter on a rare agent, decision or reason reads only its own rows, already in order. On
 PostgreSQL every index ends in ``id`` so the tie-break is in index order too, and is built
-``CONCURRENTLY``. Filters no index serves (the session, the host, text in the target, and
-every filter of a large log whose indexes are not built yet) look at no more than
-:data:`SCAN_ROWS` records a page, newest first; the page's cursor continues the search
-further back. (No index for the session: every writer would keep one more up to date on the
-hot path, for a filter a page view bounds anyway.)
+``CONCURRENTLY``. Filters no index serves (the session, the face, the host, text in the
+target, and every filter of a large log whose indexes are not built yet) look at no more
+than :data:`SCAN_ROWS` records a page, newest first; the page's cursor continues the search
+further back. (No index for the session or the face: every writer would keep one more up to
+date on the hot path, for a filter a page view bounds anyway.)
 
 A read's host is every host of its redirect chain for the host filter, and the host its
 content came from (its final URL's; the last hop it reached, refused or failed part-way)
@@ -80,10 +80,12 @@ _SQLITE_INDEXES = tuple(
 @dataclass(frozen=True)
 class AuditFilter:
     """What the audit view shows: every field optional; ``text`` is a substring of the target.
-    ``agent`` and ``session`` match exactly (no trimming, no case folding)."""
+    ``agent`` and ``session`` match exactly (no trimming, no case folding); ``face`` is one of
+    ``audit.FACES``."""
 
     agent: str | None = None
     session: str | None = None
+    face: str | None = None
     capability: str | None = None
     decision: str | None = None
     reason: str | None = None
@@ -132,6 +134,9 @@ class CallCount:
     provider: str | None
     calls: int
     answered: int  # of them, those with a status: they reached their provider
+    # Of them, those enforce mode would have refused (``would_deny`` set): a call report mode
+    # let through that then failed, or was refused for another reason, is one too.
+    would_deny: int = 0
 
 
 @dataclass
@@ -242,13 +247,20 @@ def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
 
 
 def _session_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
-    if f.session is None:
-        return [], []
-    return [f"session = {d.mark}"], [f.session]
+    """The equality filters no index serves (session, face): cheap to check row by row."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for name in ("session", "face"):
+        value = getattr(f, name)
+        if value is not None:
+            clauses.append(f"{name} = {d.mark}")
+            params.append(value)
+    return clauses, params
 
 
 def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
-    """Clauses no index serves (session, host, text in the target): checked row by row."""
+    """Clauses no index serves (session, face, host, text in the target): checked row by
+    row."""
     m = d.mark
     clauses, params = _session_where(f, d)
     if f.host:
@@ -451,9 +463,10 @@ class _SQLReader:
         out.p95_ms = [percentile(v, 0.95) for v in durations]
         return out
 
-    # `webward audit`: the filters it takes (a time range, an agent, a session, a decision)
-    # are those of _time_where, _equal_where and _session_where, read newest first through the sinks' (ts) index or
-    # the console's, whichever the store picks: no bounded scan, and no index built here.
+    # `webward audit`: the filters it takes (a time range, an agent, a session, a face, a
+    # decision) are those of _time_where, _equal_where and _session_where, read newest first
+    # through the sinks' (ts) index or the console's, whichever the store picks: no bounded
+    # scan, and no index built here.
 
     def _listing(self, where: AuditFilter) -> tuple[str, list[Any], str]:
         """The WHERE clause of ``where``'s time range and equality filters (no host or text),
@@ -490,25 +503,27 @@ class _SQLReader:
     async def call_counts(self, where: AuditFilter, newest: int | None = None) -> list[CallCount]:
         """Calls matching ``where`` (its host and text aside) counted in the store per agent,
         capability, decision and provider, with how many of them answered (had a status);
-        ``newest``: only the newest that many of them. Memory grows with the groups, not
-        with the calls."""
+        ``newest``: only the newest that many of them; and how many of them enforce mode
+        would have refused. Memory grows with the groups, not with the calls."""
         d = self.dialect
         sql_where, params, order = self._listing(where)
         source = f"audit {sql_where}"
         if newest is not None:
             source = (
-                f"(SELECT agent, capability, decision, provider, status FROM audit "
+                f"(SELECT agent, capability, decision, provider, status, would_deny FROM audit "
                 f"{sql_where}{order} LIMIT {d.mark}) AS newest"
             )
             params = [*params, int(newest)]
         rows = await self._rows(
-            "SELECT agent, capability, decision, provider, COUNT(*), COUNT(status) "
-            f"FROM {source} GROUP BY agent, capability, decision, provider",
+            "SELECT agent, capability, decision, provider, COUNT(*), COUNT(status), "
+            f"COUNT(would_deny) FROM {source} GROUP BY agent, capability, decision, provider",
             params,
         )
         return [
-            CallCount(str(a), str(c), str(dec), None if p is None else str(p), int(n), int(k))
-            for a, c, dec, p, n, k in rows
+            CallCount(
+                str(a), str(c), str(dec), None if p is None else str(p), int(n), int(k), int(w)
+            )
+            for a, c, dec, p, n, k, w in rows
         ]
 
     async def more_than(self, where: AuditFilter, count: int) -> bool:
