@@ -546,9 +546,9 @@ async def _read_as_a_reader(state_dir: Path) -> dict[str, Any]:
     return said
 
 
-def _as_a_reader(state_dir: Path) -> dict[str, Any]:
-    """:func:`_read_as_a_reader` in a child process the file modes bind: root's child becomes
-    nobody, which owns the files, as a user without CAP_DAC_OVERRIDE would."""
+def _as_a_reader(state_dir: Path, read: Any = _read_as_a_reader) -> dict[str, Any]:
+    """``read`` (:func:`_read_as_a_reader`) in a child process the file modes bind: root's
+    child becomes nobody, which owns the files, as a user without CAP_DAC_OVERRIDE would."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -559,7 +559,7 @@ def _as_a_reader(state_dir: Path) -> dict[str, Any]:
                 os.setgroups([])
                 os.setgid(65534)
                 os.setuid(65534)
-            said = anyio.run(_read_as_a_reader, state_dir)
+            said = anyio.run(read, state_dir)
             os.write(write_end, json.dumps(said).encode())
             code = 0
         except BaseException as exc:
@@ -652,6 +652,157 @@ def test_a_log_this_user_may_only_read_is_read() -> None:
         "database, move it aside (webward starts a new one) or point [state] dir "
         "(WEBWARD_STATE_DIR) at the right directory"
     )
+
+
+async def _read_an_old_log(state_dir: Path) -> dict[str, Any]:
+    """What a reader gets of an old log it may only read: the sink's query, and the console's
+    reads (``webward audit`` lists through them), filters on the newer columns included."""
+    from webward.console._queries import AuditFilter, SQLiteAuditReader
+
+    sink = SQLiteAuditSink(state_dir)
+    reader = SQLiteAuditReader(SQLiteAuditSink(state_dir))
+    said: dict[str, Any] = {}
+    try:
+        said["query"] = [dataclasses.asdict(r) | {"time": None} for r in await sink.query()]
+        newest = await reader.newest(AuditFilter(), 10)
+        said["newest"] = [r.id for r in newest.records]
+        said["in a session"] = (await reader.newest(AuditFilter(session="s"), 10)).records
+        said["of a face"] = (await reader.page(AuditFilter(face="cli"), None, 10)).records
+        page = await reader.page(AuditFilter(agent="cli", host="example.org"), None, 10)
+        said["page"] = [r.id for r in page.records]
+        said["record"] = (await reader.record("old")) == newest.records[0]
+        said["indexed"] = await reader.prepare()
+    except Refused as exc:
+        said["refused"] = exc.message
+    await sink.aclose()
+    await reader.aclose()
+    return said
+
+
+def test_an_old_log_this_user_may_only_read_is_read() -> None:
+    """A log an older webward wrote, which this user may only read (so no ALTER TABLE can
+    add the newer columns): read as a newer one, each missing column reading its default
+    (``[]`` for the render hosts, None for the session, the hits dropped and the face), by
+    the sink and by the console's reads, whose filters on those columns then match nothing.
+    They failed with "no such column: session" (``render_contacted`` for the oldest)."""
+    import sqlite3
+
+    from webward.audit._core import ADDED_COLUMNS, COLUMNS, FIELDS, table_sql, to_row
+
+    base = Path(tempfile.mkdtemp())  # not under tmp_path, whose parents are 0700
+    releases = {
+        "first": tuple(c for c in COLUMNS if c not in ADDED_COLUMNS),
+        "before": tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped", "face")),
+    }
+    old = record(target="https://example.org/old", id="old")
+    row = dict(zip(FIELDS, to_row(old), strict=True))
+    for name, columns in releases.items():
+        (base / name).mkdir()
+        conn = sqlite3.connect(base / name / "audit.db")
+        conn.execute(table_sql(columns))
+        names = [c for c, _ in columns]
+        conn.execute(
+            f"INSERT INTO audit ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",
+            [row[c] for c in names],
+        )
+        conn.commit()
+        conn.close()
+    try:
+        for name in releases:
+            (base / name / "audit.db").chmod(0o400)
+            (base / name).chmod(0o500)
+        if os.geteuid() == 0:
+            for place in [base, *base.rglob("*")]:
+                os.chown(place, 65534, 65534)
+        said = {name: _as_a_reader(base / name, _read_an_old_log) for name in releases}
+        left = {name: sorted(os.listdir(base / name)) for name in releases}
+    finally:
+        for name in releases:
+            (base / name).chmod(0o700)
+        shutil.rmtree(base)
+    expected = dataclasses.asdict(old)
+    for name in releases:
+        assert "refused" not in said[name], said[name]
+        assert said[name] == {
+            "query": [expected | {"time": None, "redirects": [], "render_contacted": [],
+                                 "render_refused": []}],
+            "newest": ["old"],
+            "in a session": [],
+            "of a face": [],
+            "page": ["old"],
+            "record": True,
+            "indexed": False,
+        }  # fmt: skip
+    assert left == {"first": ["audit.db"], "before": ["audit.db"]}
+
+
+def test_writers_opening_an_old_log_at_once_all_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several writers opening a log an older webward wrote at the same moment each add the
+    columns it lacks: the first to get the write lock adds them, and the others, which saw
+    them missing too, take them as added. The second writer's ALTER TABLE failed with
+    "duplicate column name" and its call was refused. Made certain rather than likely: the
+    write lock is held (by another connection) until every writer is at its first write to
+    the schema, so all of them looked before any could add."""
+    import sqlite3
+
+    from webward.audit import _sqlite
+    from webward.audit._core import ADDED_COLUMNS, COLUMNS, table_sql
+
+    writers = 4
+    state = Path(tempfile.mkdtemp())
+    holder = sqlite3.connect(state / "audit.db", isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute(table_sql(tuple(c for c in COLUMNS if c not in ADDED_COLUMNS)))
+    holder.execute("CREATE INDEX audit_ts ON audit (ts)")  # as the first release made it
+    arrived: list[str] = []
+    all_there = threading.Event()
+
+    def open_wal(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real_open_wal(*args, **kwargs)
+
+        def traced(statement: str) -> None:
+            if statement.startswith(("ALTER", "BEGIN")):
+                conn.set_trace_callback(None)  # each writer counted once
+                arrived.append(statement)
+                if len(arrived) == writers:
+                    all_there.set()
+
+        conn.set_trace_callback(traced)
+        return conn
+
+    real_open_wal = _sqlite.open_wal
+    said: list[str] = []
+
+    def write(n: int) -> None:
+        async def main() -> None:
+            sink = SQLiteAuditSink(state)
+            try:
+                await sink.write(record(agent=f"writer{n}"))
+                said.append("written")
+            except Refused as exc:
+                said.append(exc.message)
+            finally:
+                await sink.aclose()
+
+        anyio.run(main)
+
+    monkeypatch.setattr(_sqlite, "open_wal", open_wal)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+        for thread in threads:
+            thread.start()
+        reached = all_there.wait(timeout=60)  # a bound against a hang, not a pace
+        holder.execute("ROLLBACK")
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        holder.close()
+    rows = sqlite3.connect(state / "audit.db").execute("SELECT agent, face FROM audit").fetchall()
+    shutil.rmtree(state)
+    assert reached
+    assert said == ["written"] * writers
+    assert sorted(rows) == [(f"writer{n}", None) for n in range(writers)]
 
 
 # ---- webward audit ----------------------------------------------------------------------

@@ -72,6 +72,30 @@ def test_cli_calls_are_audited_as_the_cli_face(config: Path) -> None:
     ]
 
 
+def test_a_call_refused_before_the_core_records_its_session(config: Path) -> None:
+    """`webward fetch --session NAME` refused before the core (a bad --session, an empty
+    --tier) is audited in that session, as a call that got through is, and a bad name as it
+    was typed; `webward search` likewise. They recorded no session."""
+    long = "x" * 600
+    with accept_counter("127.0.0.1") as srv:
+        for argv in (
+            ["fetch", srv.url("/"), "--session", long],
+            ["fetch", srv.url("/"), "--session", "case-A", "--tier", ""],
+            ["search", "owls", "--session", "case-B", "--tier", ""],
+        ):
+            out = run(*argv, "--config", str(config))
+            assert out.returncode in (2, 3), out.stderr
+        assert srv.accepts == 0
+    out = run("audit", "--json", "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    records = json.loads(out.stdout)
+    assert [(r["capability"], r["decision"], r["session"]) for r in records] == [
+        ("web:search.query@1", "refused", "case-B"),
+        ("web:page.fetch@1", "refused", "case-A"),
+        ("web:page.fetch@1", "refused", long),
+    ]
+
+
 def test_fetch_json_is_the_wire_model(config: Path) -> None:
     """--json prints the camelCase result model."""
     with serve(routes={"/": respond(200, "<p>json please</p>")}) as srv:

@@ -340,6 +340,41 @@ async def test_a_header_of_one_value_sent_twice_is_400(
 
 
 @pytest.mark.anyio
+async def test_a_call_refused_before_the_core_records_its_session(
+    gateway: tuple[str, MemoryAuditSink], site: Any, client: httpx.AsyncClient
+) -> None:
+    """A request refused before the core (a bad Webward-Session, a body of the wrong type or
+    shape) is audited in the session it named, as a call that got through would be: scoped
+    to its agent (``gateway:<agent>:<name>``, so that ``webward audit --session`` finds it),
+    or, for a name that is no session name (too long, a tab inside), the name as sent. They
+    recorded no session."""
+    base, audit = gateway
+    token = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    url = site.url("/x")
+    long, tabbed = "x" * 600, "case\tA"
+    for name in (long, tabbed):
+        r = await client.post(
+            base + FETCH_PATH, json={"url": url}, headers={**token, "Webward-Session": name}
+        )
+        assert_error(r, 400, "invalid_input")
+    in_session = {**token, "Webward-Session": "case-A"}
+    r = await client.post(base + FETCH_PATH, content=b"{}", headers=in_session)
+    assert_error(r, 415, "invalid_input")
+    r = await client.post(base + FETCH_PATH, json={"url": url, "bogus": 1}, headers=in_session)
+    assert_error(r, 400, "invalid_input")
+    r = await client.post(base + FETCH_PATH, json={"url": 1}, headers=token)
+    assert_error(r, 400, "invalid_input")
+    assert [(rec.decision, rec.session) for rec in audit.records] == [
+        ("refused", long),
+        ("refused", tabbed),
+        ("refused", "gateway:alice:case-A"),
+        ("refused", "gateway:alice:case-A"),
+        ("refused", None),
+    ]
+    assert site.requests == []
+
+
+@pytest.mark.anyio
 async def test_refused_credentials_are_counted_and_logged_without_the_token(
     tmp_path: Path, site: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

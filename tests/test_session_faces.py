@@ -422,6 +422,40 @@ async def test_mcp_http_sessions_are_the_agents_own(tmp_path: Path, site: LocalS
     assert await audit_faces(config) == {"mcp-http"}
 
 
+@pytest.mark.anyio
+async def test_an_mcp_call_refused_before_the_core_records_its_session(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """A web_fetch or web_search refused before the core (an argument missing, a _meta
+    session name that is none) is audited in the session it named, as the core's own
+    refusals are: scoped to its agent, or the name as sent when it is no session name. They
+    recorded no session."""
+    from test_mcp import mcp_over_http
+    from test_mcp import write_config as mcp_config
+
+    token = "alice-mcp-session-token"
+    config = mcp_config(tmp_path)
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + f'[agents.alice]\ntier = "connected"\ntoken_sha256 = "{hash_token(token)}"\n',
+        encoding="utf-8",
+    )
+    long = "x" * 600
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        bad = await client.call_tool(
+            "web_fetch", {"url": site.url("/")}, meta={"webward/session": long}
+        )
+        missing = await client.call_tool("web_fetch", {}, meta={"webward/session": "chat-9"})
+        search = await client.call_tool("web_search", {}, meta={"webward/session": "chat-9"})
+    assert bad.is_error and missing.is_error and search.is_error
+    assert site.requests == []
+    assert await audit_sessions(config) == [long, *["mcp:alice:app:chat-9"] * 2]
+
+
 def test_the_openapi_document_declares_the_session_headers() -> None:
     """Both capabilities document Webward-Session and Webward-Session-Urls as optional
     headers, so a client generated from the document can send them."""

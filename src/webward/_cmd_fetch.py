@@ -107,12 +107,16 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         ) as web:
             refusal = empty_tier(args.tier)
             if refusal is not None:  # refused as the core refuses --tier bogus: audited
-                raise await web.reject(FETCH, args.agent, None, args.url, refusal)
+                raise await web.reject(
+                    FETCH, args.agent, None, args.url, refusal, session=args.session
+                )
             if args.session is not None:  # the user typed the URL: it is the session's own input
                 try:
                     await web.declare_urls(args.session, args.url, agent=args.agent)
                 except WebwardError as exc:  # a bad --session: refused, and audited as the call
-                    raise await web.reject(FETCH, args.agent, args.tier, args.url, exc) from None
+                    raise await web.reject(
+                        FETCH, args.agent, args.tier, args.url, exc, session=args.session
+                    ) from None
             page = await web.fetch(
                 args.url,
                 offset=offset,  # type: ignore[arg-type]

@@ -98,7 +98,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     ) as web:
         refusal = empty_tier(args.tier)
         if refusal is not None:  # refused as the core refuses --tier bogus: audited
-            raise await web.reject(SEARCH, args.agent, None, args.query, refusal)
+            raise await web.reject(
+                SEARCH, args.agent, None, args.query, refusal, session=args.session
+            )
         try:
             result = await web.search(
                 args.query,

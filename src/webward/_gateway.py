@@ -513,24 +513,26 @@ class _Capability:
                 list(_BEARER_CHALLENGE.items()),
             )
         # From here on the caller is an agent: every request is a call, audited even when
-        # its body never reaches the core.
+        # its body never reaches the core, in the session it named.
+        named = _audited_session(agent, session_name)
         if repeated:  # one value each (RFC 9110): two are no answer to "which"
             name = repeated[0].decode("latin-1").title()
             message = f"send one {name} header; this request sent more"
-            return await self._reject(agent, 400, InvalidInput(message), None)
+            return await self._reject(agent, 400, InvalidInput(message), None, named)
         if not _is_json(content_type):
             message = "the request body must be JSON (Content-Type: application/json)"
-            return await self._reject(agent, 415, InvalidInput(message), None)
+            return await self._reject(agent, 415, InvalidInput(message), None, named)
         try:
             raw = await _read_body(receive, content_length, self._max_body_bytes)
         except _Disconnected:  # the caller left mid-body, or the server cut a late one off
             if scope.get(LATE_BODY):  # answered 408 already (_serving.BODY_TIMEOUT_S)
-                return await self._reject(agent, 408, InvalidInput(late_body_message()), None)
+                late = InvalidInput(late_body_message())
+                return await self._reject(agent, 408, late, None, named)
             message = "the client disconnected before the body ended"
-            return await self._reject(agent, 400, InvalidInput(message), None)
+            return await self._reject(agent, 400, InvalidInput(message), None, named)
         except _BodyTooLarge:
             message = f"the request body is larger than {self._max_body_bytes // 1024} KiB"
-            return await self._reject(agent, 413, InvalidInput(message), None)
+            return await self._reject(agent, 413, InvalidInput(message), None, named)
         try:
             data: Any = None
             web = self._holder["web"]
@@ -542,9 +544,9 @@ class _Capability:
                     session = scoped_session("gateway", agent.name, session_name)
                     await web.declare_urls(session, *declared, agent=agent.name)
             except InvalidInput as exc:
-                return await self._reject(agent, 400, exc, data)
+                return await self._reject(agent, 400, exc, data, named)
             except WebwardError as exc:  # the session store down (limits_unavailable): a call
-                return await self._reject(agent, _error_status(exc)[0], exc, data)
+                return await self._reject(agent, _error_status(exc)[0], exc, data, named)
             # The call is cancelled if its client leaves while it runs (_Running).
             host = asyncio.current_task()
             assert host is not None  # an ASGI server runs each request in a task
@@ -589,11 +591,17 @@ class _Capability:
         web.telemetry.auth_refused(reason, str(client[0]) if client else "")
 
     async def _reject(
-        self, agent: Agent, status: int, error: WebwardError, data: Any
+        self,
+        agent: Agent,
+        status: int,
+        error: WebwardError,
+        data: Any,
+        session: str | None = None,
     ) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
         """The answer to an agent's request refused before the core (``status``, ``error``),
         once its audit record is written (target: the body's URL or query, as sent, the
-        URL as it would have been read; "" when the body has none, or holds no string)."""
+        URL as it would have been read; "" when the body has none, or holds no string; in
+        ``session``, :func:`_audited_session`'s)."""
         web = self._holder.get("web")
         target = data.get(self._target_field) if isinstance(data, dict) else None
         if not isinstance(target, str):  # null's repr would pass for a URL in the log
@@ -602,11 +610,25 @@ class _Capability:
             target = target.strip()
         answer: WebwardError = error
         if web is not None:
-            answer = await web.reject(self._capability, agent.name, agent.tier, target, error)
+            answer = await web.reject(
+                self._capability, agent.name, agent.tier, target, error, session=session
+            )
         if answer is not error:  # the audit log could not take the record: that refusal
             status, headers = _error_status(answer)
             return status, answer.to_wire(), list(headers.items())
         return status, error.to_wire(), list(_error_status(error)[1].items())
+
+
+def _audited_session(agent: Agent, name: str | None) -> str | None:
+    """The session a request names (``Webward-Session``), as its audit record holds it: as
+    the call would be run in it (``gateway:<agent>:<name>``), or the name as sent when it is
+    no session name (the call is refused for it); None for none."""
+    if not name:
+        return None
+    try:
+        return scoped_session("gateway", agent.name, name)
+    except InvalidInput:
+        return name
 
 
 # ---- a client that leaves mid-call -----------------------------------------------------

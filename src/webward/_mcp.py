@@ -201,7 +201,9 @@ def build_server(
                 session = await mcp_session(web, ctx, name)
             except WebwardError as exc:  # audited as the core's own refusals are (a store down too)
                 target = url if isinstance(url, str) else ""
-                raise await web.reject(FETCH, name, reach, target, exc) from None
+                raise await web.reject(
+                    FETCH, name, reach, target, exc, session=audited_session(ctx, name)
+                ) from None
             page = await web.fetch(
                 url,
                 offset=offset,
@@ -239,7 +241,9 @@ def build_server(
                 session = await mcp_session(web, ctx, name)
             except WebwardError as exc:  # audited as the core's own refusals are (a store down too)
                 target = query if isinstance(query, str) else ""
-                raise await web.reject(SEARCH, name, reach, target, exc) from None
+                raise await web.reject(
+                    SEARCH, name, reach, target, exc, session=audited_session(ctx, name)
+                ) from None
             result = await web.search(
                 query,
                 limit=limit,
@@ -363,26 +367,11 @@ async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
     (``webward/session``), else the transport's (``Mcp-Session-Id`` on streamable HTTP; on
     stdio the server process, which serves one client), else the agent's calls on this
     server. URLs the request's ``_meta`` declares under ``webward/urls`` join it first."""
-    if ctx is None:
-        return None
-    try:
-        request_context = ctx.request_context
-    except ValueError:  # called outside a request (a direct call in a test)
+    request_context = _request_of(ctx)
+    if request_context is None:
         return None
     meta: Any = request_context.meta or {}
-    headers = getattr(request_context.request, "headers", None)
-    named = meta.get(SESSION_META)
-    if named is not None and not isinstance(named, str):
-        raise InvalidInput(f"_meta {SESSION_META} must be a string")
-    if named:
-        sid = f"app:{named}"
-    elif headers is None:
-        sid = _STDIO_SESSION
-    else:
-        # Stateless streamable HTTP has no session id: the agent's own calls on this server
-        # are then one session (bounded in size and age like any other).
-        sid = headers.get("mcp-session-id") or "agent"
-    session = scoped_session("mcp", agent, sid)
+    session = scoped_session("mcp", agent, _session_id(request_context))
     declared = meta.get(URLS_META)
     if isinstance(declared, str):
         declared = [declared]
@@ -391,6 +380,48 @@ async def mcp_session(web: Web, ctx: Context | None, agent: str) -> str | None:
     elif declared is not None:
         raise InvalidInput(f"_meta {URLS_META} must be a list of URLs")
     return session
+
+
+def audited_session(ctx: Context | None, agent: str) -> str | None:
+    """The session of an MCP call refused before :func:`mcp_session` told it (or for it), as
+    its audit record holds it: :func:`mcp_session`'s, or the name ``_meta`` gave as it came
+    when that is no session name (the call is refused for it)."""
+    request_context = _request_of(ctx)
+    if request_context is None:
+        return None
+    try:
+        return scoped_session("mcp", agent, _session_id(request_context))
+    except InvalidInput:
+        named = (request_context.meta or {}).get(SESSION_META)
+        return named if isinstance(named, str) else None
+
+
+def _request_of(ctx: Context | None) -> Any:
+    """The request context of a tool call, or None outside a request (a direct call in a
+    test)."""
+    if ctx is None:
+        return None
+    try:
+        return ctx.request_context
+    except ValueError:
+        return None
+
+
+def _session_id(request_context: Any) -> str:
+    """The session's id before it is scoped to the agent: the one ``_meta`` names, else the
+    transport's (see :func:`mcp_session`)."""
+    meta: Any = request_context.meta or {}
+    headers = getattr(request_context.request, "headers", None)
+    named = meta.get(SESSION_META)
+    if named is not None and not isinstance(named, str):
+        raise InvalidInput(f"_meta {SESSION_META} must be a string")
+    if named:
+        return f"app:{named}"
+    if headers is None:
+        return _STDIO_SESSION
+    # Stateless streamable HTTP has no session id: the agent's own calls on this server are
+    # then one session (bounded in size and age like any other).
+    return str(headers.get("mcp-session-id") or "agent")
 
 
 class _Tokens:

@@ -256,7 +256,9 @@ async def refused_call(
         refusal: WebwardError = (
             InvalidInput(message) if reason is None else Refused(message, reason=reason)
         )
-        error = await reject(capability_id, context.agent, context.tier, what, refusal)
+        error = await reject(
+            capability_id, context.agent, context.tier, what, refusal, **context.session_args()
+        )
         message = error.for_model
     return _error(name, message)
 

@@ -37,7 +37,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -70,6 +70,7 @@ __all__ = [
     "MemoryAuditSink",
     "StoreHealth",
     "audit_unavailable",
+    "filled_columns",
     "from_row",
     "from_rows",
     "records_of",
@@ -583,6 +584,17 @@ ADDED_COLUMNS = tuple(
 )
 #: The column names, in row order (:func:`to_row`, :func:`from_row`).
 FIELDS = tuple(name for name, _ in COLUMNS)
+
+
+def filled_columns(have: Collection[str]) -> list[str]:
+    """:data:`FIELDS` as a ``SELECT`` list over an audit table that holds the columns ``have``
+    (one an older webward created, which this reader may not alter): each column it lacks
+    reads as its default, as its old rows would once it gained the column (``'[]'`` for the
+    render hosts, ``NULL`` for the others)."""
+    return [
+        name if name in have else f"{kind.partition(' DEFAULT ')[2] or 'NULL'} AS {name}"
+        for name, kind in COLUMNS
+    ]
 
 
 def table_sql(columns: tuple[tuple[str, str], ...] = COLUMNS) -> str:

@@ -37,6 +37,7 @@ from ._core import (
     Flushed,
     StoreHealth,
     audit_unavailable,
+    filled_columns,
     records_of,
     select_sql,
     to_row,
@@ -206,10 +207,10 @@ class SQLiteAuditSink:
         self._busy_now_s = timeout
         try:
             self._wait_at_most(conn, deadline)
-            have = {row[1] for row in conn.execute("PRAGMA table_info(audit)")}
+            have = _columns(conn)
             for name, kind in ADDED_COLUMNS:
                 if name not in have:  # a log written by an older webward
-                    conn.execute(f"ALTER TABLE audit ADD COLUMN {name} {kind}")
+                    _add_column(conn, name, kind)
         except BaseException:
             conn.close()
             raise
@@ -268,6 +269,20 @@ class SQLiteAuditSink:
         if not found:  # a file created, its table not yet: nothing was audited here
             conn.close()
             return None
+        try:
+            have = _columns(conn)
+            if not have.issuperset(FIELDS):
+                # An older webward's table, which no ALTER can bring up to date here: a view
+                # of the same name in the connection's own temp schema, which comes first
+                # when a name is looked up, reads it as the table it would become, so every
+                # reader's query runs on it as it is (an index is built on main's table).
+                conn.execute(
+                    f"CREATE TEMP VIEW audit AS SELECT rowid AS rowid, "
+                    f"{', '.join(filled_columns(have))} FROM main.audit"
+                )
+        except BaseException:
+            conn.close()
+            raise
         self._opened_now(conn, read_only=True)
         return conn
 
@@ -521,6 +536,22 @@ def _disk_full(exc: BaseException, directory: Path) -> bool:
             return False
         return info.f_bavail * info.f_frsize < _NEARLY_FULL_BYTES
     return False
+
+
+def _columns(conn: sqlite3.Connection) -> set[str]:
+    """The columns of the audit table ``conn`` has open."""
+    return {row[1] for row in conn.execute("PRAGMA main.table_info(audit)")}
+
+
+def _add_column(conn: sqlite3.Connection, name: str, kind: str) -> None:
+    """Add the column ``name`` to an older webward's audit table. Processes that open the log
+    at the same moment all see it missing, and all add it: the first does, and the others'
+    "duplicate column name" is that done (it refused their first calls)."""
+    try:
+        conn.execute(f"ALTER TABLE audit ADD COLUMN {name} {kind}")
+    except sqlite3.OperationalError as exc:
+        if "duplicate column name" not in str(exc):
+            raise
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

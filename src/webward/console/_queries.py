@@ -72,8 +72,10 @@ SCAN_ROWS = 25_000
 T = TypeVar("T")
 
 _INDEXED = ("agent", "decision", "reason")
+# On main's table by name: a reader of an older log it may only read sees a view in its place
+# (``SQLiteAuditSink._read_only_now``), and is refused the index as read-only, not as a view.
 _SQLITE_INDEXES = tuple(
-    f"CREATE INDEX IF NOT EXISTS audit_{c}_ts ON audit ({c}, ts)" for c in _INDEXED
+    f"CREATE INDEX IF NOT EXISTS main.audit_{c}_ts ON audit ({c}, ts)" for c in _INDEXED
 )
 
 
