@@ -2800,6 +2800,10 @@ def test_a_code_block_after_a_rubric_opens_on_its_own_line() -> None:
     assert _convert._unglue_fences("Start a block with ```\n\nMore prose.") == (
         "Start a block with ```\n\nMore prose."
     )
+    # A line of blanks and then words, no fence on it: left as it is, in one pass over it (a
+    # pattern that began with its own run of blanks took 10 s over 40,000 characters).
+    line = " " * 50_000 + "x" * 50_000
+    assert _convert._unglue_fences(f"{line}\n```\ncode\n```\n") == f"{line}\n```\ncode\n```\n"
 
 
 def test_docusaurus_title_in_its_header_and_a_notes_label_are_read() -> None:

@@ -2440,7 +2440,7 @@ def _main_content(tree: Any, careful: bool = False, own: Container[str] = ()) ->
 # sentence ending in backticks stays prose, not a block swallowing the page). (Each line is
 # tried from its start alone, and each run of backticks from the one character before it:
 # linear.)
-_GLUED_FENCE = re.compile(r"^( *[^\n]*?[^\n`\s])[ \t]*(`{3,})[ \t]*$", re.M)
+_GLUED_FENCE = re.compile(r"^([^\n]*?[^\n`\s])[ \t]*(`{3,})[ \t]*$", re.M)
 _BARE_FENCE = re.compile(r"^ {0,3}(`{3,})[ \t]*$", re.M)
 
 
