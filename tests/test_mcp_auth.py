@@ -26,7 +26,7 @@ from test_mcp import MCP_HEADERS as ACCEPT
 
 from webward import Settings
 from webward._errors import InvalidInput, Refused
-from webward._mcp import http_access
+from webward._mcp import _refusal, http_access
 from webward._tokens import hash_token
 from webward.audit import open_audit_sink
 from webward.cli import main
@@ -142,6 +142,27 @@ async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path
         assert 'webward_auth_refusals_total{reason="unknown"} 2.0' in counted
         assert "alice-mcp-token" not in counted
     assert await records(config) == []
+
+
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        ([], "missing"),
+        ([b""], "malformed"),
+        ([b"Basic YWxpY2U6eA=="], "malformed"),
+        ([b"Bearer"], "malformed"),
+        ([b"Bearer   "], "malformed"),
+        ([b"Bearer \xa0"], "malformed"),  # only white space past ASCII: no token either
+        ([b"bEaReR x"], "unknown"),
+        ([b"Bearer \xa0x"], "unknown"),
+    ],
+)
+def test_refused_credentials_are_counted_for_the_reason_the_gateway_gives(
+    given: list[bytes], reason: str
+) -> None:
+    """mcp-http names why the SDK refused a request's credentials as the gateway does (its
+    bearer_token): a header with nothing but white space after ``Bearer`` holds no token."""
+    assert _refusal(given) == reason
 
 
 @pytest.mark.anyio

@@ -63,7 +63,7 @@ class Call:
         self.would_deny: str | None = None
         self.final_url: str | None = None
         # The URLs requested, the first included, and last where a redirect led if its hop
-        # was refused; empty for a read that sent nothing (see _web._Requested).
+        # was refused; empty for a read that sent nothing (see _gate.PageHops).
         self.redirects: list[str] = []
         self.status: int | None = None
         self.bytes: int | None = None

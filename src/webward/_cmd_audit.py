@@ -37,8 +37,6 @@ process. --json prints one JSON array of camelCase records. --usage sums the per
 spend at [search.<provider>] cost."""
 
 _DEFAULT_LIMIT = 50
-# A session name is 512 characters at most (_provenance); a record keeps up to 2048 of a bad one.
-_MAX_SESSION_CHARS = 2048
 _MAX_LIMIT = 100_000
 _RELATIVE_RE = re.compile(r"^\s*(\d{1,9})\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -136,13 +134,21 @@ def run(
 
     if args.agent is not None and (not args.agent.strip() or not is_agent_name(args.agent)):
         raise InvalidInput(f"--{AGENT_NAME_RULE}")
+    from .audit import MAX_TARGET_CHARS
+
+    # A session name is 512 characters at most (_provenance); a record keeps up to
+    # MAX_TARGET_CHARS of a bad one.
     session = getattr(args, "session", None)
-    if session is not None and not 0 < len(session) <= _MAX_SESSION_CHARS:
-        raise InvalidInput(f"--session must be a name of 1 to {_MAX_SESSION_CHARS} characters")
+    if session is not None and not 0 < len(session) <= MAX_TARGET_CHARS:
+        raise InvalidInput(f"--session must be a name of 1 to {MAX_TARGET_CHARS} characters")
     face = getattr(args, "face", None)
     if face is not None and face not in FACES:
         raise InvalidInput(f"--face must be one of {', '.join(FACES)}, not {face!r}")
-    where = (since, args.agent, session, args.decision, face)
+    from .console._queries import AuditFilter
+
+    where = AuditFilter(
+        agent=args.agent, session=session, decision=args.decision, since=since, face=face
+    )
     usage = getattr(args, "usage", False)
     limit = _DEFAULT_LIMIT if args.limit is None else _parse_limit(args.limit)
     newest = None if args.limit is None else limit  # a usage summary: the whole period
@@ -284,19 +290,8 @@ def _open_reader(settings: Settings) -> AuditReader:
     return open_audit_reader(settings)
 
 
-#: What the command filters on: since, agent, session, decision, face.
-_Where = tuple[dt.datetime | None, str | None, str | None, str | None, str | None]
-
-
-def _filter(where: _Where) -> AuditFilter:
-    from .console._queries import AuditFilter  # loaded by _open_reader
-
-    since, agent, session, decision, face = where
-    return AuditFilter(agent=agent, session=session, decision=decision, since=since, face=face)
-
-
 async def _list(
-    settings: Settings, where: _Where, limit: int
+    settings: Settings, where: AuditFilter, limit: int
 ) -> tuple[list[AuditRecord], int, bool]:
     """The newest ``limit`` records, how many rows among them could not be read, and whether
     more match. Not the page itself: asyncio takes the finished task's repr, which holds
@@ -304,22 +299,21 @@ async def _list(
     dataclass whole (a second a time for 100,000 records)."""
     reader = _open_reader(settings)
     try:
-        page = await reader.newest(_filter(where), limit)
+        page = await reader.newest(where, limit)
     finally:
         await reader.aclose()
     return page.records, page.unreadable, page.next_cursor is not None
 
 
 async def _count(
-    settings: Settings, where: _Where, limit: int | None
+    settings: Settings, where: AuditFilter, limit: int | None
 ) -> tuple[list[CallCount], bool]:
     """The usage counts (of the newest ``limit`` records, if given), and whether more
     records match than the limit took."""
     reader = _open_reader(settings)
     try:
-        matching = _filter(where)
-        counts = await reader.call_counts(matching, newest=limit)
-        return counts, limit is not None and await reader.more_than(matching, limit)
+        counts = await reader.call_counts(where, newest=limit)
+        return counts, limit is not None and await reader.more_than(where, limit)
     finally:
         await reader.aclose()
 

@@ -276,14 +276,23 @@ class Gate:
         # What PageHops(spend=False).before and .after do around each hop, inline: a
         # cached read is the hot path, and no hop here holds a ticket.
         robots = self.policy.robots_enabled(tier)
-        for i, hop_url in enumerate(redirects or (parsed.url,)):
-            hop = parsed if i == 0 else guard.parse_url(hop_url)
-            call.redirects.append(hop.url)  # the chain so far, if a hop is refused
-            if i:  # the first hop was screened before the cache lookup
-                self.screen(hop, agent, tier, call)
-            if robots:
-                await self.admit(hop, agent, tier, cost=None, call=call)  # robots.txt only
-            self.telemetry.hop(hop.host, None, None)
+        try:
+            for i, hop_url in enumerate(redirects or (parsed.url,)):
+                hop = parsed if i == 0 else guard.parse_url(hop_url)
+                call.redirects.append(hop.url)  # the chain so far, if a hop is refused
+                if i:  # the first hop was screened before the cache lookup
+                    self.screen(hop, agent, tier, call)
+                if robots:
+                    await self.admit(hop, agent, tier, cost=None, call=call)  # robots.txt only
+                self.telemetry.hop(hop.host, None, None)
+        except BaseException:
+            # Refused at its first hop (this caller's robots.txt): nothing was sent, and
+            # nothing of the cached reading handed over, so no URL was visited, as PageHops
+            # says. (Refused at a later hop, the chain is the cached reading's up to that hop,
+            # as a fresh read's is up to where its redirect led.)
+            if len(call.redirects) == 1:
+                call.redirects.clear()
+            raise
 
     async def fetch_robots(
         self,
@@ -460,7 +469,17 @@ SEARCH_DEADLINE: ContextVar[float | None] = ContextVar("webward_search_deadline"
 
 
 class PageHops:
-    """The hooks ``_fetch.fetch`` calls around every hop of a page read."""
+    """The hooks ``_fetch.fetch`` calls around every hop of a page read, keeping the call's
+    chain to what was sent.
+
+    Each hop's URL goes into the call's chain before the hop's checks, so that a read
+    refused at a redirect's hop says where the redirect led. A first hop those checks refuse
+    (rate limit, breaker, robots.txt, a concurrency slot, the deadline while waiting for one)
+    sent nothing, and its URL leaves the chain: ``redirects`` holds the URLs the read went to
+    the network for and, last, where a redirect led if that hop was refused; never a URL of a
+    read that sent nothing. ``status`` follows the answers as they come, so a read refused at
+    a redirect's hop keeps the 3xx that led there.
+    """
 
     def __init__(self, gate: Gate, agent: str, tier: str, call: Call, *, spend: bool) -> None:
         self._gate, self._agent, self._tier, self._call = gate, agent, tier, call
@@ -469,14 +488,20 @@ class PageHops:
         self._ticket: Ticket | None = None  # hops are sequential: one ticket at a time
 
     async def before(self, url: guard.ParsedURL) -> None:
-        self._call.redirects.append(url.url)  # the chain so far, if a hop is refused
-        if not self._first:  # the first hop was screened before the cache lookup
-            self._gate.screen(url, self._agent, self._tier, self._call)
-        self._first = False
-        cost = self._gate.cost_for(self._tier) if self._spend else None
-        self._ticket = await self._gate.admit(
-            url, self._agent, self._tier, cost=cost, call=self._call
-        )
+        call, first = self._call, self._first
+        call.redirects.append(url.url)  # the chain so far, if a hop is refused
+        try:
+            if not first:  # the first hop was screened before the cache lookup
+                self._gate.screen(url, self._agent, self._tier, call)
+            self._first = False
+            cost = self._gate.cost_for(self._tier) if self._spend else None
+            self._ticket = await self._gate.admit(
+                url, self._agent, self._tier, cost=cost, call=call
+            )
+        except BaseException:
+            if first:
+                call.redirects.clear()  # the first hop: only its own URL, never sent
+            raise
 
     async def after(
         self,
@@ -485,6 +510,8 @@ class PageHops:
         error: WebwardError | None,
         retry_after: float | None,
     ) -> None:
+        if status is not None:
+            self._call.status = status  # the last answer so far (the read's end sets its own)
         ticket, self._ticket = self._ticket, None
         await self._gate.finish(url, ticket, status, error, retry_after)
 

@@ -513,8 +513,17 @@ class _Capability:
                 list(_BEARER_CHALLENGE.items()),
             )
         # From here on the caller is an agent: every request is a call, audited even when
-        # its body never reaches the core, in the session it named.
-        named = _audited_session(agent, session_name)
+        # its body never reaches the core, in the session it named: as the call would be run
+        # in it (``gateway:<agent>:<name>``), or the name as sent when it is no session name
+        # (the call is refused for it, once its body is read).
+        session: str | None = None
+        unnamed: InvalidInput | None = None
+        if session_name:
+            try:
+                session = scoped_session("gateway", agent.name, session_name)
+            except InvalidInput as exc:
+                unnamed = exc
+        named = session_name if unnamed is not None else session
         if repeated:  # one value each (RFC 9110): two are no answer to "which"
             name = repeated[0].decode("latin-1").title()
             message = f"send one {name} header; this request sent more"
@@ -539,9 +548,9 @@ class _Capability:
             try:
                 data = _parse_json(raw)
                 body = _check_body(data, self._shape)
-                session = None
-                if session_name:
-                    session = scoped_session("gateway", agent.name, session_name)
+                if unnamed is not None:
+                    raise unnamed
+                if session is not None:
                     await web.declare_urls(session, *declared, agent=agent.name)
             except InvalidInput as exc:
                 return await self._reject(agent, 400, exc, data, named)
@@ -596,12 +605,12 @@ class _Capability:
         status: int,
         error: WebwardError,
         data: Any,
-        session: str | None = None,
+        session: str | None,
     ) -> tuple[int, Mapping[str, Any], list[tuple[str, str]]]:
         """The answer to an agent's request refused before the core (``status``, ``error``),
         once its audit record is written (target: the body's URL or query, as sent, the
         URL as it would have been read; "" when the body has none, or holds no string; in
-        ``session``, :func:`_audited_session`'s)."""
+        ``session``, the one the request named, as :meth:`_answer` audits it)."""
         web = self._holder.get("web")
         target = data.get(self._target_field) if isinstance(data, dict) else None
         if not isinstance(target, str):  # null's repr would pass for a URL in the log
@@ -617,18 +626,6 @@ class _Capability:
             status, headers = _error_status(answer)
             return status, answer.to_wire(), list(headers.items())
         return status, error.to_wire(), list(_error_status(error)[1].items())
-
-
-def _audited_session(agent: Agent, name: str | None) -> str | None:
-    """The session a request names (``Webward-Session``), as its audit record holds it: as
-    the call would be run in it (``gateway:<agent>:<name>``), or the name as sent when it is
-    no session name (the call is refused for it); None for none."""
-    if not name:
-        return None
-    try:
-        return scoped_session("gateway", agent.name, name)
-    except InvalidInput:
-        return name
 
 
 # ---- a client that leaves mid-call -----------------------------------------------------

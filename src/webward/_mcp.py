@@ -1208,11 +1208,11 @@ class _OneCredential:
 
 
 def _refusal(given: list[bytes]) -> AuthRefusal:
-    """Why the SDK refused a request that sent ``given`` as its Authorization header(s)."""
+    """Why the SDK refused a request that sent ``given`` as its Authorization header(s): as
+    the gateway classifies them (a token that is only white space, ``\\xa0`` too, is none)."""
     if not given:
         return "missing"
-    scheme, _, token = given[0].partition(b" ")
-    return "unknown" if scheme.lower() == b"bearer" and token.strip() else "malformed"
+    return "unknown" if bearer_token(given[0].decode("latin-1")) else "malformed"
 
 
 class _SessionOpenings:

@@ -49,7 +49,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import IO, Any, Literal, TypeVar
+from typing import IO, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
 import orjson
@@ -61,7 +61,6 @@ from ._settings import Settings
 from ._tokens import bearer_token
 
 __all__ = [
-    "AUTH_REFUSAL_REASONS",
     "MAX_AGENT_LABELS",
     "AuthRefusal",
     "MetricsEndpoint",
@@ -90,7 +89,6 @@ _MAX_SHAPES = 4096
 #: token, or two headers); a bearer token no agent holds. The label values of
 #: ``webward_auth_refusals_total``, and all of them: the set is bounded whatever is sent.
 AuthRefusal = Literal["missing", "malformed", "unknown"]
-AUTH_REFUSAL_REASONS: tuple[AuthRefusal, ...] = ("missing", "malformed", "unknown")
 
 
 # ---- tracing ---------------------------------------------------------------------------
@@ -432,12 +430,12 @@ class Telemetry:
             self._log.write(outcome)
 
     def counts_auth_refusals(self) -> None:
-        """The face serving these metrics counts its refused credentials (the gateway): their
-        series are shown from zero, so that ``rate()`` and an alert see the first refusal. A
-        face that does not count them is left without the series, rather than with a zero
-        that would read as "nobody is guessing tokens here"."""
+        """The face serving these metrics counts its refused credentials (the gateway, and
+        mcp-http, with tokens): their series are shown from zero, so that ``rate()`` and an
+        alert see the first refusal. A face that does not count them is left without the
+        series, rather than with a zero that would read as "nobody is guessing tokens here"."""
         if self.metrics is not None:
-            for reason in AUTH_REFUSAL_REASONS:
+            for reason in get_args(AuthRefusal):
                 self.metrics.auth_refusals.cell(reason)
 
     def auth_refused(self, reason: AuthRefusal, client: str) -> None:

@@ -100,7 +100,9 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
                 return _Metered(stream, host)
             except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
                 last = exc
-        raise last if last is not None else unresolved(host)
+        if last is None:  # not reached: answers is not empty, and each pass returns or sets it
+            raise unresolved(host)
+        raise last
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None

@@ -38,7 +38,7 @@ from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max
 from ._call import CALL_DEADLINE, STORE_GRACE_S, Call
 from ._capabilities import FETCH, SEARCH
 from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
-from ._fetch import FetchResult, Hooks, fetch
+from ._fetch import FetchResult, fetch
 from ._gate import Gate
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
@@ -459,16 +459,7 @@ class Web:
         if cached is not None and fresh:
             # The cache saves the download, nothing else: every hop of the cached read faces
             # this caller's policy, robots.txt and limits again, as a fresh read would.
-            try:
-                await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
-            except BaseException:
-                # Refused at its first hop (this caller's robots.txt): nothing was sent, and
-                # nothing of the cached reading handed over, so no URL was visited. (Refused at
-                # a later hop, the chain is the cached reading's up to that hop, as a fresh
-                # read's is up to where its redirect led.)
-                if len(call.redirects) == 1:
-                    call.redirects.clear()
-                raise
+            await self._gate.recheck_cached(cached.redirects, parsed, agent, tier, call)
             if cached.rendered_hosts:  # where its content came from
                 call.render_contacted[:] = cached.rendered_hosts
             return cached, False
@@ -528,7 +519,7 @@ class Web:
         result = await fetch(
             self._transport,
             parsed,
-            hooks=_Requested(self._gate.page_hops(agent, tier, call), call),
+            hooks=self._gate.page_hops(agent, tier, call),
             cap_for=lambda status, headers: _content.body_cap(
                 header_value(headers, "content-type"), self.settings.limits
             ),
@@ -1290,48 +1281,6 @@ class _Reading(NamedTuple):
     max_chars: Any = None
     query: Any = None
     max_age: Any = None
-
-
-class _Requested:
-    """A read's hop hooks (``Gate.page_hops``), keeping the call's chain to what was sent.
-
-    The gate writes each hop's URL into the call's chain before the hop's checks, so that a
-    read refused at a redirect's hop says where the redirect led. A first hop those checks
-    refuse (rate limit, breaker, robots.txt, a concurrency slot, the deadline while waiting
-    for one) sent nothing, and its URL leaves the chain: ``redirects`` holds the URLs the
-    read went to the network for and, last, where a redirect led if that hop was refused;
-    never a URL of a read that sent nothing. ``status`` follows the answers as they come, so
-    a read refused at a redirect's hop keeps the 3xx that led there.
-    """
-
-    __slots__ = ("_call", "_hops", "_sent")
-
-    def __init__(self, hops: Hooks, call: Call) -> None:
-        self._hops, self._call = hops, call
-        self._sent = False  # whether a hop passed its checks: the read went to the network
-
-    async def before(self, url: guard.ParsedURL) -> None:
-        try:
-            await self._hops.before(url)
-        except BaseException:
-            if not self._sent:
-                self._call.redirects.clear()  # the first hop: only its own URL, never sent
-            raise
-        self._sent = True
-
-    async def after(
-        self,
-        url: guard.ParsedURL,
-        status: int | None,
-        error: WebwardError | None,
-        retry_after: float | None,
-    ) -> None:
-        if status is not None:
-            self._call.status = status  # the last answer so far (the read's end sets its own)
-        await self._hops.after(url, status, error, retry_after)
-
-    def led_to(self, location: str) -> None:
-        self._hops.led_to(location)
 
 
 def _default_cache(settings: Settings) -> PageCache:

@@ -695,7 +695,7 @@ def _not_a_store_line(record: logging.LogRecord) -> bool:
 
 
 @contextlib.contextmanager
-def _quiet_libraries(store_lines: bool = True) -> Iterator[None]:
+def _quiet_libraries(store_lines: bool) -> Iterator[None]:
     """Libraries' warnings and log records are for their developers, not for the person at
     the terminal, who gets webward's one sentence: while a command runs, only webward's own
     records (WARNING and up) reach stderr, without a store's failure lines unless

@@ -121,9 +121,12 @@ def _clean_text(text: str) -> str:
         return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
     if "@" in text:  # only then can there be credentials to drop
         text = drop_userinfo(text)
-    if len(text) > MAX_TARGET_CHARS:
-        text = text[: MAX_TARGET_CHARS - 1] + "…"
-    return _storable(text)
+    return _storable(_cut(text))
+
+
+def _cut(text: str) -> str:
+    """``text`` cut at :data:`MAX_TARGET_CHARS`, marked with an ellipsis when cut."""
+    return text if len(text) <= MAX_TARGET_CHARS else text[: MAX_TARGET_CHARS - 1] + "…"
 
 
 # Short targets are remembered cleaned (the cleaning is pure); long ones are cleaned each time.
@@ -214,18 +217,10 @@ class AuditRecord:
         if self.final_url is not None:
             fields["final_url"] = _clean_url(self.final_url)
         fields["redirects"] = tuple(map(_clean_url, self.redirects))
-        session = self.session
-        if session is not None and not (
-            type(session) is str
-            and len(session) <= MAX_TARGET_CHARS
-            and session.isascii()
-            and "\x00" not in session
-        ):  # a name past ASCII, or a bad one (the call was refused for it): stored as given,
-            # but as every store can hold it, and cut as a target is
-            text = _storable(str(session))
-            if len(text) > MAX_TARGET_CHARS:
-                text = text[: MAX_TARGET_CHARS - 1] + "…"
-            fields["session"] = text
+        # A session name, even a bad one (the call was refused for it), is stored as given, but
+        # as every store can hold it, and cut as a target is.
+        if self.session is not None:
+            fields["session"] = _cut(_storable(str(self.session)))
         for name in ("render_contacted", "render_refused"):
             hosts = fields[name]
             fields[name] = tuple(_storable(str(h))[:300] for h in hosts) if hosts else ()

@@ -228,17 +228,28 @@ def _time_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     return clauses, params
 
 
-def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
-    """The equality filters of ``f``, which the console's indexes serve once built (the
-    session, which has none, is :func:`_scan_where`'s)."""
-    m = d.mark
+def _equals(f: AuditFilter, names: tuple[str, ...], d: _Dialect) -> tuple[list[str], list[Any]]:
+    """``name = value`` for each of ``names`` that ``f`` sets."""
     clauses: list[str] = []
     params: list[Any] = []
-    for name in ("agent", "capability", "reason"):
+    for name in names:
         value = getattr(f, name)
         if value is not None:
-            clauses.append(f"{name} = {m}")
+            clauses.append(f"{name} = {d.mark}")
             params.append(value)
+    return clauses, params
+
+
+#: The equality filters no index serves: cheap to check row by row.
+_UNINDEXED_EQUALS = ("session", "face")
+
+
+def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
+    """The equality filters of ``f`` which the console's indexes serve once built (agent,
+    capability, reason, decision); session and face, which have none, are
+    :data:`_UNINDEXED_EQUALS`."""
+    m = d.mark
+    clauses, params = _equals(f, ("agent", "capability", "reason"), d)
     if f.decision == "report-would-deny":  # as `webward audit`: also what report mode let fail
         clauses.append(f"(decision = {m} OR would_deny IS NOT NULL)")
         params.append(f.decision)
@@ -248,23 +259,11 @@ def _equal_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     return clauses, params
 
 
-def _session_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
-    """The equality filters no index serves (session, face): cheap to check row by row."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    for name in ("session", "face"):
-        value = getattr(f, name)
-        if value is not None:
-            clauses.append(f"{name} = {d.mark}")
-            params.append(value)
-    return clauses, params
-
-
 def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
     """Clauses no index serves (session, face, host, text in the target): checked row by
     row."""
     m = d.mark
-    clauses, params = _session_where(f, d)
+    clauses, params = _equals(f, _UNINDEXED_EQUALS, d)
     if f.host:
         # http(s)://host, then the end, a port, a path, a query or a fragment (the audit
         # drops user info, so the host follows the scheme); a URL quoted in a query is no match.
@@ -466,7 +465,7 @@ class _SQLReader:
         return out
 
     # `webward audit`: the filters it takes (a time range, an agent, a session, a face, a
-    # decision) are those of _time_where, _equal_where and _session_where, read newest first
+    # decision) are those of _time_where, _equal_where and _UNINDEXED_EQUALS, read newest first
     # through the sinks' (ts) index or the console's, whichever the store picks: no bounded
     # scan, and no index built here.
 
@@ -476,7 +475,7 @@ class _SQLReader:
         d = self.dialect
         clauses, params = _time_where(where, d)
         equal, equal_params = _equal_where(where, d)
-        session, session_params = _session_where(where, d)
+        session, session_params = _equals(where, _UNINDEXED_EQUALS, d)
         order = f" ORDER BY ts DESC, {d.tiebreak} DESC"
         return (
             _and([*clauses, *equal, *session]),
