@@ -593,3 +593,137 @@ async def test_a_dsn_that_does_not_parse_is_logged_once(caplog: pytest.LogCaptur
         f"audit records cannot be written ([audit] postgres_dsn_env names ${ENV}"
     )
     assert "S3cret" not in said[0]
+
+
+# ---- roles that do not own the table: an auditor's SELECT, a writer's INSERT ---------------
+
+
+def role_with(dsn: str, privileges: str) -> str:
+    """A DSN for a new login role that owns nothing and holds only ``privileges`` on the audit
+    table (the table must exist): an auditor's SELECT, or a writer's INSERT and SELECT."""
+    role = f"role_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'not-checked'")  # type: ignore[arg-type]
+        conn.execute(f"GRANT {privileges} ON audit TO {role}")  # type: ignore[arg-type]
+    return dsn.replace("user=webward", f"user={role}")
+
+
+def columns_of_audit(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        cur = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'audit' "
+            "ORDER BY ordinal_position"
+        )
+        return [str(name) for (name,) in cur.fetchall()]
+
+
+async def test_a_select_only_role_reads_a_current_log(postgres_dsn: str) -> None:
+    """An auditor's role that may only SELECT the audit table reads it, through ``query`` and
+    the console's listing: opening the log runs no DDL on a table that needs none (it was
+    refused "permission denied for schema public" before any read), and the console, which
+    may not build its indexes, pages through it without them."""
+    from webward.console import AuditFilter
+    from webward.console._postgres_reader import PostgresAuditReader
+
+    owner = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+    written = record("alpha")
+    await owner.write(written)
+    await owner.aclose()
+    auditor = role_with(postgres_dsn, "SELECT")
+    sink = PostgresAuditSink(auditor, dsn_env=ENV)
+    try:
+        assert await sink.query() == [written]
+    finally:
+        await sink.aclose()
+    reader = PostgresAuditReader(PostgresAuditSink(auditor, dsn_env=ENV))
+    try:
+        page = await reader.page(AuditFilter(), None, 10)
+        assert page.records == [written] and page.next_cursor is None
+        assert await reader.record(written.id) == written
+    finally:
+        await reader.aclose()
+
+
+async def test_a_select_only_role_reads_an_older_log_it_may_not_upgrade(
+    postgres_dsn: str,
+) -> None:
+    """A table an older webward created, which an auditor may only SELECT: the columns it
+    lacks read as their defaults, through ``query`` and the console's listing, and the table
+    is left as it was (only its owner may add them)."""
+    from webward.audit._core import ADDED_COLUMNS, COLUMNS, table_sql
+    from webward.console import AuditFilter
+    from webward.console._postgres_reader import PostgresAuditReader
+
+    old = tuple(c for c in COLUMNS if c not in ADDED_COLUMNS)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(table_sql(old))  # type: ignore[arg-type]
+        conn.execute(
+            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
+            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL)"
+        )
+    auditor = role_with(postgres_dsn, "SELECT")
+    sink = PostgresAuditSink(auditor, dsn_env=ENV)
+    try:
+        (back,) = await sink.query()
+    finally:
+        await sink.aclose()
+    assert (back.id, back.agent, back.status) == ("old", "cli", 200)
+    assert (back.render_contacted, back.render_refused) == ((), ())
+    assert (back.session, back.hits_dropped, back.face) == (None, None, None)
+    reader = PostgresAuditReader(PostgresAuditSink(auditor, dsn_env=ENV))
+    try:
+        page = await reader.page(AuditFilter(), None, 10)
+        assert page.records == [back]
+    finally:
+        await reader.aclose()
+    assert columns_of_audit(postgres_dsn) == [name for name, _ in old]
+
+
+async def test_a_writer_role_that_owns_nothing_writes_to_a_current_log(postgres_dsn: str) -> None:
+    """A writer's role that may INSERT and SELECT the audit table but owns nothing writes its
+    records and passes the probe: the table needs no DDL, so none is run."""
+    owner = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+    await owner.write(record("owner"))
+    await owner.aclose()
+    sink = PostgresAuditSink(role_with(postgres_dsn, "INSERT, SELECT"), dsn_env=ENV)
+    try:
+        written = record("writer")
+        await sink.write(written)
+        await sink.probe()
+        assert await sink.query(agent="writer") == [written]
+    finally:
+        await sink.aclose()
+
+
+async def test_a_writer_role_refuses_an_older_log_only_its_owner_may_upgrade(
+    postgres_dsn: str,
+) -> None:
+    """A writer that may not add the columns an older table lacks is refused, write and probe,
+    in one sentence naming the role that must upgrade the table; it still reads, and reads
+    and writes the new column once the owner has opened the log."""
+    from webward.audit._core import COLUMNS, table_sql
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(table_sql(tuple(c for c in COLUMNS if c[0] != "face")))  # type: ignore[arg-type]
+    sink = PostgresAuditSink(role_with(postgres_dsn, "INSERT, SELECT"), dsn_env=ENV)
+    try:
+        for attempt in (lambda: sink.write(record("writer")), sink.probe):
+            with pytest.raises(Refused) as err:
+                await attempt()
+            assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+            assert (
+                "InsufficientPrivilege: the audit table lacks the column face, which only its "
+                "owner may add: open the log once as the role webward to upgrade the table; "
+                in err.value.message
+            ), err.value.message
+        assert await sink.query() == []  # read through the view, on a connection it keeps
+        owner = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+        faced = AuditRecord.create(decision="allowed", reason="allowed", face="gateway")
+        await owner.write(faced)  # the owner's sink adds the column
+        await owner.aclose()
+        assert await sink.query() == [faced]  # the kept view does not hide the face
+        written = record("writer")
+        await sink.write(written)
+        assert await sink.query() == [written, faced]
+    finally:
+        await sink.aclose()

@@ -4,7 +4,8 @@ Chosen by ``[audit] postgres_dsn_env``, the *name* of an environment variable ho
 (``open_audit_sink`` reads it). The DSN may carry a password, so it never appears in a
 message, a repr or a log line: messages name the variable instead.
 
-The table is the one both SQL stores share (``_core.COLUMNS``), created on first use. Records are
+The table is the one both SQL stores share (``_core.COLUMNS``), created or upgraded on first use
+when it needs it, and only then (``_open_table``: roles that own nothing read and write). Records are
 written with group commit, as the SQLite sink does: records arriving while a transaction is in
 flight join the next one, one INSERT each, and every writer returns only once the transaction
 holding its record committed. A batch that fails on one row's content is retried row by row,
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 
 import anyio
 import psycopg
-from psycopg import conninfo
+from psycopg import conninfo, sql
 
 from .._errors import Refused
 from ._core import (
@@ -40,6 +41,7 @@ from ._core import (
     GroupCommit,
     StoreHealth,
     audit_unavailable,
+    filled_columns,
     records_of,
     select_sql,
     to_row,
@@ -84,6 +86,9 @@ class PostgresAuditSink:
         self._secrets = _secrets_of(dsn)
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock: anyio.Lock | None = None  # one statement at a time on the connection
+        # Why this connection's role may not write: the table lacks columns only its owner
+        # may add (``_open_table``); None when it may.
+        self._outdated: str | None = None
         self._commits = GroupCommit(self._insert)
         # Whether the log took its last write or probe: said in the log when that changes.
         self._health = StoreHealth(log, f"the PostgreSQL named by ${dsn_env}")
@@ -118,6 +123,7 @@ class PostgresAuditSink:
             raise audit_unavailable(self._down(TimeoutError()))
         try:
             with anyio.fail_after(deadline - anyio.current_time()):
+                await self._write_connection()
                 await self._on_live_connection(_insert_none)
         except (psycopg.Error, OSError, TimeoutError) as exc:
             await self._drop()
@@ -143,6 +149,7 @@ class PostgresAuditSink:
             raise self.unreadable(TimeoutError())
         try:
             with anyio.fail_after(deadline - anyio.current_time()):
+                await self._current_connection()
                 return await self._on_live_connection(rows)
         except (psycopg.Error, OSError, TimeoutError) as exc:
             await self._drop()
@@ -187,14 +194,32 @@ class PostgresAuditSink:
             )
             try:
                 async with conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                    for statement in _SCHEMA:
-                        await conn.execute(statement)
+                    self._outdated = await _open_table(conn)
             except BaseException:
                 await conn.close()
                 raise
             self._conn = conn
         return self._conn
+
+    async def _current_connection(self) -> psycopg.AsyncConnection[Any]:
+        """The connection, replaced first if it was opened on a table lacking columns this role
+        may not add: its owner may have upgraded the table since, and the temporary view of a
+        reader (``_open_table``) would go on hiding the new columns' values."""
+        reused = self._conn is not None and not self._conn.closed
+        conn = await self._connect()
+        if self._outdated is not None and reused:
+            await self._drop()
+            conn = await self._connect()
+        return conn
+
+    async def _write_connection(self) -> psycopg.AsyncConnection[Any]:
+        """:meth:`_current_connection`, for a write or a probe: refused when the table lacks
+        columns this role may not add (its records would lose those fields; a reader reads
+        them as their defaults instead)."""
+        conn = await self._current_connection()
+        if self._outdated is not None:
+            raise psycopg.errors.InsufficientPrivilege(self._outdated)
+        return conn
 
     async def _on_live_connection(self, work: Callable[[Any], Awaitable[T]]) -> T:
         """``work(connection)``; once more on a new connection if a connection kept from
@@ -230,7 +255,7 @@ class PostgresAuditSink:
     async def _insert_batch(self, rows: list[tuple[Any, ...]]) -> Flushed:
         reused = self._conn is not None and not self._conn.closed
         try:
-            conn = await self._connect()
+            conn = await self._write_connection()
         except (psycopg.Error, OSError) as exc:  # no connection, or no schema: no row
             await self._drop()
             return self._down(exc)
@@ -313,6 +338,57 @@ def _of_a_row(exc: BaseException) -> bool:
 
 # A record the probe inserts and rolls back: never in the log.
 _PROBE_ROW = to_row(AuditRecord.create(decision="allowed", reason="allowed", agent="probe"))
+
+
+# What is there: the audit table's schema, owner (whether this role is it, or a member of it)
+# and columns, looked up as the unqualified ``audit`` of every statement resolves; no row when
+# there is no such table.
+_LOOK = """
+SELECT n.nspname, pg_get_userbyid(c.relowner), pg_has_role(c.relowner, 'USAGE'),
+       array(SELECT a.attname::text FROM pg_attribute AS a
+             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
+FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.oid = to_regclass('audit')
+"""
+
+
+async def _open_table(conn: psycopg.AsyncConnection[Any]) -> str | None:
+    """Makes the audit table ready on ``conn`` (in its transaction); returns why this role
+    may not write to it, or None.
+
+    The DDL runs only when it is needed: ``CREATE``/``ALTER`` need the schema's CREATE right or
+    the table's ownership, which an auditor's role (SELECT only) or a writer's (INSERT and
+    SELECT) does not hold, and were refused even on a table with nothing to change. A table
+    lacking columns that this role may not add is read, on this connection only, through a
+    temporary view of the same name (``pg_temp`` comes first when a name is looked up), which
+    reads each missing column as its default, as the SQLite reader does; writing is refused.
+    """
+    cur = await conn.execute(_LOOK)
+    found = await cur.fetchone()
+    if found is not None and set(FIELDS) <= set(found[3]):
+        return None  # the common case, for every role: nothing to do, no lock taken
+    # Two replicas creating the table at the same moment would collide; once the lock is
+    # held, look again: the one before may have done it all.
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+    cur = await conn.execute(_LOOK)
+    found = await cur.fetchone()
+    if found is None or found[2]:  # no table (CREATE refused tells why), or ours to alter
+        for statement in _SCHEMA:
+            await conn.execute(statement)
+        return None
+    schema, owner, _, have = found
+    if set(FIELDS) <= set(have):
+        return None
+    view = sql.SQL("CREATE TEMP VIEW audit AS SELECT {} FROM {}").format(
+        sql.SQL(", ".join(filled_columns(have))), sql.Identifier(schema, "audit")
+    )
+    await conn.execute(view)
+    missing = [name for name in FIELDS if name not in have]
+    return (
+        f"the audit table lacks the column{'s' if len(missing) > 1 else ''} "
+        f"{', '.join(missing)}, which only its owner may add: open the log once as the role "
+        f"{owner} to upgrade the table"
+    )
 
 
 async def _insert_none(conn: psycopg.AsyncConnection[Any]) -> None:

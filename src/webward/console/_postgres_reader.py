@@ -27,10 +27,15 @@ class PostgresAuditReader(_SQLReader):
     def __init__(self, sink: PostgresAuditSink) -> None:
         self._sink = sink
         self._indexed = False
+        # Whether this role was refused the index build (only the table's owner may build
+        # one: an auditor's SELECT-only role is not): pages then scan, bounded, without them.
+        self._unbuildable = False
 
     async def prepare(self, *, build_large: bool = False) -> bool:
         if self._indexed:
             return True
+        if self._unbuildable:
+            return False
         names = {
             str(r[0])
             for r in await self._rows(
@@ -48,11 +53,11 @@ class PostgresAuditReader(_SQLReader):
             )
             if rows > limit:
                 return False
-        await self._build()
-        self._indexed = True
-        return True
+        self._indexed = await self._build()
+        self._unbuildable = not self._indexed
+        return self._indexed
 
-    async def _build(self) -> None:
+    async def _build(self) -> bool:
         # CONCURRENTLY: the replicas' audit writes go on while an index is built. It cannot
         # run in a transaction, so it gets a connection of its own in autocommit mode; the
         # session lock keeps two consoles from building the same index at once.
@@ -65,11 +70,14 @@ class PostgresAuditReader(_SQLReader):
                         f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON audit {columns}"
                     )
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
+        except psycopg.errors.InsufficientPrivilege:
+            return False  # not the owner: the indexes are its to build, the reads still ours
         except (psycopg.Error, OSError) as exc:
             raise sink.unreadable(exc) from None
+        return True
 
     async def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return await self._sink.read(sql, params)  # creates the table if no replica has yet
+        return await self._sink.read(sql, params)  # creates or upgrades the table if need be
 
     async def aclose(self) -> None:
         await self._sink.aclose()
