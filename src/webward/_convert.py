@@ -1580,18 +1580,18 @@ def _headings_in_items(tree: Any) -> None:
     an item the heading is the words' bold label; alone in its item, or over a nested list
     only, it stays a heading."""
     for heading in tree.iter(*_HEADINGS):
-        node, words = heading, False
-        for _ in range(_MAX_ITEM_WRAPPERS + 1):
-            words = words or _words_after(node)
-            parent = node.getparent()
-            if parent is None or parent.tag in ("li", "summary") or parent.tag not in _WRAPPERS:
-                break
-            node = parent
+        # The heading and the wrappers it stands in, up to the element that holds them. The
+        # words after them are looked for only in an item (not for every heading of a page).
+        chain = [heading]
+        parent = heading.getparent()
+        while parent is not None and parent.tag in _WRAPPERS and len(chain) <= _MAX_ITEM_WRAPPERS:
+            chain.append(parent)
+            parent = parent.getparent()
         if parent is None:
             continue
         if parent.tag == "summary":
             heading.tag = "span"
-        elif parent.tag == "li" and words:
+        elif parent.tag == "li" and any(_words_after(node) for node in chain):
             heading.tag = "strong"
             # A block was apart from the words around it: a space each side now.
             heading.tail = " " + (heading.tail or "")

@@ -116,10 +116,6 @@ class RedisHealth:
         self._failures = 0  # how many trips found it down: a trip tells what it saw begin
         self._lock = threading.Lock()
 
-    @property
-    def timeout_s(self) -> float:
-        return self._timeout_s
-
     def check(self) -> int:
         """Raise at once while the server is known down; else let one trip try again.
         Returns what :meth:`recheck` compares with."""
