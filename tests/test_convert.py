@@ -1266,6 +1266,36 @@ def test_an_ordered_list_keeps_its_numbers_in_both_readings() -> None:
         assert "1. one" in lines and "10. ten" in lines and "11. eleven" in lines
 
 
+def test_an_ordered_list_of_letters_or_numerals_keeps_them_in_both_readings() -> None:
+    """A list numbered in letters or roman numerals (``type``, or ``list-style-type`` in its
+    style, which wins) reads with them, each item a bullet starting with its label as a
+    browser shows it: terms that say "clause (b)" must find (b). They were read 1, 2, 3."""
+    lists = (
+        '<ol type="a"><li>First clause</li><li><p>Second clause</p></li>'
+        '<li><a href="/c">Third</a> clause</li></ol><p>Between the lists.</p>'
+        '<ol type="I" start="3" reversed><li>Part three</li><li>Part two</li></ol>'
+        "<p>Between the lists again.</p>"
+        '<ol style="margin: 0; list-style: upper-alpha inside" type="i">'
+        '<li>Alpha item</li><li value="28">Later item</li></ol>'
+        '<p>And again.</p><ol type="1"><li>plain one</li><li>plain two</li></ol>'
+        '<p>Last.</p><ol type="i" start="0"><li>zero item</li><li>one item</li></ol>'
+    )
+    for lines in (_reading_of(lists), _whole_page(lists)):
+        assert "- a. First clause" in lines and "- b. Second clause" in lines
+        assert "- c. [Third](https://example.com/c) clause" in lines
+        assert "- III. Part three" in lines and "- II. Part two" in lines
+        assert "- A. Alpha item" in lines and "- AB. Later item" in lines
+        assert "1. plain one" in lines and "2. plain two" in lines
+        # A roman numeral has no zero: the browser writes the number (CSS's fallback).
+        assert "0. zero item" in lines and "- i. one item" in lines
+        assert not any(mark in line for line in lines for mark in MARK_CHARS)
+    cell = (
+        "<table><tr><th>Rule</th><th>Cases</th></tr><tr><td>Refunds</td><td>"
+        '<ol type="a"><li>unused</li><li>faulty</li></ol></td></tr></table>'
+    )
+    assert "| Refunds | a. unused<br>b. faulty |" in _reading_of(cell)
+
+
 def test_definitions_stay_paired_with_their_terms_in_both_readings() -> None:
     """A definition list reads as its terms in bold, each with its definition; a term of
     several definitions lists them under it. trafilatura made every term and definition a

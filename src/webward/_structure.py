@@ -11,11 +11,11 @@ What is done, on the cleaned lxml tree, before a converter sees it:
 
 - :func:`prepare` (once, on the tree every reading is made from): characters used as marks
   below are taken out of the page's text and attributes, so that a page cannot write a mark;
-  an ordered list whose numbers are not 1, 2, 3 ... gets its number marked at the start of
-  each item's text (``␝5␝``); a definition list becomes a list of its terms in bold, each
-  followed by its definition (``- **Talons**: Sharp claws ...``), or, where a definition holds
-  blocks (paragraphs, code, lists: an API reference), a bold paragraph per term followed by
-  its definition's blocks as they are;
+  an ordered list whose numbers are not 1, 2, 3 ... gets its number (or letters, numeral)
+  marked at the start of each item's text (``␝5␝``, ``␝b␝``); a definition list becomes a
+  list of its terms in bold, each followed by its definition (``- **Talons**: Sharp claws
+  ...``), or, where a definition holds blocks (paragraphs, code, lists: an API reference), a
+  bold paragraph per term followed by its definition's blocks as they are;
   the blocks in a table cell (paragraphs, lists, line breaks, a nested table) become the
   cell's lines, a mark between them (:func:`_cell_lines`: ``<br>`` once restored; a table
   laying out the page is left as it is); a superscript or subscript starts with its mark
@@ -30,11 +30,11 @@ What is done, on the cleaned lxml tree, before a converter sees it:
   (``x = 2``, ``x^2``, ``(a)/(b)``);
 - :func:`restore` (on each converter's Markdown): scripts' marks become ``^`` and ``_``,
   joiners' the joiners, a run of a cell's line-break marks one ``<br>`` (none at a cell's
-  edge); a line whose text starts with marks gets
-  a ``> `` per level of quote (after its list marker when the quote is inside the list item),
-  the item its marked number, and the blank lines inside a quote a ``>``; every other mark is
-  deleted. Marks are printable symbols (Control Pictures) that trafilatura neither drops (it
-  keeps only printable characters), escapes nor normalises.
+  edge); a line whose text starts with marks gets a ``> `` per level of quote (after its
+  list marker when the quote is inside the list item), the item its marked number (a letter
+  or numeral: a bullet starting ``b.``), and the blank lines inside a quote a ``>``; every
+  other mark is deleted. Marks are printable symbols (Control Pictures) that trafilatura
+  neither drops (it keeps only printable characters), escapes nor normalises.
 
 Each pass is one walk over the tree or one pass over the lines.
 """
@@ -84,7 +84,9 @@ _HAS_MARK = f"translate(., '{MARKS}', '') != ."
 _MARKED_TEXTS = f"//text()[{_HAS_MARK}]"
 _MARKED_ATTRIBUTES = f"//@*[{_HAS_MARK}]"
 _UNMARK = str.maketrans(dict.fromkeys(MARKS, ""))
-_ANY_MARK = re.compile(f"{NUMBER}\\d{{1,9}}{NUMBER}|[{MARKS}]")
+# An item's label: its number, letters or roman numeral (_item_labels).
+_LABEL = r"(?:\d{1,9}|[a-zA-Z]{1,15})"
+_ANY_MARK = re.compile(f"{NUMBER}{_LABEL}{NUMBER}|[{MARKS}]")
 # A line that starts with marks: its indent, list marker, heading marker, opening emphasis,
 # code or link bracket, then the marks. Nothing in it repeats over what follows, so a line
 # is matched once, in time linear in its length.
@@ -93,12 +95,12 @@ _LEAD = re.compile(
     r"(?P<item>(?:[-+*]|(?P<number>\d{1,9})(?P<delimiter>[.)]))(?P<gap> +))?"
     r"(?P<heading>#{1,6} +)?"
     r"(?P<opening>(?:[*_~`\[]|<(?:sup|sub|u)>)*)"
-    f"(?P<marks>(?:[{QUOTE}{ITEM_QUOTE}]|{NUMBER}\\d{{1,9}}{NUMBER})+)"
+    f"(?P<marks>(?:[{QUOTE}{ITEM_QUOTE}]|{NUMBER}{_LABEL}{NUMBER})+)"
 )
 _LEADING_MARKS = re.compile(f"[ \t]*([{QUOTE}{ITEM_QUOTE}]+)")
 # A code block's fence (as tidy_markdown reads them).
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_NUMBER_MARK = re.compile(f"{NUMBER}(\\d{{1,9}}){NUMBER}")
+_NUMBER_MARK = re.compile(f"{NUMBER}({_LABEL}){NUMBER}")
 # What would start a block at the start of a line (trafilatura's _BLOCK_START_RES): a
 # paragraph's or item's text starting so is escaped by the converters, but not when a mark
 # stood before it; restore() escapes it as they would have.
@@ -108,6 +110,21 @@ _BLOCK_START = re.compile(r"#{1,6}(?=[ \t]|$)|>|[-+*](?=[ \t]|$)|\d{1,9}(?=[.)](
 # Python refuses to read a string of over 4,300 digits as an int.)
 _INTEGER = re.compile(r"[\t\n\f\r ]*([-+]?)0*(\d{1,10})")
 _MAX_NUMBER = 999_999_999  # CommonMark's largest list number
+# An ordered list's letters or roman numerals, from its style attribute: list-style-type, or
+# the type word of the list-style shorthand.
+_LIST_STYLE = re.compile(
+    r"list-style(?:-type)?\s*:[^;]*?\b(lower-(?:alpha|latin|roman)|upper-(?:alpha|latin|roman)"
+    r"|decimal)\b",
+    re.IGNORECASE,
+)
+_CSS_LIST_STYLES = {
+    "lower-alpha": "a", "lower-latin": "a", "upper-alpha": "A", "upper-latin": "A",
+    "lower-roman": "i", "upper-roman": "I", "decimal": None,
+}  # fmt: skip
+_ROMAN = (
+    (1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"),
+    (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"),
+)  # fmt: skip
 # What ends the search for an item's first words: its own sub-blocks (their words are not
 # the item's first).
 _ITEM_BLOCKS = frozenset(("ul", "ol", "dl", "li", "table", "pre", "blockquote"))
@@ -212,27 +229,16 @@ def _integer(value: str | None) -> int | None:
 
 def _number_items(tree: Any) -> None:
     """Mark each item of an ordered list numbered otherwise than 1, 2, 3 ... (``start``,
-    ``reversed``, an item's ``value``) with its number, at the start of its first words. A
-    list with a number Markdown cannot write (negative, past 999,999,999) is left as it is."""
-    for ol in tree.xpath("//ol[@start or @reversed or li/@value]"):
-        items = list(ol.iterchildren("li"))
-        step = -1 if "reversed" in ol.attrib else 1
-        start = _integer(ol.get("start"))
-        number = start if start is not None else (len(items) if step < 0 else 1)
-        numbers = []
-        for item in items:
-            value = _integer(item.get("value"))
-            if value is not None:
-                number = value
-            numbers.append(number)
-            number += step
-        if numbers == list(range(1, len(items) + 1)) or not all(
-            0 <= n <= _MAX_NUMBER for n in numbers
-        ):
+    ``reversed``, an item's ``value``, letters or roman numerals) with its label, at the start
+    of its first words. A list with a number Markdown cannot write (negative, past
+    999,999,999) is left as it is."""
+    for ol in tree.xpath("//ol[@start or @reversed or @type or @style or li/@value]"):
+        labels = _item_labels(ol)
+        if labels is None:
             continue
-        for item, n in zip(items, numbers, strict=True):
+        for item, label in labels.items():
             if (item.text or "").strip() or len(item):  # an empty item is dropped anyway
-                _mark_first_words(item, f"{NUMBER}{n}{NUMBER}")
+                _mark_first_words(item, f"{NUMBER}{label}{NUMBER}")
 
 
 def _mark_first_words(item: Any, mark: str) -> None:
@@ -251,21 +257,61 @@ def _mark_first_words(item: Any, mark: str) -> None:
     item.text = mark + (item.text or "")
 
 
-def _item_numbers(ol: Any) -> dict[Any, int]:
-    """The number of each item of an ordered list, as a browser numbers it (``start``,
-    ``reversed``, an item's ``value``)."""
+def _item_labels(ol: Any, *, plain: bool = False) -> dict[Any, str] | None:
+    """The label of each item of an ordered list, as a browser writes it (``start``,
+    ``reversed``, an item's ``value``; its ``type`` or ``list-style-type``: ``b``, ``iv``);
+    None when they are 1, 2, 3 ... (unless ``plain``) or a number Markdown cannot write.
+
+    A letter or roman numeral is written where a browser writes one: a letter for 1 and up,
+    a roman numeral for 1 to 3,999, the number itself otherwise (CSS's fallback)."""
     items = list(ol.iterchildren("li"))
     step = -1 if "reversed" in ol.attrib else 1
     start = _integer(ol.get("start"))
     number = start if start is not None else (len(items) if step < 0 else 1)
-    numbers = {}
-    for item in items:
+    style = _list_style(ol)
+    labels: dict[Any, str] = {}
+    natural = style is None
+    for i, item in enumerate(items, 1):
         value = _integer(item.get("value"))
         if value is not None:
             number = value
-        numbers[item] = number
+        label = _label(number, style)
+        if not plain and label[-1].isdigit() and not 0 <= number <= _MAX_NUMBER:
+            return None  # in a cell it is words; as an item's number, Markdown cannot write it
+        natural = natural and number == i
+        labels[item] = label
         number += step
-    return numbers
+    return None if natural and not plain else labels
+
+
+def _list_style(ol: Any) -> str | None:
+    """The letters or numerals an ordered list is numbered with (``a``, ``A``, ``i``, ``I``),
+    from its ``list-style`` in its ``style`` (which wins, as CSS does) or its ``type``; None
+    for numbers."""
+    # The first 1,000 characters: a style of megabytes of "list-style:" would be searched
+    # from each of them to its end.
+    declared = _LIST_STYLE.search((ol.get("style") or "")[:1000])
+    if declared is not None:
+        return _CSS_LIST_STYLES.get(declared.group(1).lower())
+    kind = (ol.get("type") or "").strip()
+    return kind if kind in ("a", "A", "i", "I") else None
+
+
+def _label(number: int, style: str | None) -> str:
+    """``number`` written in ``style`` (:func:`_list_style`)."""
+    if style in ("a", "A") and number >= 1:
+        letters = ""
+        while number:
+            number, rest = divmod(number - 1, 26)
+            letters = chr(ord(style) + rest) + letters
+        return letters
+    if style in ("i", "I") and 1 <= number <= 3999:
+        numeral = ""
+        for value, symbol in _ROMAN:
+            count, number = divmod(number, value)
+            numeral += symbol * count
+        return numeral if style == "I" else numeral.lower()
+    return str(number)
 
 
 def _cell_lines(tree: Any) -> None:
@@ -302,7 +348,7 @@ def _cell_lines(tree: Any) -> None:
             continue
         spans: list[Any] = []
         breaks: dict[Any, str] = {}
-        numbers: dict[Any, int] = {}
+        numbers: dict[Any, str] = {}
         for event, element in lxml.etree.iterwalk(
             cell, events=("start", "end"), tag=lxml.etree.Element
         ):
@@ -326,7 +372,7 @@ def _cell_lines(tree: Any) -> None:
                 continue  # tbody, thead, tfoot: the rows are what counts
             lead = ""
             if tag == "ol":
-                numbers.update(_item_numbers(element))
+                numbers.update(_item_labels(element, plain=True) or {})
             elif tag == "li":
                 number = numbers.get(element)
                 lead = "- " if number is None else f"{number}. "
@@ -971,9 +1017,13 @@ def _rewrite_lead(match: re.Match[str], line: str) -> tuple[str, int]:
     marks = match["marks"]
     outside, inside = marks.count(QUOTE), marks.count(ITEM_QUOTE)
     item = match["item"] or ""
-    numbers = _NUMBER_MARK.findall(marks)
-    if numbers and match["number"]:
-        item = f"{numbers[-1]}{match['delimiter']}{match['gap']}"
+    labels = _NUMBER_MARK.findall(marks)
+    if labels and match["number"]:
+        label = labels[-1]
+        # A letter or numeral is no list marker in Markdown: the item is a bullet that
+        # starts with it, as a browser shows it (a. b. c.).
+        lead = f"{label}{match['delimiter']}"
+        item = f"{lead}{match['gap']}" if label.isdigit() else f"- {lead} "
     heading, opening = match["heading"] or "", match["opening"]
     rest = line[match.end() :]
     if not heading and not opening:
