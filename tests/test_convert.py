@@ -1112,6 +1112,56 @@ def test_each_caption_of_figures_inside_figures_stays() -> None:
     assert "e.png" not in text
 
 
+def test_a_numbered_caption_stays_whatever_its_class() -> None:
+    """A caption that numbers its figure ("Table 1:", "Figure 2.") is what the text refers
+    to, so it stays, a table's too, although its class holds "caption" (trafilatura drops
+    such blocks when it reads no images: every caption of an arXiv paper went). A news
+    photo's caption of that class is left out, as the benchmark's articles leave it."""
+    lines = _reading_of(
+        '<figure class="ltx_table"><figcaption class="ltx_caption">Table 1: GLUE dev '
+        "results.</figcaption><table><tr><th>Method</th><th>GLUE</th></tr><tr><td>LoRA</td>"
+        "<td>88.2</td></tr></table></figure>"
+        '<figure><img src="x1.png"><figcaption class="ltx_caption">Figure 2. Accuracy '
+        "against the number of experts.</figcaption></figure>"
+        '<figure><img src="ship.jpg"><figcaption class="art-block__caption">A cargo ship '
+        "leaves the port at dawn.</figcaption></figure>"
+    )
+    assert "Table 1: GLUE dev results." in lines
+    assert "| LoRA | 88.2 |" in lines
+    assert "Figure 2. Accuracy against the number of experts." in lines
+    assert not any("cargo ship" in line for line in lines)
+
+
+def test_a_latexml_paper_keeps_its_short_paragraphs_and_reads_its_equations() -> None:
+    """arXiv's HTML papers (LaTeXML) wrap each paragraph in a <div class="ltx_para">;
+    trafilatura's precision mode deleted such a div under 200 characters holding a link, so
+    a short paragraph citing an equation or a reference went. A display equation laid out
+    as a table reads as its formula and its number, one line per row of an aligned group,
+    not as a table row of empty cells."""
+    paper = (
+        '<div class="ltx_para"><p class="ltx_p">Low-rank adaptation freezes the base weights '
+        "and learns a low-rank update of them for every layer of the model.</p></div>"
+        '<table class="ltx_equation ltx_eqn_table" id="S1.E1"><tbody><tr class="ltx_equation">'
+        '<td class="ltx_eqn_cell ltx_eqn_center_padleft"></td><td class="ltx_eqn_cell">'
+        '<math alttext="h=W_{0}x" display="block"><mi>h</mi></math></td>'
+        '<td class="ltx_eqn_cell ltx_eqn_center_padright"></td><td class="ltx_eqn_eqno">'
+        '<span class="ltx_tag">(1)</span></td></tr></tbody></table>'
+        '<div class="ltx_para"><p class="ltx_p">Equation <a href="#S1.E1">1</a> shows the '
+        "forward pass.</p></div>"
+        '<table class="ltx_equationgroup ltx_eqn_table"><tbody>'
+        '<tr><td class="ltx_eqn_cell"><math alttext="a"><mi>a</mi></math></td>'
+        '<td class="ltx_eqn_cell"><math alttext="=b+c"><mi>b</mi></math></td>'
+        '<td class="ltx_eqn_eqno">(2)</td></tr>'
+        '<tr><td class="ltx_eqn_cell"></td><td class="ltx_eqn_cell"><math alttext="=d">'
+        "<mi>d</mi></math></td><td>(3)</td></tr></tbody></table>"
+    )
+    lines = _reading_of(paper)
+    assert "$h=W_{0}x$ (1)" in lines
+    assert "Equation [1](https://example.com/blog/post.html#S1.E1) shows the forward pass." in lines
+    assert "$a$ $=b+c$ (2)" in lines and "$=d$ (3)" in lines
+    assert not any(line.startswith("|") for line in lines)
+
+
 @pytest.mark.parametrize(
     "void", ["embed src=x.swf", "source src=a.mp4", "track src=a.vtt", 'EMBED SRC="a>b"', "wbr"]
 )

@@ -19,7 +19,8 @@ What is done, on the cleaned lxml tree, before a converter sees it:
   the blocks in a table cell (paragraphs, lists, line breaks, a nested table) become the
   cell's lines, a mark between them (:func:`_cell_lines`: ``<br>`` once restored; a table
   laying out the page is left as it is); a superscript or subscript starts with its mark
-  (``x^2``, ``H_2O``, ``x^(n+1)``);
+  (``x^2``, ``H_2O``, ``x^(n+1)``); a LaTeXML paper's display equation laid out as a table
+  becomes a paragraph a row, and its paragraph wrappers go (:func:`_equation_lines`);
 - :func:`mark_quotes` (for trafilatura only; html-to-markdown writes quotes itself): every
   text inside a quote starts with one mark per level of quote;
 - :func:`header_rows` and :func:`mark_joiners` (for trafilatura only): a table's first row
@@ -125,6 +126,14 @@ _ROMAN = (
     (1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"),
     (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"),
 )  # fmt: skip
+# The tables LaTeXML lays a display equation out in (one formula, or an aligned group).
+_EQUATION_TABLES = (
+    "//table[contains(concat(' ', normalize-space(@class), ' '), ' ltx_equation ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' ltx_equationgroup ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' ltx_eqn_table ')]"
+)
+_LATEXML_PARAGRAPHS = "//div[contains(concat(' ', normalize-space(@class), ' '), ' ltx_para ')]"
+_UNWRAPPED = "webward-unwrapped"
 # What ends the search for an item's first words: its own sub-blocks (their words are not
 # the item's first).
 _ITEM_BLOCKS = frozenset(("ul", "ol", "dl", "li", "table", "pre", "blockquote"))
@@ -213,6 +222,7 @@ def prepare(tree: Any) -> None:
     for value in tree.xpath(_MARKED_ATTRIBUTES):
         value.getparent().set(value.attrname, value.translate(_UNMARK))
     _pair_definitions(tree)
+    _equation_lines(tree)  # before the cells: an equation's table is no table of data
     _cell_lines(tree)  # before the numbers: a list in a cell is numbered there
     _number_items(tree)
     _mark_scripts(tree)
@@ -312,6 +322,43 @@ def _label(number: int, style: str | None) -> str:
             numeral += symbol * count
         return numeral if style == "I" else numeral.lower()
     return str(number)
+
+
+def _equation_lines(tree: Any) -> None:
+    """A display equation that LaTeXML lays out as a table (arXiv's and ar5iv's papers:
+    ``<table class="ltx_equation">``, one row per line of an aligned group, the formula's
+    parts and its number ``(1)`` in cells) becomes a paragraph per row: its formulas and its
+    number, in order. As a table it read ``|  | $h=...$ |  | (1) |``, and trafilatura's
+    precision mode dropped the paragraph that followed it."""
+    import lxml.etree
+
+    # Each paragraph of a LaTeXML paper sits alone in a <div class="ltx_para">: trafilatura's
+    # precision mode deletes a div under 200 characters that holds a link, so every short
+    # paragraph citing a reference or an equation went ("Equation 1 shows the forward pass").
+    # The wrappers go, their paragraphs stay where they were.
+    wrappers = tree.xpath(_LATEXML_PARAGRAPHS)
+    for wrapper in wrappers:
+        wrapper.tag = _UNWRAPPED
+    if wrappers:
+        lxml.etree.strip_tags(tree, _UNWRAPPED)
+    for table in tree.xpath(_EQUATION_TABLES):
+        paragraphs = []
+        for row in table.iter("tr"):
+            line = row.makeelement("p", {})
+            for cell in row.iterchildren("td", "th"):
+                if not (cell.text or "").strip() and not len(cell):
+                    continue  # the layout's padding
+                last = line[-1] if len(line) else None
+                _append_text(
+                    line, last, [" " if line.text or last is not None else "", cell.text or ""]
+                )
+                for child in list(cell):
+                    line.append(child)  # its tail goes with it
+            paragraphs.append(line)
+        block = table.makeelement("div", {"class": "ltx_equation"})
+        block.extend(paragraphs)
+        block.tail = table.tail
+        table.getparent().replace(table, block)
 
 
 def _cell_lines(tree: Any) -> None:
