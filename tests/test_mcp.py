@@ -905,6 +905,29 @@ def audit_json(tmp_path: Path) -> list[dict[str, Any]]:
     )  # fmt: skip
 
 
+def test_stdio_leaves_nothing_unclosed_when_its_client_closes(tmp_path: Path) -> None:
+    """Under Python's development mode, a stdio server whose client closes stdin after a
+    call exits without a ResourceWarning (a copy of stdin and the SDK's read stream were
+    left open): nothing but the server's own words on stderr."""
+    config = str(write_config(tmp_path))
+    process = subprocess.Popen(
+        [sys.executable, "-X", "dev", "-m", "webward.cli", "mcp", "--config", config],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **child_env(tmp_path)},
+        cwd=str(tmp_path),
+    )
+    assert process.stdin is not None
+    ask = asker(process)
+    initialize(process, ask)
+    listed = ask(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}')
+    assert {tool["name"] for tool in listed["result"]["tools"]} == {"web_fetch", "web_search"}
+    _, stderr = process.communicate(timeout=60)  # stdin closed: the client has gone
+    assert process.returncode == 0
+    assert b"Warning" not in stderr, stderr.decode()
+
+
 def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     tmp_path: Path,
 ) -> None:

@@ -1041,6 +1041,10 @@ class _StdinLines:
                 line = b""
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody reads on
                 loop.call_soon_threadsafe(lines.put_nowait, line)
+        # Closed here, by its only reader, once stdin has ended: close() from another thread
+        # would wait on the read in progress (a server ended by a signal leaves it open, to
+        # the exit).
+        self._file.close()
 
     async def __anext__(self) -> str:
         assert self._lines is not None
@@ -1086,7 +1090,7 @@ async def _answer_unreadable(
     is no string or integer) with a JSON-RPC error, where the SDK drops it and its client
     waits forever. Its id is kept when one can be found; a ``tools/call`` among them is
     audited (``reject``) as the call it was meant to be."""
-    async with send:
+    async with send, read_stream:
         async for item in read_stream:
             if not isinstance(item, Exception):
                 await send.send(item)
