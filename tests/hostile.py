@@ -703,7 +703,9 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
     """A page of one shape the reading rules of 2026-12-05 rewrite, over and over: headings in
     a step's header of their list item (``steps``), headings that are all link (``linked``),
     a code block of 80,000 line blocks (``lines``), inline quotations (``quotes``), buttons
-    in table cells (``buttons``), headings in summaries (``summaries``)."""
+    in table cells (``buttons``), headings in summaries (``summaries``); and of 2026-12-05's
+    second round: a list numbered in letters (``letters``), LaTeXML's paragraph wrappers
+    (``latexml``), equation tables (``equations``), numbered captions (``captions``)."""
     head, unit, tail = {
         "steps": (b"<ol>", b"<li><div><span>S</span><h2>t</h2></div><div><p>w</p></div></li>",
                   b"</ol>"),
@@ -712,5 +714,11 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
         "quotes": (b"<p>", b"<q>a</q> ", b"</p>"),
         "buttons": (b"<table><tr>", b"<td><button>1</button></td>", b"</tr></table>"),
         "summaries": (b"", b"<details><summary><h2>s</h2></summary><p>x</p></details>", b""),
+        "letters": (b'<ol type="a" start="700000">', b"<li>w</li>", b"</ol>"),
+        "latexml": (b"", b'<div class="ltx_para"><p>w <a href="#e">1</a></p></div>', b""),
+        "equations": (b"", b'<table class="ltx_equation"><tr><td></td><td><math alttext="x">'
+                      b"<mi>x</mi></math></td><td>(1)</td></tr></table>", b""),
+        "captions": (b"", b'<figure><img src="f.png"><figcaption class="caption">Figure 1: '
+                     b"c</figcaption></figure>", b""),
     }[kind]  # fmt: skip
     return _fill(_HEAD + head, unit, size, tail + _TAIL)
