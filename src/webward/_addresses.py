@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import InvalidInput, Reason
-from ._urls import URL_SAFE
+from ._urls import URL_SAFE, ip_text
 
 __all__ = [
     "METADATA_ADDRESSES",
@@ -38,6 +38,7 @@ __all__ = [
     "embedded_ipv4s",
     "ip_allowed",
     "ip_in_blocked_range",
+    "ip_text",
     "is_6to4",
     "is_ipv4_compatible",
     "is_ipv4_mapped",

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ._addresses import ip_text
 from ._errors import InvalidInput, Reason, Refused, operator_step
 from ._settings import TIERS, AgentSettings, PolicySettings
 
@@ -96,7 +97,7 @@ def normalise_host(host: str) -> str:
     if h.startswith("[") and h.endswith("]"):
         h = h[1:-1]
     try:
-        return str(ipaddress.ip_address(h))
+        return ip_text(ipaddress.ip_address(h))
     except ValueError:
         pass
     if h.endswith("."):  # the root label: example.org. is example.org

@@ -15,6 +15,7 @@ from typing import Protocol
 
 import anyio
 
+from ._addresses import ip_text
 from ._errors import Reason, UpstreamError
 
 __all__ = ["Resolver", "StaticResolver", "SystemResolver", "unresolved"]
@@ -56,7 +57,7 @@ class Resolver(Protocol):
 
 def _literal(host: str) -> list[str] | None:
     try:
-        return [str(ipaddress.ip_address(host.strip("[]")))]
+        return [ip_text(ipaddress.ip_address(host.strip("[]")))]
     except ValueError:
         return None
 
@@ -74,7 +75,7 @@ class SystemResolver:
             raise unresolved(host) from exc
         answers: list[str] = []
         for _family, _type, _proto, _canon, sockaddr in infos:
-            ip = str(ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]))
+            ip = ip_text(ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]))
             if ip not in answers:
                 answers.append(ip)
         if not answers:

@@ -17,12 +17,21 @@ import unicodedata
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-__all__ = ["URL_SAFE", "clean_url", "is_clean"]
+__all__ = ["URL_SAFE", "clean_url", "ip_text", "is_clean"]
 
 # Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
 # non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
 URL_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
 _HOST = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?")
+
+
+def ip_text(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """``ip`` written as RFC 5952 writes it, the same on every Python: an IPv4-mapped IPv6
+    address in its mixed form, ``::ffff:127.0.0.1`` (Python 3.13's ``str``; older ones wrote
+    ``::ffff:7f00:1``), so that hosts, records and refusals do not change with the Python."""
+    if ip.version == 6 and not ip.scope_id and (mapped := ip.ipv4_mapped) is not None:
+        return f"::ffff:{mapped}"
+    return str(ip)
 
 
 def clean_url(value: Any, max_chars: int) -> str | None:
@@ -56,7 +65,7 @@ def clean_url(value: Any, max_chars: int) -> str | None:
             return None
     if ":" in host:
         try:
-            host = f"[{ipaddress.IPv6Address(host)}]"
+            host = f"[{ip_text(ipaddress.IPv6Address(host))}]"
         except ValueError:
             return None
     elif not _HOST.fullmatch(host):

@@ -38,6 +38,7 @@ from ._addresses import (
     embedded_ipv4s,
     ip_allowed,
     ip_in_blocked_range,
+    ip_text,
     is_6to4,
     is_ipv4_compatible,
     is_ipv4_mapped,
@@ -382,7 +383,7 @@ def _parse_host(text: str) -> tuple[str, bool]:
             )
         if _IPV6_CHARS_RE.fullmatch(inner):
             try:
-                return str(ipaddress.IPv6Address(inner)), True
+                return ip_text(ipaddress.IPv6Address(inner)), True
             except ValueError:
                 pass
         raise _invalid_host(text, "it is not an IPv6 address")
@@ -584,7 +585,7 @@ def assert_ip_allowed(
     if found.blocked and not ip_allowed(found.address, allow_networks):
         raise Refused(
             f"refused: {_shorten(host)} resolves to {_address_phrase(found)} "
-            f"({found.address}), which webward never fetches{_allow_hint(found)}",
+            f"({ip_text(found.address)}), which webward never fetches{_allow_hint(found)}",
             reason=REASON_INTERNAL_ADDRESS,
         )
 
@@ -609,7 +610,8 @@ def _allow_hint(found: Classification) -> str:
     bits = 32 if found.address.version == 4 else 128
     return operator_step(
         "",
-        f'an operator can allow its range by adding "{found.address}/{bits}" to {_ALLOW_SETTING}',
+        f'an operator can allow its range by adding "{ip_text(found.address)}/{bits}" to '
+        f"{_ALLOW_SETTING}",
     )
 
 
