@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
+from stores import database
 
 import webward
 from webward import _cmd_audit
@@ -798,7 +799,8 @@ def test_writers_opening_an_old_log_at_once_all_write(monkeypatch: pytest.Monkey
             thread.join(timeout=60)
     finally:
         holder.close()
-    rows = sqlite3.connect(state / "audit.db").execute("SELECT agent, face FROM audit").fetchall()
+    with database(state / "audit.db") as conn:
+        rows = conn.execute("SELECT agent, face FROM audit").fetchall()
     shutil.rmtree(state)
     assert reached
     assert said == ["written"] * writers

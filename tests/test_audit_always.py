@@ -29,6 +29,7 @@ import httpx
 import pytest
 from localserver import LocalServer, Request, respond, serve
 from mcp import Client
+from stores import stored_records
 from test_gateway import TOKENS, running_gateway
 from test_gateway import write_config as gateway_config
 
@@ -304,7 +305,7 @@ def test_cli_answers_an_unexpected_error_in_one_sentence(
     else:
         assert out.err.startswith("webward: webward failed unexpectedly (RuntimeError)")
         assert len(out.err.strip().splitlines()) == 1
-    records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    records = stored_records(SQLiteAuditSink(tmp_path / "state"))
     assert [(r.decision, r.reason) for r in records] == [("failed", "internal_error")]
 
 
@@ -352,7 +353,7 @@ def test_cli_interrupted_mid_read_is_audited(
         _, err = process.communicate(timeout=30)
     assert process.returncode == code, err.decode()
     assert b"Traceback" not in err
-    records = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    records = stored_records(SQLiteAuditSink(tmp_path / "state"))
     assert [(r.decision, r.reason) for r in records] == [("failed", "cancelled")]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from localserver import accept_counter, respond, serve
+from stores import database
 
 from webward._envelope import unwrap
 
@@ -364,7 +365,6 @@ def audit_log(state: Path, rows: int, *, agents: int = 3) -> None:
     SQLite sink writes them (one written through it, the rest copied by SQL, which is fast):
     agent a0, a1, ... in turn, every 10th a search of brave that answered."""
     import datetime as dt
-    import sqlite3
 
     import anyio
 
@@ -377,7 +377,7 @@ def audit_log(state: Path, rows: int, *, agents: int = 3) -> None:
 
     anyio.run(first)
     now = dt.datetime.now(dt.UTC).timestamp()
-    with sqlite3.connect(state / "audit.db") as conn:
+    with database(state / "audit.db") as conn:
         conn.execute(
             "INSERT INTO audit SELECT printf('%032x', i), ?1 - i * 0.01, 'a' || (i % ?2), tier, "
             "CASE WHEN i % 10 = 0 THEN 'web:search.query@1' ELSE capability END, target, "
@@ -459,10 +459,9 @@ def test_audit_counts_unreadable_rows_toward_limit_and_says_so(tmp_path: Path) -
     """Rows webward cannot read (changed by hand) are left out with one `webward:` sentence
     saying how many; they still take their place in --limit, and still mean more records
     match (--limit 2 printed [] and said nothing of the 23 readable records)."""
-    import sqlite3
 
     audit_log(tmp_path, 23)
-    with sqlite3.connect(tmp_path / "audit.db") as conn:
+    with database(tmp_path / "audit.db") as conn:
         newest = list(conn.execute("SELECT * FROM audit ORDER BY ts DESC LIMIT 1").fetchone())
         # The newest three: decisions no webward knows, and redirects that are not JSON.
         for i, (column, value) in enumerate([(6, "maybe"), (10, "not json"), (6, "later")]):

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from fake_models import API_KEY, anthropic_reply, fake_model_api
 from localserver import LocalServer, Request, respond, serve
+from stores import stored_records
 
 from webward import Settings
 from webward._errors import InvalidInput
@@ -47,7 +47,7 @@ def write_config(tmp_path: Path, extra: str = "") -> Path:
 
 
 def records(tmp_path: Path) -> list[tuple[str, str]]:
-    found = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    found = stored_records(SQLiteAuditSink(tmp_path / "state"))
     return [(r.decision, r.reason) for r in found]
 
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from stores import database
 
 from webward import Settings
 from webward._errors import InvalidInput
@@ -342,7 +343,7 @@ async def test_a_damaged_row_is_left_out_and_counted_never_a_failure(tmp_path: P
         "ts = 'yesterday'",
         "duration_ms = 'fast'",
     ]
-    with sqlite3.connect(tmp_path / "audit.db") as conn:
+    with database(tmp_path / "audit.db") as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM audit ORDER BY ts DESC")]
         for record_id, change in zip(ids, damage, strict=False):
             conn.execute(f"UPDATE audit SET {change} WHERE id = ?", (record_id,))

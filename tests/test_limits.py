@@ -495,7 +495,10 @@ async def test_unusable_sqlite_state_refuses(tmp_path: Path) -> None:
         await store.probe()
     assert probed.value.reason == REASON_LIMITS_UNAVAILABLE
     assert "point [state] redis_url (or [state] dir) at one that answers" in probed.value.message
-    await SQLiteLimitState(tmp_path / "fine").probe()  # a usable dir: the probe passes
+    await store.aclose()
+    fine = SQLiteLimitState(tmp_path / "fine")
+    await fine.probe()  # a usable dir: the probe passes
+    await fine.aclose()
 
 
 @pytest.mark.anyio

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 from localserver import respond, serve
+from stores import stored_records
 from test_gateway import FETCH_PATH, auth
 from test_gateway import write_config as gateway_config
 from test_mcp import child_env, rpc_answer
@@ -263,7 +263,7 @@ def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audit
     assert answer.status_code == 200, answer.text
     if face != "serve":
         assert "late words" in json.dumps(rpc_answer(answer)["result"])
-    found = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    found = stored_records(SQLiteAuditSink(tmp_path / "state"))
     assert [(r.decision, r.target) for r in found] == [("allowed", site.url("/slow"))]
 
 
@@ -325,7 +325,7 @@ def test_ctrl_c_pressed_again_during_the_shutdown_changes_neither_the_exit_nor_t
             _stop(proc)
     assert "Traceback" not in stderr, stderr
     assert done.wait(30)
-    found = anyio.run(SQLiteAuditSink(tmp_path / "state").query)
+    found = stored_records(SQLiteAuditSink(tmp_path / "state"))
     assert [(r.decision, r.target) for r in found] == [("allowed", site.url("/slow"))]
 
 

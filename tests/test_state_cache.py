@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from stores import database
 
 from webward._cache import CachedPage
 from webward._convert import Converted
@@ -90,11 +91,10 @@ async def test_an_unusable_file_is_a_miss_not_an_error(tmp_path: Path) -> None:
 async def test_a_row_changed_by_hand_is_a_miss(tmp_path: Path, change: str) -> None:
     """A row of cache.db changed by hand (or by another program): a miss, never a crash, an
     allocation of its number in bytes, or a status the audit log cannot store."""
-    import sqlite3
 
     cache = SQLitePageCache(StateCache(tmp_path, clock=FakeClock()), ttl_s=600, max_chars=10_000)
     await cache.put("k", page("http://a.example/", "hello"))
-    with sqlite3.connect(tmp_path / "cache.db") as conn:
+    with database(tmp_path / "cache.db") as conn:
         conn.execute(f"UPDATE pages SET {change} WHERE key = 'k'")
     found = await cache.get("k")
     assert found is None or (found.status == 200 and found.converted.title == "T")

@@ -555,6 +555,18 @@ def malformed(value: object) -> Malformed | None:
     return None
 
 
+def read_problem(value: object, text: str) -> Malformed | None:
+    """:func:`malformed` of a message Python's parser read (``value``, from ``text``); but a
+    message also nested deeper than the SDK reads is answered for its depth, naming the
+    argument, as when a parser refused it. Which of the two a message got hung on Python's
+    recursion limit, which differs between versions (3.11 stops near 1,000 levels, 3.13 near
+    10,000)."""
+    problem = malformed(value)
+    if problem is not None and _faults(value)[1] > _DEEP_ENOUGH:
+        return unreadable_json(text)
+    return problem
+
+
 async def _audited(
     problem: Malformed, reject: Callable[[dict[str, Any], str], Awaitable[WebwardError]]
 ) -> str:
@@ -1057,7 +1069,7 @@ class _StdinLines:
         except UnicodeDecodeError:
             return _NOT_UTF8
         try:
-            problem = malformed(json.loads(text))
+            problem = read_problem(json.loads(text), text)
         except (ValueError, RecursionError):
             return text  # no JSON: the SDK fails it, and the relay answers so
         if problem is None:
@@ -1417,7 +1429,7 @@ class _MalformedRequests:
         except (ValueError, RecursionError):
             value, problem = None, _NOT_JSON_PROBLEM
         else:
-            problem = malformed(value)
+            problem = read_problem(value, body.decode(json.detect_encoding(body), "surrogatepass"))
         if status == 202:
             if problem is None or problem.message != _BAD_ID:
                 return None  # a notification or a response, as it was
