@@ -1322,6 +1322,43 @@ async def test_contacted_hosts_past_the_cap_are_counted() -> None:
     assert contacted[50:] == ["... and 5 more hosts"]
 
 
+def _children() -> set[int]:
+    """The live (not yet reaped or zombie) processes whose parent is this test process."""
+    me, found = str(os.getpid()), set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                state, parent = f.read().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if parent == me and state != "Z":
+            found.add(int(entry))
+    return found
+
+
+async def test_a_render_cancelled_while_its_driver_starts_leaves_no_driver_running() -> None:
+    """A render cancelled while Playwright's driver was starting (a read's deadline, a
+    client that left) left the driver running: 15 to 21 of 30 such renders did, each a
+    process for as long as the server ran. The start is shielded and the driver stopped."""
+    from webward._render import _playwright
+
+    before = _children()
+
+    async def cancelled_start(delay: float) -> None:
+        with anyio.move_on_after(delay):
+            async with _playwright(anyio.current_time() + 5):
+                await anyio.sleep(0)
+
+    for i in range(30):
+        await cancelled_start(0.002 * (i % 15 + 1))
+    with anyio.move_on_after(10):  # a stopped driver may take a moment to exit
+        while _children() - before:
+            await anyio.sleep(0.05)
+    assert _children() - before == set()
+
+
 async def test_a_cancelled_render_closes_its_browser_before_removing_its_directory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

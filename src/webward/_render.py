@@ -716,8 +716,19 @@ async def _playwright(until: float) -> AsyncIterator[Playwright]:
     from playwright.async_api import async_playwright
 
     manager = async_playwright()
-    pw = await manager.start()
+    # Started shielded (bounded): a start cut off by a cancellation left the driver it had
+    # spawned running, one process more for each render cancelled that early. A cancellation
+    # that came meanwhile is taken at the checkpoint, inside the try, which stops the driver.
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_S) as starting:
+        pw = await manager.start()
+    if starting.cancelled_caught:  # no driver to stop: what it spawned ends with the process
+        raise UpstreamError(
+            f"the headless renderer did not start within {_CLOSE_S:g} s; read the page "
+            "without a screenshot",
+            reason=Reason.RENDER,
+        )
     try:
+        await anyio.lowlevel.checkpoint()
         yield pw
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_closing_bound(until)):
