@@ -379,17 +379,16 @@ def audit_log(state: Path, rows: int, *, agents: int = 3) -> None:
     now = dt.datetime.now(dt.UTC).timestamp()
     with database(state / "audit.db") as conn:
         conn.execute(
-            "INSERT INTO audit SELECT printf('%032x', i), ?1 - i * 0.01, 'a' || (i % ?2), tier, "
+            "INSERT INTO audit SELECT printf('%032x', i), :now - i * 0.01, 'a' || (i % :agents), tier, "
             "CASE WHEN i % 10 = 0 THEN 'web:search.query@1' ELSE capability END, target, "
             "decision, reason, would_deny, final_url, redirects, 200, bytes, content_type, "
             "duration_ms, CASE WHEN i % 10 = 0 THEN 'brave' END, render_contacted, "
             "render_refused, session, hits_dropped, face FROM audit, (WITH RECURSIVE n(i) AS "
             "(SELECT 1 UNION ALL SELECT i + 1 "
-            "FROM n WHERE i < ?3) SELECT i FROM n)",
-            (now, agents, rows - 1),
+            "FROM n WHERE i < :last) SELECT i FROM n)",
+            {"now": now, "agents": agents, "last": rows - 1},
         )
         assert conn.execute("SELECT count(*) FROM audit").fetchone() == (rows,)
-    conn.close()
 
 
 def max_rss_kb_of(
