@@ -78,7 +78,15 @@ def _children(pid: int) -> list[str]:
     return found
 
 
-def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+def _start(
+    args: list[str], env: dict[str, str], sigint: Any = signal.SIG_DFL
+) -> tuple[subprocess.Popen[str], str]:
+    def signals() -> None:
+        # As from a terminal: a suite run under nohup hands its children SIGHUP ignored. A
+        # job a script starts in the background (`cmd &`) has SIGINT ignored.
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, sigint)
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "webward.cli", *args],
         stderr=subprocess.PIPE,
@@ -86,8 +94,7 @@ def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
         stdin=subprocess.DEVNULL,
         text=True,
         env=env,
-        # As from a terminal: a suite run under nohup hands its children SIGHUP ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+        preexec_fn=signals,
     )
     assert proc.stderr is not None
     return proc, proc.stderr.readline()
@@ -198,18 +205,25 @@ def _call_of(face: str, base: str, url: str) -> tuple[str, dict[str, Any], dict[
 
 
 @pytest.mark.parametrize(
-    ("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["sigterm", "sighup"]
+    ("sent", "sigint", "code"),
+    [
+        (signal.SIGTERM, signal.SIG_DFL, 143),
+        (signal.SIGTERM, signal.SIG_IGN, 143),  # a job a script started in the background
+        (signal.SIGHUP, signal.SIG_DFL, 129),
+    ],
+    ids=["sigterm", "sigterm-in-background", "sighup"],
 )
 @pytest.mark.parametrize("face", ["serve", "mcp-http", "mcp-session"])
 def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audited(
-    tmp_path: Path, face: str, sent: signal.Signals, code: int
+    tmp_path: Path, face: str, sent: signal.Signals, sigint: Any, code: int
 ) -> None:
     """SIGTERM, or SIGHUP (the terminal or SSH session it ran in gone), while a call waits on
     its page: the gateway (or `webward mcp --http`, sessionless or in a session, whose answer
     comes on an event stream) stops listening, answers the call once the page comes and
     audits it, then exits with 128 + the signal's number. SIGHUP killed it mid-call: its
     client answered nothing, the call unaudited; a session's event stream was ended 0.2 s
-    into the shutdown, with no answer on it."""
+    into the shutdown, with no answer on it. Started with SIGINT ignored, `mcp --http` exited
+    1 with a traceback (the signal's KeyboardInterrupt inside a task group's group)."""
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     env.update(child_env(tmp_path))
     if face == "serve":
@@ -227,7 +241,7 @@ def test_a_signal_shuts_a_server_down_with_its_call_in_flight_answered_and_audit
 
     answers: queue.Queue[httpx.Response | Exception] = queue.Queue()
     with serve(routes={"/slow": slow}) as site:
-        proc, line = _start(args, env)
+        proc, line = _start(args, env, sigint)
         try:
             assert line.startswith(f"webward {face.split('-')[0]}: "), line
             base = line.split(" on ", 1)[1].split()[0]

@@ -1321,6 +1321,15 @@ class _Draining:
                 tg.start_soon(self._end_streams, exiting)
                 await serve_until_signalled(config, [sock], on_exit=on_exit)
                 tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The signal raised again once the shutdown is done, as KeyboardInterrupt where
+            # SIGINT is ignored (a job started in the background): the command line takes it
+            # for the exit code (143 for SIGTERM), as it does from `webward serve`, not inside
+            # the task group's group (exit 1 and a traceback).
+            interrupted, rest = group.split(KeyboardInterrupt)
+            if interrupted is not None and rest is None:
+                raise KeyboardInterrupt from None
+            raise
         finally:
             # Process-wide: a server started later in this process (a test) starts afresh.
             AppStatus.should_exit = False
