@@ -167,6 +167,12 @@ PAGES: list[tuple[str, Any, str]] = [
     ("LaTeXML equations 990 kB", lambda: hostile.reading_rules_html("equations"), "text/html"),
     ("numbered captions 990 kB", lambda: hostile.reading_rules_html("captions"), "text/html"),
     (
+        "an equation row of 45,000 cells",
+        lambda: hostile.reading_rules_html("equation row"),
+        "text/html",
+    ),
+    ("styles of list-style 990 kB", lambda: hostile.reading_rules_html("list styles"), "text/html"),
+    (
         "99,000 hidden paragraphs 990 kB",
         lambda: hostile.tiny_elements_html(b"<p hidden>"),
         "text/html",
@@ -299,6 +305,8 @@ _MAKERS = {
     "LaTeXML paragraphs 990 kB": 'hostile.reading_rules_html("latexml")',
     "LaTeXML equations 990 kB": 'hostile.reading_rules_html("equations")',
     "numbered captions 990 kB": 'hostile.reading_rules_html("captions")',
+    "an equation row of 45,000 cells": 'hostile.reading_rules_html("equation row")',
+    "styles of list-style 990 kB": 'hostile.reading_rules_html("list styles")',
     "99,000 hidden paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p hidden>")',
     "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
     "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",

@@ -705,7 +705,9 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
     a code block of 80,000 line blocks (``lines``), inline quotations (``quotes``), buttons
     in table cells (``buttons``), headings in summaries (``summaries``); and of 2026-12-05's
     second round: a list numbered in letters (``letters``), LaTeXML's paragraph wrappers
-    (``latexml``), equation tables (``equations``), numbered captions (``captions``)."""
+    (``latexml``), equation tables (``equations``), numbered captions (``captions``), one
+    equation row of cells (``equation row``), styles of "list-style:" over and over
+    (``list styles``)."""
     head, unit, tail = {
         "steps": (b"<ol>", b"<li><div><span>S</span><h2>t</h2></div><div><p>w</p></div></li>",
                   b"</ol>"),
@@ -720,5 +722,7 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
                       b"<mi>x</mi></math></td><td>(1)</td></tr></table>", b""),
         "captions": (b"", b'<figure><img src="f.png"><figcaption class="caption">Figure 1: '
                      b"c</figcaption></figure>", b""),
+        "equation row": (b'<table class="ltx_equation"><tr>', b"<td>wwwwwwwwwwwww</td>", b"</tr></table>"),
+        "list styles": (b"", b'<ol style="' + b"list-style:" * 90 + b'"><li>w</li></ol>', b""),
     }[kind]  # fmt: skip
     return _fill(_HEAD + head, unit, size, tail + _TAIL)

@@ -1112,6 +1112,22 @@ def test_each_caption_of_figures_inside_figures_stays() -> None:
     assert "e.png" not in text
 
 
+def test_an_equation_tables_caption_stays_and_one_holding_blocks_stays_a_table() -> None:
+    """An equation's table keeps its caption, as a paragraph before its lines; one that
+    holds a table or paragraphs (a layout around more than one formula) is left a table,
+    every row of it read once, none lost."""
+    lines = _reading_of(
+        '<table class="ltx_equation"><caption>Caption words that matter</caption><tr>'
+        "<td>x = 1</td><td>(1)</td></tr></table>"
+        '<table class="ltx_equationgroup"><tr><td><table class="ltx_equation"><tr>'
+        "<td>inner one</td><td>(3a)</td></tr></table></td><td>(3)</td></tr>"
+        "<tr><td>second row</td><td>(4)</td></tr></table>"
+    )
+    assert lines.index("Caption words that matter") + 1 == lines.index("x = 1 (1)")
+    text = "\n".join(lines)
+    assert text.count("inner one") == 1 and "second row" in text and "(4)" in text
+
+
 def test_a_numbered_caption_stays_whatever_its_class() -> None:
     """A caption that numbers its figure ("Table 1:", "Figure 2.") is what the text refers
     to, so it stays, a table's too, although its class holds "caption" (trafilatura drops
@@ -1344,6 +1360,35 @@ def test_an_ordered_list_of_letters_or_numerals_keeps_them_in_both_readings() ->
         '<ol type="a"><li>unused</li><li>faulty</li></ol></td></tr></table>'
     )
     assert "| Refunds | a. unused<br>b. faulty |" in _reading_of(cell)
+
+
+def test_a_lettered_lists_edge_cases_read_as_a_browser_shows_them() -> None:
+    """The style's last list-style declaration wins, named whole (a custom property, an
+    image's URL or another property name holding the words names no type); a list quoted in
+    the whole-page reading keeps its letters inside the quote; an item lettered past 999
+    keeps its later paragraphs in the item, not in a code block."""
+    styled = (
+        '<ol style="list-style-type: lower-alpha; list-style-type: decimal"><li>last wins</li>'
+        '<li>two</li></ol><p>Between.</p><ol style="--list-style: lower-alpha"><li>custom</li>'
+        '<li>two</li></ol><p>Again.</p><ol style="list-style: url(lower-alpha.png) decimal">'
+        '<li>image</li><li>two</li></ol><p>More.</p><ol style="x-list-style: upper-roman">'
+        "<li>other name</li><li>two</li></ol>"
+    )
+    lines = _whole_page(styled)
+    for first in ("last wins", "custom", "image", "other name"):
+        assert f"1. {first}" in lines
+    quoted = _whole_page(
+        '<blockquote><ol type="a"><li>Quoted one</li><li>Quoted two</li></ol></blockquote>'
+    )
+    assert "> - a. Quoted one" in quoted and "> - b. Quoted two" in quoted
+    wide = _whole_page(
+        '<ol type="a" start="1000"><li><p>Para one</p><p>Para two goes on.</p></li>'
+        "<li>next</li></ol>"
+    )
+    first = wide.index("-  all. Para one")
+    second = next(line for line in wide[first + 1 :] if line.strip())
+    assert second.strip() == "Para two goes on." and len(second) - len(second.lstrip()) < 7
+    assert "-  alm. next" in wide
 
 
 def test_definitions_stay_paired_with_their_terms_in_both_readings() -> None:

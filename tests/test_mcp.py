@@ -1109,6 +1109,8 @@ def test_a_lone_surrogate_in_an_id_is_answered_with_no_id_and_the_server_goes_on
     # Past the SDK's depth but within Python's parser's (any version's): answered for its
     # depth too, as the deeper one is, not for its id.
     deep500 = b'{"url": "https://a.test/deep500", "zz": %s1%s}' % (b"[" * 500, b"]" * 500)
+    # Within the SDK's depth (200 levels, the message the first): its id is what is wrong.
+    deep150 = b'{"url": "https://a.test/deep150", "zz": %s1%s}' % (b"[" * 150, b"]" * 150)
     try:
         initialize(process, ask)
         answers = [
@@ -1117,6 +1119,7 @@ def test_a_lone_surrogate_in_an_id_is_answered_with_no_id_and_the_server_goes_on
             ask(head + b'{"name": "web_fetch", "arguments": %s}}' % deep),
             ask(b'{"jsonrpc": "2.0", "id": "\\udc00", "method": "tools/list"}'),
             ask(head + b'{"name": "web_fetch", "arguments": %s}}' % deep500),
+            ask(head + b'{"name": "web_fetch", "arguments": %s}}' % deep150),
         ]
         listed = ask(b'{"jsonrpc": "2.0", "id": 99, "method": "tools/list"}')
     finally:
@@ -1124,7 +1127,8 @@ def test_a_lone_surrogate_in_an_id_is_answered_with_no_id_and_the_server_goes_on
         process.wait(timeout=30)
         process.stdout.close()
     assert [(a["id"], a["error"]["code"]) for a in answers] == [
-        (None, -32600), (None, -32600), (None, -32602), (None, -32600), (None, -32602)
+        (None, -32600), (None, -32600), (None, -32602), (None, -32600), (None, -32602),
+        (None, -32600),
     ]  # fmt: skip
     assert answers[0]["error"]["message"].startswith('the request\'s "id" must be a string')
     assert answers[2]["error"]["message"].startswith("the argument 'zz' is nested too deeply")
@@ -1135,6 +1139,7 @@ def test_a_lone_surrogate_in_an_id_is_answered_with_no_id_and_the_server_goes_on
     assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
         ("agent:tool.unknown@1", "refused", ""),  # params 1: no tool named
         ("web:page.fetch@1", "refused", "https://a.test/deep"),
+        ("web:page.fetch@1", "refused", "https://a.test/deep150"),
         ("web:page.fetch@1", "refused", "https://a.test/deep500"),
         ("web:page.fetch@1", "refused", "https://a.test/id"),
     ]

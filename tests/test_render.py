@@ -1359,6 +1359,37 @@ async def test_a_render_cancelled_while_its_driver_starts_leaves_no_driver_runni
     assert _children() - before == set()
 
 
+async def test_a_driver_that_starts_past_its_bound_is_stopped_once_it_has(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A driver slower to start than the render's bound: the render says so in one sentence
+    at the bound, and the driver, once it has started, is stopped (it ran on, a process
+    for as long as the server did). Playwright's own driver, behind a script that waits."""
+    import playwright._impl.transport as transport
+    from playwright._impl._driver import compute_driver_executable
+
+    from webward import _render
+
+    node, cli = compute_driver_executable()
+    slow = tmp_path / "slow-driver"
+    slow.write_text(f'#!/bin/sh\nsleep 1.5\nexec "{node}" "$@"\n')
+    slow.chmod(0o755)
+    monkeypatch.setattr(transport, "compute_driver_executable", lambda: (str(slow), cli))
+    monkeypatch.setattr(_render, "_CLOSE_S", 0.5)
+    before = _children()
+    with pytest.raises(UpstreamError) as info:
+        async with _render._playwright(anyio.current_time() + 30):
+            pass
+    assert info.value.message == (
+        "the headless renderer did not start within 0.5 s; read the page without a screenshot"
+    )
+    assert _children() - before  # the driver is still starting
+    with anyio.move_on_after(20):  # it starts (1.5 s and node's start), then is stopped
+        while _children() - before:
+            await anyio.sleep(0.05)
+    assert _children() - before == set()
+
+
 async def test_a_cancelled_render_closes_its_browser_before_removing_its_directory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -562,7 +562,7 @@ def read_problem(value: object, text: str) -> Malformed | None:
     recursion limit, which differs between versions (3.11 stops near 1,000 levels, 3.13 near
     10,000)."""
     problem = malformed(value)
-    if problem is not None and _faults(value)[1] > _DEEP_ENOUGH:
+    if problem is not None and _faults(value)[1] > _SDK_DEPTH:
         return unreadable_json(text)
     return problem
 
@@ -603,6 +603,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # Nested this deep, a message the SDK refused is refused for its depth (its parser stops at
 # about 200): none of webward's own messages comes near.
 _DEEP_ENOUGH = 100
+# The deepest nesting (objects and arrays, the message itself the first) the SDK's parser
+# (pydantic-core's) reads: a message of 201 levels is refused, "recursion limit exceeded".
+_SDK_DEPTH = 200
 
 
 def _int_or_long(digits: str) -> int | _Unreadable:

@@ -20,6 +20,7 @@ user namespaces the sandbox is off and that is said in the docs (docs/render.md)
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import importlib.util
@@ -716,23 +717,42 @@ async def _playwright(until: float) -> AsyncIterator[Playwright]:
     from playwright.async_api import async_playwright
 
     manager = async_playwright()
-    # Started shielded (bounded): a start cut off by a cancellation left the driver it had
-    # spawned running, one process more for each render cancelled that early. A cancellation
-    # that came meanwhile is taken at the checkpoint, inside the try, which stops the driver.
-    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_S) as starting:
-        pw = await manager.start()
-    if starting.cancelled_caught:  # no driver to stop: what it spawned ends with the process
+    # A start cut off by a cancellation left the driver it had spawned running, one process
+    # more for each render cancelled that early: the start runs in a task of its own, never
+    # cancelled. The render waits for it (shielded) up to _CLOSE_S; past that it gives up,
+    # and the driver is stopped whenever it has started. A cancellation that came meanwhile
+    # is taken at the checkpoint, inside the try, which stops the driver.
+    starting = asyncio.get_running_loop().create_task(manager.start())
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_S):
+        await asyncio.shield(starting)
+    if not starting.done():
+        starting.add_done_callback(functools.partial(_stop_once_started, manager))
         raise UpstreamError(
             f"the headless renderer did not start within {_CLOSE_S:g} s; read the page "
             "without a screenshot",
             reason=Reason.RENDER,
         )
+    pw = starting.result()
     try:
         await anyio.lowlevel.checkpoint()
         yield pw
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_closing_bound(until)):
             await manager.__aexit__(None, None, None)
+
+
+#: The stops of drivers that started after their render gave up on them (a reference kept
+#: until each is done, as the event loop keeps only a weak one).
+_STOPPING: set[asyncio.Task[None]] = set()
+
+
+def _stop_once_started(manager: Any, started: asyncio.Task[Any]) -> None:
+    """Stop the driver of a render that gave up waiting for it, now that it has started."""
+    if started.cancelled() or started.exception() is not None:
+        return  # no driver runs (the event loop closing cancels what is left)
+    stopping = started.get_loop().create_task(manager.__aexit__(None, None, None))
+    _STOPPING.add(stopping)
+    stopping.add_done_callback(_STOPPING.discard)
 
 
 async def _close(context: Any, profile: str, until: float) -> None:

@@ -92,6 +92,7 @@ _ANY_MARK = re.compile(f"{NUMBER}{_LABEL}{NUMBER}|[{MARKS}]")
 # code or link bracket, then the marks. Nothing in it repeats over what follows, so a line
 # is matched once, in time linear in its length.
 _LEAD = re.compile(
+    r"(?P<quote>(?:> ?)*)"  # html-to-markdown's own quotes (trafilatura's are marks)
     r"(?P<indent> {0,12})"
     r"(?P<item>(?:[-+*]|(?P<number>\d{1,9})(?P<delimiter>[.)]))(?P<gap> +))?"
     r"(?P<heading>#{1,6} +)?"
@@ -111,13 +112,7 @@ _BLOCK_START = re.compile(r"#{1,6}(?=[ \t]|$)|>|[-+*](?=[ \t]|$)|\d{1,9}(?=[.)](
 # Python refuses to read a string of over 4,300 digits as an int.)
 _INTEGER = re.compile(r"[\t\n\f\r ]*([-+]?)0*(\d{1,10})")
 _MAX_NUMBER = 999_999_999  # CommonMark's largest list number
-# An ordered list's letters or roman numerals, from its style attribute: list-style-type, or
-# the type word of the list-style shorthand.
-_LIST_STYLE = re.compile(
-    r"list-style(?:-type)?\s*:[^;]*?\b(lower-(?:alpha|latin|roman)|upper-(?:alpha|latin|roman)"
-    r"|decimal)\b",
-    re.IGNORECASE,
-)
+# The list-style-type keywords of letters and roman numerals, and decimal's.
 _CSS_LIST_STYLES = {
     "lower-alpha": "a", "lower-latin": "a", "upper-alpha": "A", "upper-latin": "A",
     "lower-roman": "i", "upper-roman": "I", "decimal": None,
@@ -132,6 +127,8 @@ _EQUATION_TABLES = (
     " or contains(concat(' ', normalize-space(@class), ' '), ' ltx_equationgroup ')"
     " or contains(concat(' ', normalize-space(@class), ' '), ' ltx_eqn_table ')]"
 )
+# What a cell of an equation's table never holds: a table of them holding one is left as is.
+_EQUATION_BLOCKS = ("table", "p", "div", "ul", "ol", "dl", "pre", "blockquote")
 _LATEXML_PARAGRAPHS = "//div[contains(concat(' ', normalize-space(@class), ' '), ' ltx_para ')]"
 _UNWRAPPED = "webward-unwrapped"
 # What ends the search for an item's first words: its own sub-blocks (their words are not
@@ -296,13 +293,22 @@ def _item_labels(ol: Any, *, plain: bool = False) -> dict[Any, str] | None:
 
 def _list_style(ol: Any) -> str | None:
     """The letters or numerals an ordered list is numbered with (``a``, ``A``, ``i``, ``I``),
-    from its ``list-style`` in its ``style`` (which wins, as CSS does) or its ``type``; None
-    for numbers."""
-    # The first 1,000 characters: a style of megabytes of "list-style:" would be searched
-    # from each of them to its end.
-    declared = _LIST_STYLE.search((ol.get("style") or "")[:1000])
-    if declared is not None:
-        return _CSS_LIST_STYLES.get(declared.group(1).lower())
+    from the last ``list-style-type`` or ``list-style`` declaration of its ``style`` (which
+    wins, as CSS does; a shorthand without a type sets none) or its ``type``; None for
+    numbers. Declarations are split at ``;`` and named whole (``--list-style`` and
+    ``url(lower-alpha.png)`` name no type), within the style's first 1,000 characters."""
+    style = (ol.get("style") or "")[:1000]
+    if "list-style" in style.lower():
+        declared = False
+        kind = None
+        for declaration in style.split(";"):
+            name, colon, value = declaration.partition(":")
+            if colon and name.strip().lower() in ("list-style", "list-style-type"):
+                declared = True
+                words = value.lower().split()
+                kind = next((_CSS_LIST_STYLES[w] for w in words if w in _CSS_LIST_STYLES), None)
+        if declared:
+            return kind
     kind = (ol.get("type") or "").strip()
     return kind if kind in ("a", "A", "i", "I") else None
 
@@ -342,23 +348,36 @@ def _equation_lines(tree: Any) -> None:
     if wrappers:
         lxml.etree.strip_tags(tree, _UNWRAPPED)
     for table in tree.xpath(_EQUATION_TABLES):
-        paragraphs = []
-        for row in table.iter("tr"):
-            line = row.makeelement("p", {})
-            for cell in row.iterchildren("td", "th"):
-                if not (cell.text or "").strip() and not len(cell):
-                    continue  # the layout's padding
-                last = line[-1] if len(line) else None
-                _append_text(
-                    line, last, [" " if line.text or last is not None else "", cell.text or ""]
-                )
-                for child in list(cell):
-                    line.append(child)  # its tail goes with it
-            paragraphs.append(line)
+        if next(table.iterdescendants(_EQUATION_BLOCKS), None) is not None:
+            continue  # a table or paragraphs in it: a layout around more than an equation
         block = table.makeelement("div", {"class": "ltx_equation"})
-        block.extend(paragraphs)
+        caption = table.find("caption")
+        if caption is not None:
+            caption.tag, caption.tail = "p", None
+            block.append(caption)
+        block.extend(_equation_line(row) for row in table.xpath("./tr | ./*/tr"))
         block.tail = table.tail
         table.getparent().replace(table, block)
+
+
+def _equation_line(row: Any) -> Any:
+    """A ``<p>`` of the row's cells that hold something, a space between them. Each text is
+    added once, where the next element or the end comes: a row of 45,000 cells written into
+    the paragraph's text cell by cell took 15 s."""
+    line = row.makeelement("p", {})
+    pending: list[str] = []
+    for cell in row.iterchildren("td", "th"):
+        if not (cell.text or "").strip() and not len(cell):
+            continue  # the layout's padding
+        if pending or len(line):
+            pending.append(" ")
+        pending.append(cell.text or "")
+        for child in list(cell):
+            _append_text(line, line[-1] if len(line) else None, pending)
+            pending = []
+            line.append(child)  # its tail goes with it
+    _append_text(line, line[-1] if len(line) else None, pending)
+    return line
 
 
 def _cell_lines(tree: Any) -> None:
@@ -1070,7 +1089,14 @@ def _rewrite_lead(match: re.Match[str], line: str) -> tuple[str, int]:
         # A letter or numeral is no list marker in Markdown: the item is a bullet that
         # starts with it, as a browser shows it (a. b. c.).
         lead = f"{label}{match['delimiter']}"
-        item = f"{lead}{match['gap']}" if label.isdigit() else f"- {lead} "
+        if label.isdigit():
+            item = f"{lead}{match['gap']}"
+        else:
+            # The item's later lines are indented to its number's width ("1000. "): the
+            # bullet's words start no more than 3 columns short of that (1 to 4 spaces after
+            # the "-"), or those lines would read as a code block.
+            width = len(match["item"])
+            item = f"-{' ' * max(1, min(4, width - 4))}{lead} "
     heading, opening = match["heading"] or "", match["opening"]
     rest = line[match.end() :]
     if not heading and not opening:
@@ -1081,5 +1107,8 @@ def _rewrite_lead(match: re.Match[str], line: str) -> tuple[str, int]:
         if start:
             at = start.end() if start.group()[0].isdigit() else start.start()
             rest = f"{rest[:at]}\\{rest[at:]}"
-    quoted = f"{'> ' * outside}{match['indent']}{item}{'> ' * inside}{heading}{opening}{rest}"
+    quoted = (
+        f"{'> ' * outside}{match['quote']}{match['indent']}{item}{'> ' * inside}{heading}"
+        f"{opening}{rest}"
+    )
     return quoted, outside

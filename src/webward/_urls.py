@@ -29,8 +29,8 @@ def ip_text(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     """``ip`` written as RFC 5952 writes it, the same on every Python: an IPv4-mapped IPv6
     address in its mixed form, ``::ffff:127.0.0.1`` (Python 3.13's ``str``; older ones wrote
     ``::ffff:7f00:1``), so that hosts, records and refusals do not change with the Python."""
-    if ip.version == 6 and not ip.scope_id and (mapped := ip.ipv4_mapped) is not None:
-        return f"::ffff:{mapped}"
+    if ip.version == 6 and (mapped := ip.ipv4_mapped) is not None:
+        return f"::ffff:{mapped}" + (f"%{ip.scope_id}" if ip.scope_id else "")
     return str(ip)
 
 
