@@ -555,15 +555,17 @@ def malformed(value: object) -> Malformed | None:
     return None
 
 
-def read_problem(value: object, text: str) -> Malformed | None:
-    """:func:`malformed` of a message Python's parser read (``value``, from ``text``); but a
-    message also nested deeper than the SDK reads is answered for its depth, naming the
+def read_problem(value: object, source: str | bytes) -> Malformed | None:
+    """:func:`malformed` of a message Python's parser read (``value``, from ``source``); but
+    a message also nested deeper than the SDK reads is answered for its depth, naming the
     argument, as when a parser refused it. Which of the two a message got hung on Python's
     recursion limit, which differs between versions (3.11 stops near 1,000 levels, 3.13 near
     10,000)."""
     problem = malformed(value)
     if problem is not None and _faults(value)[1] > _SDK_DEPTH:
-        return unreadable_json(text)
+        if isinstance(source, bytes):  # as json.loads read it: UTF-8, -16 or -32
+            source = source.decode(json.detect_encoding(source), "surrogatepass")
+        return unreadable_json(source)
     return problem
 
 
@@ -1441,7 +1443,7 @@ class _MalformedRequests:
         except (ValueError, RecursionError):
             value, problem = None, _NOT_JSON_PROBLEM
         else:
-            problem = read_problem(value, body.decode(json.detect_encoding(body), "surrogatepass"))
+            problem = read_problem(value, body)
         if status == 202:
             if problem is None or problem.message != _BAD_ID:
                 return None  # a notification or a response, as it was
