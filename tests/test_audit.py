@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from stores import database
+from stores import database, older_audit_table
 
 import webward
 from webward import _cmd_audit
@@ -1035,21 +1035,15 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
 ) -> None:
     """The hosts a render contacted and refused are stored and read back; an audit.db
     written before those columns existed gains them on open, its old rows reading empty."""
-    import sqlite3
 
-    from webward.audit._core import ADDED_COLUMNS, COLUMNS, table_sql
+    from webward.audit._core import ADDED_COLUMNS
 
-    old_schema = table_sql(tuple(c for c in COLUMNS if c not in ADDED_COLUMNS))
+    old_schema, old_row = older_audit_table([name for name, _ in ADDED_COLUMNS])
     assert "render_" not in old_schema
     (tmp_path / "state").mkdir()
-    conn = sqlite3.connect(tmp_path / "state" / "audit.db")
-    conn.execute(old_schema)
-    conn.execute(
-        "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
-        "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL)"
-    )
-    conn.commit()
-    conn.close()
+    with database(tmp_path / "state" / "audit.db") as conn:
+        conn.execute(old_schema)
+        conn.execute(old_row)
     sink = SQLiteAuditSink(tmp_path / "state")
     rendered = record(
         minutes=1,
@@ -1071,22 +1065,13 @@ async def test_session_and_hits_dropped_round_trip_and_a_log_from_before_gains_t
     """A record's session and the hits its search lists dropped are stored and read back; an
     audit.db of the release before (render hosts, no session) gains both columns on open, its
     old rows reading None for each."""
-    import sqlite3
 
-    from webward.audit._core import COLUMNS, table_sql
-
-    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped", "face")))
+    before, old_row = older_audit_table(("session", "hits_dropped", "face"))
     assert "render_refused" in before and "session" not in before
     (tmp_path / "state").mkdir()
-    conn = sqlite3.connect(tmp_path / "state" / "audit.db")
-    conn.execute(before)
-    conn.execute(
-        "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
-        "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL, "
-        "'[]', '[]')"
-    )
-    conn.commit()
-    conn.close()
+    with database(tmp_path / "state" / "audit.db") as conn:
+        conn.execute(before)
+        conn.execute(old_row)
     sink = SQLiteAuditSink(tmp_path / "state")
     searched = record(
         minutes=1,

@@ -12,21 +12,18 @@ shape cache and `webward audit --face`.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 from localserver import LocalServer, respond, serve
+from stores import database, older_audit_table
+from test_audit import _args, _run
 
 from webward import Settings, Web, _cmd_audit
-from webward._errors import WebwardError
 from webward.audit import FACES, AuditRecord, SQLiteAuditSink
-from webward.audit._core import COLUMNS, table_sql
-from webward.cli import report_error
 from webward.testing import MemoryAuditSink
 
 PAGE = "<html><head><title>T</title></head><body><p>an ordinary page</p></body></html>"
@@ -81,18 +78,12 @@ def test_a_face_no_record_could_explain_is_refused() -> None:
 async def test_face_round_trips_and_an_audit_db_from_before_gains_it(tmp_path: Path) -> None:
     """An audit.db of the release before (session and hits_dropped, no face) gains the face
     column when a sink opens it: its old rows read None (unknown), new records keep theirs."""
-    before = table_sql(tuple(c for c in COLUMNS if c[0] != "face"))
+    before, old_row = older_audit_table(("face",))
     assert "hits_dropped" in before and "face" not in before
     (tmp_path / "state").mkdir()
-    conn = sqlite3.connect(tmp_path / "state" / "audit.db")
-    conn.execute(before)
-    conn.execute(
-        "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
-        "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL, "
-        "'[]', '[]', NULL, NULL)"
-    )
-    conn.commit()
-    conn.close()
+    with database(tmp_path / "state" / "audit.db") as conn:
+        conn.execute(before)
+        conn.execute(old_row)
     sink = SQLiteAuditSink(tmp_path / "state")
     new = AuditRecord.create(
         decision="allowed", reason="allowed", agent="alice", tier="connected",
@@ -103,22 +94,6 @@ async def test_face_round_trips_and_an_audit_db_from_before_gains_it(tmp_path: P
     await sink.aclose()
     assert back == new and back.face == "mcp-http"
     assert (old.id, old.face, old.to_wire()["face"]) == ("old", None, None)
-
-
-def _run(args: argparse.Namespace, s: Settings) -> int:
-    try:
-        return _cmd_audit.run(args, s)
-    except WebwardError as exc:
-        return report_error(exc, args.json)
-
-
-def _args(**given: object) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    _cmd_audit.add_arguments(parser)
-    ns = parser.parse_args([])
-    for k, v in given.items():
-        setattr(ns, k, v)
-    return ns
 
 
 def test_webward_audit_filters_on_the_face_and_shows_it(

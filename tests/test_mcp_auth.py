@@ -67,6 +67,14 @@ async def records(config: Path) -> list[tuple[str, str, str]]:
     return sorted((r.agent, r.tier, r.decision) for r in found)
 
 
+async def alices_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
+    """The headers of a request in a session alice opened (initialize, with her token)."""
+    opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
+    headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
+    headers["mcp-protocol-version"] = "2025-06-18"
+    return headers
+
+
 @pytest.mark.anyio
 async def test_each_token_acts_as_its_agent_and_tier(tmp_path: Path, site: LocalServer) -> None:
     """alice (connected) reads the page, bob (as-owner) is refused it and search; arguments
@@ -181,9 +189,7 @@ async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audit
         mcp_over_http(tmp_path, config, args=()) as url,
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
-        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
-        headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
-        headers["mcp-protocol-version"] = "2025-06-18"
+        headers = await alices_session(http, url)
         bodies = [
             [LIST, {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call}],
             {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": [1]},
@@ -232,9 +238,7 @@ async def test_valid_json_the_sdk_cannot_read_is_answered_with_its_id_and_audite
         mcp_over_http(tmp_path, config, args=()) as url,
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
-        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
-        headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
-        headers["mcp-protocol-version"] = "2025-06-18"
+        headers = await alices_session(http, url)
         headers["content-type"] = "application/json"
         answers = [
             await http.post(url, content=unreadable_call(41 + i, arguments), headers=headers)
@@ -270,9 +274,7 @@ async def test_a_call_in_utf16_is_answered_not_utf8_with_its_id_and_audited(
         mcp_over_http(tmp_path, config, args=()) as url,
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
-        opened = await http.post(url, json=INITIALIZE, headers={**ACCEPT, **bearer("alice")})
-        headers = {**ACCEPT, **bearer("alice"), "mcp-session-id": opened.headers["mcp-session-id"]}
-        headers["mcp-protocol-version"] = "2025-06-18"
+        headers = await alices_session(http, url)
         headers["content-type"] = "application/json"
         answers = []
         for i, encoding in enumerate(("utf-16-le", "utf-16-be", "utf-32-le")):

@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from conftest import PostgresServer
 from localserver import respond, serve
+from stores import older_audit_table
 
 from webward import Refused, Settings, StaticResolver, Web
 from webward.audit import REASON_AUDIT_UNAVAILABLE, AuditRecord, open_audit_sink
@@ -396,16 +397,13 @@ async def test_render_hosts_round_trip_and_an_older_log_gains_their_columns(
     table an older webward created gains the columns when a sink opens it."""
     import psycopg
 
-    from webward.audit._core import ADDED_COLUMNS, COLUMNS, table_sql
+    from webward.audit._core import ADDED_COLUMNS
 
-    original = table_sql(tuple(c for c in COLUMNS if c not in ADDED_COLUMNS))
+    original, old_row = older_audit_table([name for name, _ in ADDED_COLUMNS])
     assert "render_" not in original  # the first release's table
     async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
         await conn.execute(original)  # type: ignore[arg-type]
-        await conn.execute(
-            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
-            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL)"
-        )
+        await conn.execute(old_row)  # type: ignore[arg-type]
     sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
     rendered = AuditRecord.create(
         decision="allowed",
@@ -433,17 +431,11 @@ async def test_a_table_from_before_sessions_gains_session_and_hits_dropped(
     record's are stored and read back."""
     import psycopg
 
-    from webward.audit._core import COLUMNS, table_sql
-
-    before = table_sql(tuple(c for c in COLUMNS if c[0] not in ("session", "hits_dropped", "face")))
+    before, old_row = older_audit_table(("session", "hits_dropped", "face"))
     assert "render_refused" in before and "session" not in before
     async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
         await conn.execute(before)  # type: ignore[arg-type]
-        await conn.execute(
-            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
-            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, "
-            "NULL, '[]', '[]')"
-        )
+        await conn.execute(old_row)  # type: ignore[arg-type]
     sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
     searched = AuditRecord.create(
         decision="allowed",
@@ -469,17 +461,11 @@ async def test_a_table_from_before_faces_gains_the_face_column(postgres_dsn: str
     record's face is stored and read back."""
     import psycopg
 
-    from webward.audit._core import COLUMNS, table_sql
-
-    before = table_sql(tuple(c for c in COLUMNS if c[0] != "face"))
+    before, old_row = older_audit_table(("face",))
     assert "hits_dropped" in before and "face" not in before
     async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
         await conn.execute(before)  # type: ignore[arg-type]
-        await conn.execute(
-            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
-            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, "
-            "NULL, '[]', '[]', NULL, NULL)"
-        )
+        await conn.execute(old_row)  # type: ignore[arg-type]
     sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
     new = AuditRecord.create(
         decision="allowed", reason="allowed", agent="r", tier="connected",
@@ -650,17 +636,15 @@ async def test_a_select_only_role_reads_an_older_log_it_may_not_upgrade(
     """A table an older webward created, which an auditor may only SELECT: the columns it
     lacks read as their defaults, through ``query`` and the console's listing, and the table
     is left as it was (only its owner may add them)."""
-    from webward.audit._core import ADDED_COLUMNS, COLUMNS, table_sql
+    from webward.audit._core import ADDED_COLUMNS, COLUMNS
     from webward.console import AuditFilter
     from webward.console._postgres_reader import PostgresAuditReader
 
     old = tuple(c for c in COLUMNS if c not in ADDED_COLUMNS)
+    old_table, old_row = older_audit_table([name for name, _ in ADDED_COLUMNS])
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(table_sql(old))  # type: ignore[arg-type]
-        conn.execute(
-            "INSERT INTO audit VALUES ('old', 1.0, 'cli', 'full', 'web:page.fetch@1', "
-            "'https://example.org/', 'allowed', 'allowed', NULL, NULL, '[]', 200, 1, NULL, 1, NULL)"
-        )
+        conn.execute(old_table)  # type: ignore[arg-type]
+        conn.execute(old_row)  # type: ignore[arg-type]
     auditor = role_with(postgres_dsn, "SELECT")
     sink = PostgresAuditSink(auditor, dsn_env=ENV)
     try:

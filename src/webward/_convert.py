@@ -905,19 +905,6 @@ class _LinkUrls:
         return url
 
 
-def _opening(element: Any, size: int = 100) -> str:
-    """The first ``size`` characters or so of ``element``'s text, read no further: a caption
-    nested in captions would otherwise be read whole once for each."""
-    pieces: list[str] = []
-    count = 0
-    for piece in element.itertext():
-        pieces.append(piece[:size])
-        count += len(pieces[-1])
-        if count >= size:
-            break
-    return "".join(pieces)
-
-
 def _caption_paragraphs(figure: Any, *, every: bool) -> None:
     """The captions of ``figure`` as paragraphs: ``every`` one, or only those that number
     their figure ("Figure 3:", "Table 1.", "Abb. 2"), which the text refers to by number (a
@@ -927,7 +914,7 @@ def _caption_paragraphs(figure: Any, *, every: bool) -> None:
     leaves PortMiami") is left to that rule: the development sets' articles leave them out
     (keeping them cost five pages precision, three of them held out)."""
     for caption in figure.iter("figcaption"):
-        if _NUMBERED_CAPTION.match(_opening(caption)) is not None:
+        if _NUMBERED_CAPTION.match(_leading_text(caption, 100)) is not None:
             caption.tag = "p"
             caption.attrib.pop("class", None)
             caption.attrib.pop("id", None)
