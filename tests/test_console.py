@@ -318,7 +318,7 @@ def test_gateway_console_sessions_are_signed_expire_and_end(tmp_path: Path) -> N
     forged = [
         f"{head}.{issued}.{b'bot'.hex()}.{mac}",  # another agent's name
         f"{head}.{int(issued[:-16], 16) + 3600:x}{issued[-16:]}.{name}.{mac}",  # a later login
-        f"{head}.{issued}.{name}.{mac[:-1]}0",
+        f"{head}.{issued}.{name}.{mac[:-1]}{'1' if mac.endswith('0') else '0'}",  # altered
         f"{head}.{issued}.{name}",
         f"{head}.zz{issued[-16:]}.{name}.{mac}",
         f"{head}.{issued[-16:]}.{name}.{mac}",
