@@ -1391,6 +1391,21 @@ def test_a_lettered_lists_edge_cases_read_as_a_browser_shows_them() -> None:
     assert "-  alm. next" in wide
 
 
+def test_a_code_block_first_in_an_item_leaves_the_later_items_their_numbers() -> None:
+    """A ``<pre>`` first in an item opens its fence on the item's line ("1. ```"): its closing
+    fence read as the opening of another block, and the items after it lost their letters or
+    numbers to it (a bullet "- a." beside "2." and "3.")."""
+    for ol, later in (
+        ('type="a"', ["- b. text", "- c. more"]),
+        ('start="5"', ["6. text", "7. more"]),
+    ):
+        page = f"<ol {ol}><li><pre>code line</pre></li><li>text</li><li>more</li></ol><p>After.</p>"
+        for lines in (_reading_of(page), _whole_page(page)):
+            lines = [line.strip() for line in lines]
+            assert "code line" in lines and all(item in lines for item in later)
+            assert not any(mark in line for line in lines for mark in MARK_CHARS)
+
+
 def test_definitions_stay_paired_with_their_terms_in_both_readings() -> None:
     """A definition list reads as its terms in bold, each with its definition; a term of
     several definitions lists them under it. trafilatura made every term and definition a

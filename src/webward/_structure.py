@@ -102,6 +102,8 @@ _LEAD = re.compile(
 _LEADING_MARKS = re.compile(f"[ \t]*([{QUOTE}{ITEM_QUOTE}]+)")
 # A code block's fence (as tidy_markdown reads them).
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# A fence that opens a block after an item's words, on their line (see restore).
+_GLUED_OPENING = re.compile(r"[^\s`][ \t]*(`{3,})[ \t]*$")
 _NUMBER_MARK = re.compile(f"{NUMBER}({_LABEL}){NUMBER}")
 # What would start a block at the start of a line (trafilatura's _BLOCK_START_RES): a
 # paragraph's or item's text starting so is escaped by the converters, but not when a mark
@@ -985,6 +987,7 @@ def restore(markdown: str) -> str:
         markdown = _cell_breaks(markdown)
     lines = markdown.split("\n")
     depths: list[int | None] = []  # quote levels of each line; None for a blank one
+    closers: dict[str, int] = {}  # filled by _closed_later on first need
     n = 0
     while n < len(lines):
         line = lines[n]
@@ -1000,6 +1003,11 @@ def restore(markdown: str) -> str:
             line = lines[n] = _ANY_MARK.sub("", line)
         depths.append(depth if line.strip() else None)
         n += 1
+        # A block opened at the end of its item's line ("1. ```": a <pre> first in an <li>)
+        # runs to its own closing fence, which must not read as the opening of another.
+        glued = "```" in line and _GLUED_OPENING.search(line)
+        if glued and _closed_later(lines, n, glued.group(1), closers):
+            n = _restore_code(lines, depths, n, glued.group(1), opened=True)
     # A blank line between two quoted lines is one of the quote ("> a\n>\n> b"), at the
     # lesser depth; a run of them is one.
     following = [0] * len(lines)
@@ -1055,11 +1063,13 @@ def _one_break_a_run(markdown: str) -> str:
     return CELL_BREAK.join(kept)
 
 
-def _restore_code(lines: list[str], depths: list[int | None], start: int, fence: str) -> int:
-    """The code block opening at ``lines[start]``, quoted whole at the depth its first marked
-    line has (its lines are the code's own, written out as they are, marks deleted); the
-    index of the line after it."""
-    end = start + 1
+def _restore_code(
+    lines: list[str], depths: list[int | None], start: int, fence: str, *, opened: bool = False
+) -> int:
+    """The code block opening at ``lines[start]`` (``opened``: at the end of the line before
+    it), quoted whole at the depth its first marked line has (its lines are the code's own,
+    written out as they are, marks deleted); the index of the line after it."""
+    end = start if opened else start + 1
     depth = -1
     while end < len(lines):
         line = lines[end]
@@ -1076,6 +1086,19 @@ def _restore_code(lines: list[str], depths: list[int | None], start: int, fence:
         lines[n] = f"{prefix}{line}" if line else prefix.rstrip()
         depths.append(depth)
     return end + 1
+
+
+def _closed_later(lines: list[str], start: int, fence: str, closers: dict[str, int]) -> bool:
+    """Whether a line from ``start`` on closes a block ``fence`` opened. ``closers`` (empty
+    until the first question) holds the last closing line of each fence found, so that lines
+    ending in backticks with nothing to close them cost one pass over the page, not one each."""
+    if not closers:
+        closers[""] = -1
+        for n, line in enumerate(lines):
+            found = _FENCE.match(line)
+            if found and not line[found.end() :].strip():
+                closers[found.group(1)] = n
+    return any(n >= start and found.startswith(fence) for found, n in closers.items())
 
 
 def _rewrite_lead(match: re.Match[str], line: str) -> tuple[str, int]:
