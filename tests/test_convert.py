@@ -579,6 +579,20 @@ def test_a_feed_expands_no_entity() -> None:
         assert "a" * 20 not in text and "root:" not in text
 
 
+def test_a_surrogate_in_a_feed_reads_as_a_replacement_character() -> None:
+    """A character reference to a surrogate (``&#xD800;``, which no XML text may hold)
+    reads as U+FFFD in any spelling, as an HTML page's does; the feed reader raised
+    UnicodeDecodeError on it (a failed read, audited as a bug). Where the reference hides in
+    another encoding, the body is read as a page rather than failing."""
+    for ref in ("&#xD800;", "&#x0dFfF;", "&#55296;", "&#057343;"):
+        feed = RSS.replace("First post", f"First {ref} post")
+        for content_type in ("application/rss+xml", "text/html"):
+            page = read(feed, content_type)
+            assert "## [First \ufffd post](https://example.com/first)" in page.text
+    wide = RSS.replace("First post", "First &#xD800; post").replace("UTF-8", "UTF-16")
+    assert "First" in read(wide.encode("utf-16"), "application/rss+xml").text
+
+
 def test_markdown_links_are_made_absolute_and_listed() -> None:
     """A site serving Markdown (webward asks for it first) writes relative links: they are
     made absolute as an HTML page's are, and listed when asked; images are not links."""

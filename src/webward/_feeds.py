@@ -31,6 +31,13 @@ _ROOT_RE = re.compile(
     + rb"<(?:[A-Za-z_][\w.-]*+:)?(rss|feed|RDF|urlset|sitemapindex)\b",
     re.DOTALL | re.IGNORECASE,
 )
+# A character reference to a surrogate (U+D800 to U+DFFF), which no XML text may hold: lxml in
+# recover mode keeps it as bytes that are no UTF-8, and reading the text then raises. Read
+# as U+FFFD, as an HTML parser reads it.
+_SURROGATE_REF = re.compile(
+    rb"&#(?:[xX]0*[dD][89a-fA-F][0-9a-fA-F]{2}"
+    rb"|0*(?:5529[6-9]|55[3-9][0-9]{2}|56[0-9]{3}|57[0-2][0-9]{2}|573[0-3][0-9]|5734[0-3]));"
+)
 # Enough for any feed under the 1 MB cap; the Markdown is windowed like any reading.
 _MAX_ITEMS = 20_000
 _MAX_SUMMARY = 500
@@ -59,11 +66,18 @@ def read_feed(body: bytes, link_url: Callable[[str], str | None]) -> FeedReading
         resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, recover=True
     )
     try:
-        root = lxml.etree.fromstring(body, parser)
+        root = lxml.etree.fromstring(_SURROGATE_REF.sub(b"&#xFFFD;", body), parser)
     except (lxml.etree.XMLSyntaxError, ValueError):
         return None
     if root is None:
         return None
+    try:
+        return _reading(root, link_url)
+    except UnicodeDecodeError:  # text lxml kept undecodable (another encoding's references)
+        return None  # read as a page instead, whose parser replaces what it cannot decode
+
+
+def _reading(root: Any, link_url: Callable[[str], str | None]) -> FeedReading | None:
     kind = _local(root)
     if kind in ("urlset", "sitemapindex"):
         return _sitemap(root, link_url)
