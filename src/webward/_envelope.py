@@ -173,9 +173,16 @@ _LEFT_WINDOW = 512
 # "<<<end-web-content>>>", the words misspelt around "untrusted" with a digit or a letter no
 # look-alike table holds): the nonce already keeps a forgery from closing the envelope, and a
 # near miss need not read as one either. A CUDA launch (kernel<<<contentBlocks, 256>>>) or a
-# here-string (<<< "$content") stays. Found only from the start of a run of brackets, so that
-# a page of "<" stays linear.
-_ANGLED_RE = re.compile(r"(?<![<\\])(?:\\?+<){3,}+(?P<inner>[^<>\n]{1,120}+)(?:\\?+>){3,}+")
+# here-string (<<< "$content") stays. A bracket may be written as the entity a Markdown
+# renderer shows as one (&lt; &#60; &#x3c;). Found only from the start of a run of brackets
+# (not after a bracket, nor after a backslash escaping one: after an escaped backslash, "\\<",
+# a run starts), so that a page of "<" stays linear.
+_OPEN = r"(?:<|&lt;|&#60;|&#x3c;)"
+_CLOSE = r"(?:>|&gt;|&#62;|&#x3e;)"
+_ANGLED_RE = re.compile(
+    r"(?<!<)(?<!(?<!\\)\\)(?<!&lt;)(?<!&#60;)(?<!&#x3c;)"
+    rf"(?:\\?+{_OPEN}){{3,}}+(?P<inner>(?:(?!{_OPEN}|{_CLOSE})[^<>\n]){{1,120}}+)(?:\\?+{_CLOSE}){{3,}}+"
+)
 _ANGLED_WORDS_RE = re.compile(r"untrusted|nonce\s*[=:]|^[\s/\\_-]*end(?![a-z])")
 
 # Controls other than tab and newline: never useful in text a model reads; some would rewrite
@@ -381,10 +388,8 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
         folded, _ = _folded_view(text, with_index=False)
     # A substring test first: the pattern's look-behind start is tried at every position.
     angled = (
-        "<" in folded
-        and ("<<" in folded or "\\<" in folded)
-        and _ANGLED_RE.search(folded) is not None
-    )
+        "<<" in folded or "\\<" in folded or "&lt;" in folded or "&#" in folded
+    ) and _ANGLED_RE.search(folded) is not None
     if not angled and not _CORE_RE.search(folded):
         return []  # the common case: no marker words at all, so no index is needed
     folded, index = _folded_view(text)
@@ -438,10 +443,26 @@ _OWN_HEADER_RE = re.compile(
     rf"(?:{_GAP}*;{_GAP}*pass{_GAP}+offset{_GAP}*={_GAP}*\d*(?:{_GAP}+to{_GAP}+continue)?)?",
     re.IGNORECASE,  # "SHOWING CHARACTERS 0-40000 OF 81234" reads as the header too
 )
-# No gap at all too: a look-alike view deletes the blanks that read as one (U+3164, U+2800).
-_OWN_HEADER_START_RE = re.compile(rf"(?:showing|\[{_GAP}*\d+{_GAP}*\]){_GAP}*c\Z", re.IGNORECASE)
-# How far before "haracters" a header's start is looked for (its gap may be long).
-_HEADER_START_REACH = 64
+# Read backwards from the "c" of "characters", in the text reversed: the start of a header,
+# however long its gap (a window behind "haracters" would miss a gap longer than itself, and
+# a window as long as any gap would cost a page of matches quadratic time). No gap at all too:
+# a look-alike view deletes the blanks that read as one (U+3164, U+2800).
+_GAP_REVERSED = r"(?:[\s*_`~\\]|>rb<)"
+_OWN_HEADER_START_REVERSED_RE = re.compile(
+    rf"c{_GAP_REVERSED}*+(?:gniwohs|\]{_GAP_REVERSED}*+\d++{_GAP_REVERSED}*+\[)", re.IGNORECASE
+)
+
+
+def _header_starts(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of the window and passage headers (webward's own voice) written in ``text``."""
+    reversed_text = ""
+    for m in _OWN_HEADER_RE.finditer(text):
+        if m.start() == 0:
+            continue
+        reversed_text = reversed_text or text[::-1]
+        head = _OWN_HEADER_START_REVERSED_RE.match(reversed_text, len(text) - m.start())
+        if head is not None:  # else "characters 1-5 of 10" in prose: no header of webward's
+            yield len(text) - head.end(), m.end()
 
 
 def _neutralise_own_voice(text: str, lowered: str | None = None) -> str:
@@ -455,12 +476,10 @@ def _neutralise_own_voice(text: str, lowered: str | None = None) -> str:
         return text
     out: list[str] = []
     last = 0
-    for m in _OWN_HEADER_RE.finditer(text):
-        head = _OWN_HEADER_START_RE.search(text, max(0, m.start() - _HEADER_START_REACH), m.start())
-        if head is None or head.start() < last:
-            continue  # "characters 1-5 of 10" in prose: no header of webward's
-        out += (text[last : head.start()], REPLACEMENT)
-        last = m.end()
+    for start, end in _header_starts(text):
+        if start >= last:
+            out += (text[last:start], REPLACEMENT)
+            last = end
     return "".join(out) + text[last:] if out else text
 
 
@@ -476,12 +495,7 @@ def _own_voice_spans(text: str, folded: str) -> list[tuple[int, int]]:
     folded, index = _folded_view(text)
     found = [m.span() for m in _OWN_NOTICE_RE.finditer(folded)] if notice else []
     if header:
-        for m in _OWN_HEADER_RE.finditer(folded):
-            head = _OWN_HEADER_START_RE.search(
-                folded, max(0, m.start() - _HEADER_START_REACH), m.start()
-            )
-            if head is not None:
-                found.append((head.start(), m.end()))
+        found += _header_starts(folded)
     found.sort()
     if index is None:
         return found
@@ -563,6 +577,8 @@ def _neutralise_line(text: str) -> str:
             and "webward" not in low
             and "characters" not in low
             and "<" not in low
+            and "&lt;" not in low
+            and "&#" not in low  # brackets a renderer shows (see _ANGLED_RE)
         ):
             # Printable ASCII folds to its lower case: without the words nothing can match.
             return " ".join(text.split())
