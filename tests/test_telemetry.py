@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import os
 import socket
@@ -981,6 +982,27 @@ async def test_a_call_that_loses_its_audit_is_logged_as_refused(
     [line] = capsys.readouterr().err.splitlines()
     entry = json.loads(line)
     assert (entry["decision"], entry["reason"]) == ("refused", "audit_unavailable")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+async def test_the_call_log_is_json_in_any_locale(
+    tmp_path: Path, site: LocalServer, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    """Under a locale whose stderr is not UTF-8 a line is still JSON and still UTF-8: what is
+    past ASCII is escaped. An ASCII stderr wrote "caf\\xe9" (no JSON escape), a Latin-1 one
+    the byte 0xE9 (no UTF-8): a log shipper lost those lines."""
+    raw = io.BytesIO()
+    stderr = io.TextIOWrapper(raw, encoding=encoding, errors="backslashreplace")
+    monkeypatch.setattr(sys, "stderr", stderr)
+    settings = loopback_settings(tmp_path, observability={"call_log": "stderr"})
+    telemetry = Telemetry.for_settings(settings, server=False)
+    async with web_for(settings, telemetry) as web:
+        await web.fetch(site.url("/page?q=caf\u00e9-\U0001f600"))
+    telemetry.close()
+    stderr.flush()
+    [entry] = [json.loads(line) for line in raw.getvalue().decode("utf-8").splitlines()]
+    assert entry["target"].endswith("/page?q=caf\u00e9-\U0001f600")
 
 
 def test_the_cli_logs_a_call_only_when_asked(

@@ -37,14 +37,17 @@ from __future__ import annotations
 import asyncio
 import atexit
 import bisect
+import codecs
 import concurrent.futures
 import contextlib
 import hashlib
 import hmac
 import importlib
+import json
 import logging
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -730,6 +733,8 @@ class _CallLog:
                 if self._path is not None and self._file is None:
                     self._file = self._open()  # reopened after close(): a server started again
                 stream = self._file if self._file is not None else sys.stderr
+                if stream is sys.stderr and not _utf8(stream):
+                    text = _ascii_json(text)  # "caf\xe9" in an ASCII locale is no JSON
                 stream.write(text)
                 stream.flush()
             except (OSError, ValueError):
@@ -764,6 +769,22 @@ class _CallLog:
 
 _CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _AUDIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+
+
+def _utf8(stream: Any) -> bool:
+    """Whether ``stream`` writes UTF-8 (a stream with no encoding is taken to)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _ascii_json(text: str) -> str:
+    """JSON ``text`` with every character past ASCII as its ``\\uXXXX`` escape (a pair for one
+    past U+FFFF): the same JSON, readable in any locale. Such characters stand only inside
+    strings, where an escape means them."""
+    return _NON_ASCII.sub(lambda m: json.dumps(m.group())[1:-1], text)
 
 
 class _Cell:
