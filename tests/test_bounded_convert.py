@@ -15,6 +15,8 @@ import itertools
 import os
 import random
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -785,6 +787,35 @@ def test_marks_nested_around_a_whole_page_are_read_within_the_worker_s_memory() 
             await pool.aclose()
 
     assert anyio.run(read).count("x") == 980_000
+
+
+# Run in a child: an address-space limit lowered is never raised again in that process.
+_UNDER_ULIMIT = """
+import resource, sys, time
+import anyio
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # ulimit -v: 2 GiB
+from webward._settings import LimitsSettings
+from webward._workers import ConvertPool, Job
+body = ("<html><body>" + "<p>words of the page</p>" * 20_000 + "</body></html>").encode()
+async def read():
+    pool = ConvertPool(workers=1, queue=4, memory_mb=4096)
+    try:
+        job = Job(body, "text/html", "https://example.com/", False, False, LimitsSettings())
+        return (await pool.convert(job, time.monotonic() + 60)).text
+    finally:
+        await pool.aclose()
+print(anyio.run(read).count("words of the page"))
+"""
+
+
+def test_a_process_memory_limit_below_the_workers_is_the_workers_limit() -> None:
+    """Under a ``ulimit -v`` lower than ``convert_memory_mb`` a worker takes the process's
+    limit: it asked for its own, above what a child may set, failed to start each time, and
+    every page it would have read was refused as "crashed"."""
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDER_ULIMIT], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "20000"), done.stderr[-2000:]
 
 
 def test_a_text_is_cut_between_letters_or_digits_where_it_has_them() -> None:

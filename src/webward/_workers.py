@@ -22,7 +22,8 @@ caller's main module is never run again) that has the converters imported and wa
 (trafilatura, lxml, html-to-markdown, readability; pypdf is imported by a worker's first PDF).
 Starting a worker, or replacing a killed one, costs a fork (milliseconds), not the 0.4 s of a
 fresh interpreter; a command-line read of a small page starts neither. Each worker runs
-under ``RLIMIT_AS`` (``limits.convert_memory_mb``) at niceness 10; the pool runs at most
+under ``RLIMIT_AS`` (``limits.convert_memory_mb``, or the process's own hard limit when that is
+lower: ``ulimit -v``) at niceness 10; the pool runs at most
 ``limits.convert_workers`` conversions at once (one per core by default). A conversion that
 outlives the call's deadline (the time left after the read, the wait for a worker included) is
 killed with its worker, which is replaced on the next use; one that runs out of memory ends its
@@ -352,6 +353,18 @@ def _stop_zygote(control: socket.socket, process: subprocess.Popen[bytes]) -> No
         process.wait()
 
 
+def _memory_allowed(wanted: int) -> int:
+    """The address space a worker gets: ``wanted``, or this process's hard limit when lower
+    (``ulimit -v``), which no child can raise its own past. A worker asking for more failed
+    to start every time, and every page it would have read was "crashed"."""
+    try:
+        import resource
+    except ImportError:  # no POSIX limits here: nor workers (they fork)
+        return wanted
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
 class ConvertPool:
     """The worker processes of one ``Web``: started when first needed, closed with it."""
 
@@ -371,7 +384,7 @@ class ConvertPool:
             )
         self.size = workers or os.cpu_count() or 1
         self._queue = queue
-        self._memory_mb = memory_mb
+        self._memory_bytes = _memory_allowed(memory_mb * 1024 * 1024)
         self._retire = (max(1, retire_after), retire_growth_mb * 1024 * 1024)
         self._clock = clock
         self._slots = anyio.Semaphore(self.size)
@@ -555,12 +568,12 @@ class ConvertPool:
     def _start_sync(self) -> _Worker:
         with self._zygote_lock:
             if self._zygote is None or not self._zygote.alive():
-                self._zygote = _Zygote(self._memory_mb * 1024 * 1024, *self._retire)
+                self._zygote = _Zygote(self._memory_bytes, *self._retire)
             try:
                 return self._zygote.fork()
             except OSError:  # the zygote died (killed, or out of memory): once more, fresh
                 self._zygote.close()
-                self._zygote = _Zygote(self._memory_mb * 1024 * 1024, *self._retire)
+                self._zygote = _Zygote(self._memory_bytes, *self._retire)
                 return self._zygote.fork()
 
     def _result(self, answer: tuple[Any, ...], job: Job) -> Converted:
@@ -577,13 +590,13 @@ class ConvertPool:
         if kind == "memory":
             raise Refused(
                 f"refused: converting {job.final_url} needed more than the "
-                f"{self._memory_mb} MiB memory limit and was stopped",
+                f"{self._memory_bytes >> 20} MiB memory limit and was stopped",
                 code="too_large",
                 reason=Reason.CONVERT_MEMORY,
             )
         raise Refused(
             f"refused: the converter stopped on {job.final_url} (it crashed, or ran out of its "
-            f"{self._memory_mb} MiB of memory); webward cannot read this page",
+            f"{self._memory_bytes >> 20} MiB of memory); webward cannot read this page",
             code="unsupported_type",
             reason=Reason.CONVERT_CRASHED,
         )
