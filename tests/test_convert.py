@@ -1405,6 +1405,23 @@ def test_a_lettered_lists_edge_cases_read_as_a_browser_shows_them() -> None:
     assert "-  alm. next" in wide
 
 
+def test_a_div_of_words_with_emphasis_keeps_the_words_before_it_anywhere() -> None:
+    """A callout's text written straight into a nested <div> lost the words before its first
+    emphasis (trafilatura's precision mode), which made another sentence of it; and the
+    space after a leading emphasis went."""
+    lines = _reading_of(
+        '<div class="kg-callout-card"><div class="kg-callout-emoji">!</div>'
+        '<div class="kg-callout-text">Export your list <b>with consent timestamps</b>. '
+        "Without them you cannot prove consent.</div></div>"
+        '<section><div class="note"><em>Always</em> back up the database first.</div></section>'
+    )
+    assert (
+        "Export your list **with consent timestamps**. Without them you cannot prove consent."
+        in lines
+    )
+    assert "*Always* back up the database first." in lines
+
+
 def test_a_code_block_first_in_an_item_leaves_the_later_items_their_numbers() -> None:
     """A ``<pre>`` first in an item opens its fence on the item's line ("1. ```"): its closing
     fence read as the opening of another block, and the items after it lost their letters or

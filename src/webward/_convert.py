@@ -1725,6 +1725,8 @@ _LINE_INLINE = frozenset((
     "font", "i", "img", "ins", "kbd", "mark", "q", "s", "samp", "small", "span", "strike",
     "strong", "sub", "sup", "time", "tt", "u", "var",
 ))  # fmt: skip
+# Inline elements trafilatura reads as emphasis (its "hi").
+_EMPHASIS = frozenset(("b", "strong", "i", "em", "u", "mark"))
 _MAX_LINE_DIV_ELEMENTS = 30
 _MAX_LINE_DIV_CHARS = 200
 _MIN_LINE_DIV_WORDS = 2
@@ -1764,11 +1766,13 @@ def _lines_as_paragraphs(tree: Any) -> None:
         words = 0
         chars = 0
         linked: set[Any] = set()  # the links in the div and what they hold
+        emphasis = False
         for count, element in enumerate(div.iter()):
             if count > _MAX_LINE_DIV_ELEMENTS or (
                 element is not div and element.tag not in _LINE_INLINE
             ):
                 break
+            emphasis = emphasis or element.tag in _EMPHASIS
             if element.tag == "a" or element.getparent() in linked:
                 linked.add(element)
             tail = element.tail if element is not div else None  # the div's own is not its
@@ -1787,6 +1791,11 @@ def _lines_as_paragraphs(tree: Any) -> None:
             if chars <= _MAX_LINE_DIV_CHARS and (
                 label or (words >= _MIN_LINE_DIV_WORDS and holds_article(parent))
             ):
+                lines.append(div)
+            elif emphasis and words >= _MIN_LINE_DIV_WORDS:
+                # trafilatura (precision mode) keeps such a div's words from its first
+                # emphasis on and loses those before: "Export your list **with consent**"
+                # read "**with consent**", another sentence. As a paragraph it is whole.
                 lines.append(div)
     if lines and _paragraph_chars(tree) >= _MIN_PAGE_PARAGRAPH_CHARS:
         for div in lines:
