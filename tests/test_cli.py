@@ -125,14 +125,24 @@ def test_refused_json_is_the_error_model(config: Path) -> None:
     assert json.loads(out.stdout)["error"]["code"] == "refused"
 
 
+def buffered_env(**extra: str) -> dict[str, str]:
+    """The environment of most machines: stdout block-buffered (no PYTHONUNBUFFERED, which
+    the project's own environment sets), so that its last flush comes after the command."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return {**env, **extra}
+
+
+@pytest.mark.parametrize("buffered", [False, True])
 @pytest.mark.parametrize("as_json", [False, True])
 def test_output_that_cannot_be_written_is_one_sentence(
-    config: Path, tmp_path: Path, as_json: bool
+    config: Path, tmp_path: Path, as_json: bool, buffered: bool
 ) -> None:
     """stdout on a full disk (/dev/full): a page read says it could not write its output
-    (exit 1), a refusal keeps its own sentence and exit code on stderr; never a traceback."""
+    (exit 1), a refusal keeps its own sentence and exit code on stderr; never a traceback,
+    nor (with stdout buffered) the interpreter's "Exception ignored" and exit 120."""
     flags = ["--json"] if as_json else []
-    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    state = {"WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    env = buffered_env(**state) if buffered else {**os.environ, **state}
     with serve(routes={"/": respond(200, "<p>owls</p>")}) as site, open("/dev/full", "w") as full:
         outcomes = [
             subprocess.run(
@@ -151,6 +161,25 @@ def test_output_that_cannot_be_written_is_one_sentence(
     assert (read.returncode, audit.returncode, refused.returncode) == (1, 1, 3)
     assert read.stderr.strip() == "webward: could not write the output (No space left on device)"
     assert refused.stderr.startswith("webward: refused:")
+
+
+@pytest.mark.parametrize("buffered", [False, True])
+@pytest.mark.parametrize("argv", [["--help"], ["fetch", "--help"], ["--version"]])
+def test_help_that_cannot_be_written_is_one_sentence(argv: list[str], buffered: bool) -> None:
+    """`webward --help >/dev/full`: exit 1 and one sentence, not argparse's traceback
+    (unbuffered) or "Exception ignored" and exit 120 (buffered)."""
+    env = buffered_env() if buffered else dict(os.environ)
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [sys.executable, "-m", "webward", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+    assert out.stderr == "webward: could not write the output (No space left on device)\n"
+    assert out.returncode == 1
 
 
 def test_bad_input_exits_2(config: Path) -> None:

@@ -32,6 +32,8 @@ from ._signals import taken_signals
 if TYPE_CHECKING:
     import logging
 
+    from _typeshed import SupportsWrite
+
 __all__ = [
     "Interrupted",
     "empty_tier",
@@ -159,6 +161,14 @@ class _Parser(argparse.ArgumentParser):
 
     _json = False  # set for the whole command line (every subparser) by build_parser
 
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse drops a write that fails (`--help >/dev/full` exited 0, the help lost):
+        # on stdout it is the output, answered by main() as every output not written is.
+        if message and file is sys.stdout:
+            file.write(message)
+            return
+        super()._print_message(message, file)
+
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given ``argv``, only the command it names gets its arguments added."""
@@ -204,7 +214,46 @@ def _chosen_command(argv: Sequence[str] | None) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line ``argv`` (else ``sys.argv[1:]``) run, to its exit code. What the
+    command printed is flushed here, where a write that fails is still answered (exit 141
+    for a pipe whose reader left, 1 and one sentence for a full disk): left to the
+    interpreter's last flush, a buffered stdout (the usual one, without PYTHONUNBUFFERED)
+    failed outside every handler, with "Exception ignored" on stderr and exit 120."""
     _stand_in_for_closed_streams()
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit:  # argparse's --help, --version and usage errors
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()
+    except OSError as exc:
+        lost = _output_lost(exc)
+        if lost is None:
+            raise
+        return lost
+    return code
+
+
+def _output_lost(exc: OSError) -> int | None:
+    """The exit code for ``exc`` if it is a write to stdout that failed (None if not), said
+    as the README promises: a pipe's reader gone quietly, a full disk in one sentence.
+    stdout then points at /dev/null, so that the interpreter's last flush of what could not
+    be written does not raise again on the way out."""
+    if isinstance(exc, BrokenPipeError):
+        # The reader went away (`webward fetch URL | head`): stop quietly, as a tool killed
+        # by SIGPIPE would.
+        _silence_stdout()
+        return 141
+    if exc.errno not in _WRITE_FAILURES and not isinstance(exc, _StreamClosed):
+        return None
+    _silence_stdout()
+    with contextlib.suppress(OSError):
+        print(f"webward: could not write the output ({exc.strerror})", file=sys.stderr)
+    return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv)
@@ -250,18 +299,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if as_json:  # a script reading stdout gets an answer, as for every other failure
             _print_interrupted(code)
         return code
-    except BrokenPipeError:
-        # The reader went away (`webward fetch URL | head`): stop quietly, as a tool killed
-        # by SIGPIPE would, and keep the interpreter's last flush from raising again.
-        _silence_stdout()
-        return 141
     except OSError as exc:
-        if exc.errno not in _WRITE_FAILURES and not isinstance(exc, _StreamClosed):
-            return report_error(internal_error(exc), as_json)
-        _silence_stdout()
-        with contextlib.suppress(OSError):
-            print(f"webward: could not write the output ({exc.strerror})", file=sys.stderr)
-        return 1
+        lost = _output_lost(exc)
+        return report_error(internal_error(exc), as_json) if lost is None else lost
     except Exception as exc:  # a bug: one sentence (code internal_error), never a traceback
         return report_error(internal_error(exc), as_json)
     return code
