@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from fake_search import BRAVE_PATH, FakeBrave, results
 from localserver import LocalServer, accept_counter, respond, serve
 from reportlab.pdfgen import canvas
 
@@ -230,6 +231,38 @@ def test_search_not_configured_speaks_of_the_command(tmp_path: Path) -> None:
     assert "web search is not configured" in out.stderr
     assert "`webward fetch URL` still works" in out.stderr
     assert "web_fetch" not in out.stderr
+
+
+# What a user id without a passwd entry meets, with HOME unset (`docker run --user 12345`, a
+# service): the passwd lookup of the uid fails, as it does there (a test run as root or as a
+# listed user cannot be such a user without leaving its own Python behind).
+NO_HOME = (
+    "import os, pwd\n"
+    "def _no_entry(uid):\n"
+    "    raise KeyError(f'getpwuid(): uid not found: {uid}')\n"
+    "pwd.getpwuid = _no_entry\n"
+    "os.environ.pop('HOME', None)\n"
+)
+
+
+def test_a_user_without_a_home_is_told_what_to_set(tmp_path: Path) -> None:
+    """No home to find: what needs the state dir or the credential file says so in one
+    sentence with what to set (exit 2), not "failed unexpectedly (RuntimeError) ... a bug";
+    with the state dir set, a search whose key is in the environment needs no credential
+    file and is made (it was audited failed internal_error)."""
+    reach = {"WEBWARD_ALLOW_RANGES": "127.0.0.1/32", "WEBWARD_TIER": "connected"}
+    for args in (["fetch", "http://127.0.0.1:9/"], ["audit"], ["credentials", "list"]):
+        out = run(*args, prelude=NO_HOME + "os.environ.pop('WEBWARD_STATE_DIR')\n", env=reach)
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.startswith("webward: cannot find the "), out.stderr
+        assert "no home directory is known for this user" in out.stderr
+        assert "set HOME, or set " in out.stderr and out.stderr.count("\n") == 1
+    env = {"WEBWARD_STATE_DIR": str(tmp_path / "state"), "BRAVE_SEARCH_API_KEY": "k"}
+    with serve(routes={BRAVE_PATH: FakeBrave(results(2), "k")}) as brave:
+        env |= {"WEBWARD_BRAVE_URL": brave.base, **reach}
+        out = run("search", "owls", env=env, prelude=NO_HOME)
+    assert out.returncode == 0, out.stderr
+    assert "Result 1" in out.stdout
 
 
 # ---- 5. output -------------------------------------------------------------------------------

@@ -207,6 +207,29 @@ def test_default_credentials_path_is_in_the_user_config_dir(home: Path) -> None:
     assert FileStore().path == default_credentials_path()
 
 
+def test_without_a_home_a_key_in_the_environment_needs_no_credential_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No home to find (HOME unset, the user id without a passwd entry: the lookup of the
+    uid fails, as it does there): the chain still reads the environment, the file holds
+    nothing, and what needs the file says what to set in one sentence (platformdirs'
+    RuntimeError was "a bug in webward", and search failed although its key was set)."""
+
+    def no_entry(uid: int) -> Any:
+        raise KeyError(uid)
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setattr("pwd.getpwuid", no_entry)
+    store = default_store({"BRAVE_SEARCH_API_KEY": BRAVE_KEY}, keyring_backend=fail.Keyring())
+    assert store.get("BRAVE_SEARCH_API_KEY") == BRAVE_KEY
+    assert store.get("TAVILY_API_KEY") is None
+    with pytest.raises(InvalidInput, match=r"^cannot find the credential file: .*; set HOME"):
+        store.names()
+    with pytest.raises(InvalidInput, match="set XDG_CONFIG_HOME"):
+        store.set("TAVILY_API_KEY", TAVILY_KEY)
+
+
 # ---- keyring ---------------------------------------------------------------------------
 
 

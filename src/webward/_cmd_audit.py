@@ -154,6 +154,8 @@ def run(
     newest = None if args.limit is None else limit  # a usage summary: the whole period
     import anyio
 
+    from ._settings import NoHome
+
     counts: list[CallCount] = []
     records: list[AuditRecord] = []
     try:
@@ -161,6 +163,8 @@ def run(
             counts, more = anyio.run(_count, settings, where, newest)
         else:
             records, unreadable, more = anyio.run(_list, settings, where, limit)
+    except NoHome:
+        raise  # no state dir to look in: a setting to make, as for a config (exit 2)
     except WebwardError as exc:
         raise Refused(exc.message, reason=exc.reason) from None  # the log unreadable: exit 3
     if not (counts if usage else records):

@@ -25,9 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import platformdirs
-
 from ._errors import InvalidInput, Reason, Refused
+from ._settings import NoHome, user_dir
 from ._sqlite import make_private_dirs
 
 __all__ = [
@@ -266,8 +265,9 @@ class KeyringStore:
 
 
 def default_credentials_path() -> Path:
-    """``<user config dir>/webward/credentials.json``."""
-    return Path(platformdirs.user_config_dir("webward")) / "credentials.json"
+    """``<user config dir>/webward/credentials.json`` (:class:`~webward._settings.NoHome`
+    when the user has no home to find)."""
+    return user_dir("credentials") / "credentials.json"
 
 
 class FileStore:
@@ -279,10 +279,18 @@ class FileStore:
     kind = "file"
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path) if path is not None else default_credentials_path()
+        # The default is found when first needed: a user without a home directory (a
+        # container's bare user id) whose keys are in the environment needs no file.
+        self._path = Path(path) if path is not None else None
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = default_credentials_path()
+        return self._path
 
     def __repr__(self) -> str:
-        return f"FileStore(path={str(self.path)!r})"
+        return f"FileStore(path={str(self._path or 'default')!r})"
 
     def _read(self) -> dict[str, str]:
         try:
@@ -345,7 +353,11 @@ class FileStore:
             ) from None
 
     def get(self, name: str) -> str | None:
-        return self._read().get(check_name(name)) or None
+        name = check_name(name)
+        try:
+            return self._read().get(name) or None
+        except NoHome:  # no home, so no default file to hold the key (`credentials` says so)
+            return None
 
     def set(self, name: str, value: str | Secret) -> None:
         name = check_name(name)

@@ -147,9 +147,7 @@ class StateSettings:
     def path(self) -> Path:
         if self.dir:
             return Path(self.dir)
-        import platformdirs  # only when no state dir is set (6 ms of start-up)
-
-        return Path(platformdirs.user_state_dir("webward"))
+        return user_dir("state")
 
 
 @dataclass(frozen=True)
@@ -271,10 +269,42 @@ def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) ->
     if env.get("WEBWARD_CONFIG"):
         return _named_config(Path(env["WEBWARD_CONFIG"]), " named by WEBWARD_CONFIG")
     # Never ./webward.toml: see the module docstring.
-    import platformdirs  # only when no config file is named (6 ms of start-up)
-
-    candidate = Path(platformdirs.user_config_dir("webward")) / "webward.toml"
+    try:
+        candidate = user_dir("config") / "webward.toml"
+    except NoHome:  # a user without a home has no config file there: the defaults hold
+        return None
     return candidate if candidate.is_file() else None
+
+
+class NoHome(InvalidInput):
+    """No home directory can be found for this user (HOME unset and the user id without a
+    passwd entry: ``docker run --user 12345``, a service), and a default path needs one."""
+
+
+# What names each default path instead of the home directory, by what it is for.
+_INSTEAD_OF_HOME = {
+    "config": "name the config file with --config or WEBWARD_CONFIG, or set XDG_CONFIG_HOME",
+    "state": "set WEBWARD_STATE_DIR (or [state] dir in the config), or XDG_STATE_HOME",
+    "credentials": "set XDG_CONFIG_HOME, or give the key in its environment variable",
+}
+
+
+def user_dir(kind: str) -> Path:
+    """webward's directory of ``kind`` ("config", "state", "credentials") under the user's home, as
+    platformdirs finds it; :class:`NoHome` in one sentence with the next step when there is
+    no home to find, where platformdirs raised RuntimeError (said to be a bug in webward)."""
+    import platformdirs  # only when no path is set (6 ms of start-up)
+
+    find = platformdirs.user_state_dir if kind == "state" else platformdirs.user_config_dir
+    try:
+        return Path(find("webward"))
+    except RuntimeError:
+        what = {"config": "config file", "state": "state dir"}.get(kind, "credential file")
+        raise NoHome(
+            f"cannot find the {what}: no home directory is known for this user (HOME is not "
+            f"an absolute path, and user id {os.getuid()} has no passwd entry); set HOME, or "
+            f"{_INSTEAD_OF_HOME[kind]}"
+        ) from None
 
 
 def _named_config(p: Path, named_by: str) -> Path:

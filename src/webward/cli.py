@@ -335,9 +335,12 @@ def _config_file(source: str) -> str:
         return source
     if os.environ.get("WEBWARD_CONFIG"):
         return os.environ["WEBWARD_CONFIG"]
-    import platformdirs
+    from ._settings import NoHome, user_dir
 
-    path = os.path.join(platformdirs.user_config_dir("webward"), "webward.toml")
+    try:
+        path = str(user_dir("config") / "webward.toml")
+    except NoHome:
+        return "named with --config (none is found without a home directory)"
     home = os.path.expanduser("~")
     if home not in ("", "~", "/") and path.startswith(home + os.sep):
         path = "~" + path[len(home) :]
