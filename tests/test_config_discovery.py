@@ -18,6 +18,7 @@ import pytest
 from localserver import respond, serve
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from test_audit import _as_a_reader
 from test_mcp import child_env
 
 from webward import InvalidInput, Settings
@@ -143,3 +144,63 @@ def test_a_config_that_is_no_regular_file_is_read(tmp_path: Path) -> None:
     for missing in (tmp_path / "nope.toml", tmp_path):
         with pytest.raises(InvalidInput, match=r"does not exist|is a directory"):
             Settings.load(missing, environ={})
+
+
+async def _load(place: Path) -> dict[str, str]:
+    """In :func:`test_audit._as_a_reader`'s child: ``Settings.load`` of what ``place``
+    (a directory) names in its files ``config`` (a path, or "" for none) and ``home``."""
+    config = (place / "config").read_text()
+    os.environ["HOME"] = (place / "home").read_text()
+    for var in ("XDG_CONFIG_HOME", "WEBWARD_CONFIG"):
+        os.environ.pop(var, None)
+    try:
+        Settings.load(config or None)
+    except InvalidInput as exc:
+        return {"said": exc.message}
+    return {"said": "ok"}
+
+
+def _loaded_as_another_user(path: Path | None, home: Path, place: Path) -> str:
+    """What ``Settings.load(path)`` says with HOME at ``home``, in a child process that
+    mode bits bind (root's child becomes nobody): "ok", or the message of its refusal."""
+    (place / "config").write_text(str(path or ""))
+    (place / "home").write_text(str(home))
+    said = _as_a_reader(place, _load)
+    return str(said.get("said", said))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX mode bits")
+def test_a_config_this_user_cannot_reach_is_one_sentence() -> None:
+    """A HOME this user cannot search (`su -p`, `sudo -E`, a service user given root's home),
+    a --config under such a directory, and a config file it cannot read: one sentence with
+    the next step (InvalidInput: exit 2), where Path.is_file's PermissionError was "failed
+    unexpectedly (PermissionError) ... a bug" and the unreadable file gave no next step.
+    Real EACCES: the child runs as nobody when the tests run as root (test_audit's reader)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:
+        place = Path(top)
+        place.chmod(0o755)  # nobody may reach what is below it
+        closed = place / "closed-home"
+        closed.mkdir(mode=0o000)
+        unreadable = place / "webward.toml"
+        unreadable.write_text("[policy]\nrobots = false\n")
+        unreadable.chmod(0o000)
+        try:
+            found = _loaded_as_another_user(None, closed, place)
+            named = _loaded_as_another_user(closed / "x.toml", place, place)
+            read = _loaded_as_another_user(unreadable, place, place)
+        finally:
+            closed.chmod(0o700)
+    assert found == (
+        f"cannot look for the config file at {closed}/.config/webward/webward.toml "
+        "(Permission denied); set HOME to this user's home, or name a config file with --config"
+    )
+    assert named == (
+        f"cannot look for the config file {closed}/x.toml (Permission denied); name a config "
+        "file this user can read"
+    )
+    assert read == (
+        f"the config file {unreadable} could not be read (Permission denied); make it "
+        "readable by this user, or name another with --config"
+    )

@@ -230,6 +230,27 @@ def test_without_a_home_a_key_in_the_environment_needs_no_credential_file(
         store.set("TAVILY_API_KEY", TAVILY_KEY)
 
 
+def test_a_credential_file_that_cannot_be_reached_says_what_to_do(tmp_path: Path) -> None:
+    """A credential file this user cannot open or write (its directory another user's, as
+    after `su -p`; here under a regular file, or under /proc, which fail for root too): the
+    refusal names the next step, where it ended at the OS's reason."""
+    (tmp_path / "a-file").write_text("")
+    store = FileStore(tmp_path / "a-file" / "credentials.json")
+    with pytest.raises(Refused) as read:
+        store.get("TAVILY_API_KEY")
+    assert str(read.value).endswith(
+        "could not be opened (Not a directory); set HOME to this user's home, or "
+        "XDG_CONFIG_HOME to a directory it can write, or give the key in its environment "
+        "variable"
+    )
+    with pytest.raises(Refused) as written:  # no file to read, and none can be made (root too)
+        FileStore("/proc/webward-nowhere/credentials.json").set("TAVILY_API_KEY", "v")
+    assert "could not be written (No such file or directory); set HOME to this user's" in str(
+        written.value
+    )
+    assert str(written.value).endswith("(`webward credentials set NAME --keyring`)")
+
+
 # ---- keyring ---------------------------------------------------------------------------
 
 

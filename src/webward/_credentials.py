@@ -270,6 +270,11 @@ def default_credentials_path() -> Path:
     return user_dir("credentials") / "credentials.json"
 
 
+# The next step when the credential file cannot be opened or written: its directory is this
+# user's (HOME another user's, as after `su -p` or `sudo -E`), or the file is put elsewhere.
+_FILE_ADVICE = "set HOME to this user's home, or XDG_CONFIG_HOME to a directory it can write"
+
+
 class FileStore:
     """Keys in a JSON file only its owner may read (mode 0600), written atomically.
 
@@ -299,7 +304,8 @@ class FileStore:
             return {}
         except OSError as exc:
             raise Refused(
-                f"refused: the credential file {self.path} could not be opened ({exc.strerror})",
+                f"refused: the credential file {self.path} could not be opened ({exc.strerror}); "
+                f"{_FILE_ADVICE}, or give the key in its environment variable",
                 reason=Reason.CREDENTIALS_FILE,
             ) from None
         with os.fdopen(fd, "rb") as fh:
@@ -348,7 +354,8 @@ class FileStore:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise Refused(
-                f"refused: the credential file {self.path} could not be written ({exc.strerror})",
+                f"refused: the credential file {self.path} could not be written ({exc.strerror}); "
+                f"{_FILE_ADVICE}, or use the OS keyring (`webward credentials set NAME --keyring`)",
                 reason=Reason.CREDENTIALS_FILE,
             ) from None
 

@@ -244,8 +244,15 @@ class Settings:
             source = str(found)
             try:
                 data = tomllib.loads(_newlines(_read_capped(found).decode("utf-8")))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InvalidInput(f"the config file {found} could not be read: {exc}") from exc
+            except OSError as exc:
+                raise InvalidInput(
+                    f"the config file {found} could not be read ({exc.strerror or exc}); "
+                    "make it readable by this user, or name another with --config"
+                ) from exc
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(
+                    f"the config file {found} could not be read: {exc}; save it as UTF-8"
+                ) from exc
             except tomllib.TOMLDecodeError as exc:
                 raise InvalidInput(f"the config file {found} is not valid TOML: {exc}") from exc
             _refuse_credentials(data, source)
@@ -273,7 +280,13 @@ def _find_config(path: str | os.PathLike[str] | None, env: Mapping[str, str]) ->
         candidate = user_dir("config") / "webward.toml"
     except NoHome:  # a user without a home has no config file there: the defaults hold
         return None
-    return candidate if candidate.is_file() else None
+    try:
+        return candidate if candidate.is_file() else None
+    except OSError as exc:  # a HOME this user cannot search (`su -p`, `sudo -E`: root's)
+        raise InvalidInput(
+            f"cannot look for the config file at {candidate} ({exc.strerror or exc}); set "
+            "HOME to this user's home, or name a config file with --config"
+        ) from None
 
 
 class NoHome(InvalidInput):
@@ -308,9 +321,16 @@ def user_dir(kind: str) -> Path:
 
 
 def _named_config(p: Path, named_by: str) -> Path:
-    if p.is_file() or (p.exists() and not p.is_dir()):  # also /dev/null, a pipe: <(...)
-        return p
-    if p.is_dir():
+    try:
+        if p.is_file() or (p.exists() and not p.is_dir()):  # also /dev/null, a pipe: <(...)
+            return p
+        is_dir = p.is_dir()
+    except OSError as exc:  # a directory on the way this user cannot search
+        raise InvalidInput(
+            f"cannot look for the config file {p}{named_by} ({exc.strerror or exc}); name a "
+            "config file this user can read"
+        ) from None
+    if is_dir:
         raise InvalidInput(
             f"the config file {p}{named_by} is a directory; name the TOML file itself "
             f"(for example {p / 'webward.toml'})"
