@@ -405,3 +405,21 @@ def test_a_config_file_of_any_line_ending_is_read(tmp_path: Path, newline: bytes
     settings = Settings.load(path, environ={})
     assert settings.limits.per_host_rate == 3.0
     assert settings.agents["a b"].tier == "full"
+
+
+def test_a_path_from_home_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`[state] dir = "~/x"`, WEBWARD_STATE_DIR='~/x' and a call log file under ~ are under
+    the home directory, as in a shell: the state dir was a directory named ~ in whatever the
+    working directory was, so `webward audit` run elsewhere found no records. A ~ with no
+    home to expand it to is refused by name."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    config = tmp_path / "webward.toml"
+    config.write_text('[state]\ndir = "~/ww-state"\n[observability]\ncall_log = "~/calls.log"\n')
+    settings = Settings.load(config, environ={})
+    assert settings.state.path() == tmp_path / "home" / "ww-state"
+    assert settings.observability.call_log == str(tmp_path / "home" / "calls.log")
+    from_env = Settings.load("/dev/null", environ={"WEBWARD_STATE_DIR": "~/elsewhere"})
+    assert from_env.state.dir == str(tmp_path / "home" / "elsewhere")
+    assert Settings.load("/dev/null", environ={"WEBWARD_STATE_DIR": "a/b~"}).state.dir == "a/b~"
+    with pytest.raises(InvalidInput, match=r"^state.dir in WEBWARD_STATE_DIR is '~no-such-u"):
+        Settings.load("/dev/null", environ={"WEBWARD_STATE_DIR": "~no-such-user-here/x"})

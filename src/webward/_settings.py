@@ -512,7 +512,28 @@ def _build_section(cls: type[Any], section: str, value: dict[str, Any], where: s
             )
         default = f.default if f.default is not dataclasses.MISSING else None
         args[key] = _coerce(item, default, f"{section}.{key}", where)
+        if (section, key) in _PATH_KEYS:
+            args[key] = _home_expanded(args[key], f"{section}.{key}", where)
     return cls(**args)
+
+
+# Keys that name a file or directory: a leading ~ is the home directory, as in a shell.
+_PATH_KEYS = {("state", "dir"), ("observability", "call_log")}
+
+
+def _home_expanded(value: str, name: str, where: str) -> str:
+    """``value`` with a leading ``~`` or ``~user`` expanded (``dir = "~/webward-state"``
+    made a directory named ``~`` in whatever the working directory was, and the audit log
+    moved with it); refused when there is no home to expand it to."""
+    if not value.startswith("~"):
+        return value
+    expanded = os.path.expanduser(value)
+    if expanded.startswith("~"):
+        raise InvalidInput(
+            f"{name}{where} is {value!r}, but no home directory is known to expand its ~ to; "
+            "give an absolute path"
+        )
+    return expanded
 
 
 def _search_costs(value: dict[str, Any], where: str) -> dict[str, float]:
