@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_search import BRAVE_PATH, FakeBrave, params, results
 from localserver import accept_counter, respond, serve
 from stores import database
 
@@ -180,6 +181,36 @@ def test_help_that_cannot_be_written_is_one_sentence(argv: list[str], buffered: 
         )
     assert out.stderr == "webward: could not write the output (No space left on device)\n"
     assert out.returncode == 1
+
+
+def test_an_ascii_locale_prints_and_sends_what_was_typed(config: Path, tmp_path: Path) -> None:
+    """The C locale without UTF-8 mode or its coercion (stdout ASCII with surrogateescape):
+    a page's "é" is printed as \\xe9, where the command ended "failed unexpectedly
+    (UnicodeEncodeError) ... a bug" after the read; and the query "café", which arrives as
+    surrogates, is sent and audited as "café" (it was sent as caf\ufffd\ufffd and audited
+    as caf\udcc3\udca9)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LANG", "LC_CTYPE")}
+    env |= {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env |= {"WEBWARD_STATE_DIR": str(tmp_path / "state"), "BRAVE_SEARCH_API_KEY": "k"}
+    routes = {"/": respond(200, "<p>caf\u00e9 au lait</p>"), BRAVE_PATH: FakeBrave(results(1), "k")}
+    with serve(routes=routes) as site:
+        env["WEBWARD_BRAVE_URL"] = site.base
+        fetch, search = (
+            subprocess.run(
+                [sys.executable, "-m", "webward", *args, "--config", str(config)],
+                capture_output=True,
+                env=env,
+                timeout=60,
+            )
+            for args in (["fetch", site.url("/"), "--links"], ["search", "caf\u00e9"])
+        )
+    assert (fetch.returncode, fetch.stderr) == (0, b"")
+    assert b"caf\\xe9 au lait" in fetch.stdout
+    assert search.returncode == 0, search.stderr
+    sent = [params(r)["q"] for r in site.requests if r.path.startswith(BRAVE_PATH)]
+    assert sent == ["caf\u00e9"]
+    rows = json.loads(run("audit", "--json", "--config", str(config), env=env).stdout)
+    assert rows[0]["target"] == "caf\u00e9"
 
 
 def test_bad_input_exits_2(config: Path) -> None:

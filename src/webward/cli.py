@@ -255,7 +255,7 @@ def _output_lost(exc: OSError) -> int | None:
 
 def _main(argv: Sequence[str] | None) -> int:
     if argv is None:
-        argv = sys.argv[1:]
+        argv = [_utf8_argument(arg) for arg in sys.argv[1:]]
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # told by the command's own parser, whose usage names its options
@@ -347,6 +347,17 @@ def _config_file(source: str) -> str:
     return path
 
 
+def _utf8_argument(arg: str) -> str:
+    """A command-line argument whose bytes the locale's encoding could not decode (ASCII
+    under the C locale without UTF-8 mode: "café" arrives as ``caf\\udcc3\\udca9``) decoded
+    as UTF-8, the encoding a terminal most likely typed it in: the query was sent as
+    ``caf\\ufffd\\ufffd`` and audited with the surrogates, neither what was typed. Bytes
+    that are no UTF-8 either are left as they were (a URL holding one is refused by name)."""
+    if not any("\udc80" <= c <= "\udcff" for c in arg):
+        return arg
+    return os.fsencode(arg).decode("utf-8", "surrogateescape")
+
+
 def _replace_unencodable(as_json: bool = False) -> None:
     """Text the output's encoding cannot hold (a page's "é" on an ASCII terminal) written as
     ``\\xe9`` rather than ending the command in a UnicodeEncodeError, after the call was
@@ -359,9 +370,27 @@ def _replace_unencodable(as_json: bool = False) -> None:
             _register_json_escapes()
             with contextlib.suppress(AttributeError, ValueError, OSError):
                 stream.reconfigure(errors=_JSON_ESCAPES)  # type: ignore[union-attr]
-        elif getattr(stream, "errors", None) == "strict":
+        elif _may_fail(stream):
             with contextlib.suppress(AttributeError, ValueError, OSError):
                 stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+def _may_fail(stream: object) -> bool:
+    """Whether writing text to ``stream`` can raise UnicodeEncodeError: its errors are
+    "strict", or "surrogateescape" (Python's choice under the C locale) with an encoding
+    that cannot hold every character (ASCII there: a page's "é" ended the command as "a
+    bug", after the read was made and audited). UTF-8 with surrogateescape writes all
+    text, and keeps writing back the bytes of an undecodable argument as they came."""
+    errors = getattr(stream, "errors", None)
+    if errors == "strict":
+        return True
+    if errors != "surrogateescape":
+        return False
+    try:
+        "\u00e9\U0001f600".encode(getattr(stream, "encoding", None) or "ascii")
+    except (UnicodeError, LookupError):
+        return True
+    return False
 
 
 # Every character JSON output writes as a \u escape even where the stream could carry it:
