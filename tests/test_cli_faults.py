@@ -577,6 +577,31 @@ ww audit --json >"$OUT/audit.json" 2>"$OUT/audit.err"; echo $? >"$OUT/audit.rc"
 """
 
 
+def _run_with_a_mount(script: str, place: Path, out: Path, tmp_path: Path) -> None:
+    """``script`` in a mount namespace of its own, as root (in CI; elsewhere a user namespace
+    maps this user to root), with $FULL the directory ``place`` it mounts on, $OUT ``out`` for
+    what it keeps, and $CONFIG a config whose state dir is ``place``/state."""
+    config = tmp_path / "c.toml"
+    config.write_text(f"[state]\ndir = {json.dumps(str(place / 'state'))}\n", encoding="utf-8")
+    namespace = ["--mount"] if os.geteuid() == 0 else ["--mount", "--map-root-user"]
+    env = {
+        **os.environ,
+        "FULL": str(place),
+        "OUT": str(out),
+        "CONFIG": str(config),
+        "PYTHON": sys.executable,
+    }
+    env.pop("WEBWARD_STATE_DIR", None)
+    ran = subprocess.run(
+        ["unshare", *namespace, "bash", "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr
+
+
 def test_a_full_disk_is_said_and_the_log_still_reads(tmp_path: Path) -> None:
     """With the state dir's disk full, a call is refused in one line that says the disk is
     full and to free space (not "make that store writable", no log line before it), and
@@ -584,25 +609,7 @@ def test_a_full_disk_is_said_and_the_log_still_reads(tmp_path: Path) -> None:
     full, out = tmp_path / "full", tmp_path / "out"
     full.mkdir()
     out.mkdir()
-    config = tmp_path / "c.toml"
-    config.write_text(f"[state]\ndir = {json.dumps(str(full / 'state'))}\n", encoding="utf-8")
-    namespace = ["--mount"] if os.geteuid() == 0 else ["--mount", "--map-root-user"]
-    env = {
-        **os.environ,
-        "FULL": str(full),
-        "OUT": str(out),
-        "CONFIG": str(config),
-        "PYTHON": sys.executable,
-    }
-    env.pop("WEBWARD_STATE_DIR", None)
-    ran = subprocess.run(
-        ["unshare", *namespace, "bash", "-c", _FULL_DISK_SCRIPT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert ran.returncode == 0, ran.stderr
+    _run_with_a_mount(_FULL_DISK_SCRIPT, full, out, tmp_path)
     said = (out / "fetch.err").read_text()
     assert (out / "fetch.rc").read_text().strip() == "3", said
     assert len(said.splitlines()) == 1, said
@@ -613,6 +620,25 @@ def test_a_full_disk_is_said_and_the_log_still_reads(tmp_path: Path) -> None:
     listed = (out / "audit.json").read_text()
     assert (out / "audit.rc").read_text().strip() == "0", (out / "audit.err").read_text()
     assert [r["target"] for r in json.loads(listed)] == ["file:///before-full"]
+
+
+def test_a_read_only_filesystem_is_said_as_one(tmp_path: Path) -> None:
+    """A state dir on a filesystem mounted read-only (root included, whom mode bits do not
+    stop): the refusal says "is on a read-only filesystem", not "is not writable by this
+    user", which chmod or another user cannot fix."""
+    place, out = tmp_path / "ro", tmp_path / "out"
+    place.mkdir()
+    out.mkdir()
+    script = (
+        'set -u\nmount -t tmpfs -o size=1m,ro tmpfs "$FULL"\n'
+        '"$PYTHON" -m webward fetch file:///x --config "$CONFIG" 2>"$OUT/fetch.err"\n'
+        'echo $? >"$OUT/fetch.rc"\n'
+    )
+    _run_with_a_mount(script, place, out, tmp_path)
+    said = (out / "fetch.err").read_text()
+    assert (out / "fetch.rc").read_text().strip() == "3", said
+    assert len(said.splitlines()) == 1, said
+    assert f"cannot be written ({place} is on a read-only filesystem)" in said, said
 
 
 @pytest.mark.parametrize("store", ["redis", "postgres"])

@@ -592,6 +592,16 @@ def _unusable_dir(directory: Path) -> str | None:
         except OSError as exc:
             return f"{place}: {exc.strerror or exc}"
         if not os.access(place, os.W_OK | os.X_OK):
+            if _read_only_mount(place):  # no chmod or other user can fix that
+                return f"{place} is on a read-only filesystem"
             return f"{place} is not writable by this user"
         return None
     return None
+
+
+def _read_only_mount(place: Path) -> bool:
+    """Whether ``place`` is on a filesystem mounted read-only (where the platform says)."""
+    try:
+        return bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # Windows has no statvfs
+        return False
