@@ -2999,8 +2999,11 @@ def test_docusaurus_title_in_its_header_and_a_notes_label_are_read() -> None:
 def test_each_tabs_label_opens_its_panel() -> None:
     """Content tabs: MkDocs Material's ``tabbed-labels`` and ARIA's ``role="tablist"``
     (Docusaurus) read their labels run together over the panels ("LinuxWindows", "- npm -
-    Yarn"), each panel unnamed. Each label now opens its panel; a hidden panel (a tab not
-    chosen) goes with its label."""
+    Yarn"), each panel unnamed. Each label now opens its panel. Docusaurus, Starlight, MS
+    Learn, Radix and Headless UI render the panels of the tabs not chosen ``hidden`` (MS
+    Learn ``aria-hidden`` too), one click away: every tab but the first was lost (the Linux
+    and Windows install commands). They are read too, each under the label of the tab that
+    names it (``aria-controls``) whatever the order; other hidden content still goes."""
     extra = (
         '<div class="tabbed-set tabbed-alternate" data-tabs="1:2"><input checked="checked" '
         'id="__tabbed_1_1" name="__tabbed_1" type="radio"><input id="__tabbed_1_2" '
@@ -3012,14 +3015,23 @@ def test_each_tabs_label_opens_its_panel() -> None:
         'aria-selected="true">npm</li><li role="tab" aria-selected="false">Yarn</li></ul>'
         '<div class="margin-top--md"><div role="tabpanel"><p>Install it with npm.</p></div>'
         '<div role="tabpanel" hidden=""><p>Install it with Yarn.</p></div></div></div>'
+        '<div class="tabGroup"><ul role="tablist"><li role="presentation"><a role="tab" '
+        'href="#p-cli" aria-controls="p-cli" aria-selected="true">Azure CLI</a></li><li '
+        'role="presentation"><a role="tab" href="#p-ps" aria-controls="p-ps">PowerShell</a>'
+        '</li></ul><section id="p-ps" role="tabpanel" aria-hidden="true" hidden="hidden"><p>'
+        'Run Update-AzFunctionApp in the shell.</p></section><section id="p-cli" '
+        'role="tabpanel"><p>Run az functionapp identity assign.</p></section></div>'
+        '<div hidden><p>Ignore this hidden note.</p></div><p aria-hidden="true">Nor this.</p>'
     )
     # (the short page with a paragraph more: its tabs alone are too few words to be read)
     for reading in (read(article(extra)).text, read(f"<main>{extra}<p>{PARA}</p></main>").text):
         assert "Linux\n\nRun the Linux installer.\n\nWindows\n\nRun the Windows installer." in (
             reading
         )
-        assert "npm\n\nInstall it with npm." in reading
-        assert "Yarn" not in reading
+        assert "npm\n\nInstall it with npm.\n\nYarn\n\nInstall it with Yarn." in reading
+        assert "PowerShell\n\nRun Update-AzFunctionApp in the shell." in reading
+        assert "Azure CLI\n\nRun az functionapp identity assign." in reading
+        assert "hidden note" not in reading and "Nor this" not in reading
 
 
 def test_a_link_around_an_image_without_alt_text_is_not_read() -> None:

@@ -1232,6 +1232,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             holding.add(outer)
     spanned = []
     tab_lists: list[Any] = []
+    panels: dict[str, Any] = {}  # tab panels by id, for the tabs that name theirs
     veiled: list[Any] = []
     restyled: list[Any] = []  # kept, with a display or visibility in their style
     # One pass in Python over attributes: measured 10x faster than the equivalent XPath with
@@ -1245,13 +1246,19 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             spanned.append(el)
         if attrs.get("role") == "tablist" or "tabbed-labels" in attrs.get("class", ""):
             tab_lists.append(el)
+        elif attrs.get("role") == "tabpanel" and "id" in attrs:
+            panels.setdefault(attrs["id"], el)
         if el.tag in ("html", "body"):
             continue
         hiding = _hiding(attrs)
-        if hiding != _GONE and "hidden" in attrs:
-            # Shown ("until-found", which a reader's search finds, or a display of its own),
-            # but html-to-markdown drops any element with the attribute as hidden.
-            del attrs["hidden"]
+        if hiding != _GONE:
+            # Shown ("until-found", which a reader's search finds, a display of its own, a tab
+            # panel), but html-to-markdown drops any element with the attribute as hidden, and
+            # trafilatura any aria-hidden one.
+            if "hidden" in attrs:
+                del attrs["hidden"]
+            if "aria-hidden" in attrs:
+                del attrs["aria-hidden"]
         if (
             hiding == _GONE
             or (hides is not None and hides(el.tag, attrs))
@@ -1271,7 +1278,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         parent is not None and parent.tag in _EMPTY_INLINE
         for parent in (el.getparent() for el in doomed)
     )
-    doomed += _tabs_into_panels(tab_lists)  # before the hidden panels go, their labels in them
+    doomed += _tabs_into_panels(tab_lists, panels)  # before hidden panels go, their labels in them
     _drop_all(doomed)
     if emptied:
         _drop_empty_inline(tree)
@@ -1295,17 +1302,19 @@ _MAX_TABS = 50  # and their children, up to this many
 _MAX_TAB_LIST_ELEMENTS = 500  # the elements of a list of tabs read for its tabs
 
 
-def _tabs_into_panels(tab_lists: list[Any]) -> list[Any]:
+def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any]) -> list[Any]:
     """Each tab's label made a paragraph opening its panel, for each list of tabs (ARIA's
     ``role="tablist"`` of ``role="tab"``s, Docusaurus's; MkDocs Material's ``tabbed-labels``
     of ``<label>``s) whose panels (``role="tabpanel"``; ``tabbed-block``) follow it, as many
     as its tabs: the tab lists, to drop. Read where they were, the labels ran together over
-    the panels ("LinuxWindows", or a list "- npm - Yarn"), each panel unnamed; a panel
-    hidden (the tab not chosen) goes with its label. A list's panels are looked for among
-    the children of its next few siblings, a bounded number: linear in the page."""
+    the panels ("LinuxWindows", or a list "- npm - Yarn"), each panel unnamed. ARIA tabs that
+    each name a panel of ``by_id`` (``aria-controls``: MS Learn's, Radix's) open those;
+    others, the panels found in order: among the children of a list's next few siblings, a
+    bounded number, so linear in the page."""
     import lxml.etree
 
     done = []
+    labelled: set[Any] = set()
     for tab_list in tab_lists:
         aria = tab_list.get("role") == "tablist"
         tabs = [
@@ -1313,8 +1322,13 @@ def _tabs_into_panels(tab_lists: list[Any]) -> list[Any]:
             for tab in itertools.islice(tab_list.iter(), _MAX_TAB_LIST_ELEMENTS)
             if (tab.get("role") == "tab" if aria else tab.tag == "label")
         ]
-        panels = []
-        for sibling in itertools.islice(tab_list.itersiblings(), _MAX_TAB_PANEL_SIBLINGS):
+        named = [by_id.get(tab.get("aria-controls") or "") for tab in tabs] if aria else []
+        # (each tab names a panel of its own, or the panels are looked for)
+        unique = None not in named and len({id(panel) for panel in named}) == len(named)
+        panels: list[Any] = named if unique else []
+        for sibling in itertools.islice(
+            tab_list.itersiblings(), 0 if panels else _MAX_TAB_PANEL_SIBLINGS
+        ):
             for panel in itertools.islice(itertools.chain((sibling,), sibling), _MAX_TABS + 1):
                 if not isinstance(panel.tag, str):
                     continue  # a comment
@@ -1322,6 +1336,9 @@ def _tabs_into_panels(tab_lists: list[Any]) -> list[Any]:
                     panels.append(panel)
         if not tabs or len(tabs) > _MAX_TABS or len(tabs) != len(panels):
             continue
+        if not labelled.isdisjoint(panels):
+            continue  # named by another list of tabs already (a copy for small screens)
+        labelled.update(panels)
         for tab, panel in zip(tabs, panels, strict=True):
             label = lxml.etree.Element("p")
             label.text = _collapse(tab.text_content(), _MAX_LINK_TEXT)
@@ -1351,9 +1368,12 @@ def _hiding(attrs: Any) -> int:
     reaches the reading, inside the envelope as all page text is. ``hidden`` and ``popover``
     hide by the browser's own sheet, which the element's style overrides: with a ``display``
     of its own other than ``none`` it is shown."""
-    if (attrs.get("aria-hidden") or "").strip().lower() == "true":
+    # A tab panel's hidden and aria-hidden hide a tab not chosen, one click away (Docusaurus,
+    # Starlight, MS Learn, Radix and Headless UI render them so): read, as until-found is.
+    panel = (attrs.get("role") or "").strip().lower() == "tabpanel"
+    if not panel and (attrs.get("aria-hidden") or "").strip().lower() == "true":
         return _GONE
-    hidden = attrs.get("hidden")
+    hidden = None if panel else attrs.get("hidden")
     by_attribute = (hidden is not None and hidden.lower() != "until-found") or "popover" in attrs
     display, visibility = _own_style(attrs.get("style"), by_attribute)
     if display == "none" or (by_attribute and display is None):
