@@ -3178,3 +3178,21 @@ def test_a_line_made_a_paragraph_leaves_trafilatura_reading_divs() -> None:
     reading = read(page).text
     assert "Moist, tender banana bread with browned butter." in reading
     assert "Freezes well for up to 3 months." in reading
+
+
+def test_a_part_that_react_streams_is_read_in_its_place() -> None:
+    """React's streaming render (Next.js's Suspense) sends the end of an article late, as
+    ``<div hidden id="S:0">``, which an inline ``$RC("B:0","S:0")`` moves to ``<template
+    id="B:0">``: it was dropped as hidden. It is read at its template, a part it holds placed
+    in turn ($RS); a hidden div no script places still goes."""
+    page = (
+        f"<html><body><main><article><h1>Review</h1><p>{PARA}</p><h2>Fit</h2><p>Narrow toe "
+        '    box.</p><template id="B:0"></template><div class="skeleton"></div><p>Comments '
+        'follow.</p></article></main><div hidden id="S:0"><h2>Verdict</h2><p>Score: 8/10.</p>'
+        '<template id="P:1"></template></div><div hidden id="S:1"><p>Price: $159.</p></div>'
+        '<div hidden id="S:2"><p>Never placed.</p></div><script>$RC=function(b,c){};'
+        '$RC("B:0","S:0");$RS("S:1","P:1")</script></body></html>'
+    )
+    reading = read(page).text
+    assert "box.\n\n## Verdict\n\nScore: 8/10.\n\nPrice: $159.\n\nComments follow." in reading
+    assert "Never placed" not in reading

@@ -1453,6 +1453,58 @@ def _open_shadow_roots(tree: Any) -> None:
         template.tag = "div"
 
 
+# React's streaming render (renderToPipeableStream; Next.js's Suspense and loading.tsx) sends
+# a late part of the page as <div hidden id="S:0">, and an inline script's $RC("B:0","S:0")
+# (a boundary's content) or $RS("S:1","P:1") (a segment) moves it to <template id="B:0">
+# (and "P:1").
+_STREAMED_CALL = re.compile(r'\$R[CS]\(\s*"([BPS]:[\w-]{1,40})"\s*,\s*"([BPS]:[\w-]{1,40})"')
+_MAX_STREAMED = 1000  # parts moved into place, at most
+
+
+def _place_streamed(tree: Any) -> None:
+    """Each part of a page that React streams (see :data:`_STREAMED_CALL`) read where its
+    script moves it, at its template: hidden until then, it was dropped, the end of an
+    article with it. (The skeleton shown meanwhile stays: the parser drops the comments that
+    bound it; it holds no words, or a "Loading".) Before scripts go; in the order of the
+    calls, so that a part placed inside another goes with it. One pass over the scripts, one
+    over the templates and divs when a script calls: linear."""
+    import lxml.etree
+
+    calls: list[tuple[str, str]] = []
+    for script in tree.iter("script"):
+        text = script.text
+        if text and "$R" in text and script.get("src") is None:
+            calls += itertools.islice(_STREAMED_CALL.findall(text), _MAX_STREAMED - len(calls))
+    if not calls:
+        return
+    ids: dict[str, Any] = {}
+    for element in tree.iter("template", "div"):
+        name = element.get("id")
+        if name and name[1:2] == ":":
+            ids.setdefault(name, element)
+    for first, second in calls:
+        target, part = (
+            (ids.get(second), ids.get(first))
+            if first[0] == "S"
+            else (ids.get(first), ids.get(second))
+        )
+        if (
+            target is None
+            or part is None
+            or target.tag != "template"
+            or part.tag != "div"
+            or "hidden" not in part.attrib
+            or target.getparent() is None
+            or any(True for _ in target.iterancestors() if _ is part)
+        ):
+            continue
+        placed = lxml.etree.Element("div")
+        placed.text, part.text = part.text, None
+        placed.extend(list(part))
+        placed.tail = target.tail
+        target.getparent().replace(target, placed)
+
+
 def _open_dialogs(tree: Any) -> None:
     """An open dialog (``<dialog open>``) is shown, as the links' reading (:func:`_drop_unseen`)
     and the parser-free one take it: it is read as a block; a closed one goes with
@@ -3380,6 +3432,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     tree, parse_note = _parse(text)
     if tree is None:
         return HtmlResult(title="", markdown="", links=(), extractor="")
+    _place_streamed(tree)  # before the scripts go
     title = _title(tree)
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
