@@ -3196,3 +3196,26 @@ def test_a_part_that_react_streams_is_read_in_its_place() -> None:
     reading = read(page).text
     assert "box.\n\n## Verdict\n\nScore: 8/10.\n\nPrice: $159.\n\nComments follow." in reading
     assert "Never placed" not in reading
+
+
+def test_a_bare_body_keeps_its_headings_and_definitions() -> None:
+    """A page with its text straight in its body, no ``<main>``, ``<article>`` nor a container
+    class trafilatura knows (an RFC in xml2rfc's HTML, an old blog): trafilatura's fallback
+    for the bare body kept the paragraphs and dropped every heading and ``<dd>``. The body is
+    read as a ``<main>`` where that gains the sections' headings."""
+    sections = "".join(
+        f'<section id="s-{n}"><h2 id="h-{n}">{n}. Part {n}</h2><p id="p-{n}">Part {n} opens. '
+        f"{PARA}</p><p>Part {n} goes on. {PARA}</p>"
+        f"<p>Part {n} ends. {PARA}</p></section>"
+        for n in (1, 2, 3)
+    )
+    page = (
+        "<html><head><title>RFC 9999</title></head><body><h1>The Example Protocol</h1>"
+        f"{sections}<dl><dt><code>grant_type</code>:</dt><dd>REQUIRED. The grant's type.</dd>"
+        "<dt><code>scope</code>:</dt><dd>OPTIONAL. The scopes asked for.</dd></dl>"
+        f"<p>Last words. {PARA}</p></body></html>"
+    )
+    reading = read(page).text
+    for n in (1, 2, 3):
+        assert f"## {n}. Part {n}\n\nPart {n} opens. {PARA.strip()}\n" in reading
+    assert "REQUIRED. The grant's type." in reading and "OPTIONAL. The scopes" in reading

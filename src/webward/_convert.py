@@ -2590,6 +2590,52 @@ def _h2m(html: str) -> str:
     return h2m.convert(html, _h2m_options()).content or ""
 
 
+def _bare_body_in_main(tree: Any) -> Any:
+    """A copy of ``tree`` with its body's content wrapped in a ``<main>``, for a page whose
+    text sits in its body with no container trafilatura knows (no ``<main>``, ``<article>``,
+    nor a class or id of its ``BODY_XPATH``: an RFC in xml2rfc's HTML, a hand-written or old
+    blog) and at least :data:`_MIN_HEADINGS_GAINED` headings; else ``None``. Read from the bare body, trafilatura's fallback keeps paragraphs
+    and drops every heading and definition (``<dd>``); from a ``<main>``, it keeps them."""
+    import lxml.etree
+    from trafilatura.xpaths import BODY_XPATH
+
+    body = tree.find("body")
+    if body is None or len(body) == 0 or next(tree.iter(*_MAIN_TAGS), None) is not None:
+        return None
+    headings = itertools.islice(body.iter(*_HEADINGS), _MIN_HEADINGS_GAINED)
+    if sum(1 for _ in headings) < _MIN_HEADINGS_GAINED:
+        return None  # it could not gain them (see _more_headings)
+    if any(next(iter(expr(tree)), None) is not None for expr in BODY_XPATH):
+        return None
+    wrapped = copy.deepcopy(tree)
+    body = wrapped.find("body")
+    main = lxml.etree.Element("main")
+    main.text, body.text = body.text, None
+    main.extend(list(body))
+    body.append(main)
+    return wrapped
+
+
+_HEADING_LINE = re.compile(r"^#{1,6} ", re.MULTILINE)
+# The headings a bare body's reading in a <main> must gain to be taken: a page's sections',
+# not one line (man7.org's man page gained its "NAME [top]" and its layout tables with it).
+_MIN_HEADINGS_GAINED = 2
+
+
+def _more_headings(bare: str, in_main: str) -> bool:
+    """Whether the reading of a bare body in a ``<main>`` (see :func:`_bare_body_in_main`)
+    is the bare one with what its fallback dropped put back: at least
+    :data:`_MIN_HEADINGS_GAINED` more headings, and :data:`_LONGER_HOLDS` of its words. (A
+    page whose wrapped reading gains no heading gains nothing the fallback loses: a mail
+    archive's gained its "Next message" links.)"""
+    gained = len(_HEADING_LINE.findall(in_main)) - len(_HEADING_LINE.findall(bare))
+    if gained < _MIN_HEADINGS_GAINED:
+        return False
+    ours, theirs = _words(bare), _words(in_main)
+    held = collections.Counter(ours) & collections.Counter(theirs)
+    return sum(held.values()) >= _LONGER_HOLDS * len(ours)
+
+
 def _main_container(tree: Any, visible: int) -> Any:
     """What a heavy page is read from: the outermost ``<main>`` or ``<article>`` (among the
     first :data:`_MAX_MAIN_CANDIDATES`) that holds the most text, if that is at least
@@ -3484,6 +3530,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     # trafilatura prunes the tree it is given in place: the later readings get copies of this
     # one (a copy costs a fraction of parsing and cleaning the page again).
     spare = copy.deepcopy(tree)
+    wrapped = _bare_body_in_main(spare)
     # The page's own address: a heading linked to it is the page's title (see _unlink_headings).
     own = {final_url.split("#", 1)[0], base.split("#", 1)[0]}
     markdown = tidy_markdown(_main_content(tree, own=own))
@@ -3504,6 +3551,10 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if second_pass and _deficient(markdown, kept, visible) and affordable():
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True, own=own))
         kept = _solid(markdown)
+    if wrapped is not None and second_pass and affordable():
+        in_main = tidy_markdown(_main_content(wrapped, own=own))
+        if _more_headings(markdown, in_main):
+            markdown, kept = in_main, _solid(in_main)
     if _kept_too_little(kept, visible):
         full = tidy_markdown(_full_page(spare))
         if len(full) > len(markdown):
