@@ -2795,7 +2795,9 @@ def test_a_term_that_begins_with_permalink_keeps_its_words() -> None:
 def test_a_headings_permalink_of_any_generator_is_not_read() -> None:
     """A heading's permalink, in it or right beside it: Docusaurus's and VitePress's hold a
     zero-width space, GitHub's an icon and an aria-label "Permalink: …" (read as its words on a
-    short page). They read as "## useState[](…#usestate)" or a line of their own."""
+    short page). They read as "## useState[](…#usestate)" or a line of their own. A
+    paragraph's own (xml2rfc's pilcrow, inside the paragraph it links to) too: it read
+    "…token.[¶](…#section-1-1)" after every paragraph of an RFC."""
     prose = "<p>Words of the documentation about hooks and their rules of use.</p>"
     extra = (
         '<h2 class="anchor" id="usestate">useState<a href="#usestate" class="hash-link" '
@@ -2817,13 +2819,20 @@ def test_a_headings_permalink_of_any_generator_is_not_read() -> None:
         '<span class="sig-name descname">Session</span><a class="headerlink" '
         'href="#mod.Session" title="Link to this definition">\u00b6</a></dt>'
         "<dd><p>A session of the module.</p></dd></dl>"
+        '<section id="s-1"><p id="s-1-1">Each paragraph of an RFC ends in its own link.'
+        '<a href="#s-1-1" class="pilcrow">\u00b6</a></p><p id="s-1-2">One that says more '
+        'stays: <a href="#s-1-2">this paragraph</a>.</p></section>'
     )
     for reading in _both_readings(extra):
         lines = reading.splitlines()
         for heading in ("## useState", "## Installation", "## Setup", "### Notes"):
             assert heading in lines
-        assert "Permalink" not in reading and "post.html#" not in reading
+        assert "Permalink" not in reading and "post.html#" not in reading.replace("#s-1-2", "")
         assert "Session" in reading and "\u00b6" not in reading
+        assert (
+            "Each paragraph of an RFC ends in its own link." in lines
+            and "[this paragraph]" in reading
+        )
 
 
 def test_a_code_block_of_one_line_is_a_fenced_block() -> None:
