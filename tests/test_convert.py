@@ -3031,6 +3031,9 @@ def test_each_tabs_label_opens_its_panel() -> None:
         'Run Update-AzFunctionApp in the shell.</p></section><section id="p-cli" '
         'role="tabpanel"><p>Run az functionapp identity assign.</p></section></div>'
         '<div hidden><p>Ignore this hidden note.</p></div><p aria-hidden="true">Nor this.</p>'
+        # A hidden "panel" no tab opens is hidden text like any other.
+        '<div role="tabpanel" hidden><p>Tabless panel words.</p></div>'
+        '<section role="tabpanel" id="orphan" aria-hidden="true"><p>Orphan words.</p></section>'
     )
     # (the short page with a paragraph more: its tabs alone are too few words to be read)
     for reading in (read(article(extra)).text, read(f"<main>{extra}<p>{PARA}</p></main>").text):
@@ -3041,6 +3044,7 @@ def test_each_tabs_label_opens_its_panel() -> None:
         assert "PowerShell\n\nRun Update-AzFunctionApp in the shell." in reading
         assert "Azure CLI\n\nRun az functionapp identity assign." in reading
         assert "hidden note" not in reading and "Nor this" not in reading
+        assert "Tabless" not in reading and "Orphan" not in reading
 
 
 def test_a_link_around_an_image_without_alt_text_is_not_read() -> None:

@@ -1233,6 +1233,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     spanned = []
     tab_lists: list[Any] = []
     panels: dict[str, Any] = {}  # tab panels by id, for the tabs that name theirs
+    unchosen: list[Any] = []  # tab panels hidden: read only as some list of tabs' panels
     veiled: list[Any] = []
     restyled: list[Any] = []  # kept, with a display or visibility in their style
     # One pass in Python over attributes: measured 10x faster than the equivalent XPath with
@@ -1251,6 +1252,8 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         if el.tag in ("html", "body"):
             continue
         hiding = _hiding(attrs)
+        if hiding != _GONE and _hidden_panel(attrs):
+            unchosen.append(el)
         if hiding != _GONE:
             # Shown ("until-found", which a reader's search finds, a display of its own, a tab
             # panel), but html-to-markdown drops any element with the attribute as hidden, and
@@ -1278,7 +1281,11 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         parent is not None and parent.tag in _EMPTY_INLINE
         for parent in (el.getparent() for el in doomed)
     )
-    doomed += _tabs_into_panels(tab_lists, panels)  # before hidden panels go, their labels in them
+    labelled: set[Any] = set()
+    doomed += _tabs_into_panels(tab_lists, panels, labelled)
+    # A hidden "panel" no tab opens is hidden text like any other (a page's way to hand the
+    # model words no reader sees): it goes.
+    doomed += [panel for panel in unchosen if panel not in labelled]
     _drop_all(doomed)
     if emptied:
         _drop_empty_inline(tree)
@@ -1302,7 +1309,7 @@ _MAX_TABS = 50  # and their children, up to this many
 _MAX_TAB_LIST_ELEMENTS = 500  # the elements of a list of tabs read for its tabs
 
 
-def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any]) -> list[Any]:
+def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any], labelled: set[Any]) -> list[Any]:
     """Each tab's label made a paragraph opening its panel, for each list of tabs (ARIA's
     ``role="tablist"`` of ``role="tab"``s, Docusaurus's; MkDocs Material's ``tabbed-labels``
     of ``<label>``s) whose panels (``role="tabpanel"``; ``tabbed-block``) follow it, as many
@@ -1310,11 +1317,10 @@ def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any]) -> list[Any]:
     the panels ("LinuxWindows", or a list "- npm - Yarn"), each panel unnamed. ARIA tabs that
     each name a panel of ``by_id`` (``aria-controls``: MS Learn's, Radix's) open those;
     others, the panels found in order: among the children of a list's next few siblings, a
-    bounded number, so linear in the page."""
+    bounded number, so linear in the page. ``labelled`` gains the panels opened."""
     import lxml.etree
 
     done = []
-    labelled: set[Any] = set()
     for tab_list in tab_lists:
         aria = tab_list.get("role") == "tablist"
         tabs = [
@@ -1346,6 +1352,13 @@ def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any]) -> list[Any]:
             panel.insert(0, label)
         done.append(tab_list)
     return done
+
+
+def _hidden_panel(attrs: Any) -> bool:
+    """Whether the attributes are a tab panel's, hidden (see :func:`_hiding`)."""
+    return (attrs.get("role") or "").strip().lower() == "tabpanel" and (
+        "hidden" in attrs or (attrs.get("aria-hidden") or "").strip().lower() == "true"
+    )
 
 
 def _is_tab_block(element: Any) -> bool:
