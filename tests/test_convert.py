@@ -3232,3 +3232,26 @@ def test_a_bare_body_keeps_its_headings_and_definitions() -> None:
     for n in (1, 2, 3):
         assert f"## {n}. Part {n}\n\nPart {n} opens. {PARA.strip()}\n" in reading
     assert "REQUIRED. The grant's type." in reading and "OPTIONAL. The scopes" in reading
+
+
+def test_an_infobox_aside_is_read() -> None:
+    """Fandom's portable infobox is an ``<aside>`` (the facts of the article's subject: born,
+    profession, aliases), dropped with the sidebars; each item reads as a line (its value,
+    words straight in a nested ``<div>``, went in trafilatura's precision mode)."""
+    extra = (
+        '<aside role="region" class="portable-infobox pi-background"><h2 class="pi-title">'
+        'Geralt</h2><section class="pi-item pi-group"><div class="pi-item pi-data">'
+        '<h3 class="pi-data-label">Born</h3><div class="pi-data-value pi-font">1211 or 1231'
+        '</div></div><div class="pi-item pi-data"><h3 class="pi-data-label">Profession</h3>'
+        '<div class="pi-data-value pi-font"><a href="/wiki/Witcher">Witcher</a></div></div>'
+        '<div class="pi-item pi-data"><h3 class="pi-data-label">Hair color</h3><div '
+        'class="pi-data-value pi-font">White</div></div><div class="pi-item pi-data"><h3 '
+        'class="pi-data-label">Eye color</h3><div class="pi-data-value pi-font">Yellow</div>'
+        '</div></section></aside><aside class="page__right-rail"><p>Trending pages</p></aside>'
+        f"<h2>Biography</h2><p>{PARA}</p>"
+    )
+    for reading in _both_readings(extra):
+        assert "**Born**: 1211 or 1231" in reading
+        assert "**Profession**: [Witcher]" in reading
+        assert "**Eye color**: Yellow" in reading
+        assert "Trending" not in reading

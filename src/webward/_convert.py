@@ -246,6 +246,7 @@ _NOTE_CLASS = re.compile(
     re.IGNORECASE,
 )
 _NOTE_WORDS = ("not", "tip", "hint", "warn", "caution", "important", "admonition", "callout")
+_INFOBOX = re.compile(r"\binfobox\b")
 # Only the start of a style, class or id is searched: real ones are far shorter.
 _MAX_CHECKED_CHARS = 1_000
 # An image's alt text kept in a sentence (see _keep_inline_alts): a label, not a description.
@@ -1149,11 +1150,34 @@ def _keep_inline_alts(tree: Any) -> None:
             # The image goes with _DROP_TAGS, its tail (now with the alt text) stays.
 
 
+def _infobox_terms(box: Any) -> None:
+    """Each item of a portable infobox (``<div class="pi-data">`` of a ``pi-data-label``
+    heading and a ``pi-data-value``) made a paragraph, "**Born**: 1211": the value, words
+    straight in a nested ``<div>``, went in trafilatura's precision mode, the labels left
+    over it as headings ("Born", and no year). (As terms and definitions, an item whose
+    value is a link took the list with it.)"""
+    for item in box.iter("div"):
+        if "pi-data" not in (item.get("class") or "").split() or len(item) != 2:
+            continue
+        label, value = item
+        if "pi-data-label" in (label.get("class") or "") and "pi-data-value" in (
+            value.get("class") or ""
+        ):
+            item.tag, label.tag, value.tag = "p", "strong", "span"
+            label.tail = ": "
+
+
 def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     """Drop what is never the reading (and what the page's ``rules`` hide), and bound what
     would make the reading grow (see :data:`_LINK_URL_BUDGET`)."""
     for aside in tree.iter("aside"):
-        if _matches(_NOTE_CLASS, _NOTE_WORDS, aside.get("class")):
+        kind = aside.get("class")
+        if _matches(_INFOBOX, ("infobox",), kind):
+            # The facts of the text's subject (Fandom's portable infobox: born, profession,
+            # aliases), not the page's sidebar.
+            aside.tag = "section"  # (a div of a few items, one a link, trafilatura drops)
+            _infobox_terms(aside)
+        elif _matches(_NOTE_CLASS, _NOTE_WORDS, kind):
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
     _graphics_as_images(tree)
     _keep_inline_alts(tree)
