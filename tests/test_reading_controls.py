@@ -433,6 +433,37 @@ def _cli(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_the_ranker_is_loaded_before_the_page_is_asked_for(tmp_path: Path) -> None:
+    """Find-in-page's libraries load before the read: under a tight memory limit OpenBLAS
+    ends the process as it loads, which after the read left a request made and no audit
+    record of it. The origin looks in the command's memory map as the request arrives."""
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n'
+        '[policy]\ndefault_tier = "connected"\nrobots = false\n'
+        f"[state]\ndir = {json.dumps(str(tmp_path / 'state'))}\n"
+    )
+    loaded: list[bool] = []
+
+    def page(req: Request, sock: socket.socket) -> None:
+        maps = Path(f"/proc/{command.pid}/maps").read_text()
+        loaded.append("_multiarray_umath" in maps)  # NumPy's core, which bm25s loads
+        send(sock, 200, _ARTICLE.encode(), "text/markdown; charset=utf-8")
+
+    with serve(routes={"/a": page}) as srv:
+        args = ["fetch", srv.url("/a"), "--query", "blight", "--config", str(config)]
+        command = subprocess.Popen(
+            [sys.executable, "-m", "webward", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(SRC)},
+        )
+        out, err = command.communicate(timeout=60)
+    assert command.returncode == 0, err
+    assert loaded == [True] and "Blight" in out
+
+
 def test_cli_max_chars_and_query(tmp_path: Path) -> None:
     config = tmp_path / "webward.toml"
     config.write_text(

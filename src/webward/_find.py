@@ -132,9 +132,14 @@ def blocks(text: str) -> list[Block]:
     return joined
 
 
+def load_ranker() -> None:
+    """Import the ranker (a few tenths of a second the first time; nothing after)."""
+    import bm25s  # type: ignore[import-untyped]  # noqa: F401  # bm25s ships no type information
+
+
 def _tokenize(texts: list[str]) -> list[list[str]]:
-    # Imported on first use: it takes a few tenths of a second to load.
-    import bm25s  # type: ignore[import-untyped]  # bm25s ships no type information
+    # Loaded by load_ranker before the read (see there).
+    import bm25s
 
     tokens: list[list[str]] = bm25s.tokenize(
         texts,

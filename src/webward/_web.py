@@ -713,7 +713,14 @@ class Web:
                 "pass either offset or query, not both: query finds passages in the whole page",
                 reason=Reason.BAD_QUERY,
             )
-        return check_query(query, self.settings.limits.max_query_chars)
+        checked = check_query(query, self.settings.limits.max_query_chars)
+        from . import _find
+
+        # The ranker's libraries (NumPy, OpenBLAS) are loaded before the page is asked for:
+        # under a tight memory limit OpenBLAS ends the process as it loads, which after the
+        # read left a request made and no record of it.
+        _find.load_ranker()
+        return checked
 
     @staticmethod
     async def _find(
