@@ -477,8 +477,18 @@ class AuditSink(Protocol):
     # A sink without it is written to and trusted, as before.
 
 
+# How a full disk is said (a store's detail), and what to do about it: free space, not make
+# the store writable, whichever write or probe found it.
+FULL_WORDS = "the disk holding it is full"
+_FULL_ADVICE = (
+    "free space on that disk, or point [state] dir (WEBWARD_STATE_DIR) or [audit] at another one"
+)
+
+
 def audit_unavailable(detail: str, advice: str | None = None) -> Refused:
     """The refusal every sink raises when a record cannot be written."""
+    if advice is None and FULL_WORDS in detail:
+        advice = _FULL_ADVICE
     # Where the store is and what to do are the operator's (a model is told neither).
     return Refused(
         operator_step(

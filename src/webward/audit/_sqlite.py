@@ -30,6 +30,7 @@ from .._sqlite import open_wal, probe_write
 from ._core import (
     ADDED_COLUMNS,
     FIELDS,
+    FULL_WORDS,
     REASON_AUDIT_UNAVAILABLE,
     SCHEMA,
     AuditRecord,
@@ -131,8 +132,7 @@ class SQLiteAuditSink:
         deadline = time.monotonic() + self._busy_timeout_s  # a worker thread's wait included
         failure = await anyio.to_thread.run_sync(self._probe_sync, deadline)
         if failure is not None:
-            # A full disk is fixed by freeing space, not by making the store writable.
-            raise audit_unavailable(failure, _FULL_ADVICE if _FULL_WORDS in failure else None)
+            raise audit_unavailable(failure)
 
     def _probe_sync(self, deadline: float) -> str | None:
         if not self._acquire(deadline):
@@ -249,7 +249,7 @@ class SQLiteAuditSink:
                     raise
                 if held and full:
                     raise _DiskFull(
-                        f"{_FULL_WORDS}, and some of its records are in {wal}, which SQLite "
+                        f"{FULL_WORDS}, and some of its records are in {wal}, which SQLite "
                         "cannot read without room for its index"
                     ) from None
                 if held:
@@ -438,7 +438,7 @@ class SQLiteAuditSink:
         """The store's error, said as a full disk when it is one (SQLite's "disk I/O error"
         for a -shm it could not grow does not say so)."""
         if _disk_full(exc, self.path.parent) and not isinstance(exc, _DiskFull):
-            return f"{self.path}: {_FULL_WORDS} ({exc})"
+            return f"{self.path}: {FULL_WORDS} ({exc})"
         return f"{self.path}: {exc}"
 
     def _no_answer(self) -> str:
@@ -499,11 +499,6 @@ class SQLiteAuditSink:
                 ) from None
 
 
-# How a full disk is said, and what to do about it (not "make that store writable").
-_FULL_WORDS = "the disk holding it is full"
-_FULL_ADVICE = (
-    "free space on that disk, or point [state] dir (WEBWARD_STATE_DIR) or [audit] at another one"
-)
 # Free space below which an I/O error is taken for a full disk: SQLite says "disk I/O error",
 # without the errno, when it cannot grow its -shm (32 kB) or -wal for want of space.
 _NEARLY_FULL_BYTES = 1024 * 1024
