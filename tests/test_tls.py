@@ -12,6 +12,7 @@ import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,6 +115,23 @@ async def test_an_untrusted_certificate_is_refused_by_default() -> None:
                 await w.fetch(f"https://tls.example:{server.port}/")
     assert err.value.reason == "tls"
     assert server.requests == []
+    # The operator is told how to trust a private CA; the model only what failed.
+    assert "SSL_CERT_FILE=/path/to/ca.pem" in err.value.message
+    assert "SSL_CERT_FILE" not in err.value.for_model
+
+
+async def test_ssl_cert_file_trusts_a_private_ca(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step the refusal names works: the CA in SSL_CERT_FILE is trusted."""
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    server = LocalServer(routes={"/": respond(200, "read under a private CA")})
+    with serve_tls(ca.issue_cert("tls.example"), server):
+        async with web(None) as w:
+            page = await w.fetch(f"https://tls.example:{server.port}/")
+    assert "read under a private CA" in page.content
 
 
 async def test_https_to_a_name_resolving_internal_never_connects() -> None:

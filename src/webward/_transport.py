@@ -665,10 +665,22 @@ def _ssl_cause(exc: BaseException) -> ssl.SSLError | None:
     return None
 
 
+# OpenSSL's verify codes for a chain that ends in no CA webward trusts: self-signed (18, 19),
+# an issuer it does not have (20, 2).
+_UNTRUSTED_ISSUER = frozenset((2, 18, 19, 20))
+
+
 def _tls_error(url: guard.ParsedURL, exc: ssl.SSLError) -> UpstreamError:
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = " ".join(str(exc.verify_message or "verification failed").split())[:200]
         message = f"the TLS certificate of {url.host} could not be verified ({why.rstrip('.')})"
+        if exc.verify_code in _UNTRUSTED_ISSUER:  # not a wrong name or a date: a private CA?
+            message = operator_step(
+                message,
+                f"if {url.host} is served under a private CA, an operator can trust that CA "
+                "with SSL_CERT_FILE=/path/to/ca.pem in webward's environment",
+                model="",
+            )
     else:
         message = f"the TLS handshake with {url.host} failed"
     return UpstreamError(message, reason=Reason.TLS)
