@@ -1453,6 +1453,13 @@ def test_definitions_stay_paired_with_their_terms_in_both_readings() -> None:
             "sharp-edged",
         ]
         assert not any(line.strip() in ("- Talons", "- Beak") for line in lines)
+    # A term that ends in its own colon gets no second one (Wiktionary's "Synonyms:").
+    colons = (
+        "<dl><dt>Synonyms:</dt><dd>crimson, scarlet</dd><dt>See also\uff1a</dt><dd>red</dd></dl>"
+    )
+    for lines in (_reading_of(colons), _whole_page(colons)):
+        assert "- **Synonyms:** crimson, scarlet" in lines
+        assert "- **See also\uff1a** red" in lines
 
 
 def test_a_definition_of_several_blocks_keeps_them_in_its_item() -> None:

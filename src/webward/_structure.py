@@ -686,6 +686,9 @@ def _unwrap_leading_paragraph(element: Any) -> None:
         element.text = f"{element.text or ''}{paragraph.tail or ''}"
 
 
+_COLONS = (":", "\uff1a", "\ufe55")  # and the full-width and small colons
+
+
 def _definitions_as_list(dl: Any, entries: list[Any]) -> None:
     import lxml.etree
 
@@ -726,17 +729,19 @@ def _definitions_as_list(dl: Any, entries: list[Any]) -> None:
             last = term
         for definition in definitions:
             _unwrap_leading_paragraph(definition)
+        # A term that ends in its own colon ("Synonyms:", Wiktionary's) gets no second one.
+        colon = "" if last is not None and last.text_content().rstrip().endswith(_COLONS) else ":"
         if len(definitions) == 1:
             definition = definitions[0]
             words = (definition.text or "").lstrip()
             if last is None:
                 item.text = words
             else:
-                last.tail = f": {words}"
+                last.tail = f"{colon} {words}"
             item.extend(list(definition))
         elif definitions:
             if last is not None:
-                last.tail = ":"
+                last.tail = colon
             sublist = lxml.etree.SubElement(item, "ul")
             for definition in definitions:
                 definition.tag = "li"
