@@ -1422,6 +1422,25 @@ def test_a_div_of_words_with_emphasis_keeps_the_words_before_it_anywhere() -> No
     assert "*Always* back up the database first." in lines
 
 
+def test_a_quotes_attribution_is_its_last_line() -> None:
+    """Who said it: a <footer> in the <blockquote> (Bootstrap's blockquote-footer too) or the
+    <figcaption> of a <figure> around it went with the page's footers and captions."""
+    said = "Latency is the mind-killer of distributed systems."
+    for quote in (
+        f"<blockquote><p>{said}</p><footer>Marc Brooker, <cite>SREcon</cite></footer></blockquote>",
+        f'<blockquote class="blockquote"><p>{said}</p><footer class="blockquote-footer">'
+        "Marc Brooker, <cite>SREcon</cite></footer></blockquote>",
+        f"<figure><blockquote><p>{said}</p></blockquote><figcaption>Marc Brooker, <cite>"
+        "SREcon</cite></figcaption></figure>",
+    ):
+        for lines in (_reading_of(quote), _whole_page(quote)):
+            quoted = [line for line in lines if line.startswith(">") and line.lstrip("> ")]
+            assert [line.replace("*", "") for line in quoted] == [
+                f"> {said}",
+                "> Marc Brooker, SREcon",
+            ]
+
+
 def test_a_code_block_first_in_an_item_leaves_the_later_items_their_numbers() -> None:
     """A ``<pre>`` first in an item opens its fence on the item's line ("1. ```"): its closing
     fence read as the opening of another block, and the items after it lost their letters or

@@ -1167,6 +1167,22 @@ def _infobox_terms(box: Any) -> None:
             label.tail = ": "
 
 
+def _quote_attributions(tree: Any) -> None:
+    """A quote's attribution read as its last line: a ``<footer>`` in the ``<blockquote>``
+    (HTML's own form, Bootstrap's ``blockquote-footer``) or the ``<figcaption>`` of a
+    ``<figure>`` around it, both dropped with the page's footers and captions ("> Latency is
+    the mind-killer", whose words they were lost)."""
+    for quote in tree.iter("blockquote"):
+        said = [child for child in quote if child.tag == "footer"]
+        figure = quote.getparent()
+        if figure is not None and figure.tag == "figure":
+            said += [child for child in figure if child.tag == "figcaption"]
+        for attribution in said:
+            attribution.tag = "p"
+            attribution.attrib.clear()  # ("blockquote-footer": a footer's class)
+            quote.append(attribution)  # (a figcaption moves into the quote, at its end)
+
+
 def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     """Drop what is never the reading (and what the page's ``rules`` hide), and bound what
     would make the reading grow (see :data:`_LINK_URL_BUDGET`)."""
@@ -1179,6 +1195,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             _infobox_terms(aside)
         elif _matches(_NOTE_CLASS, _NOTE_WORDS, kind):
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
+    _quote_attributions(tree)
     _graphics_as_images(tree)
     _keep_inline_alts(tree)
     _open_shadow_roots(tree)
