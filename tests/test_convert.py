@@ -1422,6 +1422,20 @@ def test_a_div_of_words_with_emphasis_keeps_the_words_before_it_anywhere() -> No
     assert "*Always* back up the database first." in lines
 
 
+def test_a_skip_link_is_no_part_of_the_reading() -> None:
+    """ "Skip to main content" (Docusaurus's, in a region rather than the navigation; GitHub's)
+    opened the reading; a link in the text that says "skip to the end" stays."""
+    page = (
+        '<div role="region" aria-label="Skip to main content"><a class="skipToContent_fXgn" '
+        'href="#__docusaurus_skipToContent_fallback">Skip to main content</a></div>'
+        '<a href="#start-of-content" class="js-skip-to-content">Skip to content</a>'
+        '<p>Read on, or <a href="#end">skip to the end</a> for the summary.</p>'
+    )
+    for lines in (_reading_of(page), _whole_page(page)):
+        assert not any("Skip to" in line for line in lines)
+        assert any("[skip to the end](" in line for line in lines)
+
+
 def test_a_quotes_attribution_is_its_last_line() -> None:
     """Who said it: a <footer> in the <blockquote> (Bootstrap's blockquote-footer too) or the
     <figcaption> of a <figure> around it went with the page's footers and captions."""

@@ -1651,16 +1651,29 @@ def _is_permalink(link: Any) -> bool:
 _BACKLINK_TEXTS = frozenset(("^", "\u2191", "\u21a9", "\u21a9\ufe0e", "\u21a9\ufe0f", "\u2934"))
 
 
+_SKIP_LINK = re.compile(
+    r"skip\s+(?:to\s+(?:the\s+)?(?:main\s+)?(?:content|navigation|menu|search|footer|main)"
+    r"|(?:main\s+)?navigation|nav)",
+    re.IGNORECASE,
+)
+
+
 def _drop_backlinks(tree: Any) -> None:
     """Take out a note's backlinks: a link inside a list item (a reference or footnote list)
     to an anchor (``#...``) whose only text is a return mark (dropped, its tail kept) or a
     letter in a superscript (the letter kept, as words of the page). trafilatura's
     precision mode dropped a list of such short links as navigation, and with it every
-    reference of a wiki article (and the heading over them, left trailing)."""
+    reference of a wiki article (and the heading over them, left trailing). A skip link
+    ("Skip to main content", to a place in the page) goes too: a keyboard's shortcut, never
+    the page's words (Docusaurus's sits in a region, not in the navigation that goes)."""
+    skips = []
     for link in list(tree.iter("a")):
         if "#" not in (link.get("href") or ""):
             continue
         text = link.text_content().strip()
+        if _SKIP_LINK.fullmatch(text) and (link.get("href") or "").startswith("#"):
+            skips.append(link)
+            continue
         mark = text in _BACKLINK_TEXTS
         letter = len(text) == 1 and text.isalpha() and link.find(".//sup") is not None
         if (mark or letter) and next(link.iterancestors("li"), None) is not None:
@@ -1668,6 +1681,7 @@ def _drop_backlinks(tree: Any) -> None:
                 link.drop_tree()
             else:
                 link.drop_tag()
+    _drop_all(skips)
 
 
 # What a heading's wrapper may hold beside it and still be the heading's alone: a permalink, an
