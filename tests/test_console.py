@@ -39,6 +39,17 @@ SCRIPT_URL = (
 )
 BIDI_QUERY = "invoice \u202egpj.exe holiday"
 HTML_AGENT = '<b onmouseover="alert(3)">mallory</b>'
+# Laid out from its Hebrew first letter this host read as one ending in google.com; its token
+# is a secret a shared console page must not show; its session name pushed the targets away.
+RTL_SECRET_URL = "https://\u05d0.google.com.\u05d1.blocked.example/p?token=SECRET-VALUE-42"
+LONG_SESSION = "s" * 500
+# Where a cell's text shows a word: the left edge of its first character on the screen.
+X_OF = """(cell, word) => {
+    const node = cell.querySelector("a").firstChild, range = document.createRange();
+    const at = node.textContent.indexOf(word);
+    range.setStart(node, at); range.setEnd(node, at + 1);
+    return range.getBoundingClientRect().left;
+}"""
 # Regenerate the screenshots in docs/console/ with WEBWARD_CONSOLE_SCREENSHOTS=1.
 SHOTS = ROOT / "docs" / "console" if os.environ.get("WEBWARD_CONSOLE_SCREENSHOTS") else None
 BROWSER_ARGS = [
@@ -97,13 +108,14 @@ def seed(settings: Settings, now: dt.datetime, count: int = 130) -> None:
             for target, agent in (
                 (SCRIPT_URL, "research"),
                 (BIDI_QUERY, "research"),
-                ("https://a.example/", HTML_AGENT),
+                (RTL_SECRET_URL, HTML_AGENT),
             ):
                 await sink.write(
                     AuditRecord.create(
                         decision="allowed", reason="allowed", agent=agent, tier="full",
                         capability="web:search.query@1" if target == BIDI_QUERY else "web:page.fetch@1",
                         target=target, time=now - dt.timedelta(seconds=30), duration_ms=120,
+                        session=LONG_SESSION if agent == HTML_AGENT else None,
                     )
                 )  # fmt: skip
         finally:
@@ -179,6 +191,11 @@ def walk_console(browser: Browser, base: str, tmp_path: Path, *, shots: bool) ->
         assert "invoice \\u202egpj.exe holiday" in body  # the bidi override is shown, not obeyed
         assert page.evaluate("document.scripts.length") == 0
         assert page.locator("main img, main b").count() == 0
+        assert "SECRET-VALUE-42" not in body and "token=REDACTED" in body
+        hostile = page.locator("table.audit tbody tr", has_text="mallory").locator("td.target")
+        # Left to right: the host's first label shows first, its real end last.
+        assert hostile.evaluate(X_OF, "\u05d0") < hostile.evaluate(X_OF, "blocked")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
         if shots:
             w.shot("audit", tmp_path, full_page=False)  # the first rows are the story
 

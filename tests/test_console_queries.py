@@ -364,6 +364,21 @@ async def test_a_damaged_row_is_left_out_and_counted_never_a_failure(tmp_path: P
         await sink.aclose()
 
 
+async def test_an_agent_changed_into_a_blob_is_counted_by_its_text(tmp_path: Path) -> None:
+    """A row whose agent was changed by hand into a BLOB: the usage view sorted its agents
+    and failed, a bare 500, bytes against text. Its agent is named as text now."""
+    settings = Settings().replace({"state": {"dir": str(tmp_path)}})
+    await write(settings, [rec("https://example.org/a", seconds=1, agent=name) for name in "ab"])
+    with database(tmp_path / "audit.db") as conn:
+        conn.execute("UPDATE audit SET agent = CAST(agent AS BLOB) WHERE agent = 'b'")
+    reader = open_audit_reader(settings)
+    try:
+        usage = await reader.usage(NOW.timestamp() - 3600, 60, 61)
+    finally:
+        await reader.aclose()
+    assert sorted(usage.by_agent) == ["a", "b'b'"]
+
+
 async def test_the_command_lines_reads_run_in_the_store(store: Settings) -> None:
     """`webward audit`'s reads: the newest N records of a time range, an agent or a decision
     (report-would-deny also finds what report mode let fail), and whether more match; usage

@@ -35,6 +35,7 @@ from ._core import (
     audit_unavailable,
     from_row,
     from_rows,
+    shared_wire,
     unreadable_note,
 )
 from ._sqlite import SQLiteAuditSink
@@ -54,6 +55,7 @@ __all__ = [
     "from_row",
     "from_rows",
     "open_audit_sink",
+    "shared_wire",
     "unreadable_note",
 ]
 

@@ -366,7 +366,7 @@ class AuditRecord:
         one line that ``tail`` shows as it is (orjson writes them raw)."""
         shape = self.shape if self.shape is not None else _Shape(self)
         if shape.line is None:  # a record made by hand, an integer past 64 bits
-            return _line_safe(json.dumps({**_log_wire(self), **dict(extra)})) + "\n"
+            return _line_safe(json.dumps({**shared_wire(self), **dict(extra)})) + "\n"
         middle, tail = shape.line
         ms = self.duration_ms
         duration = str(ms) if type(ms) is int else json.dumps(ms)  # null, or a record by hand
@@ -377,8 +377,9 @@ class AuditRecord:
         )
 
 
-def _log_wire(record: AuditRecord) -> dict[str, Any]:
-    """:meth:`AuditRecord.to_wire` for the call log: secret query values REDACTED."""
+def shared_wire(record: AuditRecord) -> dict[str, Any]:
+    """:meth:`AuditRecord.to_wire` for what leaves the store for others to read (the call
+    log, the console's pages): secret query values REDACTED."""
     wire = record.to_wire()
     if record.capability != SEARCH:  # a search's target is a query, no URL
         wire["target"] = redact_secrets(record.target)
@@ -424,7 +425,7 @@ class _Shape:
         self.row_head, self.row_tail = row[2:_DURATION_COLUMN], row[_DURATION_COLUMN + 1 :]
         # The JSON line's fields between its time and its duration, and after its duration,
         # in the order of :meth:`AuditRecord.to_wire`.
-        wire = _log_wire(record)
+        wire = shared_wire(record)
         names = list(wire)
         at = names.index("durationMs")
         try:

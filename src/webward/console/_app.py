@@ -26,9 +26,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._cmd_audit import cell, name_cell, parse_since
 from .._errors import InvalidInput, WebwardError
+from .._redact import redact_secrets
 from .._settings import TIERS, Settings
 from .._tokens import bearer_token
-from ..audit import DECISIONS, FACES, unreadable_note
+from ..audit import DECISIONS, FACES, shared_wire, unreadable_note
 from ..limits import HostState, LimitState
 from ._auth import Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
@@ -99,6 +100,10 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["shown"] = lambda v: cell("" if v is None else str(v))
+    # A record's target: a fetched URL's secret query values REDACTED (see record.html).
+    env.filters["target"] = lambda r: cell(
+        r.target if r.capability == SEARCH else redact_secrets(str(r.target))
+    )
     # An agent's or a session's name: quoted, with escapes, when it has outer white space or
     # a space that is not a plain one, so that `bob ` is not read as `bob`.
     env.filters["name"] = lambda v: "-" if v is None else name_cell(str(v))
@@ -392,7 +397,9 @@ class Console:
         found = await self.reader.record(record_id)
         if found is None:
             return self._render(request, "error.html", 404, message="no audit record has that id")
-        return self._render(request, "record.html", view="audit", r=found, wire=found.to_wire())
+        # A URL's secret query values REDACTED, as in the call log: a console page is shown
+        # to others (a screen shared, a link sent); `webward audit` keeps the URL as read.
+        return self._render(request, "record.html", view="audit", r=found, wire=shared_wire(found))
 
     async def usage(self, request: Request) -> Response:
         name = request.query_params.get("range", "24h")
@@ -407,7 +414,10 @@ class Console:
         )
         charts = [
             line_chart(
-                f"Calls per {per}, by agent", start, bucket_s, dict(sorted(u.by_agent.items()))
+                f"Calls per {per}, by agent",
+                start,
+                bucket_s,
+                dict(sorted(u.by_agent.items())),
             ),
             stacked_chart(
                 f"Calls per {per}, by decision",

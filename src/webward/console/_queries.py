@@ -441,7 +441,10 @@ class _SQLReader:
         for b, agent, decision, n in rows:
             if not isinstance(b, (int, float)) or not 0 <= (i := int(b)) < buckets:
                 continue
-            out.by_agent.setdefault(agent, [0] * buckets)[i] += int(n)
+            # (An agent changed by hand into another type, a BLOB: named as text, so that
+            # the views sort and show it beside the others.)
+            name = agent if isinstance(agent, str) else str(agent)
+            out.by_agent.setdefault(name, [0] * buckets)[i] += int(n)
             out.by_decision.setdefault(decision, [0] * buckets)[i] += int(n)
             out.total += int(n)
         rows = await self._rows(
