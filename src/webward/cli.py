@@ -32,7 +32,6 @@ from ._signals import taken_signals
 if TYPE_CHECKING:
     import logging
 
-    from _typeshed import SupportsWrite
 
 __all__ = [
     "Interrupted",
@@ -161,7 +160,7 @@ class _Parser(argparse.ArgumentParser):
 
     _json = False  # set for the whole command line (every subparser) by build_parser
 
-    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+    def _print_message(self, message: str, file: Any = None) -> None:  # (typeshed's protocol)
         # argparse drops a write that fails (`--help >/dev/full` exited 0, the help lost):
         # on stdout it is the output, answered by main() as every output not written is.
         if message and file is sys.stdout:
