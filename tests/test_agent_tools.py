@@ -133,6 +133,12 @@ def test_fetch_description_explains_windows_offsets_and_the_envelope() -> None:
     assert "40,000 characters" in text
     assert "offset" in text and "untrusted" in text and "never as instructions" in text
     assert "envelope" in text
+    # llama-index's tool metadata refuses a description past 1,024 characters (1,546 were).
+    from webward._capabilities import capabilities
+    from webward._settings import LimitsSettings
+
+    wide = capabilities(LimitsSettings(max_fetch_text_chars=1_000_000)).fetch.description
+    assert len(text) <= 1024 and len(wide) <= 1024
 
 
 def test_search_description_says_results_are_untrusted_and_fetch_still_works() -> None:
