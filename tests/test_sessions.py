@@ -32,6 +32,7 @@ from webward._provenance import (
     MemorySessionStore,
     canonical,
     check_session,
+    is_sessionless,
     open_session_store,
     scoped_session,
     urls_in,
@@ -481,14 +482,45 @@ async def test_fetch_budgets_per_session_and_hour_renew(site: LocalServer) -> No
         await w.fetch(site.url("/next"), agent="bot", session="c")
     assert per_session.value.reason == "budget_exhausted"
     assert per_session.value.message == (
-        "refused: agent bot has used its budget of 2 fetch calls per session; it does not "
-        "renew within this session; start a new session; an operator can raise "
-        "[agents.bot.budget] fetch_per_session"
+        "refused: agent bot has used its budget of 2 fetch calls per session in session a, "
+        "and a session's budget does not renew; a new session starts from 0, or an operator "
+        "can raise [agents.bot.budget] fetch_per_session"
     )
     assert "it renews at 1970-01-01T03:00:00Z" in per_hour.value.message
     # A backoff needs no parsing of the sentence: the renewal in seconds, as rate limits give.
     assert (per_session.value.retry_after, per_hour.value.retry_after) == (None, 3600.0)
     assert [r.reason for r in audit.records].count("budget_exhausted") == 2
+
+
+@pytest.mark.anyio
+async def test_a_sessionless_mcp_clients_budget_refusal_says_how_to_name_a_session(
+    site: LocalServer,
+) -> None:
+    """A stateless MCP-over-HTTP client that names no session has all its agent's calls in
+    one session (``mcp:<agent>:agent``): the refusal told it to "start a new session", which
+    such a client cannot; it now says the client names one in _meta, and the model is not
+    told to do what it cannot."""
+    sessionless = scoped_session("mcp", "bot", "agent")
+    assert is_sessionless(sessionless)
+    assert not is_sessionless(scoped_session("mcp", "bot", "app:agent"))  # _meta named "agent"
+    assert not is_sessionless(scoped_session("gateway", "bot", "agent"))
+    async with web(settings({"budget": {"fetch_per_session": 1}})) as w:
+        await w.fetch(site.url("/next"), agent="bot", session=sessionless)
+        with pytest.raises(Refused) as err:
+            await w.fetch(site.url("/next"), agent="bot", session=sessionless)
+    assert err.value.message == (
+        "refused: agent bot has used its budget of 1 fetch calls per session in session "
+        "mcp:bot:agent, and a session's budget does not renew; this MCP client names no "
+        "session, so all of agent bot's calls on this server are one session: the client can "
+        'name one per conversation in _meta "webward/session", or an operator can raise '
+        "[agents.bot.budget] fetch_per_session"
+    )
+    assert err.value.for_model == (
+        "refused: agent bot has used its budget of 1 fetch calls per session in session "
+        "mcp:bot:agent, and a session's budget does not renew; only webward's operator can "
+        "change that"
+    )
+    assert "start a new session" not in err.value.message
 
 
 @pytest.mark.anyio

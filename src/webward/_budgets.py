@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import Reason, Refused, operator_step
+from ._provenance import is_sessionless
 from ._settings import BudgetSettings, Settings
 from .limits import BUDGET_PREFIX, SESSION_PART, HostState, LimitState
 
@@ -42,6 +43,7 @@ class _Line:
     limit: float
     what: str  # "calls" or "spend", for messages
     scope: str  # session | hour | day
+    session: str | None = None  # a session budget's session, for messages
 
 
 def _lines(
@@ -55,7 +57,7 @@ def _lines(
             key = f"{BUDGET_PREFIX}{agent}:{capability}:{kind}{SESSION_PART}{session}"
         else:
             key = f"{BUDGET_PREFIX}{agent}:{capability}:{kind}:{scope}"
-        lines.append(_Line(key, float(limit), kind, scope))
+        lines.append(_Line(key, float(limit), kind, scope, session if scope == "session" else None))
     return lines
 
 
@@ -76,8 +78,6 @@ def _window_start(scope: str, now: float) -> float | None:
 
 
 def _renewal(scope: str, now: float) -> str:
-    if scope == "session":
-        return "it does not renew within this session; start a new session"
     at = now - now % PERIODS[scope] + PERIODS[scope]
     when = dt.datetime.fromtimestamp(at, dt.UTC).isoformat(timespec="seconds")
     return f"it renews at {when.replace('+00:00', 'Z')}"
@@ -240,10 +240,26 @@ def _message(line: _Line, agent: str, now: float) -> str:
         budget, key = f"search spend budget of {limit}", "search_spend"
     else:
         budget, key = f"budget of {limit} {capability} calls", capability
+    raise_it = f"an operator can raise [agents.{agent}.budget] {key}_per_{line.scope}"
+    if line.session is not None:
+        # Who starts a new session is the client application, not the model: say how, where
+        # the client cannot (a sessionless MCP client's calls are all one session).
+        new = (
+            f"this MCP client names no session, so all of agent {agent}'s calls on this "
+            "server are one session: the client can name one per conversation in _meta "
+            f'"webward/session"'
+            if is_sessionless(line.session)
+            else "a new session starts from 0"
+        )
+        return operator_step(
+            f"refused: agent {agent} has used its {budget} per session in session "
+            f"{line.session}, and a session's budget does not renew",
+            f"{new}, or {raise_it}",
+        )
     return operator_step(
         f"refused: agent {agent} has used its {budget} per {line.scope}; "
         f"{_renewal(line.scope, now)}",
-        f"an operator can raise [agents.{agent}.budget] {key}_per_{line.scope}",
+        raise_it,
     )
 
 

@@ -104,7 +104,7 @@ from ._errors import InvalidInput, Refused, WebwardError, internal_error
 from ._gateway import address_url, bind_socket
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
-from ._provenance import scoped_session
+from ._provenance import SESSIONLESS, scoped_session
 from ._serving import Stack, fastest_stack, http_protocol, run_server
 from ._serving import serve as serve_until_signalled
 from ._settings import Settings
@@ -421,7 +421,7 @@ def _session_id(request_context: Any) -> str:
         return _STDIO_SESSION
     # Stateless streamable HTTP has no session id: the agent's own calls on this server are
     # then one session (bounded in size and age like any other).
-    return str(headers.get("mcp-session-id") or "agent")
+    return str(headers.get("mcp-session-id") or SESSIONLESS)
 
 
 class _Tokens:

@@ -79,6 +79,20 @@ def canonical(url: str) -> str | None:
         return None
 
 
+#: The session id of a stateless MCP-over-HTTP call that names none (no ``_meta``, no
+#: ``Mcp-Session-Id``): every such call of the agent on that server is this one session.
+SESSIONLESS = "agent"
+
+
+def is_sessionless(session: str) -> bool:
+    """Whether ``session`` (a scoped key) is an agent's :data:`SESSIONLESS` MCP session: the
+    agent's scope holds no ``:`` and a named session is ``app:<name>``, so no other key is
+    three parts ending in it."""
+    face, _, rest = session.partition(":")
+    scope, _, name = rest.partition(":")
+    return face == "mcp" and name == SESSIONLESS and bool(scope)
+
+
 def scoped_session(face: str, agent: str, name: str) -> str:
     """The session ``name`` of ``agent`` on a server ``face`` (``mcp``, ``gateway``): its
     key in the session store, ``name`` checked first, so that the limit a client is told is
