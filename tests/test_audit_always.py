@@ -9,6 +9,7 @@ in one sentence with code ``internal_error``, never a traceback.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -449,6 +450,44 @@ async def test_gateway_answers_an_unexpected_error_with_500_internal_error(
         ("failed", "internal_error"),
         ("failed", "connect"),
     ]
+
+
+class OutOfFilesProvider:
+    """A search provider that meets the process's limit on open files (its socket)."""
+
+    name = "out-of-files"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+
+@pytest.mark.anyio
+async def test_running_out_of_open_files_is_said_as_itself(tmp_path: Path) -> None:
+    """No file descriptor left (``ulimit -n``) is no bug: the answer says which limit to
+    raise, and the call is audited as one that failed."""
+    settings = Settings.load(gateway_config(tmp_path), environ={})
+    audit = MemoryAuditSink()
+
+    def make_web() -> Web:
+        return Web(
+            settings,
+            resolver=StaticResolver({}),
+            audit=audit,
+            credentials=EnvironmentStore({}),
+            search_provider=OutOfFilesProvider(),
+        )
+
+    with running_gateway(settings, make_web) as base:
+        async with httpx.AsyncClient(trust_env=False, timeout=20) as client:
+            response = await client.post(
+                base + SEARCH_PATH,
+                json={"query": "owls"},
+                headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+            )
+    message = response.json()["error"]["message"]
+    assert response.status_code == 500 and "ran out of open files (ulimit -n is " in message
+    assert "a bug" not in message
+    assert [(r.decision, r.reason) for r in audit.records] == [("failed", "internal_error")]
 
 
 @pytest.mark.anyio

@@ -20,6 +20,7 @@ where it helps the caller ``retry_after`` in seconds.
 
 from __future__ import annotations
 
+import errno
 import math
 from enum import StrEnum
 from typing import Any
@@ -274,10 +275,34 @@ class UpstreamError(WebwardError):
 
 def internal_error(exc: BaseException) -> WebwardError:
     """What a face answers for an exception webward did not expect: one sentence naming only
-    the exception's type (its text may hold anything), code and reason ``internal_error``."""
-    return WebwardError(
+    the exception's type (its text may hold anything), code and reason ``internal_error``.
+    Running out of file descriptors is said as itself, with the limit to raise: no bug, and
+    wherever it struck (a lazy import, a socket) the step is the same."""
+    return out_of_files(exc) or WebwardError(
         f"webward failed unexpectedly ({type(exc).__name__}); this is a bug in webward or one "
         "of its libraries, and the read or search was not completed",
         code="internal_error",
         reason=Reason.INTERNAL_ERROR,
     )
+
+
+def out_of_files(exc: BaseException) -> WebwardError | None:
+    """The answer to ``exc`` when it is the process out of file descriptors, else None."""
+    if not (isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE)):
+        return None
+    return WebwardError(
+        f"webward ran out of open files ({_open_files_limit()}); raise that limit, and the "
+        "read or search was not completed",
+        code="internal_error",
+        reason=Reason.INTERNAL_ERROR,
+    )
+
+
+def _open_files_limit() -> str:
+    """The process's limit on open files, as a person sets it (``ulimit -n``)."""
+    try:
+        import resource  # (a file to open, when none is left: then the words alone)
+    except (ImportError, OSError):  # no POSIX limits here, or no descriptor to load them
+        return "too many open files"
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return "no limit set" if soft == resource.RLIM_INFINITY else f"ulimit -n is {soft}"

@@ -67,7 +67,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._capabilities import DEFAULT_LIMIT, HTTP, Capability
 from ._capabilities import capabilities as catalogue_of
-from ._errors import InvalidInput, Reason, Refused, WebwardError
+from ._errors import InvalidInput, Reason, Refused, WebwardError, out_of_files
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._provenance import scoped_session
 from ._serving import LATE_BODY, late_body_message
@@ -584,7 +584,10 @@ class _Capability:
             if isinstance(exc, InvalidInput):  # the core names arguments as the tools do
                 wire["error"]["message"] = _spelled(self._shape.capability, exc.for_model)
             return status, wire, list(headers.items())
-        except Exception:  # a bug: logged with its traceback, answered without one
+        except Exception as exc:  # a bug: logged with its traceback, answered without one
+            if (limit := out_of_files(exc)) is not None:  # no bug: the limit to raise, said
+                log.warning("the gateway %s", limit.message.removeprefix("webward "))
+                return 500, limit.to_wire(), []
             log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
             return _problem(500, "internal_error", _UNEXPECTED)
 
