@@ -173,6 +173,23 @@ PAGES: list[tuple[str, Any, str]] = [
     ),
     ("styles of list-style 990 kB", lambda: hostile.reading_rules_html("list styles"), "text/html"),
     (
+        "quotes in one figure 990 kB",
+        lambda: hostile.reading_rules_html("figure quotes"),
+        "text/html",
+    ),
+    (
+        "nested infobox asides 990 kB",
+        lambda: hostile.reading_rules_html("nested infoboxes"),
+        "text/html",
+    ),
+    (
+        "lists of tabs, hidden panels 990 kB",
+        lambda: hostile.reading_rules_html("tabs"),
+        "text/html",
+    ),
+    ("skip links 990 kB", lambda: hostile.reading_rules_html("skip links"), "text/html"),
+    ("divs of emphasis 990 kB", lambda: hostile.reading_rules_html("emphasis"), "text/html"),
+    (
         "99,000 hidden paragraphs 990 kB",
         lambda: hostile.tiny_elements_html(b"<p hidden>"),
         "text/html",

@@ -707,7 +707,10 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
     second round: a list numbered in letters (``letters``), LaTeXML's paragraph wrappers
     (``latexml``), equation tables (``equations``), numbered captions (``captions``), one
     equation row of cells (``equation row``), styles of "list-style:" over and over
-    (``list styles``)."""
+    (``list styles``); and of 2026-12-05's third round: quotes in one figure (``figure
+    quotes``), infobox asides nested as deep as the parser goes (``nested infoboxes``), lists
+    of tabs over hidden panels (``tabs``), skip links (``skip links``), divs of emphasis
+    (``emphasis``)."""
     head, unit, tail = {
         "steps": (b"<ol>", b"<li><div><span>S</span><h2>t</h2></div><div><p>w</p></div></li>",
                   b"</ol>"),
@@ -724,5 +727,12 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
                      b"c</figcaption></figure>", b""),
         "equation row": (b'<table class="ltx_equation"><tr>', b"<td>wwwwwwwwwwwww</td>", b"</tr></table>"),
         "list styles": (b"", b'<ol style="' + b"list-style:" * 90 + b'"><li>w</li></ol>', b""),
+        "figure quotes": (b"<figure>", b"<blockquote>q</blockquote>", b"<figcaption>c</figcaption></figure>"),
+        "nested infoboxes": (b"", b'<aside class="portable-infobox"><div class="pi-data"><h3 '
+                             b'class="pi-data-label">L</h3><div class="pi-data-value">v</div></div>', b""),
+        "tabs": (b"", b'<ul role="tablist"><li role="tab">a</li><li role="tab">b</li></ul><div '
+                 b'role="tabpanel"><p>x</p></div><div role="tabpanel" hidden><p>y</p></div>', b""),
+        "skip links": (b"<p>", b'<a href="#main">Skip to main content</a> w ', b"</p>"),
+        "emphasis": (b"", b"<div><div>words <b>bold</b> more words</div></div>", b""),
     }[kind]  # fmt: skip
     return _fill(_HEAD + head, unit, size, tail + _TAIL)

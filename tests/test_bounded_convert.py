@@ -58,6 +58,7 @@ from hostile import (
     odd_links_html,
     page_tree_pdf,
     paragraphs_html,
+    reading_rules_html,
     shared_stream_pdf,
     slow_html,
     span_html,
@@ -825,6 +826,17 @@ def test_a_text_is_cut_between_letters_or_digits_where_it_has_them() -> None:
     assert all(len(p) <= 2_000 for p in pieces)
     assert all(p[-1].isalnum() and q[0].isalnum() for p, q in itertools.pairwise(pieces))
     assert [len(p) for p in _pieces("& " * 3_000)] == [2_000, 2_000, 2_000]  # no pair: cut
+
+
+@pytest.mark.parametrize(
+    "kind", ["figure quotes", "nested infoboxes", "tabs", "skip links", "emphasis"]
+)
+def test_the_rules_of_the_third_round_stay_linear(kind: str) -> None:
+    """A page of one shape this round's rules rewrite, up to the byte cap: quotes in one
+    figure (their caption was looked for once per quote: 9 s), nested infobox asides (each
+    read its items again: 3.6 s), tabs, skip links, divs of emphasis."""
+    result, cpu = cpu_convert(reading_rules_html(kind))
+    assert result.text and cpu < CPU_BOUND_S
 
 
 def test_a_tag_of_90000_attributes_keeps_its_first_and_the_page_its_words() -> None:

@@ -3085,6 +3085,26 @@ def test_each_tabs_label_opens_its_panel() -> None:
         assert "Azure CLI\n\nRun az functionapp identity assign." in reading
         assert "hidden note" not in reading and "Nor this" not in reading
         assert "Tabless" not in reading and "Orphan" not in reading
+    # Nor does a list of tabs no reader sees open its hidden panels (it, or a tab of it,
+    # hidden), nor any other reading than the main one show a panel no tab opens: the short
+    # page's, the plain reading of a page nested past the parser, the list of links.
+    hidden_tabs = (
+        '<ul role="tablist" hidden><li role="tab">A</li><li role="tab">B</li></ul>'
+        '<div role="tabpanel" hidden><p>Smuggled one.</p></div>'
+        '<div role="tabpanel" hidden><p>Smuggled two.</p></div>'
+        '<ul role="tablist"><li role="tab">C</li><li role="tab" hidden>D</li></ul>'
+        '<div role="tabpanel"><p>Shown panel.</p></div>'
+        '<div role="tabpanel" hidden><p>Smuggled three.</p></div>'
+    )
+    secret = '<div role="tabpanel" hidden><a href="https://evil.example/x">Smuggled</a></div>'
+    for page in (
+        article(hidden_tabs),
+        f"<html><body><p>Welcome.</p>{secret * 5}</body></html>",
+        f"<html><body>{'<div>' * 300}<p>{PARA * 4}</p>{secret}</body></html>",
+    ):
+        found = read(page, include_links=True)
+        assert "Smuggled" not in found.text and "evil" not in str(found.links)
+    assert "Shown panel." in read(article(hidden_tabs)).text
 
 
 def test_a_link_around_an_image_without_alt_text_is_not_read() -> None:

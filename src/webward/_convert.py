@@ -1172,29 +1172,44 @@ def _quote_attributions(tree: Any) -> None:
     (HTML's own form, Bootstrap's ``blockquote-footer``) or the ``<figcaption>`` of a
     ``<figure>`` around it, both dropped with the page's footers and captions ("> Latency is
     the mind-killer", whose words they were lost)."""
-    for quote in tree.iter("blockquote"):
-        said = [child for child in quote if child.tag == "footer"]
+    figures = {}  # each figure's last quote: its caption goes there, read once per figure
+    for quote in list(tree.iter("blockquote")):
+        _attribute(quote, [child for child in quote if child.tag == "footer"])
         figure = quote.getparent()
         if figure is not None and figure.tag == "figure":
-            said += [child for child in figure if child.tag == "figcaption"]
-        for attribution in said:
-            attribution.tag = "p"
-            attribution.attrib.clear()  # ("blockquote-footer": a footer's class)
-            quote.append(attribution)  # (a figcaption moves into the quote, at its end)
+            figures[figure] = quote
+    for figure, quote in figures.items():
+        _attribute(quote, [child for child in figure if child.tag == "figcaption"])
+
+
+def _attribute(quote: Any, attributions: list[Any]) -> None:
+    """``attributions`` made paragraphs at the end of ``quote`` (a figcaption moves in)."""
+    for attribution in attributions:
+        attribution.tag = "p"
+        attribution.attrib.clear()  # ("blockquote-footer": a footer's class)
+        quote.append(attribution)
 
 
 def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     """Drop what is never the reading (and what the page's ``rules`` hide), and bound what
     would make the reading grow (see :data:`_LINK_URL_BUDGET`)."""
+    boxes = []
     for aside in tree.iter("aside"):
         kind = aside.get("class")
         if _matches(_INFOBOX, ("infobox",), kind):
             # The facts of the text's subject (Fandom's portable infobox: born, profession,
             # aliases), not the page's sidebar.
-            aside.tag = "section"  # (a div of a few items, one a link, trafilatura drops)
-            _infobox_terms(aside)
+            boxes.append(aside)
         elif _matches(_NOTE_CLASS, _NOTE_WORDS, kind):
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
+    every_box = set(boxes)
+    for box in boxes:
+        # Its items read once, from the outermost box (each box in a box read them all
+        # again: 250 nested took 3.6 s).
+        if not any(up in every_box for up in box.iterancestors("aside")):
+            _infobox_terms(box)
+    for box in boxes:
+        box.tag = "section"  # (a div of a few items, one a link, trafilatura drops)
     _quote_attributions(tree)
     _graphics_as_images(tree)
     _keep_inline_alts(tree)
@@ -1293,8 +1308,13 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         if el.tag in ("html", "body"):
             continue
         hiding = _hiding(attrs)
-        if hiding != _GONE and _hidden_panel(attrs):
-            unchosen.append(el)
+        if hiding == _GONE and _hidden_panel(attrs):
+            # A tab not chosen, one click away (Docusaurus, Starlight, MS Learn, Radix and
+            # Headless UI render them hidden): read if a shown list of tabs opens it (below).
+            shown = _hiding({k: v for k, v in attrs.items() if k not in _PANEL_HIDERS})
+            if shown != _GONE:
+                hiding = shown
+                unchosen.append(el)
         if hiding != _GONE:
             # Shown ("until-found", which a reader's search finds, a display of its own, a tab
             # panel), but html-to-markdown drops any element with the attribute as hidden, and
@@ -1323,7 +1343,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         for parent in (el.getparent() for el in doomed)
     )
     labelled: set[Any] = set()
-    doomed += _tabs_into_panels(tab_lists, panels, labelled)
+    doomed += _tabs_into_panels(tab_lists, panels, labelled, set(doomed))
     # A hidden "panel" no tab opens is hidden text like any other (a page's way to hand the
     # model words no reader sees): it goes.
     doomed += [panel for panel in unchosen if panel not in labelled]
@@ -1350,7 +1370,9 @@ _MAX_TABS = 50  # and their children, up to this many
 _MAX_TAB_LIST_ELEMENTS = 500  # the elements of a list of tabs read for its tabs
 
 
-def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any], labelled: set[Any]) -> list[Any]:
+def _tabs_into_panels(
+    tab_lists: list[Any], by_id: dict[str, Any], labelled: set[Any], gone: set[Any]
+) -> list[Any]:
     """Each tab's label made a paragraph opening its panel, for each list of tabs (ARIA's
     ``role="tablist"`` of ``role="tab"``s, Docusaurus's; MkDocs Material's ``tabbed-labels``
     of ``<label>``s) whose panels (``role="tabpanel"``; ``tabbed-block``) follow it, as many
@@ -1358,9 +1380,12 @@ def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any], labelled: set
     the panels ("LinuxWindows", or a list "- npm - Yarn"), each panel unnamed. ARIA tabs that
     each name a panel of ``by_id`` (``aria-controls``: MS Learn's, Radix's) open those;
     others, the panels found in order: among the children of a list's next few siblings, a
-    bounded number, so linear in the page. ``labelled`` gains the panels opened."""
+    bounded number, so linear in the page. ``labelled`` gains the panels opened. A list of
+    tabs that is itself hidden, or holds a hidden tab (in ``gone`` or inside it), opens none:
+    its panels are hidden text like any other."""
     import lxml.etree
 
+    hidden = _Inside(gone)
     done = []
     for tab_list in tab_lists:
         aria = tab_list.get("role") == "tablist"
@@ -1369,6 +1394,8 @@ def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any], labelled: set
             for tab in itertools.islice(tab_list.iter(), _MAX_TAB_LIST_ELEMENTS)
             if (tab.get("role") == "tab" if aria else tab.tag == "label")
         ]
+        if hidden(tab_list) or any(hidden(tab) for tab in tabs):
+            continue
         named = [by_id.get(tab.get("aria-controls") or "") for tab in tabs] if aria else []
         # (each tab names a panel of its own, or the panels are looked for)
         unique = None not in named and len({id(panel) for panel in named}) == len(named)
@@ -1393,6 +1420,34 @@ def _tabs_into_panels(tab_lists: list[Any], by_id: dict[str, Any], labelled: set
             panel.insert(0, label)
         done.append(tab_list)
     return done
+
+
+class _Inside:
+    """Whether an element is one of ``elements`` or inside one: each element's answer kept,
+    so that asking of many elements walks each ancestor once."""
+
+    def __init__(self, elements: set[Any]) -> None:
+        self._elements = elements
+        self._known: dict[Any, bool] = {}
+
+    def __call__(self, element: Any) -> bool:
+        path = []
+        answer = False
+        while element is not None:
+            if element in self._known:
+                answer = self._known[element]
+                break
+            if element in self._elements:
+                answer = True
+                break
+            path.append(element)
+            element = element.getparent()
+        for step in path:
+            self._known[step] = answer
+        return answer
+
+
+_PANEL_HIDERS = frozenset(("hidden", "aria-hidden"))
 
 
 def _hidden_panel(attrs: Any) -> bool:
@@ -1422,12 +1477,9 @@ def _hiding(attrs: Any) -> int:
     reaches the reading, inside the envelope as all page text is. ``hidden`` and ``popover``
     hide by the browser's own sheet, which the element's style overrides: with a ``display``
     of its own other than ``none`` it is shown."""
-    # A tab panel's hidden and aria-hidden hide a tab not chosen, one click away (Docusaurus,
-    # Starlight, MS Learn, Radix and Headless UI render them so): read, as until-found is.
-    panel = (attrs.get("role") or "").strip().lower() == "tabpanel"
-    if not panel and (attrs.get("aria-hidden") or "").strip().lower() == "true":
+    if (attrs.get("aria-hidden") or "").strip().lower() == "true":
         return _GONE
-    hidden = None if panel else attrs.get("hidden")
+    hidden = attrs.get("hidden")
     by_attribute = (hidden is not None and hidden.lower() != "until-found") or "popover" in attrs
     display, visibility = _own_style(attrs.get("style"), by_attribute)
     if display == "none" or (by_attribute and display is None):
