@@ -173,17 +173,45 @@ _LEFT_WINDOW = 512
 # "<<<end-web-content>>>", the words misspelt around "untrusted" with a digit or a letter no
 # look-alike table holds): the nonce already keeps a forgery from closing the envelope, and a
 # near miss need not read as one either. A CUDA launch (kernel<<<contentBlocks, 256>>>) or a
-# here-string (<<< "$content") stays. A bracket may be written as the entity a Markdown
-# renderer shows as one (&lt; &#60; &#x3c;). Found only from the start of a run of brackets
-# (not after a bracket, nor after a backslash escaping one: after an escaped backslash, "\\<",
-# a run starts), so that a page of "<" stays linear.
-_OPEN = r"(?:<|&lt;|&#60;|&#x3c;)"
-_CLOSE = r"(?:>|&gt;|&#62;|&#x3e;)"
-_ANGLED_RE = re.compile(
-    r"(?<!<)(?<!(?<!\\)\\)(?<!&lt;)(?<!&#60;)(?<!&#x3c;)"
-    rf"(?:\\?+{_OPEN}){{3,}}+(?P<inner>(?:(?!{_OPEN}|{_CLOSE})[^<>\n]){{1,120}}+)(?:\\?+{_CLOSE}){{3,}}+"
+# here-string (<<< "$content") stays. A bracket may be written as an entity a Markdown
+# renderer shows as one (&lt; &#60; &#060; &#x3c;), or three (&Ll; for U+22D8, read in the
+# folded view's lower case and counted as three). Each whole run of opening brackets is found
+# once, then what follows it is read: linear, whatever the page's brackets and backslashes.
+_OPEN = r"(?:<|&lt;|&ll;|&#0*+60;|&#x0*+3c;)"
+_CLOSE = r"(?:>|&gt;|&gg;|&#0*+62;|&#x0*+3e;)"
+_OPENING_RUN_RE = re.compile(rf"(?:\\?+{_OPEN})++")
+_ANGLED_TAIL_RE = re.compile(
+    rf"(?P<inner>(?:(?!{_OPEN}|{_CLOSE})[^<>\n]){{1,120}}+)(?P<closing>(?:\\?+{_CLOSE})++)"
 )
+_BRACKET_RE = re.compile(rf"{_OPEN}|{_CLOSE}")
 _ANGLED_WORDS_RE = re.compile(r"untrusted|nonce\s*[=:]|^[\s/\\_-]*end(?![a-z])")
+
+
+# In the folded view's lower case &lt; is also &Lt; (U+226A, two brackets) and &ll; also &Ll;
+# (U+22D8, three): each counts as the most it may show.
+_WEIGHTS = {"&lt;": 2, "&gt;": 2, "&ll;": 3, "&gg;": 3}
+
+
+def _brackets(run: str) -> int:
+    """How many angle brackets a run of them may show."""
+    return sum(_WEIGHTS.get(b, 1) for b in _BRACKET_RE.findall(run))
+
+
+def _angled_spans(folded: str) -> list[tuple[int, int]]:
+    """Spans of ``folded`` in the markers' shape with a marker's word inside (see above)."""
+    spans = []
+    for run in _OPENING_RUN_RE.finditer(folded):
+        if _brackets(run.group()) < 3:
+            continue
+        tail = _ANGLED_TAIL_RE.match(folded, run.end())
+        if (
+            tail is not None
+            and _brackets(tail.group("closing")) >= 3
+            and _ANGLED_WORDS_RE.search(tail.group("inner"))
+        ):
+            spans.append((run.start(), tail.end()))
+    return spans
+
 
 # Controls other than tab and newline: never useful in text a model reads; some would rewrite
 # a terminal. Carriage returns are normalised to newlines first.
@@ -386,20 +414,12 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
     (``folded``: its folded view, when the caller made it already)."""
     if folded is None:
         folded, _ = _folded_view(text, with_index=False)
-    # A substring test first: the pattern's look-behind start is tried at every position.
-    angled = (
-        "<<" in folded or "\\<" in folded or "&lt;" in folded or "&#" in folded
-    ) and _ANGLED_RE.search(folded) is not None
-    if not angled and not _CORE_RE.search(folded):
+    # A substring test first: most pages hold no run of brackets to read.
+    maybe = "<<" in folded or "\\<" in folded or "&" in folded
+    spans = _angled_spans(folded) if maybe else []
+    if not spans and not _CORE_RE.search(folded):
         return []  # the common case: no marker words at all, so no index is needed
-    folded, index = _folded_view(text)
-    spans: list[tuple[int, int]] = []
-    if angled:
-        spans = [
-            (m.start(), m.end())
-            for m in _ANGLED_RE.finditer(folded)
-            if _ANGLED_WORDS_RE.search(m.group("inner"))
-        ]
+    folded, index = _folded_view(text)  # (the same folded text, with where each char came from)
     if spans and index is not None:
         spans = [(index[start], index[end - 1] + 1) for start, end in spans]
     for m in _CORE_RE.finditer(folded):
@@ -436,7 +456,7 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
 # behind each find.
 # Between the words, besides blanks: what Markdown puts around a word ("[**webward**]",
 # "showing *characters*"), and a table cell's line break.
-_GAP = r"(?:[\s*_`~\\]|<br>)"
+_GAP = r"(?:[\s*_`~\\]|<br>|&nbsp;|&#0*+160;|&#x0*+a0;)"
 _OWN_NOTICE_RE = re.compile(rf"\[{_GAP}*webward{_GAP}*\]", re.IGNORECASE)
 _OWN_HEADER_RE = re.compile(
     rf"haracters{_GAP}+\d[\d,]*{_GAP}*[\u2013\u2014-]{_GAP}*\d[\d,]*{_GAP}+of{_GAP}+\d[\d,]*"
@@ -447,7 +467,7 @@ _OWN_HEADER_RE = re.compile(
 # however long its gap (a window behind "haracters" would miss a gap longer than itself, and
 # a window as long as any gap would cost a page of matches quadratic time). No gap at all too:
 # a look-alike view deletes the blanks that read as one (U+3164, U+2800).
-_GAP_REVERSED = r"(?:[\s*_`~\\]|>rb<)"
+_GAP_REVERSED = r"(?:[\s*_`~\\]|>rb<|;psbn&|;0610*+#&|;0a0*+x#&)"
 _OWN_HEADER_START_REVERSED_RE = re.compile(
     rf"c{_GAP_REVERSED}*+(?:gniwohs|\]{_GAP_REVERSED}*+\d++{_GAP_REVERSED}*+\[)", re.IGNORECASE
 )
@@ -578,7 +598,8 @@ def _neutralise_line(text: str) -> str:
             and "characters" not in low
             and "<" not in low
             and "&lt;" not in low
-            and "&#" not in low  # brackets a renderer shows (see _ANGLED_RE)
+            and "&ll;" not in low
+            and "&#" not in low  # brackets a renderer shows (see _angled_spans)
         ):
             # Printable ASCII folds to its lower case: without the words nothing can match.
             return " ".join(text.split())
