@@ -3269,6 +3269,14 @@ def test_a_part_that_react_streams_is_read_in_its_place() -> None:
     reading = read(page).text
     assert "box.\n\n## Verdict\n\nScore: 8/10.\n\nPrice: $159.\n\nComments follow." in reading
     assert "Never placed" not in reading
+    # A move a browser would not make leaves the part hidden: the call in a script it does
+    # not run, or with no runtime defined (a ReferenceError).
+    for script in (
+        '<script type="text/plain">$RC=function(b,c){};$RC("B:0","S:0")</script>',
+        '<script>/* $RC("B:0","S:0") */ var x = \'$RC("B:0","S:0")\';</script>',
+    ):
+        moved = page.replace(page[page.index("<script>") : page.index("</body>")], script)
+        assert "Verdict" not in read(moved).text
 
 
 def test_a_bare_body_keeps_its_headings_and_definitions() -> None:

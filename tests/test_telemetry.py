@@ -268,6 +268,11 @@ def test_url_full_never_carries_credentials() -> None:
     assert redact_secrets("https://example.org/token/key?q=key") == (
         "https://example.org/token/key?q=key"
     )
+    # An OAuth callback's fragment holds its token (the console showed it whole).
+    assert redact_secrets("https://app.example/cb#access_token=S2&token_type=bearer") == (
+        "https://app.example/cb#access_token=REDACTED&token_type=bearer"
+    )
+    assert redact_secrets("https://example.org/a=token=1/b") == "https://example.org/a=token=1/b"
 
 
 @pytest.mark.anyio

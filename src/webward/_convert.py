@@ -1565,6 +1565,12 @@ def _open_shadow_roots(tree: Any) -> None:
 # (and "P:1").
 _STREAMED_CALL = re.compile(r'\$R[CS]\(\s*"([BPS]:[\w-]{1,40})"\s*,\s*"([BPS]:[\w-]{1,40})"')
 _MAX_STREAMED = 1000  # parts moved into place, at most
+# React's runtime, which its first streamed script defines ($RC=function(b,c){...}): a call
+# with no such definition is a ReferenceError in a browser, and the part stays hidden.
+_STREAMED_RUNTIME = re.compile(r"\$R[CS]\s*=\s*function\b")
+# The script types a browser runs (none, JavaScript's, a module); a text/plain one it keeps as
+# text, and a move written there moves nothing.
+_RUN_SCRIPT_TYPES = frozenset(("", "module", "text/javascript", "application/javascript"))
 
 
 def _place_streamed(tree: Any) -> None:
@@ -1577,11 +1583,14 @@ def _place_streamed(tree: Any) -> None:
     import lxml.etree
 
     calls: list[tuple[str, str]] = []
+    runtime = False
     for script in tree.iter("script"):
         text = script.text
-        if text and "$R" in text and script.get("src") is None:
+        kind = (script.get("type") or "").split(";")[0].strip().lower()
+        if text and "$R" in text and script.get("src") is None and kind in _RUN_SCRIPT_TYPES:
+            runtime = runtime or _STREAMED_RUNTIME.search(text) is not None
             calls += itertools.islice(_STREAMED_CALL.findall(text), _MAX_STREAMED - len(calls))
-    if not calls:
+    if not calls or not runtime:
         return
     ids: dict[str, Any] = {}
     for element in tree.iter("template", "div"):

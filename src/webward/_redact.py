@@ -117,12 +117,13 @@ _SECRET_PARAMS = frozenset(
         "token", "access_token", "auth", "password", "passwd", "secret", "client_secret",
     )
 )  # fmt: skip
-_QUERY_PAIR = re.compile(r"([^&=#]+)=([^&#]*)")
+_QUERY_PAIR = re.compile(r"([^&=#?]+)=([^&#]*)")
 
 
 def redact_secrets(url: str) -> str:
     """``url`` with no ``user:password@`` and secret query values REDACTED (a pre-signed
-    URL a redirect led to: ``?X-Amz-Credential=...&X-Amz-Signature=...``)."""
+    URL a redirect led to: ``?X-Amz-Credential=...&X-Amz-Signature=...``), in the fragment
+    too (an OAuth callback's ``#access_token=...``, which no server sees but a log shows)."""
     if "@" in url:
         try:
             parts = urlsplit(url)
@@ -130,12 +131,13 @@ def redact_secrets(url: str) -> str:
                 url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
         except ValueError:  # no URL urlsplit reads (a bad port, a bracket): by the text
             url = drop_userinfo(url)
-    if "?" not in url:
+    starts = [at for at in (url.find("?"), url.find("#")) if at >= 0]
+    if not starts:
         return url
-    head, _, query = url.partition("?")
+    head, rest = url[: min(starts)], url[min(starts) :]  # the path's "=" are no pairs
 
     def redact(pair: re.Match[str]) -> str:
         name = unquote(pair.group(1)).lower()
         return f"{pair.group(1)}=REDACTED" if name in _SECRET_PARAMS else pair.group()
 
-    return f"{head}?{_QUERY_PAIR.sub(redact, query)}"
+    return head + _QUERY_PAIR.sub(redact, rest)
