@@ -1486,6 +1486,10 @@ def test_definitions_stay_paired_with_their_terms_in_both_readings() -> None:
             "sharp-edged",
         ]
         assert not any(line.strip() in ("- Talons", "- Beak") for line in lines)
+    # A term written in a <div> (a block in the bold term lost every term and definition).
+    boxed = "<dl><dt><div>Option0</div></dt><dd><div>Sets option <b>zero</b>.</div></dd></dl>"
+    for lines in (_reading_of(boxed), _whole_page(boxed)):
+        assert "- **Option0**: Sets option **zero**." in lines
     # A term that ends in its own colon gets no second one (Wiktionary's "Synonyms:").
     colons = (
         "<dl><dt>Synonyms:</dt><dd>crimson, scarlet</dd><dt>See also\uff1a</dt><dd>red</dd></dl>"

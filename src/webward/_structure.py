@@ -671,10 +671,19 @@ def _pair_definitions(tree: Any) -> None:
 
 
 def _unwrap_leading_paragraph(element: Any) -> None:
-    """A definition's first paragraph, if it starts with one, becomes the item's line."""
-    if (element.text or "").strip() or not len(element) or element[0].tag != "p":
+    """A definition's first paragraph, if it starts with one, becomes the item's line; so does
+    a first ``<div>`` of inline words (a term written ``<dt><div>Option</div></dt>``: a block
+    in the bold term lost every term and definition of the list)."""
+    if (element.text or "").strip() or not len(element):
         return
     paragraph = element[0]
+    if paragraph.tag != "p" and not (
+        paragraph.tag == "div"
+        and not any(
+            inner.tag in _CELL_BLOCKS or inner.tag == "pre" for inner in paragraph.iterdescendants()
+        )
+    ):
+        return
     element.text = paragraph.text
     element.remove(paragraph)  # (its tail goes with it: put back below)
     children = list(paragraph)
