@@ -59,6 +59,7 @@ PAGES: list[tuple[str, Any, str]] = [
     ("list 250 deep 990 kB", lambda: hostile.deep_list_html(250, 990_000), "text/html"),
     ("quote 100 deep 990 kB", lambda: hostile.deep_quote_html(100, 990_000), "text/html"),
     ("rowspans 62 kB", lambda: hostile.span_html(1_600), "text/html"),
+    ("layout tables: 10,000 cells, 80 nested", hostile.layout_tables_html, "text/html"),
     ("tiny paragraphs 990 kB", lambda: hostile.tiny_elements_html(b"<p>x"), "text/html"),
     ("330,000 empty paragraphs 990 kB", lambda: hostile.tiny_elements_html(b"<p>"), "text/html"),
     (
@@ -242,6 +243,7 @@ _MAKERS = {
     "list 250 deep 990 kB": "hostile.deep_list_html(250, 990_000)",
     "quote 100 deep 990 kB": "hostile.deep_quote_html(100, 990_000)",
     "rowspans 62 kB": "hostile.span_html(1_600)",
+    "layout tables: 10,000 cells, 80 nested": "hostile.layout_tables_html()",
     "tiny paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p>x")',
     "330,000 empty paragraphs 990 kB": 'hostile.tiny_elements_html(b"<p>")',
     "38,000 dialogs among attributed elements 990 kB": (

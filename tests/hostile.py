@@ -736,3 +736,12 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
         "emphasis": (b"", b"<div><div>words <b>bold</b> more words</div></div>", b""),
     }[kind]  # fmt: skip
     return _fill(_HEAD + head, unit, size, tail + _TAIL)
+
+
+def layout_tables_html(cells: int = 10_000, depth: int = 80) -> bytes:
+    """Tables that lay a page out, each read as its blocks: one column of ``cells`` cells of
+    words and a break after a break (each cell's words become paragraphs), then ``depth``
+    tables of one cell nested in one another (each judged after the one it holds)."""
+    column = b"<table>" + b"<tr><td>w x<br><br>y z" * cells + b"</table>"
+    nested = b"<table><tr><td>words<br><br>more words" * depth + b"</td></tr></table>" * depth
+    return _HEAD + b"<h1>Layout</h1>" + column + nested + _TAIL

@@ -44,6 +44,7 @@ from hostile import (
     huge_line_html,
     image_links_html,
     label_runs_html,
+    layout_tables_html,
     many_pages_pdf,
     markdown_brackets,
     markdown_chars_html,
@@ -1024,6 +1025,18 @@ def test_table_cells_spanning_thousands_of_rows_or_columns_do_not_multiply(span:
     text = read(body)
     assert len(text) < 4 * len(body)  # 8 to 9 times before, and 1.2 s
     assert "r1599" in text and "words before the table" in text
+
+
+def test_layout_tables_are_read_as_their_blocks_in_time() -> None:
+    # A column of 10,000 layout cells and 80 nested ones (240 levels deep: a page nested
+    # deeper is read without a tree): each table is judged on its own rows, each cell's
+    # blocks counted in one walk, innermost first.
+    body = layout_tables_html()
+    result, cpu = cpu_convert(body)
+    assert html_to_markdown(body.decode(), URL).extractor == "full"
+    assert result.text.count("y z") == 10_000 and "| " not in result.text
+    assert result.text.count("more words") == 80
+    assert cpu < CPU_BOUND_S
 
 
 def test_a_table_keeps_its_ordinary_spans() -> None:

@@ -2144,11 +2144,10 @@ def test_a_table_reads_with_one_header_row_its_caption_before_it() -> None:
         assert "CAPTIONWORDS" in text.split(rows[0])[0], (name, text)
 
 
-def test_a_layout_table_is_read_as_it_was() -> None:
+def test_a_layout_table_is_read_as_its_blocks() -> None:
     """A table that lays out the page (a cell holding a heading or an article) is no table of
-    data: it gets no header row, nor its cells' blocks read as lines (trafilatura reads such
-    a page's article from the cell, as paragraphs, when it finds it: on one page of the
-    extraction set the whole article became one table row)."""
+    data: it gets no header row, nor its cells' blocks read as lines; it reads as the blocks
+    it lays out (on one page of the extraction set the whole article became one table row)."""
     page = (
         "<html><head><title>T</title></head><body><table><tr><td><a href='/a'>Nav A</a><br>"
         f"<a href='/b'>Nav B</a></td><td><h1>Layout article</h1><p>{PARA * 3}</p>"
@@ -2157,6 +2156,78 @@ def test_a_layout_table_is_read_as_it_was() -> None:
     text = read(page).text
     assert "Second paragraph." in text and "LAYOUT-END" in text
     assert "<br>" not in text and "---" not in text
+
+
+ESSAY = (
+    "November 2026<br><br>ESSAY-ONE the most common mistake is trying to start big, raising a "
+    "large round before knowing what users want.<br><br><b>Why small works</b><br><br>"
+    "ESSAY-TWO a small thing can be finished, and changed cheaply when you were wrong.<br><br>"
+    "<font face='courier'>1. Build it in a week?<br>2. Would ten people use it?</font><br><br>"
+)
+
+
+def _assert_essay(name: str, text: str) -> None:
+    lines = [line for line in text.split("\n") if line.strip()]
+    assert not _table_lines(text), (name, text)
+    assert "**Why small works**" in lines, (name, lines)
+    assert any(line.startswith("ESSAY-ONE the most") for line in lines), (name, lines)
+    assert any(line.startswith("ESSAY-TWO a small") for line in lines), (name, lines)
+    assert any(line.strip().startswith("2. Would ten") for line in lines), (name, lines)
+
+
+def test_a_one_cell_table_holding_an_essay_reads_as_its_paragraphs() -> None:
+    """A table of one cell that holds an essay (paulgraham.com) reads as the essay:
+    paragraphs at each ``<br><br>``, its bold heading a line of its own, its numbered lines
+    apart. It read as one table row, the paragraphs run together."""
+    layout = f"<table><tr><td><font size='2'>{ESSAY}</font></td></tr></table>"
+    for name, text in _table_readings(layout).items():
+        _assert_essay(name, text)
+
+
+def test_a_spacer_beside_an_essay_is_no_table() -> None:
+    """A row of a spacer cell and the text's cell (paragraphs, 1,000 characters or more)
+    lays the page out: it reads as the text, not as a table of two columns."""
+    page = (
+        "<html><head><title>T</title></head><body><table><tr><td><img src='s.gif' width='20'>"
+        f"</td><td><p>{ESSAY * 3}</p><p>{PARA * 2}</p></td></tr><tr><td></td><td>"
+        f"<p>{PARA}</p></td></tr></table></body></html>"
+    )
+    _assert_essay("main", read(page).text)
+
+
+def test_a_list_in_a_layout_tables_cell_is_kept() -> None:
+    """An email's layout (Mailchimp: tables of one column nested in one another) reads as its
+    heading, paragraph and numbered list: trafilatura dropped the list in the cell and wrote
+    the rest as rows."""
+    newsletter = (
+        "<table id='bodyTable'><tr><td><table class='templateContainer'><tr><td>"
+        "<table class='mcnTextBlock'><tr><td class='mcnTextContent'><h2>Issue 212</h2>"
+        f"<p>Three things stood out to me. {PARA}</p><ol><li>ASYNC-IO reads in parallel.</li>"
+        "<li>UUIDV7 built in.</li><li>VIRTUAL columns by default.</li></ol></td></tr></table>"
+        "</td></tr></table></td></tr></table>"
+    )
+    for name, text in _table_readings(newsletter).items():
+        lines = [line for line in text.split("\n") if line.strip()]
+        assert not _table_lines(text), (name, text)
+        assert "## Issue 212" in lines, (name, lines)
+        for number, item in enumerate(("ASYNC-IO reads", "UUIDV7 built", "VIRTUAL columns"), 1):
+            assert any(line.startswith(f"{number}. {item}") for line in lines), (name, lines)
+
+
+@pytest.mark.parametrize("head", ["th", "td"])
+def test_a_table_of_data_stays_a_table(head: str) -> None:
+    """A table of data, with header cells or without, a paragraph or two in a cell among
+    them, is still a table (only a table laying out the page is read as its blocks)."""
+    table = (
+        f"<table><tr><{head}>Name</{head}><{head}>Role</{head}><{head}>Notes</{head}></tr>"
+        "<tr><td>Ada</td><td>Engineer</td><td><p>First line.</p><p>Second line.</p></td></tr>"
+        "<tr><td>Grace</td><td>Admiral</td><td>Short.</td></tr></table>"
+    )
+    for name, text in _table_readings(table).items():
+        rows = [" ".join(line.replace("**", "").split()) for line in _table_lines(text)]
+        assert rows[0] == "| Name | Role | Notes |", (name, rows)
+        assert rows[2] == "| Ada | Engineer | First line.<br>Second line. |", (name, rows)
+        assert rows[3] == "| Grace | Admiral | Short. |", (name, rows)
 
 
 def test_new_marks_in_a_pages_text_are_never_structure() -> None:

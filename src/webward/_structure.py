@@ -16,6 +16,7 @@ What is done, on the cleaned lxml tree, before a converter sees it:
   list of its terms in bold, each followed by its definition (``- **Talons**: Sharp claws
   ...``), or, where a definition holds blocks (paragraphs, code, lists: an API reference), a
   bold paragraph per term followed by its definition's blocks as they are;
+  a table laying out the page becomes the blocks it lays out (:func:`layout_tables`);
   the blocks in a table cell (paragraphs, lists, line breaks, a nested table) become the
   cell's lines, a mark between them (:func:`_cell_lines`: ``<br>`` once restored; a table
   laying out the page is left as it is); a superscript or subscript starts with its mark
@@ -42,8 +43,10 @@ Each pass is one walk over the tree or one pass over the lines.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -148,6 +151,28 @@ _CELL_BLOCKS = frozenset((
 _CELL_LINE_TAGS = (*sorted(_CELL_BLOCKS), "br", "hr")
 #: A table cell of this many characters lays out a page (see _Layout).
 _LAYOUT_CELL_CHARS = 1_000
+# Layout tables (see _lays_out): a table of this many rows or columns holds data; these
+# parts of a table mark it as data; these tags are counted as a cell's blocks.
+_DATA_ROWS = 10
+_DATA_COLUMNS = 5
+_DATA_PARTS = ("caption", "thead", "tfoot", "colgroup", "col")
+_OWN_HEADER_CELL = "boolean(tr/th | */tr/th)"
+# A cell framing a page of divs: nothing but divs and tables, and no words of its own (Tumblr's
+# theme frames its posts and sidebar so). Read as a table row, trafilatura's first reading came
+# out deficient and the second found the posts with their titles; as divs, the first stood
+# and had dropped the titles.
+_FRAME = "*[div and not(*[not(self::div or self::table)]) and not(text()[normalize-space()])]"
+_OWN_FRAME = f"boolean(tr/{_FRAME} | */tr/{_FRAME})"
+_OWN_SECOND_CELL = "boolean(tr/*[self::td or self::th][2] | */tr/*[self::td or self::th][2])"
+_OWN_DATA_COLUMN = (
+    f"boolean(tr/*[self::td or self::th][{_DATA_COLUMNS}]"
+    f" | */tr/*[self::td or self::th][{_DATA_COLUMNS}])"
+)
+_LAYOUT_TAGS = (
+    "td", "th", "p", "ul", "ol", "dl", "blockquote", "br", "h1", "h2", "h3", "h4", "h5", "h6",
+)  # fmt: skip
+# What ends a run of words in a layout table's cell (see _runs_as_paragraphs).
+_CELL_RUN_ENDS = _CELL_BLOCKS | {"pre", "hr", "form", "nav", "noscript", "iframe", "video"}
 #: A table whose first rows hold such a cell lays out a page: this many of them are read.
 _LAYOUT_CELLS = 64
 # A table's own rows (as trafilatura reads them: thead, tbody and tfoot taken out), and its
@@ -213,8 +238,9 @@ def _marked(text: str | None, mark: str) -> str | None:
 
 def prepare(tree: Any) -> None:
     """Take the marks out of the page (its text and attributes), pair each definition list's
-    terms with their definitions, read each table cell's blocks as its lines, mark the numbers
-    of lists not numbered 1, 2, 3 ... and the start of each script."""
+    terms with their definitions, read each layout table as its blocks and each other table
+    cell's blocks as its lines, mark the numbers of lists not numbered 1, 2, 3 ... and the
+    start of each script."""
     text = tree.xpath("string()")
     for node in tree.xpath(_MARKED_TEXTS) if any(mark in text for mark in MARKS) else ():
         _set_text(node, node.translate(_UNMARK))
@@ -222,6 +248,7 @@ def prepare(tree: Any) -> None:
         value.getparent().set(value.attrname, value.translate(_UNMARK))
     _pair_definitions(tree)
     _equation_lines(tree)  # before the cells: an equation's table is no table of data
+    layout_tables(tree)  # before the cells: a layout table's cells are no table's
     _cell_lines(tree)  # before the numbers: a list in a cell is numbered there
     _number_items(tree)
     _mark_scripts(tree)
@@ -451,6 +478,159 @@ def _cell_lines(tree: Any) -> None:
             element.attrib.clear()
 
 
+def layout_tables(tree: Any) -> None:
+    """Each table that lays the page out, not data, becomes the blocks it lays out: the
+    table, its rows and its cells become divs, a cell's runs of words paragraphs (see
+    :func:`_lays_out`). A one-cell table holding an essay read as one table row, its
+    paragraphs run together, and a list in a newsletter's cell was lost. Each table is
+    judged on its own rows (XPath in libxml2), innermost first, and, only where it must be,
+    on its cells' blocks, counted for the whole page in one walk: linear, however they nest
+    (a table's ancestors are walked to the one it sits in, 256 levels at most)."""
+    tables = list(tree.iter("table"))
+    if not tables:
+        return
+    # Only if a table needs them:
+    blocks = functools.cache(lambda: _cell_blocks(tree))
+    threads = functools.cache(lambda: _around_comments(tree))
+    nests_layout: set[Any] = set()
+    laid_out: list[tuple[Any, list[Any]]] = []
+    for table in reversed(tables):  # a nested table before the one it sits in
+        rows = table.xpath(_OWN_ROWS)
+        if _lays_out(table, rows, table in nests_layout, blocks) and table not in threads():
+            laid_out.append((table, rows))
+            # (the parser nests at most 256 levels deep)
+            nests_layout.add(next(table.iterancestors("table"), None))
+    for table, rows in laid_out:
+        for row in rows:
+            for cell in row.iterchildren("td", "th"):
+                _as_div(cell)
+                _runs_as_paragraphs(cell)
+            _as_div(row)
+        for part in table.iterchildren("tbody", "thead", "tfoot"):
+            _as_div(part)
+        _as_div(table)
+
+
+def _as_div(element: Any) -> None:
+    """``element`` (a layout table's part) as a ``<div>`` without its class, which named the
+    table's part, not the page's: trafilatura drops a div of a class it takes for comments
+    or boilerplate. (An id stays: Mailchimp's ``templateFooter`` is the page's footer.)"""
+    element.tag = "div"
+    element.attrib.pop("class", None)
+
+
+def _runs_as_paragraphs(cell: Any) -> None:
+    """Each run of words and inline elements among ``cell``'s blocks becomes a ``<p>``:
+    trafilatura's precision mode dropped words written straight into a ``<div>`` (an essay
+    in a ``<font>`` in the cell, its paragraphs ``<br><br>``), or made each link among them
+    a paragraph of its own; in a paragraph it reads them whole, a paragraph a ``<br><br>``."""
+    import lxml.etree
+
+    run = None  # the paragraph being filled
+    if (cell.text or "").strip():
+        run = lxml.etree.Element("p")
+        run.text, cell.text = cell.text, None
+        cell.insert(0, run)
+    for child in list(cell):
+        if child is run:
+            continue
+        if not isinstance(child.tag, str) or child.tag in _CELL_RUN_ENDS:
+            run = None
+            if (child.tail or "").strip():
+                run = lxml.etree.Element("p")
+                run.text, child.tail = child.tail, None
+                child.addnext(run)
+            continue
+        if run is None:
+            run = lxml.etree.Element("p")
+            child.addprevious(run)
+        run.append(child)  # its tail goes with it
+
+
+def _around_comments(tree: Any) -> set[Any]:
+    """The tables around a section trafilatura drops as comments (its own XPath): they stay
+    tables. Hacker News lays its thread out in tables, each comment a ``<div
+    class="comment">``; read as a table's cells the comments were kept, as divs trafilatura
+    dropped them all."""
+    from trafilatura.xpaths import REMOVE_COMMENTS_XPATH
+
+    return _tables_around(
+        itertools.chain(*(expression(tree) for expression in REMOVE_COMMENTS_XPATH))
+    )
+
+
+def _tables_around(elements: Any) -> set[Any]:
+    """The tables around any of ``elements``: each ancestor is walked once (up to the first
+    one walked already), linear however they nest."""
+    tables: set[Any] = set()
+    seen: set[Any] = set()
+    for element in elements:
+        for ancestor in element.iterancestors():
+            if ancestor in seen:
+                break
+            seen.add(ancestor)
+            if ancestor.tag == "table":
+                tables.add(ancestor)
+    return tables
+
+
+def _cell_blocks(tree: Any) -> dict[Any, int]:
+    """How many blocks each table cell holds of its own (paragraphs, lists, quotes, a break
+    after a break), in one walk."""
+    counts: dict[Any, int] = {}
+    cells: list[Any] = []
+    for event, element in _iterwalk(tree, ("start", "end"), _LAYOUT_TAGS):
+        tag = element.tag
+        if tag == "td" or tag == "th":
+            if event == "start":
+                cells.append(element)
+            else:
+                cells.pop()
+        elif event == "start" and cells:
+            if tag == "br":
+                before = element.getprevious()
+                if before is None or before.tag != "br" or (before.tail or "").strip():
+                    continue
+            counts[cells[-1]] = counts.get(cells[-1], 0) + 1
+    return counts
+
+
+def _lays_out(
+    table: Any, rows: list[Any], nests_layout: bool, blocks: Callable[[], dict[Any, int]]
+) -> bool:
+    """Whether ``table`` lays the page out (after Readability's ``_isDataTable``): marked so
+    (``role="presentation"``), else not when it has a mark of data (a summary, a caption,
+    a head or foot, columns, a header cell in its own rows); else it does when it holds a
+    table laying out, else not when a cell frames a page of divs (:data:`_OWN_FRAME`);
+    else it does when it has one column, or, with fewer than :data:`_DATA_ROWS` rows and
+    :data:`_DATA_COLUMNS` columns, a cell of two blocks or more (:func:`_cell_blocks`) and
+    :data:`_LAYOUT_CELL_CHARS` characters. A row of short cells (a man page's header line,
+    Doxygen's parameters) is no layout: as lines it read no better, and as blocks a
+    layout's boilerplate footer made the first reading look whole (see
+    ``_convert._deficient``)."""
+    if (table.get("role") or "").strip().lower() in ("presentation", "none"):
+        return True
+    if table.get("datatable") == "0":
+        return True
+    if (table.get("summary") or "").strip() or any(True for _ in table.iterchildren(*_DATA_PARTS)):
+        return False
+    if table.xpath(_OWN_HEADER_CELL):
+        return False
+    if nests_layout:
+        return True
+    if not rows:
+        return False
+    one_column = not table.xpath(_OWN_SECOND_CELL)
+    if not one_column and (len(rows) >= _DATA_ROWS or table.xpath(_OWN_DATA_COLUMN)):
+        return False
+    if table.xpath(_OWN_FRAME):
+        return False
+    if one_column:
+        return True
+    counts = blocks()
+    return any(counts.get(cell, 0) >= 2 and _long(cell) for row in rows for cell in row)
+
+
 def _table_of(cell: Any) -> Any:
     """The table a cell is in (``td`` < ``tr`` < perhaps ``tbody`` < ``table``), else None."""
     for _ in range(3):
@@ -470,15 +650,8 @@ class _Layout:
     already, and a cell's text is read up to the bound, each cell once."""
 
     def __init__(self, tree: Any) -> None:
-        self._tables: set[Any] = set()  # tables known to lay out the page
-        seen: set[Any] = set()
-        for heading in tree.iter("h1", "h2", "h3", "h4", "h5", "h6"):
-            for ancestor in heading.iterancestors():
-                if ancestor in seen:
-                    break
-                seen.add(ancestor)
-                if ancestor.tag == "table":
-                    self._tables.add(ancestor)
+        # tables known to lay out the page
+        self._tables = _tables_around(tree.iter("h1", "h2", "h3", "h4", "h5", "h6"))
 
     def measure(self, cells: Any) -> None:
         """Note the table of each of ``cells`` that is long."""
