@@ -425,13 +425,13 @@ def _cell_lines(tree: Any) -> None:
 
     # Cells holding an element, found by libxml2: on a table of 30,000 cells of words alone,
     # whether there is one takes 1 ms, listing them 10 ms, and a loop over the cells 25 ms.
-    if not tree.xpath("boolean(//td/* | //th/*)"):
+    if not tree.xpath("boolean(/descendant::*[(self::td or self::th) and *])"):
         return
     # A cell holding code is left as it is: its lines are the code's, and trafilatura dropped
     # what followed a <pre> once the cell's blocks were spans.
     cells = [
         cell
-        for cell in tree.xpath("//td[*] | //th[*]")
+        for cell in tree.xpath("/descendant::*[(self::td or self::th) and *]")
         if next(cell.iterdescendants(*_CELL_LINE_TAGS), None) is not None
         and next(cell.iterdescendants("pre"), None) is None
     ]
