@@ -412,12 +412,10 @@ async def test_mcp_notifications_cancelled_leaves_a_record(tmp_path: Path) -> No
     ]
 
 
-@pytest.mark.anyio
-async def test_gateway_answers_an_unexpected_error_with_500_internal_error(
-    tmp_path: Path,
-) -> None:
-    """A search provider's bug behind the gateway: 500 with the JSON error model, code
-    ``internal_error``, and the call audited."""
+@asynccontextmanager
+async def searching_gateway(tmp_path: Path, provider: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """The gateway over a Web whose search provider is ``provider``: a ``post(path, body)``
+    that calls it as alice, and the Web's audit sink."""
     settings = Settings.load(gateway_config(tmp_path), environ={})
     audit = MemoryAuditSink()
 
@@ -427,21 +425,28 @@ async def test_gateway_answers_an_unexpected_error_with_500_internal_error(
             resolver=StaticResolver({}),
             audit=audit,
             credentials=EnvironmentStore({}),
-            search_provider=BrokenProvider(),
+            search_provider=provider,
         )
 
     with running_gateway(settings, make_web) as base:
         async with httpx.AsyncClient(trust_env=False, timeout=20) as client:
-            response = await client.post(
-                base + SEARCH_PATH,
-                json={"query": "owls"},
-                headers={"Authorization": f"Bearer {TOKENS['alice']}"},
-            )
-            fetch = await client.post(
-                base + FETCH_PATH,
-                json={"url": "http://127.0.0.1:1/"},
-                headers={"Authorization": f"Bearer {TOKENS['alice']}"},
-            )
+
+            async def post(path: str, body: dict[str, Any]) -> httpx.Response:
+                headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+                return await client.post(base + path, json=body, headers=headers)
+
+            yield post, audit
+
+
+@pytest.mark.anyio
+async def test_gateway_answers_an_unexpected_error_with_500_internal_error(
+    tmp_path: Path,
+) -> None:
+    """A search provider's bug behind the gateway: 500 with the JSON error model, code
+    ``internal_error``, and the call audited."""
+    async with searching_gateway(tmp_path, BrokenProvider()) as (post, audit):
+        response = await post(SEARCH_PATH, {"query": "owls"})
+        fetch = await post(FETCH_PATH, {"url": "http://127.0.0.1:1/"})
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "internal_error"
     assert "Traceback" not in response.text
@@ -465,25 +470,8 @@ class OutOfFilesProvider:
 async def test_running_out_of_open_files_is_said_as_itself(tmp_path: Path) -> None:
     """No file descriptor left (``ulimit -n``) is no bug: the answer says which limit to
     raise, and the call is audited as one that failed."""
-    settings = Settings.load(gateway_config(tmp_path), environ={})
-    audit = MemoryAuditSink()
-
-    def make_web() -> Web:
-        return Web(
-            settings,
-            resolver=StaticResolver({}),
-            audit=audit,
-            credentials=EnvironmentStore({}),
-            search_provider=OutOfFilesProvider(),
-        )
-
-    with running_gateway(settings, make_web) as base:
-        async with httpx.AsyncClient(trust_env=False, timeout=20) as client:
-            response = await client.post(
-                base + SEARCH_PATH,
-                json={"query": "owls"},
-                headers={"Authorization": f"Bearer {TOKENS['alice']}"},
-            )
+    async with searching_gateway(tmp_path, OutOfFilesProvider()) as (post, audit):
+        response = await post(SEARCH_PATH, {"query": "owls"})
     message = response.json()["error"]["message"]
     assert response.status_code == 500 and "ran out of open files (ulimit -n is " in message
     assert "a bug" not in message

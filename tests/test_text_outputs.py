@@ -23,7 +23,7 @@ from localserver import LocalServer, respond, serve
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
-from test_audit_always import settings_for
+from test_audit_always import searching_gateway, settings_for
 from test_gateway import TOKENS, running_gateway
 from test_gateway import write_config as gateway_config
 from test_mcp import child_env, mcp_over_http, write_config
@@ -391,24 +391,8 @@ async def test_search_hit_urls_are_neutralised_on_mcp_and_the_gateway(
     assert not result.is_error and result.meta is not None
     assert_neutral(result.meta["webward/result"]["hits"][0]["url"])
 
-    settings = Settings.load(gateway_config(tmp_path), environ={})
-
-    def make_web() -> Web:
-        return Web(
-            settings,
-            resolver=StaticResolver({}),
-            audit=MemoryAuditSink(),
-            credentials=EnvironmentStore({}),
-            search_provider=provider,
-        )
-
-    with running_gateway(settings, make_web) as base:
-        async with httpx.AsyncClient(trust_env=False, timeout=20) as client:
-            response = await client.post(
-                base + SEARCH_PATH,
-                json={"query": "owls"},
-                headers={"Authorization": f"Bearer {TOKENS['alice']}"},
-            )
+    async with searching_gateway(tmp_path, provider) as (post, _):
+        response = await post(SEARCH_PATH, {"query": "owls"})
     assert response.status_code == 200
     assert_neutral(response.json()["hits"][0]["url"])
 
