@@ -2743,8 +2743,9 @@ def _bare_body_in_main(tree: Any) -> Any:
     """A copy of ``tree`` with its body's content wrapped in a ``<main>``, for a page whose
     text sits in its body with no container trafilatura knows (no ``<main>``, ``<article>``,
     nor a class or id of its ``BODY_XPATH``: an RFC in xml2rfc's HTML, a hand-written or old
-    blog) and at least :data:`_MIN_HEADINGS_GAINED` headings; else ``None``. Read from the bare body, trafilatura's fallback keeps paragraphs
-    and drops every heading and definition (``<dd>``); from a ``<main>``, it keeps them."""
+    blog) and at least :data:`_MIN_HEADINGS_GAINED` headings; else ``None``. Read from the
+    bare body, trafilatura's fallback keeps paragraphs and drops every heading and definition
+    (``<dd>``); from a ``<main>``, it keeps them."""
     import lxml.etree
     from trafilatura.xpaths import BODY_XPATH
 
@@ -3679,7 +3680,6 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     # trafilatura prunes the tree it is given in place: the later readings get copies of this
     # one (a copy costs a fraction of parsing and cleaning the page again).
     spare = copy.deepcopy(tree)
-    wrapped = _bare_body_in_main(spare)
     # The page's own address: a heading linked to it is the page's title (see _unlink_headings).
     own = {final_url.split("#", 1)[0], base.split("#", 1)[0]}
     markdown = tidy_markdown(_main_content(tree, own=own))
@@ -3700,7 +3700,11 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     if second_pass and _deficient(markdown, kept, visible) and affordable():
         markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True, own=own))
         kept = _solid(markdown)
-    if wrapped is not None and second_pass and affordable():
+    if (
+        second_pass
+        and (wrapped := _bare_body_in_main(spare)) is not None  # (a copy, where it could gain)
+        and affordable()
+    ):
         in_main = tidy_markdown(_main_content(wrapped, own=own))
         if _more_headings(markdown, in_main):
             markdown, kept = in_main, _solid(in_main)
