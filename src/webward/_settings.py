@@ -294,11 +294,21 @@ class NoHome(InvalidInput):
     passwd entry: ``docker run --user 12345``, a service), and a default path needs one."""
 
 
-# What names each default path instead of the home directory, by what it is for.
+# Each default path by what it is for: what it is called, and what names it instead of the
+# home directory.
 _INSTEAD_OF_HOME = {
-    "config": "name the config file with --config or WEBWARD_CONFIG, or set XDG_CONFIG_HOME",
-    "state": "set WEBWARD_STATE_DIR (or [state] dir in the config), or XDG_STATE_HOME",
-    "credentials": "set XDG_CONFIG_HOME, or give the key in its environment variable",
+    "config": (
+        "config file",
+        "name the config file with --config or WEBWARD_CONFIG, or set XDG_CONFIG_HOME",
+    ),
+    "state": (
+        "state dir",
+        "set WEBWARD_STATE_DIR (or [state] dir in the config), or XDG_STATE_HOME",
+    ),
+    "credentials": (
+        "credential file",
+        "set XDG_CONFIG_HOME, or give the key in its environment variable",
+    ),
 }
 
 
@@ -312,11 +322,11 @@ def user_dir(kind: str) -> Path:
     try:
         return Path(find("webward"))
     except RuntimeError:
-        what = {"config": "config file", "state": "state dir"}.get(kind, "credential file")
+        what, instead = _INSTEAD_OF_HOME[kind]
         raise NoHome(
             f"cannot find the {what}: no home directory is known for this user (HOME is not "
             f"an absolute path, and user id {os.getuid()} has no passwd entry); set HOME, or "
-            f"{_INSTEAD_OF_HOME[kind]}"
+            f"{instead}"
         ) from None
 
 

@@ -35,6 +35,7 @@ from ._core import (
     audit_unavailable,
     from_row,
     from_rows,
+    shared_target,
     shared_wire,
     unreadable_note,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "from_row",
     "from_rows",
     "open_audit_sink",
+    "shared_target",
     "shared_wire",
     "unreadable_note",
 ]

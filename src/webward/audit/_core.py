@@ -377,12 +377,17 @@ class AuditRecord:
         )
 
 
+def shared_target(record: AuditRecord) -> str:
+    """A record's target as :func:`shared_wire` has it: a URL's secret values REDACTED (a
+    search's target is a query, no URL, and stays)."""
+    return record.target if record.capability == SEARCH else redact_secrets(record.target)
+
+
 def shared_wire(record: AuditRecord) -> dict[str, Any]:
     """:meth:`AuditRecord.to_wire` for what leaves the store for others to read (the call
     log, the console's pages): secret query values REDACTED."""
     wire = record.to_wire()
-    if record.capability != SEARCH:  # a search's target is a query, no URL
-        wire["target"] = redact_secrets(record.target)
+    wire["target"] = shared_target(record)
     if record.final_url is not None:
         wire["finalUrl"] = redact_secrets(record.final_url)
     wire["redirects"] = [redact_secrets(url) for url in record.redirects]

@@ -26,10 +26,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._cmd_audit import cell, name_cell, parse_since
 from .._errors import InvalidInput, WebwardError
-from .._redact import redact_secrets
 from .._settings import TIERS, Settings
 from .._tokens import bearer_token
-from ..audit import DECISIONS, FACES, shared_wire, unreadable_note
+from ..audit import DECISIONS, FACES, shared_target, shared_wire, unreadable_note
 from ..limits import HostState, LimitState
 from ._auth import Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
@@ -101,9 +100,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["shown"] = lambda v: cell("" if v is None else str(v))
     # A record's target: a fetched URL's secret query values REDACTED (see record.html).
-    env.filters["target"] = lambda r: cell(
-        r.target if r.capability == SEARCH else redact_secrets(str(r.target))
-    )
+    env.filters["target"] = lambda r: cell(shared_target(r))
     # An agent's or a session's name: quoted, with escapes, when it has outer white space or
     # a space that is not a plain one, so that `bob ` is not read as `bob`.
     env.filters["name"] = lambda v: "-" if v is None else name_cell(str(v))
