@@ -4,9 +4,11 @@ protected-resource metadata otherwise, and no listening beyond loopback without 
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 import httpx2
@@ -149,6 +151,57 @@ async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path
         assert 'webward_auth_refusals_total{reason="malformed"} 3.0' in counted
         assert 'webward_auth_refusals_total{reason="unknown"} 2.0' in counted
         assert "alice-mcp-token" not in counted
+    assert await records(config) == []
+
+
+# What the TypeScript SDK's OAuth client (@modelcontextprotocol/sdk 1.32, a host's
+# authProvider) sent once webward refused its token, as captured: its initialize, then the
+# metadata, the authorization server's (none: 404) and a dynamic registration (RFC 7591).
+TS_INITIALIZE = {
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "oauth", "version": "1"},
+    },
+    "jsonrpc": "2.0",
+    "id": 0,
+}
+TS_REGISTRATION = {"client_name": "probe", "redirect_uris": ["http://127.0.0.1:1/cb"]}
+
+
+@pytest.mark.anyio
+async def test_an_oauth_client_refused_a_token_is_told_in_a_sentence_to_send_one(
+    tmp_path: Path,
+) -> None:
+    """An OAuth client refused a token finds no authorization server at the one the metadata
+    names (this server) and registers at /register: answered as an OAuth error, JSON with one
+    sentence, which the TypeScript SDK shows; a bare 404 "Not Found" reached its user as
+    `Invalid OAuth error response: SyntaxError: ... is not valid JSON`. Not a call: no record."""
+    config = token_config(tmp_path)
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        r = await http.post(
+            url, json=TS_INITIALIZE, headers={**ACCEPT, **{"Authorization": "Bearer wrong"}}
+        )
+        assert r.status_code == 401
+        [where] = re.findall(r'resource_metadata="([^"]+)"', r.headers["www-authenticate"])
+        [issuer] = (await http.get(where)).json()["authorization_servers"]
+        for path in (
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration",
+        ):
+            assert (await http.get(urljoin(issuer, path))).status_code == 404  # runs no OAuth
+        r = await http.post(urljoin(issuer, "/register"), json=TS_REGISTRATION)
+        assert r.status_code == 400
+        assert r.headers["content-type"] == "application/json"
+        answer = r.json()
+        assert answer["error"] == "invalid_client_metadata"
+        description = answer["error_description"]
+        assert description.startswith("webward runs no OAuth flow")
+        assert "Authorization: Bearer <token>" in description and "\n" not in description
     assert await records(config) == []
 
 

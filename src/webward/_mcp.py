@@ -129,6 +129,13 @@ DEFAULT_AGENT = "mcp"
 MCP_PATH = "/mcp"
 WELL_KNOWN_METADATA = "/.well-known/oauth-protected-resource"
 UNAUTHENTICATED = "a bearer token is required: send Authorization: Bearer <token>"
+#: Where an OAuth client registers when the authorization server has no metadata (RFC 7591;
+#: the MCP SDKs' fallback), and what it is told there: webward issues no tokens.
+REGISTRATION_PATH = "/register"
+NO_OAUTH = (
+    "webward runs no OAuth flow and registers no clients: give this client an agent's bearer "
+    "token by hand, sent as Authorization: Bearer <token> (see webward serve --hash-token)"
+)
 
 # One line: a client shows it as it comes, and a model reads no break mid-sentence.
 INSTRUCTIONS = (
@@ -350,7 +357,22 @@ def build_server(
             resource_url=auth.resource_server_url, authorization_servers=[auth.issuer_url]
         ):
             server.custom_route(WELL_KNOWN_METADATA, methods=["GET", "OPTIONS"])(route.endpoint)
+        server.custom_route(REGISTRATION_PATH, methods=["POST"])(_no_registration)
     return server
+
+
+async def _no_registration(request: Any) -> Any:
+    """``POST /register``, answered as an OAuth error (RFC 7591 section 3.2.2): JSON with one
+    sentence. An OAuth-capable client refused a token (none, or a wrong one) reads the
+    metadata, which names this server as the authorization server, finds no authorization
+    server metadata and registers here (the TypeScript and Python MCP SDKs do). A bare 404
+    "Not Found" reached the user of the TypeScript SDK as `HTTP 404: Invalid OAuth error
+    response: SyntaxError: Unexpected token 'N', "Not Found" is not valid JSON`; the
+    description is what it shows now."""
+    from starlette.responses import JSONResponse
+
+    body = {"error": "invalid_client_metadata", "error_description": NO_OAUTH}
+    return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
 
 
 #: The request ``_meta`` keys under which a client application names its session and
