@@ -505,7 +505,8 @@ def memory_web(tmp_path: Path, audit: MemoryAuditSink) -> Web:
 @pytest.mark.anyio
 async def test_a_call_of_a_tool_the_server_does_not_have_is_audited(tmp_path: Path) -> None:
     """tools/call shell_exec: the SDK answers it as an unknown tool, and the call is in the
-    audit log, refused, under the unknown-tool capability with the name it asked for."""
+    audit log, refused, under the unknown-tool capability with the name it asked for, in the
+    call's session as the other calls of that client (the record had none)."""
     audit = MemoryAuditSink()
     async with (
         memory_web(tmp_path, audit) as web,
@@ -513,9 +514,14 @@ async def test_a_call_of_a_tool_the_server_does_not_have_is_audited(tmp_path: Pa
     ):
         answer = await client.call_tool("shell_exec", {"cmd": "id"})
         assert answer.is_error and "shell_exec" in text_of(answer)
-    [record] = audit.records
-    assert (record.capability, record.target) == ("agent:tool.unknown@1", "shell_exec")
-    assert (record.agent, record.tier, record.decision) == ("ide", "connected", "refused")
+        await client.call_tool("web_fetch", {"url": "http://127.0.0.1:1/", "bogus": 1})
+        named = {"webward/session": "conversation-7"}
+        await client.call_tool("shell_exec", {}, meta=named)
+    unknown, fetch, named_unknown = audit.records
+    assert (unknown.capability, unknown.target) == ("agent:tool.unknown@1", "shell_exec")
+    assert (unknown.agent, unknown.tier, unknown.decision) == ("ide", "connected", "refused")
+    assert fetch.session is not None and unknown.session == fetch.session
+    assert named_unknown.session == "mcp:ide:app:conversation-7"
 
 
 @pytest.mark.anyio

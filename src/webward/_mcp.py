@@ -301,6 +301,9 @@ def build_server(
                     InvalidInput(
                         f"unknown tool {shown!r}; this server has {', '.join(sorted(known))}"
                     ),
+                    # In the call's session as every other call of it (_meta's, else the
+                    # transport's): `webward audit --session` missed these.
+                    session=audited_session(context, who),
                 )
                 return error_result(error)
             return await super().call_tool(name, arguments, context)
