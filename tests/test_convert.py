@@ -732,6 +732,41 @@ def test_an_image_no_provider_takes_is_refused_by_its_size(fmt: str, media_type:
         read(bomb, "image/png")
 
 
+def test_a_gif_frame_larger_than_its_screen_is_refused_by_the_frame() -> None:
+    """A GIF's screen may say 10x10 while a frame says 65,535 x 65,535: Pillow grows the image
+    to hold the frame (a decompression bomb in 29 bytes), so the size checked is the frame's."""
+    bomb = b"GIF89a" + (10).to_bytes(2, "little") * 2 + b"\x00\x00\x00"
+    bomb += b"\x2c" + b"\x00" * 4 + (65535).to_bytes(2, "little") * 2 + b"\x00"
+    bomb += b"\x02\x02\x44\x01\x00;"
+    with pytest.raises(Refused, match="65535\u00d765535 pixels") as caught:
+        read(bomb, "image/gif")
+    assert caught.value.code == "too_large"
+    # Every frame counts: an animation's later frame placed past the side, too.
+    frames = [Image.new("L", (40, 30), i * 80) for i in range(3)]
+    out = io.BytesIO()
+    frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:])
+    body = out.getvalue()
+    assert read(body, "image/gif").text.split(", ")[2] == "40\u00d730 pixels"
+    last = body.rindex(b"\x2c\x00\x00\x00\x00\x28\x00\x1e\x00")  # its last frame, at 0,0
+    moved = body[:last] + b"\x2c\x00\x00\x50\x1f\x28\x00\x1e\x00" + body[last + 9 :]
+    with pytest.raises(Refused, match="40\u00d78046 pixels"):
+        read(moved, "image/gif")
+    # Sub-blocks of a byte each, more than any encoder writes: damaged, read in bounded time.
+    padded = bomb[:13] + b"\x21\xf9" + b"\x01\x00" * 250_000 + b"\x00;"
+    with pytest.raises(Refused, match="could not be read"):
+        read(padded, "image/gif")
+
+
+def test_a_png_with_a_second_header_is_damaged() -> None:
+    """A PNG has one IHDR; Pillow takes the last before the image data, so a file whose first
+    says 1x1 opened as the 100,000 x 100,000 its second says."""
+    whole = image_bytes("PNG", (3, 2))
+    again = whole[8:33].replace((3).to_bytes(4, "big"), (100_000).to_bytes(4, "big"), 1)
+    with pytest.raises(Refused, match="could not be read"):
+        read(whole[:33] + again + whole[33:], "image/png")
+    assert read(whole, "image/png").kind == "image"
+
+
 def test_a_png_with_no_image_data_is_damaged() -> None:
     """A signature, a header and an end with no image data between them is no image."""
     bare = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 17 + b"\x00\x00\x00\x00IEND\xaeB`\x82"

@@ -85,13 +85,18 @@ def image_damaged(body: bytes, media_type: str) -> bool:
             body[8:16] != b"\x00\x00\x00\rIHDR"
             or b"IDAT" not in body[33:]
             or b"IEND\xaeB`\x82" not in body
+            or _png_header_again(body)
         )
     if media_type == "image/jpeg":
         # Start of image, a marker next; an end of image after it (cameras append data).
         return body[:3] != b"\xff\xd8\xff" or b"\xff\xd9" not in body[3:]
     if media_type == "image/gif":
         # The trailer (";") after the last block's terminator.
-        return body[:6] not in (b"GIF87a", b"GIF89a") or b"\x00;" not in body[13:]
+        return (
+            body[:6] not in (b"GIF87a", b"GIF89a")
+            or b"\x00;" not in body[13:]
+            or _gif_size(body) is None
+        )
     if media_type == "image/webp":
         # RIFF's own length (the file is at least as long as it says), then a VP8 chunk.
         declared = int.from_bytes(body[4:8], "little") + 8
@@ -112,7 +117,7 @@ def image_size(body: bytes, media_type: str) -> tuple[int, int] | None:
     if media_type == "image/png" and len(body) >= 24:
         return int.from_bytes(body[16:20], "big"), int.from_bytes(body[20:24], "big")
     if media_type == "image/gif" and len(body) >= 10:
-        return int.from_bytes(body[6:8], "little"), int.from_bytes(body[8:10], "little")
+        return _gif_size(body)  # None only past the blocks a damaged one is refused for
     if media_type == "image/webp" and len(body) >= 30:
         kind = body[12:16]
         if kind == b"VP8X":
@@ -130,6 +135,63 @@ def image_size(body: bytes, media_type: str) -> tuple[int, int] | None:
     if media_type == "image/jpeg":
         return _jpeg_size(body)
     return None
+
+
+#: What a header walk looks at before it gives up: a real GIF's data comes in sub-blocks of
+#: 255 bytes (5 MiB is about 20,000 of them), a real PNG has a few chunks before its image data.
+_MAX_GIF_BLOCKS = 200_000
+_MAX_PNG_CHUNKS = 10_000
+
+
+def _png_header_again(body: bytes) -> bool:
+    """Whether a chunk before the image data is a second IHDR (or there are too many chunks
+    to tell). A PNG has one (ISO 15948); decoders such as Pillow take the last one, so a file
+    whose first IHDR says 1x1 was opened as the 100,000 x 100,000 image its second one says,
+    past the side check, which reads the first."""
+    i = 33  # past the signature and the first IHDR (length, type, 13 bytes, CRC)
+    for _ in range(_MAX_PNG_CHUNKS):
+        if i + 8 > len(body):
+            return False
+        kind = body[i + 4 : i + 8]
+        if kind in (b"IDAT", b"IEND"):
+            return False
+        if kind == b"IHDR":
+            return True
+        i += 12 + int.from_bytes(body[i : i + 4], "big")
+    return True
+
+
+def _gif_size(body: bytes) -> tuple[int, int] | None:
+    """A GIF's size: its logical screen, grown to hold every frame. A frame may say it is
+    larger than the screen, and decoders such as Pillow then grow the image to hold it: a
+    29-byte GIF whose screen is 10x10 and whose frame is 65,535 x 65,535 was handed over as
+    10x10. ``None`` past :data:`_MAX_GIF_BLOCKS` blocks: no encoder writes so many, and the
+    image is taken for damaged (:func:`image_damaged`)."""
+    width = int.from_bytes(body[6:8], "little")
+    height = int.from_bytes(body[8:10], "little")
+    i = 13 + (3 << ((body[10] & 7) + 1) if len(body) > 10 and body[10] & 0x80 else 0)
+    blocks = 0
+    while i < len(body) and body[i] != 0x3B:  # the trailer
+        if body[i] == 0x2C and i + 10 <= len(body):  # an image descriptor
+            left, top, w, h = (
+                int.from_bytes(body[i + j : i + j + 2], "little") for j in (1, 3, 5, 7)
+            )
+            width, height = max(width, left + w), max(height, top + h)
+            flags = body[i + 9]
+            i += 10 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0) + 1  # + LZW code size
+        elif body[i] == 0x21:  # an extension: its label, then sub-blocks
+            i += 2
+        else:
+            break  # damaged: decoders stop here too
+        while i < len(body):  # sub-blocks, up to an empty one
+            blocks += 1
+            if blocks > _MAX_GIF_BLOCKS:
+                return None
+            size = body[i]
+            i += 1 + size
+            if not size:
+                break
+    return width, height
 
 
 def _jpeg_size(body: bytes) -> tuple[int, int] | None:
