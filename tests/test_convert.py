@@ -767,6 +767,23 @@ def test_a_png_with_a_second_header_is_damaged() -> None:
     assert read(whole, "image/png").kind == "image"
 
 
+def test_a_jpeg_is_as_large_as_its_largest_frame_header() -> None:
+    """Pillow takes a JPEG's last frame header before its scan: one that says 3x2 and then
+    60,000 x 60,000 is refused by the second; a walk of fill bytes past any real file's is
+    damaged (it had stopped at the first header, or gone on byte by byte)."""
+    whole = image_bytes("JPEG", (3, 2))
+    at = whole.index(b"\xff\xc0")
+    end = at + 2 + int.from_bytes(whole[at + 2 : at + 4], "big")
+    big = bytearray(whole[at:end])
+    big[5:9] = (60_000).to_bytes(2, "big") * 2
+    with pytest.raises(Refused, match="60000\u00d760000 pixels"):
+        read(whole[:end] + bytes(big) + whole[end:], "image/jpeg")
+    filled = whole[:2] + b"\xff" * 20_000 + whole[2:]
+    with pytest.raises(Refused, match="could not be read"):
+        read(filled, "image/jpeg")
+    assert read(whole[:2] + b"\xff" * 20 + whole[2:], "image/jpeg").kind == "image"
+
+
 def test_a_png_with_no_image_data_is_damaged() -> None:
     """A signature, a header and an end with no image data between them is no image."""
     bare = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 17 + b"\x00\x00\x00\x00IEND\xaeB`\x82"

@@ -89,7 +89,7 @@ def image_damaged(body: bytes, media_type: str) -> bool:
         )
     if media_type == "image/jpeg":
         # Start of image, a marker next; an end of image after it (cameras append data).
-        return body[:3] != b"\xff\xd8\xff" or b"\xff\xd9" not in body[3:]
+        return body[:3] != b"\xff\xd8\xff" or b"\xff\xd9" not in body[3:] or not _jpeg_size(body)[1]
     if media_type == "image/gif":
         # The trailer (";") after the last block's terminator.
         return (
@@ -133,14 +133,16 @@ def image_size(body: bytes, media_type: str) -> tuple[int, int] | None:
                 int.from_bytes(body[28:30], "little") & 0x3FFF,
             )
     if media_type == "image/jpeg":
-        return _jpeg_size(body)
+        return _jpeg_size(body)[0]
     return None
 
 
 #: What a header walk looks at before it gives up: a real GIF's data comes in sub-blocks of
-#: 255 bytes (5 MiB is about 20,000 of them), a real PNG has a few chunks before its image data.
+#: 255 bytes (5 MiB is about 20,000 of them), a real PNG has a few chunks before its image
+#: data, a real JPEG a few dozen markers before its first scan.
 _MAX_GIF_BLOCKS = 200_000
 _MAX_PNG_CHUNKS = 10_000
+_MAX_JPEG_MARKERS = 10_000
 
 
 def _png_header_again(body: bytes) -> bool:
@@ -194,21 +196,29 @@ def _gif_size(body: bytes) -> tuple[int, int] | None:
     return width, height
 
 
-def _jpeg_size(body: bytes) -> tuple[int, int] | None:
-    # Walk the markers to the first start-of-frame (C0-CF but C4, C8, CC), which holds
-    # height then width.
+def _jpeg_size(body: bytes) -> tuple[tuple[int, int] | None, bool]:
+    """A JPEG's size from its start-of-frame markers (C0-CF but C4, C8, CC: height, then
+    width), and whether the walk to its first scan could be made. Every frame header before
+    the scan counts, the largest: decoders such as Pillow take the last one, so a file whose
+    first said 3x2 and second 60,000 x 60,000 was handed over as 3x2. A walk of more than
+    :data:`_MAX_JPEG_MARKERS` markers (fill bytes too) is given up: the image is damaged."""
+    size: tuple[int, int] | None = None
     i = 2
-    while i + 9 <= len(body) and body[i] == 0xFF:
+    for _ in range(_MAX_JPEG_MARKERS):
+        if i + 9 > len(body) or body[i] != 0xFF:
+            return size, True
         marker = body[i + 1]
         if marker == 0xFF:  # fill byte
             i += 1
             continue
+        if marker in (0xD9, 0xDA):  # the end of the image, or its first scan
+            return size, True
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            return int.from_bytes(body[i + 7 : i + 9], "big"), int.from_bytes(
-                body[i + 5 : i + 7], "big"
-            )
+            width = int.from_bytes(body[i + 7 : i + 9], "big")
+            height = int.from_bytes(body[i + 5 : i + 7], "big")
+            size = (width, height) if size is None else (max(size[0], width), max(size[1], height))
         i += 2 + int.from_bytes(body[i + 2 : i + 4], "big")
-    return None
+    return size, False
 
 
 def image_part(body: bytes, media_type: str, url: str) -> Part:
