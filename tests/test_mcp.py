@@ -1020,6 +1020,31 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     ]
 
 
+def test_stdio_answers_a_line_longer_than_a_mib_without_reading_it_whole(tmp_path: Path) -> None:
+    """A line past 1 MiB is read on to its end and dropped, answered as too long with id
+    null, as an HTTP body past the SDK's size is no call (not audited); the next line is read
+    as ever. It was read whole, however long: 200 MB took 1 GB of the server's memory."""
+    process = raw_stdio_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+    ask = asker(process)
+    long_url = "https://example.org/" + "a" * (2 * 1024 * 1024)
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "web_fetch", "arguments": {"url": long_url}}}  # fmt: skip
+    try:
+        initialize(process, ask)
+        too_long = ask(json.dumps(call).encode())
+        pong = ask(b'{"jsonrpc": "2.0", "id": 10, "method": "ping"}')
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+    assert too_long["id"] is None and too_long["error"]["code"] == -32600
+    assert too_long["error"]["message"].startswith("the message is longer than 1 MiB")
+    assert pong == {"jsonrpc": "2.0", "id": 10, "result": {}}
+    assert process.returncode == 0
+    assert audit_json(tmp_path) == []
+
+
 #: tools/call messages that are valid JSON (RFC 8259) which Python's parser or the SDK's
 #: (pydantic's) will not read: an integer past 4,300 digits, arguments nested past either
 #: parser's depth, a lone surrogate (JavaScript's JSON.stringify writes one as "\ud800").

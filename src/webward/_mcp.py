@@ -1050,9 +1050,15 @@ class _StdinLines:
     the server running until its client closed stdin.
     fd 0 points at the null device meanwhile (as the SDK does), so that nothing else reads
     the wire. At most ``_READ_AHEAD`` lines are read before the server takes them. A line
-    that is not UTF-8 becomes one the relay answers as such, not a guess."""
+    that is not UTF-8 becomes one the relay answers as such, not a guess. A line longer than
+    ``_MAX_LINE`` is read on to its end and dropped, and answered as too long: it was read
+    whole, however long (a 200 MB line took 1 GB of the server's memory to be refused for its
+    URL's length, one that never ended all the memory there was)."""
 
     _READ_AHEAD = 64
+    #: No request webward takes comes near (a URL is at most 2,048 characters, a query 400);
+    #: 64 lines read ahead hold at most 64 MiB.
+    _MAX_LINE = 1024 * 1024
 
     def __init__(self) -> None:
         self._file = os.fdopen(os.dup(0), "rb")
@@ -1078,7 +1084,11 @@ class _StdinLines:
         while line:
             self._room.acquire()
             try:
-                line = self._file.readline()
+                line = self._file.readline(self._MAX_LINE + 1)
+                if len(line) > self._MAX_LINE:
+                    while line and not line.endswith(b"\n"):  # the rest of it, dropped
+                        line = self._file.readline(65536)
+                    line = _TOO_LONG
             except (OSError, ValueError):
                 line = b""
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody reads on
@@ -1094,6 +1104,9 @@ class _StdinLines:
         self._room.release()
         if not line:
             raise StopAsyncIteration
+        if line is _TOO_LONG:
+            self.problems.append(_TOO_LONG_PROBLEM)
+            return _MALFORMED
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -1113,6 +1126,13 @@ class _StdinLines:
             os.close(self._saved)
 
 
+#: What the reader queues for a line past ``_StdinLines._MAX_LINE`` (told by identity).
+_TOO_LONG = b"\x00 a line too long\n"
+_TOO_LONG_PROBLEM = Malformed(
+    request_id=None,
+    message="the message is longer than 1 MiB, far more than any request webward takes: "
+    "send one JSON-RPC 2.0 object a line",
+)
 #: What a line that is not UTF-8 is handed to the SDK as: no JSON, known by the relay.
 _NOT_UTF8 = "\x00 a line that is not UTF-8\n"
 #: What a line :func:`malformed` found wrong is handed to the SDK as (its problem waits in
