@@ -1530,6 +1530,14 @@ async def test_a_field_named_twice_is_refused_and_audited(
     assert "names the field 'url' twice" in assert_error(r, 400, "invalid_input")
     [record] = audit.records[before:]
     assert record.decision == "refused"
+    # JSON allows blanks before a name's colon: the second url was read, the first not seen.
+    for blanks in (b" ", b"\n", b"\t \r\n"):
+        spaced = b'{"url"%s: "http://127.0.0.1/a", "url"%s: "http://127.0.0.1/b"}' % (
+            blanks,
+            blanks,
+        )
+        r = await client.post(base + FETCH_PATH, content=spaced, headers=headers)
+        assert "names the field 'url' twice" in assert_error(r, 400, "invalid_input")
     odd = b'{"url": "http://127.0.0.1:1/\\":x"}'  # '":' inside the string
     r = await client.post(base + FETCH_PATH, content=odd, headers=headers)
     assert "twice" not in r.text

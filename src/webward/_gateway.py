@@ -264,6 +264,8 @@ _DECODER_ONCE = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_h
 
 
 _FLAT = frozenset({str, int, bool, type(None)})
+#: Where a member's name ends in a JSON object (RFC 8259: blanks may stand before the colon).
+_NAME_END = re.compile(rb'"[ \t\n\r]*:')
 
 
 def _parse_json(body: bytes) -> Any:
@@ -278,8 +280,10 @@ def _parse_json(body: bytes) -> Any:
         if type(data) is dict and _FLAT.issuperset(map(type, data.values())):
             # A field named twice is read by whatever reads the body first (a proxy, a WAF)
             # perhaps as its first value, and by orjson as its last: refused. Counted in C: a
-            # flat body holds one '":' per field, unless a string holds one too.
-            if body.count(b'":') > len(data):
+            # flat body holds one name's end ('"', JSON's blanks, ':') per field, unless a
+            # string holds one too. Blanks count: '"url" :' was no '":', so a body naming
+            # url twice that way was read as its last url.
+            if len(_NAME_END.findall(body)) > len(data):
                 _DECODER_ONCE.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
             return data
     try:
