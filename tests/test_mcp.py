@@ -402,6 +402,24 @@ async def test_streamable_http_refuses_foreign_host_and_origin(tmp_path: Path) -
         assert foreign_origin.status_code == 403
 
 
+def test_a_server_on_port_80_serves_a_host_without_its_port() -> None:
+    """On port 80 a client leaves the port out of Host (curl, a browser, the SDK's client:
+    Host: 127.0.0.1), as of an Origin: served, where the SDK's "127.0.0.1:*" took only a Host
+    with a port, and every request was 421. Judged by the SDK's own check, as a server bound
+    to port 80 would (the tests do not bind it: it needs privileges)."""
+    from mcp.server.transport_security import TransportSecurityMiddleware
+
+    from webward._mcp import _transport_security
+
+    on_80 = TransportSecurityMiddleware(_transport_security("127.0.0.1", 80))
+    for host in ("127.0.0.1", "localhost", "[::1]", "127.0.0.1:80"):
+        assert on_80._validate_host(host), host
+    assert not on_80._validate_host("attacker.example")
+    on_8000 = TransportSecurityMiddleware(_transport_security("127.0.0.1", 8000))
+    assert on_8000._validate_host("127.0.0.1:8000")
+    assert not on_8000._validate_host("127.0.0.1")  # a client of port 8000 names it
+
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

@@ -985,11 +985,13 @@ def _transport_security(host: str, port: int) -> TransportSecuritySettings:
     if host not in ("127.0.0.1", "localhost", "::1"):
         names.append(f"[{host}]" if ":" in host else host)
     origins = [f"http://{name}:{port}" for name in names]
-    if port == 80:  # a browser leaves the scheme's own port out of an Origin
+    hosts = [f"{name}:*" for name in names]
+    if port == 80:  # a client leaves the scheme's own port out of an Origin and a Host
         origins += [f"http://{name}" for name in names]
+        hosts += names  # "127.0.0.1:*" takes only a Host with a port: every client was 421
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{name}:*" for name in names],
+        allowed_hosts=hosts,
         allowed_origins=origins,
     )
 
