@@ -1080,6 +1080,11 @@ def test_bodies_json_loads_turns_down_are_invalid_input() -> None:
     for body in (b'{"url": NaN}', b'{"url": "\xff"}', b'{"url": ', b"[" * 5000):
         with pytest.raises(InvalidInput, match=r"not valid JSON|nested too deeply"):
             _parse_json(body)
+    # Valid JSON (RFC 8259 sets no bound on a number) that int() will not read: not "not
+    # valid JSON", as it was said; as MCP says of the same argument.
+    with pytest.raises(InvalidInput, match=r"a number of more than 4,300 digits") as caught:
+        _parse_json(b'{"url": "http://127.0.0.1/", "offset": %s}' % (b"9" * 5000))
+    assert "not valid JSON" not in caught.value.message
 
 
 # ---- tokens and the command line -------------------------------------------------------

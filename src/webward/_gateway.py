@@ -213,7 +213,7 @@ _ABSENT = object()
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
 
 
 class _BodyTooLarge(Exception):
@@ -291,8 +291,12 @@ def _parse_json(body: bytes) -> Any:
         return _DECODER_ONCE.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except RecursionError:
         raise InvalidInput("the request body is nested too deeply") from None
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError both derive from it
+    except (json.JSONDecodeError, UnicodeDecodeError):
         raise InvalidInput("the request body is not valid JSON") from None
+    except ValueError:  # valid JSON: int() refuses a number past its 4,300 digits
+        raise InvalidInput(
+            "the request body holds a number of more than 4,300 digits, which webward does not read"
+        ) from None
 
 
 # ---- responses ---------------------------------------------------------------------------
