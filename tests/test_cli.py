@@ -187,8 +187,8 @@ def test_an_ascii_locale_prints_and_sends_what_was_typed(config: Path, tmp_path:
     """The C locale without UTF-8 mode or its coercion (stdout ASCII with surrogateescape):
     a page's "é" is printed as \\xe9, where the command ended "failed unexpectedly
     (UnicodeEncodeError) ... a bug" after the read; and the query "café", which arrives as
-    surrogates, is sent and audited as "café" (it was sent as caf\ufffd\ufffd and audited
-    as caf\udcc3\udca9)."""
+    surrogates, is sent and audited as "café" (it was sent as caf\\ufffd\\ufffd and audited
+    as caf\\udcc3\\udca9)."""
     env = {k: v for k, v in os.environ.items() if k not in ("LANG", "LC_CTYPE")}
     env |= {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     env |= {"WEBWARD_STATE_DIR": str(tmp_path / "state"), "BRAVE_SEARCH_API_KEY": "k"}

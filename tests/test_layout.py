@@ -1,5 +1,6 @@
 """The package's layout: no import circle among webward's modules, no module taking another
-package's underscore names, and tests that use the helpers ``webward.testing`` ships.
+package's underscore names, tests that use the helpers ``webward.testing`` ships, and no
+docstring that Python 3.13 cannot compile.
 
 Read from the source with ``ast`` (nothing is imported). Every import counts, at module level
 or inside a function (a lazy import for an optional extra still ties two modules), except
@@ -172,6 +173,36 @@ def test_the_tests_use_the_shipped_fake_clock() -> None:
         if isinstance(node, ast.ClassDef) and node.name.endswith("Clock")
     ]
     assert own == []
+
+
+def surrogate_docstrings(paths: list[Path]) -> list[str]:
+    """Each docstring among ``paths`` that holds a lone surrogate (U+D800 to U+DFFF)."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node, clean=False) or ""
+                if any("\ud800" <= c <= "\udfff" for c in doc):
+                    found.append(f"{path.name}: {getattr(node, 'name', 'the module')}")
+    return found
+
+
+def test_no_docstring_holds_a_lone_surrogate() -> None:
+    """From Python 3.13 on, the compiler strips a docstring's indentation by way of UTF-8, which
+    a lone surrogate (``\\udcc3`` written as an escape) cannot pass (python/cpython#142411):
+    the module fails to compile, so it does not import (pytest: an error collecting the file,
+    and no test run). A docstring names such a character with its backslash escaped."""
+    root = Path(__file__).resolve().parents[1]
+    paths = [p for part in ("src", "tests", "bench") for p in (root / part).rglob("*.py")]
+    assert len(paths) > 100
+    assert surrogate_docstrings(paths) == []
+
+
+def test_the_surrogate_finder_finds_one(tmp_path: Path) -> None:
+    """The check can fail: a function's docstring with ``\\udcff`` in it is reported."""
+    module = tmp_path / "m.py"
+    module.write_text('def f() -> None:\n    """caf\\udcff"""\n', encoding="utf-8")
+    assert surrogate_docstrings([module]) == ["m.py: f"]
 
 
 @pytest.mark.anyio
