@@ -2787,6 +2787,33 @@ def test_a_wrappers_own_class_is_no_code_language() -> None:
     assert "```bash\nls -l\npwd\n```" in reading
 
 
+def test_a_code_language_on_a_wrapper_or_an_attribute_is_read() -> None:
+    """A language named where highlighters other than Prism's put it: Sphinx before 1.8 on the
+    div around Pygments' block (no "notranslate" beside it), Jupyter's nbconvert as hl-* on
+    that block, and data-lang / data-language / data-code-block-lang attributes (Hugo, Qiita's
+    code frame, rehype-pretty-code, Astro, Expressive Code, Medium's span in its <pre>). A
+    data-lang on a section of words is the language they are in, not the code's."""
+    extra = (
+        '<div class="highlight-python"><div class="highlight"><pre>import os\nos.getcwd()</pre>'
+        "</div></div>"
+        '<div class="highlight hl-ipython3"><pre>df = load()\ndf.head()</pre></div>'
+        '<div class="code-frame" data-lang="rust"><div class="code-lang">src/main.rs</div>'
+        '<div class="highlight"><pre><code>fn main() {}\nlet x = 1;</code></pre></div></div>'
+        '<pre data-language="js"><code>const y = 1;\nf(y);</code></pre>'
+        '<pre class="pt"><span data-code-block-lang="sql">SELECT 1;<br>SELECT 2;</span></pre>'
+        f'<div data-lang="en"><p>{PARA}</p><pre>Dear customer,\n\nyour order shipped.</pre></div>'
+        '<div class="lang-en"><div class="highlight"><pre>x = 1\ny = 2</pre></div></div>'
+    )
+    reading = read(article(extra)).text
+    assert "```python\nimport os\nos.getcwd()\n```" in reading
+    assert "```ipython3\ndf = load()\ndf.head()\n```" in reading
+    assert "```rust\nfn main() {}\nlet x = 1;\n```" in reading
+    assert "```js\nconst y = 1;\nf(y);\n```" in reading
+    assert "```sql\nSELECT 1;\nSELECT 2;\n```" in reading
+    assert "```\nDear customer," in reading
+    assert "```\nx = 1\ny = 2\n```" in reading
+
+
 def test_a_hidden_checkbox_marks_no_task_and_code_keeps_its_brackets() -> None:
     """A CSS-only accordion's hidden toggle is no task box; a Markdown tutorial's escaped
     brackets in code stay as written; a <br> in a <pre> is a line break."""

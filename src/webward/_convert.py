@@ -2254,7 +2254,23 @@ _WRAPPER_LANGUAGE = re.compile(
     r"|^(?=.*(?:^|\s)notranslate(?:\s|$)).*?"
     r"(?:^|\s)highlight-(?!source-|text-)([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
     r"|(?:^|\s)language-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+    r"|^(?=.*(?:^|\s)highlight(?:\s|$)).*?(?:^|\s)hl-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
 )
+# Pygments writes its block as <div class="highlight"><pre>; Sphinx before 1.8 (and the sites
+# its themes still build that way) names the language on the div around it, without the
+# "notranslate" beside it: <div class="highlight-python"><div class="highlight"><pre>. On the
+# wrapper of a Pygments block, highlight-* names its language.
+_PYGMENTS_BLOCK = re.compile(r"(?:^|\s)highlight(?:\s|$)")
+_PYGMENTS_WRAPPER_LANGUAGE = re.compile(
+    _WRAPPER_LANGUAGE.pattern + r"|(?:^|\s)highlight-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+)
+# The language as an attribute rather than a class: data-lang (Hugo's Chroma, Qiita's
+# code-frame wrapper), data-language (rehype-pretty-code, Astro's Shiki, Expressive Code),
+# data-code-block-lang (Medium's editor, on the one span its <pre> holds). On a wrapper only
+# when it wraps this block alone (a label beside it at most): a section's data-lang="en" is
+# the language its words are in.
+_LANGUAGE_ATTRIBUTES = ("data-lang", "data-language", "data-code-block-lang")
+_LANGUAGE_VALUE = re.compile(r"[A-Za-z0-9_+#.-]{1,32}")
 _NO_LANGUAGE = frozenset(("none", "default", "plain", "nohighlight"))
 _MAX_CODE_BLOCKS = 1_000
 
@@ -2275,23 +2291,38 @@ def _code_blocks(tree: Any) -> list[_CodeBlock]:
     no other ``<pre>`` nor a table cell holds (see :func:`_outer_blocks`)."""
     blocks: list[_CodeBlock] = []
     for pre in itertools.islice(_outer_blocks(tree), _MAX_CODE_BLOCKS):
-        language = ""
         code = pre.find("code")
+        if code is None and len(pre) == 1:
+            code = pre[0]  # the one element that holds the code (Medium's <span>)
+        wrappers = list(itertools.islice(pre.iterancestors(), 2))
+        inner = (wrappers[0].get("class") or "") if wrappers else ""
+        pygments = _PYGMENTS_BLOCK.search(inner[:_MAX_CHECKED_CHARS]) is not None
+        text = pre.text_content().strip("\n")
+        named = ""
         for element, names_it in (
             (code, _CODE_LANGUAGE),
             (pre, _CODE_LANGUAGE),
-            *((wrapper, _WRAPPER_LANGUAGE) for wrapper in itertools.islice(pre.iterancestors(), 2)),
+            *(
+                (wrapper, _PYGMENTS_WRAPPER_LANGUAGE if pygments and level else _WRAPPER_LANGUAGE)
+                for level, wrapper in enumerate(wrappers)
+            ),
         ):
-            names = "" if element is None else (element.get("class") or "")[:_MAX_CHECKED_CHARS]
-            match = names_it.search(names)
+            if element is None or not isinstance(element.tag, str):
+                continue
+            match = names_it.search((element.get("class") or "")[:_MAX_CHECKED_CHARS])
             if match:
                 named = match.group(1) or match.group(match.lastindex or 1)
-                language = "" if named.lower() in _NO_LANGUAGE else named
                 break
+            given = next(filter(None, map(element.get, _LANGUAGE_ATTRIBUTES)), "").strip()
+            if _LANGUAGE_VALUE.fullmatch(given) and (
+                element is code or element is pre or _wraps_alone(element, text)
+            ):
+                named = given
+                break
+        language = "" if named.lower() in _NO_LANGUAGE else named
         # Every block is listed, those with nothing to restore too: fences are matched to
         # blocks in the page's order, and a block left out let the fence of an earlier one
         # with the same first line take a later block's language.
-        text = pre.text_content().strip("\n")
         lines = [line.rstrip() for line in text.split("\n")]
         while lines and not lines[-1]:
             lines.pop()
@@ -2299,6 +2330,19 @@ def _code_blocks(tree: Any) -> list[_CodeBlock]:
         if lines[first:]:
             blocks.append(_CodeBlock(_code_key(lines[first]), language, lines[first:]))
     return blocks
+
+
+_MAX_BLOCK_LABEL = 100  # the words a wrapper of one code block holds beside it: a file's name
+
+
+def _wraps_alone(wrapper: Any, code: str) -> bool:
+    """Whether ``wrapper`` holds one code block (of text ``code``) and little else."""
+    if next(itertools.islice(wrapper.iter("pre"), 1, None), None) is not None:
+        return False
+    return (
+        len(_leading_text(wrapper, len(code) + 2 * _MAX_BLOCK_LABEL))
+        <= len(code) + _MAX_BLOCK_LABEL
+    )
 
 
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
