@@ -2814,6 +2814,33 @@ def test_a_code_language_on_a_wrapper_or_an_attribute_is_read() -> None:
     assert "```\nx = 1\ny = 2\n```" in reading
 
 
+def test_a_sidenote_reads_in_parentheses_where_it_stands() -> None:
+    """A tufte-css sidenote or margin note in a sentence reads in parentheses, not run into
+    the words around it ("fine.The AWS post"), and without its toggle's ⊕; a margin note
+    alone in a figure is its caption."""
+    extra = (
+        "<p>Most clients back off with jitter, and most of the time that is fine."
+        '<label for="sn-1" class="margin-toggle sidenote-number"></label>'
+        '<input type="checkbox" id="sn-1" class="margin-toggle"/>'
+        '<span class="sidenote">The <em>full jitter</em> post explains why.</span>'
+        " The trouble starts when retries stack.</p>"
+        "<p>The error rate rises during an incident."
+        '<label for="mn-1" class="margin-toggle">&#8853;</label>'
+        '<input type="checkbox" id="mn-1" class="margin-toggle"/>'
+        '<span class="marginnote">Load means requests per second.</span>'
+        " Three retries multiply the load.</p>"
+        '<figure><label for="mn-2" class="margin-toggle">&#8853;</label>'
+        '<input type="checkbox" id="mn-2" class="margin-toggle"/>'
+        '<span class="marginnote">Figure 1: attempts per request by error rate.</span>'
+        '<img src="/r.svg" alt="Line chart"></figure>'
+    )
+    reading = read(article(extra)).text
+    assert "that is fine. (The *full jitter* post explains why.) The trouble starts" in reading
+    assert "incident. (Load means requests per second.) Three retries" in reading
+    assert "Figure 1: attempts per request by error rate." in reading
+    assert "\u2295" not in reading
+
+
 def test_a_hidden_checkbox_marks_no_task_and_code_keeps_its_brackets() -> None:
     """A CSS-only accordion's hidden toggle is no task box; a Markdown tutorial's escaped
     brackets in code stay as written; a <br> in a <pre> is a line break."""

@@ -1150,6 +1150,49 @@ def _keep_inline_alts(tree: Any) -> None:
             # The image goes with _DROP_TAGS, its tail (now with the alt text) stays.
 
 
+# A sidenote or margin note written in the sentence it annotates (tufte-css and the themes
+# built on it: Jekyll's, Hugo's, Pandoc's; <span class="sidenote">), which a wide screen
+# shows in the margin; and the toggle that opens it on a narrow one (a ⊕ label).
+_SIDE_NOTE = re.compile(r"(?:^|\s)(?:side|margin)-?note(?:\s|$)", re.IGNORECASE)
+_NOTE_TOGGLE = re.compile(r"(?:^|\s)margin-toggle(?:\s|$)")
+
+
+def _inline_notes(tree: Any) -> None:
+    """A sidenote or margin note in a sentence reads in parentheses where it stands: it was
+    run into the sentence around it ("that is fine.The AWS Architecture Blog's post …"), a
+    remark read as the text's own words. One standing alone in a figure is its caption. The
+    toggle's ⊕ is no word."""
+    for toggle in tree.iter("label"):
+        if _NOTE_TOGGLE.search((toggle.get("class") or "")[:_MAX_CHECKED_CHARS]):
+            toggle.text = None
+    for note in tree.iter("span", "small"):
+        if not _SIDE_NOTE.search((note.get("class") or "")[:_MAX_CHECKED_CHARS]):
+            continue
+        parent = note.getparent()
+        if parent is not None and parent.tag == "figure":
+            note.tag = "figcaption"
+        elif _in_sentence(note) and note.text_content().strip():
+            note.text = f" ({(note.text or '').lstrip()}"
+            last = note[-1] if len(note) else None
+            if last is None:
+                note.text = f"{note.text.rstrip()})"
+            else:
+                last.tail = f"{(last.tail or '').rstrip()})"
+            if note.tail and not note.tail[:1].isspace():
+                note.tail = f" {note.tail}"
+
+
+def _in_sentence(element: Any) -> bool:
+    """Whether ``element`` stands in a paragraph or a list item's line, through inline
+    elements (a few levels up at most)."""
+    for above in itertools.islice(element.iterancestors(), 8):
+        if above.tag in ("p", "li", "dd", "td"):
+            return True
+        if above.tag not in _LINE_INLINE:
+            return False
+    return False
+
+
 def _infobox_terms(box: Any) -> None:
     """Each item of a portable infobox (``<div class="pi-data">`` of a ``pi-data-label``
     heading and a ``pi-data-value``) made a paragraph, "**Born**: 1211": the value, words
@@ -1213,6 +1256,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     _quote_attributions(tree)
     _graphics_as_images(tree)
     _keep_inline_alts(tree)
+    _inline_notes(tree)
     _open_shadow_roots(tree)
     _open_dialogs(tree)
     _drop_permalinks(tree)
