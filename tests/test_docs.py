@@ -1,0 +1,400 @@
+"""The documentation, as a new user or a reviewer follows it literally, still says what the code
+does: every TOML block of README.md and docs/ loads with the settings loader, the blocks that
+state the defaults state the code's, every `webward COMMAND ... --flag` written in the docs names
+a flag that command has and every flag is shown with its command somewhere, every link between
+the pages lands on a file and a heading, the audit record's fields, the wire codes, a page's
+wire fields and each face's tool arguments are the ones the docs list, every WEBWARD_* variable
+and every `_module.name` the docs give exists, every bench flag they write is declared, and no
+page names an internal review round ("probe 43") a reader cannot look up.
+
+Read from the files (no server, no network): each check fails on the doc that went stale, and
+says where.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from webward import Settings
+from webward.audit import AuditRecord
+from webward.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "frameworks").glob("*.md")),
+]
+
+
+def where(page: Path, text: str, index: int) -> str:
+    return f"{page.relative_to(ROOT)}:{text.count(chr(10), 0, index) + 1}"
+
+
+def blocks(lang: str) -> list[tuple[str, str]]:
+    """Every fenced block of ``lang`` in the pages, as (file:line, its text)."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(rf"^ *```{lang}\n(.*?)^ *```", text, re.S | re.M):
+            found.append((where(page, text, m.start()), m.group(1)))
+    return found
+
+
+def outside_code(text: str) -> str:
+    """``text`` with fenced blocks and inline code blanked (same length, same lines)."""
+
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    text = re.sub(r"^ *```.*?^ *```", blank, text, flags=re.S | re.M)
+    # Inline code: a run of backticks to the next run as long (CommonMark), across lines too.
+    return re.sub(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", blank, text, flags=re.S)
+
+
+# ---- TOML ---------------------------------------------------------------------------------
+
+TOML = blocks("toml")
+
+
+def test_the_docs_have_toml_blocks() -> None:
+    assert len(TOML) >= 9
+
+
+@pytest.mark.parametrize(("at", "block"), TOML, ids=[at for at, _ in TOML])
+def test_every_toml_block_loads_with_the_settings_loader(
+    at: str, block: str, tmp_path: Path
+) -> None:
+    """A block copied into webward.toml as it stands is a config webward reads: valid TOML,
+    every section and key known, every value of its kind."""
+    config = tmp_path / "webward.toml"
+    config.write_text(block, encoding="utf-8")
+    Settings.load(config, environ={})
+
+
+# The pages whose first TOML block lists settings with their default values.
+DEFAULT_BLOCKS = ["docs/design.md", "docs/operations.md", "docs/search.md"]
+
+
+@pytest.mark.parametrize("page", DEFAULT_BLOCKS)
+def test_the_blocks_of_defaults_state_the_code_defaults(page: str) -> None:
+    block = next(b for at, b in TOML if at.startswith(page + ":"))
+    defaults = Settings()
+    stale = []
+    for section, table in tomllib.loads(block).items():
+        if section == "agents":  # an example entry, not a default
+            continue
+        for key, value in table.items():
+            default = getattr(getattr(defaults, section), key)
+            if (list(default) if isinstance(default, tuple) else default) != value:
+                stale.append(f"[{section}] {key} = {value!r}, the code's default {default!r}")
+    assert stale == [], page
+
+
+# ---- command lines ------------------------------------------------------------------------
+
+
+def command_flags() -> dict[str, set[str]]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        name: {flag for action in command._actions for flag in action.option_strings}
+        for name, command in sub.choices.items()
+    }
+
+
+FLAGS = command_flags()
+COMMAND = re.compile(rf"\bwebward ({'|'.join(FLAGS)})\b")
+
+
+def flags_written() -> list[tuple[str, str, str]]:
+    """Every flag written after `webward COMMAND` on one line of the docs (and on the indented
+    lines that continue a synopsis), as (file:line, command, flag). Inline code ends at its
+    backtick, a line at a shell comment."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        for number, line in enumerate(lines):
+            for m in COMMAND.finditer(line):
+                rest = line[m.end() :]
+                if line[: m.start()].count("`") % 2:  # inside inline code: to its end
+                    rest = rest.split("`", 1)[0]
+                follow = number + 1
+                while follow < len(lines) and re.match(r" {6,}\[", lines[follow]):
+                    rest += " " + lines[follow]
+                    follow += 1
+                rest = re.split(r"\s#\s", rest, maxsplit=1)[0]
+                rest = rest.split(" | ", 1)[0]  # a pipe or a table's next cell (not set|get)
+                for flag in re.findall(r"(?<![\w-])--?[a-z][a-z-]*", rest):
+                    found.append((f"{page.relative_to(ROOT)}:{number + 1}", m.group(1), flag))
+    return found
+
+
+WRITTEN = flags_written()
+# Flags of another program written after a webward command on the same line.
+NOT_WEBWARDS = {("docs/frameworks/typescript.md", "--method")}
+
+
+def test_every_flag_the_docs_write_exists() -> None:
+    unknown = [
+        f"{at}: webward {command} has no {flag}"
+        for at, command, flag in WRITTEN
+        if flag not in FLAGS[command] and (at.split(":")[0], flag) not in NOT_WEBWARDS
+    ]
+    assert unknown == []
+
+
+def test_every_flag_is_shown_with_its_command() -> None:
+    """Each command's flags appear in the docs after `webward COMMAND` (--config, which every
+    command takes, is said once for all in the README and --help)."""
+    shown = {(command, flag) for _, command, flag in WRITTEN}
+    missing = [
+        f"webward {command} {flag}"
+        for command, flags in FLAGS.items()
+        for flag in sorted(flags - {"-h", "--help", "--config"})
+        if (command, flag) not in shown
+    ]
+    assert missing == []
+
+
+def test_the_flag_check_reads_synopses() -> None:
+    """The extraction finds the flags of a multi-line synopsis and of inline code."""
+    assert ("README.md", "fetch", "--screenshot") in {
+        (a.split(":")[0], c, f) for a, c, f in WRITTEN
+    }
+    assert ("README.md", "search", "--language") in {(a.split(":")[0], c, f) for a, c, f in WRITTEN}
+
+
+# ---- links --------------------------------------------------------------------------------
+
+
+def anchors(page: Path) -> set[str]:
+    """The heading anchors GitHub makes for ``page``."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    text = re.sub(r"^ *```.*?^ *```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+    for m in re.finditer(r"^#{1,6} +(.+?) *$", text, re.M):
+        title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1)).replace("`", "")
+        slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    broken = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"\]\(([^)\s]+)\)", outside_code(text)):
+            target = m.group(1)
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{where(page, text, m.start())}: no file {target}")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                broken.append(f"{where(page, text, m.start())}: no heading {target}")
+    assert broken == []
+
+
+# ---- what a reader can look up --------------------------------------------------------------
+
+
+def test_no_page_names_an_internal_review_round() -> None:
+    """ "(probe 43)" means nothing to a reader: the docs say what happens instead."""
+    named = [
+        f"{where(page, text, m.start())}: {m.group(0)}"
+        for page in PAGES
+        for text in [page.read_text(encoding="utf-8")]
+        for m in re.finditer(r"\bprobe ?\d+\b", text, re.I)
+    ]
+    assert named == []
+
+
+# ---- the audit record's fields ---------------------------------------------------------------
+
+RECORD = AuditRecord(
+    "alice", "connected", "web:page.fetch@1", "https://a.example/", "allowed", "allowed"
+)
+FIELDS = list(RECORD.to_wire())
+
+
+def test_the_call_log_example_has_the_record_fields_in_order() -> None:
+    line = next(b for at, b in blocks("json") if at.startswith("docs/operations.md:"))
+    keys = re.findall(r'"(\w+)":', line)
+    assert keys == [*FIELDS, "traceId", "spanId"]
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    listed = text.split("Fields are the audit record's", 1)[1].split("; plus", 1)[0]
+    assert re.findall(r"`(\w+)`", listed) == FIELDS
+
+
+def test_the_governance_table_lists_every_record_field() -> None:
+    text = (ROOT / "docs" / "governance.md").read_text(encoding="utf-8")
+    table = text.split("| field (`--json`) | meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| ([^|]+) \|", table, re.M)
+    assert sorted(f for row in rows for f in re.findall(r"`(\w+)`", row)) == sorted(FIELDS)
+
+
+def test_the_result_models_name_every_wire_code() -> None:
+    """design.md's list of error codes is the one the faces answer with."""
+    from webward._errors import WIRE_CODES
+
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    listed = text.split("Refusal / failure (CLI `--json`, gateway): `error` with `code` (", 1)[1]
+    listed = listed.split(") and `message`", 1)[0]
+    assert sorted(re.findall(r"`(\w+)`", listed)) == sorted(WIRE_CODES)
+
+
+def test_the_wire_model_lists_every_field_of_a_page() -> None:
+    """servers.md's page model, read as a client would code against it, is what `--json`, MCP
+    and the gateway send: every field of a page with passages, links, a document and a
+    screenshot, and nothing the page does not have."""
+    from webward._models import Link, Page, Part, Passage, Window
+
+    part = Part("document", "application/pdf", 3, "a.pdf", "YWJj", "text")
+    page = Page(
+        "https://a.example/",
+        "https://a.example/",
+        200,
+        "A",
+        "text/html",
+        "...",
+        Window(0, 3, 3, None),
+        False,
+        "2026-12-01T00:00:00Z",
+        parts=(part,),
+        links=(Link("https://a.example/b", "b"),),
+        screenshot=Part("image", "image/png", 3, "screenshot.png", "YWJj"),
+        passages=(Passage(0, 3, 1.0),),
+    )
+    wire = page.to_wire()
+    text = (ROOT / "docs" / "servers.md").read_text(encoding="utf-8")
+    model = text.split("### The wire model", 1)[1].split("\n- search:", 1)[0]
+    listed = set(re.findall(r"`(\w+)`", model.split("- page:", 1)[1]))
+    nested = {*wire["window"], *wire["parts"][0], *wire["passages"][0], *wire["links"][0]}
+    assert set(wire) <= listed
+    assert listed - set(wire) <= nested | {"query"}  # "passages (for a `query`)"
+    assert set(wire["window"]) | set(wire["parts"][0]) <= listed
+
+
+# ---- the tools' arguments, as each face takes them ------------------------------------------
+
+
+def table_arguments(page: str, first_cell: str) -> list[str]:
+    """The argument names in the second cell of the table row of ``page`` that starts with
+    ``first_cell``: backticked names outside parentheses (which hold their bounds), or the
+    quoted keys of a JSON body."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith(f"| {first_cell} |"))
+    cell = row.split(" | ")[1]
+    while re.search(r"\([^()]*\)", cell):
+        cell = re.sub(r"\([^()]*\)", "", cell)
+    return re.findall(r'"(\w+)"', cell) or re.findall(r"`(\w+)`", cell)
+
+
+@pytest.mark.parametrize(
+    ("page", "face", "row"),
+    [
+        ("servers.md", "mcp", "`{tool}`"),  # the MCP server's tools
+        ("agents.md", "tool", "`{tool}`"),  # the agent tool specs
+        ("servers.md", "http", "`POST /v1/capabilities/{id}`"),  # the gateway's bodies
+    ],
+)
+def test_the_argument_tables_are_what_each_face_takes(page: str, face: str, row: str) -> None:
+    from webward._capabilities import capabilities
+
+    for capability in capabilities():
+        documented = table_arguments(page, row.format(tool=capability.tool, id=capability.id))
+        assert documented == list(capability.names(face)), (page, capability.tool)
+
+
+# ---- environment variables ------------------------------------------------------------------
+
+# Names the docs use that webward does not read: a user's own (the token a client sends, the
+# variable `[audit] postgres_dsn_env` names in the examples) and the tests' screenshot switch.
+NOT_SETTINGS = {"WEBWARD_TOKEN", "WEBWARD_AUDIT_DSN", "WEBWARD_CONSOLE_SCREENSHOTS"}
+
+
+def test_every_webward_variable_the_docs_name_is_read_and_every_one_is_documented() -> None:
+    from webward._settings import _ENV_KEYS
+
+    named = {
+        m.group(0)
+        for page in PAGES
+        for m in re.finditer(r"\bWEBWARD_[A-Z_]*[A-Z]\b", page.read_text(encoding="utf-8"))
+    }
+    read = {*_ENV_KEYS, "WEBWARD_CONFIG"}
+    assert named - NOT_SETTINGS == read
+
+
+# ---- names of the code ----------------------------------------------------------------------
+
+# Named in the docs but made inside a function, so no module attribute: the uvicorn protocol
+# class _serving builds when httptools is installed.
+NOT_ATTRIBUTES = {"_serving.BoundedHttpTools"}
+
+
+def test_every_name_of_the_code_the_docs_give_exists() -> None:
+    """A backticked `webward.module.name` or `_module.name` (a private module of webward's,
+    as design.md names its parts) resolves to a module and attribute. Names whose first part
+    is no module of webward's (a span attribute `webward.tier`, a config key
+    `limits.max_redirects`) are not code and are left alone."""
+    import importlib
+    import pkgutil
+
+    import webward
+
+    modules = {info.name for info in pkgutil.walk_packages(webward.__path__, "webward.")}
+    missing = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"`((?:webward\.)?_?[a-z]\w*(?:\.\w+)+)(?:\([^`]*\))?`", text):
+            dotted = m.group(1)
+            if dotted.endswith(".py"):  # a file, not a name
+                continue
+            name = dotted if dotted.startswith("webward.") else "webward." + dotted
+            parts = name.split(".")
+            depth = max(
+                (i for i in range(2, len(parts) + 1) if ".".join(parts[:i]) in modules), default=0
+            )
+            if not depth or not dotted.startswith(("webward.", "_")):
+                if not (dotted.startswith("webward.") and hasattr(webward, parts[1])):
+                    continue
+                depth = 1
+            if dotted in NOT_ATTRIBUTES:
+                continue
+            obj = importlib.import_module(".".join(parts[:depth]))
+            for attribute in parts[depth:]:
+                if not hasattr(obj, attribute):
+                    missing.append(f"{where(page, text, m.start())}: {dotted}")
+                    break
+                obj = getattr(obj, attribute)
+    assert missing == []
+
+
+def test_every_bench_flag_the_docs_write_exists() -> None:
+    """`python bench/NAME.py --flag` in the docs: bench/NAME.py exists and declares --flag (read
+    from its source: running each bench's --help would import its anchors)."""
+    unknown = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(
+            r"bench/(\w+)\.py((?:[ \t]+(?:\[?--?[a-z][\w-]*\]?|[^\s`#-]\S*))*)", text
+        ):
+            script = ROOT / "bench" / f"{m.group(1)}.py"
+            if not script.exists():
+                unknown.append(f"{where(page, text, m.start())}: no {script.name}")
+                continue
+            source = script.read_text(encoding="utf-8")
+            for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", m.group(2)):
+                if f'"{flag}"' not in source:
+                    unknown.append(f"{where(page, text, m.start())}: {script.name} has no {flag}")
+    assert unknown == []
