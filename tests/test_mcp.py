@@ -1086,6 +1086,85 @@ UNREADABLE_CALLS = {
 }
 
 
+def twice_call(request_id: int, params: bytes) -> bytes:
+    """A tools/call with ``params`` as they are written (a member named twice stays so)."""
+    head = b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": ' % request_id
+    return head + params + b"}"
+
+
+def test_stdio_refuses_a_message_naming_a_member_twice_and_audits_the_call(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """A tools/call naming its url twice was read as its last url and fetched: a proxy or a
+    log in front may read the first. It is the tool's refusal of one sentence, in the
+    gateway's words, and one refused record (invalid_input) with no target, as the
+    gateway's; a member named twice in params, _meta, or (the same value) as the URL is
+    refused too, the URL named once kept as the target. A message whose own id is named
+    twice, another request, a notification: a JSON-RPC error with id null where the id is in
+    doubt. A string holding '":' is no name: that call is read as ever."""
+    page = site.url("/page").encode()
+    process = raw_stdio_server(tmp_path, "--tier", "connected")
+    assert process.stdin is not None and process.stdout is not None
+    ask = asker(process)
+    try:
+        initialize(process, ask)
+        calls = [
+            ask(twice_call(2, b'{"name": "web_fetch", "arguments": {"url": '
+                           b'"http://first.example/", "url": "%s"}}' % page)),
+            ask(twice_call(3, b'{"name": "web_fetch", "arguments": {"url" :"http://first.example/"'
+                           b', "url"\t\r: "%s"}}' % page)),
+            ask(twice_call(4, b'{"name": "web_fetch", "arguments": {"url": "%s"}, '
+                           b'"_meta": {"progressToken": 1, "progressToken": 2}}' % page)),
+            ask(twice_call(5, b'{"name": "web_fetch", "arguments": {"url": "%s", '
+                           b'"url": "%s"}}' % (page, page))),
+            ask(twice_call(6, b'{"name": "web_search", "name": "web_fetch", '
+                           b'"arguments": {"url": "%s"}}' % page)),
+        ]  # fmt: skip
+        others = [
+            ask(twice_call(7, b'{"name": "web_fetch", "arguments": {"url": "%s"}}, "id": 8' % page)),
+            ask(b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"a": 1, "a": 2}}'),
+        ]  # fmt: skip
+        read = ask(twice_call(10, b'{"name": "web_fetch", "arguments": {"url": "%s"}, '
+                                  b'"_meta": {"progressToken": "a\\":b"}}' % page))  # fmt: skip
+        # A notification is answered too (it is not acted on): the line before the ping's.
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/cancelled", '
+                            b'"params": {"requestId": 1, "requestId": 2}}\n')  # fmt: skip
+        others.append(ask(b'{"jsonrpc": "2.0", "id": 11, "method": "ping"}'))
+        assert others[-1]["id"] is None, others[-1]  # not the ping's answer (the old code)
+        assert json.loads(process.stdout.readline())["id"] == 11
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+    names = ["url", "url", "progressToken", "url", "name"]
+    for answer, request_id, name in zip(calls, range(2, 7), names, strict=True):
+        assert answer["id"] == request_id, answer
+        assert answer["result"]["isError"] is True, answer
+        assert answer["result"]["content"] == [
+            {"type": "text", "text": f"the message names the field {name!r} twice; send each once"}
+        ]
+    assert [(a["id"], a["error"]["code"]) for a in others] == [
+        (None, -32602),
+        (9, -32600),
+        (None, -32600),
+    ]
+    assert others[0]["error"]["message"] == "the message names the field 'id' twice; send each once"
+    assert others[1]["error"]["message"] == "the message names the field 'a' twice; send each once"
+    assert read["id"] == 10 and read["result"]["isError"] is False, read
+    assert [r.path for r in site.requests] == ["/page"]  # the last call's, and no other
+    records = audit_json(tmp_path)
+    url = page.decode()
+    assert sorted((r["capability"], r["decision"], r["reason"], r["target"]) for r in records) == [
+        ("agent:tool.unknown@1", "refused", "invalid_input", ""),  # the name in doubt
+        ("web:page.fetch@1", "allowed", "allowed", url),
+        ("web:page.fetch@1", "refused", "invalid_input", ""),
+        ("web:page.fetch@1", "refused", "invalid_input", ""),
+        ("web:page.fetch@1", "refused", "invalid_input", url),
+        ("web:page.fetch@1", "refused", "invalid_input", url),
+        ("web:page.fetch@1", "refused", "invalid_input", url),  # the one of the id in doubt
+    ]
+
+
 def unreadable_call(request_id: int, arguments: bytes) -> bytes:
     """A tools/call of web_fetch with ``arguments`` as they are written."""
     head = b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": ' % request_id

@@ -20,6 +20,7 @@ from test_mcp import (
     INITIALIZE,
     UNREADABLE_CALLS,
     mcp_over_http,
+    rpc_answer,
     text_of,
     unreadable_call,
     write_config,
@@ -341,6 +342,72 @@ async def test_a_call_in_utf16_is_answered_not_utf8_with_its_id_and_audited(
         assert answer.json()["error"]["code"] == -32700
         assert answer.json()["error"]["message"].startswith("the message is not UTF-8 text")
     assert await records(config) == [("alice", "connected", "refused")] * 3
+
+
+@pytest.mark.anyio
+async def test_a_message_naming_a_member_twice_or_a_header_twice_is_refused_and_audited(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """Over HTTP, a tools/call naming its url twice was read as its last url and fetched, as
+    the gateway refuses (a proxy or a WAF in front may read the first). It is the tool's
+    refusal of one sentence, in the gateway's words, and one record of the token's agent;
+    a message whose id is named twice, or a request sending Mcp-Session-Id twice, is a 400
+    JSON-RPC error, its call audited. The SDK's own checks still come first (a foreign Host:
+    421, no record), and a call read as ever still reads its page."""
+    config = token_config(tmp_path)
+    page = site.url("/page").encode()
+    twice = (
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "web_fetch", '
+        b'"arguments": {"url": "http://first.example/", "url" : "%s"}}}' % page
+    )
+    once = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "web_fetch", '
+    once += b'"arguments": {"url": "%s"}, "_meta": {"progressToken": "a\\":b"}}}' % page
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        headers = await alices_session(http, url)
+        headers["content-type"] = "application/json"
+        refused = await http.post(url, content=twice, headers=headers)
+        single = twice.replace(b'"url": "http://first.example/", ', b"")
+        id_twice = await http.post(
+            url, content=single.replace(b'"id": 2', b'"id": 3, "id": 4'), headers=headers
+        )
+        header_twice = await http.post(
+            url, content=single, headers=[*headers.items(), ("mcp-session-id", "another")]
+        )
+        foreign = await http.post(url, content=twice, headers={**headers, "host": "evil.test"})
+        read = await http.post(url, content=once, headers=headers)
+    assert refused.status_code == 200
+    answer = rpc_answer(refused)
+    assert answer["id"] == 2 and answer["result"]["isError"] is True
+    assert answer["result"]["content"] == [
+        {"type": "text", "text": "the message names the field 'url' twice; send each once"}
+    ]
+    assert id_twice.status_code == 400
+    assert id_twice.json()["id"] is None
+    assert id_twice.json()["error"]["message"] == (
+        "the message names the field 'id' twice; send each once"
+    )
+    assert header_twice.status_code == 400
+    assert header_twice.json()["id"] == 2
+    assert header_twice.json()["error"]["message"] == (
+        "send one Mcp-Session-Id header; this request sent more"
+    )
+    assert foreign.status_code == 421
+    assert rpc_answer(read)["result"]["isError"] is False
+    assert [r.path for r in site.requests] == ["/page"]  # the last call's alone
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        found = await sink.query(limit=100)
+    finally:
+        await sink.aclose()
+    assert sorted((r.agent, r.decision, r.reason, r.target) for r in found) == [
+        ("alice", "allowed", "allowed", page.decode()),
+        ("alice", "refused", "invalid_input", ""),  # the URL in doubt
+        ("alice", "refused", "invalid_input", page.decode()),  # the id in doubt
+        ("alice", "refused", "invalid_input", page.decode()),  # the header twice
+    ]
 
 
 @pytest.mark.anyio

@@ -58,6 +58,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
+import orjson
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -80,6 +81,7 @@ from mcp.types import (
     ErrorData,
     ImageContent,
     JSONRPCError,
+    JSONRPCResponse,
     TextContent,
     ToolAnnotations,
     jsonrpc_message_adapter,
@@ -526,6 +528,9 @@ class Malformed(BaseModel):
     message: str
     code: int = INVALID_REQUEST
     calls: list[dict[str, Any]] = []
+    #: Answered as a tool's refusal (an ``isError`` result with the request's id), not as a
+    #: JSON-RPC error: a ``tools/call`` whose id and method every reader reads alike.
+    tool_error: bool = False
 
 
 def _request_id(value: object) -> str | int | None:
@@ -605,6 +610,110 @@ async def _audited(
         if error.code != "invalid_input":
             message = error.for_model
     return message
+
+
+# ---- a member named twice ------------------------------------------------------------
+#
+# A message that names a member twice ({"url": "http://first.example/", "url": "..."}) is
+# read by whatever reads it first (a proxy, a WAF, a client's own log) perhaps as its first
+# value, and by Python's parser and the SDK's as its last: refused, as the gateway refuses a
+# body that does so, before anything acts on it, at any level.
+
+#: Where a member's name ends in a JSON text (RFC 8259: blanks may stand before the colon),
+#: as the gateway counts them: each member has one, and a string may hold more.
+_NAME_END_TEXT = re.compile(r'"[ \t\n\r]*:')
+_NAME_END_BYTES = re.compile(rb'"[ \t\n\r]*:')
+
+
+def _members_read(value: object) -> int:
+    """How many members the objects webward reads of a message hold: the message's own, its
+    params', their arguments' and _meta's. A message holding no other object (a tools/call
+    as clients send it) has no more names than that, each named once."""
+    if type(value) is not dict:
+        return 0
+    count = len(value)
+    params = value.get("params")
+    if type(params) is dict:
+        count += len(params)
+        for key in ("arguments", "_meta"):
+            inner = params.get(key)
+            if type(inner) is dict:
+                count += len(inner)
+    return count
+
+
+def named_twice(value: object, source: str | bytes) -> Malformed | None:
+    """What to answer a message (``source``, read as ``value``) that names a member twice
+    with, or None if it names each once. Counted in C first (:data:`_NAME_END_TEXT`): only a
+    message with more names' ends than the members it was read with is read again, member by
+    member (an over-count, a string holding '":', costs that reading and nothing else)."""
+    if isinstance(source, bytes):
+        ends = len(_NAME_END_BYTES.findall(source))
+    else:
+        ends = len(_NAME_END_TEXT.findall(source))
+    if ends <= _members_read(value):
+        return None
+    if isinstance(source, bytes):
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError:  # the SDK reads UTF-8 alone, and refuses it
+            return None
+    twice: list[str] = []
+
+    def agreed(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # The members every reader reads alike: each named once, or named again with the
+        # same value (by repr: 1, 1.0 and true are three values); the first name repeated.
+        kept: dict[str, Any] = {}
+        dropped: set[str] = set()
+        for name, item in pairs:
+            if name in kept or name in dropped:
+                twice.append(name)
+                if name in kept and repr(kept[name]) != repr(item):
+                    del kept[name]
+                    dropped.add(name)
+            else:
+                kept[name] = item
+        return kept
+
+    try:
+        read = json.JSONDecoder(object_pairs_hook=agreed, parse_int=_int_or_long).decode(source)
+    except (ValueError, RecursionError):
+        return None  # no JSON to Python: the SDK refuses it, and that is answered
+    if not twice:
+        return None
+    name = neutralise_line(_LONE_SURROGATE.sub("\ufffd", twice[0]))
+    shown = name if len(name) <= 40 else name[:40] + "…"
+    # The gateway's words ("the request body names the field 'url' twice; send each once").
+    message = f"the message names the field {shown!r} twice; send each once"
+    if isinstance(read, list):
+        return Malformed(request_id=None, message=_BATCH, calls=_calls_in(read))
+    request_id, calls = _request_id(read), _calls_in(read)
+    return Malformed(
+        request_id=request_id,
+        message=message,
+        code=INVALID_PARAMS if calls else INVALID_REQUEST,
+        calls=calls,
+        tool_error=bool(calls) and request_id is not None,
+    )
+
+
+def _named_twice_in(body: bytes) -> Malformed | None:
+    """:func:`named_twice` of an HTTP body the SDK has yet to read: parsed in C (orjson) for
+    the count, and by Python's parser only when that finds more names than members."""
+    if b":" not in body:
+        return None
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:  # a BOM, UTF-16, a long integer: read member by member
+        value = None
+    return named_twice(value, body)
+
+
+def tool_refusal(request_id: str | int, error: WebwardError) -> JSONRPCResponse:
+    """The answer to a ``tools/call`` refused before the SDK read it: the tool's refusal
+    (:func:`error_result`), as its client reads every other refusal of a call."""
+    result = error_result(error).model_dump(by_alias=True, mode="json", exclude_none=True)
+    return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
 
 
 # ---- JSON the SDK's parser will not read -----------------------------------------------
@@ -1114,9 +1223,10 @@ class _StdinLines:
         except UnicodeDecodeError:
             return _NOT_UTF8
         try:
-            problem = read_problem(json.loads(text), text)
+            value = json.loads(text)
         except (ValueError, RecursionError):
             return text  # no JSON: the SDK fails it, and the relay answers so
+        problem = named_twice(value, text) or read_problem(value, text)
         if problem is None:
             return text
         self.problems.append(problem)
@@ -1160,6 +1270,10 @@ async def _answer_unreadable(
                 await send.send(item)
                 continue
             problem = _unreadable(item, problems)
+            if problem.tool_error and problem.request_id is not None:
+                refused = await reject(problem.calls[0], problem.message)
+                await write_stream.send(SessionMessage(tool_refusal(problem.request_id, refused)))
+                continue
             message = await _audited(problem, reject)
             error = JSONRPCError(
                 jsonrpc="2.0",
@@ -1413,7 +1527,9 @@ class _MalformedRequests:
     session, body size) come first, and what they refuse is neither rewritten nor audited; a
     request with no known token where tokens are configured goes to the SDK untouched (401).
     Only the first :data:`_MAX_INSPECTED` bytes of a body are kept for reading it: past that,
-    the SDK's answer stands."""
+    the SDK's answer stands. A message that names a member twice, or a request that sends a
+    header of one value twice (:func:`_refused_before_read`), is read by the SDK as a body it
+    cannot parse, and refused here once the SDK's checks before parsing have passed."""
 
     def __init__(
         self, app: Any, web: Web, tokens: TokenTable | None, agent: str, tier: str | None
@@ -1434,17 +1550,31 @@ class _MalformedRequests:
                 await self._app(scope, receive, send)
                 return
             who, reach = found.name, found.tier
-        chunks: list[bytes] = []
+        # The body is read before the SDK reads it (it reads it whole too), so that a message
+        # naming a member twice, or sent with a header of one value twice, never reaches it:
+        # in its place the SDK reads a body it refuses as no JSON, once its own checks
+        # (Host, Origin, Accept, session) have passed, and that refusal is answered here.
+        ahead: collections.deque[Any] = collections.deque()
         size = 0
+        while True:
+            message = await receive()
+            ahead.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if not message.get("more_body", False) or size > _MAX_INSPECTED:
+                break
+        last = ahead[-1]
+        whole = last["type"] == "http.request" and not last.get("more_body", False)
+        whole = whole and size <= _MAX_INSPECTED
+        body = b"".join(m.get("body", b"") for m in ahead) if whole else None
+        refused = None if body is None else _refused_before_read(scope, body)
+        if refused is not None:
+            ahead = collections.deque([_UNREADABLE_BODY])
         held: dict[str, Any] | None = None
 
         async def kept() -> Any:
-            nonlocal size
-            message = await receive()
-            if message["type"] == "http.request" and size <= _MAX_INSPECTED:
-                size += len(message.get("body", b""))
-                chunks.append(message.get("body", b""))
-            return message
+            return ahead.popleft() if ahead else await receive()
 
         async def answer(message: dict[str, Any]) -> None:
             nonlocal held
@@ -1455,14 +1585,16 @@ class _MalformedRequests:
                 await send(message)
                 return
             start, held = held, None
-            body = b"".join(chunks) if size <= _MAX_INSPECTED else None
             rewritten = None
             if body is not None and not message.get("more_body", False):
-                rewritten = await self._rewritten(start["status"], message, body, who, reach)
+                rewritten = await self._rewritten(
+                    start["status"], message, body, refused, who, reach
+                )
             if rewritten is None:
                 await send(start)
                 await send(message)
                 return
+            status, text = rewritten
             headers = [
                 (name, value)
                 for name, value in start["headers"]
@@ -1470,57 +1602,105 @@ class _MalformedRequests:
             ]
             headers += [
                 (b"content-type", b"application/json"),
-                (b"content-length", str(len(rewritten)).encode()),
+                (b"content-length", str(len(text)).encode()),
             ]
-            await send({"type": "http.response.start", "status": 400, "headers": headers})
-            await send({"type": "http.response.body", "body": rewritten})
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": text})
 
         await self._app(scope, kept, answer)
 
     async def _rewritten(
-        self, status: int, sent: dict[str, Any], body: bytes, who: str, reach: str | None
-    ) -> bytes | None:
-        """The answer in place of the SDK's (``status``, ``sent``) to ``body``, or None to
-        keep the SDK's."""
-        problem: Malformed | None
-        try:
-            value: Any = json.loads(body)
-        except UnicodeDecodeError:
-            value, problem = None, _NOT_UTF8_PROBLEM
-        except (ValueError, RecursionError):
-            value, problem = None, _NOT_JSON_PROBLEM
-        else:
-            problem = read_problem(value, body)
-        if status == 202:
-            if problem is None or problem.message != _BAD_ID:
-                return None  # a notification or a response, as it was
-        else:
-            said = _error_of(sent)
-            if said is None:
-                return None  # not the SDK's JSON-RPC error: as it was
-            message, answered_id = said
-            if not message.startswith(("Validation error", "Parse error")):
-                # One of the SDK's own sentences. Refusing a tools/call it read (the
-                # sessionless protocol's _meta), answered with its id: audited as such; a
-                # transport's refusal (a protocol version) has none, and is no call.
-                given = value.get("id") if isinstance(value, dict) else None
-                if problem is None and given is not None and answered_id == given:
-                    for call in _calls_in(value):
-                        await reject_call(self._web, who, reach, call, message)
-                return None
-            if message.startswith("Parse error") and problem is not _NOT_UTF8_PROBLEM:
-                problem = _parse_error(body, problem is not _NOT_JSON_PROBLEM, value)
-            elif problem is None:
-                problem = Malformed(
-                    request_id=_request_id(value), message=_NOT_A_REQUEST, calls=_calls_in(value)
-                )
+        self,
+        status: int,
+        sent: dict[str, Any],
+        body: bytes,
+        refused: Malformed | None,
+        who: str,
+        reach: str | None,
+    ) -> tuple[int, bytes] | None:
+        """The answer (status, body) in place of the SDK's (``status``, ``sent``) to
+        ``body``, or None to keep the SDK's. ``refused``: what is wrong with a body the SDK
+        was handed :data:`_UNREADABLE_BODY` for."""
 
         def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
             return reject_call(self._web, who, reach, params, message)
 
+        problem: Malformed | None
+        if refused is not None:
+            said = _error_of(sent)
+            if status != 400 or said is None or not said[0].startswith("Parse error"):
+                return None  # the SDK refused it before reading it (a session): as it was
+            problem = refused
+            if problem.tool_error and problem.request_id is not None:
+                error = await reject(problem.calls[0], problem.message)
+                answer = tool_refusal(problem.request_id, error)
+                return 200, answer.model_dump_json(by_alias=True, exclude_none=True).encode()
+        else:
+            try:
+                value: Any = json.loads(body)
+            except UnicodeDecodeError:
+                value, problem = None, _NOT_UTF8_PROBLEM
+            except (ValueError, RecursionError):
+                value, problem = None, _NOT_JSON_PROBLEM
+            else:
+                problem = read_problem(value, body)
+            if status == 202:
+                if problem is None or problem.message != _BAD_ID:
+                    return None  # a notification or a response, as it was
+            else:
+                said = _error_of(sent)
+                if said is None:
+                    return None  # not the SDK's JSON-RPC error: as it was
+                message, answered_id = said
+                if not message.startswith(("Validation error", "Parse error")):
+                    # One of the SDK's own sentences. Refusing a tools/call it read (the
+                    # sessionless protocol's _meta), answered with its id: audited as such; a
+                    # transport's refusal (a protocol version) has none, and is no call.
+                    given = value.get("id") if isinstance(value, dict) else None
+                    if problem is None and given is not None and answered_id == given:
+                        for call in _calls_in(value):
+                            await reject_call(self._web, who, reach, call, message)
+                    return None
+                if message.startswith("Parse error") and problem is not _NOT_UTF8_PROBLEM:
+                    problem = _parse_error(body, problem is not _NOT_JSON_PROBLEM, value)
+                elif problem is None:
+                    problem = Malformed(
+                        request_id=_request_id(value),
+                        message=_NOT_A_REQUEST,
+                        calls=_calls_in(value),
+                    )
         text = await _audited(problem, reject)
-        error = {"code": problem.code, "message": text}
-        return json.dumps({"jsonrpc": "2.0", "id": problem.request_id, "error": error}).encode()
+        wire = {"code": problem.code, "message": text}
+        return 400, json.dumps({"jsonrpc": "2.0", "id": problem.request_id, "error": wire}).encode()
+
+
+#: The headers of one value the SDK reads (the first of each, as Starlette's ``get``): sent
+#: twice, a proxy in front may have read the other one (the gateway refuses its own so).
+_ONE_VALUE_HEADERS = (b"mcp-session-id", b"mcp-protocol-version")
+#: What the SDK reads in place of a body refused before it read it: no JSON.
+_UNREADABLE_BODY = {"type": "http.request", "body": b"\x00 refused\n", "more_body": False}
+
+
+def _refused_before_read(scope: Any, body: bytes) -> Malformed | None:
+    """What is wrong with a POST (``scope``, ``body``) that the SDK must not read: a header
+    of one value sent twice, a member named twice; None for any other."""
+    repeated = None
+    seen: set[bytes] = set()
+    for name, _ in scope["headers"]:
+        if name in _ONE_VALUE_HEADERS:
+            if name in seen:
+                repeated = name
+                break
+            seen.add(name)
+    if repeated is None:
+        return _named_twice_in(body)
+    shown = repeated.decode("latin-1").title()
+    message = f"send one {shown} header; this request sent more"
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        value = None
+    return Malformed(request_id=_request_id(value), message=message, calls=_calls_in(value))
 
 
 def _parse_error(body: bytes, parsed: bool, value: Any) -> Malformed:
