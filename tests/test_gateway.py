@@ -1065,10 +1065,16 @@ _JSON_VALUES = st.recursive(
 @given(value=_JSON_VALUES, encoding=st.sampled_from(["utf-8", "utf-16", "utf-8-sig"]))
 @hyp_settings(max_examples=300, deadline=None)
 def test_property_bodies_read_as_json_loads_reads_them(value: Any, encoding: str) -> None:
-    """Whatever the fast reader takes, the body reads exactly as ``json.loads`` reads it:
-    same values and same types (an integer past 64 bits stays an integer)."""
+    """Whatever the fast reader takes, a UTF-8 body reads exactly as ``json.loads`` reads it:
+    same values and same types (an integer past 64 bits stays an integer). UTF-16 and a
+    byte-order mark, which ``json.loads`` reads and a proxy reading UTF-8 does not, are
+    refused in one sentence."""
     for data in (value, {"url": "http://127.0.0.1/", "offset": value}):
         body = json.dumps(data, ensure_ascii=False).encode(encoding)
+        if encoding != "utf-8":
+            with pytest.raises(InvalidInput, match=r"^the request body is not UTF-8: send"):
+                _parse_json(body)
+            continue
         parsed = _parse_json(body)
         expected = json.loads(body)
         assert parsed == expected
@@ -1077,8 +1083,17 @@ def test_property_bodies_read_as_json_loads_reads_them(value: Any, encoding: str
 
 def test_bodies_json_loads_turns_down_are_invalid_input() -> None:
     """NaN, broken UTF-8 and bad syntax are the one-sentence invalid-JSON refusal."""
-    for body in (b'{"url": NaN}', b'{"url": "\xff"}', b'{"url": ', b"[" * 5000):
+    for body in (b'{"url": NaN}', b'{"url": ', b"[" * 5000):
         with pytest.raises(InvalidInput, match=r"not valid JSON|nested too deeply"):
+            _parse_json(body)
+    # Text that is not UTF-8 (broken, UTF-32, a BOM) is named so, whatever json.loads reads.
+    for body in (
+        b'{"url": "\xff"}',
+        '{"url": "http://127.0.0.1/"}'.encode("utf-32"),
+        '{"url": "http://127.0.0.1/"}'.encode("utf-16-le"),
+        '{"url": "http://127.0.0.1/"}'.encode("utf-8-sig"),
+    ):
+        with pytest.raises(InvalidInput, match=r"not UTF-8"):
             _parse_json(body)
     # Valid JSON (RFC 8259 sets no bound on a number) that int() will not read: not "not
     # valid JSON", as it was said; as MCP says of the same argument.
@@ -1546,6 +1561,27 @@ async def test_a_field_named_twice_is_refused_and_audited(
     odd = b'{"url": "http://127.0.0.1:1/\\":x"}'  # '":' inside the string
     r = await client.post(base + FETCH_PATH, content=odd, headers=headers)
     assert "twice" not in r.text
+
+
+@pytest.mark.anyio
+async def test_a_body_not_in_utf8_is_refused_audited_and_not_read(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient, site: Any
+) -> None:
+    """A proxy or WAF in front reads a body as UTF-8, and sees no URL in UTF-16 or UTF-32,
+    which Python's parser reads: such a body (a byte-order mark too) is refused in one
+    sentence and audited, and its URL is never asked for."""
+    base, audit = gateway
+    before = len(audit.records)
+    text = json.dumps({"url": site.url("/hidden")})
+    headers = {**auth("alice"), "Content-Type": "application/json"}
+    for encoding in ("utf-16-le", "utf-16", "utf-32", "utf-8-sig"):
+        r = await client.post(base + FETCH_PATH, content=text.encode(encoding), headers=headers)
+        assert "the request body is not UTF-8" in assert_error(r, 400, "invalid_input")
+    records = audit.records[before:]
+    assert [record.decision for record in records] == ["refused"] * 4
+    assert site.requests == []
+    plain = await client.post(base + FETCH_PATH, content=text.encode(), headers=headers)
+    assert plain.status_code == 200, plain.text
 
 
 @pytest.mark.anyio

@@ -266,13 +266,14 @@ _DECODER_ONCE = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_h
 _FLAT = frozenset({str, int, bool, type(None)})
 #: Where a member's name ends in a JSON object (RFC 8259: blanks may stand before the colon).
 _NAME_END = re.compile(rb'"[ \t\n\r]*:')
+_NOT_UTF8 = "the request body is not UTF-8: send JSON in UTF-8, with no byte-order mark"
 
 
 def _parse_json(body: bytes) -> Any:
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        pass  # UTF-16, a BOM, NaN, a lone surrogate, deep nesting: the standard library decides
+        pass  # NaN, a lone surrogate, deep nesting, not UTF-8: the standard library decides
     else:
         # orjson reads an integer past 64 bits as a float. A body is one object of strings,
         # whole numbers and booleans; anything else (a float, a nested value, no object at
@@ -284,14 +285,21 @@ def _parse_json(body: bytes) -> Any:
             # string holds one too. Blanks count: '"url" :' was no '":', so a body naming
             # url twice that way was read as its last url.
             if len(_NAME_END.findall(body)) > len(data):
-                _DECODER_ONCE.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+                _DECODER_ONCE.decode(body.decode("utf-8", "surrogatepass"))
             return data
+    if json.detect_encoding(body) != "utf-8":
+        # JSON between systems is UTF-8 (RFC 8259, 8.1). Python's parser also reads UTF-16,
+        # UTF-32 and a byte-order mark, which a proxy or WAF in front reading UTF-8 does not:
+        # it would pass a URL it cannot see (the parser difference a field named twice is
+        # refused for). The MCP faces refuse them too.
+        raise InvalidInput(_NOT_UTF8)
     try:
-        # What json.loads does with bytes: UTF-8, -16 or -32, told apart by the first bytes.
-        return _DECODER_ONCE.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+        return _DECODER_ONCE.decode(body.decode("utf-8", "surrogatepass"))
     except RecursionError:
         raise InvalidInput("the request body is nested too deeply") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except UnicodeDecodeError:
+        raise InvalidInput(_NOT_UTF8) from None
+    except json.JSONDecodeError:
         raise InvalidInput("the request body is not valid JSON") from None
     except ValueError:  # valid JSON: int() refuses a number past its 4,300 digits
         raise InvalidInput(
