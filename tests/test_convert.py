@@ -784,6 +784,46 @@ def test_a_jpeg_is_as_large_as_its_largest_frame_header() -> None:
     assert read(whole[:2] + b"\xff" * 20 + whole[2:], "image/jpeg").kind == "image"
 
 
+def test_a_jpeg_frame_header_a_decoder_reads_on_to_counts() -> None:
+    """Decoders read on past what a strict walk stopped at: bytes between segments (Pillow and
+    libjpeg skip to the next 0xFF), an end of image before the scan (Pillow reads on). A second
+    frame header after either opened at 60,000 x 60,000 in Pillow and was handed over as 3x2.
+    Where decoders part ways (a reserved marker, a segment length under 2), or no frame header
+    comes before the scan, the image is damaged (it was handed over with no size at all)."""
+    whole = image_bytes("JPEG", (3, 2))
+    at = whole.index(b"\xff\xc0")
+    end = at + 2 + int.from_bytes(whole[at + 2 : at + 4], "big")
+    big = bytearray(whole[at:end])
+    big[5:9] = (60_000).to_bytes(2, "big") * 2
+    for between in (b"\x00", b"junk", b"\xff\xd9", b"\xff\x00", b"\xff\xd0"):
+        with pytest.raises(Refused, match="60000\u00d760000 pixels"):
+            read(whole[:end] + between + bytes(big) + whole[end:], "image/jpeg")
+    for damaged in (
+        whole[:end] + b"\xff\xf0" + bytes(big) + whole[end:],  # no length to Pillow only
+        whole[:2] + b"\xff\xe0\x00\x00" + bytes(big) + whole[end:],  # Pillow reads the SOF
+        whole[:2] + whole[end:],  # no frame header before the scan
+    ):
+        with pytest.raises(Refused, match="could not be read"):
+            read(damaged, "image/jpeg")
+    assert read(whole[:end] + b"\x00" + whole[end:], "image/jpeg").kind == "image"
+
+
+def test_a_gif_frame_after_bytes_of_no_block_counts() -> None:
+    """Pillow reads on past a byte that starts no block (giflib stops): a frame of 60,000 x
+    60,000 after one was handed over as the 10x10 screen."""
+    gif = b"GIF89a" + (10).to_bytes(2, "little") * 2 + b"\x00\x00\x00" + b"\x00\x07"
+    gif += b"\x2c" + b"\x00" * 4 + (60_000).to_bytes(2, "little") * 2 + b"\x00"
+    gif += b"\x02\x02\x44\x01\x00;"
+    with pytest.raises(Refused, match="60000\u00d760000 pixels"):
+        read(gif, "image/gif")
+    frames = [Image.new("L", (40, 30), i * 80) for i in range(3)]
+    out = io.BytesIO()
+    frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:])
+    body = out.getvalue()
+    padded = body[:-1] + b"\x00\x00;"  # zero bytes before the trailer, read past
+    assert read(padded, "image/gif").text.split(", ")[2] == "40\u00d730 pixels"
+
+
 def test_a_png_with_no_image_data_is_damaged() -> None:
     """A signature, a header and an end with no image data between them is no image."""
     bare = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 17 + b"\x00\x00\x00\x00IEND\xaeB`\x82"

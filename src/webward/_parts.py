@@ -143,6 +143,8 @@ def image_size(body: bytes, media_type: str) -> tuple[int, int] | None:
 _MAX_GIF_BLOCKS = 200_000
 _MAX_PNG_CHUNKS = 10_000
 _MAX_JPEG_MARKERS = 10_000
+#: Where a GIF's next block starts (an image, an extension, the trailer) past bytes of none.
+_GIF_BLOCK = re.compile(rb"[,!;]")
 
 
 def _png_header_again(body: bytes) -> bool:
@@ -183,8 +185,13 @@ def _gif_size(body: bytes) -> tuple[int, int] | None:
             i += 10 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0) + 1  # + LZW code size
         elif body[i] == 0x21:  # an extension: its label, then sub-blocks
             i += 2
-        else:
-            break  # damaged: decoders stop here too
+        else:  # a byte of no block: Pillow reads on to the next block's (giflib stops)
+            found = _GIF_BLOCK.search(body, i + 1)
+            if found is None:
+                break
+            i = found.start()
+            blocks += 1
+            continue
         while i < len(body):  # sub-blocks, up to an empty one
             blocks += 1
             if blocks > _MAX_GIF_BLOCKS:
@@ -198,26 +205,46 @@ def _gif_size(body: bytes) -> tuple[int, int] | None:
 
 def _jpeg_size(body: bytes) -> tuple[tuple[int, int] | None, bool]:
     """A JPEG's size from its start-of-frame markers (C0-CF but C4, C8, CC: height, then
-    width), and whether the walk to its first scan could be made. Every frame header before
-    the scan counts, the largest: decoders such as Pillow take the last one, so a file whose
-    first said 3x2 and second 60,000 x 60,000 was handed over as 3x2. A walk of more than
-    :data:`_MAX_JPEG_MARKERS` markers (fill bytes too) is given up: the image is damaged."""
+    width), and whether the walk reached its first scan with a frame header on the way. Every
+    frame header before the scan counts, the largest: decoders such as Pillow take the last
+    one, so a file whose first said 3x2 and second 60,000 x 60,000 was handed over as 3x2.
+
+    The walk reads on where decoders do, so that no frame header they see is missed: past
+    bytes between segments (to the next 0xFF), an escaped 0xFF, a marker with no length (a
+    restart, a start or an end of image: Pillow reads on past an end before the scan). Where
+    decoders part ways it stops, and the image is damaged: a reserved marker (C8, F0-FD: no
+    length to Pillow, one to libjpeg), a segment length under 2 (libjpeg refuses it, Pillow
+    reads the next marker 2 bytes on). So does a walk of more than
+    :data:`_MAX_JPEG_MARKERS` markers (fill bytes too)."""
     size: tuple[int, int] | None = None
     i = 2
     for _ in range(_MAX_JPEG_MARKERS):
-        if i + 9 > len(body) or body[i] != 0xFF:
-            return size, True
+        if i + 2 > len(body):
+            return size, False
+        if body[i] != 0xFF:  # bytes between segments: decoders skip them to the next 0xFF
+            i = body.find(b"\xff", i)
+            if i < 0:
+                return size, False
+            continue
         marker = body[i + 1]
         if marker == 0xFF:  # fill byte
             i += 1
             continue
-        if marker in (0xD9, 0xDA):  # the end of the image, or its first scan
-            return size, True
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+        if marker == 0xDA:  # the first scan
+            return size, size is not None
+        if marker in (0x00, 0x01) or 0xD0 <= marker <= 0xD9:  # no length after these
+            i += 2
+            continue
+        length = int.from_bytes(body[i + 2 : i + 4], "big")
+        if marker == 0xC8 or 0xF0 <= marker <= 0xFD or length < 2 or i + 4 > len(body):
+            return size, False
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xCC):
+            if i + 9 > len(body):
+                return size, False
             width = int.from_bytes(body[i + 7 : i + 9], "big")
             height = int.from_bytes(body[i + 5 : i + 7], "big")
             size = (width, height) if size is None else (max(size[0], width), max(size[1], height))
-        i += 2 + int.from_bytes(body[i + 2 : i + 4], "big")
+        i += 2 + length
     return size, False
 
 
