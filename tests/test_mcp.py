@@ -1052,6 +1052,12 @@ def test_stdio_answers_a_line_longer_than_a_mib_without_reading_it_whole(tmp_pat
         initialize(process, ask)
         too_long = ask(json.dumps(call).encode())
         pong = ask(b'{"jsonrpc": "2.0", "id": 10, "method": "ping"}')
+        # A line of 1 MiB to the byte, its newline not counted, is no longer than 1 MiB.
+        ping = b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"_meta": {"x": "'
+        at_most = ping + b"a" * (1024 * 1024 - len(ping) - 4) + b'"}}}'
+        assert len(at_most) == 1024 * 1024
+        pong_at_most = ask(at_most)
+        too_long_by_one = ask(at_most[:-4] + b'a"}}}')
     finally:
         process.stdin.close()
         process.wait(timeout=30)
@@ -1059,6 +1065,8 @@ def test_stdio_answers_a_line_longer_than_a_mib_without_reading_it_whole(tmp_pat
     assert too_long["id"] is None and too_long["error"]["code"] == -32600
     assert too_long["error"]["message"].startswith("the message is longer than 1 MiB")
     assert pong == {"jsonrpc": "2.0", "id": 10, "result": {}}
+    assert pong_at_most == {"jsonrpc": "2.0", "id": 11, "result": {}}
+    assert too_long_by_one["id"] is None and too_long_by_one["error"]["code"] == -32600
     assert process.returncode == 0
     assert audit_json(tmp_path) == []
 

@@ -1196,7 +1196,7 @@ class _StdinLines:
             self._room.acquire()
             try:
                 line = self._file.readline(self._MAX_LINE + 1)
-                if len(line) > self._MAX_LINE:
+                if len(line) - line.endswith(b"\n") > self._MAX_LINE:  # its newline not counted
                     while line and not line.endswith(b"\n"):  # the rest of it, dropped
                         line = self._file.readline(65536)
                     line = _TOO_LONG
