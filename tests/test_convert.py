@@ -2873,8 +2873,14 @@ def test_a_sidenote_reads_in_parentheses_where_it_stands() -> None:
         '<input type="checkbox" id="mn-2" class="margin-toggle"/>'
         '<span class="marginnote">Figure 1: attempts per request by error rate.</span>'
         '<img src="/r.svg" alt="Line chart"></figure>'
+        # tufte-css's own page: a note before a comma, which stays at it.
+        '<p>In his later books<label for="sn-3" class="margin-toggle sidenote-number"></label>'
+        '<input type="checkbox" id="sn-3" class="margin-toggle"/><span class="sidenote">'
+        '<a href="/books_be">Beautiful Evidence</a></span>, Tufte starts each section.</p>'
     )
     reading = read(article(extra)).text
+    assert "later books ([Beautiful Evidence](" in reading
+    assert "/books_be)), Tufte starts each section." in reading
     assert "that is fine. (The *full jitter* post explains why.) The trouble starts" in reading
     assert "incident. (Load means requests per second.) Three retries" in reading
     assert "Figure 1: attempts per request by error rate." in reading

@@ -1155,6 +1155,8 @@ def _keep_inline_alts(tree: Any) -> None:
 # shows in the margin; and the toggle that opens it on a narrow one (a ⊕ label).
 _SIDE_NOTE = re.compile(r"(?:^|\s)(?:side|margin)-?note(?:\s|$)", re.IGNORECASE)
 _NOTE_TOGGLE = re.compile(r"(?:^|\s)margin-toggle(?:\s|$)")
+#: What follows a note with no space before it: "later books (Beautiful Evidence), Tufte".
+_CLOSING = frozenset(",.;:!?)]}\u2026\u2019\u201d\u00bb")
 
 
 def _inline_notes(tree: Any) -> None:
@@ -1178,8 +1180,8 @@ def _inline_notes(tree: Any) -> None:
                 note.text = f"{note.text.rstrip()})"
             else:
                 last.tail = f"{(last.tail or '').rstrip()})"
-            if note.tail and not note.tail[:1].isspace():
-                note.tail = f" {note.tail}"
+            if note.tail and not note.tail[:1].isspace() and note.tail[0] not in _CLOSING:
+                note.tail = f" {note.tail}"  # a word run on; a comma stays at the note
 
 
 def _in_sentence(element: Any) -> bool:
