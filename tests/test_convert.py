@@ -2817,12 +2817,15 @@ def test_a_wrappers_own_class_is_no_code_language() -> None:
     does not."""
     extra = (
         '<div class="highlight-box"><pre>export PATH=$HOME/bin\nsource ~/.bashrc</pre></div>'
+        # Around Pygments' block too (where Sphinx before 1.8 names a language so).
+        '<div class="highlight-wrapper"><div class="highlight"><pre>cd /tmp\nls</pre></div></div>'
         '<section class="lang-en"><pre>Dear customer,\n\nyour order has shipped.</pre></section>'
         '<div class="highlight-bash notranslate"><div class="highlight"><pre>ls -l\npwd</pre>'
         "</div></div>"
     )
     reading = read(article(extra)).text
     assert "```box" not in reading and "```en" not in reading
+    assert "```\ncd /tmp\nls\n```" in reading
     assert "```\nexport PATH=$HOME/bin" in reading
     assert "```bash\nls -l\npwd\n```" in reading
 

@@ -2305,10 +2305,13 @@ _WRAPPER_LANGUAGE = re.compile(
 # Pygments writes its block as <div class="highlight"><pre>; Sphinx before 1.8 (and the sites
 # its themes still build that way) names the language on the div around it, without the
 # "notranslate" beside it: <div class="highlight-python"><div class="highlight"><pre>. On the
-# wrapper of a Pygments block, highlight-* names its language.
+# wrapper of a Pygments block, highlight-* names its language, unless it names the wrapper
+# (a page's "highlight-box", "highlight-wrapper" around its code: no language).
 _PYGMENTS_BLOCK = re.compile(r"(?:^|\s)highlight(?:\s|$)")
 _PYGMENTS_WRAPPER_LANGUAGE = re.compile(
-    _WRAPPER_LANGUAGE.pattern + r"|(?:^|\s)highlight-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+    _WRAPPER_LANGUAGE.pattern + r"|(?:^|\s)highlight-(?!(?:wrapper|wrap|container|box|block|"
+    r"area|outer|inner|frame|panel|section|content|code|holder|body)(?:\s|$))"
+    r"([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
 )
 # The language as an attribute rather than a class: data-lang (Hugo's Chroma, Qiita's
 # code-frame wrapper), data-language (rehype-pretty-code, Astro's Shiki, Expressive Code),
