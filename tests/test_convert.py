@@ -2880,8 +2880,14 @@ def test_a_sidenote_reads_in_parentheses_where_it_stands() -> None:
         '<p>In his later books<label for="sn-3" class="margin-toggle sidenote-number"></label>'
         '<input type="checkbox" id="sn-3" class="margin-toggle"/><span class="sidenote">'
         '<a href="/books_be">Beautiful Evidence</a></span>, Tufte starts each section.</p>'
+        # A page's callout that is a paragraph or a list item alone: no words to set it apart
+        # from, no parentheses.
+        '<p><span class="side-note">Note: the API changed in version 2.</span></p>'
+        '<ul><li><span class="sidenote">See also the FAQ.</span></li><li>Other item</li></ul>'
     )
     reading = read(article(extra)).text
+    assert "\nNote: the API changed in version 2.\n" in reading
+    assert "- See also the FAQ.\n" in reading
     assert "later books ([Beautiful Evidence](" in reading
     assert "/books_be)), Tufte starts each section." in reading
     assert "that is fine. (The *full jitter* post explains why.) The trouble starts" in reading

@@ -1173,7 +1173,7 @@ def _inline_notes(tree: Any) -> None:
         parent = note.getparent()
         if parent is not None and parent.tag == "figure":
             note.tag = "figcaption"
-        elif _in_sentence(note) and note.text_content().strip():
+        elif (line := _in_sentence(note)) is not None and _beside_words(note, line):
             note.text = f" ({(note.text or '').lstrip()}"
             last = note[-1] if len(note) else None
             if last is None:
@@ -1184,15 +1184,27 @@ def _inline_notes(tree: Any) -> None:
                 note.tail = f" {note.tail}"  # a word run on; a comma stays at the note
 
 
-def _in_sentence(element: Any) -> bool:
-    """Whether ``element`` stands in a paragraph or a list item's line, through inline
-    elements (a few levels up at most)."""
+def _in_sentence(element: Any) -> Any:
+    """The paragraph or list item (or ``dd``, ``td``) in whose line ``element`` stands,
+    through inline elements (a few levels up at most), or ``None``."""
     for above in itertools.islice(element.iterancestors(), 8):
         if above.tag in ("p", "li", "dd", "td"):
-            return True
+            return above
         if above.tag not in _LINE_INLINE:
-            return False
-    return False
+            return None
+    return None
+
+
+def _beside_words(note: Any, line: Any) -> bool:
+    """Whether a note has words of its own and words beside it in its line: a paragraph or a
+    list item that is the note alone (a page's "side-note" callout) reads as it is, with no
+    parentheses around the whole of it."""
+    own = note.text_content().strip()
+    if not own:
+        return False
+    limit = len(own) + 64
+    whole = _leading_text(line, limit)
+    return len(whole) >= limit or whole.strip() != own
 
 
 def _infobox_terms(box: Any) -> None:
