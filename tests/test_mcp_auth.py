@@ -203,6 +203,18 @@ async def test_an_oauth_client_refused_a_token_is_told_in_a_sentence_to_send_one
         description = answer["error_description"]
         assert description.startswith("webward runs no OAuth flow")
         assert "Authorization: Bearer <token>" in description and "\n" not in description
+        # A client in a browser (the MCP Inspector's web UI) asks first, as it asks for the
+        # metadata, and reads the answer only where CORS lets it: not a bare 405.
+        browser = {"Origin": "http://localhost:6274"}
+        ask = {**browser, "Access-Control-Request-Method": "POST",
+               "Access-Control-Request-Headers": "content-type"}  # fmt: skip
+        r = await http.options(urljoin(issuer, "/register"), headers=ask)
+        assert r.status_code == 200 and "POST" in r.headers["access-control-allow-methods"]
+        r = await http.post(urljoin(issuer, "/register"), json=TS_REGISTRATION, headers=browser)
+        assert r.status_code == 400 and r.headers["access-control-allow-origin"] == "*"
+        assert r.json()["error_description"] == description
+        r = await http.options(where, headers={**ask, "Access-Control-Request-Method": "GET"})
+        assert r.status_code == 200  # as the metadata's
     assert await records(config) == []
 
 

@@ -62,7 +62,7 @@ import orjson
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.routes import create_protected_resource_routes
+from mcp.server.auth.routes import cors_middleware, create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
@@ -362,7 +362,11 @@ def build_server(
             resource_url=auth.resource_server_url, authorization_servers=[auth.issuer_url]
         ):
             server.custom_route(WELL_KNOWN_METADATA, methods=["GET", "OPTIONS"])(route.endpoint)
-        server.custom_route(REGISTRATION_PATH, methods=["POST"])(_no_registration)
+        # With CORS as the metadata: a client in a browser (the MCP Inspector's web UI) asks
+        # first, and a bare 405 to that was all it saw.
+        server.custom_route(REGISTRATION_PATH, methods=["POST", "OPTIONS"])(
+            cors_middleware(_no_registration, ["POST", "OPTIONS"])
+        )
     return server
 
 
