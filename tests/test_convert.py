@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import re
+import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -761,9 +762,12 @@ def test_a_png_with_a_second_header_is_damaged() -> None:
     """A PNG has one IHDR; Pillow takes the last before the image data, so a file whose first
     says 1x1 opened as the 100,000 x 100,000 its second says."""
     whole = image_bytes("PNG", (3, 2))
-    again = whole[8:33].replace((3).to_bytes(4, "big"), (100_000).to_bytes(4, "big"), 1)
+    again = whole[12:29].replace((3).to_bytes(4, "big"), (100_000).to_bytes(4, "big"), 1)
+    again = whole[8:12] + again + zlib.crc32(again).to_bytes(4, "big")  # Pillow checks it
+    bomb = whole[:33] + again + whole[33:]
+    assert Image.open(io.BytesIO(bomb)).size == (100_000, 2)
     with pytest.raises(Refused, match="could not be read"):
-        read(whole[:33] + again + whole[33:], "image/png")
+        read(bomb, "image/png")
     assert read(whole, "image/png").kind == "image"
 
 
