@@ -12,7 +12,8 @@
 
 Each request is checked in this order, and the first failure answers with the error model
 (``{"error": {"code", "message"}}``): route (404), method (405), bearer token (401),
-``Content-Type`` (415), body size while reading the stream (413), JSON (400), the body's shape:
+``Content-Type`` (415), body size while reading the stream (413), JSON in UTF-8 with each
+field named once (400), the body's shape:
 missing, extra or mistyped fields (400), as the capability catalogue (``_capabilities``) names
 and types them; a URL is read without the whitespace around it, as every face reads it, and a blank
 one is missing. Values (a URL's form, an offset's range, a query's

@@ -31,8 +31,8 @@ def _ref(name: str) -> dict[str, str]:
 
 def _error_responses(*statuses: int) -> dict[str, Any]:
     why = {
-        400: "the body is not valid JSON, has missing, extra or mistyped fields, "
-        "or a value the core refuses",
+        400: "the body is not valid JSON or not UTF-8, names a field twice, has missing, "
+        "extra or mistyped fields, or a value the core refuses",
         401: "no bearer token, or one this gateway does not know",
         403: "refused: policy, reach tier, the address guard or robots.txt",
         413: "the request body is larger than 64 KiB",
