@@ -1204,6 +1204,12 @@ def test_stdio_answers_valid_json_its_parsers_cannot_read_with_its_id_and_audits
             % (b"[" * 3000, b"]" * 3000)
         )
         not_json = ask(b'{"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {')
+        # A byte-order mark before a call: answered with its id and audited, as over HTTP.
+        marked = ask(
+            b'\xef\xbb\xbf{"jsonrpc": "2.0", "id": 51, "method": "tools/call", "params": '
+            b'{"name": "web_fetch", "arguments": {"url": "https://a.test/bom"}}}'
+        )
+        marked_no_json = ask(b'\xef\xbb\xbf{"jsonrpc": "2.0", "id": 52, "method": ')
     finally:
         process.stdin.close()
         process.wait(timeout=30)
@@ -1217,6 +1223,8 @@ def test_stdio_answers_valid_json_its_parsers_cannot_read_with_its_id_and_audits
     assert late_id["id"] == "late"
     assert late_id["error"]["message"].startswith("the argument 'zz' is nested too deeply")
     assert not_json["id"] is None and not_json["error"]["code"] == -32700
+    assert marked["id"] == 51 and "\n" not in marked["error"]["message"], marked
+    assert marked_no_json["id"] is None and marked_no_json["error"]["code"] == -32700
     assert process.returncode == 0
     records = audit_json(tmp_path)
     assert sorted(
@@ -1224,6 +1232,7 @@ def test_stdio_answers_valid_json_its_parsers_cannot_read_with_its_id_and_audits
     ) == sorted(
         [("web:page.fetch@1", "refused", "invalid_input", target) for target, _ in expected]
         + [("web:page.fetch@1", "refused", "invalid_input", "https://a.test/late")]
+        + [("web:page.fetch@1", "refused", "invalid_input", "https://a.test/bom")]
     )
 
 

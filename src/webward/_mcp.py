@@ -1229,6 +1229,12 @@ class _StdinLines:
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):
+            if text.startswith("\ufeff"):
+                # A byte-order mark before the JSON: no parser here reads the message, whose
+                # id and call are there all the same. Answered with its id and its call
+                # audited, as over HTTP; "not JSON" with no id left its client waiting.
+                self.problems.append(unreadable_json(text[1:]))
+                return _MALFORMED
             return text  # no JSON: the SDK fails it, and the relay answers so
         problem = named_twice(value, text) or read_problem(value, text)
         if problem is None:
