@@ -250,12 +250,18 @@ async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> by
         message = await receive()
 
 
+def field_named_twice(subject: str, name: str) -> str:
+    """The sentence refusing JSON that names the field ``name`` twice (the gateway's body,
+    an MCP message: ``subject``), a long name cut at 40 characters."""
+    shown = name if len(name) <= 40 else name[:40] + "…"
+    return f"{subject} names the field {shown!r} twice; send each once"
+
+
 def _fields_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: set[str] = set()
     for name, _ in pairs:
         if name in seen:
-            shown = name if len(name) <= 40 else name[:40] + "…"
-            raise InvalidInput(f"the request body names the field {shown!r} twice; send each once")
+            raise InvalidInput(field_named_twice("the request body", name))
         seen.add(name)
     return dict(pairs)
 
@@ -266,7 +272,7 @@ _DECODER_ONCE = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_h
 
 _FLAT = frozenset({str, int, bool, type(None)})
 #: Where a member's name ends in a JSON object (RFC 8259: blanks may stand before the colon).
-_NAME_END = re.compile(rb'"[ \t\n\r]*:')
+NAME_END = re.compile(rb'"[ \t\n\r]*:')
 _NOT_UTF8 = "the request body is not UTF-8: send JSON in UTF-8, with no byte-order mark"
 
 
@@ -285,7 +291,7 @@ def _parse_json(body: bytes) -> Any:
             # flat body holds one name's end ('"', JSON's blanks, ':') per field, unless a
             # string holds one too. Blanks count: '"url" :' was no '":', so a body naming
             # url twice that way was read as its last url.
-            if len(_NAME_END.findall(body)) > len(data):
+            if len(NAME_END.findall(body)) > len(data):
                 _DECODER_ONCE.decode(body.decode("utf-8", "surrogatepass"))
             return data
     if json.detect_encoding(body) != "utf-8":

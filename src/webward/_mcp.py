@@ -103,7 +103,7 @@ from ._capabilities import (
 )
 from ._envelope import neutralise_line
 from ._errors import InvalidInput, Refused, WebwardError, internal_error
-from ._gateway import address_url, bind_socket
+from ._gateway import NAME_END, address_url, bind_socket, field_named_twice
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._provenance import SESSIONLESS, scoped_session
@@ -623,10 +623,9 @@ async def _audited(
 # value, and by Python's parser and the SDK's as its last: refused, as the gateway refuses a
 # body that does so, before anything acts on it, at any level.
 
-#: Where a member's name ends in a JSON text (RFC 8259: blanks may stand before the colon),
-#: as the gateway counts them: each member has one, and a string may hold more.
-_NAME_END_TEXT = re.compile(r'"[ \t\n\r]*:')
-_NAME_END_BYTES = re.compile(rb'"[ \t\n\r]*:')
+#: Where a member's name ends in a JSON text, as the gateway counts them (NAME_END): each
+#: member has one, and a string may hold more.
+_NAME_END_TEXT = re.compile(NAME_END.pattern.decode())
 
 
 def _members_read(value: object) -> int:
@@ -652,7 +651,7 @@ def named_twice(value: object, source: str | bytes) -> Malformed | None:
     message with more names' ends than the members it was read with is read again, member by
     member (an over-count, a string holding '":', costs that reading and nothing else)."""
     if isinstance(source, bytes):
-        ends = len(_NAME_END_BYTES.findall(source))
+        ends = len(NAME_END.findall(source))
     else:
         ends = len(_NAME_END_TEXT.findall(source))
     if ends <= _members_read(value):
@@ -686,9 +685,7 @@ def named_twice(value: object, source: str | bytes) -> Malformed | None:
     if not twice:
         return None
     name = neutralise_line(_LONE_SURROGATE.sub("\ufffd", twice[0]))
-    shown = name if len(name) <= 40 else name[:40] + "…"
-    # The gateway's words ("the request body names the field 'url' twice; send each once").
-    message = f"the message names the field {shown!r} twice; send each once"
+    message = field_named_twice("the message", name)  # the gateway's words
     if isinstance(read, list):
         return Malformed(request_id=None, message=_BATCH, calls=_calls_in(read))
     request_id, calls = _request_id(read), _calls_in(read)
@@ -901,7 +898,9 @@ def unreadable_json(text: str) -> Malformed:
     if it is none; else its id, each ``tools/call`` it holds (audited with the answer) and
     one sentence naming what no parser here reads, and the argument that holds it."""
     try:
-        value = _lenient(text)
+        # A byte-order mark before the JSON (no parser here reads past it) still leaves its
+        # id and call to answer and audit: "not JSON" with no id left its client waiting.
+        value = _lenient(text.removeprefix("\ufeff"))
     except ValueError:
         return _NOT_JSON_PROBLEM
     params = value.get("params") if isinstance(value, dict) else None
@@ -1229,12 +1228,6 @@ class _StdinLines:
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):
-            if text.startswith("\ufeff"):
-                # A byte-order mark before the JSON: no parser here reads the message, whose
-                # id and call are there all the same. Answered with its id and its call
-                # audited, as over HTTP; "not JSON" with no id left its client waiting.
-                self.problems.append(unreadable_json(text[1:]))
-                return _MALFORMED
             return text  # no JSON: the SDK fails it, and the relay answers so
         problem = named_twice(value, text) or read_problem(value, text)
         if problem is None:
