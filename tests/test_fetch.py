@@ -166,6 +166,34 @@ async def test_rebinding_connects_only_to_the_validated_address(internal: LocalS
     assert internal.accepts == 0
 
 
+@pytest.mark.parametrize(
+    ("address", "opened"),
+    [
+        ("fd20:ce::254", "fc00::/7"),  # GCP's metadata server over IPv6
+        ("fd00:42::42", "fc00::/7"),  # Scaleway's, over IPv6
+        ("169.254.42.42", "169.254.0.0/16"),  # Scaleway's
+        ("fe80::a9fe:a9fe", "fe80::/10"),  # OpenStack's, over IPv6
+    ],
+)
+async def test_a_metadata_server_stays_refused_inside_an_opened_range(
+    address: str, opened: str
+) -> None:
+    """An intranet deployment that opens unique-local or link-local space still never
+    reaches a cloud's metadata server there, by address or by a name that resolves to it:
+    GCP's and Scaleway's were read as any intranet address."""
+    s = settings().replace({"network": {"allow_ranges": ["127.0.0.1/32", opened]}})
+    connector = RecordingConnector()
+    resolver = StaticResolver({"meta.example": [address]})
+    host = f"[{address}]" if ":" in address else address
+    async with Web(s, resolver, connector=connector, audit=MemoryAuditSink()) as w:
+        for url in (f"http://{host}/computeMetadata/v1/", "http://meta.example/conf"):
+            with pytest.raises(Refused) as err:
+                await w.fetch(url)
+            assert err.value.reason == "internal_address"
+            assert "a cloud metadata address" in err.value.message
+    assert connector.attempts == []
+
+
 async def test_rebinding_to_loopback_after_a_real_read(internal: LocalServer) -> None:
     """First answer 127.0.0.1 (allowed, read for real), then 127.0.0.2: the second read is
     refused and the internal listener never sees a connection."""

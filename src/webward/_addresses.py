@@ -198,8 +198,17 @@ METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
         "100.100.100.200",  # Alibaba Cloud
         "168.63.129.16",  # Azure WireServer: a *public* address, refused all the same
         "192.0.0.192",  # Oracle Cloud
+        "169.254.42.42",  # Scaleway
         "fd00:ec2::254",  # AWS IMDS over IPv6
         "fd00:ec2::23",  # AWS EKS Pod Identity agent over IPv6
+        # The IPv6 ones below sit in unique-local or link-local space, which an operator's
+        # allow_ranges may open for an intranet (fc00::/7, fe80::/10): named here, they stay
+        # refused there, as fd00:ec2::254 does.
+        "fd20:ce::254",  # GCP metadata server over IPv6
+        "fd00:42::42",  # Scaleway over IPv6
+        "fd00:c1::a9fe:a9fe",  # Oracle Cloud IMDS over IPv6
+        "fd00:a9fe:a9fe::1",  # Linode (Akamai) metadata over IPv6
+        "fe80::a9fe:a9fe",  # OpenStack metadata over IPv6
     )
 )
 _METADATA_V4 = frozenset(a for a in METADATA_ADDRESSES if a.version == 4)
