@@ -194,6 +194,32 @@ async def test_a_metadata_server_stays_refused_inside_an_opened_range(
     assert connector.attempts == []
 
 
+@pytest.mark.parametrize("where", ["policy", "agent"])
+async def test_a_denied_address_spelled_as_nat64_is_refused_without_connecting(
+    where: str,
+) -> None:
+    """An address on a deny-list, written as the NAT64 address that reaches it on a DNS64
+    network (64:ff9b::/96, which the guard lets through for a public IPv4): refused as the
+    address itself is, where it was sent to the NAT64 gateway and so to the denied host."""
+    denied = ["93.184.215.14"]
+    lists = {"policy": {"deny": denied}} if where == "policy" else {}
+    agents = {"agents": {"cli": {"deny": denied}}} if where == "agent" else {}
+    s = settings().replace({**lists, **agents})
+    connector = RecordingConnector()
+    async with Web(s, StaticResolver({}), connector=connector, audit=MemoryAuditSink()) as w:
+        for url in (
+            "http://93.184.215.14/",
+            "http://[64:ff9b::93.184.215.14]/",
+            "http://[64:ff9b::5db8:d70e]/",
+        ):
+            with pytest.raises(Refused) as err:
+                await w.fetch(url)
+            assert err.value.reason == "host_denied"
+        with pytest.raises(UpstreamError):  # another address through the gateway: read
+            await w.fetch("http://[64:ff9b::93.184.215.15]/")
+    assert connector.attempts == [("64:ff9b::5db8:d70f", 80)]
+
+
 async def test_rebinding_to_loopback_after_a_real_read(internal: LocalServer) -> None:
     """First answer 127.0.0.1 (allowed, read for real), then 127.0.0.2: the second read is
     refused and the internal listener never sees a connection."""

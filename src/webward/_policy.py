@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ._addresses import ip_text
+from ._addresses import embedded_ipv4, ip_text, is_nat64
 from ._errors import InvalidInput, Reason, Refused, operator_step
 from ._settings import TIERS, AgentSettings, PolicySettings
 
@@ -294,7 +294,23 @@ def _first_match(patterns: tuple[HostPattern, ...], host: str) -> HostPattern | 
     for p in patterns:
         if p.matches(host):
             return p
+    carried = _nat64_ipv4(host) if patterns and host[:1] == "6" else None
+    if carried is not None:
+        # A NAT64 address is the IPv4 address it carries, spelled for a DNS64 network: its
+        # gateway connects there. "1.2.3.4" on a list names it too, as it names 0x01020304
+        # (the guard canonicalises that spelling; this one is an IPv6 address of its own).
+        return _first_match(patterns, carried)
     return None
+
+
+def _nat64_ipv4(host: str) -> str | None:
+    """The IPv4 address a canonical NAT64 literal (64:ff9b::/96) carries, else None."""
+    try:
+        address = ipaddress.IPv6Address(host)
+    except ValueError:
+        return None
+    carried = embedded_ipv4(address) if is_nat64(address) else None
+    return None if carried is None else str(carried)
 
 
 _H = TypeVar("_H")
