@@ -105,6 +105,17 @@ def test_canonical_form_and_urls_in_text() -> None:
     assert canonical("ftp://example.org/") is None
     text = "See https://a.example/x?y=1. And (http://b.example/z), not mailto:c@d.example."
     assert urls_in(text) == ["https://a.example/x?y=1", "http://b.example/z"]
+    # Balanced parentheses and an IPv6 host are part of the URL; a bracket it did not open
+    # is not.
+    text = (
+        "https://en.wikipedia.org/wiki/Owl_(bird), [x](https://x.example/a_(b)) "
+        "http://[2001:db8::1]:8080/p."
+    )
+    assert urls_in(text) == [
+        "https://en.wikipedia.org/wiki/Owl_(bird)",
+        "https://x.example/a_(b)",
+        "http://[2001:db8::1]:8080/p",
+    ]
 
 
 def test_server_session_keys_of_two_agents_never_meet() -> None:
@@ -152,6 +163,22 @@ async def test_unseen_url_with_a_secret_is_refused_and_audited(
         ("allowed", "allowed"),
         ("refused", "url_not_in_session"),
     ]
+
+
+@pytest.mark.anyio
+async def test_a_declared_url_with_parentheses_is_read_whole(site: LocalServer) -> None:
+    """A user's own URL with parentheses in its path (Wikipedia's article URLs) is the URL
+    its session has seen: it was declared cut at the "(", as a URL nobody gave, and the read
+    the user asked for was refused as never seen."""
+    site.routes["/wiki/Owl_(bird)"] = respond(200, "<p>owls hoot</p>", "text/html")
+    s = settings({"provenance": "session"})
+    async with web(s) as w:
+        await w.declare_urls("s1", f"Summarise {site.url('/wiki/Owl_(bird)')}, please")
+        page = await w.fetch(site.url("/wiki/Owl_(bird)"), agent="bot", session="s1")
+        assert "owls hoot" in page.content
+        with pytest.raises(Refused) as err:  # the prefix was never given
+            await w.fetch(site.url("/wiki/Owl"), agent="bot", session="s1")
+    assert err.value.reason == "url_not_in_session"
 
 
 @pytest.mark.anyio

@@ -65,9 +65,15 @@ _MAX_BYTES = 64 * 1024 * 1024
 # on CPython 3.11. And for a session besides its name: its entry and its empty ordered dict.
 _URL_OVERHEAD = 150
 _SESSION_OVERHEAD = 400
-# An http(s) URL in running text ends at white space, quotes, angle brackets or a closing
-# bracket; trailing sentence punctuation is not part of it.
-_URL_RE = re.compile(r"""https?://[^\s<>"'`()\[\]{}]+""", re.IGNORECASE)
+# An http(s) URL in running text ends at white space, quotes, angle brackets or a bracket
+# it did not open; trailing sentence punctuation is not part of it. It may hold balanced
+# parentheses (https://en.wikipedia.org/wiki/Python_(programming_language), where "(see
+# https://a.example/x)" keeps the ")" out) and an IPv6 host in brackets: cut there, a user's
+# own URL was declared as a prefix of itself, and reading it was refused as never seen.
+_URL_CHAR = r"""[^\s<>"'`()\[\]{}]"""
+_URL_RE = re.compile(
+    rf"https?://(?:\[[0-9A-Fa-f:.]+\])?(?:{_URL_CHAR}|\({_URL_CHAR}*\))*", re.IGNORECASE
+)
 _TRAILING = ".,;:!?*_"
 
 
