@@ -481,6 +481,19 @@ async def test_public_address_passes_the_guard_but_is_never_connected() -> None:
     assert err.value.reason == "connect"
 
 
+async def test_an_emoji_host_is_read_by_its_ascii_form() -> None:
+    """A host UTS #46 keeps and IDNA2008 refuses (an emoji, as browsers read it) goes to the
+    address its ASCII form resolves to; it was refused as an invalid host."""
+    connector = RecordingConnector()
+    resolver = StaticResolver({"xn--vi8h.ws": ["93.184.215.14"]})
+    async with web(resolver, connector=connector) as w:
+        for url in ("http://\U0001f355.ws/menu", "http://xn--vi8h.ws/menu"):
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(url)
+            assert err.value.reason == "connect"
+    assert connector.attempts == [("93.184.215.14", 80)] * 2
+
+
 async def test_every_call_is_audited() -> None:
     """An allowed read and a refused one each leave one audit record."""
     audit = MemoryAuditSink()

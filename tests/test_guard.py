@@ -822,12 +822,43 @@ def test_the_length_limit_is_exact_and_configurable() -> None:
         ("http://münchen.de/", "xn--mnchen-3ya.de"),
         ("http://例え.テスト.jp/", "xn--r8jz45g.xn--zckzah.jp"),
         ("http://faß.de/", "xn--fa-hia.de"),  # non-transitional: ß stays ß
+        # UTS #46 keeps emoji valid where IDNA2008 does not: browsers read these hosts.
+        ("http://\U0001f355.ws/", "xn--vi8h.ws"),
+        ("http://xn--vi8h.ws/", "xn--vi8h.ws"),
+        ("http://XN--VI8H.ws/", "xn--vi8h.ws"),
+        ("http://i\u2764.ws/", "xn--i-7iq.ws"),
     ],
 )
 def test_idn_hosts_are_idna_encoded(url: str, host: str) -> None:
     """Hosts are mapped with UTS #46 and sent in their ASCII form."""
     parsed = assert_url_allowed(url)
     assert (parsed.host, parsed.is_ip) == (host, False)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://xn--.example/",  # encodes nothing
+        "http://xn--a.example/",  # encodes an ASCII label
+        "http://xn--zz.example/",  # not punycode at all
+        "http://xn--vi8h-.ws/",  # not the A-label of what it decodes to
+        "http://a\u200db.example/",  # a joiner out of its context
+        "http://\u0301a.example/",  # a leading combining mark
+        "http://xn--a-jfa.example/",  # a U-label UTS #46 would map (an upper-case letter)
+    ],
+)
+def test_invalid_idn_labels_stay_refused(url: str) -> None:
+    """What no browser reads as a host is still refused, emoji taken or not."""
+    with pytest.raises(InvalidInput) as info:
+        assert_url_allowed(url)
+    assert info.value.reason == "invalid_host"
+
+
+def test_an_emoji_host_under_an_internal_suffix_is_refused_by_name() -> None:
+    """Its ASCII form is what the name checks see."""
+    with pytest.raises(Refused) as info:
+        assert_url_allowed("http://\U0001f355.localhost/")
+    assert info.value.reason == REASON_INTERNAL_NAME
 
 
 # ----------------------------------------------------------------------- ParsedURL
