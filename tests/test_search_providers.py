@@ -711,6 +711,7 @@ def test_clean_text_strips_highlights_and_decodes_entities() -> None:
     [
         ("https://Example.ORG/a b?q=<x>", "https://example.org/a%20b?q=%3Cx%3E"),
         ("http://例え.jp/パス", "http://xn--r8jz45g.jp/%E3%83%91%E3%82%B9"),
+        ("http://\U0001f355.ws/menu", "http://xn--vi8h.ws/menu"),  # as the guard maps it
         ("https://[2001:db8::1]:8443/x", "https://[2001:db8::1]:8443/x"),
         ("javascript:alert(1)", None),
         ("data:text/html,hi", None),

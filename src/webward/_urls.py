@@ -17,7 +17,7 @@ import unicodedata
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-__all__ = ["URL_SAFE", "clean_url", "ip_text", "is_clean"]
+__all__ = ["URL_SAFE", "check_a_label", "clean_url", "domain_to_ascii", "ip_text", "is_clean"]
 
 # Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
 # non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
@@ -57,11 +57,11 @@ def clean_url(value: Any, max_chars: int) -> str | None:
     ):
         return None
     if not host.isascii():
-        import idna  # only for an IDN host: a read of a small page does not import it
-
+        # Mapped as the guard maps a host, so that a hit's host is the one a read of its URL
+        # would reach.
         try:
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except idna.IDNAError:
+            host = domain_to_ascii(host)
+        except (UnicodeError, ValueError):  # idna.IDNAError is a UnicodeError
             return None
     if ":" in host:
         try:
@@ -93,3 +93,62 @@ _CLEAN_RE = re.compile(
 def is_clean(url: str) -> bool:
     """Whether ``url`` holds only characters :func:`clean_url` keeps as they are."""
     return _CLEAN_RE.fullmatch(url) is not None
+
+
+def domain_to_ascii(domain: str) -> str:
+    """``domain`` (not ASCII) mapped with UTS #46 (non-transitional, no STD3 rules, as WHATWG
+    URL parsing maps a host) and its non-ASCII labels made A-labels; raises
+    ``idna.IDNAError`` (a ``UnicodeError``) or ``ValueError`` when it is no valid name."""
+    import idna  # its tables cost milliseconds of start-up; most hosts are ASCII
+
+    mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
+    return ".".join(label if label.isascii() else _to_a_label(label) for label in mapped.split("."))
+
+
+# IDNA2008 (the ``idna`` package's alabel and ulabel) refuses code points UTS #46 keeps
+# valid, emoji and other symbols among them (xn--vi8h.ws, a pizza slice): browsers read such
+# hosts (WHATWG URL parsing is UTS #46, non-transitional, without STD3 rules), and they were
+# refused as invalid. A label IDNA2008 refuses is taken when UTS #46 keeps it as it is (every
+# code point valid and already mapped) and it passes the checks WHATWG keeps: NFC, no leading
+# combining mark, joiners in their context, the Bidi rule. Its ASCII form is what the guard
+# checks, the resolver looks up and the request names.
+
+
+def _to_a_label(label: str) -> str:
+    """The A-label of a mapped non-ASCII ``label`` (raises ``idna.IDNAError`` if none)."""
+    import idna
+
+    try:
+        return idna.alabel(label).decode("ascii")
+    except idna.IDNAError:
+        _check_uts46_label(label)
+        return "xn--" + label.encode("punycode").decode("ascii")
+
+
+def check_a_label(label: str) -> None:
+    """Raise unless the ``xn--`` ``label`` is the A-label of a valid U-label."""
+    import idna
+
+    try:
+        idna.ulabel(label)
+    except idna.IDNAError:
+        decoded = label[4:].encode("ascii").decode("punycode")
+        if "xn--" + decoded.encode("punycode").decode("ascii") != label:
+            raise idna.IDNAError("not the punycode of its own decoding") from None
+        _check_uts46_label(decoded)
+
+
+def _check_uts46_label(label: str) -> None:
+    import idna
+    import idna.core
+
+    if not label or label.isascii():
+        raise idna.IDNAError("an A-label encodes a label that is not ASCII")
+    if idna.uts46_remap(label, std3_rules=False, transitional=False) != label:
+        raise idna.IDNAError("not a mapped UTS #46 label")
+    idna.core.check_nfc(label)
+    idna.core.check_initial_combiner(label)
+    for pos, char in enumerate(label):
+        if char in "\u200c\u200d" and not idna.core.valid_contextj(label, pos):
+            raise idna.IDNAError("a joiner out of its context")
+    idna.core.check_bidi(label)

@@ -51,6 +51,7 @@ from ._addresses import (
 )
 from ._addresses import shorten as _shorten
 from ._errors import InvalidInput, Reason, Refused, operator_step
+from ._urls import check_a_label, domain_to_ascii
 
 __all__ = [
     "INTERNAL_NAME_SUFFIXES",
@@ -407,11 +408,9 @@ def _parse_host(text: str) -> tuple[str, bool]:
         if not _LABEL_RE.fullmatch(label):
             raise _invalid_host(text, "it has a character or label length no host name has")
         if label.startswith("xn--"):
-            import idna  # as below: only for IDNA labels
-
             try:
-                _check_a_label(label)
-            except (idna.IDNAError, UnicodeError, ValueError):
+                check_a_label(label)
+            except (UnicodeError, ValueError):  # idna.IDNAError is a UnicodeError
                 raise _invalid_host(text, "it has an invalid IDNA label") from None
     if len(ascii_host) > 253:
         raise _invalid_host(text, "it is longer than 253 characters")
@@ -420,66 +419,13 @@ def _parse_host(text: str) -> tuple[str, bool]:
 
 def _domain_to_ascii(domain: str, shown: str) -> str:
     """UTS #46 mapping (full-width forms, ideographic full stops, case folding) then
-    punycode for the labels that are not ASCII."""
+    punycode for the labels that are not ASCII (:func:`_urls.domain_to_ascii`)."""
     if domain.isascii():
         return domain.lower()
-    import idna  # its tables cost milliseconds of start-up; most hosts are ASCII
-
     try:
-        mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
-        labels = [label if label.isascii() else _to_a_label(label) for label in mapped.split(".")]
-    except (idna.IDNAError, UnicodeError, ValueError):
+        return domain_to_ascii(domain)
+    except (UnicodeError, ValueError):  # idna.IDNAError is a UnicodeError
         raise _invalid_host(shown, "it is not a valid internationalised domain name") from None
-    return ".".join(labels)
-
-
-# IDNA2008 (the ``idna`` package's alabel and ulabel) refuses code points UTS #46 keeps
-# valid, emoji and other symbols among them (xn--vi8h.ws, a pizza slice): browsers read such
-# hosts (WHATWG URL parsing is UTS #46, non-transitional, without STD3 rules), and they were
-# refused as invalid. A label IDNA2008 refuses is taken when UTS #46 keeps it as it is (every
-# code point valid and already mapped) and it passes the checks WHATWG keeps: NFC, no leading
-# combining mark, joiners in their context, the Bidi rule. Its ASCII form is what the guard
-# checks, the resolver looks up and the request names.
-
-
-def _to_a_label(label: str) -> str:
-    """The A-label of a mapped non-ASCII ``label`` (raises ``idna.IDNAError`` if none)."""
-    import idna
-
-    try:
-        return idna.alabel(label).decode("ascii")
-    except idna.IDNAError:
-        _check_uts46_label(label)
-        return "xn--" + label.encode("punycode").decode("ascii")
-
-
-def _check_a_label(label: str) -> None:
-    """Raise unless the ``xn--`` ``label`` is the A-label of a valid U-label."""
-    import idna
-
-    try:
-        idna.ulabel(label)
-    except idna.IDNAError:
-        decoded = label[4:].encode("ascii").decode("punycode")
-        if "xn--" + decoded.encode("punycode").decode("ascii") != label:
-            raise idna.IDNAError("not the punycode of its own decoding") from None
-        _check_uts46_label(decoded)
-
-
-def _check_uts46_label(label: str) -> None:
-    import idna
-    import idna.core
-
-    if not label or label.isascii():
-        raise idna.IDNAError("an A-label encodes a label that is not ASCII")
-    if idna.uts46_remap(label, std3_rules=False, transitional=False) != label:
-        raise idna.IDNAError("not a mapped UTS #46 label")
-    idna.core.check_nfc(label)
-    idna.core.check_initial_combiner(label)
-    for pos, char in enumerate(label):
-        if char in "\u200c\u200d" and not idna.core.valid_contextj(label, pos):
-            raise idna.IDNAError("a joiner out of its context")
-    idna.core.check_bidi(label)
 
 
 def _ends_in_number(last: str) -> bool:
