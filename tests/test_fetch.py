@@ -243,6 +243,28 @@ async def test_redirect_to_internal_address_is_refused(internal: LocalServer) ->
     assert internal.accepts == 0
 
 
+@pytest.mark.parametrize("slashes", ["///{host}", "////{host}", "http:///{host}", "/\\\\{host}"])
+async def test_a_redirect_with_extra_slashes_goes_where_a_browser_goes(
+    slashes: str, internal: LocalServer
+) -> None:
+    """A Location with three or more slashes before its host names that host, as browsers
+    and the renderer read it (WHATWG URL parsing): it was read as a path on the current
+    host. An internal host written so is refused without a connection."""
+    with serve(routes={"/final": respond(200, "<p>the other site</p>")}) as other:
+        there = slashes.format(host=f"127.0.0.1:{other.port}") + "/final"
+        inside = slashes.format(host=f"127.0.0.2:{internal.port}") + "/"
+        with serve(routes={"/go": redirect(there), "/in": redirect(inside)}) as srv:
+            async with web() as w:
+                page = await w.fetch(srv.url("/go"))
+                with pytest.raises(Refused) as err:
+                    await w.fetch(srv.url("/in"))
+        assert page.final_url == other.url("/final")
+        assert "the other site" in page.content
+        assert [r.path for r in srv.requests] == ["/go", "/in"]
+    assert err.value.reason == "internal_address"
+    assert internal.accepts == 0
+
+
 @pytest.mark.parametrize(
     ("location", "reason", "shown"),
     [

@@ -943,6 +943,14 @@ def test_a_hand_built_parsed_url_gets_no_trust() -> None:
         ("http://other.example:8080/", "http://other.example:8080/"),
         ("/\\evil.example/x", "https://evil.example/x"),  # browsers read \ as / here
         ("https://bücher.example/", "https://xn--bcher-kva.example/"),
+        # Slashes before the host as WHATWG counts them: any run of two or more, and none
+        # at all after another http(s) scheme; the same scheme without them is relative.
+        ("///other.example/p", "https://other.example/p"),
+        ("https:///other.example/p", "https://other.example/p"),
+        ("http:other.example/p", "http://other.example/p"),
+        ("http:\\\\\\other.example/p", "http://other.example/p"),
+        ("https:other.example", "https://example.com/dir/other.example"),
+        ("/p?next=///x", "https://example.com/p?next=///x"),
     ],
 )
 def test_join_resolves_locations_like_a_browser(location: str, url: str) -> None:
@@ -953,7 +961,14 @@ def test_join_resolves_locations_like_a_browser(location: str, url: str) -> None
 def test_joined_locations_still_face_the_guard() -> None:
     """A redirect to an internal target parses, and the guard then refuses it."""
     here = parse_url("https://example.com/")
-    for location in ("//127.0.0.1/", "http://2130706433/", "http://[::1]/", "http://localhost/"):
+    for location in (
+        "//127.0.0.1/",
+        "///127.0.0.1/",
+        "http:127.0.0.1/",
+        "http://2130706433/",
+        "http://[::1]/",
+        "http://localhost/",
+    ):
         with pytest.raises(Refused):
             assert_url_allowed(here.join(location))
     for location in ("file:///etc/passwd", "gopher://x/"):

@@ -236,6 +236,7 @@ class ParsedURL:
             (i for i in (location.find("?"), location.find("#")) if i >= 0), default=len(location)
         )
         location = location[:cut].replace("\\", "/") + location[cut:]
+        location = _slashes_as_browsers_read(location, self.scheme)
         try:
             joined = urljoin(self.url, location)
         except ValueError:
@@ -248,6 +249,27 @@ class ParsedURL:
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def _slashes_as_browsers_read(location: str, base_scheme: str) -> str:
+    """A redirect ``location`` with the slashes before its host as browsers count them
+    (WHATWG URL parsing, http and https): any run of two or more slashes starts the
+    authority (``///evil.example/p`` and ``http:///evil.example/p`` lead to evil.example),
+    and so does an http(s) scheme other than the base's with or without slashes
+    (``https:evil.example/p``). ``urljoin`` read the first two as a path on the current host
+    and the last as no URL, so a read went elsewhere than the browser, the renderer included,
+    goes; the guard checks what the joined URL names either way."""
+    match = _SCHEME_RE.match(location)
+    if match is not None:
+        scheme, rest = match.group()[:-1].lower(), location[match.end() :]
+        if scheme in _DEFAULT_PORTS and (scheme != base_scheme or rest.startswith("//")):
+            return f"{scheme}://{rest.lstrip('/')}"
+        return location
+    if location.startswith("//"):
+        return "//" + location.lstrip("/")
+    return location
+
+
 _AUTHORITY_END_RE = re.compile(r"[/?#\\]")
 # Controls (C0, DEL, C1), every Unicode space and line/paragraph separator, bidi controls and
 # the BOM: invisible in logs and prompts, stripped differently by different parsers.
