@@ -456,16 +456,20 @@ async def test_an_mcp_call_refused_before_the_core_records_its_session(
     assert await audit_sessions(config) == [long, *["mcp:alice:app:chat-9"] * 2]
 
 
-def test_the_openapi_document_declares_the_session_headers() -> None:
-    """Both capabilities document Webward-Session and Webward-Session-Urls as optional
-    headers, so a client generated from the document can send them."""
+def test_openapi_lists_the_session_headers_where_no_tool_generator_reads_them() -> None:
+    """Both capabilities list Webward-Session and Webward-Session-Urls, the application's
+    word, under an extension and not as operation parameters: a generator of agent tools
+    (fastmcp's from_openapi) made each parameter an argument the model fills, and a model
+    declaring Webward-Session-Urls read an unseen URL past provenance (probe63)."""
     from webward._gateway import FETCH_PATH, SEARCH_PATH
     from webward._openapi import openapi_document
 
     doc = openapi_document()
     for path in (FETCH_PATH, SEARCH_PATH):
-        params = doc["paths"][path]["post"]["parameters"]
-        assert [(p["name"], p["in"], p["required"]) for p in params] == [
+        operation = doc["paths"][path]["post"]
+        assert "parameters" not in operation
+        headers = operation["x-webward-application-headers"]
+        assert [(p["name"], p["in"], p["required"]) for p in headers] == [
             ("Webward-Session", "header", False),
             ("Webward-Session-Urls", "header", False),
         ]

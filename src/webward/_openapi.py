@@ -93,7 +93,13 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
     # before any route sees it (_serving): the health routes can get those answers too.
     head_errors = _error_responses(408, 431)
     # The session headers (docs/governance.md, agent sessions): set by the client
-    # application, never by the model; scoped to the token's agent.
+    # application, never by the model; scoped to the token's agent. Not the operations'
+    # `parameters`: a tool generator (fastmcp's from_openapi, LangChain's and llama-index's
+    # OpenAPI tools) makes every parameter an argument the model fills, and a model that can
+    # declare Webward-Session-Urls reads any URL past provenance (the exfiltration it
+    # stops), one that names Webward-Session starts a fresh session budget. They are listed
+    # under an extension those generators skip; an application sets them as it sets its
+    # Authorization header.
     session_headers = [
         {
             "name": "Webward-Session",
@@ -127,7 +133,7 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
                 capability_path(c.id): {
                     "post": {
                         "operationId": c.operation,
-                        "parameters": session_headers,
+                        "x-webward-application-headers": session_headers,
                         "summary": c.summary,
                         "requestBody": {
                             "required": True,
