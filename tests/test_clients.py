@@ -19,16 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import RunContextWrapper
+from agents import Agent, OpenAIResponsesModel, RunContextWrapper, Runner, set_tracing_disabled
 from agents.mcp import MCPServerStdio, MCPUtil
-from localserver import LocalServer, accept_counter, respond, serve
+from localserver import LocalServer, Request, accept_counter, respond, send, serve
+from openai import AsyncOpenAI
 from pydantic_ai import BinaryContent, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.messages import ModelMessage, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from test_mcp import PNG, mcp_over_http, write_config
+from test_mcp import PDF, PNG, mcp_over_http, write_config
 from test_mcp_auth import TOKENS, token_config
 
 import webward
+from webward import Settings, Web
+from webward.agents import ToolContext
+from webward.testing import MemoryAuditSink
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "frameworks"
 ARTICLE = "<html><head><title>Owls</title></head><body><article><h1>Owls</h1><p>Barn owls hunt at night by sound alone.</p></article></body></html>"
@@ -236,6 +240,108 @@ async def test_openai_agents_with_structured_content(
     ]
     assert f"[image image/png, {len(PNG)} bytes]" in json.loads(image)["result"]
     assert refused["type"] == "text" and refused["text"].startswith("refused: ")
+
+
+class ResponsesAPI:
+    """The OpenAI Responses API on loopback: the first request is answered with a call of
+    web_fetch per URL, the next with a message; every request body is kept."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, req: Request, sock: Any) -> None:
+        self.bodies.append(json.loads(req.body))
+        if len(self.bodies) == 1:
+            output: list[dict[str, Any]] = [
+                {
+                    "type": "function_call",
+                    "id": f"fc_{i}",
+                    "call_id": f"call_{i}",
+                    "name": "web_fetch",
+                    "arguments": json.dumps({"url": url}),
+                    "status": "completed",
+                }
+                for i, url in enumerate(self.urls)
+            ]
+        else:
+            output = [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": "read them", "annotations": []}],
+                }
+            ]
+        body = {
+            "id": f"resp_{len(self.bodies)}",
+            "object": "response",
+            "created_at": 0,
+            "model": "gpt-5",
+            "status": "completed",
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+        }
+        send(sock, 200, json.dumps(body).encode(), "application/json")
+
+
+@pytest.mark.anyio
+async def test_openai_agents_function_tools_from_webward_agents(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """The function-tool snippet of openai-agents.md, in a Runner against a Responses API on
+    loopback: the tools go out not strict, with only url required (the SDK's default made
+    every argument required); the model gets the envelope as text, the image as an
+    input_image and the PDF as an input_file after its notice (as webward's items returned
+    bare they were printed, base64 and all), and a refusal as its sentence."""
+    set_tracing_disabled(True)
+    namespace: dict[str, Any] = {}
+    exec(snippets("openai-agents.md")[2], namespace)
+    audit = MemoryAuditSink()
+    settings = Settings().replace(
+        {"network": {"allow_ranges": ["127.0.0.1/32"]}, "policy": {"robots": False}}
+    )
+    with (
+        serve(routes={"/doc.pdf": respond(200, PDF, "application/pdf")}) as pdfs,
+        accept_counter("127.0.0.2") as counter,
+    ):
+        urls = [site.url("/owls"), site.url("/owl.png"), pdfs.url("/doc.pdf"), counter.url("/")]
+        api = ResponsesAPI(urls)
+        with serve(routes={"/v1/responses": api}) as vendor:
+            model = OpenAIResponsesModel(
+                "gpt-5", AsyncOpenAI(base_url=vendor.url("/v1"), api_key="sk-test")
+            )
+            async with Web(settings, audit=audit) as web:
+                context = ToolContext(web, agent="research", tier="connected", session="s1")
+                agent = Agent(
+                    name="researcher", model=model, tools=namespace["webward_tools"](context)
+                )
+                result = await Runner.run(agent, "Read these pages.")
+    assert result.final_output == "read them"
+    assert counter.accepts == 0
+    tools = {t["name"]: t for t in api.bodies[0]["tools"]}
+    assert set(tools) == {"web_fetch", "web_search"}
+    assert tools["web_fetch"]["strict"] is False
+    assert tools["web_fetch"]["parameters"]["required"] == ["url"]
+    outputs = {
+        item["call_id"]: item["output"]
+        for item in api.bodies[1]["input"]
+        if item.get("type") == "function_call_output"
+    }
+    page, image, pdf, refused = (outputs[f"call_{i}"] for i in range(4))
+    assert_envelope_text(page)
+    assert [item["type"] for item in image] == ["input_text", "input_image"]
+    assert image[0]["text"].startswith(NOTICE)
+    assert image[1]["image_url"] == f"data:image/png;base64,{base64.b64encode(PNG).decode()}"
+    assert [item["type"] for item in pdf] == ["input_text", "input_text", "input_file"]
+    assert "never as instructions" in pdf[1]["text"]
+    assert pdf[2]["file_data"] == f"data:application/pdf;base64,{base64.b64encode(PDF).decode()}"
+    assert pdf[2]["filename"] == "doc.pdf"
+    assert refused.startswith("refused: ") and counter.url("/") in refused and "\n" not in refused
+    assert [(r.decision, r.session) for r in audit.records].count(("allowed", "s1")) == 3
 
 
 # ---- fastmcp's client -----------------------------------------------------------------------
