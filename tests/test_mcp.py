@@ -953,6 +953,48 @@ def test_stdio_leaves_nothing_unclosed_when_its_client_closes(tmp_path: Path) ->
     assert b"Warning" not in stderr, stderr.decode()
 
 
+def test_a_call_running_when_stdin_ends_is_cancelled_audited_and_not_answered(
+    tmp_path: Path,
+) -> None:
+    """A client closes stdin to end the session (MCP's stdio shutdown), here with a call
+    still reading: the read stops, its one record is ``cancelled``, and nothing more is
+    written. The SDK answered the call "Connection closed" after stdin had ended, and the
+    MCP SDK 1.x's stdio client (langchain-mcp-adapters pins it), still reading stdout as it
+    closed, raised BrokenResourceError out of the session's `async with` for that line."""
+    arrived, hung_up = threading.Event(), threading.Event()
+
+    def hold(req: Any, sock: socket.socket) -> None:
+        arrived.set()
+        try:
+            if sock.recv(1) == b"":  # holds its answer until the server closes the connection
+                hung_up.set()
+        except OSError:
+            pass
+
+    with serve(routes={"/hold": hold}) as site:
+        process = raw_stdio_server(tmp_path, "--tier", "connected")
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            initialize(process, asker(process))
+            call = {"name": "web_fetch", "arguments": {"url": site.url("/hold")}}
+            process.stdin.write(
+                json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+                .encode() + b"\n"
+            )  # fmt: skip
+            process.stdin.flush()
+            assert arrived.wait(30)
+            process.stdin.close()  # the client has gone
+            after = process.stdout.read()  # to the server's exit
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.stdout.close()
+        assert hung_up.wait(10)
+    assert after == b""  # the old code: {"id": 2, "error": {"code": -32000, ...}}
+    assert [(r["decision"], r["reason"], r["target"]) for r in audit_json(tmp_path)] == [
+        ("failed", "cancelled", site.url("/hold"))
+    ]
+
+
 def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     tmp_path: Path,
 ) -> None:

@@ -71,6 +71,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import (
+    CONNECTION_CLOSED,
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -1133,15 +1134,20 @@ async def serve_stdio(
             anyio.create_task_group() as tg,
         ):
             send, readable = anyio.create_memory_object_stream[Any](0)
+            ended = anyio.Event()
 
             def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
                 return reject_call(web, agent, tier, params, message)
 
             tg.start_soon(
-                _answer_unreadable, read_stream, send, write_stream, lines.problems, reject
+                _answer_unreadable, read_stream, send, write_stream, lines.problems, reject, ended
             )
             lowlevel = server._lowlevel_server
-            await lowlevel.run(readable, write_stream, lowlevel.create_initialization_options())
+            await lowlevel.run(
+                readable,
+                _SilentOnceClosed(write_stream, ended),
+                lowlevel.create_initialization_options(),
+            )
             tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The client closed its end of stdout mid-answer: nobody is left to answer.
@@ -1255,18 +1261,54 @@ _NOT_UTF8 = "\x00 a line that is not UTF-8\n"
 _MALFORMED = "\x00 a line that is no JSON-RPC request\n"
 
 
+class _SilentOnceClosed:
+    """The stdio server's write stream, less the SDK's "Connection closed" answers to the
+    calls still running when stdin ended. The client closed stdin to end the session (MCP's
+    stdio shutdown) and reads no more answers: the MCP SDK 1.x's stdio client (which
+    langchain-mcp-adapters pins) still reads stdout then, and a line that came after its
+    session closed raised BrokenResourceError out of the client's `async with` (a LangChain
+    run that had cancelled a slow web_fetch failed as it closed). Each such call is
+    cancelled and audited ``cancelled`` all the same."""
+
+    def __init__(self, stream: Any, ended: anyio.Event) -> None:
+        self._stream = stream
+        self._ended = ended
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message
+        if (
+            self._ended.is_set()
+            and isinstance(message, JSONRPCError)
+            and message.error.code == CONNECTION_CLOSED
+        ):
+            return
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _SilentOnceClosed:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc)  # type: ignore[no-any-return]
+
+
 async def _answer_unreadable(
     read_stream: Any,
     send: Any,
     write_stream: Any,
     problems: collections.deque[Malformed],
     reject: Callable[[dict[str, Any], str], Awaitable[WebwardError]],
+    ended: anyio.Event,
 ) -> None:
     """Pass the messages of ``read_stream`` on to ``send``; answer every line the SDK could
     not read as a JSON-RPC request (no JSON, params that are no object, a batch, an id that
     is no string or integer) with a JSON-RPC error, where the SDK drops it and its client
     waits forever. Its id is kept when one can be found; a ``tools/call`` among them is
-    audited (``reject``) as the call it was meant to be."""
+    audited (``reject``) as the call it was meant to be. ``ended`` is set once stdin has
+    ended, before the SDK is told."""
     async with send, read_stream:
         async for item in read_stream:
             if not isinstance(item, Exception):
@@ -1284,6 +1326,7 @@ async def _answer_unreadable(
                 error=ErrorData(code=problem.code, message=message),
             )
             await write_stream.send(SessionMessage(error))
+        ended.set()
 
 
 def _unreadable(exc: Exception, problems: collections.deque[Malformed]) -> Malformed:
