@@ -241,6 +241,21 @@ def test_openai_images_follow_all_tool_messages_in_one_user_message() -> None:
     assert openai_order_problems([assistant, *messages]) == []
 
 
+def test_openai_image_types_the_api_does_not_take_are_named_not_sent() -> None:
+    """An image type chat completions does not take (SVG) is a one-line note in the tool
+    message, as in the Anthropic and Responses mappings, not an image_url the API refuses."""
+    messages = _openai.tool_result_messages(
+        [(FETCH_B, ToolResult((TextPart("SVG ENVELOPE"), SVG)))]
+    )
+    assert messages == [
+        {
+            "role": "tool",
+            "tool_call_id": "toolu_b",
+            "content": "SVG ENVELOPE\n[image image/svg+xml, 120 bytes] (not a type this model takes)",
+        }
+    ]
+
+
 def test_openai_pdf_becomes_its_enveloped_text_or_a_placeholder() -> None:
     """A PDF becomes its extracted text (inside an envelope), or a placeholder without text."""
     messages = _openai.tool_result_messages(

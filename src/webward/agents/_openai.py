@@ -84,7 +84,9 @@ def _tool_text(call: ToolCall, result: ToolResult, images: list[dict[str, Any]])
     for part in result.content:
         if isinstance(part, TextPart):
             pieces.append(part.text)
-        elif part.type == "image" and part.media_type.startswith("image/"):
+        elif part.type == "image" and part.media_type in IMAGE_TYPES:
+            # The types the API takes (as the Responses and Anthropic mappings): an SVG or
+            # another image/* sent as image_url was refused (HTTP 400), ending the run.
             pieces.append(
                 f"{parts_summary([part])} (shown in the user message after the tool results)"
             )
