@@ -94,8 +94,8 @@ def openapi_document(settings: Settings | None = None) -> dict[str, Any]:
     head_errors = _error_responses(408, 431)
     # The session headers (docs/governance.md, agent sessions): set by the client
     # application, never by the model; scoped to the token's agent. Not the operations'
-    # `parameters`: a tool generator (fastmcp's from_openapi, LangChain's and llama-index's
-    # OpenAPI tools) makes every parameter an argument the model fills, and a model that can
+    # `parameters`: a generator of agent tools from OpenAPI (fastmcp's from_openapi, and the
+    # like) makes every parameter an argument the model fills, and a model that can
     # declare Webward-Session-Urls reads any URL past provenance (the exfiltration it
     # stops), one that names Webward-Session starts a fresh session budget. They are listed
     # under an extension those generators skip; an application sets them as it sets its
