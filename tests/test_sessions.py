@@ -707,6 +707,33 @@ async def test_two_replicas_share_one_budget_through_redis(
 
 
 @pytest.mark.anyio
+async def test_replicas_whose_clocks_differ_keep_one_hour_budget_across_its_boundary(
+    redis_url: str,
+) -> None:
+    """Two replicas 30 s apart around the hour: the one behind read the counter the one ahead
+    stamped with the new hour as a past window's and started it again from 0, and each
+    reset the other's count, so calls taking turns were never refused (40 of 40 through a
+    budget of 5). It now counts in the later window: one call in the old hour, five in the
+    new, and no more."""
+    from webward._budgets import Budgets
+
+    s = settings({"budget": {"fetch_per_hour": 5}})
+    hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600 + 3600
+    state = RedisLimitState(redis_url)
+    ahead = Budgets(s, state, clock=FakeClock(hour + 5))
+    behind = Budgets(s, state, clock=FakeClock(hour - 25))
+    allowed = 0
+    try:
+        for n in range(40):
+            with contextlib.suppress(Refused):
+                await (ahead if n % 2 else behind).charge_call("bot", "fetch", None)
+                allowed += 1
+    finally:
+        await state.aclose()
+    assert allowed == 6
+
+
+@pytest.mark.anyio
 async def test_sqlite_budget_is_one_counter_for_two_stores(
     tmp_path: Path, site: LocalServer
 ) -> None:

@@ -83,6 +83,18 @@ def _renewal(scope: str, now: float) -> str:
     return f"it renews at {when.replace('+00:00', 'Z')}"
 
 
+def _current(cur: HostState | None, start: float | None, scope: str) -> float | None:
+    """The window ``cur`` is counted in: ours (``start``), or the next one when the counter is
+    already stamped with it. Replicas' clocks differ: one a little ahead crosses into the next
+    hour (day) first, and a replica still in the last one read that counter as a past
+    window's, started it again from 0 and stamped it back, so that around each boundary the
+    two reset each other's count (30 s of skew let 40 calls through an hour budget of 5). A
+    counter stamped further ahead than the next window is a clock gone wrong: ours wins."""
+    if cur is None or start is None or not start < cur.updated <= start + PERIODS[scope]:
+        return start
+    return cur.updated
+
+
 def _used(cur: HostState | None, start: float | None) -> float:
     if cur is None:
         return 0.0
@@ -148,7 +160,8 @@ class Budgets:
     async def _give_back(self, lines: list[_Line], amount: float) -> None:
         now = self._clock()
         for line in lines:
-            await self._state.update(line.key, _giver(amount, _window_start(line.scope, now), now))
+            start = _window_start(line.scope, now)
+            await self._state.update(line.key, _giver(amount, start, line.scope, now))
 
     async def charge_spend(self, agent: str, provider: str, session: str | None) -> float | None:
         """Charge one call to ``provider`` against the agent's search spend budgets, or raise
@@ -180,14 +193,15 @@ class Budgets:
                 start: float | None = start,
                 now: float = now,
             ) -> tuple[HostState, bool]:
-                used = _used(cur, start)
+                window = _current(cur, start, line.scope)
+                used = _used(cur, window)
                 if used + amount > line.limit + 1e-9:
-                    return (cur or _state(0.0, start, now)), False
-                return _state(used + amount, start, now), True
+                    return (cur or _state(0.0, window, now)), False
+                return _state(used + amount, window, now), True
 
             if not await self._state.update(line.key, take):
                 for earlier, at in done:
-                    await self._state.update(earlier.key, _giver(amount, at, now))
+                    await self._state.update(earlier.key, _giver(amount, at, earlier.scope, now))
                 renews = None if start is None else start + PERIODS[line.scope] - now
                 raise Refused(
                     _message(line, agent, now), reason=REASON_BUDGET_EXHAUSTED, retry_after=renews
@@ -203,7 +217,8 @@ class Budgets:
         now = self._clock()
         for capability, kind in (("fetch", "calls"), ("search", "calls"), ("search", "spend")):
             for line in _lines(budget, agent, capability, kind, session):
-                used = _used(await self._state.get(line.key), _window_start(line.scope, now))
+                cur = await self._state.get(line.key)
+                used = _used(cur, _current(cur, _window_start(line.scope, now), line.scope))
                 out.append(
                     {
                         "agent": agent,
@@ -219,10 +234,11 @@ class Budgets:
 
 
 def _giver(
-    amount: float, start: float | None, now: float
+    amount: float, start: float | None, scope: str, now: float
 ) -> Callable[[HostState | None], tuple[HostState, None]]:
     def give(cur: HostState | None) -> tuple[HostState, None]:
-        return _state(max(0.0, _used(cur, start) - amount), start, now), None
+        window = _current(cur, start, scope)
+        return _state(max(0.0, _used(cur, window) - amount), window, now), None
 
     return give
 
