@@ -250,19 +250,29 @@ def test_a_provider_url_no_search_could_use_is_refused_when_loaded(
         ("redis://:Zq-secret@127.0.0.1:notaport/0", "its port is not a number"),
         ("http://127.0.0.1:6379/0", "its scheme is not redis://"),
         ("redis://", "it names no host"),
+        ("redis://:Zq-secret@127.0.0.1:6379/l", "its path is not a database number"),
+        ("redis://:Zq-secret@127.0.0.1:6379/0?db=x", "a value redis-py cannot read"),
+        ("redis://:Zq-secret@127.0.0.1:6379/0?timeout=3", "names timeout, which is no option"),
     ],
 )
 def test_a_redis_url_redis_cannot_read_is_refused_when_loaded(
     tmp_path: Path, url: str, problem: str
 ) -> None:
     """A malformed [state] redis_url is one sentence as the config loads (a bad port was a
-    traceback at the first request), and never echoes the URL or its password."""
+    traceback at the first request; an option in the query redis-py does not take, or cannot
+    read, was "webward failed unexpectedly" at the first call; a path that is no number was
+    database 0, silently), and never echoes the URL or its password."""
     with pytest.raises(InvalidInput) as err:
         Settings.load(write(tmp_path, f'[state]\nredis_url = "{url}"\n'), environ={})
     assert err.value.message.startswith(f"state.redis_url in {tmp_path}")
     assert problem in err.value.message
     assert "Zq-secret" not in err.value.message and "127.0.0.1" not in err.value.message
-    for good in ("redis://:pw@127.0.0.1:6379/0", "rediss://h.example:6380", "unix:///run/r.sock"):
+    for good in (
+        "redis://:pw@127.0.0.1:6379/0",
+        "rediss://h.example:6380",
+        "unix:///run/r.sock",
+        "redis://127.0.0.1:6379/?db=2&socket_keepalive=true",
+    ):
         Settings.load(write(tmp_path, f'[state]\nredis_url = "{good}"\n'), environ={})
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 import urllib.parse
@@ -39,6 +40,7 @@ __all__ = [
     "redact_url",
     "redis_client",
     "redis_health",
+    "url_options_problem",
 ]
 
 log = logging.getLogger("webward.redis")
@@ -91,6 +93,23 @@ def redis_client(url: str, timeout_s: float) -> Redis:
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
     return client
+
+
+def url_options_problem(url: str) -> str:
+    """What redis-py finds wrong with the options in ``url``'s query (a name it does not take,
+    a value it cannot read), or "": the config's check (``_settings``), since each was an
+    unexpected TypeError or ValueError at the first call that needed Redis ("webward failed
+    unexpectedly"). A connection is made ready as the stores make theirs, and not opened.
+    Nothing of the URL is repeated."""
+    try:
+        Redis.from_url(url).connection_pool.make_connection()  # type: ignore[no-untyped-call]
+    except TypeError as exc:
+        name = re.search(r"argument '(\w+)'", str(exc))
+        option = name.group(1) if name else "an option"
+        return f"its query names {option}, which is no option of a Redis connection"
+    except Exception:  # redis-py's ValueError or RedisError, which may quote the value
+        return "an option in its query has a value redis-py cannot read"
+    return ""
 
 
 class RedisHealth:

@@ -734,15 +734,34 @@ def _check_redis_url(url: str, where: str) -> None:
             problem = "its scheme is not redis://, rediss:// or unix://"
         elif parts.scheme != "unix" and not parts.hostname:
             problem = "it names no host"
-        else:
+        elif parts.scheme != "unix" and not _is_database(parts.path):
+            # redis-py reads a path that is no number as database 0, silently: a typo
+            # (``/l`` for ``/1``) put one deployment's limits into another's database.
+            problem = "its path is not a database number"
+        if not problem:
             parts.port  # noqa: B018  # raises ValueError for a port that is no number
     except ValueError:
         problem = "its port is not a number from 0 to 65535"
+    problem = problem or _redis_options_problem(url)
     if problem:
         raise InvalidInput(
             f"state.redis_url{where} is not a Redis URL ({problem}); write it as "
             "redis://HOST:PORT/DB, a password (if any) before the host as :PASSWORD@"
         )
+
+
+def _is_database(path: str) -> bool:
+    """Whether a Redis URL's path names a database as redis-py reads it: none, or a number."""
+    return not path.strip("/") or path.strip("/").isdigit()
+
+
+def _redis_options_problem(url: str) -> str:
+    """:func:`~webward._redis_client.url_options_problem`, when the redis extra is there."""
+    try:
+        from ._redis_client import url_options_problem
+    except ImportError:  # the extra is missing: said where a store opens it
+        return ""
+    return url_options_problem(url)
 
 
 def _check_provider_url(name: str, url: str, where: str) -> None:
