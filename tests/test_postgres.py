@@ -174,7 +174,9 @@ async def test_postgres_down_refuses_the_read_and_hides_the_dsn(
     postgres_server: PostgresServer, postgres_dsn: str
 ) -> None:
     """With PostgreSQL stopped, Web.fetch is refused (audit_unavailable) and nothing said
-    shows the DSN or its password; once it is back the same sink writes again."""
+    shows the DSN or its password; once it is back the same sink writes again. Each refusal
+    names the next step on that server and its variable: the call's sent the operator to
+    ``[state] dir``, which changes nothing while the DSN is set, and the read's had none."""
     env = {ENV: with_password(postgres_dsn)}
     sink = open_audit_sink(settings(), env)
     await sink.write(record("before"))  # connected and the table made
@@ -196,6 +198,8 @@ async def test_postgres_down_refuses_the_read_and_hides_the_dsn(
     for message in (err.value.message, read_err.value.message):
         assert f"${ENV}" in message
         assert SECRET not in message and postgres_dsn not in message
+        assert f"and the DSN in ${ENV} (host, port, database" in message
+        assert "[state] dir" not in message
     assert "after" in agents and "before" in agents
 
 
@@ -386,7 +390,8 @@ async def test_a_read_the_server_does_not_answer_is_refused_in_bounded_time(
     assert err.value.reason == REASON_AUDIT_UNAVAILABLE
     assert err.value.message == (
         f"refused: the PostgreSQL audit log named by ${ENV} cannot be read "
-        "(it did not answer within 1.5 s)"
+        f"(it did not answer within 1.5 s); check that server and the DSN in ${ENV} (host, "
+        "port, database, role, password, sslmode)"
     )
 
 

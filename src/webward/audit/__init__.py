@@ -95,9 +95,9 @@ def open_audit_sink(settings: Settings, environ: Mapping[str, str] | None = None
 
         if not dsn_parses(dsn):  # the driver's parse error would quote the DSN, password too
             return _RefusingSink(
-                f"[audit] postgres_dsn_env names ${var}, whose DSN does not parse; check its "
-                "syntax (a key=value list or a postgresql:// URL, special characters in the "
-                "password percent-encoded)"
+                f"[audit] postgres_dsn_env names ${var}, whose DSN does not parse",
+                "check its syntax (a key=value list or a postgresql:// URL, special characters "
+                "in the password percent-encoded)",
             )
         return PostgresAuditSink(dsn, dsn_env=var)
     return SQLiteAuditSink(settings.state.path())

@@ -761,8 +761,13 @@ class GroupCommit:
     batch's first row, its leader's, was handed over: the sink answers within its bound of
     that, however long the batch waited for the one before."""
 
-    def __init__(self, flush: Callable[[list[tuple[Any, ...]], float], Awaitable[Flushed]]) -> None:
+    def __init__(
+        self,
+        flush: Callable[[list[tuple[Any, ...]], float], Awaitable[Flushed]],
+        advice: str | None = None,
+    ) -> None:
         self._flush = flush
+        self._advice = advice  # the next step of its refusals (``audit_unavailable``)
         self._batch = _Batch()
         self._lock: anyio.Lock | None = None  # created lazily: it belongs to the running loop
 
@@ -798,7 +803,7 @@ class GroupCommit:
         if error is None and batch.row_errors:
             error = batch.row_errors[index]
         if error is not None:
-            raise audit_unavailable(error)
+            raise audit_unavailable(error, self._advice)
 
 
 class CommitThread:

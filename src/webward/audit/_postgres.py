@@ -30,7 +30,7 @@ import anyio
 import psycopg
 from psycopg import conninfo, sql
 
-from .._errors import Refused
+from .._errors import Refused, operator_step
 from ._core import (
     ADDED_COLUMNS,
     FIELDS,
@@ -89,7 +89,15 @@ class PostgresAuditSink:
         # Why this connection's role may not write: the table lacks columns only its owner
         # may add (``_open_table``); None when it may.
         self._outdated: str | None = None
-        self._commits = GroupCommit(self._insert)
+        # The next step of a refusal: the SQLite one ("make that store writable, or point
+        # [state] dir ... at one that is") sent an operator whose DSN named a database that
+        # does not exist, or a server refusing without TLS, to a setting that changes nothing.
+        self._advice = (
+            f"check that server (up, writable, the role's INSERT) and the DSN in ${dsn_env} "
+            "(host, port, database, role, password, sslmode), or point [audit] "
+            "postgres_dsn_env at another"
+        )
+        self._commits = GroupCommit(self._insert, self._advice)
         # Whether the log took its last write or probe: said in the log when that changes.
         self._health = StoreHealth(log, f"the PostgreSQL named by ${dsn_env}")
 
@@ -120,14 +128,14 @@ class PostgresAuditSink:
         passed on each); ``audit_unavailable`` naming the variable otherwise."""
         deadline = anyio.current_time() + _bound_s()
         if not await self._acquire_by(deadline):
-            raise audit_unavailable(self._down(TimeoutError()))
+            raise audit_unavailable(self._down(TimeoutError()), self._advice)
         try:
             with anyio.fail_after(deadline - anyio.current_time()):
                 await self._write_connection()
                 await self._on_live_connection(_insert_none)
         except (psycopg.Error, OSError, TimeoutError) as exc:
             await self._drop()
-            raise audit_unavailable(self._down(exc)) from None
+            raise audit_unavailable(self._down(exc), self._advice) from None
         finally:
             self._locked().release()
         self._health.took()
@@ -168,8 +176,12 @@ class PostgresAuditSink:
         """The refusal for a failed read of this log: the variable's name, the driver's first
         line with any part of the DSN taken out."""
         return Refused(
-            f"refused: the PostgreSQL audit log named by ${self._env} cannot be read "
-            f"({self._describe(exc)})",
+            operator_step(
+                f"refused: the PostgreSQL audit log named by ${self._env} cannot be read "
+                f"({self._describe(exc)})",
+                f"check that server and the DSN in ${self._env} (host, port, database, role, "
+                "password, sslmode)",
+            ),
             reason=REASON_AUDIT_UNAVAILABLE,
         )
 
