@@ -477,3 +477,46 @@ async def test_a_redis_that_stops_answering_is_logged_once_each_way(
     assert said[0].startswith(f"the Redis at {server.url} failed (")
     assert said[0].endswith("); calls that need it are refused until it answers")
     assert said[1] == f"the Redis at {server.url} answers again"
+
+
+async def test_a_full_redis_is_logged_once_until_a_write_passes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A full Redis (maxmemory, noeviction) answers, so it was never said to have failed:
+    every call was refused limits_unavailable and the log said nothing. Its refusal is now
+    said once (the store, why, the next step), the reads it still answers in between do not
+    end it, and the first write that passes once there is room is said once."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    server = RedisServer().start()
+    store = RedisLimitState(server.url)
+    cache = RedisPageCache(server.url)
+    change = lambda cur: (HostState(tokens=1.0, updated=float(cur is not None)), None)  # noqa: E731
+    try:
+        await store.update("k", change)
+        with redis.Redis.from_url(server.url) as client:
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", "1")  # full: every write is refused (OOM)
+        for _ in range(3):
+            with pytest.raises(Refused):
+                await store.update("k", change)
+            assert await store.get("k") is not None  # a read is still answered
+            await cache.put("p", page("x"))  # not kept
+        with pytest.raises(Refused):
+            await store.probe()
+        with redis.Redis.from_url(server.url) as client:
+            client.config_set("maxmemory", "0")  # room again
+        await store.update("k", change)
+        await store.update("k", change)
+    finally:
+        await store.aclose()
+        await cache.aclose()
+        server.stop()
+    said = [r.getMessage() for r in caplog.records if r.name == "webward.redis"]
+    assert len(said) == 2, said
+    assert said[0].startswith(f"the Redis at {server.url} refuses writes (")
+    assert "OOM" in said[0] or "maxmemory" in said[0]
+    assert said[0].endswith(
+        "calls that need it are refused until it takes them: give it room (maxmemory), or "
+        "point [state] redis_url at a primary whose user may write"
+    )
+    assert said[1] == f"the Redis at {server.url} takes writes again"

@@ -76,8 +76,9 @@ class RedisPageCache:
         try:
             data = json.dumps(page.to_dict(), ensure_ascii=False, separators=(",", ":"))
             keep_ms = int(keep_s(page, self._ttl_ms / 1000) * 1000)
-            with self._health.trips():
+            with self._health.trips() as trip:
                 await self._client.set(self._name(key), data, px=keep_ms)
+                trip.wrote = True
         except (RedisError, OSError):
             return None  # not kept; the next window of this page downloads it again
 

@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoPermissionError, OutOfMemoryError, ReadOnlyError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._call import CALL_DEADLINE
@@ -121,10 +121,13 @@ class RedisHealth:
     Redis answered ten calls to one host one after another, 2 s and a retry each, until the
     call deadline ended them as the site's timeout). Then the next trip tries again, and
     the others fail at once while it runs; its answer marks the server up. An error Redis
-    answers with (a full Redis's OOM) is an answer: it changes nothing here.
+    answers with (a full Redis's OOM) is an answer: no trip is failed at once for it.
 
     The first failure (the server never answered, or stopped answering) and the recovery
-    after it are each said once in the log, naming the server without its password.
+    after it are each said once in the log, naming the server without its password. So is an
+    answer that refuses the store as a whole (:data:`_REFUSALS`: full under ``noeviction``, a
+    read-only replica, a user without the right), and the first write after it that passes:
+    a full Redis refused every call, and the log said nothing of it.
     """
 
     def __init__(self, where: str, timeout_s: float) -> None:
@@ -133,6 +136,7 @@ class RedisHealth:
         self._failure: str | None = None  # why it is down, or None
         self._retry_at = 0.0  # time.monotonic() before which a trip fails at once
         self._failures = 0  # how many trips found it down: a trip tells what it saw begin
+        self._refusal: str | None = None  # why it refuses writes (it answers), or None
         self._lock = threading.Lock()
 
     def check(self) -> int:
@@ -156,18 +160,43 @@ class RedisHealth:
         if failure is not None and self._failures != seen:
             raise _KnownDown(f"{failure}; not asked again for {self._timeout_s:g} s")
 
-    def answered(self) -> None:
-        """A trip was answered: the server is up (said in the log if it was down)."""
-        if self._failure is None:
+    def answered(self, wrote: bool = False) -> None:
+        """A trip was answered: the server is up (said in the log if it was down). A trip
+        that ``wrote`` also ends a refusal (:meth:`refused`); a read does not, since a full
+        Redis still answers reads, and the log would say each call's turn."""
+        if self._failure is None and (self._refusal is None or not wrote):
             return
         with self._lock:
             was, self._failure = self._failure, None
+            refusal = self._refusal
+            if wrote:
+                self._refusal = None
         if was is not None:
             log.warning("the Redis at %s answers again", self._where, extra=STORE_HEALTH)
+        elif wrote and refusal is not None:
+            log.warning("the Redis at %s takes writes again", self._where, extra=STORE_HEALTH)
+
+    def refused(self, exc: BaseException) -> None:
+        """A trip was answered with a refusal of every write (``exc``, one of
+        :data:`_REFUSALS`): said once in the log, until a write passes."""
+        self.answered()
+        if self._refusal is not None:
+            return
+        with self._lock:
+            was, self._refusal = self._refusal, _text_of(exc)
+        if was is None:
+            log.warning(
+                "the Redis at %s refuses writes (%s); calls that need it are refused until it "
+                "takes them: give it room (maxmemory), or point [state] redis_url at a primary "
+                "whose user may write",
+                self._where,
+                self._refusal,
+                extra=STORE_HEALTH,
+            )
 
     def failed(self, exc: BaseException) -> None:
         """A trip got no answer (``exc``): the server is down for ``timeout_s``."""
-        text = str(exc).strip().rstrip(".") or type(exc).__name__
+        text = _text_of(exc)
         with self._lock:
             was, self._failure = self._failure, text
             self._retry_at = time.monotonic() + self._timeout_s
@@ -181,26 +210,43 @@ class RedisHealth:
             )
 
     @contextlib.contextmanager
-    def trips(self, bound_s: float | None = None) -> Iterator[int]:
+    def trips(self, bound_s: float | None = None) -> Iterator[Trip]:
         """The round trips of one store operation: failed at once while the server is known
         down, ended by the call's deadline (:func:`by_call_deadline`) and by ``bound_s``
         from now, whichever comes first, and their outcome noted. Everything inside counts,
-        a wait for a lock of the store's included. Yields what :meth:`recheck` takes."""
-        seen = self.check()
+        a wait for a lock of the store's included. Yields a :class:`Trip`: what
+        :meth:`recheck` takes, and where the store says it wrote."""
+        trip = Trip(self.check())
         # Cut short by the bound (a call's deadline, the bound with a wait for a lock in it):
         # not the server's silence as such, so by_call_deadline raises it past the marking.
         with by_call_deadline(bound_s):
             try:
-                yield seen
+                yield trip
             except _KnownDown:  # a check inside (after a wait for a lock): nothing new
                 raise
             except _NO_ANSWER as exc:  # the server's silence, as the client found it
                 self.failed(exc)
                 raise
-            except RedisError:  # an answer, if an error (a full Redis's OOM)
+            except _REFUSALS as exc:  # an answer refusing every write (a full Redis's OOM)
+                self.refused(exc)
+                raise
+            except RedisError:  # an answer, if an error (one key's)
                 self.answered()
                 raise
-            self.answered()
+            self.answered(trip.wrote)
+
+
+class Trip:
+    """One :meth:`RedisHealth.trips`: ``seen`` for :meth:`RedisHealth.recheck`, and
+    ``wrote``, set by the store when a write of it passed."""
+
+    def __init__(self, seen: int) -> None:
+        self.seen = seen
+        self.wrote = False
+
+
+def _text_of(exc: BaseException) -> str:
+    return str(exc).strip().rstrip(".") or type(exc).__name__
 
 
 class _KnownDown(RedisConnectionError):
@@ -210,6 +256,9 @@ class _KnownDown(RedisConnectionError):
 # Errors that mean the server did not answer (a redis ConnectionError, a TimeoutError);
 # anything else is an answer, an error one included.
 _NO_ANSWER = (RedisConnectionError, RedisTimeoutError, OSError)
+# Answers that refuse every write, not one key's: a full Redis under noeviction, a read-only
+# replica (a failover that left the URL on one), a user without the right.
+_REFUSALS = (OutOfMemoryError, ReadOnlyError, NoPermissionError)
 
 _HEALTH: dict[str, RedisHealth] = {}
 _HEALTH_LOCK = threading.Lock()

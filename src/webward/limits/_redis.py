@@ -91,14 +91,16 @@ class RedisLimitState:
         if self._turns is None:
             self._turns = [anyio.Lock() for _ in range(_STRIPES)]
         try:
-            with self._health.trips(self._bound_s) as seen:
+            with self._health.trips(self._bound_s) as trip:
                 async with self._turns[hash(key) % _STRIPES]:
-                    self._health.recheck(seen)  # found down while this change waited its turn
-                    return await self._update(key, change)
+                    self._health.recheck(trip.seen)  # found down while it waited its turn
+                    result, trip.wrote = await self._update(key, change)
+                    return result
         except (RedisError, OSError) as exc:  # no answer, or none in time (its turn too)
             raise self._unavailable(exc) from None
 
-    async def _update(self, key: str, change: Change[R]) -> R:
+    async def _update(self, key: str, change: Change[R]) -> tuple[R, bool]:
+        """``change`` applied, and whether it wrote."""
         name = LIMITS_PREFIX + key
         try:
             async with self._client.pipeline(transaction=True) as pipe:
@@ -109,11 +111,11 @@ class RedisLimitState:
                         new, result = change(cur)
                         if new == cur:  # nothing to write (a refusal): no race to lose either
                             await pipe.unwatch()  # type: ignore[no-untyped-call]
-                            return result
+                            return result, False
                         pipe.multi()  # type: ignore[no-untyped-call]
                         pipe.set(name, _encode(new), ex=self._ttl)
                         await pipe.execute()
-                        return result
+                        return result, True
                     except WatchError:
                         # Another replica changed the key: read it again, after a short random
                         # wait that grows, so that replicas racing in step fall out of step.
@@ -135,8 +137,9 @@ class RedisLimitState:
         (``maxmemory`` with ``noeviction``), a read-only replica or a frozen one fails it as
         it fails the calls; a ``PING`` passed on each. ``limits_unavailable`` otherwise."""
         try:
-            with self._health.trips(self._bound_s):
+            with self._health.trips(self._bound_s) as trip:
                 await self._client.set(READY_KEY, "1", px=_READY_TTL_MS)
+                trip.wrote = True
         except (RedisError, OSError) as exc:
             raise self._unavailable(exc) from None
 
