@@ -369,6 +369,67 @@ def freezable_proxy(dsn: str) -> Iterator[tuple[str, threading.Event]]:
             sock.close()
 
 
+@contextlib.contextmanager
+def commit_cutting_proxy(dsn: str) -> Iterator[tuple[str, threading.Event]]:
+    """A loopback TCP relay in front of the server named by ``dsn``: yields the DSN through
+    it and an event that, once set, makes the relay close the next connection whose server
+    answers a ``COMMIT`` instead of passing the answer on (once): the transaction committed,
+    and its client never heard it (a link or a proxy lost at that moment)."""
+    port = int(re.search(r"port=(\d+)", dsn)[1])  # type: ignore[index]
+    cut = threading.Event()
+    committed = b"C\x00\x00\x00\x0bCOMMIT\x00"  # CommandComplete of a COMMIT
+    listener = socket.create_server(("127.0.0.1", 0))
+    opened: list[socket.socket] = []
+
+    def pump(src: socket.socket, dst: socket.socket, from_server: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                if from_server and committed in data and cut.is_set():
+                    cut.clear()
+                    for sock in (src, dst):  # shut down: the other pump is in a recv of one
+                        sock.shutdown(socket.SHUT_RDWR)
+                    return
+                dst.sendall(data)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = listener.accept()
+                server = socket.create_connection(("127.0.0.1", port))
+                opened.extend((client, server))
+                for a, b, up in ((client, server, False), (server, client, True)):
+                    threading.Thread(target=pump, args=(a, b, up), daemon=True).start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        yield re.sub(r"port=\d+", f"port={listener.getsockname()[1]}", dsn), cut
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        acceptor.join(5)
+        for sock in opened:
+            sock.close()
+
+
+async def test_a_commit_whose_answer_was_lost_is_neither_refused_nor_doubled(
+    postgres_dsn: str,
+) -> None:
+    """The link broke after the server committed a batch and before the sink heard it: the
+    sink tries the batch once more on a new connection, which met its own rows' ids (a
+    unique violation), and refused the call as audit unavailable ("duplicate key value")
+    though its record was in the log. The record is now kept once and the call goes on."""
+    with commit_cutting_proxy(postgres_dsn) as (dsn, cut):
+        sink = open_audit_sink(settings(), {ENV: dsn})
+        await sink.write(record("before"))  # the connection the next write reuses
+        cut.set()
+        await sink.write(record("cut"))
+        assert not cut.is_set()  # the answer of its COMMIT was lost
+        agents = [r.agent for r in await sink.query()]
+        await sink.aclose()
+    assert sorted(agents) == ["before", "cut"]
+
+
 async def test_a_read_the_server_does_not_answer_is_refused_in_bounded_time(
     postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,7 +58,14 @@ _SCHEMA = (
 # (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them
 # (and the console's index builds).
 SCHEMA_LOCK = 0x77656277  # "webw"
-_INSERT = f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({', '.join('%s' for _ in FIELDS)})"
+# A record already there is its own: ids are random, and the batch of a COMMIT whose answer
+# was lost (the link broke after the server committed) is tried once more on a new
+# connection, which met its own rows (a unique violation) and refused calls whose records
+# were in the log.
+_INSERT = (
+    f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({', '.join('%s' for _ in FIELDS)}) "
+    "ON CONFLICT DO NOTHING"
+)
 _CONNECT_TIMEOUT_S = 5
 # A statement (the batch's INSERT, a probe) the server does not answer within this is given up
 # and the connection dropped: a locked table or a frozen server must not hold every call.
