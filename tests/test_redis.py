@@ -520,3 +520,42 @@ async def test_a_full_redis_is_logged_once_until_a_write_passes(
         "point [state] redis_url at a primary whose user may write"
     )
     assert said[1] == f"the Redis at {server.url} takes writes again"
+
+
+async def test_a_frozen_redis_refuses_an_agents_session_calls_promptly_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An agent with URL provenance has its session asked before the limits: the sessions'
+    round trips did not share the store's health, so with Redis frozen every call waited out
+    the client's 2 s, the calls after it too, and the log said nothing (the limits, never
+    reached, were the ones that say it). Now the calls that come while Redis is known not to
+    answer are refused at once, and the failure is said once."""
+    caplog.set_level(logging.WARNING, logger="webward")
+    server = RedisServer().start()
+    s = settings(server.url).replace({"agents": {"bot": {"provenance": "session"}}})
+    audit = MemoryAuditSink()
+    said_to: list[Refused] = []
+    try:
+        with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+            async with Web(s, StaticResolver({}), audit=audit) as web:
+                await web.declare_urls("s1", srv.url("/a"))
+                await web.fetch(srv.url("/a"), agent="bot", session="s1")
+
+                async def call() -> None:
+                    with pytest.raises(Refused) as err:
+                        await web.fetch(srv.url("/a"), agent="bot", session="s1")
+                    said_to.append(err.value)
+
+                with frozen(server), anyio.fail_after(30):
+                    await call()  # finds it silent
+                    for _ in range(3):
+                        await call()  # known not to answer: at once
+    finally:
+        server.stop()
+    assert [e.reason for e in said_to] == ["limits_unavailable"] * 4
+    assert "Timeout reading from" in said_to[0].message
+    for later in said_to[1:]:  # not asked: each waited out a timeout of its own
+        assert "not asked again for 2 s" in later.message, later.message
+    said = [r.getMessage() for r in caplog.records if r.name == "webward.redis"]
+    assert len(said) == 1 and said[0].startswith(f"the Redis at {server.url} failed ("), said
+    assert [r.reason for r in audit.records].count("limits_unavailable") == 4

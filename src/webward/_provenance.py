@@ -347,14 +347,20 @@ class RedisSessionStore:
     governance fails closed."""
 
     def __init__(self, url: str, max_urls: int, max_age_s: float) -> None:
-        from ._redis_client import redact_url, redis_client  # imported only when configured
+        # imported only when configured
+        from ._redis_client import redact_url, redis_client, redis_health
 
         self._where = redact_url(url)
         self._client: Any = redis_client(url, 2.0)
+        # The limits' and the page cache's: a Redis that just gave no answer refuses a
+        # session's check at once, and is said once in the log. The sessions' own round trips
+        # waited out 2 s each, call after call, and said nothing: an agent with provenance
+        # asks the session before the limits, so these were the only trips it made.
+        self._health = redis_health(url, 2.0)
         self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
-        from ._redis_client import RedisError, by_call_deadline  # the redis extra's module
+        from ._redis_client import RedisError  # the redis extra's module
 
         now = time.time()
         members = {url: now for url in urls}
@@ -362,20 +368,21 @@ class RedisSessionStore:
             return
         name = SESSIONS_PREFIX + session
         try:
-            with by_call_deadline():
+            with self._health.trips() as trip:
                 async with self._client.pipeline(transaction=True) as pipe:
                     pipe.zadd(name, members)
                     pipe.zremrangebyrank(name, 0, -self._max_urls - 1)  # keep the newest only
                     pipe.expire(name, self._ttl)
                     await pipe.execute()
+                trip.wrote = True
         except (RedisError, OSError) as exc:
             raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
 
     async def has(self, session: str, url: str) -> bool:
-        from ._redis_client import RedisError, by_call_deadline  # the redis extra's module
+        from ._redis_client import RedisError  # the redis extra's module
 
         try:
-            with by_call_deadline():
+            with self._health.trips():
                 return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None
         except (RedisError, OSError) as exc:
             raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
