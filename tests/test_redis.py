@@ -419,7 +419,8 @@ async def test_readiness_fails_on_a_full_redis_as_calls_do() -> None:
     """A full Redis (maxmemory, noeviction) answers PING but refuses every write: the
     readiness check pinged and said ready while every uncached read was refused
     limits_unavailable. It now makes a real small write with an expiry, as a call's change
-    of the limits does, and fails as the call does; and passes again once there is room."""
+    of the limits does, and fails as the call does; and passes again once there is room.
+    Both say to give it room: they said to bring back a server that was up."""
     server = RedisServer().start()
     try:
         with redis.Redis.from_url(server.url) as client:
@@ -441,6 +442,14 @@ async def test_readiness_fails_on_a_full_redis_as_calls_do() -> None:
     assert call.value.reason == ready.value.reason == "limits_unavailable"
     assert "maxmemory" in ready.value.message and "\n" not in ready.value.message
     assert srv.accepts == 0
+    # The next step is room, not a server that was up all along ("bring it back"), and
+    # redis-py's note of the pipeline's command (a host's limiter key) is not repeated.
+    for message in (call.value.message, ready.value.message):
+        assert message.endswith(
+            "; give it room (maxmemory), or point [state] redis_url at a primary whose user "
+            "may write"
+        ), message
+        assert "Command #" not in message and "bring it back" not in message
 
 
 async def test_a_redis_that_stops_answering_is_logged_once_each_way(

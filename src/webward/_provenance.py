@@ -360,7 +360,7 @@ class RedisSessionStore:
         self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
-        from ._redis_client import RedisError  # the redis extra's module
+        from ._redis_client import RedisError, failure_of  # the redis extra's module
 
         now = time.time()
         members = {url: now for url in urls}
@@ -376,16 +376,16 @@ class RedisSessionStore:
                     await pipe.execute()
                 trip.wrote = True
         except (RedisError, OSError) as exc:
-            raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
+            raise limits_unavailable(self._where, *failure_of(exc)) from None
 
     async def has(self, session: str, url: str) -> bool:
-        from ._redis_client import RedisError  # the redis extra's module
+        from ._redis_client import RedisError, failure_of  # the redis extra's module
 
         try:
             with self._health.trips():
                 return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None
         except (RedisError, OSError) as exc:
-            raise limits_unavailable(self._where, str(exc).strip().rstrip(".")) from None
+            raise limits_unavailable(self._where, *failure_of(exc)) from None
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -37,6 +37,7 @@ __all__ = [
     "RedisError",
     "RedisHealth",
     "by_call_deadline",
+    "failure_of",
     "redact_url",
     "redis_client",
     "redis_health",
@@ -112,6 +113,24 @@ def url_options_problem(url: str) -> str:
     return ""
 
 
+# The next step for a Redis that answers but refuses every write (:data:`_REFUSALS`).
+_REFUSING_STEP = (
+    "give it room (maxmemory), or point [state] redis_url at a primary whose user may write"
+)
+# redis-py's note of the command of a pipeline that met an error: a limiter key (a host
+# name) and nothing the operator acts on.
+_PIPELINE_NOTE = re.compile(r"^Command # \d+ \(.*?\) of pipeline caused error: ", re.DOTALL)
+
+
+def failure_of(exc: BaseException | str) -> tuple[str, str | None]:
+    """What a store's ``limits_unavailable`` says of ``exc``: its text, without redis-py's
+    note of the pipeline command, and the next step when the Redis answers but refuses
+    every write (full under noeviction, a read-only replica, a user without the right):
+    "bring it back" sent the operator of a full Redis after a server that was up."""
+    step = _REFUSING_STEP if isinstance(exc, _REFUSALS) else None
+    return _PIPELINE_NOTE.sub("", _text_of(exc) if isinstance(exc, BaseException) else exc), step
+
+
 class RedisHealth:
     """Whether the Redis at one URL answers, as the round trips of this process found it.
 
@@ -183,14 +202,14 @@ class RedisHealth:
         if self._refusal is not None:
             return
         with self._lock:
-            was, self._refusal = self._refusal, _text_of(exc)
+            was, self._refusal = self._refusal, failure_of(exc)[0]
         if was is None:
             log.warning(
                 "the Redis at %s refuses writes (%s); calls that need it are refused until it "
-                "takes them: give it room (maxmemory), or point [state] redis_url at a primary "
-                "whose user may write",
+                "takes them: %s",
                 self._where,
                 self._refusal,
+                _REFUSING_STEP,
                 extra=STORE_HEALTH,
             )
 

@@ -23,7 +23,7 @@ import anyio
 from redis.exceptions import RedisError, WatchError
 
 from .._errors import Refused
-from .._redis_client import redact_url, redis_client, redis_health
+from .._redis_client import failure_of, redact_url, redis_client, redis_health
 from ._state import NOT_OURS, Change, HostState, R, limits_unavailable, state_of
 
 __all__ = ["LIMITS_PREFIX", "RedisLimitState"]
@@ -147,4 +147,4 @@ class RedisLimitState:
         await self._client.aclose()
 
     def _unavailable(self, exc: BaseException | str) -> Refused:
-        return limits_unavailable(self._where, str(exc).strip().rstrip("."))
+        return limits_unavailable(self._where, *failure_of(exc))

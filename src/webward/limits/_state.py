@@ -300,14 +300,19 @@ def state_of(values: Any) -> HostState:
     )
 
 
-def limits_unavailable(where: object, detail: object) -> Refused:
-    """The refusal every limit store raises when it cannot be read or written."""
+def limits_unavailable(where: object, detail: object, step: str | None = None) -> Refused:
+    """The refusal every limit store raises when it cannot be read or written; ``step``, the
+    next step, when it is not to bring the store back (a Redis that answers but refuses
+    writes: ``_redis_client.failure_of``)."""
     return Refused(
         operator_step(
             "refused: the rate-limit state is unavailable; webward does not read without its "
             "abuse protections",
-            f"the store at {where} failed ({detail}); bring it back, or point [state] "
-            "redis_url (or [state] dir) at one that answers",
+            f"the store at {where} failed ({detail}); "
+            + (
+                step
+                or "bring it back, or point [state] redis_url (or [state] dir) at one that answers"
+            ),
         ),
         reason=REASON_LIMITS_UNAVAILABLE,
     )
