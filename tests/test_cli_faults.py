@@ -177,6 +177,33 @@ def test_interrupted_json_call_answers_on_stdout(
     assert records(tmp_path) == [("failed", "cancelled")]
 
 
+@pytest.mark.parametrize(
+    ("sent", "code", "said"),
+    [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_interrupted_call_says_one_sentence_on_stderr(
+    tmp_path: Path, sent: signal.Signals, code: int, said: str
+) -> None:
+    """Ctrl-C (or SIGTERM) to `webward fetch` without --json: besides exit 130 (143), one
+    sentence on stderr saying the call was cancelled and audited as such, and nothing on
+    stdout. The command ended in silence: the person at the terminal, or a supervisor's log,
+    could not tell a call audited as cancelled from one lost."""
+    config = write_config(tmp_path)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    with stalled_site() as site:
+        process = fetching(site, config, env)
+        process.send_signal(sent)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == code, err.decode()
+    assert out == b""
+    assert err.decode().splitlines() == [
+        f"webward: {said}: stopped; a call in flight, if any, was cancelled and audited as "
+        "cancelled"
+    ]
+    assert records(tmp_path) == [("failed", "cancelled")]
+
+
 def test_unencodable_output_is_replaced_not_a_bug(tmp_path: Path) -> None:
     """An ASCII-only stdout and a page with "é": the page is printed with the character
     escaped, exit 0, never "failed unexpectedly (UnicodeEncodeError)"."""

@@ -338,6 +338,12 @@ def test_ctrl_c_pressed_again_during_the_shutdown_changes_neither_the_exit_nor_t
             release.set()
             _stop(proc)
     assert "Traceback" not in stderr, stderr
+    # One sentence says how the server ended (it stopped in silence).
+    command = "serve" if face == "serve" else "mcp"
+    assert stderr.splitlines()[-1] == (
+        f"webward {command}: interrupted (Ctrl-C): stopped; calls in flight were answered, or "
+        "cancelled, and audited"
+    ), stderr
     assert done.wait(30)
     found = stored_records(SQLiteAuditSink(tmp_path / "state"))
     assert [(r.decision, r.target) for r in found] == [("allowed", site.url("/slow"))]

@@ -297,6 +297,8 @@ def _main(argv: Sequence[str] | None) -> int:
         code = 128 + getattr(exc, "signum", terminated[0] if terminated else signal.SIGINT)
         if as_json:  # a script reading stdout gets an answer, as for every other failure
             _print_interrupted(code)
+        else:  # the person (or a supervisor's log) is told what became of the call
+            _say_interrupted(code, args.command)
         return code
     except OSError as exc:
         lost = _output_lost(exc)
@@ -557,15 +559,36 @@ def empty_tier(tier: str | None) -> InvalidInput | None:
     )
 
 
+def _interrupted_message(code: int) -> str:
+    # `ask` may be waiting on its model, with no call of webward's in flight.
+    return (
+        f"{_ended_by(code - 128)}: stopped; a call in flight, if any, was cancelled and "
+        "audited as cancelled"
+    )
+
+
+def _say_interrupted(code: int, command: str) -> None:
+    """The one sentence on stderr for a command a signal ended without ``--json``: exit 130
+    alone left the person at the terminal (and a supervisor's log) with nothing to say
+    whether the call in flight was lost or audited. A server's calls in flight were
+    answered, or cancelled, in its graceful shutdown."""
+    if command in SERVERS:
+        said = (
+            f"webward {command}: {_ended_by(code - 128)}: stopped; calls in flight were "
+            "answered, or cancelled, and audited"
+        )
+    else:
+        said = f"webward: {_interrupted_message(code)}"
+    with contextlib.suppress(OSError, ValueError):
+        print(said, file=sys.stderr, flush=True)
+
+
 def _print_interrupted(code: int) -> None:
-    how = _ended_by(code - 128)
     error = {
         # Not one of the agents' wire codes: no agent face answers a cancelled call (its
         # client left); only a script that ran the command reads this.
         "code": "cancelled",
-        # `ask` may be waiting on its model, with no call of webward's in flight.
-        "message": f"{how}: stopped; a call in flight, if any, was cancelled and audited "
-        "as cancelled",
+        "message": _interrupted_message(code),
     }
     with contextlib.suppress(OSError, ValueError):
         print_json({"error": error}, flush=True)
