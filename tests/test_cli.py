@@ -316,6 +316,26 @@ def test_odd_offsets_exit_2_by_name(config: Path, offset: str) -> None:
     assert out.stderr.strip() == "webward: --offset must be a non-negative whole number"
 
 
+@pytest.mark.parametrize("limit", ["\u00b2", "\u0661\u0662", "1e1", "-3"])
+def test_odd_search_limits_exit_2_by_name_and_are_audited(config: Path, limit: str) -> None:
+    """`webward search --limit` with a superscript or non-ASCII digits, an exponent or a
+    sign: exit 2 with the flag's one sentence, the call audited as refused and the provider
+    never asked. "\u00b2" (a digit to str.isdigit, not to int) ended in "failed unexpectedly
+    (ValueError) ... a bug" with no audit record, and "\u0661\u0662" searched for 12 hits."""
+    state = config.parent / "state"
+    with accept_counter("127.0.0.1") as provider:
+        env = {"WEBWARD_STATE_DIR": str(state), "BRAVE_SEARCH_API_KEY": "k"}
+        env["WEBWARD_BRAVE_URL"] = provider.base
+        out = run("search", "owls", f"--limit={limit}", "--config", str(config), env=env)
+        assert provider.accepts == 0
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == "webward: --limit must be a whole number from 1 to 50\n"
+    rows = json.loads(run("audit", "--json", "--config", str(config), env=env).stdout)
+    assert [(r["capability"], r["decision"], r["reason"]) for r in rows] == [
+        ("web:search.query@1", "refused", "invalid_input")
+    ]
+
+
 def test_images_print_their_summary_and_json_carries_the_bytes(config: Path) -> None:
     """For people an image is its one-line summary (no base64); --json carries the part."""
     import base64
