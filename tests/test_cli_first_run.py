@@ -360,8 +360,9 @@ def test_audit_cuts_long_targets_and_says_when_rows_are_left_out(tmp_path: Path)
     cut = run("audit", "--limit", "2", "--json", env=env)
     assert len(json.loads(cut.stdout)) == 2
     assert "more records match than the 2 shown" in cut.stderr
-    # A COLUMNS that is no width is not set: in a pipe, no limit (it cut targets short).
-    for columns in ("abc", "0", "-5", " "):
+    # A COLUMNS that is no width is not set: in a pipe, no limit (it cut targets short; "²"
+    # was an internal error, and "١٢" a width of 12).
+    for columns in ("abc", "0", "-5", " ", "\u00b2", "\u0661\u0662"):
         uncut = run("audit", "--limit", "3", env={**env, "COLUMNS": columns})
         assert (uncut.returncode, uncut.stderr) == (0, ""), columns
         assert "a" * 150 in uncut.stdout, columns

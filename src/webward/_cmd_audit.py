@@ -232,9 +232,12 @@ def _check_writable(settings: Settings) -> None:
 def _terminal_width() -> int | None:
     """The terminal's width when printing to one (or when $COLUMNS says), else no limit. A
     $COLUMNS that is no width (``abc``, 0, negative) is not set: it cut targets to a few
-    characters in a pipe, as a width of 80 shared by every column."""
+    characters in a pipe, as a width of 80 shared by every column. ASCII digits only: "²"
+    is a digit to str.isdigit(), not to int() (an internal error)."""
     columns = os.environ.get("COLUMNS", "").strip()
-    if not sys.stdout.isatty() and not (columns.isdigit() and int(columns) > 0):
+    if not sys.stdout.isatty() and not (
+        columns.isascii() and columns.isdigit() and int(columns) > 0
+    ):
         return None
     return shutil.get_terminal_size().columns
 
