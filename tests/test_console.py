@@ -535,7 +535,11 @@ def test_webward_console_answers_only_requests_that_name_this_machine(tmp_path: 
         proc.terminate()
         proc.wait(timeout=30)
         assert proc.stderr is not None
+        said = proc.stderr.read()
         proc.stderr.close()
+    # Stopped by SIGTERM: exit 143 and one line saying so (it makes no calls to speak of).
+    assert proc.returncode == 143
+    assert said.splitlines()[-1] == "webward console: terminated (SIGTERM): stopped", said
 
 
 def _read_only_stderr() -> None:
