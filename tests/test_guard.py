@@ -774,8 +774,32 @@ def test_invalid_host_messages_say_what_is_wrong() -> None:
         assert_url_allowed("example.com/page")
     assert str(info.value) == (
         "the URL example.com/page is not absolute; give a full URL starting with http:// or "
-        "https://"
+        "https://, such as https://example.com/page"
     )
+
+
+@pytest.mark.parametrize(
+    ("typed", "such"),
+    [
+        ("example.com", "https://example.com"),
+        ("www.example.com:8443/a?b#c", "https://www.example.com:8443/a?b#c"),
+        ("//example.com/x", "https://example.com/x"),
+        ("localhost:8000", "https://localhost:8000"),
+        ("[::1]:80/x", "https://[::1]:80/x"),
+        ("/relative/path", None),
+        ("http:/example.com/", None),
+        ("http//example.com", None),
+        ("intranet", None),
+    ],
+)
+def test_a_url_without_its_scheme_is_told_the_url_to_type(typed: str, such: str | None) -> None:
+    """A host and path typed without "https://" (the most common slip, a person's or a
+    model's) is told the URL it most likely meant; what names no host gets the rule alone.
+    The rule alone left the person to work out what "absolute" asked for."""
+    with pytest.raises(InvalidInput) as info:
+        assert_url_allowed(typed)
+    rule = f"the URL {typed} is not absolute; give a full URL starting with http:// or https://"
+    assert str(info.value) == (rule if such is None else f"{rule}, such as {such}")
 
 
 def test_non_string_urls_are_invalid_input() -> None:

@@ -647,10 +647,25 @@ def _too_long(max_chars: int) -> InvalidInput:
     return InvalidInput(f"the URL is longer than {max_chars} characters", reason=REASON_TOO_LONG)
 
 
+# What a person or a model types when it leaves the scheme out: a host with a dot in it (or
+# localhost, or a bracketed IPv6 address), a port, then a path, a query or a fragment, with
+# or without the "//" of a scheme-relative URL. The first label holds no dot, so that the
+# match is linear in the URL's length (two runs that could share dots backtracked).
+_SCHEMELESS_RE = re.compile(
+    r"(?://)?(?:localhost|\[[0-9A-Fa-f:.]+\]|[^\s/?#:@\\\[\].]+\.[^\s/?#:@\\\[\]]+)"
+    r"(?::[0-9]{1,5})?(?:[/?#]\S*)?"
+)
+
+
 def _not_absolute(url: str) -> InvalidInput:
+    # "example.com/page" is most often that page over https: say the URL to type, not only
+    # the rule (a URL that is not a host's, "/page" or "http:/x", gets the rule alone).
+    such = ""
+    if _SCHEMELESS_RE.fullmatch(url):
+        such = f", such as https://{_shorten(url.removeprefix('//'))}"
     return InvalidInput(
         f"the URL {_shorten(url)} is not absolute; give a full URL starting with http:// or "
-        "https://",
+        f"https://{such}",
         reason=REASON_NOT_ABSOLUTE,
     )
 
