@@ -449,6 +449,27 @@ def test_a_missing_extra_is_named_in_one_sentence(
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "hidden"),
+    [(["fetch", "http://127.0.0.1:9/"], "anyio"), (["audit"], "orjson")],
+)
+def test_a_missing_dependency_is_named_with_the_command_that_installs_it(
+    tmp_path: Path, args: list[str], hidden: str
+) -> None:
+    """A package every install has, gone from this one (an install cut short, a dependency
+    uninstalled since), is named with pip's command for this Python: exit 1, one line, no
+    traceback. It was "failed unexpectedly (ModuleNotFoundError); this is a bug in
+    webward", which gave the person nothing to do."""
+    prelude = f"import sys\nsys.modules[{hidden!r}] = None  # as if uninstalled"
+    out = run(*args, prelude=prelude, env={"WEBWARD_STATE_DIR": str(tmp_path)})
+    assert out.returncode == 1, out.stderr
+    assert out.stderr == (
+        f"webward: webward could not import {hidden}, a package it needs: this Python's install "
+        f"of webward is incomplete; install what is missing with `{sys.executable} -m pip "
+        "install webward` (or reinstall webward as it was installed)\n"
+    )
+
+
 # ---- 7. start-up: import nothing a command does not use -----------------------------------
 
 

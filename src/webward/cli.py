@@ -26,7 +26,14 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ._errors import InvalidInput, Refused, UpstreamError, WebwardError, internal_error
+from ._errors import (
+    InvalidInput,
+    Reason,
+    Refused,
+    UpstreamError,
+    WebwardError,
+    internal_error,
+)
 from ._signals import taken_signals
 
 if TYPE_CHECKING:
@@ -304,8 +311,29 @@ def _main(argv: Sequence[str] | None) -> int:
         lost = _output_lost(exc)
         return report_error(internal_error(exc), as_json) if lost is None else lost
     except Exception as exc:  # a bug: one sentence (code internal_error), never a traceback
-        return report_error(internal_error(exc), as_json)
+        return report_error(_missing_package(exc) or internal_error(exc), as_json)
     return code
+
+
+def _missing_package(exc: Exception) -> WebwardError | None:
+    """The answer to a package webward needs that cannot be imported (an install cut short,
+    a dependency uninstalled since): "a bug in webward" gave the person no next step, where
+    the package's name and pip's command are the whole of it. The extras' packages are
+    named before this, each with its extra."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    package = exc.name.partition(".")[0]
+    if not package.isidentifier():
+        return None
+    # This interpreter by its path: a `python3` found first on PATH may be another one's.
+    python = sys.executable if sys.executable and " " not in sys.executable else "python3"
+    return WebwardError(
+        f"webward could not import {package}, a package it needs: this Python's install of "
+        f"webward is incomplete; install what is missing with `{python} -m pip install "
+        "webward` (or reinstall webward as it was installed)",
+        code="internal_error",
+        reason=Reason.INTERNAL_ERROR,
+    )
 
 
 # Whether main() runs as the program (run()), which exits when it returns, rather than inside
