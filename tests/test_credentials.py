@@ -468,6 +468,28 @@ def test_cli_bad_usage_exits_2(
     assert "two words" not in out + err
 
 
+@pytest.mark.parametrize(
+    "args", [["get", "TAVILY_API_KEY"], ["delete", "TAVILY_API_KEY"], ["list"]]
+)
+def test_cli_keyring_flag_is_for_set_only(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """`--keyring` with get, delete or list is refused (exit 2) with what those actions
+    read, rather than taken and ignored: `get --keyring` showed the file's key as though it
+    came from the keyring's side, and `delete --keyring` deleted from the file too."""
+    path = home / ".config" / "webward" / "credentials.json"
+    assert _cli(["set", "TAVILY_API_KEY"], monkeypatch, TAVILY_KEY + "\n") == 0
+    capsys.readouterr()
+    assert _cli([*args, "--keyring"], monkeypatch) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"webward: --keyring applies to `webward credentials set` only; `{args[0]}` looks in "
+        "the environment, the OS keyring and the credential file (leave --keyring out)\n"
+    )
+    assert FileStore(path).get("TAVILY_API_KEY") == TAVILY_KEY  # nothing deleted
+
+
 def test_cli_set_into_a_missing_keyring_is_refused(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

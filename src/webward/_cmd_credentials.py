@@ -55,6 +55,13 @@ def run_with(args: argparse.Namespace, store: ChainedStore) -> int:
             "refused to take a key from the command line (it would stay in shell history); "
             "pipe it on stdin or type it at the prompt, and if that was a real key, rotate it"
         )
+    if args.keyring and args.action != "set":
+        # Taken and ignored, `get --keyring` read as "the key in the keyring" while it showed
+        # the environment's or the file's, and `list --keyring` as the keyring's keys alone.
+        raise InvalidInput(
+            f"--keyring applies to `webward credentials set` only; `{args.action}` looks in "
+            "the environment, the OS keyring and the credential file (leave --keyring out)"
+        )
     if args.action == "list":
         if args.name:
             raise InvalidInput("`webward credentials list` takes no NAME")
