@@ -204,6 +204,40 @@ def test_interrupted_call_says_one_sentence_on_stderr(
     assert records(tmp_path) == [("failed", "cancelled")]
 
 
+@pytest.mark.parametrize("store", ["audit.db", "limits.db"])
+def test_a_state_file_that_is_no_database_is_told_to_be_moved_aside(
+    tmp_path: Path, store: str
+) -> None:
+    """An audit log or limit store in the state dir that is no SQLite database (written
+    over, cut short): the read is refused before any request (exit 3) with the step that
+    helps, moving the file aside. It was told "make that store writable" (the audit log) or
+    "bring it back" (the limits), neither of which does anything for such a file."""
+    config = write_config(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / store).write_bytes(b"not a database, whatever its name says\n" * 100)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(state)}
+    with serve(routes={"/": respond(200, "<p>words</p>")}) as site:
+        out = subprocess.run(
+            [sys.executable, "-m", "webward", "fetch", site.url("/"), "--config", str(config)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert site.requests == []
+    assert out.returncode == 3, out.stderr
+    assert out.stderr.endswith(
+        "(file is not a database); it is no SQLite database: move it aside (webward starts a "
+        "new one), or point [state] dir (WEBWARD_STATE_DIR) at another directory\n"
+        if store == "limits.db"
+        else f"{state / store}: file is not a database; it is no SQLite database: move it "
+        "aside (webward starts a new one), or point [state] dir (WEBWARD_STATE_DIR) at another "
+        "directory\n"
+    ), out.stderr
+    assert len(out.stderr.splitlines()) == 1
+
+
 def test_unencodable_output_is_replaced_not_a_bug(tmp_path: Path) -> None:
     """An ASCII-only stdout and a page with "é": the page is printed with the character
     escaped, exit 0, never "failed unexpectedly (UnicodeEncodeError)"."""

@@ -7,7 +7,22 @@ import sqlite3
 import time
 from pathlib import Path
 
-__all__ = ["make_private_dirs", "open_wal", "probe_write"]
+__all__ = ["NOT_A_DATABASE", "make_private_dirs", "not_a_database_step", "open_wal", "probe_write"]
+
+#: SQLite's words for a file that is no database (SQLITE_NOTADB: a file written over, a
+#: copy cut short, another program's file at the state dir's name).
+NOT_A_DATABASE = "file is not a database"
+
+
+def not_a_database_step(detail: object) -> str | None:
+    """What an operator does about a store whose failure ``detail`` is :data:`NOT_A_DATABASE`
+    (else None): move the file aside, which no permission or restart fixes."""
+    if NOT_A_DATABASE not in str(detail):
+        return None
+    return (
+        "it is no SQLite database: move it aside (webward starts a new one), or point "
+        "[state] dir (WEBWARD_STATE_DIR) at another directory"
+    )
 
 
 def make_private_dirs(directory: Path) -> None:

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import anyio
 
 from .._errors import Refused
-from .._sqlite import open_wal, probe_write
+from .._sqlite import not_a_database_step, open_wal, probe_write
 from ._core import (
     ADDED_COLUMNS,
     FIELDS,
@@ -132,7 +132,8 @@ class SQLiteAuditSink:
         deadline = time.monotonic() + self._busy_timeout_s  # a worker thread's wait included
         failure = await anyio.to_thread.run_sync(self._probe_sync, deadline)
         if failure is not None:
-            raise audit_unavailable(failure)
+            # A file that is no database is moved aside: "make that store writable" was no step.
+            raise audit_unavailable(failure, not_a_database_step(failure))
 
     def _probe_sync(self, deadline: float) -> str | None:
         if not self._acquire(deadline):

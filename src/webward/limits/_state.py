@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 
 from .._errors import Reason, Refused, operator_step
-from .._sqlite import open_wal, probe_write
+from .._sqlite import not_a_database_step, open_wal, probe_write
 
 __all__ = [
     "BUDGET_PREFIX",
@@ -311,6 +311,7 @@ def limits_unavailable(where: object, detail: object, step: str | None = None) -
             f"the store at {where} failed ({detail}); "
             + (
                 step
+                or not_a_database_step(detail)
                 or "bring it back, or point [state] redis_url (or [state] dir) at one that answers"
             ),
         ),
