@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -993,6 +994,39 @@ def test_a_call_running_when_stdin_ends_is_cancelled_audited_and_not_answered(
     assert [(r["decision"], r["reason"], r["target"]) for r in audit_json(tmp_path)] == [
         ("failed", "cancelled", site.url("/hold"))
     ]
+
+
+def test_stdio_started_at_a_terminal_says_what_it_waits_for(tmp_path: Path) -> None:
+    """`webward mcp` typed at a terminal (stdin a tty) says on stderr that it speaks MCP for
+    a client that starts it, and how to stop it; Ctrl-D then ends it, exit 0. It waited in
+    silence, which a person trying the command took for a hang. A client's pipe gets no
+    such line (the test above: nothing but the server's own words)."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "webward.cli", "mcp", "--config", str(write_config(tmp_path))],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **child_env(tmp_path)},
+            cwd=str(tmp_path),
+        )
+        assert process.stderr is not None
+        # Bounded: a server that says nothing would otherwise hold the test forever.
+        ready, _, _ = select.select([process.stderr], [], [], 30)
+        said = process.stderr.readline().decode() if ready else ""
+        os.write(controller, b"\x04")  # Ctrl-D at the start of a line: end of input
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert said == (
+        "webward mcp: serving MCP on stdin and stdout, for an MCP client that starts `webward "
+        "mcp` itself (register it as the server's command); stop with Ctrl-D or Ctrl-C\n"
+    )
+    assert (process.returncode, out, err) == (0, b"", b"")
 
 
 def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(

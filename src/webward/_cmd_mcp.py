@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
@@ -65,5 +66,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     with asyncio_only():
         from ._mcp import run as run_mcp
 
+    if args.http is None and sys.stdin is not None and sys.stdin.isatty():
+        # Started at a terminal (a person trying the command): the protocol waits on stdin
+        # in silence, which looked like a hang. Said on stderr, which no client reads as MCP.
+        print(
+            "webward mcp: serving MCP on stdin and stdout, for an MCP client that starts "
+            "`webward mcp` itself (register it as the server's command); stop with Ctrl-D "
+            "or Ctrl-C",
+            file=sys.stderr,
+            flush=True,
+        )
     run_mcp(settings, http=args.http, agent=args.agent, tier=args.tier)
     return 0
