@@ -316,6 +316,21 @@ def test_odd_offsets_exit_2_by_name(config: Path, offset: str) -> None:
     assert out.stderr.strip() == "webward: --offset must be a non-negative whole number"
 
 
+def test_offset_refusals_name_the_flags_typed(config: Path) -> None:
+    """An --offset past the end, or --offset with --query, names the flags a person typed,
+    as every other refusal of a flag does: they said "offset 99999 is past the end" and
+    "pass either offset or query", the names of the core's arguments."""
+    with serve(routes={"/": respond(200, "<p>" + "word " * 40 + "</p>")}) as srv:
+        past = run("fetch", srv.url("/"), "--offset", "99999", "--config", str(config))
+        both = run("fetch", srv.url("/"), "--offset", "5", "--query", "w", "--config", str(config))
+    assert past.returncode == both.returncode == 2
+    assert past.stderr.startswith("webward: --offset 99999 is past the end of the page, which is ")
+    assert both.stderr == (
+        "webward: pass either --offset or --query, not both: --query finds passages in the "
+        "whole page\n"
+    )
+
+
 @pytest.mark.parametrize("limit", ["\u00b2", "\u0661\u0662", "1e1", "-3"])
 def test_odd_search_limits_exit_2_by_name_and_are_audited(config: Path, limit: str) -> None:
     """`webward search --limit` with a superscript or non-ASCII digits, an exponent or a

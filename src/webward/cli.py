@@ -570,9 +570,20 @@ def _flags_named(message: str, flags: dict[str, str]) -> str:
     must be ...``) with the flag the person typed (``--max-chars must be ...``) instead, as
     the gateway spells its body's fields."""
     name, space, rest = message.partition(" ")
-    if space and name in flags and rest.startswith(("must ", "takes ", "is ")):
+    # "max_chars must ...", and a subject with its value: "offset 99999 is past the end".
+    said = rest.startswith(("must ", "takes ", "is ")) or _VALUE_IS.match(rest)
+    if space and name in flags and said:
         return f"{flags[name]} {rest}"
+    both = _EITHER.fullmatch(message)  # "pass either offset or query, not both: query ..."
+    if both and both["one"] in flags and both["other"] in flags:
+        one, other = flags[both["one"]], flags[both["other"]]
+        why = both["why"].replace(f"{both['other']} ", f"{other} ", 1)
+        return f"pass either {one} or {other}, not both{why}"
     return message
+
+
+_VALUE_IS = re.compile(r"[0-9]+ is ")
+_EITHER = re.compile(r"pass either (?P<one>\w+) or (?P<other>\w+), not both(?P<why>(?::.*)?)")
 
 
 def empty_tier(tier: str | None) -> InvalidInput | None:
