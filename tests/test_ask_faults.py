@@ -562,6 +562,8 @@ def test_ask_with_an_audit_log_it_cannot_write_refuses_before_any_model_call(
         (["--max-turns", "100000"], "--max-turns must be a whole number, 1 to 100"),
         (["--max-tokens", "-5"], "--max-tokens must be a whole number, at least 1"),
         (["--provider", "gemini"], "--provider must be anthropic or openai"),
+        # An empty model was sent as "" (the API refused it once the run had begun).
+        (["--model", " "], "--model must not be empty: name the model the API expects"),
     ],
 )
 def test_ask_options_with_json_are_json_errors(

@@ -132,6 +132,10 @@ def _check(args: argparse.Namespace) -> str:
         args.max_tokens = _whole(args.max_tokens, "--max-tokens", 1)
     if not args.question.strip():
         raise InvalidInput("the question must not be empty")
+    if not args.model.strip():
+        # Sent as "", the model API refused it after the run began (or, at a local server,
+        # answered with whatever model it had loaded).
+        raise InvalidInput("--model must not be empty: name the model the API expects")
     base_url: str = args.base_url or _provider(args.provider)[1]
     scheme, sep, rest = base_url.partition("://")
     authority = rest.split("/", 1)[0] if sep else scheme.split("/", 1)[0]
