@@ -439,6 +439,23 @@ def test_an_unknown_flag_gets_the_commands_own_usage(config: Path) -> None:
     assert srv.accepts == 0
 
 
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("fech", "fetch"), ("Search", "search"), ("credential", "credentials")]
+)
+def test_a_mistyped_command_is_told_the_closest(typed: str, meant: str) -> None:
+    """`webward fech URL`: exit 2 with the command most likely meant, on stderr and in
+    --json's error (argparse listed every command and left the typo to be found by eye); a
+    word like no command gets the list alone."""
+    out = run(typed, "http://127.0.0.1:9/")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1].endswith(f"; the closest is `webward {meant}`")
+    as_json = run(typed, "http://127.0.0.1:9/", "--json")
+    message = json.loads(as_json.stdout)["error"]["message"]
+    assert message.endswith(f"; the closest is `webward {meant}`; see `webward --help`")
+    other = run("zzz")
+    assert other.returncode == 2 and "closest" not in other.stderr
+
+
 def test_a_limit_no_read_could_use_is_refused_before_reading(config: Path) -> None:
     """`[limits] max_fetch_text_chars = 0` is a config error (exit 2, one line naming the key
     and the file), not an internal error on every read."""

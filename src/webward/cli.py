@@ -159,6 +159,7 @@ class _Parser(argparse.ArgumentParser):
     nothing. The usage text still goes to stderr."""
 
     def error(self, message: str) -> NoReturn:
+        message += _command_meant(message)
         if self._json:
             error = {"code": "invalid_input", "message": f"{message}; see `{self.prog} --help`"}
             with contextlib.suppress(OSError, ValueError):
@@ -174,6 +175,18 @@ class _Parser(argparse.ArgumentParser):
             file.write(message)
             return
         super()._print_message(message, file)
+
+
+def _command_meant(message: str) -> str:
+    """For argparse's refusal of a command that is none (``webward fech URL``), the command
+    most likely meant: the list of every command alone left the typo to be found by eye."""
+    typed = re.match(r"argument COMMAND: invalid choice: '(.*?)' \(", message)
+    if typed is None:
+        return ""
+    import difflib
+
+    close = difflib.get_close_matches(typed.group(1).lower(), COMMANDS, n=1, cutoff=0.6)
+    return f"; the closest is `webward {close[0]}`" if close else ""
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
