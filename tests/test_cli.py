@@ -47,6 +47,16 @@ def test_help_lists_every_command() -> None:
         assert word in out.stdout
 
 
+def test_fetch_help_names_the_window_setting() -> None:
+    """`webward fetch --help` gives the window's size as the setting it is, with its default:
+    it said "windows of at most 40,000 characters", wrong wherever [limits]
+    max_fetch_text_chars is raised (a window of 100,000 then came back)."""
+    out = run("fetch", "--help")
+    assert out.returncode == 0
+    text = " ".join(out.stdout.split())
+    assert "windows of at most [limits] max_fetch_text_chars characters (40,000 by default)" in text
+
+
 def test_fetch_prints_the_page(config: Path) -> None:
     """A local page is printed for people, exit 0."""
     with serve(

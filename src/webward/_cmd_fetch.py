@@ -12,13 +12,14 @@ if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
 HELP = "read one public page (text window, image or PDF) through the guard"
 DESCRIPTION = """\
 Read one page through webward's guard, policy, limits and audit. HTML comes back as readable
-Markdown in windows of at most 40,000 characters: pass --offset to continue where the header
-says (--max-chars asks for smaller windows), or pass --query to get the passages that best
-match some words, each with the offset to read on from. The page waits in the state dir's cache
-([limits] page_cache_ttl_s), so later windows and queries send no request; --max-age N serves
-it only while younger than N seconds (0 asks the server again; a page with an ETag or
-Last-Modified is revalidated, and a 304 renews it without a download). Images and PDFs
-come back as parts (their bytes only with --json; a PDF's text is printed)."""
+Markdown in windows of at most [limits] max_fetch_text_chars characters (40,000 by default):
+pass --offset to continue where the header says (--max-chars asks for smaller windows), or
+pass --query to get the passages that best match some words, each with the offset to read on
+from. The page waits in the state dir's cache ([limits] page_cache_ttl_s), so later windows
+and queries send no request; --max-age N serves it only while younger than N seconds (0 asks
+the server again; a page with an ETag or Last-Modified is revalidated, and a 304 renews it
+without a download). Images and PDFs come back as parts (their bytes only with --json; a
+PDF's text is printed)."""
 
 
 # The core's argument names, as its messages say them, and the flags a person typed.
