@@ -490,6 +490,28 @@ def test_cli_keyring_flag_is_for_set_only(
     assert FileStore(path).get("TAVILY_API_KEY") == TAVILY_KEY  # nothing deleted
 
 
+def test_cli_set_interrupted_at_the_prompt_says_it_stopped(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C at `set`'s hidden prompt: exit 130, nothing stored, and one sentence that says
+    only that it stopped (no call was in flight, so none was cancelled or audited)."""
+    import getpass
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def pressed_ctrl_c(prompt: str = "") -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(getpass, "getpass", pressed_ctrl_c)
+    assert cli.main(["credentials", "set", "TAVILY_API_KEY"]) == 130
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "webward: interrupted (Ctrl-C): stopped\n")
+    assert not (home / ".config" / "webward" / "credentials.json").exists()
+
+
 def test_cli_set_into_a_missing_keyring_is_refused(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

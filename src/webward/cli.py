@@ -623,9 +623,12 @@ def _say_interrupted(code: int, command: str) -> None:
     """The one sentence on stderr for a command a signal ended without ``--json``: exit 130
     alone left the person at the terminal (and a supervisor's log) with nothing to say
     whether the call in flight was lost or audited. A server's calls in flight were
-    answered, or cancelled, in its graceful shutdown; the console makes no calls."""
+    answered, or cancelled, in its graceful shutdown; the console, `audit` and `credentials`
+    make no calls."""
     if command == "console":
         said = f"webward console: {_ended_by(code - 128)}: stopped"
+    elif command in ("audit", "credentials"):
+        said = f"webward: {_ended_by(code - 128)}: stopped"
     elif command in SERVERS:
         said = (
             f"webward {command}: {_ended_by(code - 128)}: stopped; calls in flight were "
