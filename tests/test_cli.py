@@ -362,7 +362,9 @@ def test_odd_search_limits_exit_2_by_name_and_are_audited(config: Path, limit: s
 
 
 def test_images_print_their_summary_and_json_carries_the_bytes(config: Path) -> None:
-    """For people an image is its one-line summary (no base64); --json carries the part."""
+    """For people an image is its one-line summary (no base64) and a line on stderr saying
+    where its bytes are (nothing said so: the person was left with a size and no image);
+    --json carries the part, and says nothing on stderr."""
     import base64
 
     from fake_models import png_bytes
@@ -374,6 +376,8 @@ def test_images_print_their_summary_and_json_carries_the_bytes(config: Path) -> 
     assert plain.returncode == 0, plain.stderr
     assert f"[image image/png, {len(data)} bytes]" in plain.stdout
     assert base64.b64encode(data).decode() not in plain.stdout
+    assert plain.stderr == "webward: the image's bytes come with --json (base64, parts[].data)\n"
+    assert wire.stderr == ""
     part = json.loads(wire.stdout)["parts"][0]
     assert base64.b64decode(part["data"]) == data and part["name"] == "chart.png"
 

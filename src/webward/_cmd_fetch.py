@@ -156,6 +156,14 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     if links is not None:
         print()
         print(links)
+    # A summary line is all a terminal gets of an image: say where its bytes are.
+    if any(part.type == "image" for part in page.parts):
+        print("webward: the image's bytes come with --json (base64, parts[].data)", file=sys.stderr)
+    if page.screenshot is not None:
+        print(
+            "webward: the screenshot's PNG comes with --json (base64, screenshot.data)",
+            file=sys.stderr,
+        )
     if page.window.next_offset is not None:
         # The header speaks to a model ("pass offset=N"); a person types the flags, and the
         # window size asked for with them (without it, the next window is the default's).
