@@ -375,6 +375,31 @@ def test_credentials_usage_names_its_arguments(tmp_path: Path) -> None:
     assert "{set,get,delete,list}" not in out.stdout
 
 
+def test_commands_that_read_no_config_run_while_it_is_broken(tmp_path: Path) -> None:
+    """`serve --hash-token` and `credentials` need nothing from the config: with a config
+    being written and not yet valid TOML, they do their work (exit 0), where they refused
+    with the TOML error, though the token's hash is what the operator was writing into it.
+    `serve` itself still refuses the broken config."""
+    broken = tmp_path / "webward.toml"
+    broken.write_text('[agents.bot]\ntier = "connected"\ntoken_sha256 = "\n', encoding="utf-8")
+    env = {**os.environ, "WEBWARD_CONFIG": str(broken), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    env["WEBWARD_STATE_DIR"] = str(tmp_path / "state")
+
+    def webward(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "webward", *args]
+        return subprocess.run(
+            command, input=stdin, capture_output=True, text=True, env=env, timeout=60
+        )
+
+    hashed = webward("serve", "--hash-token", stdin="a-token\n")
+    assert (hashed.returncode, hashed.stderr) == (0, "")
+    assert len(hashed.stdout.strip()) == 64
+    listed = webward("credentials", "list")
+    assert (listed.returncode, listed.stderr) == (0, "")
+    serving = webward("serve", "--port", "0")
+    assert serving.returncode == 2 and "is not valid TOML" in serving.stderr
+
+
 def test_credentials_warn_about_a_name_webward_does_not_read(tmp_path: Path) -> None:
     """A typo such as TAVLY_API_KEY is stored as asked, with a warning naming the likely
     meant name; a known name gets no warning."""

@@ -42,6 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+CONFIG_HELP = "taken as every command takes it, and not read: keys never live in the config"
+
+
+def reads_config(args: argparse.Namespace) -> bool:
+    """Whether this command line reads the config: keys never live there."""
+    return False
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ._credentials import default_store
 

@@ -52,6 +52,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+CONFIG_HELP = "the config file (TOML) to read (not read with --hash-token)"
+
+
+def reads_config(args: argparse.Namespace) -> bool:
+    """Whether this command line reads the config: a token's hash needs none."""
+    return not args.hash_token
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ._tokens import hash_token
 

@@ -215,7 +215,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         )
         if chosen is not None and name != chosen:
             continue  # the command line names another command: its arguments are not needed
-        p.add_argument("--config", metavar="FILE", help="the config file (TOML) to read")
+        config_help = getattr(module, "CONFIG_HELP", "the config file (TOML) to read")
+        p.add_argument("--config", metavar="FILE", help=config_help)
         module.add_arguments(p)
         p.set_defaults(_module=module, _parser=p)
     return parser
@@ -297,7 +298,7 @@ def _main(argv: Sequence[str] | None) -> int:
             _terminate_as_interrupt(terminated),
         ):
             try:
-                settings = Settings.load(args.config)
+                settings = _settings_for(args, Settings)
                 loaded.append(settings.source)
                 code: int = args._module.run(args, settings)
             finally:
@@ -347,6 +348,17 @@ def _missing_package(exc: Exception) -> WebwardError | None:
         code="internal_error",
         reason=Reason.INTERNAL_ERROR,
     )
+
+
+def _settings_for(args: argparse.Namespace, settings: Any) -> Any:
+    """The config the command line names, loaded; or, for a command that reads none (a
+    module's ``reads_config(args)`` says so: `credentials`, `serve --hash-token`), the
+    defaults, so that a config being written, and broken for now, does not stop the very
+    commands that help write it (a token's hash, a key stored)."""
+    reads_config = getattr(args._module, "reads_config", None)
+    if reads_config is not None and not reads_config(args):
+        return settings()
+    return settings.load(args.config)
 
 
 # Whether main() runs as the program (run()), which exits when it returns, rather than inside
