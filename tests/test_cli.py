@@ -633,6 +633,18 @@ def test_an_odd_audit_limit_exits_2_by_name(tmp_path: Path, limit: str) -> None:
     assert len(out.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize("since", ["1y", "1.5h", "yesterday"])
+def test_an_odd_audit_since_names_the_units(tmp_path: Path, since: str) -> None:
+    """`webward audit --since 1y` (a unit it does not take) names every unit it takes: the
+    three examples alone left "1y" or "1.5h" to be guessed again."""
+    out = run("audit", "--since", since, env={"WEBWARD_STATE_DIR": str(tmp_path)})
+    assert out.returncode == 2
+    assert out.stderr == (
+        f"webward: --since {since!r} is neither an ISO 8601 time nor an age such as 10m, 2h "
+        "or 7d (a whole number of s, m, h, d or w)\n"
+    )
+
+
 def test_audit_reads_without_the_serve_extra(tmp_path: Path) -> None:
     """`webward audit` reads through the console's queries, but needs neither of the pages'
     packages (Starlette, Jinja2): a plain install lists and sums the log."""

@@ -103,7 +103,9 @@ def parse_since(value: str, now: dt.datetime, name: str = "--since") -> dt.datet
         when = dt.datetime.fromisoformat(value.strip())
     except ValueError:
         raise InvalidInput(
-            f"{name} {value!r} is neither an ISO 8601 time nor an age such as 10m, 2h or 7d"
+            # The units are named: "1y" or "1.5h" was told three examples and left to guess.
+            f"{name} {value!r} is neither an ISO 8601 time nor an age such as 10m, 2h or 7d "
+            "(a whole number of s, m, h, d or w)"
         ) from None
     return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
