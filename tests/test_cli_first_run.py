@@ -400,6 +400,28 @@ def test_commands_that_read_no_config_run_while_it_is_broken(tmp_path: Path) -> 
     assert serving.returncode == 2 and "is not valid TOML" in serving.stderr
 
 
+@pytest.mark.parametrize("command", ["serve", "console"])
+@pytest.mark.parametrize("port", ["\u0663", "\u00b2", "1e3"])
+def test_a_port_in_other_digits_is_refused_not_bound(
+    tmp_path: Path, command: str, port: str
+) -> None:
+    """`--port ٣` (an Arabic-Indic three) is bad usage, exit 2, never a server on port 3:
+    argparse's int() took it, and the console listened on port 3."""
+    # Bounded: a server that took the port runs until killed.
+    out = subprocess.run(
+        [sys.executable, "-m", "webward", command, "--port", port],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WEBWARD_STATE_DIR": str(tmp_path)},
+        timeout=30,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[-1] == (
+        f"webward {command}: error: argument --port: must be a port number from 0 to 65535, "
+        f"not {port!r}"
+    )
+
+
 def test_credentials_warn_about_a_name_webward_does_not_read(tmp_path: Path) -> None:
     """A typo such as TAVLY_API_KEY is stored as asked, with a warning naming the likely
     meant name; a known name gets no warning."""

@@ -26,6 +26,8 @@ with [state] redis_url). A team gateway serves the same pages at /console to age
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .cli import port_number
+
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -33,7 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="loopback address to listen on (default 127.0.0.1; ::1 also works)",
     )
     p.add_argument(
-        "--port", default=0, type=int, metavar="P", help="port to listen on (default: any free one)"
+        "--port",
+        default=0,
+        type=port_number,
+        metavar="P",
+        help="port to listen on (default: any free one)",
     )
 
 

@@ -39,11 +39,17 @@ which."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .cli import port_number
+
     p.add_argument(
         "--host", default="127.0.0.1", metavar="H", help="address to listen on (default 127.0.0.1)"
     )
     p.add_argument(
-        "--port", default=8080, type=int, metavar="P", help="port to listen on (default 8080)"
+        "--port",
+        default=8080,
+        type=port_number,
+        metavar="P",
+        help="port to listen on (default 8080)",
     )
     p.add_argument(
         "--hash-token",

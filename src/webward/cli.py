@@ -47,6 +47,7 @@ __all__ = [
     "is_closed",
     "json_text",
     "main",
+    "port_number",
     "print_json",
     "report_error",
     "run",
@@ -175,6 +176,17 @@ class _Parser(argparse.ArgumentParser):
             file.write(message)
             return
         super()._print_message(message, file)
+
+
+def port_number(text: str) -> int:
+    """A ``--port`` as typed: ASCII digits, with an optional sign (the range is checked by
+    the command, by name). argparse's ``type=int`` took "٣" (an Arabic-Indic three) as port
+    3, and a server bound it."""
+    value = text.strip()
+    digits = value.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 9):
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, not {text!r}")
+    return int(value)
 
 
 def _command_meant(message: str) -> str:
