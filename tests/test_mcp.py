@@ -842,11 +842,13 @@ def test_the_instructions_are_one_line() -> None:
 
 
 def test_parse_http_address() -> None:
-    """--http takes HOST:PORT, [v6]:PORT or :PORT, and refuses anything else in one sentence."""
+    """--http takes HOST:PORT, [v6]:PORT or :PORT, and refuses anything else in one sentence:
+    a port in other digits too ("²" was "failed unexpectedly (ValueError)", and "٣" port 3)."""
     assert parse_http_address("127.0.0.1:8000") == ("127.0.0.1", 8000)
     assert parse_http_address("[::1]:9000") == ("::1", 9000)
     assert parse_http_address(":0") == ("127.0.0.1", 0)
-    for bad in ("8000", "host:", "host:http", "127.0.0.1:70000"):
+    odd = ("127.0.0.1:\u00b2", "127.0.0.1:\u0663", "127.0.0.1:" + "9" * 5000)
+    for bad in ("8000", "host:", "host:http", "127.0.0.1:70000", *odd):
         with pytest.raises(InvalidInput, match="--http takes HOST:PORT"):
             parse_http_address(bad)
 

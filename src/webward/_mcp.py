@@ -1075,7 +1075,10 @@ def _unexpected(tool: str, exc: Exception) -> CallToolResult:
 def parse_http_address(value: str) -> tuple[str, int]:
     """``HOST:PORT``, ``[v6]:PORT`` or ``:PORT`` (loopback) -> ``(host, port)``."""
     host, sep, port_text = value.rpartition(":")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+    # ASCII digits only: str.isdigit() took "²" (int() then failed: "a bug in webward") and
+    # "٣" (port 3, bound).
+    digits = port_text.isascii() and port_text.isdigit() and len(port_text) <= 5
+    if not sep or not digits or int(port_text) > 65535:
         raise InvalidInput(f"--http takes HOST:PORT (for example 127.0.0.1:8000), not {value!r}")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port_text)
