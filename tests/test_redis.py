@@ -452,6 +452,45 @@ async def test_readiness_fails_on_a_full_redis_as_calls_do() -> None:
         assert "Command #" not in message and "bring it back" not in message
 
 
+async def test_a_redis_that_refuses_the_urls_credentials_says_to_give_its_password() -> None:
+    """A Redis that asks for a password the URL does not give (or refuses the one it does)
+    refuses each call as unavailable, with its next step: the password in the URL. It said
+    "bring it back" of a server that was up, and quoted Redis's paragraph about HELLO and
+    the RESP protocol; the password is never repeated."""
+    server = RedisServer().start()
+    try:
+        with redis.Redis.from_url(server.url) as client:
+            client.config_set("requirepass", "s3cret-pass")
+        said = []
+        with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+            for url in (server.url, server.url.replace("//", "//:wrong-pass@")):
+                async with Web(settings(url), StaticResolver({}), audit=MemoryAuditSink()) as web:
+                    with pytest.raises(Refused) as call:
+                        await web.fetch(srv.url("/"))
+                said.append(call.value)
+            async with Web(
+                settings(server.url.replace("//", "//:s3cret-pass@")),
+                StaticResolver({}),
+                audit=MemoryAuditSink(),
+            ) as web:
+                await web.fetch(srv.url("/"))  # with its password, it reads
+    finally:
+        server.stop()
+    assert srv.accepts == 1  # the one read with the password
+    step = (
+        "; give its password in [state] redis_url, before the host: :PASSWORD@ "
+        "(USER:PASSWORD@ for an ACL user)"
+    )
+    missing, wrong = said
+    assert missing.reason == wrong.reason == "limits_unavailable"
+    assert "it asks for a password, and the URL gives none" in missing.message
+    assert "invalid username-password pair" in wrong.message
+    for error in said:
+        assert error.message.endswith(step), error.message
+        assert "HELLO" not in error.message and "bring it back" not in error.message
+        assert "wrong-pass" not in error.message
+
+
 async def test_a_redis_that_stops_answering_is_logged_once_each_way(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -26,8 +26,14 @@ import anyio
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import (
+    AuthenticationError,
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoPermissionError, OutOfMemoryError, ReadOnlyError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._call import CALL_DEADLINE
@@ -122,13 +128,31 @@ _REFUSING_STEP = (
 _PIPELINE_NOTE = re.compile(r"^Command # \d+ \(.*?\) of pipeline caused error: ", re.DOTALL)
 
 
+# The next step for a Redis that refuses the URL's credentials (none given, or wrong ones),
+# with no URL in it: a message's URLs lose their userinfo, and an example's would too.
+_AUTH_STEP = (
+    "give its password in [state] redis_url, before the host: :PASSWORD@ (USER:PASSWORD@ "
+    "for an ACL user)"
+)
+# Redis's answer to HELLO from a client whose URL gives no password is a paragraph about
+# the protocol; said in these words instead.
+_NO_PASSWORD = "it asks for a password, and the URL gives none"
+# What a Redis that refuses the URL's credentials answers (NOAUTH, WRONGPASS), as said: a
+# trip not made while the server is known down carries only the text.
+_AUTH_TEXTS = (_NO_PASSWORD, "Authentication required", "invalid username-password pair")
+_HELLO_NOAUTH = re.compile(r"HELLO must be called with the client already authenticated[^;]*")
+
+
 def failure_of(exc: BaseException | str) -> tuple[str, str | None]:
     """What a store's ``limits_unavailable`` says of ``exc``: its text, without redis-py's
     note of the pipeline command, and the next step when the Redis answers but refuses
-    every write (full under noeviction, a read-only replica, a user without the right):
-    "bring it back" sent the operator of a full Redis after a server that was up."""
+    every write (full under noeviction, a read-only replica, a user without the right) or
+    the URL's credentials: "bring it back" sent the operator after a server that was up."""
+    text = _PIPELINE_NOTE.sub("", _text_of(exc) if isinstance(exc, BaseException) else exc)
     step = _REFUSING_STEP if isinstance(exc, _REFUSALS) else None
-    return _PIPELINE_NOTE.sub("", _text_of(exc) if isinstance(exc, BaseException) else exc), step
+    if isinstance(exc, AuthenticationError) or any(t in text for t in _AUTH_TEXTS):
+        step = _AUTH_STEP
+    return text, step
 
 
 class RedisHealth:
@@ -265,7 +289,7 @@ class Trip:
 
 
 def _text_of(exc: BaseException) -> str:
-    return str(exc).strip().rstrip(".") or type(exc).__name__
+    return _HELLO_NOAUTH.sub(_NO_PASSWORD, str(exc).strip().rstrip(".")) or type(exc).__name__
 
 
 class _KnownDown(RedisConnectionError):
