@@ -3163,6 +3163,37 @@ def test_a_line_of_words_in_a_div_beside_the_title_is_read() -> None:
     assert "\n\nWho pays the cost of a tariff?\n\nImporters." in read(body).text
 
 
+def test_prose_written_straight_in_a_div_beside_a_quote_is_read() -> None:
+    """phpBB and vBulletin write a post's body straight in a ``<div>``, lines split by
+    ``<br>``, after a quote of the post replied to: trafilatura's precision mode passes a
+    div's own text over on a page with paragraphs, and read the reply's quote alone, the
+    reply lost."""
+
+    def post(user: str, body: str) -> str:
+        return (
+            '<div class="post bg2"><div class="postbody"><h3><a href="#p1">Re: Engine noise</a>'
+            f'</h3><p class="author">by <strong><a href="/u/1">{user}</a></strong> at 11:00</p>'
+            f'<div class="content">{body}</div></div>'
+            f'<dl class="postprofile"><dt><a href="/u/1">{user}</a></dt><dd>Posts: 9</dd></dl></div>'
+        )
+
+    quote = "<blockquote><div><cite>gearhead wrote:</cite>ticking noise at idle</div></blockquote>"
+    page = (
+        "<html><body><div id='wrap'>"
+        + post(
+            "gearhead",
+            f"My engine makes a ticking noise at idle.<br>It stops when warm.<br><br>{PARA}",
+        )
+        + post("mechanic", f"{quote}Sounds like lifters. Check the oil level first. {PARA}")
+        + "</div></body></html>"
+    )
+    reading = read(page).text
+    assert "> gearhead wrote:ticking noise at idle\n\nSounds like lifters. Check the oil" in reading
+    # An image's caption, one run of words in a div, stays the extractor's to judge.
+    caption = f'<div class="caption">{PARA}</div>'
+    assert read(article(caption)).text == read(article()).text
+
+
 def test_words_after_an_element_emptied_by_hidden_ones_are_kept() -> None:
     """Wikipedia wraps each formula in a ``<span>`` holding its MathML hidden by
     ``display:none`` and an image hidden from screen readers: with both gone, the empty

@@ -2078,6 +2078,57 @@ def _lines_as_paragraphs(tree: Any) -> None:
             div.tag = "p"
 
 
+# Prose written straight in a <div> beside blocks or split in lines by <br> (a forum post's
+# body in phpBB's or vBulletin's div.content; the reply after a post's quote): trafilatura's
+# precision mode reads a div's own text only on a page short of paragraphs, so on a page
+# with enough of them elsewhere (another post, the comments) it dropped the post, or kept a
+# reply's quote and lost the reply. Each run of such text (the div's own text and inline
+# elements, up to the next block) reads as a paragraph where it is prose, of at least
+# :data:`_MIN_BARE_RUN_WORDS` words outside links. A div of one run and no line break (an
+# image's caption, a teaser, a line of a page written in divs) stays the extractor's, or
+# _lines_as_paragraphs', to judge: on the development sets it was mostly not the article.
+_MIN_BARE_RUN_WORDS = 25
+
+
+def _bare_runs_as_paragraphs(tree: Any) -> None:
+    """Wrap each run of prose written straight in a ``<div>`` beside blocks or split by
+    ``<br>`` in a ``<p>`` (see :data:`_MIN_BARE_RUN_WORDS`). Each div's children are read
+    once: linear in the page."""
+    runs: list[tuple[Any, int, int]] = []  # (div, the block before it or -1, the block after)
+    for div in tree.iter("div"):
+        parent = div.getparent()
+        if parent is None or parent.tag == "p":
+            continue
+        found: list[tuple[int, int, bool]] = []
+        start, words, lines, blocks = -1, _count_run(div.text), False, False
+        for index, child in enumerate(div):
+            if isinstance(child.tag, str) and child.tag not in _LINE_INLINE:
+                found.append((start, index, lines)) if words >= _MIN_BARE_RUN_WORDS else None
+                start, words, lines, blocks = index, _count_run(child.tail), False, True
+                continue
+            if child.tag == "br":
+                lines = True
+            elif child.tag != "a" and isinstance(child.tag, str):
+                words += _count_run(child.text_content())
+            words += _count_run(child.tail)
+        if words >= _MIN_BARE_RUN_WORDS:
+            found.append((start, len(div), lines))
+        runs.extend((div, first, end) for first, end, lined in found if blocks or lined)
+    for div, start, end in reversed(runs):  # later runs first: the indices stay true
+        paragraph = div.makeelement("p", {})
+        if start < 0:
+            paragraph.text, div.text = div.text, None
+        else:
+            paragraph.text, div[start].tail = div[start].tail, None
+        for child in list(div)[start + 1 : end]:
+            paragraph.append(child)  # moves it, with its tail
+        div.insert(start + 1, paragraph)
+
+
+def _count_run(text: str | None) -> int:
+    return len(_WORD.findall(text)) if text else 0
+
+
 def _paragraph_chars(tree: Any) -> int:
     """The characters of the page's paragraphs, counted up to :data:`_MIN_PAGE_PARAGRAPH_CHARS`."""
     chars = 0
@@ -2777,6 +2828,7 @@ def _main_content(tree: Any, careful: bool = False, own: Container[str] = ()) ->
 
     _structure.math_to_text(tree, "\\(", "\\)")  # trafilatura writes them as $...$
     _lines_as_paragraphs(tree)
+    _bare_runs_as_paragraphs(tree)
     _structure.mark_quotes(tree)
     _structure.header_rows(tree)
     _structure.mark_joiners(tree)
