@@ -2668,6 +2668,16 @@ def test_a_heading_in_a_steps_header_or_a_summary_reads_in_its_line() -> None:
     assert "**Installing the package** Update the index" in text
     assert "## Installing" not in text
     assert "## Specifications" in text and "## ##" not in text
+    # rustdoc writes each method's heading in a <section> inside the toggle's <summary>.
+    rustdoc = (
+        '<details class="toggle method-toggle" open><summary><section id="method.push" '
+        'class="method"><h4 class="code-header">pub fn <a href="#method.push" class="fn">push'
+        "</a>(&amp;mut self, value: T)</h4></section></summary><div class=docblock><p>Appends an "
+        f"element to the back of a collection.</p><p>{PARA}</p></div></details>"
+    )
+    text = read(article(rustdoc)).text
+    assert "\n## pub fn [push](https://example.com/blog/post.html#method.push)(&mut self" in text
+    assert "####" not in text
 
 
 def test_a_heading_whose_words_are_in_blocks_is_kept() -> None:

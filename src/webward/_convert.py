@@ -1902,8 +1902,9 @@ def _headings_in_items(tree: Any) -> None:
                 heading.getparent().text = (heading.getparent().text or "") + " "
 
 
-# What may stand between a heading and its list item or summary (a step's header).
-_WRAPPERS = frozenset(("div", "span", "header", "hgroup"))
+# What may stand between a heading and its list item or summary (a step's header; rustdoc's
+# <summary><section class="method"><h4 class="code-header">, read "## #### pub fn push").
+_WRAPPERS = frozenset(("div", "span", "header", "hgroup", "section"))
 _MAX_ITEM_WRAPPERS = 3
 
 
