@@ -3139,6 +3139,25 @@ def test_a_code_block_of_one_line_is_a_fenced_block() -> None:
         assert "```sh\ntinyhttp --port 80\n```" in reading
 
 
+def test_a_doxygen_fragment_reads_as_a_code_block() -> None:
+    """Doxygen writes a code block as a ``<div class="fragment">`` of ``<div class="line">``,
+    each with its number, and no ``<pre>``: the example went whole. It reads as a code block
+    of its lines, the numbers and the newlines between the divs gone, indentation kept."""
+    lines = ("Widget w(3);", "if (ready) {", "    w.frob(1.5);", "}")
+    extra = (
+        '<div class="fragment">'
+        + "\n".join(
+            f'<div class="line"><a id="l{n:05}" name="l{n:05}"></a><span class="lineno">'
+            f"{n:5}</span>{line}"
+            "</div>"
+            for n, line in enumerate(lines, 1)
+        )
+        + "</div>"
+    )
+    for reading in _both_readings(extra):
+        assert "```\nWidget w(3);\nif (ready) {\n    w.frob(1.5);\n}\n```" in reading
+
+
 def test_a_code_block_holding_links_keeps_its_code() -> None:
     """A link in a code block (rustdoc's and Javadoc's types, MkDocs Material's anchor on
     each line) leaves its words: trafilatura dropped a ``<code>`` holding one, whole."""

@@ -1297,6 +1297,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         if (readonly or area.get("readonly") is not None) and "\n" in (area.text or "").strip():
             area.tag = "pre"
     _strip_all(tree, *_DROP_TAGS)
+    _fragments_as_pre(tree)
     _code_lines(tree)  # before the empty spans go, and any reading of a block's text
     _drop_empty_inline(tree)
     _quote_inline(tree)
@@ -2264,6 +2265,35 @@ def _code_lines(tree: Any) -> None:
     _structure.replace_by_texts(gone)
     for pre in outer:
         lxml.etree.strip_tags(pre, "a")
+
+
+def _fragments_as_pre(tree: Any) -> None:
+    """Make each of Doxygen's code blocks a ``<pre>``: it writes one as a ``<div
+    class="fragment">`` of ``<div class="line">``, each line's number in a ``<span
+    class="lineno">``, and no ``<pre>`` (its stylesheet keeps the spaces). Each line was a
+    short div the extractor passed over, and the example went whole; as a ``<pre>`` its
+    divs read as its lines and the numbers go (see _code_lines). The newlines between the
+    divs in the source are no lines of the block (a browser collapses them outside a
+    ``<pre>``): they go, or each line read with a blank one after it."""
+    for div in tree.xpath(_FRAGMENT_PATH):
+        if (div.text or "").strip() or not all(
+            child.tag == "div"
+            and "line" in (child.get("class") or "").split()
+            and not (child.tail or "").strip()
+            for child in div
+        ):
+            continue
+        div.tag = "pre"
+        div.text = None
+        for child in div:
+            child.tail = None
+
+
+# Doxygen's code block (see _fragments_as_pre): XPath in libxml2, no walk in Python.
+_FRAGMENT_PATH = (
+    "//div[contains(concat(' ', normalize-space(@class), ' '), ' fragment ') and div"
+    " and not(ancestor::pre)]"
+)
 
 
 def _ends_line(element: Any) -> bool:
