@@ -3223,6 +3223,40 @@ def test_prose_written_straight_in_a_div_beside_a_quote_is_read() -> None:
     assert read(article(caption)).text == read(article()).text
 
 
+def test_a_thread_reads_every_post() -> None:
+    """A forum thread is a run of like posts: trafilatura and readability-lxml each take one
+    block for the article, and the reading held two posts of three. Where the reading kept
+    some posts of a thread and lost others, the thread is read whole, in order."""
+
+    def post(n: int, body: str) -> str:
+        return (
+            f'<div id="p{n}" class="post"><div class="postbody"><h3><a href="#p{n}">Re: Engine '
+            f'noise</a></h3><p class="author">by <a href="/u/{n}">user{n}</a></p>'
+            f'<div class="content">{body}</div></div></div>'
+        )
+
+    bodies = (
+        "My engine makes a ticking noise at idle.<br>It stops when warm, but comes back every "
+        "morning after a cold start, and the dealer says it is normal for this model year.",
+        "<blockquote>ticking noise at idle</blockquote>Sounds like lifters.<br>Check the oil "
+        "level first, then listen again once the engine is warm: a ticking that fades is the "
+        "lifters filling with oil, and one that stays may be an exhaust leak at the gasket.",
+        "Thanks, the oil was a litre low. After topping it up the ticking is gone, so it was "
+        "the lifters all along, exactly as you said in your reply.",
+    )
+    page = (
+        "<html><body><div id='wrap'><h2>Engine noise at idle</h2>"
+        + "".join(post(n, body) for n, body in enumerate(bodies, 1))
+        + "</div></body></html>"
+    )
+    reading = read(page).text
+    first, second, third = (
+        reading.find(words)
+        for words in ("My engine makes", "Check the oil level", "Thanks, the oil was")
+    )
+    assert -1 < first < second < third
+
+
 def test_words_after_an_element_emptied_by_hidden_ones_are_kept() -> None:
     """Wikipedia wraps each formula in a ``<span>`` holding its MathML hidden by
     ``display:none`` and an image hidden from screen readers: with both gone, the empty

@@ -3253,6 +3253,47 @@ def _lost_titles(tree: Any, markdown: str) -> bool:
     return lost >= _MIN_LISTING_TITLES and lost > whole
 
 
+# A post of a thread (see _lost_posts): a class naming one (phpBB's "post", vBulletin's
+# "postcontainer", a mailing list archive's "message", a "reply"), shared with its siblings.
+_POST_CLASS = re.compile(r"(?:^|[\s_-])(?:post|message|reply)(?:$|[\s_-]|container)", re.I)
+# Words a post holds at least, and those of its longest text compared with the reading.
+_MIN_POST_WORDS = 15
+_POST_KEY_WORDS = 8
+
+
+def _lost_posts(tree: Any, markdown: str) -> Any:
+    """The element holding a thread whose reading ``markdown`` kept some of its posts and lost
+    others, else ``None``. A thread is two or more siblings of one tag and class (a
+    class naming a post, see :data:`_POST_CLASS`), each of :data:`_MIN_POST_WORDS` words or
+    more; a post is kept where the first words of its longest text are in the reading. An
+    article's related posts, none of them read, are no thread of the reading's."""
+    groups: dict[tuple[Any, str, str], list[Any]] = {}
+    for element in tree.iter("div", "article", "li", "section", "table"):
+        cls = element.get("class") or ""
+        parent = element.getparent()
+        if parent is None or len(cls) > _MAX_CHECKED_CHARS or not _POST_CLASS.search(cls):
+            continue
+        groups.setdefault((parent, element.tag, cls), []).append(element)
+    text = ""
+    for (parent, _, _), posts in groups.items():
+        if len(posts) < 2:
+            continue
+        keys = []
+        for post in posts[:_MAX_LISTING_TITLES]:
+            pieces = [piece for piece in post.itertext() if piece.strip()]
+            longest = max(pieces, key=len, default="")
+            key = " ".join(_WORD.findall(longest.lower())[:_POST_KEY_WORDS])
+            if len(_WORD.findall(" ".join(pieces))) < _MIN_POST_WORDS or not key:
+                break
+            keys.append(key)
+        else:
+            text = text or _comparable(markdown)
+            kept = sum(key in text for key in keys)
+            if 0 < kept < len(keys):
+                return parent
+    return None
+
+
 def _second_heading(element: Any) -> bool:
     return next(itertools.islice(element.iter("h2", "h3", "h4"), 1, None), None) is not None
 
@@ -3923,6 +3964,15 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # not what; the listing's own reading keeps them, in order.
         full = tidy_markdown(_full_page(_main_container(spare, visible)))
         if not _lost_titles(spare, full):
+            markdown, extractor = full, "full"
+    if second_pass and extractor != "full" and (thread := _lost_posts(spare, markdown)) is not None:
+        # A thread (a forum's, a mailing list archive's): the extractors each take one block
+        # for the article, so the reading held one post of several; the thread's own
+        # reading keeps them all, in order.
+        # Only a longer reading: a thread beside the article (related posts, some of them
+        # read) never stands in for it.
+        full = tidy_markdown(_full_page(copy.deepcopy(thread)))
+        if _lost_posts(spare, full) is None and _count_words(full) > _count_words(markdown):
             markdown, extractor = full, "full"
     if not markdown:
         extractor = ""
