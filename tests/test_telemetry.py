@@ -218,6 +218,31 @@ async def test_a_refused_call_is_an_error_span_naming_its_reason(
 
 
 @pytest.mark.anyio
+async def test_a_refused_calls_span_status_names_no_secret_query_value(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    """The span's status description is the refusal's message, which names the URL asked and
+    where it redirected: their secret query values were exported whole, though url.full
+    REDACTs them and the docs say no span carries credentials."""
+    with serve() as site:
+        site.routes["/go"] = redirect("file:///etc/passwd?X-Amz-Signature=HOP-SECRET")
+        site.routes["/gone"] = respond(404, "no")
+        async with web_for(loopback_settings(tmp_path)) as web:
+            with pytest.raises(Refused):
+                await web.fetch(site.url("/go?token=ASKED-SECRET&page=2"))
+            with pytest.raises(WebwardError):
+                await web.fetch(site.url("/gone?api_key=KEY-SECRET"))
+    said = [s.status.description or "" for s in named(spans, "web_fetch")]
+    assert len(said) == 2 and all("REDACTED" in d for d in said), said
+    assert not any("SECRET" in d for d in said), said
+    # The rest of the message stays readable: the next parameter, the sentence's comma.
+    assert (
+        "?token=REDACTED&page=2 redirected to file:///etc/passwd?X-Amz-Signature=REDACTED,"
+        in said[0]
+    )
+
+
+@pytest.mark.anyio
 async def test_a_call_that_fails_unexpectedly_names_its_reason_not_a_class(
     tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["drop_userinfo", "redact_secrets", "redact_urls"]
+__all__ = ["drop_userinfo", "redact_message", "redact_secrets", "redact_urls"]
 
 # What comes before a URL's authority: anything leading that is not a letter or slash (URL
 # parsers strip C0 controls and spaces; other parsers more), the scheme, then any number of
@@ -141,3 +141,24 @@ def redact_secrets(url: str) -> str:
         return f"{pair.group(1)}=REDACTED" if name in _SECRET_PARAMS else pair.group()
 
     return head + _QUERY_PAIR.sub(redact, rest)
+
+
+# A URL in a message: a scheme, then no white space or quote; punctuation that ends the
+# sentence after it (``…?token=x, and``) is the message's, not the URL's.
+_MESSAGE_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s'\"<>]+")
+_TRAILING = ",;.)"
+
+
+def redact_message(text: str) -> str:
+    """``text`` (an error message) with :func:`redact_secrets` applied to every URL in it:
+    for what leaves the process (a span's status), as ``url.full`` is. A refusal's message
+    names the URL asked and where it redirected, query tokens and all."""
+    if "?" not in text and "#" not in text and "@" not in text:
+        return text
+
+    def redact(match: re.Match[str]) -> str:
+        url = match.group()
+        kept = url.rstrip(_TRAILING)
+        return redact_secrets(kept) + url[len(kept) :]
+
+    return _MESSAGE_URL_RE.sub(redact, text)

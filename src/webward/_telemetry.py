@@ -59,7 +59,7 @@ import orjson
 
 from ._addresses import is_loopback, names_this_machine
 from ._errors import InvalidInput, WebwardError
-from ._redact import redact_secrets
+from ._redact import redact_message, redact_secrets
 from ._settings import Settings
 from ._tokens import bearer_token
 
@@ -206,7 +206,9 @@ def _span(
         except BaseException as exc:
             if isinstance(exc, WebwardError):
                 current.set_attribute("error.type", exc.reason)
-                current.set_status(Status(StatusCode.ERROR, exc.message))
+                # The message names the URLs of the call (asked, redirected to): their
+                # secret query values leave the process REDACTED, as url.full's do.
+                current.set_status(Status(StatusCode.ERROR, redact_message(exc.message)))
             else:
                 # A call's span already names its reason (cancelled, internal_error): kept.
                 if "error.type" not in (getattr(current, "attributes", None) or {}):
