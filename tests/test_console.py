@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import datetime as dt
 import json
+import logging
 import os
 import re
 import select
@@ -26,6 +27,7 @@ from webward import Settings, Web
 from webward._errors import InvalidInput
 from webward._gateway import FETCH_PATH, hash_token
 from webward._render import CHROMIUM
+from webward._telemetry import Telemetry
 from webward._tokens import TokenTable
 from webward.audit import AuditRecord, open_audit_sink
 from webward.console import CSP
@@ -330,7 +332,8 @@ def test_gateway_console_sessions_are_signed_expire_and_end(tmp_path: Path) -> N
     assert verdict == Check(200, "alice-admin") and ADMIN not in session
     assert there.check(session) == Check(200, "alice-admin")
     assert here.login(BOT)[0].status == 403 and here.login(BOT)[1] == ""
-    assert here.login("nope") == (Check(401, message="that token is not known to this gateway"), "")
+    unknown = Check(401, message="that token is not known to this gateway", unknown_token=True)
+    assert here.login("nope") == (unknown, "")
     head, issued, name, mac = session.split(".")
     forged = [
         f"{head}.{issued}.{b'bot'.hex()}.{mac}",  # another agent's name
@@ -806,3 +809,38 @@ def test_a_provider_chosen_by_its_key_shows_with_its_calls(
     assert row is not None, hosts.text
     assert [int(n) for n in re.findall(r"<td[^>]*>(\d+)</td>", row.group(1))[:3]] == [3, 1, 1]
     assert "BSA-console-test-key" not in policy.text + hosts.text
+
+
+def test_a_token_the_console_refuses_counts_as_a_refused_credential(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The console's login takes any agent's token (a 403 says it is valid), yet a wrong one
+    was neither counted in webward_auth_refusals_total nor logged: guessing tokens there was
+    invisible to the alert docs/operations.md gives. Each of the login form, a bearer header
+    and a cookie holding a wrong token now counts as `unknown`, as on the capability routes;
+    a visit without a credential (the login form) is no refusal, and the log names no token."""
+    settings = console_settings(tmp_path)
+    guess = "guessed-token-value-1"
+    caplog.set_level(logging.WARNING, logger="webward")
+    telemetry = Telemetry(metrics=True)
+    with (
+        running_gateway(settings, lambda: Web(settings, telemetry=telemetry)) as base,
+        httpx.Client(base_url=base) as c,
+    ):
+        port = httpx.URL(base).port
+        assert c.get("/console/").status_code == 401  # no credential: the login form
+        assert c.post("/console/login", data={"token": guess}).status_code == 401
+        assert c.get("/console/", headers=bearer(guess)).status_code == 401
+        cookie = {f"webward_console_{port}": guess}
+        with httpx.Client(base_url=base, cookies=cookie) as with_cookie:
+            assert with_cookie.get("/console/hosts").status_code == 401
+        assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
+    assert telemetry.metrics is not None
+    metrics = telemetry.metrics.exposition().decode()
+    assert 'webward_auth_refusals_total{reason="unknown"} 3.0' in metrics
+    assert 'webward_auth_refusals_total{reason="missing"} 0.0' in metrics
+    said = [
+        r.getMessage() for r in caplog.records if "refused for its credentials" in r.getMessage()
+    ]
+    assert said and "reason=unknown" in said[0] and "127.0.0.1" in said[0]
+    assert guess not in caplog.text

@@ -1005,11 +1005,18 @@ class _LazyConsole:
             from .console import AgentTokens, Console, open_audit_reader
 
             holder = self._holder
+
+            def unknown_token(client: str) -> None:
+                # Counted and logged as the capability routes' refused tokens are.
+                if "web" in holder:
+                    holder["web"].telemetry.auth_refused("unknown", client)
+
             self._console = Console(
                 self._settings,
                 open_audit_reader(self._settings),
                 AgentTokens(self._tokens),
                 lambda: holder["web"].limit_state if "web" in holder else None,
+                unknown_token=unknown_token,
             )
         await self._console.app(scope, receive, send)
 

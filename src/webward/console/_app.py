@@ -184,6 +184,8 @@ class Console:
 
     ``limit_state`` returns the limiter store whose state the hosts view shows (the
     gateway's own ``Web``'s, or the store the command line writes); None if there is none yet.
+    ``unknown_token`` is told the client's address when a token (login form, bearer header
+    or cookie) is one no agent holds: the gateway counts and logs it as a refused credential.
     """
 
     def __init__(
@@ -194,8 +196,10 @@ class Console:
         limit_state: Callable[[], LimitState | None],
         *,
         clock: Callable[[], float] = time.time,
+        unknown_token: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings
+        self._unknown_token = unknown_token
         self.reader = reader
         self.auth = auth
         self._limit_state = limit_state
@@ -261,6 +265,10 @@ class Console:
         return guarded
 
     def _refused(self, request: Request, verdict: Check) -> Response:
+        if verdict.unknown_token and self._unknown_token is not None:
+            # The console's login was a way to guess the gateway's tokens (an agent's, at
+            # that: a 403 says a token is valid) that no counter nor log line showed.
+            self._unknown_token(request.client.host if request.client else "")
         if verdict.status == 403:
             return self._render(request, "error.html", 403, message=verdict.message)
         return self._render(request, "login.html", 401, message=verdict.message)

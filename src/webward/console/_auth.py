@@ -43,6 +43,9 @@ class Check:
     status: int
     who: str = ""
     message: str = ""
+    #: A token was looked up and no agent holds it: a guess, or a rotated token still in use,
+    #: which the gateway counts as its capability routes do (``webward_auth_refusals_total``).
+    unknown_token: bool = False
 
 
 class ConsoleAuth(Protocol):
@@ -132,7 +135,7 @@ class AgentTokens:
     def _by_token(self, token: str) -> Check:
         agent = self._tokens.lookup(token)
         if agent is None:
-            return Check(401, message="that token is not known to this gateway")
+            return Check(401, message="that token is not known to this gateway", unknown_token=True)
         return _admin(agent)
 
 
