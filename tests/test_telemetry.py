@@ -25,7 +25,7 @@ import anyio
 import httpx
 import pytest
 from fake_search import FakeSearxng, results
-from localserver import LocalServer, redirect, respond, serve
+from localserver import LocalServer, Request, redirect, respond, send, serve
 from mcp import Client
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -665,6 +665,39 @@ async def test_agents_beyond_the_label_bound_fold_into_other(tmp_path: Path) -> 
     agents = {dict(ls)["agent"] for (name, ls) in page if name == "webward_calls_total"}
     assert len(agents) == MAX_AGENT_LABELS + 1
     assert calls(page, agent="other") == 3
+
+
+@pytest.mark.anyio
+async def test_an_unregistered_http_status_folds_into_its_class_as_a_label(
+    tmp_path: Path,
+) -> None:
+    """A server may answer any three digits, and each failed read's reason (http_777) was a
+    label value of its own per agent: a hostile site made hundreds of series at will, where
+    the docs say reason is a fixed code. A status no registry knows is its class (http_7xx);
+    the registered ones stay as they are, and the audit keeps the status as read."""
+
+    def status(req: Request, sock: socket.socket) -> None:
+        send(sock, int(req.path.rsplit("/", 1)[1]), b"x", "text/plain")
+
+    telemetry = Telemetry(metrics=True)
+    audit = MemoryAuditSink()
+    settings = loopback_settings(
+        tmp_path,
+        policy={"default_tier": "connected", "robots": False},
+        limits={"per_host_rate": 1000.0, "per_host_burst": 1000, "breaker_failures": 100},
+    )
+    with serve(routes={"*": status}) as site:
+        async with web_for(settings, telemetry, audit=audit) as web:
+            for code in (404, 503, 520, 599, 777, 778, 999):
+                with pytest.raises(WebwardError):
+                    await web.fetch(site.url(f"/s/{code}"))
+    assert telemetry.metrics is not None
+    page = samples(telemetry.metrics.exposition().decode())
+    reasons = {
+        dict(ls)["reason"]: v for (name, ls), v in page.items() if name == "webward_calls_total"
+    }
+    assert reasons == {"http_404": 1, "http_503": 1, "http_5xx": 2, "http_7xx": 2, "http_9xx": 1}
+    assert "http_777" in {r.reason for r in audit.records}
 
 
 def auth_refusals(telemetry: Telemetry) -> dict[str, float]:

@@ -42,6 +42,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import hmac
+import http
 import importlib
 import json
 import logging
@@ -995,7 +996,7 @@ class _Metrics:
         children = self._by_shape.get(shape) if shape is not None else None
         if children is None:
             key = (
-                record.capability, record.decision, record.reason,
+                record.capability, record.decision, _reason_label(record.reason),
                 self._agent_label(record.agent),
             )  # fmt: skip
             children = self._children.get(key)
@@ -1032,6 +1033,22 @@ class _Metrics:
         from prometheus_client import generate_latest
 
         return generate_latest(self.registry)
+
+
+#: The HTTP statuses registered (RFC 9110 and the like): their reasons are label values as
+#: they are; any other status a server sends is folded into its class (``http_5xx``).
+_REGISTERED_STATUSES = frozenset(f"http_{s.value}" for s in http.HTTPStatus)
+
+
+def _reason_label(reason: str) -> str:
+    """A call's reason as a label value: the fixed codes as they are, and an HTTP status no
+    registry knows as its class. A hostile server answers any three digits (``http_777``),
+    and each was a series of its own per agent: hundreds a site could make at will."""
+    if reason.startswith("http_") and reason not in _REGISTERED_STATUSES:
+        digits = reason[5:]
+        if len(digits) == 3 and digits.isascii() and digits.isdigit():
+            return f"http_{digits[0]}xx"
+    return reason
 
 
 def _limited_key(record: Any) -> str:
