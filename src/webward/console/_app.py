@@ -76,11 +76,27 @@ class _SecureHeaders:
 
 
 PAGE_SIZE = 50
+#: Agents drawn as lines of their own on the usage chart (the palette's eight colours): past
+#: that, the busiest seven and one line for the others, in the last colour (grey). A library
+#: caller or an MCP client may name agents freely: 100,000 of them in a day made a 41 MB page
+#: that took seconds to serve and more to draw.
+AGENT_LINES = 8
 _MAX_FIELD = 2048
 _MAX_FORM_BYTES = 4096
 #: Usage windows: name -> (bucket seconds, buckets).
 RANGES = {"1h": (60, 60), "24h": (3600, 24), "7d": (3600 * 6, 28)}
 _CAPABILITIES = {"fetch": FETCH, "search": SEARCH}
+
+
+def _busiest(by_agent: dict[str, list[int]]) -> dict[str, list[int]]:
+    """Every agent by name, or past :data:`AGENT_LINES` the busiest but one and the rest summed."""
+    if len(by_agent) <= AGENT_LINES:
+        return dict(sorted(by_agent.items()))
+    ranked = sorted(by_agent.items(), key=lambda item: (-sum(item[1]), item[0]))
+    shown = dict(sorted(ranked[: AGENT_LINES - 1]))
+    rest = [counts for _, counts in ranked[AGENT_LINES - 1 :]]
+    shown[f"{len(rest):,} other agents"] = [sum(bucket) for bucket in zip(*rest, strict=True)]
+    return shown
 
 
 def _time(value: dt.datetime | float | None) -> str:
@@ -418,12 +434,7 @@ class Console:
             "minute" if bucket_s == 60 else "hour" if bucket_s == 3600 else f"{bucket_s // 3600} h"
         )
         charts = [
-            line_chart(
-                f"Calls per {per}, by agent",
-                start,
-                bucket_s,
-                dict(sorted(u.by_agent.items())),
-            ),
+            line_chart(f"Calls per {per}, by agent", start, bucket_s, _busiest(u.by_agent)),
             stacked_chart(
                 f"Calls per {per}, by decision",
                 start,
