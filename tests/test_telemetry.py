@@ -1125,6 +1125,25 @@ def test_otel_variables_asking_for_an_unknown_exporter_are_one_sentence() -> Non
         _exporters_asked({"OTEL_TRACES_EXPORTER": "zipkin"})
 
 
+def test_a_failing_trace_exporter_line_names_no_collector_key(tmp_path: Path) -> None:
+    """The exporter's failure line is urllib3's, naming the collector's URL with its query:
+    a key there (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=...?api_key=) was printed whole on the
+    command's stderr, a server's log. It is REDACTED as in a span's url.full; the rest of
+    the line, which says what failed, stays."""
+    with socket.socket() as closed:  # bound, never listening: every connection is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        endpoint = f"http://127.0.0.1:{port}/v1/traces?api_key=COLLECTOR-KEY&region=eu"
+        with serve() as site:
+            site.routes["/page"] = respond(200, PAGE)
+            done = _fetch_exporting_to(
+                tmp_path, site, "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint
+            )
+    assert done.returncode == 0, done.stderr
+    assert "COLLECTOR-KEY" not in done.stderr
+    assert "/v1/traces?api_key=REDACTED&region=eu" in done.stderr, done.stderr
+
+
 def test_a_failing_trace_exporter_is_said_once_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
     """While a command runs, only webward's own records reach stderr, and the trace
     exporter's failures (a collector down): one line a minute, not one a batch."""

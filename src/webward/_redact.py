@@ -143,22 +143,29 @@ def redact_secrets(url: str) -> str:
     return head + _QUERY_PAIR.sub(redact, rest)
 
 
-# A URL in a message: a scheme, then no white space or quote; punctuation that ends the
-# sentence after it (``…?token=x, and``) is the message's, not the URL's.
-_MESSAGE_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s'\"<>]+")
+# A query or fragment pair in a message, wherever it stands: after a URL's "?", "&" or "#"
+# (a URL with its scheme, or a path alone, as urllib3's "Max retries exceeded with url:
+# /v1/traces?api_key=..." has it). Punctuation that ends the sentence after the value
+# (``...?token=x, and``) is the message's, not the value's.
+_MESSAGE_PAIR_RE = re.compile(r"([?&#])([^&=#?\s'\"<>]+)=([^&#\s'\"<>]*)")
 _TRAILING = ",;.)"
 
 
 def redact_message(text: str) -> str:
-    """``text`` (an error message) with :func:`redact_secrets` applied to every URL in it:
-    for what leaves the process (a span's status), as ``url.full`` is. A refusal's message
-    names the URL asked and where it redirected, query tokens and all."""
-    if "?" not in text and "#" not in text and "@" not in text:
+    """``text`` (an error message, a library's log line) without credentials: no
+    ``user:password@`` in a URL (:func:`redact_urls`), and the values of secret query and
+    fragment parameters ``REDACTED`` as :func:`redact_secrets` has them, for what leaves the
+    process (a span's status, a log line). A refusal's message names the URL asked and where
+    it redirected, query tokens and all."""
+    text = redact_urls(text)
+    if "=" not in text:
         return text
 
-    def redact(match: re.Match[str]) -> str:
-        url = match.group()
-        kept = url.rstrip(_TRAILING)
-        return redact_secrets(kept) + url[len(kept) :]
+    def redact(pair: re.Match[str]) -> str:
+        if unquote(pair.group(2)).lower() not in _SECRET_PARAMS:
+            return pair.group()
+        value = pair.group(3)
+        kept = value.rstrip(_TRAILING)
+        return f"{pair.group(1)}{pair.group(2)}=REDACTED{value[len(kept) :]}"
 
-    return _MESSAGE_URL_RE.sub(redact, text)
+    return _MESSAGE_PAIR_RE.sub(redact, text)

@@ -854,6 +854,11 @@ def _own_records(record: logging.LogRecord) -> bool:
         now = time.monotonic()
         if now - _exporter_said[0] >= _EXPORTER_QUIET_S:
             _exporter_said[0] = now
+            # Its line names the collector's URL (urllib3's "with url: /v1/traces?api_key=
+            # ..."): a key in its query would be in every server log that line reaches.
+            from ._redact import redact_message
+
+            record.msg, record.args = redact_message(record.getMessage()), None
             return True
     return False
 
