@@ -1086,6 +1086,35 @@ def test_the_cli_logs_a_call_only_when_asked(
     assert json.loads(line)["capability"] == "web:page.fetch@1"
 
 
+@pytest.mark.anyio
+async def test_the_call_log_follows_its_file_through_a_rotation(tmp_path: Path) -> None:
+    """logrotate's default renames the log and makes a new one: the lines after it went on
+    into the renamed file, and nowhere once that was removed, while the new file stayed
+    empty. The log opens the file at its path again when that is no longer the one open."""
+    path = tmp_path / "calls.log"
+    telemetry = Telemetry(call_log=str(path))
+
+    async def calls(web: Web, count: int) -> None:
+        for _ in range(count):
+            with pytest.raises(WebwardError):
+                await web.fetch("not a url", agent="rotated")
+        telemetry.flush()
+
+    async with web_for(loopback_settings(tmp_path), telemetry) as web:
+        await calls(web, 2)
+        path.rename(tmp_path / "calls.log.1")
+        path.touch(mode=0o600)  # logrotate's `create`
+        await calls(web, 3)
+        assert len(path.read_text(encoding="utf-8").splitlines()) == 3
+        assert len((tmp_path / "calls.log.1").read_text(encoding="utf-8").splitlines()) == 2
+        (tmp_path / "calls.log.1").unlink()  # rotated away: the next file is made anew
+        path.unlink()
+        await calls(web, 1)
+    telemetry.close()
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 1
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
 def test_an_unwritable_call_log_is_one_sentence(tmp_path: Path) -> None:
     settings = loopback_settings(tmp_path, observability={"call_log": str(tmp_path / "no" / "x")})
     with pytest.raises(webward.InvalidInput, match="call log"):

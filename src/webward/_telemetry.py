@@ -733,8 +733,8 @@ class _CallLog:
         text = "".join([record.to_json_line(trace) for record, trace in pending])
         with self._stream_lock:
             try:
-                if self._path is not None and self._file is None:
-                    self._file = self._open()  # reopened after close(): a server started again
+                if self._path is not None:
+                    self._file = self._current()
                 stream = self._file if self._file is not None else sys.stderr
                 if stream is sys.stderr and not _utf8(stream):
                     text = _ascii_json(text)  # "caf\xe9" in an ASCII locale is no JSON
@@ -742,6 +742,26 @@ class _CallLog:
                 stream.flush()
             except (OSError, ValueError):
                 pass  # a closed or full log must not refuse the call: the audit is the record
+
+    def _current(self) -> IO[str]:
+        """The file at the path, opened again when the one open is no longer there: after
+        :meth:`close` (a server started again), or once a log rotation moved or removed it
+        (logrotate's default renames the file and creates a new one: every line after it
+        went on into the renamed file, then nowhere once that was removed). One ``stat`` a
+        batch of lines, as logging's WatchedFileHandler does."""
+        assert self._path is not None
+        if self._file is not None:
+            try:
+                here = os.path.samestat(os.stat(self._path), os.fstat(self._file.fileno()))
+            except OSError:  # the path is gone: a new file is made there
+                here = False
+            if here:
+                return self._file
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        self._file = self._open()
+        return self._file
 
     def flush(self) -> None:
         """Write every line waiting, those handed to the writer first; return once written."""
