@@ -298,6 +298,13 @@ def test_url_full_never_carries_credentials() -> None:
         "https://app.example/cb#access_token=REDACTED&token_type=bearer"
     )
     assert redact_secrets("https://example.org/a=token=1/b") == "https://example.org/a=token=1/b"
+    # Tokens other services put in URLs: GitLab's API key, an OpenID Connect callback's.
+    assert redact_secrets(
+        "https://gitlab.example/api/v4/projects?private_token=glpat-x&page=2"
+    ) == ("https://gitlab.example/api/v4/projects?private_token=REDACTED&page=2")
+    assert redact_secrets("https://app.example/cb#id_token=eyJ.x.y&state=s") == (
+        "https://app.example/cb#id_token=REDACTED&state=s"
+    )
 
 
 @pytest.mark.anyio

@@ -115,6 +115,10 @@ _SECRET_PARAMS = frozenset(
         "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature",
         "x-amz-credential", "x-amz-security-token", "api_key", "apikey", "api-key", "key",
         "token", "access_token", "auth", "password", "passwd", "secret", "client_secret",
+        # Tokens that travel in URLs too: GitLab's API key, OpenID Connect's implicit-flow
+        # callback (#id_token=), OAuth's refresh token and client assertion, and the like.
+        "private_token", "id_token", "refresh_token", "auth_token", "session_token",
+        "client_assertion", "jwt",
     )
 )  # fmt: skip
 _QUERY_PAIR = re.compile(r"([^&=#?]+)=([^&#]*)")
