@@ -707,6 +707,31 @@ async def test_an_unregistered_http_status_folds_into_its_class_as_a_label(
     assert "http_777" in {r.reason for r in audit.records}
 
 
+@pytest.mark.anyio
+async def test_a_refused_agent_name_is_one_label_value_and_no_escape_sequence(
+    tmp_path: Path,
+) -> None:
+    """A library caller's agent name with an escape sequence or a bidi control is refused and
+    audited as given; its label value was that name, raw on /metrics (valid Prometheus text,
+    which a terminal reading `curl /metrics` ran), and one of the agents' label values each.
+    Such names count as agent="invalid"; the audit keeps the name as given."""
+    telemetry = Telemetry(metrics=True)
+    audit = MemoryAuditSink()
+    async with web_for(loopback_settings(tmp_path), telemetry, audit=audit) as web:
+        for name in ("evil\x1b[2J", "rtl\u202etxt", "two\u2028lines"):
+            with pytest.raises(webward.InvalidInput):
+                await web.fetch("http://127.0.0.1:9/", agent=name)
+    assert telemetry.metrics is not None
+    text = telemetry.metrics.exposition().decode()
+    assert "\x1b" not in text and "\u202e" not in text and "\u2028" not in text
+    page = samples(text)
+    assert {dict(ls)["agent"] for (name, ls) in page if name == "webward_calls_total"} == {
+        "invalid"
+    }
+    assert calls(page, agent="invalid") == 3
+    assert [r.agent for r in audit.records] == ["evil\x1b[2J", "rtl\u202etxt", "two\u2028lines"]
+
+
 def auth_refusals(telemetry: Telemetry) -> dict[str, float]:
     """``webward_auth_refusals_total`` of ``telemetry``'s metrics, by reason."""
     assert telemetry.metrics is not None

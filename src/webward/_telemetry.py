@@ -61,7 +61,7 @@ import orjson
 from ._addresses import is_loopback, names_this_machine
 from ._errors import InvalidInput, WebwardError
 from ._redact import redact_message, redact_secrets
-from ._settings import Settings
+from ._settings import Settings, is_agent_name
 from ._tokens import bearer_token
 
 __all__ = [
@@ -1043,6 +1043,11 @@ class _Metrics:
     def _agent_label(self, agent: str) -> str:
         if agent in self._agents:
             return agent
+        if not is_agent_name(agent):
+            # A call refused for its agent's name is audited under that name, as given; its
+            # escape sequences and bidi controls reached /metrics raw (a terminal reading
+            # `curl /metrics` ran them), and it took one of the agents' label values.
+            return "invalid"
         with self._agents_lock:
             if len(self._agents) >= MAX_AGENT_LABELS:
                 return "other"
