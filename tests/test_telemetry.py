@@ -856,6 +856,9 @@ async def test_metrics_are_loopback_only_unless_a_token_is_configured(tmp_path: 
     assert await _metrics_answer(guarded, "10.1.2.3", "scrape-me") == 200
     assert await _metrics_answer(guarded, "127.0.0.1", None) == 401
     assert await _metrics_answer(guarded, "127.0.0.1", "wrong") == 401
+    # A guess at the metrics token was counted nowhere: it is a refused credential, as the
+    # gateway's are (the token's right answers above count nothing).
+    assert auth_refusals(telemetry) == {"missing": 1, "unknown": 1}
     off = MetricsEndpoint(loopback_settings(tmp_path), lambda: Telemetry(metrics=False))
     assert await _metrics_answer(off, "127.0.0.1", None) == 404
 

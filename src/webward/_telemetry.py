@@ -1209,7 +1209,14 @@ class MetricsEndpoint:
             problem[3].append((b"allow", b"GET"))
             return problem
         if self._digest:
-            if not self._token_ok(scope):
+            refused = self._token_refused(scope)
+            if refused is not None:
+                # A guess at the metrics token is token guessing too: counted and logged as
+                # the gateway's refused credentials are (never any part of the token).
+                telemetry = self._metrics_of()
+                if telemetry is not None:
+                    client = scope.get("client")
+                    telemetry.auth_refused(refused, str(client[0]) if client else "")
                 problem = _metrics_error(
                     401,
                     "refused",
@@ -1237,15 +1244,16 @@ class MetricsEndpoint:
 
         return 200, telemetry.metrics.exposition(), CONTENT_TYPE_LATEST.encode("ascii"), []
 
-    def _token_ok(self, scope: Any) -> bool:
+    def _token_refused(self, scope: Any) -> AuthRefusal | None:
+        """Why the request's credential does not open /metrics; None when it does."""
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 token = bearer_token(value.decode("latin-1"))
                 if not token:
-                    return False
+                    return "malformed"
                 digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
-                return hmac.compare_digest(digest, self._digest)
-        return False
+                return None if hmac.compare_digest(digest, self._digest) else "unknown"
+        return "missing"
 
 
 def _metrics_error(
