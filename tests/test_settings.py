@@ -251,6 +251,8 @@ def test_a_provider_url_no_search_could_use_is_refused_when_loaded(
         ("http://127.0.0.1:6379/0", "its scheme is not redis://"),
         ("redis://", "it names no host"),
         ("redis://:Zq-secret@127.0.0.1:6379/l", "its path is not a database number"),
+        # A digit to str.isdigit(), not to int(): redis-py read it as database 0, silently.
+        ("redis://:Zq-secret@127.0.0.1:6379/\u00b2", "its path is not a database number"),
         ("redis://:Zq-secret@127.0.0.1:6379/0?db=x", "a value redis-py cannot read"),
         ("redis://:Zq-secret@127.0.0.1:6379/0?timeout=3", "names timeout, which is no option"),
     ],

@@ -751,8 +751,11 @@ def _check_redis_url(url: str, where: str) -> None:
 
 
 def _is_database(path: str) -> bool:
-    """Whether a Redis URL's path names a database as redis-py reads it: none, or a number."""
-    return not path.strip("/") or path.strip("/").isdigit()
+    """Whether a Redis URL's path names a database as redis-py reads it: none, or a number
+    in ASCII digits ("/²" is a digit to str.isdigit(), not to redis-py's int(): database 0,
+    silently)."""
+    db = path.strip("/")
+    return not db or (db.isascii() and db.isdigit())
 
 
 def _redis_options_problem(url: str) -> str:
