@@ -869,6 +869,7 @@ def test_idn_hosts_are_idna_encoded(url: str, host: str) -> None:
         "http://a\u200db.example/",  # a joiner out of its context
         "http://\u0301a.example/",  # a leading combining mark
         "http://xn--a-jfa.example/",  # a U-label UTS #46 would map (an upper-case letter)
+        "http://xn--\U0001f355.ws/",  # a label not ASCII that begins xn-- (UTS #46 4.1)
     ],
 )
 def test_invalid_idn_labels_stay_refused(url: str) -> None:

@@ -110,7 +110,7 @@ def domain_to_ascii(domain: str) -> str:
 # hosts (WHATWG URL parsing is UTS #46, non-transitional, without STD3 rules), and they were
 # refused as invalid. A label IDNA2008 refuses is taken when UTS #46 keeps it as it is (every
 # code point valid and already mapped) and it passes the checks WHATWG keeps: NFC, no leading
-# combining mark, joiners in their context, the Bidi rule. Its ASCII form is what the guard
+# combining mark, no leading xn--, joiners in their context, the Bidi rule. Its ASCII form is what the guard
 # checks, the resolver looks up and the request names.
 
 
@@ -144,6 +144,10 @@ def _check_uts46_label(label: str) -> None:
 
     if not label or label.isascii():
         raise idna.IDNAError("an A-label encodes a label that is not ASCII")
+    if label[:4].lower() == "xn--":
+        # UTS #46 (4.1, without CheckHyphens) and browsers refuse it: "xn--🍕" is no
+        # A-label, and made one of (xn--xn---ei53c) it named a host nobody wrote.
+        raise idna.IDNAError("a label that is not ASCII begins with xn--")
     if idna.uts46_remap(label, std3_rules=False, transitional=False) != label:
         raise idna.IDNAError("not a mapped UTS #46 label")
     idna.core.check_nfc(label)
