@@ -1284,3 +1284,25 @@ def test_postgres_without_its_dsn_or_driver_says_both_at_once(
     with pytest.raises(InvalidInput) as info:  # the DSN given: the extra alone, as before
         open_audit_sink(settings, environ={"WW_PG": "postgresql://u@127.0.0.1:1/d"})
     assert info.value.message.endswith("install it with pip install 'webward[postgres]'")
+
+
+def test_a_forked_child_makes_ids_of_its_own() -> None:
+    """A child forked after webward was imported (a server's workers) took its parent's id
+    prefix and counter: two children writing in the same nanosecond made one id, and the
+    PostgreSQL log, which keeps a record whose id is there once, dropped the second."""
+    from webward.audit import _core
+
+    parent = _core._new_id()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child: its first id, out without pytest's teardown
+        try:
+            os.close(read)
+            os.write(write, _core._new_id().encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = pipe.read()
+    os.waitpid(pid, 0)
+    assert len(child) == 32 and child[:8] != parent[:8]

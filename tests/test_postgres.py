@@ -430,6 +430,27 @@ async def test_a_commit_whose_answer_was_lost_is_neither_refused_nor_doubled(
     assert sorted(agents) == ["before", "cut"]
 
 
+async def test_a_clash_on_an_operators_own_unique_index_is_refused_not_dropped(
+    postgres_dsn: str,
+) -> None:
+    """A record is kept once when its id is already there (a batch tried again after its
+    COMMIT's answer was lost), and only then: a unique index an operator added on other
+    columns refused the row, where ON CONFLICT with no target dropped it in silence while
+    its call went on."""
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
+        sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+        await sink.write(record("first"))
+        await conn.execute("CREATE UNIQUE INDEX audit_one_per_target ON audit (target)")
+        clash = record("first")  # the same target, its own id
+        with pytest.raises(Refused) as err:
+            await sink.write(clash)
+        agents = [r.agent for r in await sink.query()]
+        await sink.aclose()
+    assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+    assert "audit_one_per_target" in err.value.message
+    assert agents == ["first"]
+
+
 async def test_a_read_the_server_does_not_answer_is_refused_in_bounded_time(
     postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,6 +34,7 @@ import functools
 import itertools
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -101,6 +102,18 @@ def _utcnow() -> dt.datetime:
 
 _ID_PREFIX = uuid.uuid4().hex[:8]  # random per process, so ids from several processes differ
 _ID_COUNTER = itertools.count()
+
+
+def _reseed_ids() -> None:
+    # A forked child (workers a server forks after importing webward) had its parent's prefix
+    # and counter: two of them writing in the same nanosecond made one id, and PostgreSQL's
+    # INSERT ... ON CONFLICT (id) DO NOTHING, which takes a record already there as its own,
+    # dropped the second record in silence.
+    global _ID_PREFIX
+    _ID_PREFIX = uuid.uuid4().hex[:8]
+
+
+os.register_at_fork(after_in_child=_reseed_ids)
 
 
 def _new_id() -> str:

@@ -61,10 +61,11 @@ SCHEMA_LOCK = 0x77656277  # "webw"
 # A record already there is its own: ids are random, and the batch of a COMMIT whose answer
 # was lost (the link broke after the server committed) is tried once more on a new
 # connection, which met its own rows (a unique violation) and refused calls whose records
-# were in the log.
+# were in the log. Only the id's: a unique index an operator added on other columns still
+# refuses the row it would drop, rather than losing its record in silence.
 _INSERT = (
     f"INSERT INTO audit ({', '.join(FIELDS)}) VALUES ({', '.join('%s' for _ in FIELDS)}) "
-    "ON CONFLICT DO NOTHING"
+    "ON CONFLICT (id) DO NOTHING"
 )
 _CONNECT_TIMEOUT_S = 5
 # A statement (the batch's INSERT, a probe) the server does not answer within this is given up
