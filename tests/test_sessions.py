@@ -9,6 +9,7 @@ its ``accepts`` prove that nothing connected.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import random
@@ -37,7 +38,7 @@ from webward._provenance import (
     scoped_session,
     urls_in,
 )
-from webward.limits import SQLiteLimitState
+from webward.limits import MemoryLimitState, SQLiteLimitState
 from webward.limits._redis import RedisLimitState
 from webward.testing import FakeClock, MemoryAuditSink
 
@@ -734,6 +735,24 @@ async def test_replicas_whose_clocks_differ_keep_one_hour_budget_across_its_boun
 
 
 @pytest.mark.anyio
+async def test_a_budget_spent_in_the_next_window_says_when_that_window_ends() -> None:
+    """A replica 25 s behind, refused by the budget a replica ahead spent in the new hour,
+    said it renewed at the boundary it was short of (retry after 25 s), where the client was
+    refused again: that budget renews when the new hour ends."""
+    from webward._budgets import Budgets
+
+    s = settings({"budget": {"fetch_per_hour": 1}})
+    hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600 + 3600
+    state = MemoryLimitState()
+    await Budgets(s, state, clock=FakeClock(hour + 5)).charge_call("bot", "fetch", None)
+    with pytest.raises(Refused) as err:
+        await Budgets(s, state, clock=FakeClock(hour - 25)).charge_call("bot", "fetch", None)
+    assert err.value.retry_after == 3625
+    ends = dt.datetime.fromtimestamp(hour + 3600, dt.UTC).isoformat(timespec="seconds")
+    assert f"it renews at {ends.replace('+00:00', 'Z')}" in err.value.message
+
+
+@pytest.mark.anyio
 async def test_sqlite_budget_is_one_counter_for_two_stores(
     tmp_path: Path, site: LocalServer
 ) -> None:
@@ -756,7 +775,6 @@ async def test_a_day_budget_is_not_forgotten_however_many_sessions_come_after() 
     searches under new session names (each a key) pushed its fetch day counter out, and had
     its day budget anew. The hour and day counters are kept."""
     from webward._budgets import Budgets
-    from webward.limits import MemoryLimitState
 
     s = settings({"budget": {"fetch_per_day": 2, "search_per_session": 5, "search_per_hour": 1}})
     budgets = Budgets(s, MemoryLimitState(max_keys=10), clock=FakeClock())

@@ -187,13 +187,16 @@ class Budgets:
             now = self._clock()
             start = _window_start(line.scope, now)
 
+            counted: list[float | None] = [start]  # the window the counter was found in
+
             def take(
                 cur: HostState | None,
                 line: _Line = line,
                 start: float | None = start,
                 now: float = now,
+                counted: list[float | None] = counted,
             ) -> tuple[HostState, bool]:
-                window = _current(cur, start, line.scope)
+                window = counted[0] = _current(cur, start, line.scope)
                 used = _used(cur, window)
                 if used + amount > line.limit + 1e-9:
                     return (cur or _state(0.0, window, now)), False
@@ -202,9 +205,14 @@ class Budgets:
             if not await self._state.update(line.key, take):
                 for earlier, at in done:
                     await self._state.update(earlier.key, _giver(amount, at, earlier.scope, now))
-                renews = None if start is None else start + PERIODS[line.scope] - now
+                # A budget spent in the next window (stamped by a replica whose clock is
+                # ahead) renews when that window ends, not at the boundary this clock is
+                # short of: told the boundary, a client came back then to be refused again.
+                when = now if counted[0] is None else max(now, counted[0])
+                period = PERIODS.get(line.scope)
+                renews = None if period is None else when - when % period + period - now
                 raise Refused(
-                    _message(line, agent, now), reason=REASON_BUDGET_EXHAUSTED, retry_after=renews
+                    _message(line, agent, when), reason=REASON_BUDGET_EXHAUSTED, retry_after=renews
                 )
             done.append((line, start))
 
