@@ -1306,3 +1306,26 @@ def test_a_forked_child_makes_ids_of_its_own() -> None:
         child = pipe.read()
     os.waitpid(pid, 0)
     assert len(child) == 32 and child[:8] != parent[:8]
+
+
+@pytest.mark.anyio
+async def test_a_write_to_a_log_that_is_no_database_says_to_move_it_aside(
+    tmp_path: Path,
+) -> None:
+    """A call's write met an audit.db written over (no SQLite database) with "make that store
+    writable", which does nothing for it, while the probe said to move it aside: a server's
+    calls, which write without probing first, now say what the probe says."""
+    from webward.audit._sqlite import SQLiteAuditSink
+
+    (tmp_path / "audit.db").write_bytes(b"no database at all " * 64)
+    sink = SQLiteAuditSink(tmp_path)
+    try:
+        with pytest.raises(webward.Refused) as err:
+            await sink.write(record())
+    finally:
+        await sink.aclose()
+    assert err.value.reason == "audit_unavailable"
+    assert err.value.message.endswith(
+        "file is not a database; it is no SQLite database: move it aside (webward starts a new "
+        "one), or point [state] dir (WEBWARD_STATE_DIR) at another directory"
+    )

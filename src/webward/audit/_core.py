@@ -48,6 +48,7 @@ import orjson
 from .._capabilities import SEARCH
 from .._errors import STORE_HEALTH, Reason, Refused, operator_step
 from .._redact import drop_userinfo, redact_secrets
+from .._sqlite import not_a_database_step
 from .._unicode import BIDI_CONTROLS, BIDI_MARKS
 
 if TYPE_CHECKING:
@@ -508,6 +509,9 @@ def audit_unavailable(detail: str, advice: str | None = None) -> Refused:
     """The refusal every sink raises when a record cannot be written."""
     if advice is None and FULL_WORDS in detail:
         advice = _FULL_ADVICE
+    # A file that is no database, met by a call's write as by the probe: "make that store
+    # writable" does nothing for it (the probe alone said to move it aside).
+    advice = advice or not_a_database_step(detail)
     # Where the store is and what to do are the operator's (a model is told neither).
     return Refused(
         operator_step(
