@@ -194,14 +194,19 @@ async def test_a_metadata_server_stays_refused_inside_an_opened_range(
     assert connector.attempts == []
 
 
+@pytest.mark.parametrize(
+    "listed", ["93.184.215.14", "[64:ff9b::93.184.215.14]", "64:ff9b::5db8:d70e"]
+)
 @pytest.mark.parametrize("where", ["policy", "agent"])
 async def test_a_denied_address_spelled_as_nat64_is_refused_without_connecting(
-    where: str,
+    where: str, listed: str
 ) -> None:
     """An address on a deny-list, written as the NAT64 address that reaches it on a DNS64
     network (64:ff9b::/96, which the guard lets through for a public IPv4): refused as the
-    address itself is, where it was sent to the NAT64 gateway and so to the denied host."""
-    denied = ["93.184.215.14"]
+    address itself is, where it was sent to the NAT64 gateway and so to the denied host. And
+    either way round: a NAT64 address on the list names the IPv4 address it carries, which
+    was read when written plainly."""
+    denied = [listed]
     lists = {"policy": {"deny": denied}} if where == "policy" else {}
     agents = {"agents": {"cli": {"deny": denied}}} if where == "agent" else {}
     s = settings().replace({**lists, **agents})

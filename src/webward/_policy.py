@@ -161,6 +161,10 @@ class HostPattern:
                 raise InvalidInput(
                     f"{where} holds {pattern!r}, which would match a whole top-level domain; {hint}"
                 )
+        if host[:1] == "6" and (carried := _nat64_ipv4(host)) is not None:
+            # A NAT64 address on a list names the IPv4 address it carries, as that address on
+            # a list names the NAT64 literal (_first_match): the one written either way.
+            host = carried
         return cls(text=text, host=host, wildcard=wildcard)
 
     def matches(self, host: str) -> bool:
