@@ -784,8 +784,10 @@ def test_invalid_host_messages_say_what_is_wrong() -> None:
         ("example.com", "https://example.com"),
         ("www.example.com:8443/a?b#c", "https://www.example.com:8443/a?b#c"),
         ("//example.com/x", "https://example.com/x"),
-        ("localhost:8000", "https://localhost:8000"),
-        ("[::1]:80/x", "https://[::1]:80/x"),
+        ("localhost:8000", "http://localhost:8000"),
+        ("app.localhost/x", "http://app.localhost/x"),
+        ("[::1]:80/x", "http://[::1]:80/x"),
+        ("192.168.1.20:8080/x", "http://192.168.1.20:8080/x"),
         ("/relative/path", None),
         ("http:/example.com/", None),
         ("http//example.com", None),
@@ -794,7 +796,8 @@ def test_invalid_host_messages_say_what_is_wrong() -> None:
 )
 def test_a_url_without_its_scheme_is_told_the_url_to_type(typed: str, such: str | None) -> None:
     """A host and path typed without "https://" (the most common slip, a person's or a
-    model's) is told the URL it most likely meant; what names no host gets the rule alone.
+    model's) is told the URL it most likely meant, over http for a local server (localhost,
+    an IP address), whose https a suggestion got wrong; what names no host gets the rule alone.
     The rule alone left the person to work out what "absolute" asked for."""
     with pytest.raises(InvalidInput) as info:
         assert_url_allowed(typed)

@@ -19,6 +19,7 @@ so callers import everything from ``webward.guard``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import re
@@ -658,11 +659,20 @@ _SCHEMELESS_RE = re.compile(
 
 
 def _not_absolute(url: str) -> InvalidInput:
-    # "example.com/page" is most often that page over https: say the URL to type, not only
-    # the rule (a URL that is not a host's, "/page" or "http:/x", gets the rule alone).
+    # "example.com/page" is most often that page over https, a local server's (localhost, an
+    # IP address) over http: say the URL to type, not only the rule (a URL that is not a
+    # host's, "/page" or "http:/x", gets the rule alone).
     such = ""
     if _SCHEMELESS_RE.fullmatch(url):
-        such = f", such as https://{_shorten(url.removeprefix('//'))}"
+        typed = url.removeprefix("//")
+        if typed.startswith("["):  # an IPv6 address
+            host = typed[1 : typed.index("]")]
+        else:
+            host = re.split(r"[:/?#]", typed, maxsplit=1)[0].lower().rstrip(".")
+        local = host == "localhost" or host.endswith(".localhost")
+        with contextlib.suppress(ValueError):
+            local = local or ipaddress.ip_address(host) is not None
+        such = f", such as {'http' if local else 'https'}://{_shorten(typed)}"
     return InvalidInput(
         f"the URL {_shorten(url)} is not absolute; give a full URL starting with http:// or "
         f"https://{such}",
