@@ -491,6 +491,34 @@ async def test_a_redis_that_refuses_the_urls_credentials_says_to_give_its_passwo
         assert "wrong-pass" not in error.message
 
 
+async def test_a_database_the_redis_lacks_and_tls_to_a_plain_redis_get_their_own_steps() -> None:
+    """A database number the server does not have (/99 of 16) and a rediss:// URL sent to a
+    plain Redis (its TLS handshake waits out the connect timeout) each refuse the call with
+    the step that fixes them: both were told "bring it back" of a server that was up."""
+    server = RedisServer().start()
+    said = []
+    try:
+        with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+            for url in (server.url.replace("/0", "/99"), server.url.replace("redis:", "rediss:")):
+                async with Web(settings(url), StaticResolver({}), audit=MemoryAuditSink()) as web:
+                    with pytest.raises(Refused) as call:
+                        await web.fetch(srv.url("/"))
+                said.append(call.value)
+    finally:
+        server.stop()
+    assert srv.accepts == 0
+    database, tls = said
+    assert database.reason == tls.reason == "limits_unavailable"
+    assert database.message.endswith(
+        "(DB index is out of range); give [state] redis_url a database number the server "
+        "has (0 to 15, unless its databases setting allows more)"
+    ), database.message
+    assert tls.message.endswith(
+        "; bring it back; a rediss:// URL speaks TLS, so if that port serves plain Redis, use "
+        "redis://"
+    ), tls.message
+
+
 async def test_a_redis_that_stops_answering_is_logged_once_each_way(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

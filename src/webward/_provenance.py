@@ -376,7 +376,7 @@ class RedisSessionStore:
                     await pipe.execute()
                 trip.wrote = True
         except (RedisError, OSError) as exc:
-            raise limits_unavailable(self._where, *failure_of(exc)) from None
+            raise limits_unavailable(self._where, *failure_of(exc, self._where)) from None
 
     async def has(self, session: str, url: str) -> bool:
         from ._redis_client import RedisError, failure_of  # the redis extra's module
@@ -385,7 +385,7 @@ class RedisSessionStore:
             with self._health.trips():
                 return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None
         except (RedisError, OSError) as exc:
-            raise limits_unavailable(self._where, *failure_of(exc)) from None
+            raise limits_unavailable(self._where, *failure_of(exc, self._where)) from None
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -143,15 +143,32 @@ _AUTH_TEXTS = (_NO_PASSWORD, "Authentication required", "invalid username-passwo
 _HELLO_NOAUTH = re.compile(r"HELLO must be called with the client already authenticated[^;]*")
 
 
-def failure_of(exc: BaseException | str) -> tuple[str, str | None]:
-    """What a store's ``limits_unavailable`` says of ``exc``: its text, without redis-py's
-    note of the pipeline command, and the next step when the Redis answers but refuses
-    every write (full under noeviction, a read-only replica, a user without the right) or
-    the URL's credentials: "bring it back" sent the operator after a server that was up."""
+# The next step for a database number the server does not have (its SELECT refused).
+_DATABASE_STEP = (
+    "give [state] redis_url a database number the server has (0 to 15, unless its databases "
+    "setting allows more)"
+)
+# The next step for a rediss:// URL whose connection never completed: a TLS handshake sent
+# to a plain Redis waits for an answer that never comes, as a server that is down does.
+_TLS_STEP = (
+    "bring it back; a rediss:// URL speaks TLS, so if that port serves plain Redis, use redis://"
+)
+
+
+def failure_of(exc: BaseException | str, where: str = "") -> tuple[str, str | None]:
+    """What a store's ``limits_unavailable`` says of ``exc`` (from the Redis at ``where``,
+    redacted): its text, without redis-py's note of the pipeline command, and the next step
+    when bringing the server back is not it: a Redis that refuses every write (full under
+    noeviction, a read-only replica, a user without the right), the URL's credentials or its
+    database number, or one that may not speak the URL's TLS."""
     text = _PIPELINE_NOTE.sub("", _text_of(exc) if isinstance(exc, BaseException) else exc)
     step = _REFUSING_STEP if isinstance(exc, _REFUSALS) else None
     if isinstance(exc, AuthenticationError) or any(t in text for t in _AUTH_TEXTS):
         step = _AUTH_STEP
+    elif "DB index is out of range" in text:
+        step = _DATABASE_STEP
+    elif where.startswith("rediss://") and "Timeout connecting" in text:
+        step = _TLS_STEP
     return text, step
 
 

@@ -147,4 +147,4 @@ class RedisLimitState:
         await self._client.aclose()
 
     def _unavailable(self, exc: BaseException | str) -> Refused:
-        return limits_unavailable(self._where, *failure_of(exc))
+        return limits_unavailable(self._where, *failure_of(exc, self._where))
