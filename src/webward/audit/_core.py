@@ -865,7 +865,10 @@ class CommitThread:
     def __init__(self, flush: Callable[[list[tuple[Any, ...]], float], Flushed], name: str) -> None:
         self._flush = flush
         self._name = name
-        self._cond = threading.Condition(threading.Lock())
+        # Writers take the Condition's lock itself: ``with`` on a Condition runs its Python
+        # __enter__ and __exit__, two calls a row on the event loop's thread.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         # Rows handed over and not yet taken by the thread: (row, loop, future).
         self._pending: list[tuple[tuple[Any, ...], Any, asyncio.Future[str | None]]] = []
         # The committing thread; a thread that is no longer this one (after a close) commits
@@ -884,7 +887,7 @@ class CommitThread:
             error = _error_of(flushed, 0)
         else:
             future: asyncio.Future[str | None] = loop.create_future()
-            with self._cond:
+            with self._lock:
                 self._pending.append((row, loop, future))
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
