@@ -995,8 +995,12 @@ class Web:
             await self._write_unexpected(call, exc)
             raise
         finally:
-            with contextlib.suppress(ValueError):  # a coroutine closed outside its task
+            # try/except rather than contextlib.suppress, whose __init__, __enter__ and
+            # __exit__ are three Python calls on every call (0.3 us against 0.1).
+            try:  # noqa: SIM105
                 CALL_DEADLINE.reset(deadline)
+            except ValueError:  # a coroutine closed outside its task
+                pass
         await self._write_audit(call, None)
         return result
 
