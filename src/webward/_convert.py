@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from . import _content, _shell, _structure
+from . import _content, _kinds, _shell, _structure
 from . import _urls as urls
 from ._charset import codec_for, decode_text
 from ._errors import Reason, Refused
@@ -3859,6 +3859,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         return HtmlResult(title="", markdown="", links=(), extractor="")
     _place_streamed(tree)  # before the scripts go
     title = _title(tree)
+    _kinds.mark_answers(tree)  # before the scripts (JSON-LD) and the vote counts go
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
     moved = _refresh_note(*refresh) if refresh is not None else ""

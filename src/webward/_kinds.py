@@ -1,0 +1,336 @@
+"""Rules for kinds of pages whose structure the extractors read without its meaning.
+
+A question-and-answer page (Stack Overflow and the Stack Exchange sites, a Discourse topic
+marked solved, a schema.org ``QAPage`` anywhere): the extractors read the question and the
+answers as one run of paragraphs, with nothing saying where an answer begins, which one
+was accepted, or how it was voted, and they drop every comment (trafilatura discards
+anything of class ``comments``). :func:`mark_answers` writes a short heading at the head of
+the question and of each answer ("**Answer (accepted, 42 votes)**") and lets their comments
+be read, before the page is cleaned; the extractors then keep each part under its heading.
+
+Site-independent signals only: schema.org's microdata (``itemtype`` ``Question`` and
+``Answer``, ``itemprop`` ``acceptedAnswer`` / ``suggestedAnswer`` / ``upvoteCount``) and its
+JSON-LD (a ``QAPage`` whose answers are found in the page by their first words), and the
+class names Stack Exchange's engine and its clones write (``question``, ``answer``,
+``accepted-answer``, ``js-vote-count``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from lxml import etree  # type: ignore[import-untyped]
+
+# A page is read as a Q&A only with one question on it: a FAQ (schema.org's FAQPage, or an
+# accordion of class "question"/"answer" pairs) holds many, each its own answer, and reads
+# well as its headings.
+_MAX_ANSWERS = 200  # answers marked at most (a page shows 30 to 50)
+_MAX_JSON_LD_CHARS = 200_000  # a JSON-LD script read at most
+_MAX_JSON_LD = 8  # JSON-LD scripts read at most
+_MAX_CLIMB = 6  # levels from an answer's text up to its post, looked through at most
+_MAX_SEARCHED = 5_000  # elements compared with a JSON-LD answer's words at most
+_KEY_WORDS = 8  # a JSON-LD answer's first words, looked for in the page
+_MIN_ANSWER_WORDS = 3  # words an answer holds at least
+
+_TOKEN = re.compile(r"[^\s]+")
+_WORD = re.compile(r"\w+")
+_VOTES = re.compile(r"[+-\u2212]?\d[\d,]{0,12}")
+_SCHEMA = re.compile(r"^https?://schema\.org/(\w+)$", re.IGNORECASE)
+# Class tokens of an answer's vote count (Stack Exchange's; older themes', Askbot's, OSQA's).
+_VOTE_CLASSES = frozenset(("js-vote-count", "vote-count-post", "vote-count", "votes-count"))
+# Class tokens that hide an element in the frameworks these sites use (Stack Exchange writes
+# every answer's "accepted" check mark and hides it with d-none on all but the accepted one).
+_HIDING_CLASSES = frozenset(("d-none", "hidden", "hide", "is-hidden", "sr-only"))
+# The elements that may be a question or an answer (by microdata or class), and those of a
+# schema.org type: found by libxml2 in one pass (a walk in Python over 50,000 elements,
+# reading each one's attributes, took 0.2 s).
+_PARTS = frozenset(("div", "article", "section", "li", "main", "td"))
+_CANDIDATES = etree.XPath(
+    "//*[@itemtype or @itemprop or contains(@class, 'nswer') or contains(@class, 'uestion')]"
+)
+_TYPED = etree.XPath("//*[@itemtype]")
+_BODY_CLASS = re.compile(r"^(?:js-)?post-?(?:body|text)$")
+_INLINE = frozenset(("span", "a", "b", "i", "em", "strong", "meta", "link"))
+
+
+def _classes(element: Any) -> set[str]:
+    return set(_TOKEN.findall((element.get("class") or "")[:1_000].lower()))
+
+
+def _types(element: Any) -> set[str]:
+    """The schema.org types of ``element``'s ``itemtype``, lowercased."""
+    found = set()
+    for token in _TOKEN.findall((element.get("itemtype") or "")[:1_000]):
+        match = _SCHEMA.match(token)
+        if match:
+            found.add(match.group(1).lower())
+    return found
+
+
+def _props(element: Any) -> set[str]:
+    return set(_TOKEN.findall((element.get("itemprop") or "")[:1_000].lower()))
+
+
+def _is_question(element: Any) -> bool:
+    return "question" in _types(element) or "question" in _classes(element)
+
+
+def _is_answer(element: Any) -> bool:
+    return (
+        "answer" in _types(element)
+        or not _props(element).isdisjoint(("acceptedanswer", "suggestedanswer"))
+        or not _classes(element).isdisjoint(("answer", "accepted-answer"))
+    )
+
+
+def _outermost(elements: list[Any]) -> list[Any]:
+    chosen = set(elements)
+    return [el for el in elements if not any(up in chosen for up in el.iterancestors())]
+
+
+def _accepted(answer: Any) -> bool:
+    if "acceptedanswer" in _props(answer) or "accepted-answer" in _classes(answer):
+        return True
+    for el in answer.iter():
+        cls = _classes(el)
+        if any("accepted-answer-indicator" in c for c in cls) and cls.isdisjoint(_HIDING_CLASSES):
+            return True
+    return False
+
+
+def _votes(post: Any, skip: Any = None) -> str | None:
+    """The vote count ``post`` shows (not one inside ``skip``, an answer in the question)."""
+    for el in post.iter():
+        if skip is not None and el in skip:
+            continue
+        if "upvotecount" in _props(el) or not _classes(el).isdisjoint(_VOTE_CLASSES):
+            value = (el.get("data-value") or el.get("content") or el.text_content() or "").strip()
+            if _VOTES.fullmatch(value):
+                return value.replace("\u2212", "-")
+    return None
+
+
+def _label(kind: str, accepted: bool, votes: str | None) -> str:
+    notes = ["accepted"] if accepted else []
+    if votes is not None:
+        notes.append(f"{votes} vote" if votes in ("1", "-1", "+1") else f"{votes} votes")
+    return f"{kind} ({', '.join(notes)})" if notes else kind
+
+
+def _body_of(post: Any) -> Any:
+    """The element holding ``post``'s own text: schema.org's ``itemprop="text"``, else a class
+    naming a post's body (Stack Exchange's ``js-post-body``), else the post. trafilatura reads
+    such bodies alone where it finds them, so what a post says of itself goes in there."""
+    for el in post.iter():
+        if el is post:
+            continue
+        if "text" in _props(el) and el.tag not in _INLINE:
+            return el
+        if any(_BODY_CLASS.search(c) for c in _classes(el)):
+            return el
+    return post
+
+
+def _marker(text: str) -> Any:
+    """A paragraph of ``text`` in bold: the extractors keep it where they read the post (an
+    ``<h2>`` in each of a run of posts' bodies, trafilatura kept only the first)."""
+    import lxml.html  # type: ignore[import-untyped]
+
+    marker = lxml.html.Element("p")
+    strong = lxml.html.Element("strong")
+    strong.text = text
+    marker.append(strong)
+    return marker
+
+
+def _head(post: Any, text: str, comments: list[Any]) -> None:
+    """Write ``text`` as a heading at the head of ``post``'s body, and move ``comments`` (its
+    comment lists, each after its heading) to the body's end, where they stand in the page:
+    after the post's text."""
+
+    body = _body_of(post)
+    heading = _marker(text)
+    heading.tail = body.text
+    body.text = None
+    body.insert(0, heading)
+    if body is not post:
+        for element in comments:
+            body.append(element)
+    # trafilatura takes the first element whose class names a post's body for the article
+    # (the question alone, or the question and the answers without their comments): the
+    # parts are marked now, and the page's container of them is read.
+    if "class" in body.attrib:
+        del body.attrib["class"]
+
+
+def _open_comments(post: Any, marked: set[Any]) -> list[Any]:
+    """Let the comment lists in ``post`` be read: trafilatura discards any element whose class
+    or id names comments, the list, its items and the wrapper around them alike. Their class
+    and id go (the "add a comment" link beside them keeps its own, and goes); the list gets a
+    heading. Lists of another of the ``marked`` parts inside ``post`` (an answer inside its
+    question's element) are that part's. Returns the lists and their headings, in order."""
+    import lxml.etree  # type: ignore[import-untyped]
+
+    opened: list[Any] = []
+    for listing in list(post.iter("ul", "ol")):
+        items = [li for li in listing if li.tag == "li"]
+        named = any("comment" in c for c in _classes(listing)) or any(
+            any("comment" in c for c in _classes(li)) for li in items
+        )
+        if not named or not items:
+            continue
+        if next((up for up in listing.iterancestors() if up in marked), None) is not post:
+            continue
+        for el in listing.iter():
+            el.attrib.pop("class", None)
+            el.attrib.pop("id", None)
+        up = listing.getparent()
+        while up is not None and up is not post:
+            for name in ("class", "id"):
+                if "comment" in (up.get(name) or "").lower():
+                    del up.attrib[name]
+            up = up.getparent()
+        for item in items:
+            # A comment's parts (its words, author, date) in divs and spans: one line of
+            # text and links (trafilatura dropped an item whose words sat only in spans).
+            for part in item.iter("div", "p"):
+                part.tail = " " + (part.tail or "")
+            lxml.etree.strip_tags(item, "div", "p", "span")
+        heading = _marker("Comments")
+        listing.addprevious(heading)
+        opened += (heading, listing)
+    return opened
+
+
+def _json_ld_answers(tree: Any) -> list[tuple[str, bool, str | None]]:
+    """The answers a ``QAPage`` in the page's JSON-LD lists: (first words, accepted, votes)."""
+    found: list[tuple[str, bool, str | None]] = []
+    for script in tree.xpath("//script[@type='application/ld+json']")[:_MAX_JSON_LD]:
+        text = script.text or ""
+        if len(text) > _MAX_JSON_LD_CHARS or "QAPage" not in text:
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        for page in data if isinstance(data, list) else [data]:
+            if not isinstance(page, dict) or page.get("@type") != "QAPage":
+                continue
+            question = page.get("mainEntity")
+            if not isinstance(question, dict):
+                continue
+            for prop, accepted in (("acceptedAnswer", True), ("suggestedAnswer", False)):
+                answers = question.get(prop)
+                for answer in answers if isinstance(answers, list) else [answers]:
+                    if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+                        continue
+                    key = " ".join(_WORD.findall(answer["text"].lower())[:_KEY_WORDS])
+                    votes = answer.get("upvoteCount")
+                    shown = str(votes) if isinstance(votes, int) else None
+                    if len(key.split()) >= _MIN_ANSWER_WORDS:
+                        found.append((key, accepted, shown))
+    return found[:_MAX_ANSWERS]
+
+
+def _leading_words(element: Any) -> str:
+    pieces, size = [], 0
+    for piece in element.itertext():
+        pieces.append(piece)
+        size += len(piece)
+        if size >= 400:
+            break
+    return " ".join(_WORD.findall("".join(pieces).lower())[: _KEY_WORDS * 4])
+
+
+def _post_of(element: Any) -> Any:
+    """The post holding ``element`` (an answer's text): the nearest element around it that has
+    a sibling of its tag and class (the other posts of the topic), else ``element``."""
+    el = element
+    for _ in range(_MAX_CLIMB):
+        parent = el.getparent()
+        if parent is None:
+            break
+        cls = el.get("class")
+        if any(s is not el and s.tag == el.tag and s.get("class") == cls for s in parent):
+            return el
+        el = parent
+    return element
+
+
+def _located(tree: Any, answers: list[tuple[str, bool, str | None]]) -> list[tuple[Any, str]]:
+    """The posts in the page holding the JSON-LD ``answers``, each with its heading; every other
+    post of theirs after the question's is an answer too (Discourse's JSON-LD names only the
+    accepted one of a topic's replies)."""
+    keys = {key: (accepted, votes) for key, accepted, votes in answers}
+    # The innermost element starting with each answer's words: met in document order, each
+    # one inside the last found is deeper (a second copy of the words elsewhere is not).
+    inner: dict[str, Any] = {}
+    for count, el in enumerate(tree.iter("div", "article", "section", "li")):
+        if count > _MAX_SEARCHED:
+            break
+        words = _leading_words(el)
+        for key in keys:
+            if words.startswith(key):
+                found = inner.get(key)
+                if found is None or any(up is found for up in el.iterancestors()):
+                    inner[key] = el
+    posts: dict[Any, str] = {}
+    for key, el in inner.items():
+        post = _post_of(el)
+        if post not in posts:
+            posts[post] = _label("Answer", *keys[key])
+    if not posts:
+        return []
+    first = next(iter(posts))
+    parent = first.getparent()
+    if parent is not None and all(p.getparent() is parent for p in posts):
+        group = [s for s in parent if s.tag == first.tag and s.get("class") == first.get("class")]
+        if len(group) > len(posts) and group[0] not in posts:
+            # The first post is the question's (a topic's opening post).
+            return [(group[0], "Question")] + [(p, posts.get(p, "Answer")) for p in group[1:]]
+    return list(posts.items())
+
+
+def mark_answers(tree: Any) -> None:
+    """On a question-and-answer page, head the question and each answer with a short heading
+    saying which it is (accepted, votes) and let their comments be read (see the module's
+    docstring). Run on the parsed page before anything is dropped: the JSON-LD is in a
+    script, the vote counts in elements the extractors pass over."""
+    questions, answers = [], []
+    for el in _CANDIDATES(tree):
+        if el.tag not in _PARTS:
+            continue
+        if _is_answer(el):
+            answers.append(el)
+        elif _is_question(el):
+            questions.append(el)
+        if len(answers) > _MAX_ANSWERS or len(questions) > _MAX_ANSWERS:
+            return
+    answers = _outermost(answers)
+    questions = _outermost(questions)
+    marks: list[tuple[Any, str]] = []
+    if answers:
+        if len(questions) != 1:
+            return
+        question = questions[0]
+        answers = [a for a in answers if len(_WORD.findall(a.text_content())) >= _MIN_ANSWER_WORDS]
+        if not answers:
+            return
+        if question.find(".//h1") is None:
+            inside = set(answers)
+            skip = {d for a in inside for d in a.iter()}
+            marks.append((question, _label("Question", False, _votes(question, skip))))
+        for answer in answers:
+            marks.append((answer, _label("Answer", _accepted(answer), _votes(answer))))
+    else:
+        found = _json_ld_answers(tree)
+        if not found:
+            return
+        marks = _located(tree, found)
+    if not marks or any("faqpage" in _types(el) for el in _TYPED(tree)):
+        return  # a FAQ: each question with its one answer, read as its headings
+    marked = {post for post, _ in marks}
+    for post, label in marks:
+        _head(post, label, _open_comments(post, marked))

@@ -1,0 +1,145 @@
+"""Question-and-answer pages: the question and each answer read as their own parts, the
+accepted one and the votes said, comments kept (webward._kinds.mark_answers)."""
+
+from __future__ import annotations
+
+from webward._convert import convert
+from webward._settings import LimitsSettings
+
+URL = "https://example.com/questions/1"
+P = (
+    "The quick brown fox jumps over the lazy dog while the committee debates the finer points "
+    "of procedure, and nobody in the room remembers who called the meeting in the first place. "
+)
+
+
+def read(page: str) -> str:
+    converted = convert(
+        page.encode(),
+        "text/html; charset=utf-8",
+        URL,
+        truncated=False,
+        include_links=False,
+        limits=LimitsSettings(),
+    )
+    return converted.text  # type: ignore[union-attr]
+
+
+SO = f"""<!DOCTYPE html><html><head><title>python - How do I reverse a list? - Stack Overflow</title></head><body class="question-page">
+<header class="s-topbar"><a>Stack Overflow</a><a>About</a><input placeholder="Search…"></header>
+<div id="left-sidebar"><nav><ol><li><a>Home</a></li><li><a>Questions</a></li></ol></nav></div>
+<div id="content" itemscope itemtype="https://schema.org/QAPage"><div id="question-header"><h1 itemprop="name" class="fs-headline1"><a href="/q/1" class="question-hyperlink">How do I reverse a list?</a></h1></div>
+<div class="d-flex"><div>Asked <time itemprop="dateCreated" datetime="2010-10-15T07:00:00">10 years ago</time></div><div>Viewed 5m times</div></div>
+<div id="mainbar" role="main" aria-label="question and answers">
+<div class="question js-question" id="question" data-questionid="1" data-score="4123" itemprop="mainEntity" itemscope itemtype="https://schema.org/Question">
+<div class="post-layout"><div class="votecell post-layout--left"><div class="js-voting-container d-flex"><button class="js-vote-up-btn" aria-label="Up vote"><svg aria-hidden="true"><path d="M1 1"/></svg></button><div class="js-vote-count flex--item" itemprop="upvoteCount" data-value="4123">4123</div><button class="js-vote-down-btn" aria-label="Down vote"></button></div></div>
+<div class="postcell post-layout--right"><div class="s-prose js-post-body" itemprop="text"><p>How can I reverse a list in Python, without modifying the original? I tried a loop but it feels clumsy.</p><pre class="lang-py s-code-block"><code class="hljs language-python">xs = [1, 2, 3]</code></pre></div>
+<div class="post-taglist"><a class="post-tag">python</a><a class="post-tag">list</a></div>
+<div class="user-info"><div class="user-action-time">asked <span class="relativetime">Oct 15, 2010</span></div><div class="user-details"><a href="/users/9/erin">erin</a></div></div></div>
+<span class="d-none" itemprop="commentCount">1</span>
+<div class="post-layout--right js-post-comments-component"><div id="comments-1" class="comments js-comments-container"><ul class="comments-list js-comments-list"><li id="comment-11" class="comment js-comment" data-comment-score="12"><div class="js-comment-actions comment-actions"><div class="comment-score js-comment-score"><span class="cool">12</span></div></div><div class="comment-text js-comment-text-and-form"><div class="comment-body js-comment-edit-hide"><span class="comment-copy">Did you try slicing? It is the usual way.</span> <div class="d-inline-flex">- <a href="/users/3/carol" class="comment-user">carol</a></div> <span class="comment-date"><a class="comment-link" href="#comment11_1"><span class="relativetime-clean">Oct 15, 2010 at 7:01</span></a></span></div></div></li></ul></div>
+<div id="comments-link-1" class="js-comments-menu"><a class="js-add-link comments-link" role="button">Add a comment</a></div></div>
+</div></div>
+<div id="answers"><div id="answers-header"><h2 class="mb0" data-answercount="2">2 Answers <span>Sorted by:</span></h2></div>
+<div id="answer-2" class="answer js-answer accepted-answer js-accepted-answer" data-answerid="2" data-score="5321" itemprop="acceptedAnswer" itemscope itemtype="https://schema.org/Answer">
+<div class="post-layout"><div class="votecell post-layout--left"><div class="js-voting-container d-flex"><button class="js-vote-up-btn"></button><div class="js-vote-count flex--item" itemprop="upvoteCount" data-value="5321">5321</div><button class="js-vote-down-btn"></button>
+<div class="js-accepted-answer-indicator flex--item fc-green-400" title="Loading when this answer was accepted…" role="note" aria-label="Accepted"><div class="ta-center"><svg aria-hidden="true" class="svg-icon iconCheckmarkLg"><path d="m6 14 8 8L30 6v8L14 30l-8-8v-8Z"></path></svg></div></div></div></div>
+<div class="answercell post-layout--right"><div class="s-prose js-post-body" itemprop="text"><p>Use <code>reversed()</code> for an iterator, or slicing for a reversed copy of the list:</p><pre class="lang-py s-code-block"><code class="hljs language-python">ys = xs[::-1]</code></pre><p>{P}</p></div>
+<div class="user-info"><div class="user-action-time">answered <span class="relativetime">Oct 15, 2010</span></div><div class="user-details"><a href="/users/4/dave">dave</a></div></div></div>
+<div class="post-layout--right js-post-comments-component"><div id="comments-2" class="comments js-comments-container"><ul class="comments-list js-comments-list"><li id="comment-21" class="comment js-comment"><div class="comment-text"><div class="comment-body"><span class="comment-copy">Slicing creates a copy, beware of memory on huge lists.</span> <div class="d-inline-flex">- <a class="comment-user">frank</a></div></div></div></li></ul></div></div>
+</div></div>
+<div id="answer-3" class="answer js-answer" data-answerid="3" data-score="12" itemprop="suggestedAnswer" itemscope itemtype="https://schema.org/Answer">
+<div class="post-layout"><div class="votecell post-layout--left"><div class="js-voting-container d-flex"><div class="js-vote-count flex--item" itemprop="upvoteCount" data-value="12">12</div>
+<div class="js-accepted-answer-indicator flex--item fc-green-400 d-none" role="note" aria-label="Accepted"><svg aria-hidden="true"></svg></div></div></div>
+<div class="answercell post-layout--right"><div class="s-prose js-post-body" itemprop="text"><p>You can also call <code>xs.reverse()</code>, which reverses the list in place and returns None. {P}</p></div>
+<div class="user-info"><div class="user-details"><a href="/users/5/gina">gina</a></div></div></div></div></div>
+</div></div>
+<div id="sidebar"><div class="s-sidebarwidget"><h4>The Overflow Blog</h4><ul><li><a>How we built a thing</a></li></ul></div><div><h4>Hot Network Questions</h4><ul><li><a>Why is the sky blue?</a></li></ul></div></div></div>
+<footer><p>Site design / logo © 2026 Stack Exchange Inc</p></footer></body></html>"""
+DISCOURSE = """<!DOCTYPE html><html><head><title>Nginx returns 502 after upgrade - Help - Example Forum</title>
+<script type="application/ld+json">{"@context":"http://schema.org","@type":"QAPage","name":"Nginx returns 502 after upgrade","mainEntity":{"@type":"Question","name":"Nginx returns 502 after upgrade","text":"After upgrading to 3.2 every request to the site returns 502 Bad Gateway from nginx.","upvoteCount":3,"answerCount":1,"datePublished":"2026-01-03T10:00:00Z","author":{"@type":"Person","name":"alice"},"acceptedAnswer":{"@type":"Answer","text":"The upgrade moved the socket path. Point proxy_pass at the new socket and reload nginx.","upvoteCount":7,"datePublished":"2026-01-03T12:00:00Z","url":"https://forum.example.com/t/nginx-returns-502-after-upgrade/123/3","author":{"@type":"Person","name":"bob"}}}}</script></head><body class="crawler">
+<header><a href="/"><img src="/logo.png" alt="Example Forum"></a></header>
+<div id="main-outlet" class="wrap" role="main">
+<div id="topic-title"><h1><a href="/t/nginx-returns-502-after-upgrade/123">Nginx returns 502 after upgrade</a></h1><div class="topic-category"><span class="category-name">Help</span></div></div>
+<div itemscope itemtype="http://schema.org/DiscussionForumPosting">
+<div id="post_1" class="topic-body crawler-post"><div class="crawler-post-meta"><span class="creator" itemprop="author" itemscope itemtype="http://schema.org/Person"><a itemprop="url" href="/u/alice"><span itemprop="name">alice</span></a></span><span class="crawler-post-infos"><time itemprop="datePublished" datetime="2026-01-03T10:00:00Z" class="post-time">January 3, 2026, 10:00am</time><span itemprop="position">1</span></span></div>
+<div class="post" itemprop="text"><p>After upgrading to 3.2 every request to the site returns 502 Bad Gateway from nginx. The error log says the upstream socket does not exist.</p><pre><code>connect() to unix:/var/run/app.sock failed (2: No such file or directory)</code></pre></div>
+<div itemprop="interactionStatistic" itemscope itemtype="http://schema.org/InteractionCounter"><meta itemprop="interactionType" content="http://schema.org/LikeAction"><meta itemprop="userInteractionCount" content="3"><span class="post-likes">3 Likes</span></div></div>
+<div id="post_2" itemprop="comment" itemscope itemtype="http://schema.org/Comment" class="topic-body crawler-post"><div class="crawler-post-meta"><span class="creator" itemprop="author" itemscope itemtype="http://schema.org/Person"><a itemprop="url" href="/u/carol"><span itemprop="name">carol</span></a></span><span class="crawler-post-infos"><time itemprop="datePublished" datetime="2026-01-03T11:00:00Z" class="post-time">January 3, 2026, 11:00am</time><span itemprop="position">2</span></span></div>
+<div class="post" itemprop="text"><p>Same here since the upgrade. Did you check whether the app service itself is running at all after the restart?</p></div></div>
+<div id="post_3" itemprop="comment" itemscope itemtype="http://schema.org/Comment" class="topic-body crawler-post"><div class="crawler-post-meta"><span class="creator" itemprop="author" itemscope itemtype="http://schema.org/Person"><a itemprop="url" href="/u/bob"><span itemprop="name">bob</span></a></span><span class="crawler-post-infos"><time itemprop="datePublished" datetime="2026-01-03T12:00:00Z" class="post-time">January 3, 2026, 12:00pm</time><span itemprop="position">3</span></span></div>
+<div class="post" itemprop="text"><p>The upgrade moved the socket path. Point <code>proxy_pass</code> at the new socket and reload nginx:</p><pre><code>proxy_pass http://unix:/run/app/app.sock;</code></pre><p>That fixed it on both of our servers.</p></div>
+<div itemprop="interactionStatistic" itemscope itemtype="http://schema.org/InteractionCounter"><meta itemprop="interactionType" content="http://schema.org/LikeAction"><meta itemprop="userInteractionCount" content="7"><span class="post-likes">7 Likes</span></div></div>
+</div></div>
+<footer class="container wrap"><nav class="crawler-nav"><ul><li><a href="/">Home</a></li><li><a href="/categories">Categories</a></li></ul></nav><p class="powered-by-link">Powered by Discourse</p></footer></body></html>"""
+QUORA = f"""<!DOCTYPE html><html><head><title>What is the best way to learn Rust? - AskHub</title></head><body>
+<nav class="topnav"><a>Home</a><a>Spaces</a><a>Notifications</a></nav>
+<main itemscope itemtype="https://schema.org/QAPage"><div itemprop="mainEntity" itemscope itemtype="https://schema.org/Question">
+<h1 itemprop="name">What is the best way to learn Rust?</h1><div itemprop="text"><p>I know Python and some C. Which resources should I start with, and how long does it take to become productive?</p></div>
+<div class="q-meta"><span itemprop="answerCount">2</span> answers</div>
+<div itemprop="suggestedAnswer" itemscope itemtype="https://schema.org/Answer" class="q-box"><div class="author">Hana K., systems engineer</div><div itemprop="text"><p>Read the official book first, then do the Rustlings exercises. {P}</p></div><div class="actions"><span>Upvote · </span><meta itemprop="upvoteCount" content="130"><span>130</span></div></div>
+<div itemprop="suggestedAnswer" itemscope itemtype="https://schema.org/Answer" class="q-box"><div class="author">Ivan P.</div><div itemprop="text"><p>Port a small tool you already wrote in Python; fighting the borrow checker on real code teaches fastest. {P}</p></div><div class="actions"><meta itemprop="upvoteCount" content="1"><span>1</span></div></div>
+</div></main>
+<div class="related"><h3>Related questions</h3><ul><li><a>Is Go easier than Rust?</a></li></ul></div></body></html>"""
+FAQ = f"""<!DOCTYPE html><html><head><title>FAQ - Acme</title></head><body><main itemscope itemtype="https://schema.org/FAQPage"><h1>Frequently asked questions</h1>
+<div itemscope itemprop="mainEntity" itemtype="https://schema.org/Question" class="faq-item"><h2 itemprop="name" class="question">How do I reset my password?</h2><div itemscope itemprop="acceptedAnswer" itemtype="https://schema.org/Answer" class="answer"><p itemprop="text">Open Settings, choose Security and press Reset password; a link arrives by email within a few minutes. {P}</p></div></div>
+<div itemscope itemprop="mainEntity" itemtype="https://schema.org/Question" class="faq-item"><h2 itemprop="name" class="question">Can I change my username?</h2><div itemscope itemprop="acceptedAnswer" itemtype="https://schema.org/Answer" class="answer"><p itemprop="text">Yes, once every thirty days, from the Profile page under Account details. {P}</p></div></div>
+</main></body></html>"""
+
+
+def _order(reading: str, *parts: str) -> list[int]:
+    return [reading.find(part) for part in parts]
+
+
+def test_a_stack_exchange_page_reads_question_then_each_answer_marked() -> None:
+    """Stack Exchange's markup (classes and schema.org microdata): the question's body and both
+    answers ran together with nothing saying where an answer began or which was accepted."""
+    reading = read(SO)
+    at = _order(
+        reading,
+        "**Question (4123 votes)**",
+        "How can I reverse a list",
+        "Did you try slicing?",
+        "**Answer (accepted, 5321 votes)**",
+        "ys = xs[::-1]",
+        "**Answer (12 votes)**",
+        "xs.reverse()",
+    )
+    assert -1 not in at, reading
+    assert at == sorted(at), reading
+    assert "```python\nys = xs[::-1]\n```" in reading  # code blocks intact
+    # Each answer's comments too, after it (trafilatura drops any element of class comments).
+    assert reading.index("Slicing creates a copy") > reading.index("ys = xs[::-1]")
+    assert reading.index("Slicing creates a copy") < reading.index("**Answer (12 votes)**")
+    assert "Add a comment" not in reading
+
+
+def test_a_solved_discourse_topic_marks_its_accepted_reply() -> None:
+    """Discourse's crawler view names the accepted answer only in its QAPage JSON-LD: it is
+    found in the page by its first words, and the topic's other replies are answers too."""
+    reading = read(DISCOURSE)
+    at = _order(
+        reading,
+        "**Question**",
+        "After upgrading to 3.2",
+        "**Answer**",
+        "Same here since the upgrade",
+        "**Answer (accepted, 7 votes)**",
+        "The upgrade moved the socket path",
+    )
+    assert -1 not in at, reading
+    assert at == sorted(at), reading
+
+
+def test_schema_org_answers_nested_in_their_question_are_marked() -> None:
+    reading = read(QUORA)
+    assert reading.index("**Answer (130 votes)**") < reading.index("Read the official book")
+    assert reading.index("**Answer (1 vote)**") < reading.index("Port a small tool")
+
+
+def test_a_faq_is_no_question_and_answer_page() -> None:
+    """A FAQ (schema.org FAQPage, many questions each with its answer) reads as its headings,
+    no "Answer" marks."""
+    reading = read(FAQ)
+    assert "## How do I reset my password?" in reading
+    assert "Answer" not in reading and "Question" not in reading
