@@ -2003,8 +2003,12 @@ _LINE_INLINE = frozenset((
     "font", "i", "img", "ins", "kbd", "mark", "q", "s", "samp", "small", "span", "strike",
     "strong", "sub", "sup", "time", "tt", "u", "var",
 ))  # fmt: skip
-# Inline elements trafilatura reads as emphasis (its "hi").
-_EMPHASIS = frozenset(("b", "strong", "i", "em", "u", "mark"))
+# Inline elements trafilatura reads as emphasis (its "hi"), and as struck text (its "del"):
+# in a div's line, the words it keeps where it drops the div's own text.
+_EMPHASIS = frozenset(("b", "strong", "i", "em", "u", "mark", "s", "del", "strike"))
+# trafilatura's min_extracted_size: on a page of fewer characters of paragraphs it reads the
+# divs' own text itself.
+_MIN_EXTRACTED_CHARS = 250
 _MAX_LINE_DIV_ELEMENTS = 30
 _MAX_LINE_DIV_CHARS = 200
 _MIN_LINE_DIV_WORDS = 2
@@ -2037,6 +2041,7 @@ def _lines_as_paragraphs(tree: Any) -> None:
         return in_article[parent]
 
     lines = []
+    partial = []  # lines trafilatura reads in part, from their first emphasis on
     for div in tree.iter("div"):
         parent = div.getparent()
         if parent is None or parent.tag == "p" or parent.tag in _LINE_INLINE:
@@ -2045,12 +2050,16 @@ def _lines_as_paragraphs(tree: Any) -> None:
         chars = 0
         linked: set[Any] = set()  # the links in the div and what they hold
         emphasis = False
+        before = 0  # the words before its first emphasis
+        priced = False  # it shows an offer's price (see _kinds.mark_prices)
         for count, element in enumerate(div.iter()):
             if count > _MAX_LINE_DIV_ELEMENTS or (
                 element is not div and element.tag not in _LINE_INLINE
             ):
                 break
-            emphasis = emphasis or element.tag in _EMPHASIS
+            if element.tag in _EMPHASIS and not emphasis:
+                emphasis, before = True, words
+            priced = priced or "price" in (element.get("itemprop") or "").lower().split()
             if element.tag == "a" or element.getparent() in linked:
                 linked.add(element)
             tail = element.tail if element is not div else None  # the div's own is not its
@@ -2066,17 +2075,32 @@ def _lines_as_paragraphs(tree: Any) -> None:
                 and div is parent[0]
                 and _matches(_NOTE_CLASS, _NOTE_WORDS, parent.get("class"))
             )
-            if chars <= _MAX_LINE_DIV_CHARS and (
+            if priced and chars <= _MAX_LINE_DIV_CHARS:
+                # A product's price, which trafilatura would drop with the div's own text.
+                partial.append(div)
+            elif emphasis and before and words >= _MIN_LINE_DIV_WORDS:
+                # trafilatura (precision mode) keeps such a div's words from its first
+                # emphasis on and loses those before: "Export your list **with consent**"
+                # read "**with consent**", another sentence, and a price line
+                # "$49.99 <s>$69.99</s>" the old price alone. As a paragraph it is whole.
+                partial.append(div)
+            elif chars <= _MAX_LINE_DIV_CHARS and (
                 label or (words >= _MIN_LINE_DIV_WORDS and holds_article(parent))
             ):
                 lines.append(div)
             elif emphasis and words >= _MIN_LINE_DIV_WORDS:
-                # trafilatura (precision mode) keeps such a div's words from its first
-                # emphasis on and loses those before: "Export your list **with consent**"
-                # read "**with consent**", another sentence. As a paragraph it is whole.
-                lines.append(div)
-    if lines and _paragraph_chars(tree) >= _MIN_PAGE_PARAGRAPH_CHARS:
-        for div in lines:
+                lines.append(div)  # (its words from the first on: "**Export**your" spaced)
+    if not lines and not partial:
+        return
+    if _paragraph_chars(tree) >= _MIN_PAGE_PARAGRAPH_CHARS:
+        for div in lines + partial:
+            div.tag = "p"
+    elif partial and _paragraph_chars(tree, kept=True) >= _MIN_EXTRACTED_CHARS:
+        # Under the margin, a line read in part: trafilatura counts the paragraphs it keeps
+        # (not a comment area's, which it prunes first), and past its bound it reads no div
+        # whole, so the line loses its first words; the paragraph it becomes changes no
+        # count that decides (the bound is passed without it).
+        for div in partial:
             div.tag = "p"
 
 
@@ -2131,10 +2155,21 @@ def _count_run(text: str | None) -> int:
     return len(_WORD.findall(text)) if text else 0
 
 
-def _paragraph_chars(tree: Any) -> int:
-    """The characters of the page's paragraphs, counted up to :data:`_MIN_PAGE_PARAGRAPH_CHARS`."""
+_COMMENTS_NAME = re.compile(r"comment", re.IGNORECASE)
+
+
+def _paragraph_chars(tree: Any, kept: bool = False) -> int:
+    """The characters of the page's paragraphs, counted up to :data:`_MIN_PAGE_PARAGRAPH_CHARS`;
+    if ``kept``, not those in an element whose class or id names comments (which trafilatura
+    prunes before it counts)."""
     chars = 0
     for paragraph in tree.iter("p"):
+        if kept and any(
+            _COMMENTS_NAME.search((up.get("class") or "")[:_MAX_CHECKED_CHARS])
+            or _COMMENTS_NAME.search((up.get("id") or "")[:_MAX_CHECKED_CHARS])
+            for up in itertools.chain((paragraph,), paragraph.iterancestors())
+        ):
+            continue
         chars += len(paragraph.text_content())
         if chars >= _MIN_PAGE_PARAGRAPH_CHARS:
             break
@@ -3860,6 +3895,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     _place_streamed(tree)  # before the scripts go
     title = _title(tree)
     _kinds.mark_answers(tree)  # before the scripts (JSON-LD) and the vote counts go
+    _kinds.mark_prices(tree)
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
     moved = _refresh_note(*refresh) if refresh is not None else ""

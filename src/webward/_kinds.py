@@ -13,6 +13,9 @@ Site-independent signals only: schema.org's microdata (``itemtype`` ``Question``
 JSON-LD (a ``QAPage`` whose answers are found in the page by their first words), and the
 class names Stack Exchange's engine and its clones write (``question``, ``answer``,
 ``accepted-answer``, ``js-vote-count``).
+
+A product page: :func:`mark_prices` marks the element that shows the offer's price (see
+there), so that its line is read where trafilatura would drop it.
 """
 
 from __future__ import annotations
@@ -334,3 +337,65 @@ def mark_answers(tree: Any) -> None:
     marked = {post for post, _ in marks}
     for post, label in marks:
         _head(post, label, _open_comments(post, marked))
+
+
+# A product page's price (schema.org's Offer: price, lowPrice, highPrice): the visible element
+# showing it is marked itemprop="price", as microdata marks it, for the reading of lines (see
+# _convert._lines_as_paragraphs), which reads a line holding one wherever trafilatura would
+# drop a div's own text.
+_PRICE_PROPS = frozenset(("price", "lowprice", "highprice"))
+_MAX_PRICES = 16  # prices taken from the JSON-LD at most
+_MAX_PRICE_TEXT = 40  # the characters of an element shown holding a price, at most
+_PRICE_TAGS = ("span", "div", "p", "strong", "b", "ins", "bdi", "data", "dd", "td")
+_NUMBER = re.compile(r"\d(?:[\d.,\s\u00a0\u202f']*\d)?")
+
+
+def _digits(value: str) -> str:
+    return re.sub(r"\D", "", value)
+
+
+def _offer_prices(node: Any, found: set[str], depth: int = 0) -> None:
+    """The prices (as their digits) of the Product and Offer objects in a JSON-LD ``node``."""
+    if depth > 8 or len(found) >= _MAX_PRICES:
+        return
+    if isinstance(node, list):
+        for item in node[:_MAX_ANSWERS]:
+            _offer_prices(item, found, depth + 1)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("price", "lowPrice", "highPrice") and isinstance(value, (str, int, float)):
+                text = str(value).strip()
+                if re.fullmatch(r"\d{1,9}(?:\.\d{1,4})?", text):
+                    whole, _, cents = text.partition(".")
+                    found.add(whole + (cents.ljust(2, "0") if cents else "00"))
+                    if not cents.strip("0"):
+                        found.add(whole)  # shown without cents: "$49"
+            elif isinstance(value, (dict, list)) and key in ("offers", "@graph", "mainEntity"):
+                _offer_prices(value, found, depth + 1)
+
+
+def mark_prices(tree: Any) -> None:
+    """Mark the visible price of a product page: microdata marks it already (``itemprop``
+    ``price``); a price the page's JSON-LD gives (a Product's offers) marks the shortest
+    element whose words show that number ("$1,299.00" for 1299, "49,99 €" for 49.99).
+    Run before the scripts go."""
+    found: set[str] = set()
+    for script in tree.xpath("//script[@type='application/ld+json']")[:_MAX_JSON_LD]:
+        text = script.text or ""
+        if len(text) > _MAX_JSON_LD_CHARS or ('"price"' not in text and "Price" not in text):
+            continue
+        try:
+            _offer_prices(json.loads(text), found)
+        except (ValueError, RecursionError):
+            continue
+    if not found:
+        return
+    for count, el in enumerate(tree.iter(*_PRICE_TAGS)):
+        if count > _MAX_SEARCHED:
+            break
+        if not _PRICE_PROPS.isdisjoint(_props(el)):
+            return  # the page's microdata marks its prices itself
+        if len(el) or not el.text or len(el.text) > _MAX_PRICE_TEXT:
+            continue  # an element of words alone, and short: the price as shown
+        if any(_digits(number) in found for number in _NUMBER.findall(el.text)):
+            el.set("itemprop", "price")
