@@ -161,11 +161,6 @@ def _head(post: Any, text: str, comments: list[Any]) -> None:
     if body is not post:
         for element in comments:
             body.append(element)
-    # trafilatura takes the first element whose class names a post's body for the article
-    # (the question alone, or the question and the answers without their comments): the
-    # parts are marked now, and the page's container of them is read.
-    if "class" in body.attrib:
-        del body.attrib["class"]
 
 
 def _open_comments(post: Any, marked: set[Any]) -> list[Any]:
