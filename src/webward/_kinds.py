@@ -55,6 +55,7 @@ _CANDIDATES = etree.XPath(
 )
 _TYPED = etree.XPath("//*[@itemtype]")
 _BODY_CLASS = re.compile(r"^(?:js-)?post-?(?:body|text)$")
+_MARK = re.compile(r"(?:Question|Answer)(?: \(|$)")
 _INLINE = frozenset(("span", "a", "b", "i", "em", "strong", "meta", "link"))
 
 
@@ -146,6 +147,17 @@ def _marker(text: str) -> Any:
     strong.text = text
     marker.append(strong)
     return marker
+
+
+def _is_marker(element: Any) -> bool:
+    """Whether ``element`` is a mark :func:`_marker` wrote for a question or an answer."""
+    return (
+        element.tag == "p"
+        and len(element) == 1
+        and element[0].tag == "strong"
+        and _MARK.match(element[0].text or "") is not None
+        and not (element.text or "").strip()
+    )
 
 
 def _head(post: Any, text: str, comments: list[Any]) -> None:
@@ -394,3 +406,100 @@ def mark_prices(tree: Any) -> None:
             continue  # an element of words alone, and short: the price as shown
         if any(_digits(number) in found for number in _NUMBER.findall(el.text)):
             el.set("itemprop", "price")
+
+
+# A live blog's updates (a news site's "live" page, schema.org's LiveBlogPosting): each a
+# block opening with the time it was posted, <time datetime="...">23:40</time> on a line of
+# its own above its heading and paragraphs. trafilatura reads a div's own text only on a page
+# short of paragraphs, so each time went and the updates read without their order in time.
+_MAX_TIMES = 2_000  # times looked at, at most
+_MAX_UPDATE_CLIMB = 3  # levels from a time up to its update, at most
+_MAX_TIME_LINE = 120  # the characters of the line a time stands on, at most
+_MIN_UPDATES = 2
+_ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+_UPDATE_BLOCKS = ("p", "h2", "h3", "h4", "blockquote", "ul", "ol")
+_UPDATE_TAGS = frozenset(("div", "article", "section", "li", "header", "span"))
+_TIMES = etree.XPath("//time[@datetime] | //*[@itemprop='datePublished'][@content]")
+
+
+def _stamp(element: Any) -> str | None:
+    """When ``element`` (a ``<time>``, or microdata's ``datePublished``) says it was posted."""
+    value = (element.get("datetime") or element.get("content") or "").strip()
+    return value if _ISO_TIME.fullmatch(value) else None
+
+
+def _update_of(stamp: Any, holds: dict[Any, bool]) -> Any:
+    """The update a time opens: the nearest element around it holding a heading or a
+    paragraph besides it, within :data:`_MAX_UPDATE_CLIMB` levels, else ``None``. ``holds``
+    keeps whether an element holds one, each element walked once (the elements the time
+    stands in on the way up are no blocks: their tags are those of updates)."""
+    el = stamp
+    for _ in range(_MAX_UPDATE_CLIMB):
+        el = el.getparent()
+        if el is None or el.tag not in _UPDATE_TAGS:
+            return None
+        if el not in holds:
+            blocks = (b for b in el.iter(*_UPDATE_BLOCKS) if b is not stamp)
+            holds[el] = next(blocks, None) is not None
+        if holds[el]:
+            return el
+    return None
+
+
+def mark_updates(tree: Any) -> None:
+    """Read a live blog's update times: on a page of two or more sibling updates (one tag and
+    class) each opening with a time stamp, the line the time stands on reads as a paragraph,
+    "23:40 (2026-11-03T23:40)": its words, and the moment it names where they say less (a
+    clock time, "5 min ago"). A teaser's time (an update whose heading is a link: a listing,
+    related stories) and a byline's (no sibling updates) stay the extractor's to judge."""
+    import lxml.html
+
+    groups: dict[tuple[Any, str, str], list[tuple[Any, Any]]] = {}
+    holds: dict[Any, bool] = {}
+    for count, stamp in enumerate(_TIMES(tree)):
+        if count >= _MAX_TIMES:
+            return  # (a page of more: an archive, a calendar, no live blog)
+        update = _update_of(stamp, holds)
+        if update is None or _stamp(stamp) is None:
+            continue
+        parent = update.getparent()
+        if parent is None:
+            continue
+        key = (parent, update.tag, update.get("class") or "")
+        members = groups.setdefault(key, [])
+        if not members or members[-1][0] is not update:
+            members.append((update, stamp))
+    for members in groups.values():
+        if len(members) < _MIN_UPDATES:
+            continue
+        if any(
+            heading.find(".//a[@href]") is not None
+            for update, _ in members
+            for heading in update.iter("h1", "h2", "h3", "h4")
+        ):
+            continue  # teasers: each heading links to its story
+        for update, stamp in members:
+            when = _stamp(stamp) or ""
+            shown = ""
+            if stamp.tag == "time":
+                shown = " ".join(stamp.text_content().split())[:_MAX_TIME_LINE]
+                # Read once, at the head of its update.
+                for child in list(stamp):
+                    stamp.remove(child)
+                stamp.text = None
+            line = lxml.html.Element("p")
+            strong = lxml.html.Element("strong")
+            strong.text = shown or when
+            line.append(strong)
+            if shown and when not in shown:
+                strong.tail = f" ({when})"
+            # Where a reader of posts reads (see _body_of): Discourse's time stands in a
+            # post's header, which trafilatura read after the first post's text.
+            body = _body_of(update)
+            if len(body) and _is_marker(body[0]):
+                body[0].addnext(line)  # after the post's mark ("Answer (accepted)")
+            else:
+                line.tail, body.text = body.text, None
+                body.insert(0, line)
