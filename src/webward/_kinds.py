@@ -503,3 +503,53 @@ def mark_updates(tree: Any) -> None:
             else:
                 line.tail, body.text = body.text, None
                 body.insert(0, line)
+
+
+# A page's table of contents (Docusaurus's "On this page", a theme's "Contents" box): a list
+# of links to the page's own sections, which the reading appended after the text ("- [Create
+# your first page](…#create-page)"): the headings it repeats are in the reading already.
+_CONTENTS_NAME = re.compile(
+    r"(?:^|[\s_-])toc(?:$|[\s_-])|table-?of-?contents|tableofcontents|on-this-page",
+    re.IGNORECASE,
+)
+_CONTENTS = etree.XPath(
+    "//*[self::div or self::nav or self::ul or self::ol or self::section or self::aside]"
+    "[contains(translate(@class, 'TOC', 'toc'), 'toc')"
+    " or contains(translate(@id, 'TOC', 'toc'), 'toc')"
+    " or contains(translate(@class, 'CONTESN', 'contesn'), 'contents')"
+    " or contains(translate(@id, 'CONTESN', 'contesn'), 'contents')"
+    " or contains(@class, 'on-this-page')]"
+)
+_MAX_CONTENTS = 16  # tables of contents dropped at most
+_MAX_CONTENTS_LABEL = 40  # the words besides its links a table of contents holds at most
+
+
+def _is_contents(element: Any) -> bool:
+    """Whether ``element`` is a table of contents: its class or id names one, it holds
+    links, every one to a part of the page (``#…``), and no words but theirs and a label
+    ("On this page")."""
+    name = f"{element.get('class') or ''} {element.get('id') or ''}"[:1_000]
+    if not _CONTENTS_NAME.search(name):
+        return False
+    links = 0
+    for count, link in enumerate(element.iter("a")):
+        if count > 500 or not (link.get("href") or "").startswith("#"):
+            return False
+        links += 1
+    if not links:
+        return False
+    linked = sum(len(link.text_content()) for link in element.iter("a"))
+    return len(element.text_content().strip()) - linked <= _MAX_CONTENTS_LABEL
+
+
+def drop_contents(tree: Any) -> None:
+    """Drop the page's tables of contents (see :func:`_is_contents`), outermost first."""
+    gone: set[Any] = set()
+    for element in _CONTENTS(tree):
+        if len(gone) >= _MAX_CONTENTS:
+            return
+        if element.getparent() is None or any(up in gone for up in element.iterancestors()):
+            continue
+        if _is_contents(element):
+            element.drop_tree()
+            gone.add(element)
