@@ -3904,7 +3904,10 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         _kinds.mark_prices(tree)
     if "atetime" in text or "ATETIME" in text or "atePublished" in text:
         _kinds.mark_updates(tree)  # (after the answers' marks, which open each post)
-    _kinds.drop_contents(tree)
+    if any(word in text for word in _kinds.CONTENTS_WORDS):
+        _kinds.drop_contents(tree)
+    if any(word in text for word in _kinds.PAYWALL_WORDS):
+        _kinds.drop_paywall_prompts(tree)
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
     moved = _refresh_note(*refresh) if refresh is not None else ""

@@ -512,13 +512,17 @@ _CONTENTS_NAME = re.compile(
     r"(?:^|[\s_-])toc(?:$|[\s_-])|table-?of-?contents|tableofcontents|on-this-page",
     re.IGNORECASE,
 )
+# What a table of contents' class or id holds: looked for in the page's source first.
+CONTENTS_WORDS = ("toc", "Toc", "TOC", "able-of-contents", "ableOfContents", "on-this-page")
 _CONTENTS = etree.XPath(
-    "//*[self::div or self::nav or self::ul or self::ol or self::section or self::aside]"
-    "[contains(translate(@class, 'TOC', 'toc'), 'toc')"
-    " or contains(translate(@id, 'TOC', 'toc'), 'toc')"
-    " or contains(translate(@class, 'CONTESN', 'contesn'), 'contents')"
-    " or contains(translate(@id, 'CONTESN', 'contesn'), 'contents')"
-    " or contains(@class, 'on-this-page')]"
+    "//*[@class or @id][self::div or self::nav or self::ul or self::ol or self::section"
+    " or self::aside]["
+    + " or ".join(
+        f"contains(@{name}, '{word}')"
+        for name in ("class", "id")
+        for word in ("toc", "Toc", "TOC", "ontents", "on-this-page")
+    )
+    + "]"
 )
 _MAX_CONTENTS = 16  # tables of contents dropped at most
 _MAX_CONTENTS_LABEL = 40  # the words besides its links a table of contents holds at most
@@ -551,5 +555,57 @@ def drop_contents(tree: Any) -> None:
         if element.getparent() is None or any(up in gone for up in element.iterancestors()):
             continue
         if _is_contents(element):
+            element.drop_tree()
+            gone.add(element)
+
+
+# A paywall's prompt over the article ("Subscribe to keep reading … Subscribe now"), which the
+# reading took for the article's words, between its paragraphs.
+_PAYWALL_NAME = re.compile(
+    r"pay-?wall|reg-?wall|subscri(?:be|ption)-?wall|meter-?wall"
+    r"|piano-?(?:offer|template|inline)|tp-(?:modal|backdrop|container)",
+    re.IGNORECASE,
+)
+# What a paywall prompt's class or id holds: looked for in the page's source first.
+PAYWALL_WORDS = ("wall", "Wall", "WALL", "piano", "tp-modal", "tp-backdrop", "tp-container")
+_PAYWALLS = etree.XPath(
+    "//*[@class or @id][self::div or self::section or self::aside or self::p or self::form]["
+    + " or ".join(
+        f"contains(@{name}, '{word}')" for name in ("class", "id") for word in PAYWALL_WORDS
+    )
+    + "]"
+)
+_CALL_TO_ACTION = re.compile(
+    r"\b(?:subscri(?:be|ber|bers|ption)|sign (?:in|up)|log ?in|register|unlock|membership|"
+    r"already a (?:subscriber|member)|keep reading|continue reading)\b",
+    re.IGNORECASE,
+)
+_MAX_PROMPT_WORDS = 80  # the words of a paywall's prompt, at most (the article it hides: more)
+_MAX_PROMPTS = 16
+
+
+def drop_paywall_prompts(tree: Any) -> None:
+    """Drop a paywall's prompt: an element whose class or id names a paywall (or Piano's, a
+    metered wall's), of :data:`_MAX_PROMPT_WORDS` words or fewer, whose link, button or
+    heading asks the reader to subscribe or sign in. A paywall's class on the article's text
+    itself (a wrapper of the words it hides) is no prompt: more words, no such link; it
+    stays."""
+    gone: set[Any] = set()
+    for element in _PAYWALLS(tree):
+        if len(gone) >= _MAX_PROMPTS:
+            return
+        name = f"{element.get('class') or ''} {element.get('id') or ''}"[:1_000]
+        if not _PAYWALL_NAME.search(name) or element.getparent() is None:
+            continue
+        if any(up in gone for up in element.iterancestors()):
+            continue
+        text = element.text_content()
+        if len(_WORD.findall(text[:5_000])) > _MAX_PROMPT_WORDS:
+            continue
+        asks = (
+            _CALL_TO_ACTION.search(part.text_content())
+            for part in element.iter("a", "button", "h1", "h2", "h3", "h4", "h5", "h6")
+        )
+        if any(asks):
             element.drop_tree()
             gone.add(element)
