@@ -110,6 +110,8 @@ def test_a_stack_exchange_page_reads_question_then_each_answer_marked() -> None:
     assert "```python\nys = xs[::-1]\n```" in reading  # code blocks intact
 
     assert "Add a comment" not in reading
+    # Each comment says what it is, and its votes (no heading over a list a reading may drop).
+    assert "- Comment (12 votes): Did you try slicing?" in reading
 
 
 def test_a_solved_discourse_topic_marks_its_accepted_reply() -> None:

@@ -116,10 +116,14 @@ def _votes(post: Any, skip: Any = None) -> str | None:
     return None
 
 
+def _count(votes: str) -> str:
+    return f"{votes} vote" if votes in ("1", "-1", "+1") else f"{votes} votes"
+
+
 def _label(kind: str, accepted: bool, votes: str | None) -> str:
     notes = ["accepted"] if accepted else []
     if votes is not None:
-        notes.append(f"{votes} vote" if votes in ("1", "-1", "+1") else f"{votes} votes")
+        notes.append(_count(votes))
     return f"{kind} ({', '.join(notes)})" if notes else kind
 
 
@@ -178,9 +182,9 @@ def _head(post: Any, text: str, comments: list[Any]) -> None:
 def _open_comments(post: Any, marked: set[Any]) -> list[Any]:
     """Let the comment lists in ``post`` be read: trafilatura discards any element whose class
     or id names comments, the list, its items and the wrapper around them alike. Their class
-    and id go (the "add a comment" link beside them keeps its own, and goes); the list gets a
-    heading. Lists of another of the ``marked`` parts inside ``post`` (an answer inside its
-    question's element) are that part's. Returns the lists and their headings, in order."""
+    and id go (the "add a comment" link beside them keeps its own, and goes); each comment
+    reads as a line "Comment (12 votes): ...". Lists of another of the ``marked`` parts inside ``post`` (an answer inside its
+    question's element) are that part's. Returns the lists, in order."""
     import lxml.etree  # type: ignore[import-untyped]
 
     opened: list[Any] = []
@@ -193,6 +197,7 @@ def _open_comments(post: Any, marked: set[Any]) -> list[Any]:
             continue
         if next((up for up in listing.iterancestors() if up in marked), None) is not post:
             continue
+        scores = {item: _comment_score(item) for item in items}  # (before the classes go)
         for el in listing.iter():
             el.attrib.pop("class", None)
             el.attrib.pop("id", None)
@@ -208,10 +213,28 @@ def _open_comments(post: Any, marked: set[Any]) -> list[Any]:
             for part in item.iter("div", "p"):
                 part.tail = " " + (part.tail or "")
             lxml.etree.strip_tags(item, "div", "p", "span")
-        heading = _marker("Comments")
-        listing.addprevious(heading)
-        opened += (heading, listing)
+            # Each line says what it is: a heading over the list stood alone where a reading
+            # dropped the list (readability-lxml drops a short one of links).
+            votes = scores[item]
+            label = "Comment: " if votes is None else f"Comment ({_count(votes)}): "
+            item.text = label + (item.text or "").lstrip()
+        opened.append(listing)
     return opened
+
+
+def _comment_score(item: Any) -> str | None:
+    """The votes a comment shows (Stack Exchange's ``comment-score``), which then go from its
+    words (a bare "12" before them)."""
+    for el in item.iter():
+        if any("score" in c for c in _classes(el)):
+            value = " ".join(el.text_content().split())
+            if _VOTES.fullmatch(value):
+                parent = el.getparent()
+                if parent is not None:
+                    el.drop_tree()
+                return value
+            return None
+    return None
 
 
 def _json_ld_answers(tree: Any) -> list[tuple[str, bool, str | None]]:
