@@ -180,3 +180,26 @@ def test_a_short_question_with_tags_is_read() -> None:
     )
     assert -1 not in at, reading
     assert at == sorted(at), reading
+
+
+def test_answers_after_a_long_question_are_read() -> None:
+    """trafilatura reads the first post body it finds (the question) for the article; with a
+    long question no second reading runs, and every answer went. The question and answers'
+    container is read whole when the reading lost some of their marks."""
+    long_question = SO.replace(
+        "I tried a loop but it feels clumsy.</p>",
+        "I tried a loop but it feels clumsy.</p>" + f"<p>{P * 3}</p>" * 20,
+    )
+    reading = read(long_question)
+    at = _order(
+        reading,
+        "**Question (4123 votes)**",
+        "How can I reverse a list",
+        "**Answer (accepted, 5321 votes)**",
+        "ys = xs[::-1]",
+        "**Answer (12 votes)**",
+        "xs.reverse()",
+    )
+    assert -1 not in at, reading
+    assert at == sorted(at), reading
+    assert "\n5321\n" not in reading  # the vote counts the marks say already

@@ -3898,7 +3898,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     # counts go; each only where the source holds what it looks for (on a page of 50,000
     # elements the three passes cost a fifth of the conversion; a search of the source
     # without regard to case, a tenth).
-    if "nswer" in text:
+    asked = "nswer" in text
+    if asked:
         _kinds.mark_answers(tree)
     if "ld+json" in text:
         _kinds.mark_prices(tree)
@@ -4022,6 +4023,17 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         # read) never stands in for it.
         full = tidy_markdown(_full_page(copy.deepcopy(thread)))
         if _lost_posts(spare, full) is None and _count_words(full) > _count_words(markdown):
+            markdown, extractor = full, "full"
+    if extractor != "full" and asked and (qa := _kinds.lost_answers(spare, markdown)) is not None:
+        # A question and its answers, marked, and the reading kept some marks and lost
+        # others (trafilatura read the question's body alone): their container's own
+        # reading keeps every part in order. Not bound to the second readings' page size: it
+        # runs only where marks were made and lost, and html-to-markdown reads a page of
+        # any size quickly.
+        parts = copy.deepcopy(qa)
+        _kinds.trim_parts(parts)
+        full = tidy_markdown(_full_page(parts))
+        if _kinds.lost_answers(spare, full) is None:
             markdown, extractor = full, "full"
     if not markdown:
         extractor = ""

@@ -632,3 +632,42 @@ def drop_paywall_prompts(tree: Any) -> None:
         if any(asks):
             element.drop_tree()
             gone.add(element)
+
+
+def lost_answers(tree: Any, markdown: str) -> Any:
+    """The element holding a question and its answers whose marks (see :func:`mark_answers`)
+    the reading ``markdown`` lost in part, else ``None``: trafilatura takes the first post's
+    body it finds for the article (the question), and on a page whose question is long no
+    second reading runs, so the answers went whole."""
+    marks = [
+        el
+        for count, el in enumerate(tree.iter("p"))
+        if count < _MAX_SEARCHED * 4 and _is_marker(el)
+    ][: _MAX_ANSWERS + 1]
+    if len(marks) < 2 or all(f"**{mark[0].text}**" in markdown for mark in marks):
+        return None
+    # Their nearest common ancestor.
+    common = list(marks[0].iterancestors())
+    for mark in marks[1:]:
+        ancestors = set(mark.iterancestors())
+        common = [up for up in common if up in ancestors]
+    return common[0] if common else None
+
+
+def trim_parts(container: Any) -> None:
+    """Drop from (a copy of) a Q&A's ``container``, read whole, what its marks say already or
+    what the site hides by class: the vote counts (each a bare number above its part) and
+    elements of a hiding class (Stack Exchange's ``d-none`` comment count)."""
+    doomed = [
+        el
+        for el in container.iter()
+        if el is not container
+        and (
+            "upvotecount" in _props(el)
+            or not _classes(el).isdisjoint(_VOTE_CLASSES)
+            or not _classes(el).isdisjoint(_HIDING_CLASSES)
+        )
+    ]
+    for el in doomed:
+        if el.getparent() is not None:
+            el.drop_tree()
