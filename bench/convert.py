@@ -63,6 +63,11 @@ PAGES: list[tuple[str, Any, str]] = [
     ("tiny paragraphs 990 kB", lambda: hostile.tiny_elements_html(b"<p>x"), "text/html"),
     ("330,000 empty paragraphs 990 kB", lambda: hostile.tiny_elements_html(b"<p>"), "text/html"),
     (
+        "330,000 empty paragraphs naming the kinds' words 990 kB",
+        hostile.kinds_named_html,
+        "text/html",
+    ),
+    (
         "38,000 dialogs among attributed elements 990 kB",
         lambda: hostile.tiny_elements_html(b"<i a></i><dialog></dialog>"),
         "text/html",

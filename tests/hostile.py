@@ -21,6 +21,7 @@ __all__ = [
     "feed_xml",
     "fragment_links_html",
     "huge_line_html",
+    "kinds_named_html",
     "many_pages_pdf",
     "markdown_chars_html",
     "markdown_links",
@@ -414,6 +415,17 @@ def tiny_elements_html(unit: bytes = b"<p>x", size: int = 990_000) -> bytes:
     """Elements of a letter or two, unclosed, up to ``size`` bytes: about 250,000 of them for
     ``<p>x``, each a paragraph (0.7 s through html-to-markdown and the passes before it)."""
     return _fill(_HEAD, unit, size)
+
+
+def kinds_named_html(size: int = 990_000) -> bytes:
+    """330,000 empty paragraphs after a line naming every word the kinds of pages
+    (webward._kinds: answers, prices, live updates, contents, paywalls) are looked for by,
+    and a JSON-LD block: each pass searches the whole tree (0.4 s for the five here)."""
+    head = _HEAD + (
+        b'<script type="application/ld+json">{"@type": "QAPage"}</script>'
+        b'<p class="answer toc paywall"><time datetime="2026-01-01T00:00">answer</time></p>'
+    )
+    return _fill(head, b"<p>", size)
 
 
 def attributes_html(per_tag: int = 90_000, size: int = 990_000, value: str = '"v"') -> bytes:

@@ -324,6 +324,11 @@ _TOO_DEEP_AMONG_TAGS_NOTE = (
 # many is made of one- or two-word elements: it is read as plain text, a line per block, with a
 # note saying why (0.2 to 0.3 s in all, parsing included).
 _MAX_MARKDOWN_ELEMENTS = 50_000
+# The kinds of pages read for their structure (_kinds: answers, prices, updates, contents,
+# paywalls) on pages of at most this many elements: each pass costs about 1.2 us an element,
+# so 30 ms here, and real pages hold under 22,000 (above).
+_MAX_KINDS_ELEMENTS = 25_000
+_TOO_MANY_FOR_KINDS = f"count(//*) > {_MAX_KINDS_ELEMENTS}"
 _TOO_MANY_FOR_MARKDOWN = f"count(//*) > {_MAX_MARKDOWN_ELEMENTS}"
 _TOO_MANY_NOTE = (
     f"[this page has more than {_MAX_MARKDOWN_ELEMENTS:,} elements, more than webward converts "
@@ -3898,17 +3903,31 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     # counts go; each only where the source holds what it looks for (on a page of 50,000
     # elements the three passes cost a fifth of the conversion; a search of the source
     # without regard to case, a tenth).
+    # Those words are common, though, and each pass searches the whole tree: on a page of
+    # 330,000 one-word elements that named them all, the passes took 0.4 s of the 0.5 s a
+    # page has. So they run only on a page of at most _MAX_KINDS_ELEMENTS elements.
     asked = "nswer" in text
-    if asked:
-        _kinds.mark_answers(tree)
-    if "ld+json" in text:
-        _kinds.mark_prices(tree)
-    if "atetime" in text or "ATETIME" in text or "atePublished" in text:
-        _kinds.mark_updates(tree)  # (after the answers' marks, which open each post)
-    if any(word in text for word in _kinds.CONTENTS_WORDS):
-        _kinds.drop_contents(tree)
-    if any(word in text for word in _kinds.PAYWALL_WORDS):
-        _kinds.drop_paywall_prompts(tree)
+    wanted = (
+        asked,
+        "ld+json" in text,
+        "atetime" in text or "ATETIME" in text or "atePublished" in text,
+        any(word in text for word in _kinds.CONTENTS_WORDS),
+        any(word in text for word in _kinds.PAYWALL_WORDS),
+    )
+    if any(wanted) and not tree.xpath(_TOO_MANY_FOR_KINDS):
+        answers, prices, updates, contents, paywalls = wanted
+        if answers:
+            _kinds.mark_answers(tree)
+        if prices:
+            _kinds.mark_prices(tree)
+        if updates:
+            _kinds.mark_updates(tree)  # (after the answers' marks, which open each post)
+        if contents:
+            _kinds.drop_contents(tree)
+        if paywalls:
+            _kinds.drop_paywall_prompts(tree)
+    else:
+        asked = False
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
     moved = _refresh_note(*refresh) if refresh is not None else ""
