@@ -184,3 +184,20 @@ def drip(body: bytes, delay_s: float, content_type: str = "text/html") -> Handle
             time.sleep(delay_s)
 
     return handler
+
+
+def held() -> tuple[threading.Event, threading.Event, Handler]:
+    """A route that never answers: ``arrived`` is set when a request comes, and ``hung_up``
+    once the other side (the webward under test) closes the connection. Returns both and
+    the handler."""
+    arrived, hung_up = threading.Event(), threading.Event()
+
+    def hold(req: Request, sock: socket.socket) -> None:
+        arrived.set()
+        try:
+            if sock.recv(1) == b"":  # holds its answer until the connection is closed
+                hung_up.set()
+        except OSError:
+            pass
+
+    return arrived, hung_up, hold

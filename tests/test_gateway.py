@@ -23,7 +23,7 @@ import uvicorn
 from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
-from localserver import accept_counter, drip, respond, serve
+from localserver import accept_counter, drip, held, respond, serve
 
 import webward._serving
 from webward import Settings, StaticResolver, Web
@@ -1369,15 +1369,7 @@ def test_a_client_that_leaves_mid_call_cancels_it_and_it_is_audited_cancelled(
     is answered, and the one audit record of the call says ``failed`` / ``cancelled``, not
     ``allowed``. The client leaves once the gateway watches for it, or at once (then the
     watch, when it starts, finds it gone)."""
-    arrived, hung_up = threading.Event(), threading.Event()
-
-    def hold(req: Any, sock: socket.socket) -> None:
-        arrived.set()
-        try:
-            if sock.recv(1) == b"":  # holds its answer until the gateway closes the connection
-                hung_up.set()
-        except OSError:
-            pass
+    arrived, hung_up, hold = held()
 
     audit = SignallingAudit()
     loops: list[asyncio.AbstractEventLoop] = []

@@ -21,7 +21,7 @@ import anyio
 import httpx
 import pytest
 from fake_search import BRAVE_PATH, FakeBrave
-from localserver import LocalServer, accept_counter, respond, serve
+from localserver import LocalServer, accept_counter, held, respond, serve
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, EmbeddedResource, ImageContent, TextContent
@@ -327,15 +327,7 @@ async def test_a_sessionless_client_that_leaves_mid_call_cancels_it(tmp_path: Pa
     one audit record is ``failed`` / ``cancelled``, as over the gateway. (A session of the
     2025 protocol cancels with ``notifications/cancelled``: there a closed stream is no
     cancellation, the spec says; test_audit_always.)"""
-    arrived, hung_up = threading.Event(), threading.Event()
-
-    def hold(req: Any, sock: socket.socket) -> None:
-        arrived.set()
-        try:
-            if sock.recv(1) == b"":  # holds its answer until the server closes the connection
-                hung_up.set()
-        except OSError:
-            pass
+    arrived, hung_up, hold = held()
 
     config = write_config(tmp_path)
     version = "2026-07-28"
@@ -964,15 +956,7 @@ def test_a_call_running_when_stdin_ends_is_cancelled_audited_and_not_answered(
     written. The SDK answered the call "Connection closed" after stdin had ended, and the
     MCP SDK 1.x's stdio client (langchain-mcp-adapters pins it), still reading stdout as it
     closed, raised BrokenResourceError out of the session's `async with` for that line."""
-    arrived, hung_up = threading.Event(), threading.Event()
-
-    def hold(req: Any, sock: socket.socket) -> None:
-        arrived.set()
-        try:
-            if sock.recv(1) == b"":  # holds its answer until the server closes the connection
-                hung_up.set()
-        except OSError:
-            pass
+    arrived, hung_up, hold = held()
 
     with serve(routes={"/hold": hold}) as site:
         process = raw_stdio_server(tmp_path, "--tier", "connected")

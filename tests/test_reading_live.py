@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from webward._convert import convert
-from webward._settings import LimitsSettings
+from readings import P, assert_in_order, read_html
 
 URL = "https://news.example.com/live/election"
-P = (
-    "The quick brown fox jumps over the lazy dog while the committee debates the finer points "
-    "of procedure, and nobody in the room remembers who called the meeting in the first place. "
-)
 
 
 def read(page: str) -> str:
-    converted = convert(
-        page.encode(),
-        "text/html; charset=utf-8",
-        URL,
-        truncated=False,
-        include_links=False,
-        limits=LimitsSettings(),
-    )
-    return converted.text  # type: ignore[union-attr]
+    return read_html(page, URL)
 
 
 def page(body: str) -> str:
@@ -51,19 +38,15 @@ def test_each_live_update_reads_with_its_time() -> None:
     """The times, a line of their own above each update, went (trafilatura reads no div's own
     text on a page of paragraphs), and the updates read without their order in time."""
     reading = read(LIVE)
-    at = [
-        reading.find(words)
-        for words in (
-            "**23:40** (2026-11-03T23:40)",
-            "## Polls close in the west",
-            "**22:15** (2026-11-03T22:15)",
-            "Turnout high.",
-            "**21:00** (2026-11-03T21:00)",
-            "Welcome to our live coverage.",
-        )
-    ]
-    assert -1 not in at, reading
-    assert at == sorted(at), reading
+    assert_in_order(
+        reading,
+        "**23:40** (2026-11-03T23:40)",
+        "## Polls close in the west",
+        "**22:15** (2026-11-03T22:15)",
+        "Turnout high.",
+        "**21:00** (2026-11-03T21:00)",
+        "Welcome to our live coverage.",
+    )
     assert reading.count("23:40") == 2  # the shown time and the moment, once
 
 

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import json
 
-from webward._convert import convert
-from webward._settings import LimitsSettings
+from readings import P, read_html
 
 URL = "https://shop.example.com/kettle"
-P = (
-    "The quick brown fox jumps over the lazy dog while the committee debates the finer points "
-    "of procedure, and nobody in the room remembers who called the meeting in the first place. "
-)
 
 
 def read(page: str) -> str:
-    converted = convert(
-        page.encode(),
-        "text/html; charset=utf-8",
-        URL,
-        truncated=False,
-        include_links=False,
-        limits=LimitsSettings(),
-    )
-    return converted.text  # type: ignore[union-attr]
+    return read_html(page, URL)
 
 
 def product(price: str, head: str = "") -> str:

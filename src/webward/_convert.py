@@ -3901,33 +3901,27 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     title = _title(tree)
     # Kinds of pages read for their structure, before the scripts (JSON-LD) and the vote
     # counts go; each only where the source holds what it looks for (on a page of 50,000
-    # elements the three passes cost a fifth of the conversion; a search of the source
-    # without regard to case, a tenth).
-    # Those words are common, though, and each pass searches the whole tree: on a page of
-    # 330,000 one-word elements that named them all, the passes took 0.4 s of the 0.5 s a
-    # page has. So they run only on a page of at most _MAX_KINDS_ELEMENTS elements.
-    asked = "nswer" in text
-    wanted = (
-        asked,
-        "ld+json" in text,
-        "atetime" in text or "ATETIME" in text or "atePublished" in text,
-        any(word in text for word in _kinds.CONTENTS_WORDS),
-        any(word in text for word in _kinds.PAYWALL_WORDS),
-    )
-    if any(wanted) and not tree.xpath(_TOO_MANY_FOR_KINDS):
-        answers, prices, updates, contents, paywalls = wanted
-        if answers:
-            _kinds.mark_answers(tree)
-        if prices:
-            _kinds.mark_prices(tree)
-        if updates:
-            _kinds.mark_updates(tree)  # (after the answers' marks, which open each post)
-        if contents:
-            _kinds.drop_contents(tree)
-        if paywalls:
-            _kinds.drop_paywall_prompts(tree)
-    else:
-        asked = False
+    # elements the passes cost a fifth of the conversion, a search of the source a tenth).
+    # Those words are common and each pass searches the whole tree (on a page of 330,000
+    # one-word elements that named them all, 0.4 s of the 0.5 s a page has), so they run
+    # only on a page of at most _MAX_KINDS_ELEMENTS elements.
+    marks = [
+        mark
+        for looked_for, mark in (
+            ("nswer" in text, _kinds.mark_answers),
+            ("ld+json" in text, _kinds.mark_prices),
+            # (after the answers' marks, which open each post)
+            ("atetime" in text or "ATETIME" in text or "atePublished" in text, _kinds.mark_updates),
+            (any(word in text for word in _kinds.CONTENTS_WORDS), _kinds.drop_contents),
+            (any(word in text for word in _kinds.PAYWALL_WORDS), _kinds.drop_paywall_prompts),
+        )
+        if looked_for
+    ]
+    if marks and tree.xpath(_TOO_MANY_FOR_KINDS):
+        marks = []  # too many elements to search in time
+    for mark in marks:
+        mark(tree)
+    asked = _kinds.mark_answers in marks
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
     moved = _refresh_note(*refresh) if refresh is not None else ""

@@ -15,7 +15,13 @@ class names Stack Exchange's engine and its clones write (``question``, ``answer
 ``accepted-answer``, ``js-vote-count``).
 
 A product page: :func:`mark_prices` marks the element that shows the offer's price (see
-there), so that its line is read where trafilatura would drop it.
+there), so that its line is read where trafilatura would drop it. A live blog:
+:func:`mark_updates` opens each update with the time it was posted. A page's table of
+contents (:func:`drop_contents`) and a paywall's prompt over an article
+(:func:`drop_paywall_prompts`) are dropped rather than read as its text.
+
+Each runs only where the page's source holds what it looks for, and on a page of bounded
+size (``_convert.html_to_markdown``).
 """
 
 from __future__ import annotations
@@ -183,10 +189,9 @@ def _open_comments(post: Any, marked: set[Any]) -> list[Any]:
     """Let the comment lists in ``post`` be read: trafilatura discards any element whose class
     or id names comments, the list, its items and the wrapper around them alike. Their class
     and id go (the "add a comment" link beside them keeps its own, and goes); each comment
-    reads as a line "Comment (12 votes): ...". Lists of another of the ``marked`` parts inside ``post`` (an answer inside its
-    question's element) are that part's. Returns the lists, in order."""
-    import lxml.etree  # type: ignore[import-untyped]
-
+    reads as a line "Comment (12 votes): ...". Lists of another of the ``marked`` parts
+    inside ``post`` (an answer inside its question's element) are that part's. Returns the
+    lists, in order."""
     opened: list[Any] = []
     for listing in list(post.iter("ul", "ol")):
         items = [li for li in listing if li.tag == "li"]
@@ -212,7 +217,7 @@ def _open_comments(post: Any, marked: set[Any]) -> list[Any]:
             # text and links (trafilatura dropped an item whose words sat only in spans).
             for part in item.iter("div", "p"):
                 part.tail = " " + (part.tail or "")
-            lxml.etree.strip_tags(item, "div", "p", "span")
+            etree.strip_tags(item, "div", "p", "span")
             # Each line says what it is: a heading over the list stood alone where a reading
             # dropped the list (readability-lxml drops a short one of links).
             votes = scores[item]

@@ -110,8 +110,8 @@ def domain_to_ascii(domain: str) -> str:
 # hosts (WHATWG URL parsing is UTS #46, non-transitional, without STD3 rules), and they were
 # refused as invalid. A label IDNA2008 refuses is taken when UTS #46 keeps it as it is (every
 # code point valid and already mapped) and it passes the checks WHATWG keeps: NFC, no leading
-# combining mark, no leading xn--, joiners in their context, the Bidi rule. Its ASCII form is what the guard
-# checks, the resolver looks up and the request names.
+# combining mark, no leading xn--, joiners in their context, the Bidi rule. Its ASCII form is
+# what the guard checks, the resolver looks up and the request names.
 
 
 def _to_a_label(label: str) -> str:

@@ -39,6 +39,8 @@ from ._signals import taken_signals
 if TYPE_CHECKING:
     import logging
 
+    from ._settings import Settings
+
 
 __all__ = [
     "Interrupted",
@@ -300,8 +302,6 @@ def _main(argv: Sequence[str] | None) -> int:
     terminated: list[int] = []
     loaded: list[str] = []  # the config file the settings came from ("" for none)
     try:
-        from ._settings import Settings  # not for `webward --help`
-
         # A store's own lines repeat the refusal at the terminal: shown by servers, or asked for.
         store_lines = args.command in SERVERS or bool(getattr(args, "verbose", False))
         with (
@@ -310,7 +310,7 @@ def _main(argv: Sequence[str] | None) -> int:
             _terminate_as_interrupt(terminated),
         ):
             try:
-                settings = _settings_for(args, Settings)
+                settings = _settings_for(args)
                 loaded.append(settings.source)
                 code: int = args._module.run(args, settings)
             finally:
@@ -362,15 +362,17 @@ def _missing_package(exc: Exception) -> WebwardError | None:
     )
 
 
-def _settings_for(args: argparse.Namespace, settings: Any) -> Any:
+def _settings_for(args: argparse.Namespace) -> Settings:
     """The config the command line names, loaded; or, for a command that reads none (a
     module's ``reads_config(args)`` says so: `credentials`, `serve --hash-token`), the
     defaults, so that a config being written, and broken for now, does not stop the very
     commands that help write it (a token's hash, a key stored)."""
+    from ._settings import Settings  # not for `webward --help`
+
     reads_config = getattr(args._module, "reads_config", None)
     if reads_config is not None and not reads_config(args):
-        return settings()
-    return settings.load(args.config)
+        return Settings()
+    return Settings.load(args.config)
 
 
 # Whether main() runs as the program (run()), which exits when it returns, rather than inside

@@ -302,8 +302,9 @@ def state_of(values: Any) -> HostState:
 
 def limits_unavailable(where: object, detail: object, step: str | None = None) -> Refused:
     """The refusal every limit store raises when it cannot be read or written; ``step``, the
-    next step, when it is not to bring the store back (a Redis that answers but refuses
-    writes: ``_redis_client.failure_of``)."""
+    next step, when it is not to bring the store back (a Redis that refuses writes, the URL's
+    credentials or database, or its TLS: ``_redis_client.failure_of``; a file that is no
+    SQLite database)."""
     return Refused(
         operator_step(
             "refused: the rate-limit state is unavailable; webward does not read without its "
