@@ -195,6 +195,75 @@ def postgres_server() -> Iterator[PostgresServer]:
         server.remove()
 
 
+class PgBouncer:
+    """A ``pgbouncer`` on 127.0.0.1 in front of the session's PostgreSQL, in one pool mode,
+    trust auth. Transaction pooling holds one server connection: every client shares it, so a
+    statement one client prepared on the server is there (or missing) for the next, as under
+    load; the other modes hold a server connection per client, as many as a test opens.
+
+    PgBouncer refuses to run as root; there it runs as ``postgres``, as PostgreSQL does.
+    """
+
+    def __init__(self, postgres: PostgresServer, mode: str) -> None:
+        binary = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin")
+        if binary is None:
+            pytest.fail("pgbouncer is not installed; install the Debian package pgbouncer.")
+        self.port = _free_port()
+        pool = 1 if mode == "transaction" else 8
+        self.root = Path(tempfile.mkdtemp(prefix=f"webward-pgbouncer-{mode}-"))
+        (self.root / "users.txt").write_text('"webward" ""\n')
+        (self.root / "pgbouncer.ini").write_text(
+            f"[databases]\n* = host=127.0.0.1 port={postgres.port}\n"
+            f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {self.port}\n"
+            f"unix_socket_dir =\nauth_type = trust\nauth_file = {self.root}/users.txt\n"
+            f"pool_mode = {mode}\ndefault_pool_size = {pool}\nlogfile = {self.root}/log\n"
+        )
+        cmd = [binary, str(self.root / "pgbouncer.ini")]
+        if os.geteuid() == 0:
+            for path in (self.root, *self.root.iterdir()):
+                shutil.chown(path, "postgres", "postgres")
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for(self._answers, "pgbouncer")
+
+    def _answers(self) -> bool:
+        if self.proc.poll() is not None:
+            log = self.root / "log"
+            said = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            pytest.fail(f"pgbouncer exited with status {self.proc.returncode}: {said}")
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return False
+        return True
+
+    def dsn(self, dbname: str) -> str:
+        return f"host=127.0.0.1 port={self.port} user=webward dbname={dbname}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def pgbouncer(postgres_server: PostgresServer) -> Iterator[Callable[[str], PgBouncer]]:
+    """Starts PgBouncers in the pool modes asked for (``pgbouncer("transaction")``), each
+    stopped after the test."""
+    started: list[PgBouncer] = []
+
+    def start(mode: str) -> PgBouncer:
+        started.append(PgBouncer(postgres_server, mode))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for bouncer in started:
+            bouncer.stop()
+
+
 @pytest.fixture
 def postgres_dsn(postgres_server: PostgresServer) -> str:
     """A DSN for a fresh, empty database of the session's cluster."""

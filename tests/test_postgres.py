@@ -15,15 +15,16 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import psycopg
 import pytest
-from conftest import PostgresServer
+from conftest import PgBouncer, PostgresServer
 from localserver import respond, serve
+from psycopg import conninfo
 from stores import older_audit_table
 
 from webward import Refused, Settings, StaticResolver, Web
@@ -125,6 +126,41 @@ async def test_two_replicas_write_into_one_log_and_read_each_other(postgres_dsn:
     assert [r.agent for r in only_beta] == ["beta"]
     assert none_refused == [] and later == []
     assert back == direct
+
+
+async def test_replicas_write_and_read_through_pgbouncer(
+    postgres_dsn: str, pgbouncer: Callable[[str], PgBouncer]
+) -> None:
+    """Through PgBouncer in transaction pooling mode (and session mode), two replicas' sinks
+    write and read one after the other on the one server connection the pool holds. psycopg
+    prepares a statement on the server once it has run five times, and keeps the name for its
+    own connection: under transaction pooling the next client's prepare of that name met it
+    (``prepared statement "_pg3_0" already exists``), and calls were refused
+    ``audit_unavailable`` (a probe's ROLLBACK, which empties psycopg's cache, came between
+    only sometimes). The sink prepares nothing, so every record and read goes through."""
+    dbname = conninfo.conninfo_to_dict(postgres_dsn)["dbname"]
+    for mode in ("transaction", "session"):
+        dsn = pgbouncer(mode).dsn(str(dbname))
+        sinks = [PostgresAuditSink(dsn, dsn_env=ENV), PostgresAuditSink(dsn, dsn_env=ENV)]
+        try:
+            for i in range(8):
+                for n, sink in enumerate(sinks):
+                    await sink.write(record(f"{mode}{n}", i))
+                    assert len(await sink.query(agent=f"{mode}{n}")) == i + 1
+            for sink in sinks:
+                await sink.probe()
+        finally:
+            for sink in sinks:
+                await sink.aclose()
+    direct = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+    rows = await direct.query(limit=1000)
+    await direct.aclose()
+    assert sorted((r.agent, r.target) for r in rows) == sorted(
+        (f"{mode}{n}", f"https://example.org/{mode}{n}/{i}")
+        for mode in ("transaction", "session")
+        for n in range(2)
+        for i in range(8)
+    )
 
 
 async def test_concurrent_writers_lose_no_row(postgres_dsn: str) -> None:

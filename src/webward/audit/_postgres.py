@@ -175,9 +175,10 @@ class PostgresAuditSink:
 
     async def connect_autocommit(self) -> psycopg.AsyncConnection[Any]:
         """A connection of its own in autocommit mode, for statements that cannot run in a
-        transaction (the console's ``CREATE INDEX CONCURRENTLY``); the caller closes it."""
+        transaction (the console's ``CREATE INDEX CONCURRENTLY``), preparing nothing (as
+        ``_connect``); the caller closes it."""
         return await psycopg.AsyncConnection.connect(
-            self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S
+            self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S, prepare_threshold=None
         )
 
     def unreadable(self, exc: BaseException) -> Refused:
@@ -209,8 +210,14 @@ class PostgresAuditSink:
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is None or self._conn.closed:
+            # No statement prepared on the server (psycopg's default prepares one after its
+            # fifth run): behind PgBouncer's transaction pooling the server connection is
+            # shared, and another client's prepare of the same name failed ("already exists").
             conn = await psycopg.AsyncConnection.connect(
-                self._dsn, autocommit=False, connect_timeout=_CONNECT_TIMEOUT_S
+                self._dsn,
+                autocommit=False,
+                connect_timeout=_CONNECT_TIMEOUT_S,
+                prepare_threshold=None,
             )
             try:
                 async with conn.transaction():
