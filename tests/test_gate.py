@@ -181,7 +181,7 @@ async def test_cached_window_with_a_metadata_hop_is_internal_address(tier: str, 
         converted = Converted("text", "text/plain", "", "cached text", (), (), False)
         now = time.time()
         cached = CachedPage(url, METADATA, 200, converted, (url, METADATA), fetched_at=now)
-        await cache.put(cache_key(url, False, reading=how), cached)
+        await cache.put(cache_key(url, False, reading=how, reach="127.0.0.1/32"), cached)
         web, audit = make_web(settings(tier, mode), connector, page_cache=cache)
         async with web:
             with pytest.raises(Refused) as err:

@@ -635,3 +635,29 @@ async def test_a_frozen_redis_refuses_an_agents_session_calls_promptly_and_says_
     said = [r.getMessage() for r in caplog.records if r.name == "webward.redis"]
     assert len(said) == 1 and said[0].startswith(f"the Redis at {server.url} failed ("), said
     assert [r.reason for r in audit.records].count("limits_unavailable") == 4
+
+
+async def test_a_replica_never_serves_a_page_its_network_settings_refuse(redis_url: str) -> None:
+    """Replica A may reach the intranet (``allow_ranges``), replica B may not; both share one
+    Redis. A page A read from an intranet name was served by B from the cache: the recheck of
+    a cached read runs the policy and robots.txt, and the address guard only where a
+    connection is made, so B handed over a page it would have refused to fetch. Replicas with
+    different [network] settings now keep their pages apart, and B refuses, as it refuses the
+    fetch, without a connection."""
+    clock = FakeClock()
+    resolver = StaticResolver({"plans.example.com": ["127.0.0.1"]})
+    open_to = settings(redis_url)
+    closed = open_to.replace({"network": {"allow_ranges": []}})
+    with serve(routes={"/": respond(200, "<p>the intranet's plans</p>")}) as srv:
+        url = f"http://plans.example.com:{srv.port}/"
+        async with (
+            Web(open_to, resolver, audit=MemoryAuditSink(), clock=clock) as a,
+            Web(closed, resolver, audit=MemoryAuditSink(), clock=clock) as b,
+        ):
+            first = await a.fetch(url)
+            with pytest.raises(Refused) as err:
+                await b.fetch(url)
+            again = await a.fetch(url)  # A's own page is still A's to serve from the cache
+    assert "the intranet's plans" in first.content and "the intranet's plans" in again.content
+    assert err.value.reason == "internal_address"
+    assert srv.accepts == 1

@@ -1,8 +1,9 @@
 """The page cache: a page's converted text, kept briefly so offset calls page through the same
 text without fetching it again.
 
-Keyed by the requested URL, ``include_links`` and how the page may have been read (plain
-HTTP, or possibly rendered headless; :func:`cache_key`); entries live
+Keyed by the requested URL, ``include_links``, how the page may have been read (plain
+HTTP, or possibly rendered headless) and where the reader may connect (``[network]``;
+:func:`cache_key`); entries live
 ``limits.page_cache_ttl_s`` seconds (600 by default) and the cache holds at most
 ``limits.page_cache_max_chars`` characters, evicting the least recently used page first.
 The cache saves the download and nothing else: the literal guard and the policy run before a
@@ -25,11 +26,12 @@ So that an expired page can still be revalidated, every store keeps a page with 
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -49,6 +51,7 @@ __all__ = [
     "cache_key",
     "check_max_age",
     "keep_s",
+    "reach_of",
 ]
 
 #: How long past its TTL a page with validators is kept, to be revalidated with a conditional
@@ -190,12 +193,24 @@ def _text(value: Any) -> str:
     return value
 
 
-def cache_key(url: str, include_links: bool, *, reading: str = "plain") -> str:
+def cache_key(url: str, include_links: bool, *, reading: str = "plain", reach: str = "") -> str:
     """The cache key of a read: the requested URL (as normalised by the guard), whether
-    links were asked for, and how the page may have been read: ``plain`` (HTTP only, tier
+    links were asked for, how the page may have been read: ``plain`` (HTTP only, tier
     as-owner) or ``rendered`` (tiers whose reads may be rendered headless), so a tier that may
-    not render never gets a rendered page."""
-    return f"{url}\x00links={bool(include_links)}\x00reading={reading}"
+    not render never gets a rendered page; and the reader's ``[network]`` reach
+    (:func:`reach_of`)."""
+    key = f"{url}\x00links={bool(include_links)}\x00reading={reading}"
+    return f"{key}\x00reach={reach}" if reach else key
+
+
+def reach_of(allow: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> str:
+    """The part of the cache key that says where the reading ``Web`` may connect: its
+    ``allow_ranges``, in one order. A cached read is checked again for its caller (policy,
+    robots.txt), but the address guard runs only where a connection is made: replicas sharing
+    a store with different [network] settings must not serve each other's pages (one that
+    may reach the intranet would hand its pages to one that may not). Empty for the default
+    (public addresses only), so those keys are as they were."""
+    return ",".join(sorted({str(net) for net in allow}))
 
 
 def keep_s(page: CachedPage, ttl_s: float) -> float:

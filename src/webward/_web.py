@@ -34,7 +34,7 @@ import anyio
 
 from . import _content, _convert, _envelope, _window, guard
 from ._budgets import Budgets
-from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age
+from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age, reach_of
 from ._call import CALL_DEADLINE, STORE_GRACE_S, Call
 from ._capabilities import FETCH, SEARCH
 from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
@@ -200,6 +200,7 @@ class Web:
             session_store if session_store is not None else open_session_store(self.settings)
         )
         self._cache = page_cache if page_cache is not None else _default_cache(self.settings)
+        self._reach = reach_of(allow)  # in every cache key: see reach_of
         self._converter = ConvertPool.from_limits(self.settings.limits)
         self._answers = _Answers()
         # The reads in progress, by cache key: a read of the same page waits for it.
@@ -440,7 +441,7 @@ class Web:
         # Rendered and plain readings are kept apart: a tier that may not render (as-owner)
         # never receives a page another tier's read rendered.
         how_read = "rendered" if tier in _RENDER_FALLBACK_TIERS else "plain"
-        key = cache_key(parsed.url, include_links, reading=how_read)
+        key = cache_key(parsed.url, include_links, reading=how_read, reach=self._reach)
         cached, fresh, keep = self._judge(await self._cache.get(key), parsed, agent, tier, max_age)
         while not fresh and max_age != 0 and (leader := self._in_flight.get(key)) is not None:
             # Another call of this process is reading this page now: wait for it (within
