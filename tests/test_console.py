@@ -454,6 +454,40 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         assert c.get("/console/audit/0000").status_code == 404
 
 
+def test_a_logout_ends_the_session_on_every_replica_and_after_a_restart(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Two gateways sharing one Redis (and config); the second started again. A session
+    logged out on the first was refused there and taken by the other replica (and by the
+    first once restarted) until its 12 hours ran out: the signed cookie needs no shared store
+    to be taken, and the logout was kept in the one process. It is kept in the limit store
+    now, so a copy of the cookie opens no replica; a session not logged out opens every one."""
+    settings = console_settings(tmp_path, state={"redis_url": redis_url})
+    seed(settings, dt.datetime.now(dt.UTC), count=3)
+
+    def opens(base: str, session: str) -> int:
+        port = httpx.URL(base).port
+        with httpx.Client(base_url=base, cookies={f"webward_console_{port}": session}) as c:
+            return c.get("/console/").status_code
+
+    with (
+        running_gateway(settings, lambda: Web(settings)) as a,
+        running_gateway(settings, lambda: Web(settings)) as b,
+        httpx.Client(base_url=a) as c,
+    ):
+        assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
+        ended = c.cookies[f"webward_console_{httpx.URL(a).port}"]
+        assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
+        kept = c.cookies[f"webward_console_{httpx.URL(a).port}"]  # a second login, kept
+        assert kept != ended and opens(b, ended) == 200 and opens(b, kept) == 200
+        c.cookies.set(f"webward_console_{httpx.URL(a).port}", ended)
+        assert c.post("/console/logout").status_code == 303
+        assert opens(a, ended) == 401 and opens(b, ended) == 401
+        assert opens(a, kept) == 200 and opens(b, kept) == 200
+    with running_gateway(settings, lambda: Web(settings)) as restarted:
+        assert opens(restarted, ended) == 401 and opens(restarted, kept) == 200
+
+
 def _console_process(settings_file: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "webward", "console", "--config", str(settings_file)],

@@ -30,7 +30,7 @@ from .._settings import TIERS, Settings
 from .._tokens import bearer_token
 from ..audit import DECISIONS, FACES, shared_target, shared_wire, unreadable_note
 from ..limits import HostState, LimitState
-from ._auth import Check, ConsoleAuth
+from ._auth import ENDED_KEEP_S, Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
 from ._queries import FETCH, SEARCH, AuditFilter, AuditReader, HostCount
 
@@ -264,7 +264,13 @@ class Console:
         self, view: Callable[[Request], Awaitable[Response]]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def guarded(request: Request) -> Response:
-            verdict = self.auth.check(self._credential(request))
+            credential = self._credential(request)
+            verdict = self.auth.check(credential)
+            try:
+                if verdict.status == 200 and await self._ended_elsewhere(credential):
+                    verdict = Check(401, message="the console session has ended; log in again")
+            except WebwardError as exc:  # the limit store is unavailable: no session is known
+                return self._render(request, "error.html", 503, message=exc.message)
             # The printed link again, from a browser already logged in: the session stands.
             if verdict.status != 200 and self.auth.url_login and "token" in request.query_params:
                 return self._exchange(request, request.query_params["token"])
@@ -279,6 +285,17 @@ class Console:
                 return self._render(request, "error.html", 503, message=exc.message)
 
         return guarded
+
+    async def _ended_elsewhere(self, credential: str) -> bool:
+        """Whether a logout of this session was kept in the limit store (by another replica,
+        or by this one before a restart): the signed cookie needs no shared store to be
+        taken, so without one a logged-out copy opened every other replica for 12 hours."""
+        key = self.auth.ended_key(credential)
+        state = self._limit_state() if key else None
+        if state is None:
+            return False
+        found = await state.get(key)
+        return found is not None and found.hold_until > self._clock()
 
     def _refused(self, request: Request, verdict: Check) -> Response:
         if verdict.unknown_token and self._unknown_token is not None:
@@ -340,9 +357,27 @@ class Console:
 
     async def logout(self, request: Request) -> Response:
         base = request.scope.get("root_path", "")
-        response = RedirectResponse(f"{base}/login", status_code=303)
+        response: Response = RedirectResponse(f"{base}/login", status_code=303)
         if self._same_origin(request):
-            self.auth.logout(self._credential(request))  # a session of its own ends here
+            credential = self._credential(request)
+            key = self.auth.ended_key(credential)
+            valid = bool(key) and self.auth.check(credential).status == 200  # a forged one: no key
+            self.auth.logout(credential)  # a session of its own ends here
+            state = self._limit_state() if valid else None
+            if state is not None:  # and on every replica sharing the store, and after a restart
+                until = self._clock() + ENDED_KEEP_S
+                try:
+                    await state.update(
+                        key, lambda _: (HostState(0.0, until, hold_until=until), None)
+                    )
+                except WebwardError:
+                    response = self._render(
+                        request,
+                        "error.html",
+                        503,
+                        message="the session ended on this replica only, for the limit store "
+                        "that tells the others is unavailable; log out again once it answers",
+                    )
             response.delete_cookie(
                 _cookie_name(request),
                 path=f"{base}/" if base else "/",

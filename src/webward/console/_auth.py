@@ -23,14 +23,27 @@ from typing import Protocol
 
 from .._tokens import Agent, TokenTable
 
-__all__ = ["ADMIN", "SESSION_S", "AgentTokens", "Check", "ConsoleAuth", "OneTimeToken"]
+__all__ = [
+    "ADMIN",
+    "ENDED_KEEP_S",
+    "ENDED_PREFIX",
+    "SESSION_S",
+    "AgentTokens",
+    "Check",
+    "ConsoleAuth",
+    "OneTimeToken",
+]
 
 ADMIN = "admin"
 
 #: How long a gateway console session lasts after its login.
 SESSION_S = 12 * 3600
 _SESSION = "s1"  # the first field of a session value: which format it has
+#: Where a logout is kept in the limit store, by the session's signature (no host has a ":").
+ENDED_PREFIX = "console-logout:"
 _SKEW_S = 300  # a login another replica made, by a clock up to this far ahead, still counts
+#: How long a logout is kept: past the end of any session it can end.
+ENDED_KEEP_S = SESSION_S + _SKEW_S
 # "s1." the login's time (hex) and a 16-digit nonce, "." the agent's name (UTF-8, hex), "."
 # the HMAC-SHA256 (hex): lower-case hex only.
 _SESSION_SHAPE = re.compile(r"s1\.([0-9a-f]{1,12}[0-9a-f]{16})\.((?:[0-9a-f]{2})+)\.([0-9a-f]{64})")
@@ -68,6 +81,13 @@ class ConsoleAuth(Protocol):
         """End the session ``credential`` names, where the console keeps sessions."""
         ...
 
+    def ended_key(self, credential: str) -> str:
+        """The key in the limit store under which the console keeps the logout of the session
+        ``credential`` names, so that every replica sharing that store, and this one after a
+        restart, refuse it too; "" for a credential no other process could take (a bearer
+        token, which no logout ends; ``webward console``'s sessions)."""
+        ...
+
 
 class AgentTokens:
     """``webward serve``: the gateway's agents; those with ``role = "admin"`` may look.
@@ -75,7 +95,8 @@ class AgentTokens:
     A bearer token opens the console, as it calls the gateway; a login trades one for a
     session value (the module's docstring), so the browser never keeps a credential that
     calls capabilities or outlives :data:`SESSION_S`. A logout ends its session on this
-    replica at once; on others, at its end.
+    replica at once, and (``Console``, through :meth:`ended_key`) on every replica sharing
+    its limit store, and after a restart where that store keeps it (Redis).
     """
 
     url_login = False
@@ -110,7 +131,11 @@ class AgentTokens:
         if credential.startswith(_SESSION + ".") and self._session(credential).status == 200:
             now = self._clock()
             self._ended = {v: end for v, end in self._ended.items() if end > now}
-            self._ended[credential.rsplit(".", 1)[1]] = now + SESSION_S + _SKEW_S
+            self._ended[credential.rsplit(".", 1)[1]] = now + ENDED_KEEP_S
+
+    def ended_key(self, credential: str) -> str:
+        shape = _SESSION_SHAPE.fullmatch(credential)
+        return ENDED_PREFIX + shape.group(3) if shape is not None else ""
 
     def _session(self, value: str) -> Check:
         expired = Check(401, message="the console session has ended; log in again")
@@ -193,3 +218,6 @@ class OneTimeToken:
     def logout(self, credential: str) -> None:
         if self.check(credential).status == 200:
             self._sessions = [s for s in self._sessions if s != credential]
+
+    def ended_key(self, credential: str) -> str:
+        return ""  # its sessions live in this process alone
