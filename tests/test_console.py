@@ -4,6 +4,7 @@ both setups: SQLite audit with memory limit state, and PostgreSQL audit with Red
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -486,6 +487,35 @@ def test_a_logout_ends_the_session_on_every_replica_and_after_a_restart(
         assert opens(a, kept) == 200 and opens(b, kept) == 200
     with running_gateway(settings, lambda: Web(settings)) as restarted:
         assert opens(restarted, ended) == 401 and opens(restarted, kept) == 200
+
+
+def test_a_record_whose_id_holds_a_slash_opens_from_its_link(tmp_path: Path) -> None:
+    """A record written with an id of its own (``AuditRecord(id=...)``, an import) may hold a
+    "/": its link (``/console/audit/import%2F2024%2F7``) was refused by the gateway, which
+    routes no path holding an encoded slash (404), so the record had no page. Its link now
+    names it in the query, and opens it."""
+    settings = console_settings(tmp_path)
+
+    async def write() -> None:
+        sink = open_audit_sink(settings)
+        record = AuditRecord.create(
+            decision="allowed", reason="allowed", agent="importer", tier="connected",
+            capability="web:page.fetch@1", target="https://site.example/imported",
+        )  # fmt: skip
+        await sink.write(dataclasses.replace(record, id="import/2024/7"))
+        await sink.aclose()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's loop is this thread's
+        pool.submit(anyio.run, write).result()
+    with (
+        running_gateway(settings, lambda: Web(settings)) as base,
+        httpx.Client(base_url=base, headers=bearer(ADMIN)) as c,
+    ):
+        listing = c.get("/console/")
+        (link,) = set(re.findall(r'href="(/console/audit[/?][^"]+)"', listing.text))
+        assert link == "/console/audit?id=import%2F2024%2F7"
+        page = c.get(link)
+    assert page.status_code == 200 and "https://site.example/imported" in page.text
 
 
 def _console_process(settings_file: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:

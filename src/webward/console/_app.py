@@ -123,8 +123,18 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = _time
     # A record id in a link's path: every character but letters and digits escaped (an id
     # another process wrote may hold "/", "?" or "..").
-    env.filters["segment"] = lambda v: quote(str(v), safe="")
+    env.filters["record_link"] = _record_link
     return env
+
+
+def _record_link(record_id: object) -> str:
+    """The console-relative link of a record's page: ``audit/<id>``, every character of the
+    id but letters and digits escaped (an id another process wrote may hold "?" or ".."); an
+    id holding a "/" goes in the query (``audit?id=``), since an escaped one in a path is
+    refused by the gateway (a proxy's rule on a path must not be passed by %2F)."""
+    text = str(record_id)
+    quoted = quote(text, safe="")
+    return f"audit?id={quoted}" if "/" in text else f"audit/{quoted}"
 
 
 @dataclass(frozen=True)
@@ -232,6 +242,7 @@ class Console:
         routes = [Route(path, self._guarded(view), methods=["GET"]) for path, view in views.items()]
         routes += [
             Route("/audit/{record_id}", self._guarded(self.record), methods=["GET"]),
+            Route("/audit", self._guarded(self.record), methods=["GET"]),  # ?id=: see record_link
             Route("/login", self.login_form, methods=["GET"]),
             Route("/login", self.login, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
@@ -449,7 +460,7 @@ class Console:
         )
 
     async def record(self, request: Request) -> Response:
-        record_id = request.path_params["record_id"][:64]
+        record_id = request.path_params.get("record_id", request.query_params.get("id", ""))[:64]
         found = await self.reader.record(record_id)
         if found is None:
             return self._render(request, "error.html", 404, message="no audit record has that id")
