@@ -128,6 +128,40 @@ async def test_filters_match_exactly_and_text_is_literal(store: Settings) -> Non
         await reader.aclose()
 
 
+async def test_the_text_filter_never_matches_a_value_shown_redacted(store: Settings) -> None:
+    """The console shows a URL's secret query values REDACTED, but its text filter matched the
+    target as it was read: an admin could confirm a guessed token character by character
+    (``token=SECRET-V`` found the row, ``token=SECRET-X`` did not). Text now matches only
+    where it is also in the target as shown; the rest of such a URL, and a search's query
+    (never redacted), match as before."""
+    secret = "https://api.example/data?token=SECRET-VALUE-42&page=2"
+    await write(
+        store,
+        [
+            rec(secret, seconds=1),
+            rec("https://other.example/SECRET-VALUE-42", seconds=2),
+            rec("token=SECRET-VALUE-42", seconds=3, capability="web:search.query@1"),
+        ],
+    )
+    reader = open_audit_reader(store)
+
+    async def targets(text: str) -> list[str]:
+        page = await reader.page(AuditFilter(text=text), None, 50)
+        return [r.target for r in page.records]
+
+    try:
+        for guess in ("SECRET-VALUE-4", "token=S", "=SECRET-VALUE-42&page"):
+            assert secret not in await targets(guess), guess
+        assert await targets("SECRET-VALUE-42") == [
+            "https://other.example/SECRET-VALUE-42",
+            "token=SECRET-VALUE-42",
+        ]
+        for shown in ("api.example/data?token=", "&page=2"):
+            assert await targets(shown) == [secret], shown
+    finally:
+        await reader.aclose()
+
+
 async def test_a_read_is_found_by_every_host_of_its_chain_and_counted_where_it_ended(
     store: Settings,
 ) -> None:

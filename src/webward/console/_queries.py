@@ -45,6 +45,7 @@ from ..audit import (
     SQLiteAuditSink,
     from_row,
     from_rows,
+    shared_target,
     unreadable_note,
 )
 
@@ -81,7 +82,8 @@ _SQLITE_INDEXES = tuple(
 
 @dataclass(frozen=True)
 class AuditFilter:
-    """What the audit view shows: every field optional; ``text`` is a substring of the target.
+    """What the audit view shows: every field optional; ``text`` is a substring of the target,
+    as it is read and as it is shown (a secret value, shown REDACTED, matches no text).
     ``agent`` and ``session`` match exactly (no trimming, no case folding); ``face`` is one of
     ``audit.FACES``."""
 
@@ -161,10 +163,31 @@ class _Dialect:
     mark: str
     tiebreak: str
     bucket: str  # the bucket number of ``ts`` for a width ``{b}``
+    like_folds_case: bool  # whether LIKE matches A as a (SQLite: ASCII letters only)
 
 
-_SQLITE = _Dialect("?", "rowid", "CAST((ts - {start}) / {b} AS INTEGER)")
-_POSTGRES = _Dialect("%s", "id", "CAST(floor((ts - {start}) / {b}) AS BIGINT)")
+_SQLITE = _Dialect("?", "rowid", "CAST((ts - {start}) / {b} AS INTEGER)", True)
+_POSTGRES = _Dialect("%s", "id", "CAST(floor((ts - {start}) / {b}) AS BIGINT)", False)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _shown_match(records: list[AuditRecord], text: str | None, d: _Dialect) -> list[AuditRecord]:
+    """``records`` (matched by the text filter in the store, in the target as it was read)
+    whose target also holds ``text`` as the console shows it, secret values REDACTED: an
+    admin filtering on ``token=s3cr`` must not learn, by a row found, what the page hides."""
+    if not text:
+        return records
+    kept = []
+    for r in records:
+        shown = shared_target(r)
+        if shown != r.target:  # only these can differ: the store matched the rest already
+            needle, hay = (text, shown)
+            if d.like_folds_case:
+                needle, hay = needle.translate(_ASCII_LOWER), hay.translate(_ASCII_LOWER)
+            if needle not in hay:
+                continue
+        kept.append(r)
+    return kept
 
 
 class AuditReader(Protocol):
@@ -407,6 +430,7 @@ class _SQLReader:
             [*params, *scan_params, size + 1],
         )
         records, unreadable = from_rows(r[1:] for r in rows[:size])
+        records = _shown_match(records, where.text, d)  # a page may then hold fewer
         if len(rows) > size:  # r[2] is ts: FIELDS starts with id, ts
             last = rows[size - 1]
             return AuditPage(records, _encode_cursor(last[2], last[0]), unreadable=unreadable)
