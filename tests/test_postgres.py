@@ -15,19 +15,23 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import psycopg
 import pytest
 from conftest import PgBouncer, PostgresServer
 from localserver import respond, serve
 from psycopg import conninfo
 from stores import older_audit_table
+from test_gateway import running_gateway
 
 from webward import Refused, Settings, StaticResolver, Web
+from webward._gateway import FETCH_PATH, hash_token
 from webward.audit import REASON_AUDIT_UNAVAILABLE, AuditRecord, open_audit_sink
 from webward.audit._postgres import PostgresAuditSink
 from webward.testing import FakeClock
@@ -161,6 +165,64 @@ async def test_replicas_write_and_read_through_pgbouncer(
         for n in range(2)
         for i in range(8)
     )
+
+
+def test_two_gateways_under_load_record_every_call_once_and_keep_one_budget(
+    postgres_dsn: str, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two gateways (uvicorn, as `webward serve` runs them) on one PostgreSQL and one Redis,
+    240 calls at once spread over both: every call's record is in the log once (no call
+    lost, none doubled), and an agent's hour budget of 100 lets exactly 100 through, whichever
+    replica answered, the rest refused budget_exhausted and recorded so."""
+    monkeypatch.setenv(ENV, postgres_dsn)
+    s = settings(
+        state={"redis_url": redis_url},
+        agents={
+            "alice": {"token_sha256": hash_token("alice-token"), "budget": {"fetch_per_hour": 100}},
+            "bob": {"token_sha256": hash_token("bob-token")},
+        },
+    )
+    jobs = [("alice" if i % 3 else "bob", i) for i in range(240)]
+    answers: list[tuple[str, int]] = []
+    with (
+        serve(routes={"*": respond(200, "<p>a page</p>")}) as srv,
+        running_gateway(s, lambda: Web(s)) as a,
+        running_gateway(s, lambda: Web(s)) as b,
+    ):
+
+        async def calls() -> None:
+            slots = anyio.Semaphore(30)
+            async with httpx.AsyncClient(timeout=60) as client:
+
+                async def one(agent: str, i: int) -> None:
+                    async with slots:
+                        answer = await client.post(
+                            (a, b)[i % 2] + FETCH_PATH,
+                            json={"url": srv.url(f"/p{i % 20}")},
+                            headers={"Authorization": f"Bearer {agent}-token"},
+                        )
+                        answers.append((agent, answer.status_code))
+
+                async with anyio.create_task_group() as tg:
+                    for agent, i in jobs:
+                        tg.start_soon(one, agent, i)
+
+        anyio.run(calls)
+    with psycopg.connect(postgres_dsn) as conn:
+        rows = conn.execute(
+            "SELECT agent, decision, reason, count(*), count(DISTINCT id) FROM audit "
+            "GROUP BY agent, decision, reason ORDER BY agent, decision"
+        ).fetchall()
+    assert sorted(Counter(answers).items()) == [
+        (("alice", 200), 100),
+        (("alice", 403), 60),
+        (("bob", 200), 80),
+    ]
+    assert rows == [
+        ("alice", "allowed", "allowed", 100, 100),
+        ("alice", "refused", "budget_exhausted", 60, 60),
+        ("bob", "allowed", "allowed", 80, 80),
+    ]
 
 
 async def test_concurrent_writers_lose_no_row(postgres_dsn: str) -> None:
