@@ -297,11 +297,17 @@ class Console:
 
         return guarded
 
+    def _ended_key(self, credential: str) -> str:
+        # A ConsoleAuth of the caller's own, written before ended_key, keeps its sessions
+        # itself, as it did.
+        ended_key = getattr(self.auth, "ended_key", None)
+        return ended_key(credential) if ended_key is not None else ""
+
     async def _ended_elsewhere(self, credential: str) -> bool:
         """Whether a logout of this session was kept in the limit store (by another replica,
         or by this one before a restart): the signed cookie needs no shared store to be
         taken, so without one a logged-out copy opened every other replica for 12 hours."""
-        key = self.auth.ended_key(credential)
+        key = self._ended_key(credential)
         state = self._limit_state() if key else None
         if state is None:
             return False
@@ -371,7 +377,7 @@ class Console:
         response: Response = RedirectResponse(f"{base}/login", status_code=303)
         if self._same_origin(request):
             credential = self._credential(request)
-            key = self.auth.ended_key(credential)
+            key = self._ended_key(credential)
             valid = bool(key) and self.auth.check(credential).status == 200  # a forged one: no key
             self.auth.logout(credential)  # a session of its own ends here
             state = self._limit_state() if valid else None
