@@ -788,6 +788,40 @@ def columns_of_audit(dsn: str) -> list[str]:
         return [str(name) for (name,) in cur.fetchall()]
 
 
+async def test_a_lock_left_held_on_a_pooled_connection_hangs_no_console_and_no_writer(
+    postgres_dsn: str,
+) -> None:
+    """Behind PgBouncer's transaction pooling the console's index build took its session lock
+    on one server connection and could release it on another, leaving it held (seen with four
+    writers running through the pool). The next console waited for that lock without end, and
+    so would every writer that had to create or upgrade the table (the same lock). Here a
+    connection holds the locks as such a server connection would: the console's first view
+    builds nothing and pages through the log, a writer writes, and once the lock is let go the
+    next view builds the indexes."""
+    from webward.audit._postgres import SCHEMA_LOCK
+    from webward.console import AuditFilter
+    from webward.console._postgres_reader import PostgresAuditReader
+
+    sink = PostgresAuditSink(postgres_dsn, dsn_env=ENV)
+    await sink.write(record("before"))
+    reader = PostgresAuditReader(PostgresAuditSink(postgres_dsn, dsn_env=ENV))
+    try:
+        with psycopg.connect(postgres_dsn, autocommit=True) as held:
+            for key in (SCHEMA_LOCK, SCHEMA_LOCK + 1):
+                held.execute("SELECT pg_advisory_lock(%s)", (key,))
+            with anyio.fail_after(30):  # a guard: it waited for the lock without end
+                assert await reader.prepare() is False
+                page = await reader.page(AuditFilter(agent="before"), None, 10)
+                await sink.write(record("during"))
+        assert [r.agent for r in page.records] == ["before"]
+        assert await reader.prepare() is True
+        (during,) = (await reader.page(AuditFilter(agent="during"), None, 10)).records
+    finally:
+        await reader.aclose()
+        await sink.aclose()
+    assert during.target == "https://example.org/during/0"
+
+
 async def test_a_select_only_role_reads_a_current_log(postgres_dsn: str) -> None:
     """An auditor's role that may only SELECT the audit table reads it, through ``query`` and
     the console's listing: opening the log runs no DDL on a table that needs none (it was

@@ -13,6 +13,8 @@ from ._queries import _INDEXED, _POSTGRES, _SQLReader
 
 __all__ = ["PostgresAuditReader"]
 
+# The console's index builds take turns on this session lock (see _build).
+_BUILD_LOCK = SCHEMA_LOCK + 1
 _INDEXES = {
     "audit_ts_id": "(ts, id)",
     **{f"audit_{c}_ts_id": f"({c}, ts, id)" for c in _INDEXED},
@@ -53,23 +55,37 @@ class PostgresAuditReader(_SQLReader):
             )
             if rows > limit:
                 return False
-        self._indexed = await self._build()
+        built = await self._build()
+        if built is None:  # another console builds them now: this view scans, the next looks
+            return False
+        self._indexed = built
         self._unbuildable = not self._indexed
         return self._indexed
 
-    async def _build(self) -> bool:
+    async def _build(self) -> bool | None:
+        """The indexes built (True), not this role's to build (False), or being built by
+        another console now (None)."""
         # CONCURRENTLY: the replicas' audit writes go on while an index is built. It cannot
-        # run in a transaction, so it gets a connection of its own in autocommit mode; the
-        # session lock keeps two consoles from building the same index at once.
+        # run in a transaction, so it gets a connection of its own in autocommit mode; a
+        # session lock keeps two consoles from building the same index at once. Tried, never
+        # waited for, and a key of its own, not the writers' SCHEMA_LOCK: behind PgBouncer's
+        # transaction pooling the unlock may reach another server connection than the lock,
+        # which then stays held there, and a console waiting for it hung (no page answered)
+        # as did every writer that had to create or upgrade the table.
         sink = self._sink
         try:
             async with await sink.connect_autocommit() as conn:
-                await conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
-                for name, columns in _INDEXES.items():
-                    await conn.execute(
-                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON audit {columns}"
-                    )
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
+                cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (_BUILD_LOCK,))
+                got = await cur.fetchone()
+                if got is None or not got[0]:
+                    return None
+                try:
+                    for name, columns in _INDEXES.items():
+                        await conn.execute(
+                            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON audit {columns}"
+                        )
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (_BUILD_LOCK,))
         except psycopg.errors.InsufficientPrivilege:
             return False  # not the owner: the indexes are its to build, the reads still ours
         except (psycopg.Error, OSError) as exc:
