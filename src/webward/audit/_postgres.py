@@ -56,7 +56,7 @@ _SCHEMA = (
 )
 # Two replicas creating the table at the same moment would collide in the catalogue
 # (CREATE ... IF NOT EXISTS is not safe against a concurrent CREATE); this lock serialises them
-# (and the console's index builds).
+# (the console's index builds take turns on a key of their own: console/_postgres_reader.py).
 SCHEMA_LOCK = 0x77656277  # "webw"
 # A record already there is its own: ids are random, and the batch of a COMMIT whose answer
 # was lost (the link broke after the server committed) is tried once more on a new
