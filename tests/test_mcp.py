@@ -395,6 +395,51 @@ async def test_streamable_http_refuses_foreign_host_and_origin(tmp_path: Path) -
         assert foreign_origin.status_code == 403
 
 
+@pytest.mark.anyio
+async def test_streamable_http_refuses_a_host_origin_or_content_type_sent_twice(
+    tmp_path: Path,
+) -> None:
+    """The SDK's DNS-rebinding check read the first Host and the first Origin: a request
+    sending the server's own first and a foreign one second was served (a proxy in front may
+    go by the other), and so was one with two Content-Types. Each is now 400, one sentence;
+    the first two before the SDK reads anything."""
+    body = json.dumps(INITIALIZE).encode()
+
+    async def sent(port: str, lines: list[str]) -> bytes:
+        head = "\r\n".join(["POST /mcp HTTP/1.1", *lines, f"Content-Length: {len(body)}"])
+        async with await anyio.connect_tcp("127.0.0.1", int(port)) as stream:
+            await stream.send(head.encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            answer = b""
+            with anyio.fail_after(20):
+                try:
+                    while True:
+                        answer += await stream.receive()
+                except anyio.EndOfStream:
+                    return answer
+
+    async with mcp_over_http(tmp_path) as url:
+        port = url.split(":")[2].split("/")[0]
+        own = [f"Host: 127.0.0.1:{port}", "Accept: application/json, text/event-stream"]
+        json_type = "Content-Type: application/json"
+        answers = {
+            "Host": await sent(port, [*own, "Host: attacker.example", json_type]),
+            "Origin": await sent(
+                port,
+                [*own, json_type, f"Origin: http://127.0.0.1:{port}", "Origin: http://a.example"],
+            ),
+            "Content-Type": await sent(port, [*own, json_type, "Content-Type: text/plain"]),
+        }
+    for name, answer in answers.items():
+        head, _, text = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), (name, answer)
+        if name != "Content-Type":  # refused before the SDK (that one once it has read it)
+            assert b"mcp-session-id" not in head.lower()
+        if b"transfer-encoding: chunked" in head.lower():
+            text = text.split(b"\r\n")[1]  # one chunk: the JSON
+        message = json.loads(text)["error"]["message"]
+        assert message == f"send one {name} header; this request sent more"
+
+
 def test_a_server_on_port_80_serves_a_host_without_its_port() -> None:
     """On port 80 a client leaves the port out of Host (curl, a browser, the SDK's client:
     Host: 127.0.0.1), as of an Origin: served, where the SDK's "127.0.0.1:*" took only a Host

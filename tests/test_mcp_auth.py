@@ -305,7 +305,6 @@ async def test_valid_json_the_sdk_cannot_read_is_answered_with_its_id_and_audite
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
         headers = await alices_session(http, url)
-        headers["content-type"] = "application/json"
         answers = [
             await http.post(url, content=unreadable_call(41 + i, arguments), headers=headers)
             for i, arguments in enumerate(UNREADABLE_CALLS)
@@ -341,7 +340,6 @@ async def test_a_call_in_utf16_is_answered_not_utf8_with_its_id_and_audited(
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
         headers = await alices_session(http, url)
-        headers["content-type"] = "application/json"
         answers = []
         for i, encoding in enumerate(("utf-16-le", "utf-16-be", "utf-32-le")):
             call = {"jsonrpc": "2.0", "id": 77 + i, "method": "tools/call",
@@ -379,7 +377,6 @@ async def test_a_message_naming_a_member_twice_or_a_header_twice_is_refused_and_
         httpx.AsyncClient(trust_env=False, timeout=20) as http,
     ):
         headers = await alices_session(http, url)
-        headers["content-type"] = "application/json"
         refused = await http.post(url, content=twice, headers=headers)
         single = twice.replace(b'"url": "http://first.example/", ', b"")
         id_twice = await http.post(

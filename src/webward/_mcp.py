@@ -1403,6 +1403,31 @@ async def _answer_error(
     await send({"type": "http.response.body", "body": body})
 
 
+class _OneHostAndOrigin:
+    """A request that sends ``Host`` or ``Origin`` more than once is answered 400, before the
+    SDK reads either: its DNS-rebinding check reads the first of each, so ``Host:
+    127.0.0.1:8000`` then ``Host: attacker.example`` (or a foreign ``Origin`` second) was
+    served, where a proxy in front, or a browser's view of the origin, may have gone by the
+    other. Refused as the SDK refuses a foreign one: no call was read, so none is audited."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen: set[bytes] = set()
+            for name, _ in scope["headers"]:
+                if name not in (b"host", b"origin"):
+                    continue
+                if name in seen:
+                    shown = name.decode("latin-1").title()
+                    message = f"send one {shown} header; this request sent more"
+                    await _answer_error(send, 400, INVALID_REQUEST, message)
+                    return
+                seen.add(name)
+        await self._app(scope, receive, send)
+
+
 class _OneCredential:
     """The credential gate's own part, before the SDK's: a request with more than one
     ``Authorization`` header is answered 400, before the SDK (which acts as the first
@@ -1725,7 +1750,7 @@ class _MalformedRequests:
 
 #: The headers of one value the SDK reads (the first of each, as Starlette's ``get``): sent
 #: twice, a proxy in front may have read the other one (the gateway refuses its own so).
-_ONE_VALUE_HEADERS = (b"mcp-session-id", b"mcp-protocol-version")
+_ONE_VALUE_HEADERS = (b"mcp-session-id", b"mcp-protocol-version", b"content-type")
 #: What the SDK reads in place of a body refused before it read it: no JSON.
 _UNREADABLE_BODY = {"type": "http.request", "body": b"\x00 refused\n", "more_body": False}
 
@@ -1846,6 +1871,7 @@ async def serve_http(
             web.telemetry.counts_auth_refusals()
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
         app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
+        app = _OneHostAndOrigin(app)
         config = uvicorn.Config(
             app,
             http=http_protocol(stack or fastest_stack()),
