@@ -482,6 +482,59 @@ def rpc_answer(response: httpx.Response) -> dict[str, Any]:
 
 
 @pytest.mark.anyio
+async def test_a_call_running_when_its_session_is_deleted_is_answered(tmp_path: Path) -> None:
+    """A client that ends its session (DELETE, as the TypeScript SDK's terminateSession) while
+    a call runs gets that call answered on its stream: one JSON-RPC error with the call's id,
+    then the end. The SDK cancelled the call and ended its stream with no answer, and the
+    TypeScript client waited to its timeout ("Request timed out"). The read stops and its
+    one record is ``cancelled``, as before."""
+    arrived, hung_up, hold = held()
+    config = write_config(tmp_path)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}
+    with serve(routes={"/hold": hold}) as site:
+        call["params"] = {"name": "web_fetch", "arguments": {"url": site.url("/hold")}}
+        async with (
+            mcp_over_http(tmp_path, config) as url,
+            httpx.AsyncClient(trust_env=False, timeout=30) as http,
+        ):
+            opened = await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+            session = {
+                **MCP_HEADERS,
+                "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                "MCP-Protocol-Version": "2025-06-18",
+            }
+            ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(url, json=ready, headers=session)).status_code == 202
+            async with http.stream("POST", url, json=call, headers=session) as stream:
+                assert await anyio.to_thread.run_sync(arrived.wait, 10)
+                deleted = await http.delete(url, headers=session)
+                with anyio.fail_after(20):  # the old code: no answer, the stream simply ended
+                    said = [line async for line in stream.aiter_lines()]
+            assert await anyio.to_thread.run_sync(hung_up.wait, 10)
+            sink = open_audit_sink(Settings.load(config, environ={}))
+            try:
+                with anyio.fail_after(10):
+                    while not (records := await sink.query()):  # polled, bounded
+                        await anyio.sleep(0.01)
+            finally:
+                await sink.aclose()
+    assert deleted.status_code == 200
+    [data] = [json.loads(line[5:]) for line in said if line.startswith("data:")]
+    assert data == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32000,
+            "message": "the session was ended (DELETE) before this call finished, so the call "
+            "was cancelled; open a new session to call again",
+        },
+    }
+    assert [(r.decision, r.reason, r.target) for r in records] == [
+        ("failed", "cancelled", site.url("/hold"))
+    ]
+
+
+@pytest.mark.anyio
 async def test_streamable_http_serves_only_its_own_origin(tmp_path: Path) -> None:
     """A browser's Origin counts only when it is the server's own: a loopback name or the
     bound address at the bound port. Another port on this machine (any page a local dev

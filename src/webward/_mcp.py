@@ -1521,6 +1521,143 @@ class _SessionOpenings:
         return None
 
 
+class _Awaited:
+    """A POST whose request waits for its answer on the POST's event stream."""
+
+    def __init__(self) -> None:
+        self.request_id: str | int | None = None
+        self.session_ended = False  # a DELETE of its session came while it ran
+
+
+class _AnsweredOnDelete:
+    """A client that ends its session (``DELETE``) while one of its calls runs gets that
+    call answered: one JSON-RPC error on the call's event stream, before the stream ends.
+
+    The SDK cancels the call (the core audits it ``cancelled``) and closes the call's
+    stream with no answer on it, and the client waited for one to its own timeout (the
+    TypeScript SDK's 60 s, then "Request timed out"): a client that deletes its session as
+    it gives up on a run (a closing agent) hung instead of closing."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._running: dict[bytes, set[_Awaited]] = {}  # session id -> its POSTs in flight
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != MCP_PATH:
+            await self._app(scope, receive, send)
+            return
+        session = _first_headers(scope).get(b"mcp-session-id")
+        if session is None or scope["method"] not in ("POST", "DELETE"):
+            await self._app(scope, receive, send)
+            return
+        if scope["method"] == "DELETE":
+            await self._delete(session, scope, receive, send)
+            return
+        call = _Awaited()
+        running = self._running.setdefault(session, set())
+        running.add(call)
+        try:
+            await self._app(scope, self._reading(call, receive), self._answering(call, send))
+        finally:
+            running.discard(call)
+            if not running:
+                self._running.pop(session, None)
+
+    async def _delete(self, session: bytes, scope: Any, receive: Any, send: Any) -> None:
+        # Marked before the SDK acts: it ends the calls' streams before it answers the DELETE.
+        calls = list(self._running.get(session, ()))
+        for call in calls:
+            call.session_ended = True
+        status = 0
+
+        async def answered(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self._app(scope, receive, answered)
+        if not 200 <= status < 300:  # refused (another agent's token): the session stands
+            for call in calls:
+                call.session_ended = False
+
+    def _reading(self, call: _Awaited, receive: Any) -> Any:
+        body: list[bytes] = []
+        size = 0
+
+        async def read() -> Any:
+            nonlocal size
+            message = await receive()
+            if message["type"] == "http.request" and size <= _MAX_INSPECTED:
+                body.append(message.get("body", b""))
+                size += len(body[-1])
+                if not message.get("more_body", False) and size <= _MAX_INSPECTED:
+                    call.request_id = _awaited_id(b"".join(body))
+            return message
+
+        return read
+
+    def _answering(self, call: _Awaited, send: Any) -> Any:
+        streamed = False
+        last = b""  # the last event sent: the SDK ends a call's stream after its answer
+
+        async def answer(message: dict[str, Any]) -> None:
+            nonlocal streamed, last
+            if message["type"] == "http.response.start":
+                found = dict(message.get("headers", ())).get(b"content-type", b"")
+                streamed = found.startswith(b"text/event-stream")
+            elif message["type"] == "http.response.body" and streamed:
+                if b"data:" in message.get("body", b""):
+                    last = message["body"]
+                if not message.get("more_body", False) and _unanswered(call, last):
+                    error = {
+                        "jsonrpc": "2.0",
+                        "id": call.request_id,
+                        "error": {"code": CONNECTION_CLOSED, "message": _SESSION_DELETED},
+                    }
+                    event = b"event: message\r\ndata: " + orjson.dumps(error) + b"\r\n\r\n"
+                    await send({"type": "http.response.body", "body": event, "more_body": True})
+            await send(message)
+
+        return answer
+
+
+_SESSION_DELETED = (
+    "the session was ended (DELETE) before this call finished, so the call was cancelled; "
+    "open a new session to call again"
+)
+
+
+def _awaited_id(body: bytes) -> str | int | None:
+    """The id of the request ``body`` holds, if it is one (a notification or a response is
+    not answered)."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("method"), str):
+        return None
+    found = value.get("id")
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def _unanswered(call: _Awaited, last: bytes) -> bool:
+    """Whether ``call``'s stream, ending with ``last`` its last event, ends unanswered by a
+    DELETE of its session."""
+    if not call.session_ended or call.request_id is None:
+        return False
+    for line in last.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        try:
+            value = orjson.loads(line[5:])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and value.get("id") == call.request_id and "method" not in value:
+            return False
+    return True
+
+
 class _Draining:
     """What an MCP server over HTTP holds open through a graceful shutdown: the POSTs in
     flight, whose answers come back on event streams.
@@ -1864,6 +2001,7 @@ async def serve_http(
             host=host,
         )
         app = _MalformedRequests(app, web, tokens, agent or DEFAULT_AGENT, tier)
+        app = _AnsweredOnDelete(app)
         app = draining = _Draining(app)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
