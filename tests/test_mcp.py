@@ -396,6 +396,35 @@ async def test_streamable_http_refuses_foreign_host_and_origin(tmp_path: Path) -
 
 
 @pytest.mark.anyio
+async def test_a_path_with_nothing_at_it_names_where_mcp_is(tmp_path: Path) -> None:
+    """A client given the server's address without /mcp (or another path) is told where MCP
+    is, in one JSON-RPC error a client shows, where Starlette's bare "Not Found" reached the
+    TypeScript SDK's user as "Error POSTing to endpoint: Not Found"; /mcp itself serves."""
+    async with (
+        mcp_over_http(tmp_path) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        root = url.removesuffix("/mcp")
+        answers = [
+            await http.post(root + "/", json=INITIALIZE, headers=MCP_HEADERS),
+            await http.post(root + "/MCP", json=INITIALIZE, headers=MCP_HEADERS),
+            await http.get(root + "/favicon.ico"),
+        ]
+        served = await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+    for answer in answers:
+        assert answer.status_code == 404
+        assert answer.json() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": "nothing is served at this path; webward serves MCP at /mcp",
+            },
+        }
+    assert served.status_code == 200 and "mcp-session-id" in served.headers
+
+
+@pytest.mark.anyio
 async def test_streamable_http_refuses_a_host_origin_or_content_type_sent_twice(
     tmp_path: Path,
 ) -> None:

@@ -1403,6 +1403,38 @@ async def _answer_error(
     await send({"type": "http.response.body", "body": body})
 
 
+class _NoSuchPath:
+    """A request to a path the server has nothing at (``/``, ``/MCP``) is answered with one
+    JSON-RPC error naming where MCP is, where Starlette's was a bare "Not Found": a client
+    given the server's address without ``/mcp`` told its user only "Streamable HTTP error:
+    Error POSTing to endpoint: Not Found" (the TypeScript SDK). The SDK's own answers at
+    ``/mcp`` (an unknown session) are its own."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] == MCP_PATH:
+            await self._app(scope, receive, send)
+            return
+        missing = False
+
+        async def answer(message: dict[str, Any]) -> None:
+            nonlocal missing
+            if message["type"] == "http.response.start" and message["status"] == 404:
+                found = dict(message.get("headers", ())).get(b"content-type", b"")
+                missing = found.startswith(b"text/plain")
+            if not missing:
+                await send(message)
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                await _answer_error(send, 404, INVALID_REQUEST, _NO_SUCH_PATH)
+
+        await self._app(scope, receive, answer)
+
+
+_NO_SUCH_PATH = f"nothing is served at this path; webward serves MCP at {MCP_PATH}"
+
+
 class _OneHostAndOrigin:
     """A request that sends ``Host`` or ``Origin`` more than once is answered 400, before the
     SDK reads either: its DNS-rebinding check reads the first of each, so ``Host:
@@ -2008,7 +2040,7 @@ async def serve_http(
             app = _OneCredential(app, lambda: web.telemetry)
             web.telemetry.counts_auth_refusals()
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
-        app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
+        app = with_metrics(_NoSuchPath(app), MetricsEndpoint(settings, lambda: web.telemetry))
         app = _OneHostAndOrigin(app)
         config = uvicorn.Config(
             app,
