@@ -116,7 +116,11 @@ async def test_each_token_acts_as_its_agent_and_tier(tmp_path: Path, site: Local
 async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path: Path) -> None:
     """No token, another scheme, a wrong token or an agent without one: 401 and a
     WWW-Authenticate naming the RFC 9728 metadata, which names this server; nothing audited,
-    and each counted on /metrics by its reason."""
+    and each counted on /metrics by its reason. Its body and challenge say which, in the
+    gateway's words: the SDK said "Authentication required" to a wrong token too (the
+    TypeScript SDK's user read that, having sent one)."""
+    required = "a bearer token is required: send Authorization: Bearer <token>"
+    unknown = "the bearer token is not known to this server: send one of its agents' tokens"
     config = token_config(tmp_path)
     async with (
         mcp_over_http(tmp_path, config, args=()) as url,
@@ -124,18 +128,20 @@ async def test_missing_wrong_and_tokenless_agents_get_401_with_metadata(tmp_path
     ):
         base = url.removesuffix("/mcp")
         metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
-        for headers in (
-            {},
-            {"Authorization": "Basic YWxpY2U6eA=="},
-            {"Authorization": "Bearer"},
-            {"Authorization": f"Bearer {TOKENS['alice']}x"},
-            {"Authorization": "Bearer carol"},
+        for headers, said in (
+            ({}, required),
+            ({"Authorization": "Basic YWxpY2U6eA=="}, required),
+            ({"Authorization": "Bearer"}, required),
+            ({"Authorization": f"Bearer {TOKENS['alice']}x"}, unknown),
+            ({"Authorization": "Bearer carol"}, unknown),
         ):
             r = await http.post(url, json=LIST, headers={**ACCEPT, **headers})
             assert r.status_code == 401, headers
             challenge = r.headers["www-authenticate"]
             assert challenge.startswith("Bearer ")
             assert f'resource_metadata="{metadata_url}"' in challenge
+            assert f'error_description="{said}"' in challenge
+            assert r.json() == {"error": "invalid_token", "error_description": said}
         for where in (metadata_url, f"{base}/.well-known/oauth-protected-resource"):
             document = (await http.get(where)).json()
             assert document["resource"] == url

@@ -132,6 +132,7 @@ DEFAULT_AGENT = "mcp"
 MCP_PATH = "/mcp"
 WELL_KNOWN_METADATA = "/.well-known/oauth-protected-resource"
 UNAUTHENTICATED = "a bearer token is required: send Authorization: Bearer <token>"
+UNKNOWN_TOKEN = "the bearer token is not known to this server: send one of its agents' tokens"
 #: Where an OAuth client registers when the authorization server has no metadata (RFC 7591;
 #: the MCP SDKs' fallback), and what it is told there: webward issues no tokens.
 REGISTRATION_PATH = "/register"
@@ -1487,12 +1488,43 @@ class _OneCredential:
             await _answer_error(send, 400, INVALID_REQUEST, message)
             return
 
+        held: dict[str, Any] | None = None
+        replaced = False
+
         async def counted(message: Any) -> None:
+            nonlocal held, replaced
             if message["type"] == "http.response.start" and message["status"] == 401:
                 self._telemetry().auth_refused(_refusal(given), address)
-            await send(message)
+                held = message  # sent with its body, in webward's words
+                return
+            if replaced and message["type"] == "http.response.body":
+                return  # the rest of the SDK's body, replaced whole
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            replaced = True
+            start, held = held, None
+            # The SDK says "Authentication required" for every refused token, a wrong one
+            # too, where the gateway says which: the same sentences, in its body and header.
+            said = UNKNOWN_TOKEN if _refusal(given) == "unknown" else UNAUTHENTICATED
+            body = json.dumps({"error": "invalid_token", "error_description": said}).encode()
+            headers = [
+                (name, _described(value, said) if name == b"www-authenticate" else value)
+                for name, value in start["headers"]
+                if name != b"content-length"
+            ]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
 
         await self._app(scope, receive, counted)
+
+
+def _described(challenge: bytes, said: str) -> bytes:
+    """The SDK's ``WWW-Authenticate`` challenge with ``said`` as its error_description."""
+    return re.sub(
+        rb'error_description="[^"]*"', b'error_description="%s"' % said.encode(), challenge
+    )
 
 
 def _refusal(given: list[bytes]) -> AuthRefusal:
