@@ -564,6 +564,37 @@ async def test_a_call_running_when_its_session_is_deleted_is_answered(tmp_path: 
 
 
 @pytest.mark.anyio
+async def test_a_request_in_a_session_not_open_is_told_to_start_one(tmp_path: Path) -> None:
+    """A request naming a session the server does not hold (one its client ended, or an id
+    never given) is 404 as ever, its sentence saying what to do: the SDK's "Session not
+    found" was all the TypeScript SDK's user read."""
+    sentence = (
+        "this session is not open (ended by its client, closed after 30 idle minutes, or "
+        "never opened): start a new one with initialize"
+    )
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    async with (
+        mcp_over_http(tmp_path) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+        session = {
+            **MCP_HEADERS,
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        assert (await http.delete(url, headers=session)).status_code == 200
+        answers = [
+            await http.post(url, json=listing, headers=session),
+            await http.delete(url, headers=session),
+            await http.post(url, json=listing, headers={**session, "Mcp-Session-Id": "f" * 32}),
+        ]
+    for answer in answers:
+        assert answer.status_code == 404
+        assert answer.json()["error"] == {"code": -32600, "message": sentence}
+
+
+@pytest.mark.anyio
 async def test_streamable_http_serves_only_its_own_origin(tmp_path: Path) -> None:
     """A browser's Origin counts only when it is the server's own: a loopback name or the
     bound address at the bound port. Another port on this machine (any page a local dev

@@ -1436,6 +1436,71 @@ class _NoSuchPath:
 _NO_SUCH_PATH = f"nothing is served at this path; webward serves MCP at {MCP_PATH}"
 
 
+class _UnknownSession:
+    """The SDK's 404 to a request naming a session it does not hold, in one sentence with
+    the next step: "Session not found" (or "Not Found: Session has been terminated") was all
+    a client showed its user, with nothing saying that a new session is the way on (the
+    TypeScript SDK opens none by itself). Its status, code and id stand; a session of
+    another agent is answered the same, as the SDK answers it, so none is revealed."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != MCP_PATH:
+            await self._app(scope, receive, send)
+            return
+        held: dict[str, Any] | None = None
+        chunks: list[bytes] = []
+
+        async def answer(message: dict[str, Any]) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] == 404:
+                held = message  # decided with its body
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = _session_sentence(b"".join(chunks))
+            headers = [(k, v) for k, v in held["headers"] if k != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**held, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self._app(scope, receive, answer)
+
+
+#: What the SDK says to a request in a session it does not hold.
+_SDK_NO_SESSION = frozenset(
+    {
+        "Session not found",
+        "Not Found: Session has been terminated",
+        "Not Found: Invalid or expired session ID",
+    }
+)
+_NO_SESSION = (
+    "this session is not open (ended by its client, closed after 30 idle minutes, or never "
+    "opened): start a new one with initialize"
+)
+
+
+def _session_sentence(body: bytes) -> bytes:
+    """``body``, the SDK's 404, with its sentence about a session it does not hold in
+    webward's words; any other as it was."""
+    try:
+        value = json.loads(body)
+        said = value["error"]["message"]
+    except (ValueError, TypeError, KeyError):
+        return body
+    if said not in _SDK_NO_SESSION:
+        return body
+    value["error"]["message"] = _NO_SESSION
+    return json.dumps(value).encode()
+
+
 class _OneHostAndOrigin:
     """A request that sends ``Host`` or ``Origin`` more than once is answered 400, before the
     SDK reads either: its DNS-rebinding check reads the first of each, so ``Host:
@@ -2065,7 +2130,7 @@ async def serve_http(
             host=host,
         )
         app = _MalformedRequests(app, web, tokens, agent or DEFAULT_AGENT, tier)
-        app = _AnsweredOnDelete(app)
+        app = _AnsweredOnDelete(_UnknownSession(app))
         app = draining = _Draining(app)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
