@@ -563,6 +563,63 @@ async def test_a_call_running_when_its_session_is_deleted_is_answered(tmp_path: 
     ]
 
 
+def test_a_session_call_cut_by_shutdown_is_answered(tmp_path: Path) -> None:
+    """SIGTERM while a session's call waits on its page: the call is answered on its stream
+    before the shutdown ends it (one JSON-RPC error, as the gateway answers 503 "shutting
+    down"), and audited ``cancelled``. Its stream ended with no answer, and the TypeScript
+    client waited to its own timeout (60 s) for a server that had gone."""
+    arrived, _, hold = held()
+    config = write_config(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    command = [sys.executable, "-m", "webward.cli", "mcp", "--http", "127.0.0.1:0"]
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}
+    with serve(routes={"/hold": hold}) as site:
+        call["params"] = {"name": "web_fetch", "arguments": {"url": site.url("/hold")}}
+        process = subprocess.Popen(
+            [*command, "--tier", "connected", "--config", str(config)],
+            stderr=subprocess.PIPE,
+            env={**env, **child_env(tmp_path)},
+            cwd=str(tmp_path),
+        )
+        assert process.stderr is not None
+        try:
+            # Bounded: a server that never says it is ready would otherwise hold the test.
+            ready, _, _ = select.select([process.stderr], [], [], 30)
+            line = process.stderr.readline().decode() if ready else ""
+            url = line.split(" on ", 1)[1].split()[0]
+            with httpx.Client(trust_env=False, timeout=30) as http:
+                opened = http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+                session = {
+                    **MCP_HEADERS,
+                    "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                    "MCP-Protocol-Version": "2025-06-18",
+                }
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                assert http.post(url, json=initialized, headers=session).status_code == 202
+                with http.stream("POST", url, json=call, headers=session) as stream:
+                    assert arrived.wait(10)
+                    process.send_signal(signal.SIGTERM)
+                    said = list(stream.iter_lines())
+            assert process.wait(timeout=30) == 143
+        finally:
+            process.kill()
+            process.stderr.close()
+    [data] = [json.loads(line[5:]) for line in said if line.startswith("data:")]
+    assert data == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32000,
+            "message": "the MCP server is shutting down and stopped this call before it "
+            "finished; call again once it is back",
+        },
+    }
+    found = stored_records(open_audit_sink(Settings.load(config, environ={})))
+    assert [(r.decision, r.reason, r.target) for r in found] == [
+        ("failed", "cancelled", site.url("/hold"))
+    ]
+
+
 @pytest.mark.anyio
 async def test_a_request_in_a_session_not_open_is_told_to_start_one(tmp_path: Path) -> None:
     """A request naming a session the server does not hold (one its client ended, or an id

@@ -1658,14 +1658,17 @@ class _Awaited:
         self.session_ended = False  # a DELETE of its session came while it ran
 
 
-class _AnsweredOnDelete:
-    """A client that ends its session (``DELETE``) while one of its calls runs gets that
-    call answered: one JSON-RPC error on the call's event stream, before the stream ends.
+class _AnsweredWhenCut:
+    """A call whose event stream ends before its answer, because its client ended the
+    session (``DELETE``) or because the server is shutting down, is answered: one JSON-RPC
+    error on the call's stream, before the stream ends.
 
-    The SDK cancels the call (the core audits it ``cancelled``) and closes the call's
-    stream with no answer on it, and the client waited for one to its own timeout (the
-    TypeScript SDK's 60 s, then "Request timed out"): a client that deletes its session as
-    it gives up on a run (a closing agent) hung instead of closing."""
+    The SDK cancels the call on a DELETE, and uvicorn at the end of a graceful shutdown (the
+    core audits it ``cancelled``), and the stream ended with no answer on it: the client
+    waited for one to its own timeout (the TypeScript SDK's 60 s, then "Request timed out"),
+    a client that deletes its session as it gives up on a run (a closing agent) hung
+    instead of closing, and one whose server restarted took a minute to learn it. The
+    gateway answers a call cut by shutdown 503 ("shutting down") the same way."""
 
     def __init__(self, app: Any) -> None:
         self._app = app
@@ -1738,11 +1741,12 @@ class _AnsweredOnDelete:
             elif message["type"] == "http.response.body" and streamed:
                 if b"data:" in message.get("body", b""):
                     last = message["body"]
-                if not message.get("more_body", False) and _unanswered(call, last):
+                why = None if message.get("more_body", False) else _why_cut(call, last)
+                if why is not None:
                     error = {
                         "jsonrpc": "2.0",
                         "id": call.request_id,
-                        "error": {"code": CONNECTION_CLOSED, "message": _SESSION_DELETED},
+                        "error": {"code": CONNECTION_CLOSED, "message": why},
                     }
                     event = b"event: message\r\ndata: " + orjson.dumps(error) + b"\r\n\r\n"
                     await send({"type": "http.response.body", "body": event, "more_body": True})
@@ -1751,6 +1755,10 @@ class _AnsweredOnDelete:
         return answer
 
 
+_SHUTTING_DOWN = (
+    "the MCP server is shutting down and stopped this call before it finished; call again "
+    "once it is back"
+)
 _SESSION_DELETED = (
     "the session was ended (DELETE) before this call finished, so the call was cancelled; "
     "open a new session to call again"
@@ -1770,11 +1778,20 @@ def _awaited_id(body: bytes) -> str | int | None:
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
-def _unanswered(call: _Awaited, last: bytes) -> bool:
-    """Whether ``call``'s stream, ending with ``last`` its last event, ends unanswered by a
-    DELETE of its session."""
-    if not call.session_ended or call.request_id is None:
-        return False
+def _why_cut(call: _Awaited, last: bytes) -> str | None:
+    """Why ``call``'s stream, ending with ``last`` its last event, ends without its answer:
+    a DELETE of its session, or the server's shutdown; None when it was answered (or its
+    stream ends for no such reason)."""
+    from sse_starlette.sse import AppStatus
+
+    if call.request_id is None:
+        return None
+    if call.session_ended:
+        why = _SESSION_DELETED
+    elif AppStatus.should_exit:  # set as the shutdown ends the event streams (_Draining)
+        why = _SHUTTING_DOWN
+    else:
+        return None
     for line in last.splitlines():
         if not line.startswith(b"data:"):
             continue
@@ -1783,8 +1800,8 @@ def _unanswered(call: _Awaited, last: bytes) -> bool:
         except orjson.JSONDecodeError:
             continue
         if isinstance(value, dict) and value.get("id") == call.request_id and "method" not in value:
-            return False
-    return True
+            return None
+    return why
 
 
 class _Draining:
@@ -2130,7 +2147,7 @@ async def serve_http(
             host=host,
         )
         app = _MalformedRequests(app, web, tokens, agent or DEFAULT_AGENT, tier)
-        app = _AnsweredOnDelete(_UnknownSession(app))
+        app = _AnsweredWhenCut(_UnknownSession(app))
         app = draining = _Draining(app)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
