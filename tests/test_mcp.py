@@ -563,18 +563,35 @@ async def test_a_call_running_when_its_session_is_deleted_is_answered(tmp_path: 
     ]
 
 
-def test_a_session_call_cut_by_shutdown_is_answered(tmp_path: Path) -> None:
-    """SIGTERM while a session's call waits on its page: the call is answered on its stream
-    before the shutdown ends it (one JSON-RPC error, as the gateway answers 503 "shutting
-    down"), and audited ``cancelled``. Its stream ended with no answer, and the TypeScript
-    client waited to its own timeout (60 s) for a server that had gone."""
+def test_a_call_cut_by_shutdown_is_answered(tmp_path: Path) -> None:
+    """SIGTERM while two calls wait on their pages, one in a session, one of the sessionless
+    protocol: each is answered before the shutdown ends it, in one sentence with its id, as
+    the gateway answers 503 "shutting down", and each audited ``cancelled``. The session's
+    stream ended with no answer (the TypeScript client waited to its own timeout, 60 s, for
+    a server that had gone), and the sessionless call got uvicorn's plain-text 500, with a
+    traceback in the server's log."""
     arrived, _, hold = held()
+    also_arrived, _, also_hold = held()
     config = write_config(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     command = [sys.executable, "-m", "webward.cli", "mcp", "--http", "127.0.0.1:0"]
-    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}
-    with serve(routes={"/hold": hold}) as site:
-        call["params"] = {"name": "web_fetch", "arguments": {"url": site.url("/hold")}}
+    version = "2026-07-28"
+    sessionless = {
+        **MCP_HEADERS,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "web_fetch",
+        "Mcp-Protocol-Version": version,
+    }
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    with serve(routes={"/hold": hold, "/also": also_hold}) as site:
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "web_fetch", "arguments": {"url": site.url("/hold")}}}  # fmt: skip
+        other = {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                 "params": {"name": "web_fetch", "arguments": {"url": site.url("/also")},
+                            "_meta": meta}}  # fmt: skip
         process = subprocess.Popen(
             [*command, "--tier", "connected", "--config", str(config)],
             stderr=subprocess.PIPE,
@@ -596,27 +613,39 @@ def test_a_session_call_cut_by_shutdown_is_answered(tmp_path: Path) -> None:
                 }
                 initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
                 assert http.post(url, json=initialized, headers=session).status_code == 202
+                answered: list[httpx.Response] = []
+                asking = threading.Thread(
+                    target=lambda: answered.append(http.post(url, json=other, headers=sessionless))
+                )
+                asking.start()
                 with http.stream("POST", url, json=call, headers=session) as stream:
-                    assert arrived.wait(10)
+                    assert arrived.wait(10) and also_arrived.wait(10)
                     process.send_signal(signal.SIGTERM)
                     said = list(stream.iter_lines())
+                asking.join(30)
             assert process.wait(timeout=30) == 143
+            log = process.stderr.read().decode()
         finally:
             process.kill()
             process.stderr.close()
+    sentence = (
+        "the MCP server is shutting down and stopped this call before it finished; call again "
+        "once it is back"
+    )
     [data] = [json.loads(line[5:]) for line in said if line.startswith("data:")]
-    assert data == {
+    assert data == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32000, "message": sentence}}
+    [answer] = answered
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    assert answer.json() == {
         "jsonrpc": "2.0",
-        "id": 7,
-        "error": {
-            "code": -32000,
-            "message": "the MCP server is shutting down and stopped this call before it "
-            "finished; call again once it is back",
-        },
+        "id": 8,
+        "error": {"code": -32000, "message": sentence},
     }
+    assert "Traceback" not in log
     found = stored_records(open_audit_sink(Settings.load(config, environ={})))
-    assert [(r.decision, r.reason, r.target) for r in found] == [
-        ("failed", "cancelled", site.url("/hold"))
+    assert sorted((r.decision, r.reason, r.target) for r in found) == [
+        ("failed", "cancelled", site.url("/also")),
+        ("failed", "cancelled", site.url("/hold")),
     ]
 
 

@@ -1656,6 +1656,7 @@ class _Awaited:
     def __init__(self) -> None:
         self.request_id: str | int | None = None
         self.session_ended = False  # a DELETE of its session came while it ran
+        self.started = False  # its answer has begun
 
 
 class _AnsweredWhenCut:
@@ -1673,26 +1674,43 @@ class _AnsweredWhenCut:
     def __init__(self, app: Any) -> None:
         self._app = app
         self._running: dict[bytes, set[_Awaited]] = {}  # session id -> its POSTs in flight
+        # Set when the shutdown begins (_Draining), never reset: uvicorn cancels the calls
+        # still running after its serve() has returned, and sse-starlette's flag with it.
+        self.ending = False
+
+    def end(self) -> None:
+        self.ending = True
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["path"] != MCP_PATH:
             await self._app(scope, receive, send)
             return
         session = _first_headers(scope).get(b"mcp-session-id")
-        if session is None or scope["method"] not in ("POST", "DELETE"):
-            await self._app(scope, receive, send)
-            return
-        if scope["method"] == "DELETE":
+        if scope["method"] == "DELETE" and session is not None:
             await self._delete(session, scope, receive, send)
             return
+        if scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
         call = _Awaited()
-        running = self._running.setdefault(session, set())
+        running = self._running.setdefault(session, set()) if session is not None else set()
         running.add(call)
         try:
             await self._app(scope, self._reading(call, receive), self._answering(call, send))
+        except asyncio.CancelledError:
+            if call.started or not self.ending:
+                raise
+            # Cancelled by the end of the shutdown before it answered (a call of the
+            # sessionless protocol, answered on the POST itself): one sentence, as the
+            # gateway's 503, not uvicorn's plain-text 500 and a traceback in the log.
+            error = {"code": CONNECTION_CLOSED, "message": _SHUTTING_DOWN}
+            body = orjson.dumps({"jsonrpc": "2.0", "id": call.request_id, "error": error})
+            headers = [(b"content-type", b"application/json"), (b"retry-after", b"5")]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
         finally:
             running.discard(call)
-            if not running:
+            if session is not None and not running:
                 self._running.pop(session, None)
 
     async def _delete(self, session: bytes, scope: Any, receive: Any, send: Any) -> None:
@@ -1736,12 +1754,13 @@ class _AnsweredWhenCut:
         async def answer(message: dict[str, Any]) -> None:
             nonlocal streamed, last
             if message["type"] == "http.response.start":
+                call.started = True
                 found = dict(message.get("headers", ())).get(b"content-type", b"")
                 streamed = found.startswith(b"text/event-stream")
             elif message["type"] == "http.response.body" and streamed:
                 if b"data:" in message.get("body", b""):
                     last = message["body"]
-                why = None if message.get("more_body", False) else _why_cut(call, last)
+                why = None if message.get("more_body", False) else _why_cut(call, last, self.ending)
                 if why is not None:
                     error = {
                         "jsonrpc": "2.0",
@@ -1778,17 +1797,15 @@ def _awaited_id(body: bytes) -> str | int | None:
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
-def _why_cut(call: _Awaited, last: bytes) -> str | None:
+def _why_cut(call: _Awaited, last: bytes, ending: bool) -> str | None:
     """Why ``call``'s stream, ending with ``last`` its last event, ends without its answer:
-    a DELETE of its session, or the server's shutdown; None when it was answered (or its
-    stream ends for no such reason)."""
-    from sse_starlette.sse import AppStatus
-
+    a DELETE of its session, or the server's shutdown (``ending``); None when it was answered
+    (or its stream ends for no such reason)."""
     if call.request_id is None:
         return None
     if call.session_ended:
         why = _SESSION_DELETED
-    elif AppStatus.should_exit:  # set as the shutdown ends the event streams (_Draining)
+    elif ending:
         why = _SHUTTING_DOWN
     else:
         return None
@@ -1815,9 +1832,10 @@ class _Draining:
     bound) once no POST is left, or at :data:`_DRAIN_S`; uvicorn then cancels, and the core
     audits, what still runs at ``timeout_graceful_shutdown``."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, exiting: Callable[[], None] | None = None) -> None:
         self._app = app
         self._posts = 0
+        self._exiting = exiting  # told when the shutdown begins
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -1836,6 +1854,8 @@ class _Draining:
         loop = asyncio.get_running_loop()
 
         def on_exit() -> None:
+            if self._exiting is not None:
+                self._exiting()
             loop.call_soon_threadsafe(exiting.set)
 
         AppStatus.enable_automatic_graceful_drain = False  # its streams end in _end_streams
@@ -2147,8 +2167,8 @@ async def serve_http(
             host=host,
         )
         app = _MalformedRequests(app, web, tokens, agent or DEFAULT_AGENT, tier)
-        app = _AnsweredWhenCut(_UnknownSession(app))
-        app = draining = _Draining(app)
+        app = cut = _AnsweredWhenCut(_UnknownSession(app))
+        app = draining = _Draining(app, cut.end)
         if tokens is not None:
             app = _SessionOpenings(app, tokens, settings.limits.mcp_sessions_per_minute)
             app = _OneCredential(app, lambda: web.telemetry)
