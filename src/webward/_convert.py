@@ -328,7 +328,6 @@ _MAX_MARKDOWN_ELEMENTS = 50_000
 # paywalls) on pages of at most this many elements: each pass costs about 1.2 us an element,
 # so 30 ms here, and real pages hold under 22,000 (above).
 _MAX_KINDS_ELEMENTS = 25_000
-_TOO_MANY_FOR_KINDS = f"count(//*) > {_MAX_KINDS_ELEMENTS}"
 _TOO_MANY_FOR_MARKDOWN = f"count(//*) > {_MAX_MARKDOWN_ELEMENTS}"
 _TOO_MANY_NOTE = (
     f"[this page has more than {_MAX_MARKDOWN_ELEMENTS:,} elements, more than webward converts "
@@ -3900,28 +3899,26 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     _place_streamed(tree)  # before the scripts go
     title = _title(tree)
     # Kinds of pages read for their structure, before the scripts (JSON-LD) and the vote
-    # counts go; each only where the source holds what it looks for (on a page of 50,000
-    # elements the passes cost a fifth of the conversion, a search of the source a tenth).
-    # Those words are common and each pass searches the whole tree (on a page of 330,000
-    # one-word elements that named them all, 0.4 s of the 0.5 s a page has), so they run
-    # only on a page of at most _MAX_KINDS_ELEMENTS elements.
-    marks = [
-        mark
-        for looked_for, mark in (
-            ("nswer" in text, _kinds.mark_answers),
-            ("ld+json" in text, _kinds.mark_prices),
-            # (after the answers' marks, which open each post)
-            ("atetime" in text or "ATETIME" in text or "atePublished" in text, _kinds.mark_updates),
-            (any(word in text for word in _kinds.CONTENTS_WORDS), _kinds.drop_contents),
-            (any(word in text for word in _kinds.PAYWALL_WORDS), _kinds.drop_paywall_prompts),
-        )
-        if looked_for
-    ]
-    if marks and tree.xpath(_TOO_MANY_FOR_KINDS):
-        marks = []  # too many elements to search in time
-    for mark in marks:
-        mark(tree)
-    asked = _kinds.mark_answers in marks
+    # counts go. The elements each pass looks at are found in one walk of the tree (five
+    # searches of it cost twice that), on a page of at most _MAX_KINDS_ELEMENTS elements (on
+    # a page of 330,000 one-word elements the passes took 0.4 s of the 0.5 s a page has).
+    # Each pass runs only where the walk found it something and the source holds what it
+    # looks for, that search of the source made only then. (A pass changes the tree only by
+    # dropping elements, taking attributes away and adding bare ones: what a later pass finds
+    # is never more than the walk found.)
+    found = _kinds.find(tree, _MAX_KINDS_ELEMENTS)
+    asked = found is not None and "nswer" in text
+    if found is not None:
+        if asked and (found.parts or found.scripts):
+            _kinds.mark_answers(tree, found)
+        if found.scripts and "ld+json" in text:
+            _kinds.mark_prices(tree, found)
+        if found.times and ("atetime" in text or "ATETIME" in text or "atePublished" in text):
+            _kinds.mark_updates(tree, found)  # (after the answers' marks, which open each post)
+        if found.contents and any(word in text for word in _kinds.CONTENTS_WORDS):
+            _kinds.drop_contents(tree, found)
+        if found.paywalls and any(word in text for word in _kinds.PAYWALL_WORDS):
+            _kinds.drop_paywall_prompts(tree, found)
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
     moved = _refresh_note(*refresh) if refresh is not None else ""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree  # type: ignore[import-untyped]
@@ -60,9 +61,33 @@ _CANDIDATES = etree.XPath(
     "//*[@itemtype or @itemprop or contains(@class, 'nswer') or contains(@class, 'uestion')]"
 )
 _TYPED = etree.XPath("//*[@itemtype]")
+_JSON_LD = etree.XPath("//script[@type='application/ld+json']")
 _BODY_CLASS = re.compile(r"^(?:js-)?post-?(?:body|text)$")
 _MARK = re.compile(r"(?:Question|Answer)(?: \(|$)")
 _INLINE = frozenset(("span", "a", "b", "i", "em", "strong", "meta", "link"))
+
+
+@dataclass
+class Found:
+    """The elements each pass looks at, in document order, found in one walk of the page
+    (:func:`find`) rather than by a search of the whole tree each: the candidates for a
+    question or an answer, the elements of a schema.org type, the JSON-LD scripts, the time
+    stamps, and the elements whose class or id may name a table of contents or a paywall.
+    Once a pass changes the tree they may be out of date (an element moved or dropped):
+    ``current`` is then false, and the later passes search the tree themselves."""
+
+    parts: list[Any] = field(default_factory=list)
+    typed: list[Any] = field(default_factory=list)
+    scripts: list[Any] = field(default_factory=list)
+    times: list[Any] = field(default_factory=list)
+    contents: list[Any] = field(default_factory=list)
+    paywalls: list[Any] = field(default_factory=list)
+    current: bool = True
+
+
+def _scripts(tree: Any, found: Found | None) -> list[Any]:
+    """The page's JSON-LD scripts."""
+    return _JSON_LD(tree) if found is None else found.scripts
 
 
 def _classes(element: Any) -> set[str]:
@@ -242,10 +267,10 @@ def _comment_score(item: Any) -> str | None:
     return None
 
 
-def _json_ld_answers(tree: Any) -> list[tuple[str, bool, str | None]]:
+def _json_ld_answers(tree: Any, found: Found | None) -> list[tuple[str, bool, str | None]]:
     """The answers a ``QAPage`` in the page's JSON-LD lists: (first words, accepted, votes)."""
-    found: list[tuple[str, bool, str | None]] = []
-    for script in tree.xpath("//script[@type='application/ld+json']")[:_MAX_JSON_LD]:
+    listed: list[tuple[str, bool, str | None]] = []
+    for script in _scripts(tree, found)[:_MAX_JSON_LD]:
         text = script.text or ""
         if len(text) > _MAX_JSON_LD_CHARS or "QAPage" not in text:
             continue
@@ -268,8 +293,8 @@ def _json_ld_answers(tree: Any) -> list[tuple[str, bool, str | None]]:
                     votes = answer.get("upvoteCount")
                     shown = str(votes) if isinstance(votes, int) else None
                     if len(key.split()) >= _MIN_ANSWER_WORDS:
-                        found.append((key, accepted, shown))
-    return found[:_MAX_ANSWERS]
+                        listed.append((key, accepted, shown))
+    return listed[:_MAX_ANSWERS]
 
 
 def _leading_words(element: Any) -> str:
@@ -331,13 +356,15 @@ def _located(tree: Any, answers: list[tuple[str, bool, str | None]]) -> list[tup
     return list(posts.items())
 
 
-def mark_answers(tree: Any) -> None:
+def mark_answers(tree: Any, found: Found | None = None) -> None:
     """On a question-and-answer page, head the question and each answer with a short heading
     saying which it is (accepted, votes) and let their comments be read (see the module's
     docstring). Run on the parsed page before anything is dropped: the JSON-LD is in a
-    script, the vote counts in elements the extractors pass over."""
+    script, the vote counts in elements the extractors pass over. ``found``: the page's
+    elements of interest (see :func:`find`), else searched for here."""
+    found = found if found is not None and found.current else None
     questions, answers = [], []
-    for el in _CANDIDATES(tree):
+    for el in _CANDIDATES(tree) if found is None else found.parts:
         if el.tag not in _PARTS:
             continue
         if _is_answer(el):
@@ -363,12 +390,15 @@ def mark_answers(tree: Any) -> None:
         for answer in answers:
             marks.append((answer, _label("Answer", _accepted(answer), _votes(answer))))
     else:
-        found = _json_ld_answers(tree)
-        if not found:
+        listed = _json_ld_answers(tree, found)
+        if not listed:
             return
-        marks = _located(tree, found)
-    if not marks or any("faqpage" in _types(el) for el in _TYPED(tree)):
+        marks = _located(tree, listed)
+    typed = _TYPED(tree) if found is None else found.typed
+    if not marks or any("faqpage" in _types(el) for el in typed):
         return  # a FAQ: each question with its one answer, read as its headings
+    if found is not None:
+        found.current = False
     marked = {post for post, _ in marks}
     for post, label in marks:
         _head(post, label, _open_comments(post, marked))
@@ -409,21 +439,22 @@ def _offer_prices(node: Any, found: set[str], depth: int = 0) -> None:
                 _offer_prices(value, found, depth + 1)
 
 
-def mark_prices(tree: Any) -> None:
+def mark_prices(tree: Any, found: Found | None = None) -> None:
     """Mark the visible price of a product page: microdata marks it already (``itemprop``
     ``price``); a price the page's JSON-LD gives (a Product's offers) marks the shortest
     element whose words show that number ("$1,299.00" for 1299, "49,99 €" for 49.99).
     Run before the scripts go."""
-    found: set[str] = set()
-    for script in tree.xpath("//script[@type='application/ld+json']")[:_MAX_JSON_LD]:
+    found = found if found is not None and found.current else None
+    prices: set[str] = set()
+    for script in _scripts(tree, found)[:_MAX_JSON_LD]:
         text = script.text or ""
         if len(text) > _MAX_JSON_LD_CHARS or ('"price"' not in text and "Price" not in text):
             continue
         try:
-            _offer_prices(json.loads(text), found)
+            _offer_prices(json.loads(text), prices)
         except (ValueError, RecursionError):
             continue
-    if not found:
+    if not prices:
         return
     for count, el in enumerate(tree.iter(*_PRICE_TAGS)):
         if count > _MAX_SEARCHED:
@@ -432,8 +463,10 @@ def mark_prices(tree: Any) -> None:
             return  # the page's microdata marks its prices itself
         if len(el) or not el.text or len(el.text) > _MAX_PRICE_TEXT:
             continue  # an element of words alone, and short: the price as shown
-        if any(_digits(number) in found for number in _NUMBER.findall(el.text)):
+        if any(_digits(number) in prices for number in _NUMBER.findall(el.text)):
             el.set("itemprop", "price")
+            if found is not None:
+                found.current = False
 
 
 # A live blog's updates (a news site's "live" page, schema.org's LiveBlogPosting): each a
@@ -476,7 +509,7 @@ def _update_of(stamp: Any, holds: dict[Any, bool]) -> Any:
     return None
 
 
-def mark_updates(tree: Any) -> None:
+def mark_updates(tree: Any, found: Found | None = None) -> None:
     """Read a live blog's update times: on a page of two or more sibling updates (one tag and
     class) each opening with a time stamp, the line the time stands on reads as a paragraph,
     "23:40 (2026-11-03T23:40)": its words, and the moment it names where they say less (a
@@ -484,9 +517,10 @@ def mark_updates(tree: Any) -> None:
     related stories) and a byline's (no sibling updates) stay the extractor's to judge."""
     import lxml.html
 
+    found = found if found is not None and found.current else None
     groups: dict[tuple[Any, str, str], list[tuple[Any, Any]]] = {}
     holds: dict[Any, bool] = {}
-    for count, stamp in enumerate(_TIMES(tree)):
+    for count, stamp in enumerate(_TIMES(tree) if found is None else found.times):
         if count >= _MAX_TIMES:
             return  # (a page of more: an archive, a calendar, no live blog)
         update = _update_of(stamp, holds)
@@ -508,6 +542,8 @@ def mark_updates(tree: Any) -> None:
             for heading in update.iter("h1", "h2", "h3", "h4")
         ):
             continue  # teasers: each heading links to its story
+        if found is not None:
+            found.current = False
         for update, stamp in members:
             when = _stamp(stamp) or ""
             shown = ""
@@ -542,13 +578,16 @@ _CONTENTS_NAME = re.compile(
 )
 # What a table of contents' class or id holds: looked for in the page's source first.
 CONTENTS_WORDS = ("toc", "Toc", "TOC", "able-of-contents", "ableOfContents", "on-this-page")
+_CONTENTS_TAGS = ("div", "nav", "ul", "ol", "section", "aside")
+_CONTENTS_KEYS = ("toc", "Toc", "TOC", "ontents", "on-this-page")  # in its class or id
+# Any of them (one search: quicker than looking for each, see find).
+_CONTENTS_KEY = re.compile("|".join(map(re.escape, _CONTENTS_KEYS)))
 _CONTENTS = etree.XPath(
-    "//*[@class or @id][self::div or self::nav or self::ul or self::ol or self::section"
-    " or self::aside]["
+    "//*[@class or @id]["
+    + " or ".join(f"self::{tag}" for tag in _CONTENTS_TAGS)
+    + "]["
     + " or ".join(
-        f"contains(@{name}, '{word}')"
-        for name in ("class", "id")
-        for word in ("toc", "Toc", "TOC", "ontents", "on-this-page")
+        f"contains(@{name}, '{word}')" for name in ("class", "id") for word in _CONTENTS_KEYS
     )
     + "]"
 )
@@ -574,10 +613,11 @@ def _is_contents(element: Any) -> bool:
     return len(element.text_content().strip()) - linked <= _MAX_CONTENTS_LABEL
 
 
-def drop_contents(tree: Any) -> None:
+def drop_contents(tree: Any, found: Found | None = None) -> None:
     """Drop the page's tables of contents (see :func:`_is_contents`), outermost first."""
+    found = found if found is not None and found.current else None
     gone: set[Any] = set()
-    for element in _CONTENTS(tree):
+    for element in _CONTENTS(tree) if found is None else found.contents:
         if len(gone) >= _MAX_CONTENTS:
             return
         if element.getparent() is None or any(up in gone for up in element.iterancestors()):
@@ -585,6 +625,8 @@ def drop_contents(tree: Any) -> None:
         if _is_contents(element):
             element.drop_tree()
             gone.add(element)
+            if found is not None:
+                found.current = False
 
 
 # A paywall's prompt over the article ("Subscribe to keep reading … Subscribe now"), which the
@@ -596,8 +638,12 @@ _PAYWALL_NAME = re.compile(
 )
 # What a paywall prompt's class or id holds: looked for in the page's source first.
 PAYWALL_WORDS = ("wall", "Wall", "WALL", "piano", "tp-modal", "tp-backdrop", "tp-container")
+_PAYWALL_KEY = re.compile("|".join(map(re.escape, PAYWALL_WORDS)))
+_PAYWALL_TAGS = ("div", "section", "aside", "p", "form")
 _PAYWALLS = etree.XPath(
-    "//*[@class or @id][self::div or self::section or self::aside or self::p or self::form]["
+    "//*[@class or @id]["
+    + " or ".join(f"self::{tag}" for tag in _PAYWALL_TAGS)
+    + "]["
     + " or ".join(
         f"contains(@{name}, '{word}')" for name in ("class", "id") for word in PAYWALL_WORDS
     )
@@ -612,14 +658,15 @@ _MAX_PROMPT_WORDS = 80  # the words of a paywall's prompt, at most (the article 
 _MAX_PROMPTS = 16
 
 
-def drop_paywall_prompts(tree: Any) -> None:
+def drop_paywall_prompts(tree: Any, found: Found | None = None) -> None:
     """Drop a paywall's prompt: an element whose class or id names a paywall (or Piano's, a
     metered wall's), of :data:`_MAX_PROMPT_WORDS` words or fewer, whose link, button or
     heading asks the reader to subscribe or sign in. A paywall's class on the article's text
     itself (a wrapper of the words it hides) is no prompt: more words, no such link; it
     stays."""
+    found = found if found is not None and found.current else None
     gone: set[Any] = set()
-    for element in _PAYWALLS(tree):
+    for element in _PAYWALLS(tree) if found is None else found.paywalls:
         if len(gone) >= _MAX_PROMPTS:
             return
         name = f"{element.get('class') or ''} {element.get('id') or ''}"[:1_000]
@@ -637,6 +684,8 @@ def drop_paywall_prompts(tree: Any) -> None:
         if any(asks):
             element.drop_tree()
             gone.add(element)
+            if found is not None:
+                found.current = False
 
 
 def lost_answers(tree: Any, markdown: str) -> Any:
@@ -676,3 +725,45 @@ def trim_parts(container: Any) -> None:
     for el in doomed:
         if el.getparent() is not None:
             el.drop_tree()
+
+
+def find(tree: Any, limit: int) -> Found | None:
+    """The elements the passes look at (see :class:`Found`), found as their searches find
+    them (_CANDIDATES, _TYPED, _JSON_LD, _TIMES, _CONTENTS, _PAYWALLS), in one walk: each
+    search walked the whole tree in libxml2, and a walk in Python reading each element's
+    attribute names once costs less than the five of them. ``None`` on a page of more than
+    ``limit`` elements (the walk stops there)."""
+    found = Found()
+    contents_tags, paywall_tags = frozenset(_CONTENTS_TAGS), frozenset(_PAYWALL_TAGS)
+    contents_key, paywall_key = _CONTENTS_KEY.search, _PAYWALL_KEY.search
+    for count, el in enumerate(tree.iter(etree.Element)):
+        if count >= limit:
+            return None
+        names = el.keys()
+        if not names:
+            continue  # (most elements carry none the searches read)
+        cls = el.get("class")
+        if "itemtype" in names:
+            found.parts.append(el)
+            found.typed.append(el)
+        elif "itemprop" in names or (cls is not None and ("nswer" in cls or "uestion" in cls)):
+            found.parts.append(el)
+        tag = el.tag
+        if tag == "script" and el.get("type") == "application/ld+json":
+            found.scripts.append(el)
+        if (tag == "time" and "datetime" in names) or (
+            "content" in names and el.get("itemprop") == "datePublished"
+        ):
+            found.times.append(el)
+        ident = el.get("id")
+        if cls is None and ident is None:
+            continue
+        if tag in contents_tags and (
+            (cls is not None and contents_key(cls)) or (ident is not None and contents_key(ident))
+        ):
+            found.contents.append(el)
+        if tag in paywall_tags and (
+            (cls is not None and paywall_key(cls)) or (ident is not None and paywall_key(ident))
+        ):
+            found.paywalls.append(el)
+    return found
