@@ -2681,7 +2681,14 @@ def _matches(pattern: re.Pattern[str], words: tuple[str, ...], value: str | None
     if not value:
         return False
     lowered = value[:_MAX_CHECKED_CHARS].lower()
-    return any(word in lowered for word in words) and pattern.search(lowered) is not None
+    return _any_of(words)(lowered) is not None and pattern.search(lowered) is not None
+
+
+@functools.cache
+def _any_of(words: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """A search for any of ``words``: one pass in C, where looking for each in turn from
+    Python cost more (_matches asks it of most classes and ids of a page)."""
+    return re.compile("|".join(map(re.escape, words))).search
 
 
 def _bound_nesting(tree: Any) -> None:
@@ -3377,7 +3384,8 @@ def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
         or bool(tree.xpath(_TOO_DEEP_PATH))
         or _escaped(page_text) > _MAX_ESCAPED_CHARS
         or tree.xpath("count(//@*)") > _MAX_MAIN_ATTRIBUTES
-        or sum(map(len, tree.xpath("//@*"))) > _MAX_MAIN_ATTRIBUTE_CHARS
+        # (plain strings: lxml's own, which know their element, cost more to make)
+        or sum(map(len, tree.xpath("//@*", smart_strings=False))) > _MAX_MAIN_ATTRIBUTE_CHARS
         or _rescanned(page_text) > _MAX_RESCANNED_CHARS
         or _filtered(page_text) > _MAX_FILTERED_CHARS
     )
