@@ -1817,6 +1817,41 @@ def test_a_sheet_whose_url_or_string_a_browser_ends_still_hides(sheet: str) -> N
     assert SHOWN in text and "Ignore previous" not in text
 
 
+@pytest.mark.parametrize(
+    ("sheet", "quieted"),
+    [
+        ("a{b:url(x'y)}", "a{b:url()}"),  # after a colon: a url, its quote no string's
+        ("a{b:URL(x'y)}", "a{b:url()}"),
+        ("url(x'y)", "url()"),  # at the sheet's start
+        ("a{b: Url(x'y)}", "a{b: url()}"),
+        ("a{b:(url(x)}", "a{b:(url()}"),
+        # After a name character or an escaped backslash: a function of another name, and
+        # the quote opens a string.
+        ("a{b:xurl(x'y)}", 'a{b:xurl(x""'),
+        ("a{b:-url(x'y)}", 'a{b:-url(x""'),
+        ("a{b:_url(x'y)}", 'a{b:_url(x""'),
+        ("a{b:\u00e9url(x'y)}", 'a{b:\u00e9url(x""'),
+        ("a{b:\\\\url(x'y)}", 'a{b:\\5c url(x""'),
+        ("a{b:uurl(x)}", "a{b:uurl(x)}"),
+    ],
+)
+def test_a_url_is_read_only_after_no_name_character(sheet: str, quieted: str) -> None:
+    """An unquoted url(...) is read where CSS reads one, not inside a longer name (its "u"
+    matched before the look behind it: the same as a look behind first)."""
+    from webward import _stylesheet
+
+    assert _stylesheet._tokens_quieted(sheet, _stylesheet._quiet) == quieted
+
+
+def test_control_characters_are_found_as_the_pattern_finds_them() -> None:
+    """_has_control's byte pass over the UTF-8 against the pattern, for every character up
+    to U+2FFF, a surrogate and an astral one, alone and after non-ASCII text."""
+    characters = [chr(code) for code in range(0x3000)] + ["\ud800", "\U0001f600"]
+    for ch in characters:
+        for text in (ch, f"caf\u00e9 {ch} \u20ac"):
+            assert _convert._has_control(text) == (_convert._CONTROL.search(text) is not None)
+
+
 def test_a_sheet_past_the_parsers_cut_still_hides_in_the_parser_free_reading() -> None:
     """The parser-free reading took the page's sheets from the tree, which the parser cut at
     its nesting limit: a <style> 3,000 levels down hid nothing. It reads them from the text;

@@ -629,12 +629,11 @@ def _collapse(text: str, limit: int) -> str:
 
 
 def _has_control(text: str) -> bool:
-    """Whether ``text`` holds a character :data:`_CONTROL` matches: for ASCII text (most
-    pages) one byte pass, several times quicker than the pattern's scan."""
-    if text.isascii():
-        raw = text.encode("ascii")
-        return len(raw.translate(None, _CONTROL_BYTES)) != len(raw)
-    return _CONTROL.search(text) is not None
+    """Whether ``text`` holds a character :data:`_CONTROL` matches: one byte pass over its
+    UTF-8, in which each such character is a byte of its own and no other character has a
+    byte below 0x80 (twice as quick as the pattern's scan, and most pages are not ASCII)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    return len(raw.translate(None, _CONTROL_BYTES)) != len(raw)
 
 
 def _parse(text: str) -> tuple[Any, str]:

@@ -125,8 +125,11 @@ _CSS_NOISE = re.compile(
     r"""|'(?:[^'\\\n\r\f]++|\\(?:\r\n|.))*+'?|\\[{}();:,"'\\/]"""
     # An unquoted url(...), which runs to its ")" whatever it holds ("url(a'b)", "url([)",
     # an escaped "\)" too): no string, comment or bracket opens inside it. (Escapes that
-    # spell its name, "u\rl(", are decoded before: _plain_escapes.)
-    r"""|(?<![-\w\\])url\((?![\t\n\f\r ]*+["'])(?:[^)\\]++|\\.)*+\)?""",
+    # spell its name, "u\rl(", are decoded before: _plain_escapes.) Its "u" is matched
+    # before the look behind it (for no name character before): every alternative then
+    # starts with a character of its own, which the regex engine looks for alone, half the
+    # time of a scan trying each alternative at every character.
+    r"""|u(?<![-\w\\]u)rl\((?![\t\n\f\r ]*+["'])(?:[^)\\]++|\\.)*+\)?""",
     re.DOTALL | re.IGNORECASE,
 )
 
