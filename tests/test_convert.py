@@ -1843,6 +1843,25 @@ def test_a_url_is_read_only_after_no_name_character(sheet: str, quieted: str) ->
     assert _stylesheet._tokens_quieted(sheet, _stylesheet._quiet) == quieted
 
 
+def test_cleaning_takes_the_hiding_attributes_off_the_shown_elements_themselves() -> None:
+    """The cleaning pass reads a copy of each element's attributes: what it deletes (hidden
+    on an element shown by its own style, aria-hidden="false") goes from the element, which
+    html-to-markdown and trafilatura read next; an element of a class alone stays shown."""
+    import lxml.html
+
+    tree = lxml.html.document_fromstring(
+        '<div hidden style="display: block" id="a"><p>One.</p></div>'
+        '<div aria-hidden="false" class="b"><p>Two.</p></div><p class="c">Three.</p>'
+        '<div hidden="until-found" id="d"><p>Four.</p></div><div hidden id="e">Five.</div>'
+    )
+    _convert._clean(tree)
+    kept = {el.get("id") or el.get("class"): dict(el.attrib) for el in tree.iter("div", "p")}
+    assert kept["a"] == {"id": "a", "style": ""}  # (its display read, see _clean)
+    assert kept["b"] == {"class": "b"} and kept["c"] == {"class": "c"}
+    assert kept["d"] == {"id": "d"} and "e" not in kept
+    assert _convert._hiding({"class": "x", "id": "y"}) == _convert._SHOWN
+
+
 def test_control_characters_are_found_as_the_pattern_finds_them() -> None:
     """_has_control's byte pass over the UTF-8 against the pattern, for every character up
     to U+2FFF, a surrogate and an astral one, alone and after non-ASCII text."""

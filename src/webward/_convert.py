@@ -1360,7 +1360,9 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         names = el.keys()
         if not names or _CHECKED_ATTRIBUTES.isdisjoint(names):
             continue  # most elements (a link's href, say) carry none these checks read
-        attrs = el.attrib
+        # A copy read below a dozen times, each read of lxml's attributes a call into it;
+        # the two it may delete are deleted from the element.
+        attrs = dict(el.items())
         if "colspan" in attrs or "rowspan" in attrs:
             spanned.append(el)
         if attrs.get("role") == "tablist" or "tabbed-labels" in attrs.get("class", ""):
@@ -1382,9 +1384,9 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             # panel), but html-to-markdown drops any element with the attribute as hidden, and
             # trafilatura any aria-hidden one.
             if "hidden" in attrs:
-                del attrs["hidden"]
+                del el.attrib["hidden"]
             if "aria-hidden" in attrs:
-                del attrs["aria-hidden"]
+                del el.attrib["aria-hidden"]
         if (
             hiding == _GONE
             or (hides is not None and hides(el.tag, attrs))
@@ -1525,6 +1527,7 @@ def _is_tab_block(element: Any) -> bool:
 
 # How an element's attributes hide it (see _hiding): not at all, wholly, or by visibility alone.
 _SHOWN, _GONE, _VEILED = 0, 1, 2
+_HIDING_ATTRIBUTES = frozenset(("aria-hidden", "hidden", "popover", "style"))  # (what it reads)
 
 
 def _hiding(attrs: Any) -> int:
@@ -1539,6 +1542,8 @@ def _hiding(attrs: Any) -> int:
     reaches the reading, inside the envelope as all page text is. ``hidden`` and ``popover``
     hide by the browser's own sheet, which the element's style overrides: with a ``display``
     of its own other than ``none`` it is shown."""
+    if not _HIDING_ATTRIBUTES.intersection(attrs):
+        return _SHOWN  # (most elements asked: a class or an id alone)
     if (attrs.get("aria-hidden") or "").strip().lower() == "true":
         return _GONE
     hidden = attrs.get("hidden")
