@@ -636,3 +636,36 @@ def test_one_shot_commands_run_without_the_cyclic_collector(
     assert main([*args, "--config", str(write_config(tmp_path))]) == 0
     assert seen == [collecting]
     assert gc.isenabled()
+
+
+def test_a_misspelt_webward_variable_is_named_with_the_one_meant(tmp_path: Path) -> None:
+    """WEBWARD_CONFG is no variable webward reads: one line on stderr names the one meant
+    (an unknown name with no close one, the ones it reads), and the command runs on; the
+    variables it reads, WEBWARD_TOKEN (the docs' client-side name) and the test suite's own
+    prefix get no line."""
+    env = {
+        "WEBWARD_CONFG": str(tmp_path / "webward.toml"),
+        "WEBWARD_ALLOW_RANGE": "127.0.0.1/32",
+        "WEBWARD_XYZZY": "1",
+        "WEBWARD_TOKEN": "secret",
+        "WEBWARD_TEST_SOMETHING": "1",
+        "WEBWARD_STATE_DIR": str(tmp_path),
+    }
+    out = run("audit", "--limit", "1", env=env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[:2] == [
+        "webward: warning: webward does not read WEBWARD_ALLOW_RANGE; "
+        "did you mean WEBWARD_ALLOW_RANGES?",
+        "webward: warning: webward does not read WEBWARD_CONFG; did you mean WEBWARD_CONFIG?",
+    ]
+    assert lines[2].startswith(
+        "webward: warning: webward does not read WEBWARD_XYZZY; the variables it reads are "
+        "WEBWARD_ALLOW_RANGES, "
+    )
+    assert len(lines) == 3
+    # A command that reads no config says it too; with none set, nothing is said.
+    typo = run("credentials", "list", env={"WEBWARD_TIRE": "full"})
+    assert "did you mean WEBWARD_TIER?" in typo.stderr
+    clean = run("audit", "--limit", "1", env={"WEBWARD_STATE_DIR": str(tmp_path)})
+    assert clean.returncode == 0 and clean.stderr == ""

@@ -435,3 +435,23 @@ def test_a_path_from_home_is_expanded(tmp_path: Path, monkeypatch: pytest.Monkey
     assert Settings.load("/dev/null", environ={"WEBWARD_STATE_DIR": "a/b~"}).state.dir == "a/b~"
     with pytest.raises(InvalidInput, match=r"^state.dir in WEBWARD_STATE_DIR is '~no-such-u"):
         Settings.load("/dev/null", environ={"WEBWARD_STATE_DIR": "~no-such-user-here/x"})
+
+
+def test_unknown_webward_variables_are_named_and_known_ones_are_not() -> None:
+    """A misspelt WEBWARD_* variable gets one sentence naming the one meant; the variables
+    read, WEBWARD_TOKEN and the one the config names for the audit DSN get none."""
+    from webward._settings import unknown_variables
+
+    env = {
+        "WEBWARD_STATEDIR": "/tmp/x",
+        "WEBWARD_TIER": "full",
+        "WEBWARD_TOKEN": "t",
+        "WEBWARD_AUDIT_DSN": "host=db",
+        "PATH": "/bin",
+    }
+    assert unknown_variables(env, ("WEBWARD_AUDIT_DSN",)) == [
+        "webward does not read WEBWARD_STATEDIR; did you mean WEBWARD_STATE_DIR?"
+    ]
+    assert unknown_variables(env)[0].startswith(
+        "webward does not read WEBWARD_AUDIT_DSN; the variables it reads are "
+    )

@@ -404,6 +404,32 @@ _ENV_KEYS: dict[str, tuple[str, str]] = {
 }
 
 
+# WEBWARD_* names that are no setting but are not typos either: the config file's own
+# variable, the bearer token the docs have clients keep in WEBWARD_TOKEN, and the prefixes of
+# the test suite's and the benchmarks' variables.
+_OTHER_VARIABLES = frozenset({"WEBWARD_CONFIG", "WEBWARD_TOKEN"})
+_OWN_PREFIXES = ("WEBWARD_TEST_", "WEBWARD_BENCH_", "WEBWARD_CONSOLE_")
+
+
+def unknown_variables(env: Mapping[str, str], also: tuple[str, ...] = ()) -> list[str]:
+    """One sentence for each ``WEBWARD_*`` variable in ``env`` that webward does not read
+    (``also``: those the config names, such as ``[audit] postgres_dsn_env``), with the name
+    most likely meant. A typo (WEBWARD_CONFG, WEBWARD_ALLOW_RANGE) was ignored without a
+    word, and the defaults it meant to change held: the file not read, the range refused."""
+    read = sorted({*_ENV_KEYS, "WEBWARD_CONFIG"})
+    known = {*read, *_OTHER_VARIABLES, *also}
+    # Matched without the prefix every name shares, which made any name look close.
+    suffixes = [name.removeprefix("WEBWARD_") for name in read]
+    return [
+        f"webward does not read {var}; "
+        + _did_you_mean(
+            var.removeprefix("WEBWARD_").upper(), suffixes, "variables it reads", "WEBWARD_{}"
+        )
+        for var in sorted(env)
+        if var.startswith("WEBWARD_") and var not in known and not var.startswith(_OWN_PREFIXES)
+    ]
+
+
 def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for var, (section, key) in _ENV_KEYS.items():

@@ -371,8 +371,24 @@ def _settings_for(args: argparse.Namespace) -> Settings:
 
     reads_config = getattr(args._module, "reads_config", None)
     if reads_config is not None and not reads_config(args):
+        _warn_unknown_variables(())
         return Settings()
-    return Settings.load(args.config)
+    try:
+        settings = Settings.load(args.config)
+    except InvalidInput:
+        _warn_unknown_variables(())  # a typo may be why: said before the refusal
+        raise
+    _warn_unknown_variables((settings.audit.postgres_dsn_env,))
+    return settings
+
+
+def _warn_unknown_variables(also: tuple[str, ...]) -> None:
+    """One line on stderr for each WEBWARD_* variable webward does not read (a typo)."""
+    from ._settings import unknown_variables
+
+    for sentence in unknown_variables(os.environ, also):
+        with contextlib.suppress(OSError, ValueError):
+            print(f"webward: warning: {sentence}", file=sys.stderr, flush=True)
 
 
 # Whether main() runs as the program (run()), which exits when it returns, rather than inside
