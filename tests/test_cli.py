@@ -633,10 +633,11 @@ def test_an_odd_audit_limit_exits_2_by_name(tmp_path: Path, limit: str) -> None:
     assert len(out.stderr.splitlines()) == 1
 
 
-@pytest.mark.parametrize("since", ["1y", "1.5h", "yesterday"])
+@pytest.mark.parametrize("since", ["1y", "1.5h", "yesterday", "-5m", "-.5h"])
 def test_an_odd_audit_since_names_the_units(tmp_path: Path, since: str) -> None:
     """`webward audit --since 1y` (a unit it does not take) names every unit it takes: the
-    three examples alone left "1y" or "1.5h" to be guessed again."""
+    three examples alone left "1y" or "1.5h" to be guessed again. `--since -5m`, as a space
+    and not = parts it, gets the same sentence, not argparse's "expected one argument"."""
     out = run("audit", "--since", since, env={"WEBWARD_STATE_DIR": str(tmp_path)})
     assert out.returncode == 2
     assert out.stderr == (

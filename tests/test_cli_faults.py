@@ -260,7 +260,7 @@ def test_unencodable_output_is_replaced_not_a_bug(tmp_path: Path) -> None:
     [
         ["ask", "hi", "--json"],  # --model missing
         ["fetch", "http://127.0.0.1:1/", "--json", "--bogus"],
-        ["audit", "--json", "--since", "-1h"],
+        ["audit", "--json", "--since", "--usage"],  # a flag where its value belongs
     ],
     ids=["missing", "unknown", "value-like-a-flag"],
 )

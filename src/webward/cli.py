@@ -171,6 +171,13 @@ class _Parser(argparse.ArgumentParser):
 
     _json = False  # set for the whole command line (every subparser) by build_parser
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A value that starts with a minus and a digit is a value, as Python 3.13's argparse
+        # takes it: before, only a bare number was, and `--since -5m` got argparse's
+        # "expected one argument" where `--since=-5m` got the flag's own sentence.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
     def _print_message(self, message: str, file: Any = None) -> None:  # (typeshed's protocol)
         # argparse drops a write that fails (`--help >/dev/full` exited 0, the help lost):
         # on stdout it is the output, answered by main() as every output not written is.
