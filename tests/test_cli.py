@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -665,6 +666,42 @@ def test_audit_reads_without_the_serve_extra(tmp_path: Path) -> None:
             assert out.returncode == 0, out.stderr
             data = json.loads(out.stdout)
             assert (len(data) if args == ["--json"] else sum(r["calls"] for r in data)) == 3
+
+
+@pytest.mark.parametrize(
+    "argv", [["credentials", "set", "BRAVE_SEARCH_API_KEY"], ["serve", "--hash-token"]]
+)
+def test_a_secret_on_stdin_is_its_one_line(tmp_path: Path, argv: list[str]) -> None:
+    """`credentials set` and `serve --hash-token` took the first line of a stdin of several
+    (a file of keys piped in) without a word: two lines are refused, exit 2, one sentence,
+    nothing stored; blank lines and a CR LF around the one line are not a second line."""
+    what = "key" if argv[0] == "credentials" else "token"
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "conf"), "HOME": str(tmp_path)}
+
+    def webward(stdin: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "webward", *argv],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+
+    two = webward("key-one\nkey-two\n")
+    assert (two.returncode, two.stdout) == (2, "")
+    assert two.stderr == (
+        f"webward: stdin holds more than one line, and a {what} is one; pipe the {what} alone\n"
+    )
+    assert not (tmp_path / "conf").exists()  # nothing was stored
+    for stdin in ("key-one\n\n", "\nkey-one\r\n"):
+        one = webward(stdin)
+        assert one.returncode == 0, one.stderr
+        if what == "token":
+            assert one.stdout.strip() == hashlib.sha256(b"key-one").hexdigest()
+        else:
+            stored = json.loads((tmp_path / "conf" / "webward" / "credentials.json").read_text())
+            assert stored["credentials"] == {"BRAVE_SEARCH_API_KEY": "key-one"}
 
 
 @pytest.mark.parametrize(

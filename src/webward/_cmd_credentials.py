@@ -110,15 +110,22 @@ MAX_STDIN_CHARS = 64 * 1024
 
 
 def read_stdin_line(what: str) -> str:
-    """One line of stdin ("" if there is none), read up to :data:`MAX_STDIN_CHARS`: an
-    endless stdin (``< /dev/zero``) grew without bound. ``what`` names it ("key", "token")
-    in the refusal of a longer one."""
-    line = sys.stdin.readline(MAX_STDIN_CHARS + 2) if sys.stdin is not None else ""
-    if len(line.rstrip("\r\n")) > MAX_STDIN_CHARS:
+    """The one line stdin holds, blank lines and blanks around it left out ("" if there is
+    none), read up to :data:`MAX_STDIN_CHARS`: an endless stdin (``< /dev/zero``) grew
+    without bound. ``what`` names it ("key", "token") in the refusals of a longer stdin and
+    of one holding two lines: only the first was taken, and a file of several keys piped in
+    stored its first line as the key without a word."""
+    text = sys.stdin.read(MAX_STDIN_CHARS + 2) if sys.stdin is not None else ""
+    value = text.strip()
+    if len(value) > MAX_STDIN_CHARS or len(text) > MAX_STDIN_CHARS + 1:
         raise InvalidInput(
             f"the {what} on stdin is longer than 64 KiB, which no {what} is; pipe the {what} itself"
         )
-    return line
+    if "\n" in value or "\r" in value:
+        raise InvalidInput(
+            f"stdin holds more than one line, and a {what} is one; pipe the {what} alone"
+        )
+    return value
 
 
 def _read_secret(name: str) -> str:
