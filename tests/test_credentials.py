@@ -423,6 +423,51 @@ def test_cli_set_get_list_delete_round_trip(
     assert "TAVILY_API_KEY is not set" in err
 
 
+def test_cli_json_answers_each_action_with_one_document(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`credentials ... --json` prints one JSON document per action, keys masked (a script
+    had only the aligned text of `list` to parse); an error is the error model on stdout."""
+    path = str(home / ".config" / "webward" / "credentials.json")
+    monkeypatch.setenv("BRAVE_SEARCH_API_KEY", BRAVE_KEY)
+    answers = []
+    for args, stdin, code in (
+        (["set", "TAVILY_API_KEY"], TAVILY_KEY + "\n", 0),
+        (["get", "TAVILY_API_KEY"], "", 0),
+        (["list"], "", 0),
+        (["delete", "TAVILY_API_KEY"], "", 0),
+        (["get", "TAVILY_API_KEY"], "", 3),
+    ):
+        assert _cli([*args, "--json"], monkeypatch, stdin) == code
+        out, err = capsys.readouterr()
+        assert TAVILY_KEY not in out + err and BRAVE_KEY not in out + err
+        answers.append(json.loads(out))
+    tavily = {"name": "TAVILY_API_KEY", "set": True, "masked": "tvly…9f3a", "source": "file"}
+    assert answers[0] == {
+        "name": "TAVILY_API_KEY",
+        "stored": True,
+        "masked": "tvly…9f3a",
+        "source": "file",
+        "path": path,
+        "environmentTakesPrecedence": False,
+    }
+    assert answers[1] == {**tavily, "path": path}
+    assert answers[2] == [
+        {
+            "name": "BRAVE_SEARCH_API_KEY",
+            "set": True,
+            "masked": mask(BRAVE_KEY),
+            "source": "environment",
+            "path": None,
+        },
+        {**tavily, "path": path},
+        {"name": "ANTHROPIC_API_KEY", "set": False, "masked": None, "source": None, "path": None},
+        {"name": "OPENAI_API_KEY", "set": False, "masked": None, "source": None, "path": None},
+    ]
+    assert answers[3] == {"name": "TAVILY_API_KEY", "deleted": True, "stillInEnvironment": False}
+    assert answers[4]["error"]["code"] == "not_configured"
+
+
 def test_cli_get_finds_a_key_in_the_environment(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,7 +22,9 @@ Keys are looked up in the environment, then the OS keyring, then a file only you
 (mode 0600) in the user config dir. `set NAME` reads the key from stdin or a hidden prompt and
 writes the file (or the OS keyring with --keyring); `get NAME` shows it masked; `delete NAME`
 removes it from the keyring and the file; `list` shows which keys are set and where.
-Names: BRAVE_SEARCH_API_KEY, TAVILY_API_KEY, ANTHROPIC_API_KEY, OPENAI_API_KEY."""
+Names: BRAVE_SEARCH_API_KEY, TAVILY_API_KEY, ANTHROPIC_API_KEY, OPENAI_API_KEY. --json prints
+one JSON document instead (keys masked): `list` an array of {"name", "set", "masked",
+"source", "path"}, `get` one of them, `set` and `delete` what was done."""
 
 ACTIONS = ("set", "get", "delete", "list")
 
@@ -39,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("extra", nargs="*", default=[], help=argparse.SUPPRESS)
     p.add_argument(
         "--keyring", action="store_true", help="set: store in the OS keyring instead of the file"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document (keys masked) for scripts"
     )
 
 
@@ -70,10 +75,11 @@ def run_with(args: argparse.Namespace, store: ChainedStore) -> int:
             f"--keyring applies to `webward credentials set` only; `{args.action}` looks in "
             "the environment, the OS keyring and the credential file (leave --keyring out)"
         )
+    as_json = bool(getattr(args, "json", False))
     if args.action == "list":
         if args.name:
             raise InvalidInput("`webward credentials list` takes no NAME")
-        return _list(store)
+        return _list(store, as_json)
     if not args.name:
         raise InvalidInput(f"`webward credentials {args.action}` needs a NAME, e.g. TAVILY_API_KEY")
     from ._credentials import check_name
@@ -82,10 +88,10 @@ def run_with(args: argparse.Namespace, store: ChainedStore) -> int:
     if args.action != "delete":  # deleting a mistyped name is how a typo is cleaned up
         _warn_unknown(name)
     if args.action == "set":
-        return _set(store, name, args.keyring)
+        return _set(store, name, args.keyring, as_json)
     if args.action == "get":
-        return _get(store, name)
-    return _delete(store, name)
+        return _get(store, name, as_json)
+    return _delete(store, name, as_json)
 
 
 def _warn_unknown(name: str) -> None:
@@ -157,7 +163,7 @@ def _store_of(store: ChainedStore, kind: type) -> object:
     return next((s for s in store.stores if isinstance(s, kind)), None)
 
 
-def _set(store: ChainedStore, name: str, use_keyring: bool) -> int:
+def _set(store: ChainedStore, name: str, use_keyring: bool, as_json: bool) -> int:
     from ._credentials import EnvironmentStore, FileStore, KeyringStore, mask
 
     value = _read_secret(name)
@@ -166,18 +172,42 @@ def _set(store: ChainedStore, name: str, use_keyring: bool) -> int:
         if not isinstance(target, KeyringStore):
             raise Refused("refused: no OS keyring is configured", reason="keyring_unavailable")
         target.set(name, value)
-        where = "the OS keyring"
+        where, source, path = "the OS keyring", "keyring", None
     else:
         store.set(name, value)
         file_store = _store_of(store, FileStore)
-        where = (
-            str(file_store.path) if isinstance(file_store, FileStore) else "the credential store"
-        )
-    print(f"stored {name} ({mask(value)}) in {where}")
+        path = str(file_store.path) if isinstance(file_store, FileStore) else None
+        where, source = path or "the credential store", "file"
     env = _store_of(store, EnvironmentStore)
-    if isinstance(env, EnvironmentStore) and env.get(name):
+    shadowed = isinstance(env, EnvironmentStore) and bool(env.get(name))
+    if as_json:
+        _print_json(
+            {"name": name, "stored": True, "masked": mask(value), "source": source}
+            | {"path": path, "environmentTakesPrecedence": shadowed}
+        )
+        return 0
+    print(f"stored {name} ({mask(value)}) in {where}")
+    if shadowed:
         print(f"note: {name} is also set in the environment, which takes precedence")
     return 0
+
+
+def _print_json(value: object) -> None:
+    from .cli import print_json
+
+    print_json(value)
+
+
+def _entry(name: str, found: tuple[str, object] | None) -> dict[str, object]:
+    """``--json``'s account of one key: whether it is set, masked, and the store it is in."""
+    from ._credentials import FileStore, mask
+
+    if found is None:
+        return {"name": name, "set": False, "masked": None, "source": None, "path": None}
+    value, store = found
+    path = str(store.path) if isinstance(store, FileStore) else None
+    source = str(getattr(store, "kind", "store"))
+    return {"name": name, "set": True, "masked": mask(value), "source": source, "path": path}
 
 
 def _describe(store: object) -> str:
@@ -188,7 +218,7 @@ def _describe(store: object) -> str:
     return str(getattr(store, "kind", "store"))
 
 
-def _get(store: ChainedStore, name: str) -> int:
+def _get(store: ChainedStore, name: str, as_json: bool) -> int:
     from ._credentials import mask
 
     found = store.lookup(name)
@@ -199,30 +229,40 @@ def _get(store: ChainedStore, name: str) -> int:
             code="not_configured",
             reason="not_configured",
         )
+    if as_json:
+        _print_json(_entry(name, found))
+        return 0
     value, source = found
     print(f"{name}: {mask(value)} (from {_describe(source)})")
     return 0
 
 
-def _delete(store: ChainedStore, name: str) -> int:
+def _delete(store: ChainedStore, name: str, as_json: bool) -> int:
     from ._credentials import EnvironmentStore
 
     removed = store.delete(name)
+    env = _store_of(store, EnvironmentStore)
+    still = isinstance(env, EnvironmentStore) and bool(env.get(name))
+    if as_json:
+        _print_json({"name": name, "deleted": bool(removed), "stillInEnvironment": still})
+        return 0
     print(
         f"deleted {name}"
         if removed
         else f"{name} was not stored in the OS keyring or the credential file"
     )
-    env = _store_of(store, EnvironmentStore)
-    if isinstance(env, EnvironmentStore) and env.get(name):
+    if still:
         print(f"note: {name} is still set in the environment; unset it in your shell")
     return 0
 
 
-def _list(store: ChainedStore) -> int:
+def _list(store: ChainedStore, as_json: bool) -> int:
     from ._credentials import mask
 
     names = store.names()
+    if as_json:
+        _print_json([_entry(name, store.lookup(name)) for name in names])
+        return 0
     width = max(len(n) for n in names)
     for name in names:
         found = store.lookup(name)
