@@ -240,13 +240,18 @@ async def test_a_value_over_the_limit_is_refused_alike_at_every_face(tmp_path: P
         messages["cli"] = [r.stderr.strip().removeprefix("webward: ") for r in runs]
     assert counter.accepts == 0
 
+    shorten = "shorten it, for example by leaving out tracking parameters (utm_*) and the #fragment"
     expected = [
-        f"the URL is longer than {URL_CHARS} characters",
+        f"the URL is longer than {URL_CHARS} characters; {shorten}",
         f"query must be at most {QUERY_CHARS} characters (it has {len(query.strip())})",
     ]
     # The same sentence, each face naming the value as its caller gave it: the command line
-    # its QUERY argument (and flags by their names: --max-chars), the others the field.
-    cli = [expected[0], expected[1].replace("query must", "QUERY must")]
+    # its QUERY argument (and flags by their names: --max-chars), the others the field; and
+    # the command line, whoever runs webward, also the operator's step.
+    cli = [
+        f"{expected[0]}; an operator can raise [limits] max_url_chars",
+        expected[1].replace("query must", "QUERY must"),
+    ]
     assert messages == {"mcp": expected, "tools": expected, "gateway": expected, "cli": cli}
     # Every in-process call was audited as refused for its length.
     assert [(r.capability, r.decision) for r in audit.records] == [

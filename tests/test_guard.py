@@ -819,7 +819,16 @@ def test_a_100_kb_url_is_refused_before_parsing() -> None:
     with pytest.raises(InvalidInput) as info:
         assert_url_allowed(url)
     assert info.value.reason == REASON_TOO_LONG
-    assert str(info.value) == "the URL is longer than 2048 characters"
+    assert str(info.value) == (
+        "the URL is longer than 2048 characters; shorten it, for example by leaving out "
+        "tracking parameters (utm_*) and the #fragment; an operator can raise [limits] "
+        "max_url_chars"
+    )
+    # A model is told its own step, not the operator's setting.
+    assert info.value.for_model == (
+        "the URL is longer than 2048 characters; shorten it, for example by leaving out "
+        "tracking parameters (utm_*) and the #fragment"
+    )
 
 
 def test_the_length_limit_is_exact_and_configurable() -> None:
@@ -830,7 +839,14 @@ def test_the_length_limit_is_exact_and_configurable() -> None:
         assert_url_allowed(base + "a" * (2049 - len(base)))
     with pytest.raises(InvalidInput) as info:
         parse_url(base + "abc", max_chars=10)
-    assert str(info.value) == "the URL is longer than 10 characters"
+    assert str(info.value).startswith("the URL is longer than 10 characters; shorten it")
+    # A redirect's Location over the limit is the server's: no step of the caller's.
+    with pytest.raises(InvalidInput) as info:
+        parse_url(base).join("/" + "a" * 2048)
+    assert str(info.value) == "the URL is longer than 2048 characters"
+    with pytest.raises(InvalidInput) as info:  # a short Location joined to a long URL
+        parse_url(base + "a" * 2000 + "/b").join("c" * 40)
+    assert str(info.value) == "the URL is longer than 2048 characters"
 
 
 # ----------------------------------------------------------------------- IDN hosts

@@ -220,7 +220,7 @@ class ParsedURL:
         if not isinstance(location, str):
             raise InvalidInput("the redirect location must be a string", reason=REASON_INVALID_URL)
         if len(location) > max_chars:
-            raise _too_long(max_chars)
+            raise _too_long(max_chars, typed=False)
         # Servers send spaces (and other blanks) raw in a Location, and browsers follow it
         # with them percent-encoded (WHATWG URL parsing): so do we. Encoded, a blank can no
         # longer split or hide anything: in the host it is refused as not valid (as browsers
@@ -245,6 +245,8 @@ class ParsedURL:
                 f"the redirect location {quoted(location)} is not a valid URL",
                 reason=REASON_INVALID_URL,
             ) from None
+        if len(joined) > max_chars:  # said as the server's, not with the caller's next step
+            raise _too_long(max_chars, typed=False)
         return parse_url(joined, max_chars=max_chars)
 
 
@@ -644,8 +646,23 @@ def _name_hint(host: str) -> str:
     )
 
 
-def _too_long(max_chars: int) -> InvalidInput:
-    return InvalidInput(f"the URL is longer than {max_chars} characters", reason=REASON_TOO_LONG)
+def _too_long(max_chars: int, *, typed: bool = True) -> InvalidInput:
+    """The refusal of a URL over ``max_chars``. One the caller typed (``typed``) comes with
+    the next step, theirs (a URL that long is mostly tracking parameters or a fragment) and
+    the operator's; a redirect's Location (not typed) is the server's, told as such."""
+    if not typed:
+        return InvalidInput(
+            f"the URL is longer than {max_chars} characters", reason=REASON_TOO_LONG
+        )
+    return InvalidInput(
+        operator_step(
+            f"the URL is longer than {max_chars} characters; shorten it, for example by "
+            "leaving out tracking parameters (utm_*) and the #fragment",
+            "an operator can raise [limits] max_url_chars",
+            model="",
+        ),
+        reason=REASON_TOO_LONG,
+    )
 
 
 # What a person or a model types when it leaves the scheme out: a host with a dot in it (or
