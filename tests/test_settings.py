@@ -406,14 +406,18 @@ def test_an_endless_config_file_is_refused_not_read_for_ever(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
 @pytest.mark.parametrize("newline", [b"\r", b"\r\n", b"\n"])
-def test_a_config_file_of_any_line_ending_is_read(tmp_path: Path, newline: bytes) -> None:
+def test_a_config_file_of_any_line_ending_is_read(
+    tmp_path: Path, newline: bytes, bom: bytes
+) -> None:
     """Lines ended by CR alone (classic Mac, some editors and scripts) or CR LF are read as
     they were before the capped read (Path.read_text translated them): CR alone was refused
-    as "not valid TOML"."""
+    as "not valid TOML". So is a file that starts with a UTF-8 byte order mark (Windows'
+    Notepad writes one), refused before "at line 1, column 1"."""
     path = tmp_path / "webward.toml"
     lines = [b"[limits]", b"per_host_rate = 3.0", b'[agents."a b"]', b'tier = "full"', b""]
-    path.write_bytes(newline.join(lines))
+    path.write_bytes(bom + newline.join(lines))
     settings = Settings.load(path, environ={})
     assert settings.limits.per_host_rate == 3.0
     assert settings.agents["a b"].tier == "full"

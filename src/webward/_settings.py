@@ -243,7 +243,9 @@ class Settings:
         if found is not None:
             source = str(found)
             try:
-                data = tomllib.loads(_newlines(_read_capped(found).decode("utf-8")))
+                # utf-8-sig: a byte order mark, which Windows editors (Notepad) write at the
+                # start of a UTF-8 file, is left out; TOML refused it at line 1, column 1.
+                data = tomllib.loads(_newlines(_read_capped(found).decode("utf-8-sig")))
             except OSError as exc:
                 raise InvalidInput(
                     f"the config file {found} could not be read ({exc.strerror or exc}); "
