@@ -595,6 +595,43 @@ _LIVE_WRITER = textwrap.dedent(
 )
 
 
+def test_a_log_this_user_may_not_read_says_so() -> None:
+    """A log whose file, or whose directory, this user may not read was refused with "if
+    another program holds it, try again ... if it is no SQLite database, move it aside",
+    steps for a lock or a broken file: it now says the modes keep this user out and what to
+    do, in one sentence, with no errno or repr."""
+    # Not under tmp_path, whose parents are 0700: root's child (nobody) must reach it.
+    base = Path(tempfile.mkdtemp())
+    cases = {"file": (0o700, 0o000), "dir": (0o000, 0o600)}
+
+    async def fill() -> None:
+        for name in cases:
+            sink = SQLiteAuditSink(base / name)
+            await sink.write(record(target=f"https://example.org/{name}"))
+            await sink.aclose()
+
+    try:
+        anyio.run(fill)
+        for name, (dir_mode, file_mode) in cases.items():
+            (base / name / "audit.db").chmod(file_mode)
+            (base / name).chmod(dir_mode)
+        if os.geteuid() == 0:
+            for place in [base, *base.rglob("*")]:
+                os.chown(place, 65534, 65534)
+        said = {name: _as_a_reader(base / name)["read"] for name in cases}
+    finally:
+        for name in cases:
+            (base / name).chmod(0o700)
+        shutil.rmtree(base)
+    for name in cases:
+        assert said[name] == (
+            f"refused: the audit log at {base / name / 'audit.db'} cannot be read (Permission "
+            "denied): this user may not read it or a directory above it; run webward as the "
+            "user that writes it, or point [state] dir (WEBWARD_STATE_DIR) at a directory this "
+            "user can write"
+        )
+
+
 def test_a_log_this_user_may_only_read_is_read() -> None:
     """`webward audit` reads a log it may not write: a 0400 audit.db and one in a read-only
     dir are read alone, making no -wal or -shm of this user's that would later keep writers

@@ -491,6 +491,14 @@ class SQLiteAuditSink:
                         "on that disk and try again",
                         reason=REASON_AUDIT_UNAVAILABLE,
                     ) from None
+                if isinstance(exc, PermissionError):  # no lock, no other program: the modes
+                    raise Refused(
+                        f"refused: the audit log at {self.path} cannot be read "
+                        f"({exc.strerror}): this user may not read it or a directory above "
+                        "it; run webward as the user that writes it, or point [state] dir "
+                        "(WEBWARD_STATE_DIR) at a directory this user can write",
+                        reason=REASON_AUDIT_UNAVAILABLE,
+                    ) from None
                 raise Refused(
                     f"refused: the audit log at {self.path} cannot be read ({exc}); if another "
                     "program holds it, try again once it is done, and if it is no SQLite "
