@@ -669,3 +669,31 @@ def test_a_misspelt_webward_variable_is_named_with_the_one_meant(tmp_path: Path)
     assert "did you mean WEBWARD_TIER?" in typo.stderr
     clean = run("audit", "--limit", "1", env={"WEBWARD_STATE_DIR": str(tmp_path)})
     assert clean.returncode == 0 and clean.stderr == ""
+
+
+def test_xdg_directories_move_the_state_and_config_dirs(tmp_path: Path) -> None:
+    """As the README says: XDG_STATE_HOME holds the state dir (the audit log) and
+    XDG_CONFIG_HOME the config file and the credential file; nothing lands in HOME."""
+    home, state, config = tmp_path / "home", tmp_path / "state", tmp_path / "config"
+    home.mkdir()
+    (config / "webward").mkdir(parents=True)
+    (config / "webward" / "webward.toml").write_text('[policy]\ndefault_tier = "connected"\n')
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(config)}
+    env = {k: v for k, v in {**os.environ, **env}.items() if k != "WEBWARD_STATE_DIR"}
+    with accept_counter() as counter:
+        # Refused (loopback is not allowed), and audited in the state dir under XDG_STATE_HOME.
+        fetched = subprocess.run(
+            [sys.executable, "-m", "webward", "fetch", counter.url("/"), "--json"],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert fetched.returncode == 3
+        assert str(config / "webward" / "webward.toml") in fetched.stdout
+        stored = subprocess.run(
+            [sys.executable, "-m", "webward", "credentials", "set", "TAVILY_API_KEY"],
+            input="tvly-0123456789abcdef\n", capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert stored.returncode == 0, stored.stderr
+    assert counter.accepts == 0
+    assert (state / "webward" / "audit.db").is_file()
+    assert (config / "webward" / "credentials.json").is_file()
+    assert list(home.iterdir()) == []
