@@ -697,3 +697,25 @@ def test_xdg_directories_move_the_state_and_config_dirs(tmp_path: Path) -> None:
     assert (state / "webward" / "audit.db").is_file()
     assert (config / "webward" / "credentials.json").is_file()
     assert list(home.iterdir()) == []
+
+
+def test_a_config_named_in_other_letters_is_read_under_the_c_locale(tmp_path: Path) -> None:
+    """Under the C locale without UTF-8 mode (an ASCII filesystem encoding), `--config` naming
+    a file under "café ☕" was decoded as UTF-8 text for the query's sake, which no ASCII
+    name encodes back: "the config file ... does not exist". The file is read; one that is
+    missing is named with the letters typed."""
+    folder = tmp_path / "café ☕"
+    folder.mkdir()
+    config = write_config(folder)
+    env = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env["WEBWARD_STATE_DIR"] = str(tmp_path / "state")
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, "<h1>Hello</h1>")}) as srv:
+        read = run("fetch", srv.url("/"), "--config", str(config), env=env)
+    assert read.returncode == 0, read.stderr
+    assert "Hello" in read.stdout
+    missing = run("audit", "--config", str(folder / "nope.toml"), env=env)
+    assert missing.returncode == 2
+    assert (
+        missing.stderr
+        == f"webward: the config file {tmp_path}/caf\\xe9 \\u2615/nope.toml does not exist\n"
+    )

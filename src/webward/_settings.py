@@ -241,22 +241,22 @@ class Settings:
         source = ""
         found = _find_config(path, env)
         if found is not None:
-            source = str(found)
+            source = shown_path(found)
             try:
                 # utf-8-sig: a byte order mark, which Windows editors (Notepad) write at the
                 # start of a UTF-8 file, is left out; TOML refused it at line 1, column 1.
                 data = tomllib.loads(_newlines(_read_capped(found).decode("utf-8-sig")))
             except OSError as exc:
                 raise InvalidInput(
-                    f"the config file {found} could not be read ({exc.strerror or exc}); "
+                    f"the config file {source} could not be read ({exc.strerror or exc}); "
                     "make it readable by this user, or name another with --config"
                 ) from exc
             except UnicodeDecodeError as exc:
                 raise InvalidInput(
-                    f"the config file {found} could not be read: {exc}; save it as UTF-8"
+                    f"the config file {source} could not be read: {exc}; save it as UTF-8"
                 ) from exc
             except tomllib.TOMLDecodeError as exc:
-                raise InvalidInput(f"the config file {found} is not valid TOML: {exc}") from exc
+                raise InvalidInput(f"the config file {source} is not valid TOML: {exc}") from exc
             _refuse_credentials(data, source)
         from_env = _from_environment(env)
         data = _merge(data, from_env)
@@ -332,6 +332,13 @@ def user_dir(kind: str) -> Path:
         ) from None
 
 
+def shown_path(path: Path) -> str:
+    """``path`` as a person reads it: its bytes as UTF-8, those that are none as ``\\xNN``.
+    Under an ASCII filesystem encoding (the C locale without UTF-8 mode) a name's other bytes
+    are surrogates, which a message shows as U+FFFD: "caf\ufffd\ufffd" for café."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def _named_config(p: Path, named_by: str) -> Path:
     try:
         if p.is_file() or (p.exists() and not p.is_dir()):  # also /dev/null, a pipe: <(...)
@@ -339,15 +346,15 @@ def _named_config(p: Path, named_by: str) -> Path:
         is_dir = p.is_dir()
     except OSError as exc:  # a directory on the way this user cannot search
         raise InvalidInput(
-            f"cannot look for the config file {p}{named_by} ({exc.strerror or exc}); name a "
+            f"cannot look for the config file {shown_path(p)}{named_by} ({exc.strerror or exc}); name a "
             "config file this user can read"
         ) from None
     if is_dir:
         raise InvalidInput(
-            f"the config file {p}{named_by} is a directory; name the TOML file itself "
-            f"(for example {p / 'webward.toml'})"
+            f"the config file {shown_path(p)}{named_by} is a directory; name the TOML file itself "
+            f"(for example {shown_path(p / 'webward.toml')})"
         )
-    raise InvalidInput(f"the config file {p}{named_by} does not exist")
+    raise InvalidInput(f"the config file {shown_path(p)}{named_by} does not exist")
 
 
 #: The most a config file may hold. Read up to this and no further: a name given by mistake
@@ -366,7 +373,7 @@ def _read_capped(path: Path) -> bytes:
         data = b"" if too_big else f.read(MAX_CONFIG_BYTES + 1)  # one more: past the cap
     if too_big or len(data) > MAX_CONFIG_BYTES:
         raise InvalidInput(
-            f"the config file {path} is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, "
+            f"the config file {shown_path(path)} is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, "
             "which no webward config is; name the TOML file itself"
         )
     return data

@@ -381,7 +381,7 @@ def _settings_for(args: argparse.Namespace) -> Settings:
         _warn_unknown_variables(())
         return Settings()
     try:
-        settings = Settings.load(args.config)
+        settings = Settings.load(None if args.config is None else _file_name(args.config))
     except InvalidInput:
         _warn_unknown_variables(())  # a typo may be why: said before the refusal
         raise
@@ -447,6 +447,18 @@ def _utf8_argument(arg: str) -> str:
     if not any("\udc80" <= c <= "\udcff" for c in arg):
         return arg
     return os.fsencode(arg).decode("utf-8", "surrogateescape")
+
+
+def _file_name(arg: str) -> str:
+    """A file's name as typed, as the filesystem takes it: :func:`_utf8_argument` decoded
+    its bytes as UTF-8, which an ASCII filesystem encoding (the C locale without UTF-8 mode)
+    cannot encode again, and ``--config /srv/café/webward.toml`` was said not to exist. The
+    bytes typed are the file's name, whatever the locale."""
+    try:
+        os.fsencode(arg)
+    except UnicodeEncodeError:
+        return os.fsdecode(arg.encode("utf-8", "surrogateescape"))
+    return arg
 
 
 def _replace_unencodable(as_json: bool = False) -> None:
