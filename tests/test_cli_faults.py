@@ -277,6 +277,32 @@ def test_json_usage_error_answers_on_stdout(
     assert "usage:" in out.err
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["search", "-x"],
+            "the following arguments are required: QUERY; '-x' was taken for an option: a "
+            "QUERY that begins with - goes after --, as in `webward search -- -x`",
+        ),
+        (
+            ["fetch", "--bogus"],
+            "the following arguments are required: URL; `webward fetch` has no option '--bogus'",
+        ),
+        (["fetch"], "the following arguments are required: URL"),
+    ],
+)
+def test_a_dash_word_where_the_value_belongs_is_named(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`webward search -x` was told only that QUERY is required, "-x" dropped as if it were
+    not there: the word is named, with how to search for it (after --), or as no option."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"webward {argv[0]}: error: {said}"
+
+
 def test_flags_are_named_as_typed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -162,7 +162,7 @@ class _Parser(argparse.ArgumentParser):
     nothing. The usage text still goes to stderr."""
 
     def error(self, message: str) -> NoReturn:
-        message += _command_meant(message)
+        message += _command_meant(message) + self._dash_word_meant(message)
         if self._json:
             error = {"code": "invalid_input", "message": f"{message}; see `{self.prog} --help`"}
             with contextlib.suppress(OSError, ValueError):
@@ -170,6 +170,27 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
     _json = False  # set for the whole command line (every subparser) by build_parser
+    _words: tuple[str, ...] = ()  # the command line's words before any "--", likewise
+
+    def _dash_word_meant(self, message: str) -> str:
+        """For "the following arguments are required: QUERY" when the command line held a
+        word with a dash that is no option of this command (`webward search -x`): that the
+        word was taken for an option, and how to give it as the value (a query or question
+        may begin with a dash; else, that there is no such option). argparse dropped it
+        without a word, and "-x" looked given."""
+        missing = re.match(r"the following arguments are required: ([A-Z]+)", message)
+        if missing is None:
+            return ""
+        for word in self._words:
+            if not word.startswith("-") or word.split("=")[0] in self._option_string_actions:
+                continue
+            if word.startswith("--") or missing.group(1) not in ("QUERY", "QUESTION"):
+                return f"; `{self.prog}` has no option {word!r}"
+            return (
+                f"; {word!r} was taken for an option: a {missing.group(1)} that begins "
+                f"with - goes after --, as in `{self.prog} -- {word}`"
+            )
+        return ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -215,7 +236,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     chosen = _chosen_command(argv)
     # --json (before any "--") asks for JSON answers, usage errors included.
     words = list(argv or ())
-    _Parser._json = "--json" in words[: words.index("--") if "--" in words else None]
+    _Parser._words = tuple(words[: words.index("--") if "--" in words else None])
+    _Parser._json = "--json" in _Parser._words
     parser = _Parser(
         prog="webward",
         description="The one audited door through which AI agents read the public web and search it.",
