@@ -334,8 +334,11 @@ def test_offset_refusals_name_the_flags_typed(config: Path) -> None:
     with serve(routes={"/": respond(200, "<p>" + "word " * 40 + "</p>")}) as srv:
         past = run("fetch", srv.url("/"), "--offset", "99999", "--config", str(config))
         both = run("fetch", srv.url("/"), "--offset", "5", "--query", "w", "--config", str(config))
-    assert past.returncode == both.returncode == 2
+        # A long offset is shown cut, and was then named "offset", not by its flag.
+        far = run("fetch", srv.url("/"), "--offset", "9" * 23, "--config", str(config))
+    assert past.returncode == both.returncode == far.returncode == 2
     assert past.stderr.startswith("webward: --offset 99999 is past the end of the page, which is ")
+    assert far.stderr.startswith("webward: --offset 999999… (23 digits) is past the end of the ")
     assert both.stderr == (
         "webward: pass either --offset or --query, not both: --query finds passages in the "
         "whole page\n"

@@ -678,7 +678,8 @@ def _flags_named(message: str, flags: dict[str, str]) -> str:
     return message
 
 
-_VALUE_IS = re.compile(r"[0-9]+ is ")
+# A value shown whole, or cut as the core shows a long one ("999999… (23 digits) is").
+_VALUE_IS = re.compile(r"[0-9]+(?:… \([0-9]+ digits\))? is ")
 _EITHER = re.compile(r"pass either (?P<one>\w+) or (?P<other>\w+), not both(?P<why>(?::.*)?)")
 
 
