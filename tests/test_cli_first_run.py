@@ -719,3 +719,19 @@ def test_a_config_named_in_other_letters_is_read_under_the_c_locale(tmp_path: Pa
         missing.stderr
         == f"webward: the config file {tmp_path}/caf\\xe9 \\u2615/nope.toml does not exist\n"
     )
+
+
+def test_a_call_log_that_cannot_be_opened_names_the_variable_too(tmp_path: Path) -> None:
+    """WEBWARD_CALL_LOG naming a file that cannot be opened was told to set [observability]
+    call_log alone, a key of a config file the person may not have: the variable is named."""
+    env = {"WEBWARD_CALL_LOG": str(tmp_path / "no-such-dir" / "calls.log")}
+    env["WEBWARD_STATE_DIR"] = str(tmp_path / "state")
+    with accept_counter() as counter:
+        out = run("fetch", counter.url("/"), env=env)
+    assert counter.accepts == 0
+    assert out.returncode == 2
+    assert out.stderr == (
+        f"webward: the call log {tmp_path}/no-such-dir/calls.log cannot be opened (No such file "
+        "or directory); set [observability] call_log (or WEBWARD_CALL_LOG) to a writable file, "
+        "stderr or off\n"
+    )

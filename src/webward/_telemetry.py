@@ -663,7 +663,8 @@ class _CallLog:
             except OSError as exc:
                 raise InvalidInput(
                     f"the call log {where} cannot be opened ({exc.strerror or exc}); set "
-                    "[observability] call_log to a writable file, stderr or off"
+                    "[observability] call_log (or WEBWARD_CALL_LOG) to a writable file, "
+                    "stderr or off"
                 ) from None
 
     def _open(self) -> IO[str]:
