@@ -346,13 +346,13 @@ def _named_config(p: Path, named_by: str) -> Path:
         is_dir = p.is_dir()
     except OSError as exc:  # a directory on the way this user cannot search
         raise InvalidInput(
-            f"cannot look for the config file {shown_path(p)}{named_by} ({exc.strerror or exc}); name a "
-            "config file this user can read"
+            f"cannot look for the config file {shown_path(p)}{named_by} "
+            f"({exc.strerror or exc}); name a config file this user can read"
         ) from None
     if is_dir:
         raise InvalidInput(
-            f"the config file {shown_path(p)}{named_by} is a directory; name the TOML file itself "
-            f"(for example {shown_path(p / 'webward.toml')})"
+            f"the config file {shown_path(p)}{named_by} is a directory; name the TOML file "
+            f"itself (for example {shown_path(p / 'webward.toml')})"
         )
     raise InvalidInput(f"the config file {shown_path(p)}{named_by} does not exist")
 
@@ -373,8 +373,9 @@ def _read_capped(path: Path) -> bytes:
         data = b"" if too_big else f.read(MAX_CONFIG_BYTES + 1)  # one more: past the cap
     if too_big or len(data) > MAX_CONFIG_BYTES:
         raise InvalidInput(
-            f"the config file {shown_path(path)} is larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, "
-            "which no webward config is; name the TOML file itself"
+            f"the config file {shown_path(path)} is larger than "
+            f"{MAX_CONFIG_BYTES // (1024 * 1024)} MiB, which no webward config is; name the TOML "
+            "file itself"
         )
     return data
 
