@@ -446,7 +446,8 @@ async def test_a_200_of_another_shape_is_malformed_not_nothing_found(
 @pytest.mark.anyio
 async def test_a_provider_nobody_answers_for_is_named_with_its_setting() -> None:
     """A provider URL where nothing listens: the error names the provider and the setting
-    to check, not only the address."""
+    to check, not only the address: the config key and the variable, which a URL set there
+    has instead of a key."""
     with socket.socket() as held:  # bound, never listening: the connection is refused
         held.bind(("127.0.0.1", 0))
         base = f"http://127.0.0.1:{held.getsockname()[1]}"
@@ -456,8 +457,8 @@ async def test_a_provider_nobody_answers_for_is_named_with_its_setting() -> None
                     "q", 5
                 )
     assert err.value.message.startswith(
-        "the brave search provider could not be reached; check [search] brave_url and this "
-        "machine's network (could not connect to 127.0.0.1:"
+        "the brave search provider could not be reached; check [search] brave_url (or "
+        "WEBWARD_BRAVE_URL) and this machine's network (could not connect to 127.0.0.1:"
     )
     # The setting is the operator's to check; a model is told to try again later.
     assert "[search]" not in err.value.for_model

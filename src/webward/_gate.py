@@ -448,12 +448,14 @@ def _provider_fault(provider: str, url: str, exc: UpstreamError) -> UpstreamErro
     """A transport failure of a provider request, in the provider's name. The host and the
     setting to check are the operator's; a model is told to try again later."""
     detail = _operator_detail(exc.message, url)
+    # The setting by both its names: a URL set in the variable has no config key to look at.
+    setting = f"[search] {provider}_url (or WEBWARD_{provider.upper()}_URL)"
     if exc.reason in _MALFORMED_ANSWER:
         why = f"the {provider} search provider sent a malformed answer"
-        step = f"{detail}; check that [search] {provider}_url points at a {provider} search API"
+        step = f"{detail}; check that {setting} points at a {provider} search API"
     else:  # no answer: refused, reset, a failed TLS handshake
         why = f"the {provider} search provider could not be reached"
-        step = f"check [search] {provider}_url and this machine's network ({detail})"
+        step = f"check {setting} and this machine's network ({detail})"
     return UpstreamError(
         operator_step(why, step, model="try again later"),
         code=exc.code,
