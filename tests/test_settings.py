@@ -459,3 +459,21 @@ def test_unknown_webward_variables_are_named_and_known_ones_are_not() -> None:
     assert unknown_variables(env)[0].startswith(
         "webward does not read WEBWARD_AUDIT_DSN; the variables it reads are "
     )
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_utf16_config_file_is_named_as_such(tmp_path: Path, encoding: str) -> None:
+    """A config saved as UTF-16 (Windows PowerShell's `>` and Out-File write it, with its
+    byte order mark) was refused with Python's "'utf-8' codec can't decode byte 0xff in
+    position 0": it is now named as UTF-16, with the step."""
+    path = tmp_path / "webward.toml"
+    text = '[policy]\ndefault_tier = "connected"\n'
+    path.write_bytes(
+        ("\ufeff" + text).encode(encoding) if encoding.endswith("be") else text.encode(encoding)
+    )
+    with pytest.raises(InvalidInput) as info:
+        Settings.load(path, environ={})
+    assert str(info.value) == (
+        f"the config file {path} is UTF-16 text (as Windows PowerShell's > and Out-File write "
+        "it), and webward reads UTF-8; save it as UTF-8"
+    )

@@ -245,13 +245,19 @@ class Settings:
             try:
                 # utf-8-sig: a byte order mark, which Windows editors (Notepad) write at the
                 # start of a UTF-8 file, is left out; TOML refused it at line 1, column 1.
-                data = tomllib.loads(_newlines(_read_capped(found).decode("utf-8-sig")))
+                raw = _read_capped(found)
+                data = tomllib.loads(_newlines(raw.decode("utf-8-sig")))
             except OSError as exc:
                 raise InvalidInput(
                     f"the config file {source} could not be read ({exc.strerror or exc}); "
                     "make it readable by this user, or name another with --config"
                 ) from exc
             except UnicodeDecodeError as exc:
+                if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # the byte order marks of UTF-16
+                    raise InvalidInput(
+                        f"the config file {source} is UTF-16 text (as Windows PowerShell's > "
+                        "and Out-File write it), and webward reads UTF-8; save it as UTF-8"
+                    ) from None
                 raise InvalidInput(
                     f"the config file {source} could not be read: {exc}; save it as UTF-8"
                 ) from exc
