@@ -14,6 +14,7 @@ from test_audit_always import STORES, settings_for, store
 
 from webward import Web
 from webward._errors import WebwardError
+from webward._redact import drop_userinfo, redact_secrets
 from webward.agents import ToolContext, execute_tool
 from webward.audit import AuditRecord
 from webward.guard import assert_url_allowed
@@ -146,6 +147,40 @@ def test_a_capability_id_in_a_message_is_not_taken_for_credentials() -> None:
     assert "Zq" not in WebwardError("read gopher:user:Zq-pw@example.org").message
 
 
+@given(
+    name=st.sampled_from(["user", "alice", "git", "admin", "deploy.bot", "web"]),
+    password=st.text(PASSWORD_CHARS, min_size=1, max_size=24),
+    host=st.sampled_from(["example.org", "127.0.0.1:8080", "h", "[::1]"]),
+    rest=st.sampled_from(["", "/", "/x", "/x@y", "?q=1"]),
+)
+def test_a_url_typed_without_its_scheme_keeps_no_password(
+    name: str, password: str, host: str, rest: str
+) -> None:
+    """``user:pw@host/x`` (a URL without its scheme, which the guard refuses for the scheme
+    ``user:``) reads as scheme ``user`` and path ``pw@host/x``, but the text before the "@"
+    may be a password: the record, a span's URL and a message name the user and the host,
+    never it."""
+    secret = "Zq" + password
+    url = f"{name}:{secret}@{host}{rest}"
+    assert secret not in record_text(url)
+    assert secret not in redact_secrets(url)
+    with pytest.raises(WebwardError) as info:
+        assert_url_allowed(url)
+    assert secret not in info.value.message
+
+
+def test_a_scheme_that_holds_an_at_of_its_own_is_kept_whole() -> None:
+    """The rule for ``user:pw@host``: a scheme whose own syntax has an "@" (``mailto:``,
+    ``sip:``, ``xmpp:``; webward's capability ids) keeps it; any other, before text with an
+    "@", is a user name before a password; a host with a port stays a host."""
+    kept = ["mailto:a@b.org", "sip:alice@example.org", "xmpp:bob@example.org/phone"]
+    kept += ["web:page.fetch@1", "example.org:8080/x@y", "localhost:8080/@me"]
+    for text in kept:
+        assert drop_userinfo(text) == text, text
+    assert drop_userinfo("user:pw@example.org/x") == "user:[redacted]@example.org/x"
+    assert drop_userinfo("git:pw@example.org") == "git:[redacted]@example.org"
+
+
 SPELLINGS = [
     "https://user:Zq-p@ss@example.org/",
     "https://user:Zq-p/ss@example.org/",
@@ -154,6 +189,9 @@ SPELLINGS = [
     "https:user:Zq-pass@example.org/",
     "  https://user:Zq-pass@example.org/",
     "https:\\\\user:Zq-pass@example.org/",
+    # Typed without a scheme: the "scheme" is the user name.
+    "user:Zq-pass@example.org/x",
+    "alice:Zq-p/ss@example.org/x",
 ]
 
 

@@ -24,6 +24,14 @@ _BEFORE_AUTHORITY_RE = re.compile(
 # after "//": ``web:page.fetch@1`` (a capability's id) and ``mailto:a@b`` are kept whole, but
 # not such a text with a ":" before its "@", which may be a password all the same.
 _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
+# The schemes whose own syntax holds an "@" with no authority (an address, a message id):
+# ``mailto:a@b.org`` is kept whole. Any other "scheme" before ``X@host`` is taken for a user
+# name, ``X`` for a password: ``user:pw@host/x`` is a URL typed without its scheme.
+_AT_SCHEMES = frozenset(
+    {"mailto", "sip", "sips", "xmpp", "im", "pres", "acct", "mid", "cid", "news", "h323"}
+)
+# webward's own capability ids (``web:page.fetch@1``), which messages name.
+_CAPABILITY_ID_RE = re.compile(r"web:[a-z]+(?:\.[a-z]+)+@[0-9]+(?![0-9.])")
 _AUTHORITY_END_RE = re.compile(r"[/?#\\]")
 _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
 
@@ -45,13 +53,16 @@ def drop_userinfo(text: str) -> str:
         return text
     start = match.end()
     scheme = match.group("scheme")
-    if (
-        scheme
-        and scheme.lower() not in _SPECIAL_SCHEMES
-        and len(match.group("slashes")) < 2
-        and ":" not in text[start : text.rfind("@")]
-    ):
-        return text
+    if scheme and scheme.lower() not in _SPECIAL_SCHEMES and len(match.group("slashes")) < 2:
+        if "@" not in text or (
+            ":" not in text[start : text.rfind("@")]
+            and (
+                scheme.lower() in _AT_SCHEMES
+                or _CAPABILITY_ID_RE.match(text, match.start("scheme")) is not None
+            )
+        ):
+            return text
+        return _name_and_password(text, match.start("scheme"), start)
     end = _AUTHORITY_END_RE.search(text, start)
     authority_end = end.start() if end is not None else len(text)
     at = text.rfind("@", start, authority_end)
@@ -68,6 +79,22 @@ def drop_userinfo(text: str) -> str:
         name = text[start:authority_end].partition(":")[0]
         return f"{text[:start]}{name}:[redacted]@{text[at + 1 :]}"
     return text[:start] + text[at + 1 :]
+
+
+def _name_and_password(text: str, name_start: int, start: int) -> str:
+    """``text`` whose "scheme" (from ``name_start``, up to the ":" before ``start``) may be a
+    user name, typed without a scheme (``user:pw@host/x``): what may be the password becomes
+    ``[redacted]``, the name and what follows the "@" kept, as for an authority (the "@" is
+    the last one before the first ``/ ? # \\``, else the last one, unless what stands before
+    that character is a host and a port: ``example.org:8080/x@y`` is kept whole)."""
+    end = _AUTHORITY_END_RE.search(text, start)
+    authority_end = end.start() if end is not None else len(text)
+    at = text.rfind("@", start, authority_end)
+    if at < 0:
+        if _is_host_and_port(text[name_start:authority_end]):
+            return text
+        at = text.rfind("@")
+    return f"{text[:start]}[redacted]@{text[at + 1 :]}"
 
 
 def _is_host_and_port(authority: str) -> bool:
@@ -133,6 +160,8 @@ def redact_secrets(url: str) -> str:
             parts = urlsplit(url)
             if parts.username is not None or parts.password is not None:
                 url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+            elif not parts.netloc:  # no authority to urllib (``user:pw@host/x``): by the text
+                url = drop_userinfo(url)
         except ValueError:  # no URL urlsplit reads (a bad port, a bracket): by the text
             url = drop_userinfo(url)
     starts = [at for at in (url.find("?"), url.find("#")) if at >= 0]
