@@ -950,3 +950,31 @@ async def test_a_read_that_fails_hands_on_to_one_waiter_not_to_all() -> None:
     assert answered == [500, 200]
     assert sorted(outcomes) == ["failed"] + ["read"] * 11
     assert len(audit.records) == 12
+
+
+@pytest.mark.parametrize("ranges", [["::/0"], ["::ffff:0:0/96"], ["::ffff:127.0.0.2/128"]])
+async def test_a_range_opened_for_ipv6_opens_no_ipv4_loopback(
+    internal: LocalServer, ranges: list[str]
+) -> None:
+    """``[::ffff:127.0.0.2]`` (a literal, or a name's DNS answer) connects to 127.0.0.2: an
+    operator who allowed IPv6 space (all of it, or the mapped block) did not allow IPv4
+    loopback, so the carried address is decided by the IPv4 rules and the read is refused
+    before any connection, with the step naming both ranges; allowing both reads it."""
+    resolver = StaticResolver({"mapped.example": ["::ffff:127.0.0.2"]})
+    urls = [
+        f"http://[::ffff:127.0.0.2]:{internal.port}/",
+        f"http://mapped.example:{internal.port}/",
+    ]
+    overrides = {"network": {"allow_ranges": ranges}}
+    async with Web(settings().replace(overrides), resolver, audit=MemoryAuditSink()) as w:
+        for url in urls:
+            with pytest.raises(Refused) as info:
+                await w.fetch(url)
+            assert info.value.reason == "internal_address"
+            assert '"::ffff:127.0.0.2/128" and "127.0.0.2/32"' in info.value.message
+    assert internal.accepts == 0
+    overrides = {"network": {"allow_ranges": [*ranges, "127.0.0.2/32"]}}
+    async with Web(settings().replace(overrides), resolver, audit=MemoryAuditSink()) as w:
+        for url in urls:
+            assert "secret" in (await w.fetch(url)).content
+    assert internal.accepts == 2

@@ -1036,3 +1036,31 @@ def test_reason_codes_are_stable_literals() -> None:
     ) == ("scheme", "userinfo", "internal_address", "internal_name", "too_long", "backslash")
     assert K.SIX_TO_FOUR.value == "6to4"
     assert K.PUBLIC.blocked is False and K.LOOPBACK.blocked is True
+
+
+@pytest.mark.parametrize(
+    ("address", "v6_range", "v4"),
+    [
+        ("::ffff:10.0.0.1", "::/0", "10.0.0.1"),
+        ("::ffff:127.0.0.1", "::ffff:0:0/96", "127.0.0.1"),
+        ("::127.0.0.1", "::/96", "127.0.0.1"),
+        ("64:ff9b::a00:1", "64:ff9b::/96", "10.0.0.1"),
+        ("2002:c0a8:101::1", "2002::/16", "192.168.1.1"),
+        # Teredo: server 65.54.227.120 (public), client 127.0.0.1 (inverted in the last 32 bits)
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "2001::/32", "127.0.0.1"),
+        ("fe80::5efe:a00:1", "fe80::/10", "10.0.0.1"),
+    ],
+)
+def test_an_ipv6_range_lets_no_internal_ipv4_through(address: str, v6_range: str, v4: str) -> None:
+    """An IPv6 address carrying an IPv4 one reaches that IPv4 address: inside an IPv6 range it
+    is allowed only when the IPv4 address is public or inside an IPv4 range."""
+    assert not ip_allowed(address, [v6_range])
+    assert ip_allowed(address, [v6_range, f"{v4}/32"])
+    with pytest.raises(Refused, match=f'"{v4}/32"'):
+        assert_url_allowed(f"http://[{address}]/", allow_ranges=[v6_range])
+
+
+def test_an_ipv6_range_still_opens_what_carries_a_public_ipv4_or_none() -> None:
+    assert ip_allowed("2002:808:808::1", ["2002::/16"])  # 6to4 carrying 8.8.8.8
+    assert ip_allowed("::1", ["::1/128"])
+    assert ip_allowed("fd00::1", ["::/0"])

@@ -11,6 +11,7 @@ import ipaddress
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from webward._addresses import carried_ipv4s
 from webward._errors import InvalidInput, Refused, WebwardError
 from webward.guard import (
     REASON_INTERNAL_ADDRESS,
@@ -306,9 +307,17 @@ def test_metadata_is_recognised_in_every_ipv6_embedding(
 def test_allow_ranges_open_blocked_addresses_except_metadata(
     address: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> None:
-    """A blocked address inside allow_networks is allowed, unless it is a metadata address."""
+    """A blocked address inside allow_networks is allowed, unless it is a metadata address; one
+    that carries an internal IPv4 address only with that address allowed too."""
     single = [ipaddress.ip_network(address)]
-    assert ip_allowed(address, single) is not is_metadata_address(address)
+    internal_v4 = [
+        ipaddress.ip_network(v4)
+        for v4 in carried_ipv4s(classify_ip(address))
+        if ip_in_blocked_range(v4)
+    ]
+    metadata = is_metadata_address(address)
+    assert ip_allowed(address, single) is not (metadata or bool(internal_v4))
+    assert ip_allowed(address, single + internal_v4) is not metadata
 
 
 # ----------------------------------------------------------------------- numeric spellings

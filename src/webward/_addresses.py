@@ -364,13 +364,35 @@ def is_metadata_address(ip: str | IPAddress) -> bool:
 
 
 def ip_allowed(ip: str | IPAddress, allow_networks: Sequence[IPNetwork | str] = ()) -> bool:
-    """True if ``ip`` is public, or inside one of ``allow_networks`` and not a metadata address."""
+    """True if ``ip`` is public, or inside one of ``allow_networks`` and not a metadata address;
+    an IPv6 address that carries an IPv4 one only if that IPv4 address is allowed as well."""
     found = classify_ip(ip)
     if not found.blocked:
         return True
     if found.kind is AddressKind.METADATA:
         return False
-    return any(found.address in net for net in _networks(allow_networks))
+    nets = _networks(allow_networks)
+    if not any(found.address in net for net in nets):
+        return False
+    # A socket, a NAT64 gateway or a tunnel connects to the IPv4 address an IPv6 one carries:
+    # the IPv4 rules decide it, so that a range opened for IPv6 (::/0, ::ffff:0:0/96,
+    # 64:ff9b::/96, 2002::/16) opens no IPv4 loopback or private address the operator did not
+    # allow as IPv4 ("::ffff:127.0.0.1/128" and "127.0.0.1/32" together open that one).
+    return all(
+        not classify_ip(v4).blocked or any(v4 in net for net in nets) for v4 in carried_ipv4s(found)
+    )
+
+
+def carried_ipv4s(found: Classification) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses a connection to ``found`` may reach (:func:`embedded_ipv4s`), none
+    for ``::1`` and ``::``, which carry no IPv4 address although they lie in ::/96."""
+    addr = found.address
+    if isinstance(addr, ipaddress.IPv4Address) or found.kind in _NO_CARRY:
+        return ()
+    return embedded_ipv4s(addr)
+
+
+_NO_CARRY = frozenset({AddressKind.LOOPBACK, AddressKind.UNSPECIFIED})
 
 
 def _to_address(ip: object) -> IPAddress:

@@ -34,6 +34,7 @@ from ._addresses import (
     Classification,
     IPAddress,
     IPNetwork,
+    carried_ipv4s,
     classify_ip,
     embedded_ipv4,
     embedded_ipv4s,
@@ -625,10 +626,12 @@ def _allow_hint(found: Classification) -> str:
     if found.kind is AddressKind.METADATA:
         return ""
     bits = 32 if found.address.version == 4 else 128
+    ranges = [f'"{ip_text(found.address)}/{bits}"']
+    # An IPv6 address that carries an internal IPv4 one needs that one allowed too.
+    ranges += [f'"{v4}/32"' for v4 in carried_ipv4s(found) if classify_ip(v4).blocked]
     return operator_step(
         "",
-        f'an operator can allow its range by adding "{ip_text(found.address)}/{bits}" to '
-        f"{_ALLOW_SETTING}",
+        f"an operator can allow its range by adding {' and '.join(ranges)} to {_ALLOW_SETTING}",
     )
 
 
