@@ -47,7 +47,7 @@ from webward._credentials import EnvironmentStore
 from webward._errors import Refused, WebwardError
 from webward._gateway import FETCH_PATH, create_app, hash_token
 from webward._mcp import build_server
-from webward._redact import redact_secrets
+from webward._redact import redact_message, redact_secrets
 from webward._telemetry import MetricsEndpoint, Telemetry, _HostMetrics
 from webward.cli import main
 from webward.testing import MemoryAuditSink
@@ -305,6 +305,11 @@ def test_url_full_never_carries_credentials() -> None:
     assert redact_secrets("https://app.example/cb#id_token=eyJ.x.y&state=s") == (
         "https://app.example/cb#id_token=REDACTED&state=s"
     )
+    # The same names spelt in camelCase, with hyphens or in capitals are the same names.
+    for name in ("accessToken", "access-token", "ACCESS_TOKEN", "apiKey", "authToken", "pwd"):
+        url = f"https://api.example/v1?{name}=Zq-secret&page=2"
+        assert redact_secrets(url) == f"https://api.example/v1?{name}=REDACTED&page=2"
+        assert "Zq" not in redact_message(f"could not read {url}, it timed out")
 
 
 @pytest.mark.anyio

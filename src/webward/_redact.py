@@ -137,18 +137,27 @@ def redact_urls(text: str) -> str:
 # Query parameters whose values are credentials (OpenTelemetry's list for url.full, and the
 # usual API-key names): spans and the call log leave the process (a tracing backend, a log
 # pipeline), so their values are REDACTED there. The audit record keeps the URL as read.
+# Names are compared folded (:func:`_param_name`): in lower case, without "-", "_" or ".",
+# so that accessToken, access-token and ACCESS_TOKEN are access_token.
 _SECRET_PARAMS = frozenset(
     (
-        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature",
-        "x-amz-credential", "x-amz-security-token", "api_key", "apikey", "api-key", "key",
-        "token", "access_token", "auth", "password", "passwd", "secret", "client_secret",
+        "awsaccesskeyid", "signature", "sig", "xgoogsignature", "xgoogcredential",
+        "xamzsignature", "xamzcredential", "xamzsecuritytoken", "apikey", "key",
+        "token", "accesstoken", "auth", "password", "passwd", "pwd", "secret", "clientsecret",
         # Tokens that travel in URLs too: GitLab's API key, OpenID Connect's implicit-flow
         # callback (#id_token=), OAuth's refresh token and client assertion, and the like.
-        "private_token", "id_token", "refresh_token", "auth_token", "session_token",
-        "client_assertion", "jwt",
+        "privatetoken", "idtoken", "refreshtoken", "authtoken", "sessiontoken",
+        "clientassertion", "jwt", "accesskey", "secretkey",
     )
 )  # fmt: skip
 _QUERY_PAIR = re.compile(r"([^&=#?]+)=([^&#]*)")
+_NAME_JOINS = str.maketrans("", "", "-_.")
+
+
+def _param_name(name: str) -> str:
+    """A query parameter's name as :data:`_SECRET_PARAMS` holds it: percent-decoded, in
+    lower case, without "-", "_" or "." (``X-Amz-Signature``, ``accessToken``)."""
+    return unquote(name).lower().translate(_NAME_JOINS)
 
 
 def redact_secrets(url: str) -> str:
@@ -170,7 +179,7 @@ def redact_secrets(url: str) -> str:
     head, rest = url[: min(starts)], url[min(starts) :]  # the path's "=" are no pairs
 
     def redact(pair: re.Match[str]) -> str:
-        name = unquote(pair.group(1)).lower()
+        name = _param_name(pair.group(1))
         return f"{pair.group(1)}=REDACTED" if name in _SECRET_PARAMS else pair.group()
 
     return head + _QUERY_PAIR.sub(redact, rest)
@@ -195,7 +204,7 @@ def redact_message(text: str) -> str:
         return text
 
     def redact(pair: re.Match[str]) -> str:
-        if unquote(pair.group(2)).lower() not in _SECRET_PARAMS:
+        if _param_name(pair.group(2)) not in _SECRET_PARAMS:
             return pair.group()
         value = pair.group(3)
         kept = value.rstrip(_TRAILING)
