@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from localserver import accept_counter, redirect, serve
 from test_audit_always import STORES, settings_for, store
 
-from webward import Web
+from webward import StaticResolver, Web
 from webward._errors import WebwardError
 from webward._redact import drop_userinfo, redact_secrets
 from webward.agents import ToolContext, execute_tool
 from webward.audit import AuditRecord
 from webward.guard import assert_url_allowed
+from webward.testing import MemoryAuditSink
 
 # Spellings of a URL with credentials that parsers (WHATWG, urllib, curl) read differently.
 LEADS = ["", " ", "  ", "\t", "\n ", "\x00", "\x1f "]
@@ -238,3 +240,28 @@ async def test_the_agent_tool_log_line_of_a_bug_drops_url_credentials(
         result = await execute_tool("web_fetch", {"url": url}, ToolContext(LeakyWeb(), "a"))
     assert result.is_error
     assert "could not read https://" in caplog.text and "Zq-p" not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_redirect_s_credentials_reach_no_message_record_or_log_line(
+    tmp_path: Path,
+) -> None:
+    """A Location whose password urllib reads as a path (``http:\\\\user:pw@host``, an
+    authority to WHATWG and to the guard, which refuses it) or whose password holds a "/"
+    (``http://user:pw/x@host``, no usable URL) is named in the message and recorded without
+    it; the refused hop sends nothing."""
+    with accept_counter("127.0.0.2") as elsewhere, serve() as site:
+        site.routes["/backslashes"] = redirect("http:\\\\user:Zq-10@elsewhere.example/")
+        site.routes["/slash"] = redirect("http://user:Zq-7/x@127.0.0.2/")
+        resolver = StaticResolver({"elsewhere.example": ["127.0.0.2"]})
+        sink = MemoryAuditSink()
+        async with Web(settings_for(tmp_path), resolver, audit=sink) as web:
+            for path in ("/backslashes", "/slash"):
+                with pytest.raises(WebwardError) as info:
+                    await web.fetch(site.url(path))
+                assert "Zq" not in info.value.message
+                assert "Zq" not in info.value.for_model
+        records = await sink.query(limit=10)
+    assert len(records) == 2
+    assert not any("Zq" in r.to_json_line() or "Zq" in str(r.to_wire()) for r in records)
+    assert elsewhere.accepts == 0

@@ -225,11 +225,15 @@ def _follow(
     except Refused as exc:
         # The caller asked for an http(s) URL: "the scheme file: is not allowed" alone left
         # them to guess where file: came from. Named as the redirect it was, and recorded.
+        # Credentials go before the join too: urllib reads http:\\user:pw@host (an authority
+        # to WHATWG, and to the guard, which refused it) as a path, a password kept in it.
+        given, location = location, drop_userinfo(location)
         with contextlib.suppress(ValueError):  # recorded where it leads, as hops are
             location = urllib.parse.urljoin(current.url, location)
         hooks.led_to(location)
         shown = drop_userinfo(location)
-        left_out = " (its credentials left out here)" if shown != location else ""
+        dropped = shown != location or given != drop_userinfo(given)
+        left_out = " (its credentials left out here)" if dropped else ""
         raise Refused(
             f"refused: {current.url} redirected to {quoted(shown)}{left_out}, and "
             f"{exc.message.removeprefix('refused: ')}",
@@ -239,7 +243,7 @@ def _follow(
     except InvalidInput as exc:
         raise UpstreamError(
             f"{current.url} answered HTTP {status} with a redirect Location that is not a "
-            f"usable URL ({quoted(location)}): {exc.message.rstrip('.')}",
+            f"usable URL ({quoted(drop_userinfo(location))}): {exc.message.rstrip('.')}",
             reason=Reason.PROTOCOL,
         ) from exc
 
