@@ -788,3 +788,41 @@ def test_a_full_disk_fails_the_probe_so_readiness_and_the_pre_read_proof(
         "write when full": full,
         "ready again": None,
     }
+
+
+LEAKED = "https://user:Zq-pw@example.org/o?X-Amz-Signature=Zq-sig&accessToken=Zq-token"
+
+
+def leaky_convert(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError(f"converter bug while reading {LEAKED}")
+
+
+class LeakyProvider:
+    """A search provider adapter whose bug names a URL with its secrets."""
+
+    name = "leaky"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        raise KeyError(f"provider bug at {LEAKED}")
+
+
+@pytest.mark.anyio
+async def test_the_log_line_of_a_bug_at_mcp_and_the_gateway_holds_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug's traceback is logged for the operator, whose log goes wherever it is shipped:
+    a URL in its text loses its credentials and its secret query values there, as a span's
+    and the call log's do; the rest of the traceback stays."""
+    with caplog.at_level(logging.ERROR):
+        with serve(routes={"/page": respond(200, PAGE)}) as site:
+            async with (
+                Web(settings_for(tmp_path), audit=MemoryAuditSink()) as web,
+                Client(build_server(web, tier="connected")) as client,
+            ):
+                monkeypatch.setattr(webward._convert, "convert", leaky_convert)
+                assert (await client.call_tool("web_fetch", {"url": site.url("/page")})).is_error
+        async with searching_gateway(tmp_path, LeakyProvider()) as (post, _audit):
+            assert (await post(SEARCH_PATH, {"query": "owls"})).status_code == 500
+    logged = caplog.text  # the messages with any traceback logged beside them
+    assert "Traceback" in logged and "converter bug" in logged and "provider bug" in logged
+    assert "Zq" not in logged and "X-Amz-Signature=REDACTED" in logged

@@ -71,6 +71,7 @@ from ._capabilities import capabilities as catalogue_of
 from ._errors import InvalidInput, Reason, Refused, WebwardError, out_of_files
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._provenance import scoped_session
+from ._redact import redact_traceback
 from ._serving import LATE_BODY, late_body_message
 from ._settings import Settings
 from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, server_span, tracing
@@ -611,7 +612,12 @@ class _Capability:
             if (limit := out_of_files(exc)) is not None:  # no bug: the limit to raise, said
                 log.warning("the gateway %s", limit.message.removeprefix("webward "))
                 return 500, limit.to_wire(), []
-            log.exception("the gateway failed on %s for agent %s", self._capability, agent.name)
+            log.error(
+                "the gateway failed on %s for agent %s: %s",
+                self._capability,
+                agent.name,
+                redact_traceback(exc),
+            )
             return _problem(500, "internal_error", _UNEXPECTED)
 
     def _refused_credentials(self, scope: Scope, reason: AuthRefusal) -> None:

@@ -108,6 +108,7 @@ from ._gateway import NAME_END, address_url, bind_socket, field_named_twice
 from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._provenance import SESSIONLESS, scoped_session
+from ._redact import redact_traceback
 from ._serving import Stack, fastest_stack, http_protocol, run_server
 from ._serving import serve as serve_until_signalled
 from ._settings import Settings
@@ -1066,7 +1067,7 @@ def error_result(error: WebwardError) -> CallToolResult:
 def _unexpected(tool: str, exc: Exception) -> CallToolResult:
     """An unexpected exception: logged with its traceback (stderr, never the protocol's
     stdout), answered as one sentence with code ``internal_error``."""
-    log.error("%s failed unexpectedly", tool, exc_info=exc)
+    log.error("%s failed unexpectedly: %s", tool, redact_traceback(exc))
     return error_result(internal_error(exc))
 
 

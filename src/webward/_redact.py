@@ -9,9 +9,16 @@ the process (spans, the call log).
 from __future__ import annotations
 
 import re
+import traceback
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["drop_userinfo", "redact_message", "redact_secrets", "redact_urls"]
+__all__ = [
+    "drop_userinfo",
+    "redact_message",
+    "redact_secrets",
+    "redact_traceback",
+    "redact_urls",
+]
 
 # What comes before a URL's authority: anything leading that is not a letter or slash (URL
 # parsers strip C0 controls and spaces; other parsers more), the scheme, then any number of
@@ -211,3 +218,11 @@ def redact_message(text: str) -> str:
         return f"{pair.group(1)}{pair.group(2)}=REDACTED{value[len(kept) :]}"
 
     return _MESSAGE_PAIR_RE.sub(redact, text)
+
+
+def redact_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback as :func:`redact_message` has a message, for the log line of a bug
+    at a face (MCP, the gateway, the agent tools): its text may name the URL being read,
+    a redirect's credentials or a pre-signed query's signature included, and the server's log
+    goes wherever the operator ships it."""
+    return redact_message("".join(traceback.format_exception(exc)))

@@ -32,7 +32,7 @@ from .._envelope import neutralise_line
 from .._errors import InvalidInput, Refused, WebwardError
 from .._models import Page, Part, SearchResult
 from .._parts import tool_result_text
-from .._redact import redact_urls
+from .._redact import redact_message
 from .._settings import LimitsSettings, Settings
 
 __all__ = [
@@ -334,4 +334,5 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/=_-]{200,}")
 
 
 def _scrub(text: str) -> str:
-    return _BASE64_RUN.sub("[base64 elided]", redact_urls(text))  # and URL credentials
+    # and URL credentials, and secret query values (a pre-signed URL's signature)
+    return _BASE64_RUN.sub("[base64 elided]", redact_message(text))
