@@ -1231,3 +1231,26 @@ def test_a_failing_trace_exporter_is_said_once_a_minute(monkeypatch: pytest.Monk
     assert not cli._own_records(record(exporter, logging.ERROR))  # within the minute
     assert not cli._own_records(record("opentelemetry.context", logging.INFO))
     assert not cli._own_records(record("httpx", logging.WARNING))
+
+
+@pytest.mark.anyio
+async def test_the_call_log_hides_secret_values_of_a_url_searched_for(
+    tmp_path: Path,
+) -> None:
+    """A query is free text, but an agent may search for a URL it was given, a pre-signed one
+    included: the call log (and the console) have its secret values REDACTED, as they have a
+    read's; the audit store keeps the query as asked, and a query's other "=" stay."""
+    log = tmp_path / "calls.jsonl"
+    settings = loopback_settings(tmp_path, observability={"call_log": str(log)})
+    telemetry = Telemetry.for_settings(settings, server=False)
+    audit = MemoryAuditSink()
+    query = "https://bucket.example/o?X-Amz-Signature=SIGX&part=2 key=value"
+    async with web_for(settings, telemetry, audit=audit) as web:
+        with pytest.raises(WebwardError):
+            await web.search(query)
+    telemetry.close()
+    [searched] = (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines())
+    assert (
+        searched["target"] == "https://bucket.example/o?X-Amz-Signature=REDACTED&part=2 key=value"
+    )
+    assert audit.records[0].target == query

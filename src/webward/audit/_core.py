@@ -47,7 +47,7 @@ import orjson
 
 from .._capabilities import SEARCH
 from .._errors import STORE_HEALTH, Reason, Refused, operator_step
-from .._redact import drop_userinfo, redact_secrets
+from .._redact import drop_userinfo, redact_message, redact_secrets
 from .._sqlite import not_a_database_step
 from .._unicode import BIDI_CONTROLS, BIDI_MARKS
 
@@ -407,9 +407,12 @@ class AuditRecord:
 
 
 def shared_target(record: AuditRecord) -> str:
-    """A record's target as :func:`shared_wire` has it: a URL's secret values REDACTED (a
-    search's target is a query, no URL, and stays)."""
-    return record.target if record.capability == SEARCH else redact_secrets(record.target)
+    """A record's target as :func:`shared_wire` has it: a URL's secret values REDACTED; a
+    search's query, free text, has those of any URL in it REDACTED (an agent searching for a
+    pre-signed URL it was given: ``...?X-Amz-Signature=...``), its other words kept."""
+    if record.capability == SEARCH:
+        return redact_message(record.target) if "=" in record.target else record.target
+    return redact_secrets(record.target)
 
 
 def shared_wire(record: AuditRecord) -> dict[str, Any]:
