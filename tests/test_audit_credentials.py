@@ -265,3 +265,21 @@ async def test_a_redirect_s_credentials_reach_no_message_record_or_log_line(
     assert len(records) == 2
     assert not any("Zq" in r.to_json_line() or "Zq" in str(r.to_wire()) for r in records)
     assert elsewhere.accepts == 0
+
+
+def test_a_search_query_is_no_url_typed_without_its_scheme() -> None:
+    """A query is free text: ``nginx:1.25@sha256:...`` (an image pinned by digest) and
+    ``re:lunch@noon`` are recorded as asked, not as a user name before a password; a URL with
+    credentials in a query still loses them."""
+    for query in ("nginx:1.25@sha256:0f3c", "re:lunch@noon", "mailto:a@b.org"):
+        record = AuditRecord.create(
+            decision="refused", reason="x", capability="web:search.query@1", target=query
+        )
+        assert record.target == query
+    record = AuditRecord.create(
+        decision="refused",
+        reason="x",
+        capability="web:search.query@1",
+        target="who owns https://user:Zq-pw@example.org/x",
+    )
+    assert "Zq" not in record.target

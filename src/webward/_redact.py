@@ -43,7 +43,7 @@ _AUTHORITY_END_RE = re.compile(r"[/?#\\]")
 _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
 
 
-def drop_userinfo(text: str) -> str:
+def drop_userinfo(text: str, *, schemeless: bool = True) -> str:
     """``text`` (a URL as a caller spelled it) without anything that may be credentials.
 
     Whatever the password holds: with an ``@`` in the authority, everything up to its last
@@ -52,6 +52,10 @@ def drop_userinfo(text: str) -> str:
     end of the authority, so that no host and port of digits is left before them), what may
     be the password becomes ``[redacted]``, both names kept. Either way an unusual URL may lose
     more than its credentials; a password is never kept.
+
+    ``schemeless``: a URL typed without its scheme (``user:pw@host/x``, read as the scheme
+    ``user:``) loses its password too (:func:`_name_and_password`); False for a search's
+    query, free text in which ``nginx:1.25@sha256:...`` or ``Re: lunch@noon`` is no URL.
     """
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.translate(_TAB_OR_NEWLINE)
@@ -61,12 +65,13 @@ def drop_userinfo(text: str) -> str:
     start = match.end()
     scheme = match.group("scheme")
     if scheme and scheme.lower() not in _SPECIAL_SCHEMES and len(match.group("slashes")) < 2:
-        if "@" not in text or (
-            ":" not in text[start : text.rfind("@")]
-            and (
-                scheme.lower() in _AT_SCHEMES
-                or _CAPABILITY_ID_RE.match(text, match.start("scheme")) is not None
-            )
+        at = text.rfind("@")
+        if at < 0:
+            return text
+        if ":" not in text[start:at] and (
+            not schemeless
+            or scheme.lower() in _AT_SCHEMES
+            or _CAPABILITY_ID_RE.match(text, match.start("scheme")) is not None
         ):
             return text
         return _name_and_password(text, match.start("scheme"), start)
@@ -133,12 +138,12 @@ _NUMBER_HOST = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
 _URL_TOKEN_RE = re.compile(r"(?:(?<=[\s'\"<])|^)[A-Za-z][A-Za-z0-9+.\-]*:\S*@\S*")
 
 
-def redact_urls(text: str) -> str:
+def redact_urls(text: str, *, schemeless: bool = True) -> str:
     """``text`` with :func:`drop_userinfo` applied to every word that looks like a URL with
     an ``@`` (URLs in webward's messages hold no whitespace: the guard refuses it)."""
     if "@" not in text:
         return text
-    return _URL_TOKEN_RE.sub(lambda m: drop_userinfo(m.group()), text)
+    return _URL_TOKEN_RE.sub(lambda m: drop_userinfo(m.group(), schemeless=schemeless), text)
 
 
 # Query parameters whose values are credentials (OpenTelemetry's list for url.full, and the

@@ -47,7 +47,7 @@ import orjson
 
 from .._capabilities import SEARCH
 from .._errors import STORE_HEALTH, Reason, Refused, operator_step
-from .._redact import drop_userinfo, redact_message, redact_secrets
+from .._redact import drop_userinfo, redact_message, redact_secrets, redact_urls
 from .._sqlite import not_a_database_step
 from .._unicode import BIDI_CONTROLS, BIDI_MARKS
 
@@ -135,6 +135,18 @@ def _clean_text(text: str) -> str:
         return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
     if "@" in text:  # only then can there be credentials to drop
         text = drop_userinfo(text)
+    return _storable(_cut(text))
+
+
+def _clean_query(value: Any) -> str:
+    """A search's query, free text: each URL in it without its credentials, and
+    ``nginx:1.25@sha256:...`` no URL typed without its scheme (``drop_userinfo``'s
+    ``schemeless``), recorded as asked."""
+    text = str(value)
+    if text.lstrip("\x00 \t\n\r\f")[:5].lower() == "data:":
+        return "data:[omitted]"  # as for a URL: no base64 in a record
+    if "@" in text:
+        text = redact_urls(text, schemeless=False)
     return _storable(_cut(text))
 
 
@@ -242,7 +254,11 @@ class AuditRecord:
         # Frozen, but cleaned once here so that no writer can put secrets or payloads in
         # (through the instance's dict, as the frozen dataclass's own __init__ would).
         fields = self.__dict__
-        fields["target"] = _clean_url(self.target)
+        # A search's query is free text: "nginx:1.25@sha256:..." is no URL typed without
+        # its scheme, and is recorded as asked.
+        fields["target"] = (
+            _clean_query(self.target) if self.capability == SEARCH else _clean_url(self.target)
+        )
         if self.final_url is not None:
             fields["final_url"] = _clean_url(self.final_url)
         fields["redirects"] = tuple(map(_clean_url, self.redirects))
