@@ -1244,13 +1244,14 @@ async def test_the_call_log_hides_secret_values_of_a_url_searched_for(
     settings = loopback_settings(tmp_path, observability={"call_log": str(log)})
     telemetry = Telemetry.for_settings(settings, server=False)
     audit = MemoryAuditSink()
-    query = "https://bucket.example/o?X-Amz-Signature=SIGX&part=2 key=value"
+    query = "https://bucket.example/o?X-Amz-Signature=SIGX&part=2 key=value nginx:1@sha256:0f"
     async with web_for(settings, telemetry, audit=audit) as web:
         with pytest.raises(WebwardError):
             await web.search(query)
     telemetry.close()
     [searched] = (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines())
     assert (
-        searched["target"] == "https://bucket.example/o?X-Amz-Signature=REDACTED&part=2 key=value"
+        searched["target"]
+        == "https://bucket.example/o?X-Amz-Signature=REDACTED&part=2 key=value nginx:1@sha256:0f"
     )
     assert audit.records[0].target == query

@@ -205,13 +205,13 @@ _MESSAGE_PAIR_RE = re.compile(r"([?&#])([^&=#?\s'\"<>]+)=([^&#\s'\"<>]*)")
 _TRAILING = ",;.)"
 
 
-def redact_message(text: str) -> str:
+def redact_message(text: str, *, schemeless: bool = True) -> str:
     """``text`` (an error message, a library's log line) without credentials: no
     ``user:password@`` in a URL (:func:`redact_urls`), and the values of secret query and
     fragment parameters ``REDACTED`` as :func:`redact_secrets` has them, for what leaves the
     process (a span's status, a log line). A refusal's message names the URL asked and where
-    it redirected, query tokens and all."""
-    text = redact_urls(text)
+    it redirected, query tokens and all. ``schemeless`` as for :func:`drop_userinfo`."""
+    text = redact_urls(text, schemeless=schemeless)
     if "=" not in text:
         return text
 

@@ -427,7 +427,8 @@ def shared_target(record: AuditRecord) -> str:
     search's query, free text, has those of any URL in it REDACTED (an agent searching for a
     pre-signed URL it was given: ``...?X-Amz-Signature=...``), its other words kept."""
     if record.capability == SEARCH:
-        return redact_message(record.target) if "=" in record.target else record.target
+        target = record.target
+        return redact_message(target, schemeless=False) if "=" in target else target
     return redact_secrets(record.target)
 
 
