@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from localserver import accept_counter, redirect, serve
 from test_audit_always import STORES, settings_for, store
 
-from webward import StaticResolver, Web
+from webward import Settings, StaticResolver, Web
 from webward._errors import WebwardError
 from webward._redact import drop_userinfo, redact_secrets
 from webward.agents import ToolContext, execute_tool
@@ -283,3 +283,18 @@ def test_a_search_query_is_no_url_typed_without_its_scheme() -> None:
         target="who owns https://user:Zq-pw@example.org/x",
     )
     assert "Zq" not in record.target
+
+
+@pytest.mark.anyio
+async def test_a_url_given_as_no_string_leaves_no_password_in_the_record() -> None:
+    """A client that sends the URL inside a list or an object is refused (``url must be a
+    string``) and the call recorded with what it sent, as its repr: the URL in it loses its
+    credentials there as a URL given as a string does."""
+    audit = MemoryAuditSink()
+    async with Web(Settings(), StaticResolver({}), audit=audit) as web:
+        for given in ({"u": "https://user:Zq-1@example.org/"}, ["https://user:Zq-2@example.org/"]):
+            with pytest.raises(WebwardError, match="url must be a string"):
+                await web.fetch(given)  # type: ignore[arg-type]
+    assert len(audit.records) == 2
+    assert all("example.org" in r.target and "Zq" not in r.target for r in audit.records)
+    assert not any("Zq" in r.to_json_line() for r in audit.records)

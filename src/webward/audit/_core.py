@@ -134,7 +134,10 @@ def _clean_text(text: str) -> str:
     if text.lstrip("\x00 \t\n\r\f")[:5].lower() == "data:":
         return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
     if "@" in text:  # only then can there be credentials to drop
-        text = drop_userinfo(text)
+        # The text as a URL, else each URL in it: a target that was no string (a client's
+        # {"url": {"u": "https://user:pw@host/"}}, recorded as its repr) holds one inside.
+        cleaned = drop_userinfo(text)
+        text = redact_urls(text) if cleaned == text else cleaned
     return _storable(_cut(text))
 
 
