@@ -40,6 +40,7 @@ from webward._render import (
     PlainRenderer,
     Rendered,
     _namespaces_allowed,
+    _same_site,
 )
 from webward.testing import FakeClock, MemoryAuditSink
 
@@ -1435,3 +1436,11 @@ async def test_a_cancelled_render_closes_its_browser_before_removing_its_directo
         assert scope.cancelled_caught and requested.is_set()
         assert _browser_processes() == []
         assert [name for name in os.listdir(tmp) if name.startswith("webward-")] == []
+
+
+def test_a_navigation_elsewhere_is_named_without_its_credentials() -> None:
+    """A page that sends the browser on to another site is refused by that site's URL, which
+    the page chose: quoted without a user name and password, as a redirect's Location is."""
+    with pytest.raises(UpstreamError) as info:
+        _same_site("https://a.example/", "https://user:Zq-pw@b.example/landing")
+    assert "b.example/landing" in info.value.message and "Zq" not in info.value.message

@@ -41,6 +41,7 @@ import anyio
 
 from ._addresses import quoted
 from ._errors import Reason, Refused, UpstreamError, WebwardError
+from ._redact import drop_userinfo
 
 if TYPE_CHECKING:  # the egress proxy is imported by a render, not by every read
     from playwright.async_api import Playwright
@@ -667,8 +668,9 @@ def _same_site(url: str, rendered: str) -> None:
     redirect within its site) stays on its origin, and its rendering stands."""
     if _origin(rendered) != _origin(url):
         raise UpstreamError(
-            f"the page sent the browser on to another site ({quoted(rendered)}) as it rendered, "
-            "so what it showed is not this page's; read that address itself if it is wanted",
+            f"the page sent the browser on to another site ({quoted(drop_userinfo(rendered))}) "
+            "as it rendered, so what it showed is not this page's; read that address itself if "
+            "it is wanted",
             reason=Reason.RENDER,
         )
 
