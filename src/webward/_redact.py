@@ -28,12 +28,13 @@ _BEFORE_AUTHORITY_RE = re.compile(
     r"[^A-Za-z/\\]*(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):(?P<slashes>[/\\]*)|[/\\]{2,})"
 )
 # The schemes WHATWG reads an authority after without slashes. Any other scheme has one only
-# after "//": ``web:page.fetch@1`` (a capability's id) and ``mailto:a@b`` are kept whole, but
-# not such a text with a ":" before its "@", which may be a password all the same.
+# after "//"; without it, see _AT_SCHEMES.
 _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 # The schemes whose own syntax holds an "@" with no authority (an address, a message id):
-# ``mailto:a@b.org`` is kept whole. Any other "scheme" before ``X@host`` is taken for a user
-# name, ``X`` for a password: ``user:pw@host/x`` is a URL typed without its scheme.
+# ``mailto:a@b.org`` is kept whole, as a capability's id (``web:page.fetch@1``) is, unless a
+# ":" stands before the "@" (a password all the same). Any other "scheme" before ``X@host``
+# is taken for a user name, ``X`` for a password: ``user:pw@host/x`` is a URL typed without
+# its scheme.
 _AT_SCHEMES = frozenset(
     {"mailto", "sip", "sips", "xmpp", "im", "pres", "acct", "mid", "cid", "news", "h323"}
 )
