@@ -298,3 +298,19 @@ async def test_a_url_given_as_no_string_leaves_no_password_in_the_record() -> No
     assert len(audit.records) == 2
     assert all("example.org" in r.target and "Zq" not in r.target for r in audit.records)
     assert not any("Zq" in r.to_json_line() for r in audit.records)
+
+
+@given(
+    name=st.sampled_from(["10.0.0.1", "42", "0day", "_svc"]),
+    password=st.text(PASSWORD_CHARS.replace(" ", ""), min_size=1, max_size=24),
+    rest=st.sampled_from(["", "/", "/x", "?q=1"]),
+)
+def test_a_user_name_that_starts_with_no_letter_keeps_no_password(
+    name: str, password: str, rest: str
+) -> None:
+    """``10.0.0.1:pw@host`` or ``42:pw@host`` has no scheme-like word at all: still a URL
+    typed without its scheme, recorded without the password; a host and a port
+    (``127.0.0.1:8080/x@y``) stays whole."""
+    secret = "Zq" + password
+    assert secret not in record_text(f"{name}:{secret}@example.org{rest}")
+    assert drop_userinfo("127.0.0.1:8080/x@y") == "127.0.0.1:8080/x@y"

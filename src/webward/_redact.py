@@ -41,6 +41,11 @@ _AT_SCHEMES = frozenset(
 # webward's own capability ids (``web:page.fetch@1``), which messages name.
 _CAPABILITY_ID_RE = re.compile(r"web:[a-z]+(?:\.[a-z]+)+@[0-9]+(?![0-9.])")
 _AUTHORITY_END_RE = re.compile(r"[/?#\\]")
+# A name and its ":" at the start of a text (after what URL parsers strip), for a URL typed
+# without its scheme whose user name starts with no letter: the characters of a URL's user
+# name (RFC 3986's unreserved, sub-delimiters but the quote, the parentheses and the comma,
+# and percent escapes), so that a repr (``{'u': ...}``) is no name.
+_NAME_FIRST_RE = re.compile(r"[\x00-\x20]*([\w.~%!$&*+;=-]+):")
 _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
 
 
@@ -62,7 +67,10 @@ def drop_userinfo(text: str, *, schemeless: bool = True) -> str:
         text = text.translate(_TAB_OR_NEWLINE)
     match = _BEFORE_AUTHORITY_RE.match(text)
     if match is None:
-        return text
+        # No scheme-like word: a user name that starts with no letter, before a password
+        # (``10.0.0.1:pw@host``, ``42:pw@host``), is a URL typed without its scheme too.
+        first = _NAME_FIRST_RE.match(text) if schemeless and "@" in text else None
+        return text if first is None else _name_and_password(text, first.start(1), first.end())
     start = match.end()
     scheme = match.group("scheme")
     if scheme and scheme.lower() not in _SPECIAL_SCHEMES and len(match.group("slashes")) < 2:
