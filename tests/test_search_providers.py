@@ -416,6 +416,40 @@ async def test_tavily_other_errors_are_upstream_errors(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
+    ("make", "path", "setting"),
+    [
+        (partial(BraveProvider, BRAVE_KEY), BRAVE_PATH, "brave_url"),
+        (partial(TavilyProvider, TAVILY_KEY), "/search", "tavily_url"),
+        (lambda http, base: SearxngProvider(base, http), "/search", "searxng_url"),
+    ],
+)
+async def test_a_redirecting_provider_endpoint_names_the_setting_not_a_retry(
+    server: LocalServer, make: Any, path: str, setting: str
+) -> None:
+    """Provider requests follow no redirect (the key would go along), so a provider URL that
+    redirects (http to https, a moved instance) fails the same way on every call: the message
+    says to fix the URL, with where it leads but not the query (the agent's search terms),
+    rather than "try again later"."""
+    server.routes[path] = respond(
+        301, "", "text/plain", {"Location": "https://search.example/new/path?q=agent+terms"}
+    )
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await make(
+                partial(web.provider_request, setting.removesuffix("_url")), server.base
+            ).search("agent terms", 5)
+    message = err.value.message
+    assert "redirect (HTTP 301)" in message
+    assert f"point [search] {setting} at where it redirects (https://search.example)" in message
+    assert "try again later" not in message
+    assert "agent" not in message and "/new/path" not in message
+    assert err.value.status == 301
+    assert err.value.for_model.endswith("only webward's operator can change that")
+    assert len(server.requests) == 1  # not followed
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
     ("provider", "path", "body"),
     [
         ("tavily", "/search", '{"detail": {"error": "quota"}}'),  # no results list at all

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from .. import _urls as urls
 from .._errors import Reason, Refused, UpstreamError, WebwardError, human_wait, operator_step
@@ -274,9 +275,35 @@ def rate_limited(
 
 
 def provider_failed(provider: str, body: Response) -> UpstreamError:
-    """The generic failure: the provider answered with an error status."""
+    """The generic failure: the provider answered with an error status.
+
+    A redirect is no failure to try again: provider requests do not follow redirects (the
+    key would go wherever one points), so the same call is redirected every time until the
+    operator points ``[search] <provider>_url`` at where it leads."""
+    if 300 <= body.status < 400:
+        where = _redirect_target(body.header("location"))
+        return UpstreamError(
+            operator_step(
+                f"the {provider} search provider answered with a redirect (HTTP {body.status}), "
+                "which webward does not follow for a provider",
+                f"point [search] {provider.lower()}_url at where it redirects{where}",
+            ),
+            reason=Reason.PROVIDER_ERROR,
+            status=body.status,
+        )
     return UpstreamError(
         f"the {provider} search provider failed (HTTP {body.status}); try again later",
         reason=Reason.PROVIDER_ERROR,
         status=body.status,
     )
+
+
+def _redirect_target(location: str | None) -> str:
+    """`` (scheme://host:port)`` of an absolute http(s) ``Location``, for the operator, or
+    ``""``: the origin only, since its path holds the adapter's own endpoint and its query
+    may echo the agent's search terms back."""
+    url = urls.clean_url(location, MAX_HIT_URL_CHARS) if location else None
+    if url is None:
+        return ""
+    parts = urlsplit(url)
+    return f" ({parts.scheme}://{parts.netloc})"
