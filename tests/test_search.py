@@ -30,7 +30,7 @@ from fake_search import (
 from localserver import LocalServer, Request, accept_counter, respond, serve
 
 from webward import Settings, Web
-from webward._credentials import FileStore
+from webward._credentials import ChainedStore, EnvironmentStore, FileStore
 from webward._envelope import neutralise_line, unwrap
 from webward._errors import InvalidInput, Refused, UpstreamError
 from webward._models import Hit
@@ -204,6 +204,36 @@ async def test_a_key_no_http_header_can_carry_is_named_not_sent(
     assert "fix or unset the environment variable BRAVE_SEARCH_API_KEY" in err.value.message
     assert bad not in err.value.message and server.requests == []
     assert _record(sink).decision == "refused"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", ["brave", "tavily"])
+async def test_a_rejected_key_says_how_to_fix_it_where_it_was_found(
+    home: Path, server: LocalServer, tmp_path: Path, provider: str
+) -> None:
+    """The environment is read before a stored key: a rejected key from the environment is
+    fixed there (storing a new one with `webward credentials set` would change nothing while
+    the variable is set), and one from the credential file by storing a valid one."""
+    name = "BRAVE_SEARCH_API_KEY" if provider == "brave" else "TAVILY_API_KEY"
+    server.routes[BRAVE_PATH] = FakeBrave(results(2), BRAVE_KEY)
+    server.routes["/search"] = FakeTavily(results(2), TAVILY_KEY)
+    file = FileStore(tmp_path / "creds.json")
+    file.set(name, "stale-key-0123456789")
+    settings = _settings(provider=provider, brave_url=server.base, tavily_url=server.base)
+    from_env = ChainedStore([EnvironmentStore({name: "wrong-key-0123456789"}), file])
+    messages = []
+    for store in (from_env, ChainedStore([EnvironmentStore({}), file])):
+        async with Web(settings, audit=MemoryAuditSink(), credentials=store) as web:
+            with pytest.raises(UpstreamError) as err:
+                await web.search("q")
+        assert err.value.reason == "provider_key_rejected"
+        messages.append(err.value.message)
+    assert messages[0].endswith(
+        f"fix or unset the environment variable {name}, which is read before any stored key"
+    )
+    assert "credentials set" not in messages[0]
+    assert messages[1].endswith(f"store a valid one with `webward credentials set {name}`")
+    assert "wrong-key" not in " ".join(messages) and "stale-key" not in " ".join(messages)
 
 
 @pytest.mark.anyio

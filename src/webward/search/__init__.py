@@ -165,8 +165,7 @@ def choose_provider(
         # Say so, rather than fail in the HTTP client or send a header a line break splits;
         # and say where to fix it: the environment is read first, so storing the key again
         # changes nothing while the variable is set.
-        found = credentials.lookup(key_name) if isinstance(credentials, ChainedStore) else None
-        from_env = getattr(found[1] if found else credentials, "kind", "") == "environment"
+        from_env = _key_source(credentials, key_name) == "environment"
         fix = (
             f"fix or unset the environment variable {key_name}"
             if from_env
@@ -179,6 +178,32 @@ def choose_provider(
                 fix,
             )
         )
+    step = _rejected_key_step(credentials, key_name)
     if name == "brave":
-        return BraveProvider(Secret(key), http_for(name), settings.brave_url, clock=clock)
-    return TavilyProvider(Secret(key), http_for(name), settings.tavily_url, clock=clock)
+        return BraveProvider(
+            Secret(key), http_for(name), settings.brave_url, clock=clock, key_step=step
+        )
+    return TavilyProvider(
+        Secret(key), http_for(name), settings.tavily_url, clock=clock, key_step=step
+    )
+
+
+def _key_source(credentials: CredentialStore, key_name: str) -> str:
+    """The ``kind`` of the store ``key_name`` was found in (environment, keyring, file)."""
+    found = credentials.lookup(key_name) if isinstance(credentials, ChainedStore) else None
+    return str(getattr(found[1] if found else credentials, "kind", ""))
+
+
+def _rejected_key_step(credentials: CredentialStore, key_name: str) -> str:
+    """What fixes a key the provider rejected, where it was found: the environment is read
+    before the keyring and the file, so while the variable is set a key stored with
+    ``webward credentials set`` is never used; and ``set`` writes the file, which the
+    keyring comes before."""
+    source = _key_source(credentials, key_name)
+    if source == "environment":
+        return (
+            f"fix or unset the environment variable {key_name}, which is read before any stored key"
+        )
+    if source == "keyring":
+        return f"store a valid one with `webward credentials set {key_name} --keyring`"
+    return f"store a valid one with `webward credentials set {key_name}`"

@@ -107,8 +107,12 @@ class TavilyProvider:
         base_url: str = "https://api.tavily.com",
         *,
         clock: Callable[[], float] = time.time,
+        key_step: str = "",
     ) -> None:
         self._key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        # What fixes a rejected key depends on where it came from (``choose_provider`` knows):
+        # storing a new one changes nothing while the environment variable is set.
+        self._key_step = key_step or f"check {KEY_NAME} or run `webward credentials set {KEY_NAME}`"
         self._http = http
         self._endpoint = base_url.rstrip("/") + "/search"
         self._clock = clock
@@ -163,7 +167,7 @@ class TavilyProvider:
             return UpstreamError(
                 operator_step(
                     "the Tavily key was rejected",
-                    f"check {KEY_NAME} or run `webward credentials set {KEY_NAME}`",
+                    self._key_step,
                 ),
                 reason=Reason.PROVIDER_KEY_REJECTED,
                 status=body.status,
