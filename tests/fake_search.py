@@ -109,6 +109,7 @@ BRAVE_SEARCH_LANG = set(
     ]
 )
 # Tavily's time_range values; a few of its country names (its enum is lower-case names).
+TAVILY_MAX_QUERY_CHARS = 400
 TAVILY_TIME_RANGES = {"day", "week", "month", "year", "d", "w", "m", "y"}
 TAVILY_COUNTRIES = {"united states", "germany", "united kingdom", "japan", "switzerland"}
 # SearXNG's documented time_range values (docs.searxng.org/dev/search_api.html).
@@ -283,6 +284,10 @@ class FakeTavily:
         if (
             req.method != "POST"
             or not body.get("query")
+            # Tavily answers a longer query 400 "Query is too long. Max query length is 400
+            # characters." (seen in client bug reports, e.g. CherryHQ/cherry-studio#2201,
+            # assafelovic/gpt-researcher#1263; not in its reference page).
+            or len(body["query"]) > TAVILY_MAX_QUERY_CHARS
             or not 0 <= max_results <= 20
             or set(body) - known
             or body.get("time_range", "day") not in TAVILY_TIME_RANGES

@@ -308,6 +308,30 @@ async def test_a_512_character_query_is_accepted(
 
 
 @pytest.mark.anyio
+async def test_a_query_over_tavilys_limit_is_refused_before_calling(
+    home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tavily takes queries of at most 400 characters (longer: its 400 "Query is too long"),
+    though webward takes 512: a longer one is refused as invalid input naming the limit, with
+    no call to Tavily, one audit record, and 400 characters still go through."""
+    fake = FakeTavily(results(2), TAVILY_KEY)
+    server.routes["/search"] = fake
+    monkeypatch.setenv("TAVILY_API_KEY", TAVILY_KEY)
+    sink = MemoryAuditSink()
+    async with Web(_settings(provider="tavily", tavily_url=server.base), audit=sink) as web:
+        with pytest.raises(InvalidInput) as err:
+            await web.search("w" * 401)
+        assert server.requests == []
+        assert _record(sink).decision == "refused"
+        assert err.value.message == (
+            "the Tavily search provider takes queries of at most 400 characters (this one "
+            "has 401); shorten it"
+        )
+        result = await web.search("w" * 400)
+    assert len(result.hits) == 2 and len(fake.bodies) == 1
+
+
+@pytest.mark.anyio
 async def test_provider_errors_never_carry_the_key(
     home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

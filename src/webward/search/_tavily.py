@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._credentials import Secret
-from .._errors import Reason, UpstreamError, operator_step
+from .._errors import InvalidInput, Reason, UpstreamError, operator_step
 from .._models import Hit
 from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
 from ._filters import SearchFilters, unsupported
@@ -24,6 +24,9 @@ from ._filters import SearchFilters, unsupported
 __all__ = ["TavilyProvider"]
 
 MAX_RESULTS = 20
+# Tavily answers a longer query 400 "Query is too long. Max query length is 400 characters."
+# (its reference page does not say so; clients' bug reports quote the answer).
+MAX_QUERY_CHARS = 400
 KEY_NAME = "TAVILY_API_KEY"
 
 #: ISO 3166-1 codes and the country names Tavily's ``country`` takes (lower case, its spelling).
@@ -126,7 +129,15 @@ class TavilyProvider:
         """Up to ``min(limit, 20)`` hits in one call (Tavily has no paging).
 
         Filters: ``include_domains``, ``exclude_domains``, ``time_range`` and ``country`` (a
-        country name from Tavily's list); Tavily has no language filter, so one is refused."""
+        country name from Tavily's list); Tavily has no language filter, so one is refused.
+
+        A query over Tavily's 400 characters is refused before the call, as Brave's over its
+        own limit is: Tavily's 400 answer would cost the call and tell the model nothing."""
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(
+                f"the Tavily search provider takes queries of at most {MAX_QUERY_CHARS} "
+                f"characters (this one has {len(query)}); shorten it"
+            )
         payload: dict[str, Any] = {
             "query": query,
             "max_results": min(limit, MAX_RESULTS),
