@@ -201,6 +201,27 @@ def test_file_store_rejects_multi_line_values(tmp_path: Path) -> None:
     assert not (tmp_path / "credentials.json").exists()
 
 
+def test_a_key_stored_with_surrounding_whitespace_is_read_as_the_environment_reads_it(
+    tmp_path: Path,
+) -> None:
+    """A key written by hand into the file, or by another tool into the keyring from a pipe
+    (`echo KEY | secret-tool store ...`), may end in a newline or spaces: it is read without
+    them, as a variable's is, rather than refused as holding characters no API key has;
+    blank is unset."""
+    path = tmp_path / "credentials.json"
+    FileStore(path).set("OPENAI_API_KEY", "sk-placeholder")  # the file, made 0600
+    data = json.loads(path.read_text())
+    data["credentials"] = {"TAVILY_API_KEY": f" {TAVILY_KEY}\n", "BRAVE_SEARCH_API_KEY": " \n"}
+    path.write_text(json.dumps(data))
+    assert FileStore(path).get("TAVILY_API_KEY") == TAVILY_KEY
+    assert FileStore(path).get("BRAVE_SEARCH_API_KEY") is None
+    backend = MemoryKeyring()
+    backend.set_password("webward", "TAVILY_API_KEY", f"{TAVILY_KEY}\n")
+    backend.set_password("webward", "BRAVE_SEARCH_API_KEY", "  ")
+    assert KeyringStore(backend).get("TAVILY_API_KEY") == TAVILY_KEY
+    assert KeyringStore(backend).get("BRAVE_SEARCH_API_KEY") is None
+
+
 def test_default_credentials_path_is_in_the_user_config_dir(home: Path) -> None:
     """Without a path the file lives at <XDG_CONFIG_HOME>/webward/credentials.json."""
     assert default_credentials_path() == home / ".config" / "webward" / "credentials.json"

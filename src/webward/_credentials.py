@@ -231,7 +231,9 @@ class KeyringStore:
             value = backend.get_password(self._service, name)
         except Exception:  # locked, no D-Bus session, anything: treat as not available
             return None
-        return value if isinstance(value, str) and value else None
+        # Stripped as the environment's are: a key stored by another tool from a pipe
+        # (`echo KEY | secret-tool store ...`) keeps its newline, which no API key has.
+        return (value.strip() or None) if isinstance(value, str) else None
 
     def set(self, name: str, value: str | Secret) -> None:
         name = check_name(name)
@@ -362,9 +364,11 @@ class FileStore:
     def get(self, name: str) -> str | None:
         name = check_name(name)
         try:
-            return self._read().get(name) or None
+            value = self._read().get(name)
         except NoHome:  # no home, so no default file to hold the key (`credentials` says so)
             return None
+        # Stripped as the environment's are: a hand-edited file may hold "KEY\n" or " KEY ".
+        return (value.strip() or None) if value else None
 
     def set(self, name: str, value: str | Secret) -> None:
         name = check_name(name)
