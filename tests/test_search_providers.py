@@ -415,6 +415,32 @@ async def test_tavily_other_errors_are_upstream_errors(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.parametrize(
+    ("make", "path"),
+    [
+        (partial(BraveProvider, BRAVE_KEY), BRAVE_PATH),
+        (partial(TavilyProvider, TAVILY_KEY), "/search"),
+    ],
+)
+async def test_a_proxys_401_or_403_page_is_no_rejected_key(
+    server: LocalServer, make: Any, path: str, status: int
+) -> None:
+    """Brave and Tavily answer a bad key in JSON; an HTML 401/403 is a page of something in
+    between (an egress proxy, a bot check), which a new key would not get past: it is said
+    as a web page instead of JSON, not as a rejected key."""
+    page = f"<html><body><h1>Access denied</h1>{PROVIDER_DETAIL}</body></html>"
+    server.routes[path] = respond(status, page, "text/html")
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await make(partial(web.provider_request, "p"), server.base).search("q", 5)
+    assert err.value.reason == "provider_malformed"
+    assert f"sent a web page instead of JSON (HTTP {status})" in err.value.message
+    assert "key" not in err.value.message
+    _no_secret(err.value, BRAVE_KEY, TAVILY_KEY)
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("make", "path", "setting"),
     [

@@ -30,6 +30,7 @@ from ._common import (
     rate_limited,
     read_json,
     try_json,
+    web_page,
 )
 from ._filters import SearchFilters, site_operators, unsupported
 
@@ -168,6 +169,10 @@ class BraveProvider:
 
     def _error(self, body: Response) -> Exception:
         code = _error_code(try_json(body))
+        if body.status in (401, 403) and (page := web_page(body, "Brave")) is not None:
+            # Brave answers a bad key in JSON: a web page is a proxy's or a bot check's,
+            # and a new key would not get past it.
+            return page
         if code == "SUBSCRIPTION_TOKEN_INVALID" or body.status in (401, 403):
             return UpstreamError(
                 operator_step(

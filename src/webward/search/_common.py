@@ -162,14 +162,9 @@ def collect(into: list[Hit], seen: set[str], hits: Iterable[Hit | None], limit: 
 def read_json(body: Response, provider: str) -> Any:
     """The body as JSON, or an ``UpstreamError`` that says what came instead (never what
     it said: an HTML challenge page or an error text is not shown to the model)."""
-    ctype = (body.header("content-type") or "").lower()
-    if "html" in ctype or body.content.lstrip()[:1] == b"<":
-        raise UpstreamError(
-            f"the {provider} search provider sent a web page instead of JSON (HTTP {body.status}), "
-            "perhaps a bot check; try again later",
-            reason=Reason.PROVIDER_MALFORMED,
-            status=body.status,
-        )
+    page = web_page(body, provider)
+    if page is not None:
+        raise page
     try:
         return json.loads(body.content.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -178,6 +173,20 @@ def read_json(body: Response, provider: str) -> Any:
             reason=Reason.PROVIDER_MALFORMED,
             status=body.status,
         ) from None
+
+
+def web_page(body: Response, provider: str) -> UpstreamError | None:
+    """The error for a web page where JSON belongs (a bot check, a proxy's own page), or
+    None when the body is no HTML."""
+    ctype = (body.header("content-type") or "").lower()
+    if "html" not in ctype and body.content.lstrip()[:1] != b"<":
+        return None
+    return UpstreamError(
+        f"the {provider} search provider sent a web page instead of JSON (HTTP {body.status}), "
+        "perhaps a bot check; try again later",
+        reason=Reason.PROVIDER_MALFORMED,
+        status=body.status,
+    )
 
 
 def try_json(body: Response) -> Any:

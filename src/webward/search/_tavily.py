@@ -18,7 +18,16 @@ from typing import Any
 from .._credentials import Secret
 from .._errors import InvalidInput, Reason, UpstreamError, operator_step
 from .._models import Hit
-from ._common import Http, Response, collect, make_hit, provider_failed, rate_limited, read_json
+from ._common import (
+    Http,
+    Response,
+    collect,
+    make_hit,
+    provider_failed,
+    rate_limited,
+    read_json,
+    web_page,
+)
 from ._filters import SearchFilters, unsupported
 
 __all__ = ["TavilyProvider"]
@@ -174,6 +183,10 @@ class TavilyProvider:
         return hits
 
     def _error(self, body: Response) -> Exception:
+        if body.status in (401, 403) and (page := web_page(body, "Tavily")) is not None:
+            # Tavily answers a bad key in JSON: a web page is a proxy's or a bot check's,
+            # and a new key would not get past it.
+            return page
         if body.status in (401, 403):
             return UpstreamError(
                 operator_step(
