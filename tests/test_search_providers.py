@@ -42,7 +42,7 @@ from webward.search import (
     TavilyProvider,
     choose_provider,
 )
-from webward.search._common import clean_text, clean_url, retry_after
+from webward.search._common import clean_text, clean_url, collect, make_hit, retry_after
 from webward.testing import MemoryAuditSink
 
 BRAVE_KEY = "BSAq1w2e3r4t5y6u7i8o9p0"
@@ -754,6 +754,25 @@ def test_provider_from_the_environment_variable(
 
 
 # ---- cleaning --------------------------------------------------------------------------
+
+
+def test_collect_reads_no_result_past_the_limit() -> None:
+    """The adapters clean a provider's results as collect reads them: a provider answering
+    thousands for a count of 10 (up to its 4 MB) costs the cleaning of what is kept, not of
+    every result (a second of the event loop for 20,000 IDN URLs), and none is read past the
+    hit that reaches the limit."""
+    read: list[int] = []
+
+    def hits() -> Iterator[Any]:
+        for i in range(10_000):
+            read.append(i)
+            yield None if i == 1 else make_hit(f"T {i}", f"https://example.org/{i % 3}", "s")
+
+    into: list[Any] = []
+    assert collect(into, set(), hits(), 3) == 3
+    assert [h.url for h in into] == [f"https://example.org/{i}" for i in (0, 2, 1)]
+    assert read == [0, 1, 2, 3, 4]  # 3 is /0 again; 4, /1, is the third
+    assert collect(into, set(), hits(), 3) == 0 and len(read) == 5  # full: none read
 
 
 def test_clean_text_strips_highlights_and_decodes_entities() -> None:

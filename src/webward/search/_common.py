@@ -145,10 +145,16 @@ def make_hit(title: Any, url: Any, snippet: Any, published: Any = None) -> Hit |
 
 
 def collect(into: list[Hit], seen: set[str], hits: Iterable[Hit | None], limit: int) -> int:
-    """Append new hits (de-duplicated by URL) until ``limit``; returns how many were new."""
+    """Append new hits (de-duplicated by URL) until ``limit``; returns how many were new.
+
+    ``hits`` is read no further than the hit that reaches ``limit``: the adapters clean each
+    result as it is read (tags, entities, IDNA), and a provider answering with thousands of
+    results for a count of 10 held the event loop for a second cleaning hits to discard."""
     added = 0
+    if len(into) >= limit:
+        return added
     for hit in hits:
-        if hit is None or len(into) >= limit:
+        if hit is None:
             continue
         key = _dedupe_key(hit.url)
         if key in seen:
@@ -156,6 +162,8 @@ def collect(into: list[Hit], seen: set[str], hits: Iterable[Hit | None], limit: 
         seen.add(key)
         into.append(hit)
         added += 1
+        if len(into) >= limit:
+            break
     return added
 
 
