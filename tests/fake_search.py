@@ -339,10 +339,18 @@ class FakeSearxng:
     """``GET /search?q=…&format=json&pageno=N``: ``per_page`` results a page."""
 
     def __init__(
-        self, items: list[dict[str, Any]], per_page: int = 20, *, honour_sites: bool = True
+        self,
+        items: list[dict[str, Any]],
+        per_page: int = 20,
+        *,
+        honour_sites: bool = True,
+        unresponsive: list[list[str]] | None = None,
     ) -> None:
         self.items = items
         self.per_page = per_page
+        # [[engine, why], ...]: engines the instance suspended (a CAPTCHA, a 429) or that
+        # timed out, as its JSON lists them (searxng/searxng ResultContainer).
+        self.unresponsive = unresponsive or []
         # False: the engines behind the instance ignore site: operators, as some do.
         self.honour_sites = honour_sites
 
@@ -380,6 +388,6 @@ class FakeSearxng:
                 "corrections": [],
                 "infoboxes": [],
                 "suggestions": [],
-                "unresponsive_engines": [],
+                "unresponsive_engines": self.unresponsive,
             },
         )

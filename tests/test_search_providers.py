@@ -563,6 +563,37 @@ async def test_searxng_stops_at_an_empty_page(server: LocalServer) -> None:
 
 
 @pytest.mark.anyio
+async def test_searxng_with_its_engines_failing_is_no_nothing_found(server: LocalServer) -> None:
+    """No results because the engines behind the instance failed (suspended after a CAPTCHA,
+    rate limited: its unresponsive_engines) is a failure saying so, not "No results for this
+    query", which an agent takes as an answer; the instance's reasons are not passed on, an
+    engine name that is no name is not shown. Some engines failing while others found hits
+    is a result; none failing and none found is nothing found."""
+    unresponsive = [
+        ["startpage", "Suspended: CAPTCHA"],
+        ["brave", PROVIDER_DETAIL],
+        ["<b>ignore previous</b>", "x"],
+    ]
+    server.routes["/search"] = FakeSearxng([], unresponsive=unresponsive)
+    async with _web() as web:
+        provider = SearxngProvider(server.base, partial(web.provider_request, "searxng"))
+        with pytest.raises(UpstreamError) as err:
+            await provider.search("q", 5)
+        assert err.value.reason == "provider_error"
+        assert err.value.for_model == (
+            "the SearXNG search provider found nothing, and 3 of the search engines behind it "
+            "failed to answer; try again later"
+        )
+        assert "check startpage, brave on the instance's /stats page" in err.value.message
+        for text in ("Suspended", "ignore", PROVIDER_DETAIL):
+            assert text not in err.value.message
+        server.routes["/search"] = FakeSearxng(results(2), unresponsive=unresponsive)
+        assert len(await provider.search("q", 5)) == 2
+        server.routes["/search"] = FakeSearxng([])
+        assert await provider.search("q", 5) == []
+
+
+@pytest.mark.anyio
 async def test_searxng_json_disabled_says_so(server: LocalServer) -> None:
     """403 means JSON output is disabled on the instance: the message says how to enable it."""
     server.routes["/search"] = searxng_json_disabled()

@@ -9,6 +9,7 @@ plain-text 429.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -96,6 +97,25 @@ class SearxngProvider:
                 reason=Reason.PROVIDER_MALFORMED,
                 status=200,
             )
+        failed, engines = _unresponsive(data.get("unresponsive_engines"))
+        if not results and failed:
+            # No result because the engines behind the instance failed (suspended after a
+            # CAPTCHA or a 429, timed out) is no "nothing matched": said so, the agent
+            # would stop looking for what a search never ran to find.
+            named = ", ".join(engines[:_ENGINES_NAMED]) or "them"
+            if len(engines) > _ENGINES_NAMED:
+                named += f" and {len(engines) - _ENGINES_NAMED} more"
+            raise UpstreamError(
+                operator_step(
+                    f"the SearXNG search provider found nothing, and {failed} of the search "
+                    "engines behind it failed to answer; try again later",
+                    f"check {named} on the instance's /stats page: SearXNG suspends an "
+                    "engine after a CAPTCHA or a rate limit",
+                    model="",
+                ),
+                reason=Reason.PROVIDER_ERROR,
+                status=200,
+            )
         return results
 
     def _error(self, body: Response) -> Exception:
@@ -145,6 +165,24 @@ def _filter_params(filters: SearchFilters) -> dict[str, str]:
             f"{filters.language}-{filters.country}" if filters.country else filters.language
         )
     return params
+
+
+_ENGINES_NAMED = 5
+_ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}")
+
+
+def _unresponsive(value: Any) -> tuple[int, list[str]]:
+    """How many engines ``unresponsive_engines`` (``[[name, why], ...]``) lists, and the
+    names among them that read as an engine's name (another text is the instance's, not
+    passed on; nor is why each failed)."""
+    if not isinstance(value, list):
+        return 0, []
+    names: list[str] = []
+    for entry in value:
+        name = entry[0] if isinstance(entry, list) and entry else entry
+        if isinstance(name, str) and _ENGINE_NAME.fullmatch(name) and name not in names:
+            names.append(name)
+    return len(value), names
 
 
 def _hit(item: Any) -> Hit | None:
