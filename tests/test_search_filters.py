@@ -178,7 +178,7 @@ async def test_brave_refuses_domains_that_push_the_query_past_its_limit(
     server.routes[BRAVE_PATH] = FakeBrave(_items(), BRAVE_KEY)
     many = [f"site{i}-with-a-long-name.example" for i in range(20)]
     async with _web(server, "brave") as web:
-        with pytest.raises(InvalidInput, match="the domain filters count, as site: operators"):
+        with pytest.raises(InvalidInput, match="the domain filters counting as site: operators"):
             await web.search("python", allowed_domains=many)
     assert server.requests == []
 

@@ -295,10 +295,16 @@ async def test_brave_query_over_its_own_limit_is_refused_before_calling(
     server.routes[BRAVE_PATH] = FakeBrave(results(3), BRAVE_KEY)
     async with _web() as web:
         provider = BraveProvider(BRAVE_KEY, partial(web.provider_request, "brave"), server.base)
-        with pytest.raises(InvalidInput):
+        with pytest.raises(InvalidInput) as long:
             await provider.search("x" * 401, 10)
-        with pytest.raises(InvalidInput):
+        with pytest.raises(InvalidInput) as wordy:
             await provider.search(" ".join(["w"] * 51), 10)
+    # The limit, the query's own size and what to do, as Tavily's limit says them.
+    assert long.value.message == (
+        "the Brave search provider takes queries of at most 400 characters and 50 words "
+        "(this one has 401 and 1); shorten it"
+    )
+    assert wordy.value.message.endswith("(this one has 101 and 51); shorten it")
     assert server.requests == []
 
 

@@ -97,12 +97,14 @@ class BraveProvider:
         ``site:`` operators in the query (Brave has no domain parameter)."""
         filters = filters or SearchFilters()
         query = site_operators(query, filters)
-        if len(query) > MAX_QUERY_CHARS or len(query.split()) > MAX_QUERY_WORDS:
+        words = len(query.split())
+        if len(query) > MAX_QUERY_CHARS or words > MAX_QUERY_WORDS:
             sites = filters.allowed_domains or filters.blocked_domains
-            with_sites = " (the domain filters count, as site: operators)" if sites else ""
+            with_sites = ", the domain filters counting as site: operators" if sites else ""
             raise InvalidInput(
                 f"the Brave search provider takes queries of at most {MAX_QUERY_CHARS} characters "
-                f"and {MAX_QUERY_WORDS} words{with_sites}"
+                f"and {MAX_QUERY_WORDS} words (this one has {len(query)} and {words}"
+                f"{with_sites}); shorten it"
             )
         extra: dict[str, str] = {}
         if filters.freshness:
