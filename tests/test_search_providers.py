@@ -421,6 +421,44 @@ async def test_tavily_other_errors_are_upstream_errors(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("make", "path"),
+    [
+        (partial(BraveProvider, BRAVE_KEY), BRAVE_PATH),
+        (partial(TavilyProvider, TAVILY_KEY), "/search"),
+        (lambda http, base: SearxngProvider(base, http), "/search"),
+    ],
+)
+async def test_a_503_naming_a_time_says_it_and_holds_the_provider(
+    server: LocalServer, make: Any, path: str
+) -> None:
+    """A provider down for maintenance answers 503 with a Retry-After: the failure says when
+    to retry (and carries it, for the gateway's Retry-After), and the provider is held until
+    then, as a host is for page reads: the next search is refused by webward, not sent. A 503
+    without one is "try again later" and holds nothing."""
+    server.routes[path] = respond(503, "{}", "application/json", {"Retry-After": "90"})
+    async with _web() as web:
+        provider = make(partial(web.provider_request, "p"), server.base)
+        with pytest.raises(UpstreamError) as err:
+            await provider.search("q", 5)
+        assert err.value.message.endswith("failed (HTTP 503); retry in 90 s")
+        assert err.value.retry_after == 90
+        with pytest.raises(Refused) as held:
+            await provider.search("q", 5)
+        assert held.value.code == "rate_limited" and held.value.retry_after is not None
+    assert len(server.requests) == 1
+    server.routes[path] = respond(503, "{}", "application/json")
+    async with _web() as web:
+        provider = make(partial(web.provider_request, "p"), server.base)
+        for _ in range(2):
+            with pytest.raises(UpstreamError) as err:
+                await provider.search("q", 5)
+            assert err.value.message.endswith("failed (HTTP 503); try again later")
+            assert err.value.retry_after is None
+    assert len(server.requests) == 3
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("status", [401, 403])
 @pytest.mark.parametrize(
     ("make", "path"),

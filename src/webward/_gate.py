@@ -390,11 +390,14 @@ class Gate:
                 status = body.status
                 # An invalid Retry-After (inf, 1e308) is none: the default hold, not the cap.
                 # (Imported here: a page read loads none of the search package.)
-                from .search._common import rate_headers
+                from .search._common import rate_headers, unavailable_for
 
-                retry_after = (
-                    retry_after_from_headers(rate_headers(body.headers)) if status == 429 else None
-                )
+                # A 503 naming a time holds the provider too, as it holds a host for reads
+                # (and is a failure as well): asked again at once, it would fail again.
+                if status == 429:
+                    retry_after = retry_after_from_headers(rate_headers(body.headers))
+                else:
+                    retry_after = unavailable_for(body) if status == 503 else None
                 await self.limiter.record(ticket, status, None, retry_after)
         except TimeoutError:  # no slot came free in time
             raise timed_out() from None

@@ -201,7 +201,7 @@ class BraveProvider:
                 reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
-        return provider_failed("Brave", body)
+        return provider_failed("Brave", body, self._clock)
 
 
 def _error_code(data: Any) -> str | None:

@@ -11,6 +11,7 @@ import email.utils
 import html
 import json
 import re
+import time
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
@@ -291,8 +292,12 @@ def rate_limited(
     )
 
 
-def provider_failed(provider: str, body: Response) -> UpstreamError:
-    """The generic failure: the provider answered with an error status.
+def provider_failed(
+    provider: str, body: Response, now: Callable[[], float] = time.time
+) -> UpstreamError:
+    """The generic failure: the provider answered with an error status; a 503 with a
+    ``Retry-After`` (maintenance, overload) says when, as a page read's does, and webward
+    holds the provider until then (``Gate.provider_request``).
 
     A redirect is no failure to try again: provider requests do not follow redirects (the
     key would go wherever one points), so the same call is redirected every time until the
@@ -308,11 +313,24 @@ def provider_failed(provider: str, body: Response) -> UpstreamError:
             reason=Reason.PROVIDER_ERROR,
             status=body.status,
         )
+    wait = unavailable_for(body, now()) if body.status == 503 else None
+    when = f"retry in {human_wait(wait)}" if wait else "try again later"
     return UpstreamError(
-        f"the {provider} search provider failed (HTTP {body.status}); try again later",
+        f"the {provider} search provider failed (HTTP {body.status}); {when}",
         reason=Reason.PROVIDER_ERROR,
+        retry_after=wait or None,
         status=body.status,
     )
+
+
+def unavailable_for(body: Response, now: float | None = None) -> float | None:
+    """Seconds a 503's valid ``Retry-After`` asks for (at most :data:`MAX_BACKPRESSURE_S`),
+    or None. Only that header: Brave sends its ``X-RateLimit-*`` windows on every answer,
+    and they say nothing of an outage."""
+    value = body.header("retry-after")
+    if value is None or not _valid_rate_header("retry-after", value):
+        return None
+    return retry_after_from_headers([("retry-after", value)], now)
 
 
 def _redirect_target(location: str | None) -> str:

@@ -141,7 +141,7 @@ class SearxngProvider:
                 reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
-        return provider_failed("SearXNG", body)
+        return provider_failed("SearXNG", body, self._clock)
 
 
 def _filter_params(filters: SearchFilters) -> dict[str, str]:

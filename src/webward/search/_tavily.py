@@ -222,7 +222,7 @@ class TavilyProvider:
                 reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
-        return provider_failed("Tavily", body)
+        return provider_failed("Tavily", body, self._clock)
 
 
 def _filter_fields(filters: SearchFilters) -> dict[str, Any]:
