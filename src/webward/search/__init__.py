@@ -153,7 +153,12 @@ def choose_provider(
             )
         return SearxngProvider(url, http_for(name), clock=clock)
     key_name = KEY_NAMES[name]
-    key = credentials.get(key_name)
+    # The key and the store it came from, in one look (a keyring may be a D-Bus call).
+    if isinstance(credentials, ChainedStore):
+        found = credentials.lookup(key_name)
+        key, source = (found[0], _kind(found[1])) if found else (None, "")
+    else:
+        key, source = credentials.get(key_name), _kind(credentials)
     if not key:
         return NullProvider(
             not_configured(
@@ -165,10 +170,9 @@ def choose_provider(
         # Say so, rather than fail in the HTTP client or send a header a line break splits;
         # and say where to fix it: the environment is read first, so storing the key again
         # changes nothing while the variable is set.
-        from_env = _key_source(credentials, key_name) == "environment"
         fix = (
             f"fix or unset the environment variable {key_name}"
-            if from_env
+            if source == "environment"
             else f"set it again with `webward credentials set {key_name}`"
         )
         return NullProvider(
@@ -178,7 +182,7 @@ def choose_provider(
                 fix,
             )
         )
-    step = _rejected_key_step(credentials, key_name)
+    step = _rejected_key_step(source, key_name)
     if name == "brave":
         return BraveProvider(
             Secret(key), http_for(name), settings.brave_url, clock=clock, key_step=step
@@ -188,18 +192,16 @@ def choose_provider(
     )
 
 
-def _key_source(credentials: CredentialStore, key_name: str) -> str:
-    """The ``kind`` of the store ``key_name`` was found in (environment, keyring, file)."""
-    found = credentials.lookup(key_name) if isinstance(credentials, ChainedStore) else None
-    return str(getattr(found[1] if found else credentials, "kind", ""))
+def _kind(store: CredentialStore) -> str:
+    """A store's ``kind``: environment, keyring or file (another store may have none)."""
+    return str(getattr(store, "kind", ""))
 
 
-def _rejected_key_step(credentials: CredentialStore, key_name: str) -> str:
+def _rejected_key_step(source: str, key_name: str) -> str:
     """What fixes a key the provider rejected, where it was found: the environment is read
     before the keyring and the file, so while the variable is set a key stored with
     ``webward credentials set`` is never used; and ``set`` writes the file, which the
     keyring comes before."""
-    source = _key_source(credentials, key_name)
     if source == "environment":
         return (
             f"fix or unset the environment variable {key_name}, which is read before any stored key"
