@@ -1862,6 +1862,10 @@ def _blocks_in_headings(tree: Any) -> None:
         block.drop_tag()
 
 
+# A heading's words outside its links.
+_UNLINKED_TEXT = ".//text()[not(ancestor::a)]"
+
+
 def _unlink_headings(tree: Any, own: Container[str]) -> None:
     """Keep the words of a heading that is (nearly) all link, and drop its links: trafilatura's
     precision mode drops a heading whose links hold more than four fifths of its text (its
@@ -1869,13 +1873,26 @@ def _unlink_headings(tree: Any, own: Container[str]) -> None:
     and a changelog's release headings (each a link to its tag: "Version 2.0.0 (2025-11-01)",
     so the changes below lost their version). A heading with a link among its words ("3.4.0
     - 2025-11-20" with the number linked) passes that test and keeps its link. The page's
-    links list is gathered before this (:func:`html_to_markdown`), so no link is lost."""
-    for heading in tree.iter(*_HEADINGS):
+    links list is gathered before this (:func:`html_to_markdown`), so no link is lost.
+
+    The same test drops a heading of two links or more nearly all of them short (under 10
+    characters), whatever its words around them: an API reference's signature, each type in
+    it a link (rustdoc's ``<h4>pub fn push(&mut self, value: T)</h4>``, ``impl<T> Vec<T>``;
+    Javadoc's, Doxygen's), went whole, and the page read as its descriptions with no name
+    over any. Such a heading with two words or more outside its links keeps them and its
+    links' words. A ``<summary>`` is tested too: trafilatura writes it as a heading."""
+    for heading in tree.iter(*_HEADINGS, "summary"):
         links = list(heading.iter("a"))
-        if not links or any(_to_own_page(link, own) for link in links):
+        if not links:
             continue
-        linked = sum(len(link.text_content().strip()) for link in links)
-        if linked * 5 > len(heading.text_content().strip()) * 4:
+        texts = [text for text in (link.text_content().strip() for link in links) if text]
+        linked = sum(map(len, texts))
+        own_page = any(_to_own_page(link, own) for link in links)
+        if (not own_page and linked * 5 > len(heading.text_content().strip()) * 4) or (
+            len(texts) > 1
+            and sum(len(text) < 10 for text in texts) * 5 > len(texts) * 4
+            and len(_WORD.findall(" ".join(heading.xpath(_UNLINKED_TEXT)))) >= 2
+        ):
             for link in links:
                 link.drop_tag()
 
@@ -1900,6 +1917,14 @@ def _headings_in_items(tree: Any) -> None:
             continue
         if parent.tag == "summary":
             heading.tag = "span"
+            # A block was apart from what stands beside it in the summary (rustdoc's
+            # "Source" link before an impl's header read "Sourceimpl<T> Vec<T>").
+            before = heading.getprevious()
+            if before is not None:
+                before.tail = (before.tail or "") + " "
+            elif (heading.getparent().text or "").strip():
+                heading.getparent().text += " "
+            heading.tail = " " + (heading.tail or "")
         elif parent.tag == "li" and any(_words_after(node) for node in chain):
             heading.tag = "strong"
             # A block was apart from the words around it: a space each side now.

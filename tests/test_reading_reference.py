@@ -1,0 +1,65 @@
+"""API reference pages (rustdoc, Javadoc, pkg.go.dev, Doxygen) read with their names: the
+signatures and titles over each description, which the extractors dropped for their links or
+their place on the page."""
+
+from __future__ import annotations
+
+from readings import P, assert_in_order, read_html
+
+URL = "https://docs.example.org/std/vec/struct.Vec.html"
+
+
+def _method(name: str, signature: str, doc: str) -> str:
+    """One of rustdoc's methods: a toggle whose summary holds the version, the "Source" link
+    and the signature's heading, each type in it a link."""
+    return (
+        f'<details class="toggle method-toggle" open><summary><section id="method.{name}" '
+        'class="method"><span class="rightside"><span class="since">1.0.0</span> · <a '
+        f'class="src" href="../../src/alloc/vec/mod.rs.html#1990">Source</a></span><h4 '
+        f'class="code-header">{signature}</h4></section></summary><div class="docblock"><p>'
+        f"{doc}</p></div></details>"
+    )
+
+
+def test_a_signature_of_linked_types_keeps_its_words() -> None:
+    """trafilatura drops a heading of two links or more nearly all short, whatever its words:
+    each rustdoc method's signature (its types linked) and each impl's header went, and the
+    descriptions read under no name. They read as headings of their words, apart from the
+    "Source" link beside them."""
+    impl = (
+        '<details class="toggle implementors-toggle" open><summary><section id="impl-Vec" '
+        'class="impl"><a class="src rightside" href="../../src/alloc/vec/mod.rs.html#402">'
+        'Source</a><a href="#impl-Vec" class="anchor">§</a><h3 class="code-header">impl&lt;T&gt; '
+        '<a class="struct" href="struct.Vec.html">Vec</a>&lt;T&gt;</h3></section></summary>'
+        '<div class="impl-items">'
+        + _method(
+            "push",
+            'pub fn <a href="#method.push" class="fn">push</a>(&amp;mut self, value: <a '
+            'class="struct" href="../option/enum.Option.html">Option</a>&lt;T&gt;)',
+            "Appends an element to the back of a collection, growing it when it is full.",
+        )
+        + _method(
+            "pop",
+            'pub fn <a href="#method.pop" class="fn">pop</a>(&amp;mut self) -&gt; <a '
+            'class="enum" href="../option/enum.Option.html">Option</a>&lt;T&gt;',
+            "Removes the last element from a vector and returns it, or None if it is empty.",
+        )
+        + "</div></details>"
+    )
+    page = (
+        "<html><head><title>Vec in std::vec - Rust</title></head><body><main><section "
+        f'id="main-content" class="content"><p>{P * 2}</p><h2 id="implementations">'
+        f"Implementations</h2>{impl}</section></main></body></html>"
+    )
+    reading = read_html(page, URL)
+    assert_in_order(
+        reading,
+        "## Implementations",
+        "Source impl",
+        "Vec",
+        "pub fn push(&mut self, value: Option",
+        "Appends an element",
+        "pub fn pop(&mut self) -> Option",
+        "Removes the last element",
+    )
+    assert "Sourceimpl" not in reading
