@@ -63,3 +63,32 @@ def test_a_signature_of_linked_types_keeps_its_words() -> None:
         "Removes the last element",
     )
     assert "Sourceimpl" not in reading
+
+
+def test_a_body_whose_known_container_is_its_menu_keeps_its_headings() -> None:
+    """Doxygen's page has no ``<main>``; its menu, ``<div id="main-nav">``, is the one element
+    whose class or id trafilatura takes for a page's body, and pruned empty it left the page to
+    trafilatura's fallback, which keeps paragraphs and drops every heading: "Detailed
+    Description", each member's title. A known container holding little of the text leaves
+    the body bare, read in a ``<main>`` of its own. Doxygen's member permalink, a black
+    diamond, goes as a permalink."""
+    page = (
+        "<html><head><title>MyLib: Stack Class Reference</title></head><body><div id=top>"
+        '<div id="main-nav"><ul id="main-menu"><li><a href="index.html">Main Page</a></li><li>'
+        '<a href="annotated.html">Classes</a></li></ul></div></div><div class="contents">'
+        f"<p>{P}</p><h2 class=groupheader>Detailed Description</h2><div class=textblock><p>{P}"
+        '</p></div><h2 class=groupheader>Member Function Documentation</h2><a id="a1"></a>'
+        '<h2 class="memtitle"><span class="permalink"><a href="#a1">&#9670;&#160;</a></span>'
+        "push()</h2><div class=memitem><div class=memdoc><p>Pushes a value onto the stack. "
+        f"The value is copied, and a full stack throws.</p><p>{P}</p></div></div></div>"
+        "</body></html>"
+    )
+    reading = read_html(page, "https://docs.example.org/classStack.html")
+    assert_in_order(
+        reading,
+        "## Detailed Description",
+        "## Member Function Documentation",
+        "## push()\n",
+        "Pushes a value onto the stack.",
+    )
+    assert "\u25c6" not in reading

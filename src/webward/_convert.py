@@ -1700,7 +1700,8 @@ def _open_dialogs(tree: Any) -> None:
 # but an icon or a zero-width space: GitHub, Docusaurus, VitePress): not words of the heading
 # ("# Sessions[¶](https://docs.example/#sessions)", "## useState[](…#usestate)").
 _PERMALINK_TEXTS = frozenset(
-    ("", "\u00b6", "#", "\u00a7", "\U0001f517", "\u2693", "\U0001f517\ufe0e")
+    # (Doxygen's member titles: "◆ push()", a black diamond linking to the member's anchor)
+    ("", "\u00b6", "#", "\u00a7", "\U0001f517", "\u2693", "\U0001f517\ufe0e", "\u25c6")
 )
 # A permalink's words, where it has any: "Permalink: Installation" (GitHub's aria-label, which
 # html-to-markdown reads as an empty link's text), "Permalink to this heading" (Sphinx).
@@ -3018,7 +3019,15 @@ def _bare_body_in_main(tree: Any) -> Any:
     headings = itertools.islice(body.iter(*_HEADINGS), _MIN_HEADINGS_GAINED)
     if sum(1 for _ in headings) < _MIN_HEADINGS_GAINED:
         return None  # it could not gain them (see _more_headings)
-    if any(next(iter(expr(tree)), None) is not None for expr in BODY_XPATH):
+    # A container trafilatura knows that holds little of the text (Doxygen's menu,
+    # ``<div id="main-nav">``, which its "main" prefix matches: emptied by the pruning, it
+    # is passed over and the fallback reads the page) leaves the body as bare as none.
+    text = _solid(body.text_content())
+    if any(
+        (found := next(iter(expr(tree)), None)) is not None
+        and _solid(found.text_content()) * _BARE_BODY_SHARE >= text
+        for expr in BODY_XPATH
+    ):
         return None
     wrapped = copy.deepcopy(tree)
     body = wrapped.find("body")
@@ -3030,6 +3039,9 @@ def _bare_body_in_main(tree: Any) -> Any:
 
 
 _HEADING_LINE = re.compile(r"^#{1,6} ", re.MULTILINE)
+# A container trafilatura knows holding under one part in this many of a body's text leaves
+# it bare (see _bare_body_in_main).
+_BARE_BODY_SHARE = 5
 # The headings a bare body's reading in a <main> must gain to be taken: a page's sections',
 # not one line (man7.org's man page gained its "NAME [top]" and its layout tables with it).
 _MIN_HEADINGS_GAINED = 2
