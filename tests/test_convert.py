@@ -3515,6 +3515,27 @@ def test_each_tabs_label_opens_its_panel() -> None:
     assert "Shown panel." in read(article(hidden_tabs)).text
 
 
+def test_each_label_of_a_tabbed_set_written_beside_its_panel_opens_it() -> None:
+    """MkDocs Material's first style of tabs (pymdownx.tabbed without ``alternate_style``)
+    writes each tab as an ``<input>``, a ``<label>`` and its ``tabbed-content``, side by
+    side: the labels went, a div's own words among blocks, and the two install commands
+    read one after the other unnamed. Each label opens its panel; a hidden set is left."""
+    extra = (
+        '<div class="tabbed-set" data-tabs="1:2"><input checked="checked" id="__tabbed_1_1" '
+        'name="__tabbed_1" type="radio"><label for="__tabbed_1_1">Latest</label><div '
+        'class="tabbed-content"><pre><code>pip install mkdocs-material\n</code></pre></div>'
+        '<input id="__tabbed_1_2" name="__tabbed_1" type="radio"><label for="__tabbed_1_2">'
+        '9.x</label><div class="tabbed-content"><p>Run the older installer.</p></div></div>'
+        '<div class="tabbed-set" hidden><label>Secret</label><div class="tabbed-content"><p>'
+        "Hidden words.</p></div></div>"
+    )
+    for reading in (read(article(extra)).text, read(f"<main>{extra}<p>{PARA}</p></main>").text):
+        assert "Latest\n\n```\npip install mkdocs-material\n```\n\n9.x\n\nRun the older" in (
+            reading
+        )
+        assert "Secret" not in reading and "Hidden words" not in reading
+
+
 def test_a_link_around_an_image_without_alt_text_is_not_read() -> None:
     """A forum post's avatar (Discourse: ``<a href="/u/alice"><img alt=""></a>``) and a
     lightbox's link around a photo read ``[](…/u/alice)``, a link showing nothing; the

@@ -1350,6 +1350,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             holding.add(outer)
     spanned = []
     tab_lists: list[Any] = []
+    tab_sets: list[Any] = []  # MkDocs Material's, each label beside its panel (see below)
     panels: dict[str, Any] = {}  # tab panels by id, for the tabs that name theirs
     unchosen: list[Any] = []  # tab panels hidden: read only as some list of tabs' panels
     veiled: list[Any] = []
@@ -1367,6 +1368,8 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             spanned.append(el)
         if attrs.get("role") == "tablist" or "tabbed-labels" in attrs.get("class", ""):
             tab_lists.append(el)
+        elif "tabbed-set" in attrs.get("class", ""):
+            tab_sets.append(el)
         elif attrs.get("role") == "tabpanel" and "id" in attrs:
             panels.setdefault(attrs["id"], el)
         if el.tag in ("html", "body"):
@@ -1408,6 +1411,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     )
     labelled: set[Any] = set()
     doomed += _tabs_into_panels(tab_lists, panels, labelled, set(doomed))
+    doomed += _labels_into_panels(tab_sets, set(doomed))
     # A hidden "panel" no tab opens is hidden text like any other (a page's way to hand the
     # model words no reader sees): it goes.
     doomed += [panel for panel in unchosen if panel not in labelled]
@@ -1483,6 +1487,37 @@ def _tabs_into_panels(
             label.tail, panel.text = panel.text, None
             panel.insert(0, label)
         done.append(tab_list)
+    return done
+
+
+def _labels_into_panels(tab_sets: list[Any], gone: set[Any]) -> list[Any]:
+    """Each label of a set of tabs written label then panel (MkDocs Material's and
+    pymdownx.tabbed's first style: ``<div class="tabbed-set">`` of ``<input>``, ``<label>``,
+    ``<div class="tabbed-content">`` for each tab) made a paragraph opening its panel, as
+    :func:`_tabs_into_panels` does for a list of tabs: the extractors dropped the label, a
+    div's own text beside blocks, and each panel read unnamed (the "Latest" and "9.x"
+    install commands one after the other). The labels, to drop. A set that is hidden, or
+    holds more than :data:`_MAX_TABS` children, is left as it is."""
+    import lxml.etree
+
+    hidden = _Inside(gone)
+    done = []
+    for tab_set in tab_sets:
+        children = list(itertools.islice(tab_set, 3 * _MAX_TABS + 1))
+        if len(children) > 3 * _MAX_TABS or hidden(tab_set):
+            continue
+        for label, panel in itertools.pairwise(children):
+            if (
+                label.tag != "label"
+                or label in gone
+                or "tabbed-content" not in (panel.get("class") or "").split()
+            ):
+                continue
+            opening = lxml.etree.Element("p")
+            opening.text = _collapse(label.text_content(), _MAX_LINK_TEXT)
+            opening.tail, panel.text = panel.text, None
+            panel.insert(0, opening)
+            done.append(label)
     return done
 
 
