@@ -185,9 +185,11 @@ def record_readings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     runs: list[bool] = []
     real = _convert._main_content
 
-    def recording(tree: object, careful: bool = False, own: Container[str] = ()) -> str:
+    def recording(
+        tree: object, careful: bool = False, own: Container[str] = (), title: str = ""
+    ) -> str:
         runs.append(careful)
-        return real(tree, careful, own)
+        return real(tree, careful, own, title)
 
     monkeypatch.setattr(_convert, "_main_content", recording)
     return runs
@@ -249,7 +251,9 @@ def test_the_second_extractor_needs_room_with_a_margin(
     of the margin (1.7), so readability-lxml is not asked; one of 90 leaves room for 1.78."""
     text = words(3, 160)
     monkeypatch.setattr(
-        _convert, "_main_content", lambda tree, careful=False, own=(): " ".join(text.split()[:kept])
+        _convert,
+        "_main_content",
+        lambda tree, careful=False, own=(), title="": " ".join(text.split()[:kept]),
     )
     ran: list[object] = []
     monkeypatch.setattr(_convert, "_second_reading", lambda tree: ran.append(tree) or "")

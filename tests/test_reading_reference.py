@@ -7,6 +7,10 @@ from __future__ import annotations
 from readings import P, assert_in_order, read_html
 
 URL = "https://docs.example.org/std/vec/struct.Vec.html"
+#: A description of a few paragraphs, each its own.
+_PROSE = "".join(f"<p>{P} This is paragraph {n} of the description.</p>" for n in range(4))
+#: A reference's code: what tells a page of documentation from a news article.
+_CODE = "<p>It implements <code>List</code>, <code>RandomAccess</code> and <code>Clone</code>.</p>"
 
 
 def _method(name: str, signature: str, doc: str) -> str:
@@ -92,3 +96,33 @@ def test_a_body_whose_known_container_is_its_menu_keeps_its_headings() -> None:
         "Pushes a value onto the stack.",
     )
     assert "\u25c6" not in reading
+
+
+def test_the_pages_title_among_links_in_its_header_is_read() -> None:
+    """trafilatura drops a short ``<div>`` holding a link, and with it the page's ``<h1>`` in
+    its header: rustdoc's breadcrumbs, "Struct Vec" and its "Source" link; Javadoc's
+    "Package java.util" over "Class ArrayList<E>". On a page of code, the title is lifted out
+    of such wrappers, what stood after it following it, in the page's order; a news page's
+    headline, or one the page's title says whole, is left as it was."""
+    rustdoc = (
+        '<html><head><title>Vec in std::vec - Rust</title></head><body><main><section id="main-'
+        'content" class="content"><div class="main-heading"><div class="rustdoc-breadcrumbs">'
+        '<a href="../index.html">std</a>::<a href="index.html">vec</a></div><h1>Struct <span '
+        'class="struct">Vec</span><button id="copy-path">Copy item path</button></h1><span '
+        'class="sub-heading"><span class="since">1.0.0</span> · <a class="src" href="../../src/'
+        f'alloc/vec/mod.rs.html#397">Source</a></span></div>{_PROSE}{_CODE}</section></main>'
+        "</body></html>"
+    )
+    assert_in_order(read_html(rustdoc, URL), "# Struct Vec\n", "The quick brown fox")
+    javadoc = (
+        '<html><head><title>ArrayList (Java SE 21)</title></head><body><main role="main"><div '
+        'class="header"><div class="sub-title"><span class="package-label-in-type">Package'
+        '</span>&nbsp;<a href="package-summary.html">java.util</a></div><h1 title="Class '
+        'ArrayList" class="title">Class ArrayList&lt;E&gt;</h1></div><section class="class-'
+        f'description"><div class="block">{_PROSE}{_CODE}</div></section></main></body></html>'
+    )
+    reading = read_html(javadoc, "https://docs.example.org/java/util/ArrayList.html")
+    assert_in_order(reading, "# Class ArrayList", "The quick brown fox")
+    # Without code (a news article), or where the page's title says it all, it is left.
+    for page in (rustdoc.replace(_CODE, ""), rustdoc.replace("Vec in std::vec", "Struct Vec")):
+        assert "# Struct Vec" not in read_html(page, URL)

@@ -1933,6 +1933,69 @@ def _unlink_headings(tree: Any, own: Container[str]) -> None:
                 link.drop_tag()
 
 
+def _lift_title(tree: Any, title: str) -> None:
+    """Lift the page's first ``<h1>`` out of the short wrappers that hold links beside it, up
+    to :data:`_MAX_TITLE_WRAPPERS` levels: trafilatura's precision mode drops a ``<div>`` of
+    under 200 characters that holds a link, and with it the page's title in its header
+    (rustdoc's ``main-heading`` of breadcrumbs, "Struct Vec" and a "Source" link; Javadoc's
+    ``header`` of "Package java.util" and "Class ArrayList<E>"; pkg.go.dev's ``UnitHeader``
+    of breadcrumbs, the package's name and its version's links). Each wrapper is split at
+    the heading: what stands before it stays in the wrapper, what follows goes into a copy
+    of it after the heading, so every reading keeps the page's order and the extractor
+    judges the rest alone.
+
+    Only on a page of code (three ``<code>`` or ``<pre>`` elements or more: documentation,
+    a reference), and only a heading saying more than the page's ``title`` (which the
+    result carries): a news article's headline is left to the extractor, as the
+    development sets' texts of articles leave it out (lifted on every page, seven of their
+    pages read a headline or a masthead's heading more)."""
+    heading = next(tree.iter("h1"), None)
+    if (
+        heading is None
+        or next(heading.iterancestors("a"), None) is not None
+        or not tree.xpath(_PAGE_OF_CODE)
+    ):
+        return
+    words = set(_WORD.findall(heading.text_content().lower()))
+    if words <= set(_WORD.findall(title.lower())):
+        return
+    wrappers = []
+    for wrapper in itertools.islice(heading.iterancestors(), _MAX_TITLE_WRAPPERS):
+        if wrapper.tag not in ("div", "header", "section", "hgroup"):
+            break
+        if _solid(wrapper.text_content()) >= _SHORT_WRAPPER_CHARS:
+            break
+        wrappers.append(wrapper)
+    # (only as far as the outermost that holds a link: the one trafilatura drops)
+    while wrappers and next(wrappers[-1].iter("a"), None) is None:
+        wrappers.pop()
+    for wrapper in wrappers:
+        rest = [*heading.itersiblings()]
+        after = None
+        if rest or (heading.tail or "").strip():
+            after = wrapper.makeelement(
+                wrapper.tag, {k: v for k, v in wrapper.attrib.items() if k != "id"}
+            )
+            after.text, heading.tail = heading.tail, None
+            after.extend(rest)
+        tail, wrapper.tail = wrapper.tail, None
+        wrapper.addnext(heading)
+        if after is not None:
+            heading.addnext(after)
+            after.tail = tail
+        else:
+            heading.tail = tail
+        if len(wrapper) == 0 and not (wrapper.text or "").strip():
+            wrapper.getparent().remove(wrapper)
+
+
+# How far up the page's title is lifted out of short wrappers holding links, and what is
+# short: trafilatura's bound for a div it drops for a link (its delete_by_link_density).
+_MAX_TITLE_WRAPPERS = 4
+_PAGE_OF_CODE = "(//code | //pre)[3]"
+_SHORT_WRAPPER_CHARS = 200
+
+
 def _headings_in_items(tree: Any) -> None:
     """Read a heading inside a line trafilatura writes as one as plain words: a list item,
     whose blocks it runs into one line, so a clause's or a step's paragraph became its
@@ -2964,11 +3027,15 @@ def warm_up() -> None:
         pass
 
 
-def _main_content(tree: Any, careful: bool = False, own: Container[str] = ()) -> str:
-    """trafilatura's reading of ``tree`` (which it prunes in place), as Markdown."""
+def _main_content(
+    tree: Any, careful: bool = False, own: Container[str] = (), title: str = ""
+) -> str:
+    """trafilatura's reading of ``tree`` (which it prunes in place), as Markdown; ``title``
+    is the page's (see :func:`_lift_title`)."""
     import trafilatura
 
     _structure.math_to_text(tree, "\\(", "\\)")  # trafilatura writes them as $...$
+    _lift_title(tree, title)  # (before _guard_ampersands rewrites its words)
     _lines_as_paragraphs(tree)
     _bare_runs_as_paragraphs(tree)
     _structure.mark_quotes(tree)
@@ -4055,7 +4122,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     spare = copy.deepcopy(tree)
     # The page's own address: a heading linked to it is the page's title (see _unlink_headings).
     own = {final_url.split("#", 1)[0], base.split("#", 1)[0]}
-    markdown = tidy_markdown(_main_content(tree, own=own))
+    markdown = tidy_markdown(_main_content(tree, own=own, title=title))
     extractor = "main"
     kept = _solid(markdown)
     second_pass = elements <= _MAX_SECOND_PASS_ELEMENTS
@@ -4071,14 +4138,16 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         )
 
     if second_pass and _deficient(markdown, kept, visible) and affordable():
-        markdown = tidy_markdown(_main_content(copy.deepcopy(spare), careful=True, own=own))
+        markdown = tidy_markdown(
+            _main_content(copy.deepcopy(spare), careful=True, own=own, title=title)
+        )
         kept = _solid(markdown)
     if (
         second_pass
         and (wrapped := _bare_body_in_main(spare)) is not None  # (a copy, where it could gain)
         and affordable()
     ):
-        in_main = tidy_markdown(_main_content(wrapped, own=own))
+        in_main = tidy_markdown(_main_content(wrapped, own=own, title=title))
         if _more_headings(markdown, in_main):
             markdown, kept = in_main, _solid(in_main)
     if _kept_too_little(kept, visible):
