@@ -3639,6 +3639,25 @@ def test_a_forum_thread_keeps_its_replies_and_reads_no_empty_avatar_links() -> N
         assert words in reading, words
 
 
+def test_a_forum_posts_quote_of_another_post_is_read_where_it_stands() -> None:
+    """Discourse writes a reply's quote of an earlier post as ``<aside class="quote">`` (the
+    quoted author's name and a ``<blockquote>``): it went with the page's sidebars, and the
+    reply answered nothing the reader could see. It reads as a quote under its author's
+    name, before the reply's words; a pull quote (the article's words again) still goes."""
+    replies = [
+        '<aside class="quote no-group" data-username="alice" data-post="1"><div class="title">'
+        '<div class="quote-controls"></div><img alt="" width="24" src="/u/alice.png" '
+        'class="avatar"> alice:</div><blockquote><p>The pool times out under the nightly load'
+        "</p></blockquote></aside><p>Have you tried raising the pool timeout to sixty seconds "
+        "and counting the connections the batch jobs hold?</p>",
+        "The workaround is to pin the driver to the previous minor release for now.",
+    ]
+    reading = read(discourse_thread(replies)).text
+    assert "alice:\n> The pool times out under the nightly load\n\nHave you tried" in reading
+    pulled = '<aside class="pull-quote"><blockquote><p>Pulled words again.</p></blockquote></aside>'
+    assert "Pulled words" not in read(article(pulled)).text
+
+
 def test_a_line_made_a_paragraph_leaves_trafilatura_reading_divs() -> None:
     """On a page of few paragraphs trafilatura reads the divs' own text too (a recipe card's
     summary and notes); a byline made a paragraph took such a page past its count (it

@@ -1262,6 +1262,11 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
             boxes.append(aside)
         elif _matches(_NOTE_CLASS, _NOTE_WORDS, kind):
             aside.tag = "div"  # a note or footnote of the text, not the page's sidebar
+        elif "quote" in (kind or "").split() and aside.find(".//blockquote") is not None:
+            # A post's quote of the one it answers (Discourse's <aside class="quote"> of the
+            # quoted author's name and a <blockquote>): the reply's own words, which went
+            # with the sidebars. (Not a "pull-quote", the article's words shown twice.)
+            aside.tag = "div"
     every_box = set(boxes)
     for box in boxes:
         # Its items read once, from the outermost box (each box in a box read them all
