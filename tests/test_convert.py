@@ -2885,6 +2885,19 @@ def test_a_heading_beside_content_of_its_own_stays_with_it() -> None:
     assert "### Contact" in reading and "a@b.c" in reading
 
 
+def test_a_code_blocks_language_is_the_same_whichever_converter_reads_it() -> None:
+    """Stack Exchange writes ``<pre class="lang-py"><code class="language-python">``: read by
+    trafilatura the block was ``python`` (the code's class, read first), read whole by
+    html-to-markdown ``py`` (the ``<pre>``'s, which it wrote itself and was kept). The
+    page's language as the rule reads it stands in either reading."""
+    block = (
+        '<pre class="lang-py s-code-block"><code class="hljs language-python">ys = xs[::-1]'
+        "</code></pre>"
+    )
+    for page in (f"<main><p>Reverse a copy:</p>{block}</main>", article(block)):
+        assert "```python\nys = xs[::-1]\n```" in read(page).text
+
+
 def test_code_blocks_with_the_same_first_line_keep_their_own_languages() -> None:
     """Fences are matched to the page's blocks in order, every block counted: a plain block
     before a TOML one with the same first line took its language, and the TOML one lost its

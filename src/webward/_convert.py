@@ -2707,8 +2707,11 @@ def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
         block = blocks[candidates[found]]
         after = candidates[found] + 1
         head = opened.group(0)
-        if block.language and not opened.group(2).strip():
-            head = f"{head.rstrip()}{block.language}"
+        if block.language and opened.group(2).strip() != block.language:
+            # (html-to-markdown names the language of a <pre>'s own class, "lang-py", where
+            # the page names its code's, "language-python", which this rule reads first: a
+            # block read "py" or "python" as one converter or the other read the page.)
+            head = f"{opened.group(1)}{block.language}"
         lines = body.split("\n")[:-1]  # the body ends with its last line's newline
         written = [line.rstrip() for line in lines if line.strip()]
         if len(block.lines) > len(lines) and written == [line for line in block.lines if line]:
