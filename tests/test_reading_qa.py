@@ -192,3 +192,31 @@ def test_the_kinds_passes_skip_a_page_of_too_many_elements() -> None:
     assert "**Answer (accepted, 5321 votes)**" in read(SO)
     reading = read(padded)
     assert "**Answer" not in reading and "How can I reverse a list" in reading
+
+
+def test_an_answers_comments_lost_by_the_reading_bring_the_whole_reading() -> None:
+    """trafilatura kept an answer's text and dropped the list of comments under it (a list
+    ending the answer's body, before its author's card), though the question's stayed: every
+    mark was read, so the reading stood without them. A comment's line counts as a mark, and
+    the Q&A's own reading, which keeps them all, stands in."""
+    more = (
+        '<li id="comment-22" class="comment js-comment"><div class="comment-text"><div class='
+        '"comment-body"><span class="comment-copy">See <a href="https://docs.python.org/3/">the '
+        'docs</a>.</span> <div class="d-inline-flex">- <a class="comment-user" href="/users/7/'
+        'hal">hal</a></div></div></div></li><li id="comment-23" class="comment js-comment"><div'
+        ' class="comment-text"><div class="comment-body"><span class="comment-copy">+1</span> '
+        '<div class="d-inline-flex">- <a class="comment-user" href="/users/8/ivy">ivy</a></div>'
+        "</div></div></li>"
+    )
+    at = SO.index('</li></ul></div></div>\n</div></div>\n<div id="answer-3"') + len("</li>")
+    reading = read(SO[:at] + more + SO[at:])
+    assert_in_order(
+        reading,
+        "**Question (4123 votes)**",
+        "- Comment (12 votes): Did you try slicing?",
+        "**Answer (accepted, 5321 votes)**",
+        "- Comment: Slicing creates a copy",
+        "- Comment: See [the docs]",
+        "- Comment: +1",
+        "**Answer (12 votes)**",
+    )

@@ -692,13 +692,25 @@ def lost_answers(tree: Any, markdown: str) -> Any:
     """The element holding a question and its answers whose marks (see :func:`mark_answers`)
     the reading ``markdown`` lost in part, else ``None``: trafilatura takes the first post's
     body it finds for the article (the question), and on a page whose question is long no
-    second reading runs, so the answers went whole."""
+    second reading runs, so the answers went whole. A comment's line counts as a mark: in
+    trafilatura's reading an answer's list of comments went whole where the question's
+    stayed (a list ending an answer's body, before its author's card), and the reading
+    held each answer's text with none of the comments under it."""
     marks = [
         el
         for count, el in enumerate(tree.iter("p"))
         if count < _MAX_SEARCHED * 4 and _is_marker(el)
     ][: _MAX_ANSWERS + 1]
-    if len(marks) < 2 or all(f"**{mark[0].text}**" in markdown for mark in marks):
+    if len(marks) < 2:
+        return None
+    comments = sum(
+        1
+        for count, el in enumerate(tree.iter("li"))
+        if count < _MAX_SEARCHED * 4 and _COMMENT_LABEL.match(el.text or "")
+    )
+    if all(f"**{mark[0].text}**" in markdown for mark in marks) and comments <= len(
+        _COMMENT_LINE.findall(markdown)
+    ):
         return None
     # Their nearest common ancestor.
     common = list(marks[0].iterancestors())
@@ -708,16 +720,24 @@ def lost_answers(tree: Any, markdown: str) -> Any:
     return common[0] if common else None
 
 
+# A comment's label (see _open_comments), at the head of its item and of its line read.
+_COMMENT_LABEL = re.compile(r"Comment(?: \([^)\n]{1,24}\))?: ")
+_COMMENT_LINE = re.compile(r"^[ \t]*[-*+] " + _COMMENT_LABEL.pattern, re.MULTILINE)
+
+
 def trim_parts(container: Any) -> None:
     """Drop from (a copy of) a Q&A's ``container``, read whole, what its marks say already or
     what the site hides by class: the vote counts (each a bare number above its part) and
-    elements of a hiding class (Stack Exchange's ``d-none`` comment count)."""
+    elements of a hiding class (Stack Exchange's ``d-none`` comment count); and a link that
+    is a button (``role="button"``: Stack Exchange's "Add a comment", a control, which the
+    extractors' readings leave out too)."""
     doomed = [
         el
         for el in container.iter()
         if el is not container
         and (
             "upvotecount" in _props(el)
+            or (el.tag == "a" and (el.get("role") or "").strip().lower() == "button")
             or not _classes(el).isdisjoint(_VOTE_CLASSES)
             or not _classes(el).isdisjoint(_HIDING_CLASSES)
         )
