@@ -3784,3 +3784,33 @@ def test_an_infobox_aside_is_read() -> None:
         assert "**Profession**: [Witcher]" in reading
         assert "**Eye color**: Yellow" in reading
         assert "Trending" not in reading
+
+
+def test_a_short_article_in_chinese_is_read_without_its_menus() -> None:
+    """A page under 500 characters is read whole, and a reading under 200 is too little: a
+    Chinese news article of 170 characters says what one of 500 in English does, and was
+    read whole, its menu of links, share buttons, related links and footer with it. A
+    character of a script written without spaces counts as three in those bounds."""
+    article_zh = (
+        "北京时间十二月五日\uff0c国家气象中心发布寒潮蓝色预警。受强冷空气影响\uff0c未来三天华北、东北地区"
+        "气温将下降八到十二摄氏度\uff0c局部地区降温幅度可达十四摄氏度以上。气象专家提醒\uff0c公众应注意防"
+        "寒保暖\uff0c出行前关注当地天气预报\uff0c农业生产单位要做好设施农业的防风防冻工作。交通部门也表示\uff0c"
+        "将加强对高速公路和铁路沿线的巡查\uff0c及时清除道路积雪和结冰\uff0c保障运输安全。"
+    )
+    page = (
+        '<html lang="zh-CN"><head><title>寒潮蓝色预警发布_新闻中心</title></head><body><div '
+        'class="top-nav"><a href="/">首页</a> | <a href="/news">新闻</a> | <a href="/sports">体育'
+        '</a> | <a href="/tech">科技</a> | <a href="/login">登录</a></div><div class="main"><div '
+        f'class="article"><h1>寒潮蓝色预警发布</h1><div class="content"><p>{article_zh}</p></div>'
+        '<div class="share">分享到\uff1a<a href="#">微信</a> <a href="#">微博</a></div></div><div '
+        'class="related"><h3>相关新闻</h3><ul><li><a href="/a1">全国多地迎来初雪</a></li></ul>'
+        '</div></div><div class="footer"><p>关于我们 | 联系我们 | 网站地图</p><p>版权所有 © 2026 '
+        "新闻中心</p></div></body></html>"
+    )
+    reading = read(page).text
+    assert article_zh in reading
+    for furniture in ("首页", "分享到", "相关新闻", "版权所有"):
+        assert furniture not in reading
+    # An English page as short is still read whole.
+    short = "<html><body><div class=nav><a href=/>Home</a></div><p>A short note.</p></body></html>"
+    assert "Home" in read(short).text
