@@ -2692,6 +2692,20 @@ def test_an_inline_quotation_keeps_its_marks_and_its_line() -> None:
     assert "Short: \u201cyes\u201d, fine." in read("<p>Short: <q>yes</q>, fine.</p>").text
 
 
+def test_an_inline_quotation_the_page_marks_itself_is_quoted_once() -> None:
+    """An Arabic or French page writes its own guillemets around a ``<q>`` (its stylesheet
+    gives ``q`` none): "«<q>…</q>»" read «“…”», quoted twice. A ``<q>`` with a quotation
+    mark right before and a closing one right after it keeps the page's marks alone."""
+    extra = (
+        "<p>\u0642\u0627\u0644 \u0627\u0644\u0648\u0632\u064a\u0631 \u00ab<q>\u0633\u0646"
+        "\u0628\u0646\u064a \u0645\u062f\u0631\u0633\u0629</q>\u00bb \u0623\u0645\u0633.</p>"
+        "<p>Il a dit \u00ab <q>nous verrons</q> \u00bb hier, puis <q>rien</q> du tout.</p>"
+    )
+    text = read(article(extra)).text
+    assert "\u00ab\u0633\u0646\u0628\u0646\u064a \u0645\u062f\u0631\u0633\u0629\u00bb" in text
+    assert "Il a dit \u00ab nous verrons \u00bb hier, puis \u201crien\u201d du tout." in text
+
+
 def test_a_button_in_a_table_cell_is_the_cells_value() -> None:
     """MDN's compatibility table writes each browser's version in a button (it opens the
     notes): dropped with the other controls, every cell read empty. A button elsewhere (a

@@ -1020,6 +1020,8 @@ def _quote_inline(tree: Any) -> None:
         opening, closing = ("\u2018", "\u2019") if depth else ("\u201c", "\u201d")
         depth += 1
         quotes.append(q)
+        if _marked_by_page(q):
+            continue
         q.text = opening + (q.text or "")
         if len(q):
             q[-1].tail = (q[-1].tail or "") + closing
@@ -1027,6 +1029,21 @@ def _quote_inline(tree: Any) -> None:
             q.text += closing
     for q in quotes:
         q.tag = "span"
+
+
+# Quotation marks a page writes around a <q> itself: opening ones, and those that close them.
+_OPENING_MARKS = "\u00ab\u201c\u201e\"\u2018\u201a\u2039\u300c\u300e'"
+_CLOSING_MARKS = "\u00bb\u201d\u201c\"\u2019\u2018\u203a\u300d\u300f'"
+
+
+def _marked_by_page(q: Any) -> bool:
+    """Whether the page writes quotation marks around ``q`` itself, right before and after it
+    (an Arabic or French page's «<q>…</q>», whose stylesheet gives ``q`` no marks of its
+    own): another pair, "«“…”»", quoted it twice."""
+    before = q.getprevious()
+    text = (before.tail if before is not None else q.getparent().text) or ""
+    last, first = text.rstrip()[-1:], (q.tail or "").lstrip()[:1]
+    return bool(last and first) and last in _OPENING_MARKS and first in _CLOSING_MARKS
 
 
 def _drop_empty_inline(tree: Any) -> None:
