@@ -3578,6 +3578,26 @@ def test_a_link_around_an_image_without_alt_text_is_not_read() -> None:
         assert "The chart shows the pool size over a day." in reading
 
 
+def test_a_link_showing_nothing_in_a_table_cell_takes_no_words_after_it() -> None:
+    """Wikipedia's infobox shows a portrait without alt text, linked to its file's page, over
+    its caption: trafilatura gave the empty link the words after it for its own, and the
+    caption read as a link to the image's page. Such a link goes from a cell, as from a
+    paragraph; its words stay the cell's."""
+    box = (
+        '<table class="infobox biography vcard"><tr><th colspan="2">The Countess of Lovelace'
+        '</th></tr><tr><td colspan="2" class="infobox-image"><span><a href="/wiki/File:Ada.jpg">'
+        '<img alt="" src="ada.jpg"></a></span><div class="infobox-caption">Portrait by Alfred '
+        'Edward Chalon, 1840</div></td></tr><tr><th>Born</th><td><a href="/x"><img alt="" '
+        'src="flag.png"></a> London, England</td></tr></table>'
+    )
+    for reading in (read(article(box)).text, read(f"<main><p>Short.</p>{box}</main>").text):
+        # (html-to-markdown pads a short page's cells to their column's width)
+        rows = [" ".join(line.split()) for line in reading.splitlines()]
+        assert "| Portrait by Alfred Edward Chalon, 1840 | |" in rows
+        assert "| Born | London, England |" in rows
+        assert "File:Ada" not in reading
+
+
 def discourse_thread(replies: list[str]) -> str:
     """A Discourse topic as it serves it to a reader without scripts: each post an article
     with its avatar link (an image without alt text), author, date and cooked text."""

@@ -1092,9 +1092,13 @@ def _in_paragraph(element: Any) -> bool:
     elements only, a few levels up at most: a walk per link stays short). A link that shows
     nothing there (a lightbox's, around a photo without alt text) made trafilatura drop the
     paragraph whole; one standing alone (a forum post's avatar) is left in the page, as
-    dropping it changed which block trafilatura took for the article."""
+    dropping it changed which block trafilatura took for the article. A table cell's line
+    counts too: there trafilatura gave a link showing nothing the words after it for its
+    own (Wikipedia's infobox, a portrait without alt text over its caption, read
+    "[Portrait by Alfred Edward Chalon, 1840](…/File:Ada.jpg)", the caption made a link to
+    the image's page)."""
     for above in itertools.islice(element.iterancestors(), 8):
-        if above.tag == "p":
+        if above.tag in ("p", "td", "th"):
             return True
         if above.tag not in _EMPTY_INLINE:
             return False
