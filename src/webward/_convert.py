@@ -3081,6 +3081,14 @@ def _main_content(
 
     _structure.math_to_text(tree, "\\(", "\\)")  # trafilatura writes them as $...$
     _lift_title(tree, title)  # (before _guard_ampersands rewrites its words)
+    for authors in tree.xpath(f"//*[@{_kinds.AUTHORS_MARK}]"):
+        # A paper's authors, each a link, which trafilatura drops as a line of links (the
+        # page's links list is gathered before: none is lost) or by its class ("authors",
+        # as a news article's byline).
+        for link in list(authors.iter("a")):
+            link.drop_tag()
+        for name in ("class", "id"):
+            authors.attrib.pop(name, None)
     _lines_as_paragraphs(tree)
     _bare_runs_as_paragraphs(tree)
     _structure.mark_quotes(tree)
@@ -4117,6 +4125,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             _kinds.drop_contents(tree, found)
         if found.paywalls and any(word in text for word in _kinds.PAYWALL_WORDS):
             _kinds.drop_paywall_prompts(tree, found)
+        if "citation_author" in text:  # (its own search of the <meta>s; last: no list after)
+            _kinds.mark_authors(tree)
     base = _base_url(tree, final_url)
     refresh = _refresh_target(tree, base, final_url)  # before cleaning drops the <meta>
     moved = _refresh_note(*refresh) if refresh is not None else ""

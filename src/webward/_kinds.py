@@ -787,3 +787,59 @@ def find(tree: Any, limit: int) -> Found | None:
         ):
             found.paywalls.append(el)
     return found
+
+
+# A scholarly page's authors (Highwire Press's citation_author, which arXiv, bioRxiv, PubMed
+# Central and most journals write): at most this many read from its <meta>s, the text nodes
+# holding the first one's name looked at, and the levels above one climbed for the list.
+_MAX_AUTHORS = 500
+_MAX_AUTHOR_HITS = 20
+_MAX_AUTHOR_CLIMB = 4
+_AUTHOR_LISTS = frozenset(("div", "p", "span", "ul", "ol", "dd", "td", "section", "header"))
+_INLINE_ONLY = frozenset(("span", "a", "b", "i", "em", "strong", "sup", "sub", "small", "br"))
+#: The attribute marking the element that lists a paper's authors (see :func:`mark_authors`).
+AUTHORS_MARK = "data-webward-authors"
+
+
+def mark_authors(tree: Any) -> None:
+    """Mark the element that lists a scholarly page's authors, named in its ``citation_author``
+    ``<meta>``s: trafilatura's precision mode drops it (arXiv's ``<div class="authors">`` is
+    a line of links, one per author, and "Authors:"), and a paper read without who wrote it.
+    The element holding the names of the first three (or all, if fewer), and little more,
+    nearest the text that names the first, gets :data:`AUTHORS_MARK` (its links go before
+    trafilatura reads it, see ``_convert._main_content``) and, holding inline elements
+    alone, is read as a paragraph. Two authors at least: one is a byline's."""
+    contents = tree.xpath("//meta[@name='citation_author']/@content")[:_MAX_AUTHORS]
+    names = [words for words in (_name_words(str(c)) for c in contents) if words]
+    if len(names) < 2:
+        return
+    wanted = min(len(names), 3)
+    limit = 100 + 3 * sum(len(" ".join(words)) for words in names)
+    key = max(_WORD.findall(str(contents[0])), key=len)
+    hits = tree.xpath("//body//text()[contains(., $key)]", key=key)[:_MAX_AUTHOR_HITS]
+    for hit in hits:
+        element = hit.getparent()
+        if hit.is_tail and element is not None:
+            element = element.getparent()
+        for _ in range(_MAX_AUTHOR_CLIMB):
+            if element is None or element.tag in ("body", "html"):
+                break
+            if element.tag in _AUTHOR_LISTS:
+                text = element.text_content()[: limit + 1]
+                if len(text) > limit:
+                    break
+                present = set(_WORD.findall(text.lower()))
+                if sum(words <= present for words in names) >= wanted:
+                    element.set(AUTHORS_MARK, "")
+                    if element.tag in ("div", "span", "section", "header") and all(
+                        child.tag in _INLINE_ONLY for child in element.iterdescendants()
+                    ):
+                        element.tag = "p"
+                    return
+            element = element.getparent()
+
+
+def _name_words(name: str) -> frozenset[str]:
+    """The words of an author's name as a ``citation_author`` gives it ("Smith, Jane"), each
+    of two letters or more, in lower case: the page may show them in another order."""
+    return frozenset(word for word in _WORD.findall(name.lower()) if len(word) > 1)
