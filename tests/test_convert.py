@@ -2628,6 +2628,26 @@ def test_a_heading_beside_its_own_links_is_kept() -> None:
     assert "[edit]" not in text
 
 
+def test_a_short_list_of_entries_citing_short_links_is_kept() -> None:
+    """A changelog's entries each end in their pull request's number: trafilatura drops a
+    short list whose links are nearly all short, and the last release's "Fixed" went whole,
+    its heading with it. Such a list whose items each hold three words beside their links
+    keeps them, its numbers read as words; a short menu of links still goes."""
+    extra = (
+        "<h2>0.27.1 (27th August, 2024)</h2><h3>Fixed</h3><ul><li>Improved error messaging for "
+        '<code>InvalidURL</code> exceptions. (<a href="https://github.com/x/pull/3250">#3250'
+        '</a>)</li><li>Fix <code>app</code> type signature. (<a href="https://github.com/x/'
+        'pull/3109">#3109</a>)</li></ul>'
+    )
+    reading = read(article(extra)).text
+    assert "### Fixed\n\n- Improved error messaging for `InvalidURL` exceptions. (#3250)" in (
+        reading
+    )
+    assert "- Fix `app` type signature. (#3109)" in reading
+    menu = '<ul><li><a href="/a">Home</a></li><li><a href="/b">Blog</a></li></ul>'
+    assert "Blog" not in read(article(menu)).text
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

@@ -2022,6 +2022,39 @@ _PAGE_OF_CODE = "(//code | //pre)[3]"
 _SHORT_WRAPPER_CHARS = 200
 
 
+def _unlink_cited_lists(tree: Any) -> None:
+    """Keep a short list of sentences each citing a short link, and drop those links: a
+    changelog's entries each end in their pull request's number ("Fix ``app`` type
+    signature. (#3109)"), and trafilatura's precision mode drops a list under 100
+    characters (300 when nothing follows it) whose links are two or more, nearly all
+    short (under 10 characters): the last release's "Fixed" went whole, and its heading
+    with it, left trailing. In such a list whose every item holds three words or more
+    outside its links (a menu's items are links alone), the short links go and their words
+    stay (the page's links list is gathered before, so no link is lost)."""
+    for listing in tree.iter("ul", "ol"):
+        limit = _SHORT_LIST_CHARS if listing.getnext() is not None else _LAST_LIST_CHARS
+        text = listing.text_content()[: limit + 1]
+        if len(text.strip()) >= limit:
+            continue
+        links = [(link, link.text_content().strip()) for link in listing.iter("a")]
+        texts = [words for _, words in links if words]
+        short = [link for link, words in links if words and len(words) < 10]
+        if len(texts) < 2 or len(short) * 5 <= len(texts) * 4:
+            continue
+        items = [item for item in listing if item.tag == "li"]
+        if items and all(
+            len(_WORD.findall(" ".join(item.xpath(_UNLINKED_TEXT)))) >= 3 for item in items
+        ):
+            for link in short:
+                link.drop_tag()
+
+
+# trafilatura's bounds for a list it tests for short links (its link_density_test): one with
+# elements after it, and the last.
+_SHORT_LIST_CHARS = 100
+_LAST_LIST_CHARS = 300
+
+
 def _headings_in_items(tree: Any) -> None:
     """Read a heading inside a line trafilatura writes as one as plain words: a list item,
     whose blocks it runs into one line, so a clause's or a step's paragraph became its
@@ -3097,6 +3130,7 @@ def _main_content(
     _guard_ampersands(tree)
     _blocks_in_headings(tree)
     _unlink_headings(tree, own)
+    _unlink_cited_lists(tree)
     _headings_in_items(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
