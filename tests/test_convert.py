@@ -2648,6 +2648,23 @@ def test_a_short_list_of_entries_citing_short_links_is_kept() -> None:
     assert "Blog" not in read(article(menu)).text
 
 
+def test_a_photos_credit_goes_with_the_caption_trafilatura_drops() -> None:
+    """A news photo's caption of a class naming one goes (the development sets' articles
+    leave them out), and its credit beside it stayed: "Photo: Ana Ruiz/Reuters" read alone
+    at the head of the article. A caption whose words beside such a class are a credit's
+    goes whole; a caption of its own words stays."""
+    extra = (
+        '<figure class="lead-image"><img src="ship.jpg" alt=""><figcaption><span class='
+        '"caption">Cargo ships waited at anchor outside the harbour.</span> <span class='
+        '"credit">Photo: Ana Ruiz/Reuters</span></figcaption></figure>'
+        f"<p>{PARA}</p><figure><img src=flood.jpg alt=''><figcaption>Flooded streets in the old "
+        f"town on Thursday evening.</figcaption></figure><p>{PARA}</p>"
+    )
+    reading = read(article(extra)).text
+    assert "Ana Ruiz" not in reading
+    assert "Flooded streets in the old town on Thursday evening." in reading
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

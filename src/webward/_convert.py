@@ -924,6 +924,7 @@ def _caption_paragraphs(figure: Any, *, every: bool) -> None:
             caption.attrib.pop("id", None)
         elif every:
             caption.tag = "p"
+            caption.set(_CAPTION_MARK, "")  # (see _drop_orphan_credits)
 
 
 def _walk(tree: Any, *tags: str) -> Any:
@@ -2020,6 +2021,38 @@ def _lift_title(tree: Any, title: str) -> None:
 _MAX_TITLE_WRAPPERS = 4
 _PAGE_OF_CODE = "(//code | //pre)[3]"
 _SHORT_WRAPPER_CHARS = 200
+
+
+def _drop_orphan_credits(tree: Any) -> None:
+    """Drop a figure's caption holding an element trafilatura would drop by its class, where
+    the caption's other words are few (a credit): reading no images, trafilatura drops a span, div or
+    paragraph whose class or id holds "caption", so a news photo's ``<span
+    class="caption">`` went and its ``<span class="credit">`` beside it stayed, "Photo: Ana
+    Ruiz/Reuters" read alone at the head of the article, naming a photo it does not show.
+    The caption went by that rule (see :func:`_caption_paragraphs`); its credit goes with
+    it."""
+    doomed = []
+    for caption in tree.xpath(f"//*[@{_CAPTION_MARK}]"):
+        named = caption.xpath(_NAMED_CAPTION)
+        if not named:
+            continue
+        rest = _solid(caption.text_content()) - sum(_solid(el.text_content()) for el in named)
+        if rest <= _MAX_CREDIT_CHARS:
+            doomed.append(caption)
+    _drop_all(doomed)
+
+
+# The attribute marking a figure's caption made a paragraph (see _caption_paragraphs); the
+# blocks trafilatura drops as a caption (its DISCARD_IMAGE_ELEMENTS), the outermost in one;
+# and the words a credit beside one holds at most.
+_CAPTION_MARK = "data-webward-caption"
+_NAMED_CAPTION = (
+    ".//*[self::div or self::p or self::section or self::span or self::ul or self::ol]"
+    "[contains(@id, 'caption') or contains(@class, 'caption')]"
+    "[not(ancestor::*[contains(@id, 'caption') or contains(@class, 'caption')]"
+    f"[ancestor::*[@{_CAPTION_MARK}]])]"
+)
+_MAX_CREDIT_CHARS = 80
 
 
 def _unlink_cited_lists(tree: Any) -> None:
@@ -3131,6 +3164,7 @@ def _main_content(
     _blocks_in_headings(tree)
     _unlink_headings(tree, own)
     _unlink_cited_lists(tree)
+    _drop_orphan_credits(tree)
     _headings_in_items(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
