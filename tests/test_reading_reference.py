@@ -126,3 +126,25 @@ def test_the_pages_title_among_links_in_its_header_is_read() -> None:
     # Without code (a news article), or where the page's title says it all, it is left.
     for page in (rustdoc.replace(_CODE, ""), rustdoc.replace("Vec in std::vec", "Struct Vec")):
         assert "# Struct Vec" not in read_html(page, URL)
+
+
+def test_a_man_pages_back_to_top_links_leave_its_headings() -> None:
+    """man7.org writes a link back to the page's top in each section's heading ("NAME
+    [top](…#top_of_page)"), read in every heading as a word of it. It goes as a permalink."""
+    sections = "".join(
+        f'<h2><a id="{name}" href="#{name}"></a>{name} &nbsp; &nbsp; <a href="#top_of_page">'
+        f'<span class="top-link">top</span></a></h2><pre>\n       {text}\n</pre>'
+        for name, text in (
+            ("NAME", "ls - list directory contents"),
+            (
+                "DESCRIPTION",
+                "List information about the FILEs (the current directory by default). " * 6,
+            ),
+        )
+    )
+    page = (
+        f"<html><head><title>ls(1) - Linux manual page</title></head><body>{sections}</body></html>"
+    )
+    reading = read_html(page, "https://man7.org/linux/man-pages/man1/ls.1.html")
+    assert_in_order(reading, "## NAME\n", "ls - list directory", "## DESCRIPTION\n")
+    assert "top_of_page" not in reading

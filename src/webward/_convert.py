@@ -1763,7 +1763,8 @@ def _open_dialogs(tree: Any) -> None:
 # ("# Sessions[¶](https://docs.example/#sessions)", "## useState[](…#usestate)").
 _PERMALINK_TEXTS = frozenset(
     # (Doxygen's member titles: "◆ push()", a black diamond linking to the member's anchor)
-    ("", "\u00b6", "#", "\u00a7", "\U0001f517", "\u2693", "\U0001f517\ufe0e", "\u25c6")
+    # (and man7.org's "top", a link back to the page's top in each section's heading)
+    ("", "\u00b6", "#", "\u00a7", "\U0001f517", "\u2693", "\U0001f517\ufe0e", "\u25c6", "top")
 )
 # A permalink's words, where it has any: "Permalink: Installation" (GitHub's aria-label, which
 # html-to-markdown reads as an empty link's text), "Permalink to this heading" (Sphinx).
