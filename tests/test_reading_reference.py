@@ -148,3 +148,21 @@ def test_a_man_pages_back_to_top_links_leave_its_headings() -> None:
     reading = read_html(page, "https://man7.org/linux/man-pages/man1/ls.1.html")
     assert_in_order(reading, "## NAME\n", "ls - list directory", "## DESCRIPTION\n")
     assert "top_of_page" not in reading
+
+
+def test_a_block_inside_a_code_block_starts_its_own_line() -> None:
+    """rustdoc writes a declaration's where clause as a ``<div class="where">`` inside its
+    ``<pre><code>``, right after the declaration's words: a browser shows it on a line of its
+    own, and it read "pub struct Vec<T, A = Global>where"."""
+    decl = (
+        '<pre class="rust item-decl"><code>pub struct Vec&lt;T, A = <a class="struct" href="'
+        '../alloc/struct.Global.html">Global</a>&gt;<div class="where">where\n    A: <a class='
+        '"trait" href="../alloc/trait.Allocator.html">Allocator</a>,</div>{ <span class='
+        '"comment">/* private fields */</span> }</code></pre>'
+    )
+    page = (
+        "<html><head><title>Vec in std::vec - Rust</title></head><body><main><section "
+        f'class="content">{decl}{_PROSE}</section></main></body></html>'
+    )
+    for reading in (read_html(page, URL), read_html(f"<main>{decl}</main>", URL)):
+        assert "pub struct Vec<T, A = Global>\nwhere\n    A: Allocator,\n{ /* private" in reading

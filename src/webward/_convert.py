@@ -2508,7 +2508,11 @@ def _code_lines(tree: Any) -> None:
             # A block in a block of code is a line of it (Expressive Code, Astro Starlight's:
             # each line a <div class="ec-line">, no newline between): its lines ran into one
             # in trafilatura's reading, and html-to-markdown put a blank line after each. A
-            # span ending in the newline it shows reads the same in both.
+            # span ending in the newline it shows reads the same in both. It starts on a line
+            # of its own too (rustdoc's <div class="where"> after a declaration's words read
+            # "pub struct Vec<T, A = Global>where").
+            if event == "start":
+                _start_line(element)
             if event == "end":
                 followed = element.getnext() is not None or bool(element.tail)
                 if followed and not _ends_line(element):
@@ -2554,6 +2558,23 @@ _FRAGMENT_PATH = (
     "//div[contains(concat(' ', normalize-space(@class), ' '), ' fragment ') and div"
     " and not(ancestor::pre)]"
 )
+
+
+def _start_line(element: Any) -> None:
+    """A newline before ``element`` where the words just before it, in its parent, do not
+    end a line already."""
+    before = element.getprevious()
+    if before is not None:
+        if before.tail:
+            if before.tail.rstrip(" \t") and not before.tail.endswith("\n"):
+                before.tail += "\n"
+        elif not _ends_line(before) and before.xpath("string-length(normalize-space(.))"):
+            before.tail = "\n"
+        return
+    parent = element.getparent()
+    text = (parent.text or "") if parent is not None else ""
+    if text.rstrip(" \t") and not text.endswith("\n"):
+        parent.text = text + "\n"
 
 
 def _ends_line(element: Any) -> bool:
