@@ -2887,6 +2887,8 @@ def test_a_reference_list_with_backlinks_is_kept() -> None:
     assert "Linnaeus, C. (1758). Systema Naturae." in text
     assert "cite_ref" not in text and "fnref" not in text
     assert "BirdLife (2021)" in text
+    # A source cited twice keeps its letters as a reader reads them, plain.
+    assert "^ a b BirdLife (2021)" in text
 
 
 def test_inline_words_trafilatura_cleans_away_are_read() -> None:

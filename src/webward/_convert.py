@@ -1872,6 +1872,13 @@ def _drop_backlinks(tree: Any) -> None:
             if mark:
                 link.drop_tree()
             else:
+                # The letter as plain words: kept in its superscript and emphasis it read
+                # "^ ^***a*** ^***b*** Turney 1972", a reader's "^ a b Turney 1972".
+                for inner in link.iterdescendants():
+                    inner.text = inner.tail = None
+                link.text = text
+                for inner in list(link):
+                    link.remove(inner)
                 link.drop_tag()
     _drop_all(skips)
 
