@@ -2951,6 +2951,24 @@ def test_a_code_blocks_language_is_the_same_whichever_converter_reads_it() -> No
         assert "```python\nys = xs[::-1]\n```" in read(page).text
 
 
+def test_mdns_code_blocks_read_their_language_in_the_fence_not_over_it() -> None:
+    """MDN names each block's language as SyntaxHighlighter does, ``<pre class="brush: js
+    notranslate">``, and shows it in a header over the block: the fence named none, and a
+    paragraph "js" stood over every example. The fence names it and the label goes; a
+    paragraph of other words before a block stays."""
+    block = (
+        '<div class="code-example"><div class="example-header"><span class="language-name">js'
+        '</span></div><pre class="brush: js notranslate"><code>const map1 = array1.map((x) '
+        "=&gt; x * 2);</code></pre></div>"
+    )
+    other = "<p>Python</p><pre class='brush: js'><code>let x = 1;</code></pre>"
+    for page in (article(block + other), f"<main><p>Map it:</p>{block}{other}</main>"):
+        reading = read(page).text
+        assert "```js\nconst map1 = array1.map((x) => x * 2);\n```" in reading
+        assert "\njs\n" not in reading
+        assert "Python\n\n```js\nlet x = 1;" in reading
+
+
 def test_code_blocks_with_the_same_first_line_keep_their_own_languages() -> None:
     """Fences are matched to the page's blocks in order, every block counted: a plain block
     before a TOML one with the same first line took its language, and the TOML one lost its

@@ -2671,6 +2671,8 @@ def _unescape_task_boxes(markdown: str) -> str:
 # wrapper), ``highlight-source-rust`` (GitHub, on a wrapper).
 _CODE_LANGUAGE = re.compile(
     r"(?:^|\s)(?:language|lang|highlight-source|highlight)-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+    # (and SyntaxHighlighter's "brush: js", which MDN writes on its <pre>s)
+    r"|(?:^|\s)brush:\s*([A-Za-z0-9_+#.-]{1,32})(?=[\s;]|$)"
 )
 # On a wrapper only what names a code block's language there: GitHub's highlight-source-* and
 # highlight-text-* (its grammar's scope, whose first name is the language's: "source-python",
@@ -2721,6 +2723,7 @@ def _code_blocks(tree: Any) -> list[_CodeBlock]:
     wrappers), or a blank line. In document order, the first :data:`_MAX_CODE_BLOCKS` that
     no other ``<pre>`` nor a table cell holds (see :func:`_outer_blocks`)."""
     blocks: list[_CodeBlock] = []
+    labels: list[Any] = []  # (see _language_labels)
     for pre in itertools.islice(_outer_blocks(tree), _MAX_CODE_BLOCKS):
         code = pre.find("code")
         if code is None and len(pre) == 1:
@@ -2751,6 +2754,8 @@ def _code_blocks(tree: Any) -> list[_CodeBlock]:
                 named = given
                 break
         language = "" if named.lower() in _NO_LANGUAGE else named
+        if language:
+            labels.extend(_language_labels(pre, language))
         # Every block is listed, those with nothing to restore too: fences are matched to
         # blocks in the page's order, and a block left out let the fence of an earlier one
         # with the same first line take a later block's language.
@@ -2760,7 +2765,30 @@ def _code_blocks(tree: Any) -> list[_CodeBlock]:
         first = next((number for number, line in enumerate(lines) if line), len(lines))
         if lines[first:]:
             blocks.append(_CodeBlock(_code_key(lines[first]), language, lines[first:]))
+    _drop_all(labels)
     return blocks
+
+
+def _language_labels(pre: Any, language: str) -> list[Any]:
+    """The label naming ``pre``'s ``language`` right before it, or before the wrapper it
+    opens (MDN's ``<div class="example-header"><span class="language-name">js</span>
+    </div>`` over each block): read as a paragraph "js" over the block, whose fence now
+    names the language."""
+    node = pre
+    for _ in range(2):
+        parent = node.getparent()
+        if parent is None:
+            break
+        before = node.getprevious()
+        if before is not None:
+            words = before.text_content()[: len(language) + 20].strip().lower()
+            if words == language.lower() and before.find(".//pre") is None:
+                return [before]
+            break
+        if (parent.text or "").strip():
+            break
+        node = parent
+    return []
 
 
 _MAX_BLOCK_LABEL = 100  # the words a wrapper of one code block holds beside it: a file's name
