@@ -2969,6 +2969,22 @@ def test_mdns_code_blocks_read_their_language_in_the_fence_not_over_it() -> None
         assert "Python\n\n```js\nlet x = 1;" in reading
 
 
+def test_a_code_block_in_a_one_cell_table_keeps_its_language() -> None:
+    """GitHub writes each issue comment's body in the one cell of a table (``<td
+    class="d-block comment-body">``), and a code block in a table cell was left out of the
+    blocks whose language and blank lines the readings get back: each comment's code read
+    with neither. A block in a table's only cell is one of them; in a table of data it
+    stays a cell's text."""
+    comment = (
+        '<table class="d-block"><tbody class="d-block"><tr class="d-block"><td class="d-block '
+        f'comment-body markdown-body"><p>{PARA}</p><div class="highlight highlight-source-python '
+        'notranslate"><pre>pool = Pool(size=10)\n\npool.acquire(timeout=30)</pre></div></td>'
+        "</tr></tbody></table>"
+    )
+    for page in (article(comment), f"<main><p>Steps:</p>{comment}</main>"):
+        assert "```python\npool = Pool(size=10)\n\npool.acquire(timeout=30)\n```" in read(page).text
+
+
 def test_code_blocks_with_the_same_first_line_keep_their_own_languages() -> None:
     """Fences are matched to the page's blocks in order, every block counted: a plain block
     before a TOML one with the same first line took its language, and the TOML one lost its

@@ -2409,22 +2409,50 @@ def _paragraph_chars(tree: Any, kept: bool = False) -> int:
 
 
 def _outer_blocks(tree: Any) -> Iterator[Any]:
-    """Each ``<pre>`` that no other ``<pre>`` nor a table cell holds, in document order, in one
-    walk (an ancestor's check for each would be quadratic in their nesting)."""
+    """Each ``<pre>`` that no other ``<pre>`` nor a table cell holds (but the only cell of its
+    table, see :func:`_in_lone_cells`), in document order, in one walk (an ancestor's check
+    for each would be quadratic in their nesting)."""
     import lxml.etree
 
     if next(tree.iter("pre"), None) is None:
         return  # most pages: known at once, without the walk (14 ms for 100,000 cells)
     holding = 0  # the open elements around the walk that hold what is inside them
+    cells = 0  # of which table cells
+    lone: dict[Any, bool] = {}  # each table asked about, whether it has one cell
     for event, element in lxml.etree.iterwalk(
         tree, events=("start", "end"), tag=("pre", "td", "th")
     ):
         if event == "end":
             holding -= 1
+            cells -= element.tag != "pre"
             continue
-        if element.tag == "pre" and not holding:
+        if element.tag == "pre" and (
+            not holding or (holding == cells and _in_lone_cells(element, lone))
+        ):
             yield element
         holding += 1
+        cells += element.tag != "pre"
+
+
+def _in_lone_cells(pre: Any, lone: dict[Any, bool]) -> bool:
+    """Whether each table cell around ``pre`` is its table's only one: a box laying out its
+    content (GitHub's issue comments, each body a ``<td class="d-block comment-body">``),
+    whose blocks stay blocks, the ``<pre>`` a code block whose language and blank lines the
+    readings need back (each comment's code lost its language). ``lone`` keeps each table's
+    answer: each is counted once, however many blocks it holds."""
+    for cell in pre.iterancestors("td", "th"):
+        table = next(cell.iterancestors("table"), None)
+        if table is None:
+            return False
+        if table not in lone:
+            lone[table] = len(table.xpath(_OWN_CELLS)) == 1
+        if not lone[table]:
+            return False
+    return True
+
+
+# A table's own cells, not its nested tables'.
+_OWN_CELLS = "(tr | thead/tr | tbody/tr | tfoot/tr)/*[self::td or self::th]"
 
 
 def _pre_as_code(tree: Any) -> None:
