@@ -314,3 +314,5 @@ def test_a_user_name_that_starts_with_no_letter_keeps_no_password(
     secret = "Zq" + password
     assert secret not in record_text(f"{name}:{secret}@example.org{rest}")
     assert drop_userinfo("127.0.0.1:8080/x@y") == "127.0.0.1:8080/x@y"
+    # A password with a ":" of its own: what follows the name's ":" reads as a scheme.
+    assert drop_userinfo("42:Zq:@example.org/x") == "42:[redacted]@example.org/x"

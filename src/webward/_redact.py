@@ -66,11 +66,16 @@ def drop_userinfo(text: str, *, schemeless: bool = True) -> str:
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.translate(_TAB_OR_NEWLINE)
     match = _BEFORE_AUTHORITY_RE.match(text)
+    # No scheme-like word before a user name that starts with no letter (``10.0.0.1:pw@host``,
+    # ``42:pw@host``; the scheme the pattern finds in ``42:Zq:@host`` is the password's
+    # start): a URL typed without its scheme too.
+    first = _NAME_FIRST_RE.match(text) if schemeless and "@" in text else None
+    if first is not None and (
+        match is None or first.end() <= match.start("scheme" if match.group("scheme") else 0)
+    ):
+        return _name_and_password(text, first.start(1), first.end())
     if match is None:
-        # No scheme-like word: a user name that starts with no letter, before a password
-        # (``10.0.0.1:pw@host``, ``42:pw@host``), is a URL typed without its scheme too.
-        first = _NAME_FIRST_RE.match(text) if schemeless and "@" in text else None
-        return text if first is None else _name_and_password(text, first.start(1), first.end())
+        return text
     start = match.end()
     scheme = match.group("scheme")
     if scheme and scheme.lower() not in _SPECIAL_SCHEMES and len(match.group("slashes")) < 2:
