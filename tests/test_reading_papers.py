@@ -48,3 +48,13 @@ def test_a_papers_authors_named_in_its_citation_metadata_are_read() -> None:
     # Without the metadata (a news article's byline of links) the extractor judges it.
     plain = read_html(arxiv(""), "https://arxiv.org/abs/2401.01234")
     assert "Richard Doe" not in plain and "We present a sparse" in plain
+
+
+def test_a_citation_author_naming_no_one_first_is_passed_over() -> None:
+    """A page's first ``citation_author`` may be empty or hold no word ("—"): the pass
+    looked for that one's longest word and failed (``max`` of nothing), and every read of
+    the page was refused as a bug in webward. The first that names someone is looked for."""
+    for first in ("", "\u2014", "&amp;"):
+        metas = f'<meta name="citation_author" content="{first}">' + METAS
+        reading = read_html(arxiv(metas), "https://arxiv.org/abs/2401.01234")
+        assert_in_order(reading, "Authors:Jane Smith, Richard Doe, Kim Lee", "We present")

@@ -810,12 +810,17 @@ def mark_authors(tree: Any) -> None:
     trafilatura reads it, see ``_convert._main_content``) and, holding inline elements
     alone, is read as a paragraph. Two authors at least: one is a byline's."""
     contents = tree.xpath("//meta[@name='citation_author']/@content")[:_MAX_AUTHORS]
-    names = [words for words in (_name_words(str(c)) for c in contents) if words]
+    named = [(str(c), words) for c in contents if (words := _name_words(str(c)))]
+    names = [words for _, words in named]
     if len(names) < 2:
         return
     wanted = min(len(names), 3)
     limit = 100 + 3 * sum(len(" ".join(words)) for words in names)
-    key = max(_WORD.findall(str(contents[0])), key=len)
+    # The first name's longest word as the page spells it: the first <meta> that names
+    # someone (one may be empty or hold no word: a page's own, not a reason to fail).
+    key = max((w for w in _WORD.findall(named[0][0]) if len(w) > 1), key=len, default="")
+    if not key:
+        return
     hits = tree.xpath("//body//text()[contains(., $key)]", key=key)[:_MAX_AUTHOR_HITS]
     for hit in hits:
         element = hit.getparent()
