@@ -3921,3 +3921,16 @@ def test_a_short_article_in_chinese_is_read_without_its_menus() -> None:
     # An English page as short is still read whole.
     short = "<html><body><div class=nav><a href=/>Home</a></div><p>A short note.</p></body></html>"
     assert "Home" in read(short).text
+
+
+def test_a_code_block_in_a_list_item_keeps_its_fences_indent_when_its_language_is_set() -> None:
+    """A block in a numbered list item is fenced at the item's indent ("   ```py"): its
+    language set from the page's (the code's class, ``python``), the fence was written at
+    the line's start, which ended the list there, left the code's lines indented inside the
+    block and the next item numbered apart. The fence keeps its indent."""
+    page = (
+        "<main><h1>Install</h1><ol><li><p>First install it with pip, then run it once:</p>"
+        '<pre class="lang-py"><code class="language-python">import webward\nprint(webward)'
+        "</code></pre></li><li><p>Then read a page.</p></li></ol></main>"
+    )
+    assert "   ```python\n   import webward\n   print(webward)\n   ```" in read(page).text

@@ -2883,7 +2883,9 @@ def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
             # (html-to-markdown names the language of a <pre>'s own class, "lang-py", where
             # the page names its code's, "language-python", which this rule reads first: a
             # block read "py" or "python" as one converter or the other read the page.)
-            head = f"{opened.group(1)}{block.language}"
+            # (The fence's indent kept: a block in a list item is indented with it, and
+            # one at the line's start ended the list, the code's lines indented in it.)
+            head = f"{markdown[opened.start() : opened.end(1)]}{block.language}"
         lines = body.split("\n")[:-1]  # the body ends with its last line's newline
         written = [line.rstrip() for line in lines if line.strip()]
         if len(block.lines) > len(lines) and written == [line for line in block.lines if line]:
