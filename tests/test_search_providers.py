@@ -510,7 +510,11 @@ async def test_a_redirecting_provider_endpoint_names_the_setting_not_a_retry(
             ).search("agent terms", 5)
     message = err.value.message
     assert "redirect (HTTP 301)" in message
-    assert f"point [search] {setting} at where it redirects (https://search.example)" in message
+    variable = f"WEBWARD_{setting.upper()}"  # (a URL set in the variable: no config key)
+    assert (
+        f"point [search] {setting} (or {variable}) at where it redirects (https://search.example)"
+        in message
+    )
     assert "try again later" not in message
     assert "agent" not in message and "/new/path" not in message
     assert err.value.status == 301

@@ -308,7 +308,9 @@ def provider_failed(
             operator_step(
                 f"the {provider} search provider answered with a redirect (HTTP {body.status}), "
                 "which webward does not follow for a provider",
-                f"point [search] {provider.lower()}_url at where it redirects{where}",
+                # (the setting by both its names, as a provider not reached is told)
+                f"point [search] {provider.lower()}_url (or WEBWARD_{provider.upper()}_URL) at "
+                f"where it redirects{where}",
             ),
             reason=Reason.PROVIDER_ERROR,
             status=body.status,
