@@ -290,6 +290,8 @@ def test_json_usage_error_answers_on_stdout(
             "the following arguments are required: URL; `webward fetch` has no option '--bogus'",
         ),
         (["fetch"], "the following arguments are required: URL"),
+        # "-1" is --freshness's value (a minus and a digit is one), not taken for an option.
+        (["search", "--freshness", "-1"], "the following arguments are required: QUERY"),
     ],
 )
 def test_a_dash_word_where_the_value_belongs_is_named(

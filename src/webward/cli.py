@@ -184,6 +184,8 @@ class _Parser(argparse.ArgumentParser):
         for word in self._words:
             if not word.startswith("-") or word.split("=")[0] in self._option_string_actions:
                 continue
+            if self._negative_number_matcher.match(word):
+                continue  # a value (see __init__), an option's: never taken for an option
             if word.startswith("--") or missing.group(1) not in ("QUERY", "QUESTION"):
                 return f"; `{self.prog}` has no option {word!r}"
             return (
