@@ -312,6 +312,25 @@ def test_url_full_never_carries_credentials() -> None:
         assert "Zq" not in redact_message(f"could not read {url}, it timed out")
 
 
+def test_a_messages_url_in_brackets_or_after_an_equals_sign_loses_its_credentials() -> None:
+    """A library's exception text (a traceback's last line, logged through redact_traceback)
+    names a URL in parentheses or as ``url=...`` as often as after a space: there its
+    user:password@ was kept. A message's own "(user:password@)", no URL, stays."""
+    for said in (
+        "could not convert (https://user:Zq-pw@example.org/x)",
+        "ConnectError: [https://user:Zq-pw@example.org/x]",
+        "request failed: url=https://user:Zq-pw@example.org/x",
+        "tried 2 hosts,https://user:Zq-pw@example.org/x",
+    ):
+        assert "Zq" not in redact_message(said)
+        assert "example.org/x" in redact_message(said)
+    own = "refused: URLs with credentials (user:password@) are not allowed"
+    assert redact_message(own) == own
+    assert redact_message("(web:page.fetch@1, mailto:a@b.org)") == (
+        "(web:page.fetch@1, mailto:a@b.org)"
+    )
+
+
 @pytest.mark.anyio
 async def test_the_gateway_span_joins_the_callers_traceparent(
     tmp_path: Path, site: LocalServer, spans: InMemorySpanExporter

@@ -148,8 +148,14 @@ def _is_host_and_port(authority: str) -> bool:
 _NUMBER_HOST = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
 
 
-# A word (after a space, a quote or "<", or at the start) that starts like a URL and holds an @.
-_URL_TOKEN_RE = re.compile(r"(?:(?<=[\s'\"<])|^)[A-Za-z][A-Za-z0-9+.\-]*:\S*@\S*")
+# A word (after a space, a quote or "<", or at the start) that starts like a URL and holds an
+# @; or one after a bracket, "=" or ",", with a host after its @: a library's exception text
+# names a URL in parentheses or as ``url=...`` as often as after a space (a traceback's last
+# line, see redact_traceback), and "(user:password@)" is a message's words, no URL.
+_URL_TOKEN_RE = re.compile(
+    r"(?:(?<=[\s'\"<])|^)[A-Za-z][A-Za-z0-9+.\-]*:\S*@\S*"
+    r"|(?<=[(\[{=,])[A-Za-z][A-Za-z0-9+.\-]*:\S*@[\w\[]\S*"
+)
 
 
 def redact_urls(text: str, *, schemeless: bool = True) -> str:
