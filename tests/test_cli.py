@@ -707,6 +707,37 @@ def test_a_secret_on_stdin_is_its_one_line(tmp_path: Path, argv: list[str]) -> N
             assert stored["credentials"] == {"BRAVE_SEARCH_API_KEY": "key-one"}
 
 
+class _Terminal:
+    """A terminal's stdin: a line ends at Enter, and the end of input comes only with a
+    Ctrl-D nobody types (read to it, the command waited)."""
+
+    def __init__(self, line: str) -> None:
+        self._line = line
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self, limit: int = -1) -> str:
+        line, self._line = self._line, ""
+        return line
+
+    def read(self, limit: int = -1) -> str:
+        raise AssertionError("read to the end of a terminal's input: waits for a Ctrl-D")
+
+
+def test_a_token_typed_at_a_terminal_ends_at_enter(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`serve --hash-token` at a terminal: stdin was read to its end (so that a second line
+    piped in is refused), which a person typing the token and Enter never gives; the
+    command sat waiting for a Ctrl-D. At a terminal the line is read, ended by Enter."""
+    from webward.cli import main
+
+    monkeypatch.setattr(sys, "stdin", _Terminal("a-token\n"))
+    assert main(["serve", "--hash-token"]) == 0
+    assert capsys.readouterr().out.strip() == hashlib.sha256(b"a-token").hexdigest()
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [

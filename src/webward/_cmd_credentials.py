@@ -121,7 +121,15 @@ def read_stdin_line(what: str) -> str:
     without bound. ``what`` names it ("key", "token") in the refusals of a longer stdin and
     of one holding two lines: only the first was taken, and a file of several keys piped in
     stored its first line as the key without a word."""
-    text = sys.stdin.read(MAX_STDIN_CHARS + 2) if sys.stdin is not None else ""
+    stdin = sys.stdin
+    if stdin is None:
+        text = ""
+    elif stdin.isatty():
+        # A person typing (`serve --hash-token` at a terminal): the line ends at Enter. Read to
+        # the end, the command waited for a Ctrl-D that nothing asked for.
+        text = stdin.readline(MAX_STDIN_CHARS + 2)
+    else:
+        text = stdin.read(MAX_STDIN_CHARS + 2)
     value = text.strip()
     if len(value) > MAX_STDIN_CHARS or len(text) > MAX_STDIN_CHARS + 1:
         raise InvalidInput(
