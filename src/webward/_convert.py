@@ -325,8 +325,9 @@ _TOO_DEEP_AMONG_TAGS_NOTE = (
 # note saying why (0.2 to 0.3 s in all, parsing included).
 _MAX_MARKDOWN_ELEMENTS = 50_000
 # The kinds of pages read for their structure (_kinds: answers, prices, updates, contents,
-# paywalls) on pages of at most this many elements: each pass costs about 1.2 us an element,
-# so 30 ms here, and real pages hold under 22,000 (above).
+# paywalls, a paper's authors) on pages of at most this many elements (_kinds.find's walk
+# stops past it): each pass cost about 1.2 us an element, and real pages hold under 22,000
+# (above).
 _MAX_KINDS_ELEMENTS = 25_000
 _TOO_MANY_FOR_MARKDOWN = f"count(//*) > {_MAX_MARKDOWN_ELEMENTS}"
 _TOO_MANY_NOTE = (
