@@ -849,7 +849,7 @@ async def test_the_model_is_not_told_the_providers_endpoint(
         "only webward's operator can change that"
     )
     assert refused.value.reason == "internal_address"
-    assert "[search] searxng_url was refused" in refused.value.message
+    assert "[search] searxng_url (or WEBWARD_SEARXNG_URL) was refused" in refused.value.message
     assert f"{intranet}/search points to an internal address" in refused.value.message
     assert "private" not in refused.value.message  # the query is the agent's, not config
     server.routes["/search"] = _raw(
