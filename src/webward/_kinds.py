@@ -582,15 +582,21 @@ _CONTENTS_TAGS = ("div", "nav", "ul", "ol", "section", "aside")
 _CONTENTS_KEYS = ("toc", "Toc", "TOC", "ontents", "on-this-page")  # in its class or id
 # Any of them (one search: quicker than looking for each, see find).
 _CONTENTS_KEY = re.compile("|".join(map(re.escape, _CONTENTS_KEYS)))
-_CONTENTS = etree.XPath(
-    "//*[@class or @id]["
-    + " or ".join(f"self::{tag}" for tag in _CONTENTS_TAGS)
-    + "]["
-    + " or ".join(
-        f"contains(@{name}, '{word}')" for name in ("class", "id") for word in _CONTENTS_KEYS
+
+
+def _named(tags: tuple[str, ...], words: tuple[str, ...]) -> Any:
+    """The search for elements of ``tags`` whose class or id holds one of ``words`` (a pass's
+    own, when :func:`find`'s lists are out of date)."""
+    return etree.XPath(
+        "//*[@class or @id]["
+        + " or ".join(f"self::{tag}" for tag in tags)
+        + "]["
+        + " or ".join(f"contains(@{name}, '{word}')" for name in ("class", "id") for word in words)
+        + "]"
     )
-    + "]"
-)
+
+
+_CONTENTS = _named(_CONTENTS_TAGS, _CONTENTS_KEYS)
 _MAX_CONTENTS = 16  # tables of contents dropped at most
 _MAX_CONTENTS_LABEL = 40  # the words besides its links a table of contents holds at most
 
@@ -640,15 +646,7 @@ _PAYWALL_NAME = re.compile(
 PAYWALL_WORDS = ("wall", "Wall", "WALL", "piano", "tp-modal", "tp-backdrop", "tp-container")
 _PAYWALL_KEY = re.compile("|".join(map(re.escape, PAYWALL_WORDS)))
 _PAYWALL_TAGS = ("div", "section", "aside", "p", "form")
-_PAYWALLS = etree.XPath(
-    "//*[@class or @id]["
-    + " or ".join(f"self::{tag}" for tag in _PAYWALL_TAGS)
-    + "]["
-    + " or ".join(
-        f"contains(@{name}, '{word}')" for name in ("class", "id") for word in PAYWALL_WORDS
-    )
-    + "]"
-)
+_PAYWALLS = _named(_PAYWALL_TAGS, PAYWALL_WORDS)
 _CALL_TO_ACTION = re.compile(
     r"\b(?:subscri(?:be|ber|bers|ption)|sign (?:in|up)|log ?in|register|unlock|membership|"
     r"already a (?:subscriber|member)|keep reading|continue reading)\b",

@@ -1465,11 +1465,7 @@ class _UnknownSession:
             chunks.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            body = _session_sentence(b"".join(chunks))
-            headers = [(k, v) for k, v in held["headers"] if k != b"content-length"]
-            headers.append((b"content-length", str(len(body)).encode()))
-            await send({**held, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await _send_instead(send, held, _session_sentence(b"".join(chunks)))
 
         await self._app(scope, receive, answer)
 
@@ -1574,16 +1570,27 @@ class _OneCredential:
             # too, where the gateway says which: the same sentences, in its body and header.
             said = UNKNOWN_TOKEN if _refusal(given) == "unknown" else UNAUTHENTICATED
             body = json.dumps({"error": "invalid_token", "error_description": said}).encode()
-            headers = [
-                (name, _described(value, said) if name == b"www-authenticate" else value)
-                for name, value in start["headers"]
-                if name != b"content-length"
-            ]
-            headers.append((b"content-length", str(len(body)).encode()))
-            await send({**start, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await _send_instead(send, start, body, lambda challenge: _described(challenge, said))
 
         await self._app(scope, receive, counted)
+
+
+async def _send_instead(
+    send: Any,
+    start: dict[str, Any],
+    body: bytes,
+    challenge: Callable[[bytes], bytes] | None = None,
+) -> None:
+    """Send the SDK's response ``start`` with ``body`` in place of the SDK's own, its length
+    told anew (and its ``WWW-Authenticate`` through ``challenge``, when given)."""
+    headers = [
+        (name, challenge(value) if challenge and name == b"www-authenticate" else value)
+        for name, value in start["headers"]
+        if name != b"content-length"
+    ]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _described(challenge: bytes, said: str) -> bytes:

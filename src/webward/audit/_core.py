@@ -130,9 +130,14 @@ def _clean_url(value: Any) -> str:
     return _clean_text(text)
 
 
+def _is_data_url(text: str) -> bool:
+    # A data: URL is its payload: base64 never goes in a record ("data:[omitted]").
+    return text.lstrip("\x00 \t\n\r\f")[:5].lower() == "data:"
+
+
 def _clean_text(text: str) -> str:
-    if text.lstrip("\x00 \t\n\r\f")[:5].lower() == "data:":
-        return "data:[omitted]"  # a data: URL is its payload; base64 never goes in a record
+    if _is_data_url(text):
+        return "data:[omitted]"
     if "@" in text:  # only then can there be credentials to drop
         # The text as a URL, else each URL in it: a target that was no string (a client's
         # {"url": {"u": "https://user:pw@host/"}}, recorded as its repr) holds one inside.
@@ -146,8 +151,8 @@ def _clean_query(value: Any) -> str:
     ``nginx:1.25@sha256:...`` no URL typed without its scheme (``drop_userinfo``'s
     ``schemeless``), recorded as asked."""
     text = str(value)
-    if text.lstrip("\x00 \t\n\r\f")[:5].lower() == "data:":
-        return "data:[omitted]"  # as for a URL: no base64 in a record
+    if _is_data_url(text):  # as for a URL
+        return "data:[omitted]"
     if "@" in text:
         text = redact_urls(text, schemeless=False)
     return _storable(_cut(text))
