@@ -849,6 +849,32 @@ async def test_a_flood_of_readiness_probes_is_one_probe_of_the_store(tmp_path: P
     assert audit.records == []
 
 
+@pytest.mark.anyio
+async def test_a_readiness_probes_bug_is_logged_without_the_credentials_it_names(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A limit store's probe that fails in a way of its own (a driver's bug) is answered 503
+    with one sentence and logged with its traceback, which goes wherever the operator ships
+    the server's log: the traceback was logged as it stood, a store DSN's password included."""
+
+    async def bug() -> None:
+        raise RuntimeError("could not reach redis://webward:Zq-dsn-pw@db.internal:6379/0")
+
+    settings = load(tmp_path)
+    caplog.set_level(logging.ERROR, logger="webward")
+    async with loopback_web(settings, MemoryAuditSink()) as web:
+        monkeypatch.setattr(web._limiter.state, "probe", bug, raising=False)
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            r = await c.get("/readyz")
+    assert r.status_code == 503
+    assert "Traceback" not in r.text and "Zq-dsn-pw" not in r.text
+    [logged] = [rec for rec in caplog.records if "readiness probe" in rec.getMessage()]
+    text = logged.getMessage() + (logged.exc_text or "")
+    assert "RuntimeError" in text and "db.internal:6379" in text  # the bug, to be found
+    assert "Zq-dsn-pw" not in text and logged.exc_info is None
+
+
 # ---- status mapping for the core's errors ------------------------------------------------
 
 

@@ -480,8 +480,12 @@ class _Capability:
         status, payload, headers = answer
         try:
             body = _dumps(payload)
-        except Exception:  # a bug in a result model: answered like any other, and logged
-            log.exception("the gateway could not encode its answer on %s", self._capability)
+        except Exception as exc:  # a bug in a result model: answered like any other, and logged
+            log.error(
+                "the gateway could not encode its answer on %s: %s",
+                self._capability,
+                redact_traceback(exc),
+            )
             status, payload, headers = _problem(500, "internal_error", _UNEXPECTED)
             body = _dumps(payload)
         raw_headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), _NO_STORE]
@@ -737,8 +741,8 @@ def _watch_client(host: asyncio.Task[Any], receive: Receive, cancelling: int) ->
 async def _await_leaving(host: asyncio.Task[Any], receive: Receive, watch: _Watch) -> None:
     try:
         message = await receive()
-    except Exception:  # the server's own failure: the call goes on unwatched
-        log.exception("the gateway could not watch for its client leaving")
+    except Exception as exc:  # the server's own failure: the call goes on unwatched
+        log.error("the gateway could not watch for its client leaving: %s", redact_traceback(exc))
         return
     if message["type"] == "http.disconnect":
         _cancel_when_alone(host, watch)
@@ -985,8 +989,10 @@ class _Readiness:
                 f"refused: the audit or limit store did not answer within {_READY_BOUND_S:g} s",
                 reason=Reason.AUDIT_UNAVAILABLE,
             )
-        except Exception:  # a bug: logged with its traceback, answered without one
-            log.exception("the readiness probe failed unexpectedly")
+        except (
+            Exception
+        ) as exc:  # a bug: logged with its traceback (redacted), answered without one
+            log.error("the readiness probe failed unexpectedly: %s", redact_traceback(exc))
             return Refused(_UNEXPECTED, reason=Reason.INTERNAL_ERROR)
         return None
 
