@@ -15,7 +15,7 @@ from test_audit_always import STORES, settings_for, store
 
 from webward import Settings, StaticResolver, Web
 from webward._errors import WebwardError
-from webward._redact import drop_userinfo, redact_secrets
+from webward._redact import drop_userinfo, redact_message, redact_secrets
 from webward.agents import ToolContext, execute_tool
 from webward.audit import AuditRecord
 from webward.guard import assert_url_allowed
@@ -316,3 +316,36 @@ def test_a_user_name_that_starts_with_no_letter_keeps_no_password(
     assert drop_userinfo("127.0.0.1:8080/x@y") == "127.0.0.1:8080/x@y"
     # A password with a ":" of its own: what follows the name's ":" reads as a scheme.
     assert drop_userinfo("42:Zq:@example.org/x") == "42:[redacted]@example.org/x"
+
+
+@pytest.mark.parametrize(
+    ("url", "kept"),
+    [
+        (
+            "https://example.org/go?to=https://user:Zq-pw@inner.example/x",
+            "https://example.org/go?to=https://inner.example/x",
+        ),
+        (  # the same in percent escapes, as a login page's ?next= carries it
+            "https://example.org/go?a=1&to=https%3A%2F%2Fuser%3AZq-pw%40inner.example%2Fx",
+            "https://example.org/go?a=1&to=https%3A%2F%2Finner.example%2Fx",
+        ),
+        (
+            "https://example.org/go#next=//user:Zq-pw@inner.example/",
+            "https://example.org/go#next=//inner.example/",
+        ),
+        (
+            "https://user:Zq-pw@example.org/go?to=ftp://Zq-pw@inner.example/",
+            "https://example.org/go?to=ftp://inner.example/",
+        ),
+    ],
+)
+def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) -> None:
+    """A URL given as another's query or fragment value keeps its credentials out of the
+    record, the caller's message, spans and the call log (redact_secrets) and log lines
+    (redact_message), as the URL's own are: its password was kept in all of them."""
+    assert "Zq" not in record_text(url)
+    assert AuditRecord.create(decision="allowed", reason="allowed", target=url).target == kept
+    message = WebwardError(f"refused: could not read {url}, it timed out").message
+    assert message == f"refused: could not read {kept}, it timed out"
+    assert redact_secrets(url) == kept
+    assert redact_message(f"GET {url} failed") == f"GET {kept} failed"

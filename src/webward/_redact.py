@@ -49,7 +49,32 @@ _NAME_FIRST_RE = re.compile(r"[\x00-\x20]*([\w.~%!$&*+;=-]+):")
 _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
 
 
+# A URL given as a query or fragment value (``?next=https://user:pw@host/``, or spelled in
+# percent escapes: ``https%3A%2F%2Fuser%3Apw%40host``): its user information is a credential
+# as a secret parameter's value is, though the URL around it reads no host from it. Only
+# after "=", "?", "#" or "&" and with its "//": ``?q=a:b@host`` is no URL's authority (see
+# _is_host_and_port), and the outer URL's own is drop_userinfo's.
+_NESTED_USERINFO_RE = re.compile(
+    r"(?<=[=?#&])((?:[A-Za-z][A-Za-z0-9+.\-]*(?::|%3A))?(?://|%2F%2F))"
+    r"(?:[^%/?#&=\s@\\]|%(?!40|2F)[0-9A-F]{2})*(?:@|%40)",
+    re.IGNORECASE,
+)
+
+
+def _drop_nested_userinfo(text: str) -> str:
+    if "@" not in text and "%40" not in text:
+        return text
+    return _NESTED_USERINFO_RE.sub(r"\1", text)
+
+
 def drop_userinfo(text: str, *, schemeless: bool = True) -> str:
+    """``text`` (a URL as a caller spelled it) without anything that may be credentials:
+    its own (:func:`_drop_own_userinfo`), and a URL's given as a query or fragment value
+    (``?next=https://user:pw@host/``, percent escapes too)."""
+    return _drop_nested_userinfo(_drop_own_userinfo(text, schemeless=schemeless))
+
+
+def _drop_own_userinfo(text: str, *, schemeless: bool = True) -> str:
     """``text`` (a URL as a caller spelled it) without anything that may be credentials.
 
     Whatever the password holds: with an ``@`` in the authority, everything up to its last
@@ -161,9 +186,9 @@ _URL_TOKEN_RE = re.compile(
 def redact_urls(text: str, *, schemeless: bool = True) -> str:
     """``text`` with :func:`drop_userinfo` applied to every word that looks like a URL with
     an ``@`` (URLs in webward's messages hold no whitespace: the guard refuses it)."""
-    if "@" not in text:
-        return text
-    return _URL_TOKEN_RE.sub(lambda m: drop_userinfo(m.group(), schemeless=schemeless), text)
+    if "@" in text:
+        text = _URL_TOKEN_RE.sub(lambda m: drop_userinfo(m.group(), schemeless=schemeless), text)
+    return _drop_nested_userinfo(text)  # a URL in a query in percent escapes has no "@"
 
 
 # Query parameters whose values are credentials (OpenTelemetry's list for url.full, and the
@@ -209,6 +234,7 @@ def redact_secrets(url: str) -> str:
     if not starts:
         return url
     head, rest = url[: min(starts)], url[min(starts) :]  # the path's "=" are no pairs
+    rest = _drop_nested_userinfo(rest)
 
     def redact(pair: re.Match[str]) -> str:
         name = _param_name(pair.group(1))
