@@ -177,9 +177,14 @@ _LEFT_WINDOW = 512
 # renderer shows as one (&lt; &#60; &#060; &#x3c;), or three (&Ll; for U+22D8, read in the
 # folded view's lower case and counted as three). Each whole run of opening brackets is found
 # once, then what follows it is read: linear, whatever the page's brackets and backslashes.
-_OPEN = r"(?:<|&lt;|&ll;|&#0*+60;|&#x0*+3c;)"
+_OPENING = ("<", "&lt;", "&ll;", "&#0*+60;", "&#x0*+3c;")
+_OPEN = f"(?:{'|'.join(_OPENING)})"
 _CLOSE = r"(?:>|&gt;|&gg;|&#0*+62;|&#x0*+3e;)"
-_OPENING_RUN_RE = re.compile(rf"(?:\\?+{_OPEN})++")
+# The run's first bracket is written out with and without its backslash, each alternative
+# starting with a character: the regex engine then skips ahead to a "\\", "<" or "&" rather
+# than trying every position of the page (a 100 kB page holding any of them: 0.2 ms, not 1.1).
+_FIRST_OPEN = "|".join([rf"\\{bracket}" for bracket in _OPENING] + list(_OPENING))
+_OPENING_RUN_RE = re.compile(rf"(?:{_FIRST_OPEN})(?:\\?+{_OPEN})*+")
 _ANGLED_TAIL_RE = re.compile(
     rf"(?P<inner>(?:(?!{_OPEN}|{_CLOSE})[^<>\n]){{1,120}}+)(?P<closing>(?:\\?+{_CLOSE})++)"
 )
@@ -414,8 +419,12 @@ def find_markers(text: str, folded: str | None = None) -> list[tuple[int, int]]:
     (``folded``: its folded view, when the caller made it already)."""
     if folded is None:
         folded, _ = _folded_view(text, with_index=False)
-    # A substring test first: most pages hold no run of brackets to read.
-    maybe = "<<" in folded or "\\<" in folded or "&" in folded
+    # Substring tests first: most pages hold no run of three brackets to read, which needs a
+    # "<<", a "\<" or an entity ("&l", "&#"). A one-character test goes first: a search for
+    # two characters scans a 100 kB page in 0.12 ms, one for a single character in 0.001.
+    maybe = ("<" in folded and ("<<" in folded or "\\<" in folded)) or (
+        "&" in folded and ("&l" in folded or "&#" in folded)
+    )
     spans = _angled_spans(folded) if maybe else []
     if not spans and not _CORE_RE.search(folded):
         return []  # the common case: no marker words at all, so no index is needed
