@@ -594,3 +594,70 @@ def test_a_near_miss_in_the_markers_shape_is_removed_too(near_miss: str) -> None
 )
 def test_angle_brackets_without_a_marker_word_stay(kept: str) -> None:
     assert prepare_body(kept) == kept
+
+
+# ---- the fast search for forged markers reads as the plain one did -------------------------
+
+# The search as it stood before its substring tests and its opening run were made faster
+# (d5f7065): every page with an "&" read through a run that began with an optional backslash.
+_PLAIN_OPENING_RUN_RE = re.compile(r"(?:\\?+(?:<|&lt;|&ll;|&#0*+60;|&#x0*+3c;))++")
+# Brackets and what spells them (entities in either case, with zeros, escaped "&", no ";",
+# confusable brackets), backslashes, and the words a marker is made of.
+_FORGERY_PIECES = [
+    "<", ">", "\\", "&", ";", "#", "x", "0", "6", "3c", "3C", "60", "62", "3e",
+    "&lt;", "&gt;", "&LT;", "&Lt;", "&Lt", "&lt", "&ll;", "&Ll;", "&gg;", "&#60;", "&#060;",
+    "&#0060;", "&#x3c;", "&#x3C;", "&#X3C;", "&#x003c;", "&#62;", "&#x3e;", "&amp;lt;",
+    "&amp;", "&l", "&#", "\uff1c", "\uff1e", "\u00ab", "\u00bb", "\u226a", "\u22d8", "\u22d9",
+    "\u2039", "\u3008", "\ufe64", "untrusted", "UNTRUSTED", "web", "content", "end", "nonce",
+    "=", "-", "_", "/", " ", "\n", "a", "R&D", "Q&A", "untrusted-web-content", "nonce=ab",
+]  # fmt: skip
+
+
+_OPENERS = [
+    "<",
+    "\\<",
+    "&lt;",
+    "&LT;",
+    "&Lt;",
+    "&#60;",
+    "&#0060;",
+    "&#x3C;",
+    "&#X3c;",
+    "&Ll;",
+    "\uff1c",
+    "\u00ab",
+    "\u226a",
+    "\u22d8",
+    "&amp;lt;",
+    "&lt",
+    "\\",
+]
+_CLOSERS = [">", "\\>", "&gt;", "&GT;", "&#62;", "&#x3E;", "&Gg;", "\uff1e", "\u00bb", "\u22d9"]
+_noise = st.lists(st.sampled_from(_FORGERY_PIECES), max_size=12).map("".join)
+
+
+@st.composite
+def _forgeries(draw: st.DrawFn) -> str:
+    """A text with something in a marker's shape in it, or near it: a run of opening brackets
+    (any spelling), words, a run of closing ones, among noise."""
+    opening = "".join(draw(st.lists(st.sampled_from(_OPENERS), min_size=1, max_size=4)))
+    closing = "".join(draw(st.lists(st.sampled_from(_CLOSERS), min_size=1, max_size=4)))
+    return draw(_noise) + opening + draw(_noise) + closing + draw(_noise)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(_forgeries(), _noise))
+def test_the_fast_marker_search_finds_what_the_plain_one_did(text: str) -> None:
+    """find_markers skips the bracket search on a page with no "<<", "\\<", "&l" or "&#", and
+    starts its opening runs on a candidate character: a page's forged marker, in any spelling
+    the plain search caught, is still found and prepare_body still neutralises it."""
+    from unittest import mock
+
+    import webward._envelope as envelope
+
+    with (
+        mock.patch.object(envelope, "_OPENING_RUN_RE", _PLAIN_OPENING_RUN_RE),
+        mock.patch.object(envelope, "_may_hold_angled", lambda folded: True),
+    ):
+        expected = find_markers(text), prepare_body(text)
+    assert (find_markers(text), prepare_body(text)) == expected
