@@ -337,6 +337,40 @@ def test_a_user_name_that_starts_with_no_letter_keeps_no_password(
             "https://user:Zq-pw@example.org/go?to=ftp://Zq-pw@inner.example/",
             "https://example.org/go?to=ftp://inner.example/",
         ),
+        (  # escapes of escapes: a redirect carried through two sign-ins
+            "https://example.org/go?to=https%253A%252F%252Fuser%253AZq-pw%2540inner.example%252F",
+            "https://example.org/go?to=https%253A%252F%252Finner.example%252F",
+        ),
+        (  # Python's quote() keeps the "/": "https%3A//"
+            "https://example.org/go?to=https%3A//user%3AZq-pw%40inner.example/x",
+            "https://example.org/go?to=https%3A//inner.example/x",
+        ),
+        (  # a URL given in a URL given in the query: its own escapes are escaped again
+            "https://example.org/go?to=https%3A%2F%2Fa.example%2Fsso%3Fnext%3D"
+            "https%253A%252F%252Fuser%253AZq-pw%2540inner.example",
+            "https://example.org/go?to=https%3A%2F%2Fa.example%2Fsso%3Fnext%3D"
+            "https%253A%252F%252Finner.example",
+        ),
+        (  # a base64 password, which ends in "="
+            "https://example.org/go?to=https://user:Zq-pw==@inner.example/",
+            "https://example.org/go?to=https://inner.example/",
+        ),
+        (  # a password holding "@" (WHATWG reads the last one) or an escaped "/" or "@"
+            "https://example.org/go?to=https://user:Zq@pw@inner.example/",
+            "https://example.org/go?to=https://inner.example/",
+        ),
+        (
+            "https://example.org/go?to=https://user:Zq%2Fpw%40x@inner.example/",
+            "https://example.org/go?to=https://inner.example/",
+        ),
+        (  # a proxy's or an archive's path, and a path parameter
+            "https://example.org/web/2020/https://user:Zq-pw@inner.example/x",
+            "https://example.org/web/2020/https://inner.example/x",
+        ),
+        (
+            "https://example.org/go;to=https://user:Zq-pw@inner.example/x",
+            "https://example.org/go;to=https://inner.example/x",
+        ),
     ],
 )
 def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) -> None:
@@ -349,3 +383,20 @@ def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) 
     assert message == f"refused: could not read {kept}, it timed out"
     assert redact_secrets(url) == kept
     assert redact_message(f"GET {url} failed") == f"GET {kept} failed"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.org/a?next=https://inner.example/?email=a@b.example",
+        "https://example.org/users/@bob?x=//y",
+        "https://example.org:8443/p@v?to=https%3A%2F%2Finner.example%2Fp%40v",
+        "https://example.org/web/2020/https://inner.example/@bob",
+    ],
+)
+def test_a_url_given_in_a_query_without_credentials_is_kept(url: str) -> None:
+    """Only a nested URL's user information goes: the host read, and a nested URL's path or
+    query holding an "@", are recorded as they are."""
+    assert drop_userinfo(url) == url
+    assert redact_secrets(url) == url
+    assert redact_message(f"GET {url} failed") == f"GET {url} failed"

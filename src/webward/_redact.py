@@ -49,22 +49,46 @@ _NAME_FIRST_RE = re.compile(r"[\x00-\x20]*([\w.~%!$&*+;=-]+):")
 _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywhere in a URL
 
 
-# A URL given as a query or fragment value (``?next=https://user:pw@host/``, or spelled in
-# percent escapes: ``https%3A%2F%2Fuser%3Apw%40host``): its user information is a credential
-# as a secret parameter's value is, though the URL around it reads no host from it. Only
-# after "=", "?", "#" or "&" and with its "//": ``?q=a:b@host`` is no URL's authority (see
-# _is_host_and_port), and the outer URL's own is drop_userinfo's.
+# A URL given as another's query or fragment value (``?next=https://user:pw@host/``), or as
+# a segment of its path (a proxy's or an archive's ``/https://user:pw@host/``): its user
+# information is a credential as a secret parameter's value is, though the URL around it
+# reads no host from it. Only after "=", "?", "#", "&", ";", "," or "/" (or one of them in
+# percent escapes, for a URL nested twice) and with its "//": ``?q=a:b@host`` is no URL's
+# authority (see _is_host_and_port), and the outer URL's own is drop_userinfo's. The nested
+# URL may be spelt as it is, in percent escapes (encodeURIComponent's ``https%3A%2F%2F``,
+# Python's quote's ``https%3A//``), or in escapes of escapes (a redirect carried through
+# two sign-ins: ``https%253A%252F%252F``). Its authority ends at a "/" in its own spelling
+# (spelt as it is, at a "?", "#", "&" or "\" too); an escape of a deeper spelling is the
+# password's own (``user:p%2Fw@host``: a "/" in the password), and the last "@" before the
+# end, in any spelling, ends the user information, as WHATWG reads it (``user:p@w@host``).
+# One lookbehind for the percent-escaped "=", "?", "&", "#" and "/": each one more would be
+# tried at every position of a text (a traceback's, a page-long message's).
+_NESTED_AFTER = r"(?:(?<=[=?#&;,/])|(?<=%3[DF]|%2[36F]))"
+_NESTED_SCHEME = r"(?:[A-Za-z][A-Za-z0-9+.\-]*(?::|%3A|%253A))?"
+_NESTED_AT = r"(?:@|%(?:25)?40)"
 _NESTED_USERINFO_RE = re.compile(
-    r"(?<=[=?#&])((?:[A-Za-z][A-Za-z0-9+.\-]*(?::|%3A))?(?://|%2F%2F))"
-    r"(?:[^%/?#&=\s@\\]|%(?!40|2F)[0-9A-F]{2})*(?:@|%40)",
+    _NESTED_AFTER
+    + r"(?:"
+    # spelt as it is: any percent escape is the user information's
+    + rf"(?P<plain>{_NESTED_SCHEME}//)[^/?#&\s\\]*{_NESTED_AT}"
+    # in percent escapes: "%2F" ends the authority, "%25.." is the password's
+    + rf"|(?P<once>{_NESTED_SCHEME}%2F%2F)(?:[^%/?#&=\s\\]|%(?!2F)[0-9A-F]{{2}})*"
+    + _NESTED_AT
+    # in escapes of escapes: "%252F" ends it too
+    + rf"|(?P<twice>{_NESTED_SCHEME}%252F%252F)"
+    + r"(?:[^%/?#&=\s\\]|%(?!2F|252F)[0-9A-F]{2})*"
+    + _NESTED_AT
+    + r")",
     re.IGNORECASE,
 )
 
 
 def _drop_nested_userinfo(text: str) -> str:
-    if "@" not in text and "%40" not in text:
+    if "@" not in text and "%40" not in text and "%2540" not in text:
         return text
-    return _NESTED_USERINFO_RE.sub(r"\1", text)
+    return _NESTED_USERINFO_RE.sub(
+        lambda m: m.group("plain") or m.group("once") or m.group("twice"), text
+    )
 
 
 def drop_userinfo(text: str, *, schemeless: bool = True) -> str:
@@ -230,11 +254,11 @@ def redact_secrets(url: str) -> str:
                 url = drop_userinfo(url)
         except ValueError:  # no URL urlsplit reads (a bad port, a bracket): by the text
             url = drop_userinfo(url)
+    url = _drop_nested_userinfo(url)  # a URL in its path too (a proxy's /https://u:pw@host/)
     starts = [at for at in (url.find("?"), url.find("#")) if at >= 0]
     if not starts:
         return url
     head, rest = url[: min(starts)], url[min(starts) :]  # the path's "=" are no pairs
-    rest = _drop_nested_userinfo(rest)
 
     def redact(pair: re.Match[str]) -> str:
         name = _param_name(pair.group(1))

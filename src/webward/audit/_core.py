@@ -138,7 +138,7 @@ def _is_data_url(text: str) -> bool:
 def _clean_text(text: str) -> str:
     if _is_data_url(text):
         return "data:[omitted]"
-    if "@" in text or "%40" in text:  # only then can there be credentials to drop
+    if "@" in text or "%40" in text or "%2540" in text:  # only then can there be credentials
         # The text as a URL, else each URL in it: a target that was no string (a client's
         # {"url": {"u": "https://user:pw@host/"}}, recorded as its repr) holds one inside.
         cleaned = drop_userinfo(text)
@@ -153,7 +153,7 @@ def _clean_query(value: Any) -> str:
     text = str(value)
     if _is_data_url(text):  # as for a URL
         return "data:[omitted]"
-    if "@" in text or "%40" in text:
+    if "@" in text or "%40" in text or "%2540" in text:
         text = redact_urls(text, schemeless=False)
     return _storable(_cut(text))
 
