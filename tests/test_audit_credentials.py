@@ -400,3 +400,23 @@ def test_a_url_given_in_a_query_without_credentials_is_kept(url: str) -> None:
     assert drop_userinfo(url) == url
     assert redact_secrets(url) == url
     assert redact_message(f"GET {url} failed") == f"GET {url} failed"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "connection failed: host=db user=webward password=Zq-pw sslmode=require",
+            "connection failed: host=db user=webward password=REDACTED sslmode=require",
+        ),
+        ("conninfo('host=db PASSWORD = Zq-pw')", "conninfo('host=db PASSWORD = REDACTED')"),
+        ("dsn: password='Zq pw\\' pw' port=5432", "dsn: password=REDACTED port=5432"),
+        ("sslpassword=Zq-pw", "sslpassword=REDACTED"),
+        # a query's pair is the query's: its value ends at the "&"
+        ("GET /x?password=Zq-pw&page=2 failed", "GET /x?password=REDACTED&page=2 failed"),
+    ],
+)
+def test_a_keyword_dsns_password_is_redacted_from_messages(text: str, kept: str) -> None:
+    """A driver's error or a traceback that echoes libpq's keyword DSN keeps no password in a
+    log line or a span."""
+    assert redact_message(text) == kept

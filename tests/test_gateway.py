@@ -875,6 +875,33 @@ async def test_a_readiness_probes_bug_is_logged_without_the_credentials_it_names
     assert "Zq-dsn-pw" not in text and logged.exc_info is None
 
 
+@pytest.mark.anyio
+async def test_a_readiness_probes_bug_is_logged_without_a_keyword_dsns_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PostgreSQL DSN is as often libpq's keywords as a URL (host=... password=...), and a
+    driver's error may echo it: the readiness probe's bug was logged with the password, which
+    only a URL's user information and a query's secret values were redacted of."""
+
+    async def bug() -> None:
+        raise RuntimeError(
+            "bad conninfo: host=db.internal user=webward password='Zq dsn-pw' dbname=audit"
+        )
+
+    settings = load(tmp_path)
+    caplog.set_level(logging.ERROR, logger="webward")
+    async with loopback_web(settings, MemoryAuditSink()) as web:
+        monkeypatch.setattr(web._limiter.state, "probe", bug, raising=False)
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            r = await c.get("/readyz")
+    assert r.status_code == 503
+    [logged] = [rec for rec in caplog.records if "readiness probe" in rec.getMessage()]
+    text = logged.getMessage()
+    assert "host=db.internal user=webward password=REDACTED dbname=audit" in text
+    assert "Zq" not in text and "dsn-pw" not in text
+
+
 # ---- status mapping for the core's errors ------------------------------------------------
 
 

@@ -273,17 +273,28 @@ def redact_secrets(url: str) -> str:
 # (``...?token=x, and``) is the message's, not the value's.
 _MESSAGE_PAIR_RE = re.compile(r"([?&#])([^&=#?\s'\"<>]+)=([^&#\s'\"<>]*)")
 _TRAILING = ",;.)"
+# A libpq keyword DSN's password (``host=db user=webward password=... dbname=audit``, the
+# value perhaps quoted: ``password='a b'``), as a driver's error or a traceback may echo a
+# connection string: after a blank, a bracket, a quote, "," or ";" (never a URL's "?" or
+# "&", whose pairs are the query's, above), its value whole, up to the blank that ends it.
+_KEYWORD_PASSWORD_RE = re.compile(
+    r"(?:^|(?<=[\s(\[{,;'\"]))((?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*+'?|[^\s'\"]+)",
+    re.IGNORECASE,
+)
 
 
 def redact_message(text: str, *, schemeless: bool = True) -> str:
     """``text`` (an error message, a library's log line) without credentials: no
-    ``user:password@`` in a URL (:func:`redact_urls`), and the values of secret query and
-    fragment parameters ``REDACTED`` as :func:`redact_secrets` has them, for what leaves the
-    process (a span's status, a log line). A refusal's message names the URL asked and where
-    it redirected, query tokens and all. ``schemeless`` as for :func:`drop_userinfo`."""
+    ``user:password@`` in a URL (:func:`redact_urls`), and the values of a keyword DSN's
+    ``password=`` and of secret query and fragment parameters ``REDACTED`` as
+    :func:`redact_secrets` has them, for what leaves the process (a span's status, a log
+    line). A refusal's message names the URL asked and where it redirected, query tokens
+    and all. ``schemeless`` as for :func:`drop_userinfo`."""
     text = redact_urls(text, schemeless=schemeless)
     if "=" not in text:
         return text
+    if "password" in text.lower():
+        text = _KEYWORD_PASSWORD_RE.sub(r"\1REDACTED", text)
 
     def redact(pair: re.Match[str]) -> str:
         if _param_name(pair.group(2)) not in _SECRET_PARAMS:
