@@ -392,6 +392,11 @@ def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) 
         "https://example.org/users/@bob?x=//y",
         "https://example.org:8443/p@v?to=https%3A%2F%2Finner.example%2Fp%40v",
         "https://example.org/web/2020/https://inner.example/@bob",
+        # An escaped "?" or "#" ends the nested URL's authority as "/" does: its query's "@"
+        # made it read "https://b.example", a host the URL does not name.
+        "https://example.org/l?next=https%3A%2F%2Fh2.example%3Femail%3Da%40b.example",
+        "https://example.org/l?next=https%3A%2F%2Fh2.example%23a%40b.example",
+        "https://example.org/l?next=https%253A%252F%252Fh2.example%253Fe%253Da%2540b.example",
     ],
 )
 def test_a_url_given_in_a_query_without_credentials_is_kept(url: str) -> None:

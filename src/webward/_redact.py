@@ -71,12 +71,13 @@ _NESTED_USERINFO_RE = re.compile(
     + r"(?:"
     # spelt as it is: any percent escape is the user information's
     + rf"(?P<plain>{_NESTED_SCHEME}//)[^/?#&\s\\]*{_NESTED_AT}"
-    # in percent escapes: "%2F" ends the authority, "%25.." is the password's
-    + rf"|(?P<once>{_NESTED_SCHEME}%2F%2F)(?:[^%/?#&=\s\\]|%(?!2F)[0-9A-F]{{2}})*"
+    # in percent escapes: "%2F", "%3F" and "%23" end the authority (a "?" in the password
+    # would be "%253F" there), "%25.." is the password's
+    + rf"|(?P<once>{_NESTED_SCHEME}%2F%2F)(?:[^%/?#&=\s\\]|%(?!2F|3F|23)[0-9A-F]{{2}})*"
     + _NESTED_AT
     # in escapes of escapes: "%252F" ends it too
     + rf"|(?P<twice>{_NESTED_SCHEME}%252F%252F)"
-    + r"(?:[^%/?#&=\s\\]|%(?!2F|252F)[0-9A-F]{2})*"
+    + r"(?:[^%/?#&=\s\\]|%(?!2F|3F|23|252F|253F|2523)[0-9A-F]{2})*"
     + _NESTED_AT
     + r")",
     re.IGNORECASE,
