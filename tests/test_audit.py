@@ -1345,6 +1345,23 @@ def test_a_forked_child_makes_ids_of_its_own() -> None:
     assert len(child) == 32 and child[:8] != parent[:8]
 
 
+@pytest.mark.parametrize("ns", [0, 1, 1_765_000_000_123_456_789, 2**64 - 1])
+@pytest.mark.parametrize("count", [0, 7, 2**32 - 1, 2**32, 2**40 + 5])
+def test_an_id_is_the_prefix_the_time_and_the_counter_in_hex(
+    ns: int, count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """32 lower-case hex digits: the process's prefix, the time's 16 in nanoseconds and the
+    counter's last 8, each zero-padded, as ids were written before they were made in one
+    step."""
+    from webward.audit import _core
+
+    monkeypatch.setattr(_core.time, "time_ns", lambda: ns)
+    monkeypatch.setattr(_core, "_ID_COUNTER", iter([count]))
+    made = _core._new_id()
+    assert made == f"{_core._ID_PREFIX}{ns:016x}{count & 0xFFFFFFFF:08x}"
+    assert len(made) == 32 and made == made.lower() and int(made, 16) >= 0
+
+
 @pytest.mark.anyio
 async def test_a_write_to_a_log_that_is_no_database_says_to_move_it_aside(
     tmp_path: Path,
