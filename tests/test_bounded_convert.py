@@ -1383,6 +1383,45 @@ def test_a_definition_of_many_empty_anchors_converts_in_bounded_time() -> None:
     assert result.text.count("word") == body.count(b"word")
 
 
+def test_the_link_passes_read_a_plain_link_without_a_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The passes over a page's links (permalinks, backlinks, empty inline elements) read the
+    text of a link that holds nothing else without an XPath evaluation, look for a paragraph
+    around a link only when it shows no words, and for the anchor of a link's block only when
+    it goes to an anchor: 200 nested terms over 30,000 links spent 0.2 s of their 0.5 s in
+    them. What they drop is unchanged."""
+    import lxml.html
+
+    texts_read: list[None] = []
+    real_text = lxml.html.HtmlMixin.text_content
+
+    def text_content(element: Any) -> Any:
+        texts_read.append(None)
+        return real_text(element)
+
+    monkeypatch.setattr(lxml.html.HtmlMixin, "text_content", text_content)
+    paragraphs_looked_for = counted(monkeypatch, "_in_paragraph")
+    anchors_looked_for = counted(monkeypatch, "_links_its_block")
+    tree = lxml.html.document_fromstring(
+        "<div>" + "<dt>" * 20 + '<a href="#x">x</a>' * 2_000 + "</div>"
+        "<p>" + '<a href="/y">word</a> ' * 2_000 + "</p>"
+        '<h2 id="s">Section<a href="#s">\u00b6</a></h2>'
+        '<ol><li id="n">A note <a href="#r">^</a> <a href="#r"><sup>b</sup></a></li></ol>'
+        '<p id="q">A paragraph <a href="#q">\u00b6</a><span></span> ends.</p>'
+    )
+    _convert._drop_permalinks(tree)
+    _convert._drop_backlinks(tree)
+    _convert._drop_empty_inline(tree)
+    assert texts_read == [None]  # the one link holding an element: its superscript
+    assert paragraphs_looked_for == []
+    assert len(anchors_looked_for) == 3  # the note's two links and the paragraph's
+    assert len(tree.xpath("//dt//a")) == 2_000 and len(tree.xpath("//p/a")) == 2_000
+    text = tree.text_content()
+    assert "\u00b6" not in text and "^" not in text and "A note  b" in text
+    assert tree.xpath("//span") == [] and "A paragraph  ends." in text
+
+
 def test_nested_links_around_blank_text_convert_in_bounded_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
