@@ -1843,6 +1843,37 @@ def test_a_url_is_read_only_after_no_name_character(sheet: str, quieted: str) ->
     assert _stylesheet._tokens_quieted(sheet, _stylesheet._quiet) == quieted
 
 
+def test_a_short_inline_style_a_page_repeats_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's repeated inline styles (every cell of a table, 36,000 veils) are read once each
+    when short; a long one is read each time it is asked (none kept past a page's worth). The
+    text they hide and show is the same."""
+    import uuid
+
+    from webward import _stylesheet
+
+    reads: list[str] = []
+    real = _stylesheet._declared
+
+    def declared(style: str) -> object:
+        reads.append(style)
+        return real(style)
+
+    monkeypatch.setattr(_stylesheet, "_declared", declared)
+    run = uuid.uuid4().hex  # styles no earlier read in this process has asked about
+    hidden, visible = f"--run: {run}; visibility:hidden", f"--run: {run}; visibility: visible"
+    long = f"--run: {run}; " + "color: red; " * 20 + "display: none"
+    body = (
+        "<html><body><main><h1>Veils</h1>"
+        + f"<p style='{hidden}'>Gone words <i style='{visible}'>kept</i></p>" * 300
+        + f"<p style='{long}'>Long gone</p><p style='{long}'>Long gone</p>"
+        + "<p>The end of the page, in words of its own.</p></main></body></html>"
+    )
+    text = read(body).text
+    assert text.count("kept") == 300 and "gone" not in text.lower()
+    assert reads.count(hidden) == reads.count(visible) == 1
+    assert reads.count(long) >= 2
+
+
 def test_cleaning_takes_the_hiding_attributes_off_the_shown_elements_themselves() -> None:
     """The cleaning pass reads a copy of each element's attributes: what it deletes (hidden
     on an element shown by its own style, aria-hidden="false") goes from the element, which
