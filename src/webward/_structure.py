@@ -88,7 +88,15 @@ _HAS_MARK = f"translate(., '{MARKS}', '') != ."
 _MARKED_TEXTS = f"//text()[{_HAS_MARK}]"
 _MARKED_ATTRIBUTES = f"//@*[{_HAS_MARK}]"
 _UNMARK = str.maketrans(dict.fromkeys(MARKS, ""))
-_A_MARK = re.compile(f"[{re.escape(MARKS)}]")  # (one pass, not one for each mark)
+
+
+def _holds_mark(text: str) -> bool:
+    """Whether ``text`` holds one of the marks: a search in C for each, answered at once for a
+    text of Latin-1 alone (Python knows each string's widest character). One regex pass took
+    0.25 ms over a page's 100 kB of English text, 0.35 ms over Chinese; these, 0.3 and 10 us."""
+    return any(mark in text for mark in MARKS)
+
+
 # An item's label: its number, letters or roman numeral (_item_labels).
 _LABEL = r"(?:\d{1,9}|[a-zA-Z]{1,15})"
 _ANY_MARK = re.compile(f"{NUMBER}{_LABEL}{NUMBER}|[{MARKS}]")
@@ -243,12 +251,12 @@ def prepare(tree: Any) -> None:
     cell's blocks as its lines, mark the numbers of lists not numbered 1, 2, 3 ... and the
     start of each script."""
     text = tree.xpath("string()")
-    for node in tree.xpath(_MARKED_TEXTS) if _A_MARK.search(text) else ():
+    for node in tree.xpath(_MARKED_TEXTS) if _holds_mark(text) else ():
         _set_text(node, node.translate(_UNMARK))
     # The same for the attributes: their values joined (as plain strings, which cost less to
     # make than lxml's own) searched first, a third of what the search of each value costs.
     values = "".join(tree.xpath("//@*", smart_strings=False))
-    for value in tree.xpath(_MARKED_ATTRIBUTES) if _A_MARK.search(values) else ():
+    for value in tree.xpath(_MARKED_ATTRIBUTES) if _holds_mark(values) else ():
         value.getparent().set(value.attrname, value.translate(_UNMARK))
     _pair_definitions(tree)
     _equation_lines(tree)  # before the cells: an equation's table is no table of data
