@@ -3301,7 +3301,7 @@ _BARE_FENCE = re.compile(r"^ {0,3}(`{3,})[ \t]*$", re.M)
 def _unglue_fences(markdown: str) -> str:
     """``markdown`` with each fence glued to the words before it on a line of its own (see
     :data:`_GLUED_FENCE`)."""
-    if "```" not in markdown:
+    if "`" not in markdown or "```" not in markdown:  # (one character first: see tidy_markdown)
         return markdown
     last_closer = {len(m.group(1)): m.start() for m in _BARE_FENCE.finditer(markdown)}
 
@@ -4487,7 +4487,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
 def _finish(markdown: str, code: list[_CodeBlock]) -> str:
     """What the page said and the converters wrote without: code blocks' languages and blank
     lines, task boxes' brackets unescaped."""
-    if "\\[" in markdown:
+    if "\\" in markdown and "\\[" in markdown:  # (one character first: see tidy_markdown)
         markdown = _unescape_task_boxes(markdown)
     return _restore_code(markdown, code)
 
@@ -4502,6 +4502,9 @@ _BLANK_RUN = re.compile(r"\n{3,}")
 # taking a thread's avatar links away made trafilatura take the first post for the article
 # and drop the replies (one in a paragraph's line goes before: _drop_empty_inline).
 _EMPTY_LINK = re.compile(r"(?<![!\\])\[\]\([^()\s]*\) ?")
+# Where tidy_markdown looks whether a reading holds an empty link's start, or a blank run.
+_EMPTY_LINK_START = re.compile(r"\[\]\(")
+_BLANK_RUN_START = re.compile("\n\n\n")
 
 
 def _without_empty_links(line: str) -> str:
@@ -4521,17 +4524,23 @@ def tidy_markdown(markdown: str) -> str:
         markdown = markdown.encode("ascii").translate(None, _CONTROL_BYTES).decode("ascii")
     else:
         markdown = _CONTROL.sub("", markdown)
-    if "```" not in markdown and "~~~" not in markdown:
+    # A search for one character runs at memory speed, one for a few characters at about a
+    # nanosecond a character (0.05 ms for a reading of 100 kB, each): the fences' characters
+    # are looked for first, and the two searches of frequent characters are the regex's,
+    # which runs twice as fast.
+    if ("`" not in markdown or "```" not in markdown) and (
+        "~" not in markdown or "~~~" not in markdown
+    ):
         # No code block: the same, without a branch per line (a reading of 400,000 short
         # lines took 0.25 s in the loop). No regex strips the spaces: "\s+$" backtracks
         # through every run of spaces that does not end its line, quadratic in its length.
-        if "[](" in markdown:
+        if _EMPTY_LINK_START.search(markdown):
             lines = "\n".join(
                 [_without_empty_links(line).rstrip() for line in markdown.split("\n")]
             )
         else:
             lines = "\n".join([line.rstrip() for line in markdown.split("\n")])
-        if "\n\n\n" in lines:  # the regex tries every position: 0.4 ms for 100 kB
+        if _BLANK_RUN_START.search(lines):  # (_BLANK_RUN tries every position: 0.4 ms for 100 kB)
             lines = _BLANK_RUN.sub("\n\n", lines)
         return lines.strip("\n")
     out: list[str] = []
