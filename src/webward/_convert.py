@@ -3322,9 +3322,17 @@ def _guard_ampersands(tree: Any) -> None:
     decoded them already: "&amp;copy;" on the page (the words "&copy;") read "©", and a link's
     "?a=1&section=2" read "?a=1§ion=2". Its tree gets each such "&" escaped, which that last
     decoding turns back into the page's own."""
-    for element in tree.xpath("/descendant::*[contains(@href, '&')]"):
-        element.set("href", _ENTITY_AMP.sub("&amp;", element.get("href")))
-    for text in tree.xpath("//text()[contains(., '&')]"):
+    # (The hrefs asked for, not every element for its href: a third of the time or less. The texts
+    # searched only where the page's text, joined by libxml2, holds an "&" at all: most
+    # pages' text does not, and the search of each text took 0.1 ms on a page of 100 kB.)
+    for href in tree.xpath("/descendant::*/@href[contains(., '&')]"):
+        href.getparent().set("href", _ENTITY_AMP.sub("&amp;", href))
+    texts = (
+        tree.xpath("/descendant::text()[contains(., '&')]")
+        if "&" in tree.xpath("string(/)")
+        else ()
+    )
+    for text in texts:
         parent = text.getparent()
         escaped = _ENTITY_AMP.sub("&amp;", str(text))
         if text.is_tail:
