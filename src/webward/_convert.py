@@ -2922,6 +2922,15 @@ def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
 
 
 @functools.cache
+def _compiled(path: str) -> Any:
+    """XPath ``path`` compiled once per process: the bounds' paths of hundreds of steps each
+    took as long to compile on every page as to run (20 us for a thousand steps)."""
+    import lxml.etree
+
+    return lxml.etree.XPath(path)
+
+
+@functools.cache
 def _attributed_or_dialog() -> Any:
     """Elements with any attribute, and dialogs, in document order; compiled on first use,
     as lxml is imported (start-up of a command that reads no HTML). One step with a
@@ -3768,7 +3777,7 @@ def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
     counts in C, no walk in Python."""
     return (
         elements > _MAX_MAIN_ELEMENTS
-        or bool(tree.xpath(_TOO_DEEP_PATH))
+        or bool(_compiled(_TOO_DEEP_PATH)(tree))
         or _escaped(page_text) > _MAX_ESCAPED_CHARS
         or tree.xpath("count(//@*)") > _MAX_MAIN_ATTRIBUTES
         # (plain strings: lxml's own, which know their element, cost more to make)
@@ -4319,7 +4328,7 @@ def _plain_note(tree: Any, parse_note: str) -> str:
         return parse_note
     if tree.xpath(_TOO_MANY_FOR_MARKDOWN):
         return _TOO_MANY_NOTE
-    if tree.xpath(_TOO_DEEP_FOR_MARKDOWN):
+    if _compiled(_TOO_DEEP_FOR_MARKDOWN)(tree):
         return _TOO_DEEP_FOR_MARKDOWN_NOTE
     return ""
 
