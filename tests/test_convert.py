@@ -1779,6 +1779,35 @@ def test_nothing_is_hidden_by_visibility_where_a_style_shows_a_child_again() -> 
     assert "this shows" in read(page).text
 
 
+@pytest.mark.parametrize(
+    "style",
+    [
+        "visibility: visible",
+        "V\u0130S\u0130B\u0130L\u0130TY:\u00a0Visible",  # the letters a case-blind search takes for i and s
+        "vi\u017f\u0131bility\t:\n VISIBLE",
+        "visibility" + " " * 75 + ": visible",  # the name's end across the window's start
+        "visibility" + " " * 200 + ": visible",  # and past it
+        "\u2003visibility\u2003:\u2003visible",
+    ],
+)
+def test_a_style_showing_a_child_again_is_found_however_it_is_spelled(style: str) -> None:
+    """_shows_visible answers as the case-blind pattern it stands in for does, wherever the
+    name lies before its value's ":"."""
+    found = _convert._shows_visible
+    assert found(f"<p style='{style}'>") and found(style) and found(f"x{style}x")
+    assert _convert._VISIBLE.search(style) is not None
+    for near_miss in (
+        style.replace(":", ";"),
+        re.sub("(?i)visible$", "visibl", style),
+        "overflow: visible; " + re.sub(r"(?i)y(?=\s*:)", "i", style),
+    ):
+        assert not found(near_miss) and _convert._VISIBLE.search(near_miss) is None
+    page = _styled(
+        ".x{visibility:hidden}", hidden=f'<p class="x">Hidden, <span style="{style}">shown</span>'
+    )
+    assert "shown" in read(page).text
+
+
 def test_a_class_shown_by_another_rule_stays_and_a_tab_not_shown_goes() -> None:
     """Responsive utilities (hidden, shown at a width) and states (a tab shown when active)
     are read as shown; an element holding only the hiding class goes."""

@@ -498,6 +498,31 @@ _NOT_WORDS = _SKIPPED | {"nav", "header", "footer", "aside", "menu", "button", "
 _BODY_START = re.compile(r"<body\b", re.IGNORECASE)
 _STYLE_TAG = re.compile(r"<style", re.IGNORECASE)
 _VISIBLE = re.compile(r"visibility\s*:\s*visible", re.IGNORECASE)
+# _VISIBLE looked for from its value's ":", a character the regex finds at memory speed: the
+# case-blind pattern, which has no literal to look for, tried every position of the page
+# (0.7 ms for 60 kB). The name is looked for in a window before each ":" found, and the
+# whole pattern only where that window ends in a run of spaces as long as it, or past the
+# first values found (a page of 125,000 ":visible" took 0.11 s to look at each).
+_VISIBLE_VALUE = re.compile(r":\s*visible", re.IGNORECASE)
+_VISIBILITY_BEFORE = re.compile(r"visibility\s*\Z", re.IGNORECASE)
+_VISIBILITY_WINDOW = 80
+_MAX_VISIBLE_VALUES = 100
+
+
+def _shows_visible(text: str) -> bool:
+    """Whether ``text`` holds :data:`_VISIBLE`."""
+    for count, value in enumerate(_VISIBLE_VALUE.finditer(text)):
+        colon = value.start()
+        start = max(0, colon - _VISIBILITY_WINDOW)
+        if _VISIBILITY_BEFORE.search(text, start, colon):
+            return True
+        if count >= _MAX_VISIBLE_VALUES or (
+            start and text[start + len("visibility") : colon].isspace()
+        ):
+            return _VISIBLE.search(text) is not None  # (a name further back may end there)
+    return False
+
+
 # What a style that shows an element again must hold (its property's name, or an escape that
 # may spell it): "visibility: visible", "initial", "vis\ible".
 _MAY_SHOW = re.compile(r"visib|\\")
@@ -2988,7 +3013,7 @@ def _style_rules(tree: Any, text: str) -> StyleRules | None:
             )
             yield style.text or "", applies
 
-    return read_sheets(sheets(), by_visibility=_VISIBLE.search(text) is None)
+    return read_sheets(sheets(), by_visibility=not _shows_visible(text))
 
 
 def _raw_style_rules(text: str) -> StyleRules | None:
@@ -3017,7 +3042,7 @@ def _raw_style_rules(text: str) -> StyleRules | None:
                 return
             pos = end + len("</style")
 
-    return read_sheets(sheets(), by_visibility=_VISIBLE.search(text) is None)
+    return read_sheets(sheets(), by_visibility=not _shows_visible(text))
 
 
 def _matches(pattern: re.Pattern[str], words: tuple[str, ...], value: str | None) -> bool:
