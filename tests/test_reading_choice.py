@@ -279,6 +279,17 @@ def test_quick_counts_are_the_plain_ones(text: str) -> None:
     assert _shell.scant(long) == (len("".join(long.split())) < _shell.SCANT_CHARS)
 
 
+@given(text=st.text(alphabet=st.sampled_from([*map(chr, range(128))])))
+@settings(max_examples=300, deadline=None)
+def test_the_bound_on_an_ascii_text_s_words_is_never_under_their_count(text: str) -> None:
+    """_has_room passes over a page whose ASCII text cannot hold the words asked without
+    counting them: the bound it reads is never under the count, and is the count where one
+    character separates each word from the next."""
+    assert len(re.findall(r"\w+", text)) <= _convert._at_most_words(text)
+    words = re.findall(r"\w+", text)
+    assert _convert._at_most_words(" ".join(words)) == max(len(words), 1)
+
+
 def _teasers(count: int, summary: str) -> str:
     return "".join(
         f"<article><h2><a href='/blog/{i}'>Title number {i} of a post</a></h2>"
