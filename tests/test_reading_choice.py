@@ -290,6 +290,14 @@ def test_the_bound_on_an_ascii_text_s_words_is_never_under_their_count(text: str
     assert _convert._at_most_words(" ".join(words)) == max(len(words), 1)
 
 
+@given(text=_MIXED)
+@settings(max_examples=300, deadline=None)
+def test_a_page_holds_a_control_character_as_the_pattern_says(text: str) -> None:
+    """_parse's quick look for control characters answers as the pattern that drops them."""
+    assert _convert._has_control(text) == (_convert._CONTROL.search(text) is not None)
+    assert _convert._has_control(text + "\udc80") == _convert._has_control(text)
+
+
 def _teasers(count: int, summary: str) -> str:
     return "".join(
         f"<article><h2><a href='/blog/{i}'>Title number {i} of a post</a></h2>"

@@ -259,6 +259,7 @@ _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 # model gains nothing from them.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CONTROL_BYTES = bytes(b for b in range(128) if _CONTROL.match(chr(b)))
+_CONTROLS = _CONTROL_BYTES.decode("ascii")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
 
 # libxml2 checks each attribute of a start tag against every one before it: 16,000 attributes
@@ -655,11 +656,11 @@ def _collapse(text: str, limit: int) -> str:
 
 
 def _has_control(text: str) -> bool:
-    """Whether ``text`` holds a character :data:`_CONTROL` matches: one byte pass over its
-    UTF-8, in which each such character is a byte of its own and no other character has a
-    byte below 0x80 (twice as quick as the pattern's scan, and most pages are not ASCII)."""
-    raw = text.encode("utf-8", "surrogatepass")
-    return len(raw.translate(None, _CONTROL_BYTES)) != len(raw)
+    """Whether ``text`` holds a character :data:`_CONTROL` matches: a search in C for each of
+    them (memchr for most texts), quicker than one byte pass over the text's UTF-8 (20 us for
+    100 kB of ASCII rather than 40, 110 rather than 150 for the development sets' pages, most
+    of them not ASCII; the pattern's scan took 300)."""
+    return any(control in text for control in _CONTROLS)
 
 
 def _parse(text: str) -> tuple[Any, str]:
