@@ -4575,7 +4575,9 @@ def tidy_markdown(markdown: str) -> str:
         return ""
     if "\r" in markdown:
         markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
-    if markdown.isascii():  # one byte pass rather than a regex scan
+    if not _has_control(markdown):  # (most readings hold none: asked in C, see there)
+        pass
+    elif markdown.isascii():  # one byte pass rather than a regex scan
         markdown = markdown.encode("ascii").translate(None, _CONTROL_BYTES).decode("ascii")
     else:
         markdown = _CONTROL.sub("", markdown)
