@@ -489,6 +489,31 @@ def test_a_logout_ends_the_session_on_every_replica_and_after_a_restart(
         assert opens(restarted, ended) == 401 and opens(restarted, kept) == 200
 
 
+def test_a_logout_outlives_a_restart_without_redis(tmp_path: Path) -> None:
+    """Without Redis the gateway's limit store is its own memory: a logout kept there was
+    forgotten by a restart, and a copy of the logged-out cookie (signed, so taken with no
+    store at all) opened the console again for the rest of its 12 hours. The logout is kept
+    in the state dir then; a session not logged out still opens the restarted gateway."""
+    settings = console_settings(tmp_path)
+    seed(settings, dt.datetime.now(dt.UTC), count=3)
+
+    def opens(base: str, session: str) -> int:
+        port = httpx.URL(base).port
+        with httpx.Client(base_url=base, cookies={f"webward_console_{port}": session}) as c:
+            return c.get("/console/").status_code
+
+    with running_gateway(settings, lambda: Web(settings)) as a, httpx.Client(base_url=a) as c:
+        assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
+        ended = c.cookies[f"webward_console_{httpx.URL(a).port}"]
+        assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
+        kept = c.cookies[f"webward_console_{httpx.URL(a).port}"]
+        c.cookies.set(f"webward_console_{httpx.URL(a).port}", ended)
+        assert c.post("/console/logout").status_code == 303
+        assert opens(a, ended) == 401 and opens(a, kept) == 200
+    with running_gateway(settings, lambda: Web(settings)) as restarted:
+        assert opens(restarted, ended) == 401 and opens(restarted, kept) == 200
+
+
 def test_a_record_whose_id_holds_a_slash_opens_from_its_link(tmp_path: Path) -> None:
     """A record written with an id of its own (``AuditRecord(id=...)``, an import) may hold a
     "/": its link (``/console/audit/import%2F2024%2F7``) was refused by the gateway, which

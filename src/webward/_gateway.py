@@ -78,6 +78,7 @@ from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, server_span, tr
 from ._tokens import Agent, TokenTable, bearer_token, hash_token
 from ._tokens import require_tokens as require_tokens
 from ._web import Web
+from .limits import LimitState, MemoryLimitState, SQLiteLimitState
 
 if TYPE_CHECKING:
     from .console import Console
@@ -1011,6 +1012,7 @@ class _LazyConsole:
         self._tokens = tokens
         self._holder = holder
         self._console: Console | None = None
+        self._logouts: LimitState | None = None  # see _logout_state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._console is None:
@@ -1029,12 +1031,29 @@ class _LazyConsole:
                 AgentTokens(self._tokens),
                 lambda: holder["web"].limit_state if "web" in holder else None,
                 unknown_token=unknown_token,
+                logout_state=self._logout_state,
             )
         await self._console.app(scope, receive, send)
+
+    def _logout_state(self) -> LimitState | None:
+        """Where the console keeps its logouts: the gateway's limit store, which replicas
+        sharing Redis share; but ``limits.db`` in the state dir when that store is the one
+        process's memory, which a restart forgets: a logged-out cookie (signed, so taken
+        without any store) opened the console again for the rest of its 12 hours."""
+        web = self._holder.get("web")
+        if web is None:
+            return None
+        if not isinstance(web.limit_state, MemoryLimitState):
+            return web.limit_state
+        if self._logouts is None:
+            self._logouts = SQLiteLimitState(self._settings.state.path())
+        return self._logouts
 
     async def aclose(self) -> None:
         if self._console is not None:
             await self._console.aclose()
+        if self._logouts is not None:
+            await self._logouts.aclose()
 
 
 def _telemetry_of(holder: Mapping[str, Web]) -> Telemetry | None:

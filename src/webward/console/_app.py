@@ -210,6 +210,7 @@ class Console:
 
     ``limit_state`` returns the limiter store whose state the hosts view shows (the
     gateway's own ``Web``'s, or the store the command line writes); None if there is none yet.
+    ``logout_state`` returns the store that keeps logouts (``limit_state`` by default).
     ``unknown_token`` is told the client's address when a token (login form, bearer header
     or cookie) is one no agent holds: the gateway counts and logs it as a refused credential.
     """
@@ -223,12 +224,14 @@ class Console:
         *,
         clock: Callable[[], float] = time.time,
         unknown_token: Callable[[str], None] | None = None,
+        logout_state: Callable[[], LimitState | None] | None = None,
     ) -> None:
         self.settings = settings
         self._unknown_token = unknown_token
         self.reader = reader
         self.auth = auth
         self._limit_state = limit_state
+        self._logout_state = logout_state or limit_state
         self._clock = clock
         self._env = _environment()
         self._css = resources.files("webward.console").joinpath("static/console.css").read_bytes()
@@ -308,7 +311,7 @@ class Console:
         or by this one before a restart): the signed cookie needs no shared store to be
         taken, so without one a logged-out copy opened every other replica for 12 hours."""
         key = self._ended_key(credential)
-        state = self._limit_state() if key else None
+        state = self._logout_state() if key else None
         if state is None:
             return False
         found = await state.get(key)
@@ -380,7 +383,7 @@ class Console:
             key = self._ended_key(credential)
             valid = bool(key) and self.auth.check(credential).status == 200  # a forged one: no key
             self.auth.logout(credential)  # a session of its own ends here
-            state = self._limit_state() if valid else None
+            state = self._logout_state() if valid else None
             if state is not None:  # and on every replica sharing the store, and after a restart
                 until = self._clock() + ENDED_KEEP_S
                 try:
