@@ -371,6 +371,28 @@ def test_a_user_name_that_starts_with_no_letter_keeps_no_password(
             "https://example.org/go;to=https://user:Zq-pw@inner.example/x",
             "https://example.org/go;to=https://inner.example/x",
         ),
+        # A special scheme's authority after backslashes, or no slash at all, as WHATWG and
+        # browsers read it (a login page's redirect goes to https://inner.example as user).
+        (
+            "https://example.org/go?to=https:\\\\user:Zq-pw@inner.example/x",
+            "https://example.org/go?to=https:\\\\inner.example/x",
+        ),
+        (
+            "https://example.org/go?to=https:/\\user:Zq-pw@inner.example/x",
+            "https://example.org/go?to=https:/\\inner.example/x",
+        ),
+        (
+            "https://example.org/go?to=https:user:Zq-pw@inner.example/x",
+            "https://example.org/go?to=https:inner.example/x",
+        ),
+        (
+            "https://example.org/go?to=https%3A%5C%5Cuser%3AZq-pw%40inner.example%2Fx",
+            "https://example.org/go?to=https%3A%5C%5Cinner.example%2Fx",
+        ),
+        (
+            "https://example.org/go?to=https%253A%255C%255Cuser%253AZq-pw%2540inner.example",
+            "https://example.org/go?to=https%253A%255C%255Cinner.example",
+        ),
     ],
 )
 def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) -> None:
@@ -397,6 +419,10 @@ def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) 
         "https://example.org/l?next=https%3A%2F%2Fh2.example%3Femail%3Da%40b.example",
         "https://example.org/l?next=https%3A%2F%2Fh2.example%23a%40b.example",
         "https://example.org/l?next=https%253A%252F%252Fh2.example%253Fe%253Da%2540b.example",
+        # the same after backslashes or no slash at all
+        "https://example.org/l?next=https:h2.example/?email=a@b.example",
+        "https://example.org/l?next=https:\\\\h2.example\\a@b.example",
+        "https://example.org/l?next=https%3A%5C%5Ch2.example%3Femail%3Da%40b.example",
     ],
 )
 def test_a_url_given_in_a_query_without_credentials_is_kept(url: str) -> None:

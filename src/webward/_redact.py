@@ -61,35 +61,66 @@ _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywher
 # (spelt as it is, at a "?", "#", "&" or "\" too); an escape of a deeper spelling is the
 # password's own (``user:p%2Fw@host``: a "/" in the password), and the last "@" before the
 # end, in any spelling, ends the user information, as WHATWG reads it (``user:p@w@host``).
+# A special scheme's (http, https, ws, wss, ftp, file) authority starts after its ":" with
+# any run of "/" and "\\" (escaped: "%2F", "%5C"), none at all too, as WHATWG reads it
+# (``https:\\\\user:pw@host``, ``https:user:pw@host``): a login page's redirect goes there.
+# A run with a "\\" is the pattern's (that "\\" ends the authority before it, so each search
+# stays short); one with no slash at all, _drop_bare_special_userinfo's.
 # One lookbehind for the percent-escaped "=", "?", "&", "#" and "/": each one more would be
 # tried at every position of a text (a traceback's, a page-long message's).
 _NESTED_AFTER = r"(?:(?<=[=?#&;,/])|(?<=%3[DF]|%2[36F]))"
 _NESTED_SCHEME = r"(?:[A-Za-z][A-Za-z0-9+.\-]*(?::|%3A|%253A))?"
 _NESTED_AT = r"(?:@|%(?:25)?40)"
+_NESTED_SPECIAL = r"(?:https?|wss?|ftp|file)"
 _NESTED_USERINFO_RE = re.compile(
     _NESTED_AFTER
     + r"(?:"
     # spelt as it is: any percent escape is the user information's
-    + rf"(?P<plain>{_NESTED_SCHEME}//)[^/?#&\s\\]*{_NESTED_AT}"
-    # in percent escapes: "%2F", "%3F" and "%23" end the authority (a "?" in the password
-    # would be "%253F" there), "%25.." is the password's
-    + rf"|(?P<once>{_NESTED_SCHEME}%2F%2F)(?:[^%/?#&=\s\\]|%(?!2F|3F|23)[0-9A-F]{{2}})*"
+    + rf"(?P<plain>{_NESTED_SCHEME}//|{_NESTED_SPECIAL}:/*\\[/\\]*)[^/?#&\s\\]*{_NESTED_AT}"
+    # in percent escapes: "%2F", "%5C", "%3F" and "%23" end the authority (a "?" in the
+    # password would be "%253F" there), "%25.." is the password's
+    + rf"|(?P<once>{_NESTED_SCHEME}%2F%2F|{_NESTED_SPECIAL}%3A(?:%2F)*%5C(?:%2F|%5C)*)"
+    + r"(?:[^%/?#&=\s\\]|%(?!2F|5C|3F|23)[0-9A-F]{2})*"
     + _NESTED_AT
-    # in escapes of escapes: "%252F" ends it too
-    + rf"|(?P<twice>{_NESTED_SCHEME}%252F%252F)"
-    + r"(?:[^%/?#&=\s\\]|%(?!2F|3F|23|252F|253F|2523)[0-9A-F]{2})*"
+    # in escapes of escapes: "%252F" and "%255C" end it too
+    + rf"|(?P<twice>{_NESTED_SCHEME}%252F%252F|{_NESTED_SPECIAL}%253A(?:%252F)*%255C(?:%252F|%255C)*)"
+    + r"(?:[^%/?#&=\s\\]|%(?!2F|5C|3F|23|252F|255C|253F|2523)[0-9A-F]{2})*"
     + _NESTED_AT
     + r")",
     re.IGNORECASE,
 )
 
 
+# A special scheme with no slash at all (``?next=https:user:pw@host``) is found by its start,
+# and its authority's end looked for once for all the starts before that end: in a pattern,
+# each start's search for an "@" ran to the end of a text of "=https:x" repeated (quadratic).
+_BARE_SPECIAL_RE = re.compile(_NESTED_AFTER + r"(?:https?|wss?|ftp|file):(?![/\\])", re.I)
+_PLAIN_AUTHORITY_END_RE = re.compile(r"[/?#&\s\\]")
+
+
+def _drop_bare_special_userinfo(text: str) -> str:
+    pieces: list[str] = []
+    done = pos = 0
+    while (scheme := _BARE_SPECIAL_RE.search(text, pos)) is not None:
+        start = scheme.end()
+        end = _PLAIN_AUTHORITY_END_RE.search(text, start)
+        stop = end.start() if end is not None else len(text)
+        at = text.rfind("@", start, stop)
+        if at < 0:
+            pos = stop  # (each start before it has the same end, and no "@" either)
+            continue
+        pieces.append(text[done:start])
+        done = pos = at + 1
+    return "".join(pieces) + text[done:] if pieces else text
+
+
 def _drop_nested_userinfo(text: str) -> str:
     if "@" not in text and "%40" not in text and "%2540" not in text:
         return text
-    return _NESTED_USERINFO_RE.sub(
+    text = _NESTED_USERINFO_RE.sub(
         lambda m: m.group("plain") or m.group("once") or m.group("twice"), text
     )
+    return _drop_bare_special_userinfo(text) if "@" in text else text
 
 
 def drop_userinfo(text: str, *, schemeless: bool = True) -> str:
