@@ -443,6 +443,12 @@ def test_a_url_given_in_a_query_without_credentials_is_kept(url: str) -> None:
         ("conninfo('host=db PASSWORD = Zq-pw')", "conninfo('host=db PASSWORD = REDACTED')"),
         ("dsn: password='Zq pw\\' pw' port=5432", "dsn: password=REDACTED port=5432"),
         ("sslpassword=Zq-pw", "sslpassword=REDACTED"),
+        # unquoted, a quote or an escaped blank is the password's own, as libpq reads it
+        ("host=db password=Zq'pw dbname=audit", "host=db password=REDACTED dbname=audit"),
+        ('host=db password=Zq"pw dbname=audit', "host=db password=REDACTED dbname=audit"),
+        ("host=db password=Zq\\ pw dbname=audit", "host=db password=REDACTED dbname=audit"),
+        ('connect(password="Zq pw", host="db")', 'connect(password=REDACTED, host="db")'),
+        ("(password=Zq-pw)", "(password=REDACTED)"),
         # a query's pair is the query's: its value ends at the "&"
         ("GET /x?password=Zq-pw&page=2 failed", "GET /x?password=REDACTED&page=2 failed"),
     ],

@@ -309,10 +309,23 @@ _TRAILING = ",;.)"
 # value perhaps quoted: ``password='a b'``), as a driver's error or a traceback may echo a
 # connection string: after a blank, a bracket, a quote, "," or ";" (never a URL's "?" or
 # "&", whose pairs are the query's, above), its value whole, up to the blank that ends it.
+# Unquoted, libpq reads a quote inside it and a backslash's escape as the password's own
+# (password=ab'cd, password=a\\ b): only a blank ends it, quotes, brackets, "," and ";"
+# just before that blank left to what it stood in (dsn='... password=pw', password=pw,).
 _KEYWORD_PASSWORD_RE = re.compile(
-    r"(?:^|(?<=[\s(\[{,;'\"]))((?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*+'?|[^\s'\"]+)",
+    r"(?:^|(?<=[\s(\[{,;'\"]))((?:ssl)?password\s*=\s*)"
+    r"(?:'(?:[^'\\]|\\.)*+'?|\"(?:[^\"\\]|\\.)*+\"?|(?P<bare>(?:\\.?|[^\s\\])++))",
     re.IGNORECASE,
 )
+_AFTER_BARE_VALUE = "'\")]},;"
+
+
+def _redact_keyword_password(match: re.Match[str]) -> str:
+    bare = match.group("bare")
+    # (What closes the text around it stays: taken off after the match, as a lookahead for it
+    # at each character of the value was quadratic in a run of them.)
+    after = bare[len(bare.rstrip(_AFTER_BARE_VALUE)) :] if bare else ""
+    return f"{match.group(1)}REDACTED{after}"
 
 
 def redact_message(text: str, *, schemeless: bool = True) -> str:
@@ -326,7 +339,7 @@ def redact_message(text: str, *, schemeless: bool = True) -> str:
     if "=" not in text:
         return text
     if "password" in text.lower():
-        text = _KEYWORD_PASSWORD_RE.sub(r"\1REDACTED", text)
+        text = _KEYWORD_PASSWORD_RE.sub(_redact_keyword_password, text)
 
     def redact(pair: re.Match[str]) -> str:
         if _param_name(pair.group(2)) not in _SECRET_PARAMS:
