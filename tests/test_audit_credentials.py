@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,13 @@ from test_audit_always import STORES, settings_for, store
 
 from webward import Settings, StaticResolver, Web
 from webward._errors import WebwardError
-from webward._redact import drop_userinfo, redact_message, redact_secrets
+from webward._redact import (
+    _drop_nested_userinfo,
+    drop_userinfo,
+    redact_message,
+    redact_secrets,
+    redact_urls,
+)
 from webward.agents import ToolContext, execute_tool
 from webward.audit import AuditRecord
 from webward.guard import assert_url_allowed
@@ -457,3 +464,64 @@ def test_a_keyword_dsns_password_is_redacted_from_messages(text: str, kept: str)
     """A driver's error or a traceback that echoes libpq's keyword DSN keeps no password in a
     log line or a span."""
     assert redact_message(text) == kept
+
+
+# The pattern redact_urls took each word with, kept as the property test's oracle: the words
+# it finds are the same, found without its quadratic retries.
+_URL_WORD_PATTERN = re.compile(
+    r"(?:(?<=[\s'\"<])|^)[A-Za-z][A-Za-z0-9+.\-]*:\S*@\S*"
+    r"|(?<=[(\[{=,])[A-Za-z][A-Za-z0-9+.\-]*:\S*@[\w\[]\S*"
+)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "https:",
+                "h",
+                "x:",
+                "//",
+                "u:pw",
+                "@",
+                "@h.example",
+                "@[::1]",
+                "@ ",
+                "=",
+                ",",
+                "(",
+                "[",
+                "{",
+                "'",
+                '"',
+                "<",
+                " ",
+                "\n",
+                "\u00a0",
+                "/",
+                "?q=",
+                "é",
+                "9",
+                "+.-",
+                ":",
+            ]
+        ),
+        max_size=24,
+    ).map("".join)
+)
+def test_redact_urls_finds_the_words_its_pattern_found(text: str) -> None:
+    """redact_urls finds its words run by run (a pattern retried every start of a long run:
+    quadratic); it drops the user information of the same words as that pattern."""
+    expected = _drop_nested_userinfo(
+        _URL_WORD_PATTERN.sub(lambda m: drop_userinfo(m.group()), text)
+    )
+    assert redact_urls(text) == expected
+
+
+def test_a_long_run_of_would_be_urls_is_read_once() -> None:
+    """A run of "(https:x" with an "@" only at its end, which no host follows: no word is a
+    URL with credentials, and no start is read to the run's end again (the pattern took
+    about 3 s for this text, quadratic in it: a guard for the time, which no assertion
+    measures)."""
+    text = "(https:x" * 20_000 + "@"
+    assert redact_message(text) == text
