@@ -393,6 +393,18 @@ def test_a_user_name_that_starts_with_no_letter_keeps_no_password(
             "https://example.org/go?to=https:inner.example/x",
         ),
         (
+            "https://example.org/go?to=https:/user:Zq-pw@inner.example/x",
+            "https://example.org/go?to=https:/inner.example/x",
+        ),
+        (
+            "https://example.org/go?to=https%3Auser%3AZq-pw%40inner.example%2Fx",
+            "https://example.org/go?to=https%3Ainner.example%2Fx",
+        ),
+        (
+            "https://example.org/go?to=https%253A%252Fuser%253AZq-pw%2540inner.example",
+            "https://example.org/go?to=https%253A%252Finner.example",
+        ),
+        (
             "https://example.org/go?to=https%3A%5C%5Cuser%3AZq-pw%40inner.example%2Fx",
             "https://example.org/go?to=https%3A%5C%5Cinner.example%2Fx",
         ),
@@ -430,6 +442,9 @@ def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) 
         "https://example.org/l?next=https:h2.example/?email=a@b.example",
         "https://example.org/l?next=https:\\\\h2.example\\a@b.example",
         "https://example.org/l?next=https%3A%5C%5Ch2.example%3Femail%3Da%40b.example",
+        "https://example.org/l?next=https%3Ah2.example%3Femail%3Da%40b.example",
+        "https://example.org/l?next=https:/h2.example/a@b.example",
+        "https://example.org/l?next=https%253Ah2.example%252Fa%2540b.example",
     ],
 )
 def test_a_url_given_in_a_query_without_credentials_is_kept(url: str) -> None:

@@ -92,11 +92,23 @@ _NESTED_USERINFO_RE = re.compile(
 )
 
 
-# A special scheme with no slash at all (``?next=https:user:pw@host``) is found by its start,
-# and its authority's end looked for once for all the starts before that end: in a pattern,
-# each start's search for an "@" ran to the end of a text of "=https:x" repeated (quadratic).
-_BARE_SPECIAL_RE = re.compile(_NESTED_AFTER + r"(?:https?|wss?|ftp|file):(?![/\\])", re.I)
-_PLAIN_AUTHORITY_END_RE = re.compile(r"[/?#&\s\\]")
+# A special scheme with no slash or one "/" (``?next=https:user:pw@host``, ``https:/user:...``,
+# escaped ``https%3Auser%3Apw%40host``) is found by its start, and its authority's end looked
+# for once for all the starts before that end: in a pattern, each start's search for an "@"
+# ran to the end of a text of "=https:x" repeated (quadratic).
+_BARE_SPECIAL_RE = re.compile(
+    _NESTED_AFTER
+    + r"(?:https?|wss?|ftp|file)(?:(?P<plain>:/?(?![/\\]))|(?P<once>%3A(?:%2F)?(?!%2F|%5C))"
+    + r"|%253A(?:%252F)?(?!%252F|%255C))",
+    re.IGNORECASE,
+)
+# Where the authority ends in each spelling (as in _NESTED_USERINFO_RE), and its "@".
+_BARE_AUTHORITY_ENDS = {
+    "plain": re.compile(r"[/?#&\s\\]"),
+    "once": re.compile(r"[/?#&=\s\\]|%(?:2F|5C|3F|23)", re.IGNORECASE),
+    "twice": re.compile(r"[/?#&=\s\\]|%(?:2F|5C|3F|23|252F|255C|253F|2523)", re.IGNORECASE),
+}
+_ANY_AT_RE = re.compile(_NESTED_AT)
 
 
 def _drop_bare_special_userinfo(text: str) -> str:
@@ -104,14 +116,17 @@ def _drop_bare_special_userinfo(text: str) -> str:
     done = pos = 0
     while (scheme := _BARE_SPECIAL_RE.search(text, pos)) is not None:
         start = scheme.end()
-        end = _PLAIN_AUTHORITY_END_RE.search(text, start)
+        spelling = "plain" if scheme.group("plain") else "once" if scheme.group("once") else "twice"
+        end = _BARE_AUTHORITY_ENDS[spelling].search(text, start)
         stop = end.start() if end is not None else len(text)
-        at = text.rfind("@", start, stop)
-        if at < 0:
+        last_at = None
+        for found in _ANY_AT_RE.finditer(text, start, stop):
+            last_at = found
+        if last_at is None:
             pos = stop  # (each start before it has the same end, and no "@" either)
             continue
         pieces.append(text[done:start])
-        done = pos = at + 1
+        done = pos = last_at.end()
     return "".join(pieces) + text[done:] if pieces else text
 
 
@@ -121,7 +136,7 @@ def _drop_nested_userinfo(text: str) -> str:
     text = _NESTED_USERINFO_RE.sub(
         lambda m: m.group("plain") or m.group("once") or m.group("twice"), text
     )
-    return _drop_bare_special_userinfo(text) if "@" in text else text
+    return _drop_bare_special_userinfo(text)
 
 
 def drop_userinfo(text: str, *, schemeless: bool = True) -> str:
