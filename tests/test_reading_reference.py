@@ -28,8 +28,10 @@ def _method(name: str, signature: str, doc: str) -> str:
 def test_a_signature_of_linked_types_keeps_its_words() -> None:
     """trafilatura drops a heading of two links or more nearly all short, whatever its words:
     each rustdoc method's signature (its types linked) and each impl's header went, and the
-    descriptions read under no name. They read as headings of their words, apart from the
-    "Source" link beside them."""
+    descriptions read under no name. They read as headings of their words. The summary
+    holding each, which trafilatura writes as one heading, held the version and "Source" link
+    too: "## 1.0.0 · Source pub fn push(&mut self, ...)", the version run into the signature.
+    The heading is the signature's words alone, the version and link a line under it."""
     impl = (
         '<details class="toggle implementors-toggle" open><summary><section id="impl-Vec" '
         'class="impl"><a class="src rightside" href="../../src/alloc/vec/mod.rs.html#402">'
@@ -59,14 +61,11 @@ def test_a_signature_of_linked_types_keeps_its_words() -> None:
     assert_in_order(
         reading,
         "## Implementations",
-        "Source impl",
-        "Vec",
-        "pub fn push(&mut self, value: Option",
-        "Appends an element",
-        "pub fn pop(&mut self) -> Option",
-        "Removes the last element",
+        "## impl\\<T> Vec\\<T>\n",
+        "## pub fn push(&mut self, value: Option\\<T>)\n\n1.0.0 · Source\n\nAppends an element",
+        "## pub fn pop(&mut self) -> Option\\<T>\n\n1.0.0 · Source\n\nRemoves the last element",
     )
-    assert "Sourceimpl" not in reading
+    assert "Sourceimpl" not in reading and "Source pub fn" not in reading
 
 
 def test_a_body_whose_known_container_is_its_menu_keeps_its_headings() -> None:

@@ -2168,14 +2168,7 @@ def _headings_in_items(tree: Any) -> None:
             continue
         if parent.tag == "summary":
             heading.tag = "span"
-            # A block was apart from what stands beside it in the summary (rustdoc's
-            # "Source" link before an impl's header read "Sourceimpl<T> Vec<T>").
-            before = heading.getprevious()
-            if before is not None:
-                before.tail = (before.tail or "") + " "
-            elif (heading.getparent().text or "").strip():
-                heading.getparent().text += " "
-            heading.tail = " " + (heading.tail or "")
+            _alone_in_summary(parent, chain)
         elif parent.tag == "li" and any(_words_after(node) for node in chain):
             heading.tag = "strong"
             # A block was apart from the words around it: a space each side now.
@@ -2185,6 +2178,31 @@ def _headings_in_items(tree: Any) -> None:
                 before.tail = (before.tail or "") + " "
             else:
                 heading.getparent().text = (heading.getparent().text or "") + " "
+
+
+def _alone_in_summary(summary: Any, chain: list[Any]) -> None:
+    """Leave the heading ``chain[0]`` alone in ``summary`` (which trafilatura writes as the
+    heading), and what stood beside it (in the wrappers ``chain[1:]``) in a block of its own
+    after the summary: rustdoc's "1.0.0 · Source" before a method's header read "## 1.0.0 ·
+    Source pub fn push(&mut self, value: T)", the version run into the signature (and
+    "Sourceimpl<T> Vec<T>" before the words had a space between them)."""
+    heading = chain[0]
+    beside = summary.makeelement("p", {})  # (moved, not copied: linear in the summary)
+    beside.text, summary.text = summary.text, None
+    beside.extend(list(summary))
+    # The heading out of its place, the words after it left there.
+    parent, before, tail = heading.getparent(), heading.getprevious(), heading.tail
+    heading.tail = None
+    if before is not None:
+        before.tail = f"{before.tail or ''} {tail or ''}"
+    else:
+        parent.text = f"{parent.text or ''} {tail or ''}"
+    summary.append(heading)
+    if beside.text_content().strip():
+        for wrapper in beside.iter(*_WRAPPERS):  # (a paragraph's words, not blocks)
+            wrapper.tag = "span"
+        beside.tail, summary.tail = summary.tail, None
+        summary.addnext(beside)
 
 
 # What may stand between a heading and its list item or summary (a step's header; rustdoc's
