@@ -122,9 +122,40 @@ def test_the_pages_title_among_links_in_its_header_is_read() -> None:
     )
     reading = read_html(javadoc, "https://docs.example.org/java/util/ArrayList.html")
     assert_in_order(reading, "# Class ArrayList", "The quick brown fox")
-    # Without code (a news article), or where the page's title says it all, it is left.
-    for page in (rustdoc.replace(_CODE, ""), rustdoc.replace("Vec in std::vec", "Struct Vec")):
-        assert "# Struct Vec" not in read_html(page, URL)
+    # Without code (a news article) it is left.
+    assert "# Struct Vec" not in read_html(rustdoc.replace(_CODE, ""), URL)
+
+
+def test_a_references_name_in_a_header_beside_its_article_is_read() -> None:
+    """pkg.go.dev writes the package's name, its ``<h1>``, in a ``<header>`` outside the
+    ``<article>`` trafilatura takes for the text, MDN the API's in a ``<header>`` beside its
+    "Baseline" widget, which trafilatura drops whole: the reading began at "## Documentation"
+    or at the API's first sentence, the name only in the page's title among the site's words.
+    On a page of code a reading with no top heading is headed by the page's ``<h1>``; a news
+    page's headline is left to the extractor."""
+    gopkg = (
+        "<html><head><title>http package - net/http - Go Packages</title></head><body><main "
+        'class="go-Main"><header class="go-Main-header"><div class="go-Main-headerBreadcrumb">'
+        '<a href="/std">Standard library</a> <a href="/net">net</a></div><div class="go-Main-'
+        'headerTitle"><h1 class="UnitHeader-titleHeading">http</h1><span class="go-Chip">'
+        'package</span></div><div class="go-Main-headerDetails"><span><a href="?tab=versions">'
+        'Version: </a>go1.23.4</span></div></header><article class="go-Main-article"><div '
+        'class="UnitDoc"><h2 class="UnitDoc-title" id="section-documentation">Documentation'
+        f"</h2>{_PROSE}{_CODE}</div></article></main></body></html>"
+    )
+    reading = read_html(gopkg, "https://pkg.go.dev/net/http")
+    assert reading.startswith("# http\n\n## Documentation\n"), reading
+    mdn = (
+        "<html><head><title>Array.prototype.map() - JavaScript | MDN</title></head><body><main>"
+        '<article class="main-page-content"><header><h1>Array.prototype.map()</h1><details '
+        'class="baseline-indicator"><summary><span class="indicator" role="img"></span><div '
+        'class="status-title">Baseline <span>Widely available</span></div></summary><div '
+        'class="extra"><p>This feature is well established.</p></div></details></header>'
+        f'<div class="section-content">{_PROSE}{_CODE}</div></article></main></body></html>'
+    )
+    reading = read_html(mdn, "https://developer.mozilla.org/en-US/docs/Web/API/map")
+    assert reading.startswith("# Array.prototype.map()\n\nThe quick brown fox"), reading
+    assert "# Array" not in read_html(mdn.replace(_CODE, ""), URL)
 
 
 def test_a_man_pages_back_to_top_links_leave_its_headings() -> None:

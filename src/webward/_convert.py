@@ -4553,8 +4553,37 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             markdown, extractor = full, "full"
     if not markdown:
         extractor = ""
+    elif extractor != "full" and (heading := _lost_heading(spare, markdown)):
+        # A reference's name (pkg.go.dev's package, MDN's API) in a header beside the
+        # article the extractors took: the reading's outline began at "## Documentation".
+        markdown = f"# {heading}\n\n{markdown}"
     markdown = _finish(markdown, code)
     return HtmlResult(title, markdown, links, extractor, rules, refresh=moved)
+
+
+def _lost_heading(tree: Any, markdown: str) -> str:
+    """The words of the first ``<h1>`` of ``tree`` (Markdown escaped), on a page of code
+    (see :func:`_lift_title`) whose reading ``markdown`` holds no top heading, else "".
+    pkg.go.dev writes the package's name in a ``<header>`` outside the ``<article>``
+    trafilatura reads, MDN the API's in a ``<header>`` beside a widget, which trafilatura
+    drops; the page's ``title`` says it too, among the site's words, but the model reads
+    the reading's outline, and it had no root. (Not a news article's headline, which the
+    development sets' texts leave out, nor a heading that is a link, a masthead's logo.)"""
+    if _TOP_HEADING.search(markdown) is not None:
+        return ""
+    heading = next(tree.iter("h1"), None)
+    if (
+        heading is None
+        or next(heading.iterancestors("a"), None) is not None
+        or next(heading.iter("a"), None) is not None
+        or not tree.xpath(_PAGE_OF_CODE)
+    ):
+        return ""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _collapse(heading.text_content(), _MAX_TITLE))
+
+
+_TOP_HEADING = re.compile(r"^# ", re.M)
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
 
 
 def _finish(markdown: str, code: list[_CodeBlock]) -> str:
