@@ -58,3 +58,36 @@ def test_a_citation_author_naming_no_one_first_is_passed_over() -> None:
         metas = f'<meta name="citation_author" content="{first}">' + METAS
         reading = read_html(arxiv(metas), "https://arxiv.org/abs/2401.01234")
         assert_in_order(reading, "Authors:Jane Smith, Richard Doe, Kim Lee", "We present")
+
+
+def test_a_papers_table_of_labelled_metadata_is_read() -> None:
+    """arXiv writes a paper's comments, subjects, "Cite as" and DOI in a table of labelled
+    rows in ``<div class="metatable">``, which trafilatura dropped whole by its class (it
+    drops a div whose class holds "meta"): the reading lost where to cite the paper. A
+    table of labelled rows alone in a div is read; a table of other rows is left to the
+    extractor's judgement."""
+    table = (
+        '<div class="metatable"><table summary="Additional metadata"><tr><td class="tablecell '
+        'label">Comments:</td><td>12 pages, 4 figures</td></tr><tr><td class="tablecell label">'
+        "Subjects:</td><td>Computation and Language (cs.CL)</td></tr><tr><td>Cite as:</td><td>"
+        '<a href="https://arxiv.org/abs/2401.01234">arXiv:2401.01234</a> [cs.CL]</td></tr><tr>'
+        '<td>&nbsp;</td><td><a href="https://doi.org/10.48550/arXiv.2401.01234">'
+        "https://doi.org/10.48550/arXiv.2401.01234</a></td></tr></table></div>"
+    )
+    page = arxiv(METAS).replace("</blockquote>", f"</blockquote>{table}")
+    reading = read_html(page, "https://arxiv.org/abs/2401.01234")
+    assert_in_order(
+        reading,
+        "We present a sparse",
+        "| Comments: | 12 pages, 4 figures |",
+        "| Subjects: | Computation and Language (cs.CL) |",
+        "| Cite as: | [arXiv:2401.01234]",
+        "10.48550/arXiv.2401.01234",
+    )
+    # Rows whose first cell is no label (a sidebar's widget of figures) are left as they were.
+    widget = table.replace("Subjects:", "Subjects").replace("Cite as:", "Cite as")
+    plain = read_html(
+        arxiv(METAS).replace("</blockquote>", f"</blockquote>{widget}"),
+        "https://arxiv.org/abs/2401.01234",
+    )
+    assert "Computation and Language" not in plain

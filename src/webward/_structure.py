@@ -733,12 +733,36 @@ def header_rows(tree: Any) -> None:
             continue
         if _path(_OWN_SPANS)(table):
             _expand_spans(rows)
+        _unwrap_labels(table, rows)
         if any(True for _ in rows[0].iterchildren("th")):
             continue
         if len(rows) == 1 and len(_path("td")(rows[0])) < 2:
             continue  # a box (a pull quote, a notice), not a table of data
         for cell in rows[0].iterchildren("td"):
             cell.tag = "th"
+
+
+def _unwrap_labels(table: Any, rows: list[Any]) -> None:
+    """A table of labelled rows (each row's first cell a label, "Subjects:", or empty under
+    one) alone in a ``<div>``: the div goes, its table in its place. trafilatura drops a div
+    whose class holds "meta" (or "rating", "widget"...) as boilerplate, and one of under 200
+    characters holding a link: arXiv's ``<div class="metatable">``, a paper's subjects, its
+    "Cite as" and DOI, went whole."""
+    wrapper = table.getparent()
+    if wrapper is None or wrapper.tag != "div" or len(wrapper) != 1 or len(rows) < 2:
+        return
+    if (wrapper.text or "").strip() or (table.tail or "").strip():
+        return
+    labelled = 0
+    for row in rows:
+        first = next(row.iterchildren("td", "th"), None)
+        label = first.text_content().strip() if first is not None else ""
+        if label.endswith(":"):
+            labelled += 1
+        elif label:
+            return
+    if labelled >= 2:
+        wrapper.drop_tag()
 
 
 def _spanned(cell: Any, name: str) -> int:
