@@ -2083,6 +2083,45 @@ _PAGE_OF_CODE = "(//code | //pre)[3]"
 _SHORT_WRAPPER_CHARS = 200
 
 
+def _labelled_lines(tree: Any) -> None:
+    """Read a line of a label and its value written as inline elements in a ``<div>`` (a
+    recipe card's "Prep Time 15 mins", "Servings 10 slices": WP Recipe Maker's
+    ``wprm-recipe-block-container``, each a ``*-label`` span and the value's) as a
+    paragraph: trafilatura's precision mode drops a div of inline elements and no
+    paragraph, and the times and yield went, and with them the card's container, whose
+    class (``wprm-recipe-meta-container``) it takes for boilerplate. A div whose first
+    element is a label (a class token ending in "label"), holding no block and at most
+    :data:`_MAX_LABELLED_CHARS` characters, becomes a ``<p>``; a div holding two such lines
+    or more loses its class and id."""
+    holders: dict[Any, int] = {}
+    for line in _compiled(_LABELLED)(tree):
+        if (line.text or "").strip() or len(line.text_content()) > _MAX_LABELLED_CHARS:
+            continue
+        if next(line.iterdescendants(*_BLOCKS_IN_LINE), None) is not None:
+            continue
+        line.tag = "p"
+        label = line[0]
+        if not (label.tail or "")[:1].isspace():  # (a stylesheet set them apart)
+            label.tail = " " + (label.tail or "")
+        parent = line.getparent()
+        if parent is not None and parent.tag == "div":
+            holders[parent] = holders.get(parent, 0) + 1
+    for holder, lines in holders.items():
+        if lines >= 2:
+            for name in ("class", "id"):
+                holder.attrib.pop(name, None)
+
+
+# A div whose first element's class names a label (found by libxml2 in one pass), and the
+# blocks that make it more than a line.
+_LABELLED = (
+    "//div[*[1][substring(@class, string-length(@class) - 4) = 'label' or "
+    "contains(@class, 'label ')]]"
+)
+_BLOCKS_IN_LINE = ("div", "p", "ul", "ol", "table", "h2", "h3", "h4", "pre", "blockquote")
+_MAX_LABELLED_CHARS = 100
+
+
 def _drop_orphan_credits(tree: Any) -> None:
     """Drop a figure's caption holding an element trafilatura would drop by its class, where
     the caption's other words are few (a credit): reading no images, trafilatura drops a span, div or
@@ -3343,6 +3382,7 @@ def _main_content(
     _unlink_headings(tree, own)
     _unlink_cited_lists(tree)
     _drop_orphan_credits(tree)
+    _labelled_lines(tree)  # (before the headings in items become their words)
     _headings_in_items(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))

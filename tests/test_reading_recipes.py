@@ -1,0 +1,58 @@
+"""A recipe card's times and yield, written as lines of a label and its value, are read
+(webward._convert._labelled_lines)."""
+
+from __future__ import annotations
+
+from readings import P, assert_in_order, read_html
+
+URL = "https://kitchen.example.com/banana-bread/"
+#: The story before the card, long enough that the page is read for its article.
+_PROSE = "".join(f"<p>{P} This is paragraph {n} of the story.</p>" for n in range(5))
+
+
+def _time(kind: str, label: str, value: str, unit: str) -> str:
+    """One of WP Recipe Maker's lines: a label span and the value's spans, in a div."""
+    return (
+        f'<div class="wprm-recipe-block-container wprm-recipe-time-container wprm-recipe-{kind}-'
+        f'time-container"><span class="wprm-recipe-details-label wprm-block-text-faded '
+        f'wprm-recipe-{kind}-time-label">{label}</span><span class="wprm-recipe-time"><span '
+        f'class="wprm-recipe-details wprm-recipe-{kind}_time">{value}</span> <span class="wprm-'
+        f'recipe-details-unit">{unit}</span></span></div>'
+    )
+
+
+def test_a_recipe_cards_times_and_yield_are_read() -> None:
+    """WP Recipe Maker writes each of a recipe's times and its servings as a ``<div>`` of a
+    label span and the value's spans, in a ``wprm-recipe-meta-container``: trafilatura drops a
+    div of inline elements and no paragraph, and a div whose class holds "meta", and the
+    card read its ingredients and steps without how long it takes or what it makes. Each
+    line reads as a paragraph, its label apart from its value; a div of inline elements
+    whose first is no label is left to the extractor."""
+    times = (
+        _time("prep", "Prep Time", "15", "mins")
+        + _time("cook", "Cook Time", "1", "hr")
+        + '<div class="wprm-recipe-block-container wprm-recipe-servings-container"><span class="'
+        'wprm-recipe-details-label wprm-recipe-servings-label">Servings</span><span class="wprm-'
+        'recipe-servings">10</span> <span class="wprm-recipe-servings-unit">slices</span></div>'
+    )
+    page = (
+        "<html><head><title>Easy Banana Bread</title></head><body><main><article><h1>Easy Banana"
+        f" Bread</h1>{_PROSE}<div class=wprm-recipe-container>"
+        '<h2 class="wprm-recipe-name">Easy Banana Bread</h2><div class="wprm-recipe-meta-'
+        f'container wprm-recipe-times-container">{times}</div><h3>Ingredients</h3><ul><li>3 '
+        "ripe bananas</li><li>2 cups flour</li></ul><h3>Instructions</h3><ol><li>Mash the "
+        "bananas in a bowl with a fork.</li><li>Stir in the flour and bake for an hour.</li></ol>"
+        f"</div><p>{P} The end.</p></article></main></body></html>"
+    )
+    reading = read_html(page, URL)
+    assert_in_order(
+        reading,
+        "## Easy Banana Bread\n",
+        "\nPrep Time 15 mins\n",
+        "\nCook Time 1 hr\n",
+        "\nServings 10 slices\n",
+        "### Ingredients",
+        "Mash the bananas",
+    )
+    unlabelled = page.replace("-label", "-name")
+    assert "Prep Time" not in read_html(unlabelled, URL)
