@@ -196,3 +196,37 @@ def test_a_block_inside_a_code_block_starts_its_own_line() -> None:
     )
     for reading in (read_html(page, URL), read_html(f"<main>{decl}</main>", URL)):
         assert "pub struct Vec<T, A = Global>\nwhere\n    A: Allocator,\n{ /* private" in reading
+
+
+def test_a_javadoc_members_signature_is_read_as_code() -> None:
+    """Javadoc writes each member's signature, and the class's, as inline elements in a
+    ``<div class="member-signature">`` (``type-signature``): trafilatura's precision mode
+    drops a div of inline elements and no paragraph, and each method's description read
+    under its bare name ("add"), its return type and parameters lost. The signature reads
+    as code, its links' words in it, its no-break spaces spaces."""
+    member = (
+        '<li><section class="detail" id="add(E)"><h3>add</h3><div class="member-signature">'
+        '<span class="modifiers">public</span>&nbsp;<span class="return-type">boolean</span>'
+        '&nbsp;<span class="element-name">add</span><wbr><span class="parameters">(<a href="'
+        'ArrayList.html" title="type parameter in ArrayList">E</a>&nbsp;e)</span></div><div '
+        'class="block">Appends the specified element to the end of this list.</div></section>'
+        "</li>"
+    )
+    page = (
+        '<html><head><title>ArrayList (Java SE 21)</title></head><body><main role="main"><h1 '
+        'class="title">Class ArrayList&lt;E&gt;</h1><section class="class-description"><div '
+        'class="type-signature"><span class="modifiers">public class </span><span class="'
+        'element-name">ArrayList&lt;E&gt;</span> <span class="extends-implements">extends <a '
+        f'href="AbstractList.html">AbstractList</a>&lt;E&gt;</span></div><div class="block">'
+        f'{_PROSE}{_CODE}</div></section><section class="details"><h2>Method Details</h2><ul '
+        f'class="member-list">{member}</ul></section></main></body></html>'
+    )
+    reading = read_html(page, "https://docs.example.org/java/util/ArrayList.html")
+    assert_in_order(
+        reading,
+        "`public class ArrayList<E> extends AbstractList<E>`",
+        "The quick brown fox",
+        "## Method Details",
+        "`public boolean add(E e)`",
+        "Appends the specified element",
+    )

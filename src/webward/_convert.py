@@ -2122,6 +2122,37 @@ _BLOCKS_IN_LINE = ("div", "p", "ul", "ol", "table", "h2", "h3", "h4", "pre", "bl
 _MAX_LABELLED_CHARS = 100
 
 
+def _signatures_as_code(tree: Any) -> None:
+    """Read a declaration written as inline elements in a ``<div>`` whose class names a
+    signature (Javadoc's ``member-signature`` and ``type-signature``: "public boolean
+    add(E e)", each part a span or a link) as a paragraph of code, its links' words kept
+    (the page's links list holds them): trafilatura's precision mode drops a div of inline
+    elements and no paragraph, and every method's description read under its bare name, its
+    types and parameters lost. A div holding a block is left as it is."""
+    for signature in _compiled(_SIGNATURES)(tree):
+        if next(signature.iterdescendants(*_BLOCKS_IN_LINE), None) is not None:
+            continue
+        if not signature.text_content().strip():
+            continue
+        for link in list(signature.iter("a")):  # (a code span holds no link; the list does)
+            link.drop_tag()
+        for part in signature.iter():  # (Javadoc's &nbsp; between the words: code's spaces)
+            if part.text and "\xa0" in part.text:
+                part.text = part.text.replace("\xa0", " ")
+            if part is not signature and part.tail and "\xa0" in part.tail:
+                part.tail = part.tail.replace("\xa0", " ")
+        code = signature.makeelement("code", {})
+        code.text, signature.text = signature.text, None
+        code.extend(list(signature))
+        signature.append(code)
+        signature.tag = "p"
+        signature.attrib.pop("class", None)
+
+
+# A div whose class names a signature, found by libxml2 in one pass.
+_SIGNATURES = "//div[contains(@class, 'signature')]"
+
+
 def _drop_orphan_credits(tree: Any) -> None:
     """Drop a figure's caption holding an element trafilatura would drop by its class, where
     the caption's other words are few (a credit): reading no images, trafilatura drops a span, div or
@@ -3383,6 +3414,7 @@ def _main_content(
     _unlink_cited_lists(tree)
     _drop_orphan_credits(tree)
     _labelled_lines(tree)  # (before the headings in items become their words)
+    _signatures_as_code(tree)
     _headings_in_items(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
