@@ -230,3 +230,39 @@ def test_a_javadoc_members_signature_is_read_as_code() -> None:
         "`public boolean add(E e)`",
         "Appends the specified element",
     )
+
+
+def test_doxygens_member_tables_and_prototypes_are_read() -> None:
+    """Doxygen opens each table of members (``memberdecls``) with a row of one cell holding
+    its heading (``<h2><a id="pub-methods"></a>Public Member Functions</h2>``), and writes
+    each member's prototype as a template line over a ``<table class="memname">`` of short
+    cells: trafilatura dropped the heading (a heading holding a link) and the prototype, the
+    members' rows read with no header line under no heading, and each member's
+    documentation under "push()" alone. The heading goes before its table, and the
+    prototype reads as a line of code."""
+    page = (
+        "<html><head><title>MyLib: Stack Class Reference</title></head><body><div "
+        f'class="contents"><p>{P}</p><table class="memberdecls"><tr class="heading"><td '
+        'colspan="2"><h2 class="groupheader"><a id="pub-methods" name="pub-methods"></a>Public '
+        'Member Functions</h2></td></tr><tr class="memitem:a1"><td class="memItemLeft">void'
+        '&#160;</td><td class="memItemRight"><a class="el" href="#a1">push</a> (const T '
+        '&amp;value)</td></tr><tr class="memdesc:a1"><td class="mdescLeft">&#160;</td><td '
+        'class="mdescRight">Pushes a value onto the stack.</td></tr></table><h2 class="'
+        f'groupheader">Detailed Description</h2><div class="textblock"><p>{P}</p><p>{P} More.'
+        '</p></div><h2 class="groupheader">Member Function Documentation</h2><a id="a1"></a><h2 '
+        'class="memtitle">push()</h2><div class="memitem"><div class="memproto"><div class='
+        '"memtemplate">template&lt;typename T &gt; </div><table class="memname"><tr><td '
+        'class="memname">void <a class="el" href="#">Stack</a>&lt; T &gt;::push </td><td>(</td>'
+        '<td class="paramtype">const T &amp;&#160;</td><td class="paramname"><em>value</em></td>'
+        '<td>)</td></tr></table></div><div class="memdoc"><p>Pushes a value onto the stack. The '
+        f"value is copied, and a full stack throws.</p><p>{P}</p></div></div></div></body></html>"
+    )
+    reading = read_html(page, "https://docs.example.org/classStack.html")
+    assert_in_order(
+        reading,
+        "## Public Member Functions\n\n| void",
+        "|---|",
+        "Pushes a value onto the stack.",
+        "## push()\n\n`template<typename T > void Stack< T >::push (const T & value)`\n",
+        "The value is copied",
+    )

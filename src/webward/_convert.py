@@ -2153,6 +2153,59 @@ def _signatures_as_code(tree: Any) -> None:
 _SIGNATURES = "//div[contains(@class, 'signature')]"
 
 
+def _prototypes_as_code(tree: Any) -> None:
+    """Read Doxygen's member prototype (``<div class="memproto">``: a template line over a
+    ``<table class="memname">`` of the return type and name, "(", each parameter's type and
+    name in cells of their own, ")") as a paragraph of code of its words, one space apart:
+    trafilatura dropped the table (a layout of short cells) and the template line, and each
+    member's documentation read under "push()" alone, its types and parameters lost."""
+    for prototype in _compiled(_PROTOTYPES)(tree):
+        words = " ".join(prototype.text_content().split())
+        if not words:
+            continue
+        for child in list(prototype):
+            prototype.remove(child)
+        code = prototype.makeelement("code", {})
+        code.text, prototype.text = words, None
+        prototype.append(code)
+        prototype.tag = "p"
+        prototype.attrib.pop("class", None)
+
+
+_PROTOTYPES = "//div[@class='memproto']"
+
+
+def _headings_over_tables(tree: Any) -> None:
+    """Move a heading that fills a table's first row (one cell holding it alone) to just
+    before the table: Doxygen opens each table of members (``memberdecls``) with a row
+    ``<td colspan="2"><h2><a id="pub-methods"></a>Public Member Functions</h2></td>``, which
+    trafilatura dropped (a heading holding a link, the empty anchor of its target, which goes
+    too), and the rows under it read as a table whose header line was gone (a run of lines
+    of pipes) under no heading."""
+    for row in _compiled(_HEADING_ROWS)(tree):
+        table = row.getparent()
+        if table is not None and table.tag in ("tbody", "thead"):
+            table = table.getparent()
+        if table is None or table.tag != "table" or next(table.iter("tr")) is not row:
+            continue
+        cell = row[0]
+        heading = next(child for child in cell if child.tag in _HEADINGS)
+        if (cell.text or "").strip() or (heading.tail or "").strip():
+            continue
+        if any(True for child in cell if child is not heading and child.text_content().strip()):
+            continue
+        heading.tail = None
+        for anchor in list(heading.iter("a")):
+            # Its target (<a id="pub-methods">), no word: trafilatura drops a heading of one.
+            if anchor.get("href") is None and not anchor.text_content().strip():
+                anchor.drop_tree()
+        table.addprevious(heading)
+        row.getparent().remove(row)
+
+
+_HEADING_ROWS = "//tr[count(*) = 1][*[1][h1 or h2 or h3 or h4 or h5 or h6]]"
+
+
 def _drop_orphan_credits(tree: Any) -> None:
     """Drop a figure's caption holding an element trafilatura would drop by its class, where
     the caption's other words are few (a credit): reading no images, trafilatura drops a span, div or
@@ -3406,6 +3459,7 @@ def _main_content(
     _lines_as_paragraphs(tree)
     _bare_runs_as_paragraphs(tree)
     _structure.mark_quotes(tree)
+    _headings_over_tables(tree)  # (before the tables' first rows are read for headers)
     _structure.header_rows(tree)
     _structure.mark_joiners(tree)
     _guard_ampersands(tree)
@@ -3415,6 +3469,7 @@ def _main_content(
     _drop_orphan_credits(tree)
     _labelled_lines(tree)  # (before the headings in items become their words)
     _signatures_as_code(tree)
+    _prototypes_as_code(tree)
     _headings_in_items(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
