@@ -266,3 +266,25 @@ def test_doxygens_member_tables_and_prototypes_are_read() -> None:
         "## push()\n\n`template<typename T > void Stack< T >::push (const T & value)`\n",
         "The value is copied",
     )
+
+
+def test_a_pages_own_asterisks_in_emphasis_read_as_its_words() -> None:
+    """Sphinx writes a parameter list's ``<strong>**kwargs</strong>``: on a page read whole
+    (html-to-markdown's reading) it came out "****kwargs**", the page's asterisks run into
+    the emphasis markers, which a Markdown reader takes for other emphasis. The page's own
+    "*" is escaped, as trafilatura's reading escapes it; a formula's TeX keeps its "*"."""
+    page = (
+        "<html><head><title>requests.api</title></head><body><main><dl class=field-list><dt>"
+        "Parameters:</dt><dd><ul><li><p><strong>**kwargs</strong> \u2013 Optional arguments "
+        "that <code>request</code> takes.</p></li><li><p><strong>*args</strong> (<em>tuple</em>)"
+        ' \u2013 positional.</p></li></ul></dd></dl><p>It costs <math alttext="a^* = b*c"><mi>a'
+        "</mi></math> per call.</p></main></body></html>"
+    )
+    reading = read_html(page, "https://docs.example.org/api.html")
+    assert_in_order(
+        reading,
+        "**\\*\\*kwargs** \u2013 Optional arguments that `request` takes.",
+        "**\\*args** (*tuple*) \u2013 positional.",
+        "It costs $a^* = b*c$ per call.",
+    )
+    assert "****" not in reading

@@ -3421,6 +3421,10 @@ def _h2m_options() -> Any:
         extract_metadata=False,
         skip_images=True,
         autolinks=True,
+        # A page's own "*" reads as its word, not as an emphasis marker (Sphinx's
+        # <strong>**kwargs</strong> read "****kwargs**"), as trafilatura writes it. (Not "_":
+        # it escaped the TeX of every formula, and between words it marks nothing.)
+        escape_asterisks=True,
     )
 
 
@@ -3775,12 +3779,20 @@ def _full_page(tree: Any) -> str:
         _bound_copies(tree)
         _break_long_lines(tree)
         _split_entity_texts(tree)
-        return _structure.restore(_h2m(lxml.html.tostring(tree, encoding="unicode")))
+        markdown = _h2m(lxml.html.tostring(tree, encoding="unicode"))
+        if "\\*" in markdown and "$" in markdown and next(tree.iter("math"), None) is not None:
+            # A formula's TeX is no Markdown: its "*" as the page wrote it (see _h2m_options).
+            markdown = _FORMULA.sub(lambda m: m[0].replace("\\*", "*"), markdown)
+        return _structure.restore(markdown)
     except Exception:  # the last resort below still gives the page's words
         body = tree.find("body")
         node = body if body is not None else tree
         lines = node.text_content().splitlines()
         return _structure.restore("\n".join(line.strip() for line in lines if line.strip()))
+
+
+# A formula html-to-markdown wrote between dollars (see _structure.math_to_text), on a line.
+_FORMULA = re.compile(r"\$[^$\n]+\$")
 
 
 def _second_reading(tree: Any) -> str:
