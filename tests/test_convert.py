@@ -3843,7 +3843,7 @@ def test_a_forum_thread_keeps_its_replies_and_reads_no_empty_avatar_links() -> N
 def test_a_forum_posts_quote_of_another_post_is_read_where_it_stands() -> None:
     """Discourse writes a reply's quote of an earlier post as ``<aside class="quote">`` (the
     quoted author's name and a ``<blockquote>``): it went with the page's sidebars, and the
-    reply answered nothing the reader could see. It reads as a quote under its author's
+    reply answered nothing the reader could see. It reads as a quote opened by its author's
     name, before the reply's words; a pull quote (the article's words again) still goes."""
     replies = [
         '<aside class="quote no-group" data-username="alice" data-post="1"><div class="title">'
@@ -3854,7 +3854,7 @@ def test_a_forum_posts_quote_of_another_post_is_read_where_it_stands() -> None:
         "The workaround is to pin the driver to the previous minor release for now.",
     ]
     reading = read(discourse_thread(replies)).text
-    assert "alice:\n> The pool times out under the nightly load\n\nHave you tried" in reading
+    assert "> alice:\n>\n> The pool times out under the nightly load\n\nHave you tried" in reading
     pulled = '<aside class="pull-quote"><blockquote><p>Pulled words again.</p></blockquote></aside>'
     assert "Pulled words" not in read(article(pulled)).text
 

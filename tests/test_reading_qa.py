@@ -220,3 +220,36 @@ def test_an_answers_comments_lost_by_the_reading_bring_the_whole_reading() -> No
         "- Comment: +1",
         "**Answer (12 votes)**",
     )
+
+
+def test_a_replys_quote_keeps_who_is_quoted() -> None:
+    """Discourse writes a reply's quote of another post as ``<aside class="quote"><div
+    class="title"><img> alice:</div><blockquote>``: the title went (a div of a class
+    trafilatura drops, holding no paragraph), and the quote read as no one's words. A short
+    line ending in a colon right before a quote, first in its parent, reads as the quote's
+    first line; a line of more words, or one not ending in a colon, stays where it was."""
+    quote = (
+        '<aside class="quote no-group" data-username="alice" data-post="1"><div class="title">'
+        '<div class="quote-controls"></div><img alt="" width="24" height="24" src="/a.png" '
+        'class="avatar"> alice:</div><blockquote><p>Builds take forty minutes on the CI runner '
+        "since the upgrade.</p></blockquote></aside>"
+    )
+    posts = "".join(
+        f'<div class="topic-post"><article id="post_{n}"><div class="cooked">{body}<p>{P}</p>'
+        "</div></article></div>"
+        for n, body in enumerate(
+            ("<p>Builds are slow.</p>", f"{quote}<p>Try caching the dependencies.</p>")
+        )
+    )
+    page = (
+        "<html><head><title>Slow builds - Example Forum</title></head><body><main><h1>Slow "
+        f"builds</h1>{posts}</main></body></html>"
+    )
+    reading = read_html(page, "https://forum.example.org/t/slow-builds/42")
+    assert_in_order(
+        reading,
+        "> alice:\n>\n> Builds take forty minutes",
+        "Try caching the dependencies.",
+    )
+    unnamed = read_html(page.replace(" alice:", " alice"), "https://forum.example.org/t/1")
+    assert "> alice" not in unnamed

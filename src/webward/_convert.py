@@ -1291,11 +1291,38 @@ def _quote_attributions(tree: Any) -> None:
     figures = {}  # each figure's last quote: its caption goes there, read once per figure
     for quote in list(tree.iter("blockquote")):
         _attribute(quote, [child for child in quote if child.tag == "footer"])
+        _lead_in(quote)
         figure = quote.getparent()
         if figure is not None and figure.tag == "figure":
             figures[figure] = quote
     for figure, quote in figures.items():
         _attribute(quote, [child for child in figure if child.tag == "figcaption"])
+
+
+def _lead_in(quote: Any) -> None:
+    """The line naming who is quoted, right before ``quote`` and ending in a colon, read as
+    the quote's first line: Discourse writes a reply's quote as ``<aside class="quote"><div
+    class="title"><img> alice:</div><blockquote>``, and the title went (a div of a class
+    trafilatura drops, and of no paragraph), so the quote read as no one's words. A
+    ``<div>`` first in the quote's parent, of at most :data:`_MAX_LEAD_IN_CHARS` characters,
+    nothing but space between it and the quote. Its words are read, its avatar and
+    controls not."""
+    lead = quote.getprevious()
+    if lead is None or lead.tag != "div" or lead.getprevious() is not None:
+        return
+    if (lead.tail or "").strip() or (lead.getparent().text or "").strip():
+        return
+    words = lead.text_content().strip()
+    if not words.endswith(":") or len(words) > _MAX_LEAD_IN_CHARS:
+        return
+    line = lead.makeelement("p", {})  # its words alone (an empty controls' div in it
+    line.text = " ".join(words.split())  # made trafilatura drop the line)
+    line.tail, quote.text = quote.text, None
+    lead.getparent().remove(lead)
+    quote.insert(0, line)
+
+
+_MAX_LEAD_IN_CHARS = 80
 
 
 def _attribute(quote: Any, attributions: list[Any]) -> None:
