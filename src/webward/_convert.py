@@ -2121,7 +2121,7 @@ def _labelled_lines(tree: Any) -> None:
     :data:`_MAX_LABELLED_CHARS` characters, becomes a ``<p>``; a div holding two such lines
     or more loses its class and id."""
     holders: dict[Any, int] = {}
-    for line in _compiled(_LABELLED)(tree):
+    for line in _structure.compiled(_LABELLED)(tree):
         if (line.text or "").strip() or len(line.text_content()) > _MAX_LABELLED_CHARS:
             continue
         if next(line.iterdescendants(*_BLOCKS_IN_LINE), None) is not None:
@@ -2156,7 +2156,7 @@ def _signatures_as_code(tree: Any) -> None:
     (the page's links list holds them): trafilatura's precision mode drops a div of inline
     elements and no paragraph, and every method's description read under its bare name, its
     types and parameters lost. A div holding a block is left as it is."""
-    for signature in _compiled(_SIGNATURES)(tree):
+    for signature in _structure.compiled(_SIGNATURES)(tree):
         if next(signature.iterdescendants(*_BLOCKS_IN_LINE), None) is not None:
             continue
         if not signature.text_content().strip():
@@ -2186,7 +2186,7 @@ def _prototypes_as_code(tree: Any) -> None:
     name in cells of their own, ")") as a paragraph of code of its words, one space apart:
     trafilatura dropped the table (a layout of short cells) and the template line, and each
     member's documentation read under "push()" alone, its types and parameters lost."""
-    for prototype in _compiled(_PROTOTYPES)(tree):
+    for prototype in _structure.compiled(_PROTOTYPES)(tree):
         words = " ".join(prototype.text_content().split())
         if not words:
             continue
@@ -2209,7 +2209,7 @@ def _headings_over_tables(tree: Any) -> None:
     trafilatura dropped (a heading holding a link, the empty anchor of its target, which goes
     too), and the rows under it read as a table whose header line was gone (a run of lines
     of pipes) under no heading."""
-    for row in _compiled(_HEADING_ROWS)(tree):
+    for row in _structure.compiled(_HEADING_ROWS)(tree):
         table = row.getparent()
         if table is not None and table.tag in ("tbody", "thead"):
             table = table.getparent()
@@ -3116,15 +3116,6 @@ def _restore_code(markdown: str, blocks: list[_CodeBlock]) -> str:
 
 
 @functools.cache
-def _compiled(path: str) -> Any:
-    """XPath ``path`` compiled once per process: the bounds' paths of hundreds of steps each
-    took as long to compile on every page as to run (20 us for a thousand steps)."""
-    import lxml.etree
-
-    return lxml.etree.XPath(path)
-
-
-@functools.cache
 def _attributed_or_dialog() -> Any:
     """Elements with any attribute, and dialogs, in document order; compiled on first use,
     as lxml is imported (start-up of a command that reads no HTML). One step with a
@@ -3999,7 +3990,7 @@ def _too_heavy(tree: Any, elements: int, page_text: str) -> bool:
     counts in C, no walk in Python."""
     return (
         elements > _MAX_MAIN_ELEMENTS
-        or bool(_compiled(_TOO_DEEP_PATH)(tree))
+        or bool(_structure.compiled(_TOO_DEEP_PATH)(tree))
         or _escaped(page_text) > _MAX_ESCAPED_CHARS
         or tree.xpath("count(//@*)") > _MAX_MAIN_ATTRIBUTES
         # (plain strings: lxml's own, which know their element, cost more to make)
@@ -4550,7 +4541,7 @@ def _plain_note(tree: Any, parse_note: str) -> str:
         return parse_note
     if tree.xpath(_TOO_MANY_FOR_MARKDOWN):
         return _TOO_MANY_NOTE
-    if _compiled(_TOO_DEEP_FOR_MARKDOWN)(tree):
+    if _structure.compiled(_TOO_DEEP_FOR_MARKDOWN)(tree):
         return _TOO_DEEP_FOR_MARKDOWN_NOTE
     return ""
 

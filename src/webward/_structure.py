@@ -230,9 +230,11 @@ def _iterwalk(tree: Any, events: tuple[str, ...], tag: Any = None) -> Any:
 
 
 @functools.cache
-def _path(path: str) -> Any:
-    """XPath ``path`` compiled once per process: a table's own paths, asked of every table,
-    took twice as long compiled anew on each call (3 to 6 us each, 1 to 3 compiled)."""
+def compiled(path: str) -> Any:
+    """XPath ``path`` compiled once per process (module constants only: the cache keeps
+    each): a table's own paths, asked of every table, took twice as long compiled anew on
+    each call (3 to 6 us each, 1 to 3 compiled), and the bounds' paths of hundreds of steps
+    as long to compile on every page as to run (20 us for a thousand steps)."""
     import lxml.etree
 
     return lxml.etree.XPath(path)
@@ -398,12 +400,12 @@ def _equation_lines(tree: Any) -> None:
     # precision mode deletes a div under 200 characters that holds a link, so every short
     # paragraph citing a reference or an equation went ("Equation 1 shows the forward pass").
     # The wrappers go, their paragraphs stay where they were.
-    wrappers = _path(_LATEXML_PARAGRAPHS)(tree)
+    wrappers = compiled(_LATEXML_PARAGRAPHS)(tree)
     for wrapper in wrappers:
         wrapper.tag = _UNWRAPPED
     if wrappers:
         lxml.etree.strip_tags(tree, _UNWRAPPED)
-    for table in _path(_EQUATION_TABLES)(tree):
+    for table in compiled(_EQUATION_TABLES)(tree):
         if next(table.iterdescendants(_EQUATION_BLOCKS), None) is not None:
             continue  # a table or paragraphs in it: a layout around more than an equation
         block = table.makeelement("div", {"class": "ltx_equation"})
@@ -522,7 +524,7 @@ def layout_tables(tree: Any) -> None:
     nests_layout: set[Any] = set()
     laid_out: list[tuple[Any, list[Any]]] = []
     for table in reversed(tables):  # a nested table before the one it sits in
-        rows = _path(_OWN_ROWS)(table)
+        rows = compiled(_OWN_ROWS)(table)
         if _lays_out(table, rows, table in nests_layout, blocks) and table not in threads():
             laid_out.append((table, rows))
             # (the parser nests at most 256 levels deep)
@@ -641,16 +643,16 @@ def _lays_out(
         return True
     if (table.get("summary") or "").strip() or any(True for _ in table.iterchildren(*_DATA_PARTS)):
         return False
-    if _path(_OWN_HEADER_CELL)(table):
+    if compiled(_OWN_HEADER_CELL)(table):
         return False
     if nests_layout:
         return True
     if not rows:
         return False
-    one_column = not _path(_OWN_SECOND_CELL)(table)
-    if not one_column and (len(rows) >= _DATA_ROWS or _path(_OWN_DATA_COLUMN)(table)):
+    one_column = not compiled(_OWN_SECOND_CELL)(table)
+    if not one_column and (len(rows) >= _DATA_ROWS or compiled(_OWN_DATA_COLUMN)(table)):
         return False
-    if _path(_OWN_FRAME)(table):
+    if compiled(_OWN_FRAME)(table):
         return False
     if one_column:
         return True
@@ -725,18 +727,18 @@ def header_rows(tree: Any) -> None:
             caption.tail = None
             caption.tag = "p"
             table.addprevious(caption)
-        rows = _path(_OWN_ROWS)(table)
+        rows = compiled(_OWN_ROWS)(table)
         if not rows:
             continue
         layout.measure(itertools.islice(itertools.chain(*rows[:2]), _LAYOUT_CELLS))
         if layout.lays_out(table):
             continue
-        if _path(_OWN_SPANS)(table):
+        if compiled(_OWN_SPANS)(table):
             _expand_spans(rows)
         _unwrap_labels(table, rows)
         if any(True for _ in rows[0].iterchildren("th")):
             continue
-        if len(rows) == 1 and len(_path("td")(rows[0])) < 2:
+        if len(rows) == 1 and len(compiled("td")(rows[0])) < 2:
             continue  # a box (a pull quote, a notice), not a table of data
         for cell in rows[0].iterchildren("td"):
             cell.tag = "th"
