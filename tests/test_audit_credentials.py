@@ -414,6 +414,23 @@ def test_a_user_name_that_starts_with_no_letter_keeps_no_password(
             "https://example.org/go?to=https%253A%255C%255Cuser%253AZq-pw%2540inner.example",
             "https://example.org/go?to=https%253A%255C%255Cinner.example",
         ),
+        # In a value's list or quoted string, or after a word: a JSON list in a query.
+        (
+            'https://example.org/go?urls=["https://user:Zq-pw@inner.example/"]',
+            'https://example.org/go?urls=["https://inner.example/"]',
+        ),
+        (
+            "https://example.org/go?urls=%5B%22https%3A%2F%2Fuser%3AZq-pw%40inner.example%22%5D",
+            "https://example.org/go?urls=%5B%22https%3A%2F%2Finner.example%22%5D",
+        ),
+        (
+            "https://example.org/go?q=see+https://user:Zq-pw@inner.example/x",
+            "https://example.org/go?q=see+https://inner.example/x",
+        ),
+        (
+            "https://example.org/go?q=a|https%3A%2F%2Fuser%3AZq-pw%40inner.example",
+            "https://example.org/go?q=a|https%3A%2F%2Finner.example",
+        ),
     ],
 )
 def test_a_url_given_in_a_query_keeps_no_password_anywhere(url: str, kept: str) -> None:
