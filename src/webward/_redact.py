@@ -68,11 +68,13 @@ _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")  # WHATWG removes them anywher
 # A run with a "\\" is the pattern's (that "\\" ends the authority before it, so each search
 # stays short); one with no slash at all, _drop_bare_special_userinfo's.
 # A nested URL also starts a value's list or quoted string (``?urls=["https://u:pw@h"]``,
-# ``?to='https://u:pw@h'``, ``?q=see+https://u:pw@h``): after "[", a quote, "|", "<", "+"
-# or a blank too, escaped or not.
+# ``?to='https://u:pw@h'``, ``?q=a|https://u:pw@h``): after "[", a quote, "|", "<" or a
+# blank too, escaped or not. Never after a character a scheme may hold ("+", ".", "-", a
+# letter or digit): a start there would read the rest of a run of them from each ("a+"
+# repeated: quadratic, 100 s for 100 kB).
 # One lookbehind for the percent-escaped ones: each one more would be tried at every
 # position of a text (a traceback's, a page-long message's).
-_NESTED_AFTER = r"""(?:(?<=[=?#&;,/\["'|<+\s])|(?<=%3[CDF]|%2[02367F]|%5B|%7C))"""
+_NESTED_AFTER = r"""(?:(?<=[=?#&;,/\["'|<\s])|(?<=%3[CDF]|%2[02367F]|%5B|%7C))"""
 _NESTED_SCHEME = r"(?:[A-Za-z][A-Za-z0-9+.\-]*(?::|%3A|%253A))?"
 _NESTED_AT = r"(?:@|%(?:25)?40)"
 _NESTED_SPECIAL = r"(?:https?|wss?|ftp|file)"
