@@ -849,16 +849,14 @@ async def test_a_flood_of_readiness_probes_is_one_probe_of_the_store(tmp_path: P
     assert audit.records == []
 
 
-@pytest.mark.anyio
-async def test_a_readiness_probes_bug_is_logged_without_the_credentials_it_names(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A limit store's probe that fails in a way of its own (a driver's bug) is answered 503
-    with one sentence and logged with its traceback, which goes wherever the operator ships
-    the server's log: the traceback was logged as it stood, a store DSN's password included."""
+async def _readiness_bug_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, said: str
+) -> tuple[httpx.Response, logging.LogRecord]:
+    """``/readyz`` answered while the limit store's probe fails in a way of its own (a
+    driver's bug, raising ``said``), and the one log line saying so."""
 
     async def bug() -> None:
-        raise RuntimeError("could not reach redis://webward:Zq-dsn-pw@db.internal:6379/0")
+        raise RuntimeError(said)
 
     settings = load(tmp_path)
     caplog.set_level(logging.ERROR, logger="webward")
@@ -867,9 +865,21 @@ async def test_a_readiness_probes_bug_is_logged_without_the_credentials_it_names
         transport = httpx.ASGITransport(app=create_app(settings, web))
         async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
             r = await c.get("/readyz")
+    [logged] = [rec for rec in caplog.records if "readiness probe" in rec.getMessage()]
+    return r, logged
+
+
+@pytest.mark.anyio
+async def test_a_readiness_probes_bug_is_logged_without_the_credentials_it_names(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A limit store's probe that fails in a way of its own (a driver's bug) is answered 503
+    with one sentence and logged with its traceback, which goes wherever the operator ships
+    the server's log: the traceback was logged as it stood, a store DSN's password included."""
+    said = "could not reach redis://webward:Zq-dsn-pw@db.internal:6379/0"
+    r, logged = await _readiness_bug_logged(tmp_path, caplog, monkeypatch, said)
     assert r.status_code == 503
     assert "Traceback" not in r.text and "Zq-dsn-pw" not in r.text
-    [logged] = [rec for rec in caplog.records if "readiness probe" in rec.getMessage()]
     text = logged.getMessage() + (logged.exc_text or "")
     assert "RuntimeError" in text and "db.internal:6379" in text  # the bug, to be found
     assert "Zq-dsn-pw" not in text and logged.exc_info is None
@@ -882,21 +892,9 @@ async def test_a_readiness_probes_bug_is_logged_without_a_keyword_dsns_password(
     """A PostgreSQL DSN is as often libpq's keywords as a URL (host=... password=...), and a
     driver's error may echo it: the readiness probe's bug was logged with the password, which
     only a URL's user information and a query's secret values were redacted of."""
-
-    async def bug() -> None:
-        raise RuntimeError(
-            "bad conninfo: host=db.internal user=webward password='Zq dsn-pw' dbname=audit"
-        )
-
-    settings = load(tmp_path)
-    caplog.set_level(logging.ERROR, logger="webward")
-    async with loopback_web(settings, MemoryAuditSink()) as web:
-        monkeypatch.setattr(web._limiter.state, "probe", bug, raising=False)
-        transport = httpx.ASGITransport(app=create_app(settings, web))
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
-            r = await c.get("/readyz")
+    said = "bad conninfo: host=db.internal user=webward password='Zq dsn-pw' dbname=audit"
+    r, logged = await _readiness_bug_logged(tmp_path, caplog, monkeypatch, said)
     assert r.status_code == 503
-    [logged] = [rec for rec in caplog.records if "readiness probe" in rec.getMessage()]
     text = logged.getMessage()
     assert "host=db.internal user=webward password=REDACTED dbname=audit" in text
     assert "Zq" not in text and "dsn-pw" not in text

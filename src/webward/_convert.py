@@ -50,7 +50,7 @@ import itertools
 import logging
 import re
 import string
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -2168,12 +2168,7 @@ def _signatures_as_code(tree: Any) -> None:
                 part.text = part.text.replace("\xa0", " ")
             if part is not signature and part.tail and "\xa0" in part.tail:
                 part.tail = part.tail.replace("\xa0", " ")
-        code = signature.makeelement("code", {})
-        code.text, signature.text = signature.text, None
-        code.extend(list(signature))
-        signature.append(code)
-        signature.tag = "p"
-        signature.attrib.pop("class", None)
+        _as_code(signature, signature.text, list(signature))
 
 
 # A div whose class names a signature, found by libxml2 in one pass.
@@ -2192,14 +2187,21 @@ def _prototypes_as_code(tree: Any) -> None:
             continue
         for child in list(prototype):
             prototype.remove(child)
-        code = prototype.makeelement("code", {})
-        code.text, prototype.text = words, None
-        prototype.append(code)
-        prototype.tag = "p"
-        prototype.attrib.pop("class", None)
+        _as_code(prototype, words)
 
 
 _PROTOTYPES = "//div[@class='memproto']"
+
+
+def _as_code(div: Any, text: str | None, children: Iterable[Any] = ()) -> None:
+    """``div`` made a paragraph of one code span of ``text`` and ``children`` (moved in), with
+    no class for trafilatura to take it for boilerplate by."""
+    code = div.makeelement("code", {})
+    code.text, div.text = text, None
+    code.extend(children)
+    div.append(code)
+    div.tag = "p"
+    div.attrib.pop("class", None)
 
 
 def _headings_over_tables(tree: Any) -> None:
@@ -3385,7 +3387,7 @@ _ASCII_WORD_BYTES = bytes(
 _WORD_MARKS = bytes(0x20 if b == 0x20 else 0x61 for b in _ASCII_WORD_BYTES)
 
 
-_ASCII_WORD_CHARS = bytes(byte for byte in range(128) if chr(byte).isalnum() or chr(byte) == "_")
+_ASCII_WORD_CHARS = bytes(byte for byte in range(128) if _ASCII_WORD_BYTES[byte] != 0x20)
 
 
 def _at_most_words(text: str) -> int:
@@ -4779,12 +4781,11 @@ def tidy_markdown(markdown: str) -> str:
         return ""
     if "\r" in markdown:
         markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
-    if not _has_control(markdown):  # (most readings hold none: asked in C, see there)
-        pass
-    elif markdown.isascii():  # one byte pass rather than a regex scan
-        markdown = markdown.encode("ascii").translate(None, _CONTROL_BYTES).decode("ascii")
-    else:
-        markdown = _CONTROL.sub("", markdown)
+    if _has_control(markdown):  # (most readings hold none: asked in C, see there)
+        if markdown.isascii():  # one byte pass rather than a regex scan
+            markdown = markdown.encode("ascii").translate(None, _CONTROL_BYTES).decode("ascii")
+        else:
+            markdown = _CONTROL.sub("", markdown)
     # A search for one character runs at memory speed, one for a few characters at about a
     # nanosecond a character (0.05 ms for a reading of 100 kB, each): the fences' characters
     # are looked for first, and the two searches of frequent characters are the regex's,

@@ -432,20 +432,16 @@ def _operator_detail(message: str, url: str) -> str:
     return detail.replace(url, _endpoint(url)) if url else detail
 
 
-def _setting(provider: str) -> str:
-    """The provider's URL setting by both its names: a URL set in the variable has no config
-    key to look at."""
-    return f"[search] {provider}_url (or WEBWARD_{provider.upper()}_URL)"
-
-
 def _unreachable(provider: str, url: str, exc: WebwardError) -> WebwardError:
     """The guard refused the provider's configured URL (or the address its name resolved
     to): the model is told the provider is not reachable, the operator which setting and
     why."""
+    from .search._common import url_setting  # (a page read loads none of the search package)
+
     return Refused(
         operator_step(
             f"refused: the {provider} search provider is not reachable from webward",
-            f"{_setting(provider)} was refused: {_operator_detail(exc.message, url)}",
+            f"{url_setting(provider)} was refused: {_operator_detail(exc.message, url)}",
         ),
         code=exc.code,
         reason=exc.reason,
@@ -456,8 +452,10 @@ def _unreachable(provider: str, url: str, exc: WebwardError) -> WebwardError:
 def _provider_fault(provider: str, url: str, exc: UpstreamError) -> UpstreamError:
     """A transport failure of a provider request, in the provider's name. The host and the
     setting to check are the operator's; a model is told to try again later."""
+    from .search._common import url_setting  # (a page read loads none of the search package)
+
     detail = _operator_detail(exc.message, url)
-    setting = _setting(provider)
+    setting = url_setting(provider)
     if exc.reason in _MALFORMED_ANSWER:
         why = f"the {provider} search provider sent a malformed answer"
         step = f"{detail}; check that {setting} points at a {provider} search API"

@@ -990,9 +990,7 @@ class _Readiness:
                 f"refused: the audit or limit store did not answer within {_READY_BOUND_S:g} s",
                 reason=Reason.AUDIT_UNAVAILABLE,
             )
-        except (
-            Exception
-        ) as exc:  # a bug: logged with its traceback (redacted), answered without one
+        except Exception as exc:  # a bug: logged with its traceback, answered without one
             log.error("the readiness probe failed unexpectedly: %s", redact_traceback(exc))
             return Refused(_UNEXPECTED, reason=Reason.INTERNAL_ERROR)
         return None

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "drop_userinfo",
+    "may_hold_userinfo",
     "redact_message",
     "redact_secrets",
     "redact_traceback",
@@ -135,8 +136,14 @@ def _drop_bare_special_userinfo(text: str) -> str:
     return "".join(pieces) + text[done:] if pieces else text
 
 
+def may_hold_userinfo(text: str) -> bool:
+    """Whether ``text`` holds an "@", spelt as it is or percent-escaped once or twice: only
+    then can a URL in it carry user information (substring tests, quicker than any pattern)."""
+    return "@" in text or "%40" in text or "%2540" in text
+
+
 def _drop_nested_userinfo(text: str) -> str:
-    if "@" not in text and "%40" not in text and "%2540" not in text:
+    if not may_hold_userinfo(text):
         return text
     text = _NESTED_USERINFO_RE.sub(
         lambda m: m.group("plain") or m.group("once") or m.group("twice"), text
@@ -295,10 +302,13 @@ def redact_urls(text: str, *, schemeless: bool = True) -> str:
             start, end = run.span()
             word = _url_word_start(text, start, end) if "@" in run.group() else -1
             if word >= 0:
-                pieces += (text[done:word], drop_userinfo(text[word:end], schemeless=schemeless))
+                word_text = _drop_own_userinfo(text[word:end], schemeless=schemeless)
+                pieces += (text[done:word], word_text)
                 done = end
         text = "".join(pieces) + text[done:] if pieces else text
-    return _drop_nested_userinfo(text)  # a URL in a query in percent escapes has no "@"
+    # Nested URLs in the whole text once, the words' included (and one in percent escapes,
+    # whose word has no "@").
+    return _drop_nested_userinfo(text)
 
 
 # Query parameters whose values are credentials (OpenTelemetry's list for url.full, and the
@@ -340,9 +350,9 @@ def redact_secrets(url: str) -> str:
             if parts.username is not None or parts.password is not None:
                 url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
             elif not parts.netloc:  # no authority to urllib (``user:pw@host/x``): by the text
-                url = drop_userinfo(url)
+                url = _drop_own_userinfo(url)
         except ValueError:  # no URL urlsplit reads (a bad port, a bracket): by the text
-            url = drop_userinfo(url)
+            url = _drop_own_userinfo(url)
     url = _drop_nested_userinfo(url)  # a URL in its path too (a proxy's /https://u:pw@host/)
     starts = [at for at in (url.find("?"), url.find("#")) if at >= 0]
     if not starts:

@@ -47,7 +47,13 @@ import orjson
 
 from .._capabilities import SEARCH
 from .._errors import STORE_HEALTH, Reason, Refused, operator_step
-from .._redact import drop_userinfo, redact_message, redact_secrets, redact_urls
+from .._redact import (
+    drop_userinfo,
+    may_hold_userinfo,
+    redact_message,
+    redact_secrets,
+    redact_urls,
+)
 from .._sqlite import not_a_database_step
 from .._unicode import BIDI_CONTROLS, BIDI_MARKS
 
@@ -141,7 +147,7 @@ def _is_data_url(text: str) -> bool:
 def _clean_text(text: str) -> str:
     if _is_data_url(text):
         return "data:[omitted]"
-    if "@" in text or "%40" in text or "%2540" in text:  # only then can there be credentials
+    if may_hold_userinfo(text):  # only then can there be credentials to drop
         # The text as a URL, else each URL in it: a target that was no string (a client's
         # {"url": {"u": "https://user:pw@host/"}}, recorded as its repr) holds one inside.
         cleaned = drop_userinfo(text)
@@ -156,7 +162,7 @@ def _clean_query(value: Any) -> str:
     text = str(value)
     if _is_data_url(text):  # as for a URL
         return "data:[omitted]"
-    if "@" in text or "%40" in text or "%2540" in text:
+    if may_hold_userinfo(text):
         text = redact_urls(text, schemeless=False)
     return _storable(_cut(text))
 

@@ -292,6 +292,13 @@ def rate_limited(
     )
 
 
+def url_setting(provider: str) -> str:
+    """The provider's URL setting by both its names: a URL set in the variable has no config
+    key to look at."""
+    name = provider.lower()
+    return f"[search] {name}_url (or WEBWARD_{name.upper()}_URL)"
+
+
 def provider_failed(
     provider: str, body: Response, now: Callable[[], float] = time.time
 ) -> UpstreamError:
@@ -308,9 +315,7 @@ def provider_failed(
             operator_step(
                 f"the {provider} search provider answered with a redirect (HTTP {body.status}), "
                 "which webward does not follow for a provider",
-                # (the setting by both its names, as a provider not reached is told)
-                f"point [search] {provider.lower()}_url (or WEBWARD_{provider.upper()}_URL) at "
-                f"where it redirects{where}",
+                f"point {url_setting(provider)} at where it redirects{where}",
             ),
             reason=Reason.PROVIDER_ERROR,
             status=body.status,
