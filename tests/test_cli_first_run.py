@@ -194,6 +194,50 @@ def test_a_refused_internal_address_names_the_setting_that_allows_it(tmp_path: P
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+def test_a_local_page_takes_one_refusal_to_set_up(tmp_path: Path) -> None:
+    """At tier as-owner, a first read of a server on this machine is refused once with both
+    steps: its range, and the tier's allow-list (it was two refusals in a row, the second
+    only after the first was fixed). Doing what the sentence says reads the page; at a tier
+    that needs no allow-list, only the range is named."""
+    config = tmp_path / "webward.toml"
+    config.write_text("")
+    with serve(routes={"/robots.txt": ROBOTS, "/": respond(200, LONG_PAGE)}) as srv:
+        with accept_counter("127.0.0.1") as internal:
+            refused = run("fetch", internal.url("/"), "--config", str(config))
+            connected = run(
+                "fetch", internal.url("/"), "--config", str(config), "--tier", "connected"
+            )
+            assert internal.accepts == 0
+        assert refused.returncode == 3
+        said = refused.stderr
+        assert len(said.strip().splitlines()) == 1
+        assert '"127.0.0.1/32" to [network] allow_ranges of the config file' in said
+        assert "and add 127.0.0.1 to [policy] allow" in said
+        assert "give agent cli tier connected ([agents.cli] tier in the config)" in said
+        assert said.rstrip().endswith("or choose this call's tier with --tier")
+        assert connected.returncode == 3
+        assert "[policy] allow" not in connected.stderr
+        config.write_text(
+            '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\nallow = ["127.0.0.1"]\n'
+        )
+        read = run("fetch", srv.url("/"), "--config", str(config))
+    assert read.returncode == 0, read.stderr
+    assert page_requests(srv) == ["/robots.txt", "/"]
+
+
+def test_localhost_names_the_tiers_step_too(tmp_path: Path) -> None:
+    """localhost's step (use 127.0.0.1) is followed by the tier's for 127.0.0.1; a metadata
+    address names no step at all, since nothing lets it through."""
+    env = {"WEBWARD_STATE_DIR": str(tmp_path)}
+    out = run("fetch", "http://localhost:8000/", env=env)
+    assert "use 127.0.0.1 instead" in out.stderr
+    assert "and add 127.0.0.1 to [policy] allow" in out.stderr
+    metadata = run("fetch", "http://169.254.169.254/latest/", env=env)
+    assert metadata.returncode == 3
+    assert "[policy] allow" not in metadata.stderr
+    assert "allow_ranges" not in metadata.stderr
+
+
 def test_localhost_suggests_127_0_0_1_and_the_setting(tmp_path: Path) -> None:
     """`localhost` is refused by name, with 127.0.0.1 and allow_ranges as the way through."""
     out = run("fetch", "http://localhost:8000/", env={"WEBWARD_STATE_DIR": str(tmp_path)})

@@ -77,9 +77,12 @@ def make_web(s: Settings, connector: LoopbackConnector, **kw: Any) -> tuple[Web,
 
 
 def assert_internal(audit: MemoryAuditSink, err: Refused) -> None:
-    """Refused as internal_address, audited so, with no policy would-deny on the way."""
+    """Refused as internal_address, audited so, with no policy would-deny on the way (the
+    operator's step may name the tier's allow-list too: Gate._tier_step)."""
     assert err.reason == "internal_address"
-    assert "allow-list" not in err.message and "[policy]" not in err.message
+    why = err.message.partition("; ")[0]
+    assert "allow-list" not in why and "[policy]" not in why
+    assert "[policy]" not in err.for_model
     assert [(r.decision, r.reason, r.would_deny) for r in audit.records] == [
         ("refused", "internal_address", None)
     ]
@@ -128,6 +131,24 @@ async def test_redirect_to_an_internal_listener_is_internal_address_as_owner(
     assert_internal(audit, err.value)
     assert internal.accepts == 0
     assert connector.attempts == [("127.0.0.1", srv.port)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_internal_refusal_names_the_tiers_step_when_the_tier_would_refuse_next(
+    internal: LocalServer, mode: str
+) -> None:
+    """At as-owner, 127.0.0.2 (not on [policy] allow) would be refused by the tier once its
+    range is allowed: the operator's step names both. In report mode the tier lets it
+    through, so the range alone is named."""
+    web, audit = make_web(settings("as-owner", mode), LoopbackConnector())
+    async with web:
+        with pytest.raises(Refused) as err:
+            await web.fetch(internal.url("/"))
+    assert_internal(audit, err.value)
+    assert '"127.0.0.2/32" to [network] allow_ranges' in err.value.message
+    tiers_step = "and add 127.0.0.2 to [policy] allow (tier as-owner reads only the hosts"
+    assert (tiers_step in err.value.message) == (mode == "enforce")
+    assert internal.accepts == 0
 
 
 @pytest.mark.parametrize("mode", MODES)

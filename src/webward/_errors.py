@@ -224,6 +224,7 @@ class WebwardError(Exception):
         step, _, model = rest.partition(_MODEL)
         message = neutralise_line(redact_urls(f"{why}; {step}" if split else why))
         super().__init__(message)
+        self._parts = (why, step, model) if split else None  # for with_more_step
         self.message = message
         #: The message a model is shown: the operator's step left out (``operator_step``).
         self.for_model = (
@@ -240,6 +241,20 @@ class WebwardError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def with_more_step(self, more: str) -> WebwardError:
+        """This error with ``more`` said after the operator's step (``operator_step``); the
+        same error when it names no step. What the model is shown does not change."""
+        if self._parts is None:
+            return self
+        why, step, model = self._parts
+        return type(self)(
+            operator_step(why, step + more, model=model),
+            code=self.code,
+            reason=self.reason,
+            retry_after=self.retry_after,
+            status=self.status,
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code!r}, reason={self.reason!r}, message={self.message!r})"

@@ -45,7 +45,7 @@ from ._budgets import Budgets
 from ._call import Call
 from ._errors import Reason, Refused, UpstreamError, WebwardError, operator_step
 from ._fetch import fetch
-from ._policy import AgentLists, Decision, Policy
+from ._policy import AgentLists, Decision, Policy, normalise_host
 from ._provenance import SessionStore, refusal_message
 from ._robots import FetchRobots, RobotsChecker, RobotsStore
 from ._settings import Settings
@@ -129,7 +129,13 @@ class Gate:
                 if would_deny is not None:
                     call.would_deny = would_deny
                 return parsed
-        parsed = self.literal_guard(url)
+        try:
+            parsed = self.literal_guard(url)
+        except Refused as exc:
+            more = self._tier_step(exc, url, agent, tier)
+            if more:
+                raise exc.with_more_step(more) from None
+            raise
         decisions = (
             self.policy.check_fetch(parsed.host, tier, agent),
             self.lists.check_fetch(parsed.host, agent),
@@ -145,6 +151,31 @@ class Gate:
             noted = [d.reason for d in decisions if d.would_deny]
             self._screened[(url, agent, tier)] = (parsed, noted[0] if noted else None)
         return parsed
+
+    def _tier_step(self, exc: Refused, url: str | guard.ParsedURL, agent: str, tier: str) -> str:
+        """The step of the refusal a server on this machine would meet once its range is
+        allowed: its host is not on the allow-list of the tier. Said with the range's step, so
+        that a first read of a local page takes one refusal to set up, not two in a row."""
+        if tier != "as-owner" or exc.reason not in (Reason.INTERNAL_ADDRESS, Reason.INTERNAL_NAME):
+            return ""
+        host = url.host if isinstance(url, guard.ParsedURL) else urlsplit(url).hostname or ""
+        if exc.reason == Reason.INTERNAL_NAME:
+            # Only localhost's step names an address (use 127.0.0.1 instead): that one is
+            # the host the next read asks for.
+            if host != "localhost" and not host.endswith(".localhost"):
+                return ""
+            host = "127.0.0.1"
+        try:
+            decision = self.policy.check_fetch(host, tier, agent)
+        except WebwardError:  # no host the policy can name: the guard's step alone
+            return ""
+        if decision.allowed or decision.reason != Reason.HOST_NOT_ALLOWED:
+            return ""
+        return (
+            f", and add {normalise_host(host)} to [policy] allow (tier as-owner reads only the hosts "
+            f"listed there) or give agent {agent} tier connected ([agents.{agent}] tier in "
+            "the config)"
+        )
 
     def literal_guard(
         self, url: str | guard.ParsedURL, max_chars: int | None = None

@@ -128,6 +128,9 @@ _TIER_REFUSALS = {
     "search_needs_tier": "web search needs tier",
     "screenshot_needs_tier": "screenshots need tier",
     "needs_browser": "renders such pages in tiers",
+    # A server on this machine: its range's step, and then the tier's (Gate._tier_step).
+    "internal_address": "tier as-owner reads only the hosts",
+    "internal_name": "tier as-owner reads only the hosts",
 }
 
 
