@@ -2725,6 +2725,35 @@ def test_a_photos_credit_goes_with_the_caption_trafilatura_drops() -> None:
     assert "Flooded streets in the old town on Thursday evening." in reading
 
 
+def test_a_post_the_article_embeds_is_read_as_a_quote() -> None:
+    """A tweet (or an Instagram, TikTok, Bluesky post) an article quotes sits in the wrapper
+    its embedding code or the site writes, ``<div class="social-media-embed">`` or
+    WordPress's ``<figure class="wp-block-embed">`` around a div: trafilatura dropped the
+    wrapper by its class, and the quoted words the story is about went while the sentence
+    introducing each stayed. A wrapper holding more than the post (a share bar) still goes."""
+    tweet = (
+        '<blockquote class="twitter-tweet"><p lang="en" dir="ltr">The new bridge opened '
+        'an hour late and {} <a href="https://t.co/x1">https://t.co/x1</a></p>&mdash; '
+        'Sam Reed (@samreed) <a href="https://twitter.com/samreed/status/9">May 2, 2026</a>'
+        '</blockquote><script async src="https://platform.twitter.com/widgets.js"></script>'
+    )
+    extra = (
+        f"<p>People on social media were quick to point it out.</p>"
+        f'<div class="social-media-embed">{tweet.format("nobody minded at all.")}</div>'
+        f"<p>{PARA}</p>"
+        '<figure class="wp-block-embed is-type-rich is-provider-twitter"><div class="wp-block-'
+        f'embed__wrapper">\n{tweet.format("the band played twice.")}\n</div></figure>'
+        f"<p>{PARA}</p>"
+        f'<div class="social-share">{tweet.format("the mayor cut a ribbon.")}'
+        '<a href="/share?to=x">Share this story</a></div>'
+    )
+    reading = read(article(extra)).text
+    assert "> The new bridge opened an hour late and nobody minded at all." in reading
+    assert "> The new bridge opened an hour late and the band played twice." in reading
+    assert "Sam Reed (@samreed)" in reading
+    assert "the mayor cut a ribbon" not in reading
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

@@ -2267,6 +2267,43 @@ _NAMED_CAPTION = (
 _MAX_CREDIT_CHARS = 80
 
 
+def _unwrap_embedded_posts(tree: Any) -> None:
+    """Take away the wrappers of a post a page embeds (a tweet's ``<blockquote
+    class="twitter-tweet">``, Instagram's, TikTok's, Bluesky's, Mastodon's, Reddit's,
+    Facebook's) that hold the post alone, leaving the quote in their place: trafilatura drops
+    a block whose class holds "embed", "social" or "share" (WordPress's ``<figure
+    class="wp-block-embed">``, a news site's ``<div class="social-media-embed">``), and a
+    quote two divs deep without a class too, so the posts an article quotes, the words its
+    story is about, went while the sentence introducing each stayed. (A wrapper holding
+    anything besides, a caption aside, stays, and so does what is around it.)"""
+    posts = [q for q in tree.iter("blockquote") if _EMBEDDED_POST.search(q.get("class") or "")]
+    for quote in posts:  # (found first: the tree changes around them)
+        inner, wrappers = quote, []
+        for wrapper in itertools.islice(quote.iterancestors(), _MAX_EMBED_WRAPPERS):
+            if wrapper.tag in _EMBED_STOPS or (wrapper.text or "").strip():
+                break
+            others = [child for child in wrapper if child is not inner]
+            if (inner.tail or "").strip() or any(
+                not isinstance(child.tag, str) or child.tag != "figcaption" for child in others
+            ):
+                break
+            wrappers.append(wrapper)
+            inner = wrapper
+        for wrapper in wrappers:
+            wrapper.drop_tag()
+
+
+# The quotes of a post embedded in a page (see _unwrap_embedded_posts): their classes, as each
+# site's embedding code writes them; the wrappers unwrapped at most around one, and where
+# the unwrapping always stops.
+_EMBEDDED_POST = re.compile(
+    r"(?<![\w-])(?:twitter-tweet|twitter-video|instagram-media|tiktok-embed|bluesky-embed"
+    r"|mastodon-embed|reddit-embed-bq|text-post-media|fb-xfbml-parse-ignore)(?![\w-])"
+)
+_MAX_EMBED_WRAPPERS = 4
+_EMBED_STOPS = frozenset(("body", "main", "article", "section", "td", "th", "li"))
+
+
 def _unlink_cited_lists(tree: Any) -> None:
     """Keep a short list of sentences each citing a short link, and drop those links: a
     changelog's entries each end in their pull request's number ("Fix ``app`` type
@@ -3491,6 +3528,7 @@ def _main_content(
     _unlink_headings(tree, own)
     _unlink_cited_lists(tree)
     _drop_orphan_credits(tree)
+    _unwrap_embedded_posts(tree)
     _labelled_lines(tree)  # (before the headings in items become their words)
     _signatures_as_code(tree)
     _prototypes_as_code(tree)
