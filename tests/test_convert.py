@@ -219,20 +219,24 @@ def test_an_empty_body_says_so(body: bytes) -> None:
 
 
 def test_listing_page_falls_back_to_the_whole_page() -> None:
-    """When the extractor keeps too little (an index of links), the full page is converted."""
-    items = "".join(
-        f'<li><a href="/item/{i}">Item number {i} with a descriptive title</a> posted today</li>'
-        for i in range(60)
-    )
-    html = (
-        "<html><head><title>Index</title></head>"
-        f"<body><h1>All the items</h1><ul>{items}</ul></body></html>"
-    )
-    result = html_to_markdown(html, URL)
-    assert result.extractor == "full"
-    assert "Item number 0 with a descriptive title" in result.markdown
-    assert "Item number 59 with a descriptive title" in result.markdown
-    assert "(https://example.com/item/59)" in result.markdown
+    """When the extractor keeps too little (an index of links), the full page is converted.
+    (Items with words beside their links are read from the body in a ``<main>``, where the
+    extractor keeps them: see test_a_bare_body_keeps_its_lists.)"""
+    for after in ("", " posted today"):
+        items = "".join(
+            f'<li><a href="/item/{i}">Item number {i} with a descriptive title</a>{after}</li>'
+            for i in range(60)
+        )
+        html = (
+            "<html><head><title>Index</title></head>"
+            f"<body><h1>All the items</h1><ul>{items}</ul></body></html>"
+        )
+        result = html_to_markdown(html, URL)
+        assert result.extractor == ("full" if not after else "main")
+        assert "Item number 0 with a descriptive title" in result.markdown
+        assert f"Item number 59 with a descriptive title](https://example.com/item/59){after}" in (
+            result.markdown
+        )
 
 
 def test_article_uses_the_main_content_extractor() -> None:
@@ -3978,6 +3982,35 @@ def test_a_bare_body_keeps_its_headings_and_definitions() -> None:
     for n in (1, 2, 3):
         assert f"## {n}. Part {n}\n\nPart {n} opens. {PARA.strip()}\n" in reading
     assert "REQUIRED. The grant's type." in reading and "OPTIONAL. The scopes" in reading
+
+
+def test_a_bare_body_keeps_its_lists() -> None:
+    """A hand-written essay straight in its body (no heading, no container trafilatura
+    knows): trafilatura's fallback for the bare body kept the paragraphs and dropped every
+    list, the kinds of replies the author goes on to answer and a list of his answers. The
+    body is read as a ``<main>`` where that gains list items of words."""
+    essay = "".join(
+        f"<p>Part {n} of the essay: the editor opened a window for every note I wrote, and "
+        f"one more for the list of them, and it never remembered where any of them were.</p>"
+        for n in range(1, 9)
+    )
+    page = (
+        '<html><head><title>on editors</title></head><body><p align="center"><font size="+2">'
+        f"<b>on editors</b></font></p>{essay}<p>The letters I got fell into a few groups:</p>"
+        '<ul><li>"Right on, I had the same trouble with it." <i>(About a third of them.)</i>'
+        '<p></p></li><li>"You should have read the manual first."<p></p></li>'
+        '<li>"Write your own editor, then."</li></ul><p>To which I say:</p><ul><ul type="A">'
+        "<li>I have heard it before;</li><li>I did not care the first time.</li></ul></ul>"
+        "<p>So please send me no more mail about it, as I will delete it unread.</p>"
+        '<ul><li><a href="/prev">Previous essay</a></li><li><a href="/next">Next essay</a>'
+        "</li></ul></body></html>"
+    )
+    reading = read(page).text
+    assert "Part 8 of the essay" in reading
+    assert '- "Right on, I had the same trouble with it." *(About a third of them.)*' in reading
+    assert '- "Write your own editor, then."' in reading
+    assert "- I did not care the first time." in reading
+    assert "So please send me no more mail" in reading
 
 
 def test_an_infobox_aside_is_read() -> None:

@@ -3605,9 +3605,10 @@ def _bare_body_in_main(tree: Any) -> Any:
     """A copy of ``tree`` with its body's content wrapped in a ``<main>``, for a page whose
     text sits in its body with no container trafilatura knows (no ``<main>``, ``<article>``,
     nor a class or id of its ``BODY_XPATH``: an RFC in xml2rfc's HTML, a hand-written or old
-    blog) and at least :data:`_MIN_HEADINGS_GAINED` headings; else ``None``. Read from the
-    bare body, trafilatura's fallback keeps paragraphs and drops every heading and definition
-    (``<dd>``); from a ``<main>``, it keeps them."""
+    blog) and at least :data:`_MIN_HEADINGS_GAINED` headings or :data:`_MIN_ITEMS_GAINED`
+    list items; else ``None``. Read from the bare body, trafilatura's fallback keeps
+    paragraphs and drops every heading, definition (``<dd>``) and list; from a ``<main>``, it
+    keeps them."""
     import lxml.etree
     from trafilatura.xpaths import BODY_XPATH
 
@@ -3615,7 +3616,10 @@ def _bare_body_in_main(tree: Any) -> Any:
     if body is None or len(body) == 0 or next(tree.iter(*_MAIN_TAGS), None) is not None:
         return None
     headings = itertools.islice(body.iter(*_HEADINGS), _MIN_HEADINGS_GAINED)
-    if sum(1 for _ in headings) < _MIN_HEADINGS_GAINED:
+    items = itertools.islice(body.iter("li"), _MIN_ITEMS_GAINED)
+    if sum(1 for _ in headings) < _MIN_HEADINGS_GAINED and sum(1 for _ in items) < (
+        _MIN_ITEMS_GAINED
+    ):
         return None  # it could not gain them (see _more_headings)
     # A container trafilatura knows that holds little of the text (Doxygen's menu,
     # ``<div id="main-nav">``, which its "main" prefix matches: emptied by the pruning, it
@@ -3643,16 +3647,35 @@ _BARE_BODY_SHARE = 5
 # The headings a bare body's reading in a <main> must gain to be taken: a page's sections',
 # not one line (man7.org's man page gained its "NAME [top]" and its layout tables with it).
 _MIN_HEADINGS_GAINED = 2
+# Or the list items of words it must gain: an essay's lists (a hand-written page's "the
+# replies fell into these groups:" and the groups), not a menu's links.
+_MIN_ITEMS_GAINED = 2
+# A list item's line in a reading, and its words once its links are taken out.
+_ITEM_LINE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$", re.MULTILINE)
+_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\([^)\n]*\)")
+
+
+def _worded_items(markdown: str) -> int:
+    """How many list items of ``markdown`` hold a word outside their links."""
+    return sum(
+        1
+        for item in _ITEM_LINE.findall(markdown)
+        if _WORD.search(_MARKDOWN_LINK.sub("", item)) is not None
+    )
 
 
 def _more_headings(bare: str, in_main: str) -> bool:
     """Whether the reading of a bare body in a ``<main>`` (see :func:`_bare_body_in_main`)
     is the bare one with what its fallback dropped put back: at least
-    :data:`_MIN_HEADINGS_GAINED` more headings, and :data:`_LONGER_HOLDS` of its words. (A
-    page whose wrapped reading gains no heading gains nothing the fallback loses: a mail
-    archive's gained its "Next message" links.)"""
+    :data:`_MIN_HEADINGS_GAINED` more headings, or :data:`_MIN_ITEMS_GAINED` more list items
+    of words (the fallback drops lists too: an essay's, the "groups of replies" it went on
+    to answer), and :data:`_LONGER_HOLDS` of its words. (A page whose wrapped reading gains
+    no heading nor such item gains nothing the fallback loses: a mail archive's gained its
+    "Next message" links.)"""
     gained = len(_HEADING_LINE.findall(in_main)) - len(_HEADING_LINE.findall(bare))
-    if gained < _MIN_HEADINGS_GAINED:
+    if gained < _MIN_HEADINGS_GAINED and (
+        _worded_items(in_main) - _worded_items(bare) < _MIN_ITEMS_GAINED
+    ):
         return False
     ours, theirs = _words(bare), _words(in_main)
     held = collections.Counter(ours) & collections.Counter(theirs)
