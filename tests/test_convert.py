@@ -2758,6 +2758,23 @@ def test_a_post_the_article_embeds_is_read_as_a_quote() -> None:
     assert "the mayor cut a ribbon" not in reading
 
 
+def test_an_underscore_inside_a_word_reads_without_a_backslash() -> None:
+    """trafilatura escaped every underscore, ``enqueued\\_timestamp``, ``Director\\_Oh``,
+    ``@s\\_bielefeld``: the model read a backslash inside the name, where Markdown needs
+    none (an underscore between letters never marks emphasis). Code keeps its backslashes,
+    and an underscore at a word's edge keeps its escape."""
+    extra = (
+        "<p>The task is queued again once enqueued_timestamp passes, says Director_Oh Min "
+        "Seo, and _not_ before.</p>"
+        f"<p>{PARA}</p><pre><code>\\newcommand{{\\my\\_var}}{{1}}</code></pre>"
+    )
+    reading = read(article(extra)).text
+    assert "once enqueued_timestamp passes, says Director_Oh Min Seo, and \\_not\\_ before" in (
+        reading
+    )
+    assert "\\newcommand{\\my\\_var}{1}" in reading
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

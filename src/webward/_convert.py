@@ -2953,6 +2953,41 @@ def _unescape_task_boxes(markdown: str) -> str:
     return "".join(pieces) + _ESCAPED_TASK_BOX.sub(r"\1[\2] ", markdown[done:])
 
 
+def _unescape_word_underscores(markdown: str) -> str:
+    r"""An underscore between two letters or digits unescaped, outside code: trafilatura
+    wrote ``enqueued\_timestamp``, ``@s\_bielefeld``, ``Director\_Oh``, a backslash the
+    model reads as part of the name, where Markdown needs none (an underscore inside a word
+    never starts nor ends emphasis). Not in fenced code, nor on a line holding inline code
+    or a formula (``$...$``), where a backslash is the page's own."""
+    pieces: list[str] = []
+    done = 0
+    for opening, closing in _fences(markdown):
+        pieces += [_word_underscores(markdown[done : opening.start()])]
+        pieces += [markdown[opening.start() : closing.end()]]
+        done = closing.end()
+    return "".join(pieces) + _word_underscores(markdown[done:])
+
+
+def _word_underscores(text: str) -> str:
+    """``text`` (no code block) with :data:`_ESCAPED_WORD_UNDERSCORE` unescaped on each line
+    holding no inline code nor formula."""
+    if "\\_" not in text:
+        return text
+    return "\n".join(
+        [
+            _ESCAPED_WORD_UNDERSCORE.sub("_", line)
+            if "\\_" in line and "`" not in line and "$" not in line
+            else line
+            for line in text.split("\n")
+        ]
+    )
+
+
+# An escaped underscore between two letters or digits (one after an escaped backslash,
+# ``\\_``, is the page's own backslash and underscore, and stays).
+_ESCAPED_WORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
+
+
 # The language a page names for a code block, by class: ``language-python`` (Prism,
 # highlight.js, Markdown renderers), ``lang-js`` (Prettify), ``highlight-toml`` (Sphinx, on a
 # wrapper), ``highlight-source-rust`` (GitHub, on a wrapper).
@@ -4811,6 +4846,8 @@ def _finish(markdown: str, code: list[_CodeBlock]) -> str:
     lines, task boxes' brackets unescaped."""
     if "\\" in markdown and "\\[" in markdown:  # (one character first: see tidy_markdown)
         markdown = _unescape_task_boxes(markdown)
+    if "\\" in markdown and "\\_" in markdown:
+        markdown = _unescape_word_underscores(markdown)
     return _restore_code(markdown, code)
 
 
