@@ -2775,6 +2775,45 @@ def test_an_underscore_inside_a_word_reads_without_a_backslash() -> None:
     assert "\\newcommand{\\my\\_var}{1}" in reading
 
 
+def test_a_grid_of_other_stories_beside_the_article_goes() -> None:
+    """A magazine's "You may also be interested in..." box under the article, each card a
+    link around a picture and another story's title (``<a><img><h3>``), and a news site's
+    promo row over the story (``<h3><a>``): trafilatura read them as a run of links, other
+    stories' titles read as the article's. A block of three such cards or more, holding
+    nothing else but a label and under a third of the page, goes; a listing whose cards are
+    the page, and stories with a summary beside their title, stay."""
+    cards = "".join(
+        f'<a href="/stories/{n}"><img src="/img/{n}.jpg" alt=""><h3>Other Story Number {n} '
+        "Opens In Town</h3></a>"
+        for n in range(1, 5)
+    )
+    promos = "".join(
+        f'<div class="promo"><h3><a href="/news/{n}">Promoted Headline {n} Of The Week</a>'
+        "</h3></div>"
+        for n in range(1, 4)
+    )
+    summaries = "".join(
+        f'<div><h3><a href="/reviews/{n}">Reviewed Lamp {n}</a></h3><p>The lamp number {n} '
+        "is bright, cheap and easy to assemble in an afternoon.</p></div>"
+        for n in range(1, 4)
+    )
+    extra = (
+        f'<div class="promo-row">{promos}</div>{summaries}<div class="row-fluid"><div class='
+        f'"title-bar">You may also be interested in...</div><div id="hp-marker">{cards}</div>'
+        "</div>"
+    )
+    reading = read(article(extra)).text
+    assert "Other Story Number" not in reading
+    assert "Promoted Headline" not in reading
+    assert "Reviewed Lamp 2" in reading and "The lamp number 2 is bright" in reading
+    assert "Third Level Section" in reading
+    listing = (
+        "<html><head><title>Stories</title></head><body><main><h1>All stories</h1>"
+        f"{cards}</main></body></html>"
+    )
+    assert "Other Story Number 4 Opens In Town" in read(listing).text
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

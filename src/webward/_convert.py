@@ -1840,6 +1840,76 @@ _INVISIBLE = str.maketrans("", "", "\u200b\u200c\u200d\u2060\ufeff")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
+def _drop_teaser_grids(tree: Any, visible: int) -> None:
+    """Drop a grid of other stories' cards beside the article: three or more headings each
+    all one link to another page (a card, ``<a><img><h3>Title</h3></a>``, or
+    ``<h3><a>Title</a></h3>``) in one block that holds nothing besides them but a label
+    ("You may also be interested in...") and holds under a third of the page's ``visible``
+    characters. trafilatura read such a block at the head or the end of the article as a
+    run of links, other stories' titles read as the article's (a magazine's "you may also
+    be interested in", a news site's promo row over the story). A listing, whose teasers
+    are the page, and teasers with a summary beside their title stay (see
+    :func:`_lost_titles`)."""
+    cards = []
+    for heading in itertools.islice(tree.iter(*_HEADINGS), _MAX_CARD_HEADINGS):
+        link: Any = next(heading.iterancestors("a"), None)
+        card = link
+        if link is None:
+            links = heading.findall(".//a")
+            words = heading.text_content().strip()
+            if len(links) != 1 or not words or links[0].text_content().strip() != words:
+                continue
+            link, card = links[0], heading
+        href = (link.get("href") or "").strip()
+        if href and not href.startswith("#"):
+            cards.append(card)
+    if len(cards) < _MIN_GRID_CARDS:
+        return
+    held: dict[Any, list[Any]] = {}  # each block around cards (a few levels up): its cards
+    for card in cards:
+        for ancestor in itertools.islice(card.iterancestors(), _GRID_LEVELS):
+            held.setdefault(ancestor, []).append(card)
+    doomed = []
+    done: set[Any] = set()
+    for card in cards:
+        if card in done:
+            continue
+        grid = next(
+            (a for a in itertools.islice(card.iterancestors(), _GRID_LEVELS)
+             if len(held[a]) >= _MIN_GRID_CARDS),
+            None,
+        )  # fmt: skip
+        if grid is None or grid.tag in _GRID_STOPS:
+            continue
+        done.update(held[grid])
+        titles = sum(_solid(c.text_content()) for c in held[grid])
+        if _solid(grid.text_content()) - titles > _MAX_GRID_LABEL:
+            continue  # cards with summaries, or stories in a text: not a grid of titles
+        # Up to the block holding the grid and its label ("Related stories").
+        while (
+            (parent := grid.getparent()) is not None
+            and parent.tag not in _GRID_STOPS
+            and _solid(parent.text_content()) - titles <= _MAX_GRID_LABEL
+        ):
+            grid = parent
+        if _solid(grid.text_content()) * _GRID_SHARE < visible:
+            doomed.append(grid)
+    gone = set(doomed)  # (a grid inside another goes with it)
+    _drop_all([grid for grid in doomed if not any(a in gone for a in grid.iterancestors())])
+
+
+# Teaser grids (see _drop_teaser_grids): the headings looked at; the cards a grid holds at
+# least; the levels above a card its grid is looked for; the characters of a label beside
+# the cards; a grid holds under one part in this many of the page's text.
+_MAX_CARD_HEADINGS = 2_000
+_MIN_GRID_CARDS = 3
+_GRID_LEVELS = 4
+_MAX_GRID_LABEL = 40
+_GRID_SHARE = 3
+# What a grid never is, nor grows into: the page, its main text, a section of it.
+_GRID_STOPS = frozenset(("html", "body", "main", "article", "section"))
+
+
 def _drop_permalinks(tree: Any) -> None:
     """Drop a heading's own permalink: a link to an anchor (``#...``) inside the heading or
     right beside it (GitHub's follows it in their wrapper), showing only a permalink's mark
@@ -4712,6 +4782,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         return HtmlResult(
             title=title, markdown="", links=links, extractor="", rules=rules, refresh=moved
         )
+    _drop_teaser_grids(tree, visible)
     elements = int(tree.xpath("count(//*)"))
     code = _code_blocks(tree)  # before the marks below go into the blocks' text
     # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
