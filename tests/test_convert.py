@@ -2814,6 +2814,24 @@ def test_a_grid_of_other_stories_beside_the_article_goes() -> None:
     assert "Other Story Number 4 Opens In Town" in read(listing).text
 
 
+def test_a_link_of_emphasised_words_keeps_its_link_and_the_space_after_it() -> None:
+    """A review's "*is streaming on* [*Netflix*] *and available on* [*Google Play*]": each
+    link's words an ``<em>`` inside it, between emphasised words. trafilatura joined the
+    emphases across the links and wrote "*is streaming on Netflixand available on Google
+    Playand YouTube.*", the links gone and the words run together."""
+    extra = (
+        '<p>Lady Bird <em>is currently streaming on</em> <a href="https://watch.example/lb">'
+        '<em>Netflix</em></a> <em>and available to rent on</em> <a href="https://rent.example'
+        '/lb"><strong>Google Play</strong></a> <em>and</em> <a href="https://video.example/lb">'
+        "<em>YouTube</em></a><em>.</em></p>"
+    )
+    reading = read(article(extra)).text
+    assert "[Netflix](https://watch.example/lb) *and available to rent on* [Google Play](" in (
+        reading
+    )
+    assert "*and* [YouTube](https://video.example/lb)" in reading
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

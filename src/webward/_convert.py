@@ -2374,6 +2374,23 @@ _MAX_EMBED_WRAPPERS = 4
 _EMBED_STOPS = frozenset(("body", "main", "article", "section", "td", "th", "li"))
 
 
+def _unformat_links(tree: Any) -> None:
+    """Read a link whose words are all one emphasis (``<a href><em>Netflix</em></a>``) as a
+    link of plain words: trafilatura joins such an emphasis with one before it, across the
+    link (``<em>is streaming on</em> <a><em>Netflix</em></a> <em>and</em>``), and wrote
+    "*is streaming on Netflixand*", the link gone and the space after it too. (The link
+    shows its words as a link; the emphasis on them is all that goes.)"""
+    for emphasis in _structure.compiled(_LINK_EMPHASIS)(tree):
+        link = emphasis.getparent()
+        if not (emphasis.tail or "").strip() and not (link.text or "").strip():
+            emphasis.drop_tag()
+
+
+# An emphasis alone in a link (see _unformat_links): the link's one element, with no words of
+# the link before it (those after it are looked at in Python).
+_LINK_EMPHASIS = "//a[count(*) = 1]/*[self::em or self::i or self::b or self::strong]"
+
+
 def _unlink_cited_lists(tree: Any) -> None:
     """Keep a short list of sentences each citing a short link, and drop those links: a
     changelog's entries each end in their pull request's number ("Fix ``app`` type
@@ -3634,6 +3651,7 @@ def _main_content(
     _unlink_cited_lists(tree)
     _drop_orphan_credits(tree)
     _unwrap_embedded_posts(tree)
+    _unformat_links(tree)
     _labelled_lines(tree)  # (before the headings in items become their words)
     _signatures_as_code(tree)
     _prototypes_as_code(tree)
