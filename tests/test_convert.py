@@ -2832,6 +2832,27 @@ def test_a_link_of_emphasised_words_keeps_its_link_and_the_space_after_it() -> N
     assert "*and* [YouTube](https://video.example/lb)" in reading
 
 
+def test_the_pages_source_indentation_makes_no_code_block_of_prose() -> None:
+    """trafilatura kept the newline and indentation of the page's HTML in a paragraph (after a
+    link) and before a heading (after an empty anchor): to Markdown a line indented four
+    spaces is code, so the heading was no heading and the sentence a code block, and a
+    heading whose words went on, indented, on the next line kept half of them. Lines of prose
+    lose that indentation; a nested list's items and a code block keep theirs."""
+    extra = (
+        f'<p>{PARA}</p>\n                <a name="s1"> </a>\n                <h3>But First: '
+        'What Is a Mutex?</h3>\n                <p>A lock, <a href="/glossary">as the '
+        "glossary says</a>\n                that one thread holds at a time.</p>"
+        f'<h3>Prepared by <a href="/ann">Ann\n          Reed,</a> Example University</h3>'
+        f"<p>{PARA}</p><pre><code>def f():\n        return 1</code></pre>"
+    )
+    reading = read(article(extra)).text
+    assert "\n### But First: What Is a Mutex?\n" in reading
+    assert "\nthat one thread holds at a time." in reading
+    assert "### Prepared by [Ann Reed,](https://example.com/ann) Example University" in reading
+    assert "\n        return 1\n" in reading
+    assert "  - Inner item alpha" in reading
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

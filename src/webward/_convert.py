@@ -3660,7 +3660,37 @@ def _main_content(
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
         return ""
-    return _unglue_fences(_structure.restore(out or ""))
+    return _unindent_prose(_unglue_fences(_structure.restore(out or "")))
+
+
+def _unindent_prose(markdown: str) -> str:
+    """trafilatura's reading with the page's source indentation taken off its lines of prose,
+    outside code blocks: it keeps the newline and indentation the page's HTML has inside a
+    paragraph or before a heading (after a link, an empty anchor), and a line indented four
+    spaces or more is a code block to Markdown, a heading so indented (``<a name="1"> </a>
+    <h3>``) no heading at all, and a heading's words broken onto the next line ("### Prepared
+    by [Ann" and "Woodlief,](…)") a heading of half its words. A list item's line keeps its
+    indentation (a nested list's)."""
+    if _DEEP_INDENT.search(markdown) is None:
+        return markdown
+    pieces: list[str] = []
+    done = 0
+    for opening, closing in _fences(markdown):
+        pieces += [_unindented(markdown[done : opening.start()])]
+        pieces += [markdown[opening.start() : closing.end()]]
+        done = closing.end()
+    return "".join(pieces) + _unindented(markdown[done:])
+
+
+def _unindented(text: str) -> str:
+    """``text`` (no code block) unindented (see :func:`_unindent_prose`)."""
+    return _DEEP_INDENT.sub("", _SPLIT_HEADING.sub(r"\1 ", text))
+
+
+# A line of prose indented as code (four spaces or more, not a list item's), and a heading
+# whose words go on, indented, on the next line (see _unindent_prose).
+_DEEP_INDENT = re.compile(r"^[ \t]{4,}(?=\S)(?![-*+][ \t]|\d{1,9}[.)][ \t])", re.M)
+_SPLIT_HEADING = re.compile(r"^(#{1,6} [^\n]*\S)[ \t]*\n[ \t]+(?=\S)", re.M)
 
 
 # A code block after words on their line (Sphinx's API entry in a list item, a definition's
