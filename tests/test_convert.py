@@ -2853,6 +2853,32 @@ def test_the_pages_source_indentation_makes_no_code_block_of_prose() -> None:
     assert "  - Inner item alpha" in reading
 
 
+def test_a_sharing_widget_in_the_text_goes() -> None:
+    """WordPress Jetpack's "Like this:" box (``<div class="sharedaddy sd-block sd-like">``)
+    between a post's paragraphs: where the page was read whole (a short post) or by
+    readability-lxml, "### Like this:" and "Like Loading..." stood in the text. An element
+    whose class or id names sharing as a word, holding under 500 characters, goes (as
+    Readability drops it); a "shared-calendar" section or a long "share" block stays."""
+    widget = (
+        '<div class="sharedaddy sd-block sd-like" id="like-post-wrapper-1"><h3 class="sd-title">'
+        'Like this:</h3><div class="likes-widget-placeholder"><span class="button"><span>Like'
+        '</span></span> <span class="loading">Loading...</span></div></div>'
+        '<ul class="post_share"><li><a href="https://social.example/s?u=1">Post it</a></li></ul>'
+    )
+    long_share = "<div class='share-story'><p>" + "Our readers shared their stories. " * 20
+    page = (
+        "<html><head><title>Notes</title></head><body><article><h1>Spring notes</h1>"
+        f"<p>The garden woke up early this year.</p>{widget}<p>The tulips came next.</p>"
+        "<div class='shared-calendar'><p>Planting day is May 3.</p></div>"
+        f"{long_share}</p></div></article></body></html>"
+    )
+    reading = read(page).text
+    assert "The garden woke up early" in reading and "The tulips came next." in reading
+    assert "Like this" not in reading and "Loading" not in reading and "Post it" not in reading
+    assert "Planting day is May 3." in reading
+    assert "Our readers shared their stories." in reading
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

@@ -1910,6 +1910,36 @@ _GRID_SHARE = 3
 _GRID_STOPS = frozenset(("html", "body", "main", "article", "section"))
 
 
+def _drop_share_widgets(tree: Any) -> None:
+    """Drop a sharing widget in the text: an element whose class or id names one as a word
+    (``share``, ``sharedaddy``: ``share-buttons``, ``post_share``, WordPress Jetpack's
+    ``<div class="sharedaddy sd-like">`` "Like this: Like Loading...") holding under
+    :data:`_MAX_SHARE_CHARS` characters, as Readability does. trafilatura drops most by its
+    own classes, but where readability-lxml's reading or the whole page's was taken, "Like
+    this:" stood as a heading between the article's paragraphs."""
+    doomed = []
+    for element in _structure.compiled(_SHARE_CANDIDATES)(tree):
+        names = f"{element.get('class') or ''} {element.get('id') or ''}"
+        if (
+            _SHARE_NAME.search(names[:_MAX_CHECKED_CHARS]) is not None
+            and element.tag not in _GRID_STOPS
+            and len(element.text_content()) < _MAX_SHARE_CHARS
+        ):
+            doomed.append(element)
+    gone = set(doomed)  # (one inside another goes with it)
+    _drop_all([el for el in doomed if not any(up in gone for up in el.iterancestors())])
+
+
+# A sharing widget (see _drop_share_widgets): the elements looked at (the XPath finds them in
+# C: most pages have none), the word in a class or id (Readability's), and the characters it
+# holds under.
+_SHARE_CANDIDATES = (
+    "//*[contains(@class, 'hare') or contains(@id, 'hare') or contains(@class, 'HARE')]"
+)
+_SHARE_NAME = re.compile(r"(?:\b|_)(?:share|sharedaddy)(?:\b|_)", re.IGNORECASE)
+_MAX_SHARE_CHARS = 500
+
+
 def _drop_permalinks(tree: Any) -> None:
     """Drop a heading's own permalink: a link to an anchor (``#...``) inside the heading or
     right beside it (GitHub's follows it in their wrapper), showing only a permalink's mark
@@ -4831,6 +4861,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             title=title, markdown="", links=links, extractor="", rules=rules, refresh=moved
         )
     _drop_teaser_grids(tree, visible)
+    _drop_share_widgets(tree)
     elements = int(tree.xpath("count(//*)"))
     code = _code_blocks(tree)  # before the marks below go into the blocks' text
     # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
