@@ -2879,6 +2879,22 @@ def test_a_sharing_widget_in_the_text_goes() -> None:
     assert "Our readers shared their stories." in reading
 
 
+def test_a_heading_opening_with_an_empty_anchor_stays_a_heading() -> None:
+    """A heading holding an element without words, an anchor to link to it (``<h2><a
+    class="js_header-anchor" id=""></a>Part One</h2>``, ``<a name="s1"></a>``, an empty
+    ``<span id>``): trafilatura dropped every such heading, and the article's outline went
+    whole. The empty element goes, the heading's words stay."""
+    extra = (
+        '<h2 id="h1"><a class="js_header-anchor" id=""></a>Part One: The Old Harbour</h2>'
+        f"<p>{PARA}</p>"
+        '<h3><a name="s2"></a>The Lighthouse<span id="end"></span></h3>'
+        f"<p>{PARA}</p>"
+    )
+    reading = read(article(extra)).text
+    assert "\n## Part One: The Old Harbour\n" in reading
+    assert "\n### The Lighthouse\n" in reading
+
+
 def test_a_heading_that_is_all_link_keeps_its_words() -> None:
     """mdBook's and MDN's headings are each a link to themselves, a changelog's release
     headings a link to the tag: trafilatura's precision mode dropped each for its link

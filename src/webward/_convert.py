@@ -2112,6 +2112,31 @@ def _blocks_in_headings(tree: Any) -> None:
         block.drop_tag()
 
 
+def _drop_empty_in_headings(tree: Any) -> None:
+    """Drop the elements without words inside a heading (an anchor to link to it, ``<h2><a
+    class="js_header-anchor" id=""></a>Part One</h2>``, ``<a name="s1"></a>``, an empty
+    ``<span id>``), their tails kept: trafilatura dropped every heading holding one, and an
+    article's outline went whole. (One holding an image or a graphic stays: its alt text may
+    be the heading's words.)"""
+    empty = [
+        element
+        for heading in tree.iter(*_HEADINGS)
+        for element in heading.iterdescendants()
+        if isinstance(element.tag, str)
+        and element.tag not in _PICTURES
+        and not element.text_content().strip()
+        and next(element.iter(*_PICTURES), None) is None
+    ]
+    gone = set(empty)  # (one inside another goes with it)
+    for element in empty:
+        if not any(up in gone for up in element.iterancestors()):
+            element.drop_tree()
+
+
+# What a heading's element without words may show: kept (see _drop_empty_in_headings).
+_PICTURES = ("img", "svg", "picture", "math", "br")
+
+
 # A heading's words outside its links.
 _UNLINKED_TEXT = ".//text()[not(ancestor::a)]"
 
@@ -3677,6 +3702,7 @@ def _main_content(
     _structure.mark_joiners(tree)
     _guard_ampersands(tree)
     _blocks_in_headings(tree)
+    _drop_empty_in_headings(tree)
     _unlink_headings(tree, own)
     _unlink_cited_lists(tree)
     _drop_orphan_credits(tree)
