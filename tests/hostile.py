@@ -722,7 +722,11 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
     (``list styles``); and of 2026-12-05's third round: quotes in one figure (``figure
     quotes``), infobox asides nested as deep as the parser goes (``nested infoboxes``), lists
     of tabs over hidden panels (``tabs``), skip links (``skip links``), divs of emphasis
-    (``emphasis``)."""
+    (``emphasis``); and of 2026-12-06's: tweets in one embed's wrapper (``embedded posts``),
+    cards of linked headings (``teaser cards``), a sharing widget's class 250 deep (``share
+    widgets``), headings opening with an empty anchor (``heading anchors``), links of
+    emphasised words (``emphasised links``), prose indented by the source (``indented
+    prose``)."""
     head, unit, tail = {
         "steps": (b"<ol>", b"<li><div><span>S</span><h2>t</h2></div><div><p>w</p></div></li>",
                   b"</ol>"),
@@ -746,6 +750,13 @@ def reading_rules_html(kind: str, size: int = 990_000) -> bytes:
                  b'role="tabpanel"><p>x</p></div><div role="tabpanel" hidden><p>y</p></div>', b""),
         "skip links": (b"<p>", b'<a href="#main">Skip to main content</a> w ', b"</p>"),
         "emphasis": (b"", b"<div><div>words <b>bold</b> more words</div></div>", b""),
+        "embedded posts": (b'<div class="embed">', b'<blockquote class="twitter-tweet"><p>w'
+                           b"</p></blockquote>", b"</div>"),
+        "teaser cards": (b"", b'<div><a href="/x"><h3>t</h3></a></div>', b""),
+        "share widgets": (b'<div class="share">' * 250, b"<p>w</p>", b"</div>" * 250),
+        "heading anchors": (b"", b'<h2><a id="x"></a>t</h2><p>w</p>', b""),
+        "emphasised links": (b"<p>", b'<em>a</em> <a href="/x"><em>b</em></a> ', b"</p>"),
+        "indented prose": (b"<p>", b'w <a href="/x">l</a>\n          w ', b"</p>"),
     }[kind]  # fmt: skip
     return _fill(_HEAD + head, unit, size, tail + _TAIL)
 

@@ -876,6 +876,32 @@ def test_the_rules_of_the_third_round_stay_linear(kind: str) -> None:
         assert result.text and time.process_time() - started < CPU_BOUND_S
 
 
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "embedded posts",
+        "teaser cards",
+        "share widgets",
+        "heading anchors",
+        "emphasised links",
+        "indented prose",
+    ],
+)
+def test_the_reading_rules_of_2026_12_06_read_a_page_of_their_shape(kind: str) -> None:
+    """A page of one shape the rules of 2026-12-06 rewrite, up to the byte cap, is read (with
+    its links asked for too): 20,000 tweets in one wrapper (each judged on the wrapper's
+    children up to the first that is not it), cards of linked headings, a sharing class 250
+    deep around the text (read up to 500 characters, one inside another passed over),
+    headings opening with an empty anchor, links of emphasised words, prose indented by the
+    source. (Their time is bench/convert.py's: each within the bound of a page.)"""
+    for links in (False, True):
+        result = convert(
+            reading_rules_html(kind), "text/html; charset=utf-8", URL, truncated=False,
+            include_links=links, limits=LIMITS,
+        )  # fmt: skip
+        assert result.text.strip()
+
+
 def test_a_tag_of_90000_attributes_keeps_its_first_and_the_page_its_words() -> None:
     body = attributes_html(90_000)
     assert body.count(b"<p ") == 1  # one tag: 81 s of parsing before its bound

@@ -1856,8 +1856,13 @@ def _drop_teaser_grids(tree: Any, visible: int) -> None:
         card = link
         if link is None:
             links = heading.findall(".//a")
-            words = heading.text_content().strip()
-            if len(links) != 1 or not words or links[0].text_content().strip() != words:
+            words = _leading_text(heading, _MAX_LINK_TEXT + 1).strip()
+            if (
+                len(links) != 1
+                or not words
+                or len(words) > _MAX_LINK_TEXT
+                or _leading_text(links[0], _MAX_LINK_TEXT + 1).strip() != words
+            ):
                 continue
             link, card = links[0], heading
         href = (link.get("href") or "").strip()
@@ -1871,7 +1876,10 @@ def _drop_teaser_grids(tree: Any, visible: int) -> None:
             held.setdefault(ancestor, []).append(card)
     doomed = []
     done: set[Any] = set()
+    measured = 0
     for card in cards:
+        if measured == _MAX_GRIDS:
+            break
         if card in done:
             continue
         grid = next(
@@ -1882,15 +1890,19 @@ def _drop_teaser_grids(tree: Any, visible: int) -> None:
         if grid is None or grid.tag in _GRID_STOPS:
             continue
         done.update(held[grid])
+        measured += 1
         titles = sum(_solid(c.text_content()) for c in held[grid])
         if _solid(grid.text_content()) - titles > _MAX_GRID_LABEL:
             continue  # cards with summaries, or stories in a text: not a grid of titles
         # Up to the block holding the grid and its label ("Related stories").
-        while (
-            (parent := grid.getparent()) is not None
-            and parent.tag not in _GRID_STOPS
-            and _solid(parent.text_content()) - titles <= _MAX_GRID_LABEL
-        ):
+        for _ in range(_GRID_LEVELS):
+            parent = grid.getparent()
+            if (
+                parent is None
+                or parent.tag in _GRID_STOPS
+                or _solid(parent.text_content()) - titles > _MAX_GRID_LABEL
+            ):
+                break
             grid = parent
         if _solid(grid.text_content()) * _GRID_SHARE < visible:
             doomed.append(grid)
@@ -1898,10 +1910,13 @@ def _drop_teaser_grids(tree: Any, visible: int) -> None:
     _drop_all([grid for grid in doomed if not any(a in gone for a in grid.iterancestors())])
 
 
-# Teaser grids (see _drop_teaser_grids): the headings looked at; the cards a grid holds at
-# least; the levels above a card its grid is looked for; the characters of a label beside
-# the cards; a grid holds under one part in this many of the page's text.
-_MAX_CARD_HEADINGS = 2_000
+# Teaser grids (see _drop_teaser_grids): the headings looked at and the grids measured (each
+# measure reads a grid's text, and a hostile page nests them); the cards a grid holds at
+# least; the levels above a card its grid is looked for (and above the grid its label);
+# the characters of a label beside the cards; a grid holds under one part in this many of
+# the page's text.
+_MAX_CARD_HEADINGS = 200
+_MAX_GRIDS = 16
 _MIN_GRID_CARDS = 3
 _GRID_LEVELS = 4
 _MAX_GRID_LABEL = 40
@@ -1917,27 +1932,31 @@ def _drop_share_widgets(tree: Any) -> None:
     :data:`_MAX_SHARE_CHARS` characters, as Readability does. trafilatura drops most by its
     own classes, but where readability-lxml's reading or the whole page's was taken, "Like
     this:" stood as a heading between the article's paragraphs."""
-    doomed = []
-    for element in _structure.compiled(_SHARE_CANDIDATES)(tree):
+    doomed: list[Any] = []
+    gone: set[Any] = set()
+    candidates = _structure.compiled(_SHARE_CANDIDATES)(tree)  # (in the document's order)
+    for element in itertools.islice(candidates, _MAX_SHARE_CANDIDATES):
         names = f"{element.get('class') or ''} {element.get('id') or ''}"
         if (
             _SHARE_NAME.search(names[:_MAX_CHECKED_CHARS]) is not None
             and element.tag not in _GRID_STOPS
-            and len(element.text_content()) < _MAX_SHARE_CHARS
+            and not any(up in gone for up in element.iterancestors())  # (gone with it)
+            and len(_leading_text(element, _MAX_SHARE_CHARS)) < _MAX_SHARE_CHARS
         ):
             doomed.append(element)
-    gone = set(doomed)  # (one inside another goes with it)
-    _drop_all([el for el in doomed if not any(up in gone for up in el.iterancestors())])
+            gone.add(element)
+    _drop_all(doomed)
 
 
 # A sharing widget (see _drop_share_widgets): the elements looked at (the XPath finds them in
-# C: most pages have none), the word in a class or id (Readability's), and the characters it
-# holds under.
+# C: most pages have none) and how many at most, the word in a class or id (Readability's),
+# and the characters it holds under.
 _SHARE_CANDIDATES = (
-    "//*[contains(@class, 'hare') or contains(@id, 'hare') or contains(@class, 'HARE')]"
+    "//@class[contains(., 'hare') or contains(., 'HARE')]/.. | //@id[contains(., 'hare')]/.."
 )
 _SHARE_NAME = re.compile(r"(?:\b|_)(?:share|sharedaddy)(?:\b|_)", re.IGNORECASE)
 _MAX_SHARE_CHARS = 500
+_MAX_SHARE_CANDIDATES = 200
 
 
 def _drop_permalinks(tree: Any) -> None:
@@ -2113,28 +2132,30 @@ def _blocks_in_headings(tree: Any) -> None:
 
 
 def _drop_empty_in_headings(tree: Any) -> None:
-    """Drop the elements without words inside a heading (an anchor to link to it, ``<h2><a
+    """Drop the elements without words in a heading (an anchor to link to it, ``<h2><a
     class="js_header-anchor" id=""></a>Part One</h2>``, ``<a name="s1"></a>``, an empty
     ``<span id>``), their tails kept: trafilatura dropped every heading holding one, and an
     article's outline went whole. (One holding an image or a graphic stays: its alt text may
-    be the heading's words.)"""
+    be the heading's words. The heading's own children, of its first 2,000 headings: each
+    read once.)"""
     empty = [
-        element
-        for heading in tree.iter(*_HEADINGS)
-        for element in heading.iterdescendants()
-        if isinstance(element.tag, str)
-        and element.tag not in _PICTURES
-        and not element.text_content().strip()
-        and next(element.iter(*_PICTURES), None) is None
+        child
+        for heading in itertools.islice(tree.iter(*_HEADINGS), _MAX_HEADINGS_CLEARED)
+        for child in heading
+        if isinstance(child.tag, str)
+        and child.tag not in _PICTURES
+        and child.tag not in _HEADINGS  # (a heading inside is judged on its own)
+        and not any(piece.strip() for piece in child.itertext())
+        and next(child.iter(*_PICTURES), None) is None
     ]
-    gone = set(empty)  # (one inside another goes with it)
-    for element in empty:
-        if not any(up in gone for up in element.iterancestors()):
-            element.drop_tree()
+    for child in empty:
+        child.drop_tree()
 
 
-# What a heading's element without words may show: kept (see _drop_empty_in_headings).
+# What a heading's element without words may show: kept; and the headings looked at (see
+# _drop_empty_in_headings).
 _PICTURES = ("img", "svg", "picture", "math", "br")
+_MAX_HEADINGS_CLEARED = 2_000
 
 
 # A heading's words outside its links.
@@ -2407,9 +2428,9 @@ def _unwrap_embedded_posts(tree: Any) -> None:
         for wrapper in itertools.islice(quote.iterancestors(), _MAX_EMBED_WRAPPERS):
             if wrapper.tag in _EMBED_STOPS or (wrapper.text or "").strip():
                 break
-            others = [child for child in wrapper if child is not inner]
             if (inner.tail or "").strip() or any(
-                not isinstance(child.tag, str) or child.tag != "figcaption" for child in others
+                child is not inner and (not isinstance(child.tag, str) or child.tag != "figcaption")
+                for child in wrapper
             ):
                 break
             wrappers.append(wrapper)
@@ -3727,6 +3748,8 @@ def _unindent_prose(markdown: str) -> str:
     <h3>``) no heading at all, and a heading's words broken onto the next line ("### Prepared
     by [Ann" and "Woodlief,](…)") a heading of half its words. A list item's line keeps its
     indentation (a nested list's)."""
+    if "\n    " not in markdown and "\n\t" not in markdown and markdown[:1] not in (" ", "\t"):
+        return markdown  # (a search for a few characters first: see tidy_markdown)
     if _DEEP_INDENT.search(markdown) is None:
         return markdown
     pieces: list[str] = []
@@ -4887,7 +4910,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
             title=title, markdown="", links=links, extractor="", rules=rules, refresh=moved
         )
     _drop_teaser_grids(tree, visible)
-    _drop_share_widgets(tree)
+    if "hare" in text or "HARE" in text:  # (the search for them costs 26 ms on 150,000 tags)
+        _drop_share_widgets(tree)
     elements = int(tree.xpath("count(//*)"))
     code = _code_blocks(tree)  # before the marks below go into the blocks' text
     # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
