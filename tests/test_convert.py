@@ -2772,6 +2772,9 @@ def test_an_underscore_inside_a_word_reads_without_a_backslash() -> None:
     assert "once enqueued_timestamp passes, says Director_Oh Min Seo, and \\_not\\_ before" in (
         reading
     )
+    # A news agency's rule before its credits reads as a rule, not as "\\_\\_\\_".
+    credits = f"<p>{PARA}</p><p>___</p><p>Ana Ruiz contributed to this report.</p>"
+    assert "\n___\n\nAna Ruiz contributed" in read(article(credits)).text
     assert "\\newcommand{\\my\\_var}{1}" in reading
 
 

@@ -3120,8 +3120,9 @@ def _unescape_word_underscores(markdown: str) -> str:
     r"""An underscore between two letters or digits unescaped, outside code: trafilatura
     wrote ``enqueued\_timestamp``, ``@s\_bielefeld``, ``Director\_Oh``, a backslash the
     model reads as part of the name, where Markdown needs none (an underscore inside a word
-    never starts nor ends emphasis). Not in fenced code, nor on a line holding inline code
-    or a formula (``$...$``), where a backslash is the page's own."""
+    never starts nor ends emphasis); and a line of underscores alone (``\_\_\_``), a
+    rule. Not in fenced code, nor on a line holding inline code or a formula (``$...$``),
+    where a backslash is the page's own."""
     pieces: list[str] = []
     done = 0
     for opening, closing in _fences(markdown):
@@ -3138,7 +3139,11 @@ def _word_underscores(text: str) -> str:
         return text
     return "\n".join(
         [
-            _ESCAPED_WORD_UNDERSCORE.sub("_", line)
+            (
+                line.replace("\\_", "_")
+                if _ESCAPED_RULE.match(line)
+                else _ESCAPED_WORD_UNDERSCORE.sub("_", line)
+            )
             if "\\_" in line and "`" not in line and "$" not in line
             else line
             for line in text.split("\n")
@@ -3147,8 +3152,11 @@ def _word_underscores(text: str) -> str:
 
 
 # An escaped underscore between two letters or digits (one after an escaped backslash,
-# ``\\_``, is the page's own backslash and underscore, and stays).
+# ``\\_``, is the page's own backslash and underscore, and stays); and a line of escaped
+# underscores alone, a news agency's "___" before its credits, which reads as the rule
+# between the two it is (Markdown's thematic break) rather than "\\_\\_\\_".
 _ESCAPED_WORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
+_ESCAPED_RULE = re.compile(r"(?:\\_){3,}[ \t]*$")
 
 
 # The language a page names for a code block, by class: ``language-python`` (Prism,
