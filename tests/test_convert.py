@@ -2833,6 +2833,9 @@ def test_a_link_of_emphasised_words_keeps_its_link_and_the_space_after_it() -> N
         reading
     )
     assert "*and* [YouTube](https://video.example/lb)" in reading
+    # An old page's underlined links, the same way.
+    underlined = extra.replace("<em>", "<u>").replace("</em>", "</u>")
+    assert "[Netflix](https://watch.example/lb) <u>and available" in read(article(underlined)).text
 
 
 def test_the_pages_source_indentation_makes_no_code_block_of_prose() -> None:

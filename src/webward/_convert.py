@@ -2464,7 +2464,7 @@ def _unformat_links(tree: Any) -> None:
 
 # An emphasis alone in a link (see _unformat_links): the link's one element, with no words of
 # the link before it (those after it are looked at in Python).
-_LINK_EMPHASIS = "//a[count(*) = 1]/*[self::em or self::i or self::b or self::strong]"
+_LINK_EMPHASIS = "//a[count(*) = 1]/*[self::em or self::i or self::b or self::strong or self::u]"
 
 
 def _unlink_cited_lists(tree: Any) -> None:
