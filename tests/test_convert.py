@@ -2815,6 +2815,16 @@ def test_a_grid_of_other_stories_beside_the_article_goes() -> None:
         f"{cards}</main></body></html>"
     )
     assert "Other Story Number 4 Opens In Town" in read(listing).text
+    # One card of a title and a subtitle is one card: two cards are no grid.
+    import lxml.html
+
+    pair = lxml.html.fromstring(
+        '<html><body><div class="lead"><a href="/stories/9"><h3>A Title Of Its Own</h3><h4>And'
+        ' Its Subtitle</h4></a><a href="/stories/10"><h3>A Second Story</h3></a></div>'
+        f"<p>{PARA * 3}</p></body></html>"
+    )
+    _convert._drop_teaser_grids(pair, len(pair.text_content()))
+    assert "A Title Of Its Own" in pair.text_content()
 
 
 def test_a_link_of_emphasised_words_keeps_its_link_and_the_space_after_it() -> None:

@@ -1868,6 +1868,7 @@ def _drop_teaser_grids(tree: Any, visible: int) -> None:
         href = (link.get("href") or "").strip()
         if href and not href.startswith("#"):
             cards.append(card)
+    cards = list(dict.fromkeys(cards))  # (a card of a title and a subtitle counts once)
     if len(cards) < _MIN_GRID_CARDS:
         return
     held: dict[Any, list[Any]] = {}  # each block around cards (a few levels up): its cards
