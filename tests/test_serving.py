@@ -720,3 +720,37 @@ def test_a_client_that_pipelines_then_leaves_is_heard_leaving_by_the_request_ser
         logging.getLogger("uvicorn.error").removeHandler(handler)
     assert heard == ["http.disconnect"]
     assert [r.getMessage() for r in errors] == []
+
+
+def test_a_chunked_bodys_trailer_adds_no_header_to_the_request(tmp_path: Path) -> None:
+    """httptools hands a chunked body's trailer fields over as headers, and uvicorn appended
+    them to the request's: a request whose head had no Authorization was served as the agent
+    a trailer named (past a proxy that checks or strips the head's), and a trailer's
+    Webward-Session put the call in that session. RFC 9110 6.5.1: a trailer is not merged
+    into the head. Both are now the head's alone: 401, and a call in no session."""
+    from test_gateway import TOKENS, load, loopback_web, running_gateway
+
+    from webward.testing import MemoryAuditSink
+
+    settings = load(tmp_path)
+    audit = MemoryAuditSink()
+
+    def chunked(head: bytes, trailer: bytes) -> bytes:
+        body = b'{"url": "http://127.0.0.1:9/"}'
+        return (
+            b"POST " + FETCH_PATH.encode() + b" HTTP/1.1\r\nHost: x\r\n" + head
+            + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n%x\r\n" % len(body) + body + b"\r\n0\r\n" + trailer
+            + b"\r\n"
+        )  # fmt: skip
+
+    token = b"Authorization: Bearer " + TOKENS["alice"].encode() + b"\r\n"
+    with running_gateway(settings, lambda: loopback_web(settings, audit), http="httptools") as base:
+        host, port = base.removeprefix("http://").split(":")
+        address = (host, int(port))
+        # One write: the trailer is parsed before the app reads the headers.
+        unsigned = _exchange(address, chunked(b"", token))
+        assert unsigned.startswith(b"HTTP/1.1 401 "), unsigned
+        signed = _exchange(address, chunked(token, b"Webward-Session: smuggled\r\n"))
+        assert signed.startswith(b"HTTP/1.1 "), signed
+    assert [(r.agent, r.session) for r in audit.records] == [("alice", None)]
