@@ -575,6 +575,44 @@ def test_malformed_requests_are_warned_of_once_in_a_while_not_once_each(
     assert warned.count("Invalid HTTP request received.") <= 1
 
 
+def test_requests_asking_to_upgrade_are_served_and_warned_of_once_in_a_while(
+    tmp_path: Path,
+) -> None:
+    """uvicorn wrote two warnings for every request asking to upgrade, whoever sent it, the
+    second advising a WebSocket library the servers do without on purpose (ws="none"): a log
+    any client could flood. Each is served as plain HTTP; one line at most every 10 s."""
+    from test_gateway import load, loopback_web, running_gateway
+
+    from webward.testing import MemoryAuditSink
+
+    settings = load(tmp_path)
+    warned: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warned.append(record.getMessage())
+
+    handler = Collect(level=logging.WARNING)
+    upgrade = (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: %s\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    web = lambda: loopback_web(settings, MemoryAuditSink())  # noqa: E731
+    try:
+        with running_gateway(settings, web, http="httptools") as base:
+            # Once the server set up its logging, which drops a logger's handlers.
+            logging.getLogger("uvicorn.error").addHandler(handler)
+            host, port = base.removeprefix("http://").split(":")
+            for protocol in (b"websocket", b"h2c") * 10:
+                with socket.create_connection((host, int(port)), timeout=10) as conn:
+                    conn.sendall(upgrade % protocol)
+                    assert conn.recv(65536).startswith(b"HTTP/1.1 200")
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    assert warned.count("Unsupported upgrade request.") <= 1
+    assert not [line for line in warned if "WebSocket library" in line]
+
+
 def test_a_body_or_pipelined_requests_are_no_head_to_bound(
     bounded_server: tuple[str, int],
 ) -> None:

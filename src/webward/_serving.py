@@ -93,9 +93,10 @@ def http_protocol(stack: Stack) -> Any:
 
 
 class _RareWarning(logging.Filter):
-    """uvicorn's warning for a request httptools cannot parse, at most once per
-    :data:`_WARN_EVERY_S`: it wrote one line per malformed request (430 in 20 s of one client
-    sending bad chunks), and each such client gets its one sentence anyway."""
+    """A uvicorn warning any client can cause (a request httptools cannot parse, one asking
+    to upgrade), at most once per :data:`_WARN_EVERY_S`: it wrote one line per malformed
+    request (430 in 20 s of one client sending bad chunks), and each such client gets its
+    answer anyway."""
 
     def __init__(self, message: str) -> None:
         super().__init__()
@@ -113,6 +114,7 @@ class _RareWarning(logging.Filter):
 
 
 _WARN_EVERY_S = 10.0
+_UPGRADE_WARNING = "Unsupported upgrade request."
 
 
 @functools.lru_cache(maxsize=1)
@@ -121,6 +123,7 @@ def _bounded_httptools() -> type:
 
     # Made before a server's config sets up uvicorn's logging, which keeps a logger's filters.
     logging.getLogger("uvicorn.error").addFilter(_RareWarning("Invalid HTTP request received."))
+    logging.getLogger("uvicorn.error").addFilter(_RareWarning(_UPGRADE_WARNING))
 
     # The base's methods that run for every request, called directly rather than through
     # super(): a super object and a lookup along the MRO per callback, and httptools calls
@@ -278,6 +281,13 @@ def _bounded_httptools() -> type:
                 if not self.transport.is_closing():
                     self.transport.write(_TOO_LARGE)
                     self.loop.call_later(_LINGER_S, self.transport.close)
+
+        def _unsupported_upgrade_warning(self) -> None:
+            # uvicorn wrote two lines for every request asking to upgrade (Upgrade: websocket,
+            # h2c), any client's, the second advising the operator to install a WebSocket
+            # library the servers do without on purpose (ws="none"). The request is served as
+            # plain HTTP, as RFC 9110 (7.8) allows: one line, and that once in a while.
+            self.logger.warning(_UPGRADE_WARNING)
 
         def close_with(self, answer: bytes) -> None:
             if not self.transport.is_closing():
