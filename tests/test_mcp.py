@@ -1722,3 +1722,41 @@ def test_sigterm_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Pat
         process.kill()
         process.stdin.close()
         process.stdout.close()
+
+
+@pytest.mark.anyio
+async def test_the_sdks_plain_text_refusals_are_one_sentence_json_rpc_errors(
+    tmp_path: Path,
+) -> None:
+    """The SDK answered a POST to /mcp with the wrong Content-Type, a body over 4 MiB, a
+    foreign Host or Origin in text/plain ("Invalid Content-Type header"): no error model,
+    no next step. Each is one JSON-RPC error of one sentence, its status kept."""
+    async with (
+        mcp_over_http(tmp_path) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        port = url.split(":")[2].split("/")[0]
+        text = {**MCP_HEADERS, "Content-Type": "text/plain"}
+        answers = {
+            400: await http.post(url, json=INITIALIZE, headers=text),
+            413: await http.post(url, content=b" " * (5 * 2**20), headers=MCP_HEADERS),
+            421: await http.post(
+                url, json=INITIALIZE, headers={**MCP_HEADERS, "Host": f"attacker.example:{port}"}
+            ),
+            403: await http.post(
+                url, json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://attacker.example"}
+            ),
+        }
+    said = {}
+    for status, answer in answers.items():
+        assert answer.status_code == status, answer.text
+        assert answer.headers["content-type"] == "application/json"
+        error = answer.json()
+        assert error["jsonrpc"] == "2.0" and error["id"] is None
+        assert error["error"]["code"] == -32600
+        said[status] = error["error"]["message"]
+        assert "\n" not in said[status]
+    assert said[400] == "the request body must be JSON (Content-Type: application/json)"
+    assert said[413].startswith("the message is larger than 4 MiB")
+    assert "connect to the address the server listens on" in said[421]
+    assert "call it from an MCP client" in said[403]

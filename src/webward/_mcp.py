@@ -67,7 +67,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import (
@@ -1437,6 +1437,63 @@ class _NoSuchPath:
 _NO_SUCH_PATH = f"nothing is served at this path; webward serves MCP at {MCP_PATH}"
 
 
+class _PlainRefusals:
+    """The SDK's plain-text refusals at ``/mcp`` (``Invalid Content-Type header``, ``Request
+    body too large``, ``Invalid Host header``, ``Invalid Origin header``: text with no media
+    type or ``text/plain``, no next step) in one JSON-RPC error of one sentence, their status kept: a client showed its
+    user "Error POSTing to endpoint: Invalid Content-Type header" and nothing of what to
+    send instead. No call was read, so none is audited (as before)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != MCP_PATH:
+            await self._app(scope, receive, send)
+            return
+        held: dict[str, Any] | None = None
+        chunks: list[bytes] = []
+
+        async def answer(message: dict[str, Any]) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                found = dict(message.get("headers", ())).get(b"content-type", b"")
+                if not found or found.startswith(b"text/plain"):  # the SDK names none
+                    held = message  # decided with its body
+                    return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            said = b"".join(chunks).decode("utf-8", "replace").strip().rstrip(".")
+            sentence = _PLAIN_SENTENCES.get(said) or (said[:1].lower() + said[1:] or "refused")
+            await _answer_error(send, held["status"], INVALID_REQUEST, sentence)
+
+        await self._app(scope, receive, answer)
+
+
+#: What the SDK's plain-text refusals say, in one sentence with the next step.
+_PLAIN_SENTENCES = {
+    "Invalid Content-Type header": (
+        "the request body must be JSON (Content-Type: application/json)"
+    ),
+    "Request body too large": (
+        f"the message is larger than {DEFAULT_MAX_REQUEST_BODY_SIZE // 2**20} MiB, which this "
+        "server does not read: send a smaller one"
+    ),
+    "Invalid Host header": (
+        "the Host header names no address of this server (DNS-rebinding protection): "
+        "connect to the address the server listens on"
+    ),
+    "Invalid Origin header": (
+        "the request comes from a web page of another origin (its Origin header), which "
+        "this server does not serve (DNS-rebinding protection): call it from an MCP client"
+    ),
+}
+
+
 class _UnknownSession:
     """The SDK's 404 to a request naming a session it does not hold, in one sentence with
     the next step: "Session not found" (or "Not Found: Session has been terminated") was all
@@ -2182,7 +2239,8 @@ async def serve_http(
             app = _OneCredential(app, lambda: web.telemetry)
             web.telemetry.counts_auth_refusals()
         # GET /metrics beside /mcp (docs/operations.md: its own token, else loopback only).
-        app = with_metrics(_NoSuchPath(app), MetricsEndpoint(settings, lambda: web.telemetry))
+        app = _NoSuchPath(_PlainRefusals(app))
+        app = with_metrics(app, MetricsEndpoint(settings, lambda: web.telemetry))
         app = _OneHostAndOrigin(app)
         config = uvicorn.Config(
             app,
