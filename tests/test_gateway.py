@@ -1173,6 +1173,20 @@ def test_token_table_matches_every_agent_and_rejects_bad_digests(tmp_path: Path)
         create_app(bad)
 
 
+def test_two_agents_holding_one_token_are_refused_at_startup(tmp_path: Path) -> None:
+    """Two agents with the same token_sha256 (a block copied for a new agent, its token left
+    as it was): every call of either ran and was audited as the first, silently, with the
+    first's tier. Refused when the gateway or MCP server starts, naming both."""
+    shared = Settings.load(
+        overrides={"agents": {"eve": {"tier": "full", "token_sha256": hash_token(TOKENS["bob"])}}},
+        environ={"WEBWARD_CONFIG": str(write_config(tmp_path))},
+    )
+    with pytest.raises(InvalidInput, match=r"\[agents\.bob\] and \[agents\.eve\] hold the same"):
+        TokenTable(shared)
+    with pytest.raises(InvalidInput, match=r"give each agent its own token"):
+        create_app(shared)
+
+
 def test_token_lookup_compares_every_entry_whichever_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

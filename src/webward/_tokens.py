@@ -43,6 +43,7 @@ class TokenTable:
 
     def __init__(self, settings: Settings) -> None:
         entries: list[tuple[bytes, Agent]] = []
+        holders: dict[str, str] = {}  # digest -> the agent holding it
         where = f" in {settings.source}" if settings.source else ""
         for name, agent in settings.agents.items():
             digest = agent.token_sha256.strip().lower()
@@ -53,6 +54,14 @@ class TokenTable:
                     f"[agents.{name}] token_sha256{where} is not a SHA-256 hex digest; "
                     "make one with `webward serve --hash-token`"
                 )
+            if digest in holders:
+                # One token, two agents (a block copied for a new agent): every call of
+                # either would run, and be audited, as the first, with its tier.
+                raise InvalidInput(
+                    f"[agents.{holders[digest]}] and [agents.{name}] hold the same token_sha256"
+                    f"{where}; give each agent its own token (`webward serve --hash-token`)"
+                )
+            holders[digest] = name
             entries.append(
                 (bytes.fromhex(digest), Agent(name, settings.tier_for(name), agent.role))
             )
