@@ -334,6 +334,43 @@ async def test_gateway_session_header_and_declared_urls(
 
 
 @pytest.mark.anyio
+async def test_gateway_session_headers_in_utf8_are_read_as_utf8(site: LocalServer) -> None:
+    """The session headers were read as Latin-1: a URL with a non-ASCII letter declared in
+    Webward-Session-Urls as UTF-8 (the user's own link to /café) was remembered as /cafÃ©
+    and the fetch of /café refused url_not_in_session; a session named in UTF-8 was
+    audited as mojibake. UTF-8 is read as UTF-8 (other bytes still as Latin-1)."""
+    token = "gateway-token-utf8-0123"
+    settings = Settings().replace(
+        {
+            "network": {"allow_ranges": ["127.0.0.1/32"]},
+            "policy": {"default_tier": "connected", "robots": False},
+            "agents": {
+                "alice": {
+                    "tier": "connected",
+                    "provenance": "session",
+                    "token_sha256": hash_token(token),
+                }
+            },
+        }
+    )
+    audit = MemoryAuditSink()
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Webward-Session": "café-1".encode(),
+        "Webward-Session-Urls": site.url("/café").encode(),
+    }
+    async with Web(
+        settings, StaticResolver({}), audit=audit, credentials=EnvironmentStore({})
+    ) as web:
+        site.routes["/caf%C3%A9"] = respond(200, "<p>Café.</p>", "text/html")
+        transport = httpx.ASGITransport(app=create_app(settings, web))
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as c:
+            ok = await c.post(FETCH_PATH, json={"url": site.url("/café")}, headers=headers)
+    assert ok.status_code == 200, ok.text
+    assert [(r.reason, r.session) for r in audit.records] == [("allowed", "gateway:alice:café-1")]
+
+
+@pytest.mark.anyio
 async def test_gateway_budgets_and_lists_per_agent(
     site: LocalServer, attacker: LocalServer
 ) -> None:

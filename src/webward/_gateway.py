@@ -506,7 +506,7 @@ class _Capability:
         for name, value in scope["headers"]:
             if name in _READ_HEADERS:
                 if name == SESSION_URLS_HEADER:
-                    declared.append(value.decode("latin-1"))
+                    declared.append(_header_text(value))
                 elif name not in found:
                     found[name] = value
                 elif name not in repeated:
@@ -522,7 +522,7 @@ class _Capability:
         content_type = found.get(b"content-type")
         content_length = found.get(b"content-length")
         session_value = found.get(SESSION_HEADER)
-        session_name = None if session_value is None else session_value.decode("latin-1").strip()
+        session_name = None if session_value is None else _header_text(session_value).strip()
         token = bearer_token((authorization or b"").decode("latin-1"))
         if not token:
             self._refused_credentials(scope, "missing" if authorization is None else "malformed")
@@ -788,6 +788,16 @@ _READ_HEADERS = frozenset(
 )
 _CONTENT_TYPE = (b"content-type", b"application/json")
 _NO_STORE = (b"cache-control", b"no-store")
+
+
+def _header_text(value: bytes) -> str:
+    """A session header's text: UTF-8 where its bytes are (a client sends a link to /café
+    so), else Latin-1, as HTTP reads other bytes. Read as Latin-1 alone, a URL the user
+    declared was remembered as /cafÃ© and its fetch refused as one the session never saw."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
 
 
 def _spelled(capability: Capability, message: str) -> str:
