@@ -657,6 +657,38 @@ async def test_oversized_bodies_are_413_whatever_the_headers_say(
     ]
 
 
+def test_a_content_length_with_thousands_of_leading_zeros_is_read_as_its_number(
+    gateway: tuple[str, MemoryAuditSink], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Content-Length is digits (RFC 9110), leading zeros allowed: httptools reads 5,000 of
+    them before a 2, but int() refuses a string past 4,300 digits. The servers' protocol
+    answered 400 "not HTTP/1.1" while the app, already started, failed with a traceback in
+    the log and the call of the token's agent left no audit record. It is read as 2 (and
+    5,000 zeros before 70000 as a body too large)."""
+    base, audit = gateway
+    host, port = base.removeprefix("http://").split(":")
+
+    def exchange(length: bytes, body: bytes) -> bytes:
+        head = (
+            f"POST {FETCH_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKENS['alice']}"
+            "\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        ).encode()
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(head + b"Content-Length: " + length + b"\r\n\r\n" + body)
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        return answer
+
+    with caplog.at_level(logging.WARNING):
+        small = exchange(b"0" * 5000 + b"2", b"{}")
+        large = exchange(b"0" * 5000 + b"70000", b"{}")
+    assert small.startswith(b"HTTP/1.1 400 ") and b"url is required" in small, small
+    assert large.startswith(b"HTTP/1.1 413 "), large
+    assert "Traceback" not in caplog.text and "Exception in ASGI" not in caplog.text
+    assert [(r.agent, r.decision) for r in audit.records] == [("alice", "refused")] * 2
+
+
 @pytest.mark.anyio
 async def test_a_body_is_cut_off_past_the_limit_in_one_message_or_many() -> None:
     """The body reader, as uvicorn hands it bodies: a body in one message is taken at once,

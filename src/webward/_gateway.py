@@ -72,7 +72,7 @@ from ._errors import InvalidInput, Reason, Refused, WebwardError, out_of_files
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._provenance import scoped_session
 from ._redact import redact_traceback
-from ._serving import LATE_BODY, late_body_message
+from ._serving import LATE_BODY, content_length, late_body_message
 from ._settings import Settings
 from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, server_span, tracing
 from ._tokens import Agent, TokenTable, bearer_token, hash_token
@@ -229,7 +229,7 @@ class _Disconnected(Exception):
 
 async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> bytes:
     """The body, read from the stream and cut off past ``limit`` bytes whatever the headers say."""
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and content_length(declared) > limit:
         raise _BodyTooLarge  # an honest client's oversized body is refused before it is sent
     message = await receive()
     if message["type"] == "http.request" and not message.get("more_body", False):

@@ -388,8 +388,19 @@ def _declared_length(headers: list[tuple[bytes, bytes]]) -> int:
     """The request's Content-Length (0 if none, or not a number: httptools refuses those)."""
     for name, value in headers:
         if name == b"content-length":
-            return int(value) if value.isdigit() else 0
+            return content_length(value)
     return 0
+
+
+def content_length(value: bytes) -> int:
+    """A Content-Length value's number (0 if it is not digits). Leading zeros are digits
+    too (RFC 9110): httptools reads thousands of them, and int() refuses a string past
+    4,300 digits (a ValueError in a parser callback, or in the app: a traceback). A number
+    past 20 digits is past any length httptools takes, and read as 2**64."""
+    if not value.isdigit():
+        return 0
+    digits = value.lstrip(b"0")
+    return int(digits or b"0") if len(digits) <= 20 else 2**64
 
 
 class _ClosingLater:
