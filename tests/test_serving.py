@@ -554,6 +554,41 @@ def test_a_request_httptools_cannot_parse_is_answered_in_the_error_model(
         assert error["message"].startswith("the request is not HTTP/1.1 webward can read")
 
 
+def test_on_h11_a_request_it_cannot_parse_is_answered_in_the_error_model(tmp_path: Path) -> None:
+    """Where httptools is not installed (`pip install 'webward[mcp]'` alone serves `webward mcp
+    --http` on h11), a malformed request got uvicorn's text/plain "Invalid HTTP request
+    received." and a warning in the log per request. It gets the httptools stack's 400 in the
+    error model, and the warning comes at most once every 10 s."""
+    from test_gateway import load, loopback_web, running_gateway
+
+    from webward.testing import MemoryAuditSink
+
+    settings = load(tmp_path)
+    warned: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warned.append(record.getMessage())
+
+    handler = Collect(level=logging.WARNING)
+    web = lambda: loopback_web(settings, MemoryAuditSink())  # noqa: E731
+    try:
+        with running_gateway(settings, web, http="h11") as base:
+            # Once the server set up its logging, which drops a logger's handlers.
+            logging.getLogger("uvicorn.error").addHandler(handler)
+            host, port = base.removeprefix("http://").split(":")
+            for bad in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n") * 3:
+                answer = _exchange((host, int(port)), bad)
+                head, _, body = answer.partition(b"\r\n\r\n")
+                assert head.startswith(b"HTTP/1.1 400 "), answer
+                assert b"content-type: application/json" in head.lower()
+                message = json.loads(body)["error"]["message"]
+                assert message.startswith("the request is not HTTP/1.1 webward can read")
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    assert warned.count("Invalid HTTP request received.") <= 1
+
+
 def test_malformed_requests_are_warned_of_once_in_a_while_not_once_each(
     bounded_server: tuple[str, int],
 ) -> None:

@@ -87,9 +87,10 @@ _SWEEP_EVERY_S = 1.0  # how often the bounds above are checked, over all connect
 
 
 def http_protocol(stack: Stack) -> Any:
-    """What to give uvicorn's ``http`` setting for ``stack``: h11 as it is (its own 16 KiB
-    bound on a head), httptools with the bounds above (:func:`_bounded_httptools`)."""
-    return _bounded_httptools() if stack.http == "httptools" else stack.http
+    """What to give uvicorn's ``http`` setting for ``stack``: httptools with the bounds above
+    (:func:`_bounded_httptools`), h11 with its own 16 KiB bound on a head and webward's
+    answer to a request it cannot parse (:func:`_answering_h11`)."""
+    return _bounded_httptools() if stack.http == "httptools" else _answering_h11()
 
 
 class _RareWarning(logging.Filter):
@@ -117,13 +118,41 @@ _WARN_EVERY_S = 10.0
 _UPGRADE_WARNING = "Unsupported upgrade request."
 
 
+def _warn_rarely() -> None:
+    # Made before a server's config sets up uvicorn's logging, which keeps a logger's filters.
+    logging.getLogger("uvicorn.error").addFilter(_RareWarning("Invalid HTTP request received."))
+    logging.getLogger("uvicorn.error").addFilter(_RareWarning(_UPGRADE_WARNING))
+
+
+@functools.lru_cache(maxsize=1)
+def _answering_h11() -> type:
+    """uvicorn's h11 protocol (the stack where httptools is not installed: `pip install
+    'webward[mcp]'` alone serves `webward mcp --http` on it), answering a request it cannot
+    parse in the error model, as the httptools one does, and warning of it, or of a request
+    asking to upgrade, once in a while. It answered text/plain "Invalid HTTP request
+    received." and warned once per request, any client's."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    _warn_rarely()
+
+    class AnsweringH11(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            # The connection closes: h11's state for it need not hear of the answer.
+            if not self.transport.is_closing():
+                self.transport.write(_plain_answer("400 Bad Request", _unreadable_request(msg)))
+                self.transport.close()
+
+        def _unsupported_upgrade_warning(self) -> None:
+            self.logger.warning(_UPGRADE_WARNING)  # one line, not two (BoundedHttpTools)
+
+    return AnsweringH11
+
+
 @functools.lru_cache(maxsize=1)
 def _bounded_httptools() -> type:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    # Made before a server's config sets up uvicorn's logging, which keeps a logger's filters.
-    logging.getLogger("uvicorn.error").addFilter(_RareWarning("Invalid HTTP request received."))
-    logging.getLogger("uvicorn.error").addFilter(_RareWarning(_UPGRADE_WARNING))
+    _warn_rarely()
 
     # The base's methods that run for every request, called directly rather than through
     # super(): a super object and a lookup along the MRO per callback, and httptools calls
