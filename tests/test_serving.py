@@ -589,6 +589,33 @@ def test_on_h11_a_request_it_cannot_parse_is_answered_in_the_error_model(tmp_pat
     assert warned.count("Invalid HTTP request received.") <= 1
 
 
+def test_on_h11_a_head_not_in_time_is_answered_408(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On h11 a client that sent half a head, or nothing, held its connection for good (h11
+    bounds a head's size alone, and uvicorn's keep-alive timeout runs only after an answer):
+    no token needed to hold thousands. As on httptools, a head not complete HEAD_TIMEOUT_S
+    after the connection, or after the answer before it, is answered 408 and closed; a
+    request in time, and one pipelined after it, are served."""
+    from test_gateway import load, loopback_web, running_gateway
+
+    from webward.testing import MemoryAuditSink
+
+    monkeypatch.setattr(webward._serving, "HEAD_TIMEOUT_S", 0.5)
+    settings = load(tmp_path)
+    web = lambda: loopback_web(settings, MemoryAuditSink())  # noqa: E731
+    health = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    with running_gateway(settings, web, http="h11") as base:
+        host, port = base.removeprefix("http://").split(":")
+        address = (host, int(port))
+        half = _exchange(address, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        assert half.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in half
+        assert _exchange(address, b"").startswith(b"HTTP/1.1 408 ")
+        # Two answered, then half a head: 408 after the second answer.
+        served = _exchange(address, health * 2 + b"GET /healthz HTTP/1.1\r\n")
+        assert served.count(b"HTTP/1.1 200 ") == 2 and b"HTTP/1.1 408 " in served
+
+
 def test_malformed_requests_are_warned_of_once_in_a_while_not_once_each(
     bounded_server: tuple[str, int],
 ) -> None:

@@ -88,8 +88,8 @@ _SWEEP_EVERY_S = 1.0  # how often the bounds above are checked, over all connect
 
 def http_protocol(stack: Stack) -> Any:
     """What to give uvicorn's ``http`` setting for ``stack``: httptools with the bounds above
-    (:func:`_bounded_httptools`), h11 with its own 16 KiB bound on a head and webward's
-    answer to a request it cannot parse (:func:`_answering_h11`)."""
+    (:func:`_bounded_httptools`), h11 with its own 16 KiB bound on a head, the head's
+    deadline and webward's answer to a request it cannot parse (:func:`_answering_h11`)."""
     return _bounded_httptools() if stack.http == "httptools" else _answering_h11()
 
 
@@ -129,13 +129,45 @@ def _answering_h11() -> type:
     """uvicorn's h11 protocol (the stack where httptools is not installed: `pip install
     'webward[mcp]'` alone serves `webward mcp --http` on it), answering a request it cannot
     parse in the error model, as the httptools one does, and warning of it, or of a request
-    asking to upgrade, once in a while. It answered text/plain "Invalid HTTP request
-    received." and warned once per request, any client's."""
+    asking to upgrade, once in a while (it answered text/plain "Invalid HTTP request
+    received." and warned once per request, any client's); and a head not in within
+    :data:`HEAD_TIMEOUT_S` 408. The body's and the answer's deadlines are httptools's alone."""
+    import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     _warn_rarely()
 
     class AnsweringH11(H11Protocol):
+        # A request's head must be in HEAD_TIMEOUT_S after the connection, or after the
+        # answer before it, as on httptools: h11 bounds its size alone, and a client that
+        # sent half a head, or nothing, held the connection and its memory for good (uvicorn
+        # arms its keep-alive timeout only after an answer, and drops it at the first byte).
+        _head_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._await_head()
+
+        def on_response_complete(self) -> None:
+            self._await_head()  # before the base serves a request pipelined behind
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+            super().connection_lost(exc)
+
+        def _await_head(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+            self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_late)
+
+        def _head_late(self) -> None:
+            # No request begun since (h11 stays IDLE until a whole head has arrived).
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.write(_late_head())
+                self.transport.close()
+
         def send_400_response(self, msg: str) -> None:
             # The connection closes: h11's state for it need not hear of the answer.
             if not self.transport.is_closing():
