@@ -281,15 +281,15 @@ def _bounded_httptools() -> type:
             base_on_url(self, url)
 
         def on_header(self, name: bytes, value: bytes) -> None:
+            self._head_bytes += len(name) + len(value) + 4  # a trailer's count with its head's
+            if self._head_bytes > MAX_HEAD_BYTES:
+                raise _HeadTooLarge
             if not self._heading:
                 # A chunked body's trailer field: httptools hands it over as a header, and
                 # uvicorn appended it to the request's, which the app reads once the body is
                 # in. An Authorization in the trailer alone (past a proxy that checks the
                 # head's) named the agent. Not merged into the head (RFC 9110, 6.5.1): dropped.
                 return
-            self._head_bytes += len(name) + len(value) + 4
-            if self._head_bytes > MAX_HEAD_BYTES:
-                raise _HeadTooLarge
             base_on_header(self, name, value)
 
         def on_headers_complete(self) -> None:
