@@ -1757,6 +1757,29 @@ async def test_the_sdks_plain_text_refusals_are_one_sentence_json_rpc_errors(
         said[status] = error["error"]["message"]
         assert "\n" not in said[status]
     assert said[400] == "the request body must be JSON (Content-Type: application/json)"
+    assert said[413] == (
+        "the message is larger than 4 MiB, which this server does not read: send a smaller one"
+    )
     assert said[413].startswith("the message is larger than 4 MiB")
     assert "connect to the address the server listens on" in said[421]
     assert "call it from an MCP client" in said[403]
+
+
+@pytest.mark.anyio
+async def test_a_body_declared_past_4_mib_is_refused_before_it_is_asked_for(
+    tmp_path: Path,
+) -> None:
+    """A POST whose Content-Length passes the SDK's 4 MiB, sent with Expect: 100-continue,
+    is answered 413 at once: the body was read ahead for the SDK, so the client was asked
+    for it (100 Continue) and 4 MiB of it read before the SDK refused it by its length."""
+    async with mcp_over_http(tmp_path) as url:
+        host, port = url.removeprefix("http://").split("/")[0].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(
+                f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                f"Content-Length: {5 * 2**20}\r\n\r\n".encode()
+            )
+            first = await anyio.to_thread.run_sync(conn.recv, 65536)
+    assert first.startswith(b"HTTP/1.1 413 "), first

@@ -109,7 +109,7 @@ from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._provenance import SESSIONLESS, scoped_session
 from ._redact import redact_traceback
-from ._serving import Stack, fastest_stack, http_protocol, run_server
+from ._serving import Stack, content_length, fastest_stack, http_protocol, run_server
 from ._serving import serve as serve_until_signalled
 from ._settings import Settings
 from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, with_metrics
@@ -1992,6 +1992,12 @@ class _MalformedRequests:
                 await self._app(scope, receive, send)
                 return
             who, reach = found.name, found.tier
+        declared = _first_headers(scope).get(b"content-length", b"")
+        if content_length(declared) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+            # The SDK refuses it (413) from its Content-Length, before reading it: read ahead
+            # here, the body was asked for first (100 Continue) and 4 MiB of it read for naught.
+            await self._app(scope, receive, send)
+            return
         # The body is read before the SDK reads it (it reads it whole too), so that a message
         # naming a member twice, or sent with a header of one value twice, never reaches it:
         # in its place the SDK reads a body it refuses as no JSON, once its own checks
