@@ -448,6 +448,9 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         # Answers no view makes carry the security headers too: 404, 405.
         for answer in (c.get("/console/no-such-page"), c.get("/console/logout")):
             assert answer.status_code in (404, 405)
+            # A page of the console's with what to do, not Starlette's text/plain "Not Found".
+            assert answer.headers["content-type"].startswith("text/html")
+            assert "no such page" in answer.text or "GET is not allowed here" in answer.text
             assert answer.headers["content-security-policy"].startswith("default-src 'none'")
             assert answer.headers["x-frame-options"] == "DENY"
             assert answer.headers["x-content-type-options"] == "nosniff"

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 import anyio
 import jinja2
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -251,7 +252,9 @@ class Console:
             Route("/logout", self.logout, methods=["POST"]),
             Route("/static/console.css", self.stylesheet, methods=["GET"]),
         ]
-        self.app: ASGIApp = _SecureHeaders(Starlette(routes=routes))
+        self.app: ASGIApp = _SecureHeaders(
+            Starlette(routes=routes, exception_handlers={HTTPException: self._no_such_page})
+        )
 
     async def aclose(self) -> None:
         await self.reader.aclose()
@@ -268,6 +271,21 @@ class Console:
             **ctx,
         )
         return Response(html, status_code=status, media_type="text/html")
+
+    async def _no_such_page(self, request: Request, exc: Exception) -> Response:
+        """A page of the console's own for Starlette's 404 and 405 (they were its bare
+        text/plain "Not Found"), with what to do instead."""
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            response = self._render(
+                request, "error.html", 405, message=f"{request.method} is not allowed here"
+            )
+            response.headers["Allow"] = (exc.headers or {}).get("Allow", "")
+            return response
+        if exc.status_code == 404:
+            message = "the console has no such page; start from its audit log"
+            return self._render(request, "error.html", 404, message=message)
+        return self._render(request, "error.html", exc.status_code, message=str(exc.detail))
 
     def _credential(self, request: Request) -> str:
         return bearer_token(request.headers.get("authorization", "")) or request.cookies.get(
