@@ -1783,3 +1783,33 @@ async def test_a_body_declared_past_4_mib_is_refused_before_it_is_asked_for(
             )
             first = await anyio.to_thread.run_sync(conn.recv, 65536)
     assert first.startswith(b"HTTP/1.1 413 "), first
+
+
+@pytest.mark.anyio
+async def test_a_refused_request_without_a_session_is_given_no_session_id_and_a_next_step(
+    tmp_path: Path,
+) -> None:
+    """A request that named no session and was refused (a PUT, a GET or DELETE without one,
+    an initialize not accepting event streams) carried the Mcp-Session-Id of a session the
+    SDK opened for it and discarded at once, which a client may keep and be refused with;
+    and "Method Not Allowed" or "Bad Request: Missing session ID" said nothing of what to do.
+    Such answers name no session, and say what to send; an initialize still opens one."""
+    async with (
+        mcp_over_http(tmp_path) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        put = await http.put(url, headers=MCP_HEADERS)
+        get = await http.get(url, headers={"Accept": "text/event-stream"})
+        delete = await http.delete(url)
+        json_only = {**MCP_HEADERS, "Accept": "application/json"}
+        refused = await http.post(url, json=INITIALIZE, headers=json_only)
+        opened = await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+    for answer, status in ((put, 405), (get, 400), (delete, 400), (refused, 406)):
+        assert answer.status_code == status, answer.text
+        assert "mcp-session-id" not in answer.headers
+        assert "\n" not in answer.json()["error"]["message"]
+    assert put.json()["error"]["message"].startswith("PUT is not allowed at /mcp: POST")
+    assert put.headers["allow"] == "GET, POST, DELETE"
+    for answer in (get, delete):
+        assert "open a session with a POST of initialize" in answer.json()["error"]["message"]
+    assert opened.status_code == 200 and opened.headers["mcp-session-id"]

@@ -1438,11 +1438,16 @@ _NO_SUCH_PATH = f"nothing is served at this path; webward serves MCP at {MCP_PAT
 
 
 class _PlainRefusals:
-    """The SDK's plain-text refusals at ``/mcp`` (``Invalid Content-Type header``, ``Request
-    body too large``, ``Invalid Host header``, ``Invalid Origin header``: text with no media
-    type or ``text/plain``, no next step) in one JSON-RPC error of one sentence, their status kept: a client showed its
-    user "Error POSTing to endpoint: Invalid Content-Type header" and nothing of what to
-    send instead. No call was read, so none is audited (as before)."""
+    """The SDK's refusals at ``/mcp`` in one sentence with the next step, their status kept.
+    Its plain-text ones (``Invalid Content-Type header``, ``Request body too large``,
+    ``Invalid Host header``, ``Invalid Origin header``: no media type or ``text/plain``)
+    become one JSON-RPC error: a client showed its user "Error POSTing to endpoint: Invalid
+    Content-Type header" and nothing of what to send instead. Its JSON-RPC errors that name
+    no next step ("Method Not Allowed", "Bad Request: Missing session ID") get one. And a
+    refusal of a request that named no session loses the ``Mcp-Session-Id`` header of the
+    session the SDK opened for it and discarded at once: a client that kept that id (as the
+    TypeScript SDK keeps any) was sent on to a session not open. No call was read, so none
+    is audited (as before)."""
 
     def __init__(self, app: Any) -> None:
         self._app = app
@@ -1451,27 +1456,65 @@ class _PlainRefusals:
         if scope["type"] != "http" or scope["path"] != MCP_PATH:
             await self._app(scope, receive, send)
             return
+        unnamed = all(name != b"mcp-session-id" for name, _ in scope["headers"])
         held: dict[str, Any] | None = None
         chunks: list[bytes] = []
 
         async def answer(message: dict[str, Any]) -> None:
             nonlocal held
             if message["type"] == "http.response.start" and message["status"] >= 400:
-                found = dict(message.get("headers", ())).get(b"content-type", b"")
-                if not found or found.startswith(b"text/plain"):  # the SDK names none
-                    held = message  # decided with its body
-                    return
+                headers = message.get("headers", ())
+                if unnamed:
+                    headers = [(k, v) for k, v in headers if k.lower() != b"mcp-session-id"]
+                held = {**message, "headers": headers}  # decided with its body
+                return
             if held is None or message["type"] != "http.response.body":
                 await send(message)
                 return
             chunks.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            said = b"".join(chunks).decode("utf-8", "replace").strip().rstrip(".")
-            sentence = _PLAIN_SENTENCES.get(said) or (said[:1].lower() + said[1:] or "refused")
-            await _answer_error(send, held["status"], INVALID_REQUEST, sentence)
+            body = b"".join(chunks)
+            found = dict(held["headers"]).get(b"content-type", b"")
+            if not found or found.startswith(b"text/plain"):  # the SDK names none
+                said = body.decode("utf-8", "replace").strip().rstrip(".")
+                sentence = _PLAIN_SENTENCES.get(said) or (said[:1].lower() + said[1:] or "refused")
+                await _answer_error(send, held["status"], INVALID_REQUEST, sentence)
+                return
+            await _send_instead(send, held, _with_next_step(body, scope["method"]))
 
         await self._app(scope, receive, answer)
+
+
+def _with_next_step(body: bytes, method: str) -> bytes:
+    """``body``, a JSON-RPC error of the SDK's, with the sentence of :data:`_SDK_SENTENCES`
+    in place of one that names no next step; any other as it was."""
+    try:
+        value = json.loads(body)
+        said = value["error"]["message"]
+    except (ValueError, TypeError, KeyError):
+        return body
+    sentence = _SDK_SENTENCES.get(said)
+    if sentence is None:
+        return body
+    value["error"]["message"] = sentence.format(method=method, path=MCP_PATH)
+    return json.dumps(value).encode()
+
+
+#: The SDK's JSON-RPC errors at /mcp that name no next step, with one.
+_SDK_SENTENCES = {
+    "Method Not Allowed": (
+        "{method} is not allowed at {path}: POST a JSON-RPC message there (GET reads a "
+        "session's event stream, DELETE ends a session)"
+    ),
+    "Bad Request: Missing session ID": (
+        "this request needs the Mcp-Session-Id header that initialize answered with: open a "
+        "session with a POST of initialize first"
+    ),
+    "Conflict: Only one SSE stream is allowed per session": (
+        "this session's event stream is open already: read that one (one GET stream a session)"
+    ),
+}
 
 
 #: What the SDK's plain-text refusals say, in one sentence with the next step.
