@@ -221,6 +221,11 @@ async def test_an_oauth_client_refused_a_token_is_told_in_a_sentence_to_send_one
         assert r.json()["error_description"] == description
         r = await http.options(where, headers={**ask, "Access-Control-Request-Method": "GET"})
         assert r.status_code == 200  # as the metadata's
+        # A method the metadata does not take: one sentence, not Starlette's bare text.
+        r = await http.post(where)
+        assert r.status_code == 405 and r.headers["content-type"] == "application/json"
+        assert r.json()["error"]["message"] == "POST is not allowed at this path; GET it"
+        assert "GET" in r.headers["allow"]
     assert await records(config) == []
 
 

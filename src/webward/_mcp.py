@@ -1409,8 +1409,10 @@ class _NoSuchPath:
     """A request to a path the server has nothing at (``/``, ``/MCP``) is answered with one
     JSON-RPC error naming where MCP is, where Starlette's was a bare "Not Found": a client
     given the server's address without ``/mcp`` told its user only "Streamable HTTP error:
-    Error POSTing to endpoint: Not Found" (the TypeScript SDK). The SDK's own answers at
-    ``/mcp`` (an unknown session) are its own."""
+    Error POSTing to endpoint: Not Found" (the TypeScript SDK). A method a path does not
+    take (a POST to the OAuth metadata) is one too, with its ``Allow``, where Starlette's
+    was a bare "Method Not Allowed". The SDK's own answers at ``/mcp`` are
+    :class:`_PlainRefusals`'."""
 
     def __init__(self, app: Any) -> None:
         self._app = app
@@ -1419,17 +1421,22 @@ class _NoSuchPath:
         if scope["type"] != "http" or scope["path"] == MCP_PATH:
             await self._app(scope, receive, send)
             return
-        missing = False
+        plain: dict[str, Any] | None = None  # Starlette's text/plain 404 or 405, replaced
 
         async def answer(message: dict[str, Any]) -> None:
-            nonlocal missing
-            if message["type"] == "http.response.start" and message["status"] == 404:
+            nonlocal plain
+            if message["type"] == "http.response.start" and message["status"] in (404, 405):
                 found = dict(message.get("headers", ())).get(b"content-type", b"")
-                missing = found.startswith(b"text/plain")
-            if not missing:
+                plain = message if found.startswith(b"text/plain") else None
+            if plain is None:
                 await send(message)
             elif message["type"] == "http.response.body" and not message.get("more_body"):
-                await _answer_error(send, 404, INVALID_REQUEST, _NO_SUCH_PATH)
+                if plain["status"] == 404:
+                    await _answer_error(send, 404, INVALID_REQUEST, _NO_SUCH_PATH)
+                    return
+                allow = [(k, v) for k, v in plain.get("headers", ()) if k.lower() == b"allow"]
+                said = f"{scope['method']} is not allowed at this path; GET it"
+                await _answer_error(send, 405, INVALID_REQUEST, said, tuple(allow))
 
         await self._app(scope, receive, answer)
 
