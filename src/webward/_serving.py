@@ -126,8 +126,9 @@ def _warn_rarely() -> None:
 
 @functools.lru_cache(maxsize=1)
 def _answering_h11() -> type:
-    """uvicorn's h11 protocol (the stack where httptools is not installed: `pip install
-    'webward[mcp]'` alone serves `webward mcp --http` on it), answering a request it cannot
+    """uvicorn's h11 protocol (the stack where httptools is not installed, which the mcp and
+    serve extras bring: a platform without its wheel, or an install without either extra),
+    answering a request it cannot
     parse in the error model, as the httptools one does, and warning of it, or of a request
     asking to upgrade, once in a while (it answered text/plain "Invalid HTTP request
     received." and warned once per request, any client's); and a head not in within
