@@ -38,6 +38,10 @@ _SURROGATE_REF = re.compile(
     rb"&#(?:[xX]0*[dD][89a-fA-F][0-9a-fA-F]{2}"
     rb"|0*(?:5529[6-9]|55[3-9][0-9]{2}|56[0-9]{3}|57[0-2][0-9]{2}|573[0-3][0-9]|5734[0-3]));"
 )
+# What ends a Markdown link's text early: a bracket, or a backslash before one. An item's
+# title is escaped there as the HTML reading escapes a link's text, so that "Docs](javascript:
+# alert(1)) [more" is no link to javascript: with the item's own link moved to its last word.
+_LINK_TEXT_SPECIAL = re.compile(r"[\\\[\]]")
 # Enough for any feed under the 1 MB cap; the Markdown is windowed like any reading.
 _MAX_ITEMS = 20_000
 _MAX_SUMMARY = 500
@@ -106,7 +110,7 @@ def _items(head: Any, items: list[Any], link_url: Callable[[str], str | None]) -
         summary = _plain(_first_text(item, "description", "summary", "encoded", "content"))
         if len(summary) > _MAX_SUMMARY:
             summary = summary[: _MAX_SUMMARY - 1].rstrip() + "…"
-        lines.append(f"## [{name}]({url})" if url else f"## {name}")
+        lines.append(f"## [{_link_text(name)}]({url})" if url else f"## {name}")
         lines.append(when[:_MAX_FIELD])
         lines.append(summary)
         href, kind = _enclosure(item)
@@ -165,6 +169,11 @@ def _item_link(item: Any) -> str:
         return str(atom[0].get("href"))
     guid = _child(item, "guid")
     return _text(guid) if guid is not None and guid.get("isPermaLink", "true") != "false" else ""
+
+
+def _link_text(text: str) -> str:
+    """``text`` escaped to stand as a Markdown link's text (:data:`_LINK_TEXT_SPECIAL`)."""
+    return _LINK_TEXT_SPECIAL.sub(lambda m: "\\" + m.group(), text)
 
 
 def _plain(markup: str) -> str:
