@@ -27,7 +27,7 @@ from localserver import LocalServer, Request, accept_counter, respond, send, ser
 from PIL import Image
 from test_tls import serve_tls
 
-from webward import Refused, Settings, StaticResolver, UpstreamError, Web
+from webward import Refused, Settings, StaticResolver, UpstreamError, Web, _envelope
 from webward._call import Call
 from webward._gate import RenderGate
 from webward._proxy import EgressProxy, Gate, open_proxy
@@ -913,6 +913,44 @@ async def test_a_frames_text_counts_against_the_dom_cap() -> None:
     assert len(html) <= MAX_DOM_CHARS and "yyyy" in html
     framed = html.index("<p>Frame start.</p>")  # the frame's own DOM, not its srcdoc attribute
     assert html.index("Before the frame.") < framed < html.index("After the frame.")
+
+
+async def test_a_rendered_page_cut_at_the_dom_cap_reads_as_cut() -> None:
+    """A shell that writes more than MAX_DOM_CHARS of text was read as its first 2,000,000
+    characters with ``truncated`` false and no note, so the agent took them for the whole
+    page (a plain read cut at its byte cap says so). The render now tells the cut, a frame
+    cut at the cap included, and the reading ends with a note and is marked truncated."""
+    shell = (
+        "<html><head><title>Long</title></head><body><div id=root></div><script>"
+        "document.getElementById('root').append('word '.repeat(500000));</script></body></html>"
+    )
+    framed = (
+        '<html><body><p>Before the frame.</p><iframe srcdoc="<p>Frame start.</p><script>'
+        "document.body.append('y'.repeat(5000000))</script>\"></iframe>"
+        "<p>After the frame.</p></body></html>"
+    )
+    short = "<html><body><p>Short page.</p><iframe srcdoc='<p>Frame.</p>'></iframe></body></html>"
+    routes = {
+        "/": respond(200, shell),
+        "/framed": respond(200, framed),
+        "/short": respond(200, short),
+    }
+    with serve(routes=routes) as srv:
+        async with make_web(renderer=ChromiumRenderer()) as web:
+            first = await web.fetch(srv.url("/"), tier="connected")
+            last = await web.fetch(srv.url("/"), tier="connected", offset=first.window.total - 200)
+            renders = []
+            for path in ("/framed", "/short"):
+                gate, _ = gate_for(web)
+                renders.append(
+                    await ChromiumRenderer().render(srv.url(path), screenshot=False, gate=gate)
+                )
+    assert first.truncated and last.truncated
+    assert _envelope.unwrap(last.content)[1].endswith(
+        "\n\n[truncated: the rendered page is longer than the 2,000,000 characters of it "
+        "webward reads]"
+    )
+    assert [r.cut for r in renders] == [True, False]
 
 
 # Frames of the page's own origin that no reader sees, each beside one that is shown.

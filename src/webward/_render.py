@@ -135,10 +135,12 @@ _PLAYWRIGHT_CALL = re.compile(r"^\w+(?:\.\w+)+:\s*")
 
 @dataclass(frozen=True)
 class Rendered:
-    """What a render produced: the rendered DOM as HTML, and the viewport PNG when asked."""
+    """What a render produced: the rendered DOM as HTML, the viewport PNG when asked, and
+    whether the DOM was cut at :data:`MAX_DOM_CHARS`."""
 
     html: str
     screenshot_png: bytes | None = None
+    cut: bool = False
 
     def __repr__(self) -> str:
         shot = None if self.screenshot_png is None else len(self.screenshot_png)
@@ -322,7 +324,7 @@ class ChromiumRenderer:
                     # A page that keeps changing its address keeps its DOM from being read:
                     # the reads end in time to close the browser before the caller's deadline.
                     with anyio.move_on_at(read_by + _SETTLE_S) as settling:
-                        html = await _settled_content(page, self._goto_timeout_s)
+                        html, cut = await _settled_content(page, self._goto_timeout_s)
                     if settling.cancelled_caught:
                         raise UpstreamError(
                             "the page kept changing as it rendered and did not settle in time "
@@ -334,7 +336,7 @@ class ChromiumRenderer:
                     _same_site(url, page.url)  # where the DOM and the picture came from
                 finally:
                     await _close(context, launch.profile, until)
-        return Rendered(html=html, screenshot_png=png)
+        return Rendered(html=html, screenshot_png=png, cut=cut)
 
 
 #: After the load event, how long a render waits at most for the network to go quiet (no
@@ -512,6 +514,7 @@ _SERIALIZE = """(() => {
       next.lastIndex = end;
     }
   };
+  let cut = false;  // whether any of the DOM (a frame's included) was left out for the cap
   const markup = (host, room, depth) => {
     const roots = [], frames = [];
     collect(host, roots, frames);
@@ -546,9 +549,11 @@ _SERIALIZE = """(() => {
       out += unmark(own.slice(at, place.at)) + unmark(own.slice(place.at + place.tag.length, end));
       at = end;
       const left = room - out.length - (own.length - at - after[n]) - '<div></div>'.length;
-      if (left <= 0) break;
-      const inner = markup(place.doc.body, left, depth + 1).slice(0, left);
-      out += '<div>' + inner.slice(0, whole(inner)) + '</div>';
+      if (left <= 0) { cut = true; break; }
+      const full = markup(place.doc.body, left, depth + 1), inner = full.slice(0, left);
+      const kept = whole(inner);
+      if (kept < full.length) cut = true;
+      out += '<div>' + inner.slice(0, kept) + '</div>';
     }
     return out + unmark(own.slice(at));
   };
@@ -559,7 +564,8 @@ _SERIALIZE = """(() => {
   } finally {
     for (const frame of marked) frame.removeAttribute(mark);
   }
-  return {type, html: text.length > MAX_DOM_CHARS ? text.slice(0, MAX_DOM_CHARS) : text};
+  const over = text.length > MAX_DOM_CHARS;
+  return {type, html: over ? text.slice(0, MAX_DOM_CHARS) : text, cut: cut || over};
 })()""".replace("MAX_DOM_CHARS", str(MAX_DOM_CHARS))
 _SERIALIZE = _SERIALIZE.replace("MAX_FRAME_DEPTH", str(_FRAME_DEPTH))
 
@@ -569,8 +575,9 @@ _DOM_READ_S = 5.0
 _NAVIGATING = ("navigating", "context was destroyed", "Cannot find context")
 
 
-async def _dom_of(page: Any) -> str:
-    """The page's DOM, serialized as :data:`_SERIALIZE` says."""
+async def _dom_of(page: Any) -> tuple[str, bool]:
+    """The page's DOM, serialized as :data:`_SERIALIZE` says, and whether it was cut at
+    :data:`MAX_DOM_CHARS`."""
     from playwright.async_api import Error as PlaywrightError
 
     session = await page.context.new_cdp_session(page)
@@ -595,7 +602,7 @@ async def _dom_of(page: Any) -> str:
         raise PlaywrightError(f"Execution context was destroyed: {result['exceptionDetails']}")
     value = result.get("result", {}).get("value")
     if not isinstance(value, dict):
-        return ""
+        return "", False
     if value.get("type") == "application/pdf":
         # Chromium's PDF viewer draws nothing headless (a blank picture) and has no text in
         # its DOM, while a plain read hands the PDF to the model as a document.
@@ -606,10 +613,10 @@ async def _dom_of(page: Any) -> str:
             reason=Reason.UNSUPPORTED_TYPE,
         )
     html = value.get("html")
-    return html if isinstance(html, str) else ""
+    return (html, value.get("cut") is True) if isinstance(html, str) else ("", False)
 
 
-async def _settled_content(page: Any, timeout_s: float) -> str:
+async def _settled_content(page: Any, timeout_s: float) -> tuple[str, bool]:
     """The page's DOM (:func:`_dom_of`) once a navigation it started (a meta refresh, a
     script's ``location`` on load) has settled: its DOM cannot be read mid-navigation. A page
     that is still navigating after three such waits keeps navigating itself away."""

@@ -43,7 +43,7 @@ from ._gate import Gate
 from ._models import Link, Page, Part, Passage, SearchResult, Window
 from ._policy import AgentLists, Policy
 from ._provenance import SessionStore, check_session, open_session_store, urls_in
-from ._render import PlainRenderer, Renderer, default_renderer, renderer_needs
+from ._render import MAX_DOM_CHARS, PlainRenderer, Renderer, default_renderer, renderer_needs
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsStore
 from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
@@ -814,6 +814,13 @@ class Web:
                     self.settings.limits,
                 )
                 again = await self._convert(job, deadline)
+                if rendered.cut:
+                    # The DOM left the browser cut at MAX_DOM_CHARS: a reading that stops
+                    # there is cut, and says so as a plain read cut at its byte cap does.
+                    # Without it the agent took the first 2,000,000 characters for the page.
+                    again = dataclasses.replace(
+                        again, text=f"{again.text}\n\n{_RENDER_CUT_NOTE}", truncated=True
+                    )
             except WebwardError:
                 return converted, False
             return (
@@ -1335,6 +1342,11 @@ _UNRENDERED_NOTE = (
 _FURNITURE_ONLY_NOTE = (
     "[this page's only text, with or without its scripts, is in its header, menus, sidebars "
     "and footer, given below]"
+)
+# After a rendered reading whose DOM was cut at _render.MAX_DOM_CHARS.
+_RENDER_CUT_NOTE = (
+    f"[truncated: the rendered page is longer than the {MAX_DOM_CHARS:,} characters of it "
+    "webward reads]"
 )
 
 
