@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_models import png_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from localserver import Request, respond, send, serve
@@ -338,6 +339,19 @@ async def test_query_returns_passages_that_point_into_the_page_and_reads_no_more
             jump = await w.fetch(srv.url("/a"), offset=best.offset)
             assert text_of(jump.content).split("\n\n", 1)[1].startswith("Water the plants deeply")
     assert len(srv.requests) == 1
+
+
+async def test_a_query_on_an_image_is_refused_in_a_sentence() -> None:
+    """A query has no text to search in an image: refused by name, in English ("is a image"
+    came from the reading's kind)."""
+    with serve(routes={"/i.png": respond(200, png_bytes(), "image/png")}) as srv:
+        async with web() as w:
+            with pytest.raises(InvalidInput) as refused:
+                await w.fetch(srv.url("/i.png"), query="cats")
+    assert str(refused.value) == (
+        f"query finds passages in a page's text, and {srv.url('/i.png')} is an image "
+        "(read it without query)"
+    )
 
 
 async def test_query_on_a_long_page_finds_the_passage_past_the_first_window() -> None:

@@ -733,9 +733,10 @@ class Web:
         from . import _find
 
         # A PDF's reading is its extracted text (see _parts.pdf_reading): searched like a page.
+        # The one other kind is an image (the message said "is a image", from the kind).
         if converted.kind not in ("text", "document"):
             raise InvalidInput(
-                f"query finds passages in a page's text, and {url} is a {converted.kind} "
+                f"query finds passages in a page's text, and {url} is an image "
                 "(read it without query)",
                 reason=Reason.BAD_QUERY,
             )
