@@ -46,3 +46,35 @@ def test_other_charsets_sent_as_utf8_are_still_passed_over(sentence: str, codec:
     raw = f"<p>{sentence * 4}</p>".encode(codec)
     text, _ = decode_text(raw, "utf-8", html=True)
     assert sentence in text
+
+
+@pytest.mark.parametrize("byte", [b"\x81", b"\x8d", b"\x8f", b"\x90", b"\x9d"])
+@pytest.mark.parametrize(
+    "words",
+    [
+        "El niño pequeño comió una piña en la montaña. España, año, mañana.",
+        "Smart \u201cquotes\u201d and \u2014 dashes\u2026 \u2122 \u20ac5 for the price.",
+    ],
+    ids=["spanish", "punctuation"],
+)
+def test_a_page_declared_windows_1252_keeps_it_for_a_byte_it_leaves_undefined(
+    byte: bytes, words: str
+) -> None:
+    """One of the five bytes Python's cp1252 leaves undefined (WHATWG reads them as C1
+    controls) failed the declared codec, and detection's other single-byte codec read the
+    whole page: "niño" as "niņo" (ISO-8859-10) or "nińo" (cp1250), "€" as "Ђ" (cp1251). The
+    declaration stands against a single-byte guess; the byte costs one U+FFFD."""
+    raw = f"<p>{words}</p>".encode("cp1252") * 2 + byte
+    for label, html in (("windows-1252", False), ("iso-8859-1", False), (None, True)):
+        body = raw if label else b'<meta charset="windows-1252">' + raw
+        text, codec = decode_text(body, label, html=html)
+        assert codec == "cp1252"
+        assert text.endswith(f"<p>{words}</p>" * 2 + "\ufffd")
+
+
+def test_a_cjk_page_under_a_latin1_label_is_still_detected() -> None:
+    """A server's default Latin-1 label over Shift_JIS (whose lead bytes include those five):
+    detection's CJK codec still reads it."""
+    sentence = "これは日本語のテキストです。東京都の天気は晴れです。"
+    text, codec = decode_text(f"<p>{sentence * 5}</p>".encode("shift_jis"), "iso-8859-1")
+    assert codec == "cp932" and sentence in text

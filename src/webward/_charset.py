@@ -318,6 +318,15 @@ def decode_text(
     if text is not None:
         return text, "utf-8"
     detected = _detect(body)
+    if detected is not None and detected not in _MULTI_BYTE and "cp1252" in declared:
+        # A page declared windows-1252 failed strictly only on a byte the standard reads as a
+        # C1 control (0x81, 0x8D, 0x8F, 0x90, 0x9D; Python's cp1252 leaves them undefined),
+        # and detection's other single-byte codec then read the whole page: "niño" as
+        # "niņo" (iso8859-10) or "nińo" (cp1250), "€" as "Ђ" (cp1251). Another single-byte
+        # codec is no better evidence than the declaration, which a browser follows; a CJK
+        # one still wins (Shift_JIS and Big5 lead bytes are those bytes, under a server's
+        # default Latin-1 label).
+        detected = None
     if detected is not None:
         text = _try(body, detected, truncated)
         if text is not None:
