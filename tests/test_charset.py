@@ -72,6 +72,29 @@ def test_a_page_declared_windows_1252_keeps_it_for_a_byte_it_leaves_undefined(
         assert text.endswith(f"<p>{words}</p>" * 2 + "\ufffd")
 
 
+@pytest.mark.parametrize(
+    ("words", "codec", "label", "byte"),
+    [
+        (
+            "Αυτή είναι μια ελληνική ιστοσελίδα. Σήμερα ο καιρός είναι καλός.",  # noqa: RUF001
+            "cp1253",
+            "windows-1253",
+            b"\x81",
+        ),
+        ("זהו דף אינטרנט בעברית. מזג האוויר טוב היום.", "cp1255", "windows-1255", b"\xff"),
+    ],
+    ids=["greek", "hebrew"],
+)
+def test_a_page_declared_in_another_single_byte_charset_keeps_it(
+    words: str, codec: str, label: str, byte: bytes
+) -> None:
+    """The same for the other single-byte charsets: a Greek page declared windows-1253 with
+    one 0x81 read as mac-cyrillic, a Hebrew one declared windows-1255 with one 0xFF as KOI8-R."""
+    text, used = decode_text(words.encode(codec) * 2 + byte, label)
+    assert used == codec
+    assert text == words * 2 + "\ufffd"
+
+
 def test_a_cjk_page_under_a_latin1_label_is_still_detected() -> None:
     """A server's default Latin-1 label over Shift_JIS (whose lead bytes include those five):
     detection's CJK codec still reads it."""

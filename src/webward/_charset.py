@@ -259,6 +259,12 @@ def _mostly_utf8(body: bytes, truncated: bool, ratio: int = _MOSTLY_UTF8) -> str
 _LATIN_DEFAULTS = frozenset({"cp1252"})
 
 
+def _single_byte(codec: str) -> bool:
+    """Whether ``codec`` (a Python codec name, as :func:`codec_for` or detection gives it) is
+    one of the standard's single-byte encodings: not UTF-8, UTF-16, UTF-32, nor a CJK one."""
+    return not codec.startswith(("utf", "iso2022")) and codec not in _MULTI_BYTE
+
+
 def decode_text(
     body: bytes, header_charset: str | None, *, html: bool = False, truncated: bool = False
 ) -> tuple[str, str]:
@@ -318,15 +324,17 @@ def decode_text(
     if text is not None:
         return text, "utf-8"
     detected = _detect(body)
-    if detected is not None and detected not in _MULTI_BYTE and "cp1252" in declared:
-        # A page declared windows-1252 failed strictly only on a byte the standard reads as a
-        # C1 control (0x81, 0x8D, 0x8F, 0x90, 0x9D; Python's cp1252 leaves them undefined),
-        # and detection's other single-byte codec then read the whole page: "niño" as
-        # "niņo" (iso8859-10) or "nińo" (cp1250), "€" as "Ђ" (cp1251). Another single-byte
-        # codec is no better evidence than the declaration, which a browser follows; a CJK
-        # one still wins (Shift_JIS and Big5 lead bytes are those bytes, under a server's
-        # default Latin-1 label).
-        detected = None
+    single = next((codec for codec in declared if _single_byte(codec)), None)
+    if single is not None and detected is not None and _single_byte(detected):
+        # A page declared in a single-byte charset failed it strictly only on a byte Python's
+        # codec leaves undefined (windows-1252's 0x81, 0x8D, 0x8F, 0x90 and 0x9D, which the
+        # standard reads as C1 controls; windows-1253's 0x81, windows-1255's 0xFF ...), and
+        # detection's other single-byte codec then read the whole page: "niño" as "niņo"
+        # (ISO-8859-10), "€" as "Ђ" (cp1251), Greek and Hebrew as Cyrillic (mac-cyrillic,
+        # koi8-r). Another single-byte codec is no better evidence than the declaration, which
+        # a browser follows: the byte costs one U+FFFD. A CJK codec still wins (Shift_JIS and
+        # Big5 lead bytes are such bytes, under a server's default Latin-1 label).
+        return _decode(body, single, "replace", truncated), single
     if detected is not None:
         text = _try(body, detected, truncated)
         if text is not None:
