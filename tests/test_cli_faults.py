@@ -371,6 +371,20 @@ def test_mcp_refuses_a_bad_agent_at_start(
     assert err.startswith("webward: --agent must be a name") and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", ["fetch", "search"])
+def test_fetch_and_search_name_a_bad_agent_by_its_flag(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fetch --agent` and `search --agent` with a control character said "agent must be",
+    where `mcp` and `audit` say "--agent must be": the flag the person typed."""
+    target = "http://127.0.0.1:1/" if command == "fetch" else "owls"
+    config = str(write_config(tmp_path))
+    assert main([command, target, "--agent", "bad\nname", "--config", config]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("webward: --agent must be a name") and len(err.splitlines()) == 1
+    assert records(tmp_path) == [("refused", "invalid_input")]
+
+
 def test_first_run_refusal_names_the_config_file(tmp_path: Path) -> None:
     """No config yet: the refusal of a loopback address names the file to add the range to."""
     env = {

@@ -28,6 +28,7 @@ FLAG_NAMES = {
     "max_chars": "--max-chars",
     "max_age": "--max-age",
     "query": "--query",
+    "agent": "--agent",
 }
 
 

@@ -30,6 +30,7 @@ FLAG_NAMES = {
     "freshness": "--freshness",
     "country": "--country",
     "language": "--language",
+    "agent": "--agent",
 }
 
 
