@@ -285,6 +285,33 @@ async def test_a_redirect_without_a_location_is_an_upstream_error(status: int) -
     assert err.message.endswith("without a Location header, so there is no page to read")
 
 
+async def test_a_redirect_with_two_different_locations_is_an_upstream_error() -> None:
+    """Two different Location headers name no one page: the first was followed, where a
+    browser refuses the answer (and a cache on the way may follow the other). The same
+    Location twice is still followed."""
+
+    def two(first: str, second: str) -> Any:
+        def handler(req: Request, sock: socket.socket) -> None:
+            sock.sendall(
+                f"HTTP/1.1 302 Found\r\nLocation: {first}\r\nLocation: {second}\r\n"
+                "Content-Length: 0\r\nConnection: close\r\n\r\n".encode()
+            )
+
+        return handler
+
+    routes = {"/two": two("/a", "/b"), "/same": two("/a", "/a"), "/a": respond(200, "<p>A</p>")}
+    with serve(routes=routes) as srv:
+        err = await failed_read(srv.url("/two"))
+        page = await read(srv.url("/same"))
+    assert err.status == 302 and err.reason == "protocol"
+    assert err.message == (
+        f"{srv.url('/two')} answered HTTP 302 Found with 2 different Location headers, so "
+        "there is no page to read"
+    )
+    assert [r.path for r in srv.requests] == ["/two", "/same", "/a"]
+    assert page.final_url == srv.url("/a")
+
+
 async def test_an_unsolicited_304_is_an_upstream_error() -> None:
     """304 answers a conditional request; webward sent none (no cached reading), so there is
     no page: an upstream error, not an empty success. (A 304 to webward's own revalidation

@@ -131,6 +131,13 @@ async def fetch(
                 location = body.header("location")
                 if not location:
                     raise _no_page(current, body.status, "without a Location header")
+                # Two different Locations name no one page: the first was followed, and a cache
+                # or proxy on the way may follow the other (browsers refuse such an answer).
+                locations = {v.strip() for k, v in body.headers if k.lower() == "location"}
+                if len(locations) > 1:
+                    raise _no_page(
+                        current, body.status, f"with {len(locations)} different Location headers"
+                    )
                 nxt = _follow(current, body.status, location, max_url_chars, hooks)
                 if nxt.url in chain:
                     raise Refused(
