@@ -1002,6 +1002,17 @@ def test_join_resolves_locations_like_a_browser(location: str, url: str) -> None
     assert parse_url("https://example.com/dir/page").join(location).url == url
 
 
+@pytest.mark.parametrize("location", ["//", "///", "//?q=1", "//#f", "https://", "HTTP:///"])
+def test_a_location_that_names_no_host_is_no_url(location: str) -> None:
+    """An authority with no host is no URL to a browser (WHATWG: failure); urljoin gave back
+    the current URL, and the read was refused as a redirect loop, a sentence about something
+    else. It is now refused as no usable URL, naming why."""
+    with pytest.raises(InvalidInput) as info:
+        parse_url("https://example.com/dir/page").join(location)
+    assert info.value.message == "the redirect location names no host"
+    assert info.value.reason == REASON_INVALID_URL
+
+
 def test_joined_locations_still_face_the_guard() -> None:
     """A redirect to an internal target parses, and the guard then refuses it."""
     here = parse_url("https://example.com/")

@@ -285,6 +285,16 @@ async def test_a_redirect_without_a_location_is_an_upstream_error(status: int) -
     assert err.message.endswith("without a Location header, so there is no page to read")
 
 
+async def test_a_redirect_to_no_host_is_an_upstream_error_not_a_loop() -> None:
+    """``Location: //`` named no host, and the read was refused as a loop back to itself."""
+    with serve(routes={"/": redirect("//")}) as srv:
+        err = await failed_read(srv.url("/"))
+    assert err.message == (
+        f"{srv.url('/')} answered HTTP 302 with a redirect Location that is not a usable URL "
+        "(//): the redirect location names no host"
+    )
+
+
 async def test_a_redirect_with_two_different_locations_is_an_upstream_error() -> None:
     """Two different Location headers name no one page: the first was followed, where a
     browser refuses the answer (and a cache on the way may follow the other). The same

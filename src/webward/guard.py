@@ -239,6 +239,11 @@ class ParsedURL:
         )
         location = location[:cut].replace("\\", "/") + location[cut:]
         location = _slashes_as_browsers_read(location, self.scheme)
+        if _NO_HOST_RE.match(location):
+            # "//", "///" or "http://" names an authority with no host: no URL to a browser
+            # (WHATWG: failure), while urljoin gave back the current URL, which was then
+            # refused as a redirect loop.
+            raise InvalidInput("the redirect location names no host", reason=REASON_INVALID_URL)
         try:
             joined = urljoin(self.url, location)
         except ValueError:
@@ -274,6 +279,8 @@ def _slashes_as_browsers_read(location: str, base_scheme: str) -> str:
     return location
 
 
+# A Location that starts an authority (after _slashes_as_browsers_read) and ends it at once.
+_NO_HOST_RE = re.compile(r"(?:https?:)?//(?:[/?#]|$)", re.IGNORECASE)
 _AUTHORITY_END_RE = re.compile(r"[/?#\\]")
 # Controls (C0, DEL, C1), every Unicode space and line/paragraph separator, bidi controls and
 # the BOM: invisible in logs and prompts, stripped differently by different parsers.
