@@ -768,3 +768,90 @@ def layout_tables_html(cells: int = 10_000, depth: int = 80) -> bytes:
     column = b"<table>" + b"<tr><td>w x<br><br>y z" * cells + b"</table>"
     nested = b"<table><tr><td>words<br><br>more words" * depth + b"</td></tr></table>" * depth
     return _HEAD + b"<h1>Layout</h1>" + column + nested + _TAIL
+
+
+def numbered_units_html(unit: bytes, count: int, head: bytes = b"", tail: bytes = b"") -> bytes:
+    """``count`` copies of ``unit``, each with its number wherever ``unit`` holds ``%d``: a
+    page of elements each with an attribute of its own (an id, a start, a link's target),
+    as many as fit under the element bound of the Markdown reading (50,000)."""
+    units = b"".join(unit % ((i,) * unit.count(b"%d")) for i in range(count))
+    return _HEAD + head + units + tail + _TAIL
+
+
+def ids_html(count: int = 49_000) -> bytes:
+    """A line of 49,000 bold words, each with an id of its own (the targets of a page's
+    fragment links): libxml2 filed each id in the document's table of IDs, in parsing, in
+    each copy and in freeing the tree."""
+    return numbered_units_html(b"<b id=f%d>t</b> ", count)
+
+
+def fragment_targets_html(count: int = 20_600) -> bytes:
+    """20,600 links on one line, each to a word of the page with an id of its own."""
+    return numbered_units_html(b"<a href='#f%d'>l</a> <span id=f%d>t</span> ", count)
+
+
+def glossary_html(count: int = 21_200) -> bytes:
+    """One definition list of 21,200 terms, each with an id, and their definitions."""
+    return numbered_units_html(
+        b"<dt id=t%d>term</dt><dd>definition text</dd>", count, b"<dl>", b"</dl>"
+    )
+
+
+def numbered_lists_html(count: int = 23_500) -> bytes:
+    """23,500 ordered lists of one item, each with a ``start`` and the item a ``value``: every
+    item's label is worked out and marked (a list not numbered 1, 2, 3 ...)."""
+    return numbered_units_html(b"<ol start=%d><li value=%d>x</li></ol>", count)
+
+
+def backlinks_html(count: int = 12_000) -> bytes:
+    """A paragraph of 12,000 note links, each with an id, and the list of notes, each with an
+    id and a link back to its note link."""
+    return numbered_units_html(
+        b"<a href=#r%d id=b%d>^</a> ",
+        count,
+        b"<p>",
+        b"</p><ol>"
+        + b"".join(b"<li id=r%d><a href=#b%d>back</a> note</li>" % (i, i) for i in range(count))
+        + b"</ol>",
+    )
+
+
+def references_html(count: int = 7_000) -> bytes:
+    """Wikipedia's references, 7,000 of them: a superscript link with an id after a word, and
+    the list of references, each linking back."""
+    refs = b"".join(
+        b"<li id=cite_note-%d><a href=#cite_ref-%d>^</a> ref</li>" % (i, i) for i in range(count)
+    )
+    return numbered_units_html(
+        b"word<sup id=cite_ref-%d class=reference><a href=#cite_note-%d>[%d]</a></sup> ",
+        count,
+        b"<div id=content><p>",
+        b"</p><ol class=references>" + refs + b"</ol></div>",
+    )
+
+
+def aria_tabs_html(count: int = 9_000) -> bytes:
+    """9,000 lists of one ARIA tab, each naming the panel after it."""
+    return numbered_units_html(
+        b"<div role=tablist><button role=tab aria-controls=p%d>T</button></div>"
+        b"<div role=tabpanel id=p%d>panel</div>",
+        count,
+    )
+
+
+def anchored_headings_html(count: int = 13_500) -> bytes:
+    """13,500 headings, each with an id and a permalink to it, and a paragraph."""
+    return numbered_units_html(
+        b"<h2 id=h%d><a href=#h%d class=anchor>#</a>Title %d</h2><p>text</p>", count
+    )
+
+
+def code_blocks_html(size: int = 990_000) -> bytes:
+    """20,000 code blocks of one line, each with its language."""
+    return _fill(_HEAD, b"<pre><code class='language-py'>x = 1</code></pre>", size)
+
+
+def highlighted_code_html(size: int = 990_000) -> bytes:
+    """One code block of 18,000 lines, each of two highlighted tokens."""
+    unit = b"<span class=k>def</span> <span class=n>f</span>()\n"
+    return _fill(_HEAD + b"<pre><code>", unit, size, b"</code></pre>" + _TAIL)
