@@ -479,6 +479,23 @@ def test_pages_just_under_the_element_bound_keep_every_word(
     assert cpu < CPU_BOUND_S
 
 
+def test_without_style_rules_only_elements_that_can_hide_are_asked_whether_they_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before a page's links are listed, an element with an id or a class alone hides nothing
+    on a page without style rules: it is not walked (49,000 words with an id each were, for
+    nothing). Those with an attribute that hides, and dialogs, still are."""
+    asked = counted(monkeypatch, "_hiding")
+    tree, _ = _parse(
+        "<body>"
+        + "<b id=x class=y>w</b>" * 100
+        + "<p hidden>h</p><p style='display: none'>s</p><dialog>d</dialog><p>kept</p></body>"
+    )
+    _convert._drop_unseen(tree, None)
+    assert len(asked) == 3
+    assert tree.text_content() == "w" * 100 + "kept"
+
+
 def test_a_page_just_under_the_element_bound_keeps_its_markdown() -> None:
     body = tiny_elements_html(b"<li>x</li>", 49_000 * 10)  # about 49,000 items in one list
     text = read(body)
