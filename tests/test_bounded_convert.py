@@ -87,7 +87,7 @@ from mcp import Client
 from test_gateway import FETCH_PATH, assert_error, auth, load, loopback_web, running_gateway
 from test_reading_choice import record_readings
 
-from webward import Refused, Settings, StaticResolver, UpstreamError, Web, _convert
+from webward import Refused, Settings, StaticResolver, UpstreamError, Web, _convert, _structure
 from webward._convert import (
     _MAX_LINE_ELEMENTS,
     MAX_LINKS,
@@ -494,6 +494,35 @@ def test_without_style_rules_only_elements_that_can_hide_are_asked_whether_they_
     _convert._drop_unseen(tree, None)
     assert len(asked) == 3
     assert tree.text_content() == "w" * 100 + "kept"
+
+
+def test_item_numbers_and_terms_are_read_from_their_own_text_where_it_has_some(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A numbered item with words of its own is marked without a walk of it, and a term with
+    words of its own and nothing inside is not read whole again: a walk or an XPath
+    evaluation for each of 23,500 lists' items and 21,200 terms (bench/convert.py)."""
+    import lxml.html
+
+    walks: list[None] = []
+    walk = _structure._iterwalk
+    monkeypatch.setattr(_structure, "_iterwalk", lambda *a: walks.append(None) or walk(*a))
+    reads: list[None] = []
+    read_whole = lxml.html.HtmlMixin.text_content
+    monkeypatch.setattr(
+        lxml.html.HtmlMixin, "text_content", lambda el: reads.append(None) or read_whole(el)
+    )
+    page = (
+        "<ol start=3><li>a</li><li><b>b</b></li></ol>"
+        "<dl><dt>x</dt><dd>y</dd><dt>Term:</dt><dd>z</dd><dt><i>i:</i></dt><dd>w</dd></dl>"
+    )
+    tree, _ = _parse(f"<body>{page}</body>")
+    _structure.prepare(tree)
+    # The item whose words are in its <b>; the term whose words are in its <i> (is it empty,
+    # does it end in a colon).
+    assert (len(walks), len(reads)) == (1, 2)
+    markdown = html_to_markdown(f"<html><body><main>{page}</main></body></html>", URL).markdown
+    assert markdown == "3. a\n4. **b**\n\n- **x**: y\n- **Term:** z\n- ***i:*** w"
 
 
 def test_a_page_just_under_the_element_bound_keeps_its_markdown() -> None:

@@ -309,6 +309,9 @@ def _number_items(tree: Any) -> None:
 def _mark_first_words(item: Any, mark: str) -> None:
     """Put ``mark`` before the first words of ``item`` (in a link or emphasis, perhaps), or
     at its start when a sub-block comes before any."""
+    if (item.text or "").strip():  # (as the walk's first step finds, without starting one)
+        item.text = _marked(item.text, mark)
+        return
     for event, element in _iterwalk(item, ("start", "end")):
         if event == "start":
             if element is not item and element.tag in _ITEM_BLOCKS:
@@ -929,7 +932,13 @@ def _definitions_as_list(dl: Any, entries: list[Any]) -> None:
 
     groups: list[tuple[list[Any], list[Any]]] = []
     for entry in entries:
-        if entry.tag == "dt" and not entry.text_content().strip():
+        # (its own text first: each text_content() is an XPath evaluation, 22,000 terms'
+        # 0.02 s where their texts answer)
+        if (
+            entry.tag == "dt"
+            and not (entry.text or "").strip()
+            and not entry.text_content().strip()
+        ):
             continue  # an empty term would be an empty "****"
         if not groups or (entry.tag == "dt" and groups[-1][1]):
             groups.append(([], []))
@@ -965,7 +974,8 @@ def _definitions_as_list(dl: Any, entries: list[Any]) -> None:
         for definition in definitions:
             _unwrap_leading_paragraph(definition)
         # A term that ends in its own colon ("Synonyms:", Wiktionary's) gets no second one.
-        colon = "" if last is not None and last.text_content().rstrip().endswith(_COLONS) else ":"
+        said = None if last is None else last.text_content() if len(last) else last.text or ""
+        colon = "" if said is not None and said.rstrip().endswith(_COLONS) else ":"
         if len(definitions) == 1:
             definition = definitions[0]
             words = (definition.text or "").lstrip()
