@@ -236,6 +236,21 @@ PAGES: list[tuple[str, Any, str]] = [
     ("13,500 headings with permalinks 980 kB", hostile.anchored_headings_html, "text/html"),
     ("20,000 one-line code blocks 990 kB", hostile.code_blocks_html, "text/html"),
     ("highlighted code of 18,000 lines 990 kB", hostile.highlighted_code_html, "text/html"),
+    ("48,000 links 250 levels deep 770 kB", hostile.deep_wrappers_html, "text/html"),
+    (
+        "48,500 spans in 250 captioned figures 740 kB",
+        lambda: hostile.deep_wrappers_html(
+            b"<figure><figcaption>c</figcaption>", b"</figure>", b"<span>w</span> ", 48_500
+        ),
+        "text/html",
+    ),
+    (
+        "48,500 spans in 250 headers 730 kB",
+        lambda: hostile.deep_wrappers_html(
+            b"<header>", b"</header>", b"<span>w</span> ", 48_500, end=b"<h1>t</h1>"
+        ),
+        "text/html",
+    ),
     ("pdf shared stream 2,000 pages", hostile.shared_stream_pdf, "application/pdf"),
     ("pdf 5,000 pages", lambda: hostile.many_pages_pdf(5_000), "application/pdf"),
     ("pdf 30,000 pages 9 MB", lambda: hostile.many_pages_pdf(30_000), "application/pdf"),
@@ -389,6 +404,15 @@ _MAKERS = {
     "13,500 headings with permalinks 980 kB": "hostile.anchored_headings_html()",
     "20,000 one-line code blocks 990 kB": "hostile.code_blocks_html()",
     "highlighted code of 18,000 lines 990 kB": "hostile.highlighted_code_html()",
+    "48,000 links 250 levels deep 770 kB": "hostile.deep_wrappers_html()",
+    "48,500 spans in 250 captioned figures 740 kB": (
+        'hostile.deep_wrappers_html(b"<figure><figcaption>c</figcaption>", b"</figure>",'
+        ' b"<span>w</span> ", 48_500)'
+    ),
+    "48,500 spans in 250 headers 730 kB": (
+        'hostile.deep_wrappers_html(b"<header>", b"</header>", b"<span>w</span> ", 48_500,'
+        ' end=b"<h1>t</h1>")'
+    ),
     "pdf shared stream 2,000 pages": "hostile.shared_stream_pdf()",
     "pdf 5,000 pages": "hostile.many_pages_pdf(5_000)",
     "pdf 30,000 pages 9 MB": "hostile.many_pages_pdf(30_000)",

@@ -39,6 +39,7 @@ from hostile import (
     deep_html,
     deep_list_html,
     deep_quote_html,
+    deep_wrappers_html,
     definition_anchors_html,
     delimiters_html,
     dropped_between_words_html,
@@ -464,6 +465,23 @@ def test_the_parser_keeps_no_table_of_ids() -> None:
         (anchored_headings_html, "text", b">text<"),
         (code_blocks_html, "x = 1", b"x = 1"),
         (highlighted_code_html, "def f()", b"<span class=k>def"),
+        pytest.param(deep_wrappers_html, "w", b">w<", id="deep_links"),
+        pytest.param(
+            lambda: deep_wrappers_html(
+                b"<figure><figcaption>c</figcaption>", b"</figure>", b"<span>w</span> ", 48_500
+            ),
+            "w",
+            b"<span>w</span>",
+            id="deep_figures",
+        ),
+        pytest.param(
+            lambda: deep_wrappers_html(
+                b"<header>", b"</header>", b"<span>w</span> ", 48_500, end=b"<h1>t</h1>"
+            ),
+            "w",
+            b"<span>w</span>",
+            id="deep_headers",
+        ),
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )
