@@ -465,23 +465,6 @@ def test_the_parser_keeps_no_table_of_ids() -> None:
         (anchored_headings_html, "text", b">text<"),
         (code_blocks_html, "x = 1", b"x = 1"),
         (highlighted_code_html, "def f()", b"<span class=k>def"),
-        pytest.param(deep_wrappers_html, "w", b">w<", id="deep_links"),
-        pytest.param(
-            lambda: deep_wrappers_html(
-                b"<figure><figcaption>c</figcaption>", b"</figure>", b"<span>w</span> ", 48_500
-            ),
-            "w",
-            b"<span>w</span>",
-            id="deep_figures",
-        ),
-        pytest.param(
-            lambda: deep_wrappers_html(
-                b"<header>", b"</header>", b"<span>w</span> ", 48_500, end=b"<h1>t</h1>"
-            ),
-            "w",
-            b"<span>w</span>",
-            id="deep_headers",
-        ),
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )
@@ -541,6 +524,44 @@ def test_item_numbers_and_terms_are_read_from_their_own_text_where_it_has_some(
     assert (len(walks), len(reads)) == (1, 2)
     markdown = html_to_markdown(f"<html><body><main>{page}</main></body></html>", URL).markdown
     assert markdown == "3. a\n4. **b**\n\n- **x**: y\n- **Term:** z\n- ***i:*** w"
+
+
+_DEEP = {
+    "links": (b"<div>", b"</div>", b"<a href=#>w</a> ", 48_000, b""),
+    "figures": (
+        b"<figure><figcaption>c</figcaption>",
+        b"</figure>",
+        b"<span>w</span> ",
+        48_500,
+        b"",
+    ),
+    "headers": (b"<header>", b"</header>", b"<span>w</span> ", 48_500, b"<h1>t</h1>"),
+}
+
+
+@pytest.mark.parametrize("kind", _DEEP)
+def test_elements_nested_deep_in_all_are_read_as_plain_text_with_a_note(kind: str) -> None:
+    # 48,000 links (or spans in figures or headers) 250 levels down: 0.5 to 0.75 s to
+    # convert to Markdown, html-to-markdown's time for each growing with its depth.
+    opening, closing, unit, count, end = _DEEP[kind]
+    result, cpu = cpu_convert(deep_wrappers_html(opening, closing, unit, count, end=end))
+    note, text = result.text.split("\n\n", 1)
+    assert note == (
+        "[this page nests its elements so deep that they have more than 3,000,000 levels above "
+        "them in all, more than webward converts to Markdown in time; webward shows its text "
+        "without formatting]"
+    )
+    assert text.count("w") == count  # every word kept
+    assert cpu < CPU_BOUND_S
+
+
+def test_elements_nested_deep_but_fewer_levels_in_all_keep_their_markdown() -> None:
+    # 48,000 links 57 levels down (2.8 million levels above them in all), or 250 levels down
+    # but 11,000 of them: the reading of a page no deeper than 60 levels is never weighed.
+    for depth, count in ((57, 48_000), (250, 11_000)):
+        text = read(deep_wrappers_html(count=count, depth=depth))
+        assert text.startswith("[w](https://example.com/page) [w](")
+        assert text.count("w") == count
 
 
 def test_a_page_just_under_the_element_bound_keeps_its_markdown() -> None:

@@ -344,6 +344,22 @@ _TOO_DEEP_FOR_MARKDOWN_NOTE = (
     f"[this page nests its elements more than {_MAX_MARKDOWN_DEPTH:,} levels deep, more than "
     "webward converts to Markdown; webward shows its text without formatting]"
 )
+# html-to-markdown's time for each inline element grows with the levels above it (48,000 links:
+# 0.08 s at the top of a page, 0.23 s under 250 levels of wrappers, whatever their tag), and so
+# does that of our passes that read ancestors or a container's subtree: 0.5 to 0.75 s in all
+# for 48,000 links or spans 250 levels down. A page whose elements have more than this many
+# levels above them in all (about 25 ns a level) is read as plain text, under a note of its
+# own. Only a page deeper than _WEIGHED_DEPTH is weighed: one no deeper holds fewer (50,000
+# elements at most, the bound above); the development pages nest 50 levels at most and
+# weigh under 150,000.
+_MAX_ELEMENT_LEVELS = 3_000_000
+_WEIGHED_DEPTH = _MAX_ELEMENT_LEVELS // _MAX_MARKDOWN_ELEMENTS
+_DEEPER_THAN_WEIGHED = "boolean(" + "/*" * (_WEIGHED_DEPTH + 1) + ")"
+_TOO_MANY_LEVELS_NOTE = (
+    f"[this page nests its elements so deep that they have more than "
+    f"{_MAX_ELEMENT_LEVELS:,} levels above them in all, more than webward converts to Markdown "
+    "in time; webward shows its text without formatting]"
+)
 # Past these bounds trafilatura is slow. Its time grows with the cleaned page's elements (100 to
 # 250 µs each on the 2-core development machine: a 1 MB page of 4,000 plain paragraphs took
 # 1.1 s), more when they nest deep, and with the Markdown characters it escapes in the text
@@ -4858,14 +4874,34 @@ def _plain_text(
 def _plain_note(tree: Any, parse_note: str) -> str:
     """Why the page is read as plain text, or ``""`` when it converts to Markdown: the parser
     dropped everything nested past its limit (``parse_note``), the page has more elements
-    than can be converted in time, or html-to-markdown would drop its deepest part."""
+    than can be converted in time, html-to-markdown would drop its deepest part, or its
+    elements nest too deep, in all, to be converted in time."""
     if parse_note:
         return parse_note
     if tree.xpath(_TOO_MANY_FOR_MARKDOWN):
         return _TOO_MANY_NOTE
     if _structure.compiled(_TOO_DEEP_FOR_MARKDOWN)(tree):
         return _TOO_DEEP_FOR_MARKDOWN_NOTE
+    if _structure.compiled(_DEEPER_THAN_WEIGHED)(tree) and _levels_over(tree, _MAX_ELEMENT_LEVELS):
+        return _TOO_MANY_LEVELS_NOTE
     return ""
+
+
+def _levels_over(tree: Any, bound: int) -> bool:
+    """Whether the elements of ``tree`` have more than ``bound`` levels above them in all
+    (each element counts its depth); the walk stops once they have."""
+    import lxml.etree
+
+    depth = levels = 0
+    for event, _ in lxml.etree.iterwalk(tree, events=("start", "end")):
+        if event == "end":
+            depth -= 1
+            continue
+        depth += 1
+        levels += depth
+        if levels > bound:
+            return True
+    return False
 
 
 def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) -> HtmlResult:
