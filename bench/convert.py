@@ -159,8 +159,8 @@ PAGES: list[tuple[str, Any, str]] = [
     ("200 nested terms over 30,000 anchors", hostile.nested_terms_over_anchors_html, "text/html"),
     # (Under the bound of element levels, which the 200 nested terms pass: read as Markdown.)
     (
-        "90 nested terms over 30,000 anchors",
-        lambda: hostile.nested_terms_over_anchors_html(90),
+        "45 nested terms over 30,000 anchors",
+        lambda: hostile.nested_terms_over_anchors_html(45),
         "text/html",
     ),
     ("a gutter beside 8,000 code blocks", hostile.gutter_of_many_blocks_html, "text/html"),
@@ -242,6 +242,13 @@ PAGES: list[tuple[str, Any, str]] = [
     ("13,500 headings with permalinks 980 kB", hostile.anchored_headings_html, "text/html"),
     ("20,000 one-line code blocks 990 kB", hostile.code_blocks_html, "text/html"),
     ("highlighted code of 18,000 lines 990 kB", hostile.highlighted_code_html, "text/html"),
+    (
+        "45,000 links to fragments 57 levels deep 930 kB",
+        lambda: hostile.numbered_units_html(
+            b"<a href=#%d>w</a> ", 45_000, b"<div>" * 57, b"</div>" * 57
+        ),
+        "text/html",
+    ),
     ("48,000 links 250 levels deep 770 kB", hostile.deep_wrappers_html, "text/html"),
     (
         "48,500 spans in 250 captioned figures 740 kB",
@@ -375,7 +382,7 @@ _MAKERS = {
     "a link of 49,000 images 686 kB": "hostile.image_links_html()",
     "36,000 empty anchors in a definition 990 kB": "hostile.definition_anchors_html()",
     "200 nested terms over 30,000 anchors": "hostile.nested_terms_over_anchors_html()",
-    "90 nested terms over 30,000 anchors": "hostile.nested_terms_over_anchors_html(90)",
+    "45 nested terms over 30,000 anchors": "hostile.nested_terms_over_anchors_html(45)",
     "a gutter beside 8,000 code blocks": "hostile.gutter_of_many_blocks_html()",
     "headings in steps' headers 990 kB": 'hostile.reading_rules_html("steps")',
     "headings all link 990 kB": 'hostile.reading_rules_html("linked")',
@@ -411,6 +418,9 @@ _MAKERS = {
     "13,500 headings with permalinks 980 kB": "hostile.anchored_headings_html()",
     "20,000 one-line code blocks 990 kB": "hostile.code_blocks_html()",
     "highlighted code of 18,000 lines 990 kB": "hostile.highlighted_code_html()",
+    "45,000 links to fragments 57 levels deep 930 kB": (
+        'hostile.numbered_units_html(b"<a href=#%d>w</a> ", 45_000, b"<div>" * 57, b"</div>" * 57)'
+    ),
     "48,000 links 250 levels deep 770 kB": "hostile.deep_wrappers_html()",
     "48,500 spans in 250 captioned figures 740 kB": (
         'hostile.deep_wrappers_html(b"<figure><figcaption>c</figcaption>", b"</figure>",'

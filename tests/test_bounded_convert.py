@@ -66,6 +66,7 @@ from hostile import (
     nested_pre_html,
     non_word_html,
     numbered_lists_html,
+    numbered_units_html,
     odd_links_html,
     page_tree_pdf,
     paragraphs_html,
@@ -539,6 +540,15 @@ _DEEP = {
 }
 
 
+def test_links_to_fragments_57_levels_deep_are_read_as_plain_text() -> None:
+    # 45,000 links to anchors (none of them on the page) 57 levels down: 0.55 s as Markdown.
+    body = numbered_units_html(b"<a href=#%d>w</a> ", 45_000, b"<div>" * 57, b"</div>" * 57)
+    result, cpu = cpu_convert(body)
+    assert result.text.startswith("[this page nests its elements so deep")
+    assert result.text.split("\n\n", 1)[1].count("w") == 45_000
+    assert cpu < CPU_BOUND_S
+
+
 @pytest.mark.parametrize("kind", _DEEP)
 def test_elements_nested_deep_in_all_are_read_as_plain_text_with_a_note(kind: str) -> None:
     # 48,000 links (or spans in figures or headers) 250 levels down: 0.5 to 0.75 s to
@@ -547,7 +557,7 @@ def test_elements_nested_deep_in_all_are_read_as_plain_text_with_a_note(kind: st
     result, cpu = cpu_convert(deep_wrappers_html(opening, closing, unit, count, end=end))
     note, text = result.text.split("\n\n", 1)
     assert note == (
-        "[this page nests its elements so deep that they have more than 3,000,000 levels above "
+        "[this page nests its elements so deep that they have more than 1,500,000 levels above "
         "them in all, more than webward converts to Markdown in time; webward shows its text "
         "without formatting]"
     )
@@ -556,9 +566,9 @@ def test_elements_nested_deep_in_all_are_read_as_plain_text_with_a_note(kind: st
 
 
 def test_elements_nested_deep_but_fewer_levels_in_all_keep_their_markdown() -> None:
-    # 48,000 links 57 levels down (2.8 million levels above them in all), or 250 levels down
-    # but 11,000 of them: the reading of a page no deeper than 60 levels is never weighed.
-    for depth, count in ((57, 48_000), (250, 11_000)):
+    # 48,000 links 28 levels down (1.4 million levels above them in all), or 250 levels down
+    # but 5,500 of them: the reading of a page no deeper than 30 levels is never weighed.
+    for depth, count in ((28, 48_000), (250, 5_500)):
         text = read(deep_wrappers_html(count=count, depth=depth))
         assert text.startswith("[w](https://example.com/page) [w](")
         assert text.count("w") == count

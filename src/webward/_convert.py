@@ -347,12 +347,12 @@ _TOO_DEEP_FOR_MARKDOWN_NOTE = (
 # html-to-markdown's time for each inline element grows with the levels above it (48,000 links:
 # 0.08 s at the top of a page, 0.23 s under 250 levels of wrappers, whatever their tag), and so
 # does that of our passes that read ancestors or a container's subtree: 0.5 to 0.75 s in all
-# for 48,000 links or spans 250 levels down. A page whose elements have more than this many
-# levels above them in all (about 25 ns a level) is read as plain text, under a note of its
-# own. Only a page deeper than _WEIGHED_DEPTH is weighed: one no deeper holds fewer (50,000
-# elements at most, the bound above); the development pages nest 50 levels at most and
-# weigh under 150,000.
-_MAX_ELEMENT_LEVELS = 3_000_000
+# for 48,000 links or spans 250 levels down, and 0.55 s for 45,000 links 57 levels down. A
+# page whose elements have more than this many levels above them in all (about 25 ns a level)
+# is read as plain text, under a note of its own. Only a page deeper than _WEIGHED_DEPTH (30)
+# is weighed: one no deeper holds fewer (50,000 elements at most, the bound above); the
+# development pages nest 50 levels at most and weigh under 150,000.
+_MAX_ELEMENT_LEVELS = 1_500_000
 _WEIGHED_DEPTH = _MAX_ELEMENT_LEVELS // _MAX_MARKDOWN_ELEMENTS
 _DEEPER_THAN_WEIGHED = "boolean(" + "/*" * (_WEIGHED_DEPTH + 1) + ")"
 _TOO_MANY_LEVELS_NOTE = (
