@@ -549,6 +549,20 @@ def test_links_to_fragments_57_levels_deep_are_read_as_plain_text() -> None:
     assert cpu < CPU_BOUND_S
 
 
+def test_links_to_anchors_the_page_lacks_are_not_looked_for_among_their_ancestors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A paragraph's own permalink goes to an id the page has: links to anchors that are
+    nowhere are not each asked whether they are one (45,000 of them read their ancestors)."""
+    asked = counted(monkeypatch, "_links_its_block")
+    tree, _ = _parse("<body><p>" + "<a href=#x>w</a> " * 100 + "</p></body>")
+    _convert._drop_permalinks(tree)
+    assert asked == []
+    tree, _ = _parse("<body><p id=x>" + "<a href=#x>w</a> " * 100 + "</p></body>")
+    _convert._drop_permalinks(tree)
+    assert len(asked) == 100
+
+
 @pytest.mark.parametrize("kind", _DEEP)
 def test_elements_nested_deep_in_all_are_read_as_plain_text_with_a_note(kind: str) -> None:
     # 48,000 links (or spans in figures or headers) 250 levels down: 0.5 to 0.75 s to
@@ -1613,7 +1627,8 @@ def test_the_link_passes_read_a_plain_link_without_a_search(
     _convert._drop_empty_inline(tree)
     assert texts_read == [None]  # the one link holding an element: its superscript
     assert paragraphs_looked_for == []
-    assert len(anchors_looked_for) == 3  # the note's two links and the paragraph's
+    # The paragraph's (the note's two links go to an anchor the page lacks: no block's).
+    assert len(anchors_looked_for) == 1
     assert len(tree.xpath("//dt//a")) == 2_000 and len(tree.xpath("//p/a")) == 2_000
     text = tree.text_content()
     assert "\u00b6" not in text and "^" not in text and "A note  b" in text

@@ -2014,8 +2014,11 @@ def _drop_permalinks(tree: Any) -> None:
         before = element.getprevious()
         if before is not None and before.tag == "a" and not (before.tail or "").strip():
             candidates[before] = None
-    for link in tree.xpath("descendant-or-self::a[starts-with(@href, '#')]"):
-        if link not in candidates and _links_its_block(link):
+    # Only a link to an id the page has can go to a block it is in: 45,000 links to anchors
+    # that are nowhere were each found and had their ancestors read (0.05 s).
+    ids = set(tree.xpath("//@id", smart_strings=False))
+    for link in tree.xpath("descendant-or-self::a[starts-with(@href, '#')]") if ids else ():
+        if link not in candidates and link.get("href")[1:] in ids and _links_its_block(link):
             candidates[link] = None
     # All at once: one by one, each drop rewrote the text before it (30,000 pilcrows in one
     # paragraph took 2.8 s).
