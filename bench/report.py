@@ -61,7 +61,7 @@ BENCHES: tuple[Bench, ...] = (
         600,
     ),
     Bench("CLI start-up and paging", "cli.py", ("--runs", "2"), 300),
-    Bench("gateway rate", "gateway.py", ("--requests", "500", "--rounds", "1"), 300),
+    Bench("gateway rate", "gateway.py", ("--requests", "2000", "--rounds", "1"), 300),
     Bench("MCP calls per second", "mcp_calls.py", ("--calls", "100"), 180),
     Bench("observability cost, no exporter", "telemetry.py", ("--calls", "2000"), 180),
     Bench(
