@@ -3131,13 +3131,19 @@ _ESCAPED_TASK_BOX = re.compile(r"^( *(?:[-*+]|\d{1,9}[.)]) )\\\[([ x])\\\] ", re
 def _unescape_task_boxes(markdown: str) -> str:
     r"""Task boxes' brackets unescaped at list items' starts, outside fenced code (where
     ``- \[x\]`` is a page's own text: a Markdown tutorial's)."""
+    return _outside_fences(markdown, lambda text: _ESCAPED_TASK_BOX.sub(r"\1[\2] ", text))
+
+
+def _outside_fences(markdown: str, rewrite: Callable[[str], str]) -> str:
+    """``markdown`` with ``rewrite`` applied to each stretch outside its fenced code
+    blocks, the blocks as they are."""
     pieces: list[str] = []
     done = 0
     for opening, closing in _fences(markdown):
-        pieces += [_ESCAPED_TASK_BOX.sub(r"\1[\2] ", markdown[done : opening.start()])]
+        pieces += [rewrite(markdown[done : opening.start()])]
         pieces += [markdown[opening.start() : closing.end()]]
         done = closing.end()
-    return "".join(pieces) + _ESCAPED_TASK_BOX.sub(r"\1[\2] ", markdown[done:])
+    return "".join(pieces) + rewrite(markdown[done:])
 
 
 def _unescape_word_underscores(markdown: str) -> str:
@@ -3147,13 +3153,7 @@ def _unescape_word_underscores(markdown: str) -> str:
     never starts nor ends emphasis); and a line of underscores alone (``\_\_\_``), a
     rule. Not in fenced code, nor on a line holding inline code or a formula (``$...$``),
     where a backslash is the page's own."""
-    pieces: list[str] = []
-    done = 0
-    for opening, closing in _fences(markdown):
-        pieces += [_word_underscores(markdown[done : opening.start()])]
-        pieces += [markdown[opening.start() : closing.end()]]
-        done = closing.end()
-    return "".join(pieces) + _word_underscores(markdown[done:])
+    return _outside_fences(markdown, _word_underscores)
 
 
 def _word_underscores(text: str) -> str:
@@ -3798,13 +3798,7 @@ def _unindent_prose(markdown: str) -> str:
         return markdown  # (a search for a few characters first: see tidy_markdown)
     if _DEEP_INDENT.search(markdown) is None:
         return markdown
-    pieces: list[str] = []
-    done = 0
-    for opening, closing in _fences(markdown):
-        pieces += [_unindented(markdown[done : opening.start()])]
-        pieces += [markdown[opening.start() : closing.end()]]
-        done = closing.end()
-    return "".join(pieces) + _unindented(markdown[done:])
+    return _outside_fences(markdown, _unindented)
 
 
 def _unindented(text: str) -> str:

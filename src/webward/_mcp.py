@@ -54,7 +54,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
 import anyio
@@ -1488,23 +1488,24 @@ class _PlainRefusals:
                 sentence = _PLAIN_SENTENCES.get(said) or (said[:1].lower() + said[1:] or "refused")
                 await _answer_error(send, held["status"], INVALID_REQUEST, sentence)
                 return
-            await _send_instead(send, held, _with_next_step(body, scope["method"]))
+            reworded = _reworded(body, _SDK_SENTENCES, method=scope["method"], path=MCP_PATH)
+            await _send_instead(send, held, reworded)
 
         await self._app(scope, receive, answer)
 
 
-def _with_next_step(body: bytes, method: str) -> bytes:
-    """``body``, a JSON-RPC error of the SDK's, with the sentence of :data:`_SDK_SENTENCES`
-    in place of one that names no next step; any other as it was."""
+def _reworded(body: bytes, sentences: Mapping[str, str], **fields: str) -> bytes:
+    """``body``, a JSON-RPC error of the SDK's, its message replaced by the sentence
+    ``sentences`` give for it (with ``fields`` filled in); any other body as it was."""
     try:
         value = json.loads(body)
         said = value["error"]["message"]
     except (ValueError, TypeError, KeyError):
         return body
-    sentence = _SDK_SENTENCES.get(said)
+    sentence = sentences.get(said) if isinstance(said, str) else None
     if sentence is None:
         return body
-    value["error"]["message"] = sentence.format(method=method, path=MCP_PATH)
+    value["error"]["message"] = sentence.format(**fields)
     return json.dumps(value).encode()
 
 
@@ -1572,37 +1573,21 @@ class _UnknownSession:
             chunks.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            await _send_instead(send, held, _session_sentence(b"".join(chunks)))
+            await _send_instead(send, held, _reworded(b"".join(chunks), _NO_SESSION))
 
         await self._app(scope, receive, answer)
 
 
-#: What the SDK says to a request in a session it does not hold.
-_SDK_NO_SESSION = frozenset(
-    {
+#: What the SDK says to a request in a session it does not hold, in webward's words.
+_NO_SESSION = dict.fromkeys(
+    (
         "Session not found",
         "Not Found: Session has been terminated",
         "Not Found: Invalid or expired session ID",
-    }
-)
-_NO_SESSION = (
+    ),
     "this session is not open (ended by its client, closed after 30 idle minutes, or never "
-    "opened): start a new one with initialize"
+    "opened): start a new one with initialize",
 )
-
-
-def _session_sentence(body: bytes) -> bytes:
-    """``body``, the SDK's 404, with its sentence about a session it does not hold in
-    webward's words; any other as it was."""
-    try:
-        value = json.loads(body)
-        said = value["error"]["message"]
-    except (ValueError, TypeError, KeyError):
-        return body
-    if said not in _SDK_NO_SESSION:
-        return body
-    value["error"]["message"] = _NO_SESSION
-    return json.dumps(value).encode()
 
 
 class _OneHostAndOrigin:
