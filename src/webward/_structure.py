@@ -100,6 +100,7 @@ def _holds_mark(text: str) -> bool:
 # An item's label: its number, letters or roman numeral (_item_labels).
 _LABEL = r"(?:\d{1,9}|[a-zA-Z]{1,15})"
 _ANY_MARK = re.compile(f"{NUMBER}{_LABEL}{NUMBER}|[{MARKS}]")
+_A_MARK = re.compile(f"[{MARKS}]")
 # A line that starts with marks: its indent, list marker, heading marker, opening emphasis,
 # code or link bracket, then the marks. Nothing in it repeats over what follows, so a line
 # is matched once, in time linear in its length.
@@ -285,7 +286,11 @@ def prepare(tree: Any) -> None:
 
 def _integer(value: str | None) -> int | None:
     """An integer attribute as HTML parses it (leading spaces, a sign, digits), else None."""
-    match = _INTEGER.match(value or "")
+    if value is None:
+        return None
+    if len(value) <= 10 and value.isascii() and value.isdigit():
+        return int(value)  # the common case, as the pattern reads it, without matching it
+    match = _INTEGER.match(value)
     if match is None:
         return None
     number = int(match.group(2))
@@ -1246,7 +1251,7 @@ def restore(markdown: str) -> str:
             n = _restore_code(lines, depths, n, fence.group(1))
             continue
         depth = 0
-        if any(mark in line for mark in MARKS):
+        if _A_MARK.search(line):
             match = _LEAD.match(line)
             if match:
                 line, depth = _rewrite_lead(match, line)
@@ -1258,6 +1263,8 @@ def restore(markdown: str) -> str:
         glued = "```" in line and _GLUED_OPENING.search(line)
         if glued and _closed_later(lines, n, glued.group(1), closers):
             n = _restore_code(lines, depths, n, glued.group(1), opened=True)
+    if QUOTE not in markdown and ITEM_QUOTE not in markdown:
+        return "\n".join(lines)  # every depth 0: no line quoted, none between quotes
     # A blank line between two quoted lines is one of the quote ("> a\n>\n> b"), at the
     # lesser depth; a run of them is one.
     following = [0] * len(lines)
