@@ -110,6 +110,11 @@ _ARGS = (
         )
     ),
 )  # fmt: skip
+# Playwright's own switches that a render may not have: "--disable-popup-blocking" lets a page
+# open windows without a click (300 in a loop held its render to the whole deadline, each a
+# document of its own in a browser of 1.5 GB); with Chromium's popup blocker on, a script's
+# window.open and its click on a target=_blank link open nothing, no one clicking here.
+_DEFAULT_ARGS_DROPPED = ("--disable-popup-blocking",)
 # The only variables Chromium is given (see _browser_env); the rest of webward's environment,
 # API keys and WEBWARD_* included, never reaches it.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ", "FONTCONFIG_PATH")
@@ -312,6 +317,7 @@ class ChromiumRenderer:
                     # origin's certificate itself, with webward's trust store.
                     ignore_https_errors=True,
                     args=list(_ARGS),
+                    ignore_default_args=list(_DEFAULT_ARGS_DROPPED),
                     service_workers="block",
                     accept_downloads=False,
                     viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]},
