@@ -1503,3 +1503,26 @@ async def test_a_page_opens_no_windows_of_its_own() -> None:
         paths = [r.path for r in browser_requests(srv)]
     assert "opened:false" in rendered.html
     assert [p for p in paths if p.startswith(("/p", "/blank", "/last"))] == []
+
+
+async def test_an_origins_challenge_for_credentials_does_not_hold_the_page() -> None:
+    """An image or a fetch() answered 401 with a WWW-Authenticate challenge made Chromium
+    wait for credentials typed into a prompt no one sees: the page's load hung to its bound
+    and the fetch never settled. The proxy does not relay the challenge, so the 401 is a
+    failed response like any other and the page's script sees it."""
+    page = """<html><body><h1>Login</h1><p id="out">pending</p><img src="/auth.png">
+      <script>
+        fetch("/auth-fetch").then(r => { document.getElementById("out").textContent = "fetch:" + r.status; });
+      </script></body></html>"""
+    challenge = {"WWW-Authenticate": 'Basic realm="x"'}
+    routes = {
+        "/": respond(200, page),
+        "/auth.png": respond(401, "no", "text/plain", challenge),
+        "/auth-fetch": respond(401, "no", "text/plain", challenge),
+    }
+    with serve(routes=routes) as srv:
+        async with make_web() as web:
+            gate, record = gate_for(web)
+            rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+    assert "fetch:401" in rendered.html
+    assert record.render_contacted == [f"127.0.0.1:{srv.port}"]

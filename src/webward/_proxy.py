@@ -57,10 +57,15 @@ _HOP_HEADERS = frozenset(
     }
 )  # fmt: skip
 # Response headers not relayed: the transport decoded the body and the proxy frames it anew.
+# Nor an origin's challenge for credentials (WWW-Authenticate): a render has none to give,
+# and Chromium waits for someone to type them into a prompt no one sees, so one image
+# answered 401 with a challenge held its page's load to the load's bound (12 s). Without the
+# challenge a 401 is a failed response like any other, and the page loads.
 _HOP_RESPONSE_HEADERS = frozenset(
     {
         "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "te", "upgrade",
         "trailer", "transfer-encoding", "content-length", "content-encoding", "alt-svc",
+        "www-authenticate",
     }
 )  # fmt: skip
 
