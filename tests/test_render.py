@@ -1526,3 +1526,15 @@ async def test_an_origins_challenge_for_credentials_does_not_hold_the_page() -> 
             rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
     assert "fetch:401" in rendered.html
     assert record.render_contacted == [f"127.0.0.1:{srv.port}"]
+
+
+async def test_a_page_that_floods_its_history_is_read() -> None:
+    """Playwright starts Chromium with its IPC flooding protection off, so a page changing its
+    address thousands of times a tick (pushState, or location.hash) flooded the browser: its
+    render ran to the whole deadline and then waited out the close, 33 s for a page of one
+    line. With the protection on, Chromium throttles those changes and the page is read."""
+    with serve(routes={"/": respond(200, PUSHING_SHELL)}) as srv:
+        async with make_web() as web:
+            gate, _ = gate_for(web)
+            rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+    assert "push " in rendered.html

@@ -114,7 +114,10 @@ _ARGS = (
 # open windows without a click (300 in a loop held its render to the whole deadline, each a
 # document of its own in a browser of 1.5 GB); with Chromium's popup blocker on, a script's
 # window.open and its click on a target=_blank link open nothing, no one clicking here.
-_DEFAULT_ARGS_DROPPED = ("--disable-popup-blocking",)
+# "--disable-ipc-flooding-protection" let a page change its address (pushState, a hash)
+# thousands of times a tick, which kept the browser too busy to read or close the page: a
+# render ran to its whole deadline and past it (33 s). Chromium throttles those with it on.
+_DEFAULT_ARGS_DROPPED = ("--disable-popup-blocking", "--disable-ipc-flooding-protection")
 # The only variables Chromium is given (see _browser_env); the rest of webward's environment,
 # API keys and WEBWARD_* included, never reaches it.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ", "FONTCONFIG_PATH")
