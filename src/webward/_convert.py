@@ -68,6 +68,7 @@ from ._parts import (
     image_part,
     image_size,
     pdf_reading,
+    summary_url,
 )
 from ._settings import LimitsSettings
 from ._stylesheet import StyleRules, read_sheets, sheet_applies, style_declares
@@ -5278,7 +5279,7 @@ def convert(
             )
         part = image_part(body, media_type, final_url)
         shown = f", {size[0]}\u00d7{size[1]} pixels" if size else ""
-        header = f"{media_type} image, {len(body)} bytes{shown}, from {final_url}"
+        header = f"{media_type} image, {len(body)} bytes{shown}, from {summary_url(final_url)}"
         return Converted("image", media_type, part.name, header, (part,), (), False)
     if not _content.is_text_type(media_type):
         raise _content.not_readable(media_type, declared)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ._envelope import find_markers
+from ._envelope import find_markers, neutral_url
 from ._models import Part
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "part_summary",
     "pdf_reading",
     "pdf_text",
+    "summary_url",
     "tool_result_text",
 ]
 
@@ -47,6 +48,15 @@ logging.getLogger("pypdf").addHandler(logging.NullHandler())
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 100
+
+
+def summary_url(url: str) -> str:
+    """``url`` as an image's or a PDF's summary line shows it: the line is read inside the
+    envelope, whose neutraliser put "[marker removed]" (a space) into a URL holding marker
+    words, which then named nothing. They get a letter percent-encoded instead
+    (``_envelope.neutral_url``: the same address), as in the header's ``final-url``; words in
+    the host, which cannot be encoded, are still removed there."""
+    return neutral_url(url) or url
 
 
 def file_name(url: str, default_stem: str, extension: str) -> str:
@@ -568,7 +578,8 @@ def pdf_reading(body: bytes, url: str, limits: LimitsSettings) -> tuple[str, str
     pages = f", {extracted.pages} page{'' if extracted.pages == 1 else 's'}"
     unreadable = "" if extracted.text else ", no extractable text"  # scanned, or encrypted
     header = (
-        f"application/pdf document {part.name}, {len(body)} bytes{pages}{unreadable}, from {url}"
+        f"application/pdf document {part.name}, {len(body)} bytes{pages}{unreadable}, "
+        f"from {summary_url(url)}"
     )
     return extracted.title or part.name, f"{header}\n\n{text}" if text else header, part
 
