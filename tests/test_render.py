@@ -1538,3 +1538,18 @@ async def test_a_page_that_floods_its_history_is_read() -> None:
             gate, _ = gate_for(web)
             rendered = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
     assert "push " in rendered.html
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    ["about:blank", "blob:http://a.example/8f2bfd5c-63bc-4d77-9206-36f908a3aa7b", "data:,x"],
+)
+def test_a_page_that_replaces_itself_is_not_sent_to_read_its_address(elsewhere: str) -> None:
+    """A page that navigates itself to about:blank, or to a blob: or data: document, was
+    refused with the next step "read that address itself": there is no such address to
+    read. The message says so, and points at the plain read."""
+    with pytest.raises(UpstreamError) as info:
+        _same_site("http://a.example/", elsewhere)
+    message = info.value.message
+    assert "has no address to read" in message and "a plain read" in message, message
+    assert "read that address" not in message

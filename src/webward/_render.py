@@ -682,13 +682,23 @@ def _same_site(url: str, rendered: str) -> None:
     under this URL, in the result, the audit and the cache. The requests it made went through
     the gate all the same. A page that changes its own path (a router's ``pushState``, a
     redirect within its site) stays on its origin, and its rendering stands."""
-    if _origin(rendered) != _origin(url):
+    if _origin(rendered) == _origin(url):
+        return
+    if not rendered.lower().startswith(("http://", "https://")):
+        # about:blank, a blob: or data: document the page made, a browser's error page: no
+        # address anyone can read, so the next step is the plain read, not "that address".
         raise UpstreamError(
-            f"the page sent the browser on to another site ({quoted(drop_userinfo(rendered))}) "
-            "as it rendered, so what it showed is not this page's; read that address itself if "
-            "it is wanted",
+            "the page replaced itself in the browser with a document that has no address to "
+            f"read ({quoted(drop_userinfo(rendered), 80)}) as it rendered; read the page "
+            "without the browser (a plain read)",
             reason=Reason.RENDER,
         )
+    raise UpstreamError(
+        f"the page sent the browser on to another site ({quoted(drop_userinfo(rendered))}) "
+        "as it rendered, so what it showed is not this page's; read that address itself if "
+        "it is wanted",
+        reason=Reason.RENDER,
+    )
 
 
 async def _load(page: Any, url: str, gate: Gate, timeout_s: float, read_by: float) -> None:
