@@ -1553,3 +1553,27 @@ def test_a_page_that_replaces_itself_is_not_sent_to_read_its_address(elsewhere: 
     message = info.value.message
     assert "has no address to read" in message and "a plain read" in message, message
     assert "read that address" not in message
+
+
+async def test_a_page_that_takes_too_much_memory_has_its_browser_stopped() -> None:
+    """Chromium lets each renderer process hold 16 GB, so a page filling array buffers took
+    as much of the machine's memory as it asked for (3.4 GB for 3 GB asked). The render's
+    browser is now bounded (here at 512 MiB for the page's 1.5 GB): past the bound it is
+    killed, the render fails in one sentence, and no browser is left."""
+    page = """<html><body><h1>Memory</h1><p id="out">pending</p><script>
+      const keep = []; let mb = 0;
+      const grow = setInterval(() => {
+        if (mb >= 1536) { clearInterval(grow); return; }
+        const block = new Uint8Array(128 * 1024 * 1024); block.fill(1); keep.push(block);
+        mb += 128; document.getElementById("out").textContent = "held " + mb + " MB";
+      }, 20);
+    </script></body></html>"""
+    with serve(routes={"/": respond(200, page)}) as srv:
+        async with make_web() as web:
+            gate, _ = gate_for(web)
+            renderer = ChromiumRenderer(max_memory_bytes=512 * 1024**2)
+            with pytest.raises(UpstreamError) as failed:
+                await renderer.render(srv.url("/"), screenshot=False, gate=gate)
+    assert "more than 0.5 GB of memory" in failed.value.message, failed.value.message
+    assert failed.value.reason == "render"
+    assert _browser_processes() == []

@@ -201,6 +201,7 @@ class ChromiumRenderer:
         render_timeout_s: float | None = None,
         proxy_max_bytes: int = 20_000_000,
         max_concurrent: int = 2,
+        max_memory_bytes: int = 2 * 1024**3,
     ) -> None:
         self._executable = executable
         # Two bounds: the page's load (goto_timeout_s), and the whole render (launch, load,
@@ -214,6 +215,9 @@ class ChromiumRenderer:
         # A browser costs hundreds of MB: a long-lived gateway or MCP server renders at most
         # this many pages at once, and the others wait (inside their own deadline).
         self._max_concurrent = max_concurrent
+        # What the render's browser may hold at once (see _memory_bound): Chromium lets each
+        # renderer process take 16 GB, and a page may make several.
+        self._max_memory_bytes = max_memory_bytes
         self._slots: anyio.Semaphore | None = None
 
     async def render(self, url: str, *, screenshot: bool, gate: Gate) -> Rendered:
@@ -327,22 +331,25 @@ class ChromiumRenderer:
                     device_scale_factor=1,
                 )
                 try:
-                    page = await context.new_page()
-                    await _load(page, url, gate, self._goto_timeout_s, read_by)
-                    await _quiet(page, read_by)
-                    # A page that keeps changing its address keeps its DOM from being read:
-                    # the reads end in time to close the browser before the caller's deadline.
-                    with anyio.move_on_at(read_by + _SETTLE_S) as settling:
-                        html, cut = await _settled_content(page, self._goto_timeout_s)
-                    if settling.cancelled_caught:
-                        raise UpstreamError(
-                            "the page kept changing as it rendered and did not settle in time "
-                            "to be read; read it without the browser (a plain read)",
-                            code="timeout",
-                            reason=Reason.RENDER_TIMEOUT,
-                        )
-                    png = await page.screenshot(type="png") if screenshot else None
-                    _same_site(url, page.url)  # where the DOM and the picture came from
+                    # A page that takes more memory than the bound (array buffers, a DOM
+                    # grown without end) has its browser stopped (see _memory_bound).
+                    async with _memory_bound(launch.profile, self._max_memory_bytes):
+                        page = await context.new_page()
+                        await _load(page, url, gate, self._goto_timeout_s, read_by)
+                        await _quiet(page, read_by)
+                        # A page that keeps changing its address keeps its DOM from being read:
+                        # the reads end in time to close the browser before the caller's deadline.
+                        with anyio.move_on_at(read_by + _SETTLE_S) as settling:
+                            html, cut = await _settled_content(page, self._goto_timeout_s)
+                        if settling.cancelled_caught:
+                            raise UpstreamError(
+                                "the page kept changing as it rendered and did not settle in time "
+                                "to be read; read it without the browser (a plain read)",
+                                code="timeout",
+                                reason=Reason.RENDER_TIMEOUT,
+                            )
+                        png = await page.screenshot(type="png") if screenshot else None
+                        _same_site(url, page.url)  # where the DOM and the picture came from
                 finally:
                     await _close(context, launch.profile, until)
         return Rendered(html=html, screenshot_png=png, cut=cut)
@@ -729,6 +736,79 @@ async def _load(page: Any, url: str, gate: Gate, timeout_s: float, read_by: floa
         async with anyio.create_task_group() as tg:
             tg.start_soon(loaded, tg.cancel_scope)
             tg.start_soon(capped, tg.cancel_scope)
+
+
+# How often a render's memory is looked at: a page can allocate about 5 GB a second, so a
+# browser is stopped within a few hundred MB of its bound.
+_MEMORY_POLL_S = 0.05
+
+
+@contextlib.asynccontextmanager
+async def _memory_bound(profile: str, limit: int) -> AsyncIterator[None]:
+    """Run the block while the render's browser holds at most ``limit`` bytes (the private
+    memory of its processes together: :func:`_browser_memory`); past that, the browser is
+    killed, the block cancelled, and the render fails in one sentence. Chromium bounds each
+    renderer at 16 GB and a page makes a renderer for each site it frames: a page filling
+    array buffers took 3.4 GB (as much as it asked for) of a machine shared with everything
+    else that runs there."""
+    from ._proxy import ungrouped
+
+    over: list[int] = []
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        ours: dict[int, bool] = {}
+        while True:
+            used = await anyio.to_thread.run_sync(_browser_memory, profile, ours)
+            if used > limit:
+                over.append(used)
+                scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(_kill_browser, profile)
+                return
+            await anyio.sleep(_MEMORY_POLL_S)
+
+    try:
+        with ungrouped():
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch, tg.cancel_scope)
+                yield
+                tg.cancel_scope.cancel()
+    except Exception:
+        if not over:  # the block's own error; a killed browser's is the memory's
+            raise
+    if over:
+        raise UpstreamError(
+            f"the page took more than {limit / 1024**3:g} GB of memory in the browser as it "
+            "rendered, so the browser was stopped; read it without the browser (a plain read)",
+            reason=Reason.RENDER,
+        )
+
+
+def _browser_memory(profile: str, ours: dict[int, bool]) -> int:
+    """The private (anonymous) resident memory, in bytes, of the processes whose command line
+    names ``profile`` (the render's browser and its helpers, as :func:`_kill_browser` finds
+    them): script heaps, array buffers, the DOM; not the program's shared pages, which every
+    process maps. ``ours`` remembers, across calls, which processes are the render's."""
+    mark = profile.encode()
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            if pid not in ours:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    ours[pid] = mark in f.read()
+            if not ours[pid]:
+                continue
+            with open(f"/proc/{pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"RssAnon:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError):
+            continue  # gone, or not ours to read
+    return total
 
 
 def _closing_bound(until: float) -> float:
