@@ -13,6 +13,7 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
+from http import HTTPStatus
 from typing import Any
 
 import anyio
@@ -461,6 +462,41 @@ async def test_http_errors_are_messages_with_their_codes() -> None:
                 await w.fetch(srv.url("/500"))
     assert err404.value.status == 404 and "404 Not Found" in err404.value.message
     assert err500.value.status == 500 and "boom" not in err500.value.message
+
+
+@pytest.mark.parametrize(
+    ("status", "step"),
+    [
+        (
+            401,
+            ": the page needs a login, which webward never sends; find the content at a public URL",
+        ),
+        (403, ": the site does not serve this page to webward; find the content elsewhere"),
+        (
+            404,
+            ": there is no page at this URL; check it for typos or find the page's current address",
+        ),
+        (410, ": the site has removed this page; find the content elsewhere"),
+        (418, ": the site refused the request, and the same request will be refused again"),
+        (429, ": the site is limiting how often it is read; wait a little before reading it again"),
+        (451, ": the site withholds this page for legal reasons; find the content elsewhere"),
+        (500, ": the site failed to serve it; try again later"),
+        (503, ": the site failed to serve it; try again later"),
+        (999, ": that is no HTTP status a page is served with; find the content elsewhere"),
+    ],
+)
+async def test_an_http_error_says_what_to_do_next(status: int, step: str) -> None:
+    """Each error status ends with its next step (a bare "answered HTTP 401 Unauthorized" left
+    the model to guess whether to retry, log in or move on); the body is never shown."""
+    with serve(
+        routes={"/x": respond(status, "secret body", headers={"WWW-Authenticate": "Basic"})}
+    ) as srv:
+        async with web() as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(srv.url("/x"))
+    phrase = "" if status == 999 else f" {HTTPStatus(status).phrase}"
+    assert err.value.message == f"{srv.url('/x')} answered HTTP {status}{phrase}{step}"
+    assert err.value.status == status and err.value.retry_after is None
 
 
 async def test_429_carries_retry_after() -> None:

@@ -274,11 +274,33 @@ def _phrase(status: int) -> str:
         return ""
 
 
+# What an error status means for whoever reads the message, and what to do next: a bare
+# "answered HTTP 401 Unauthorized" left a model to guess whether to retry, log in or move on.
+_NEXT_STEP = {
+    401: "the page needs a login, which webward never sends; find the content at a public URL",
+    403: "the site does not serve this page to webward; find the content elsewhere",
+    404: "there is no page at this URL; check it for typos or find the page's current address",
+    410: "the site has removed this page; find the content elsewhere",
+    429: "the site is limiting how often it is read; wait a little before reading it again",
+    451: "the site withholds this page for legal reasons; find the content elsewhere",
+}
+
+
+def _next_step(status: int, retry_after: float | None) -> str:
+    if retry_after is not None:  # the site said when (429, 503)
+        return f"; retry in {human_wait(retry_after)}"
+    if status in _NEXT_STEP:
+        return f": {_NEXT_STEP[status]}"
+    if 500 <= status < 600:
+        return ": the site failed to serve it; try again later"
+    if status < 500:
+        return ": the site refused the request, and the same request will be refused again"
+    return ": that is no HTTP status a page is served with; find the content elsewhere"
+
+
 def _http_error(url: guard.ParsedURL, status: int, retry_after: float | None) -> UpstreamError:
-    phrase = _phrase(status)
-    hint = f"; retry in {human_wait(retry_after)}" if retry_after is not None else ""
     return UpstreamError(
-        f"{url.url} answered HTTP {status}{phrase}{hint}",
+        f"{url.url} answered HTTP {status}{_phrase(status)}{_next_step(status, retry_after)}",
         reason=http_status_reason(status),
         status=status,
         retry_after=retry_after,
