@@ -1344,6 +1344,51 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     ]
 
 
+def test_a_line_that_is_not_utf8_is_answered_with_its_id_and_its_call_audited(
+    tmp_path: Path,
+) -> None:
+    """On stdio, a tools/call with a Latin-1 "é" in its URL was answered "not UTF-8" with id
+    null (its client waited on id 42) and its call went unaudited. It is answered with its
+    id and audited as a refused read; an id holding such a byte is no id, answered null;
+    a line that is no JSON besides is "not UTF-8" with no id, as before."""
+    process = raw_stdio_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+    ask = asker(process)
+
+    def call(request_id: str, url: str) -> bytes:
+        params = {"name": "web_fetch", "arguments": {"url": url}}
+        message = {"jsonrpc": "2.0", "id": "ID", "method": "tools/call", "params": params}
+        text = json.dumps(message, ensure_ascii=False).replace('"ID"', request_id, 1)
+        return text.encode("latin-1")
+
+    try:
+        initialize(process, ask)
+        answers = [
+            ask(call("42", "https://a.test/café")),
+            ask(call('"idé"', "https://b.test/")),
+            ask(b"\xff not json"),
+        ]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [
+        (42, -32700),
+        (None, -32700),
+        (None, -32700),
+    ]
+    for answer in answers:
+        assert (
+            answer["error"]["message"]
+            == "the message is not UTF-8 text: send UTF-8 JSON, one a line"
+        )
+    records = audit_json(tmp_path)
+    assert sorted((r["capability"], r["decision"], r["target"]) for r in records) == [
+        ("web:page.fetch@1", "refused", "https://a.test/caf\\udce9"),  # as the audit shows it
+        ("web:page.fetch@1", "refused", "https://b.test/"),
+    ]
+
+
 def test_stdio_answers_a_line_longer_than_a_mib_without_reading_it_whole(tmp_path: Path) -> None:
     """A line past 1 MiB is read on to its end and dropped, answered as too long with id
     null, as an HTTP body past the SDK's size is no call (not audited); the next line is read

@@ -344,7 +344,8 @@ async def test_a_call_in_utf16_is_answered_not_utf8_with_its_id_and_audited(
     """A tools/call sent as UTF-16 or UTF-32 without a BOM is JSON to Python's parser, not to
     the SDK's (UTF-8 alone). Its ASCII text with NULs between passes as UTF-8, so it was
     answered "not JSON" with no id and its call went unaudited. It is answered "not UTF-8"
-    with its id, and audited."""
+    with its id, and audited; so is one in Latin-1 (an "é" in its URL), which was answered
+    with id null and not audited."""
     config = token_config(tmp_path)
     async with (
         mcp_over_http(tmp_path, config, args=()) as url,
@@ -357,12 +358,16 @@ async def test_a_call_in_utf16_is_answered_not_utf8_with_its_id_and_audited(
                     "params": {"name": "web_fetch", "arguments": {"url": "https://a.test/"}}}  # fmt: skip
             body = json.dumps(call).encode(encoding)
             answers.append(await http.post(url, content=body, headers=headers))
-    assert [a.status_code for a in answers] == [400] * 3
-    assert [a.json()["id"] for a in answers] == [77, 78, 79]
+        latin1 = {"jsonrpc": "2.0", "id": 80, "method": "tools/call",
+                  "params": {"name": "web_fetch", "arguments": {"url": "https://a.test/café"}}}  # fmt: skip
+        body = json.dumps(latin1, ensure_ascii=False).encode("latin-1")
+        answers.append(await http.post(url, content=body, headers=headers))
+    assert [a.status_code for a in answers] == [400] * 4
+    assert [a.json()["id"] for a in answers] == [77, 78, 79, 80]
     for answer in answers:
         assert answer.json()["error"]["code"] == -32700
         assert answer.json()["error"]["message"].startswith("the message is not UTF-8 text")
-    assert await records(config) == [("alice", "connected", "refused")] * 3
+    assert await records(config) == [("alice", "connected", "refused")] * 4
 
 
 @pytest.mark.anyio

@@ -896,6 +896,20 @@ def _fault_sentence(what: str, value: object) -> str | None:
     return None
 
 
+def not_utf8(raw: bytes) -> Malformed:
+    """What to answer a message that is not UTF-8 with (a Latin-1 "é" in a URL): its id and
+    each ``tools/call`` it holds, when it is JSON once its stray bytes are read as bytes no
+    UTF-8 text carries (lone surrogates). Answered with id null, its client waited on the id
+    it sent and its call went unaudited. An id holding such a byte is no id (null)."""
+    try:
+        value = json.loads(raw.decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return _NOT_UTF8_PROBLEM
+    return _NOT_UTF8_PROBLEM.model_copy(
+        update={"request_id": _request_id(value), "calls": _calls_in(value)}
+    )
+
+
 def unreadable_json(text: str) -> Malformed:
     """What to answer a message the SDK's JSON parser refused with: "not JSON" (with no id)
     if it is none; else its id, each ``tools/call`` it holds (audited with the answer) and
@@ -1235,7 +1249,8 @@ class _StdinLines:
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
-            return _NOT_UTF8
+            self.problems.append(not_utf8(line))
+            return _MALFORMED
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):
@@ -1259,8 +1274,6 @@ _TOO_LONG_PROBLEM = Malformed(
     message="the message is longer than 1 MiB, far more than any request webward takes: "
     "send one JSON-RPC 2.0 object a line",
 )
-#: What a line that is not UTF-8 is handed to the SDK as: no JSON, known by the relay.
-_NOT_UTF8 = "\x00 a line that is not UTF-8\n"
 #: What a line :func:`malformed` found wrong is handed to the SDK as (its problem waits in
 #: ``_StdinLines.problems``): no JSON, known by the relay.
 _MALFORMED = "\x00 a line that is no JSON-RPC request\n"
@@ -1339,8 +1352,6 @@ def _unreadable(exc: Exception, problems: collections.deque[Malformed]) -> Malfo
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     if any(e.get("input") == _MALFORMED for e in errors) and problems:
         return problems.popleft()
-    if any(e.get("input") == _NOT_UTF8 for e in errors):
-        return _NOT_UTF8_PROBLEM
     for e in errors:
         if e.get("type") == "json_invalid" and isinstance(e.get("input"), str):
             # No JSON, or JSON the SDK's parser will not read (a number too long, a lone
@@ -2119,10 +2130,11 @@ class _MalformedRequests:
                 answer = tool_refusal(problem.request_id, error)
                 return 200, answer.model_dump_json(by_alias=True, exclude_none=True).encode()
         else:
+            undecodable = False
             try:
                 value: Any = json.loads(body)
             except UnicodeDecodeError:
-                value, problem = None, _NOT_UTF8_PROBLEM
+                value, problem, undecodable = None, not_utf8(body), True
             except (ValueError, RecursionError):
                 value, problem = None, _NOT_JSON_PROBLEM
             else:
@@ -2144,7 +2156,7 @@ class _MalformedRequests:
                         for call in _calls_in(value):
                             await reject_call(self._web, who, reach, call, message)
                     return None
-                if message.startswith("Parse error") and problem is not _NOT_UTF8_PROBLEM:
+                if message.startswith("Parse error") and not undecodable:
                     problem = _parse_error(body, problem is not _NOT_JSON_PROBLEM, value)
                 elif problem is None:
                     problem = Malformed(
@@ -2202,7 +2214,7 @@ def _parse_error(body: bytes, parsed: bool, value: Any) -> Malformed:
     try:
         return unreadable_json(body.decode(encoding if parsed else "utf-8"))
     except UnicodeDecodeError:  # not JSON in UTF-16 or -32: the SDK reads UTF-8 alone
-        return _NOT_UTF8_PROBLEM
+        return not_utf8(body)
 
 
 def _error_of(sent: dict[str, Any]) -> tuple[str, object] | None:
