@@ -1226,6 +1226,57 @@ def test_a_call_running_when_stdin_ends_is_cancelled_audited_and_not_answered(
     ]
 
 
+def test_a_request_reusing_the_id_of_one_running_is_refused_and_the_first_can_be_cancelled(
+    tmp_path: Path,
+) -> None:
+    """On stdio, a second tools/call sent with the id of one still running ("1", or 1) was
+    taken in the first one's place: it was answered, and the client's cancellation of id 1
+    then reached nothing, so the first read ran on to its deadline. The second is refused
+    (-32600, with that id) and audited; the cancellation stops the first, whose id can then
+    be used again."""
+    arrived, hung_up, hold = held()
+    with serve(routes={"/hold": hold, "/page": respond(200, "a page")}) as site:
+        process = raw_stdio_server(tmp_path, "--tier", "connected")
+        assert process.stdin is not None and process.stdout is not None
+        ask = asker(process)
+
+        def call(request_id: object, path: str) -> bytes:
+            params = {"name": "web_fetch", "arguments": {"url": site.url(path)}}
+            message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+            return json.dumps(message).encode()
+
+        try:
+            initialize(process, ask)
+            process.stdin.write(call(1, "/hold") + b"\n")
+            process.stdin.flush()
+            assert arrived.wait(30)
+            reused = [ask(call(1, "/page")), ask(call("1", "/page"))]
+            cancel = {"requestId": 1, "reason": "the user stopped it"}
+            process.stdin.write(
+                json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+                .encode() + b"\n"
+            )  # fmt: skip
+            process.stdin.flush()
+            assert hung_up.wait(30)  # the read of /hold was stopped
+            again = ask(call(1, "/page"))
+        finally:
+            process.stdin.close()
+            process.wait(timeout=30)
+            process.stdout.close()
+    assert [(a["id"], a["error"]["code"]) for a in reused] == [(1, -32600), ("1", -32600)]
+    assert reused[0]["error"]["message"].startswith(
+        'the request\'s "id" 1 is that of a request still running: give each request an id of '
+        "its own"
+    )
+    assert again["id"] == 1 and "a page" in again["result"]["content"][0]["text"]
+    assert sorted((r["decision"], r["reason"], r["target"]) for r in audit_json(tmp_path)) == [
+        ("allowed", "allowed", site.url("/page")),
+        ("failed", "cancelled", site.url("/hold")),
+        ("refused", "invalid_input", site.url("/page")),
+        ("refused", "invalid_input", site.url("/page")),
+    ]
+
+
 def test_stdio_started_at_a_terminal_says_what_it_waits_for(tmp_path: Path) -> None:
     """`webward mcp` typed at a terminal (stdin a tty) says on stderr that it speaks MCP for
     a client that starts it, and how to stop it; Ctrl-D then ends it, exit 0. It waited in

@@ -68,7 +68,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from mcp.types import (
     CONNECTION_CLOSED,
@@ -82,6 +84,8 @@ from mcp.types import (
     ErrorData,
     ImageContent,
     JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
     JSONRPCResponse,
     TextContent,
     ToolAnnotations,
@@ -524,6 +528,14 @@ _BAD_ID = (
     "Unicode (no lone surrogate such as \\ud800); it was not answered as a request"
 )
 _BAD_PARAMS = 'the request\'s "params" must be a JSON object of named values'
+
+
+def _reused_id(request_id: str | int) -> str:
+    return (
+        f'the request\'s "id" {json.dumps(request_id)} is that of a request still running: '
+        "give each request an id of its own (JSON-RPC 2.0), as a cancellation names the "
+        "request by it; it was not answered as a request"
+    )
 
 
 class Malformed(BaseModel):
@@ -1158,13 +1170,21 @@ async def serve_stdio(
             def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
                 return reject_call(web, agent, tier, params, message)
 
+            running: set[str | int] = set()
             tg.start_soon(
-                _answer_unreadable, read_stream, send, write_stream, lines.problems, reject, ended
+                _answer_unreadable,
+                read_stream,
+                send,
+                write_stream,
+                lines.problems,
+                reject,
+                ended,
+                running,
             )
             lowlevel = server._lowlevel_server
             await lowlevel.run(
                 readable,
-                _SilentOnceClosed(write_stream, ended),
+                _SilentOnceClosed(write_stream, ended, running),
                 lowlevel.create_initialization_options(),
             )
             tg.cancel_scope.cancel()
@@ -1288,12 +1308,16 @@ class _SilentOnceClosed:
     run that had cancelled a slow web_fetch failed as it closed). Each such call is
     cancelled and audited ``cancelled`` all the same."""
 
-    def __init__(self, stream: Any, ended: anyio.Event) -> None:
+    def __init__(self, stream: Any, ended: anyio.Event, running: set[str | int]) -> None:
         self._stream = stream
         self._ended = ended
+        self._running = running
 
     async def send(self, item: SessionMessage) -> None:
         message = item.message
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            # Before it is written: its client may send the id again as soon as it reads it.
+            self._running.discard(coerce_request_id(message.id))
         if (
             self._ended.is_set()
             and isinstance(message, JSONRPCError)
@@ -1320,16 +1344,43 @@ async def _answer_unreadable(
     problems: collections.deque[Malformed],
     reject: Callable[[dict[str, Any], str], Awaitable[WebwardError]],
     ended: anyio.Event,
+    running: set[str | int],
 ) -> None:
     """Pass the messages of ``read_stream`` on to ``send``; answer every line the SDK could
     not read as a JSON-RPC request (no JSON, params that are no object, a batch, an id that
     is no string or integer) with a JSON-RPC error, where the SDK drops it and its client
     waits forever. Its id is kept when one can be found; a ``tools/call`` among them is
     audited (``reject``) as the call it was meant to be. ``ended`` is set once stdin has
-    ended, before the SDK is told."""
+    ended, before the SDK is told.
+
+    ``running`` holds the ids of the requests passed on and not yet answered (nor
+    cancelled), as the SDK keys them ("7" is 7). A request with one of them is refused here:
+    the SDK took it in the first one's place, so a cancellation of that id reached only the
+    second, and the first read ran on to its deadline."""
     async with send, read_stream:
         async for item in read_stream:
             if not isinstance(item, Exception):
+                message = item.message
+                if isinstance(message, JSONRPCNotification):
+                    if message.method == "notifications/cancelled":
+                        given = cancelled_request_id_from_params(message.params)
+                        if given is not None:
+                            running.discard(coerce_request_id(given))
+                elif isinstance(message, JSONRPCRequest):
+                    key = coerce_request_id(message.id)
+                    if key in running:
+                        params = {"method": message.method, "params": message.params}
+                        problem = Malformed(
+                            request_id=message.id,
+                            message=_reused_id(message.id),
+                            calls=_calls_in(params),
+                        )
+                        text = await _audited(problem, reject)
+                        said = ErrorData(code=problem.code, message=text)
+                        answer = JSONRPCError(jsonrpc="2.0", id=message.id, error=said)
+                        await write_stream.send(SessionMessage(answer))
+                        continue
+                    running.add(key)
                 await send.send(item)
                 continue
             problem = _unreadable(item, problems)
