@@ -151,6 +151,25 @@ def test_anthropic_unsupported_parts_and_empty_text_are_named_not_sent() -> None
     assert anthropic_message_problems({"role": "user", "content": [block, empty]}) == []
 
 
+def test_anthropic_images_past_5_mb_of_base64_are_named_not_sent() -> None:
+    """The Messages API refuses an image block whose base64 passes 5 MB (5,242,880
+    characters) with a 400 that fails the request and, the image kept in the history, every
+    later one of the run: a PNG of 4 MiB (webward reads up to 5 MiB) ended `webward ask`. It
+    becomes a one-line note; an image whose base64 is exactly 5 MB is sent."""
+    at_most = 5 * 1024 * 1024 // 4 * 3  # bytes whose base64 is exactly 5 MB
+    fits = Part("image", "image/png", at_most, "fits.png", "A" * (5 * 1024 * 1024))
+    big = Part("image", "image/png", at_most + 3, "big.png", "A" * (5 * 1024 * 1024 + 4))
+    block, hoisted = _anthropic.tool_result_blocks(FETCH_B, ToolResult((TextPart("t"), fits, big)))
+    assert hoisted == []
+    assert [b["type"] for b in block["content"]] == ["text", "image", "text"]
+    assert len(block["content"][1]["source"]["data"]) == 5 * 1024 * 1024
+    assert block["content"][2]["text"] == (
+        f"[image image/png, {at_most + 3} bytes] (larger than the 5 MB of base64 this model "
+        "takes an image in: not shown)"
+    )
+    assert anthropic_message_problems({"role": "user", "content": [block]}) == []
+
+
 def test_anthropic_reply_parsing_gives_text_calls_and_the_assistant_turn() -> None:
     """A Messages reply gives its text, its tool calls in order and an assistant turn to append."""
     reply = anthropic_reply(
