@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 import anthropic.types
 import jsonschema
 import openai.types.chat
+import openai.types.responses
 import pytest
 from fake_models import pdf_bytes, png_bytes, sdk_problems
 from hypothesis import given, settings
@@ -33,6 +35,7 @@ from webward.agents import (
     execute_tool,
     get_agent,
     get_toolset,
+    openai_responses_tools,
     openai_tools,
     summarize_result,
 )
@@ -176,6 +179,74 @@ def test_openai_rendering_matches_the_sdk_tool_type() -> None:
         assert (
             sdk_problems(TypeAdapter(openai.types.chat.ChatCompletionFunctionToolParam), tool) == []
         )
+
+
+def test_strict_renderings_are_strict_schemas_every_sdk_takes_unchanged() -> None:
+    """strict=True: every argument required, each optional one nullable, no default (which
+    strict mode refuses), additionalProperties false; the OpenAI SDK's types take the tools,
+    the Agents SDK's strict conversion and pydantic-ai's OpenAI transformer leave the schema
+    as it is (pydantic-ai then sends it strict). Without strict=True nothing changes."""
+    from agents.strict_schema import ensure_strict_json_schema
+    from pydantic_ai.profiles.openai import _OpenAIJsonSchemaTransformer
+
+    chat = openai_tools([WEB_FETCH, WEB_SEARCH], strict=True)
+    responses = openai_responses_tools([WEB_FETCH, WEB_SEARCH], strict=True)
+    assert [t["function"]["strict"] for t in chat] == [True, True]
+    assert [t["strict"] for t in responses] == [True, True]
+    for spec, tool, flat in zip((WEB_FETCH, WEB_SEARCH), chat, responses, strict=True):
+        schema = spec.strict_schema()
+        assert tool["function"]["parameters"] == flat["parameters"] == schema
+        assert schema["required"] == list(spec.input_schema["properties"])
+        assert schema["additionalProperties"] is False
+        for name, argument in schema["properties"].items():
+            assert "default" not in argument
+            nullable = name not in spec.input_schema["required"]
+            assert ("null" in argument["type"]) is nullable
+            if "enum" in argument:
+                assert (None in argument["enum"]) is nullable
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert ensure_strict_json_schema(json.loads(json.dumps(schema))) == schema
+        transformer = _OpenAIJsonSchemaTransformer(json.loads(json.dumps(schema)), strict=None)
+        assert transformer.walk() == schema and transformer.is_strict_compatible
+        assert (
+            sdk_problems(TypeAdapter(openai.types.chat.ChatCompletionFunctionToolParam), tool) == []
+        )
+        assert sdk_problems(TypeAdapter(openai.types.responses.FunctionToolParam), flat) == []
+    # A strict call: every optional argument null, each read as left out.
+    validator = jsonschema.Draft202012Validator(WEB_SEARCH.strict_schema())
+    assert list(validator.iter_errors({"query": "owls", **dict.fromkeys(SEARCH_OPTIONAL)})) == []
+    assert openai_tools([WEB_FETCH])[0]["function"]["parameters"] == dict(WEB_FETCH.input_schema)
+    assert openai_responses_tools([WEB_FETCH])[0]["strict"] is False
+
+
+SEARCH_OPTIONAL = (
+    "limit",
+    "allowed_domains",
+    "blocked_domains",
+    "freshness",
+    "country",
+    "language",
+)
+
+
+@pytest.mark.anyio
+async def test_a_strict_models_nulls_are_the_arguments_left_out() -> None:
+    """What a strict model sends when it wants no value, null for every optional argument,
+    reaches the capability as the plain call (a query of null is no find-in-page)."""
+    web = StubWeb()
+    context = ToolContext(web, "research", "connected")
+    fetch = {"url": "https://example.org/a", "offset": None, "max_chars": None, "query": None,
+             "max_age": None}  # fmt: skip
+    assert await execute_tool("web_fetch", fetch, context) == ToolResult("hello")
+    search = {"query": "owls", **dict.fromkeys(SEARCH_OPTIONAL)}
+    assert await execute_tool("web_search", search, context) == ToolResult("ENVELOPED HITS")
+    assert web.calls == [
+        (
+            "fetch",
+            {"url": "https://example.org/a", "offset": 0, "agent": "research", "tier": "connected"},
+        ),
+        ("search", {"query": "owls", "limit": 10, "agent": "research", "tier": "connected"}),
+    ]
 
 
 # ---- toolsets and agents -------------------------------------------------------------

@@ -31,7 +31,7 @@ from test_mcp_auth import TOKENS, token_config
 
 import webward
 from webward import Settings, Web
-from webward.agents import ToolContext
+from webward.agents import WEB_FETCH, WEB_SEARCH, ToolContext
 from webward.testing import MemoryAuditSink
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "frameworks"
@@ -244,7 +244,8 @@ async def test_openai_agents_with_structured_content(
 
 class ResponsesAPI:
     """The OpenAI Responses API on loopback: the first request is answered with a call of
-    web_fetch per URL, the next with a message; every request body is kept."""
+    web_fetch per URL, as a strict model sends it (every optional argument null), the next
+    with a message; every request body is kept."""
 
     def __init__(self, urls: list[str]) -> None:
         self.urls = urls
@@ -259,7 +260,15 @@ class ResponsesAPI:
                     "id": f"fc_{i}",
                     "call_id": f"call_{i}",
                     "name": "web_fetch",
-                    "arguments": json.dumps({"url": url}),
+                    "arguments": json.dumps(
+                        {
+                            "url": url,
+                            "offset": None,
+                            "max_chars": None,
+                            "query": None,
+                            "max_age": None,
+                        }
+                    ),
                     "status": "completed",
                 }
                 for i, url in enumerate(self.urls)
@@ -293,10 +302,12 @@ async def test_openai_agents_function_tools_from_webward_agents(
     tmp_path: Path, site: LocalServer
 ) -> None:
     """The function-tool snippet of openai-agents.md, in a Runner against a Responses API on
-    loopback: the tools go out not strict, with only url required (the SDK's default made
-    every argument required); the model gets the envelope as text, the image as an
-    input_image and the PDF as an input_file after its notice (as webward's items returned
-    bare they were printed, base64 and all), and a refusal as its sentence."""
+    loopback: the tools go out strict, the SDK's default, with webward's strict schema as it
+    is (each optional argument nullable), and a strict model's nulls read as left out (the
+    plain schema made strict had the model send a query and an offset on every read); the
+    model gets the envelope as text, the image as an input_image and the PDF as an
+    input_file after its notice (as webward's items returned bare they were printed, base64
+    and all), and a refusal as its sentence."""
     set_tracing_disabled(True)
     namespace: dict[str, Any] = {}
     exec(snippets("openai-agents.md")[2], namespace)
@@ -324,8 +335,9 @@ async def test_openai_agents_function_tools_from_webward_agents(
     assert counter.accepts == 0
     tools = {t["name"]: t for t in api.bodies[0]["tools"]}
     assert set(tools) == {"web_fetch", "web_search"}
-    assert tools["web_fetch"]["strict"] is False
-    assert tools["web_fetch"]["parameters"]["required"] == ["url"]
+    assert tools["web_fetch"]["strict"] is True
+    assert tools["web_fetch"]["parameters"] == WEB_FETCH.strict_schema()
+    assert tools["web_search"]["parameters"] == WEB_SEARCH.strict_schema()
     outputs = {
         item["call_id"]: item["output"]
         for item in api.bodies[1]["input"]

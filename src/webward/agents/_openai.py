@@ -49,15 +49,17 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
 
 
-def render_tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """``tools=[{"type": "function", "function": {name, description, parameters}}]``."""
+def render_tools(specs: Sequence[ToolSpec], *, strict: bool = False) -> list[dict[str, Any]]:
+    """``tools=[{"type": "function", "function": {name, description, parameters}}]``;
+    ``strict=True`` marks them strict, with :meth:`ToolSpec.strict_schema`."""
     return [
         {
             "type": "function",
             "function": {
                 "name": s.name,
                 "description": s.description,
-                "parameters": dict(s.input_schema),
+                "parameters": s.strict_schema() if strict else dict(s.input_schema),
+                **({"strict": True} if strict else {}),
             },
         }
         for s in specs
@@ -136,17 +138,20 @@ def _document_text(part: Part) -> str:
 # ---- the Responses API ----------------------------------------------------------------
 
 
-def render_response_tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+def render_response_tools(
+    specs: Sequence[ToolSpec], *, strict: bool = False
+) -> list[dict[str, Any]]:
     """``tools=[{"type": "function", name, description, parameters, strict}]``, flat as the
-    Responses API wants them. Not strict: strict mode needs every argument required, and
-    ``offset`` and ``limit`` have defaults."""
+    Responses API wants them. Not strict unless ``strict=True``, which sends
+    :meth:`ToolSpec.strict_schema` (the API's default is strict, which with the plain schema
+    made every argument required and none nullable)."""
     return [
         {
             "type": "function",
             "name": s.name,
             "description": s.description,
-            "parameters": dict(s.input_schema),
-            "strict": False,
+            "parameters": s.strict_schema() if strict else dict(s.input_schema),
+            "strict": strict,
         }
         for s in specs
     ]

@@ -70,6 +70,28 @@ class ToolSpec:
         """The tool of a capability in the catalogue."""
         return cls(capability.tool, capability.description, capability.input_schema(TOOL))
 
+    def strict_schema(self) -> dict[str, Any]:
+        """The input schema as OpenAI's strict mode takes it: every argument required, each
+        optional one nullable (``null`` is the argument left out, so its default applies)
+        and no ``default`` (which strict mode refuses). Forced to fill every argument with a
+        value, a strict model sent a ``query`` (a read turned into find-in-page, or refused
+        when empty) and an ``offset`` on every read; it now sends ``null``."""
+        required = set(self.input_schema.get("required", ()))
+        properties: dict[str, Any] = {}
+        for name, given in self.input_schema["properties"].items():
+            schema = {key: value for key, value in given.items() if key != "default"}
+            if name not in required:
+                schema["type"] = [schema["type"], "null"]
+                if "enum" in schema:  # strict mode holds a value to the enum, null too
+                    schema["enum"] = [*schema["enum"], None]
+            properties[name] = schema
+        return {
+            **self.input_schema,
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
 
 def tool_specs(settings: Settings | LimitsSettings | None = None) -> tuple[ToolSpec, ToolSpec]:
     """``web_fetch`` and ``web_search`` as the catalogue describes them under ``settings``
