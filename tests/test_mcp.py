@@ -321,6 +321,74 @@ async def test_streamable_http_server_with_the_official_client(
 
 
 @pytest.mark.anyio
+async def test_a_request_reusing_the_id_of_one_running_in_its_session_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP, a second tools/call POSTed in the same session with the id of one still
+    running was taken in the first one's place: it was answered, a cancellation of that id
+    reached nothing, and the first POST, its answer gone to the second's stream, waited for
+    nothing while its read ran on. The second is refused (400, -32600 with that id) and
+    audited; the cancellation stops the first, whose POST is answered. Another session may
+    use the same id."""
+    arrived, hung_up, hold = held()
+    with serve(routes={"/hold": hold, "/page": respond(200, "a page")}) as site:
+        async with (
+            mcp_over_http(tmp_path) as url,
+            httpx.AsyncClient(timeout=30, trust_env=False) as http,
+        ):
+            accept = {"Accept": "application/json, text/event-stream"}
+            init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+
+            async def session() -> dict[str, str]:
+                opened = await http.post(
+                    url,
+                    json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+                    headers=accept,
+                )
+                headers = {**accept, "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                           "MCP-Protocol-Version": "2025-06-18"}  # fmt: skip
+                ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await http.post(url, json=ready, headers=headers)
+                return headers
+
+            def call(path: str) -> dict[str, Any]:
+                arguments = {"url": site.url(path)}
+                return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "web_fetch", "arguments": arguments}}  # fmt: skip
+
+            mine, other = await session(), await session()
+            async with anyio.create_task_group() as tg:
+                answers: dict[str, httpx.Response] = {}
+
+                async def first() -> None:
+                    answers["first"] = await http.post(url, json=call("/hold"), headers=mine)
+
+                tg.start_soon(first)
+                assert await anyio.to_thread.run_sync(arrived.wait, 30)
+                reused = await http.post(url, json=call("/page"), headers=mine)
+                # Here, not after: the old code answered it 200, and the first POST never.
+                assert reused.status_code == 400
+                elsewhere = await http.post(url, json=call("/page"), headers=other)
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": 1}}  # fmt: skip
+                await http.post(url, json=cancel, headers=mine)
+            assert await anyio.to_thread.run_sync(hung_up.wait, 30)  # /hold's read stopped
+    assert reused.json()["id"] == 1 and reused.json()["error"]["code"] == -32600
+    assert reused.json()["error"]["message"].startswith(
+        'the request\'s "id" 1 is that of a request still running: give each request an id of '
+        "its own"
+    )
+    assert elsewhere.status_code == 200 and "a page" in elsewhere.text
+    assert answers["first"].status_code == 200 and '"id":1' in answers["first"].text
+    assert sorted((r["decision"], r["reason"], r["target"]) for r in audit_json(tmp_path)) == [
+        ("allowed", "allowed", site.url("/page")),
+        ("failed", "cancelled", site.url("/hold")),
+        ("refused", "invalid_input", site.url("/page")),
+    ]
+
+
+@pytest.mark.anyio
 async def test_a_sessionless_client_that_leaves_mid_call_cancels_it(tmp_path: Path) -> None:
     """Over the sessionless protocol (2026-07-28) a client cancels a call by closing its
     response stream: the read stops (the origin sees its connection closed) and the call's

@@ -2075,6 +2075,35 @@ class _MalformedRequests:
     ) -> None:
         self._app, self._web, self._tokens = app, web, tokens
         self._agent, self._tier = agent, tier
+        #: (session, id) of each request in a session whose POST is still being answered.
+        self._running: set[tuple[bytes, str | int]] = set()
+
+    def _claim(self, scope: Any, body: bytes) -> tuple[tuple[bytes, str | int] | None, Any]:
+        """The (session, id) a request in a session runs under, claimed; or the refusal of a
+        request whose id a request of its session still runs under. The SDK keys a session's
+        requests by id: the second took the first one's place, a cancellation of that id
+        reached only it, and the first POST, its answer sent to the second's stream, waited
+        for nothing. A ``notifications/cancelled`` frees the id it names."""
+        session = _first_headers(scope).get(b"mcp-session-id")
+        try:
+            value = json.loads(body) if session else None
+        except (ValueError, RecursionError):
+            value = None
+        if session is None or not isinstance(value, dict) or "method" not in value:
+            return None, None
+        given = _request_id(value)
+        if given is None:
+            if value["method"] == "notifications/cancelled":
+                named = cancelled_request_id_from_params(value.get("params"))
+                if named is not None:
+                    self._running.discard((session, coerce_request_id(named)))
+            return None, None
+        key = (session, coerce_request_id(given))
+        if key in self._running:
+            message = _reused_id(given)
+            return None, Malformed(request_id=given, message=message, calls=_calls_in(value))
+        self._running.add(key)
+        return key, None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != MCP_PATH:
@@ -2114,6 +2143,9 @@ class _MalformedRequests:
         whole = whole and size <= _MAX_INSPECTED
         body = b"".join(m.get("body", b"") for m in ahead) if whole else None
         refused = None if body is None else _refused_before_read(scope, body)
+        claimed = None
+        if body is not None and refused is None:
+            claimed, refused = self._claim(scope, body)
         if refused is not None:
             ahead = collections.deque([_UNREADABLE_BODY])
         held: dict[str, Any] | None = None
@@ -2152,7 +2184,11 @@ class _MalformedRequests:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": text})
 
-        await self._app(scope, kept, answer)
+        try:
+            await self._app(scope, kept, answer)
+        finally:
+            if claimed is not None:  # answered, or its client has gone
+                self._running.discard(claimed)
 
     async def _rewritten(
         self,
