@@ -381,11 +381,17 @@ async def test_a_request_reusing_the_id_of_one_running_in_its_session_is_refused
     )
     assert elsewhere.status_code == 200 and "a page" in elsewhere.text
     assert answers["first"].status_code == 200 and '"id":1' in answers["first"].text
-    assert sorted((r["decision"], r["reason"], r["target"]) for r in audit_json(tmp_path)) == [
+    records = audit_json(tmp_path)
+    assert sorted((r["decision"], r["reason"], r["target"]) for r in records) == [
         ("allowed", "allowed", site.url("/page")),
         ("failed", "cancelled", site.url("/hold")),
         ("refused", "invalid_input", site.url("/page")),
     ]
+    # The refusal in the session it was sent in, as the call it reused the id of (it had
+    # none); the other session's call in its own.
+    session_of = {r["decision"]: r["session"] for r in records}
+    assert session_of["refused"] == session_of["failed"] != session_of["allowed"]
+    assert session_of["refused"].endswith(mine["Mcp-Session-Id"])
 
 
 @pytest.mark.anyio
@@ -1337,12 +1343,16 @@ def test_a_request_reusing_the_id_of_one_running_is_refused_and_the_first_can_be
         "its own"
     )
     assert again["id"] == 1 and "a page" in again["result"]["content"][0]["text"]
-    assert sorted((r["decision"], r["reason"], r["target"]) for r in audit_json(tmp_path)) == [
+    records = audit_json(tmp_path)
+    assert sorted((r["decision"], r["reason"], r["target"]) for r in records) == [
         ("allowed", "allowed", site.url("/page")),
         ("failed", "cancelled", site.url("/hold")),
         ("refused", "invalid_input", site.url("/page")),
         ("refused", "invalid_input", site.url("/page")),
     ]
+    # The refusals in the session of the server's one client, as its calls that ran (they
+    # had none).
+    assert len({r["session"] for r in records}) == 1 and records[0]["session"]
 
 
 def test_stdio_started_at_a_terminal_says_what_it_waits_for(tmp_path: Path) -> None:

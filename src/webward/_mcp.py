@@ -490,13 +490,29 @@ _LIST_BEFORE_INITIALIZE = "a tools/list before initialize: send initialize first
 
 
 async def reject_call(
-    web: Web, who: str, reach: str | None, params: object, message: str
+    web: Web,
+    who: str,
+    reach: str | None,
+    params: object,
+    message: str,
+    transport: str | None = None,
 ) -> WebwardError:
     """Audit a ``tools/call`` refused before any tool ran (``params`` as sent) as the core
     audits its own refusals, under the capability its name asks for and the URL or query it
-    sent, if any; returns the error to answer with."""
+    sent, if any, and in its session when ``transport`` (the session's id before ``_meta``,
+    as :func:`_session_id` tells it) is given; returns the error to answer with."""
     catalogue = capabilities(web.settings)
     params = params if isinstance(params, dict) else {}
+    session = None
+    if transport is not None:
+        # The session its _meta names, else the transport's, as a call that ran: refused by
+        # webward's relay, a call's record had no session, beside its session's other calls.
+        meta = params.get("_meta")
+        named = meta.get(SESSION_META) if isinstance(meta, dict) else None
+        try:
+            session = scoped_session("mcp", who, f"app:{named}" if named else transport)
+        except InvalidInput:  # no session name: the name as sent, as audited_session does
+            session = named if isinstance(named, str) else None
     name, arguments = params.get("name"), params.get("arguments")
     by_name = {catalogue.fetch.tool: catalogue.fetch, catalogue.search.tool: catalogue.search}
     capability = by_name.get(name) if isinstance(name, str) else None
@@ -511,7 +527,12 @@ async def reject_call(
     else:  # a tool webward does not have: the name it asked for, if any
         target = "" if name is None else neutralise_line(str(name))[:200]
     return await web.reject(
-        capability.id if capability else UNKNOWN_TOOL, who, reach, target, InvalidInput(message)
+        capability.id if capability else UNKNOWN_TOOL,
+        who,
+        reach,
+        target,
+        InvalidInput(message),
+        session=session,
     )
 
 
@@ -1168,7 +1189,7 @@ async def serve_stdio(
             ended = anyio.Event()
 
             def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
-                return reject_call(web, agent, tier, params, message)
+                return reject_call(web, agent, tier, params, message, _STDIO_SESSION)
 
             running: set[str | int] = set()
             tg.start_soon(
@@ -2143,6 +2164,9 @@ class _MalformedRequests:
         whole = whole and size <= _MAX_INSPECTED
         body = b"".join(m.get("body", b"") for m in ahead) if whole else None
         refused = None if body is None else _refused_before_read(scope, body)
+        # The session a call refused here is audited in, as _session_id tells a call's.
+        transport = _first_headers(scope).get(b"mcp-session-id", b"").decode("latin-1")
+        transport = transport or SESSIONLESS
         claimed = None
         if body is not None and refused is None:
             claimed, refused = self._claim(scope, body)
@@ -2165,7 +2189,7 @@ class _MalformedRequests:
             rewritten = None
             if body is not None and not message.get("more_body", False):
                 rewritten = await self._rewritten(
-                    start["status"], message, body, refused, who, reach
+                    start["status"], message, body, refused, who, reach, transport
                 )
             if rewritten is None:
                 await send(start)
@@ -2198,13 +2222,14 @@ class _MalformedRequests:
         refused: Malformed | None,
         who: str,
         reach: str | None,
+        transport: str,
     ) -> tuple[int, bytes] | None:
         """The answer (status, body) in place of the SDK's (``status``, ``sent``) to
         ``body``, or None to keep the SDK's. ``refused``: what is wrong with a body the SDK
-        was handed :data:`_UNREADABLE_BODY` for."""
+        was handed :data:`_UNREADABLE_BODY` for; ``transport``: the request's session id."""
 
         def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
-            return reject_call(self._web, who, reach, params, message)
+            return reject_call(self._web, who, reach, params, message, transport)
 
         problem: Malformed | None
         if refused is not None:
@@ -2241,7 +2266,7 @@ class _MalformedRequests:
                     given = value.get("id") if isinstance(value, dict) else None
                     if problem is None and given is not None and answered_id == given:
                         for call in _calls_in(value):
-                            await reject_call(self._web, who, reach, call, message)
+                            await reject_call(self._web, who, reach, call, message, transport)
                     return None
                 if message.startswith("Parse error") and not undecodable:
                     problem = _parse_error(body, problem is not _NOT_JSON_PROBLEM, value)
