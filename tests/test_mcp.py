@@ -1471,6 +1471,8 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
         ("web:page.fetch@1", "refused", "https://example.org/"),
         ("web:search.query@1", "refused", "owls"),
     ]
+    # Each in the session of the server's one client, as a call that ran (they had none).
+    assert len({r["session"] for r in records}) == 1 and records[0]["session"]
 
 
 def test_a_line_that_is_not_utf8_is_answered_with_its_id_and_its_call_audited(

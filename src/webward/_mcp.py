@@ -348,7 +348,8 @@ def build_server(
             else:  # its _meta, a progress token: "_meta" must be an object of known keys
                 message = _BAD_CALL
             who, reach = acting()
-            error = await reject_call(web, who, reach, params, message)
+            transport = _transport_session(getattr(ctx, "request", None))
+            error = await reject_call(web, who, reach, params, message, transport)
             raise MCPError(INVALID_PARAMS, error.for_model) from None
 
     server = AuditedServer(
@@ -449,12 +450,17 @@ def _session_id(request_context: Any) -> str:
     """The session's id before it is scoped to the agent: the one ``_meta`` names, else the
     transport's (see :func:`mcp_session`)."""
     meta: Any = request_context.meta or {}
-    headers = getattr(request_context.request, "headers", None)
     named = meta.get(SESSION_META)
     if named is not None and not isinstance(named, str):
         raise InvalidInput(f"_meta {SESSION_META} must be a string")
     if named:
         return f"app:{named}"
+    return _transport_session(request_context.request)
+
+
+def _transport_session(request: Any) -> str:
+    """The transport's session id of a request (its HTTP request, None on stdio)."""
+    headers = getattr(request, "headers", None)
     if headers is None:
         return _STDIO_SESSION
     # Stateless streamable HTTP has no session id: the agent's own calls on this server are
