@@ -661,3 +661,43 @@ async def test_a_replica_never_serves_a_page_its_network_settings_refuse(redis_u
     assert "the intranet's plans" in first.content and "the intranet's plans" in again.content
     assert err.value.reason == "internal_address"
     assert srv.accepts == 1
+
+
+async def test_deployments_with_their_own_redis_prefix_share_nothing_on_one_database(
+    redis_url: str,
+) -> None:
+    """Two deployments (staging beside production) on one Redis database: the keys name
+    agents, sessions, hosts and pages, never the deployment, so an agent's hour budget spent
+    in one was refused budget_exhausted in the other and a session's URLs passed the other's
+    provenance check. With a [state] redis_prefix each, every key either writes starts with
+    its own prefix, and neither sees the other's budget, session URLs or pages."""
+    agent = {"bot": {"provenance": "session", "budget": {"fetch_per_hour": 2}}}
+    base = settings(redis_url).replace({"agents": agent})
+    staging = base.replace({"state": {"redis_prefix": "staging:"}})
+    production = base.replace({"state": {"redis_prefix": "production:"}})
+    clock = FakeClock()
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with (
+            Web(staging, StaticResolver({}), audit=MemoryAuditSink(), clock=clock) as a,
+            Web(production, StaticResolver({}), audit=MemoryAuditSink(), clock=clock) as b,
+        ):
+            await a.declare_urls("s1", srv.url("/1"), srv.url("/2"))
+            await a.fetch(srv.url("/1"), agent="bot", session="s1")
+            await a.fetch(srv.url("/2"), agent="bot", session="s1")  # staging's budget spent
+            with pytest.raises(Refused) as err:
+                await b.fetch(srv.url("/1"), agent="bot", session="s1")
+            assert err.value.reason == "url_not_in_session"  # staging's URLs are not its own
+            await b.declare_urls("s1", srv.url("/1"), srv.url("/2"))
+            await b.fetch(srv.url("/1"), agent="bot", session="s1")  # its own budget, not spent
+            await b.fetch(srv.url("/2"), agent="bot", session="s1")
+    ready = open_limit_state(staging)
+    await ready.probe()  # readiness writes a key of its deployment's too
+    await ready.aclose()
+    assert [r.path for r in srv.requests] == ["/1", "/2", "/1", "/2"]  # no page of the other's
+    with redis.Redis.from_url(redis_url) as client:
+        keys = sorted(k.decode() for k in client.keys("*"))
+    assert keys and all(k.startswith(("staging:", "production:")) for k in keys), keys
+    for prefix in ("staging:", "production:"):
+        kinds = {k[len(prefix) :].split(":")[0] for k in keys if k.startswith(prefix)}
+        probed = {"ready"} if prefix == "staging:" else set()
+        assert kinds == {"limits", "pages", "session"} | probed, (prefix, kinds)

@@ -278,6 +278,23 @@ def test_a_redis_url_redis_cannot_read_is_refused_when_loaded(
         Settings.load(write(tmp_path, f'[state]\nredis_url = "{good}"\n'), environ={})
 
 
+@pytest.mark.parametrize("prefix", ["", "staging :", "stag*", "st\\u00e4ging:", "x" * 65])
+def test_a_redis_prefix_a_key_pattern_cannot_name_is_refused_when_loaded(
+    tmp_path: Path, prefix: str
+) -> None:
+    """[state] redis_prefix begins every Redis key a deployment writes: an empty one (keys
+    named only by agents and hosts), or one with spaces, glob characters or past ASCII, which
+    an ACL key pattern or redis-cli cannot name as written, is refused as the config loads;
+    WEBWARD_REDIS_PREFIX sets it as the file does."""
+    with pytest.raises(InvalidInput) as err:
+        Settings.load(write(tmp_path, f'[state]\nredis_prefix = "{prefix}"\n'), environ={})
+    assert err.value.message.startswith(f"state.redis_prefix in {tmp_path}")
+    assert 'such as "staging:"' in err.value.message
+    assert Settings.load(None, environ={}).state.redis_prefix == "webward:"
+    by_env = Settings.load(None, environ={"WEBWARD_REDIS_PREFIX": "staging:"})
+    assert by_env.state.redis_prefix == "staging:"
+
+
 def test_an_agent_entry_without_a_tier_keeps_the_default_tier(tmp_path: Path) -> None:
     """An [agents.NAME] entry that sets only governance (provenance, a budget, a token) has
     [policy] default_tier, as the docs say, rather than dropping to as-owner; a tier it names

@@ -1,7 +1,7 @@
 """The page cache in Redis, so a window read on one replica can be paged on another.
 
 :class:`RedisPageCache` keeps converted pages (:meth:`CachedPage.to_dict` as JSON) under
-``webward:pages:<sha256 of the cache key>`` with the page-cache TTL (plus ``STALE_KEEP_S`` for
+``webward:pages:<sha256 of the cache key>`` (``[state] redis_prefix`` then ``pages:``) with the page-cache TTL (plus ``STALE_KEEP_S`` for
 a page with validators, to revalidate it; ``_cache.keep_s``). A Redis failure is a miss (or a
 page not kept): the cache only saves a download, so it is never a reason to refuse. A Redis
 that just gave no answer (to the cache or to the limits: one ``_redis_client.RedisHealth``
@@ -22,7 +22,7 @@ from ._redis_client import RedisError, redact_url, redis_client, redis_health
 
 __all__ = ["PAGES_PREFIX", "RedisPageCache"]
 
-PAGES_PREFIX = "webward:pages:"
+PAGES_PREFIX = "webward:pages:"  # with the default [state] redis_prefix
 
 
 class RedisPageCache:
@@ -42,8 +42,10 @@ class RedisPageCache:
         ttl_s: float = 600.0,
         max_chars: int = 50_000_000,
         timeout_s: float = 2.0,
+        prefix: str = "webward:",
     ) -> None:
         self._where = redact_url(url)
+        self._keys = prefix + "pages:"  # [state] redis_prefix: a deployment's own keys
         self._client = redis_client(url, timeout_s)
         self._health = redis_health(url, timeout_s)
         self._ttl_ms = int(ttl_s * 1000)
@@ -52,10 +54,9 @@ class RedisPageCache:
     def __repr__(self) -> str:
         return f"RedisPageCache({self._where!r})"
 
-    @staticmethod
-    def _name(key: str) -> str:
+    def _name(self, key: str) -> str:
         # Hashed: keys hold whole URLs (up to max_url_chars) and a NUL separator.
-        return PAGES_PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        return self._keys + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
     async def get(self, key: str) -> CachedPage | None:
         try:

@@ -55,7 +55,7 @@ __all__ = [
 
 #: The fixed reason code of a fetch refused for want of provenance.
 REASON_URL_NOT_IN_SESSION = Reason.URL_NOT_IN_SESSION
-SESSIONS_PREFIX = "webward:session:"
+SESSIONS_PREFIX = "webward:session:"  # with the default [state] redis_prefix
 # Sessions one process remembers at most (the least recently used goes first).
 _MAX_SESSIONS = 10_000
 # What one process's sessions may hold in all, in bytes (``[limits] session_memory_max_bytes``).
@@ -346,7 +346,9 @@ class RedisSessionStore:
     every replica sees every URL. Any Redis failure refuses (``limits_unavailable``):
     governance fails closed."""
 
-    def __init__(self, url: str, max_urls: int, max_age_s: float) -> None:
+    def __init__(
+        self, url: str, max_urls: int, max_age_s: float, *, prefix: str = "webward:"
+    ) -> None:
         # imported only when configured
         from ._redis_client import redact_url, redis_client, redis_health
 
@@ -358,6 +360,7 @@ class RedisSessionStore:
         # asks the session before the limits, so these were the only trips it made.
         self._health = redis_health(url, 2.0)
         self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
+        self._keys = prefix + "session:"  # [state] redis_prefix: a deployment's own keys
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
         from ._redis_client import RedisError, failure_of  # the redis extra's module
@@ -366,7 +369,7 @@ class RedisSessionStore:
         members = {url: now for url in urls}
         if not members:
             return
-        name = SESSIONS_PREFIX + session
+        name = self._keys + session
         try:
             with self._health.trips() as trip:
                 async with self._client.pipeline(transaction=True) as pipe:
@@ -383,7 +386,7 @@ class RedisSessionStore:
 
         try:
             with self._health.trips():
-                return await self._client.zscore(SESSIONS_PREFIX + session, url) is not None
+                return await self._client.zscore(self._keys + session, url) is not None
         except (RedisError, OSError) as exc:
             raise limits_unavailable(self._where, *failure_of(exc, self._where)) from None
 
@@ -396,7 +399,10 @@ def open_session_store(settings: Settings) -> SessionStore:
     limits = settings.limits
     if settings.state.redis_url:
         return RedisSessionStore(
-            settings.state.redis_url, limits.session_max_urls, limits.session_max_age_s
+            settings.state.redis_url,
+            limits.session_max_urls,
+            limits.session_max_age_s,
+            prefix=settings.state.redis_prefix,
         )
     return MemorySessionStore(
         limits.session_max_urls,

@@ -143,6 +143,10 @@ class StateSettings:
 
     dir: str = ""
     redis_url: str = ""
+    # What every Redis key webward writes begins with: two deployments sharing one Redis
+    # database each take a prefix of their own (their keys name agents, hosts and sessions,
+    # never the deployment, so they shared budgets, breakers and session URLs).
+    redis_prefix: str = "webward:"
 
     def path(self) -> Path:
         if self.dir:
@@ -412,6 +416,7 @@ _ENV_KEYS: dict[str, tuple[str, str]] = {
     "WEBWARD_TIER": ("policy", "default_tier"),
     "WEBWARD_STATE_DIR": ("state", "dir"),
     "WEBWARD_REDIS_URL": ("state", "redis_url"),
+    "WEBWARD_REDIS_PREFIX": ("state", "redis_prefix"),
     "WEBWARD_SEARCH_PROVIDER": ("search", "provider"),
     "WEBWARD_BRAVE_URL": ("search", "brave_url"),
     "WEBWARD_TAVILY_URL": ("search", "tavily_url"),
@@ -792,6 +797,26 @@ def _check_redis_url(url: str, where: str) -> None:
         )
 
 
+_REDIS_PREFIX_MAX = 64
+
+
+def _check_redis_prefix(prefix: str, where: str) -> None:
+    """A key prefix Redis, ``redis-cli`` and an ACL key pattern (``~staging:*``) all read as
+    written: printable ASCII without spaces, and not empty (keys named only by agents and hosts
+    would meet any other program's keys in that database)."""
+    if (
+        0 < len(prefix) <= _REDIS_PREFIX_MAX
+        and prefix.isascii()
+        and prefix.isprintable()
+        and not any(c.isspace() or c in "*?[]" for c in prefix)
+    ):
+        return
+    raise InvalidInput(
+        f"state.redis_prefix{where} must be 1 to {_REDIS_PREFIX_MAX} printable ASCII "
+        'characters without spaces or *?[] (a key pattern\'s), such as "staging:"'
+    )
+
+
 def _is_database(path: str) -> bool:
     """Whether a Redis URL's path names a database as redis-py reads it: none, or a number
     in ASCII digits ("/²" is a digit to str.isdigit(), not to redis-py's int(): database 0,
@@ -865,6 +890,7 @@ def _validate(settings: Settings, where: str) -> None:
             f"to one of {', '.join(SEARCH_PROVIDERS)}, or leave it out to use the first with a key"
         )
     _check_redis_url(settings.state.redis_url, where)
+    _check_redis_prefix(settings.state.redis_prefix, where)
     for name in ("brave_url", "tavily_url", "searxng_url"):
         _check_provider_url(name, getattr(settings.search, name), where)
     for tier in [

@@ -1316,6 +1316,7 @@ def _default_cache(settings: Settings) -> PageCache:
             settings.state.redis_url,
             ttl_s=limits.page_cache_ttl_s,
             max_chars=limits.page_cache_max_chars,
+            prefix=settings.state.redis_prefix,
         )
     return MemoryPageCache(ttl_s=limits.page_cache_ttl_s, max_chars=limits.page_cache_max_chars)
 

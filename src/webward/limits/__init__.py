@@ -76,7 +76,7 @@ def open_limit_state(
         require("redis", "redis", "[state] redis_url")
         from ._redis import RedisLimitState  # imported only when configured
 
-        return RedisLimitState(settings.state.redis_url)
+        return RedisLimitState(settings.state.redis_url, prefix=settings.state.redis_prefix)
     if kind == "memory":
         return MemoryLimitState()
     return SQLiteLimitState(settings.state.path(), clock=clock)

@@ -1,7 +1,7 @@
 """Limiter state shared through Redis, so N gateway replicas keep one budget.
 
 :class:`RedisLimitState` keeps each limiter key's :class:`HostState` as one JSON value under
-``webward:limits:<key>`` and changes it with an optimistic ``WATCH``/``MULTI``/``EXEC`` loop:
+``webward:limits:<key>`` (``[state] redis_prefix`` then ``limits:``) and changes it with an optimistic ``WATCH``/``MULTI``/``EXEC`` loop:
 two replicas spending the same host's last token race, one ``EXEC`` fails, and that replica
 reads the new state and decides again. Any Redis failure refuses the read
 (``limits_unavailable``): abuse protections fail closed, and promptly: each change (its wait
@@ -28,7 +28,7 @@ from ._state import NOT_OURS, Change, HostState, R, limits_unavailable, state_of
 
 __all__ = ["LIMITS_PREFIX", "RedisLimitState"]
 
-LIMITS_PREFIX = "webward:limits:"
+LIMITS_PREFIX = "webward:limits:"  # with the default [state] redis_prefix
 # A key nobody has touched for a day is forgotten: by then its bucket is full again and any
 # hold (at most an hour) or open circuit (minutes) has run out, so nothing of value is lost.
 _IDLE_TTL_S = 86_400
@@ -37,7 +37,7 @@ _IDLE_TTL_S = 86_400
 _MAX_RACES = 100
 _STRIPES = 64  # locks a process's writers of one key take turns on
 # The readiness probe's key: a real write with an expiry, as a change of the limits makes.
-READY_KEY = "webward:ready"
+READY_KEY = "webward:ready"  # with the default [state] redis_prefix
 _READY_TTL_MS = 60_000
 _FIELDS = tuple(f.name for f in dataclasses.fields(HostState))
 
@@ -76,8 +76,17 @@ class RedisLimitState:
     are refused at once (``RedisHealth``).
     """
 
-    def __init__(self, url: str, *, timeout_s: float = 2.0, idle_ttl_s: int = _IDLE_TTL_S) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 2.0,
+        idle_ttl_s: int = _IDLE_TTL_S,
+        prefix: str = "webward:",
+    ) -> None:
         self._where = redact_url(url)
+        self._keys = prefix + "limits:"  # [state] redis_prefix: a deployment's own keys
+        self._ready = prefix + "ready"
         self._client = redis_client(url, timeout_s)
         self._health = redis_health(url, timeout_s)
         self._bound_s = 2 * timeout_s  # one change, its wait for its turn included
@@ -101,7 +110,7 @@ class RedisLimitState:
 
     async def _update(self, key: str, change: Change[R]) -> tuple[R, bool]:
         """``change`` applied, and whether it wrote."""
-        name = LIMITS_PREFIX + key
+        name = self._keys + key
         try:
             async with self._client.pipeline(transaction=True) as pipe:
                 for attempt in range(_MAX_RACES):
@@ -127,7 +136,7 @@ class RedisLimitState:
     async def get(self, key: str) -> HostState | None:
         try:
             with self._health.trips(self._bound_s):
-                return _decode(await self._client.get(LIMITS_PREFIX + key))
+                return _decode(await self._client.get(self._keys + key))
         except (RedisError, OSError, ValueError, KeyError, TypeError) as exc:
             raise self._unavailable(exc) from None
 
@@ -138,7 +147,7 @@ class RedisLimitState:
         it fails the calls; a ``PING`` passed on each. ``limits_unavailable`` otherwise."""
         try:
             with self._health.trips(self._bound_s) as trip:
-                await self._client.set(READY_KEY, "1", px=_READY_TTL_MS)
+                await self._client.set(self._ready, "1", px=_READY_TTL_MS)
                 trip.wrote = True
         except (RedisError, OSError) as exc:
             raise self._unavailable(exc) from None
