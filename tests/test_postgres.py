@@ -930,3 +930,70 @@ async def test_a_writer_role_refuses_an_older_log_only_its_owner_may_upgrade(
         assert await sink.query() == [written, faced]
     finally:
         await sink.aclose()
+
+
+def _set_database(dsn: str, setting: str) -> None:
+    """``ALTER DATABASE`` of ``dsn``'s own database (taken by sessions opened after it), from
+    a session that is neither read-only nor timed out whatever the database's settings."""
+    options = "-c default_transaction_read_only=off -c statement_timeout=0"
+    with psycopg.connect(dsn, autocommit=True, options=options) as conn:
+        name = conn.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        conn.execute(f'ALTER DATABASE "{name[0]}" {setting}')  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "DROP TABLE audit",
+        "ALTER TABLE audit DROP COLUMN face",
+        "ALTER TABLE audit RENAME TO audit_kept",
+    ],
+)
+async def test_a_table_gone_under_a_kept_connection_is_made_again_and_the_call_recorded(
+    postgres_dsn: str, change: str
+) -> None:
+    """The audit table dropped, renamed or stripped of a column while the sink kept its
+    connection: the table is made ready only when a connection opens, so the kept one failed
+    the next record after its call had read the site (a read out with no record anywhere),
+    and the call after it was refused too. The write is now tried once more on a new
+    connection, which makes the table again: every call reads and is recorded once."""
+    sink = open_audit_sink(settings(), {ENV: postgres_dsn})
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=sink, clock=FakeClock()) as w:
+            await w.fetch(srv.url("/before"))
+            with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+                admin.execute(change)  # type: ignore[arg-type]
+            for path in ("/after-1", "/after-2"):
+                await w.fetch(srv.url(path))
+    await sink.aclose()
+    assert srv.accepts == 3
+    with psycopg.connect(postgres_dsn) as conn:
+        targets = [t for (t,) in conn.execute("SELECT target FROM audit ORDER BY ts")]
+    kept = [srv.url("/before")] if change.startswith("ALTER TABLE audit DROP") else []
+    assert targets == [*kept, srv.url("/after-1"), srv.url("/after-2")]
+
+
+async def test_a_database_that_takes_writes_again_is_written_at_once(postgres_dsn: str) -> None:
+    """A database left read-only (default_transaction_read_only, as a failover or a
+    maintenance window sets it) refuses every call; once it takes writes again, the next
+    call is recorded. The connection opened while it was read-only kept that setting, and
+    the first call after the change was refused on it as well."""
+    sink = open_audit_sink(settings(), {ENV: postgres_dsn})
+    await sink.write(record("before"))  # the table made
+    await sink.aclose()
+    _set_database(postgres_dsn, "SET default_transaction_read_only = on")
+    with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+        async with Web(settings(), StaticResolver({}), audit=sink, clock=FakeClock()) as w:
+            with pytest.raises(Refused) as err:
+                await w.fetch(srv.url("/read-only"))
+            assert err.value.reason == REASON_AUDIT_UNAVAILABLE
+            assert "ReadOnlySqlTransaction: cannot execute INSERT" in err.value.message
+            _set_database(postgres_dsn, "RESET default_transaction_read_only")
+            await w.fetch(srv.url("/writable"))
+    await sink.aclose()
+    assert srv.accepts == 1  # refused before its read while the log could not record it
+    with psycopg.connect(postgres_dsn) as conn:
+        rows = conn.execute("SELECT agent, target, reason FROM audit ORDER BY ts").fetchall()
+    assert [(a, r) for a, _, r in rows] == [("before", "allowed"), ("cli", "allowed")]
+    assert rows[1][1] == srv.url("/writable")

@@ -250,12 +250,12 @@ class PostgresAuditSink:
 
     async def _on_live_connection(self, work: Callable[[Any], Awaitable[T]]) -> T:
         """``work(connection)``; once more on a new connection if a connection kept from
-        before fails as a connection (a server restarted since ends its idle sessions, and
-        the first call after it must not be refused for that)."""
+        before fails (:data:`_STALE_ERRORS`: a server restarted since ends its idle sessions,
+        and the first call after it must not be refused for that)."""
         reused = self._conn is not None and not self._conn.closed
         try:
             return await work(await self._connect())
-        except _CONNECTION_ERRORS:
+        except _STALE_ERRORS:
             if not reused:
                 raise
             await self._drop()
@@ -295,6 +295,9 @@ class PostgresAuditSink:
             return self._down(exc)
         except Exception as exc:
             if not _of_a_row(exc):
+                if reused:  # a table gone or a session left read-only: see _STALE_ERRORS
+                    await self._drop()
+                    return await self._insert_batch(rows)
                 return self._down(exc)
             if len(rows) == 1:
                 return self._failed(exc)
@@ -351,6 +354,15 @@ class PostgresAuditSink:
 # Errors of the connection or the server, after which no row would do better (on a connection
 # made anew, the batch is tried once more).
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
+# What a connection kept from before may fail with where a new one would not: the connection's
+# own errors, and the log's, since a connection is where the table is made ready and the
+# server's settings taken. With the audit table dropped or renamed, a column of it dropped, or
+# a session opened while the database was read-only (default_transaction_read_only, a failover
+# that had not ended), the kept connection failed every write and probe until a probe dropped
+# it: a call read its page and lost its record while a new connection would have made the table
+# again, and the first call after the server took writes again was refused. Once more on a new
+# connection; a failure there is the log's, said as before.
+_STALE_ERRORS = (psycopg.Error, OSError)
 
 
 def _of_a_row(exc: BaseException) -> bool:
