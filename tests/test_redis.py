@@ -701,3 +701,43 @@ async def test_deployments_with_their_own_redis_prefix_share_nothing_on_one_data
         kinds = {k[len(prefix) :].split(":")[0] for k in keys if k.startswith(prefix)}
         probed = {"ready"} if prefix == "staging:" else set()
         assert kinds == {"limits", "pages", "session"} | probed, (prefix, kinds)
+
+
+@pytest.mark.parametrize(
+    ("kind", "stored"),
+    [("limits", "a list"), ("limits", "not json"), ("session", "a string")],
+)
+async def test_a_key_of_another_kind_at_our_name_says_another_program_writes_there(
+    redis_url: str, kind: str, stored: str
+) -> None:
+    """Another program (or a deployment without a prefix of its own) writing at webward's key
+    names: a list at a host's limiter key, a string at a session's. Each call is refused and
+    recorded, with no read; the sentence said to bring the Redis back, which was up, and
+    answered. It now says that another program writes there, and to give webward a database
+    or a redis_prefix of its own; the calls go on once the key is gone."""
+    s = settings(redis_url).replace({"agents": {"bot": {"provenance": "session"}}})
+    audit = MemoryAuditSink()
+    with serve(routes={"*": respond(200, "<p>owls</p>")}) as origin:
+        name = LIMITS_PREFIX + "127.0.0.1" if kind == "limits" else SESSIONS_PREFIX + "s1"
+        async with Web(s, StaticResolver({}), audit=audit) as web:
+            if kind == "limits":
+                await web.declare_urls("s1", origin.url("/"))
+            with redis.Redis.from_url(redis_url) as client:
+                if stored == "a list":
+                    client.rpush(name, "x")
+                else:
+                    client.set(name, stored)
+            with pytest.raises(Refused) as info:
+                await web.fetch(origin.url("/"), agent="bot", session="s1")
+            with redis.Redis.from_url(redis_url) as client:
+                client.delete(name)
+            await web.declare_urls("s1", origin.url("/"))
+            await web.fetch(origin.url("/"), agent="bot", session="s1")
+    assert info.value.reason == "limits_unavailable"
+    assert info.value.message.endswith(
+        "; another program writes keys under webward's [state] redis_prefix in that database; "
+        "give webward a database or a redis_prefix of its own"
+    ), info.value.message
+    assert "bring it back" not in info.value.message
+    assert origin.accepts == 1  # the call after the key was gone
+    assert [r.reason for r in audit.records] == ["limits_unavailable", "allowed"]

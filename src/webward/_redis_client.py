@@ -153,6 +153,14 @@ _DATABASE_STEP = (
 _TLS_STEP = (
     "bring it back; a rediss:// URL speaks TLS, so if that port serves plain Redis, use redis://"
 )
+# The next step for a key at one of webward's names holding what webward never writes there (a
+# list where a limiter's JSON goes, a string where a session's sorted set goes): the server is
+# up, and another program (or another deployment) writes into webward's keys.
+_FOREIGN_STEP = (
+    "another program writes keys under webward's [state] redis_prefix in that database; give "
+    "webward a database or a redis_prefix of its own"
+)
+_FOREIGN_TEXTS = ("WRONGTYPE", "holds values webward never writes")
 
 
 def failure_of(exc: BaseException | str, where: str = "") -> tuple[str, str | None]:
@@ -160,13 +168,16 @@ def failure_of(exc: BaseException | str, where: str = "") -> tuple[str, str | No
     redacted): its text, without redis-py's note of the pipeline command, and the next step
     when bringing the server back is not it: a Redis that refuses every write (full under
     noeviction, a read-only replica, a user without the right), the URL's credentials or its
-    database number, or one that may not speak the URL's TLS."""
+    database number, one that may not speak the URL's TLS, or a key of webward's holding what
+    another program wrote."""
     text = _PIPELINE_NOTE.sub("", _text_of(exc) if isinstance(exc, BaseException) else exc)
     step = _REFUSING_STEP if isinstance(exc, _REFUSALS) else None
     if isinstance(exc, AuthenticationError) or any(t in text for t in _AUTH_TEXTS):
         step = _AUTH_STEP
     elif "DB index is out of range" in text:
         step = _DATABASE_STEP
+    elif any(t in text for t in _FOREIGN_TEXTS):
+        step = _FOREIGN_STEP
     elif where.startswith("rediss://") and "Timeout connecting" in text:
         step = _TLS_STEP
     return text, step
