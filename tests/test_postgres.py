@@ -997,3 +997,54 @@ async def test_a_database_that_takes_writes_again_is_written_at_once(postgres_ds
         rows = conn.execute("SELECT agent, target, reason FROM audit ORDER BY ts").fetchall()
     assert [(a, r) for a, _, r in rows] == [("before", "allowed"), ("cli", "allowed")]
     assert rows[1][1] == srv.url("/writable")
+
+
+@pytest.fixture
+def hot_standby(postgres_server: PostgresServer) -> Iterator[PostgresServer]:
+    """A hot standby of the session's cluster (pg_basebackup -R, streaming), in recovery."""
+    standby = PostgresServer()
+    try:
+        standby._run("pg_basebackup", "-h", "127.0.0.1", "-p", str(postgres_server.port),
+                     "-U", "webward", "-D", str(standby.data), "-R", "-X", "stream",
+                     "-c", "fast")  # fmt: skip
+        standby.start()
+        yield standby
+        standby.stop()
+    finally:
+        standby.remove()
+
+
+async def test_the_console_reads_a_hot_standby_it_cannot_index(
+    postgres_server: PostgresServer, hot_standby: PostgresServer
+) -> None:
+    """An auditor's console pointed at a hot standby, to keep its reads off the primary: the
+    console's indexes (never built on the primary, whose gateways have no console) cannot be
+    built there, and that refusal (ReadOnlySqlTransaction) refused every page and `webward
+    console` itself, though the standby serves every read. The console now pages without
+    them, in bounded scans, as it does for a role that may not build them."""
+    from webward.console import AuditFilter
+    from webward.console._postgres_reader import PostgresAuditReader
+
+    name = f"webward_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    primary = PostgresAuditSink(postgres_server.dsn(name), dsn_env=ENV)
+    written = record("alpha")
+    await primary.write(written)
+    await primary.aclose()
+    with psycopg.connect(postgres_server.dsn(name), autocommit=True) as conn:
+        lsn = conn.execute("SELECT pg_current_wal_lsn()").fetchone()
+    with psycopg.connect(hot_standby.dsn(), autocommit=True) as conn:  # its database too
+        assert conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
+        replayed = "SELECT pg_last_wal_replay_lsn() >= %s"
+        with anyio.fail_after(30):  # until the standby has replayed the record's commit
+            while conn.execute(replayed, lsn).fetchone() != (True,):
+                await anyio.sleep(0.05)
+    reader = PostgresAuditReader(PostgresAuditSink(hot_standby.dsn(name), dsn_env=ENV))
+    try:
+        assert await reader.prepare(build_large=True) is False  # as `webward console` starts
+        page = await reader.page(AuditFilter(), None, 10)
+        assert page.records == [written] and page.next_cursor is None
+        assert await reader.record(written.id) == written
+    finally:
+        await reader.aclose()

@@ -63,8 +63,8 @@ class PostgresAuditReader(_SQLReader):
         return self._indexed
 
     async def _build(self) -> bool | None:
-        """The indexes built (True), not this role's to build (False), or being built by
-        another console now (None)."""
+        """The indexes built (True), not this role's or this server's to build (False), or
+        being built by another console now (None)."""
         # CONCURRENTLY: the replicas' audit writes go on while an index is built. It cannot
         # run in a transaction, so it gets a connection of its own in autocommit mode; a
         # session lock keeps two consoles from building the same index at once. Tried, never
@@ -88,6 +88,12 @@ class PostgresAuditReader(_SQLReader):
                     await conn.execute("SELECT pg_advisory_unlock(%s)", (_BUILD_LOCK,))
         except psycopg.errors.InsufficientPrivilege:
             return False  # not the owner: the indexes are its to build, the reads still ours
+        except psycopg.errors.ReadOnlySqlTransaction:
+            # A hot standby (or a database left read-only), where an auditor's console is
+            # pointed to keep its reads off the primary: no index can be built there, and the
+            # refusal of the build refused every page and `webward console` itself, whose
+            # reads the standby serves. Without them, pages scan, bounded.
+            return False
         except (psycopg.Error, OSError) as exc:
             raise sink.unreadable(exc) from None
         return True
