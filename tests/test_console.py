@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from conftest import RedisServer
 from localserver import redirect, respond, serve
 from playwright.sync_api import Browser, Page, sync_playwright
 from test_gateway import running_gateway
@@ -490,6 +491,45 @@ def test_a_logout_ends_the_session_on_every_replica_and_after_a_restart(
         assert opens(a, kept) == 200 and opens(b, kept) == 200
     with running_gateway(settings, lambda: Web(settings)) as restarted:
         assert opens(restarted, ended) == 401 and opens(restarted, kept) == 200
+
+
+def test_a_logout_holds_after_redis_restarts_empty(tmp_path: Path) -> None:
+    """The logout was kept as a key of its own in Redis, so a Redis restarted without its data
+    (or flushed, or failed over to a replica behind) forgot it, and a copy of the logged-out
+    cookie (signed, so taken with no store at all) opened every other replica again for the
+    rest of its 12 hours. A session is now taken only while Redis says it is live: after such
+    a restart every session logs in again, and a login then works as before."""
+    server = RedisServer().start()
+    settings = console_settings(tmp_path, state={"redis_url": server.url})
+    seed(settings, dt.datetime.now(dt.UTC), count=3)
+
+    def opens(base: str, session: str) -> int:
+        port = httpx.URL(base).port
+        with httpx.Client(base_url=base, cookies={f"webward_console_{port}": session}) as c:
+            return c.get("/console/").status_code
+
+    try:
+        with (
+            running_gateway(settings, lambda: Web(settings)) as a,
+            running_gateway(settings, lambda: Web(settings)) as b,
+            httpx.Client(base_url=a) as c,
+        ):
+            cookie = f"webward_console_{httpx.URL(a).port}"
+            assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
+            ended = c.cookies[cookie]
+            assert c.post("/console/login", data={"token": ADMIN}).status_code == 303
+            kept = c.cookies[cookie]
+            c.cookies.set(cookie, ended)
+            assert c.post("/console/logout").status_code == 303
+            assert opens(b, ended) == 401 and opens(b, kept) == 200
+            server.stop()
+            server.start()  # the same port, nothing kept
+            assert opens(b, ended) == 401  # was 200: the logout forgotten
+            assert opens(b, kept) == 401  # forgotten too: it logs in again
+            again = c.post("/console/login", data={"token": ADMIN})
+            assert again.status_code == 303 and opens(b, again.cookies[cookie]) == 200
+    finally:
+        server.stop()
 
 
 def test_a_logout_outlives_a_restart_without_redis(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from .._settings import TIERS, Settings
 from .._tokens import bearer_token
 from ..audit import DECISIONS, FACES, shared_target, shared_wire, unreadable_note
 from ..limits import HostState, LimitState
-from ._auth import ENDED_KEEP_S, Check, ConsoleAuth
+from ._auth import LIVE_KEEP_S, Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
 from ._queries import FETCH, SEARCH, AuditFilter, AuditReader, HostCount
 
@@ -305,7 +305,7 @@ class Console:
                 return self._render(request, "error.html", 503, message=exc.message)
             # The printed link again, from a browser already logged in: the session stands.
             if verdict.status != 200 and self.auth.url_login and "token" in request.query_params:
-                return self._exchange(request, request.query_params["token"])
+                return await self._exchange(request, request.query_params["token"])
             if verdict.status != 200:
                 return self._refused(request, verdict)
             request.state.who = verdict.who
@@ -318,22 +318,31 @@ class Console:
 
         return guarded
 
-    def _ended_key(self, credential: str) -> str:
-        # A ConsoleAuth of the caller's own, written before ended_key, keeps its sessions
+    def _live_key(self, credential: str) -> str:
+        # A ConsoleAuth of the caller's own, written before live_key, keeps its sessions
         # itself, as it did.
-        ended_key = getattr(self.auth, "ended_key", None)
-        return ended_key(credential) if ended_key is not None else ""
+        live_key = getattr(self.auth, "live_key", None)
+        return live_key(credential) if live_key is not None else ""
 
     async def _ended_elsewhere(self, credential: str) -> bool:
-        """Whether a logout of this session was kept in the limit store (by another replica,
-        or by this one before a restart): the signed cookie needs no shared store to be
-        taken, so without one a logged-out copy opened every other replica for 12 hours."""
-        key = self._ended_key(credential)
+        """Whether the limit store does not say this session is live: logged out (by
+        another replica, or by this one before a restart), or forgotten. The signed cookie
+        needs no shared store to be taken, so without one a logged-out copy opened every
+        other replica for 12 hours; and a logout kept as a key of its own was forgotten with
+        the store (a Redis restarted empty), which opened the console to the copy again."""
+        key = self._live_key(credential)
         state = self._logout_state() if key else None
         if state is None:
             return False
         found = await state.get(key)
-        return found is not None and found.hold_until > self._clock()
+        return found is None or found.hold_until <= self._clock()
+
+    async def _keep_live(self, key: str, until: float) -> None:
+        """The session ``key`` names is live until ``until`` (0: ended), in the store that
+        keeps sessions, if there is one."""
+        state = self._logout_state() if key else None
+        if state is not None:
+            await state.update(key, lambda _: (HostState(0.0, until, hold_until=until), None))
 
     def _refused(self, request: Request, verdict: Check) -> Response:
         if verdict.unknown_token and self._unknown_token is not None:
@@ -344,10 +353,14 @@ class Console:
             return self._render(request, "error.html", 403, message=verdict.message)
         return self._render(request, "login.html", 401, message=verdict.message)
 
-    def _exchange(self, request: Request, token: str) -> Response:
+    async def _exchange(self, request: Request, token: str) -> Response:
         verdict, value = self.auth.login(token)
         if verdict.status != 200:
             return self._refused(request, verdict)
+        try:
+            await self._keep_live(self._live_key(value), self._clock() + LIVE_KEEP_S)
+        except WebwardError as exc:  # no replica could take it, nor a logout end it
+            return self._render(request, "error.html", 503, message=exc.message)
         base = request.scope.get("root_path", "")
         response = RedirectResponse(f"{base}/", status_code=303)
         response.set_cookie(
@@ -391,23 +404,19 @@ class Console:
                     request, "login.html", 400, message="the login form is too large"
                 )
         token = parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip()
-        return self._exchange(request, token)
+        return await self._exchange(request, token)
 
     async def logout(self, request: Request) -> Response:
         base = request.scope.get("root_path", "")
         response: Response = RedirectResponse(f"{base}/login", status_code=303)
         if self._same_origin(request):
             credential = self._credential(request)
-            key = self._ended_key(credential)
+            key = self._live_key(credential)
             valid = bool(key) and self.auth.check(credential).status == 200  # a forged one: no key
             self.auth.logout(credential)  # a session of its own ends here
-            state = self._logout_state() if valid else None
-            if state is not None:  # and on every replica sharing the store, and after a restart
-                until = self._clock() + ENDED_KEEP_S
+            if valid:  # and on every replica sharing the store, and after a restart
                 try:
-                    await state.update(
-                        key, lambda _: (HostState(0.0, until, hold_until=until), None)
-                    )
+                    await self._keep_live(key, 0.0)
                 except WebwardError:
                     response = self._render(
                         request,

@@ -25,8 +25,8 @@ from .._tokens import Agent, TokenTable
 
 __all__ = [
     "ADMIN",
-    "ENDED_KEEP_S",
-    "ENDED_PREFIX",
+    "LIVE_KEEP_S",
+    "LIVE_PREFIX",
     "SESSION_S",
     "AgentTokens",
     "Check",
@@ -39,11 +39,13 @@ ADMIN = "admin"
 #: How long a gateway console session lasts after its login.
 SESSION_S = 12 * 3600
 _SESSION = "s1"  # the first field of a session value: which format it has
-#: Where a logout is kept in the limit store, by the session's signature (no host has a ":").
-ENDED_PREFIX = "console-logout:"
+#: Where a session is kept in the limit store while it lasts, by its signature (no host has a
+#: ":"): a session is taken only while its key says it is live, so that a store that forgot
+#: (a Redis restarted empty, flushed, failed over) ends sessions rather than their logouts.
+LIVE_PREFIX = "console-session:"
 _SKEW_S = 300  # a login another replica made, by a clock up to this far ahead, still counts
-#: How long a logout is kept: past the end of any session it can end.
-ENDED_KEEP_S = SESSION_S + _SKEW_S
+#: How long a session's key is kept: past the end of the session.
+LIVE_KEEP_S = SESSION_S + _SKEW_S
 # "s1." the login's time (hex) and a 16-digit nonce, "." the agent's name (UTF-8, hex), "."
 # the HMAC-SHA256 (hex): lower-case hex only.
 _SESSION_SHAPE = re.compile(r"s1\.([0-9a-f]{1,12}[0-9a-f]{16})\.((?:[0-9a-f]{2})+)\.([0-9a-f]{64})")
@@ -81,11 +83,12 @@ class ConsoleAuth(Protocol):
         """End the session ``credential`` names, where the console keeps sessions."""
         ...
 
-    def ended_key(self, credential: str) -> str:
-        """The key in the limit store under which the console keeps the logout of the session
-        ``credential`` names, so that every replica sharing that store, and this one after a
-        restart, refuse it too; "" for a credential no other process could take (a bearer
-        token, which no logout ends; ``webward console``'s sessions)."""
+    def live_key(self, credential: str) -> str:
+        """The key in the limit store under which the console keeps the session
+        ``credential`` names while it lasts (until its logout), so that every replica sharing
+        that store, and this one after a restart, take it only then; "" for a credential no
+        other process could take (a bearer token, which no logout ends; ``webward console``'s
+        sessions)."""
         ...
 
 
@@ -95,7 +98,7 @@ class AgentTokens:
     A bearer token opens the console, as it calls the gateway; a login trades one for a
     session value (the module's docstring), so the browser never keeps a credential that
     calls capabilities or outlives :data:`SESSION_S`. A logout ends its session on this
-    replica at once, and (``Console``, through :meth:`ended_key`) on every replica sharing
+    replica at once, and (``Console``, through :meth:`live_key`) on every replica sharing
     its limit store, and after a restart where that store keeps it (Redis).
     """
 
@@ -131,11 +134,11 @@ class AgentTokens:
         if credential.startswith(_SESSION + ".") and self._session(credential).status == 200:
             now = self._clock()
             self._ended = {v: end for v, end in self._ended.items() if end > now}
-            self._ended[credential.rsplit(".", 1)[1]] = now + ENDED_KEEP_S
+            self._ended[credential.rsplit(".", 1)[1]] = now + LIVE_KEEP_S
 
-    def ended_key(self, credential: str) -> str:
+    def live_key(self, credential: str) -> str:
         shape = _SESSION_SHAPE.fullmatch(credential)
-        return ENDED_PREFIX + shape.group(3) if shape is not None else ""
+        return LIVE_PREFIX + shape.group(3) if shape is not None else ""
 
     def _session(self, value: str) -> Check:
         expired = Check(401, message="the console session has ended; log in again")
@@ -219,5 +222,5 @@ class OneTimeToken:
         if self.check(credential).status == 200:
             self._sessions = [s for s in self._sessions if s != credential]
 
-    def ended_key(self, credential: str) -> str:
+    def live_key(self, credential: str) -> str:
         return ""  # its sessions live in this process alone
