@@ -741,3 +741,29 @@ async def test_a_key_of_another_kind_at_our_name_says_another_program_writes_the
     assert "bring it back" not in info.value.message
     assert origin.accepts == 1  # the call after the key was gone
     assert [r.reason for r in audit.records] == ["limits_unavailable", "allowed"]
+
+
+async def test_a_redis_that_takes_no_more_clients_says_to_raise_its_maxclients() -> None:
+    """A Redis at its maxclients (the replicas' pools and every other client count) refuses a
+    new connection with 'max number of clients reached': each call was refused with 'bring it
+    back, or point [state] redis_url … at one that answers' of a server that was up and
+    answering the clients it had. The step is now to raise its maxclients."""
+    server = RedisServer().start()
+    try:
+        with redis.Redis.from_url(server.url) as hog:
+            hog.config_set("maxclients", 1)  # itself: the one client it takes
+            with serve(routes={"*": respond(200, "<p>a page</p>")}) as srv:
+                async with Web(
+                    settings(server.url), StaticResolver({}), audit=MemoryAuditSink()
+                ) as web:
+                    with pytest.raises(Refused) as call:
+                        await web.fetch(srv.url("/"))
+            hog.config_set("maxclients", 10)
+    finally:
+        server.stop()
+    assert srv.accepts == 0
+    assert call.value.reason == "limits_unavailable"
+    assert "(max number of clients reached" in call.value.message  # the cache's trip first
+    assert call.value.message.endswith(
+        "); raise its maxclients, or give the other clients of that Redis fewer connections"
+    ), call.value.message

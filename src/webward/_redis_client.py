@@ -161,6 +161,9 @@ _FOREIGN_STEP = (
     "webward a database or a redis_prefix of its own"
 )
 _FOREIGN_TEXTS = ("WRONGTYPE", "holds values webward never writes")
+# The next step for a Redis that takes no more connections (its maxclients, which the
+# replicas' pools and every other client share): it is up, and answers the clients it has.
+_CLIENTS_STEP = "raise its maxclients, or give the other clients of that Redis fewer connections"
 
 
 def failure_of(exc: BaseException | str, where: str = "") -> tuple[str, str | None]:
@@ -168,8 +171,8 @@ def failure_of(exc: BaseException | str, where: str = "") -> tuple[str, str | No
     redacted): its text, without redis-py's note of the pipeline command, and the next step
     when bringing the server back is not it: a Redis that refuses every write (full under
     noeviction, a read-only replica, a user without the right), the URL's credentials or its
-    database number, one that may not speak the URL's TLS, or a key of webward's holding what
-    another program wrote."""
+    database number, one that may not speak the URL's TLS, a key of webward's holding what
+    another program wrote, or one that takes no more clients."""
     text = _PIPELINE_NOTE.sub("", _text_of(exc) if isinstance(exc, BaseException) else exc)
     step = _REFUSING_STEP if isinstance(exc, _REFUSALS) else None
     if isinstance(exc, AuthenticationError) or any(t in text for t in _AUTH_TEXTS):
@@ -178,6 +181,8 @@ def failure_of(exc: BaseException | str, where: str = "") -> tuple[str, str | No
         step = _DATABASE_STEP
     elif any(t in text for t in _FOREIGN_TEXTS):
         step = _FOREIGN_STEP
+    elif "max number of clients reached" in text:
+        step = _CLIENTS_STEP
     elif where.startswith("rediss://") and "Timeout connecting" in text:
         step = _TLS_STEP
     return text, step
