@@ -802,3 +802,53 @@ def test_an_empty_session_names_the_flag(
     err = capsys.readouterr().err
     assert code == 2, err
     assert err == ("webward: --session must be a name of 1 to 512 printable characters\n")
+
+
+# Ctrl-C while the program is still loading: sent by the process to itself the moment the
+# command line's module is imported (a finder on sys.meta_path), as a person pressing it a
+# moment after Enter does, without a race.
+_CTRL_C_ON_IMPORT = """
+import os, signal, sys
+
+class _CtrlCOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "webward.cli":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, _CtrlCOnImport())
+"""
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ctrl_c_while_the_program_loads_is_one_sentence_and_130(
+    tmp_path: Path, as_json: bool
+) -> None:
+    """Ctrl-C during the 100-300 ms of imports before the command line's handling begins
+    printed Python's traceback through the import machinery and exited -2 (killed by
+    SIGINT), where the README promises 130 and one sentence; with --json, one JSON object."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_ON_IMPORT, encoding="utf-8")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), src])}
+    command = [sys.executable, "-m", "webward", "fetch", "http://127.0.0.1:9/"]
+    done = subprocess.run(
+        command + (["--json"] if as_json else []),
+        env=env,
+        capture_output=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 130, err
+    assert "Traceback" not in err, err
+    said = "interrupted (Ctrl-C): stopped before any call began"
+    if as_json:
+        assert json.loads(done.stdout) == {"error": {"code": "cancelled", "message": said}}
+        assert err == ""
+    else:
+        assert done.stdout == b""
+        assert err == f"webward: {said}\n"
+    assert not (tmp_path / "state").exists()  # nothing began: no store was opened

@@ -1,3 +1,3 @@
-from webward.cli import run
+from webward._program import run
 
 run()

@@ -335,6 +335,7 @@ def _main(argv: Sequence[str] | None) -> int:
     _replace_unencodable(as_json)
     terminated: list[int] = []
     loaded: list[str] = []  # the config file the settings came from ("" for none)
+    _begun[0] = True  # from here Ctrl-C is answered below, not by _program's "before any call"
     try:
         # A store's own lines repeat the refusal at the terminal: shown by servers, or asked for.
         store_lines = args.command in SERVERS or bool(getattr(args, "verbose", False))
@@ -428,6 +429,9 @@ def _warn_unknown_variables(also: tuple[str, ...]) -> None:
 # Whether main() runs as the program (run()), which exits when it returns, rather than inside
 # a process that goes on (a test), whose signal handlers must be left as they were.
 _as_program = [False]
+# Whether main() has reached the command's own run, where it answers Ctrl-C itself: one that
+# escapes main() earlier (the arguments being read) is _program's to say, before any call.
+_begun = [False]
 
 
 def run() -> NoReturn:
