@@ -852,3 +852,58 @@ def test_ctrl_c_while_the_program_loads_is_one_sentence_and_130(
         assert done.stdout == b""
         assert err == f"webward: {said}\n"
     assert not (tmp_path / "state").exists()  # nothing began: no store was opened
+
+
+# Ctrl-C arriving while Python runs a weakref callback (the import system's module locks have
+# one): its KeyboardInterrupt cannot propagate from there. Made to happen so, the moment the
+# fetch command's module is imported, by the process signalling itself inside such a callback.
+_CTRL_C_IN_A_CALLBACK = """
+import os, signal, sys, weakref
+
+class _Object:
+    pass
+
+class _CtrlCInACallback:
+    def find_spec(self, name, path=None, target=None):
+        if name == "webward._cmd_fetch":
+            sys.meta_path.remove(self)
+            thing = _Object()
+            ref = weakref.ref(thing, lambda _: os.kill(os.getpid(), signal.SIGINT))
+            del thing  # the callback runs here, and Python drops its KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, _CtrlCInACallback())
+"""
+
+
+def test_ctrl_c_python_drops_in_a_callback_still_stops_the_fetch(tmp_path: Path) -> None:
+    """A Ctrl-C whose KeyboardInterrupt Python raised inside a callback printed "Exception
+    ignored in: ... KeyboardInterrupt" and was lost: the fetch went on, read the page and
+    exited 0. It now stops the command before its call begins: 130, one sentence, no
+    request sent and nothing to audit."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_A_CALLBACK, encoding="utf-8")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), src]),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+    }
+    config = write_config(tmp_path)
+    with serve(routes={"/": respond(body=b"<p>the page</p>")}) as site:
+        done = subprocess.run(
+            [sys.executable, "-m", "webward", "fetch", site.url("/"), "--config", str(config)],
+            env=env,
+            capture_output=True,
+            timeout=60,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+        )
+        assert site.requests == []
+    err = done.stderr.decode()
+    assert done.returncode == 130, err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
+    assert err.startswith("webward: interrupted (Ctrl-C): stopped"), err
+    assert err.count("\n") == 1, err
+    assert done.stdout == b""
+    assert not (tmp_path / "state" / "audit.db").exists() or records(tmp_path) == []

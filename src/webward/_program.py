@@ -24,6 +24,9 @@ def run() -> NoReturn:
     """``webward.cli.run``, imported here so that Ctrl-C during its imports (or before its
     own handling begins: the arguments still being read) ends the program as the README
     says, not with a traceback."""
+    from ._signals import note_dropped_interrupts
+
+    note_dropped_interrupts()
     try:
         from .cli import run as run_command
 

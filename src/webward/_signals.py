@@ -4,9 +4,11 @@ is cancelled and audited rather than killed with its record unwritten."""
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["ENDING_SIGNALS", "taken_signals"]
+__all__ = ["ENDING_SIGNALS", "note_dropped_interrupts", "taken_signals"]
 
 #: The signals every face takes over (the CLI's calls in ``cli.run_call``, every command in
 #: ``cli.main``, the servers' uvicorn in ``_serving.serve``): each ends a command the way
@@ -37,3 +39,30 @@ def taken_signals(*, but: Iterable[int] = ()) -> list[signal.Signals]:
         for signum in ENDING_SIGNALS
         if signum not in but and signal.getsignal(signum) is not signal.SIG_IGN
     ]
+
+
+# The Ctrl-Cs Python could not raise: see note_dropped_interrupts.
+_dropped: list[int] = []
+
+
+def note_dropped_interrupts() -> None:
+    """Keep the Ctrl-C (KeyboardInterrupt) that Python raised where it cannot propagate (a
+    weakref callback, such as the import system's module locks', or a ``__del__``), for
+    :func:`dropped_interrupt`. It printed "Exception ignored in: ... KeyboardInterrupt"
+    and was lost: the command ran on, read its page and exited 0. Only for the program
+    (``_program.run``): a library's host keeps its own hook."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _dropped.append(getattr(unraisable.exc_value, "signum", signal.SIGINT))
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
+def dropped_interrupt() -> int | None:
+    """The signal of the first Ctrl-C Python had to drop (:func:`note_dropped_interrupts`),
+    if any: the command ends as that signal would have ended it."""
+    return _dropped[0] if _dropped else None

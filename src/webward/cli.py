@@ -34,7 +34,7 @@ from ._errors import (
     WebwardError,
     internal_error,
 )
-from ._signals import taken_signals
+from ._signals import dropped_interrupt, taken_signals
 
 if TYPE_CHECKING:
     import logging
@@ -348,6 +348,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 settings = _settings_for(args)
                 loaded.append(settings.source)
                 code: int = args._module.run(args, settings)
+                if dropped_interrupt() is not None and code < 128:
+                    raise KeyboardInterrupt  # Ctrl-C came, and was dropped: ended as it asked
             finally:
                 _flush_traces()  # while the records the exporter logs are still throttled
     except WebwardError as exc:
@@ -772,6 +774,9 @@ def run_call(func: Callable[..., Awaitable[int]], *args: Any) -> int:
     if threading.current_thread() is not threading.main_thread():
         return anyio.run(func, *args)
     state = _Interrupts()
+    # A Ctrl-C Python had to drop before this (raised inside an import's callback): the
+    # call does not begin, as if it had come now.
+    state.signum = dropped_interrupt()
 
     async def call() -> int | None:
         import asyncio
