@@ -857,3 +857,48 @@ def test_a_chunked_bodys_trailer_adds_no_header_to_the_request(tmp_path: Path) -
         many = b"".join(b"X-T%d: %s\r\n" % (i, b"v" * 100) for i in range(800))
         assert _exchange(address, chunked(token, many)).startswith(b"HTTP/1.1 431 ")
     assert [(r.agent, r.session) for r in audit.records] == [("alice", None)] * 2
+
+
+# Ctrl-C while `webward serve` sets its server up: sent by the process to itself when the
+# gateway's module is imported (inside the event loop, under asyncio's handler), as a person
+# pressing it a moment after starting the server does, without a race.
+_CTRL_C_ON_GATEWAY_IMPORT = """
+import os, signal, sys
+
+class _CtrlCOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "webward._gateway":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, _CtrlCOnImport())
+"""
+
+
+def test_ctrl_c_while_serve_sets_up_is_one_sentence_without_a_traceback(tmp_path: Path) -> None:
+    """Ctrl-C before the gateway began serving reached uvicorn's startup as a cancellation:
+    the lifespan task was cancelled while it started the conversion workers, and uvicorn
+    logged "ERROR: Traceback ... CancelledError" (60 lines) above the sentence. Now: 130 and
+    the one sentence, no traceback."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_ON_GATEWAY_IMPORT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    env["PYTHONPATH"] = str(hook) + os.pathsep + env["PYTHONPATH"]
+    config = gateway_config(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "webward", "serve", "--port", "0", "--config", str(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+    )
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == (
+        "webward serve: interrupted (Ctrl-C): stopped; calls in flight were answered, or "
+        "cancelled, and audited\n"
+    )

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import anyio
+import anyio.lowlevel
 
 __all__ = ["Stack", "asyncio_only", "fastest_stack", "http_protocol", "run_server", "serve"]
 
@@ -499,6 +500,12 @@ async def serve(
     terminal closed) killed the server mid-call, the call unaudited and its client answered
     nothing. ``on_exit`` is called (in the loop's thread, from the signal's handler) when the
     shutdown begins."""
+    # Ctrl-C while the command set the server up (its imports, the app: under asyncio's
+    # handler, which only asks the main task to cancel) ends it here, before the server and
+    # its lifespan task exist. Left to the first wait inside uvicorn's startup, the lifespan
+    # task was cancelled while it started the conversion workers, and uvicorn logged its
+    # traceback ("ERROR: Traceback ... CancelledError") above the one sentence.
+    await anyio.lowlevel.checkpoint()
     server = _signalled_server()(config)
     server.on_exit = on_exit
     await server.serve(sockets=sockets)
