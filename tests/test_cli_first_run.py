@@ -779,3 +779,41 @@ def test_a_call_log_that_cannot_be_opened_names_the_variable_too(tmp_path: Path)
         "or directory); set [observability] call_log (or WEBWARD_CALL_LOG) to a writable file, "
         "stderr or off\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (
+            '[policy]\nallow = ["a.example"]\n[policy]\ndeny = ["b.example"]\n',
+            "the table [policy] is declared twice (at line 3, column 8); keep one [policy] and "
+            "put all its keys in it",
+        ),
+        (
+            '[agents.x]\ntier = "full"\n[agents.x]\n',
+            "the table [agents.x] is declared twice (at line 3, column 10); keep one [agents.x] "
+            "and put all its keys in it",
+        ),
+        (
+            '[policy]\nallow = ["a.example"]\nallow = ["b.example"]\n',
+            "a key is given a value twice (at line 3, column 22) (or a key and a table share "
+            "one name); keep one",
+        ),
+        (
+            "[policy]\ndefault_tier = connected\n",
+            "a value that is no TOML value (at line 2, column 16): a string needs quotes "
+            '("connected"), a list brackets (["a", "b"])',
+        ),
+    ],
+)
+def test_a_config_file_toml_refuses_says_what_to_change(
+    tmp_path: Path, toml: str, said: str
+) -> None:
+    """A second [policy] table added below the first (the usual way a table gets declared
+    twice) was "Cannot declare ('policy',) twice (at line 3, column 8)": a Python tuple and
+    no next step. tomllib's usual refusals now say what to change."""
+    config = tmp_path / "webward.toml"
+    config.write_text(toml, encoding="utf-8")
+    done = run("fetch", "https://a.example/", "--config", str(config))
+    assert done.returncode == 2
+    assert done.stderr == f"webward: the config file {config} is not valid TOML: {said}\n"

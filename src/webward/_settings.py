@@ -16,6 +16,7 @@ import dataclasses
 import ipaddress
 import math
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -266,7 +267,9 @@ class Settings:
                     f"the config file {source} could not be read: {exc}; save it as UTF-8"
                 ) from exc
             except tomllib.TOMLDecodeError as exc:
-                raise InvalidInput(f"the config file {source} is not valid TOML: {exc}") from exc
+                raise InvalidInput(
+                    f"the config file {source} is not valid TOML: {_toml_error(str(exc))}"
+                ) from exc
             _refuse_credentials(data, source)
         from_env = _from_environment(env)
         data = _merge(data, from_env)
@@ -609,6 +612,43 @@ def _search_costs(value: dict[str, Any], where: str) -> dict[str, float]:
         if isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0:
             raise InvalidInput(f"config key search.{name}.cost{where} must be a number >= 0")
     return {name: float(cost) for name, cost in costs.items()}
+
+
+# tomllib's words for the mistakes a person makes editing the file, and what to do about each.
+# "Cannot declare ('policy',) twice" named the table as a Python tuple and said nothing of
+# what to do (a second [policy] added below the first is the usual one).
+_TOML_STEPS = (
+    (
+        re.compile(r"Cannot declare \((.*)\) twice"),
+        "the table [{table}] is declared twice {at}; keep one [{table}] and put all its keys in it",
+    ),
+    (
+        re.compile(r"Cannot overwrite a value"),
+        "a key is given a value twice {at} (or a key and a table share one name); keep one",
+    ),
+    (
+        re.compile(r"Invalid value"),
+        'a value that is no TOML value {at}: a string needs quotes ("connected"), a list '
+        'brackets (["a", "b"])',
+    ),
+)
+
+
+def _toml_error(text: str) -> str:
+    """tomllib's message for a file it could not parse, with the next step where it is
+    one of the usual mistakes (its own words otherwise, which name the place)."""
+    m = re.fullmatch(r"(.*?) \((at line \d+, column \d+|at end of document)\)", text)
+    if m is None:
+        return text
+    what, at = m.groups()
+    for pattern, step in _TOML_STEPS:
+        found = pattern.fullmatch(what)
+        if found is not None:
+            # The table's keys as tomllib gives them: a tuple's repr, each quoted.
+            keys = re.findall(r"'((?:[^'\\]|\\.)*)'", found.group(1)) if found.groups() else []
+            table = ".".join(k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else f'"{k}"' for k in keys)
+            return step.format(table=table, at=f"({at})")
+    return text
 
 
 def _check_provider_name(name: str, where: str) -> None:
