@@ -907,3 +907,73 @@ def test_ctrl_c_python_drops_in_a_callback_still_stops_the_fetch(tmp_path: Path)
     assert err.count("\n") == 1, err
     assert done.stdout == b""
     assert not (tmp_path / "state" / "audit.db").exists() or records(tmp_path) == []
+
+
+# The operating system's resolver on a network whose DNS is gone: a lookup of the test's name
+# that never answers (it says where it is first, in a file the test waits for).
+_DNS_GONE = """
+import os, socket, threading
+
+_real = socket.getaddrinfo
+
+def _getaddrinfo(host, *args, **kwargs):
+    if host in ("stalled.example.com", b"stalled.example.com"):
+        with open(os.environ["DNS_ASKED"], "w") as f:
+            f.write("asked")
+        threading.Event().wait()  # the resolver never answers
+    return _real(host, *args, **kwargs)
+
+socket.getaddrinfo = _getaddrinfo
+"""
+
+
+def test_ctrl_c_during_a_lookup_that_never_answers_ends_at_once(tmp_path: Path) -> None:
+    """Ctrl-C while the host name was being looked up, on a network whose DNS does not
+    answer: the call was audited as cancelled at once, but the lookup went on in a pool
+    thread that the loop's close and the interpreter's exit both waited for, so the command
+    ended only when the resolver gave up (5 to 20 s), or here, never answering, when the
+    grace ran out ("did not end within 20 s"). Now it ends with the one sentence."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_DNS_GONE, encoding="utf-8")
+    asked = tmp_path / "asked"
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), src]),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+        "DNS_ASKED": str(asked),
+    }
+    config = write_config(tmp_path)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webward",
+            "fetch",
+            "http://stalled.example.com/",
+            "--config",
+            str(config),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+    )
+    deadline = time.monotonic() + 30
+    while not asked.exists() and time.monotonic() < deadline:  # bounded poll
+        time.sleep(0.01)
+    assert asked.exists(), "the lookup was never asked"
+    process.send_signal(signal.SIGINT)
+    try:
+        _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("the interrupted command never exited")
+    assert process.returncode == 130, err.decode()
+    assert err.decode() == (
+        "webward: interrupted (Ctrl-C): stopped; a call in flight, if any, was cancelled and "
+        "audited as cancelled\n"
+    )
+    assert records(tmp_path) == [("failed", "cancelled")]

@@ -7,11 +7,14 @@ between the check and the connect (DNS rebinding).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import os
 import socket
+import threading
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -70,7 +73,7 @@ class SystemResolver:
         if literal is not None:
             return literal
         try:
-            infos = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+            infos = await _getaddrinfo(host)
         except (OSError, UnicodeError) as exc:
             raise unresolved(host) from exc
         answers: list[str] = []
@@ -81,6 +84,56 @@ class SystemResolver:
         if not answers:
             raise unresolved(host)
         return answers
+
+
+# Lookups in daemon threads of their own at once, at most; past it, anyio's pool takes them.
+_OWN_THREADS_MAX = 32
+_own_threads = [0]
+_own_threads_lock = threading.Lock()
+
+
+async def _getaddrinfo(host: str) -> list[Any]:
+    """``getaddrinfo(host)`` in a daemon thread of its own, whose answer the call may stop
+    waiting for. In the pools of asyncio and anyio, a lookup cancelled (Ctrl-C, a deadline)
+    went on in its thread, and the pool was waited for as the loop closed and again as the
+    interpreter exited: with a network's DNS gone (a VPN down, a captive portal), Ctrl-C on
+    `webward fetch` ended the command 5 to 20 s later, when the resolver gave up (its call
+    audited as cancelled at once). A daemon thread is not waited for."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # trio, under anyio: its own pool
+        return await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    with _own_threads_lock:
+        own = _own_threads[0] < _OWN_THREADS_MAX
+        if own:
+            _own_threads[0] += 1
+    if not own:  # a flood of new names: bounded by anyio's pool, as before
+        return await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    answer: asyncio.Future[list[Any]] = loop.create_future()
+
+    def settle(result: list[Any] | None, error: BaseException | None) -> None:
+        if answer.done():  # the caller stopped waiting (cancelled)
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(result or [])
+
+    def look_up() -> None:
+        result: list[Any] | None = None
+        error: BaseException | None = None
+        try:
+            result = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            error = exc
+        finally:
+            with _own_threads_lock:
+                _own_threads[0] -= 1
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=look_up, name="webward resolver", daemon=True).start()
+    return await answer
 
 
 class StaticResolver:
