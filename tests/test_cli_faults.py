@@ -977,3 +977,52 @@ def test_ctrl_c_during_a_lookup_that_never_answers_ends_at_once(tmp_path: Path) 
         "audited as cancelled\n"
     )
     assert records(tmp_path) == [("failed", "cancelled")]
+
+
+# What pydantic-core raised when Ctrl-C struck while `webward mcp` imported the MCP SDK (it
+# builds each model's schema as its class is made): the KeyboardInterrupt, inside its Rust
+# code, became this SchemaError, its words as observed. Raised where that import happens.
+_CTRL_C_IN_PYDANTIC = """
+import sys
+
+class _SchemaBuildInterrupted:
+    def find_spec(self, name, path=None, target=None):
+        if name == "webward._mcp":
+            sys.meta_path.remove(self)
+            from pydantic_core import SchemaError
+            raise SchemaError(
+                "Error building `model` serializer:\\n  SchemaError: Error building `literal` "
+                "serializer:\\n  KeyboardInterrupt: "
+            )
+        return None
+
+sys.meta_path.insert(0, _SchemaBuildInterrupted())
+"""
+
+
+def test_ctrl_c_a_library_reports_as_its_own_error_is_an_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C while `webward mcp` loaded the MCP SDK reached the command as pydantic-core's
+    SchemaError naming the KeyboardInterrupt: "webward failed unexpectedly (SchemaError);
+    this is a bug in webward", exit 1. It is the interrupt: 130 and the one sentence."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_PYDANTIC, encoding="utf-8")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), src]),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "webward", "mcp", "--config", str(write_config(tmp_path))],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == (
+        "webward mcp: interrupted (Ctrl-C): stopped; calls in flight were answered, or "
+        "cancelled, and audited\n"
+    )

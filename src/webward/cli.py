@@ -365,17 +365,42 @@ def _main(argv: Sequence[str] | None) -> int:
         return report_error(exc, as_json)
     except KeyboardInterrupt as exc:
         code = 128 + getattr(exc, "signum", terminated[0] if terminated else signal.SIGINT)
-        if as_json:  # a script reading stdout gets an answer, as for every other failure
-            _print_interrupted(code)
-        else:  # the person (or a supervisor's log) is told what became of the call
-            _say_interrupted(code, args.command)
-        return code
+        return _answer_interrupt(code, args.command, as_json)
     except OSError as exc:
         lost = _output_lost(exc)
         return report_error(internal_error(exc), as_json) if lost is None else lost
     except Exception as exc:  # a bug: one sentence (code internal_error), never a traceback
+        if _interrupt_inside(exc):
+            code = 128 + (terminated[0] if terminated else signal.SIGINT)
+            return _answer_interrupt(code, args.command, as_json)
         return report_error(_missing_package(exc) or internal_error(exc), as_json)
     return code
+
+
+def _answer_interrupt(code: int, command: str, as_json: bool) -> int:
+    if as_json:  # a script reading stdout gets an answer, as for every other failure
+        _print_interrupted(code)
+    else:  # the person (or a supervisor's log) is told what became of the call
+        _say_interrupted(code, command)
+    return code
+
+
+def _interrupt_inside(exc: Exception) -> bool:
+    """Whether ``exc`` is a library's report of the Ctrl-C that struck inside it: pydantic-core
+    builds a model's schema when its class is made (the MCP SDK's hundreds, while `webward
+    mcp` imports it) and turns an exception raised meanwhile into a SchemaError naming it, so
+    Ctrl-C pressed then was "webward failed unexpectedly (SchemaError); this is a bug", exit
+    1. Also an exception raised while a KeyboardInterrupt was handled, or from one."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain, never a cycle walked for ever
+        if seen is None:
+            return False
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        if type(seen).__name__ == "SchemaError" and "KeyboardInterrupt" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _missing_package(exc: Exception) -> WebwardError | None:
