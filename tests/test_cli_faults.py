@@ -1026,3 +1026,56 @@ def test_ctrl_c_a_library_reports_as_its_own_error_is_an_interrupt(tmp_path: Pat
         "webward mcp: interrupted (Ctrl-C): stopped; calls in flight were answered, or "
         "cancelled, and audited\n"
     )
+
+
+# Ctrl-C that strikes inside an exec() of a string, as the imports of a command's first moments
+# run them (dataclasses make their methods so): the process signals itself in one, the moment
+# the settings module is imported (after the command's own handling began).
+_CTRL_C_IN_AN_EXEC = """
+import sys
+
+class _CtrlCInAnExec:
+    def find_spec(self, name, path=None, target=None):
+        if name == "webward._settings":
+            sys.meta_path.remove(self)
+            exec("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nx = 1")
+        return None
+
+sys.meta_path.insert(0, _CtrlCInAnExec())
+"""
+
+
+def test_ctrl_c_inside_an_exec_still_exits_130_not_killed(tmp_path: Path) -> None:
+    """A KeyboardInterrupt that left an exec() of a string is noted by CPython, caught or not,
+    and at exit the process killed itself with SIGINT in place of the code it gave: the
+    sentence was said, and the exit was -2, not the README's 130."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_AN_EXEC, encoding="utf-8")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), src]),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "webward",
+            "fetch",
+            "http://127.0.0.1:9/",
+            "--config",
+            str(write_config(tmp_path)),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+    )
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr == (
+        "webward: interrupted (Ctrl-C): stopped; a call in flight, if any, was cancelled and "
+        "audited as cancelled\n"
+    )

@@ -24,7 +24,7 @@ def run() -> NoReturn:
     """``webward.cli.run``, imported here so that Ctrl-C during its imports (or before its
     own handling begins: the arguments still being read) ends the program as the README
     says, not with a traceback."""
-    from ._signals import note_dropped_interrupts
+    from ._signals import forget_unhandled_interrupt, note_dropped_interrupts
 
     note_dropped_interrupts()
     try:
@@ -33,6 +33,7 @@ def run() -> NoReturn:
         run_command()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the way out is not interrupted again
+        forget_unhandled_interrupt()  # exit 130 as said, not killed by SIGINT
         said = _SAID
         cli = sys.modules.get("webward.cli")
         if cli is not None and cli._begun[0]:

@@ -8,7 +8,13 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ENDING_SIGNALS", "note_dropped_interrupts", "taken_signals"]
+__all__ = [
+    "ENDING_SIGNALS",
+    "dropped_interrupt",
+    "forget_unhandled_interrupt",
+    "note_dropped_interrupts",
+    "taken_signals",
+]
 
 #: The signals every face takes over (the CLI's calls in ``cli.run_call``, every command in
 #: ``cli.main``, the servers' uvicorn in ``_serving.serve``): each ends a command the way
@@ -66,3 +72,13 @@ def dropped_interrupt() -> int | None:
     """The signal of the first Ctrl-C Python had to drop (:func:`note_dropped_interrupts`),
     if any: the command ends as that signal would have ended it."""
     return _dropped[0] if _dropped else None
+
+
+def forget_unhandled_interrupt() -> None:
+    """Clear CPython's note that a KeyboardInterrupt went unhandled, once webward has handled
+    it. CPython notes one that leaves any ``exec()`` or ``eval()`` of a string (dataclasses and
+    namedtuple make their methods so, on the imports of a command's first 100 ms), even when
+    it is caught further up, and at exit kills the process with SIGINT in place of the exit
+    code given: `webward fetch` interrupted then said its sentence and ended -2 (killed),
+    not the README's 130. The next such call clears the note; this is one that does nothing."""
+    exec("")  # the note is reset as any exec() of a string begins

@@ -34,7 +34,7 @@ from ._errors import (
     WebwardError,
     internal_error,
 )
-from ._signals import dropped_interrupt, taken_signals
+from ._signals import dropped_interrupt, forget_unhandled_interrupt, taken_signals
 
 if TYPE_CHECKING:
     import logging
@@ -378,6 +378,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _answer_interrupt(code: int, command: str, as_json: bool) -> int:
+    forget_unhandled_interrupt()
     if as_json:  # a script reading stdout gets an answer, as for every other failure
         _print_interrupted(code)
     else:  # the person (or a supervisor's log) is told what became of the call
