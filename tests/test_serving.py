@@ -902,3 +902,65 @@ def test_ctrl_c_while_serve_sets_up_is_one_sentence_without_a_traceback(tmp_path
         "webward serve: interrupted (Ctrl-C): stopped; calls in flight were answered, or "
         "cancelled, and audited\n"
     )
+
+
+# Ctrl-C arriving while Python runs a weakref callback, whose KeyboardInterrupt it cannot
+# raise: made to happen so, the moment the serve command's module is imported, by the process
+# signalling itself inside such a callback.
+_CTRL_C_IN_A_CALLBACK = """
+import os, signal, sys, weakref
+
+class _Object:
+    pass
+
+class _CtrlCInACallback:
+    def find_spec(self, name, path=None, target=None):
+        if name == "webward._cmd_serve":
+            sys.meta_path.remove(self)
+            thing = _Object()
+            ref = weakref.ref(thing, lambda _: os.kill(os.getpid(), signal.SIGINT))
+            del thing  # the callback runs here, and Python drops its KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, _CtrlCInACallback())
+"""
+
+
+def test_a_ctrl_c_python_dropped_while_serve_loads_stops_it(tmp_path: Path) -> None:
+    """Ctrl-C dropped by Python while `webward serve` loaded ("Exception ignored in: ...
+    KeyboardInterrupt") was lost: the gateway started and served on, the person's Ctrl-C
+    ignored. It now never starts: 130 and the one sentence."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_A_CALLBACK, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    env["PYTHONPATH"] = str(hook) + os.pathsep + env["PYTHONPATH"]
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webward",
+            "serve",
+            "--port",
+            "0",
+            "--config",
+            str(gateway_config(tmp_path)),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+    )
+    try:
+        _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+        pytest.fail(f"the server started and ran on despite the Ctrl-C: {err}")
+    assert process.returncode == 130, err
+    assert err == (
+        "webward serve: interrupted (Ctrl-C): stopped; calls in flight were answered, or "
+        "cancelled, and audited\n"
+    )

@@ -72,9 +72,13 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
     from starlette.routing import Mount, Route
 
     from ._gateway import address_url, bind_socket
+    from ._signals import stop_if_interrupted
     from .console import Console, OneTimeToken, open_audit_reader
     from .limits import open_limit_state
 
+    # A Ctrl-C Python dropped while the console loaded: it never starts (anyio's loop takes
+    # Ctrl-C from here on as a cancellation, which nothing drops).
+    stop_if_interrupted()
     auth = OneTimeToken()
     # The limit store the command line's own reads use, so their breakers are the ones shown.
     state = open_limit_state(settings, "sqlite")

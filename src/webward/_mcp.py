@@ -1182,6 +1182,9 @@ async def serve_stdio(
     web: Web | None = None,
 ) -> None:
     """Serve MCP on stdin/stdout until the client closes it. ``web`` is closed only if made here."""
+    from ._signals import stop_if_interrupted
+
+    stop_if_interrupted()  # a Ctrl-C Python dropped while the server loaded: it never starts
     owned = web is None
     web = _open_web(settings, web, "mcp-stdio")  # the agent: --agent, as its launcher names it
     server = build_server(web, agent=agent, tier=tier)

@@ -506,6 +506,9 @@ async def serve(
     # task was cancelled while it started the conversion workers, and uvicorn logged its
     # traceback ("ERROR: Traceback ... CancelledError") above the one sentence.
     await anyio.lowlevel.checkpoint()
+    from ._signals import stop_if_interrupted
+
+    stop_if_interrupted()  # one Python dropped while the server loaded: it never starts
     server = _signalled_server()(config)
     server.on_exit = on_exit
     await server.serve(sockets=sockets)

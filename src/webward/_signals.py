@@ -13,6 +13,7 @@ __all__ = [
     "dropped_interrupt",
     "forget_unhandled_interrupt",
     "note_dropped_interrupts",
+    "stop_if_interrupted",
     "taken_signals",
 ]
 
@@ -72,6 +73,14 @@ def dropped_interrupt() -> int | None:
     """The signal of the first Ctrl-C Python had to drop (:func:`note_dropped_interrupts`),
     if any: the command ends as that signal would have ended it."""
     return _dropped[0] if _dropped else None
+
+
+def stop_if_interrupted() -> None:
+    """Raise KeyboardInterrupt if a Ctrl-C was dropped (:func:`dropped_interrupt`): a server
+    about to start. Dropped while it loaded, it was lost and the server served on (a
+    command that returns is ended by ``cli``, one that serves never returns)."""
+    if dropped_interrupt() is not None:
+        raise KeyboardInterrupt
 
 
 def forget_unhandled_interrupt() -> None:
