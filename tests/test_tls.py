@@ -173,3 +173,31 @@ def test_a_context_that_is_no_context_is_refused() -> None:
     with pytest.raises(TypeError) as err:
         Web(Settings(), StaticResolver({}), audit=MemoryAuditSink(), ssl_context="ca.pem")  # type: ignore[arg-type]
     assert "ssl.SSLContext" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(None, "which does not exist"), ("not a certificate\n", "which holds no PEM certificate")],
+)
+async def test_an_ssl_cert_file_that_cannot_be_loaded_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None, problem: str
+) -> None:
+    """OpenSSL skips an SSL_CERT_FILE it cannot load without a word, and the refusal's step
+    was to set SSL_CERT_FILE: the operator who had set it (to a mistyped path, or a file that
+    is no PEM) was told to do what they had done. The step now names the file and why."""
+    ca_file = tmp_path / "ca.pem"
+    if content is not None:
+        ca_file.write_text(content, encoding="utf-8")
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+    ca = trustme.CA()
+    server = LocalServer(routes={"/": respond(200, "should not be read")})
+    with serve_tls(ca.issue_cert("tls.example"), server):
+        async with web(None) as w:
+            with pytest.raises(UpstreamError) as err:
+                await w.fetch(f"https://tls.example:{server.port}/")
+    assert err.value.reason == "tls"
+    assert f"SSL_CERT_FILE in webward's environment names {str(ca_file)!r}, {problem}" in (
+        err.value.message
+    )
+    assert "SSL_CERT_FILE" not in err.value.for_model
+    assert server.requests == []

@@ -14,6 +14,7 @@ gzip or brotli bomb stops at the cap with bounded memory.
 
 from __future__ import annotations
 
+import os
 import ssl
 import time
 import zlib
@@ -677,13 +678,35 @@ def _tls_error(url: guard.ParsedURL, exc: ssl.SSLError) -> UpstreamError:
         if exc.verify_code in _UNTRUSTED_ISSUER:  # not a wrong name or a date: a private CA?
             message = operator_step(
                 message,
-                f"if {url.host} is served under a private CA, an operator can trust that CA "
+                _ca_file_problem()
+                or f"if {url.host} is served under a private CA, an operator can trust that CA "
                 "with SSL_CERT_FILE=/path/to/ca.pem in webward's environment",
                 model="",
             )
     else:
         message = f"the TLS handshake with {url.host} failed"
     return UpstreamError(message, reason=Reason.TLS)
+
+
+def _ca_file_problem() -> str | None:
+    """What is wrong with the CA file SSL_CERT_FILE names, if it is set and OpenSSL could not
+    load it (it skips such a file without a word): the refusal told an operator who had set
+    it, to a path mistyped or to a file that is no PEM, to set SSL_CERT_FILE."""
+    path = os.environ.get("SSL_CERT_FILE")
+    if not path:
+        return None
+    try:
+        ssl.create_default_context(cafile=path)
+    except FileNotFoundError:
+        problem = "which does not exist"
+    except (OSError, ssl.SSLError):
+        problem = "which holds no PEM certificate OpenSSL can read"
+    else:
+        return None
+    return (
+        f"SSL_CERT_FILE in webward's environment names {path!r}, {problem}, so the CAs it "
+        "was meant to add are not trusted; point it at the CA's PEM file"
+    )
 
 
 def _too_large(url: guard.ParsedURL, cap: int) -> Refused:
