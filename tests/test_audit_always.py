@@ -13,6 +13,7 @@ import errno
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -776,11 +777,23 @@ def test_a_full_disk_fails_the_probe_so_readiness_and_the_pre_read_proof(
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     said = dict(json.loads(out.stdout))
-    full = (
-        "refused: audit unavailable; webward does not open the door unaudited; "
-        f"{tmp_path / 'state' / 'audit.db'}: disk I/O error; make that store writable, or "
-        "point [state] dir (WEBWARD_STATE_DIR) or [audit] at one that is"
-    )
+    # The full disk is played by a file size limit at the -wal's size, which the sentence
+    # names (its number is the -wal's size in the child).
+    full = said["write when full"]
+    assert re.fullmatch(
+        re.escape(
+            "refused: audit unavailable; webward does not open the door unaudited; "
+            f"{tmp_path / 'state' / 'audit.db'}: it cannot grow past this process's file size "
+            "limit (ulimit -f), "
+        )
+        + r"[\d,]+"
+        + re.escape(
+            " bytes (disk I/O error); raise that limit (ulimit -f unlimited; LimitFSIZE= of a "
+            "systemd service), or point [state] dir (WEBWARD_STATE_DIR) or [audit] at another "
+            "store"
+        ),
+        full,
+    ), full
     assert said == {
         "ready": None,
         "ready when full": full,

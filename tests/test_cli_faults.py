@@ -1079,3 +1079,61 @@ def test_ctrl_c_inside_an_exec_still_exits_130_not_killed(tmp_path: Path) -> Non
         "webward: interrupted (Ctrl-C): stopped; a call in flight, if any, was cancelled and "
         "audited as cancelled\n"
     )
+
+
+def test_a_file_size_limit_is_named_not_taken_for_a_broken_log(tmp_path: Path) -> None:
+    """Under a file size limit (`ulimit -f`, a service's LimitFSIZE=) the audit log cannot
+    grow, and SQLite says only "disk I/O error": a call was refused with "make that store
+    writable", and `webward audit` (whose read writes the -shm beside the log) with "if it is
+    no SQLite database, move it aside", a step that hides a sound log. Both now name the
+    limit and say to raise it."""
+    import resource
+
+    config = write_config(tmp_path)
+    env = {**os.environ, "WEBWARD_STATE_DIR": str(tmp_path / "state")}
+    page = {"/": respond(body=b"<p>the page</p>")}
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, resource.RLIM_INFINITY))
+
+    with serve(routes=page) as site:
+        first = subprocess.run(
+            [sys.executable, "-m", "webward", "fetch", site.url("/"), "--config", str(config)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert first.returncode == 0, first.stderr
+        (tmp_path / "state" / "audit.db-wal").unlink(missing_ok=True)  # as after a checkpoint
+        (tmp_path / "state" / "audit.db-shm").unlink(missing_ok=True)
+        fetched = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "webward",
+                "fetch",
+                site.url("/?again"),
+                "--config",
+                str(config),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=limited,
+        )
+    listed = subprocess.run(
+        [sys.executable, "-m", "webward", "audit", "--config", str(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=limited,
+    )
+    assert fetched.returncode == 3, fetched.stderr
+    assert "this process's file size limit (ulimit -f), 8,192 bytes" in fetched.stderr
+    assert "raise that limit" in fetched.stderr
+    assert listed.returncode == 3, listed.stderr
+    assert "file size limit (ulimit -f), 8,192 bytes" in listed.stderr
+    assert "move it aside" not in listed.stderr

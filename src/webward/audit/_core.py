@@ -557,10 +557,20 @@ _FULL_ADVICE = (
 )
 
 
+# The words of a store stopped by the process's file size limit (RLIMIT_FSIZE), and the step.
+SIZE_LIMIT_WORDS = "this process's file size limit (ulimit -f)"
+_SIZE_LIMIT_ADVICE = (
+    "raise that limit (ulimit -f unlimited; LimitFSIZE= of a systemd service), or point "
+    "[state] dir (WEBWARD_STATE_DIR) or [audit] at another store"
+)
+
+
 def audit_unavailable(detail: str, advice: str | None = None) -> Refused:
     """The refusal every sink raises when a record cannot be written."""
     if advice is None and FULL_WORDS in detail:
         advice = _FULL_ADVICE
+    if advice is None and SIZE_LIMIT_WORDS in detail:
+        advice = _SIZE_LIMIT_ADVICE
     # A file that is no database, met by a call's write as by the probe: "make that store
     # writable" does nothing for it (the probe alone said to move it aside).
     advice = advice or not_a_database_step(detail)

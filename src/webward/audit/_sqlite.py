@@ -33,6 +33,7 @@ from ._core import (
     FULL_WORDS,
     REASON_AUDIT_UNAVAILABLE,
     SCHEMA,
+    SIZE_LIMIT_WORDS,
     AuditRecord,
     CommitThread,
     Flushed,
@@ -440,6 +441,9 @@ class SQLiteAuditSink:
         for a -shm it could not grow does not say so)."""
         if _disk_full(exc, self.path.parent) and not isinstance(exc, _DiskFull):
             return f"{self.path}: {FULL_WORDS} ({exc})"
+        limit = _size_limit(exc, self.path)
+        if limit is not None:
+            return f"{self.path}: it cannot grow past {SIZE_LIMIT_WORDS}, {limit:,} bytes ({exc})"
         return f"{self.path}: {exc}"
 
     def _no_answer(self) -> str:
@@ -491,6 +495,14 @@ class SQLiteAuditSink:
                         "on that disk and try again",
                         reason=REASON_AUDIT_UNAVAILABLE,
                     ) from None
+                limit = _size_limit(exc, self.path)
+                if limit is not None:  # not "move it aside": the log is sound
+                    raise Refused(
+                        f"refused: the audit log at {self.path} cannot be read ({exc}): "
+                        f"reading it writes beside it, past {SIZE_LIMIT_WORDS}, {limit:,} "
+                        "bytes; raise that limit (ulimit -f unlimited) and try again",
+                        reason=REASON_AUDIT_UNAVAILABLE,
+                    ) from None
                 if isinstance(exc, PermissionError):  # no lock, no other program: the modes
                     raise Refused(
                         f"refused: the audit log at {self.path} cannot be read "
@@ -515,6 +527,37 @@ _NEARLY_FULL_BYTES = 1024 * 1024
 
 class _DiskFull(sqlite3.OperationalError):
     """A read the full disk makes impossible, said by webward rather than by SQLite."""
+
+
+# How far below the process's file size limit the log's files (or the 32 KiB -shm SQLite
+# makes beside it) may be for an I/O error to be taken for that limit.
+_NEAR_SIZE_LIMIT_BYTES = 1024 * 1024
+
+
+def _size_limit(exc: BaseException, path: Path) -> int | None:
+    """The process's file size limit (RLIMIT_FSIZE, ``ulimit -f``) in bytes, if ``exc`` is
+    the I/O error of a write that went past it: SQLite says "disk I/O error" (EFBIG, its
+    SIGXFSZ ignored by Python), and the refusal said to make the store writable, or, to a
+    read (which writes the -shm beside the log), to move the log aside."""
+    if isinstance(exc, OSError):
+        if exc.errno != errno.EFBIG:
+            return None
+    elif not (
+        isinstance(exc, sqlite3.Error) and _code(exc) in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL)
+    ):
+        return None
+    try:
+        import resource  # not on Windows
+    except ImportError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    sizes = [32 * 1024]  # the -shm a reader or writer makes first
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):
+        with contextlib.suppress(OSError):
+            sizes.append((path.parent / name).stat().st_size)
+    return soft if max(sizes) + _NEAR_SIZE_LIMIT_BYTES > soft else None
 
 
 def _disk_full(exc: BaseException, directory: Path) -> bool:
