@@ -401,6 +401,45 @@ async def test_tavily_limits_are_rate_limited(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("status", [432, 433])
+@pytest.mark.parametrize(
+    ("headers", "words", "wait"),
+    [
+        ({}, "; try again later;", None),
+        ({"Retry-After": "120"}, "; retry in 2 min;", 120.0),
+        # A monthly quota's reset: said as Tavily's; webward asks again within its hold's cap.
+        (
+            {"Retry-After": str(17 * 24 * 3600)},
+            "17 days, and webward asks it again in 60 min",
+            3600,
+        ),
+    ],
+)
+async def test_tavily_quota_answers_hold_the_provider_as_a_429_does(
+    server: LocalServer, status: int, headers: dict[str, str], words: str, wait: float | None
+) -> None:
+    """Tavily's 432 (plan limit) and 433 (pay-as-you-go limit) are its 429s for a quota:
+    asked again at once, Tavily would answer the same, and each call would cost one. So the
+    provider is held as a 429 holds it (for its Retry-After, else the default hold), and the
+    next search is refused by webward without being sent."""
+    server.routes["/search"] = tavily_error(status, headers=headers)
+    async with _web() as web:
+        provider = TavilyProvider(TAVILY_KEY, partial(web.provider_request, "tavily"), server.base)
+        with pytest.raises(Refused) as err:
+            await provider.search("q", 5)
+        assert err.value.code == "rate_limited" and err.value.reason == "provider_quota"
+        assert err.value.retry_after == wait
+        assert words in err.value.message
+        with pytest.raises(Refused) as held:
+            await provider.search("q", 5)
+        assert held.value.code == "rate_limited" and held.value.retry_after is not None
+        assert held.value.retry_after <= (wait or 5)
+        _no_secret(err.value, TAVILY_KEY)
+        _no_secret(held.value, TAVILY_KEY)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("status", "reason"),
     [(400, "provider_rejected"), (500, "provider_error"), (502, "provider_error")],

@@ -421,10 +421,13 @@ class Gate:
                 status = body.status
                 # An invalid Retry-After (inf, 1e308) is none: the default hold, not the cap.
                 # (Imported here: a page read loads none of the search package.)
-                from .search._common import rate_headers, unavailable_for
+                from .search._common import QUOTA_STATUSES, rate_headers, unavailable_for
 
                 # A 503 naming a time holds the provider too, as it holds a host for reads
                 # (and is a failure as well): asked again at once, it would fail again.
+                # Tavily's quota answers (432, 433) are its 429s, and hold it the same way.
+                if status in QUOTA_STATUSES:
+                    status = 429
                 if status == 429:
                     retry_after = retry_after_from_headers(rate_headers(body.headers))
                 else:

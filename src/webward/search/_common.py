@@ -50,6 +50,10 @@ MAX_PUBLISHED_CHARS = 40
 MAX_HIT_URL_CHARS = 2048
 # Quota resets can be a month away; anything further is a provider's mistake.
 _MAX_RETRY_AFTER_S = 32 * 24 * 3600.0
+#: Tavily's documented quota answers, 432 (plan limit) and 433 (pay-as-you-go limit): its
+#: 429s for a quota. No other provider sends them. ``Gate.provider_request`` holds the
+#: provider on them as on a 429: asked again at once, each would cost a call and say the same.
+QUOTA_STATUSES = frozenset({432, 433})
 
 
 class Response(Protocol):
@@ -272,7 +276,7 @@ def rate_limited(
         wait = None
     if wait is None:
         when = "; try again later"
-    elif body.status == 429 and wait > MAX_BACKPRESSURE_S:
+    elif (body.status == 429 or body.status in QUOTA_STATUSES) and wait > MAX_BACKPRESSURE_S:
         # At the cap, the provider said more (or a year): the cap is webward's, not its.
         said = human_wait(wait) + (" or more" if wait >= _MAX_RETRY_AFTER_S else "")
         when = (
