@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import anyio
 import pytest
@@ -356,6 +356,74 @@ async def test_provider_errors_never_carry_the_key(
             assert PROVIDER_DETAIL not in text
     for record in sink.records:
         assert BRAVE_KEY not in _record_text(record)
+
+
+def _echoing(spell: Any, brave: bool) -> Any:
+    """An endpoint that answers with results holding the key it was sent, as an echo
+    service, a proxy's debug page or an attacker's server that a provider URL points at
+    would."""
+
+    def handler(req: Request, sock: socket.socket) -> None:
+        key = req.headers.get("x-subscription-token") or req.headers.get("authorization", "")
+        key = key.removeprefix("Bearer ")
+        item = {"title": "Result", "url": "https://example.org/a", "snippet": "Snippet."}
+        item.update(spell(key))
+        items = [*results(2), item]
+        if brave:
+            FakeBrave(items, key)(req, sock)
+        else:
+            FakeTavily(items, key)(req, sock)
+
+    return handler
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("brave", [True, False], ids=["brave", "tavily"])
+@pytest.mark.parametrize(
+    "spell",
+    [
+        lambda key: {"title": f"your key is {key}"},
+        lambda key: {"snippet": "Authorization: Bearer " + key},
+        lambda key: {"url": f"https://example.org/?k={quote(key, safe='')}"},
+        lambda key: {"url": "https://example.org/?k=" + "".join(f"%{ord(c):02X}" for c in key)},
+        lambda key: {"snippet": "".join(f"&#{ord(c)};" for c in key)},  # entities, decoded
+        lambda key: {"snippet": "\u200b".join(key)},  # invisible characters, dropped
+        lambda key: {"title": key.upper()},
+        lambda key: {"published": key},
+    ],
+    ids=["title", "snippet", "url", "url-escaped", "entities", "invisible", "upper", "date"],
+)
+async def test_an_answer_echoing_the_key_is_no_answer(
+    home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch, spell: Any, brave: bool
+) -> None:
+    """No provider echoes the key it was sent into its results: an endpoint that does is not
+    the provider's API, and its hits would hand the key to the model, its transcripts and
+    every face that shows them. The search fails, saying so in one sentence without the key,
+    and its one record says the provider's answer was malformed."""
+    monkeypatch.setenv("BRAVE_SEARCH_API_KEY", BRAVE_KEY)
+    monkeypatch.setenv("TAVILY_API_KEY", TAVILY_KEY)
+    server.routes[BRAVE_PATH] = _echoing(spell, brave=True)
+    server.routes["/search"] = _echoing(spell, brave=False)
+    name, key = ("brave", BRAVE_KEY) if brave else ("tavily", TAVILY_KEY)
+    sink = MemoryAuditSink()
+    settings = _settings(brave_url=server.base, tavily_url=server.base)
+    async with Web(settings, audit=sink) as web:
+        with pytest.raises(UpstreamError) as err:
+            await web.search("q", provider=name)
+    assert err.value.for_model == (
+        f"the {name.capitalize()} search provider's answer held webward's key for it, "
+        "so none of it is shown"
+    )
+    assert f"[search] {name}_url" in err.value.message
+    record = _record(sink)
+    assert (record.decision, record.reason, record.provider) == (
+        "failed",
+        "provider_malformed",
+        name,
+    )
+    for text in (err.value.message, repr(err.value), json.dumps(err.value.to_wire())):
+        assert key.casefold() not in text.casefold()
+    assert key.casefold() not in _record_text(record).casefold()
 
 
 @pytest.mark.anyio

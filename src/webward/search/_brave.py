@@ -29,6 +29,7 @@ from ._common import (
     provider_failed,
     rate_limited,
     read_json,
+    refuse_echoed_key,
     try_json,
     web_page,
 )
@@ -141,6 +142,7 @@ class BraveProvider:
             collect(hits, seen, (_hit(r) for r in results), limit)
             if len(hits) >= limit or len(results) < count or not more:
                 break
+        refuse_echoed_key(hits, self._key, "Brave")
         return hits
 
     async def _page(self, query: str, count: int, offset: int, extra: dict[str, str]) -> Any:

@@ -16,9 +16,10 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from .. import _urls as urls
+from .._credentials import Secret
 from .._errors import Reason, Refused, UpstreamError, WebwardError, human_wait, operator_step
 from .._models import Hit
 from ..limits import MAX_BACKPRESSURE_S, retry_after_from_headers
@@ -170,6 +171,40 @@ def collect(into: list[Hit], seen: set[str], hits: Iterable[Hit | None], limit: 
         if len(into) >= limit:
             break
     return added
+
+
+# A key shorter than this is no real provider's (Brave's are 31 characters, Tavily's 37): one
+# that short would be found in innocent text, and failed every search holding it.
+_MIN_ECHOED_KEY_CHARS = 8
+
+
+def refuse_echoed_key(hits: Iterable[Hit], key: Secret, provider: str) -> None:
+    """An ``UpstreamError`` when a hit holds ``key``, the key webward sent the provider.
+
+    No provider echoes its key into its results: an endpoint that does is not the provider's
+    API (``[search] <provider>_url`` pointing at an echo service, a proxy's or an attacker's
+    server), and what it answers would hand the key to the model, its transcripts and every
+    face that shows hits. The whole answer goes: a key split across fields or cut at a
+    field's cap would slip past a check of single hits. Looked for as the hits show it (tags,
+    entities and invisible characters already gone), case folded, and in the URL with its
+    percent escapes decoded."""
+    secret = key.reveal().casefold()
+    if len(secret) < _MIN_ECHOED_KEY_CHARS:
+        return
+    for hit in hits:
+        for text in (hit.title, hit.url, unquote(hit.url), hit.snippet, hit.published or ""):
+            if secret in text.casefold():
+                raise UpstreamError(
+                    operator_step(
+                        f"the {provider} search provider's answer held webward's key for it, "
+                        "so none of it is shown",
+                        f"check that {url_setting(provider)} points at {provider}'s API, and "
+                        "replace the key: it went to whatever answered",
+                        model="",
+                    ),
+                    reason=Reason.PROVIDER_MALFORMED,
+                    status=200,
+                )
 
 
 def read_json(body: Response, provider: str) -> Any:

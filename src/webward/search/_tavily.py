@@ -26,6 +26,7 @@ from ._common import (
     provider_failed,
     rate_limited,
     read_json,
+    refuse_echoed_key,
     web_page,
 )
 from ._filters import SearchFilters, unsupported
@@ -180,6 +181,7 @@ class TavilyProvider:
             )
         hits: list[Hit] = []
         collect(hits, set(), (_hit(r) for r in results), limit)
+        refuse_echoed_key(hits, self._key, "Tavily")
         return hits
 
     def _error(self, body: Response) -> Exception:
