@@ -982,6 +982,33 @@ async def test_a_provider_that_answered_unreadably_was_reached(
 
 
 @pytest.mark.anyio
+async def test_a_lone_surrogate_in_a_hit_url_drops_the_hit_not_the_search(
+    home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JSON may escape a lone surrogate ("\\udcff"), which names no character: a hit URL
+    holding one is no URL and is dropped, as any other that is none; the search goes on
+    with the rest (it failed as an internal error, "a bug in webward", percent-encoding it),
+    and its text fields carry U+FFFD in its place."""
+    monkeypatch.setenv("TAVILY_API_KEY", TAVILY_KEY)
+    body = json.dumps(
+        {
+            "query": "q",
+            "results": [
+                {"title": "Bad", "url": "https://example.org/\udcff", "content": "x"},
+                {"title": "Good\ud800", "url": "https://example.org/a", "content": "y"},
+            ],
+        }
+    )  # ensure_ascii: the surrogates go as escapes, as a provider's JSON encoder sends them
+    server.routes["/search"] = respond(200, body, "application/json")
+    sink = MemoryAuditSink()
+    async with Web(_settings(tavily_url=server.base), audit=sink) as web:
+        result = await web.search("q")
+    assert [(h.title, h.url) for h in result.hits] == [("Good\ufffd", "https://example.org/a")]
+    record = _record(sink)
+    assert (record.decision, record.status) == ("allowed", 200)
+
+
+@pytest.mark.anyio
 async def test_a_hit_url_with_the_marker_words_stays_a_url(
     home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -916,6 +916,7 @@ def test_clean_text_strips_highlights_and_decodes_entities() -> None:
         ("//example.org/x", None),
         ("https://user:pw@example.org/", None),
         ("https://example.org/\x00", None),
+        ("https://example.org/\udcff", None),  # a lone surrogate: no character, no URL
         ("https://example.org:99999/", None),
         (42, None),
     ],

@@ -37,11 +37,18 @@ def ip_text(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
 def clean_url(value: Any, max_chars: int) -> str | None:
     """``value`` as an absolute http(s) URL in ASCII form (an IDN host in its A-labels, the
     rest percent-encoded), or ``None`` when it is none: another scheme, user info, a host
-    that is no host name or address, a control character, longer than ``max_chars``."""
+    that is no host name or address, a control character or a lone surrogate, longer than
+    ``max_chars``."""
     if not isinstance(value, str):
         return None
     value = value.strip()
-    if not value or len(value) > max_chars or any(unicodedata.category(ch) == "Cc" for ch in value):
+    # A lone surrogate (a JSON answer's "\udcff") names no character and has no UTF-8 form to
+    # percent-encode: quote() would raise on it, failing the whole search as webward's bug.
+    if (
+        not value
+        or len(value) > max_chars
+        or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value)
+    ):
         return None
     try:
         parts = urlsplit(value)
