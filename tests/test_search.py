@@ -505,6 +505,22 @@ def test_finish_hits_drops_duplicates_and_non_http_and_cuts() -> None:
     assert out[1].title == "b [marker removed]"
 
 
+def test_a_url_with_its_default_port_written_out_is_the_same_hit() -> None:
+    """``https://host:443/a`` is ``https://host/a``: a provider listing both (or a result set
+    padded with both) gives one hit; a port that is not the scheme's default is another."""
+    hits = [
+        Hit("a", "https://example.org/a", "s"),
+        Hit("a443", "https://example.org:443/a", "s"),
+        Hit("b80", "http://example.org:80/b/", "s"),
+        Hit("b", "http://example.org/b", "s"),
+        Hit("v6", "https://[2001:db8::1]/c", "s"),
+        Hit("v6-443", "https://[2001:db8::1]:443/c", "s"),
+        Hit("8443", "https://example.org:8443/a", "s"),
+        Hit("http443", "http://example.org:443/a", "s"),
+    ]
+    assert [h.title for h in finish_hits(hits, 50)] == ["a", "b80", "v6", "8443", "http443"]
+
+
 def test_render_hits_numbers_them_and_says_when_there_are_none() -> None:
     """The rendering is a numbered list; no hits says so in words."""
     text = render_hits([Hit("T", "https://e.org/", "S", "2025-01-01")])

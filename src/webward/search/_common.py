@@ -131,8 +131,12 @@ def clean_url(value: Any) -> str | None:
 
 
 def _dedupe_key(url: str) -> str:
-    # The fragment never names a different document; a trailing slash rarely does.
+    # The fragment never names a different document; a trailing slash rarely does; the
+    # scheme's default port written out (``https://host:443/``) never does.
     base = url.split("#", 1)[0]
+    parts = urlsplit(base)
+    if (parts.scheme, parts.port) in (("http", 80), ("https", 443)):
+        base = parts._replace(netloc=parts.netloc.rsplit(":", 1)[0]).geturl()
     return base[:-1] if base.endswith("/") else base
 
 
