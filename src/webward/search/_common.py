@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import html
+import itertools
 import json
 import re
 import time
@@ -154,16 +155,23 @@ def make_hit(title: Any, url: Any, snippet: Any, published: Any = None) -> Hit |
     )
 
 
+#: Results read from one page at most, whatever it holds: no provider's page holds more than a
+#: few dozen (Brave's and Tavily's at most 20, SearXNG's about 20), so the rest is padding.
+MAX_RESULTS_READ = 200
+
+
 def collect(into: list[Hit], seen: set[str], hits: Iterable[Hit | None], limit: int) -> int:
     """Append new hits (de-duplicated by URL) until ``limit``; returns how many were new.
 
-    ``hits`` is read no further than the hit that reaches ``limit``: the adapters clean each
-    result as it is read (tags, entities, IDNA), and a provider answering with thousands of
-    results for a count of 10 held the event loop for a second cleaning hits to discard."""
+    ``hits`` is read no further than the hit that reaches ``limit``, nor past
+    :data:`MAX_RESULTS_READ`: the adapters clean each result as it is read (tags, entities,
+    IDNA), and a provider answering with thousands of results for a count of 10 held the
+    event loop for a second cleaning hits to discard; thousands it had padded with what
+    is no hit (``javascript:`` URLs, repeats), which reach no limit, held it 0.4 s a page."""
     added = 0
     if len(into) >= limit:
         return added
-    for hit in hits:
+    for hit in itertools.islice(hits, MAX_RESULTS_READ):
         if hit is None:
             continue
         key = _dedupe_key(hit.url)
