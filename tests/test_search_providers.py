@@ -563,6 +563,29 @@ async def test_a_redirecting_provider_endpoint_names_the_setting_not_a_retry(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
+    ("make", "path", "key"),
+    [
+        (partial(BraveProvider, BRAVE_KEY), BRAVE_PATH, BRAVE_KEY),
+        (partial(TavilyProvider, TAVILY_KEY), "/search", TAVILY_KEY),
+    ],
+)
+async def test_a_redirect_echoing_the_key_is_not_named(
+    server: LocalServer, make: Any, path: str, key: str
+) -> None:
+    """An endpoint that redirects to a host name spelling the key it was sent: the message
+    (the command line's, the logs') says to fix the URL without naming where it leads, so the
+    key reaches no face."""
+    location = f"https://{key.lower()}.search.example/"
+    server.routes[path] = respond(301, "", "text/plain", {"Location": location})
+    async with _web() as web:
+        with pytest.raises(UpstreamError) as err:
+            await make(partial(web.provider_request, "p"), server.base).search("q", 5)
+    assert err.value.message.endswith("at where it redirects")
+    _no_secret(err.value, key, key.lower())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
     ("provider", "path", "body"),
     [
         ("tavily", "/search", '{"detail": {"error": "quota"}}'),  # no results list at all

@@ -203,7 +203,7 @@ class BraveProvider:
                 reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
-        return provider_failed("Brave", body, self._clock)
+        return provider_failed("Brave", body, self._clock, key=self._key)
 
 
 def _error_code(data: Any) -> str | None:

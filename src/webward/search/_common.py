@@ -351,7 +351,11 @@ def url_setting(provider: str) -> str:
 
 
 def provider_failed(
-    provider: str, body: Response, now: Callable[[], float] = time.time
+    provider: str,
+    body: Response,
+    now: Callable[[], float] = time.time,
+    *,
+    key: Secret | None = None,
 ) -> UpstreamError:
     """The generic failure: the provider answered with an error status; a 503 with a
     ``Retry-After`` (maintenance, overload) says when, as a page read's does, and webward
@@ -359,9 +363,10 @@ def provider_failed(
 
     A redirect is no failure to try again: provider requests do not follow redirects (the
     key would go wherever one points), so the same call is redirected every time until the
-    operator points ``[search] <provider>_url`` at where it leads."""
+    operator points ``[search] <provider>_url`` at where it leads. ``key``, the key the request
+    carried: a ``Location`` that holds it is not named (it would put the key in the logs)."""
     if 300 <= body.status < 400:
-        where = _redirect_target(body.header("location"))
+        where = _redirect_target(body.header("location"), key)
         return UpstreamError(
             operator_step(
                 f"the {provider} search provider answered with a redirect (HTTP {body.status}), "
@@ -391,12 +396,15 @@ def unavailable_for(body: Response, now: float | None = None) -> float | None:
     return retry_after_from_headers([("retry-after", value)], now)
 
 
-def _redirect_target(location: str | None) -> str:
+def _redirect_target(location: str | None, key: Secret | None = None) -> str:
     """`` (scheme://host:port)`` of an absolute http(s) ``Location``, for the operator, or
     ``""``: the origin only, since its path holds the adapter's own endpoint and its query
-    may echo the agent's search terms back."""
+    may echo the agent's search terms back; none when it holds ``key`` (an endpoint that
+    echoes the key into the host name it redirects to)."""
     url = urls.clean_url(location, MAX_HIT_URL_CHARS) if location else None
     if url is None:
+        return ""
+    if key is not None and key.reveal().casefold() in unquote(url).casefold():
         return ""
     parts = urlsplit(url)
     return f" ({parts.scheme}://{parts.netloc})"

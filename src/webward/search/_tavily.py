@@ -224,7 +224,7 @@ class TavilyProvider:
                 reason=Reason.PROVIDER_REJECTED,
                 status=body.status,
             )
-        return provider_failed("Tavily", body, self._clock)
+        return provider_failed("Tavily", body, self._clock, key=self._key)
 
 
 def _filter_fields(filters: SearchFilters) -> dict[str, Any]:
