@@ -390,8 +390,10 @@ def _echoing(spell: Any, brave: bool) -> Any:
         lambda key: {"snippet": "\u200b".join(key)},  # invisible characters, dropped
         lambda key: {"title": key.upper()},
         lambda key: {"published": key},
+        # Cut at the title's 300 characters: 18 of the key's shown, still most of it.
+        lambda key: {"title": "y" * 281 + key},
     ],
-    ids=["title", "snippet", "url", "url-escaped", "entities", "invisible", "upper", "date"],
+    ids=["title", "snippet", "url", "url-escaped", "entities", "invisible", "upper", "date", "cut"],
 )
 async def test_an_answer_echoing_the_key_is_no_answer(
     home: Path, server: LocalServer, monkeypatch: pytest.MonkeyPatch, spell: Any, brave: bool

@@ -185,27 +185,41 @@ def collect(into: list[Hit], seen: set[str], hits: Iterable[Hit | None], limit: 
     return added
 
 
-# A key shorter than this is no real provider's (Brave's are 31 characters, Tavily's 37): one
-# that short would be found in innocent text, and failed every search holding it.
+# A key shorter than this is no real provider's (Brave's are 31 characters, Tavily's 37 or
+# more): one that short would be found in innocent text, and fail every search holding it.
 _MIN_ECHOED_KEY_CHARS = 8
+# How much of a key, in one piece, counts as the key shown: a field's cap cuts an echoed key
+# short ("…tvly-dev-0123456789ab…"), and what is left still gives most of it away. Sixteen
+# characters hold at least seven of the key's random ones past any vendor prefix
+# ("tvly-dev-"), which no innocent text spells by chance.
+_ECHOED_KEY_PIECE = 16
+
+
+def holds_key(text: str, key: Secret) -> bool:
+    """Whether ``text`` shows ``key``, or a piece of it of :data:`_ECHOED_KEY_PIECE`
+    characters, case folded."""
+    secret = key.reveal().casefold()
+    if len(secret) < _MIN_ECHOED_KEY_CHARS:
+        return False
+    size = min(len(secret), _ECHOED_KEY_PIECE)
+    folded = text.casefold()
+    return any(secret[i : i + size] in folded for i in range(len(secret) - size + 1))
 
 
 def refuse_echoed_key(hits: Iterable[Hit], key: Secret, provider: str) -> None:
-    """An ``UpstreamError`` when a hit holds ``key``, the key webward sent the provider.
+    """An ``UpstreamError`` when a hit holds ``key`` (:func:`holds_key`), the key webward
+    sent the provider.
 
     No provider echoes its key into its results: an endpoint that does is not the provider's
     API (``[search] <provider>_url`` pointing at an echo service, a proxy's or an attacker's
     server), and what it answers would hand the key to the model, its transcripts and every
-    face that shows hits. The whole answer goes: a key split across fields or cut at a
-    field's cap would slip past a check of single hits. Looked for as the hits show it (tags,
-    entities and invisible characters already gone), case folded, and in the URL with its
-    percent escapes decoded."""
-    secret = key.reveal().casefold()
-    if len(secret) < _MIN_ECHOED_KEY_CHARS:
-        return
+    face that shows hits. The whole answer goes: a key split across fields would slip past a
+    check of single hits. Looked for as the hits show it (tags, entities and invisible
+    characters already gone, cut at each field's cap), and in the URL with its percent
+    escapes decoded."""
     for hit in hits:
         for text in (hit.title, hit.url, unquote(hit.url), hit.snippet, hit.published or ""):
-            if secret in text.casefold():
+            if holds_key(text, key):
                 raise UpstreamError(
                     operator_step(
                         f"the {provider} search provider's answer held webward's key for it, "
@@ -404,7 +418,7 @@ def _redirect_target(location: str | None, key: Secret | None = None) -> str:
     url = urls.clean_url(location, MAX_HIT_URL_CHARS) if location else None
     if url is None:
         return ""
-    if key is not None and key.reveal().casefold() in unquote(url).casefold():
+    if key is not None and holds_key(unquote(url), key):
         return ""
     parts = urlsplit(url)
     return f" ({parts.scheme}://{parts.netloc})"
