@@ -232,6 +232,38 @@ def test_a_javadoc_members_signature_is_read_as_code() -> None:
     )
 
 
+def test_a_link_in_inline_code_keeps_the_words_after_it() -> None:
+    """trafilatura writes an inline ``<code>`` as its text alone and loses what follows a link
+    in it: Javadoc's "Specified by: ``add`` in interface ``Collection<E>``" (each name a
+    link in a ``<code>``) read "[add][Collection]", and a sentence naming a linked type in
+    code lost its words after it. A link that is all of its code span's words reads as a
+    link around the span; one among other words leaves its words in the span."""
+    specified = (
+        '<dl class="notes"><dt>Specified by:</dt><dd><code><a href="Collection.html#add(E)">'
+        'add</a></code>&nbsp;in interface&nbsp;<code><a href="Collection.html" title="'
+        'interface in java.util">Collection</a>&lt;<a href="ArrayList.html">E</a>&gt;</code>'
+        "</dd></dl>"
+    )
+    page = (
+        '<html><head><title>ArrayList (Java SE 21)</title></head><body><main role="main"><h1 '
+        f'class="title">Class ArrayList&lt;E&gt;</h1><div class="block">{_PROSE}{_CODE}<p>Use '
+        '<code><a href="List.html">List</a></code> when the order matters, and <code>Set'
+        "<b>s</b></code> when it does not.</p></div><section class='details'><h2>Method "
+        '</h2><section class="detail" id="add(E)"><h3>add</h3><div class="block">Appends '
+        f"the specified element to the end of this list.</div>{specified}</section></section>"
+        "</main></body></html>"
+    )
+    reading = read_html(page, "https://docs.example.org/java/util/ArrayList.html")
+    assert_in_order(
+        reading,
+        "Use [`List`](https://docs.example.org/java/util/List.html) when the order matters, "
+        "and `Sets` when it does not.",
+        "### add",
+        "[`add`](<https://docs.example.org/java/util/Collection.html#add(E)>) in interface "
+        "`Collection<E>`",
+    )
+
+
 def test_doxygens_member_tables_and_prototypes_are_read() -> None:
     """Doxygen opens each table of members (``memberdecls``) with a row of one cell holding
     its heading (``<h2><a id="pub-methods"></a>Public Member Functions</h2>``), and writes

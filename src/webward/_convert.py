@@ -2557,6 +2557,51 @@ def _headings_in_items(tree: Any) -> None:
                 heading.getparent().text = (heading.getparent().text or "") + " "
 
 
+def _flat_inline_code(tree: Any) -> None:
+    """Read an inline ``<code>`` holding elements as one code span of its words, or, when a
+    link is all its words, as a link around a code span: trafilatura writes an inline code
+    element as its text alone and loses what follows a link in it, so Javadoc's "``add`` in
+    interface ``Collection<E>``" (``<code><a>add</a></code>&nbsp;in interface&nbsp;<code>
+    <a>Collection</a>&lt;<a>E</a>&gt;</code>``) read "[add][Collection]", a reference's
+    "Use ``<code><a>List</a></code>`` when you need order." lost its words after the link,
+    and a bold word in code moved to the end of its paragraph. A link among other words in
+    a code span goes, its words kept (the page's links list is gathered before: trafilatura
+    drops the link of ``<a><code>`` followed by more code). A ``<code>`` in a ``<pre>`` is a
+    code block's (kept whole, see :func:`_code_blocks`) and stays."""
+    for code in _structure.compiled(_CODE_HOLDING)(tree):
+        for inner in list(code.iterdescendants()):  # (outermost first)
+            if inner.tag != "a" or inner.getparent() is not code:
+                inner.drop_tag()  # (its words stay, in their place)
+        links = [child for child in code if child.tag == "a"]
+        if (
+            len(code) == 1
+            and links
+            and not (code.text or "").strip()
+            and not (links[0].tail or "").strip()
+        ):
+            # The link outside, the code span of its words inside it.
+            link = links[0]
+            words, link.text = link.text, None
+            code.remove(link)
+            space, code.text = code.text, words
+            link.tail, code.tail = code.tail, None
+            code.addprevious(link)
+            link.append(code)
+            if space:  # (a space between the code and the words before it stays)
+                before = link.getprevious()
+                if before is None:
+                    link.getparent().text = (link.getparent().text or "") + space
+                else:
+                    before.tail = (before.tail or "") + space
+        else:
+            for link in links:
+                link.drop_tag()
+
+
+# An inline code element holding elements (not a code block's), found by libxml2 in one pass.
+_CODE_HOLDING = "//code[*][not(ancestor::pre)]"
+
+
 def _alone_in_summary(summary: Any, chain: list[Any]) -> None:
     """Leave the heading ``chain[0]`` alone in ``summary`` (which trafilatura writes as the
     heading), and what stood beside it (in the wrappers ``chain[1:]``) in a block of its own
@@ -3780,6 +3825,7 @@ def _main_content(
     _signatures_as_code(tree)
     _prototypes_as_code(tree)
     _headings_in_items(tree)
+    _flat_inline_code(tree)
     try:
         out = trafilatura.extract(tree, options=_extractor(careful))
     except Exception:  # third-party code on hostile input: fall back, never crash
