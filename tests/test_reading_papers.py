@@ -44,7 +44,7 @@ def test_a_papers_authors_named_in_its_citation_metadata_are_read() -> None:
     listing the names the page's ``citation_author`` metadata gives is read, its words kept
     and its links left out of the reading (the links list keeps them)."""
     reading = read_html(arxiv(METAS), "https://arxiv.org/abs/2401.01234")
-    assert_in_order(reading, "Authors:Jane Smith, Richard Doe, Kim Lee", "We present a sparse")
+    assert_in_order(reading, "Authors: Jane Smith, Richard Doe, Kim Lee", "We present a sparse")
     # Without the metadata (a news article's byline of links) the extractor judges it.
     plain = read_html(arxiv(""), "https://arxiv.org/abs/2401.01234")
     assert "Richard Doe" not in plain and "We present a sparse" in plain
@@ -57,7 +57,31 @@ def test_a_citation_author_naming_no_one_first_is_passed_over() -> None:
     for first in ("", "\u2014", "&amp;"):
         metas = f'<meta name="citation_author" content="{first}">' + METAS
         reading = read_html(arxiv(metas), "https://arxiv.org/abs/2401.01234")
-        assert_in_order(reading, "Authors:Jane Smith, Richard Doe, Kim Lee", "We present")
+        assert_in_order(reading, "Authors: Jane Smith, Richard Doe, Kim Lee", "We present")
+
+
+def test_a_label_glued_to_its_words_reads_apart_and_title_leaves_the_heading() -> None:
+    """arXiv writes each field's label as a span glued to the field ("<span>Abstract:</span>The
+    dominant ..."), set apart by its stylesheet: the reading ran them together ("Authors:Jane
+    Smith", "> Abstract:We present") and the paper's title read "# Title:Sparse Attention".
+    A label ending in a colon right before a word has a space after it; "Title:" first in a
+    heading goes. A label with its own space, and a colon in code, are left as they are."""
+    reading = read_html(arxiv(METAS), "https://arxiv.org/abs/2401.01234")
+    assert_in_order(
+        reading,
+        "# Sparse Attention for Long Documents\n",
+        "Authors: Jane Smith, Richard Doe, Kim Lee",
+        "> Abstract: We present a sparse",
+    )
+    assert "Title:" not in reading
+    page = (
+        f"<html><body><main><h1>Notes</h1><p>{ABSTRACT}</p><p><b>Memo: </b>Guards falsified "
+        "records.</p><p><strong>Note:</strong><em>Read</em> the slice <code><span>x[1</span>"
+        "<span>:</span><span>]</span></code> first.</p></main></body></html>"
+    )
+    reading = read_html(page, "https://example.org/notes")
+    assert "**Memo:** Guards falsified" in reading
+    assert "**Note:** *Read* the slice `x[1:]` first." in reading
 
 
 def test_a_papers_table_of_labelled_metadata_is_read() -> None:

@@ -1531,6 +1531,7 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     _lift_headings(tree)
     _pre_as_code(tree)
     _show_inline_words(tree)
+    _part_labels(tree)
     for el in restyled:
         # html-to-markdown reads styles for hiding too, by other rules ("display:&nbsp;none",
         # a hidden parent of a child shown again): what is kept here, it keeps. (An element
@@ -2709,6 +2710,54 @@ def _show_inline_words(tree: Any) -> None:
     :data:`_SHOWN_INLINE`, :data:`_CUSTOM_LEAVES`)."""
     for element in [*tree.iter(*_SHOWN_INLINE), *tree.xpath(_CUSTOM_LEAVES)]:
         element.tag = "span"
+
+
+def _part_labels(tree: Any) -> None:
+    """Set a label apart from the words it labels: a page that styles its labels as blocks,
+    or hides them, writes them glued to the words ("<span>Authors:</span><a>Ashish
+    Vaswani</a>", "<span>Abstract:</span>The dominant ..."), which read "Authors:Ashish
+    Vaswani", "Abstract:The dominant". An inline element of words alone, at most
+    :data:`_MAX_LABEL_CHARS` characters ending in a colon, right before a word, now has a
+    space after it. One that says "Title:" first in a heading goes (arXiv's "# Title:Attention
+    Is All You Need"): the heading is the title, and its first words were a label's."""
+    for label in _structure.compiled(_COLON_LABELS)(tree):
+        words = label.text_content()
+        if len(words) > _MAX_LABEL_CHARS or _LABEL.fullmatch(words) is None:
+            continue
+        parent = label.getparent()
+        if (
+            parent is not None
+            and parent.tag in _HEADINGS
+            and label.getprevious() is None
+            and not (parent.text or "").strip()
+            and words.strip().lower() == "title:"
+            and (label.tail or "").strip()
+        ):
+            label.drop_tree()  # (its tail, the heading's words, stays)
+            continue
+        tail = label.tail or ""
+        if not words.endswith(":") or tail[:1].isspace():  # (a space of its own after it)
+            continue
+        after = label.getnext() if not tail else None
+        if tail[:1].isalnum() or (after is not None and _first_char(after).isalnum()):
+            label.tail = " " + tail
+
+
+def _first_char(element: Any) -> str:
+    """The first character of ``element``'s words ("" for none)."""
+    return next((text[:1] for text in element.itertext() if text), "")
+
+
+# An inline element of words alone holding a colon, outside code (found by libxml2 in one
+# pass; what follows it is judged in Python: a following-sibling step costs libxml2 a walk
+# of every sibling after, quadratic on a line of 40,000 elements).
+_COLON_LABELS = (
+    "//*[self::span or self::strong or self::b or self::label or self::dfn][not(*)]"
+    "[contains(., ':')][not(ancestor::pre or ancestor::code)]"  # (a slice's "1:" is code's)
+)
+# A label's words: a word, then words and no colon before its own.
+_LABEL = re.compile(r"\s*[^\W\d_][^:]*:\s*")
+_MAX_LABEL_CHARS = 40
 
 
 # A line of words written straight in a <div> (a price, a heading the site wrote as a div, a
