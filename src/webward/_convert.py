@@ -1532,6 +1532,9 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
     _pre_as_code(tree)
     _show_inline_words(tree)
     _part_labels(tree)
+    _part_glued_links(tree)
+    _whole_dates(tree)
+    _aria_headings(tree)  # (after the links in it are set apart)
     for el in restyled:
         # html-to-markdown reads styles for hiding too, by other rules ("display:&nbsp;none",
         # a hidden parent of a child shown again): what is kept here, it keeps. (An element
@@ -2746,6 +2749,126 @@ def _part_labels(tree: Any) -> None:
 def _first_char(element: Any) -> str:
     """The first character of ``element``'s words ("" for none)."""
     return next((text[:1] for text in element.itertext() if text), "")
+
+
+def _aria_headings(tree: Any) -> None:
+    """Read a ``<div>`` or ``<span>`` the page names a heading (ARIA's ``role="heading"``) as
+    a line of bold words: a forum writes each post's header so (Discourse's ``<div
+    role="heading" aria-level="2" class="topic-meta-data">`` of the poster's names and the
+    post's date), which trafilatura dropped as a div of links, and a topic read as its posts'
+    words with nothing saying who wrote which. A bold line, as a post's mark reads (see
+    _kinds.mark_answers), not a heading: trafilatura kept the first post's heading and
+    dropped the others'. It reads as its words alone, a space apart: its links go (the
+    page's links list is gathered before; read as a heading of links, the posts were a
+    listing of other pages' teasers). Not one holding a heading or a block other than a
+    ``<div>``, nor one past a line (:data:`_MAX_ARIA_HEADING_CHARS`)."""
+    for element in _structure.compiled(_ARIA_HEADINGS)(tree):
+        if len(element.text_content()) > _MAX_ARIA_HEADING_CHARS:
+            continue
+        if next(element.iterdescendants(*_HEADINGS, *_BLOCKS_IN_LINE[1:]), None) is not None:
+            continue
+        for inner in element.iterdescendants("div"):  # (a block was apart from its words)
+            inner.text = " " + (inner.text or "")
+            inner.tail = " " + (inner.tail or "")
+        words = " ".join(element.text_content().split())
+        for child in list(element):
+            element.remove(child)
+        element.text = None
+        strong = element.makeelement("strong", {})
+        strong.text = words
+        element.append(strong)
+        element.tag = "p"
+        for name in ("role", "aria-level", "class", "id"):
+            element.attrib.pop(name, None)
+
+
+# A div or span named a heading, not in one (found by libxml2 in one pass).
+_ARIA_HEADINGS = (
+    "//*[self::div or self::span][@role='heading']"
+    "[not(ancestor::h1 or ancestor::h2 or ancestor::h3 or ancestor::h4 or ancestor::h5 or "
+    "ancestor::h6)]"
+)
+_MAX_ARIA_HEADING_CHARS = 200
+
+
+def _part_glued_links(tree: Any) -> None:
+    """Set apart two links written right against each other: a forum post's header writes
+    its author's name and user name as two links in spans a stylesheet lays apart
+    (Discourse's ``<span class="first full-name"><a>Alice Martin</a></span><span
+    class="second username"><a>alice</a></span>``), and the reading ran them together,
+    "[Alice Martin](…)[alice](…)", one name to a reader. A link ending in a word, with
+    nothing after it (itself, or the spans it ends, up to :data:`_MAX_GLUE_LEVELS`) before
+    an element opening with a link whose first character is a word's, has a space after it,
+    where the two go to different places or each stands in a span of its own (two bare
+    links to one place are one link split by an editor, in a word: "[Arte](…)[mis](…)")."""
+    for link in tree.iter("a"):
+        if link.tail or not _last_char(link).isalnum():
+            continue
+        end = link
+        for _ in range(_MAX_GLUE_LEVELS):
+            parent = end.getparent()
+            if end.tail or end.getnext() is not None or parent is None or parent.tag != "span":
+                break
+            end = parent
+        after = end.getnext()
+        if end.tail or after is None:
+            continue
+        opening = after
+        for _ in range(_MAX_GLUE_LEVELS):
+            if opening.tag == "a" or opening.text or len(opening) == 0:
+                break
+            opening = opening[0]
+        if opening.tag != "a" or not _first_char(opening).isalnum():
+            continue
+        # Two links to one place, each not in a span of its own, are one link an editor
+        # split ("[Arte](…)[mis m](…)[oon program](…)"), its words one word: left alone.
+        if (end is not link and opening is not after) or opening.get("href") != link.get("href"):
+            end.tail = " "
+
+
+def _whole_dates(tree: Any) -> None:
+    """Read a date the page shortens on screen as its whole date: a forum writes each post's
+    date as the day alone, its year and time in the element's ``title`` (Discourse's ``<span
+    class="relative-date" title="Nov 14, 2023 10:13 am">Nov 14</span>``; a relative "3h"
+    too, which the title dates), and the reading said "Nov 14" of a post of another year.
+    A span or ``<abbr>`` of words alone (at most :data:`_MAX_SHORT_DATE_CHARS` characters,
+    no year) whose ``title`` holds a year in at most :data:`_MAX_DATE_TITLE_CHARS`
+    characters and starts with its words reads as its title, as does a relative time ("3h",
+    "2 days ago") under such a title."""
+    for element in _structure.compiled(_TITLED_LEAVES)(tree):
+        words = (element.text or "").strip()
+        title = " ".join(element.get("title", "").split())
+        if (
+            not words
+            or len(words) > _MAX_SHORT_DATE_CHARS
+            or len(title) > _MAX_DATE_TITLE_CHARS
+            or _YEAR.search(title) is None
+            or _YEAR.search(words) is not None
+        ):
+            continue
+        if title.startswith(words) or _RELATIVE_TIME.fullmatch(words) is not None:
+            element.text = title
+
+
+# An element of words alone with a title (found by libxml2 in one pass); a year, and a
+# relative time as a forum shows one ("3h", "2 days", "5 min ago").
+_TITLED_LEAVES = "//*[self::span or self::abbr][@title][not(*)]"
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_RELATIVE_TIME = re.compile(
+    r"\d+\s*(?:s|m|h|d|w|mo|y|min|mins|hours?|days?|weeks?|months?|years?)(?:\s+ago)?", re.I
+)
+_MAX_SHORT_DATE_CHARS = 20
+_MAX_DATE_TITLE_CHARS = 40
+
+
+def _last_char(element: Any) -> str:
+    """The last character of ``element``'s words ("" for none)."""
+    texts = [text for text in element.itertext() if text]
+    return texts[-1][-1:] if texts else ""
+
+
+# How many spans around a link, and around the link after it, are looked through.
+_MAX_GLUE_LEVELS = 2
 
 
 # An inline element of words alone holding a colon, outside code (found by libxml2 in one
@@ -4378,6 +4501,23 @@ def _lost_posts(tree: Any, markdown: str) -> Any:
     return None
 
 
+def _title_before(tree: Any, thread: Any, markdown: str) -> str | None:
+    """The words of the page's first ``<h1>`` (Markdown escaped) where it stands before
+    ``thread``, outside it, and its reading ``markdown`` holds no top heading, else None."""
+    if _TOP_HEADING.search(markdown) is not None:
+        return None
+    heading = next(tree.iter("h1"), None)
+    if heading is None or any(above is thread for above in heading.iterancestors()):
+        return None
+    for element in tree.iter():  # (which comes first in the page)
+        if element is heading:
+            words = _collapse(heading.text_content(), _MAX_TITLE)
+            return _MARKDOWN_SPECIAL.sub(r"\\\1", words) if words else None
+        if element is thread:
+            return None
+    return None
+
+
 def _second_heading(element: Any) -> bool:
     return next(itertools.islice(element.iter("h2", "h3", "h4"), 1, None), None) is not None
 
@@ -5151,6 +5291,10 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         full = tidy_markdown(_full_page(copy.deepcopy(thread)))
         if _lost_posts(spare, full) is None and _count_words(full) > _count_words(markdown):
             markdown, extractor = full, "full"
+            if (topic := _title_before(spare, thread, markdown)) is not None:
+                # The thread's topic, in the page's <h1> above the posts: the thread's own
+                # reading began at its first post's author, and said not what it was about.
+                markdown = f"# {topic}\n\n{markdown}"
     if extractor != "full" and asked and (qa := _kinds.lost_answers(spare, markdown)) is not None:
         # A question and its answers, marked, and the reading kept some marks and lost
         # others (trafilatura read the question's body alone): their container's own
