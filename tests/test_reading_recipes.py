@@ -56,3 +56,38 @@ def test_a_recipe_cards_times_and_yield_are_read() -> None:
     )
     unlabelled = page.replace("-label", "-name")
     assert "Prep Time" not in read_html(unlabelled, URL)
+
+
+def test_a_recipe_cards_summary_and_notes_written_as_block_spans_are_read() -> None:
+    """WP Recipe Maker writes the card's summary and its notes as a ``<span style="display:
+    block;">`` alone in a ``<div>``: trafilatura's precision mode drops a div of inline
+    elements and no paragraph, and the card read without what it makes and what to mind.
+    Such a span reads as a paragraph; a span displayed as a block beside other words stays
+    in its line."""
+    card = (
+        '<div class="wprm-recipe-container"><div class="wprm-recipe"><h2 class="wprm-recipe-name'
+        '">Easy Banana Bread</h2><div class="wprm-recipe-summary wprm-block-text-normal"><span '
+        'style="display: block;">This easy banana bread needs one bowl, no mixer and three '
+        "overripe bananas.</span></div>"
+        + _time("prep", "Prep Time", "15", "mins")
+        + '<div class="wprm-recipe-ingredients-container"><h3 class="wprm-recipe-header">'
+        'Ingredients</h3><ul class="wprm-recipe-ingredients"><li class="wprm-recipe-ingredient">'
+        '3 ripe bananas</li><li>1 cup sugar</li></ul></div><div class="wprm-recipe-notes-'
+        'container"><h3 class="wprm-recipe-header">Notes</h3><div class="wprm-recipe-notes">'
+        '<span style="display:block">The riper the bananas, the sweeter the bread.</span></div>'
+        '</div><div class="wprm-recipe-tags"><b>Cuisine</b><span style="display: block">American'
+        "</span></div></div></div>"
+    )
+    page = (
+        "<html><head><title>Easy Banana Bread</title></head><body><main><article><h1>Easy Banana"
+        f" Bread</h1>{_PROSE}{card}</article></main></body></html>"
+    )
+    reading = read_html(page, URL)
+    assert_in_order(
+        reading,
+        "## Easy Banana Bread\n\nThis easy banana bread needs one bowl",
+        "Prep Time 15 mins",
+        "- 3 ripe bananas",
+        "### Notes\n\nThe riper the bananas, the sweeter the bread.",
+    )
+    assert "\n\nAmerican" not in reading

@@ -1541,6 +1541,8 @@ def _clean(tree: Any, rules: StyleRules | None = None) -> None:
         # kept for a child shown again may have no style of its own: hidden by its parent's.)
         style = el.get("style")
         if style:  # (lxml refuses control characters, which a character reference may write)
+            if el.tag == "span" and _BLOCK_DISPLAY.search(style) is not None:
+                _block_span(el)
             el.set("style", _CONTROL.sub("", _SHOWING_DECLARATION.sub("", style)))
     _bound_nesting(tree)
     _bound_spans(spanned)
@@ -2749,6 +2751,35 @@ def _part_labels(tree: Any) -> None:
 def _first_char(element: Any) -> str:
     """The first character of ``element``'s words ("" for none)."""
     return next((text[:1] for text in element.itertext() if text), "")
+
+
+def _block_span(span: Any) -> None:
+    """Read a ``<span>`` its own style displays as a block, alone in a ``<div>`` (of no other
+    element and no words of its own), as a paragraph: WP Recipe Maker writes a recipe's
+    summary and its notes so (``<div class="wprm-recipe-summary"><span style="display:
+    block;">This easy banana bread ...</span></div>``), and trafilatura's precision mode
+    drops a div of inline elements and no paragraph: the card read without what it makes
+    and what to mind. One beside other elements or words stays a span."""
+    parent = span.getparent()
+    if (
+        parent is None
+        or parent.tag != "div"
+        or (parent.text or "").strip()
+        or any(child is not span and not _blank_child(child) for child in parent)
+        or next(span.iterdescendants(*_BLOCKS_IN_LINE), None) is not None
+        or not span.text_content().strip()
+    ):
+        return
+    span.tag = "p"
+
+
+def _blank_child(child: Any) -> bool:
+    """Whether ``child`` is nothing a reader sees: a comment, or a ``<br>``, with no words after."""
+    return (not isinstance(child.tag, str) or child.tag == "br") and not (child.tail or "").strip()
+
+
+# A style's display of a block.
+_BLOCK_DISPLAY = re.compile(r"display\s*:\s*block\b", re.IGNORECASE)
 
 
 def _aria_headings(tree: Any) -> None:
