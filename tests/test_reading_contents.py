@@ -1,8 +1,9 @@
-"""A page's table of contents is not read after its text (webward._kinds.drop_contents)."""
+"""A page's table of contents is not read after its text (webward._kinds.drop_contents), nor
+are lines sending the reader elsewhere (webward._convert._drop_promo_lines)."""
 
 from __future__ import annotations
 
-from readings import P, read_html
+from readings import P, assert_in_order, read_html
 
 URL = "https://docs.example.com/docs/create-a-page"
 
@@ -44,3 +45,28 @@ def test_a_contents_box_with_other_links_or_words_stays() -> None:
     toc = '<div class="toc"><ul><li><a href="/docs/routing">Routing</a></li></ul></div>'
     reading = read(docusaurus(toc))
     assert "[Routing]" in reading
+
+
+def test_a_line_sending_the_reader_elsewhere_is_not_read() -> None:
+    """A news site puts "**SEE MORE:** [another story](…)" and "Related: [...](…)" between an
+    article's paragraphs, and a post ends "Follow us on Instagram, Facebook and Pinterest
+    for more recipes!": trafilatura kept them as the article's paragraphs (two tuning pages
+    of extraction-dev, whose texts leave them out). They go; a line of another label over a
+    link ("Source: [Reuters](…)") and a sentence that mentions following stay."""
+    page = (
+        "<html><head><title>Protests</title></head><body><main><article><h1>Protests</h1>"
+        f"<p>{P} The march began at noon.</p><p><strong>SEE MORE</strong>: <a href='/hk'>Hong "
+        f"Kong protests: 800 students under siege</a></p><p>{P} Police closed the bridge.</p>"
+        "<p><b>Related:</b> <a href='/rockets'>SpaceX's rockets in pictures</a></p><p>Source: "
+        "<a href='https://reuters.example/'>Reuters</a></p><p>Readers who follow us know the "
+        f"<a href='/story'>story</a>. {P}</p><p>Follow us on <a href='https://instagram.example"
+        "/x'>Instagram</a>, <a href='https://facebook.example/x'>Facebook</a> and <a href="
+        "'https://pinterest.example/x'>Pinterest</a> for more!</p></article></main></body></html>"
+    )
+    reading = read_html(page, "https://news.example.com/2026/protests")
+    assert_in_order(
+        reading, "The march began at noon.", "Police closed the bridge.", "Source: [Reuters]"
+    )
+    assert "Readers who follow us know the [story]" in reading
+    for gone in ("SEE MORE", "Hong Kong", "Related", "SpaceX", "Follow us", "Instagram"):
+        assert gone not in reading

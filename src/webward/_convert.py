@@ -1976,6 +1976,44 @@ def _drop_share_widgets(tree: Any) -> None:
     _drop_all(doomed)
 
 
+def _drop_promo_lines(tree: Any) -> None:
+    """Drop a paragraph that sends the reader elsewhere rather than saying anything: a label
+    and one link to another story ("**SEE MORE:** [Hong Kong protests: ...](…)", "Related:
+    [SpaceX's Starship in Pictures](…)", "Read more: …"), which a news site puts between an
+    article's paragraphs, and a line asking to be followed ("Follow us on Instagram,
+    Facebook and Pinterest for more recipes!"), which ends a post. trafilatura keeps them as
+    the article's paragraphs. A paragraph of one link whose words outside it are one of
+    :data:`_PROMO_LABEL`'s labels alone, or of links whose words open "Follow us", "Follow
+    me", "Like us on" or "Connect with us", under :data:`_MAX_PROMO_CHARS` characters, goes;
+    a line of another label ("Source: [Reuters](…)") stays."""
+    doomed = []
+    for paragraph in _structure.compiled(_PROMO_CANDIDATES)(tree):
+        words = _leading_text(paragraph, _MAX_PROMO_CHARS + 1)
+        if len(words) > _MAX_PROMO_CHARS:
+            continue
+        links = paragraph.findall(".//a")
+        if _FOLLOW.match(words) is not None:
+            doomed.append(paragraph)
+        elif len(links) == 1:
+            outside = words.replace(links[0].text_content(), " ", 1)
+            if _PROMO_LABEL.fullmatch(outside) is not None:
+                doomed.append(paragraph)
+    _drop_all(doomed)
+
+
+# A paragraph holding a link (found by libxml2 in one pass), the labels of a line sending the
+# reader to another story, and a request to be followed.
+_PROMO_CANDIDATES = "//p[.//a]"
+_PROMO_LABEL = re.compile(
+    r"\W*(?:see more|see also|also see|read more|read also|also read|more|related|related "
+    r"stories|related story|related articles?|read next|up next|don['\u2019]t miss|must "
+    r"read|recommended|watch|listen|more from [\w ]{1,30})\W*",
+    re.IGNORECASE,
+)
+_FOLLOW = re.compile(r"\W*(?:follow (?:us|me)|like us on|connect with us)\b", re.IGNORECASE)
+_MAX_PROMO_CHARS = 300
+
+
 # A sharing widget (see _drop_share_widgets): the elements looked at (the XPath finds them in
 # C: most pages have none) and how many at most, the word in a class or id (Readability's),
 # and the characters it holds under.
@@ -5239,6 +5277,7 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
     _drop_teaser_grids(tree, visible)
     if "hare" in text or "HARE" in text:  # (the search for them costs 26 ms on 150,000 tags)
         _drop_share_widgets(tree)
+    _drop_promo_lines(tree)
     elements = int(tree.xpath("count(//*)"))
     code = _code_blocks(tree)  # before the marks below go into the blocks' text
     # Quotes, list numbers, definitions and formulas kept through conversion (the bounds
