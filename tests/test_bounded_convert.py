@@ -579,6 +579,23 @@ def test_elements_nested_deep_in_all_are_read_as_plain_text_with_a_note(kind: st
     assert cpu < CPU_BOUND_S
 
 
+def test_a_deep_pages_plain_reading_starts_a_line_at_each_block() -> None:
+    """The plain reading of a page nested too deep for Markdown started a line at paragraphs,
+    items and headings but not at figures, captions, folded sections or definition lists:
+    each caption ran into the words before it ("Hidden 0Caption number 1"). Every block a
+    browser starts a line at starts one."""
+    unit = (
+        b"<figure><img src=/i.png alt=''><figcaption>Caption %d</figcaption></figure><details>"
+        b"<summary>More</summary>Folded</details><dl><dt>Term</dt><dd>Meaning</dd></dl>"
+        b"<aside>Aside</aside>"
+    )
+    units = b"".join(unit % n for n in range(2_000))
+    note, text = read(deep_wrappers_html(unit=units, count=1, depth=200)).split("\n\n", 1)
+    assert note.startswith("[this page nests its elements so deep")
+    assert text.startswith("Caption 0\nMore\nFolded\nTerm\nMeaning\nAside\nCaption 1\n")
+    assert text.count("\n") == 2_000 * 6 - 1
+
+
 def test_elements_nested_deep_but_fewer_levels_in_all_keep_their_markdown() -> None:
     # 48,000 links 28 levels down (1.4 million levels above them in all), or 250 levels down
     # but 5,500 of them: the reading of a page no deeper than 30 levels is never weighed.

@@ -559,9 +559,14 @@ _IN_TAG = (
 # tag (a letter after "<" or "</": "x < 5" in a sentence is no tag), or a bogus comment ("<!",
 # "<?" or "</" and no letter), which ends at its first ">". Block tags become line breaks.
 _MARKUP = re.compile(rf"<(?:[!?]|/(?![a-zA-Z]))[^>]*+>|<(/?)([a-zA-Z][^\t\n\f\r />]*+){_IN_TAG}>")
+# (Every block a browser starts a line at: without figure, figcaption, details and summary,
+# a deep page's captions and folded sections ran into the words before and after them,
+# "Hidden 0Caption number 1".)
 _LINE_BREAKS = frozenset((
     "p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
     "table", "ul", "ol", "pre", "blockquote", "dd", "dt", "header", "main", "footer", "hr",
+    "address", "aside", "caption", "center", "details", "dl", "fieldset", "figcaption",
+    "figure", "form", "legend", "nav", "summary",
 ))  # fmt: skip
 _BREAKS = {**dict.fromkeys(_LINE_BREAKS, "\n"), "td": " ", "th": " "}
 # What a script's start tag leaves when it holds elements (else see _TagText._script).
