@@ -320,3 +320,24 @@ def test_a_pages_own_asterisks_in_emphasis_read_as_its_words() -> None:
         "It costs $a^* = b*c$ per call.",
     )
     assert "****" not in reading
+
+
+def test_a_pages_own_underscores_at_a_words_edges_read_as_its_words() -> None:
+    """A page read whole (html-to-markdown's reading) wrote the page's ``__init__`` as it
+    stood, Markdown's strong emphasis around "init" (``*__init__*`` an emphasised strong
+    "init"), where trafilatura's reading escapes it. The underscores at a word's edges are
+    escaped now, as trafilatura's are; one inside a word stays bare (Markdown reads nothing
+    there), as do code spans, a formula's TeX and a link's target."""
+    page = (
+        "<html><head><title>Classes</title></head><body><main><h1>Classes</h1><p>Python calls "
+        "<em>__init__</em> after <strong>__new__</strong>, and my_var_name is a name.</p><p>"
+        "The <a href='/_private_/x'>__init__.py</a> file, <code>__all__</code> and <math "
+        'alttext="x_i + _a_"><mi>x</mi></math> too.</p></main></body></html>'
+    )
+    reading = read_html(page, "https://docs.example.org/classes.html")
+    assert_in_order(
+        reading,
+        "Python calls *\\_\\_init\\_\\_* after **\\_\\_new\\_\\_**, and my_var_name is a name.",
+        "The [\\_\\_init\\_\\_.py](https://docs.example.org/_private_/x) file, `__all__` and "
+        "$x_i + _a_$ too.",
+    )

@@ -4163,7 +4163,33 @@ def _guard_ampersands(tree: Any) -> None:
 def _h2m(html: str) -> str:
     import html_to_markdown as h2m
 
-    return h2m.convert(html, _h2m_options()).content or ""
+    markdown = h2m.convert(html, _h2m_options()).content or ""
+    return _outside_fences(markdown, _escape_edge_underscores) if "_" in markdown else markdown
+
+
+def _escape_edge_underscores(text: str) -> str:
+    r"""``text`` (no code block) with each run of underscores at a word's edge escaped: a page's
+    ``__init__`` (or ``_id_``) written as html-to-markdown leaves it is Markdown's strong
+    emphasis around "init" (``*__init__*`` an emphasised strong "init"), where trafilatura's
+    reading writes ``\_\_init\_\_``. An underscore inside a word (``my_var``) marks nothing
+    and stays bare, as :func:`_unescape_word_underscores` leaves trafilatura's; code spans,
+    formulas between dollars, link targets and autolinks are left as they are."""
+    return _EDGE_UNDERSCORES.sub(_escaped_edge, text)
+
+
+def _escaped_edge(match: re.Match[str]) -> str:
+    run = match["edge"]
+    return match[0] if run is None else run.replace("_", "\\_")
+
+
+# What is left as it is (a code span, a formula, a link's target, an autolink) or a run of
+# underscores opening a word (after no word character nor backslash) or closing one (after a
+# letter or digit, before no word character).
+_EDGE_UNDERSCORES = re.compile(
+    r"(`+)[^`]*?\1|\$[^$\n]+\$|\]\([^)\n]*\)|<[a-z][a-z0-9+.-]*:[^>\s]*>"
+    r"|(?P<edge>(?<![\w\\])_+(?=[^\W_])|(?<=[^\W_])_+(?!\w))",
+    re.IGNORECASE,
+)
 
 
 def _bare_body_in_main(tree: Any) -> Any:
