@@ -341,3 +341,29 @@ def test_a_pages_own_underscores_at_a_words_edges_read_as_its_words() -> None:
         "The [\\_\\_init\\_\\_.py](https://docs.example.org/_private_/x) file, `__all__` and "
         "$x_i + _a_$ too.",
     )
+
+
+def test_doxygens_title_written_in_a_div_reads_as_the_pages_heading() -> None:
+    """Doxygen writes a class page's title as ``<div class="headertitle"><div class="title">``
+    beside a summary of links to the page's sections, not as an ``<h1>``: trafilatura
+    dropped the header (a short div holding links), and the reference read with no name
+    over it. A block of class "title", on a page without an ``<h1>``, whose words are all
+    the page's ``<title>``'s reads as its heading, once; one saying other words stays."""
+    header = (
+        '<div class="header"><div class="summary"><a href="#pub-methods">Public Member '
+        'Functions</a> | <a href="classStack-members.html">List of all members</a></div><div '
+        'class="headertitle"><div class="title">mylib::Stack&lt; T &gt; Class Template '
+        "Reference</div></div></div>"
+    )
+    page = (
+        "<html><head><title>MyLib: mylib::Stack&lt; T &gt; Class Template Reference</title>"
+        f'</head><body><div id="top"></div>{header}<div class="contents"><p>A last-in, '
+        f"first-out container of values.</p>{_PROSE}{_CODE}</div></body></html>"
+    )
+    reading = read_html(page, "https://docs.example.org/classmylib_1_1Stack.html")
+    assert_in_order(
+        reading, "# mylib::Stack\\< T ", " Class Template Reference\n\nA last-in, first-out"
+    )
+    assert reading.count("Class Template Reference") == 1
+    other = read_html(page.replace("Class Template Reference</div>", "Overview</div>"), URL)
+    assert "# mylib" not in other

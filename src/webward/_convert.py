@@ -2841,6 +2841,62 @@ def _blank_child(child: Any) -> bool:
 _BLOCK_DISPLAY = re.compile(r"display\s*:\s*block\b", re.IGNORECASE)
 
 
+def _title_block_as_heading(tree: Any, title: str) -> None:
+    """Read a page's title written in a block of class ``title`` as its ``<h1>``, where the page
+    has none: Doxygen writes a class's name as ``<div class="headertitle"><div
+    class="title">mylib::Stack< T > Class Template Reference</div></div>`` beside links to
+    its sections, which trafilatura drops (a short div holding links), and the reference
+    read with no name over it. The first ``<div>``, ``<p>`` or ``<span>`` whose class holds
+    the word "title", of words alone and at most :data:`_MAX_TITLE_BLOCK_CHARS` characters,
+    two words or more all of them in the page's ``title``, becomes an ``<h1>``."""
+    if next(tree.iter("h1"), None) is not None:
+        return
+    said = set(_WORD.findall(title.lower()))
+    for block in itertools.islice(_structure.compiled(_TITLE_BLOCKS)(tree), 1):
+        words = _WORD.findall(block.text_content().lower())
+        if (
+            len(words) >= 2
+            and len(block.text_content()) <= _MAX_TITLE_BLOCK_CHARS
+            and set(words) <= said
+        ):
+            block.tag = "h1"
+            for name in ("class", "id"):
+                block.attrib.pop(name, None)
+            # Out of the short wrappers around it (Doxygen's header, holding the links to the
+            # page's sections), to just before the outermost: trafilatura drops a short div
+            # holding a link, the heading with it.
+            outer = None
+            for wrapper in itertools.islice(block.iterancestors(), _MAX_TITLE_WRAPPERS):
+                if wrapper.tag not in ("div", "header", "section", "hgroup"):
+                    break
+                if _solid(wrapper.text_content()) >= _SHORT_WRAPPER_CHARS:
+                    break
+                outer = wrapper
+            if outer is not None:
+                tail, block.tail = block.tail, None
+                if tail and tail.strip():
+                    _append_words(block.getparent(), block.getprevious(), tail)
+                block.getparent().remove(block)
+                outer.addprevious(block)
+
+
+# A block whose class holds the word "title", of inline elements at most (found by libxml2).
+_TITLE_BLOCKS = (
+    "//@class[contains(., 'title')]/parent::*[self::div or self::p or self::span]"
+    "[contains(concat(' ', normalize-space(@class), ' '), ' title ')]"
+    "[not(.//div or .//p or .//table or .//ul or .//ol)]"
+)
+_MAX_TITLE_BLOCK_CHARS = 200
+
+
+def _append_words(parent: Any, before: Any, words: str) -> None:
+    """``words`` written after ``before`` in ``parent`` (its text, when ``before`` is None)."""
+    if before is None:
+        parent.text = (parent.text or "") + words
+    else:
+        before.tail = (before.tail or "") + words
+
+
 def _aria_headings(tree: Any) -> None:
     """Read a ``<div>`` or ``<span>`` the page names a heading (ARIA's ``role="heading"``) as
     a line of bold words: a forum writes each post's header so (Discourse's ``<div
@@ -5328,6 +5384,8 @@ def html_to_markdown(text: str, final_url: str, *, include_links: bool = False) 
         _whole_dates(tree)
     if "heading" in text:
         _aria_headings(tree)  # (after the links in it are set apart)
+    if 'title"' in text or "title'" in text or "class=title" in text:  # (a class's last word)
+        _title_block_as_heading(tree, title)
     page_text = _visible_text(tree)
     visible = _solid(page_text)
     if visible == 0:
