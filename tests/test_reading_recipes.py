@@ -91,3 +91,37 @@ def test_a_recipe_cards_summary_and_notes_written_as_block_spans_are_read() -> N
         "### Notes\n\nThe riper the bananas, the sweeter the bread.",
     )
     assert "\n\nAmerican" not in reading
+
+
+def test_a_list_of_bullets_its_style_numbers_reads_numbered() -> None:
+    """WP Recipe Maker writes a recipe's steps as a ``<ul>`` of ``<li style="list-style-type:
+    decimal;">``, which a browser numbers: the steps read as bullets, their order unsaid.
+    A ``<ul>`` whose items (or itself) a style numbers reads as the ordered list it shows,
+    in its letters too (as an ``<ol type="a">`` reads: "- a. ..."); one of bullets, or of
+    items styled apart, stays."""
+
+    def steps(styles: tuple[str, str]) -> str:
+        return (
+            '<ul class="wprm-recipe-instructions">'
+            + "".join(
+                f'<li class="wprm-recipe-instruction" style="{style}"><div class="wprm-recipe-'
+                f'instruction-text">{words}</div></li>'
+                for style, words in zip(
+                    styles, ("Mash the bananas.", "Bake for an hour."), strict=True
+                )
+            )
+            + "</ul>"
+        )
+
+    def page(inside: str) -> str:
+        return (
+            "<html><head><title>Banana Bread</title></head><body><main><article><h1>Banana "
+            f"Bread</h1>{_PROSE}<h2>Instructions</h2>{inside}</article></main></body></html>"
+        )
+
+    decimal = ("list-style-type: decimal;", "list-style-type: decimal;")
+    assert "1. Mash the bananas.\n2. Bake for an hour." in read_html(page(steps(decimal)), URL)
+    letters = steps(("list-style: lower-alpha", "list-style: lower-alpha"))
+    assert "- a. Mash the bananas.\n- b. Bake for an hour." in read_html(page(letters), URL)
+    for kept in (("list-style-type: disc", "list-style-type: disc"), ("", decimal[1])):
+        assert "- Mash the bananas.\n- Bake for an hour." in read_html(page(steps(kept)), URL)
