@@ -367,3 +367,32 @@ def test_doxygens_title_written_in_a_div_reads_as_the_pages_heading() -> None:
     assert reading.count("Class Template Reference") == 1
     other = read_html(page.replace("Class Template Reference</div>", "Overview</div>"), URL)
     assert "# mylib" not in other
+
+
+def test_a_package_pages_header_lines_follow_its_title_out_of_the_header() -> None:
+    """PyPI writes a project's header as ``<div class="banner">`` of its name and version, a
+    ``pip install`` line and the release date beside a "Latest version" link: trafilatura
+    drops the short div holding the link (and a banner's class), the title was lifted out
+    of it, and the install line and the date stayed behind, lost. The header's paragraphs of
+    words and no link follow the title out, in order; a line holding a link stays."""
+    header = (
+        '<div class="banner"><div class="package-header"><div class="package-header__left"><h1 '
+        'class="package-header__name">requests 2.32.3</h1><p class="package-header__pip-'
+        'instructions"><span id="pip-command">pip install requests</span><button type="button"'
+        '>Copy</button></p></div><div class="package-header__right"><a class="status-badge" '
+        'href="/project/requests/"><span>Latest version</span></a><p class="package-header__'
+        'date">Released: <time datetime="2024-05-29">May 29, 2024</time></p><p>See <a href="/'
+        'h">history</a></p></div></div></div>'
+    )
+    page = (
+        "<html><head><title>requests · PyPI</title></head><body><main>"
+        f'{header}<div class="project-description"><p>Python HTTP for Humans.</p>{_PROSE}'
+        f"{_CODE}</div></main></body></html>"
+    )
+    reading = read_html(page, "https://pypi.org/project/requests/")
+    assert_in_order(
+        reading,
+        "# requests 2.32.3\n\npip install requests\n\nReleased: May 29, 2024\n",
+        "Python HTTP for Humans.",
+    )
+    assert "history" not in reading

@@ -2292,7 +2292,10 @@ def _lift_title(tree: Any, title: str) -> None:
     of breadcrumbs, the package's name and its version's links). Each wrapper is split at
     the heading: what stands before it stays in the wrapper, what follows goes into a copy
     of it after the heading, so every reading keeps the page's order and the extractor
-    judges the rest alone.
+    judges the rest alone. The header's own lines after the heading, paragraphs of words
+    and no link of at most :data:`_MAX_HEADER_LINE_CHARS` characters (PyPI's "pip install
+    requests" and "Released: May 29, 2024" beside a "Latest version" link, in a
+    ``<div class="banner">``, which trafilatura drops by its class too), follow it out.
 
     Only on a page of code (three ``<code>`` or ``<pre>`` elements or more: documentation,
     a reference), and only a heading saying more than the page's ``title`` (which the
@@ -2319,6 +2322,22 @@ def _lift_title(tree: Any, title: str) -> None:
     # (only as far as the outermost that holds a link: the one trafilatura drops)
     while wrappers and next(wrappers[-1].iter("a"), None) is None:
         wrappers.pop()
+    # The header's own lines after the heading, paragraphs of words and no link (PyPI's
+    # "pip install requests", "Released: May 29, 2024" beside a "Latest version" link):
+    # dropped with the wrapper that holds the link, they follow the heading out of it.
+    lines = []
+    if wrappers:
+        after_heading = False
+        for element in wrappers[-1].iter("h1", "p"):
+            if element is heading:
+                after_heading = True
+            elif (
+                after_heading
+                and element.tag == "p"
+                and next(element.iter("a"), None) is None
+                and len(element.text_content()) <= _MAX_HEADER_LINE_CHARS
+            ):
+                lines.append(element)
     for wrapper in wrappers:
         rest = [*heading.itersiblings()]
         after = None
@@ -2337,11 +2356,20 @@ def _lift_title(tree: Any, title: str) -> None:
             heading.tail = tail
         if len(wrapper) == 0 and not (wrapper.text or "").strip():
             wrapper.getparent().remove(wrapper)
+    at = heading
+    for line in lines:
+        tail, line.tail = line.tail, None
+        if tail and tail.strip():
+            _append_words(line.getparent(), line.getprevious(), tail)
+        line.getparent().remove(line)
+        at.addnext(line)
+        at = line
 
 
 # How far up the page's title is lifted out of short wrappers holding links, and what is
 # short: trafilatura's bound for a div it drops for a link (its delete_by_link_density).
 _MAX_TITLE_WRAPPERS = 4
+_MAX_HEADER_LINE_CHARS = 200
 _PAGE_OF_CODE = "(//code | //pre)[3]"
 _SHORT_WRAPPER_CHARS = 200
 
