@@ -423,6 +423,8 @@ _MAKERS = {
         'hostile.numbered_units_html(b"<a href=#%d>w</a> ", 45_000, b"<div>" * 57, b"</div>" * 57)'
     ),
     "48,000 links 250 levels deep 770 kB": "hostile.deep_wrappers_html()",
+    "a line of 198,000 link targets left open 990 kB": "hostile.unclosed_openings_html()",
+    "a word of 110,000 autolinks left open 990 kB": 'hostile.unclosed_openings_html(b"&lt;a:x_")',
     "48,500 spans in 250 captioned figures 740 kB": (
         'hostile.deep_wrappers_html(b"<figure><figcaption>c</figcaption>", b"</figure>",'
         ' b"<span>w</span> ", 48_500)'
