@@ -280,7 +280,10 @@ _NEXT_STEP = {
     401: "the page needs a login, which webward never sends; find the content at a public URL",
     403: "the site does not serve this page to webward; find the content elsewhere",
     404: "there is no page at this URL; check it for typos or find the page's current address",
+    # Not refused for what was asked, but for when: the same request may well pass later.
+    408: "the site gave up waiting for the request; try again in a moment",
     410: "the site has removed this page; find the content elsewhere",
+    425: "the site would not take the request this early; try again in a moment",
     429: "the site is limiting how often it is read; wait a little before reading it again",
     451: "the site withholds this page for legal reasons; find the content elsewhere",
 }
