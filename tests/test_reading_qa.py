@@ -312,6 +312,20 @@ def test_a_rendered_topics_posts_read_under_their_headers() -> None:
     )
 
 
+def test_a_short_text_under_a_title_naming_a_year_but_no_day_keeps_its_words() -> None:
+    """A short date reads as its title's whole date ("3h" under "Nov 14, 2023 10:13 am", as
+    before), but a title naming a year and no day is no date: "300 m" under "Built in 2019"
+    read "Built in 2019", the tower's height lost for its tooltip."""
+    page = (
+        "<html><body><main><h1>Towers</h1><p>" + P + " The tower stands <span title='Built in "
+        "2019'>300 m</span> tall; <span title='Apple 2020 report'>Apple</span> paid for it; its "
+        "last visit <span title='Nov 14, 2023 10:13 am'>3h</span>.</p></main></body></html>"
+    )
+    reading = read_html(page, "https://example.org/towers")
+    assert "stands 300 m tall; Apple paid for it" in reading
+    assert "last visit Nov 14, 2023 10:13 am." in reading
+
+
 def test_a_topic_read_as_a_thread_keeps_its_title() -> None:
     """Where trafilatura keeps one post of a topic, the thread's own reading stands in (each
     post, in order), and it began at the first post's header: the topic's title, the page's

@@ -3023,6 +3023,9 @@ def _whole_dates(tree: Any) -> None:
             or len(title) > _MAX_DATE_TITLE_CHARS
             or _YEAR.search(title) is None
             or _YEAR.search(words) is not None
+            # A title that names no day (a month, or a date in digits) is no date: "300 m"
+            # under "Built in 2019" read "Built in 2019", a height lost for a tooltip.
+            or _DAY.search(title) is None
         ):
             continue
         if title.startswith(words) or _RELATIVE_TIME.fullmatch(words) is not None:
@@ -3033,6 +3036,12 @@ def _whole_dates(tree: Any) -> None:
 # relative time as a forum shows one ("3h", "2 days", "5 min ago").
 _TITLED_LEAVES = "//*[self::span or self::abbr][@title][not(*)]"  # (see _TITLE_BLOCKS)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_DAY = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
+    r"|\d{4}-\d\d-\d\d|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b",
+    re.IGNORECASE,
+)
 _RELATIVE_TIME = re.compile(
     r"\d+\s*(?:s|m|h|d|w|mo|y|min|mins|hours?|days?|weeks?|months?|years?)(?:\s+ago)?", re.I
 )
