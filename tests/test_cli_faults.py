@@ -909,6 +909,43 @@ def test_ctrl_c_python_drops_in_a_callback_still_stops_the_fetch(tmp_path: Path)
     assert not (tmp_path / "state" / "audit.db").exists() or records(tmp_path) == []
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ctrl_c_python_drops_in_a_command_that_answers_anyway_keeps_one_answer(
+    tmp_path: Path, as_json: bool
+) -> None:
+    """A Ctrl-C Python dropped while a command that runs no call (webward audit) loaded: the
+    command answered all the same, and was then ended as interrupted with the cancelled
+    call's words, and, with --json, a second JSON object after its answer on stdout. Its
+    answer stays the one thing on stdout; stderr says it was interrupted after its answer;
+    130."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    callback = _CTRL_C_IN_A_CALLBACK.replace("webward._cmd_fetch", "webward._cmd_audit")
+    (hook / "sitecustomize.py").write_text(callback, encoding="utf-8")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), src]),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+    }
+    config = write_config(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "webward", "audit", "--since", "1h", "--config", str(config)]
+        + (["--json"] if as_json else []),
+        env=env,
+        capture_output=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 130, err
+    assert err == "webward: interrupted (Ctrl-C) as the command ended, after its answer\n"
+    if as_json:
+        assert json.loads(done.stdout) == []
+    else:
+        assert done.stdout == b"no audit records match\n"
+
+
 # The operating system's resolver on a network whose DNS is gone: a lookup of the test's name
 # that never answers (it says where it is first, in a file the test waits for).
 _DNS_GONE = """

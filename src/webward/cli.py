@@ -349,7 +349,13 @@ def _main(argv: Sequence[str] | None) -> int:
                 loaded.append(settings.source)
                 code: int = args._module.run(args, settings)
                 if dropped_interrupt() is not None and code < 128:
-                    raise KeyboardInterrupt  # Ctrl-C came, and was dropped: ended as it asked
+                    # Ctrl-C came, and was dropped: ended as it asked, but the command has
+                    # answered (its call, if any, audited as what it was). Said on stderr as
+                    # such, not as a call cancelled: with --json, a cancelled error after the
+                    # answer put two JSON objects on stdout.
+                    with contextlib.suppress(OSError, ValueError):
+                        print(f"webward: {_ANSWERED_THEN_INTERRUPTED}", file=sys.stderr)
+                    return 128 + signal.SIGINT
             finally:
                 _flush_traces()  # while the records the exporter logs are still throttled
     except WebwardError as exc:
@@ -375,6 +381,9 @@ def _main(argv: Sequence[str] | None) -> int:
             return _answer_interrupt(code, args.command, as_json)
         return report_error(_missing_package(exc) or internal_error(exc), as_json)
     return code
+
+
+_ANSWERED_THEN_INTERRUPTED = "interrupted (Ctrl-C) as the command ended, after its answer"
 
 
 def _answer_interrupt(code: int, command: str, as_json: bool) -> int:
