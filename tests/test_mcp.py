@@ -30,7 +30,7 @@ from reportlab.pdfgen import canvas
 from stores import stored_records
 
 import webward
-from webward import Settings, StaticResolver, Web
+from webward import Settings, StaticResolver, Web, _mcp
 from webward._capabilities import MISSING_URL
 from webward._credentials import EnvironmentStore
 from webward._errors import InvalidInput, Refused
@@ -392,6 +392,30 @@ async def test_a_request_reusing_the_id_of_one_running_in_its_session_is_refused
     session_of = {r["decision"]: r["session"] for r in records}
     assert session_of["refused"] == session_of["failed"] != session_of["allowed"]
     assert session_of["refused"].endswith(mine["Mcp-Session-Id"])
+
+
+def test_an_id_cancelled_then_reused_stays_claimed_when_the_first_post_ends() -> None:
+    """A cancellation frees the id it names while the first request's POST may still be open:
+    a request reusing the id then runs under it, and the first POST's end freed that later
+    claim too, so a fourth request with the id was taken by the SDK in the third one's place.
+    The first POST's end frees only its own claim."""
+    relay = _mcp._MalformedRequests(None, None, None, "agent", None)  # (what _claim reads)
+    scope = {"type": "http", "headers": [(b"mcp-session-id", b"s1")]}
+    call = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "web_fetch", "arguments": {"url": "https://a.test/"}}})  # fmt: skip
+    cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 7}})  # fmt: skip
+    first, refused = relay._claim(scope, call.encode())
+    assert first is not None and refused is None
+    assert relay._claim(scope, cancel.encode()) == (None, None)
+    third, refused = relay._claim(scope, call.encode())
+    assert third is not None and refused is None
+    relay._release(first)  # the first POST ends, answered as cancelled
+    fourth, refused = relay._claim(scope, call.encode())
+    assert fourth is None and refused is not None and refused.request_id == 7
+    relay._release(third)
+    fifth, refused = relay._claim(scope, call.encode())
+    assert fifth is not None and refused is None
 
 
 @pytest.mark.anyio

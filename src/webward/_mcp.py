@@ -2105,10 +2105,12 @@ class _MalformedRequests:
     ) -> None:
         self._app, self._web, self._tokens = app, web, tokens
         self._agent, self._tier = agent, tier
-        #: (session, id) of each request in a session whose POST is still being answered.
-        self._running: set[tuple[bytes, str | int]] = set()
+        #: (session, id) of each request in a session whose POST is still being answered, to
+        #: the claim of that POST: a cancellation frees the id while its POST may still be
+        #: open, and the POST's end must then not free the claim of a later request.
+        self._running: dict[tuple[bytes, str | int], object] = {}
 
-    def _claim(self, scope: Any, body: bytes) -> tuple[tuple[bytes, str | int] | None, Any]:
+    def _claim(self, scope: Any, body: bytes) -> tuple[tuple[Any, object] | None, Any]:
         """The (session, id) a request in a session runs under, claimed; or the refusal of a
         request whose id a request of its session still runs under. The SDK keys a session's
         requests by id: the second took the first one's place, a cancellation of that id
@@ -2126,14 +2128,22 @@ class _MalformedRequests:
             if value["method"] == "notifications/cancelled":
                 named = cancelled_request_id_from_params(value.get("params"))
                 if named is not None:
-                    self._running.discard((session, coerce_request_id(named)))
+                    self._running.pop((session, coerce_request_id(named)), None)
             return None, None
         key = (session, coerce_request_id(given))
         if key in self._running:
             message = _reused_id(given)
             return None, Malformed(request_id=given, message=message, calls=_calls_in(value))
-        self._running.add(key)
-        return key, None
+        claim = object()
+        self._running[key] = claim
+        return (key, claim), None
+
+    def _release(self, claimed: tuple[Any, object]) -> None:
+        """Free the id of ``claimed`` (as :meth:`_claim` gave it), unless a cancellation freed
+        it and a later request holds it now."""
+        key, claim = claimed
+        if self._running.get(key) is claim:
+            del self._running[key]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != MCP_PATH:
@@ -2221,7 +2231,7 @@ class _MalformedRequests:
             await self._app(scope, kept, answer)
         finally:
             if claimed is not None:  # answered, or its client has gone
-                self._running.discard(claimed)
+                self._release(claimed)
 
     async def _rewritten(
         self,
