@@ -251,6 +251,26 @@ PAGES: list[tuple[str, Any, str]] = [
     ),
     ("48,000 links 250 levels deep 770 kB", hostile.deep_wrappers_html, "text/html"),
     (
+        "a line of 198,000 link targets left open 990 kB",
+        hostile.unclosed_openings_html,
+        "text/html",
+    ),
+    (
+        "a word of 110,000 autolinks left open 990 kB",
+        lambda: hostile.unclosed_openings_html(b"&lt;a:x_"),
+        "text/html",
+    ),
+    (
+        "45,000 short dates with a title 990 kB",
+        lambda: hostile.deep_wrappers_html(unit=b"<abbr title=1>a</abbr>", count=45_000, depth=1),
+        "text/html",
+    ),
+    (
+        "49,500 paragraphs of class title 990 kB",
+        lambda: hostile.deep_wrappers_html(unit=b"<p class=title>x</p>", count=49_500, depth=1),
+        "text/html",
+    ),
+    (
         "48,500 spans in 250 captioned figures 740 kB",
         lambda: hostile.deep_wrappers_html(
             b"<figure><figcaption>c</figcaption>", b"</figure>", b"<span>w</span> ", 48_500
@@ -424,13 +444,13 @@ _MAKERS = {
     ),
     "48,000 links 250 levels deep 770 kB": "hostile.deep_wrappers_html()",
     "a line of 198,000 link targets left open 990 kB": "hostile.unclosed_openings_html()",
+    "a word of 110,000 autolinks left open 990 kB": 'hostile.unclosed_openings_html(b"&lt;a:x_")',
     "45,000 short dates with a title 990 kB": (
         'hostile.deep_wrappers_html(unit=b"<abbr title=1>a</abbr>", count=45_000, depth=1)'
     ),
     "49,500 paragraphs of class title 990 kB": (
         'hostile.deep_wrappers_html(unit=b"<p class=title>x</p>", count=49_500, depth=1)'
     ),
-    "a word of 110,000 autolinks left open 990 kB": 'hostile.unclosed_openings_html(b"&lt;a:x_")',
     "48,500 spans in 250 captioned figures 740 kB": (
         'hostile.deep_wrappers_html(b"<figure><figcaption>c</figcaption>", b"</figure>",'
         ' b"<span>w</span> ", 48_500)'
