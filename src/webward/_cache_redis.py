@@ -1,8 +1,9 @@
 """The page cache in Redis, so a window read on one replica can be paged on another.
 
 :class:`RedisPageCache` keeps converted pages (:meth:`CachedPage.to_dict` as JSON) under
-``webward:pages:<sha256 of the cache key>`` (``[state] redis_prefix`` then ``pages:``) with the page-cache TTL (plus ``STALE_KEEP_S`` for
-a page with validators, to revalidate it; ``_cache.keep_s``). A Redis failure is a miss (or a
+``webward:pages:<sha256 of the cache key>`` (``[state] redis_prefix``, then ``pages:``) with
+the page-cache TTL (plus ``STALE_KEEP_S`` for a page with validators, to revalidate it;
+``_cache.keep_s``). A Redis failure is a miss (or a
 page not kept): the cache only saves a download, so it is never a reason to refuse. A Redis
 that just gave no answer (to the cache or to the limits: one ``_redis_client.RedisHealth``
 per URL) is a miss at once, not a wait of the client's timeout per read.

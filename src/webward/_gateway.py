@@ -1045,8 +1045,7 @@ class _LazyConsole:
 
     def _logout_state(self) -> LimitState | None:
         """Where the console keeps its sessions and so their logouts (``Console._keep_live``):
-        the gateway's limit store, which replicas
-        sharing Redis share; but ``limits.db`` in the state dir when that store is the one
+        the gateway's limit store, which replicas sharing Redis share; but ``limits.db`` in the state dir when that store is the one
         process's memory, which a restart forgets: a logged-out cookie (signed, so taken
         without any store) opened the console again for the rest of its 12 hours."""
         web = self._holder.get("web")

@@ -1,9 +1,9 @@
 """Limiter state shared through Redis, so N gateway replicas keep one budget.
 
 :class:`RedisLimitState` keeps each limiter key's :class:`HostState` as one JSON value under
-``webward:limits:<key>`` (``[state] redis_prefix`` then ``limits:``) and changes it with an optimistic ``WATCH``/``MULTI``/``EXEC`` loop:
-two replicas spending the same host's last token race, one ``EXEC`` fails, and that replica
-reads the new state and decides again. Any Redis failure refuses the read
+``webward:limits:<key>`` (``[state] redis_prefix``, then ``limits:``) and changes it with an
+optimistic ``WATCH``/``MULTI``/``EXEC`` loop: two replicas spending the same host's last token
+race, one ``EXEC`` fails, and that replica reads the new state and decides again. Any Redis failure refuses the read
 (``limits_unavailable``): abuse protections fail closed, and promptly: each change (its wait
 for the process's other writers of the key included) ends within twice the client's timeout,
 and a Redis that just gave no answer is not asked again for a timeout's length
