@@ -132,7 +132,12 @@ async def _getaddrinfo(host: str) -> list[Any]:
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
             loop.call_soon_threadsafe(settle, result, error)
 
-    threading.Thread(target=look_up, name="webward resolver", daemon=True).start()
+    try:
+        threading.Thread(target=look_up, name="webward resolver", daemon=True).start()
+    except RuntimeError:  # no thread to be had (a thread or memory limit): its slot given back
+        with _own_threads_lock:
+            _own_threads[0] -= 1
+        return await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     return await answer
 
 
