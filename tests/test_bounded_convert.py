@@ -2346,7 +2346,8 @@ def test_the_passes_setting_words_apart_run_only_where_the_page_holds_their_mark
     ARIA headings or lines sending the reader elsewhere costs 10 to 80 ms, and most pages
     hold none: each runs only where the page holds what it looks for (a colon before an end
     tag, a link's end before a tag, a title attribute, the word "heading", a promotion's
-    words in the page's text)."""
+    words in the text of a page of more than 100,000 characters: on a shorter one the search
+    costs more than the pass)."""
     names = (
         "_part_labels",
         "_part_glued_links",
@@ -2355,7 +2356,8 @@ def test_the_passes_setting_words_apart_run_only_where_the_page_holds_their_mark
         "_drop_promo_lines",
     )
     calls = {name: counted(monkeypatch, name) for name in names}
-    plain = b"<html><body><main><h1>Plain</h1>" + b"<p><b id=f>t</b> words</p>" * 2_000
+    plain = b"<html><body><main><h1>Plain</h1>" + b"<p><b id=f>t</b> words</p>" * 16_000
+    assert len(b"t words" * 16_000) > _convert._PROMO_SEARCHED_CHARS
     read(plain + b"</main></body></html>")
     assert {name: len(made) for name, made in calls.items()} == dict.fromkeys(names, 0)
     marked = (
