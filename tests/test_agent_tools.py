@@ -106,15 +106,7 @@ def test_specs_are_valid_json_schemas_with_the_documented_arguments() -> None:
         (WEB_FETCH, {"url", "offset", "max_chars", "query", "max_age"}, ["url"]),
         (
             WEB_SEARCH,
-            {
-                "query",
-                "limit",
-                "allowed_domains",
-                "blocked_domains",
-                "freshness",
-                "country",
-                "language",
-            },
+            {"query", *SEARCH_OPTIONAL},
             ["query"],
         ),
     ):

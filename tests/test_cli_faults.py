@@ -804,21 +804,41 @@ def test_an_empty_session_names_the_flag(
     assert err == ("webward: --session must be a name of 1 to 512 printable characters\n")
 
 
-# Ctrl-C while the program is still loading: sent by the process to itself the moment the
-# command line's module is imported (a finder on sys.meta_path), as a person pressing it a
-# moment after Enter does, without a race.
+def hooked_env(tmp_path: Path, hook_source: str, **more: str) -> dict[str, str]:
+    """The environment of a ``python -m webward`` child that runs ``hook_source`` first (its
+    sitecustomize), with this checkout's source and its state in ``tmp_path``."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(hook_source, encoding="utf-8")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), src]),
+        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
+        **more,
+    }
+
+
+# Ctrl-C while the program is still loading: sent by the process to itself the moment a
+# module is imported (a finder on sys.meta_path), as a person pressing it a moment after Enter
+# does, without a race.
 _CTRL_C_ON_IMPORT = """
 import os, signal, sys
 
 class _CtrlCOnImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "webward.cli":
+        if name == MODULE:
             sys.meta_path.remove(self)
             os.kill(os.getpid(), signal.SIGINT)
         return None
 
 sys.meta_path.insert(0, _CtrlCOnImport())
 """
+
+
+def ctrl_c_on_import(module: str) -> str:
+    """A sitecustomize that presses Ctrl-C as ``module`` is imported."""
+    return f"MODULE = {module!r}\n" + _CTRL_C_ON_IMPORT
 
 
 @pytest.mark.parametrize("as_json", [False, True])
@@ -828,11 +848,7 @@ def test_ctrl_c_while_the_program_loads_is_one_sentence_and_130(
     """Ctrl-C during the 100-300 ms of imports before the command line's handling begins
     printed Python's traceback through the import machinery and exited -2 (killed by
     SIGINT), where the README promises 130 and one sentence; with --json, one JSON object."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_CTRL_C_ON_IMPORT, encoding="utf-8")
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), src])}
+    env = hooked_env(tmp_path, ctrl_c_on_import("webward.cli"))
     command = [sys.executable, "-m", "webward", "fetch", "http://127.0.0.1:9/"]
     done = subprocess.run(
         command + (["--json"] if as_json else []),
@@ -855,8 +871,8 @@ def test_ctrl_c_while_the_program_loads_is_one_sentence_and_130(
 
 
 # Ctrl-C arriving while Python runs a weakref callback (the import system's module locks have
-# one): its KeyboardInterrupt cannot propagate from there. Made to happen so, the moment the
-# fetch command's module is imported, by the process signalling itself inside such a callback.
+# one): its KeyboardInterrupt cannot propagate from there. Made to happen so, the moment a
+# command's module is imported, by the process signalling itself inside such a callback.
 _CTRL_C_IN_A_CALLBACK = """
 import os, signal, sys, weakref
 
@@ -865,7 +881,7 @@ class _Object:
 
 class _CtrlCInACallback:
     def find_spec(self, name, path=None, target=None):
-        if name == "webward._cmd_fetch":
+        if name == MODULE:
             sys.meta_path.remove(self)
             thing = _Object()
             ref = weakref.ref(thing, lambda _: os.kill(os.getpid(), signal.SIGINT))
@@ -876,20 +892,18 @@ sys.meta_path.insert(0, _CtrlCInACallback())
 """
 
 
+def ctrl_c_in_a_callback(module: str) -> str:
+    """A sitecustomize that presses Ctrl-C inside a weakref callback as ``module`` is
+    imported."""
+    return f"MODULE = {module!r}\n" + _CTRL_C_IN_A_CALLBACK
+
+
 def test_ctrl_c_python_drops_in_a_callback_still_stops_the_fetch(tmp_path: Path) -> None:
     """A Ctrl-C whose KeyboardInterrupt Python raised inside a callback printed "Exception
     ignored in: ... KeyboardInterrupt" and was lost: the fetch went on, read the page and
     exited 0. It now stops the command before its call begins: 130, one sentence, no
     request sent and nothing to audit."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_A_CALLBACK, encoding="utf-8")
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(hook), src]),
-        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
-    }
+    env = hooked_env(tmp_path, ctrl_c_in_a_callback("webward._cmd_fetch"))
     config = write_config(tmp_path)
     with serve(routes={"/": respond(body=b"<p>the page</p>")}) as site:
         done = subprocess.run(
@@ -918,16 +932,7 @@ def test_ctrl_c_python_drops_in_a_command_that_answers_anyway_keeps_one_answer(
     call's words, and, with --json, a second JSON object after its answer on stdout. Its
     answer stays the one thing on stdout; stderr says it was interrupted after its answer;
     130."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    callback = _CTRL_C_IN_A_CALLBACK.replace("webward._cmd_fetch", "webward._cmd_audit")
-    (hook / "sitecustomize.py").write_text(callback, encoding="utf-8")
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(hook), src]),
-        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
-    }
+    env = hooked_env(tmp_path, ctrl_c_in_a_callback("webward._cmd_audit"))
     config = write_config(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "webward", "audit", "--since", "1h", "--config", str(config)]
@@ -970,17 +975,8 @@ def test_ctrl_c_during_a_lookup_that_never_answers_ends_at_once(tmp_path: Path) 
     thread that the loop's close and the interpreter's exit both waited for, so the command
     ended only when the resolver gave up (5 to 20 s), or here, never answering, when the
     grace ran out ("did not end within 20 s"). Now it ends with the one sentence."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_DNS_GONE, encoding="utf-8")
     asked = tmp_path / "asked"
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(hook), src]),
-        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
-        "DNS_ASKED": str(asked),
-    }
+    env = hooked_env(tmp_path, _DNS_GONE, DNS_ASKED=str(asked))
     config = write_config(tmp_path)
     process = subprocess.Popen(
         [
@@ -1041,15 +1037,7 @@ def test_ctrl_c_a_library_reports_as_its_own_error_is_an_interrupt(tmp_path: Pat
     """Ctrl-C while `webward mcp` loaded the MCP SDK reached the command as pydantic-core's
     SchemaError naming the KeyboardInterrupt: "webward failed unexpectedly (SchemaError);
     this is a bug in webward", exit 1. It is the interrupt: 130 and the one sentence."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_PYDANTIC, encoding="utf-8")
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(hook), src]),
-        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
-    }
+    env = hooked_env(tmp_path, _CTRL_C_IN_PYDANTIC)
     done = subprocess.run(
         [sys.executable, "-m", "webward", "mcp", "--config", str(write_config(tmp_path))],
         env=env,
@@ -1086,15 +1074,7 @@ def test_ctrl_c_inside_an_exec_still_exits_130_not_killed(tmp_path: Path) -> Non
     """A KeyboardInterrupt that left an exec() of a string is noted by CPython, caught or not,
     and at exit the process killed itself with SIGINT in place of the code it gave: the
     sentence was said, and the exit was -2, not the README's 130."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_AN_EXEC, encoding="utf-8")
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(hook), src]),
-        "WEBWARD_STATE_DIR": str(tmp_path / "state"),
-    }
+    env = hooked_env(tmp_path, _CTRL_C_IN_AN_EXEC)
     done = subprocess.run(
         [
             sys.executable,

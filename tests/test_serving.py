@@ -23,6 +23,7 @@ import httpx
 import pytest
 from localserver import respond, serve
 from stores import stored_records
+from test_cli_faults import ctrl_c_in_a_callback, ctrl_c_on_import
 from test_gateway import FETCH_PATH, auth
 from test_gateway import write_config as gateway_config
 from test_mcp import child_env, rpc_answer
@@ -859,21 +860,22 @@ def test_a_chunked_bodys_trailer_adds_no_header_to_the_request(tmp_path: Path) -
     assert [(r.agent, r.session) for r in audit.records] == [("alice", None)] * 2
 
 
+def _hooked_child_env(tmp_path: Path, hook_source: str) -> dict[str, str]:
+    """A server child's environment (:func:`child_env`, no proxies) whose interpreter runs
+    ``hook_source`` first, as its sitecustomize."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(hook_source, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    env["PYTHONPATH"] = str(hook) + os.pathsep + env["PYTHONPATH"]
+    return env
+
+
 # Ctrl-C while `webward serve` sets its server up: sent by the process to itself when the
 # gateway's module is imported (inside the event loop, under asyncio's handler), as a person
 # pressing it a moment after starting the server does, without a race.
-_CTRL_C_ON_GATEWAY_IMPORT = """
-import os, signal, sys
-
-class _CtrlCOnImport:
-    def find_spec(self, name, path=None, target=None):
-        if name == "webward._gateway":
-            sys.meta_path.remove(self)
-            os.kill(os.getpid(), signal.SIGINT)
-        return None
-
-sys.meta_path.insert(0, _CtrlCOnImport())
-"""
+_CTRL_C_ON_GATEWAY_IMPORT = ctrl_c_on_import("webward._gateway")
 
 
 def test_ctrl_c_while_serve_sets_up_is_one_sentence_without_a_traceback(tmp_path: Path) -> None:
@@ -881,12 +883,7 @@ def test_ctrl_c_while_serve_sets_up_is_one_sentence_without_a_traceback(tmp_path
     the lifespan task was cancelled while it started the conversion workers, and uvicorn
     logged "ERROR: Traceback ... CancelledError" (60 lines) above the sentence. Now: 130 and
     the one sentence, no traceback."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_CTRL_C_ON_GATEWAY_IMPORT, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    env.update(child_env(tmp_path))
-    env["PYTHONPATH"] = str(hook) + os.pathsep + env["PYTHONPATH"]
+    env = _hooked_child_env(tmp_path, _CTRL_C_ON_GATEWAY_IMPORT)
     config = gateway_config(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "webward", "serve", "--port", "0", "--config", str(config)],
@@ -904,38 +901,11 @@ def test_ctrl_c_while_serve_sets_up_is_one_sentence_without_a_traceback(tmp_path
     )
 
 
-# Ctrl-C arriving while Python runs a weakref callback, whose KeyboardInterrupt it cannot
-# raise: made to happen so, the moment the serve command's module is imported, by the process
-# signalling itself inside such a callback.
-_CTRL_C_IN_A_CALLBACK = """
-import os, signal, sys, weakref
-
-class _Object:
-    pass
-
-class _CtrlCInACallback:
-    def find_spec(self, name, path=None, target=None):
-        if name == "webward._cmd_serve":
-            sys.meta_path.remove(self)
-            thing = _Object()
-            ref = weakref.ref(thing, lambda _: os.kill(os.getpid(), signal.SIGINT))
-            del thing  # the callback runs here, and Python drops its KeyboardInterrupt
-        return None
-
-sys.meta_path.insert(0, _CtrlCInACallback())
-"""
-
-
 def test_a_ctrl_c_python_dropped_while_serve_loads_stops_it(tmp_path: Path) -> None:
     """Ctrl-C dropped by Python while `webward serve` loaded ("Exception ignored in: ...
     KeyboardInterrupt") was lost: the gateway started and served on, the person's Ctrl-C
     ignored. It now never starts: 130 and the one sentence."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_CTRL_C_IN_A_CALLBACK, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    env.update(child_env(tmp_path))
-    env["PYTHONPATH"] = str(hook) + os.pathsep + env["PYTHONPATH"]
+    env = _hooked_child_env(tmp_path, ctrl_c_in_a_callback("webward._cmd_serve"))
     process = subprocess.Popen(
         [
             sys.executable,

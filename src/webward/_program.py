@@ -17,7 +17,6 @@ from typing import NoReturn
 __all__ = ["run"]
 
 _SAID = "interrupted (Ctrl-C): stopped before any call began"
-_SAID_AT_EXIT = "interrupted (Ctrl-C) as the command ended, after its answer"
 
 
 def run() -> NoReturn:
@@ -39,7 +38,7 @@ def run() -> NoReturn:
         if cli is not None and cli._begun[0]:
             # The command had answered (its output being flushed, the program exiting): its
             # call, if any, is audited as what it was; stdout holds its answer already.
-            said = _SAID_AT_EXIT
+            said = cli._ANSWERED_THEN_INTERRUPTED
         # The command line's own printers are what was being imported: written here.
         if "--json" in sys.argv[1:] and said is _SAID:  # one JSON object on stdout, as always
             line = '{"error": {"code": "cancelled", "message": "' + said + '"}}'

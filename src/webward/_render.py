@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -785,22 +785,13 @@ async def _memory_bound(profile: str, limit: int) -> AsyncIterator[None]:
 
 
 def _browser_memory(profile: str, ours: dict[int, bool]) -> int:
-    """The private (anonymous) resident memory, in bytes, of the processes whose command line
-    names ``profile`` (the render's browser and its helpers, as :func:`_kill_browser` finds
-    them): script heaps, array buffers, the DOM; not the program's shared pages, which every
-    process maps. ``ours`` remembers, across calls, which processes are the render's."""
-    mark = profile.encode()
+    """The private (anonymous) resident memory, in bytes, of the render's browser and its
+    helpers (:func:`_browser_pids`): script heaps, array buffers, the DOM; not the program's
+    shared pages, which every process maps. ``ours`` remembers, across calls, which
+    processes are the render's."""
     total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+    for pid in _browser_pids(profile, ours):
         try:
-            if pid not in ours:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    ours[pid] = mark in f.read()
-            if not ours[pid]:
-                continue
             with open(f"/proc/{pid}/status", "rb") as f:
                 for line in f:
                     if line.startswith(b"RssAnon:"):
@@ -881,22 +872,32 @@ async def _close(context: Any, profile: str, until: float) -> None:
 
 
 def _kill_browser(profile: str) -> None:
-    """SIGKILL every process whose command line names ``profile`` (``--user-data-dir``): the
-    render's Chromium and its helpers, and nothing else (each render has a profile of its
-    own)."""
+    """SIGKILL the render's Chromium and its helpers (:func:`_browser_pids`)."""
     import signal
 
+    for pid in _browser_pids(profile):
+        with contextlib.suppress(OSError):  # gone already, or not ours to signal
+            os.kill(pid, signal.SIGKILL)
+
+
+def _browser_pids(profile: str, known: dict[int, bool] | None = None) -> Iterator[int]:
+    """The processes whose command line names ``profile`` (``--user-data-dir``): the render's
+    Chromium and its helpers, and nothing else (each render has a profile of its own).
+    ``known`` remembers, across calls, which processes are."""
     mark = profile.encode()
+    known = {} if known is None else known
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if mark not in f.read():
-                    continue
-            os.kill(int(entry), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue  # gone already, or not ours to read
+        pid = int(entry)
+        if pid not in known:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    known[pid] = mark in f.read()
+            except OSError:
+                continue  # gone already, or not ours to read
+        if known[pid]:
+            yield pid
 
 
 @contextlib.asynccontextmanager
