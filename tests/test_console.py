@@ -43,17 +43,11 @@ SCRIPT_URL = (
 )
 BIDI_QUERY = "invoice \u202egpj.exe holiday"
 HTML_AGENT = '<b onmouseover="alert(3)">mallory</b>'
-# Laid out from its Hebrew first letter this host read as one ending in google.com; its token
+# Laid out from its Hebrew first letter this host read as one ending in google.com (it shows
+# in its ASCII form, xn--4db.google.com.xn--5db.blocked.example, left to right); its token
 # is a secret a shared console page must not show; its session name pushed the targets away.
 RTL_SECRET_URL = "https://\u05d0.google.com.\u05d1.blocked.example/p?token=SECRET-VALUE-42"
 LONG_SESSION = "s" * 500
-# Where a cell's text shows a word: the left edge of its first character on the screen.
-X_OF = """(cell, word) => {
-    const node = cell.querySelector("a").firstChild, range = document.createRange();
-    const at = node.textContent.indexOf(word);
-    range.setStart(node, at); range.setEnd(node, at + 1);
-    return range.getBoundingClientRect().left;
-}"""
 # Regenerate the screenshots in docs/console/ with WEBWARD_CONSOLE_SCREENSHOTS=1.
 SHOTS = ROOT / "docs" / "console" if os.environ.get("WEBWARD_CONSOLE_SCREENSHOTS") else None
 BROWSER_ARGS = [
@@ -197,8 +191,10 @@ def walk_console(browser: Browser, base: str, tmp_path: Path, *, shots: bool) ->
         assert page.locator("main img, main b").count() == 0
         assert "SECRET-VALUE-42" not in body and "token=REDACTED" in body
         hostile = page.locator("table.audit tbody tr", has_text="mallory").locator("td.target")
-        # Left to right: the host's first label shows first, its real end last.
-        assert hostile.evaluate(X_OF, "\u05d0") < hostile.evaluate(X_OF, "blocked")
+        # Its host in ASCII, and any text of a target laid out left to right, isolated.
+        assert "https://xn--4db.google.com.xn--5db.blocked.example/" in hostile.inner_text()
+        style = "c => [getComputedStyle(c).direction, getComputedStyle(c).unicodeBidi]"
+        assert hostile.evaluate(style) == ["ltr", "isolate"]
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
         if shots:
             w.shot("audit", tmp_path, full_page=False)  # the first rows are the story
@@ -584,6 +580,75 @@ def test_a_record_whose_id_holds_a_slash_opens_from_its_link(tmp_path: Path) -> 
         assert link == "/console/audit?id=import%2F2024%2F7"
         page = c.get(link)
     assert page.status_code == 200 and "https://site.example/imported" in page.text
+
+
+# "google" with two Cyrillic "o" (U+043E): its own host, xn--ggle-55da, that reads as the other.
+HOMOGRAPH = "g\u043e\u043egle"
+
+
+def test_a_host_in_letters_of_another_script_shows_in_the_ascii_form_it_was_read_by(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """An agent's read of a host spelled with Cyrillic letters that look Latin showed in the
+    audit view, the record and Top hosts (for a read refused before it was sent) as the host
+    it imitates: google.com. Its host shows as the read named it (xn--ggle-55da.com), in
+    the console and in `webward audit`, and Top hosts' link for it lists the refused read."""
+    from webward._cmd_audit import render_table
+    from webward._resolver import StaticResolver
+    from webward.console import AuditFilter, open_audit_reader
+
+    settings = console_settings(tmp_path)
+    resolver = StaticResolver({"xn--ggle-55da.com": ["127.0.0.1"]})
+    with (
+        origin_server() as origin,
+        running_gateway(settings, lambda: Web(settings, resolver=resolver)) as base,
+    ):
+        with httpx.Client(base_url=base, headers=bearer(BOT), timeout=30) as c:
+            read = f"http://{HOMOGRAPH}.com:{origin.port}/page?q=what-the-agent-sent"
+            r = c.post(FETCH_PATH, json={"url": read})
+            assert r.status_code == 200, r.text
+            denied = f"https://{HOMOGRAPH}.blocked.example/login"
+            assert c.post(FETCH_PATH, json={"url": denied}).status_code == 403
+        w = Watched(browser)
+        page = w.page
+        try:
+            page.goto(f"{base}/console/login")
+            page.fill("#token", ADMIN)
+            page.click("button[type=submit]")
+            page.wait_for_selector("table.audit")
+            targets = page.locator("table.audit td.target").all_inner_texts()
+            assert targets == [
+                "https://xn--ggle-55da.blocked.example/login",
+                f"http://xn--ggle-55da.com:{origin.port}/page?q=what-the-agent-sent",
+            ]
+            page.locator("table.audit td.target a").nth(1).click()
+            page.wait_for_selector("ol.chain")
+            assert "\u043e" not in page.inner_text("main")
+            page.goto(f"{base}/console/hosts")
+            hosts = page.locator("table.hosts td.target").all_inner_texts()
+            assert sorted(hosts) == [
+                "provider:searxng",
+                "xn--ggle-55da.blocked.example",
+                "xn--ggle-55da.com",
+            ]
+            page.locator("table.hosts a", has_text="xn--ggle-55da.blocked.example").click()
+            page.wait_for_selector("table.audit")
+            listed = page.locator("table.audit td.target").all_inner_texts()
+            assert listed == ["https://xn--ggle-55da.blocked.example/login"]
+        finally:
+            w.context.close()
+        assert w.dialogs == []
+
+    async def table() -> str:
+        reader = open_audit_reader(settings)
+        try:
+            return render_table((await reader.page(AuditFilter(), None, 10)).records)
+        finally:
+            await reader.aclose()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's loop is this thread's
+        shown = pool.submit(anyio.run, table).result()
+    assert "https://xn--ggle-55da.blocked.example/login" in shown and "\u043e" not in shown
 
 
 def _console_process(settings_file: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:

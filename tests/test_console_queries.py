@@ -224,6 +224,46 @@ async def test_a_read_is_found_by_every_host_of_its_chain_and_counted_where_it_e
     ]
 
 
+async def test_a_host_in_letters_of_another_script_is_counted_and_found_by_its_ascii_form(
+    store: Settings,
+) -> None:
+    """A read refused before it was sent keeps the host the agent wrote ("google" with two
+    Cyrillic "o"): the top hosts count it under its ASCII form, xn--ggle-55da.example, not
+    under a name that reads as google.example, and the host filter finds it, and a read that
+    reached that host, by either spelling."""
+    homograph = "https://g\u043e\u043egle.example/login"
+    await write(
+        store,
+        [
+            rec(homograph, seconds=1, decision="refused", reason="host_denied"),
+            rec(
+                "https://xn--ggle-55da.example/x",
+                seconds=2,
+                final_url="https://xn--ggle-55da.example/x",
+                redirects=["https://xn--ggle-55da.example/x"],
+            ),
+            rec("https://google.example/", seconds=3, final_url="https://google.example/"),
+        ],
+    )
+    reader = open_audit_reader(store)
+
+    async def targets(host: str) -> list[str]:
+        return [r.target for r in (await reader.page(AuditFilter(host=host), None, 50)).records]
+
+    try:
+        both = [homograph, "https://xn--ggle-55da.example/x"]
+        assert await targets("xn--ggle-55da.example") == both
+        assert await targets("g\u043e\u043egle.example") == both
+        assert await targets("google.example") == ["https://google.example/"]
+        hosts = await reader.top_hosts(NOW.timestamp() - 60, 10)
+    finally:
+        await reader.aclose()
+    assert sorted((h.host, h.calls, h.refused) for h in hosts) == [
+        ("google.example", 1, 0),
+        ("xn--ggle-55da.example", 2, 1),
+    ]
+
+
 async def test_the_session_filter_is_exact(store: Settings) -> None:
     """A session's records, matched exactly (no part of a name, no case folding), on the
     console's pages and in `webward audit`'s reads alike."""

@@ -341,6 +341,9 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
     through that then failed), FACE after STATUS (how the agent was named) and SESSION."""
     if not records:
         return "no audit records match"
+    from ._capabilities import SEARCH
+    from ._urls import ascii_host
+
     would_deny = any(r.would_deny is not None for r in records)
     faces = any(r.face is not None for r in records)
     sessions = any(r.session is not None for r in records)
@@ -368,7 +371,9 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
             "-" if r.status is None else str(r.status),
             *optional(faces, r.face),
             *optional(sessions, r.session),
-            cell(r.target),
+            # A URL's host in the ASCII form the read named: google.com spelled with a
+            # Cyrillic "o" (U+043E) read as google.com.
+            cell(r.target if r.capability == SEARCH else ascii_host(r.target)),
         )
         for r in records
     ]

@@ -17,7 +17,15 @@ import unicodedata
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-__all__ = ["URL_SAFE", "check_a_label", "clean_url", "domain_to_ascii", "ip_text", "is_clean"]
+__all__ = [
+    "URL_SAFE",
+    "ascii_host",
+    "check_a_label",
+    "clean_url",
+    "domain_to_ascii",
+    "ip_text",
+    "is_clean",
+]
 
 # Everything a URL may carry as-is; anything else (spaces, quotes, angle brackets,
 # non-ASCII) is percent-encoded so a hit's URL can never hold delimiter-like text.
@@ -110,6 +118,35 @@ def domain_to_ascii(domain: str) -> str:
 
     mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
     return ".".join(label if label.isascii() else _to_a_label(label) for label in mapped.split("."))
+
+
+def ascii_host(url: str) -> str:
+    """``url`` as text to show a person: its host, when not ASCII, in the ASCII form a read
+    resolves and names (``https://xn--ggle-55da.com/``), or with each character that is
+    not ASCII escaped (``\\u043e``) when it is no valid name; the rest of ``url`` as it is.
+    A host spelled with letters of another script (a Cyrillic "o", U+043E, for the Latin
+    one) reads as the host it imitates: an audit log showed a read of another site as one
+    of google.com."""
+    if url.isascii():
+        return url
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return url
+    host = _NETLOC_HOST.fullmatch(netloc)
+    if host is None or host.group(2).isascii():
+        return url
+    try:
+        name = domain_to_ascii(host.group(2))
+    except (UnicodeError, ValueError):  # idna.IDNAError is a UnicodeError
+        name = host.group(2).encode("ascii", "backslashreplace").decode("ascii")
+    at = url.index(netloc)  # the first: what precedes it (a scheme, "//") is ASCII
+    shown = (host.group(1) or "") + name + (host.group(3) or "")
+    return url[:at] + shown + url[at + len(netloc) :]
+
+
+# A URL's netloc: user info (the audit drops it), the host, a port.
+_NETLOC_HOST = re.compile(r"(.*@)?([^@\[\]]*?)(:[0-9]*)?", re.DOTALL)
 
 
 # IDNA2008 (the ``idna`` package's alabel and ulabel) refuses code points UTS #46 keeps

@@ -29,7 +29,15 @@ from .._cmd_audit import cell, name_cell, parse_since
 from .._errors import InvalidInput, WebwardError
 from .._settings import TIERS, Settings
 from .._tokens import bearer_token
-from ..audit import DECISIONS, FACES, shared_target, shared_wire, unreadable_note
+from .._urls import ascii_host
+from ..audit import (
+    DECISIONS,
+    FACES,
+    AuditRecord,
+    shared_target,
+    shared_wire,
+    unreadable_note,
+)
 from ..limits import HostState, LimitState
 from ._auth import LIVE_KEEP_S, Check, ConsoleAuth
 from ._charts import line_chart, reason_rows, stacked_chart
@@ -116,8 +124,9 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["shown"] = lambda v: cell("" if v is None else str(v))
-    # A record's target: a fetched URL's secret query values REDACTED (see record.html).
-    env.filters["target"] = lambda r: cell(shared_target(r))
+    # A record's target: a fetched URL's secret query values REDACTED (see record.html), its
+    # host in the ASCII form the read named (a host in Cyrillic letters read as google.com).
+    env.filters["target"] = lambda r: cell(_shown_target(r))
     # An agent's or a session's name: quoted, with escapes, when it has outer white space or
     # a space that is not a plain one, so that `bob ` is not read as `bob`.
     env.filters["name"] = lambda v: "-" if v is None else name_cell(str(v))
@@ -126,6 +135,14 @@ def _environment() -> jinja2.Environment:
     # another process wrote may hold "/", "?" or "..").
     env.filters["record_link"] = _record_link
     return env
+
+
+def _shown_target(record: AuditRecord) -> str:
+    """A record's target as the pages show it: secret values REDACTED, and a URL's host not
+    ASCII in the ASCII form a read resolves (``https://xn--ggle-55da.com/``), so that a host
+    in letters of another script cannot pass for the one it imitates."""
+    target = shared_target(record)
+    return target if record.capability == SEARCH else ascii_host(target)
 
 
 def _record_link(record_id: object) -> str:
@@ -501,8 +518,14 @@ class Console:
         if found is None:
             return self._render(request, "error.html", 404, message="no audit record has that id")
         # A URL's secret query values REDACTED, as in the call log: a console page is shown
-        # to others (a screen shared, a link sent); `webward audit` keeps the URL as read.
-        return self._render(request, "record.html", view="audit", r=found, wire=shared_wire(found))
+        # to others (a screen shared, a link sent); `webward audit --json` keeps the URL as
+        # read. Hosts in the ASCII form the read named, as in the audit view.
+        wire = shared_wire(found)
+        wire["target"] = _shown_target(found)
+        if found.final_url is not None:
+            wire["finalUrl"] = ascii_host(wire["finalUrl"])
+        wire["redirects"] = [ascii_host(url) for url in wire["redirects"]]
+        return self._render(request, "record.html", view="audit", r=found, wire=wire)
 
     async def usage(self, request: Request) -> Response:
         name = request.query_params.get("range", "24h")

@@ -36,6 +36,7 @@ import anyio
 
 from .._capabilities import FETCH, SEARCH
 from .._errors import InvalidInput, Refused
+from .._urls import ascii_host
 from ..audit import (
     DECISIONS,
     FIELDS,
@@ -293,8 +294,8 @@ def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
         host = f.host.strip().lower()
         if ":" in host and not host.startswith("["):  # an IPv6 address: bracketed in a URL
             host = f"[{host}]"
-        host = _escape_like(host)
-        starts = [f"{scheme}://{host}" for scheme in ("http", "https")]
+        hosts = [_escape_like(h) for h in _host_spellings(host)]
+        starts = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
         forms = [form for start in starts for form in (start, *(f"{start}{c}%" for c in ":/?#"))]
         # The target, and the final URL (a read redirected elsewhere).
         like = [f"lower({column}) LIKE {m} ESCAPE '\\'" for column in ("target", "final_url")]
@@ -310,10 +311,9 @@ def _scan_where(f: AuditFilter, d: _Dialect) -> tuple[list[str], list[Any]]:
             for end in ('"', *":/?#")
         ]
         chain = " OR ".join(f"lower(redirects) LIKE {m} ESCAPE '\\'" for _ in hops)
-        clauses.append(
-            f"({' OR '.join(either)} OR (lower(redirects) LIKE {m} ESCAPE '\\' AND ({chain})))"
-        )
-        params.extend([*forms, *forms, f"%://{host}%", *hops])
+        cheap = " OR ".join(f"lower(redirects) LIKE {m} ESCAPE '\\'" for _ in hosts)
+        clauses.append(f"({' OR '.join(either)} OR (({cheap}) AND ({chain})))")
+        params.extend([*forms, *forms, *(f"%://{h}%" for h in hosts), *hops])
     if f.text:
         clauses.append(f"target LIKE {m} ESCAPE '\\'")
         params.append(f"%{_escape_like(f.text)}%")
@@ -345,12 +345,36 @@ def _decode_cursor(cursor: str, numeric_key: bool) -> tuple[float, Any]:
 
 
 def host_of(target: str) -> str | None:
-    """The host of a URL target, lowercased; None for a query or an unparseable target."""
+    """The host of a URL target, lowercased, in the ASCII form a read names it (a host in
+    Cyrillic letters read as the Latin one it imitates); None for a query or an unparseable
+    target."""
     try:
-        host = urlsplit(target).hostname
+        host = urlsplit(ascii_host(target)).hostname
     except ValueError:
         return None
     return host or None
+
+
+def _host_spellings(host: str) -> list[str]:
+    """``host`` (a filter's) as the URLs in the log may spell it: the reads record a name in
+    its ASCII form, and a target refused before it was read keeps the Unicode one the agent
+    wrote; the hosts view shows a name that is neither with its letters escaped."""
+    spellings = [host]
+    if host.isascii() and "xn--" not in host and "\\" not in host:
+        return spellings  # nearly every host: one spelling
+    name = ascii_host(f"http://{host}/")[len("http://") : -1]
+    spellings.append(name)
+    with contextlib.suppress(UnicodeError):
+        spellings.append(
+            ".".join(
+                label[4:].encode("ascii").decode("punycode") if label.startswith("xn--") else label
+                for label in name.split(".")
+            )
+        )
+    if "\\" in host:
+        with contextlib.suppress(UnicodeError):
+            spellings.append(host.encode("latin-1", "backslashreplace").decode("unicode_escape"))
+    return list(dict.fromkeys(spellings))
 
 
 def landed_host(target: object, final_url: object, redirects: object) -> str | None:
