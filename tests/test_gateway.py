@@ -1269,6 +1269,45 @@ def test_serve_refuses_to_start_without_tokens(
     assert "[agents.NAME]" in message and "token_sha256" in message and "--hash-token" in message
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "127.0.0.1", "::1"])
+def test_serve_warns_when_it_listens_where_other_machines_reach_it(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    host: str,
+) -> None:
+    """`webward serve --host 0.0.0.0` served plain HTTP to the network without a word: every
+    agent's bearer token and every console login crossed it readable. It now says so on
+    stderr, with the next step (loopback behind a TLS proxy); on loopback it says nothing.
+    The socket is bound on 127.0.0.1 whatever --host says, and the server never runs."""
+    import webward._gateway
+    import webward._serving
+
+    bound: list[str] = []
+
+    def loopback_socket(asked: str, port: int, **advice: str) -> socket.socket:
+        bound.append(asked)
+        return bind_socket("127.0.0.1", 0)
+
+    async def no_server(config: Any, sockets: list[socket.socket], **kwargs: Any) -> None:
+        for sock in sockets:
+            sock.close()
+
+    monkeypatch.setattr(webward._gateway, "bind_socket", loopback_socket)
+    monkeypatch.setattr(webward._serving, "serve", no_server)
+    config = write_config(tmp_path)
+    assert main(["serve", "--host", host, "--port", "0", "--config", str(config)]) == 0
+    assert bound == [host]
+    err = capsys.readouterr().err
+    if host.startswith(("127.", "::1")):
+        assert "warning" not in err
+    else:
+        (line,) = [line for line in err.splitlines() if "warning" in line]
+        shown = f"[{host}]" if ":" in host else host
+        assert f"warning: http://{shown}:" in line and "plain HTTP" in line
+        assert "bearer tokens" in line and "127.0.0.1 behind a TLS reverse proxy" in line
+
+
 def test_serve_command_runs_the_gateway(tmp_path: Path, site: Any) -> None:
     """`webward serve --port 0` starts, names its address on stderr and serves a fetch."""
     import os

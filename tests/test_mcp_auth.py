@@ -29,7 +29,7 @@ from test_mcp import MCP_HEADERS as ACCEPT
 
 from webward import Settings
 from webward._errors import InvalidInput, Refused
-from webward._mcp import _refusal, http_access
+from webward._mcp import _refusal, http_access, print_ready
 from webward._tokens import hash_token
 from webward.audit import open_audit_sink
 from webward.cli import main
@@ -573,6 +573,36 @@ def test_command_refuses_a_public_address_before_binding(
     assert main(["mcp", "--http", "127.0.0.1:0", "--tier", "full", "--config", str(config)]) == 2
     assert "come from its bearer token" in capsys.readouterr().err
     assert bound == []
+
+
+@pytest.mark.parametrize(
+    ("url", "warned"),
+    [
+        ("http://0.0.0.0:8765/mcp", True),
+        ("http://[::]:8765/mcp", True),
+        ("http://10.1.2.3:8765/mcp", True),
+        ("http://127.0.0.1:8765/mcp", False),
+        ("http://[::1]:8765/mcp", False),
+    ],
+)
+def test_the_ready_line_warns_of_plain_http_where_other_machines_reach_it(
+    capsys: pytest.CaptureFixture[str], url: str, warned: bool
+) -> None:
+    """`webward mcp --http 0.0.0.0:PORT` (tokens required there) said only where it listened:
+    the agents' bearer tokens then cross the network unencrypted. The line it prints when
+    ready is now followed by a warning with the next step; on loopback by nothing."""
+    print_ready(url)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"webward mcp: streamable HTTP on {url}"
+    if warned:
+        host = url.split("//", 1)[1].rsplit(":", 1)[0]
+        assert lines[1] == (
+            f"webward mcp: warning: http://{host}:8765 is plain HTTP on an address other machines "
+            "may reach, so agents' bearer tokens cross the network unencrypted; listen on "
+            '127.0.0.1 behind a TLS reverse proxy (docs/servers.md, "Behind a reverse proxy")'
+        )
+    else:
+        assert len(lines) == 1
 
 
 def test_help_names_the_token_rule(capsys: pytest.CaptureFixture[str]) -> None:

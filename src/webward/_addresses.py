@@ -458,6 +458,21 @@ def names_this_machine(scope: Any) -> bool:
     return True
 
 
+def plain_http_warning(command: str, host: str, port: int, crossing: str) -> str | None:
+    """The warning for a server of ``command`` listening on ``host`` where other machines
+    may reach it: it speaks plain HTTP, so ``crossing`` (what its clients send: bearer
+    tokens, console logins) would cross the network readable by anyone on the path. None on
+    loopback, where the docs have it, behind a TLS reverse proxy."""
+    if is_loopback(host):
+        return None
+    where = f"[{host}]" if ":" in host else host
+    return (
+        f"{command}: warning: http://{where}:{port} is plain HTTP on an address other "
+        f"machines may reach, so {crossing} cross the network unencrypted; listen on 127.0.0.1 "
+        'behind a TLS reverse proxy (docs/servers.md, "Behind a reverse proxy")'
+    )
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a server's bind address, a client's address) is this machine's
     loopback: ``localhost``, or an address parsed, not matched by prefix ("::1234:5678" starts

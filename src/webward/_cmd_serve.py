@@ -110,6 +110,14 @@ async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None
         "interface)",
     )
 
+    from ._addresses import plain_http_warning
+
+    warning = plain_http_warning(
+        "webward serve", host, sock.getsockname()[1], "agents' bearer tokens and console logins"
+    )
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
+
     def ready() -> None:  # once the Web is open and its workers started: ready to answer
         print(
             f"webward serve: gateway on {address_url(sock)} (openapi at /openapi.json; "

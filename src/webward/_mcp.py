@@ -56,6 +56,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import anyio
 import orjson
@@ -94,7 +95,7 @@ from mcp.types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 
-from ._addresses import is_loopback
+from ._addresses import is_loopback, plain_http_warning
 from ._capabilities import (
     DEFAULT_LIMIT,
     FETCH,
@@ -2448,9 +2449,16 @@ async def serve_http(
 
 
 def print_ready(url: str, stack: Stack | None = None) -> None:
-    """Tell a person where the server listens, on stderr (stdout may be the protocol)."""
+    """Tell a person where the server listens, on stderr (stdout may be the protocol), and
+    warn when that is plain HTTP other machines may reach (tokens are then required)."""
     shown = f" ({stack.describe()})" if stack is not None else ""
     print(f"webward mcp: streamable HTTP on {url}{shown}", file=sys.stderr, flush=True)
+    where = urlsplit(url)
+    warning = plain_http_warning(
+        "webward mcp", where.hostname or "", where.port or 80, "agents' bearer tokens"
+    )
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
 
 
 def run(settings: Settings, *, http: str | None, agent: str | None, tier: str | None) -> None:
