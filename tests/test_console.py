@@ -455,6 +455,26 @@ def test_console_http_auth_and_headers(tmp_path: Path) -> None:
         assert c.get("/console/audit/0000").status_code == 404
 
 
+def test_a_path_with_a_slash_too_many_is_no_redirect_to_the_requests_host(
+    tmp_path: Path,
+) -> None:
+    """/console/usage/ was redirected by Starlette to http://<the request's Host>/console/usage:
+    behind the TLS proxy the docs recommend, a downgrade of the operator's page to plain
+    http, and to any host a request named. It is the console's 404 page, as such a path is
+    the gateway's own 404, naming no host."""
+    settings = console_settings(tmp_path)
+    with running_gateway(settings, lambda: Web(settings)) as base, httpx.Client(base_url=base) as c:
+        for path in ("/console/usage/", "/console/login/", "/console/static/console.css/"):
+            answer = c.get(
+                path,
+                headers={**bearer(ADMIN), "Host": "evil.example", "X-Forwarded-Proto": "https"},
+            )
+            assert answer.status_code == 404 and "location" not in answer.headers
+            assert "no such page" in answer.text and "evil.example" not in answer.text
+            assert answer.headers["content-security-policy"] == CSP
+        assert c.get("/console/usage", headers=bearer(ADMIN)).status_code == 200
+
+
 def test_a_logout_ends_the_session_on_every_replica_and_after_a_restart(
     tmp_path: Path, redis_url: str
 ) -> None:

@@ -269,9 +269,12 @@ class Console:
             Route("/logout", self.logout, methods=["POST"]),
             Route("/static/console.css", self.stylesheet, methods=["GET"]),
         ]
-        self.app: ASGIApp = _SecureHeaders(
-            Starlette(routes=routes, exception_handlers={HTTPException: self._no_such_page})
-        )
+        pages = Starlette(routes=routes, exception_handlers={HTTPException: self._no_such_page})
+        # A path with a slash too many is the console's 404, as the gateway's own: Starlette's
+        # redirect names the request's Host over http:// (behind the TLS proxy, a downgrade
+        # to plain http, and to whatever host the request named).
+        pages.router.redirect_slashes = False
+        self.app: ASGIApp = _SecureHeaders(pages)
 
     async def aclose(self) -> None:
         await self.reader.aclose()
