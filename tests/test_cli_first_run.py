@@ -435,7 +435,7 @@ def test_commands_that_read_no_config_run_while_it_is_broken(tmp_path: Path) -> 
             command, input=stdin, capture_output=True, text=True, env=env, timeout=60
         )
 
-    hashed = webward("serve", "--hash-token", stdin="a-token\n")
+    hashed = webward("serve", "--hash-token", stdin="a-token-no-one-could-guess\n")
     assert (hashed.returncode, hashed.stderr) == (0, "")
     assert len(hashed.stdout.strip()) == 64
     listed = webward("credentials", "list")

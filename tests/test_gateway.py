@@ -1259,6 +1259,34 @@ def test_hash_token_reads_stdin_and_prints_the_digest(
     assert main(["serve", "--hash-token", "--config", str(write_config(tmp_path))]) == 2
 
 
+@pytest.mark.parametrize(
+    ("token", "warned"), [("admintoken", True), ("x" * 19, True), ("x" * 20, False)]
+)
+def test_hash_token_warns_of_a_token_short_enough_to_guess(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    token: str,
+    warned: bool,
+) -> None:
+    """`--hash-token` took "admintoken" without a word, though nothing slows the guesses the
+    gateway and its console's login answer: it still prints the digest (the config's to
+    take), and says on stderr that such a token can be guessed and how to make one that
+    cannot."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(token + "\n"))
+    assert main(["serve", "--hash-token", "--config", str(write_config(tmp_path))]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == hashlib.sha256(token.encode()).hexdigest()
+    if warned:
+        assert err.startswith(f"webward serve: warning: a token of {len(token)} characters")
+        assert "can be found by guessing" in err and "secrets.token_urlsafe(32)" in err
+        assert len(err.splitlines()) == 1
+    else:
+        assert err == ""
+
+
 def test_serve_refuses_to_start_without_tokens(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

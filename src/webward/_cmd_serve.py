@@ -61,6 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 CONFIG_HELP = "the config file (TOML) to read (not read with --hash-token)"
 
 
+#: Below this many characters `--hash-token` warns that the token could be guessed
+#: (``secrets.token_urlsafe(16)`` makes 22).
+MIN_TOKEN_CHARS = 20
+
+
 def reads_config(args: argparse.Namespace) -> bool:
     """Whether this command line reads the config: a token's hash needs none."""
     return not args.hash_token
@@ -79,6 +84,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 '`echo "$TOKEN" | webward serve --hash-token`'
             )
         print(hash_token(token))
+        if len(token) < MIN_TOKEN_CHARS:
+            # The gateway and its console's login take guesses as fast as they come (no
+            # lockout: behind a proxy every agent shares one address, and one guesser would
+            # lock them all out), so only a token nobody can guess keeps an agent's tier.
+            print(
+                f"webward serve: warning: a token of {len(token)} characters can be found by "
+                "guessing, which the gateway and its console's login answer as fast as they "
+                "come; use a random one, such as the output of `python3 -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))'`",
+                file=sys.stderr,
+            )
         return 0
     if not 0 <= args.port <= 65535:
         raise InvalidInput(f"--port must be from 0 to 65535, not {args.port}")
