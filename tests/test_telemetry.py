@@ -312,6 +312,20 @@ def test_url_full_never_carries_credentials() -> None:
         assert "Zq" not in redact_message(f"could not read {url}, it timed out")
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["api_token", "apiToken", "x-api-key", "api_secret", "subscription-key", "sessionid",
+     "session_id", "PHPSESSID", "jsessionid"],
+)  # fmt: skip
+def test_api_keys_and_session_ids_under_other_services_names_are_redacted(name: str) -> None:
+    """Credentials under names the list did not hold (Todoist's api_token, the x-api-key some
+    gateways take in the query, Azure API Management's subscription-key, a PHP or Java
+    session id) showed whole on a console page shown to others, and in the call log."""
+    url = f"https://api.example/v1?{name}=Zq-secret&page=2"
+    assert redact_secrets(url) == f"https://api.example/v1?{name}=REDACTED&page=2"
+    assert "Zq" not in redact_message(f"could not read {url}, it timed out")
+
+
 def test_a_messages_url_in_brackets_or_after_an_equals_sign_loses_its_credentials() -> None:
     """A library's exception text (a traceback's last line, logged through redact_traceback)
     names a URL in parentheses or as ``url=...`` as often as after a space: there its

@@ -325,6 +325,11 @@ _SECRET_PARAMS = frozenset(
         # callback (#id_token=), OAuth's refresh token and client assertion, and the like.
         "privatetoken", "idtoken", "refreshtoken", "authtoken", "sessiontoken",
         "clientassertion", "jwt", "accesskey", "secretkey",
+        # API keys and tokens under the names many services give them (api_token, the
+        # x-api-key header's name, Azure API Management's subscription-key), and a session
+        # id in the URL (PHP's, Java's, Django's), which logs in whoever holds it.
+        "apitoken", "xapikey", "apisecret", "subscriptionkey", "sessionid", "phpsessid",
+        "jsessionid",
     )
 )  # fmt: skip
 # A pair's name starts after a "?", "&", "#" or "=": a search from every position of a run
