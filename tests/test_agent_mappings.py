@@ -18,6 +18,7 @@ from fake_models import (
     png_bytes,
     sdk_problems,
 )
+from hostile import many_pages_pdf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
@@ -168,6 +169,93 @@ def test_anthropic_images_past_5_mb_of_base64_are_named_not_sent() -> None:
         "takes an image in: not shown)"
     )
     assert anthropic_message_problems({"role": "user", "content": [block]}) == []
+
+
+def _encrypted_pdf() -> bytes:
+    """The one-page PDF encrypted with the empty user password: anyone can open it."""
+    import io
+
+    from pypdf import PdfWriter
+
+    writer = PdfWriter(clone_from=io.BytesIO(pdf_bytes()))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="AES-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("body", "note"),
+    [
+        (many_pages_pdf(101), "101 pages, more than the 100 this model takes in a request"),
+        (_encrypted_pdf(), "encrypted, and this model takes no encrypted PDF"),
+    ],
+    ids=["101 pages", "encrypted"],
+)
+def test_anthropic_pdfs_the_api_refuses_are_named_not_attached(body: bytes, note: str) -> None:
+    """The Messages API refuses a request carrying a PDF of more than 100 pages, or an
+    encrypted one ("PDF support"), with a 400; the document stayed in the history and failed
+    every later turn of the run. Such a PDF is named in its result, whose text it already is,
+    and not attached."""
+    part = document_part(body, "https://example.org/big.pdf", None)
+    message = _anthropic.tool_results_message([(FETCH_A, ToolResult((TextPart("TEXT"), part)))])
+    content = message["content"]
+    assert [b["type"] for b in content] == ["tool_result"]
+    assert content[0]["content"][1] == {
+        "type": "text",
+        "text": f"[document big.pdf, {part.bytes} bytes] ({note}: not attached; its text is "
+        "in this result)",
+    }
+    assert anthropic_message_problems(message) == []
+
+
+def test_anthropic_requests_carry_at_most_100_pages_and_20_images_the_newest_first() -> None:
+    """Each turn's documents and images stay in the history, and the API refuses a request
+    of more than 100 PDF pages, or 32 MB, or of more than 20 images one of which passes 2000
+    px: two PDFs of 60 pages read in two turns failed the third. A request leaves the oldest
+    out, each named by a line; the history keeps them."""
+    sixty = document_part(many_pages_pdf(60), "https://example.org/sixty.pdf", None)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "read them"}]
+    for turn in range(2):
+        call = ToolCall(f"toolu_{turn}", "web_fetch", {"url": "https://example.org/sixty.pdf"})
+        history.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": call.id, "name": call.name, "input": {}}],
+            }
+        )
+        history.append(
+            _anthropic.tool_results_message([(call, ToolResult((TextPart("T"), sixty)))])
+        )
+    images = [(ToolCall(f"toolu_i{i}", "web_fetch", {}), ToolResult((IMAGE,))) for i in range(25)]
+    history.append(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": {}} for c, _ in images
+            ],
+        }
+    )
+    history.append(_anthropic.tool_results_message(images))
+    sent = _anthropic.AnthropicClient(None, "m").request_body("s", history, [])["messages"]
+
+    def kinds(message: Any) -> list[str]:
+        found = []
+        for block in message["content"]:
+            inner = block.get("content") if block["type"] == "tool_result" else None
+            found += [b["type"] for b in inner] if isinstance(inner, list) else [block["type"]]
+        return found
+
+    assert kinds(sent[2]) == ["text", "text", "text"]  # the first PDF: left out, named
+    assert (
+        "[document sixty.pdf] (read earlier in this run; left out of this request"
+        in (sent[2]["content"][1]["text"])
+    )
+    assert kinds(sent[4]) == ["text", "text", "document"]  # the newest: carried
+    assert kinds(sent[6]) == ["text"] * 5 + ["image"] * 20
+    assert kinds(history[2]) == ["text", "text", "document"]  # the history is unchanged
+    assert all(anthropic_message_problems(m) == [] for m in sent)
+    assert anthropic_order_problems(sent) == []
 
 
 def test_anthropic_reply_parsing_gives_text_calls_and_the_assistant_turn() -> None:

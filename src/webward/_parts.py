@@ -32,6 +32,7 @@ __all__ = [
     "image_damaged",
     "image_part",
     "part_summary",
+    "pdf_facts",
     "pdf_reading",
     "pdf_text",
     "summary_url",
@@ -470,6 +471,21 @@ def _open_pdf(body: bytes) -> Any:
         return PdfReader(io.BytesIO(body), strict=False)
     reader.strict = False  # lenient from here on: one odd page must not cost the others
     return reader
+
+
+def pdf_facts(body: bytes, limit: int) -> tuple[int | None, bool]:
+    """A PDF's page count (its tree's ``/Count`` past ``limit`` pages walked) and whether it
+    is encrypted, for a mapping that must know whether a model provider takes the file:
+    ``(None, False)`` when pypdf cannot open it. Opening a PDF decrypts it with the empty
+    password, as readers do, so a file anyone can read is still an encrypted one."""
+    try:
+        reader = _open_pdf(body)
+        encrypted = bool(reader.is_encrypted)
+        _, more, pages = _first_pages(reader, limit)
+    except Exception:  # pypdf raises many kinds of errors on hostile files
+        return None, False
+    # Past the limit the count is the tree's own /Count, which a file may set to anything.
+    return max(pages, limit + 1) if more else pages, encrypted
 
 
 def pdf_text(

@@ -8,15 +8,24 @@ Tool results in a user turn:
 - text and image parts ride inside the ``tool_result`` block (image blocks with a base64 source);
 - a PDF is hoisted to a sibling ``document`` block placed after *all* ``tool_result`` blocks of
   the turn (the API wants tool results to lead the turn); the tool result names it.
+
+The API refuses a whole request, with a 400, for what one block of it breaks: a PDF of more
+than 100 pages, or encrypted; more than 100 pages of PDFs, or 32 MB, in the request; an image
+past 2000 px on a side in a request of more than 20 images (docs: "PDF support", "Vision").
+The history holds every block the run was given, so such a block failed that turn and every
+later one. A PDF the API would refuse is named, not attached (its text is in the result), and
+:func:`fit_request` leaves the oldest documents and images out of a request past those limits.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import Reason, UpstreamError
 from .._models import Part
+from .._parts import pdf_facts
 from ._http import JsonClient
 from ._loop import ModelReply, ToolCall
 from ._tools import TextPart, ToolResult, ToolSpec, parts_summary
@@ -25,6 +34,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "DEFAULT_BASE_URL",
     "AnthropicClient",
+    "fit_request",
     "parse_response",
     "render_tools",
     "tool_result_blocks",
@@ -44,6 +54,13 @@ _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 # so an image past 3.75 MiB (webward reads up to 5 MiB) was refused with a 400 that failed
 # the request, and every later one of the run, as the image stays in the history.
 _MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+# What one request may carry (docs: "PDF support": 100 pages, 32 MB, no encrypted PDF;
+# "Vision": an image past 2000 px on a side is refused in a request of more than 20 images,
+# which webward's images (up to 8000 px) may be, so a request carries at most 20). Of the
+# 32 MB, 24 MB of base64 go to documents and images, the rest to the text of the run.
+_MAX_PDF_PAGES = 100
+_MAX_IMAGES = 20
+_MAX_MEDIA_BASE64 = 24 * 1024 * 1024
 
 
 def render_tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -82,7 +99,12 @@ def tool_result_blocks(
                     }
                 )
             elif part.type == "document" and part.media_type == "application/pdf":
-                hoisted.append(_document_block(call, part))
+                document = _document_block(call, part)
+                refused = _refused_document(document)
+                if refused:
+                    content.append({"type": "text", "text": f"{parts_summary([part])} ({refused})"})
+                    continue
+                hoisted.append(document)
                 content.append(
                     {
                         "type": "text",
@@ -97,7 +119,52 @@ def tool_result_blocks(
     return block, hoisted
 
 
+class _Document(dict[str, Any]):
+    """A ``document`` block (a dict, as sent) that remembers its PDF's page count and whether
+    it is encrypted, read once from its bytes: :func:`fit_request` counts the pages of every
+    document of the history again on each turn."""
+
+    pages: int | None = None
+    encrypted: bool = False
+
+
+def _pdf_facts(block: Mapping[str, Any]) -> tuple[int | None, bool]:
+    """The page count and encryption of a document block's PDF (``None`` pages: unreadable,
+    or not a base64 PDF webward attached)."""
+    if isinstance(block, _Document):
+        return block.pages, block.encrypted
+    source = block.get("source")
+    data = source.get("data") if isinstance(source, Mapping) else None
+    if not isinstance(data, str):
+        return None, False
+    try:
+        body = base64.b64decode(data, validate=True)
+    except ValueError:
+        return None, False
+    return pdf_facts(body, _MAX_PDF_PAGES)
+
+
+def _refused_document(block: Mapping[str, Any]) -> str:
+    """Why the API would refuse a request carrying this document, as the note that names it
+    instead; ``""`` when it takes it."""
+    pages, encrypted = _pdf_facts(block)
+    rest = "not attached; its text is in this result"
+    if encrypted:
+        return f"encrypted, and this model takes no encrypted PDF: {rest}"
+    if pages is not None and pages > _MAX_PDF_PAGES:
+        return (
+            f"{pages:,} pages, more than the {_MAX_PDF_PAGES} this model takes in a request: {rest}"
+        )
+    return ""
+
+
 def _document_block(call: ToolCall, part: Part) -> dict[str, Any]:
+    block = _Document(_document_fields(call, part))
+    block.pages, block.encrypted = _pdf_facts({"source": {"data": part.data}})
+    return block
+
+
+def _document_fields(call: ToolCall, part: Part) -> dict[str, Any]:
     return {
         "type": "document",
         "source": {"type": "base64", "media_type": "application/pdf", "data": part.data},
@@ -118,6 +185,80 @@ def _too_large(part: Part) -> str:
 def _unsupported(part: Part) -> str:
     line = parts_summary([part])
     return f"{line} (not a type this model takes)"
+
+
+def fit_request(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``messages`` as one request may carry them: the newest documents and images first,
+    while the request's PDFs hold at most 100 pages, its images number at most 20 and both
+    hold at most 24 MB of base64; an older one past that is a line naming it. The history is
+    left as it is (a later request may have room again only if the model reads less)."""
+    pages = images = size = 0
+    replaced: dict[int, dict[str, Any]] = {}
+    for message in reversed(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in reversed(_media_blocks(content)):
+            data = block.get("source", {}).get("data", "")
+            size += len(data) if isinstance(data, str) else 0
+            if block.get("type") == "document":
+                found, _ = _pdf_facts(block)
+                pages += found or 1
+                if pages <= _MAX_PDF_PAGES and size <= _MAX_MEDIA_BASE64:
+                    continue
+                title = block.get("title") or "document.pdf"
+                what = f"[document {title}]"
+            else:
+                images += 1
+                if images <= _MAX_IMAGES and size <= _MAX_MEDIA_BASE64:
+                    continue
+                what = f"[image {block.get('source', {}).get('media_type', '')}]"
+            size -= len(data) if isinstance(data, str) else 0  # left out: not carried
+            replaced[id(block)] = {
+                "type": "text",
+                "text": (
+                    f"{what} (read earlier in this run; left out of this request, which "
+                    f"carries at most {_MAX_PDF_PAGES} PDF pages, {_MAX_IMAGES} images and "
+                    f"{_MAX_MEDIA_BASE64 // (1024 * 1024)} MB of them, the newest first)"
+                ),
+            }
+    if not replaced:
+        return list(messages)
+    return [_replaced(message, replaced) for message in messages]
+
+
+def _media_blocks(content: list[Any]) -> list[Mapping[str, Any]]:
+    """The document and image blocks of a message's content, in order, those inside its
+    ``tool_result`` blocks included."""
+    found: list[Mapping[str, Any]] = []
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") in ("document", "image") and isinstance(block.get("source"), Mapping):
+            found.append(block)
+        elif block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+            found.extend(_media_blocks(block["content"]))
+    return found
+
+
+def _replaced(message: Mapping[str, Any], replaced: dict[int, dict[str, Any]]) -> Mapping[str, Any]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    new = [_replaced_block(block, replaced) for block in content]
+    if all(a is b for a, b in zip(new, content, strict=True)):
+        return message
+    return {**message, "content": new}
+
+
+def _replaced_block(block: Any, replaced: dict[int, dict[str, Any]]) -> Any:
+    if id(block) in replaced:
+        return replaced[id(block)]
+    if isinstance(block, Mapping) and block.get("type") == "tool_result":
+        inner = block.get("content")
+        if isinstance(inner, list) and any(id(b) in replaced for b in inner):
+            return {**block, "content": [replaced.get(id(b), b) for b in inner]}
+    return block
 
 
 def tool_results_message(results: Sequence[tuple[ToolCall, ToolResult]]) -> dict[str, Any]:
@@ -235,7 +376,7 @@ class AnthropicClient:
             "model": self.model,
             "max_tokens": self._max_tokens,
             "system": system,
-            "messages": list(messages),
+            "messages": fit_request(messages),
         }
         if tools:
             body["tools"] = render_tools(tools)
