@@ -363,6 +363,71 @@ def test_openai_image_types_the_api_does_not_take_are_named_not_sent() -> None:
     ]
 
 
+def _animated_gif() -> Part:
+    import io
+
+    from PIL import Image
+
+    frames = [Image.new("RGB", (8, 8), colour) for colour in ("red", "green", "blue")]
+    out = io.BytesIO()
+    frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:], duration=100)
+    return image_part(out.getvalue(), "image/gif", "https://example.org/spinner.gif")
+
+
+def test_openai_animated_gifs_are_named_not_sent() -> None:
+    """OpenAI's image inputs take a non-animated GIF only ("Images and vision"): an animated
+    one, which webward reads as any GIF, went as an image_url or an input_image the API
+    refuses, failing the turn and, kept in the history, the run. It is a note in both
+    mappings; a GIF of one frame is still sent."""
+    animated = _animated_gif()
+    still = image_part(png_bytes(), "image/png", "https://example.org/a.png")
+    note = f"[image image/gif, {animated.bytes} bytes] (an animated GIF, which this model does not take: not shown)"
+    messages = _openai.tool_result_messages(
+        [(FETCH_B, ToolResult((TextPart("GIF"), animated, still)))]
+    )
+    assert messages[0]["content"].split("\n")[1] == note
+    assert [p["type"] for p in messages[1]["content"]] == ["text", "image_url"]
+    assert all(openai_message_problems(m) == [] for m in messages)
+    outputs = _openai.response_tool_outputs([(FETCH_B, ToolResult((TextPart("GIF"), animated)))])
+    assert outputs[0]["output"][1] == {"type": "input_text", "text": note}
+    assert sdk_problems(_RESPONSES_ITEM, outputs[0]) == []
+
+
+def test_openai_requests_carry_at_most_40_mb_of_images_the_newest_first() -> None:
+    """Every image of a run stays in its history, and the API refuses a request of more than
+    500 images or 50 MB of them: ten images of 5 MB read in turn failed the next turn and
+    every later one. A request leaves the oldest out, each named by a line; the history keeps
+    them."""
+    big = Part("image", "image/png", 3_900_000, "big.png", "A" * 5_200_000)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "read them"}]
+    for turn in range(10):
+        call = ToolCall(f"call_{turn}", "web_fetch", {"url": "https://example.org/big.png"})
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": "{}"},
+                    }
+                ],
+            }
+        )
+        history += _openai.tool_result_messages([(call, ToolResult((TextPart("T"), big)))])
+    sent = _openai.OpenAIClient(None, "m").request_body("s", history, [])["messages"][1:]
+    users = [m for m in sent if m["role"] == "user" and isinstance(m["content"], list)]
+    kinds = [[p["type"] for p in m["content"]] for m in users]
+    assert kinds == [["text", "text"]] * 2 + [["text", "image_url"]] * 8  # 8 x 5.2 MB fit
+    assert users[0]["content"][1]["text"].startswith(
+        "[image image/png] (read earlier in this run; left out of this request"
+    )
+    assert history[3]["content"][1]["type"] == "image_url"  # the history is unchanged
+    assert all(openai_message_problems(m) == [] for m in sent)
+    assert openai_order_problems(sent) == []
+
+
 def test_openai_pdf_becomes_its_enveloped_text_or_a_placeholder() -> None:
     """A PDF becomes its extracted text (inside an envelope), or a placeholder without text."""
     messages = _openai.tool_result_messages(

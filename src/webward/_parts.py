@@ -29,6 +29,7 @@ __all__ = [
     "PdfText",
     "document_part",
     "file_name",
+    "gif_frames",
     "image_damaged",
     "image_part",
     "part_summary",
@@ -182,6 +183,18 @@ def _gif_size(body: bytes) -> tuple[int, int] | None:
     29-byte GIF whose screen is 10x10 and whose frame is 65,535 x 65,535 was handed over as
     10x10. ``None`` past :data:`_MAX_GIF_BLOCKS` blocks: no encoder writes so many, and the
     image is taken for damaged (:func:`image_damaged`)."""
+    return _gif_walk(body)[0]
+
+
+def gif_frames(body: bytes) -> int:
+    """How many frames (image descriptors) a GIF holds: more than one is an animation, which
+    OpenAI's image inputs do not take ("non-animated GIF")."""
+    return _gif_walk(body)[1]
+
+
+def _gif_walk(body: bytes) -> tuple[tuple[int, int] | None, int]:
+    """A GIF's size (see :func:`_gif_size`) and its count of frames, from one walk."""
+    frames = 0
     width = int.from_bytes(body[6:8], "little")
     height = int.from_bytes(body[8:10], "little")
     i = 13 + (3 << ((body[10] & 7) + 1) if len(body) > 10 and body[10] & 0x80 else 0)
@@ -192,6 +205,7 @@ def _gif_size(body: bytes) -> tuple[int, int] | None:
                 int.from_bytes(body[i + j : i + j + 2], "little") for j in (1, 3, 5, 7)
             )
             width, height = max(width, left + w), max(height, top + h)
+            frames += 1
             flags = body[i + 9]
             i += 10 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0) + 1  # + LZW code size
         elif body[i] == 0x21:  # an extension: its label, then sub-blocks
@@ -206,12 +220,12 @@ def _gif_size(body: bytes) -> tuple[int, int] | None:
         while i < len(body):  # sub-blocks, up to an empty one
             blocks += 1
             if blocks > _MAX_GIF_BLOCKS:
-                return None
+                return None, frames
             size = body[i]
             i += 1 + size
             if not size:
                 break
-    return width, height
+    return (width, height), frames
 
 
 def _jpeg_size(body: bytes) -> tuple[tuple[int, int] | None, bool]:

@@ -18,10 +18,15 @@ Tool results of one Responses turn: one ``function_call_output`` input item per 
 order. Its ``output`` is the text, or, when the result has images or a PDF, a list of parts
 where they ride along: ``input_text``, ``input_image`` (a data URL) and ``input_file`` (a
 PDF as a data URL with its file name).
+
+OpenAI's image inputs are PNG, JPEG, WEBP and non-animated GIF, at most 500 images and 50 MB
+of them in a request (docs: "Images and vision"): an animated GIF is named, not sent, and
+:func:`fit_messages` leaves the oldest images of the history out of a request past those.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,7 +35,7 @@ from .. import _envelope
 from .._capabilities import FETCH
 from .._errors import Reason, UpstreamError
 from .._models import Part
-from .._parts import IMAGE_TYPES
+from .._parts import IMAGE_TYPES, gif_frames
 from ._http import JsonClient
 from ._loop import ModelReply, ToolCall
 from ._tools import TextPart, ToolResult, ToolSpec, parts_summary
@@ -38,6 +43,7 @@ from ._tools import TextPart, ToolResult, ToolSpec, parts_summary
 __all__ = [
     "DEFAULT_BASE_URL",
     "OpenAIClient",
+    "fit_messages",
     "parse_response",
     "render_response_tools",
     "render_tools",
@@ -47,6 +53,11 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
+
+# What one request may carry of images (docs: "Images and vision": 500 images, 50 MB of
+# them); counted as the base64 sent, 40 MB of it, which holds 30 MB of image bytes.
+_MAX_IMAGES = 500
+_MAX_IMAGE_BASE64 = 40 * 1024 * 1024
 
 
 def render_tools(specs: Sequence[ToolSpec], *, strict: bool = False) -> list[dict[str, Any]]:
@@ -86,6 +97,8 @@ def _tool_text(call: ToolCall, result: ToolResult, images: list[dict[str, Any]])
     for part in result.content:
         if isinstance(part, TextPart):
             pieces.append(part.text)
+        elif part.type == "image" and _animated(part):
+            pieces.append(_animated_note(part))
         elif part.type == "image" and part.media_type in IMAGE_TYPES:
             # The types the API takes (as the Responses and Anthropic mappings): an SVG or
             # another image/* sent as image_url was refused (HTTP 400), ending the run.
@@ -104,6 +117,61 @@ def _tool_text(call: ToolCall, result: ToolResult, images: list[dict[str, Any]])
         else:
             pieces.append(f"{parts_summary([part])} (not a type this model takes)")
     return "\n".join(p for p in pieces if p)
+
+
+def _animated(part: Part) -> bool:
+    """Whether an image part is a GIF of more than one frame, which the API refuses."""
+    if part.media_type != "image/gif":
+        return False
+    try:
+        return gif_frames(base64.b64decode(part.data)) > 1
+    except ValueError:  # not base64: the API would refuse it whatever it is
+        return True
+
+
+def _animated_note(part: Part) -> str:
+    return f"{parts_summary([part])} (an animated GIF, which this model does not take: not shown)"
+
+
+def fit_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``messages`` as one request may carry them: the newest images first, while the
+    request holds at most 500 images and 40 MB of their base64; an older one past that is a
+    line naming it. Every image of the run stays in the history, and a run that read ten
+    images of 5 MB was refused the next turn and every later one."""
+    count = size = 0
+    replaced: dict[int, dict[str, Any]] = {}
+    for message in reversed(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in reversed(content):
+            if not isinstance(part, Mapping) or part.get("type") != "image_url":
+                continue
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, Mapping) else None
+            if not isinstance(url, str):
+                continue
+            count, size = count + 1, size + len(url)
+            if count <= _MAX_IMAGES and size <= _MAX_IMAGE_BASE64:
+                continue
+            size -= len(url)  # left out: not carried
+            kind = url[5 : url.find(";")] if url.startswith("data:") and ";" in url else "image"
+            replaced[id(part)] = {
+                "type": "text",
+                "text": (
+                    f"[image {kind}] (read earlier in this run; left out of this request, "
+                    f"which carries at most {_MAX_IMAGES} images and "
+                    f"{_MAX_IMAGE_BASE64 // (1024 * 1024)} MB of them, the newest first)"
+                ),
+            }
+    if not replaced:
+        return list(messages)
+    return [
+        {**m, "content": [replaced.get(id(p), p) for p in m["content"]]}
+        if isinstance(m.get("content"), list) and any(id(p) in replaced for p in m["content"])
+        else m
+        for m in messages
+    ]
 
 
 def _image_caption(call: ToolCall, part: Part) -> str:
@@ -173,6 +241,8 @@ def _response_output(result: ToolResult) -> str | list[dict[str, Any]]:
         if isinstance(part, TextPart):
             if part.text:
                 items.append({"type": "input_text", "text": part.text})
+        elif part.type == "image" and _animated(part):
+            items.append({"type": "input_text", "text": _animated_note(part)})
         elif part.type == "image" and part.media_type in IMAGE_TYPES:
             items.append(
                 {"type": "input_image", "image_url": f"data:{part.media_type};base64,{part.data}"}
@@ -333,7 +403,7 @@ class OpenAIClient:
         """The JSON body of one ``POST /chat/completions``."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "system", "content": system}, *messages],
+            "messages": [{"role": "system", "content": system}, *fit_messages(messages)],
         }
         if tools:
             body["tools"] = render_tools(tools)
