@@ -855,6 +855,23 @@ def test_a_damaged_image_is_refused_not_handed_to_the_model(fmt: str, media_type
     assert read(whole + b"\x00" * 16, media_type).kind == "image"
 
 
+def test_a_photo_cut_short_is_damaged_whatever_its_thumbnail() -> None:
+    """A camera's JPEG carries a thumbnail, a JPEG of its own with its own end marker, in its
+    EXIF segment before the scan: cut short in the scan, it passed for whole by that end,
+    and went to the model provider, which refuses the request for an image it cannot
+    decode. The end must come after the first scan."""
+    thumbnail = image_bytes("JPEG", (16, 12))
+    exif = b"\xff\xe1" + (len(thumbnail) + 8).to_bytes(2, "big") + b"Exif\x00\x00" + thumbnail
+    out = io.BytesIO()
+    noise = bytes(range(256)) * (320 * 240 * 3 // 256)
+    Image.frombytes("RGB", (320, 240), noise).save(out, format="JPEG")
+    photo = out.getvalue()[:2] + exif + out.getvalue()[2:]
+    assert read(photo, "image/jpeg").kind == "image"
+    with pytest.raises(Refused) as info:
+        read(photo[: len(photo) // 2], "image/jpeg")
+    assert str(info.value).startswith("refused: the image/jpeg image could not be read")
+
+
 def test_mislabelled_image_is_sniffed() -> None:
     """A PNG served as text/html is an image, not garbage text."""
     page = read(image_bytes("PNG"), "text/html; charset=utf-8")

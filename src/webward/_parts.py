@@ -101,7 +101,11 @@ def image_damaged(body: bytes, media_type: str) -> bool:
         )
     if media_type == "image/jpeg":
         # Start of image, a marker next; an end of image after it (cameras append data).
-        return body[:3] != b"\xff\xd8\xff" or b"\xff\xd9" not in body[3:] or not _jpeg_size(body)[1]
+        # The end after the first scan: one before it closes an EXIF thumbnail (a JPEG inside
+        # the APP1 segment, which most cameras' files carry), and a photo cut short in its
+        # scan passed for whole by it.
+        scan = _jpeg_size(body)[1]
+        return body[:3] != b"\xff\xd8\xff" or not scan or b"\xff\xd9" not in body[scan:]
     if media_type == "image/gif":
         # The trailer (";") after the last block's terminator.
         return (
@@ -228,9 +232,10 @@ def _gif_walk(body: bytes) -> tuple[tuple[int, int] | None, int]:
     return (width, height), frames
 
 
-def _jpeg_size(body: bytes) -> tuple[tuple[int, int] | None, bool]:
+def _jpeg_size(body: bytes) -> tuple[tuple[int, int] | None, int]:
     """A JPEG's size from its start-of-frame markers (C0-CF but C4, C8, CC: height, then
-    width), and whether the walk reached its first scan with a frame header on the way. Every
+    width), and where its first scan starts when the walk reached it with a frame header on
+    the way (0 when it did not). Every
     frame header before the scan counts, the largest: decoders such as Pillow take the last
     one, so a file whose first said 3x2 and second 60,000 x 60,000 was handed over as 3x2.
 
@@ -245,32 +250,32 @@ def _jpeg_size(body: bytes) -> tuple[tuple[int, int] | None, bool]:
     i = 2
     for _ in range(_MAX_JPEG_MARKERS):
         if i + 2 > len(body):
-            return size, False
+            return size, 0
         if body[i] != 0xFF:  # bytes between segments: decoders skip them to the next 0xFF
             i = body.find(b"\xff", i)
             if i < 0:
-                return size, False
+                return size, 0
             continue
         marker = body[i + 1]
         if marker == 0xFF:  # fill byte
             i += 1
             continue
         if marker == 0xDA:  # the first scan
-            return size, size is not None
+            return size, i if size is not None else 0
         if marker in (0x00, 0x01) or 0xD0 <= marker <= 0xD9:  # no length after these
             i += 2
             continue
         length = int.from_bytes(body[i + 2 : i + 4], "big")
         if marker == 0xC8 or 0xF0 <= marker <= 0xFD or length < 2 or i + 4 > len(body):
-            return size, False
+            return size, 0
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xCC):
             if i + 9 > len(body):
-                return size, False
+                return size, 0
             width = int.from_bytes(body[i + 7 : i + 9], "big")
             height = int.from_bytes(body[i + 5 : i + 7], "big")
             size = (width, height) if size is None else (max(size[0], width), max(size[1], height))
         i += 2 + length
-    return size, False
+    return size, 0
 
 
 def image_part(body: bytes, media_type: str, url: str) -> Part:
