@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import random
 import re
 import zlib
 
@@ -870,6 +871,24 @@ def test_a_photo_cut_short_is_damaged_whatever_its_thumbnail() -> None:
     with pytest.raises(Refused) as info:
         read(photo[: len(photo) // 2], "image/jpeg")
     assert str(info.value).startswith("refused: the image/jpeg image could not be read")
+
+
+def test_a_gif_cut_short_is_damaged_though_its_data_spells_a_trailer() -> None:
+    """A GIF counted as whole when a terminator and a trailer ("\\x00;") followed its
+    header anywhere, and in LZW data those two bytes turn up by chance: a GIF cut short in
+    its data went to the model provider, which refuses a request for an image it cannot
+    decode. The walk of its blocks must reach the trailer."""
+    out = io.BytesIO()
+    noise = random.Random(3).randbytes(600 * 400)  # LZW cannot shrink it
+    Image.frombytes("P", (600, 400), noise).save(out, format="GIF")
+    whole = out.getvalue()
+    spelled = whole.find(b"\x00;", len(whole) // 2)
+    assert 0 < spelled < len(whole) - 100  # the two bytes, in the data
+    cut = whole[: spelled + 50]
+    assert read(whole, "image/gif").kind == "image"
+    with pytest.raises(Refused) as info:
+        read(cut, "image/gif")
+    assert str(info.value).startswith("refused: the image/gif image could not be read")
 
 
 def test_mislabelled_image_is_sniffed() -> None:
