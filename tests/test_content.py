@@ -112,6 +112,28 @@ def test_pdf_signature_is_found_after_a_little_junk() -> None:
     assert sniff(b"%PDF-1.7\n", "") == "application/pdf"
 
 
+@pytest.mark.parametrize(
+    ("body", "declared", "expected"),
+    [
+        (b"<!doctype html><p>A PDF begins with %PDF-1.7 and a comment", "text/html", "text/html"),
+        (b"<!doctype html><p>A PDF begins with %PDF-1.7 and a comment", "", "text/html"),
+        (b"A PDF begins with %PDF-1.7, then binary bytes.", "text/plain", "text/plain"),
+        (b'def is_pdf(data):\n    return data[:5] == b"%PDF-"\n', "text/x-python", "text/x-python"),
+        (b'{"magic": "%PDF-", "kind": "pdf"}', "application/json", "application/json"),
+        (b"\n\n%PDF-1.4\n", "text/html", "application/pdf"),
+        (b"junk%PDF-1.4\n", "application/octet-stream", "application/pdf"),
+        (b"junk%PDF-1.4\n", "application/pdf", "application/pdf"),
+    ],
+)
+def test_text_that_mentions_the_pdf_signature_stays_text(
+    body: bytes, declared: str, expected: str
+) -> None:
+    """A page about PDFs, or code that checks for their signature, with "%PDF-" in its first
+    KiB was taken for a PDF and refused as a damaged one: text before the signature is no
+    junk, unless the type says nothing and the body is not HTML."""
+    assert sniff(body, declared) == expected
+
+
 @pytest.mark.parametrize("declared", ["text/html", "text/plain", "application/json", ""])
 def test_nul_bytes_make_a_text_response_binary(declared: str) -> None:
     """NUL bytes in the first KiB are binary data, not text for a model."""

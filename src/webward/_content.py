@@ -167,6 +167,18 @@ def _image_magic(head: bytes) -> str | None:
     return None
 
 
+def _pdf_after_junk(head: bytes, at: int, declared: str) -> bool:
+    """Whether ``%PDF-`` at ``at`` starts a PDF: the header may follow a little junk (ISO
+    32000, 7.5.2), but text that mentions it is not junk. Every page about PDFs, or source
+    that checks for the signature, holding it in its first KiB was refused as a damaged PDF,
+    served as HTML, plain text or JSON alike. Junk is bytes that are not text (or blanks), or
+    any under a type that is not text, unless the body plainly starts as HTML."""
+    junk = head[:at]
+    if not junk.strip() or _looks_binary(junk):
+        return True
+    return not _HTML_START.match(head) and not is_text_type(declared)
+
+
 def _looks_binary(head: bytes) -> bool:
     """NUL bytes, a known binary signature, or mostly control bytes in the first 1 KiB."""
     return b"\x00" in head or head.startswith(_BINARY_MAGIC) or _control_heavy(head)
@@ -199,7 +211,8 @@ def sniff(body: bytes, media_type: str, charset: str | None = None) -> str:
     magic = _image_magic(head)
     if magic is not None:
         return magic
-    if b"%PDF-" in head:  # the PDF header may follow a little junk (ISO 32000, 7.5.2)
+    pdf_at = head.find(b"%PDF-")
+    if pdf_at == 0 or (pdf_at > 0 and _pdf_after_junk(head, pdf_at, declared)):
         return PDF
     if declared in IMAGE_TYPES or declared == PDF:
         declared = ""  # it claimed to be an image or a PDF and is not: judge the bytes
