@@ -891,6 +891,22 @@ def test_a_gif_cut_short_is_damaged_though_its_data_spells_a_trailer() -> None:
     assert str(info.value).startswith("refused: the image/gif image could not be read")
 
 
+@pytest.mark.parametrize("declared", ["image/png", "application/pdf"])
+def test_text_sent_as_an_image_or_a_pdf_is_read_to_the_text_cap(declared: str) -> None:
+    """A body is read up to its declared type's cap, an image's or a PDF's (5 and 10 MiB),
+    and one that is text after all was converted whole: a page of tiny elements sent as
+    image/png ran a worker out of its memory, and paragraphs sent as application/pdf read as
+    millions of characters. It is cut at the text cap and marked, as under a text type."""
+    limits = LimitsSettings()
+    paragraph = b"<p>" + b"word " * 40 + b"</p>"
+    body = b"<html><body>" + paragraph * (limits.max_read_bytes // len(paragraph) + 50)
+    body += b"<p>zebraquagga past the cap</p></body></html>"
+    page = convert(body, declared, URL, truncated=False, include_links=False, limits=limits)
+    assert (page.kind, page.media_type, page.truncated) == ("text", "text/html", True)
+    assert page.text.endswith("[truncated at 1 MB]")
+    assert "zebraquagga" not in page.text
+
+
 def test_mislabelled_image_is_sniffed() -> None:
     """A PNG served as text/html is an image, not garbage text."""
     page = read(image_bytes("PNG"), "text/html; charset=utf-8")
