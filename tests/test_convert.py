@@ -1056,6 +1056,23 @@ def test_a_password_locked_pdf_is_refused_saying_so() -> None:
     assert read(pdf(""), "application/pdf").kind == "document"
 
 
+def test_a_pdf_anyone_can_open_is_said_to_be_encrypted() -> None:
+    """A PDF encrypted with the empty password reads like any other, and its header says it
+    is encrypted: a host that hands the file to a provider (Anthropic refuses any encrypted
+    PDF, failing the whole request) could not tell it from the header before."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter(clone_from=io.BytesIO(pdf_bytes("Open to anyone")))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="AES-128")
+    out = io.BytesIO()
+    writer.write(out)
+    page = read(out.getvalue(), "application/pdf")
+    header = page.text.split("\n", 1)[0]
+    assert ", 1 page, encrypted (it opens with the empty password), from " in header
+    assert "Open to anyone" in page.text
+    assert "encrypted" not in read(pdf_bytes("Open to anyone"), "application/pdf").text
+
+
 # ---------------------------------------------------------------------------------- never crash
 
 CONTENT_TYPES = st.one_of(

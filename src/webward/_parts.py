@@ -305,7 +305,9 @@ class PdfText:
     title: str
     truncated: bool
     stopped: str = ""
-    encrypted: bool = False  # unreadable (``pages`` None) because a password locks it
+    # Encrypted: unreadable (``pages`` None) because a password locks it, or read with the
+    # empty password, which model providers do not try (Anthropic refuses any encrypted PDF).
+    encrypted: bool = False
 
 
 # Form XObjects a page may reach through its resources before it is over the cap: real
@@ -571,7 +573,8 @@ def pdf_text(
     text = "\n\n".join(chunks)
     if len(text) > max_chars:
         text, truncated = text[:max_chars], True
-    return PdfText(text=text, pages=pages, title=title, truncated=truncated, stopped=stopped)
+    locked = bool(reader.is_encrypted)
+    return PdfText(text, pages, title, truncated, stopped, encrypted=locked)
 
 
 def pdf_reading(body: bytes, url: str, limits: LimitsSettings) -> tuple[str, str, Part]:
@@ -616,8 +619,11 @@ def pdf_reading(body: bytes, url: str, limits: LimitsSettings) -> tuple[str, str
         text = f"{text}\n\n[PDF text stops at {extracted.stopped}; {rest}]".lstrip()
     pages = f", {extracted.pages} page{'' if extracted.pages == 1 else 's'}"
     unreadable = "" if extracted.text else ", no extractable text"  # scanned, or encrypted
+    # Said for whoever hands the file on (an MCP host, a gateway's caller): a provider that
+    # takes PDFs may refuse an encrypted one, the whole request with it.
+    locked = ", encrypted (it opens with the empty password)" if extracted.encrypted else ""
     header = (
-        f"application/pdf document {part.name}, {len(body)} bytes{pages}{unreadable}, "
+        f"application/pdf document {part.name}, {len(body)} bytes{pages}{locked}{unreadable}, "
         f"from {summary_url(url)}"
     )
     return extracted.title or part.name, f"{header}\n\n{text}" if text else header, part
