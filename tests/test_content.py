@@ -73,14 +73,22 @@ def test_charset_parameter_is_read(raw: str | None, expected: str | None) -> Non
         ("image/gif", (5 * 1024 * 1024, False)),
         ("image/webp", (5 * 1024 * 1024, False)),
         ("application/pdf", (10 * 1024 * 1024, False)),
-        (None, (1_000_000, True)),
-        ("", (1_000_000, True)),
-        ("application/octet-stream", (1_000_000, True)),
+        (None, (10 * 1024 * 1024, True)),
+        ("", (10 * 1024 * 1024, True)),
+        ("application/octet-stream", (10 * 1024 * 1024, True)),
+        ("binary/octet-stream", (10 * 1024 * 1024, True)),
         ("image/svg+xml", (1_000_000, True)),
+        ("application/zip", (1_000_000, True)),
+        ("image/jpg", (5 * 1024 * 1024, False)),
+        ("image/pjpeg", (5 * 1024 * 1024, False)),
+        ("image/x-png", (5 * 1024 * 1024, False)),
+        ("application/x-pdf", (10 * 1024 * 1024, False)),
+        ("text/pdf", (10 * 1024 * 1024, False)),
     ],
 )
 def test_body_cap_per_type(content_type: str | None, expected: tuple[int, bool]) -> None:
-    """Text and unknown types are cut at the text cap; images and PDFs are never cut."""
+    """Text is cut at the text cap; images and PDFs (by any of their names) are never cut;
+    an unknown type is read to the larger binary cap, cut there (its bytes decide)."""
     assert body_cap(content_type, LIMITS) == expected
 
 
@@ -90,6 +98,10 @@ def test_body_cap_follows_the_settings() -> None:
     assert body_cap("text/plain", limits) == (10, True)
     assert body_cap("image/gif", limits) == (20, False)
     assert body_cap("application/pdf", limits) == (30, False)
+    assert body_cap("application/octet-stream", limits) == (30, True)
+    # An unknown type is never read less far than text is.
+    more_text = LimitsSettings(max_read_bytes=40, max_image_bytes=20, max_pdf_bytes=30)
+    assert body_cap(None, more_text) == (40, True)
 
 
 @pytest.mark.parametrize(

@@ -907,6 +907,19 @@ def test_text_sent_as_an_image_or_a_pdf_is_read_to_the_text_cap(declared: str) -
     assert "zebraquagga" not in page.text
 
 
+def test_binary_cut_by_the_binary_cap_is_refused_as_over_its_own() -> None:
+    """An image sent with no type is read to the larger binary cap; cut there, it is larger
+    than that, which the message says."""
+    body = image_bytes("PNG", (300, 300))
+    with pytest.raises(Refused) as info:
+        read(body, "application/octet-stream", truncated=True)
+    assert info.value.code == "too_large"
+    assert str(info.value) == (
+        "refused: image/png (more than 10 MiB) is over the 5 MiB cap for images; webward "
+        "refuses it rather than truncating it"
+    )
+
+
 def test_mislabelled_image_is_sniffed() -> None:
     """A PNG served as text/html is an image, not garbage text."""
     page = read(image_bytes("PNG"), "text/html; charset=utf-8")
@@ -924,10 +937,10 @@ def test_image_over_its_cap_is_refused_not_truncated() -> None:
 
 
 def test_binary_cut_by_the_text_cap_is_refused() -> None:
-    """An undeclared image cut at the text cap is refused, not handed over broken."""
+    """An image sent as text, cut at the text cap, is refused, not handed over broken."""
     body = image_bytes("PNG", (300, 300))
     with pytest.raises(Refused) as info:
-        read(body[:100], None, truncated=True)
+        read(body[:100], "text/html", truncated=True)
     assert info.value.code == "too_large"
     # Its true size is unknown: the message says what happened, not that it passed a cap.
     assert str(info.value) == (

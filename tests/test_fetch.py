@@ -7,6 +7,8 @@ reached, and its listener counts accepts to prove it.
 from __future__ import annotations
 
 import gzip
+import io
+import random
 import socket
 import struct
 import time
@@ -21,6 +23,7 @@ import brotli
 import pytest
 from hostile import many_pages_pdf
 from localserver import LocalServer, Request, accept_counter, drip, redirect, respond, serve
+from PIL import Image
 
 from webward import InvalidInput, Refused, Settings, StaticResolver, UpstreamError, Web
 from webward._window import approx_tokens
@@ -1016,3 +1019,33 @@ async def test_a_range_opened_for_ipv6_opens_no_ipv4_loopback(
         for url in urls:
             assert "secret" in (await w.fetch(url)).content
     assert internal.accepts == 2
+
+
+async def test_images_and_pdfs_under_other_names_are_read_to_their_caps() -> None:
+    """A photo sent as image/jpg (the common misspelling) or image/pjpeg, a PDF sent as
+    application/x-pdf or as a download's application/octet-stream (a bucket's
+    binary/octet-stream), past 1 MB, were read under the text cap and refused as an image or
+    PDF "sent under another type"; they are read to their own caps. Text sent with no type
+    is still cut at the text cap."""
+    jpeg = io.BytesIO()
+    noise = random.Random(5).randbytes(1200 * 1000 * 3)
+    Image.frombytes("RGB", (1200, 1000), noise).save(jpeg, format="JPEG", quality=95)
+    pdf = many_pages_pdf(4_000)
+    assert len(jpeg.getvalue()) > 1_000_000 and len(pdf) > 1_000_000
+    cases = [
+        (jpeg.getvalue(), "image/jpg", "image"),
+        (jpeg.getvalue(), "image/pjpeg", "image"),
+        (pdf, "application/x-pdf", "document"),
+        (pdf, "application/octet-stream", "document"),
+        (pdf, "binary/octet-stream", "document"),
+    ]
+    routes = {f"/{i}": respond(200, body, kind) for i, (body, kind, _) in enumerate(cases)}
+    paragraphs = (b"<p>" + b"word " * 40 + b"</p>") * 6_000  # 1.2 MB
+    routes["/page"] = respond(200, paragraphs, "application/octet-stream")
+    with serve(routes=routes) as srv:
+        async with web() as w:
+            for i, (body, _, kind) in enumerate(cases):
+                read = await w.fetch(srv.url(f"/{i}"))
+                assert [(p.type, p.bytes) for p in read.parts] == [(kind, len(body))]
+            text = await w.fetch(srv.url("/page"))
+    assert text.truncated and not text.parts

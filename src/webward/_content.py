@@ -74,6 +74,19 @@ _UNKNOWN_TYPES = {
     "application/x-download",
 }
 PDF = "application/pdf"
+# Other names servers give the types the model takes: read under the cap of the type they
+# name (a photo sent as image/jpg, the common misspelling, past 1 MB was refused as an image
+# read under the text cap).
+_ALIASES = {
+    "image/jpg": "image/jpeg",
+    "image/pjpeg": "image/jpeg",
+    "image/x-png": "image/png",
+    "application/x-pdf": PDF,
+    "application/acrobat": PDF,
+    "application/vnd.pdf": PDF,
+    "text/pdf": PDF,
+    "text/x-pdf": PDF,
+}
 
 _TOKEN = re.compile(r"^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$")
 
@@ -111,17 +124,26 @@ def is_text_type(media_type: str) -> bool:
 def body_cap(media_type: str | None, limits: LimitsSettings) -> tuple[int, bool]:
     """How many bytes the fetch core reads for a declared type, and whether it may cut there.
 
-    Text (and an unknown or missing type, sniffed once read): ``(max_read_bytes, True)``, cut
-    and marked. Images the model takes: ``(max_image_bytes, False)``; PDF:
-    ``(max_pdf_bytes, False)``: over the cap the read is refused (:func:`too_large`), never
-    truncated. Types that will be refused anyway (SVG, archives) get the text cap, enough to
-    sniff a mislabelled image or PDF.
+    Text: ``(max_read_bytes, True)``, cut and marked. Images the model takes:
+    ``(max_image_bytes, False)``; PDF: ``(max_pdf_bytes, False)``: over the cap the read is
+    refused (:func:`too_large`), never truncated; their other names (``image/jpg``,
+    ``application/x-pdf`` ...) likewise. An unknown or missing type, sniffed once read: the
+    larger binary cap, cut there (``convert`` cuts text to the text cap). Types that will be
+    refused anyway (SVG, archives) get the text cap, enough to sniff a mislabelled image or
+    PDF.
     """
     media_type = media_type_of(media_type)  # the raw header value is fine, or None
+    media_type = _ALIASES.get(media_type, media_type)
     if media_type in IMAGE_TYPES:
         return limits.max_image_bytes, False
     if media_type == PDF:
         return limits.max_pdf_bytes, False
+    if media_type in _UNKNOWN_TYPES:
+        # The bytes decide (sniff), and a PDF or an image is often sent so (a download
+        # endpoint's, a bucket's binary/octet-stream): read to the larger binary cap, cut
+        # there. Under the text cap every one past 1 MB was refused; text is cut to the text
+        # cap by convert() all the same.
+        return max(limits.max_pdf_bytes, limits.max_image_bytes, limits.max_read_bytes), True
     return limits.max_read_bytes, True
 
 
@@ -208,6 +230,7 @@ def sniff(body: bytes, media_type: str, charset: str | None = None) -> str:
     """
     head = body[:1024]
     declared = media_type_of(media_type)
+    declared = _ALIASES.get(declared, declared)
     magic = _image_magic(head)
     if magic is not None:
         return magic
@@ -252,13 +275,23 @@ def truncation_marker(limits: LimitsSettings) -> str:
     return f"[truncated at {human_size(limits.max_read_bytes)}]"
 
 
-def too_large(media_type: str, limits: LimitsSettings, size: int | None = None) -> Refused:
+def too_large(
+    media_type: str, limits: LimitsSettings, size: int | None = None, read_cap: int | None = None
+) -> Refused:
     """The refusal for a body over its cap, raised by ``convert`` for an image or PDF found
     only after the read (a declared one is refused earlier by the transport, as soon as its
     Content-Length or the bytes read pass the cap). Images and PDFs are refused, never truncated."""
     media_type = media_type_of(media_type) or "application/octet-stream"
     cap, _ = body_cap(media_type, limits)
     what = "images" if media_type in IMAGE_TYPES else "PDFs" if media_type == PDF else "this type"
+    if size is None and read_cap is not None and read_cap >= cap:
+        # Cut at a cap no smaller than its own (sent with no type, read to the binary cap).
+        return Refused(
+            f"refused: {media_type} (more than {human_size(read_cap)}) is over the "
+            f"{human_size(cap)} cap for {what}; webward refuses it rather than truncating it",
+            code="too_large",
+            reason="too_large",
+        )
     if size is None:  # cut at the text cap: sent under a text type (or none), found after
         return Refused(
             f"refused: the server sent {media_type} under another type, so it was read only up "

@@ -5762,17 +5762,19 @@ def convert(
         # it failed to read (an HTTP 204, an empty 200).
         return Converted("text", media_type, "", EMPTY_BODY, (), (), False)
     binary = media_type in IMAGE_TYPES or media_type == _content.PDF
-    read_as_binary = declared in IMAGE_TYPES or declared == _content.PDF
-    if read_as_binary and not binary and len(body) > limits.max_read_bytes:
-        # Read under its declared type's cap, an image's or a PDF's (5 and 10 MiB), and text
-        # after all: only the text cap of it, as under a text type. A page of tiny elements
+    read_cap, _ = _content.body_cap(declared, limits)
+    if read_cap > limits.max_read_bytes and not binary and len(body) > limits.max_read_bytes:
+        # Read under its declared type's cap, an image's or a PDF's (5 and 10 MiB; the larger
+        # for a type that says nothing), and text after all: only the text cap of it, as
+        # under a text type. A page of tiny elements
         # sent as image/png was converted whole, 4.9 MB past the 512 MiB a worker has, and
         # 9.5 MB of paragraphs as application/pdf took 2.4 s and read as 4 million characters.
         body, truncated = body[: limits.max_read_bytes], True
     if binary:
         cap, _ = _content.body_cap(media_type, limits)
         if truncated or len(body) > cap:
-            raise _content.too_large(media_type, limits, None if truncated else len(body))
+            read = None if truncated else len(body)
+            raise _content.too_large(media_type, limits, read, read_cap)
         if media_type == _content.PDF:
             return _document(body, final_url, limits)
         if image_damaged(body, media_type):
