@@ -216,7 +216,7 @@ def test_anthropic_requests_carry_at_most_100_pages_and_20_images_the_newest_fir
     out, each named by a line; the history keeps them."""
     sixty = document_part(many_pages_pdf(60), "https://example.org/sixty.pdf", None)
     history: list[dict[str, Any]] = [{"role": "user", "content": "read them"}]
-    for turn in range(2):
+    for turn, part in enumerate((PDF, sixty, sixty)):
         call = ToolCall(f"toolu_{turn}", "web_fetch", {"url": "https://example.org/sixty.pdf"})
         history.append(
             {
@@ -224,9 +224,7 @@ def test_anthropic_requests_carry_at_most_100_pages_and_20_images_the_newest_fir
                 "content": [{"type": "tool_use", "id": call.id, "name": call.name, "input": {}}],
             }
         )
-        history.append(
-            _anthropic.tool_results_message([(call, ToolResult((TextPart("T"), sixty)))])
-        )
+        history.append(_anthropic.tool_results_message([(call, ToolResult((TextPart("T"), part)))]))
     images = [(ToolCall(f"toolu_i{i}", "web_fetch", {}), ToolResult((IMAGE,))) for i in range(25)]
     history.append(
         {
@@ -246,14 +244,15 @@ def test_anthropic_requests_carry_at_most_100_pages_and_20_images_the_newest_fir
             found += [b["type"] for b in inner] if isinstance(inner, list) else [block["type"]]
         return found
 
-    assert kinds(sent[2]) == ["text", "text", "text"]  # the first PDF: left out, named
+    assert kinds(sent[2]) == ["text", "text", "document"]  # one page: fits in what is left
+    assert kinds(sent[4]) == ["text", "text", "text"]  # the first of 60 pages: left out, named
     assert (
         "[document sixty.pdf] (read earlier in this run; left out of this request"
-        in (sent[2]["content"][1]["text"])
+        in (sent[4]["content"][1]["text"])
     )
-    assert kinds(sent[4]) == ["text", "text", "document"]  # the newest: carried
-    assert kinds(sent[6]) == ["text"] * 5 + ["image"] * 20
-    assert kinds(history[2]) == ["text", "text", "document"]  # the history is unchanged
+    assert kinds(sent[6]) == ["text", "text", "document"]  # the newest: carried
+    assert kinds(sent[8]) == ["text"] * 5 + ["image"] * 20
+    assert kinds(history[4]) == ["text", "text", "document"]  # the history is unchanged
     assert all(anthropic_message_problems(m) == [] for m in sent)
     assert anthropic_order_problems(sent) == []
 

@@ -190,8 +190,8 @@ def _unsupported(part: Part) -> str:
 def fit_request(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """``messages`` as one request may carry them: the newest documents and images first,
     while the request's PDFs hold at most 100 pages, its images number at most 20 and both
-    hold at most 24 MB of base64; an older one past that is a line naming it. The history is
-    left as it is (a later request may have room again only if the model reads less)."""
+    hold at most 24 MB of base64; an older one past that is a line naming it (an older one
+    still that fits in what is left is carried). The history is left as it is."""
     pages = images = size = 0
     replaced: dict[int, dict[str, Any]] = {}
     for message in reversed(messages):
@@ -206,14 +206,16 @@ def fit_request(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]
                 pages += found or 1
                 if pages <= _MAX_PDF_PAGES and size <= _MAX_MEDIA_BASE64:
                     continue
+                pages -= found or 1  # left out: not carried
                 title = block.get("title") or "document.pdf"
                 what = f"[document {title}]"
             else:
                 images += 1
                 if images <= _MAX_IMAGES and size <= _MAX_MEDIA_BASE64:
                     continue
+                images -= 1  # left out: not carried
                 what = f"[image {block.get('source', {}).get('media_type', '')}]"
-            size -= len(data) if isinstance(data, str) else 0  # left out: not carried
+            size -= len(data) if isinstance(data, str) else 0
             replaced[id(block)] = {
                 "type": "text",
                 "text": (

@@ -136,7 +136,7 @@ def _animated_note(part: Part) -> str:
 def fit_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """``messages`` as one request may carry them: the newest images first, while the
     request holds at most 500 images and 40 MB of their base64; an older one past that is a
-    line naming it. Every image of the run stays in the history, and a run that read ten
+    line naming it (an older one still that fits in what is left is carried). Every image of the run stays in the history, and a run that read ten
     images of 5 MB was refused the next turn and every later one."""
     count = size = 0
     replaced: dict[int, dict[str, Any]] = {}
@@ -154,7 +154,7 @@ def fit_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
             count, size = count + 1, size + len(url)
             if count <= _MAX_IMAGES and size <= _MAX_IMAGE_BASE64:
                 continue
-            size -= len(url)  # left out: not carried
+            count, size = count - 1, size - len(url)  # left out: not carried
             kind = url[5 : url.find(";")] if url.startswith("data:") and ";" in url else "image"
             replaced[id(part)] = {
                 "type": "text",
