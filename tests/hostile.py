@@ -379,6 +379,25 @@ def many_pages_pdf(pages: int = 5_000) -> bytes:
     return _pdf(objects)
 
 
+def twice_listed_pages_pdf(pages: int = 60) -> bytes:
+    """``pages`` pages, each listed twice in the page tree, whose /Count says so: pypdf counts
+    ``2 * pages``, a walk that skips a page met before counts ``pages``."""
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids ["
+        + kids
+        + b" "
+        + kids
+        + b"] /Count %d " % (2 * pages)
+        + b"/MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> >>",
+        _FONT,
+        _stream(b"BT /F1 12 Tf 72 720 Td (Twice listed words) Tj ET"),
+    ]
+    objects += [b"<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>"] * pages
+    return _pdf(objects)
+
+
 def page_tree_pdf(groups: int = 3, per_group: int = 2, cycle: bool = False) -> bytes:
     """A page tree of ``groups`` intermediate nodes of ``per_group`` pages each. The font and
     the media box are set on the root node only, so every page inherits them; ``cycle`` adds

@@ -18,7 +18,7 @@ from fake_models import (
     png_bytes,
     sdk_problems,
 )
-from hostile import many_pages_pdf
+from hostile import many_pages_pdf, twice_listed_pages_pdf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import FunctionToolParam, ResponseInputItemParam
@@ -189,8 +189,9 @@ def _encrypted_pdf() -> bytes:
     [
         (many_pages_pdf(101), "101 pages, more than the 100 this model takes in a request"),
         (_encrypted_pdf(), "encrypted, and this model takes no encrypted PDF"),
+        (twice_listed_pages_pdf(60), "120 pages, more than the 100 this model takes in a request"),
     ],
-    ids=["101 pages", "encrypted"],
+    ids=["101 pages", "encrypted", "60 pages listed twice"],
 )
 def test_anthropic_pdfs_the_api_refuses_are_named_not_attached(body: bytes, note: str) -> None:
     """The Messages API refuses a request carrying a PDF of more than 100 pages, or an

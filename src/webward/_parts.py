@@ -507,10 +507,18 @@ def pdf_facts(body: bytes, limit: int) -> tuple[int | None, bool]:
         reader = _open_pdf(body)
         encrypted = bool(reader.is_encrypted)
         _, more, pages = _first_pages(reader, limit)
+        declared = reader.root_object["/Pages"].get("/Count")
     except Exception:  # pypdf raises many kinds of errors on hostile files
         return None, False
     # Past the limit the count is the tree's own /Count, which a file may set to anything.
-    return max(pages, limit + 1) if more else pages, encrypted
+    if more:
+        pages = max(pages, limit + 1)
+    # The walk reads a page listed twice once (as a loop), where other readers count it each
+    # time it is listed, as the tree's /Count does: 60 pages each listed twice were 60 here
+    # and 120 to pypdf's own count. The larger is the one a provider may see.
+    if isinstance(declared, int) and not isinstance(declared, bool):
+        pages = max(pages, declared)
+    return pages, encrypted
 
 
 def pdf_text(
