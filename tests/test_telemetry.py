@@ -1266,6 +1266,52 @@ def test_a_failing_trace_exporter_is_said_once_a_minute(monkeypatch: pytest.Monk
     assert not cli._own_records(record("httpx", logging.WARNING))
 
 
+def test_a_callers_malformed_tracestate_never_reaches_the_log_nor_silences_the_exporter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The OpenTelemetry API logs a malformed tracestate member as the caller sent it (a
+    gateway header, an MCP request's _meta): an agent's escape sequences and forged lines
+    reached the server's stderr, and took the minute's one line from the exporter's failure,
+    which was then never said. Only the export pipeline's lines pass, one line each, with no
+    control character and no traceback."""
+    import logging
+
+    from opentelemetry import propagate
+
+    from webward import cli
+
+    monkeypatch.setattr(cli, "_exporter_said", [-cli._EXPORTER_QUIET_S])
+    shown: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            shown.append(self.format(record))
+
+    handler = Collect(logging.WARNING)
+    handler.addFilter(cli._own_records)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        propagate.extract(
+            {
+                "traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01",
+                "tracestate": "a=b,\n\x1b[31mFORGED webward: audit store disabled\x1b[0m",
+            }
+        )
+        try:
+            raise ConnectionError("the collector said \x1b[2Jno")
+        except ConnectionError:
+            logging.getLogger("opentelemetry.sdk._shared_internal").exception(
+                "Exception while exporting %s.", "Span"
+            )
+    finally:
+        root.removeHandler(handler)
+    assert len(shown) == 1, shown
+    assert shown[0] == (
+        "Exception while exporting Span. (ConnectionError: the collector said \\x1b[2Jno)"
+    )
+
+
 @pytest.mark.anyio
 async def test_the_call_log_hides_secret_values_of_a_url_searched_for(
     tmp_path: Path,

@@ -956,8 +956,11 @@ def _own_records(record: logging.LogRecord) -> bool:
     if record.name == "webward" or record.name.startswith("webward."):
         return True
     # The trace exporter failing (a collector down, a 500) is the operator's to know; one
-    # such line a minute, not one a batch.
-    if record.name.startswith("opentelemetry.") and record.levelno >= 30:  # WARNING and up
+    # such line a minute, not one a batch. Only the export pipeline's: the API's other
+    # loggers say what a caller sent (a malformed tracestate member of a gateway header or an
+    # MCP request's _meta, verbatim), which wrote an agent's escape sequences and forged lines
+    # to the server's log and took the minute's line from the exporter's failure.
+    if record.name.startswith(_EXPORT_LOGGERS) and record.levelno >= 30:  # WARNING and up
         import time
 
         now = time.monotonic()
@@ -967,13 +970,30 @@ def _own_records(record: logging.LogRecord) -> bool:
             # ..."): a key in its query would be in every server log that line reaches.
             from ._redact import redact_message
 
-            record.msg, record.args = redact_message(record.getMessage()), None
+            text = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                # The batch processor's "Exception while exporting": the exception, not its
+                # traceback, which a server's log has no use for.
+                error = record.exc_info[1]
+                text = f"{text} ({type(error).__name__}: {error})"
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+            # One line of text: the collector's answer (its reason phrase) is the far side's.
+            text = _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+            record.msg, record.args = redact_message(text), None
             return True
     return False
 
 
 _EXPORTER_QUIET_S = 60.0
 _exporter_said = [-_EXPORTER_QUIET_S]
+#: The loggers of OpenTelemetry's trace export: the exporters and the span processors.
+_EXPORT_LOGGERS = (
+    "opentelemetry.exporter.",
+    "opentelemetry.sdk._shared_internal",
+    "opentelemetry.sdk.trace.export",
+)
+#: C0 and C1 controls, and the bidi controls and marks, written as their escapes.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _not_a_store_line(record: logging.LogRecord) -> bool:
