@@ -498,6 +498,54 @@ def test_otlp_http_export_to_a_local_receiver(tmp_path: Path, site: LocalServer)
     assert {s.trace_id for _, s in exported} == {call.trace_id}
 
 
+def test_a_collector_answering_a_huge_body_is_read_only_to_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The OTLP/HTTP exporter read a collector's answer whole (and again at each retry): one
+    answering a 1 GB body took a gateway past 2.9 GB of memory. Webward's exporter reads at
+    most 64 KiB of it and closes the connection; the collector here gets to send at most
+    what the sockets' buffers hold of its 64 MB."""
+    from webward._telemetry import _exporter
+
+    size = 64 * 1024 * 1024
+    sent = [0]
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536)
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while len(body) < length:
+                body += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 500 Oops\r\nContent-Length: %d\r\n\r\n" % size)
+            chunk = b"A" * 65536
+            with contextlib.suppress(OSError):
+                while sent[0] < size:
+                    conn.sendall(chunk)
+                    sent[0] += len(chunk)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    port = listener.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{port}/v1/traces")
+    exporter = _exporter("otlp", {})
+    provider = TracerProvider()
+    one_span = provider.get_tracer("t").start_span("call")
+    one_span.end()
+    try:
+        exporter.export([one_span])  # type: ignore[list-item]
+    finally:
+        exporter.shutdown()
+        thread.join(30)
+        listener.close()
+    assert not thread.is_alive()
+    assert sent[0] < size // 4, sent[0]
+
+
 @pytest.mark.parametrize(
     ("sampler_variable", "expected"),
     [(None, "AlwaysOnSampler"), ("parentbased_always_on", "ParentBased")],
