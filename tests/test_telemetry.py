@@ -401,6 +401,31 @@ async def test_an_mcp_tool_call_joins_the_clients_trace_through_meta(
     assert ancestors(spans, call)[-1] == "agent step"
 
 
+@pytest.mark.anyio
+async def test_an_mcp_clients_own_method_or_tool_name_never_names_a_span(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    """The SDK names its span of each message by the method and tool (or prompt) name the
+    client sent: a tool name of 5,000 characters and an escape sequence was a span name and
+    a gen_ai.tool.name of its own in the operator's traces, a new one at each request. A
+    name this server does not have is named as such, as the call's own span names it."""
+    asked = "x" * 5000 + "\x1b[2J"
+    web = web_for(loopback_settings(tmp_path))
+    async with web, Client(build_server(web, agent="ide")) as client:
+        result = await client.call_tool(asked, {})
+        assert result.is_error
+        with contextlib.suppress(Exception):
+            await client.get_prompt(asked)
+    finished = spans.get_finished_spans()
+    for span in finished:
+        assert "xxxxx" not in span.name
+        assert not any("xxxxx" in str(v) for v in (span.attributes or {}).values()), span.name
+    server_span = one(spans, "tools/call unknown_tool")
+    assert (server_span.attributes or {})["gen_ai.tool.name"] == "unknown_tool"
+    assert one(spans, "unknown_tool").parent == server_span.context
+    assert named(spans, "prompts/get unknown_prompt")
+
+
 class _Receiver(BaseHTTPRequestHandler):
     """An OTLP/HTTP trace receiver: keeps each decoded export request."""
 

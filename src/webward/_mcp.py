@@ -54,7 +54,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Container, Mapping
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -92,6 +92,7 @@ from mcp.types import (
     ToolAnnotations,
     jsonrpc_message_adapter,
 )
+from mcp_types.methods import SPEC_CLIENT_METHODS, SPEC_CLIENT_NOTIFICATION_METHODS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 
@@ -117,7 +118,7 @@ from ._redact import redact_traceback
 from ._serving import Stack, content_length, fastest_stack, http_protocol, run_server
 from ._serving import serve as serve_until_signalled
 from ._settings import Settings
-from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, with_metrics
+from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, tracing, with_metrics
 from ._tokens import TokenTable, bearer_token, hash_token
 from ._web import Web
 
@@ -353,6 +354,17 @@ def build_server(
             error = await reject_call(web, who, reach, params, message, transport)
             raise MCPError(INVALID_PARAMS, error.for_model) from None
 
+    async def bounded_span_names(ctx: Any, call_next: Any) -> Any:
+        """The SDK's span of a message (its OpenTelemetry middleware, around this one) is
+        named by the message's method and, for tools/call and prompts/get, the name asked
+        for, as the client sent them: a client's own method or tool name, tens of kB or
+        escape sequences, became a span name (and attribute) of its own in the operator's
+        traces at each request. A method or tool this server does not have is named as such
+        (the call's own span names it unknown_tool already)."""
+        if tracing():
+            _name_the_span(ctx, known)
+        return await call_next(ctx)
+
     server = AuditedServer(
         "webward",
         title="webward",
@@ -362,7 +374,7 @@ def build_server(
         tools=tools,
         auth=auth,
         token_verifier=None if tokens is None else _Tokens(tokens),
-        middleware=[audit_refused_calls],
+        middleware=[bounded_span_names, audit_refused_calls],
     )
     if auth is not None and auth.resource_server_url is not None:
         # The SDK serves the metadata under the resource's path (RFC 9728 section 3.1); the
@@ -488,6 +500,34 @@ class _Tokens:
 #: The tool functions' parameter that receives the names of the arguments a call sent and
 #: the tool does not take (:class:`_StrictTool`); never listed in the schema.
 _UNKNOWN = "unknown"
+#: The methods a client may send (requests and notifications): any other is named
+#: ``unknown_method`` in the SDK's span.
+_CLIENT_METHODS = frozenset(SPEC_CLIENT_METHODS) | frozenset(SPEC_CLIENT_NOTIFICATION_METHODS)
+
+
+def _name_the_span(ctx: Any, tools: Container[str]) -> None:
+    """Rename the SDK's span of ``ctx``'s message, and its attributes, where they would carry
+    a method or a tool (or prompt) name of the client's that this server does not have."""
+    from opentelemetry.trace import get_current_span
+
+    method = ctx.method if ctx.method in _CLIENT_METHODS else "unknown_method"
+    name = ctx.params.get("name") if isinstance(ctx.params, dict) else None
+    target = None
+    if method == "tools/call" and isinstance(name, str):
+        target = name if name in tools else "unknown_tool"
+    elif method == "prompts/get" and isinstance(name, str):
+        target = "unknown_prompt"  # this server has no prompts
+    if method == ctx.method and target == name:
+        return
+    current = get_current_span()
+    current.update_name(f"{method} {target}" if target is not None else method)
+    current.set_attribute("mcp.method.name", method)
+    if target is not None:
+        current.set_attribute(
+            "gen_ai.prompt.name" if method == "prompts/get" else "gen_ai.tool.name", target
+        )
+
+
 _BAD_CALL = (
     'a tools/call needs params {"name": "web_fetch" or "web_search", "arguments": '
     "{...}}: an object with the tool's name as a string and its arguments as an object"
