@@ -222,6 +222,30 @@ async def check_session(client: Client, site: LocalServer) -> None:
     assert no_search.meta["webward/result"]["error"]["code"] == "not_configured"
 
 
+def test_a_stdio_server_refuses_a_call_log_that_is_its_stdout(tmp_path: Path) -> None:
+    """Over stdio, stdout carries the protocol: a call log at /dev/stdout (a gateway's
+    container config, say, reused for `webward mcp`) wrote its lines between the server's
+    messages, which the client failed to parse. The server refuses it in one sentence and
+    writes nothing on stdout; stderr, another file or off serve."""
+    config = write_config(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "webward.cli", "mcp", "--config", str(config)],
+        env={**child_env(tmp_path), "WEBWARD_CALL_LOG": "/dev/stdout"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2, (run.returncode, run.stderr)
+    assert run.stdout == ""
+    assert run.stderr == (
+        "webward: the call log /dev/stdout is this server's stdout, which carries the MCP "
+        "protocol; set [observability] call_log (or WEBWARD_CALL_LOG) to stderr, off or a "
+        "file\n"
+    )
+
+
 @pytest.mark.anyio
 async def test_stdio_server_with_the_official_client(tmp_path: Path, site: LocalServer) -> None:
     """`webward mcp --tier connected` over stdio passes every session check and audits each call."""

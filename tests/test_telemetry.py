@@ -1232,6 +1232,55 @@ def test_the_cli_logs_a_call_only_when_asked(
     assert json.loads(line)["capability"] == "web:page.fetch@1"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["fetch", "PAGE"],
+        ["search", "owls"],
+        # no model is asked: the refusal comes first (nothing listens at port 9)
+        [
+            "ask",
+            "Q?",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+    ],
+)
+def test_a_json_answer_is_alone_on_stdout_whatever_the_call_log(
+    tmp_path: Path, site: LocalServer, command: list[str]
+) -> None:
+    """A call log at /dev/stdout (a gateway's container config reused at the command line)
+    wrote its line before `--json`'s answer (fetch, search, ask): two JSON objects where a
+    script reads one. The
+    command refuses it, in its one JSON object, before any call; the MCP server likewise
+    (tests/test_mcp.py)."""
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        '[network]\nallow_ranges = ["127.0.0.1/32"]\n[policy]\ndefault_tier = "connected"\n',
+        encoding="utf-8",
+    )
+    argv = [site.url("/page") if a == "PAGE" else a for a in command]
+    run = subprocess.run(
+        [sys.executable, "-m", "webward.cli", *argv, "--json", "--config", str(config)],
+        env={**child_env(tmp_path), "WEBWARD_CALL_LOG": "/dev/stdout"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2, run.stdout
+    assert json.loads(run.stdout)["error"] == {
+        "code": "invalid_input",
+        "message": "the call log /dev/stdout is this command's stdout, which carries its JSON "
+        "answer; set [observability] call_log (or WEBWARD_CALL_LOG) to stderr, off or a file",
+    }
+    assert site.accepts == 0
+
+
 @pytest.mark.anyio
 async def test_the_call_log_follows_its_file_through_a_rotation(tmp_path: Path) -> None:
     """logrotate's default renames the log and makes a new one: the lines after it went on

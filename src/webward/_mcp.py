@@ -118,7 +118,14 @@ from ._redact import redact_traceback
 from ._serving import Stack, content_length, fastest_stack, http_protocol, run_server
 from ._serving import serve as serve_until_signalled
 from ._settings import Settings
-from ._telemetry import AuthRefusal, MetricsEndpoint, Telemetry, tracing, with_metrics
+from ._telemetry import (
+    AuthRefusal,
+    MetricsEndpoint,
+    Telemetry,
+    stdout_taken,
+    tracing,
+    with_metrics,
+)
 from ._tokens import TokenTable, bearer_token, hash_token
 from ._web import Web
 
@@ -1212,7 +1219,13 @@ def _open_web(settings: Settings, web: Web | None, face: str) -> Web:
     """``web``, or a Web of the server's own recording ``face`` in each call's record."""
     if web is not None:
         return web
-    return Web(settings, telemetry=Telemetry.for_settings(settings, server=True), face=face)
+    telemetry = Telemetry.for_settings(settings, server=True)
+    if face == "mcp-stdio" and telemetry.logs_to(1):
+        # Its lines went into the protocol stream between the server's messages (or inside
+        # one, past a pipe's atomic write): the client failed to parse them, or hung.
+        telemetry.close()
+        raise stdout_taken(settings, "this server's", "the MCP protocol")
+    return Web(settings, telemetry=telemetry, face=face)
 
 
 async def serve_stdio(

@@ -73,6 +73,7 @@ __all__ = [
     "http_span",
     "server_span",
     "span",
+    "stdout_taken",
     "tracing",
 ]
 
@@ -533,9 +534,22 @@ class Telemetry:
         if self._log is not None:
             self._log.flush()
 
+    def logs_to(self, fd: int) -> bool:
+        """Whether the call log is a file that ``fd`` is open on too (``/dev/stdout``)."""
+        return self._log is not None and self._log.is_open_as(fd)
+
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
+
+
+def stdout_taken(settings: Settings, whose: str, carries: str) -> InvalidInput:
+    """The refusal of a call log that is the stdout of a face whose stdout ``carries`` its
+    answer (``whose``: "this server's", "this command's"): its lines went in between."""
+    return InvalidInput(
+        f"the call log {settings.observability.call_log} is {whose} stdout, which carries "
+        f"{carries}; set [observability] call_log (or WEBWARD_CALL_LOG) to stderr, off or a file"
+    )
 
 
 class _AuditWrite:
@@ -703,6 +717,15 @@ class _CallLog:
                     "[observability] call_log (or WEBWARD_CALL_LOG) to a writable file, "
                     "stderr or off"
                 ) from None
+
+    def is_open_as(self, fd: int) -> bool:
+        """Whether the log's file is the one ``fd`` is open on."""
+        if self._file is None:
+            return False
+        try:
+            return os.path.samestat(os.fstat(self._file.fileno()), os.fstat(fd))
+        except (OSError, ValueError):
+            return False
 
     def _open(self) -> IO[str]:
         assert self._path is not None
