@@ -1368,6 +1368,41 @@ def test_a_failing_trace_exporter_line_names_no_collector_key(tmp_path: Path) ->
     assert "/v1/traces?api_key=REDACTED&region=eu" in done.stderr, done.stderr
 
 
+def test_collector_headers_the_exporter_cannot_read_are_refused_without_their_value(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """ "Authorization: Bearer <token>" (a colon for the "=") is no header to the exporter: it
+    logged the entry whole, so the collector's token reached the command's stderr (a server's
+    log), and sent none. The command refuses it in one sentence naming the variable and the
+    entry's place, never its value, before any call; a header it can read is sent."""
+    site.routes["/page"] = respond(200, PAGE)
+    done = _fetch_exporting_to(
+        tmp_path,
+        site,
+        "http://127.0.0.1:9",
+        OTEL_EXPORTER_OTLP_HEADERS="x-team=owls,Authorization: Bearer COLLECTOR-TOKEN",
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "webward: OTEL_EXPORTER_OTLP_HEADERS holds a header that is not name=value (entry 2 "
+        "of 2); write each as name=value, the value URL-encoded (Authorization=Bearer%20TOKEN)\n"
+    )
+    assert site.accepts == 0
+    _Receiver.got = []
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{receiver.server_address[1]}"
+        done = _fetch_exporting_to(
+            tmp_path, site, endpoint, OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20T"
+        )
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+    assert done.returncode == 0, done.stderr
+    assert _Receiver.got
+
+
 def test_a_failing_trace_exporter_is_said_once_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
     """While a command runs, only webward's own records reach stderr, and the trace
     exporter's failures (a collector down): one line a minute, not one a batch."""

@@ -353,10 +353,43 @@ def _exporter(name: str, env: Mapping[str, str]) -> Any:
         raise InvalidInput(
             f"OTLP over {protocol} needs the package {package}: pip install {package}"
         ) from None
+    _check_headers(env)
     # Endpoint, headers, timeout: the OTEL_EXPORTER_OTLP_* variables.
     if protocol == "http/protobuf" and not any(env.get(v) for v in _CREDENTIAL_PROVIDERS):
         return exporter_class(session=_bounded_session())
     return exporter_class()
+
+
+#: One header of OTEL_EXPORTER_OTLP_[TRACES_]HEADERS as the exporter takes it (its liberal
+#: reading: a name, "=", a value of printable characters, spaces too, URL-encoded or not).
+_HEADER_ENTRY = re.compile(
+    r"[ \t]*[\x21\x23-\x27\x2a\x2b\x2d\x2e\x30-\x39\x41-\x5a\x5e-\x7a\x7c\x7e]+[ \t]*="
+    r"[ \t]*[\x20\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*[ \t]*"
+)
+
+
+def _check_headers(env: Mapping[str, str]) -> None:
+    """Refuse headers for the collector that the exporter would leave out. It logged each
+    such entry whole, at WARNING: "Authorization: Bearer <token>" (a colon for the "=")
+    printed the collector's token on the server's stderr, then sent no credential."""
+    variable = next(
+        (
+            v
+            for v in ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+            if env.get(v)
+        ),
+        None,
+    )
+    if variable is None:
+        return
+    entries = [e for e in re.split(r"[ \t]*,[ \t]*", env[variable]) if e]
+    for number, entry in enumerate(entries, 1):
+        if not _HEADER_ENTRY.fullmatch(entry.strip()):
+            raise InvalidInput(
+                f"{variable} holds a header that is not name=value (entry {number} of "
+                f"{len(entries)}); write each as name=value, the value URL-encoded "
+                "(Authorization=Bearer%20TOKEN)"
+            )
 
 
 #: What webward reads of a collector's answer at most. The exporter acts on its status alone,
