@@ -281,6 +281,51 @@ async def test_a_search_has_a_provider_span_around_its_http_request(
     assert str((get.attributes or {})["url.full"]).startswith(server.url("/sx/search"))
 
 
+@pytest.mark.anyio
+async def test_a_secret_of_a_url_searched_for_stays_out_of_the_providers_span(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    """The call log has a searched URL's secret values REDACTED; the provider's GET carries
+    the query percent-encoded in ?q= (Brave's, SearXNG's), and its url.full kept them:
+    ``q=...%3FX-Amz-Signature%3DSIGX``. An encoded pair's secret value is REDACTED there too."""
+    query = "report https://bucket.example/o?X-Amz-Signature=SIGX&part=2"
+    with serve() as server:
+        server.routes["/sx/search"] = FakeSearxng(results(3, host="searx.example"))
+        settings = loopback_settings(tmp_path, search={"searxng_url": server.url("/sx")})
+        async with web_for(settings) as web:
+            await web.search(query, limit=2)
+    assert "SIGX" in server.requests[0].target  # the provider was asked the query as given
+    [get] = named(spans, "GET")
+    full = str((get.attributes or {})["url.full"])
+    assert "SIGX" not in full
+    assert "%3FX-Amz-Signature%3DREDACTED%26part%3D2" in full
+
+
+def test_url_full_hides_the_secrets_of_a_url_given_percent_encoded_in_it() -> None:
+    """A viewer's ?url= of a pre-signed URL, a proxy's path, a sign-in's ?next= encoded twice:
+    the nested URL's secret values are REDACTED in their spelling, its other pairs kept, and
+    the call log's and a message's redaction are the same."""
+    viewer = (
+        "https://docs.example/viewer?url=https%3A%2F%2Fb.example%2Fa.pdf%3FX-Amz-Credential"
+        "%3DCRED%26X-Amz-Signature%3DSIGV%26part%3D2&embedded=true"
+    )
+    assert redact_secrets(viewer) == (
+        "https://docs.example/viewer?url=https%3A%2F%2Fb.example%2Fa.pdf%3FX-Amz-Credential"
+        "%3DREDACTED%26X-Amz-Signature%3DREDACTED%26part%3D2&embedded=true"
+    )
+    assert redact_secrets("https://p.example/https%3A%2F%2Fh%2Fx%3Faccess_token%3DAT") == (
+        "https://p.example/https%3A%2F%2Fh%2Fx%3Faccess_token%3DREDACTED"
+    )
+    twice = "https://a.example/?next=https%253A%252F%252Fh%252F%253Ftoken%253DTWICE%2526x%253D1"
+    assert redact_secrets(twice) == (
+        "https://a.example/?next=https%253A%252F%252Fh%252F%253Ftoken%253DREDACTED%2526x%253D1"
+    )
+    assert "SIGV" not in redact_message(f"reading {viewer} took too long")
+    # An encoded "=" that is no pair of a nested URL's query stays.
+    for kept in ("https://a.example/?q=key%3Dvalue", "https://a.example/?q=a%26b%3Dc"):
+        assert redact_secrets(kept) == kept
+
+
 def test_url_full_never_carries_credentials() -> None:
     assert redact_secrets("https://user:pw@example.org/a?b=1") == "https://example.org/a?b=1"
     assert redact_secrets("https://example.org/@owl") == "https://example.org/@owl"

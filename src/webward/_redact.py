@@ -345,6 +345,34 @@ def _param_name(name: str) -> str:
     return unquote(name).lower().translate(_NAME_JOINS)
 
 
+# A pair of a URL given percent-encoded inside another's query or path (a viewer's
+# ``?url=https%3A%2F%2Fbucket%2Fa.pdf%3FX-Amz-Signature%3D...``, a search provider's ``?q=``
+# of a query naming a pre-signed URL), once or twice encoded: after an encoded "?", "&" or
+# "#", its name, an encoded "=", and its value up to the next encoded "&" or "#" (or a plain
+# one, a blank, the end). The name holds no "%", so each start is a short look.
+_ENCODED_PAIR_RE = re.compile(
+    r"(?<=%3F|%26|%23)([^&#%=\s]++)(%3D)([^&#\s]*?)(?=%26|%23|[&#\s]|$)"
+    r"|(?<=%253F|%2526|%2523)([^&#%=\s]++)(%253D)([^&#\s]*?)(?=%2526|%2523|%26|%23|[&#\s]|$)",
+    re.IGNORECASE,
+)
+
+
+def _redact_encoded_pairs(text: str) -> str:
+    """``text`` with the secret values of percent-encoded pairs (:data:`_ENCODED_PAIR_RE`)
+    REDACTED, in their spelling."""
+    low = text.lower()
+    if "%3d" not in low and "%253d" not in low:  # no encoded "=": no such pair
+        return text
+
+    def redact(pair: re.Match[str]) -> str:
+        name, equals = pair.group(1, 2) if pair.group(1) is not None else pair.group(4, 5)
+        if _param_name(unquote(name)) not in _SECRET_PARAMS:
+            return pair.group()
+        return f"{name}{equals}REDACTED"
+
+    return _ENCODED_PAIR_RE.sub(redact, text)
+
+
 def redact_secrets(url: str) -> str:
     """``url`` with no ``user:password@`` and secret query values REDACTED (a pre-signed
     URL a redirect led to: ``?X-Amz-Credential=...&X-Amz-Signature=...``), in the fragment
@@ -361,14 +389,14 @@ def redact_secrets(url: str) -> str:
     url = _drop_nested_userinfo(url)  # a URL in its path too (a proxy's /https://u:pw@host/)
     starts = [at for at in (url.find("?"), url.find("#")) if at >= 0]
     if not starts:
-        return url
+        return _redact_encoded_pairs(url)  # a proxy's /https%3A%2F%2Fhost%2Fx%3Ftoken%3D...
     head, rest = url[: min(starts)], url[min(starts) :]  # the path's "=" are no pairs
 
     def redact(pair: re.Match[str]) -> str:
         name = _param_name(pair.group(1))
         return f"{pair.group(1)}=REDACTED" if name in _SECRET_PARAMS else pair.group()
 
-    return head + _QUERY_PAIR.sub(redact, rest)
+    return _redact_encoded_pairs(head + _QUERY_PAIR.sub(redact, rest))
 
 
 # A query or fragment pair in a message, wherever it stands: after a URL's "?", "&" or "#"
@@ -420,7 +448,7 @@ def redact_message(text: str, *, schemeless: bool = True) -> str:
         kept = value.rstrip(_TRAILING)
         return f"{pair.group(1)}{pair.group(2)}=REDACTED{value[len(kept) :]}"
 
-    return _MESSAGE_PAIR_RE.sub(redact, text)
+    return _redact_encoded_pairs(_MESSAGE_PAIR_RE.sub(redact, text))
 
 
 def redact_traceback(exc: BaseException) -> str:
