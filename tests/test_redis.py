@@ -316,12 +316,15 @@ async def test_a_redis_that_freezes_mid_call_cannot_hold_it_past_its_deadline() 
     try:
         with frozen_by_the_page(server) as freezing:
             routes = {"/page": freezing, "*": respond(200, "<p>x</p>")}
-            s = settings(server.url, fetch_timeout_s=1.0)
+            s = settings(server.url, fetch_timeout_s=1.0).replace(
+                {"agents": {"bot": {"provenance": "session"}}}  # its session keeps URLs
+            )
             with serve(routes=routes) as srv:
                 async with Web(s, StaticResolver({}), audit=audit) as web:
-                    await web.fetch(srv.url("/warm"), session="s1")
+                    await web.declare_urls("s1", srv.url("/warm"), srv.url("/page"))
+                    await web.fetch(srv.url("/warm"), agent="bot", session="s1")
                     with pytest.raises(Refused) as err:
-                        await web.fetch(srv.url("/page"), session="s1")
+                        await web.fetch(srv.url("/page"), agent="bot", session="s1")
     finally:
         server.stop()
     assert err.value.reason == "limits_unavailable"
@@ -348,11 +351,16 @@ class SlowScreenshots:
 async def test_a_screenshot_past_the_read_deadline_still_joins_its_session(redis_url: str) -> None:
     """The store's bound is the read's deadline, but a screenshot's render has its own: the
     session's URLs are remembered after it, within the grace a read's have."""
-    s = settings(redis_url, fetch_timeout_s=1.0)
+    s = settings(redis_url, fetch_timeout_s=1.0).replace(
+        {"agents": {"bot": {"provenance": "session"}}}  # its session keeps URLs
+    )
     with serve(routes={"*": respond(200, "<p>see <a href='/next'>next</a></p>")}) as srv:
         renderer = SlowScreenshots(takes_s=2.5)  # past the deadline and its second of grace
         async with Web(s, StaticResolver({}), audit=MemoryAuditSink(), renderer=renderer) as web:
-            page = await web.fetch(srv.url("/"), include_screenshot=True, tier="full", session="s")
+            await web.declare_urls("s", srv.url("/"))
+            page = await web.fetch(
+                srv.url("/"), include_screenshot=True, tier="full", agent="bot", session="s"
+            )
     assert page.screenshot is not None
     with redis.Redis.from_url(redis_url) as client:
         assert client.zscore(SESSIONS_PREFIX + "s", srv.url("/next")) is not None

@@ -277,6 +277,29 @@ async def test_links_text_hits_and_redirects_of_the_session_are_allowed(
 
 
 @pytest.mark.anyio
+async def test_only_an_agent_with_provenance_keeps_the_urls_it_sees(
+    site: LocalServer, brave: LocalServer
+) -> None:
+    """No session of an agent without provenance is ever asked, so its reads and searches
+    keep nothing: one token reading a page of long links under a new session name each time
+    filled a shared Redis, and every other agent was refused ``limits_unavailable``."""
+    s = settings(
+        {"provenance": "session"}, search={"provider": "brave", "brave_url": brave.base}
+    ).replace({"agents": {"free": {"tier": "connected"}}})
+    store = MemorySessionStore(100, 3600.0)
+    async with web(s, session_store=store) as w:
+        for i in range(3):
+            await w.fetch(site.url("/start"), agent="free", session=f"f{i}", include_links=True)
+            await w.search("hits", agent="free", session=f"f{i}")
+        assert store._total == 0 and not store._sessions
+        await w.declare_urls("s1", site.url("/start"))
+        await w.fetch(site.url("/start"), agent="bot", session="s1", include_links=True)
+        await w.search("hits", agent="bot", session="s1")
+        for path in ("/start", "/next?page=2", "/plain", "/hit"):
+            assert await store.has("s1", site.url(path))
+
+
+@pytest.mark.anyio
 async def test_allow_list_hosts_pass_and_other_agents_are_untouched(site: LocalServer) -> None:
     """[policy] allow hosts always pass; an agent without provenance reads as before."""
     s = settings({"provenance": "session"}, policy={"allow": ["127.0.0.1"]})

@@ -252,6 +252,14 @@ class Gate:
         if self.budgets.charges(agent):
             await self.budgets.charge_call(agent, "fetch", session)
 
+    def remembers(self, agent: str) -> bool:
+        """Whether the URLs ``agent`` sees join its session: only an agent with provenance
+        ever has its session asked, so only its sessions keep them. Every agent's were kept,
+        and one token without provenance, reading a page of 200 long links under a new
+        session name per request, put 125 MB in a shared Redis in 3 s (kept a day), past
+        whose ``maxmemory`` every other agent was refused ``limits_unavailable``."""
+        return agent in self._provenance_agents
+
     async def _check_provenance(
         self, parsed: guard.ParsedURL, agent: str, session: str | None, call: Call
     ) -> None:

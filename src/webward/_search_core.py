@@ -284,7 +284,8 @@ class Searcher:
                     ", ".join(f"{n} hit(s) dropped by {key}" for key, n in sorted(dropped.items())),
                 )
         hits = tuple(kept)
-        await self.remember(session, (u for u in map(canonical, (h.url for h in hits)) if u))
+        if self.gate.remembers(agent):  # only sessions that are asked keep URLs
+            await self.remember(session, (u for u in map(canonical, (h.url for h in hits)) if u))
         retrieved_at = _timestamp(self.clock())
         listed = render_hits(hits)
         if cut_short is not None and len(hits) < count:

@@ -418,7 +418,9 @@ class Web:
         answer = self._present(
             url, cached, offset, max_chars, include_links, screenshot, query, found
         )
-        if session is not None:  # what the agent now has seen joins its session
+        if session is not None and self._gate.remembers(agent):
+            # What the agent now has seen joins its session (the sessions of an agent with
+            # provenance are the only ones ever asked: see Gate.remembers).
             await self.remember_urls(session, answer.seen_urls(cached))
         head, tail = _envelope.frame_header(answer.header)  # a fresh nonce per call
         return answer.page.with_content(head + answer.text + tail)
