@@ -300,6 +300,41 @@ async def test_only_an_agent_with_provenance_keeps_the_urls_it_sees(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("name", ["Bot", "bot ", "BOT", "\uff42ot"])
+async def test_a_name_that_only_looks_like_a_configured_agent_is_refused(
+    name: str, attacker: LocalServer, tmp_path: Path
+) -> None:
+    """A name differing from a configured agent only in case, spacing or Unicode form read
+    with the default tier and none of that agent's provenance, in silence; it is refused by
+    name, audited, before anything is sent, on every face (``webward mcp --agent`` before
+    its server starts)."""
+    audit = MemoryAuditSink()
+    async with web(settings({"provenance": "session"}), audit) as w:
+        with pytest.raises(InvalidInput) as err:
+            await w.fetch(attacker.url(f"/?q={SECRET}"), agent=name, session="s1")
+    assert err.value.message == (
+        f"agent {name!r} is not in the config, but differs from agent 'bot' only in case, "
+        "spacing or Unicode form, and would read without [agents.bot]'s tier, lists, "
+        "provenance and budgets; name the agent exactly as the config does"
+    )
+    assert [(r.agent, r.decision, r.reason) for r in audit.records] == [
+        (name, "refused", "invalid_input")
+    ]
+    assert attacker.accepts == 0
+    config = tmp_path / "webward.toml"
+    config.write_text('[agents.bot]\nprovenance = "session"\n', encoding="utf-8")
+    started = subprocess.run(
+        [sys.executable, "-m", "webward.cli", "mcp", "--config", str(config), "--agent", name],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (started.returncode, started.stderr) == (2, f"webward: {err.value.message}\n")
+
+
+@pytest.mark.anyio
 async def test_allow_list_hosts_pass_and_other_agents_are_untouched(site: LocalServer) -> None:
     """[policy] allow hosts always pass; an agent without provenance reads as before."""
     s = settings({"provenance": "session"}, policy={"allow": ["127.0.0.1"]})

@@ -52,12 +52,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ._errors import InvalidInput
-    from ._settings import AGENT_NAME_RULE, is_agent_name
+    from ._settings import AGENT_NAME_RULE, is_agent_name, refuse_alike_agent
 
     # Checked before the server starts: a bad name started it, then refused every tool call;
     # an empty one ran it as "mcp" in silence.
     if args.agent is not None and (not args.agent.strip() or not is_agent_name(args.agent)):
         raise InvalidInput(f"--{AGENT_NAME_RULE}")
+    if args.agent is not None:  # a near miss of a configured agent: before the server starts
+        refuse_alike_agent(args.agent, settings.agents)
     from ._extras import require
 
     require("mcp", "mcp", "`webward mcp`")

@@ -746,6 +746,35 @@ def is_agent_name(name: object) -> bool:
     return not any(c in _BIDI or unicodedata.category(c) in _NOT_IN_NAMES for c in name)
 
 
+def folded_agent_name(name: str) -> str:
+    """``name`` as a person reads it: Unicode compatibility form, case folded, runs of space
+    made one and the ends trimmed. Two names alike here look like one agent."""
+    import unicodedata
+
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def refuse_alike_agent(
+    agent: str, agents: Mapping[str, Any], folded: Mapping[str, str] | None = None
+) -> None:
+    """Refuse ``agent`` when it is not in ``agents`` (the config's) but reads as one of them
+    (:func:`folded_agent_name`; ``folded`` maps folded names to configured ones, made once by
+    a caller that asks often). "Research", "research " or an NFD "café" for a configured
+    agent read with the default tier and none of that agent's lists, provenance or budgets,
+    in silence: an ``--agent`` typed into a client's config is checked nowhere else."""
+    if agent in agents:
+        return
+    if folded is None:
+        folded = {folded_agent_name(name): name for name in agents}
+    alike = folded.get(folded_agent_name(agent))
+    if alike is not None:
+        raise InvalidInput(
+            f"agent {agent!r} is not in the config, but differs from agent {alike!r} only in "
+            f"case, spacing or Unicode form, and would read without [agents.{alike}]'s tier, "
+            "lists, provenance and budgets; name the agent exactly as the config does"
+        )
+
+
 def _build_agents(value: Any, where: str) -> dict[str, AgentSettings]:
     if not isinstance(value, Mapping):
         raise InvalidInput(f"config section [agents]{where} must be a table of agents")

@@ -46,7 +46,14 @@ from ._provenance import SessionStore, check_session, open_session_store, urls_i
 from ._render import MAX_DOM_CHARS, PlainRenderer, Renderer, default_renderer, renderer_needs
 from ._resolver import Resolver, SystemResolver
 from ._robots import RobotsStore
-from ._settings import AGENT_NAME_RULE, TIERS, Settings, is_agent_name
+from ._settings import (
+    AGENT_NAME_RULE,
+    TIERS,
+    Settings,
+    folded_agent_name,
+    is_agent_name,
+    refuse_alike_agent,
+)
 from ._shell import needs_browser, scant
 from ._telemetry import Telemetry
 from ._transport import Body, Connector, PinnedBackend, Transport, header_value
@@ -188,6 +195,9 @@ class Web:
         # still being written: closing waits for them before it closes the store.
         self._handed_over: set[asyncio.Task[None]] = set()
         self._agent_names: set[str] = set()  # names already found to be names
+        # The configured agents by the name as a person reads it, to refuse a name that only
+        # looks like one of them (refuse_alike_agent).
+        self._folded_agents = {folded_agent_name(name): name for name in self.settings.agents}
         state = limit_state if limit_state is not None else open_limit_state(self.settings)
         self._limiter = Limiter(state, self.settings.limits, clock=clock)
         # Governance per agent and session: its own host lists, its budgets (counted in the
@@ -1103,6 +1113,7 @@ class Web:
         if agent not in self._agent_names:  # a gateway's agents call again and again
             if not is_agent_name(agent):
                 raise InvalidInput(AGENT_NAME_RULE)
+            refuse_alike_agent(agent, self.settings.agents, self._folded_agents)
             if len(self._agent_names) < 4096:
                 self._agent_names.add(agent)
         tier = tier or self.settings.tier_for(agent)
