@@ -8,6 +8,8 @@ links are read.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -415,6 +417,63 @@ async def test_gateway_budgets_and_lists_per_agent(
     assert spent.json()["error"]["message"].startswith(
         "refused: agent bob has used its budget of 1 fetch calls per session"
     )
+
+
+def test_a_gateway_restarted_without_redis_keeps_its_agents_budgets(
+    tmp_path: Path, site: LocalServer
+) -> None:
+    """Without [state] redis_url the gateway kept its limits and budgets in its memory, and a
+    restart (a deploy, a crash) gave every agent its budgets afresh. They are now counted in
+    the state dir's limits.db: a session's budget spent before a restart is spent after it
+    (a session's budget, which never renews, rather than an hour's that might)."""
+    token = "gateway-token-restart-0123"
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        "[network]\n"
+        'allow_ranges = ["127.0.0.1/32"]\n'
+        "[policy]\n"
+        'default_tier = "connected"\n'
+        "robots = false\n"
+        "[state]\n"
+        f'dir = "{tmp_path / "state"}"\n'
+        "[agents.bob]\n"
+        'tier = "connected"\n'
+        f'token_sha256 = "{hash_token(token)}"\n'
+        "[agents.bob.budget]\n"
+        "fetch_per_session = 2\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(webward.__file__).parents[1])}
+    statuses: list[list[int]] = []
+    for calls in (3, 1):  # the gateway, then the same gateway started again
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "webward.cli", "serve", "--config", str(config), "--port", "0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            assert proc.stderr is not None
+            base = proc.stderr.readline().split("gateway on ", 1)[1].split(" ", 1)[0]
+            with httpx.Client(base_url=base, timeout=30) as client:
+                statuses.append(
+                    [
+                        client.post(
+                            FETCH_PATH,
+                            json={"url": site.url(f"/next?{i}")},
+                            headers={"Authorization": f"Bearer {token}", "Webward-Session": "c"},
+                        ).status_code
+                        for i in range(calls)
+                    ]
+                )
+        finally:
+            proc.terminate()
+            proc.wait(15)
+            assert proc.stderr is not None
+            proc.stderr.close()
+    assert statuses == [[200, 200, 403], [403]]
 
 
 @pytest.mark.anyio

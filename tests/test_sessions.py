@@ -625,7 +625,7 @@ async def test_fetch_budgets_per_session_and_hour_renew(site: LocalServer) -> No
         with pytest.raises(Refused) as per_hour:
             await w.fetch(site.url("/next"), agent="bot", session="c")
         usage = {
-            (r["scope"], r["used"]) for r in await budget_usage(s, w._budgets._state, clock=clock)
+            (r["scope"], r["used"]) for r in await budget_usage(s, w._budgets.state, clock=clock)
         }
         assert usage == {("hour", 3.0)}
         clock.advance(3600)

@@ -26,7 +26,13 @@ from ._provenance import is_sessionless
 from ._settings import BudgetSettings, Settings
 from .limits import BUDGET_PREFIX, SESSION_PART, HostState, LimitState
 
-__all__ = ["PERIODS", "REASON_BUDGET_EXHAUSTED", "Budgets", "budget_usage"]
+__all__ = [
+    "PERIODS",
+    "REASON_BUDGET_EXHAUSTED",
+    "Budgets",
+    "budget_usage",
+    "durable_budget_state",
+]
 
 #: The fixed reason code of a call refused past its budget.
 REASON_BUDGET_EXHAUSTED = Reason.BUDGET_EXHAUSTED
@@ -113,7 +119,7 @@ class Budgets:
     def __init__(
         self, settings: Settings, state: LimitState, clock: Callable[[], float] = time.time
     ) -> None:
-        self._settings, self._state, self._clock = settings, state, clock
+        self._settings, self.state, self._clock = settings, state, clock
         # The agents with a budget at all (0 everywhere is none): every call asks, and most
         # agents have none.
         none = BudgetSettings()
@@ -161,7 +167,7 @@ class Budgets:
         now = self._clock()
         for line in lines:
             start = _window_start(line.scope, now)
-            await self._state.update(line.key, _giver(amount, start, line.scope, now))
+            await self.state.update(line.key, _giver(amount, start, line.scope, now))
 
     async def charge_spend(self, agent: str, provider: str, session: str | None) -> float | None:
         """Charge one call to ``provider`` against the agent's search spend budgets, or raise
@@ -202,9 +208,9 @@ class Budgets:
                     return (cur or _state(0.0, window, now)), False
                 return _state(used + amount, window, now), True
 
-            if not await self._state.update(line.key, take):
+            if not await self.state.update(line.key, take):
                 for earlier, at in done:
-                    await self._state.update(earlier.key, _giver(amount, at, earlier.scope, now))
+                    await self.state.update(earlier.key, _giver(amount, at, earlier.scope, now))
                 # A budget spent in the next window (stamped by a replica whose clock is
                 # ahead) renews when that window ends, not at the boundary this clock is
                 # short of: told the boundary, a client came back then to be refused again.
@@ -225,7 +231,7 @@ class Budgets:
         now = self._clock()
         for capability, kind in (("fetch", "calls"), ("search", "calls"), ("search", "spend")):
             for line in _lines(budget, agent, capability, kind, session):
-                cur = await self._state.get(line.key)
+                cur = await self.state.get(line.key)
                 used = _used(cur, _current(cur, _window_start(line.scope, now), line.scope))
                 out.append(
                     {
@@ -285,6 +291,23 @@ def _message(line: _Line, agent: str, now: float) -> str:
         f"{_renewal(line.scope, now)}",
         raise_it,
     )
+
+
+def durable_budget_state(settings: Settings) -> LimitState | None:
+    """Where a server keeps its budgets when its limits are in its own memory (no ``[state]
+    redis_url``) and some agent has a budget: ``limits.db`` in the state dir, so that they
+    outlive the process. In memory, a restart of ``webward serve`` (a deploy, a crash) gave
+    every agent its session, hour and day budgets afresh: 15 reads against ``fetch_per_hour
+    = 15``, a restart, 15 more. ``None``: the limits' store serves (Redis is shared and
+    outlives a replica; without budgets there is nothing to keep)."""
+    if settings.state.redis_url:
+        return None
+    none = BudgetSettings()
+    if all(entry.budget is None or entry.budget == none for entry in settings.agents.values()):
+        return None
+    from .limits import open_limit_state
+
+    return open_limit_state(settings, "sqlite")
 
 
 async def budget_usage(

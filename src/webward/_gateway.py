@@ -928,7 +928,13 @@ def create_app(
             yield
             return
         # Every call's agent comes from its bearer token: the records say so (face).
-        async with Web(settings, telemetry=telemetry, face="gateway") as own:
+        from ._budgets import durable_budget_state
+
+        # Budgets in limits.db when the limits are in memory: a restart renews no budget.
+        budget_state = durable_budget_state(settings)
+        async with Web(
+            settings, telemetry=telemetry, face="gateway", budget_state=budget_state
+        ) as own:
             await own.start_workers()  # before the first request, not inside its deadline
             holder["web"] = own
             ready()
@@ -1040,6 +1046,7 @@ class _LazyConsole:
                 lambda: holder["web"].limit_state if "web" in holder else None,
                 unknown_token=unknown_token,
                 logout_state=self._logout_state,
+                budget_state=lambda: holder["web"].budget_state if "web" in holder else None,
             )
         await self._console.app(scope, receive, send)
 

@@ -1225,7 +1225,14 @@ def _open_web(settings: Settings, web: Web | None, face: str) -> Web:
         # one, past a pipe's atomic write): the client failed to parse them, or hung.
         telemetry.close()
         raise stdout_taken(settings, "this server's", "the MCP protocol")
-    return Web(settings, telemetry=telemetry, face=face)
+    from ._budgets import durable_budget_state
+
+    return Web(
+        settings,
+        telemetry=telemetry,
+        face=face,
+        budget_state=durable_budget_state(settings),  # a restart renews no budget
+    )
 
 
 async def serve_stdio(

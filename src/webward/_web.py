@@ -123,7 +123,9 @@ class Web:
     memory (Redis when ``[state] redis_url`` is set), so a ``Web`` made per call starts them
     afresh each time. Keep one open, or pass
     ``limit_state=webward.limits.open_limit_state(settings, "sqlite")`` to share the state
-    dir's store with every process that does the same (docs/governance.md).
+    dir's store with every process that does the same (docs/governance.md). ``budget_state``
+    keeps the budgets apart from the limits (the servers keep them in ``limits.db`` when the
+    limits are in memory, so that a restart does not renew them: ``durable_budget_state``).
 
     ``face`` names, in every audit record, the face its calls come through (``audit.FACES``):
     ``library`` by default; webward's own faces pass theirs (``gateway``, ``mcp-http``, ...),
@@ -139,6 +141,7 @@ class Web:
         connector: Connector | None = None,
         audit: AuditSink | None = None,
         limit_state: LimitState | None = None,
+        budget_state: LimitState | None = None,
         page_cache: PageCache | None = None,
         search_provider: Any = None,
         credentials: Any = None,
@@ -205,7 +208,9 @@ class Web:
         self._lists = AgentLists(
             self.settings.agents, report=self._policy.report, source=self.settings.source
         )
-        self._budgets = Budgets(self.settings, state, clock=clock)
+        self._budgets = Budgets(
+            self.settings, budget_state if budget_state is not None else state, clock=clock
+        )
         self._sessions = (
             session_store if session_store is not None else open_session_store(self.settings)
         )
@@ -242,8 +247,14 @@ class Web:
 
     @property
     def limit_state(self) -> LimitState:
-        """The store of the limits and budgets (the operator console reads host states)."""
+        """The store of the limits (the operator console reads host states)."""
         return self._limiter.state
+
+    @property
+    def budget_state(self) -> LimitState:
+        """The store the budgets are counted in: ``budget_state`` if one was given, else the
+        limits' (the operator console reads what is used and left there)."""
+        return self._budgets.state
 
     async def __aenter__(self) -> Web:
         return self
@@ -282,6 +293,8 @@ class Web:
         self._closed = True
         await self._transport.aclose()
         await self._limiter.aclose()
+        if self._budgets.state is not self._limiter.state:
+            await self._budgets.state.aclose()
         await self._cache.aclose()
         await self._converter.aclose()
         await self._sessions.aclose()

@@ -228,7 +228,8 @@ class Console:
 
     ``limit_state`` returns the limiter store whose state the hosts view shows (the
     gateway's own ``Web``'s, or the store the command line writes); None if there is none yet.
-    ``logout_state`` returns the store that keeps logouts (``limit_state`` by default).
+    ``logout_state`` returns the store that keeps logouts, ``budget_state`` the one the
+    budgets are counted in (each ``limit_state`` by default).
     ``unknown_token`` is told the client's address when a token (login form, bearer header
     or cookie) is one no agent holds: the gateway counts and logs it as a refused credential.
     """
@@ -243,6 +244,7 @@ class Console:
         clock: Callable[[], float] = time.time,
         unknown_token: Callable[[str], None] | None = None,
         logout_state: Callable[[], LimitState | None] | None = None,
+        budget_state: Callable[[], LimitState | None] | None = None,
     ) -> None:
         self.settings = settings
         self._unknown_token = unknown_token
@@ -250,6 +252,7 @@ class Console:
         self.auth = auth
         self._limit_state = limit_state
         self._logout_state = logout_state or limit_state
+        self._budget_state = budget_state or limit_state
         self._clock = clock
         self._env = _environment()
         self._css = resources.files("webward.console").joinpath("static/console.css").read_bytes()
@@ -678,7 +681,7 @@ class Console:
         from .._budgets import budget_usage
         from ..limits import MemoryLimitState
 
-        state = self._limit_state()
+        state = self._budget_state()
         rows = await budget_usage(
             self.settings, state if state is not None else MemoryLimitState(), clock=self._clock
         )
