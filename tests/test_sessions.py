@@ -896,6 +896,38 @@ async def test_replicas_whose_clocks_differ_keep_one_hour_budget_across_its_boun
 
 
 @pytest.mark.anyio
+async def test_replicas_hours_apart_and_a_clock_stepped_back_keep_one_hour_budget() -> None:
+    """Replicas more than an hour apart each found the other's counter out of range (one too
+    old, the other too far ahead) and started it again on every call: 40 calls taking turns
+    all passed an hour budget of 5 (a day budget alone stopped them). A clock stepped back
+    three hours (NTP, a restored VM) had the hour afresh. The slow clock now counts in the
+    window the fast one stamped: one call before the fast one's first, five in its hour. A
+    counter stamped more than a day ahead is still a broken clock's, and ours wins."""
+    from webward._budgets import Budgets
+
+    s = settings({"budget": {"fetch_per_hour": 5}})
+    hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600 + 1800
+    state = MemoryLimitState()
+    fast = Budgets(s, state, clock=FakeClock(hour))
+    slow = Budgets(s, state, clock=FakeClock(hour - 2 * 3600 - 60))
+    allowed = 0
+    for n in range(40):
+        with contextlib.suppress(Refused):
+            await (fast if n % 2 else slow).charge_call("bot", "fetch", None)
+            allowed += 1
+    assert allowed == 6
+    clock = FakeClock(hour)
+    stepped = Budgets(s, MemoryLimitState(), clock=clock)
+    for _ in range(5):
+        await stepped.charge_call("bot", "fetch", None)
+    clock.advance(-3 * 3600)
+    with pytest.raises(Refused):
+        await stepped.charge_call("bot", "fetch", None)
+    clock.advance(-86_400)  # a day and more behind the counter: that clock was the broken one
+    await stepped.charge_call("bot", "fetch", None)
+
+
+@pytest.mark.anyio
 async def test_a_budget_spent_in_the_next_window_says_when_that_window_ends() -> None:
     """A replica 25 s behind, refused by the budget a replica ahead spent in the new hour,
     said it renewed at the boundary it was short of (retry after 25 s), where the client was

@@ -90,15 +90,28 @@ def _renewal(scope: str, now: float) -> str:
 
 
 def _current(cur: HostState | None, start: float | None, scope: str) -> float | None:
-    """The window ``cur`` is counted in: ours (``start``), or the next one when the counter is
-    already stamped with it. Replicas' clocks differ: one a little ahead crosses into the next
-    hour (day) first, and a replica still in the last one read that counter as a past
-    window's, started it again from 0 and stamped it back, so that around each boundary the
-    two reset each other's count (30 s of skew let 40 calls through an hour budget of 5). A
-    counter stamped further ahead than the next window is a clock gone wrong: ours wins."""
-    if cur is None or start is None or not start < cur.updated <= start + PERIODS[scope]:
+    """The window ``cur`` is counted in: ours (``start``), or a later one when the counter is
+    already stamped with it, up to a day ahead. Replicas' clocks differ: one a little ahead
+    crosses into the next hour (day) first, and a replica still in the last one read that
+    counter as a past window's, started it again from 0 and stamped it back, so that around
+    each boundary the two reset each other's count (30 s of skew let 40 calls through an hour
+    budget of 5). Only the next window was taken so: two replicas more than an hour apart
+    each found the other's hour counter out of range and started it again, on every call
+    (2 h 1 min apart, 20 calls passed an hour budget of 5, stopped by the day's budget
+    alone), and a clock stepped back three hours had its hour budget afresh. A slow clock now
+    counts in the window a faster one stamped, which renews it when that clock moves on. A
+    counter stamped more than a day ahead is a clock gone wrong: ours wins, so that a clock
+    that once jumped a year ahead does not hold the budget spent for a year."""
+    if cur is None or start is None:
+        return start
+    if not start < cur.updated <= start + max(PERIODS[scope], _MAX_AHEAD_S):
         return start
     return cur.updated
+
+
+# How far ahead of this clock a counter's window may be and still be counted in (see
+# _current): clocks a day apart are broken, not skewed.
+_MAX_AHEAD_S = 86_400.0
 
 
 def _used(cur: HostState | None, start: float | None) -> float:
