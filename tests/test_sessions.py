@@ -981,6 +981,38 @@ async def test_a_day_budget_is_not_forgotten_however_many_sessions_come_after() 
     assert day.value.reason == "budget_exhausted" and "per day" in day.value.message
 
 
+@pytest.mark.anyio
+async def test_an_agent_named_with_colons_has_its_own_budget_counters() -> None:
+    """Counter keys held the agent's name raw: agent ``team:bot`` was told of its "budget of 1
+    bot calls" and to raise ``bot_per_hour``, and the day counter of an agent named with
+    ``:session:`` in it was taken for a session's and pushed out of the memory store by
+    other keys (its budget given back). The name is percent-encoded in the key."""
+    from webward._budgets import Budgets
+    from webward.limits import HostState
+
+    s = Settings().replace(
+        {
+            "agents": {
+                "team:bot": {"budget": {"fetch_per_hour": 1}},
+                "a:session:b": {"budget": {"fetch_per_day": 1}},
+            }
+        }
+    )
+    state = MemoryLimitState(max_keys=10)
+    budgets = Budgets(s, state, clock=FakeClock())
+    await budgets.charge_call("team:bot", "fetch", None)
+    with pytest.raises(Refused) as hour:
+        await budgets.charge_call("team:bot", "fetch", None)
+    assert "its budget of 1 fetch calls per hour" in hour.value.message
+    assert hour.value.message.endswith("[agents.team:bot.budget] fetch_per_hour")
+    await budgets.charge_call("a:session:b", "fetch", None)
+    for n in range(30):
+        await state.update(f"host-{n}.example", lambda cur: (HostState(1.0, 0.0), None))
+    with pytest.raises(Refused) as day:
+        await budgets.charge_call("a:session:b", "fetch", None)
+    assert "per day" in day.value.message
+
+
 # ---- lists per agent -------------------------------------------------------------------------
 
 

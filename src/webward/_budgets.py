@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from ._errors import Reason, Refused, operator_step
 from ._provenance import is_sessionless
@@ -50,20 +51,42 @@ class _Line:
     what: str  # "calls" or "spend", for messages
     scope: str  # session | hour | day
     session: str | None = None  # a session budget's session, for messages
+    capability: str = ""  # fetch | search, for messages
+
+
+def _agent_part(agent: str) -> str:
+    """``agent`` as it goes in a counter's key: percent-encoded, as a session's scope is
+    (``_provenance.scoped_session``), so that no ``:`` of a name is read as the key's own.
+    Raw, agent ``team:bot`` was told of its "budget of 1 bot calls" and to raise ``bot_per_hour``
+    (the key's third part), and the hour and day counters of an agent named with
+    ``:session:`` in it were taken for a session's and could be pushed out of the memory
+    store (a budget given back). A name of letters, digits and ``-._~`` is unchanged, so
+    running counters keep counting."""
+    return quote(agent, safe="")
 
 
 def _lines(
     budget: BudgetSettings, agent: str, capability: str, kind: str, session: str | None
 ) -> list[_Line]:
     lines: list[_Line] = []
+    name = _agent_part(agent)
     for scope, limit in _limits(budget, f"{capability}_spend" if kind == "spend" else capability):
         if scope == "session":
             if session is None:
                 continue  # no session, no session budget (hour and day still count)
-            key = f"{BUDGET_PREFIX}{agent}:{capability}:{kind}{SESSION_PART}{session}"
+            key = f"{BUDGET_PREFIX}{name}:{capability}:{kind}{SESSION_PART}{session}"
         else:
-            key = f"{BUDGET_PREFIX}{agent}:{capability}:{kind}:{scope}"
-        lines.append(_Line(key, float(limit), kind, scope, session if scope == "session" else None))
+            key = f"{BUDGET_PREFIX}{name}:{capability}:{kind}:{scope}"
+        lines.append(
+            _Line(
+                key,
+                float(limit),
+                kind,
+                scope,
+                session if scope == "session" else None,
+                capability,
+            )
+        )
     return lines
 
 
@@ -197,7 +220,8 @@ class Budgets:
         its sessions, or raise ``budget_exhausted``. Every agent has this allowance: each new
         session name held a session's worth of URLs in the shared store for a day, so one
         token could fill Redis, after which every agent was refused."""
-        line = _Line(f"{BUDGET_PREFIX}{agent}:declared:urls:hour", float(limit), "urls", "hour")
+        key = f"{BUDGET_PREFIX}{_agent_part(agent)}:declared:urls:hour"
+        line = _Line(key, float(limit), "urls", "hour")
         await self._charge([line], float(count), agent)
 
     async def _charge(self, lines: list[_Line], amount: float, agent: str) -> None:
@@ -271,7 +295,7 @@ def _giver(
 
 
 def _message(line: _Line, agent: str, now: float) -> str:
-    capability = line.key.split(":")[2]
+    capability = line.capability
     limit = f"{line.limit:g}"
     if line.what == "urls":
         return operator_step(
