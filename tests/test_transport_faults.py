@@ -209,6 +209,27 @@ async def test_a_redirect_to_a_long_url_follows_the_operators_limit() -> None:
     assert "2048" in err.value.message
 
 
+async def test_a_cached_page_reached_through_a_long_redirect_reads_its_next_window() -> None:
+    """The next window of a page reached through a 3,000-character Location, with [limits]
+    max_url_chars raised to 8,000, is served from the cache: its hops are checked again under
+    that limit. They were re-parsed under the default 2,048, so the window failed with 'the
+    URL is longer than 2048 characters; shorten it ... an operator can raise [limits]
+    max_url_chars', an operator's step already taken, and a model told to shorten a URL it
+    had not written."""
+    target = "/final/" + "a" * 3000
+    raised = settings().replace({"limits": {"max_url_chars": 8000, "max_fetch_text_chars": 2000}})
+    words = " ".join(f"word{i}" for i in range(2000))
+    routes = {"/go": redirect(target), target: respond(200, f"<p>{words}</p>")}
+    with serve(routes=routes) as srv:
+        async with Web(raised, StaticResolver({}), audit=MemoryAuditSink()) as w:
+            first = await w.fetch(srv.url("/go"))
+            assert first.window.next_offset is not None
+            second = await w.fetch(srv.url("/go"), offset=first.window.next_offset)
+        assert len(srv.requests) == 2  # the redirect and the page, once: the window is cached
+    assert second.final_url.endswith(target)
+    assert "word500 " in second.content and "word500 " not in first.content
+
+
 async def test_location_bytes_are_read_as_utf8_and_only_otherwise_as_latin1() -> None:
     """Browsers read a Location's raw bytes as UTF-8: é sent as its two UTF-8 bytes leads to
     /caf%C3%A9 (not /caf%C3%83%C2%A9); a byte that is not UTF-8 stays its latin-1 character.

@@ -317,7 +317,13 @@ class Gate:
         robots = self.policy.robots_enabled(tier)
         try:
             for i, hop_url in enumerate(redirects or (parsed.url,)):
-                hop = parsed if i == 0 else guard.parse_url(hop_url)
+                # Under the operator's limit, as the read that followed the hop was: the
+                # default 2,048 refused a long Location's page at its next window.
+                hop = (
+                    parsed
+                    if i == 0
+                    else guard.parse_url(hop_url, max_chars=self.limits.max_url_chars)
+                )
                 call.redirects.append(hop.url)  # the chain so far, if a hop is refused
                 if i:  # the first hop was screened before the cache lookup
                     self.screen(hop, agent, tier, call)
