@@ -151,6 +151,25 @@ async def test_an_internal_refusal_names_the_tiers_step_when_the_tier_would_refu
     assert internal.accepts == 0
 
 
+@pytest.mark.parametrize(
+    "host", ["127.0.2", "0x7f000002", "%31%32%37.0.0.2", "0177.0.0.2", "\uff11\uff12\uff17.0.0.2"]
+)
+async def test_the_tiers_step_names_the_host_as_the_guard_reads_it(
+    internal: LocalServer, host: str
+) -> None:
+    """127.0.0.2 in another spelling is refused as 127.0.0.2, and the tier's step names the
+    host the policy will be asked about, 127.0.0.2: it named the spelling as urllib reads
+    it ('add 127.0.2 to [policy] allow', which no host the guard hands the policy matches),
+    or, for a percent-encoded host, said no tier's step at all."""
+    web, audit = make_web(settings("as-owner", "enforce"), LoopbackConnector())
+    async with web:
+        with pytest.raises(Refused) as err:
+            await web.fetch(f"http://{host}:{internal.port}/")
+    assert_internal(audit, err.value)
+    assert "and add 127.0.0.2 to [policy] allow (tier as-owner reads only" in err.value.message
+    assert internal.accepts == 0
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_redirect_to_a_denied_internal_host_is_internal_address(mode: str) -> None:
     """The deny list and the agent's own deny list come after the guard too."""

@@ -158,7 +158,14 @@ class Gate:
         that a first read of a local page takes one refusal to set up, not two in a row."""
         if tier != "as-owner" or exc.reason not in (Reason.INTERNAL_ADDRESS, Reason.INTERNAL_NAME):
             return ""
-        host = url.host if isinstance(url, guard.ParsedURL) else urlsplit(url).hostname or ""
+        # The host as the guard read it (127.0.2, 0x7f000002 and %31%32%37.0.0.2 are
+        # 127.0.0.2), the one the policy is asked about: urllib's reading named the spelling.
+        # (It parsed: the refusal is of its host. Its length was checked against the limit.)
+        host = (
+            url.host
+            if isinstance(url, guard.ParsedURL)
+            else guard.parse_url(url, max_chars=len(url)).host
+        )
         if exc.reason == Reason.INTERNAL_NAME:
             # Only localhost's step names an address (use 127.0.0.1 instead): that one is
             # the host the next read asks for.
