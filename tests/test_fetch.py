@@ -229,6 +229,37 @@ async def test_a_denied_address_spelled_as_nat64_is_refused_without_connecting(
     assert connector.attempts == [("64:ff9b::5db8:d70f", 80)]
 
 
+@pytest.mark.parametrize("listed", ["10.0.0.5", "[::ffff:10.0.0.5]", "::ffff:a00:5", "::a00:5"])
+@pytest.mark.parametrize("where", ["policy", "agent"])
+async def test_a_denied_address_spelled_as_an_ipv4_mapped_one_is_refused(
+    where: str, listed: str
+) -> None:
+    """An intranet address on a deny-list, where [network] allow_ranges opens it in its IPv6
+    spellings as well (IPv4-mapped, which a dual-stack socket dials as the IPv4 address
+    itself, and IPv4-compatible): each spelling is refused as the address is, and a listed
+    spelling names the address. Only the NAT64 one was (c68ad84): [::ffff:10.0.0.5] went to
+    the network past a deny-list naming 10.0.0.5."""
+    denied = [listed]
+    lists = {"policy": {"deny": denied}} if where == "policy" else {}
+    agents = {"agents": {"cli": {"deny": denied}}} if where == "agent" else {}
+    opened = ["127.0.0.1/32", "10.0.0.5/32", "::ffff:10.0.0.5/128", "::10.0.0.5/128"]
+    s = settings().replace({"network": {"allow_ranges": opened}, **lists, **agents})
+    connector = RecordingConnector()
+    async with Web(s, StaticResolver({}), connector=connector, audit=MemoryAuditSink()) as w:
+        for url in (
+            "http://10.0.0.5/",
+            "http://[::ffff:10.0.0.5]/",
+            "http://[::ffff:a00:5]/",
+            "http://[::10.0.0.5]/",
+        ):
+            with pytest.raises(Refused) as err:
+                await w.fetch(url)
+            assert err.value.reason == "host_denied", url
+        with pytest.raises(UpstreamError):  # an address no list names: sent on
+            await w.fetch("http://93.184.215.14/")
+    assert connector.attempts == [("93.184.215.14", 80)]
+
+
 async def test_rebinding_to_loopback_after_a_real_read(internal: LocalServer) -> None:
     """First answer 127.0.0.1 (allowed, read for real), then 127.0.0.2: the second read is
     refused and the internal listener never sees a connection."""

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ._addresses import embedded_ipv4, ip_text, is_nat64
+from ._addresses import embedded_ipv4, ip_text, is_ipv4_compatible, is_ipv4_mapped, is_nat64
 from ._errors import InvalidInput, Reason, Refused, operator_step
 from ._settings import TIERS, AgentSettings, PolicySettings
 
@@ -161,9 +161,10 @@ class HostPattern:
                 raise InvalidInput(
                     f"{where} holds {pattern!r}, which would match a whole top-level domain; {hint}"
                 )
-        if host[:1] == "6" and (carried := _nat64_ipv4(host)) is not None:
-            # A NAT64 address on a list names the IPv4 address it carries, as that address on
-            # a list names the NAT64 literal (_first_match): the one written either way.
+        if ":" in host and (carried := _carried_ipv4(host)) is not None:
+            # A NAT64 or IPv4-mapped address on a list names the IPv4 address it carries, as
+            # that address on a list names those literals (_first_match): the one written
+            # either way.
             host = carried
         return cls(text=text, host=host, wildcard=wildcard)
 
@@ -305,22 +306,33 @@ def _first_match(patterns: tuple[HostPattern, ...], host: str) -> HostPattern | 
     for p in patterns:
         if p.matches(host):
             return p
-    carried = _nat64_ipv4(host) if patterns and host[:1] == "6" else None
+    carried = _carried_ipv4(host) if patterns and ":" in host else None
     if carried is not None:
         # A NAT64 address is the IPv4 address it carries, spelled for a DNS64 network: its
-        # gateway connects there. "1.2.3.4" on a list names it too, as it names 0x01020304
-        # (the guard canonicalises that spelling; this one is an IPv6 address of its own).
+        # gateway connects there; an IPv4-mapped one is dialled as that address by the
+        # socket itself (an IPv4-compatible one by stacks that still route it). "1.2.3.4" on
+        # a list names them too, as it names 0x01020304 (the guard canonicalises that
+        # spelling; these are IPv6 addresses of their own, which allow_ranges may open).
         return _first_match(patterns, carried)
     return None
 
 
-def _nat64_ipv4(host: str) -> str | None:
-    """The IPv4 address a canonical NAT64 literal (64:ff9b::/96) carries, else None."""
+def _carried_ipv4(host: str) -> str | None:
+    """The IPv4 address a canonical NAT64 (64:ff9b::/96), IPv4-mapped (::ffff:0:0/96) or
+    IPv4-compatible (::/96, but ``::`` and ``::1``) literal carries in its last 32 bits, else
+    None: a connection to it reaches that address. (6to4, Teredo and ISATAP go through a
+    relay or tunnel, and stay addresses of their own here.)"""
     try:
         address = ipaddress.IPv6Address(host)
     except ValueError:
         return None
-    carried = embedded_ipv4(address) if is_nat64(address) else None
+    if not (
+        is_nat64(address)
+        or is_ipv4_mapped(address)
+        or (is_ipv4_compatible(address) and int(address) > 1)
+    ):
+        return None
+    carried = embedded_ipv4(address)
     return None if carried is None else str(carried)
 
 
