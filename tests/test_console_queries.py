@@ -519,3 +519,31 @@ async def test_the_command_lines_reads_run_in_the_store(store: Settings) -> None
         assert await reader.more_than(recent, 6) is False
     finally:
         await reader.aclose()
+
+
+@pytest.mark.parametrize(
+    ("target", "host"),
+    [
+        # Refused before any hop: counted under the host the guard read, not urllib's.
+        ("http://169.254.169.254\\@docs.python.org/", "169.254.169.254"),
+        ("http://127.0.0.1:80\\@github.com/x", "127.0.0.1"),
+        ("http://%31%32%37.0.0.1/", "127.0.0.1"),
+        ("http://0x7f.1/", "127.0.0.1"),
+        ("http://[::ffff:7f00:2]/", "::ffff:127.0.0.2"),
+        ("http://LOCALHOST./", "localhost"),
+        ("http://example\u3002org\uff0e/", "example.org"),
+        ("https://docs.python.org/3/", "docs.python.org"),
+        # No host the guard reads: urllib's reading, as before, or none.
+        ("http://exa mple.org/", "exa mple.org"),
+        ("owls", None),
+    ],
+)
+def test_a_read_refused_at_its_first_hop_counts_under_the_host_the_guard_read(
+    target: str, host: str | None
+) -> None:
+    """The top hosts count a read that sent nothing (refused at its URL) under its target's
+    host: read by urllib, 'http://169.254.169.254\\\\@docs.python.org/', an attempt on the
+    metadata address that the guard refused for its backslash, was a refused read of
+    docs.python.org, and '%31%32%37.0.0.1' a host of its own. Now the guard's reading
+    (WHATWG's: a backslash is a slash), which a read that went out is counted under too."""
+    assert _queries.landed_host(target, None, "[]") == host
