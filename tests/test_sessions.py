@@ -184,6 +184,26 @@ async def test_a_declared_url_with_parentheses_is_read_whole(site: LocalServer) 
 
 
 @pytest.mark.anyio
+async def test_urls_longer_than_the_default_are_seen_under_the_operators_limit(
+    site: LocalServer,
+) -> None:
+    """With [limits] max_url_chars raised to 8,000, a user's own 3,000-character URL is
+    declared, and one written in a page's text is seen: both were parsed under the default
+    2,048 and dropped, so reading the URL the user gave was refused as never seen in the
+    session (and the operator's step, 'add it to [policy] allow', was no cure)."""
+    given = "/given?q=" + "a" * 3000
+    written = "/written?q=" + "b" * 3000
+    site.routes["/given"] = respond(200, f"<p>the page lists {site.url(written)} too</p>")
+    site.routes["/written"] = respond(200, "<p>the written page</p>", "text/html")
+    s = settings({"provenance": "session"}, limits={"max_url_chars": 8000})
+    async with web(s) as w:
+        await w.declare_urls("s1", f"Summarise {site.url(given)} please")
+        first = await w.fetch(site.url(given), agent="bot", session="s1")
+        second = await w.fetch(site.url(written), agent="bot", session="s1")
+    assert "the page lists" in first.content and "the written page" in second.content
+
+
+@pytest.mark.anyio
 async def test_every_record_names_the_session_of_its_call(
     site: LocalServer, brave: LocalServer, attacker: LocalServer
 ) -> None:

@@ -78,10 +78,11 @@ _URL_RE = re.compile(
 _TRAILING = ".,;:!?*_"
 
 
-def canonical(url: str) -> str | None:
-    """The form a URL is remembered and matched in, or ``None`` if it is no http(s) URL."""
+def canonical(url: str, max_chars: int = guard.DEFAULT_MAX_URL_CHARS) -> str | None:
+    """The form a URL is remembered and matched in, or ``None`` if it is no http(s) URL (or
+    one longer than ``max_chars``, the operator's ``[limits] max_url_chars``)."""
     try:
-        return guard.parse_url(url).url
+        return guard.parse_url(url, max_chars=max_chars).url
     except (WebwardError, ValueError):
         return None
 
@@ -134,11 +135,12 @@ def check_session(session: object) -> None:
         raise InvalidInput(f"session must be a name of 1 to {_MAX_NAME} printable characters")
 
 
-def urls_in(text: str) -> list[str]:
-    """The canonical http(s) URLs written in ``text`` (user input, a page, search hits)."""
+def urls_in(text: str, max_chars: int = guard.DEFAULT_MAX_URL_CHARS) -> list[str]:
+    """The canonical http(s) URLs written in ``text`` (user input, a page, search hits), of
+    at most ``max_chars`` (a read's limit: one past it could not be read anyway)."""
     found: list[str] = []
     for match in _URL_RE.finditer(text):
-        url = canonical(match.group().rstrip(_TRAILING))
+        url = canonical(match.group().rstrip(_TRAILING), max_chars)
         if url is not None:
             found.append(url)
     return found

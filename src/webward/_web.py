@@ -364,7 +364,10 @@ class Web:
         from ._provenance import urls_in
 
         check_session(session)
-        urls = [u for text in texts for u in urls_in(text)]
+        # Under the operator's limit: a longer URL than the default 2,048 is read, and was
+        # refused as never seen, its declaration dropped.
+        limit = self.settings.limits.max_url_chars
+        urls = [u for text in texts for u in urls_in(text, limit)]
         if agent is not None and urls:
             await self._budgets.charge_declared(
                 agent, len(urls), self.settings.limits.session_max_urls
@@ -444,7 +447,9 @@ class Web:
         if session is not None and self._gate.remembers(agent):
             # What the agent now has seen joins its session (the sessions of an agent with
             # provenance are the only ones ever asked: see Gate.remembers).
-            await self.remember_urls(session, answer.seen_urls(cached))
+            await self.remember_urls(
+                session, answer.seen_urls(cached, self.settings.limits.max_url_chars)
+            )
         head, tail = _envelope.frame_header(answer.header)  # a fresh nonce per call
         return answer.page.with_content(head + answer.text + tail)
 
@@ -1178,23 +1183,24 @@ class _Answer(NamedTuple):
     header: str  # the envelope's provenance lines (_envelope.header)
     text: str  # the window (or the passages found), prepared for the envelope
 
-    def seen_urls(self, cached: CachedPage) -> list[str]:
+    def seen_urls(self, cached: CachedPage, max_chars: int) -> list[str]:
         """The URLs an agent has seen once handed this answer: the page's own and its
-        redirects, its links and the URLs written whole in the text handed over. A window
-        (or a passage) may end inside a URL: the prefix it holds is no URL of the page, and
-        counting it would let an agent mint URLs by choosing where a window ends."""
-        whole = _urls_written_in(cached.converted.text)
+        redirects, its links and the URLs written whole in the text handed over (of at most
+        ``max_chars``, the read's limit). A window (or a passage) may end inside a URL: the
+        prefix it holds is no URL of the page, and counting it would let an agent mint URLs
+        by choosing where a window ends."""
+        whole = _urls_written_in(cached.converted.text, max_chars)
         return [
             *(u for u in (cached.final_url, *cached.redirects) if u),
             *(link.url for link in cached.converted.links),
-            *(u for u in urls_in(self.text) if u in whole),
+            *(u for u in urls_in(self.text, max_chars) if u in whole),
         ]
 
 
 @functools.lru_cache(maxsize=8)  # a key holds a page's text (up to 1 MB): only a few
-def _urls_written_in(text: str) -> frozenset[str]:
+def _urls_written_in(text: str, max_chars: int) -> frozenset[str]:
     """The URLs written in a page's whole text, once per reading (windows of it repeat)."""
-    return frozenset(urls_in(text))
+    return frozenset(urls_in(text, max_chars))
 
 
 # The weight of a document text's own envelope (its markers and provenance lines, about 90
