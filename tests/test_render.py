@@ -1484,6 +1484,15 @@ def test_a_navigation_elsewhere_is_named_without_its_credentials() -> None:
     assert "b.example/landing" in info.value.message and "Zq" not in info.value.message
 
 
+def test_a_page_at_an_ipv4_mapped_address_is_its_own_site() -> None:
+    """A page read at [::ffff:127.0.0.1] (an operator's allow_ranges opening it) stays on its
+    origin in the browser, which writes that address [::ffff:7f00:1]: the two spellings of
+    one address were two sites, and the render was refused as sent elsewhere."""
+    _same_site("http://[::ffff:127.0.0.1]:8080/", "http://[::ffff:7f00:1]:8080/next")
+    with pytest.raises(UpstreamError):  # another address stays another site
+        _same_site("http://[::ffff:127.0.0.1]:8080/", "http://[::ffff:7f00:2]:8080/")
+
+
 async def test_a_page_opens_no_windows_of_its_own() -> None:
     """Playwright starts Chromium with its popup blocker off, so a page's script opened as many
     windows as it liked (300 held a render to its whole deadline, in a browser of 1.5 GB).

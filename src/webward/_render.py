@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import functools
 import importlib.util
+import ipaddress
 import os
 import pwd
 import re
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from ._addresses import quoted
+from ._addresses import ip_text, quoted
 from ._errors import Reason, Refused, UpstreamError, WebwardError
 from ._redact import drop_userinfo
 
@@ -680,7 +681,12 @@ def _origin(url: str) -> tuple[str, str, int | None]:
         port = None
     scheme = parts.scheme.lower()
     default = {"http": 80, "https": 443}.get(scheme)
-    return scheme, (parts.hostname or "").rstrip(".").lower(), port or default
+    host = (parts.hostname or "").rstrip(".").lower()
+    with contextlib.suppress(ValueError):
+        # One address, one spelling: the browser writes [::ffff:7f00:1] where the guard
+        # wrote [::ffff:127.0.0.1], and a page that stayed home read as sent elsewhere.
+        host = ip_text(ipaddress.ip_address(host))
+    return scheme, host, port or default
 
 
 def _same_site(url: str, rendered: str) -> None:
