@@ -303,7 +303,8 @@ _label = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, ma
 
 @given(
     sub=st.lists(_label, min_size=0, max_size=3),
-    domain=st.lists(_label, min_size=2, max_size=3),
+    # A name: its last label no number (a host ending in one is an IPv4 address, or none).
+    domain=st.lists(_label, min_size=2, max_size=3).filter(lambda ls: ls[-1][0].isalpha()),
     upper=st.booleans(),
     dot=st.booleans(),
 )
@@ -321,3 +322,34 @@ def test_property_wildcard_and_exact(
     denied = Policy(PolicySettings(allow=(d, f"*.{d}"), deny=(host,)))
     for tier in TIERS:
         assert denied.check_fetch(written, tier, "cli").reason == REASON_HOST_DENIED
+
+
+@pytest.mark.parametrize(
+    ("pattern", "host"),
+    [
+        # An IPv4 address in a spelling the guard reads as that address in a URL.
+        ("8.8.2056", "8.8.8.8"),
+        ("0x8.0x8.0x8.0x8", "8.8.8.8"),
+        ("134744072", "8.8.8.8"),
+        ("010.010.010.010", "8.8.8.8"),
+        ("\uff18.\uff18.\uff18.\uff18", "8.8.8.8"),  # full-width digits
+        # A name the guard reads (UTS #46, as browsers): an emoji label.
+        ("🍕.ws", "xn--vi8h.ws"),
+    ],
+)
+def test_a_pattern_names_the_host_the_guard_reads(pattern: str, host: str) -> None:
+    """Patterns are normalised as the guard reads a URL's host (docs/governance.md: "patterns
+    and hosts are normalised the same way"): '134744072' on a deny-list was kept as a name,
+    which no host the guard hands the policy (always 8.8.8.8) matched, so the list denied
+    nothing, without a word; an emoji name the guard reads was refused as no host name."""
+    assert normalise_host(pattern) == host
+    policy = Policy(PolicySettings(deny=(pattern,)))
+    assert policy.check_fetch(host, "full", "cli").reason == REASON_HOST_DENIED
+
+
+@pytest.mark.parametrize("pattern", ["1.2.3.999", "example.123", "1.2.3.4.5", "0x1g.example.7"])
+def test_a_pattern_ending_in_a_number_that_is_no_address_is_refused(pattern: str) -> None:
+    """A host ending in a number that is no IPv4 address is no host a URL can name (the guard
+    refuses it): as a pattern it could never match, so the policy refuses it when it loads."""
+    with pytest.raises(InvalidInput, match="is not a host name"):
+        normalise_host(pattern)

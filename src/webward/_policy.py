@@ -27,9 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from . import guard
 from ._addresses import embedded_ipv4, ip_text, is_ipv4_compatible, is_ipv4_mapped, is_nat64
-from ._errors import InvalidInput, Reason, Refused, operator_step
+from ._errors import InvalidInput, Reason, Refused, WebwardError, operator_step
 from ._settings import TIERS, AgentSettings, PolicySettings
+from ._urls import domain_to_ascii
 
 __all__ = [
     "REASON_ALLOWED",
@@ -57,6 +59,8 @@ _POLICY_VERSION = 1
 
 # What an ASCII host may hold after folding. Underscores are tolerated (some real hosts carry
 # them); everything else that is not a letter, digit, dot or hyphen is not a host.
+# The last label of a host the guard reads as an IPv4 address (or refuses as none).
+_ENDS_IN_NUMBER = re.compile(r"(?:^|\.)(?:[0-9]+|0x[0-9a-f]*)\.?$")
 _ASCII_HOST = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_](?:[a-z0-9_-]{0,62}))*$")
 
 
@@ -107,14 +111,23 @@ def normalise_host(host: str) -> str:
     if h.isascii():
         h = h.lower()
     else:
-        import idna  # only for non-ASCII names (start-up: see guard._domain_to_ascii)
-
+        # Mapped as the guard maps a URL's host (UTS #46, as browsers): an emoji name it
+        # reads was refused here by IDNA 2008, a host no pattern could then name.
         try:
-            h = idna.encode(h, uts46=True, transitional=False).decode("ascii")
-        except (idna.IDNAError, UnicodeError, ValueError):
+            h = domain_to_ascii(h)
+        except (UnicodeError, ValueError):  # idna.IDNAError is a UnicodeError
             raise InvalidInput(f"{host!r} is not a valid international host name") from None
     if len(h) > 253 or not _ASCII_HOST.match(h):
         raise InvalidInput(f"{host!r} is not a host name")
+    if _ENDS_IN_NUMBER.search(h):
+        # An address in another spelling (134744072, 0x8.0x8.0x8.0x8, 8.8.2056) is the
+        # address the guard reads in a URL, and only that address ever reaches the policy:
+        # kept as a name, the pattern matched nothing. A name ending in a number that is no
+        # address (1.2.3.999) is no host a URL can name: refused, as a pattern it never holds.
+        try:
+            return guard.parse_url(f"http://{h}/").host
+        except WebwardError:
+            raise InvalidInput(f"{host!r} is not a host name") from None
     return h
 
 
