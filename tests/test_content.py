@@ -41,6 +41,8 @@ def image_bytes(fmt: str) -> bytes:
         ("garbage", ""),
         ("text/html, text/plain", ""),
         ("text/", ""),
+        ("application/" + "x" * 127, "application/" + "x" * 127),
+        ("application/" + "x" * 128, ""),  # past RFC 6838's 127 characters: no real type
     ],
 )
 def test_media_types_are_normalised(raw: str | None, expected: str) -> None:

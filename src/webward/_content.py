@@ -88,12 +88,17 @@ _ALIASES = {
     "text/x-pdf": PDF,
 }
 
-_TOKEN = re.compile(r"^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$")
+# RFC 6838 section 4.2: a type's and a subtype's names are at most 127 characters each. The
+# media type is the server's word where a model reads webward's (the envelope's provenance
+# header, above the begin marker, and refusals: "refused: application/x-... is a binary
+# type"): a longer one, of no real server, was 1,900 characters of the page's choosing there.
+_TOKEN = re.compile(r"^[a-z0-9!#$&^_.+-]{1,127}/[a-z0-9!#$&^_.+-]{1,127}$")
 
 
 def media_type_of(content_type: str | None) -> str:
     """The media type of a Content-Type value: parameters stripped, case-folded; ``""`` when
-    missing or malformed (``"Text/HTML; charset=UTF-8"`` gives ``"text/html"``)."""
+    missing or malformed, a name past RFC 6838's 127 characters among them (``"Text/HTML;
+    charset=UTF-8"`` gives ``"text/html"``)."""
     if not content_type:
         return ""
     value = content_type.split(";", 1)[0].strip().lower()
