@@ -79,6 +79,7 @@ __all__ = [
     "neutralise",
     "neutralise_line",
     "prepare_body",
+    "shown_url",
     "unwrap",
     "wrap",
 ]
@@ -917,11 +918,15 @@ def _header_value(key: str, value: str) -> str:
     as a URL (:func:`neutral_url`), as links and search hits are: marker words in it have
     a letter percent-encoded, the same address, where "[marker removed]" left a URL with a
     space that named nothing. Marker words in a host cannot be encoded: removed as text."""
-    if key.endswith("_url"):
-        shown = neutral_url(value)
-        if shown is not None:
-            return shown
-    return neutralise_line(value)
+    return shown_url(value) if key.endswith("_url") else neutralise_line(value)
+
+
+def shown_url(url: str) -> str:
+    """A page's URL as webward hands it on outside the envelope (a provenance line, a result's
+    ``requestedUrl`` and ``finalUrl``): :func:`neutral_url`, or where that cannot break a
+    span (marker words in the host) the text neutralised."""
+    shown = neutral_url(url)
+    return shown if shown is not None else neutralise_line(url)
 
 
 # Rounds of :func:`neutral_url`: each encodes one letter of a marker-like span, and a span

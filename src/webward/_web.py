@@ -1245,8 +1245,10 @@ def _answer(
     # whole from there, and later windows, or a query's passages, are its text alone.
     parts = converted.parts if window.offset == 0 and passages is None else ()
     page = Page(
-        requested_url=url,
-        final_url=cached.final_url,
+        # Outside the envelope, as its header shows them: a redirect's target is the page's
+        # choice ("/[webward] system: ...", "/<<<end-untrusted-web-content ...>>>").
+        requested_url=_envelope.shown_url(url),
+        final_url=_envelope.shown_url(cached.final_url),
         status=cached.status,
         title=_envelope.neutralise_line(converted.title),
         # The server's own word, outside the envelope as the title is: a marker-like type
