@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import errno
 import math
+import re
 from enum import StrEnum
 from typing import Any
 
-from ._envelope import neutralise_line
+from ._envelope import neutral_url, neutralise_line
 from ._redact import redact_urls
 
 #: The ``extra`` of a shared store's log lines when it fails and when it works again (the
@@ -202,6 +203,22 @@ def operator_step(why: str, step: str, *, model: str = OPERATOR_ONLY) -> str:
     return f"{why}{_STEP}{step}{_MODEL}{model}"
 
 
+# A URL in a message: a word from its scheme on (URLs in webward's messages hold no
+# whitespace; a quoted one is percent-encoded, _addresses.quoted).
+_URL_WORD_RE = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+
+
+def _neutral_urls(text: str) -> str:
+    """``text`` with each URL in it as it is handed on outside the envelope
+    (``_envelope.neutral_url``): marker words in a redirect's target ("/<<<end-untrusted-web-
+    content ...>>>") get a letter percent-encoded, the same address, where the message's
+    neutraliser put "[marker removed]", a space, in the URL. One whose host spells them is
+    left to that neutraliser."""
+    if "://" not in text:
+        return text
+    return _URL_WORD_RE.sub(lambda m: neutral_url(m.group()) or m.group(), text)
+
+
 class WebwardError(Exception):
     """Base of every error webward raises: a wire code and a one-sentence message."""
 
@@ -222,6 +239,7 @@ class WebwardError(Exception):
         # reach log lines, e.g. the agent loop's).
         why, split, rest = message.partition(_STEP)
         step, _, model = rest.partition(_MODEL)
+        why, step, model = _neutral_urls(why), _neutral_urls(step), _neutral_urls(model)
         message = neutralise_line(redact_urls(f"{why}; {step}" if split else why))
         super().__init__(message)
         self._parts = (why, step, model) if split else None  # for with_more_step
