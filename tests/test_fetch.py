@@ -11,6 +11,7 @@ import io
 import random
 import socket
 import struct
+import threading
 import time
 import tracemalloc
 import zlib
@@ -1102,3 +1103,33 @@ async def test_a_media_type_past_rfc_6838s_length_is_no_type(main: str) -> None:
                 said = exc.message
     assert "system.note" not in said
     assert "system.note" not in str(audit.records[-1].content_type)
+
+
+async def test_a_large_text_is_prepared_for_the_envelope_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Preparing a page's text for the envelope is linear, but a page written to make the
+    marker searches work takes a quarter of a second; a large text is prepared in a thread,
+    so that the event loop goes on answering other calls meanwhile. A small one stays on the
+    loop (a thread's hop would cost more than preparing it)."""
+    from webward import _envelope
+
+    on_loop: dict[int, bool] = {}
+    prepare = _envelope.prepare_body
+
+    def recording(text: str) -> str:
+        on_loop[len(text)] = threading.current_thread() is threading.main_thread()
+        return prepare(text)
+
+    monkeypatch.setattr(_envelope, "prepare_body", recording)
+    large = b"<p>" + b"[**w**ebward] " * 10_000 + b"</p>"
+    routes = {"/large": respond(200, large), "/small": respond(200, b"<p>a few words</p>")}
+    with serve(routes=routes) as srv:
+        async with web() as w:
+            read = await w.fetch(srv.url("/large"))
+            await w.fetch(srv.url("/small"))
+    assert threading.current_thread() is threading.main_thread()  # the loop's thread
+    (small, small_on_loop), (large_text, large_on_loop) = sorted(on_loop.items())
+    assert small < 100 and small_on_loop
+    assert large_text > 100_000 and not large_on_loop
+    assert "**w**ebward" not in read.content

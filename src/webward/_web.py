@@ -112,6 +112,20 @@ def _check_verifies(context: ssl.SSLContext) -> None:
         )
 
 
+# Past this many characters a page's text is prepared for the envelope in a thread rather
+# than on the event loop. Preparing is linear, but a page written to make the marker searches
+# work (a megabyte of forged notices inside Markdown's marks, 70,000 of them) takes a quarter
+# of a second, during which the loop would answer no other call.
+_PREPARE_NEARBY_CHARS = 64_000
+
+
+async def _prepared(text: str) -> str:
+    """``text`` prepared for the envelope (:func:`_envelope.prepare_body`)."""
+    if len(text) <= _PREPARE_NEARBY_CHARS:
+        return _envelope.prepare_body(text)
+    return await anyio.to_thread.run_sync(_envelope.prepare_body, text)
+
+
 class Web:
     """The audited door: ``fetch`` reads a page, ``search`` runs a web search.
 
@@ -599,7 +613,7 @@ class Web:
                     keep = False  # tries again, rather than meet this reading for the TTL
         # Prepared for the envelope once, here, rather than on every window handed out;
         # offsets and totals count the prepared text.
-        text = _envelope.prepare_body(converted.text)
+        text = await _prepared(converted.text)
         if converted.kind == "text" and _window.shows_nothing(text):
             # A body that reads as no text (empty elements, only hidden ones, only controls
             # the envelope drops): said, rather than an empty window the agent would take for
