@@ -777,3 +777,16 @@ def test_a_secret_on_stdin_is_read_up_to_a_cap(tmp_path: Path, argv: list[str], 
         )
     assert (out.returncode, out.stdout, out.stderr) == (2, "", f"webward: {said}\n")
     assert not (tmp_path / "conf").exists()  # nothing was stored
+
+
+def test_a_refused_target_with_a_tab_in_a_host_not_ascii_lists_escaped(config: Path) -> None:
+    """A refused read of a host in Cyrillic letters with a tab in it (which urlsplit drops)
+    is listed by `webward audit` with its letters escaped; the table failed on it
+    ('webward failed unexpectedly (ValueError)'), so one agent's call hid the log."""
+    state = config.parent / "state"
+    env = {"WEBWARD_STATE_DIR": str(state)}
+    out = run("fetch", "http://g\u043e\togle.com/", "--config", str(config), env=env)
+    assert out.returncode == 2, out.stderr
+    table = run("audit", "--config", str(config), env=env)
+    assert table.returncode == 0, table.stderr
+    assert "http://g\\u043e\\togle.com/" in table.stdout and "\u043e" not in table.stdout

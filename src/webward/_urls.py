@@ -140,7 +140,13 @@ def ascii_host(url: str) -> str:
         name = domain_to_ascii(host.group(2))
     except (UnicodeError, ValueError):  # idna.IDNAError is a UnicodeError
         name = host.group(2).encode("ascii", "backslashreplace").decode("ascii")
-    at = url.index(netloc)  # the first: what precedes it (a scheme, "//") is ASCII
+    at = url.find(netloc)  # the first: what precedes it (a scheme, "//") is ASCII
+    if at < 0:
+        # urlsplit drops tabs and line breaks wherever they are (a refused target keeps
+        # them: 'http://g\u043e\togle.com/'), so its netloc is not in the text: every
+        # letter that is not ASCII escaped, the host too. (url.index raised, and one such
+        # refused read made `webward audit` and the console's audit view fail.)
+        return url.encode("ascii", "backslashreplace").decode("ascii")
     shown = (host.group(1) or "") + name + (host.group(3) or "")
     return url[:at] + shown + url[at + len(netloc) :]
 
