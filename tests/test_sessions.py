@@ -1174,3 +1174,21 @@ def test_agent_search_lists_count_what_each_list_dropped() -> None:
         assert got == kept
         # A hit with no host to read is on no allow-list: counted against search_allow.
         assert dropped == {"agents.bot.search_deny": 1, "agents.bot.search_allow": 2}
+
+
+@pytest.mark.anyio
+async def test_readiness_asks_the_budget_store_the_limits_are_kept_apart_from(
+    tmp_path: Path,
+) -> None:
+    """The servers count budgets in limits.db when their limits are in memory
+    (durable_budget_state): with that store unavailable (its state dir no directory, a full
+    disk) every call of an agent with a budget is refused limits_unavailable, and
+    ``check_ready`` (a gateway's /readyz) said ready all the same, so a load balancer kept
+    sending calls there. Readiness now asks that store as it asks the limits'."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    s = settings({"budget": {"fetch_per_hour": 5}})
+    async with web(s, budget_state=SQLiteLimitState(blocker / "state")) as w:
+        with pytest.raises(Refused) as refused:
+            await w.check_ready()
+    assert refused.value.reason == "limits_unavailable"

@@ -291,15 +291,23 @@ class Web:
             log.warning("the conversion workers did not start (%s); starting on first use", exc)
 
     async def check_ready(self) -> None:
-        """Whether a call could be served now: the audit store and the limit store each pass
-        their probe (a store without one is trusted). Raises the refusal a call would get
-        (``audit_unavailable``, ``limits_unavailable``); writes no audit record, being no call.
+        """Whether a call could be served now: the audit store and the limit store (and the
+        budgets' store, when apart) each pass their probe (a store without one is trusted).
+        Raises the refusal a call would get (``audit_unavailable``, ``limits_unavailable``);
+        writes no audit record, being no call.
         A gateway's ``/readyz`` asks this, so a load balancer stops sending calls here."""
         if hasattr(self._audit, "probe"):
             await self._prove_audit()
-        probe = getattr(self._limiter.state, "probe", None)
-        if probe is not None:
-            await probe()
+        stores = [self._limiter.state]
+        if self._budgets.state is not self._limiter.state:
+            # The servers' limits.db beside limits in memory (durable_budget_state): with it
+            # unavailable every call of an agent with a budget is refused, and /readyz said
+            # ready, so a load balancer kept sending calls here.
+            stores.append(self._budgets.state)
+        for store in stores:
+            probe = getattr(store, "probe", None)
+            if probe is not None:
+                await probe()
 
     async def aclose(self) -> None:
         # A call after this is refused (:meth:`_audited`): its stores are closed, and some
