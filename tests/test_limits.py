@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -609,3 +610,32 @@ async def test_the_memory_store_stays_bounded_and_keeps_hosts_that_answer() -> N
     assert kept[-1] is not None and kept[0] is None
     answered = await store.get(HOST)
     assert answered is not None and answered.tokens < 5  # its bucket remembered
+
+
+def test_a_long_lived_sqlite_store_drops_rows_idle_a_day(tmp_path: Path) -> None:
+    """limits.db dropped rows idle a day only when opened: in webward serve, which keeps its
+    budgets there without Redis, every session name a client made up kept its session
+    budget's row until the next restart. Idle rows now go while the store is open too, as
+    Redis's keys expire; a row in use stays."""
+    from webward._budgets import Budgets
+
+    async def main() -> tuple[int, bool]:
+        clock = FakeClock(1_800_000_000.0)
+        settings = Settings().replace(
+            {"agents": {"bot": {"tier": "connected", "budget": {"fetch_per_session": 5}}}}
+        )
+        store = SQLiteLimitState(tmp_path, clock=clock)
+        budgets = Budgets(settings, store, clock=clock)
+        try:
+            for n in range(50):
+                await budgets.charge_call("bot", "fetch", f"gateway:bot:made-up-{n}")
+            clock.advance(2 * 86_400)
+            await budgets.charge_call("bot", "fetch", "gateway:bot:live")
+            live = await store.get("budget:bot:fetch:calls:session:gateway:bot:live")
+        finally:
+            await store.aclose()
+        with sqlite3.connect(tmp_path / "limits.db") as db:
+            (rows,) = db.execute("SELECT count(*) FROM hosts").fetchone()
+        return rows, live is not None
+
+    assert anyio.run(main) == (1, True)

@@ -175,8 +175,10 @@ _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM hosts WHERE key = ?"
 # The probe's own one-row table (``_sqlite.probe_write``): BEGIN IMMEDIATE and ROLLBACK wrote
 # nothing, and passed on a full disk or a read-only store.
 _PROBE_TABLE = "limits_probe"
-# Rows of keys idle this long, with a closed circuit and no hold, are dropped on open.
+# Rows of keys idle this long, with a closed circuit and no hold, are dropped on open, and
+# again each _PRUNE_EVERY_S while the store is open.
 _PRUNE_AFTER_S = 86_400.0
+_PRUNE_EVERY_S = 3_600.0
 
 
 class SQLiteLimitState:
@@ -201,6 +203,7 @@ class SQLiteLimitState:
         self._clock = clock
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # one connection, used by one worker thread at a time
+        self._pruned = 0.0  # when idle rows were last dropped (see _update_sync)
 
     async def update(self, key: str, change: Change[R]) -> R:
         return await anyio.to_thread.run_sync(self._update_sync, key, change)
@@ -233,20 +236,32 @@ class SQLiteLimitState:
             try:
                 # Limits are soft state: losing the last updates to a power cut is harmless.
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(
-                    "DELETE FROM hosts WHERE updated < ? AND open_until = 0 AND hold_until < ?",
-                    (self._clock() - _PRUNE_AFTER_S, self._clock()),
-                )
+                self._prune(conn)
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
         return self._conn
 
+    def _prune(self, conn: sqlite3.Connection) -> None:
+        now = self._clock()
+        conn.execute(
+            "DELETE FROM hosts WHERE updated < ? AND open_until = 0 AND hold_until < ?",
+            (now - _PRUNE_AFTER_S, now),
+        )
+        self._pruned = now
+
     def _update_sync(self, key: str, change: Change[R]) -> R:
         with self._lock:
             try:
                 conn = self._connect()
+                if self._clock() - self._pruned > _PRUNE_EVERY_S:
+                    # A long-lived process's store (webward serve's budgets, see
+                    # _budgets.durable_budget_state) drops idle rows as Redis expires its
+                    # keys: pruned only on open, a session budget's row per session name a
+                    # client makes up was kept until the next restart, limits.db growing
+                    # without bound on the disk the audit log shares.
+                    self._prune(conn)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     row = conn.execute(_SELECT, (key,)).fetchone()
