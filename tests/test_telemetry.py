@@ -1136,6 +1136,26 @@ async def test_the_call_log_hides_secret_query_values_and_keeps_one_line(
 
 
 @pytest.mark.anyio
+async def test_a_url_given_only_percent_encoded_has_its_secrets_hidden(tmp_path: Path) -> None:
+    """A search query, or a message, whose only URL is percent-encoded (no plain "=" in the
+    text: an agent pasting an encoded pre-signed URL, a proxy's path in a refusal) kept its
+    secret values whole in the call log, the console and spans: the redaction of such text
+    stopped at "no '=' here" before it looked for encoded pairs."""
+    query = "owls https%3A%2F%2Fb.example%2Fa.pdf%3FX-Amz-Signature%3DSIGQ%26part%3D2"
+    log = tmp_path / "calls.jsonl"
+    settings = loopback_settings(tmp_path, observability={"call_log": str(log)})
+    telemetry = Telemetry.for_settings(settings, server=False)
+    async with web_for(settings, telemetry) as web:
+        with pytest.raises(WebwardError):
+            await web.search(query, limit=0)
+    telemetry.close()
+    [searched] = (json.loads(line) for line in log.read_text(encoding="utf-8").splitlines())
+    assert searched["target"] == query.replace("SIGQ", "REDACTED")
+    message = "refused: https://p.example/https%3A%2F%2Fh%2Fx%3Faccess_token%3DAT9 is denied"
+    assert redact_message(message) == message.replace("AT9", "REDACTED")
+
+
+@pytest.mark.anyio
 async def test_the_call_log_writes_the_lines_of_a_burst_together(
     tmp_path: Path, site: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

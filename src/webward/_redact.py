@@ -437,7 +437,9 @@ def redact_message(text: str, *, schemeless: bool = True) -> str:
     and all. ``schemeless`` as for :func:`drop_userinfo`."""
     text = redact_urls(text, schemeless=schemeless)
     if "=" not in text:
-        return text
+        # A URL given only percent-encoded (a proxy's path, a query an agent pasted) has no
+        # plain "=", and its secret values were kept whole here.
+        return _redact_encoded_pairs(text)
     if "password" in text.lower():
         text = _KEYWORD_PASSWORD_RE.sub(_redact_keyword_password, text)
 

@@ -445,7 +445,11 @@ def shared_target(record: AuditRecord) -> str:
     pre-signed URL it was given: ``...?X-Amz-Signature=...``), its other words kept."""
     if record.capability == SEARCH:
         target = record.target
-        return redact_message(target, schemeless=False) if "=" in target else target
+        # An "=", plain or percent-encoded (a URL pasted encoded): most queries hold neither.
+        low = target.lower()
+        if "=" in target or "%3d" in low or "%253d" in low:
+            return redact_message(target, schemeless=False)
+        return target
     return redact_secrets(record.target)
 
 
