@@ -371,6 +371,21 @@ def test_api_keys_and_session_ids_under_other_services_names_are_redacted(name: 
     assert "Zq" not in redact_message(f"could not read {url}, it timed out")
 
 
+def test_a_session_id_written_as_a_path_parameter_is_redacted() -> None:
+    """A servlet container writes its session id into the path of every link for a client
+    without cookies (``/cart;jsessionid=...``), the form jsessionid mostly takes in a URL;
+    only query and fragment pairs were looked at, so it showed whole. A path parameter of a
+    secret's name is REDACTED, in a URL and in a message; the others stay."""
+    url = "https://shop.example/cart;jsessionid=Zq9SESSION/items;page=2?sort=asc"
+    assert redact_secrets(url) == (
+        "https://shop.example/cart;jsessionid=REDACTED/items;page=2?sort=asc"
+    )
+    said = "could not read https://shop.example/cart;JSESSIONID=Zq9SESSION, it timed out"
+    assert redact_message(said) == said.replace("Zq9SESSION", "REDACTED")
+    kept = "https://maps.example/m;lat=1.5;lon=2?z=3"
+    assert redact_secrets(kept) == kept
+
+
 def test_a_messages_url_in_brackets_or_after_an_equals_sign_loses_its_credentials() -> None:
     """A library's exception text (a traceback's last line, logged through redact_traceback)
     names a URL in parentheses or as ``url=...`` as often as after a space: there its

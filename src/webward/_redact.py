@@ -373,6 +373,28 @@ def _redact_encoded_pairs(text: str) -> str:
     return _ENCODED_PAIR_RE.sub(redact, text)
 
 
+# A path parameter whose name may be a secret's: ``/cart;jsessionid=...``, the session id a
+# servlet container writes into every link for a client without cookies (the form it takes
+# in a URL far more often than a query's ?jsessionid=). Its value ends at the next ";", "/",
+# "?" or "#" (or what ends a URL in a message).
+_PATH_PARAM_RE = re.compile(r";([^;=/?#&\s'\"<>]+)=([^;/?#&\s'\"<>]*)")
+
+
+def _redact_path_params(text: str) -> str:
+    """``text`` with the values of ``;name=value`` path parameters REDACTED where the name
+    is a secret's (:data:`_SECRET_PARAMS`), the others kept."""
+    if ";" not in text:  # nearly every URL: one look
+        return text
+
+    def redact(param: re.Match[str]) -> str:
+        if _param_name(param.group(1)) not in _SECRET_PARAMS:
+            return param.group()
+        value = param.group(2)  # a sentence's punctuation after it stays (", then")
+        return f";{param.group(1)}=REDACTED{value[len(value.rstrip(_TRAILING)) :]}"
+
+    return _PATH_PARAM_RE.sub(redact, text)
+
+
 def redact_secrets(url: str) -> str:
     """``url`` with no ``user:password@`` and secret query values REDACTED (a pre-signed
     URL a redirect led to: ``?X-Amz-Credential=...&X-Amz-Signature=...``), in the fragment
@@ -389,8 +411,10 @@ def redact_secrets(url: str) -> str:
     url = _drop_nested_userinfo(url)  # a URL in its path too (a proxy's /https://u:pw@host/)
     starts = [at for at in (url.find("?"), url.find("#")) if at >= 0]
     if not starts:
-        return _redact_encoded_pairs(url)  # a proxy's /https%3A%2F%2Fhost%2Fx%3Ftoken%3D...
-    head, rest = url[: min(starts)], url[min(starts) :]  # the path's "=" are no pairs
+        # A proxy's /https%3A%2F%2Fhost%2Fx%3Ftoken%3D..., a servlet's /cart;jsessionid=...
+        return _redact_encoded_pairs(_redact_path_params(url))
+    # The path's "=" are no query pairs; its ";name=" parameters may be a session's.
+    head, rest = _redact_path_params(url[: min(starts)]), url[min(starts) :]
 
     def redact(pair: re.Match[str]) -> str:
         name = _param_name(pair.group(1))
@@ -450,7 +474,7 @@ def redact_message(text: str, *, schemeless: bool = True) -> str:
         kept = value.rstrip(_TRAILING)
         return f"{pair.group(1)}{pair.group(2)}=REDACTED{value[len(kept) :]}"
 
-    return _redact_encoded_pairs(_MESSAGE_PAIR_RE.sub(redact, text))
+    return _redact_encoded_pairs(_redact_path_params(_MESSAGE_PAIR_RE.sub(redact, text)))
 
 
 def redact_traceback(exc: BaseException) -> str:
