@@ -31,7 +31,6 @@ from webward._provenance import (
     _SESSION_OVERHEAD,
     _URL_OVERHEAD,
     MemorySessionStore,
-    RedisSessionStore,
     canonical,
     check_session,
     is_sessionless,
@@ -604,69 +603,6 @@ async def test_replicas_share_sessions_through_redis(site: LocalServer, redis_ur
 
 
 # ---- budgets ---------------------------------------------------------------------------------
-
-
-@pytest.mark.anyio
-async def test_an_agents_sessions_in_redis_are_given_a_days_bytes_at_most(redis_url: str) -> None:
-    """Redis bounded each session (its URLs, its TTL) but not how many one agent made: one
-    token naming a new session per request put 125 MB in it in seconds, and past maxmemory
-    every agent was refused. An agent's sessions are given at most a day's bytes; URLs a
-    session holds cost nothing again, other agents and the library's sessions are apart,
-    and the next UTC day has room again."""
-    clock = FakeClock(86_400 * 20_000 + 3600)
-    store = RedisSessionStore(redis_url, 10_000, 86_400, max_bytes=2_000, clock=clock)
-    try:
-        urls = [f"https://pages.example/{i:03}" for i in range(10)]  # 27 + 150 bytes each
-        for i in range(11):  # 11 x 177 = 1,947 bytes
-            await store.add(scoped_session("gateway", "eve", f"s{i}"), urls[:1])
-        await store.add(scoped_session("gateway", "eve", "s0"), urls[:1])  # held: free
-        with pytest.raises(Refused) as err:
-            await store.add(scoped_session("mcp", "eve", "new"), urls[:1])
-        assert err.value.reason == "budget_exhausted"
-        assert err.value.message.startswith(
-            "refused: agent eve's sessions have been given 2,000 bytes of URLs to remember "
-            "today, all one agent's sessions may hold in the shared session store a day; it "
-            "renews at 2024-10-05T00:00:00Z"
-        )
-        assert err.value.message.endswith("can raise [limits] session_memory_max_bytes")
-        assert not await store.has(scoped_session("mcp", "eve", "new"), urls[0])
-        await store.add(scoped_session("gateway", "dave", "s0"), urls)  # another agent
-        await store.add("library-session", urls * 2)  # a library caller's own
-        clock.advance(86_400)
-        await store.add(scoped_session("mcp", "eve", "new"), urls[:1])
-        assert await store.has(scoped_session("mcp", "eve", "new"), urls[0])
-    finally:
-        await store.aclose()
-
-
-@pytest.mark.anyio
-async def test_a_read_past_its_agents_bytes_in_redis_is_refused_and_audited(
-    redis_url: str, site: LocalServer
-) -> None:
-    """Through ``Web``: reads of a page of long links, each in a new session of the agent,
-    until its sessions have had their day's bytes; the next is refused by name, audited."""
-    site.routes["/links"] = respond(
-        200, "".join(f"<a href='/l{i}/{'x' * 1_990}'>{i}</a> " for i in range(200)), "text/html"
-    )
-    s = settings(
-        {"provenance": "session"},
-        state={"redis_url": redis_url},
-        limits={"session_memory_max_bytes": 1024 * 1024},
-    )
-    audit = MemoryAuditSink()
-    async with web(s, audit, face="gateway") as w:
-        with pytest.raises(Refused) as err:
-            for i in range(4):  # about 430 kB a read
-                session = scoped_session("gateway", "bot", f"s{i}")
-                await w.declare_urls(session, site.url("/links"), agent="bot")
-                await w.fetch(site.url("/links"), agent="bot", session=session, include_links=True)
-    assert err.value.reason == "budget_exhausted"
-    assert i == 2
-    assert [(r.decision, r.reason) for r in audit.records] == [
-        ("allowed", "allowed"),
-        ("allowed", "allowed"),
-        ("refused", "budget_exhausted"),
-    ]
 
 
 @pytest.mark.anyio

@@ -20,13 +20,12 @@ Stores: :class:`MemorySessionStore` for one process; :class:`RedisSessionStore` 
 untouched for ``limits.session_max_age_s`` is forgotten whole. One process's memory also
 holds at most ``limits.session_memory_max_bytes`` of sessions in all (many agents share a
 gateway, and each may open sessions): past it the least recently used sessions are forgotten
-whole, then the oldest URLs of the session being added to. In Redis, one agent's sessions
-are given at most ``limits.session_memory_max_bytes`` of new URLs a UTC day.
+whole, then the oldest URLs of the session being added to. Redis is bounded by those TTLs and
+its own ``maxmemory``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import itertools
 import re
@@ -35,10 +34,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from . import guard
-from ._errors import InvalidInput, Reason, Refused, WebwardError, operator_step
+from ._errors import InvalidInput, Reason, WebwardError, operator_step
 from ._settings import Settings
 from .limits import limits_unavailable
 
@@ -350,14 +349,7 @@ class RedisSessionStore:
     governance fails closed."""
 
     def __init__(
-        self,
-        url: str,
-        max_urls: int,
-        max_age_s: float,
-        *,
-        prefix: str = "webward:",
-        max_bytes: int = _MAX_BYTES,
-        clock: Callable[[], float] = time.time,
+        self, url: str, max_urls: int, max_age_s: float, *, prefix: str = "webward:"
     ) -> None:
         # imported only when configured
         from ._redis_client import redact_url, redis_client, redis_health
@@ -371,74 +363,25 @@ class RedisSessionStore:
         self._health = redis_health(url, 2.0)
         self._max_urls, self._ttl = max_urls, max(1, int(max_age_s))
         self._keys = prefix + "session:"  # [state] redis_prefix: a deployment's own keys
-        # What one agent's sessions may be given to keep in a UTC day (see _allow).
-        self._bytes_keys, self._max_bytes, self._clock = prefix + "session-bytes:", max_bytes, clock
 
     async def add(self, session: str, urls: Iterable[str]) -> None:
         from ._redis_client import RedisError, failure_of  # the redis extra's module
 
-        now = self._clock()
+        now = time.time()
         members = {url: now for url in urls}
         if not members:
             return
         name = self._keys + session
-        owner = _owner(session)
         try:
             with self._health.trips() as trip:
-                added, counter = (
-                    (await self._allow(name, owner, members, now)) if owner else (0, "")
-                )
                 async with self._client.pipeline(transaction=True) as pipe:
                     pipe.zadd(name, members)
                     pipe.zremrangebyrank(name, 0, -self._max_urls - 1)  # keep the newest only
                     pipe.expire(name, self._ttl)
-                    if added:
-                        pipe.incrby(counter, added)
-                        pipe.expire(counter, 2 * 86_400)
                     await pipe.execute()
                 trip.wrote = True
         except (RedisError, OSError) as exc:
             raise limits_unavailable(self._where, *failure_of(exc, self._where)) from None
-
-    async def _allow(
-        self, name: str, owner: str, members: dict[str, float], now: float
-    ) -> tuple[int, str]:
-        """The bytes the URLs new to session ``name`` cost (each its length and
-        ``_URL_OVERHEAD``, as in memory) and the counter of its ``owner``'s day they go to; or
-        ``budget_exhausted`` when that day has no room for them. The store's other bounds are
-        per session (its URLs, its TTL), and one token naming a new session per request
-        (declaring one URL, then reading a page of 200 long links in it) put 125 MB in Redis
-        in 4.5 s, kept a day: past ``maxmemory`` every agent was refused. An agent's sessions
-        are now given at most ``[limits] session_memory_max_bytes`` a day (URLs already in
-        the session cost nothing). The check and the add are two round trips: calls racing
-        may pass the bound by what they add together."""
-        day = int(now // 86_400)
-        counter = f"{self._bytes_keys}{owner}:{day}"
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.get(counter)
-            for url in members:
-                pipe.zscore(name, url)
-            used, *scores = await pipe.execute()
-        added = sum(
-            len(url) + _URL_OVERHEAD
-            for url, score in zip(members, scores, strict=True)
-            if score is None
-        )
-        if added and int(used or 0) + added > self._max_bytes:
-            agent = unquote(owner)
-            renews = dt.datetime.fromtimestamp((day + 1) * 86_400, dt.UTC)
-            raise Refused(
-                operator_step(
-                    f"refused: agent {agent}'s sessions have been given {self._max_bytes:,} "
-                    "bytes of URLs to remember today, all one agent's sessions may hold in the "
-                    f"shared session store a day; it renews at "
-                    f"{renews.isoformat(timespec='seconds').replace('+00:00', 'Z')}",
-                    "an operator can raise [limits] session_memory_max_bytes",
-                ),
-                reason=Reason.BUDGET_EXHAUSTED,
-                retry_after=(day + 1) * 86_400 - now,
-            )
-        return added, counter
 
     async def has(self, session: str, url: str) -> bool:
         from ._redis_client import RedisError, failure_of  # the redis extra's module
@@ -462,7 +405,6 @@ def open_session_store(settings: Settings) -> SessionStore:
             limits.session_max_urls,
             limits.session_max_age_s,
             prefix=settings.state.redis_prefix,
-            max_bytes=limits.session_memory_max_bytes,
         )
     return MemorySessionStore(
         limits.session_max_urls,

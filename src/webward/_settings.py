@@ -118,7 +118,7 @@ class LimitsSettings:
     # What all sessions of one process hold in memory together, in bytes (counted as each
     # URL's length plus a fixed overhead): past it the least recently used sessions are
     # forgotten first. Shared by every agent, so that none can grow the process without end.
-    # With [state] redis_url: what one agent's sessions are given a UTC day in Redis.
+    # Not used with [state] redis_url: Redis bounds itself (TTLs, maxmemory).
     session_memory_max_bytes: int = 64 * 1024 * 1024
     # New MCP sessions an agent may open a minute on `webward mcp --http` (as many at once):
     # the server holds 10,000 at most, each for up to 30 idle minutes, so one token holder
