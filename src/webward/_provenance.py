@@ -11,8 +11,8 @@ pages it read. A prompt injection can make a model *ask* for
 Matching: a URL is remembered and looked up in its canonical form (:func:`canonical`): scheme
 and host folded to lower case (IDNA to punycode), the default port dropped, the fragment
 dropped; path and query are kept byte for byte, so the same URL with another query string is
-another URL. Hosts ``[policy] allow`` names exactly (not by a wildcard) always pass. A redirect's target needs no provenance:
-the server chose it, not the agent.
+another URL. Hosts ``[policy] allow`` names exactly (not by a wildcard) always pass. A
+redirect's target needs no provenance: the server chose it, not the agent.
 
 Stores: :class:`MemorySessionStore` for one process; :class:`RedisSessionStore` when
 ``[state] redis_url`` is set, so replicas agree. Both are bounded: at most

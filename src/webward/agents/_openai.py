@@ -136,8 +136,9 @@ def _animated_note(part: Part) -> str:
 def fit_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """``messages`` as one request may carry them: the newest images first, while the
     request holds at most 500 images and 40 MB of their base64; an older one past that is a
-    line naming it (an older one still that fits in what is left is carried). Every image of the run stays in the history, and a run that read ten
-    images of 5 MB was refused the next turn and every later one."""
+    line naming it (an older one still that fits in what is left is carried). Every image of
+    the run stays in the history, and a run that read ten images of 5 MB was refused the next
+    turn and every later one."""
     count = size = 0
     replaced: dict[int, dict[str, Any]] = {}
     for message in reversed(messages):
