@@ -9,6 +9,7 @@ import sys
 import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +300,46 @@ async def test_concurrency_slots_per_host(state: LimitState) -> None:
         await lim.record(first, status=200)
     assert len(got) == 1
     await lim.release(other)
+
+
+@pytest.mark.anyio
+async def test_one_agent_holds_all_of_a_hosts_slots_but_one(state: LimitState) -> None:
+    """Of four slots, one agent holds three: its fourth request waits (queued) for one of
+    its own while another agent's request takes the last slot at once, and a wait given up
+    leaves nothing behind. Of two slots, one agent holds both (half would halve a lone
+    agent's reads)."""
+    clock = FakeClock()
+    lim = limiter(state, clock, per_host_burst=1000, per_host_concurrency=4)
+    mallory = [await lim.acquire(HOST, agent="mallory") for _ in range(3)]
+    got: list[Ticket] = []
+
+    async def fourth(task_status: TaskStatus[None]) -> None:
+        task_status.started()
+        got.append(await lim.acquire(HOST, agent="mallory"))
+
+    async with anyio.create_task_group() as gone:  # a wait for its share, cancelled
+        gone.start_soon(partial(lim.acquire, HOST, agent="mallory"))
+        await anyio.wait_all_tasks_blocked()
+        gone.cancel_scope.cancel()
+    async with anyio.create_task_group() as tg:
+        await tg.start(fourth)
+        await anyio.wait_all_tasks_blocked()
+        assert got == []  # mallory's share is full, though a slot of the host is free
+        alice = await lim.acquire(HOST, agent="alice")
+        assert not alice.queued
+        await lim.record(alice, status=200)
+        assert got == []  # alice's slot given back is not mallory's
+        await lim.record(mallory[0], status=200)
+    (late,) = got
+    assert late.queued and late.agent == "mallory"  # its deadline ran partly in our queue
+    for ticket in (*mallory[1:], late):
+        await lim.record(ticket, status=200)
+    assert lim._slots == {}  # nothing left behind
+    two = limiter(state, clock, per_host_burst=1000, per_host_concurrency=2)
+    both = [await two.acquire(HOST, agent="mallory") for _ in range(2)]
+    assert not any(t.queued for t in both)
+    for ticket in both:
+        await two.release(ticket)
 
 
 @pytest.mark.anyio

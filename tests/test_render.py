@@ -344,7 +344,8 @@ async def test_bodies_read_at_once_share_the_renders_byte_budget(declared: bool)
             sock.sendall(head.encode() + b"x" * size)
 
     with serve(routes={"/big": big}) as srv:
-        limits = {"per_host_concurrency": count}  # else the host's limit spaces them out
+        # Else the host's limit spaces them out (one agent holds all of its slots but one).
+        limits = {"per_host_concurrency": count + 1}
         async with (
             make_web(limits) as web,
             open_proxy(gate_for(web)[0], max_bytes=budget) as proxy,

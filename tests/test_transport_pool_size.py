@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from functools import partial
 
 import anyio
 import pytest
@@ -105,3 +106,28 @@ async def test_the_setting_still_bounds_what_one_host_gets_at_once() -> None:
             finally:
                 stall.release.set()
         assert stall.arrived == 3
+
+
+async def test_one_agents_stalled_reads_leave_a_slot_for_another_agent() -> None:
+    """With per_host_concurrency = 4, mallory reading four URLs the server holds open gets
+    three of them sent (the fourth waits for one of mallory's own slots), and alice's read
+    of the same host is answered while they are held: it waited out mallory's deadline when
+    one agent could hold every slot of a host."""
+    stall = Stalling(3)
+    routes = {"/stall": stall, "/quick": respond(200, "quick", "text/plain")}
+    with serve(routes=routes) as srv:
+        async with Web(settings(4), StaticResolver({}), audit=MemoryAuditSink()) as w:
+            try:
+                async with anyio.create_task_group() as tg:
+                    for i in range(4):
+                        tg.start_soon(partial(w.fetch, srv.url(f"/stall?i={i}"), agent="mallory"))
+                    await anyio.to_thread.run_sync(stall.all_arrived.wait, 5.0)
+                    await anyio.wait_all_tasks_blocked()  # the fourth waits for mallory's slot
+                    assert stall.arrived == 3
+                    quick = await w.fetch(srv.url("/quick"), agent="alice")
+                    assert "quick" in quick.content
+                    assert stall.arrived == 3 and not stall.release.is_set()  # still held
+                    stall.release.set()
+            finally:
+                stall.release.set()
+        assert stall.arrived == 4

@@ -217,7 +217,7 @@ class Gate:
                 await self.robots.check(url, via=self.robots_fetch(agent, tier, call))
         if cost is None:
             return None
-        return await self.limiter.acquire(url.host, cost=cost, max_wait_s=max_wait_s)
+        return await self.limiter.acquire(url.host, cost=cost, max_wait_s=max_wait_s, agent=agent)
 
     def cost_for(self, tier: str) -> float:
         """The tokens one request by ``tier`` spends from its host's bucket."""

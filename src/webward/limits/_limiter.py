@@ -13,7 +13,9 @@
   half-open: exactly one probe goes through; its success closes the circuit (and forgets the
   count), its failure opens it again for longer. Any answer from the host that is not a 5xx
   (a 404 included) counts as a success.
-- **Concurrency**: at most ``per_host_concurrency`` requests in flight per key. These slots
+- **Concurrency**: at most ``per_host_concurrency`` requests in flight per key, and of those
+  at most all but one for one agent when there are three or more, so that one agent's reads
+  of URLs that stall never hold every slot of a host. These slots
   live in the process (an anyio semaphore per key), also when the rest of the state is in
   SQLite: they bound what one process sends at once, not the machine.
 
@@ -112,6 +114,7 @@ class Ticket:
 
     key: str
     probe: bool = False  # this request is the half-open circuit's one probe
+    agent: str | None = None  # whose share of the key's slots it holds one of (None: no share)
     done: bool = False
     # It waited for a concurrency slot or a token: the call's deadline was partly spent
     # here, so its running out says nothing of the host.
@@ -122,6 +125,39 @@ class _Slots:
     def __init__(self, size: int) -> None:
         self.sem = anyio.Semaphore(size)
         self.users = 0
+        # One agent's share: how many of the key's slots each agent holds or waits for (at
+        # most ``share``) and, for an agent whose share is full, the event that the release
+        # of one of its slots sets.
+        self.share = size - 1 if size > 2 else 0  # of one or two slots, all of them
+        self.held: dict[str, int] = {}
+        self.freed: dict[str, anyio.Event] = {}
+
+    def take_share(self, agent: str) -> bool:
+        """Count one of ``agent``'s share if it holds less than all of it (the usual case:
+        a dict lookup, no wait); False if it holds its whole share."""
+        held = self.held.get(agent, 0)
+        if held >= self.share:
+            return False
+        self.held[agent] = held + 1
+        return True
+
+    async def wait_share(self, agent: str) -> None:
+        """Wait for one of ``agent``'s own slots to be given back, and count it."""
+        while not self.take_share(agent):
+            freed = self.freed.get(agent)
+            if freed is None:
+                freed = self.freed[agent] = anyio.Event()
+            await freed.wait()
+
+    def give_share(self, agent: str) -> None:
+        held = self.held[agent] - 1
+        if held:
+            self.held[agent] = held
+        else:
+            del self.held[agent]
+        freed = self.freed.pop(agent, None)
+        if freed is not None:  # every waiter of the agent looks again; the first takes it
+            freed.set()
 
 
 class Limiter:
@@ -179,20 +215,43 @@ class Limiter:
         return 1.0 / self.limits.full_tier_budget if tier == "full" else 1.0
 
     async def acquire(
-        self, key: str, *, max_wait_s: float = 0.0, label: str | None = None, cost: float = 1.0
+        self,
+        key: str,
+        *,
+        max_wait_s: float = 0.0,
+        label: str | None = None,
+        cost: float = 1.0,
+        agent: str | None = None,
     ) -> Ticket:
         """Admit one request to ``key`` or raise :class:`Refused` (``rate_limited`` or
         ``circuit_open``, with ``retry_after``). Waits for a concurrency slot; waits out a
         refusal only if it ends within ``max_wait_s``. ``label`` names the key in messages;
-        ``cost`` is the tokens the request spends (see :meth:`cost_for`)."""
+        ``cost`` is the tokens the request spends (see :meth:`cost_for`); ``agent``, whose
+        share of the key's slots the request takes (None: the key's slots alone)."""
         slots = self._slots.get(key)
         if slots is None:
             slots = self._slots[key] = _Slots(self.limits.per_host_concurrency)
         slots.users += 1
-        queued = slots.sem.value == 0
+        # An agent holds at most all of the key's slots but one (of three or more; of one or
+        # two that would halve what a lone agent gets): four reads of URLs that stall, from
+        # one agent, held every slot of a host for their whole deadline, and every other
+        # agent's read of that host waited behind them. Its further reads wait for one of its
+        # own, and that wait is webward's queue, as the wait for the key's slots is.
+        share = agent if slots.share else None
+        queued = False
+        if share is not None and not slots.take_share(share):
+            try:
+                await slots.wait_share(share)
+            except BaseException:
+                self._drop_user(key, slots)
+                raise
+            queued = True
+        queued = queued or slots.sem.value == 0
         try:
             await slots.sem.acquire()
         except BaseException:
+            if share is not None:
+                slots.give_share(share)
             self._drop_user(key, slots)
             raise
         waited = 0.0
@@ -208,9 +267,11 @@ class Limiter:
                 queued = True
         except BaseException:
             slots.sem.release()
+            if share is not None:
+                slots.give_share(share)
             self._drop_user(key, slots)
             raise
-        ticket = Ticket(key, probe=admission.probe, queued=queued)
+        ticket = Ticket(key, probe=admission.probe, agent=share, queued=queued)
         self._open.setdefault(key, deque()).append(ticket)
         return ticket
 
@@ -229,6 +290,8 @@ class Limiter:
         slots = self._slots.get(ticket.key)
         if slots is not None:
             slots.sem.release()
+            if ticket.agent is not None:
+                slots.give_share(ticket.agent)
             self._drop_user(ticket.key, slots)
         if ticket.probe:
             await self._update(ticket.key, release_probe)
