@@ -53,6 +53,7 @@ EXTRA_OF_MODULE = {
     "webward._proxy": "render",
     "webward._cmd_console": "serve",
     "webward.console": "serve",
+    "webward._otlp": "otel",
     "webward.console._app": "serve",
     "webward.console._auth": "serve",
     "webward.console._postgres_reader": "postgres",

@@ -356,7 +356,9 @@ def _exporter(name: str, env: Mapping[str, str]) -> Any:
     _check_headers(env)
     # Endpoint, headers, timeout: the OTEL_EXPORTER_OTLP_* variables.
     if protocol == "http/protobuf" and not any(env.get(v) for v in _CREDENTIAL_PROVIDERS):
-        return exporter_class(session=_bounded_session())
+        from ._otlp import bounded_session  # the otel extra's requests, as the exporter's
+
+        return exporter_class(session=bounded_session())
     return exporter_class()
 
 
@@ -392,38 +394,12 @@ def _check_headers(env: Mapping[str, str]) -> None:
             )
 
 
-#: What webward reads of a collector's answer at most. The exporter acts on its status alone,
-#: and read the body whole: a collector (or whatever the endpoint names) answering 1 GB took
-#: the gateway past 2.9 GB of memory, once for each of its retries.
-_COLLECTOR_ANSWER_BYTES = 64 * 1024
 #: The variables with which the HTTP exporter makes a requests session of its own (a
 #: credential provider's): that session is left as it is.
 _CREDENTIAL_PROVIDERS = (
     "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
     "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
 )
-
-
-def _bounded_session() -> Any:
-    """A requests session that reads at most :data:`_COLLECTOR_ANSWER_BYTES` of an answer."""
-    import requests
-
-    session = requests.Session()
-    session.hooks["response"].append(_bounded_answer)
-    return session
-
-
-def _bounded_answer(response: Any, *args: Any, **kwargs: Any) -> None:
-    """A response hook, run before requests reads the body: the body read up to the bound,
-    then its connection closed rather than the rest read."""
-    kept = bytearray()
-    for chunk in response.iter_content(16 * 1024):  # decoded, a chunk at a time
-        kept += chunk
-        if len(kept) > _COLLECTOR_ANSWER_BYTES:
-            response.close()
-            break
-    response._content = bytes(kept[:_COLLECTOR_ANSWER_BYTES])
-    response._content_consumed = True
 
 
 # ---- one call ---------------------------------------------------------------------------
