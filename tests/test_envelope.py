@@ -766,3 +766,41 @@ def test_property_markup_hides_no_marker_and_windows_stay_prepared(
     start, stop = sorted(cut)
     window = prepared[start:stop]
     assert prepare_body(window) == window
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        ("untrusted-web-<x ", "untrusted-web-content", ">content"),
+        ("[web<x ", "[webward]", ">ward]"),
+        ("<<<end-untrusted-web-<x ", f"untrusted-web-content nonce={NONCE}>>>", ">content>>>"),
+    ],
+)
+def test_a_marker_rebuilt_by_each_removal_costs_a_bounded_number_of_passes(
+    layer: tuple[str, str, str],
+) -> None:
+    """Marker words split by a tag that only the removal of the marker inside it completes:
+    each removal closed the next tag, which then hid between the next words, so each pass
+    over the whole text peeled one layer (50 kB of layers took 7 s, a megabyte most of an
+    hour). Past a few passes such a text is withheld whole; one layer is removed as before."""
+    from unittest import mock
+
+    import webward._envelope as envelope
+
+    opening, inner, closing = layer
+    searches = []
+    search = envelope.find_markers
+
+    def counted(text: str, folded: str | None = None) -> list[tuple[int, int]]:
+        searches.append(len(text))
+        return search(text, folded)
+
+    text = "before " + opening * 2000 + inner + closing * 2000 + " after"
+    with mock.patch.object(envelope, "find_markers", counted):
+        out = prepare_body(text)
+    assert out == REPLACEMENT
+    assert len(searches) <= envelope._MAX_PASSES + 1
+    for shown in (independent_fold(rendered(out)), independent_fold(rendered(out, False))):
+        assert MARKER_LIKE.search(shown) is None and not OWN_VOICE.search(shown)
+    one = prepare_body("before " + opening + inner + closing + " after")
+    assert one.startswith("before ") and one.endswith(" after") and REPLACEMENT in one

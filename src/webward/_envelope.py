@@ -54,6 +54,7 @@ from __future__ import annotations
 import bisect
 import html
 import html.entities
+import itertools
 import json
 import os
 import re
@@ -578,13 +579,26 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
         if own := _own_voice_spans(text, folded):
             text, folded = _replaced(text, own), None
     # Each pass removes at least one "untrusted...content" core (or a span of the rendered
-    # view's) and adds none, so this ends; a second pass is insurance against a span that
-    # only appears once its neighbour is gone.
-    while True:
-        spans = find_markers(text, folded) or _rendered_spans(text, folded)
-        if not spans:
-            return text
-        text, folded = _replaced(text, spans), None
+    # view's) and adds none; a second pass is insurance against a span that only appears
+    # once its neighbour is gone. A page can build that on purpose: a marker's words split
+    # by a tag that only the removal of another marker inside it completes
+    # ('untrusted-web-<x untrusted-web-<x untrusted-web-content>content>content', the
+    # inner "[marker removed]" closing the tag that then hides between the next words),
+    # one layer a pass, each over the whole text: 50 kB of layers took 7 s, a megabyte most
+    # of an hour. No page but one written to evade the search needs more than a few passes:
+    # one that still holds a marker after _MAX_PASSES is withheld whole, one REPLACEMENT.
+    passes = 0
+    while spans := find_markers(text, folded) or _rendered_spans(text, folded):
+        if passes == _MAX_PASSES:
+            return REPLACEMENT
+        text, folded, passes = _replaced(text, spans), None, passes + 1
+    return text
+
+
+# Passes of _neutralise_markers that remove spans: one for the text as written and one for
+# its rendered view; only a page that rebuilds a marker each time another is removed needs
+# more, as many as it has layers.
+_MAX_PASSES = 2
 
 
 # What a Markdown or HTML renderer shows otherwise than it is written: inline tags and
@@ -666,6 +680,7 @@ def _rendered_spans(text: str, folded: str | None = None) -> list[tuple[int, int
     unmarked = _unmarked(folded)
     untagged = _RENDERED_AWAY_RE.sub("", unmarked)
     found: list[tuple[int, int]] = []
+    marks_back = None
     for seen in (unmarked,) if untagged == unmarked else (unmarked, untagged):
         view = _RENDERED_REF_RE.sub(_rendered_reference_of, seen) if "&" in seen else seen
         # The view's references are decoded: its brackets are "<" (or escaped, "\<"), and
@@ -682,12 +697,13 @@ def _rendered_spans(text: str, folded: str | None = None) -> list[tuple[int, int
         # Back from the view to the text: through the references, the tags and the fold.
         steps = [_segments(seen, _RENDERED_REF_RE, _rendered_reference)]
         if seen is untagged:
-            steps.append(_segments(unmarked, _RENDERED_AWAY_RE, lambda away: ""))
-        steps.append(_segments(folded, _RENDERED_MARKS_RE, lambda marks: ""))
-        for start, end in spans:
-            for back in steps:
-                start, end = back(start, end)
-            found.append((start, end))
+            steps.append(_segments(unmarked, _RENDERED_AWAY_RE))
+        # The same for both views: made once (a page of marks is a hundred thousand matches).
+        marks_back = marks_back or _segments(folded, _RENDERED_MARKS_RE)
+        steps.append(marks_back)
+        for back in steps:
+            spans = back(spans)
+        found += spans
     if not found:
         return []
     index = _folded_view(text)[1]
@@ -711,34 +727,42 @@ def _own_voice_spans_folded(folded: str) -> list[tuple[int, int]]:
 
 
 def _segments(
-    source: str, pattern: re.Pattern[str], shown: Callable[[str], str]
-) -> Callable[[int, int], tuple[int, int]]:
-    """Where a span of ``pattern.sub(shown, source)`` comes from in ``source``: a span's
-    edge inside a replaced match widens to the whole match."""
-    view_starts: list[int] = []
-    origins: list[int] = []
-    ends: list[int] = []
-    literal: list[bool] = []
-    at = length = 0
-    for m in pattern.finditer(source):
-        for origin, end, replaced in ((at, m.start(), None), (m.start(), m.end(), m.group())):
-            view_starts.append(length)
-            origins.append(origin)
-            ends.append(end)
-            literal.append(replaced is None)
-            length += end - origin if replaced is None else len(shown(replaced))
-        at = m.end()
-    view_starts.append(length)
-    origins.append(at)
-    ends.append(len(source))
-    literal.append(True)
+    source: str, pattern: re.Pattern[str], shown: Callable[[str], str] | None = None
+) -> Callable[[list[tuple[int, int]]], list[tuple[int, int]]]:
+    """Where spans of ``pattern.sub(shown, source)`` come from in ``source`` (``shown``
+    None: each match is shown as nothing): a span's edge inside a replaced match widens to
+    the whole match. Made by comprehensions, not a loop per match: a page of marks or tags
+    holds a hundred thousand matches."""
+    bounds = [m.span() for m in pattern.finditer(source)]
+    if shown is None:
+        shrink = [end - start for start, end in bounds]
+    else:
+        shrink = [end - start - len(shown(source[start:end])) for start, end in bounds]
+    # Where each match's replacement begins and ends in the view.
+    # (accumulate gives one more sum than there are matches: the last is not needed)
+    removed_before = itertools.accumulate(shrink, initial=0)
+    view_starts = [
+        start - before for (start, _), before in zip(bounds, removed_before, strict=False)
+    ]
+    view_ends = [
+        view + end - start - cut
+        for (start, end), view, cut in zip(bounds, view_starts, shrink, strict=True)
+    ]
 
-    def back(start: int, end: int) -> tuple[int, int]:
-        k = bisect.bisect_right(view_starts, start) - 1
-        start = origins[k] + (start - view_starts[k]) if literal[k] else origins[k]
-        k = bisect.bisect_right(view_starts, end - 1) - 1
-        end = origins[k] + (end - view_starts[k]) if literal[k] else ends[k]
-        return start, end
+    def origin(at: int, edge: int, past: int) -> int:
+        """Where the view's character ``at`` comes from (``past``: 1 for the position after
+        it); inside a replacement, the match's ``edge`` (0: its start, 1: its end)."""
+        # The last match whose replacement begins at or before ``at``: of several shown as
+        # nothing there, the last, as the character follows them all.
+        k = bisect.bisect_right(view_starts, at) - 1
+        if k < 0:
+            return at + past
+        if at < view_ends[k]:
+            return bounds[k][edge]
+        return bounds[k][1] + at - view_ends[k] + past
+
+    def back(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return [(origin(start, 0, 0), origin(end - 1, 1, 1)) for start, end in spans]
 
     return back
 
