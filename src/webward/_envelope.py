@@ -609,17 +609,21 @@ _MAX_PASSES = 2
 # ("<<<end-&#117;ntrusted-web-<!-- -->content nonce=...>>>", "<<<**e**nd-[u](x)ntrusted...",
 # "[webw<b>a</b>rd]": an HTML page's <b>e</b> is read as **e**) is one on screen, and a model
 # reads through them too. They are found in the folded view (lower case; a look-alike
-# bracket is a "<" there); each part is bounded and stops at a bracket, so a page of them is
-# one linear pass. A tag escaped with a backslash is shown as written, and stays.
+# bracket is a "<" there); each part stops at the next bracket (a tag's or a comment's at the
+# next "<" or ">", a link's text at the next "[", "]" or line break, its target at the next
+# parenthesis or blank), so a page of them is one linear pass, however long each is: a
+# renderer hides an attribute, a comment or a target of any length, and a bound of a few
+# hundred characters let a page pad one past it. A tag escaped with a backslash is shown as
+# written, and stays.
 _RENDERED_MARKS = "*_`~"
 _RENDERED_MARKS_RE = re.compile(f"[{_RENDERED_MARKS}]+")  # what _unmarked deletes
 # Each alternative starts with a character of the set in front, so that the regex engine
 # skips ahead to one (0.5 ms for 100 kB of Markdown, where a lookbehind first took 1.3).
 _RENDERED_AWAY_RE = re.compile(
     r"[<!\[\]](?:"
-    r"(?<=<)(?<!\\<)(?:!--[^<>]{0,200}?--|/?[a-z][a-z0-9-]{0,30}(?:\s[^<>]{0,200})?/?)>"
-    r"|(?<=!)\[(?=[^\[\]\n]{0,200}\][(\[])|(?<=\[)(?=[^\[\]\n]{0,200}\][(\[])"
-    r"|(?<=\])\([^()\s]{0,500}\)|(?<=\])\[[^\[\]\n]{0,100}\])"
+    r"(?<=<)(?<!\\<)(?:!--[^<>]*?--|/?[a-z][a-z0-9-]*+(?:\s[^<>]*+)?/?)>"
+    r"|(?<=!)\[(?=[^\[\]\n]*+\][(\[])|(?<=\[)(?=[^\[\]\n]*+\][(\[])"
+    r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
 _RENDERED_REF_RE = re.compile(r"&(?:#[0-9]{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});")
 # A character of what a renderer takes away or decodes: a text without any shows as written.
