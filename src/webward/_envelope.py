@@ -614,14 +614,15 @@ _MAX_PASSES = 2
 # parenthesis or blank), so a page of them is one linear pass, however long each is: a
 # renderer hides an attribute, a comment or a target of any length, and a bound of a few
 # hundred characters let a page pad one past it. A tag escaped with a backslash is shown as
-# written, and stays.
+# written, and stays. A processing instruction (<?x?>), a declaration (<!x>) and a CDATA
+# section (<![CDATA[x]]>), raw HTML to Markdown that a browser shows as nothing, go as tags do.
 _RENDERED_MARKS = "*_`~"
 _RENDERED_MARKS_RE = re.compile(f"[{_RENDERED_MARKS}]+")  # what _unmarked deletes
 # Each alternative starts with a character of the set in front, so that the regex engine
 # skips ahead to one (0.5 ms for 100 kB of Markdown, where a lookbehind first took 1.3).
 _RENDERED_AWAY_RE = re.compile(
     r"[<!\[\]](?:"
-    r"(?<=<)(?<!\\<)(?:!--[^<>]*?--|/?[a-z][a-z0-9-]*+(?:\s[^<>]*+)?/?)>"
+    r"(?<=<)(?<!\\<)(?:!--[^<>]*?--|[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:\s[^<>]*+)?/?)>"
     r"|(?<=!)\[(?=[^\[\]\n]*+\][(\[])|(?<=\[)(?=[^\[\]\n]*+\][(\[])"
     r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
