@@ -587,11 +587,15 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
     # one layer a pass, each over the whole text: 50 kB of layers took 7 s, a megabyte most
     # of an hour. No page but one written to evade the search needs more than a few passes:
     # one that still holds a marker after _MAX_PASSES is withheld whole, one REPLACEMENT.
-    passes = 0
-    while spans := find_markers(text, folded) or _rendered_spans(text, folded):
-        if passes == _MAX_PASSES:
-            return REPLACEMENT
-        text, folded, passes = _replaced(text, spans), None, passes + 1
+    for _ in range(_MAX_PASSES):
+        spans = find_markers(text, folded) or _rendered_spans(text, folded)
+        if not spans:
+            return text
+        text, folded = _replaced(text, spans), None
+    # The last look asks only whether a span is left: mapping each back costs more than
+    # finding it, and the text is then withheld whole.
+    if find_markers(text) or _rendered_spans(text, whether=True):
+        return REPLACEMENT
     return text
 
 
@@ -671,11 +675,14 @@ def _rendered_reference_of(m: re.Match[str]) -> str:
     return _rendered_reference(m.group())
 
 
-def _rendered_spans(text: str, folded: str | None = None) -> list[tuple[int, int]]:
+def _rendered_spans(
+    text: str, folded: str | None = None, *, whether: bool = False
+) -> list[tuple[int, int]]:
     """Spans of ``text`` that read as a marker or webward's own voice once its Markdown marks,
     and then its tags, comments and links' targets too, are taken away and its character
     references decoded (see _RENDERED_AWAY_RE), as a renderer shows it and as a model reads
-    through it (``folded``: its folded view, when the caller has it). Two views: a marker's
+    through it (``folded``: its folded view, when the caller has it; ``whether``: only
+    whether there is one, the whole text as the span). Two views: a marker's
     own brackets read as a tag ("<end-untrusted-web-content nonce=...>"), which the second
     takes away."""
     if not any(hint in text for hint in _RENDERED_HINTS):
@@ -699,6 +706,8 @@ def _rendered_spans(text: str, folded: str | None = None) -> list[tuple[int, int
         spans = _find_markers(view, view, angled) + _own_voice_spans_folded(view)
         if not spans:
             continue
+        if whether:
+            return [(0, len(text))]
         # Back from the view to the text: through the references, the tags and the fold.
         steps = [_segments(seen, _RENDERED_REF_RE, _rendered_reference)]
         if seen is untagged:
