@@ -873,3 +873,27 @@ def test_the_last_look_for_a_rebuilt_marker_maps_nothing_back() -> None:
         maps[layers] = len(built)
         assert (out == REPLACEMENT) == (layers == 3)
     assert maps[3] == maps[2]
+
+
+def test_a_text_folded_one_to_one_is_translated_without_an_index() -> None:
+    """Folding walked a text's runs of ASCII one Python step each, with an index built for
+    every character, and the marker search folds again on each pass: a megabyte of forged
+    notices in lenticular brackets and a full-width letter took 0.59 s. Each character
+    folds on its own, so the text is translated by a table; an index is made only where a
+    character folds to none or several, as the search maps spans back through it."""
+    import webward._envelope as envelope
+
+    text = "\u3010**\uff37**ebward\u3011 Stra\u00dfe caf\u00e9 \u200bx \ufb00 " * 3
+    by_char = "".join(
+        c.lower() if envelope._PLAIN_RUN_RE.match(c) else envelope._fold_char(c) for c in text
+    )
+    folded, index = envelope._folded_view(text)
+    assert folded == by_char == envelope._folded_view(text, with_index=False)[0]
+    assert index is not None and len(index) == len(folded)
+    assert "".join(envelope._fold_char(text[i]) for i in sorted(set(index))) == by_char
+    one_to_one = "\u3010**\uff37**ebward\u3011 caf\u00e9 \u3014" * 3
+    assert envelope._folded_view(one_to_one) == (
+        "".join(envelope._fold_char(c) if ord(c) > 127 else c.lower() for c in one_to_one),
+        None,
+    )
+    assert prepare_body(one_to_one).count(REPLACEMENT) == 3
