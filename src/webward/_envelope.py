@@ -91,6 +91,9 @@ BEGIN = "<<<untrusted-web-content nonce={nonce}>>>"
 END = "<<<end-untrusted-web-content nonce={nonce}>>>"
 #: What a forged marker becomes.
 REPLACEMENT = "[marker removed]"
+# What a text that rebuilds a forged marker from each removal becomes (_neutralise_markers):
+# said, so that an agent does not take a lone "[marker removed]" for the page's own text.
+WITHHELD = "[text withheld: it rebuilt a forged marker each time one was removed]"
 
 _NONCE_RE = re.compile(r"^[0-9a-f]{32,}$")
 _KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -608,7 +611,7 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
     # inner "[marker removed]" closing the tag that then hides between the next words),
     # one layer a pass, each over the whole text: 50 kB of layers took 7 s, a megabyte most
     # of an hour. No page but one written to evade the search needs more than a few passes:
-    # one that still holds a marker after _MAX_PASSES is withheld whole, one REPLACEMENT.
+    # one that still holds a marker after _MAX_PASSES is withheld whole (WITHHELD).
     for _ in range(_MAX_PASSES):
         spans = find_markers(text, folded) or _rendered_spans(text, folded)
         if not spans:
@@ -620,7 +623,7 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
     # The last look asks only whether a span is left: mapping each back costs more than
     # finding it, and the text is then withheld whole.
     if find_markers(text, folded) or _rendered_spans(text, folded, whether=True):
-        return REPLACEMENT
+        return WITHHELD
     return text
 
 
