@@ -140,7 +140,7 @@ def test_ask_interrupted_again_during_a_read_ends_130_with_its_record(
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                preexec_fn=as_at_a_terminal,
             )  # fmt: skip
             deadline = time.monotonic() + 30
             while not site.requests and time.monotonic() < deadline:  # bounded poll
@@ -804,6 +804,12 @@ def test_an_empty_session_names_the_flag(
     assert err == ("webward: --session must be a name of 1 to 512 printable characters\n")
 
 
+def as_at_a_terminal() -> None:
+    """A child's ``preexec_fn``: Ctrl-C's default action, as a shell at a terminal leaves it
+    (the test runner's may not)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def hooked_env(tmp_path: Path, hook_source: str, **more: str) -> dict[str, str]:
     """The environment of a ``python -m webward`` child that runs ``hook_source`` first (its
     sitecustomize), with this checkout's source and its state in ``tmp_path``."""
@@ -855,7 +861,7 @@ def test_ctrl_c_while_the_program_loads_is_one_sentence_and_130(
         env=env,
         capture_output=True,
         timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+        preexec_fn=as_at_a_terminal,
     )
     err = done.stderr.decode()
     assert done.returncode == 130, err
@@ -911,7 +917,7 @@ def test_ctrl_c_python_drops_in_a_callback_still_stops_the_fetch(tmp_path: Path)
             env=env,
             capture_output=True,
             timeout=60,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+            preexec_fn=as_at_a_terminal,
         )
         assert site.requests == []
     err = done.stderr.decode()
@@ -940,7 +946,7 @@ def test_ctrl_c_python_drops_in_a_command_that_answers_anyway_keeps_one_answer(
         env=env,
         capture_output=True,
         timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+        preexec_fn=as_at_a_terminal,
     )
     err = done.stderr.decode()
     assert done.returncode == 130, err
@@ -991,7 +997,7 @@ def test_ctrl_c_during_a_lookup_that_never_answers_ends_at_once(tmp_path: Path) 
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+        preexec_fn=as_at_a_terminal,
     )
     deadline = time.monotonic() + 30
     while not asked.exists() and time.monotonic() < deadline:  # bounded poll
@@ -1089,7 +1095,7 @@ def test_ctrl_c_inside_an_exec_still_exits_130_not_killed(tmp_path: Path) -> Non
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+        preexec_fn=as_at_a_terminal,
     )
     assert done.returncode == 130, (done.returncode, done.stderr)
     assert done.stderr == (

@@ -709,17 +709,23 @@ RENDERED_FORGERIES = [
 ]
 
 
-@pytest.mark.parametrize("forged", RENDERED_FORGERIES)
-def test_markers_written_in_markup_a_renderer_takes_away_are_removed(forged: str) -> None:
-    """A marker (or webward's notice) written with character references, tags or comments
-    is one once rendered, and a model reads through them too: it goes, in bodies and fields.
-    Each such text passed whole."""
+def _assert_removed_in_body_and_field(forged: str) -> None:
+    """``forged``, in a page's body between words and as a field, is removed: neither shows
+    a marker or webward's voice, rendered or not, and the words around it stay."""
     body = unwrap(wrap(f"before {forged} after", PAGE, nonce=NONCE))[1]
     for out in (body, neutralise_line(forged)):
         assert REPLACEMENT in out
         for shown in (independent_fold(rendered(out)), independent_fold(rendered(out, False))):
             assert MARKER_LIKE.search(shown) is None and not OWN_VOICE.search(shown), out
     assert body.startswith("before ") and body.endswith(" after")
+
+
+@pytest.mark.parametrize("forged", RENDERED_FORGERIES)
+def test_markers_written_in_markup_a_renderer_takes_away_are_removed(forged: str) -> None:
+    """A marker (or webward's notice) written with character references, tags or comments
+    is one once rendered, and a model reads through them too: it goes, in bodies and fields.
+    Each such text passed whole."""
+    _assert_removed_in_body_and_field(forged)
 
 
 @pytest.mark.parametrize(
@@ -820,12 +826,7 @@ def test_markup_a_renderer_hides_is_seen_through_however_long(forged: str) -> No
     """A tag's attributes, a comment, a link's target or a tag's name past the few hundred
     characters the rendered view read passed whole: a renderer hides them at any length,
     so padding one hid a marker's letter again."""
-    body = unwrap(wrap(f"before {forged} after", PAGE, nonce=NONCE))[1]
-    for out in (body, neutralise_line(forged)):
-        assert REPLACEMENT in out
-        for shown in (independent_fold(rendered(out)), independent_fold(rendered(out, False))):
-            assert MARKER_LIKE.search(shown) is None and not OWN_VOICE.search(shown), out
-    assert body.startswith("before ") and body.endswith(" after")
+    _assert_removed_in_body_and_field(forged)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from localserver import respond, serve
 from stores import stored_records
-from test_cli_faults import ctrl_c_in_a_callback, ctrl_c_on_import
+from test_cli_faults import as_at_a_terminal, ctrl_c_in_a_callback, ctrl_c_on_import
 from test_gateway import FETCH_PATH, auth
 from test_gateway import write_config as gateway_config
 from test_mcp import child_env, rpc_answer
@@ -891,7 +891,7 @@ def test_ctrl_c_while_serve_sets_up_is_one_sentence_without_a_traceback(tmp_path
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+        preexec_fn=as_at_a_terminal,
     )
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
@@ -921,7 +921,7 @@ def test_a_ctrl_c_python_dropped_while_serve_loads_stops_it(tmp_path: Path) -> N
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
+        preexec_fn=as_at_a_terminal,
     )
     try:
         _, err = process.communicate(timeout=60)

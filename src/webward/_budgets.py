@@ -149,6 +149,16 @@ def _state(used: float, start: float | None, now: float) -> HostState:
     return HostState(tokens=used, updated=now if start is None else start)
 
 
+def _budgeted_agents(settings: Settings) -> frozenset[str]:
+    """The agents with a budget at all (0 everywhere is none)."""
+    none = BudgetSettings()
+    return frozenset(
+        name
+        for name, entry in settings.agents.items()
+        if entry.budget is not None and entry.budget != none
+    )
+
+
 class Budgets:
     """Charges calls and spend against ``[agents.NAME.budget]`` in a limit store."""
 
@@ -156,14 +166,8 @@ class Budgets:
         self, settings: Settings, state: LimitState, clock: Callable[[], float] = time.time
     ) -> None:
         self._settings, self.state, self._clock = settings, state, clock
-        # The agents with a budget at all (0 everywhere is none): every call asks, and most
-        # agents have none.
-        none = BudgetSettings()
-        self._budgeted = frozenset(
-            name
-            for name, entry in settings.agents.items()
-            if entry.budget is not None and entry.budget != none
-        )
+        # Every call asks, and most agents have none.
+        self._budgeted = _budgeted_agents(settings)
 
     def charges(self, agent: str) -> bool:
         """Whether ``agent`` has a budget at all (its calls are charged)."""
@@ -337,10 +341,7 @@ def durable_budget_state(settings: Settings) -> LimitState | None:
     every agent its session, hour and day budgets afresh: 15 reads against ``fetch_per_hour
     = 15``, a restart, 15 more. ``None``: the limits' store serves (Redis is shared and
     outlives a replica; without budgets there is nothing to keep)."""
-    if settings.state.redis_url:
-        return None
-    none = BudgetSettings()
-    if all(entry.budget is None or entry.budget == none for entry in settings.agents.values()):
+    if settings.state.redis_url or not _budgeted_agents(settings):
         return None
     from .limits import open_limit_state
 

@@ -213,9 +213,9 @@ def printable(answer: str) -> str:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._credentials import default_store
-    from ._telemetry import stdout_taken
     from ._web import Web
     from .agents import RESEARCH, ToolContext, run_agent
+    from .cli import refuse_call_log_on_json_stdout
     from .limits import open_limit_state
 
     base_url = _check(args)
@@ -250,8 +250,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         ) as web,
         _client(args, key, base_url) as client,
     ):
-        if args.json and web.telemetry.logs_to(1):  # one JSON object on stdout, no line
-            raise stdout_taken(settings, "this command's", "its JSON answer")
+        refuse_call_log_on_json_stdout(args.json, web, settings)
         # Before the first model call: with the audit log unwritable every read would be
         # refused, and the model would answer from nothing (and be sent the refusals).
         await web.check_ready()

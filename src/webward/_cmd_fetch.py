@@ -83,9 +83,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._errors import WebwardError
     from ._parts import part_summary, tool_result_text
     from ._state_cache import SQLitePageCache, SQLiteRobotsStore, StateCache
-    from ._telemetry import stdout_taken
     from ._web import Web
-    from .cli import empty_tier, print_json
+    from .cli import empty_tier, print_json, refuse_call_log_on_json_stdout
     from .limits import open_limit_state
 
     # The string goes to Web.fetch as it is: check_offset accepts ASCII digit strings and
@@ -108,8 +107,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             robots_store=SQLiteRobotsStore(store),
             face="cli",  # the agent named by --agent, asserted by whoever runs the command
         ) as web:
-            if args.json and web.telemetry.logs_to(1):  # one JSON object on stdout, no line
-                raise stdout_taken(settings, "this command's", "its JSON answer")
+            refuse_call_log_on_json_stdout(args.json, web, settings)
             refusal = empty_tier(args.tier)
             if refusal is not None:  # refused as the core refuses --tier bogus: audited
                 raise await web.reject(

@@ -86,9 +86,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from ._capabilities import SEARCH
     from ._errors import Refused
-    from ._telemetry import stdout_taken
     from ._web import Web
-    from .cli import empty_tier, print_json
+    from .cli import empty_tier, print_json, refuse_call_log_on_json_stdout
     from .limits import open_limit_state
 
     # The string goes through as it is: the core takes ASCII digits and refuses the rest by
@@ -99,8 +98,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         limit_state=open_limit_state(settings, kind="sqlite"),
         face="cli",  # the agent named by --agent, asserted by whoever runs the command
     ) as web:
-        if args.json and web.telemetry.logs_to(1):  # one JSON object on stdout, no line
-            raise stdout_taken(settings, "this command's", "its JSON answer")
+        refuse_call_log_on_json_stdout(args.json, web, settings)
         refusal = empty_tier(args.tier)
         if refusal is not None:  # refused as the core refuses --tier bogus: audited
             raise await web.reject(

@@ -729,6 +729,15 @@ _VALUE_IS = re.compile(r"[0-9]+(?:… \([0-9]+ digits\))? is ")
 _EITHER = re.compile(r"pass either (?P<one>\w+) or (?P<other>\w+), not both(?P<why>(?::.*)?)")
 
 
+def refuse_call_log_on_json_stdout(as_json: bool, web: Any, settings: Settings) -> None:
+    """With ``--json`` stdout carries one JSON object: a call log there (``/dev/stdout``)
+    would put its lines beside it, so the command is refused before any call."""
+    if as_json and web.telemetry.logs_to(1):
+        from ._telemetry import stdout_taken
+
+        raise stdout_taken(settings, "this command's", "its JSON answer")
+
+
 def empty_tier(tier: str | None) -> InvalidInput | None:
     """The refusal of ``--tier ""``, which the core would read as "no tier given" and answer
     with the agent's default in silence, while ``--tier bogus`` is refused."""
