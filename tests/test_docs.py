@@ -4,8 +4,9 @@ state the defaults state the code's, every `webward COMMAND ... --flag` written 
 a flag that command has and every flag is shown with its command somewhere, every link between
 the pages lands on a file and a heading, the audit record's fields, the wire codes, a page's
 wire fields and each face's tool arguments are the ones the docs list, every WEBWARD_* variable
-and every `_module.name` the docs give exists, every bench flag they write is declared, and no
-page names an internal review round ("probe 43") a reader cannot look up.
+and every `_module.name` the docs give exists, every bench flag they write is declared, the
+guard's table of messages is what the guard says word for word, and no page names an internal
+review round ("probe 43") a reader cannot look up.
 
 Read from the files (no server, no network): each check fails on the doc that went stale, and
 says where.
@@ -398,3 +399,60 @@ def test_every_bench_flag_the_docs_write_exists() -> None:
                 if f'"{flag}"' not in source:
                     unknown.append(f"{where(page, text, m.start())}: {script.name} has no {flag}")
     assert unknown == []
+
+
+# ---- the guard's messages, word for word -----------------------------------------------------
+
+# What makes each row of guard.md's table of reasons, keyed by its first cell: a URL for
+# assert_url_allowed, or (host, address) for assert_ip_allowed (a DNS answer), or a bare value
+# for ip_in_blocked_range.
+GUARD_INPUTS: dict[str, object] = {
+    "`scheme`": "file:///etc/passwd",
+    "`userinfo`": "http://user:password@example.org/",
+    "`backslash`": "http://exam\\ple.org/",
+    "`internal_address`": "http://127.0.0.1/",
+    "`internal_address` (metadata)": "http://169.254.169.254/",
+    "`internal_address` (DNS answer)": ("example.org", "10.0.0.1"),
+    "`invalid_address` (DNS answer)": ("example.org", "X"),
+    "`internal_name`": "http://localhost/",
+    "`special_use_name`": "http://x.onion/",
+    "`too_long`": "https://example.org/" + "a" * 2048,
+    "`control_character`": "https://example.org/a b",
+    "`not_absolute`": "example.com/page",
+    "`empty_host`": "http:///page",
+    "`bad_port`": "http://example.org:0/",
+    "`zone_id`": "http://[fe80::1%25eth0]/",
+    "`invalid_host`": "http://1.2.3.999/",
+    "`invalid_url`": 5,
+    "`invalid_address`": "x",
+}
+
+
+def test_the_guards_table_of_messages_is_what_it_says() -> None:
+    """guard.md's table gives each refusal's message as a user sees it (in the library, or
+    after `webward:` on the command line): the guard, given the row's input, says exactly
+    that, with that reason and error. A table that dropped the operator's step after the `;`
+    told a tester a message the program never prints."""
+    from webward import guard
+
+    text = (ROOT / "docs" / "guard.md").read_text(encoding="utf-8")
+    table = text.split("## Reason codes and messages", 1)[1].split("\n\n", 2)[2]
+    rows = re.findall(r"^\| (.+?) \| (\w+) \| `([^`]+)`", table.split("\n\n", 1)[0], re.M)
+    assert {first for first, _, _ in rows} == set(GUARD_INPUTS)
+    wrong = []
+    for first, error, message in rows:
+        given = GUARD_INPUTS[first]
+        try:
+            if isinstance(given, tuple):
+                guard.assert_ip_allowed(*given)
+            elif first == "`invalid_address`":
+                guard.ip_in_blocked_range(given)  # type: ignore[arg-type]
+            else:
+                guard.assert_url_allowed(given)  # type: ignore[arg-type]
+        except (guard.Refused, guard.InvalidInput) as exc:
+            said = (type(exc).__name__, exc.reason, str(exc))
+        else:
+            said = ("nothing", "", "")
+        if said != (error, first.split("`")[1], message):
+            wrong.append(f"{first}: the table says {message!r}, the guard {said}")
+    assert wrong == []
