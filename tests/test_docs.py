@@ -5,8 +5,9 @@ a flag that command has and every flag is shown with its command somewhere, ever
 the pages lands on a file and a heading, the audit record's fields, the wire codes, a page's
 wire fields and each face's tool arguments are the ones the docs list, every WEBWARD_* variable
 and every `_module.name` the docs give exists, every bench flag they write is declared, the
-guard's table of messages is what the guard says word for word, and no page names an internal
-review round ("probe 43") a reader cannot look up.
+guard's table of messages is what the guard says word for word, every `[section] key` the
+prose names is a setting and a default it states beside one is the code's, and no page names
+an internal review round ("probe 43") a reader cannot look up.
 
 Read from the files (no server, no network): each check fails on the doc that went stale, and
 says where.
@@ -95,6 +96,125 @@ def test_the_blocks_of_defaults_state_the_code_defaults(page: str) -> None:
             if (list(default) if isinstance(default, tuple) else default) != value:
                 stale.append(f"[{section}] {key} = {value!r}, the code's default {default!r}")
     assert stale == [], page
+
+
+# ---- settings named in the prose ------------------------------------------------------------
+
+
+def setting_fields() -> dict[str, dict[str, object]]:
+    """Each table of the config file with its keys and their defaults: the top-level sections,
+    `agents.NAME` (one agent's entry), `agents.NAME.budget`, `search.PROVIDER` and
+    `policy.tiers.NAME`."""
+    import dataclasses
+
+    from webward._settings import AgentSettings, BudgetSettings
+
+    def fields(obj: object) -> dict[str, object]:
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}  # type: ignore[arg-type]
+
+    tables = {
+        name: fields(value)
+        for name, value in fields(Settings()).items()
+        if dataclasses.is_dataclass(value)
+    }
+    tables["agents.NAME"] = fields(AgentSettings())
+    tables["agents.NAME.budget"] = fields(BudgetSettings())
+    tables["search.PROVIDER"] = {"cost": 0.0}
+    tables["policy.tiers.NAME"] = {"robots": True}
+    return tables
+
+
+TABLES = setting_fields()
+# `[section] key`, `[agents.NAME] key`, `[agents.research.budget] key`, `[search.brave] key`...
+# in inline code (a bracket in prose is as often a word in brackets).
+SETTING = re.compile(r"`\[(\w+)((?:\.[\w<>*-]+)*)\] (\w+)(?=[`\s=,.;)])")
+# Written as settings but not ones: the key Settings.load refuses (search.md's example of a key
+# put in the config file) and a placeholder for any provider's URL.
+NOT_KEYS = {"brave_api_key", "X_url"}
+
+
+def table_of(section: str, rest: str) -> str | None:
+    """The name TABLES knows the table `[section rest]` by (`agents.research` is an agent's
+    entry), or None for a table that is no setting."""
+    depth = rest.count(".")
+    if depth == 0:
+        return section if section in TABLES else None
+    if section == "agents":
+        return {1: "agents.NAME", 2: "agents.NAME.budget"}.get(depth)
+    if section == "search" and depth == 1:
+        return "search.PROVIDER"
+    if section == "policy" and rest.startswith(".tiers") and depth == 2:
+        return "policy.tiers.NAME"
+    return None
+
+
+def test_every_setting_the_docs_name_exists() -> None:
+    """A `[section] key` written in the prose (the TOML blocks are loaded whole above) names a
+    key the settings loader reads: a renamed setting leaves no page telling users the old
+    name, which the loader would refuse."""
+    unknown = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in SETTING.finditer(text):
+            section, rest, key = m.groups()
+            table = table_of(section, rest)
+            if table is None and section in TABLES and rest:
+                table = "?"  # [limits.x]: no such table
+            if table is not None and key not in TABLES.get(table, {}) and key not in NOT_KEYS:
+                unknown.append(f"{where(page, text, m.start())}: [{section}{rest}] {key}")
+    assert unknown == []
+
+
+# A number the prose gives right after a setting: "`[limits] max_url_chars`, 2048 by default",
+# "`convert_queue` (256)", "`limits.max_pdf_bytes` (10 MiB)", "(default 150)". Not a number
+# that goes on into arithmetic or a range ("(2 x 5", "(1-50)"): that is no default.
+STATED = re.compile(
+    r"`(?:\[(\w+)\] |(\w+)\.)?(\w+)`(?: \(default |, | \()(\d[\d,]*(?:\.\d+)?)"
+    r"(?: ?(KiB|MiB|GiB))?(?![\d.]| *[-\u2013\u00d7x/*+])"
+)
+UNITS = {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+
+
+def test_the_defaults_the_prose_states_are_the_codes() -> None:
+    """Where the prose gives a setting's value beside its name, that is the code's default (a
+    bytes setting may be given in KiB, MiB or GiB); a key the section does not say is taken
+    from the one table that has it."""
+    stale = []
+    checked = 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in STATED.finditer(text):
+            section = m.group(1) or m.group(2)
+            key, number, unit = m.group(3), m.group(4), m.group(5)
+            owners = [
+                name
+                for name, table in TABLES.items()
+                if "." not in name and key in table and section in (None, name)
+            ]
+            if len(owners) != 1:
+                continue
+            default = TABLES[owners[0]][key]
+            if isinstance(default, bool) or not isinstance(default, int | float):
+                continue
+            value = float(number.replace(",", ""))
+            if unit and key.endswith("_bytes"):
+                value *= UNITS[unit]
+            checked += 1
+            if value != default:
+                stale.append(
+                    f"{where(page, text, m.start())}: {m.group(0)!r}, the code's {default}"
+                )
+    assert stale == []
+    assert checked >= 25  # the pattern still finds what the pages say
+
+
+def test_the_governance_table_of_limits_states_the_code_defaults() -> None:
+    text = (ROOT / "docs" / "governance.md").read_text(encoding="utf-8")
+    table = text.split("| setting | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| ([\d.]+) \|", table, re.M)
+    assert len(rows) >= 7
+    limits = TABLES["limits"]
+    assert [(key, float(value)) for key, value in rows] == [(key, limits[key]) for key, _ in rows]
 
 
 # ---- command lines ------------------------------------------------------------------------
