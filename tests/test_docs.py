@@ -6,11 +6,13 @@ the pages lands on a file and a heading, the audit record's fields, the wire cod
 wire fields and each face's tool arguments are the ones the docs list, every WEBWARD_* variable
 and every `_module.name` the docs give exists, every bench flag they write is declared, the
 guard's table of messages is what the guard says word for word, every `[section] key` the
-prose names is a setting and a default it states beside one is the code's, and no page names
-an internal review round ("probe 43") a reader cannot look up.
+prose names is a setting and a default it states beside one is the code's, the gateway serves
+every route servers.md lists (with the answers it writes, the status of each wire code and
+the metrics operations.md lists), and no page names an internal review round ("probe 43") a
+reader cannot look up.
 
-Read from the files (no server, no network): each check fails on the doc that went stale, and
-says where.
+Read from the files (no server, no network; the gateway is driven in-process): each check fails
+on the doc that went stale, and says where.
 """
 
 from __future__ import annotations
@@ -576,3 +578,87 @@ def test_the_guards_table_of_messages_is_what_it_says() -> None:
         if said != (error, first.split("`")[1], message):
             wrong.append(f"{first}: the table says {message!r}, the guard {said}")
     assert wrong == []
+
+
+# ---- the gateway's routes and metrics --------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_routes_and_metrics_the_docs_list_are_served(tmp_path: Path) -> None:
+    """Every `METHOD /path` of servers.md's table of routes is answered by the gateway with that
+    method (no 404 or 405; a capability without a token is 401, the console its login form),
+    a JSON answer the table writes is the one sent, and the metrics of operations.md's table
+    are those `/metrics` serves, each of its type. In-process (ASGI) from a loopback client:
+    nothing is read from the web."""
+    import hashlib
+    import json
+
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from webward import StaticResolver, Web
+    from webward._credentials import EnvironmentStore
+    from webward._gateway import create_app
+    from webward._telemetry import Telemetry
+    from webward.testing import MemoryAuditSink
+
+    digest = hashlib.sha256(b"docs-route-token").hexdigest()
+    config = tmp_path / "webward.toml"
+    config.write_text(
+        f'[state]\ndir = "{tmp_path}"\n[agents.ops]\ntier = "connected"\nrole = "admin"\n'
+        f'token_sha256 = "{digest}"\n',
+        encoding="utf-8",
+    )
+    settings = Settings.load(config, environ={})
+    servers = (ROOT / "docs" / "servers.md").read_text(encoding="utf-8")
+    table = servers.split("### Routes", 1)[1].split("\n\n", 2)[1]
+    routes = re.findall(r"^\| `(GET|POST) (/\S*)` \|[^|]*\| ([^\n]*) \|$", table, re.M)
+    assert len(routes) >= 7
+    operations = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    metrics = re.findall(r"^\| `(webward_\w+)` \| (counter|gauge|histogram) \|", operations, re.M)
+    assert len(metrics) >= 10
+
+    web = Web(
+        settings,
+        resolver=StaticResolver({}),
+        audit=MemoryAuditSink(),
+        credentials=EnvironmentStore({}),
+        telemetry=Telemetry(metrics=True),
+    )
+    async with web:
+        transport = httpx.ASGITransport(app=create_app(settings, web), client=("127.0.0.1", 1))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            wrong = []
+            for method, path, answer in routes:
+                response = await c.request(method, path, json={} if method == "POST" else None)
+                expected = 401 if path.startswith(("/v1/", "/console/")) else 200
+                if response.status_code != expected:
+                    wrong.append(f"{method} {path}: {response.status_code}, not {expected}")
+                stated = re.match(r"`(\{.*?\})`", answer)
+                if stated and response.json() != json.loads(stated.group(1)):
+                    wrong.append(f"{method} {path}: {response.text}, not {stated.group(1)}")
+            assert wrong == []
+            page = (await c.get("/metrics")).text
+    served = {
+        family.name + ("_total" if family.type == "counter" else ""): family.type
+        for family in text_string_to_metric_families(page)
+        # Each counter's and histogram's `_created` is a gauge of its own in the text format.
+        if family.name.startswith("webward_") and not family.name.endswith("_created")
+    }
+    assert dict(metrics) == served
+
+
+def test_the_status_of_each_wire_code_is_the_gateways() -> None:
+    """servers.md's table of the statuses the core's errors map to (and the 500 of a bug,
+    said below it) is the gateway's mapping, every code in it."""
+    from webward._gateway import STATUS_FOR_CODE
+
+    text = (ROOT / "docs" / "servers.md").read_text(encoding="utf-8")
+    table = text.split("| `code` | status | notes |", 1)[1].split("\n\n", 1)[0]
+    stated = {
+        code: int(status) for code, status in re.findall(r"^\| `(\w+)` \| \**(\d{3})", table, re.M)
+    }
+    bug = re.search(r"A bug in webward is a (\d{3}) with the error\s+model \(code `(\w+)`\)", text)
+    assert bug is not None
+    stated[bug.group(2)] = int(bug.group(1))
+    assert stated == dict(STATUS_FOR_CODE)
