@@ -662,3 +662,40 @@ def test_the_status_of_each_wire_code_is_the_gateways() -> None:
     assert bug is not None
     stated[bug.group(2)] = int(bug.group(1))
     assert stated == dict(STATUS_FOR_CODE)
+
+
+# ---- over-cap images and PDFs ----------------------------------------------------------------
+
+
+def test_the_over_cap_refusals_are_given_as_the_code_words_them() -> None:
+    """reading.md gives the refusal of each over-cap binary word for word: the transport's for
+    a declared image (guard.md's table and design.md too, whole, with the operator's step the
+    model is not told), and the converter's for one found only after the read, under a text
+    type (cut at the text cap whatever its size) or under none (cut at, or under, the larger
+    cap). They once said a text-declared image got the size message, which it never can."""
+    from webward import guard
+    from webward._content import too_large
+    from webward._transport import _too_large
+
+    limits = Settings().limits
+
+    def prose(page: str) -> str:
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        return re.sub(r"\s+", " ", text.replace("`", ""))
+
+    declared = _too_large(guard.parse_url("https://example.org/big.png"), limits.max_image_bytes)
+    whole = str(declared)
+    assert declared.for_model == whole.split("; an operator", 1)[0]
+    for page in ("reading.md", "guard.md"):
+        assert whole in prose(page), page
+    assert whole.replace("https://example.org/big.png", "<url>") in prose("design.md")
+    binary_cap = limits.max_pdf_bytes
+    found = [
+        too_large("image/png", limits, None, limits.max_read_bytes),  # declared text/plain
+        too_large("image/png", limits, 6301948, binary_cap),  # no type, read whole
+        too_large("image/png", limits, None, binary_cap),  # no type, cut at 10 MiB
+    ]
+    reading = prose("reading.md")
+    assert str(found[0]) in reading
+    assert str(found[1]) in reading
+    assert "(more than 10 MiB)" in str(found[2]) and "(more than 10 MiB)" in reading
