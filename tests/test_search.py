@@ -759,6 +759,7 @@ async def test_searches_queued_for_the_providers_slots_keep_their_deadline(
         {"limits": {"fetch_timeout_s": 1.0, "per_host_concurrency": 2}}
     )
     durations: list[float] = []
+    said: list[str] = []
     audit = MemoryAuditSink()
     try:
         async with Web(settings, audit=audit) as web:
@@ -769,6 +770,7 @@ async def test_searches_queued_for_the_providers_slots_keep_their_deadline(
                     await web.search(f"q {i}")
                 assert caught.value.reason == "timeout"
                 durations.append(time.monotonic() - started)
+                said.append(str(caught.value))
 
             async with anyio.create_task_group() as tg:
                 for i in range(6):  # three times the slots: two rounds more behind the first
@@ -777,6 +779,14 @@ async def test_searches_queued_for_the_providers_slots_keep_their_deadline(
         release.set()
     assert len(durations) == 6 and max(durations) < 2.0  # one deadline, not three
     assert [r.reason for r in audit.records] == ["timeout"] * 6
+    # The operator's sentence, as docs/search.md gives it (for brave at the default 12 s).
+    assert set(said) == {
+        "the searxng search provider did not answer within 1 s; try again later; an operator "
+        "can raise [limits] fetch_timeout_s"
+    }
+    docs = (Path(__file__).parents[1] / "docs" / "search.md").read_text(encoding="utf-8")
+    sentence = said[0].replace("searxng", "brave").replace("1 s", "12 s")
+    assert sentence in " ".join(docs.replace("`", "").split())
 
 
 # ---- what a hostile or broken provider, or a hostile query, must not do (probe33) ----------
