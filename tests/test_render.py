@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -657,6 +658,12 @@ async def test_as_owner_and_plain_builds_say_a_shell_needs_a_browser() -> None:
     assert "writes its text with JavaScript" in owner.value.message
     assert "tiers connected and full, not as-owner" in owner.value.message
     assert "without a headless renderer (PlainRenderer)" in plain.value.message  # all here
+    # docs/reading.md gives the refusal (it once said such a page read as empty text).
+    reading = (Path(__file__).parents[1] / "docs" / "reading.md").read_text(encoding="utf-8")
+    said = owner.value.message.split("; an operator", 1)[0].replace(
+        srv.url("/"), "https://app.example/"
+    )
+    assert said + "; …` (exit 3)" in " ".join(reading.split()).replace("`refused: ", "refused: ")
 
 
 async def test_renders_beyond_the_concurrency_cap_wait_their_turn() -> None:
