@@ -286,6 +286,33 @@ def test_every_flag_is_shown_with_its_command() -> None:
     assert missing == []
 
 
+def test_the_defaults_help_states_are_the_parsers() -> None:
+    """A flag's help that states its default ("(default 10)", "(default cli)") states the
+    value argparse gives when the flag is left out; a help that gives the default in words
+    ("the agent's", "any free one") names no value to check. Where argparse's default is None
+    the command applies its own, named here."""
+    from webward import _cmd_audit, _mcp
+
+    applied = {
+        ("audit", "--limit"): _cmd_audit._DEFAULT_LIMIT,
+        ("mcp", "--agent"): _mcp.DEFAULT_AGENT,
+    }
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    stated = []
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            m = re.search(r"\(default (\S+?)[,;)]", action.help or "")
+            if m and action.option_strings:
+                flag = action.option_strings[0]
+                default = action.default
+                if default is None:
+                    default = applied[(name, flag)]
+                stated.append((name, flag, m.group(1), str(default)))
+    assert len(stated) >= 8
+    assert [s for s in stated if s[2] != s[3]] == []
+
+
 def test_the_flag_check_reads_synopses() -> None:
     """The extraction finds the flags of a multi-line synopsis and of inline code."""
     assert ("README.md", "fetch", "--screenshot") in {
