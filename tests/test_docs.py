@@ -8,8 +8,9 @@ and every `_module.name` the docs give exists, every bench flag they write is de
 guard's table of messages is what the guard says word for word, every `[section] key` the
 prose names is a setting and a default it states beside one is the code's, the gateway serves
 every route servers.md lists (with the answers it writes, the status of each wire code and
-the metrics operations.md lists), and no page names an internal review round ("probe 43") a
-reader cannot look up.
+the metrics operations.md lists), the guard's API table and the Python API calls the pages
+write are the signatures, and no page names an internal review round ("probe 43") a reader
+cannot look up.
 
 Read from the files (no server, no network; the gateway is driven in-process): each check fails
 on the doc that went stale, and says where.
@@ -726,3 +727,76 @@ def test_the_over_cap_refusals_are_given_as_the_code_words_them() -> None:
     assert str(found[0]) in reading
     assert str(found[1]) in reading
     assert "(more than 10 MiB)" in str(found[2]) and "(more than 10 MiB)" in reading
+
+
+# ---- the guard's public API ------------------------------------------------------------------
+
+
+def test_the_guards_public_api_table_is_its_signatures() -> None:
+    """guard.md's table of the public API: every name is `webward.guard`'s, and one written
+    with its arguments takes exactly those, keyword-only where the table puts `*`, with the
+    defaults it writes (a caller copies the call as the table gives it)."""
+    import inspect
+
+    from webward import guard
+
+    text = (ROOT / "docs" / "guard.md").read_text(encoding="utf-8")
+    table = text.split("## Public API", 1)[1].split("\n\n", 2)[1]
+    wrong = []
+    for cell in re.findall(r"^\| (.+?) \| ", table, re.M)[2:]:
+        for written in re.findall(r"`([^`]+)`", cell):
+            name, _, args = written.partition("(")
+            if not hasattr(guard, name):
+                wrong.append(f"no guard.{name}")
+                continue
+            if not args:
+                continue
+            inside = re.sub(r"\)(?: -> .*)?$", "", args)  # up to the call's closing bracket
+            said = [a.strip() for a in inside.split(",") if a.strip()]
+            params = inspect.signature(getattr(guard, name)).parameters.values()
+            actual = []
+            for p in params:
+                if p.kind is p.KEYWORD_ONLY and "*" not in actual:
+                    actual.append("*")
+                default = "" if p.default is p.empty else f"={p.default!r}"
+                actual.append(p.name + default.replace("'", '"'))
+            if said != actual:
+                wrong.append(f"{written}: guard.{name} takes ({', '.join(actual)})")
+    assert wrong == []
+
+
+def test_the_python_api_calls_the_docs_write_match_the_signatures() -> None:
+    """design.md's Python API block and its `Settings.load(...)`, and search.md's first line,
+    name the parameters of `Web.fetch`, `Web.search` and `Settings.load` in order, with the
+    defaults they write: a caller copies the call as the page gives it."""
+    import inspect
+
+    from webward import Web
+
+    def taken(function: object, count: int) -> list[str]:
+        params = [
+            p
+            for p in inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+            if p.name != "self"
+        ]
+        return [
+            p.name + ("" if p.default is p.empty else "=" + repr(p.default).replace("'", '"'))
+            for p in params[:count]
+        ]
+
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    block = design.split("## Python API", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    search_md = (ROOT / "docs" / "search.md").read_text(encoding="utf-8").split("\n", 3)[2]
+    written = [
+        (Web.fetch, re.search(r"web\.fetch\((.*?)\)\s", block, re.S)),
+        (Web.search, re.search(r"web\.search\((.*?)\)\s", block, re.S)),
+        (Settings.load, re.search(r"`Settings\.load\(([^`]*)\)`", design)),
+        (Web.search, re.search(r"`web\.search\(([^`]*)\)`", search_md)),
+    ]
+    wrong = []
+    for function, call in written:
+        assert call is not None, function
+        said = [a.strip() for a in " ".join(call.group(1).split()).split(",") if a.strip()]
+        if said != taken(function, len(said)):
+            wrong.append(f"({call.group(1)}): the code takes ({', '.join(taken(function, 9))})")
+    assert wrong == []
