@@ -55,3 +55,35 @@ def test_every_directory_made_on_the_way_is_0700_whatever_the_umask(tmp_path: Pa
     assert [stat.S_IMODE(p.stat().st_mode) for p in made] == [0o700] * 3
     assert stat.S_IMODE((made[-1] / "x.db").stat().st_mode) == 0o600
     assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755
+
+
+def test_a_second_connection_in_a_process_keeps_the_first_ones_lock(tmp_path: Path) -> None:
+    """A process that opens a store twice (the gateway's console reads the audit log its sink
+    writes) keeps the first connection's lock on the file: closing any descriptor of a file
+    drops every POSIX lock the process holds on it, SQLite's too. With that lock gone, the
+    next other process to close its connection (a `webward fetch` on the same state dir)
+    took itself for the last, checkpointed, and deleted the -wal and -shm the first was
+    still writing: the gateway's audit records then went to a deleted file, and its reads
+    said "database disk image is malformed"."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    path = tmp_path / "audit.db"
+    first = open_wal(path, timeout_s=5, schema=("CREATE TABLE IF NOT EXISTS t (x)",))
+    first.execute("INSERT INTO t VALUES (1)")
+    second = open_wal(path, timeout_s=5)  # a reader beside the writer, in the same process
+    other = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+        "c.execute('PRAGMA journal_mode=WAL'); c.execute('SELECT count(*) FROM t'); c.close()"
+    )
+    subprocess.run([sys.executable, "-c", other, str(path)], check=True, timeout=60)
+    first.execute("INSERT INTO t VALUES (2)")
+    assert path.with_name("audit.db-wal").exists() and path.with_name("audit.db-shm").exists()
+    later = sqlite3.connect(path)
+    try:
+        assert later.execute("SELECT count(*) FROM t").fetchone()[0] == 2  # none lost
+    finally:
+        later.close()
+        second.close()
+        first.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import time
@@ -54,7 +55,7 @@ def open_wal(path: Path, *, timeout_s: float, schema: tuple[str, ...] = ()) -> s
     files the database's own mode. Every directory created on the way is 0700.
     """
     make_private_dirs(path.parent)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    _create_private(path)
     deadline = time.monotonic() + timeout_s
     delay = 0.005
     while True:
@@ -75,6 +76,34 @@ def open_wal(path: Path, *, timeout_s: float, schema: tuple[str, ...] = ()) -> s
             raise
         time.sleep(delay)  # runs in a worker thread, never on the event loop
         delay = min(delay * 2, 0.2)
+
+
+def _create_private(path: Path) -> None:
+    """Create ``path`` empty and 0600 when there is no file there (SQLite would give it the
+    umask's mode), and never open one that exists: closing any descriptor of a file drops
+    every POSIX lock this process holds on it, SQLite's too. A second connection opened here
+    while a first was open (the gateway's console beside its audit sink) so released the
+    first one's lock, and the next other process to close its own connection (a `webward
+    fetch` on the same state dir) took itself for the last, and deleted the -wal and -shm the
+    first was still writing: the gateway's audit records went to a deleted file.
+
+    An existing file is checked instead, raising what opening it read-write raised (a
+    directory, a file this user may not write, a read-only filesystem), as callers tell a
+    reader that may not write from a broken store by it."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        code = 0
+        if path.is_dir():
+            code = errno.EISDIR
+        elif not os.access(
+            path, os.R_OK | os.W_OK, effective_ids=os.access in os.supports_effective_ids
+        ):
+            code = errno.EROFS if os.statvfs(path).f_flag & os.ST_RDONLY else errno.EACCES
+        if code:  # OSError makes the subclass open() raised: IsADirectoryError, PermissionError
+            raise OSError(code, os.strerror(code), str(path)) from None
+        return
+    os.close(fd)
 
 
 def probe_write(conn: sqlite3.Connection, table: str) -> None:
