@@ -1096,3 +1096,27 @@ def test_the_usage_chart_draws_the_busiest_agents_and_the_rest_as_one_line(
     assert legend[0] == ("s0", "busy") and legend[-1] == ("s7", "6 other agents")
     assert len(legend) == 8 and len(re.findall(r"<polyline", by_agent)) == 8
     assert [name for _, name in legend[1:-1]] == [f"task-{i:02}" for i in range(6)]
+
+
+def test_the_session_cookie_is_named_by_the_port_the_browser_reached() -> None:
+    """docs/console.md: `webward_console_8080` for a console reached at port 8080, and
+    `webward_console` at the scheme's default port (a TLS proxy on 443 in front), where the
+    Host the browser sent names no port."""
+    from starlette.requests import Request
+
+    from webward.console._app import _cookie_name
+
+    def reached(host: str, scheme: str = "http") -> str:
+        scope = {
+            "type": "http",
+            "scheme": scheme,
+            "server": ("127.0.0.1", 8080),
+            "path": "/console/",
+            "query_string": b"",
+            "headers": [(b"host", host.encode())],
+        }
+        return _cookie_name(Request(scope))
+
+    docs = (Path(__file__).parents[1] / "docs" / "console.md").read_text(encoding="utf-8")
+    assert reached("127.0.0.1:8080") == "webward_console_8080" and "`webward_console_8080`" in docs
+    assert reached("gw.example", "https") == "webward_console" and "`webward_console` at" in docs
