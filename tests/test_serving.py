@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from localserver import respond, serve
+from localserver import held, respond, serve
 from stores import stored_records
 from test_cli_faults import as_at_a_terminal, ctrl_c_in_a_callback, ctrl_c_on_import
 from test_gateway import FETCH_PATH, auth
@@ -934,3 +934,64 @@ def test_a_ctrl_c_python_dropped_while_serve_loads_stops_it(tmp_path: Path) -> N
         "webward serve: interrupted (Ctrl-C): stopped; calls in flight were answered, or "
         "cancelled, and audited\n"
     )
+
+
+@pytest.mark.parametrize(("face", "grace"), [("serve", 10), ("mcp-http", 5)])
+def test_a_call_the_graceful_shutdown_outlasts_is_said_in_the_commands_voice(
+    tmp_path: Path, face: str, grace: int
+) -> None:
+    """SIGTERM while a call waits on a page that never answers: once the graceful shutdown's
+    grace runs out the call is cancelled, answered and audited as cancelled, as designed. That
+    was said by uvicorn above the command's last line, "ERROR:    Cancel 1 running task(s),
+    timeout graceful shutdown exceeded": labelled an error, in words not the command's. Now
+    one line of the command's own says it."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    if face == "serve":
+        args = ["serve", "--port", "0", "--config", str(gateway_config(tmp_path))]
+    else:
+        args = ["mcp", "--http", "127.0.0.1:0", "--tier", "connected"]
+        args += ["--config", str(mcp_config(tmp_path))]
+    arrived, hung_up, hold = held()
+
+    def hold_past_the_grace(req: Any, sock: socket.socket) -> None:
+        sock.settimeout(None)  # the server's 10 s socket timeout would end it first
+        hold(req, sock)
+
+    answers: queue.Queue[httpx.Response | Exception] = queue.Queue()
+    with serve(routes={"/hold": hold_past_the_grace}) as site:
+        proc, line = _start(args, env)
+        try:
+            base = line.split(" on ", 1)[1].split()[0]
+            address, body, headers = _call_of(face, base, site.url("/hold"))
+
+            def call() -> None:
+                try:
+                    with httpx.Client(trust_env=False, timeout=60) as c:
+                        answers.put(c.post(address, json=body, headers=headers))
+                except Exception as exc:  # the answer under test: kept, not raised here
+                    answers.put(exc)
+
+            threading.Thread(target=call, daemon=True).start()
+            assert arrived.wait(30), "the call never reached the page"
+            proc.send_signal(signal.SIGTERM)
+            answer = answers.get(timeout=60)
+            assert proc.wait(30) == 143
+            assert proc.stderr is not None
+            said = proc.stderr.read()
+        finally:
+            _stop(proc)
+        assert hung_up.wait(10)  # the read was stopped
+    assert isinstance(answer, httpx.Response) and answer.status_code == 503, repr(answer)
+    command = f"webward {face.split('-')[0]}"
+    sentences = [line for line in said.splitlines() if not line.startswith("{")]  # call log
+    assert sentences == [
+        f"{command}: the graceful shutdown's {grace} s ran out with 1 request still running: "
+        "stopped, its call cancelled and audited as cancelled",
+        f"{command}: terminated (SIGTERM): stopped; calls in flight were answered, or "
+        "cancelled, and audited",
+    ]
+    found = stored_records(SQLiteAuditSink(tmp_path / "state"))
+    assert [(r.decision, r.reason, r.target) for r in found] == [
+        ("failed", "cancelled", site.url("/hold"))
+    ]

@@ -2115,7 +2115,7 @@ class _Draining:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._end_streams, exiting)
-                await serve_until_signalled(config, [sock], on_exit=on_exit)
+                await serve_until_signalled(config, [sock], on_exit=on_exit, command="webward mcp")
                 tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             # The signal raised again once the shutdown is done, as KeyboardInterrupt where

@@ -489,14 +489,50 @@ _TOO_LARGE = _plain_answer(
 )
 
 
+class _GraceRanOut(logging.Filter):
+    """uvicorn's ``ERROR: Cancel 1 running task(s), timeout graceful shutdown exceeded``, said
+    in the command's voice instead. It is no error: the shutdown went as designed (calls still
+    running at the end of its grace are cancelled, audited as cancelled and answered so), but
+    its line, in uvicorn's words and labelled ERROR, stood above the command's last sentence,
+    which said the same: an operator's alert on ERROR lines fired on every such shutdown."""
+
+    def __init__(self, command: str, grace_s: float) -> None:
+        super().__init__()
+        self._command = command
+        self._grace_s = grace_s
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != _GRACE_RAN_OUT or not isinstance(record.args, tuple):
+            return True
+        # uvicorn counts requests, not calls: an event stream left open is one too.
+        running = record.args[0] if record.args else "some"
+        requests = "1 request" if running == 1 else f"{running} requests"
+        theirs = "its call" if running == 1 else "their calls"
+        print(
+            f"{self._command}: the graceful shutdown's {self._grace_s:g} s ran out with "
+            f"{requests} still running: stopped, {theirs} cancelled and audited as cancelled",
+            file=sys.stderr,
+            flush=True,
+        )
+        return False
+
+
+_GRACE_RAN_OUT = "Cancel %s running task(s), timeout graceful shutdown exceeded"  # uvicorn's
+
+
 async def serve(
-    config: Any, sockets: list[Any], *, on_exit: Callable[[], None] | None = None
+    config: Any,
+    sockets: list[Any],
+    *,
+    on_exit: Callable[[], None] | None = None,
+    command: str = "webward serve",
 ) -> None:
     """``uvicorn.Server(config).serve(sockets=sockets)``, with every signal of
     ``_signals.ENDING_SIGNALS`` taking uvicorn's graceful way out, which it gives SIGINT and
     SIGTERM alone: requests in flight finish, or are cancelled and audited when
-    ``timeout_graceful_shutdown`` runs out, then the server stops and raises the signal
-    again for the handler before it (``cli.main``'s: exit 128 + its number). SIGHUP (the
+    ``timeout_graceful_shutdown`` runs out (said in one line of ``command``'s:
+    :class:`_GraceRanOut`), then the server stops and raises the signal again for the
+    handler before it (``cli.main``'s: exit 128 + its number). SIGHUP (the
     terminal closed) killed the server mid-call, the call unaudited and its client answered
     nothing. ``on_exit`` is called (in the loop's thread, from the signal's handler) when the
     shutdown begins."""
@@ -511,7 +547,13 @@ async def serve(
     stop_if_interrupted()  # one Python dropped while the server loaded: it never starts
     server = _signalled_server()(config)
     server.on_exit = on_exit
-    await server.serve(sockets=sockets)
+    grace = _GraceRanOut(command, config.timeout_graceful_shutdown)
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(grace)
+    try:
+        await server.serve(sockets=sockets)
+    finally:
+        uvicorn_log.removeFilter(grace)
 
 
 @functools.lru_cache(maxsize=1)
