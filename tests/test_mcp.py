@@ -495,6 +495,40 @@ async def test_a_sessionless_client_that_leaves_mid_call_cancels_it(tmp_path: Pa
 
 
 @pytest.mark.anyio
+async def test_a_call_the_official_client_cancels_over_http_leaves_one_cancelled_record(
+    tmp_path: Path,
+) -> None:
+    """Over `webward mcp --http`, the official client abandons a call (its
+    ``notifications/cancelled``, sent on a POST of its own while the call's stream is open):
+    the read stops, the call's one record is ``failed`` / ``cancelled``, and the session
+    serves the next call. (In memory: test_audit_always; sessionless: above.)"""
+    arrived, hung_up, hold = held()
+    config = write_config(tmp_path)
+    with serve(routes={"/hold": hold, "/page": respond(200, "<p>next</p>")}) as site:
+        async with (
+            mcp_over_http(tmp_path, config) as url,
+            Client(url, read_timeout_seconds=30) as client,
+        ):
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(client.call_tool, "web_fetch", {"url": site.url("/hold")})
+                    await anyio.to_thread.run_sync(arrived.wait, 10)
+                    tg.cancel_scope.cancel()
+                assert await anyio.to_thread.run_sync(hung_up.wait, 10)
+                ok = await client.call_tool("web_fetch", {"url": site.url("/page")})
+        assert not ok.is_error
+    sink = open_audit_sink(Settings.load(config, environ={}))
+    try:
+        records = await sink.query()
+    finally:
+        await sink.aclose()
+    assert sorted((r.decision, r.reason, r.target) for r in records) == [
+        ("allowed", "allowed", site.url("/page")),
+        ("failed", "cancelled", site.url("/hold")),
+    ]
+
+
+@pytest.mark.anyio
 async def test_streamable_http_refuses_foreign_host_and_origin(tmp_path: Path) -> None:
     """DNS-rebinding protection: a foreign Host header gets 421 and a foreign Origin 403."""
     async with (

@@ -11,6 +11,7 @@ import os
 import queue
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -994,4 +995,67 @@ def test_a_call_the_graceful_shutdown_outlasts_is_said_in_the_commands_voice(
     found = stored_records(SQLiteAuditSink(tmp_path / "state"))
     assert [(r.decision, r.reason, r.target) for r in found] == [
         ("failed", "cancelled", site.url("/hold"))
+    ]
+
+
+def test_a_signal_while_a_record_waits_for_its_commit_keeps_that_one_record(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM while the record of a call that has read its page waits for its commit
+    (another process holds the audit log's write lock): the shutdown waits for the commit,
+    the call is answered, and the log holds its one record, neither lost nor doubled by a
+    record of the call as cancelled."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    args = ["serve", "--port", "0", "--config", str(gateway_config(tmp_path))]
+    page = "<html><head><title>P</title></head><body><p>some words</p></body></html>"
+    answers: queue.Queue[httpx.Response | Exception] = queue.Queue()
+    with serve(routes={"/page": respond(200, page)}) as site:
+        proc, line = _start(args, env)
+        try:
+            base = line.split(" on ", 1)[1].split()[0]
+            port = int(base.split(":")[2].split("/")[0])
+            with httpx.Client(trust_env=False, timeout=30) as c:  # the log made, and proven
+                first = c.post(
+                    base + FETCH_PATH, json={"url": site.url("/page?1")}, headers=auth("alice")
+                )
+                assert first.status_code == 200, first.text
+            lock = sqlite3.connect(tmp_path / "state" / "audit.db", isolation_level=None)
+            try:
+                lock.execute("BEGIN IMMEDIATE")
+
+                def call() -> None:
+                    try:
+                        with httpx.Client(trust_env=False, timeout=60) as c:
+                            answers.put(
+                                c.post(
+                                    base + FETCH_PATH,
+                                    json={"url": site.url("/page?2")},
+                                    headers=auth("alice"),
+                                )
+                            )
+                    except Exception as exc:  # the answer under test: kept, not raised here
+                        answers.put(exc)
+
+                threading.Thread(target=call, daemon=True).start()
+                deadline = time.monotonic() + 30
+                while len(site.requests) < 2 and time.monotonic() < deadline:  # bounded poll
+                    time.sleep(0.02)
+                assert len(site.requests) == 2, "the call never read its page"
+                proc.send_signal(signal.SIGTERM)
+                while _listening(port) and time.monotonic() < deadline:  # bounded poll
+                    time.sleep(0.02)
+                assert not _listening(port), "the server never began its shutdown"
+            finally:
+                lock.execute("ROLLBACK")
+                lock.close()
+            answer = answers.get(timeout=60)
+            assert proc.wait(30) == 143
+        finally:
+            _stop(proc)
+    assert isinstance(answer, httpx.Response) and answer.status_code == 200, repr(answer)
+    found = stored_records(SQLiteAuditSink(tmp_path / "state"))
+    assert sorted((r.decision, r.target) for r in found) == [
+        ("allowed", site.url("/page?1")),
+        ("allowed", site.url("/page?2")),
     ]
