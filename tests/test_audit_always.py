@@ -747,10 +747,13 @@ _FULL_DISK = textwrap.dedent(
             await sink.write(record())
             await attempt("ready", web.check_ready)  # the probe's own table made with room
             # No file of this process grows from here on: to SQLite, the disk is full (its
-            # -wal cannot grow), as a full disk's ENOSPC is; EFBIG, and no signal.
+            # -wal cannot grow, nor can the log take the -wal's pages at a checkpoint), as a
+            # full disk's ENOSPC is; EFBIG, and no signal.
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-            size = sink.path.with_name("audit.db-wal").stat().st_size
+            size = min(
+                sink.path.with_name("audit.db-wal").stat().st_size, sink.path.stat().st_size
+            )
             resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
             await attempt("ready when full", web.check_ready)
             await attempt("probe when full", sink.probe)
@@ -777,8 +780,8 @@ def test_a_full_disk_fails_the_probe_so_readiness_and_the_pre_read_proof(
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     said = dict(json.loads(out.stdout))
-    # The full disk is played by a file size limit at the -wal's size, which the sentence
-    # names (its number is the -wal's size in the child).
+    # The full disk is played by a file size limit at the smaller of the -wal's and the
+    # log's sizes, which the sentence names (its number is that size in the child).
     full = said["write when full"]
     assert re.fullmatch(
         re.escape(
@@ -801,6 +804,70 @@ def test_a_full_disk_fails_the_probe_so_readiness_and_the_pre_read_proof(
         "write when full": full,
         "ready again": None,
     }
+
+
+_WAL_OUT_OF_ROOM = textwrap.dedent(
+    """
+    import json, resource, signal, sys, anyio
+    from webward import Settings, Web
+    from webward.audit import SQLiteAuditSink
+    from webward._errors import Refused
+
+    async def main(state, url):
+        settings = Settings.load(
+            overrides={
+                "network": {"allow_ranges": ["127.0.0.1/32"]},
+                "policy": {"default_tier": "connected", "robots": False},
+                "state": {"dir": state},
+            },
+            environ={},
+        )
+        sink = SQLiteAuditSink(state)
+        said = []
+        async with Web(settings, audit=sink) as web:
+            await web.fetch(url + "?0")
+            # From here the -wal may grow by two pages (of 4 KiB, each with its 24-byte
+            # header): room for the probe's one page, not for a record's three or more.
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+            wal = sink.path.with_name("audit.db-wal").stat().st_size
+            resource.setrlimit(resource.RLIMIT_FSIZE, (wal + 2 * 4120, hard))
+            for i in range(1, 5):
+                try:
+                    await web.fetch(f"{url}?{i}")
+                    said.append([i, "read"])
+                except Refused as exc:
+                    said.append([i, exc.reason])
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        print(json.dumps(said))
+
+    anyio.run(main, sys.argv[1], sys.argv[2])
+    """
+)
+
+
+def test_a_wal_that_cannot_grow_is_started_again_not_left_to_lose_records(
+    tmp_path: Path,
+) -> None:
+    """The SQLite log's -wal grows by each commit until SQLite starts it again at 4 MiB.
+    Where it could not grow (a file size limit, a disk with a few pages left) every record
+    was refused from there on, though the log had room, and the probe, one page where a
+    record is three or more, passed on the room a record lacked: each of the next calls
+    read its page and then lost its record (three reads out, none in the log). A write
+    that runs out of room now checkpoints the -wal into the log and is tried once more:
+    every call reads and every read is in the log."""
+    with serve(routes={"/page": respond(200, PAGE)}) as site:
+        out = subprocess.run(
+            [sys.executable, "-c", _WAL_OUT_OF_ROOM, str(tmp_path / "state"), site.url("/page")],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(Path(webward.__file__).resolve().parents[1])},
+        )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    read = {req.target for req in site.requests}
+    audited = {r.target for r in stored_records(SQLiteAuditSink(tmp_path / "state"))}
+    assert {site.url(t) for t in read} - audited == set()  # no read went out unrecorded
+    assert json.loads(out.stdout) == [[i, "read"] for i in range(1, 5)]
+    assert len(audited) == 5
 
 
 LEAKED = "https://user:Zq-pw@example.org/o?X-Amz-Signature=Zq-sig&accessToken=Zq-token"

@@ -144,7 +144,12 @@ class SQLiteAuditSink:
             conn = self._connect(create=True, deadline=deadline)
             assert conn is not None
             self._wait_at_most(conn, deadline)
-            probe_write(conn, _PROBE_TABLE)
+            try:
+                probe_write(conn, _PROBE_TABLE)
+            except (sqlite3.OperationalError, OSError) as exc:
+                if not self._made_room(conn, exc):
+                    raise
+                probe_write(conn, _PROBE_TABLE)
         except (sqlite3.Error, OSError) as exc:
             failure = self._unopened(exc)
         finally:
@@ -384,7 +389,12 @@ class SQLiteAuditSink:
             try:
                 _insert_rows(conn, rows)
             except (sqlite3.OperationalError, OSError) as exc:  # the store: no row would pass
-                return self._failure(exc)
+                if not self._made_room(conn, exc):
+                    return self._failure(exc)
+                try:  # not written: the frames of a commit that ran out of room count for none
+                    _insert_rows(conn, rows)
+                except (sqlite3.Error, OSError) as again:
+                    return self._failure(again)
             except Exception as exc:  # a row's content (an integer past 64 bits, a clash)
                 if len(rows) == 1:  # the row's own error, not the store's (see _commit)
                     return [f"{self.path}: {type(exc).__name__}: {exc}"]
@@ -392,6 +402,27 @@ class SQLiteAuditSink:
         finally:
             self._lock.release()
         return None
+
+    def _made_room(self, conn: sqlite3.Connection, exc: BaseException) -> bool:
+        """After a write that ran out of room (a full disk, the file size limit): whether a
+        checkpoint made some, so that the write may be tried once more.
+
+        The -wal grows by each commit's pages until SQLite's automatic checkpoint at 1,000
+        pages (4 MiB) starts it again from its beginning. Where it could not grow that far,
+        every record was refused from there on, though the log itself had room; and the
+        probe, which commits one page where a record commits three or more (the table and
+        its two indexes), passed on the room a record lacked, so each of the next calls read
+        its page and then lost its record. ``RESTART`` copies the -wal's pages into the log
+        and has the next commit write the -wal again from its beginning, into space the file
+        already holds. It fails as the write did when the log itself cannot grow by them, and
+        waits on readers no longer than the busy timeout left (then ``busy`` is 1)."""
+        if not (_disk_full(exc, self.path.parent) or _size_limit(exc, self.path) is not None):
+            return False
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+        except (sqlite3.Error, OSError):
+            return False
+        return bool(busy == 0)
 
     def _write_one(
         self, conn: sqlite3.Connection, row: tuple[Any, ...], deadline: float
