@@ -1349,6 +1349,32 @@ async def test_a_full_host_list_says_how_many_more_and_keeps_internal_targets() 
     assert len(set(refused)) == len(refused)
 
 
+async def test_an_internal_target_refused_for_its_method_or_past_the_cap_is_listed_as_such() -> (
+    None
+):
+    """A POST (a beacon) to an internal address, and a request to one past the render's
+    request cap, are refused anyway; the record still names them as internal targets, kept in
+    a list already full of 60 junk hosts the page POSTed to first, not hidden among them as
+    one more refused method."""
+    async with make_web({"render_max_requests": 61}) as web:
+        gate, record = gate_for(web)
+        for n in range(60):
+            with pytest.raises(Refused):
+                await gate.request("POST", f"http://junk{n}.example/b", [], lambda s, h: (0, True))
+        for method, url in (("POST", "http://127.0.0.2:8080/beacon"), ("GET", "http://127.0.0.3/")):
+            with pytest.raises(Refused) as refused:
+                await gate.request(method, url, [], lambda s, h: (0, True))
+            assert refused.value.reason == "internal_address"
+        with pytest.raises(Refused) as refused:
+            await gate.request("GET", "http://junk0.example/", [], lambda s, h: (0, True))
+        assert refused.value.reason == "render_requests"
+    assert "127.0.0.2:8080 (internal_address)" in record.render_refused
+    assert "127.0.0.3 (internal_address)" in record.render_refused
+    assert record.render_refused[0] == "junk0.example (render_method)"
+    assert record.render_refused[-1] == "... and 13 more hosts"
+    assert gate.exhausted.is_set()
+
+
 async def test_contacted_hosts_past_the_cap_are_counted() -> None:
     """55 distinct hosts contacted: 50 are listed and a last entry says 5 more were."""
     names = [f"h{n}.webward-test.net" for n in range(55)]

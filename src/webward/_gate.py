@@ -640,9 +640,15 @@ class RenderGate:
         gate = self._gate
         self.requests += 1
         try:
+            # The target is screened first (pure: no connection, no name resolved), so that a
+            # request refused anyway for its method or past the cap is still recorded as the
+            # internal target it is, and keeps its place in a full list: a page could
+            # otherwise hide a beacon to the metadata address behind 50 junk POSTs.
             limit = gate.limits.render_max_requests
             if self.requests > limit:
                 self.exhausted.set()
+            parsed = self._screen(url)
+            if self.requests > limit:
                 raise Refused(
                     f"refused: a render may send at most {limit} requests "
                     "([limits] render_max_requests)",
@@ -653,7 +659,6 @@ class RenderGate:
                     f"refused: the renderer sends only GET and HEAD requests, not {method[:20]}",
                     reason=Reason.RENDER_METHOD,
                 )
-            parsed = self._screen(url)
             ticket = await gate.admit(
                 parsed,
                 self._agent,
