@@ -929,6 +929,46 @@ def test_the_audit_view_shows_and_filters_the_face_and_shows_would_deny(tmp_path
     assert bad.status_code == 400 and "face must be one of" in bad.text
 
 
+def test_the_audit_view_flags_a_call_whose_render_was_refused_hosts(tmp_path: Path) -> None:
+    """A page whose render tried an internal address is an "allowed" call: its row now says
+    how many hosts the render's gate refused, and how many were internal (the list showed
+    nothing of it; only the record's own page named them)."""
+    settings = console_settings(tmp_path)
+    now = dt.datetime.now(dt.UTC)
+    junk = tuple(f"junk{n}.example (render_method)" for n in range(49))
+
+    async def write() -> None:
+        sink = open_audit_sink(settings)
+        for i, refused in enumerate(
+            [
+                (),
+                ("127.0.0.2:8080 (internal_address)", "example.org (render_method)"),
+                (*junk, "127.0.0.2:8080 (internal_address)", "... and 3 more hosts"),
+            ]
+        ):
+            await sink.write(
+                AuditRecord.create(
+                    decision="allowed", reason="allowed", agent="alice", tier="full",
+                    capability="web:page.fetch@1", target=f"https://p{i}.example/",
+                    render_refused=refused, time=now - dt.timedelta(seconds=30 - i),
+                )
+            )  # fmt: skip
+        await sink.aclose()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # as seed(): Playwright's loop
+        pool.submit(anyio.run, write).result()
+    with running_gateway(settings, lambda: Web(settings)) as base, httpx.Client(base_url=base) as c:
+        page = c.get("/console/", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert page.status_code == 200
+    found = re.findall(r"<tr class=\"d-[^\"]+\">(.*?)</tr>", page.text, re.S)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)[5] for r in found]
+    assert [re.sub(r"<[^>]+>", "", c).strip() for c in cells] == [
+        "allowed render refused: 53 (1 internal)",
+        "allowed render refused: 2 (1 internal)",
+        "allowed",
+    ]
+
+
 def test_the_policy_view_shows_each_agents_own_lists_and_settings(tmp_path: Path) -> None:
     """An agent's own allow list confines even a `full` agent, while the tiers table says
     "any public host not denied": the Agents table shows each agent's allow and deny lists,

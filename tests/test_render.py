@@ -1375,6 +1375,31 @@ async def test_an_internal_target_refused_for_its_method_or_past_the_cap_is_list
     assert gate.exhausted.is_set()
 
 
+async def test_the_audit_table_shows_a_call_whose_render_was_refused_an_internal_target() -> None:
+    """A page whose render tried 127.0.0.2 reads as "allowed allowed": `webward audit`'s table
+    showed nothing else, the attempt named only in the record's renderRefused. It now has a
+    RENDER-REFUSED column saying how many hosts were refused, and how many were internal."""
+    from webward._cmd_audit import render_table
+
+    with accept_counter("127.0.0.2") as internal:
+        page = f"""<html><body><h1>Plain page</h1><p>Words enough to be read.</p>
+          <img src="http://127.0.0.2:{internal.port}/pixel.png"></body></html>"""
+        with serve(routes={"/": respond(200, page)}) as srv:
+            audit = MemoryAuditSink()
+            async with make_web(audit=audit, renderer=ChromiumRenderer()) as web:
+                await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+                with pytest.raises(UpstreamError):  # a 404: nothing rendered
+                    await web.fetch(srv.url("/other"), tier="full")
+    assert internal.accepts == 0
+    lines = render_table(list(audit.records)).splitlines()
+    assert lines[0].split()[4:7] == ["DECISION", "REASON", "RENDER-REFUSED"]
+    assert [line.split()[4:7] for line in lines[1:]] == [
+        ["allowed", "allowed", "1"],
+        ["failed", "http_404", "-"],
+    ]
+    assert "allowed   1 (1 internal)  200" in lines[1]
+
+
 async def test_contacted_hosts_past_the_cap_are_counted() -> None:
     """55 distinct hosts contacted: 50 are listed and a last entry says 5 more were."""
     names = [f"h{n}.webward-test.net" for n in range(55)]

@@ -338,7 +338,8 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
     ellipsis so that each row fits in ``width`` columns (when given). Columns only some logs
     need are shown when a record shown has a value ("-" for the others): WOULD-DENY after
     REASON (the refusal enforce mode would have given, also for a call report mode let
-    through that then failed), FACE after STATUS (how the agent was named) and SESSION."""
+    through that then failed), RENDER-REFUSED (how many hosts the gate refused a render of
+    the call's page), FACE after STATUS (how the agent was named) and SESSION."""
     if not records:
         return "no audit records match"
     from ._capabilities import SEARCH
@@ -347,9 +348,13 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
     would_deny = any(r.would_deny is not None for r in records)
     faces = any(r.face is not None for r in records)
     sessions = any(r.session is not None for r in records)
+    # A page whose render tried an internal address still reads as "allowed": without this
+    # column the table hid the attempt, named only in the record's renderRefused.
+    render_refused = any(r.render_refused for r in records)
     columns = (
         *_COLUMNS[:6],
         *(("WOULD-DENY",) if would_deny else ()),
+        *(("RENDER-REFUSED",) if render_refused else ()),
         _COLUMNS[6],
         *(("FACE",) if faces else ()),
         *(("SESSION",) if sessions else ()),
@@ -368,6 +373,7 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
             cell(r.decision),
             cell(r.reason),
             *optional(would_deny, r.would_deny),
+            *((refused_hosts(r.render_refused),) if render_refused else ()),
             "-" if r.status is None else str(r.status),
             *optional(faces, r.face),
             *optional(sessions, r.session),
@@ -389,6 +395,23 @@ def render_table(records: list[AuditRecord], width: int | None = None) -> str:
                 target = target[: room - 1] + "…"
         lines.append(f"{head}  {target}".rstrip())
     return "\n".join(lines)
+
+
+def refused_hosts(refused: tuple[str, ...]) -> str:
+    """How many hosts a render's gate refused ("-" for none), with how many of them were
+    internal targets, from the record's list and its last entry ("... and 12 more hosts")."""
+    if not refused:
+        return "-"
+    more = _MORE_HOSTS.fullmatch(refused[-1])
+    listed = refused[:-1] if more else refused
+    count = f"{'over ' if more and more[1] else ''}{len(listed) + (int(more[2]) if more else 0)}"
+    internal = sum(entry.endswith(_INTERNAL) for entry in listed)
+    return f"{count} ({internal} internal)" if internal else count
+
+
+# The last entry of a full host list (_gate._HostList), and the reasons of an internal target.
+_MORE_HOSTS = re.compile(r"\.\.\. and (over )?(\d+) more hosts?")
+_INTERNAL = (" (internal_address)", " (internal_name)")
 
 
 def name_cell(value: str) -> str:

@@ -25,7 +25,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._cmd_audit import cell, name_cell, parse_since
+from .._cmd_audit import cell, name_cell, parse_since, refused_hosts
 from .._errors import InvalidInput, WebwardError
 from .._settings import TIERS, Settings
 from .._tokens import bearer_token
@@ -131,6 +131,9 @@ def _environment() -> jinja2.Environment:
     # a space that is not a plain one, so that `bob ` is not read as `bob`.
     env.filters["name"] = lambda v: "-" if v is None else name_cell(str(v))
     env.filters["when"] = _time
+    # How many hosts a render's gate refused (how many of them internal): a call whose page
+    # tried an internal address is "allowed" and would show nothing else in the list.
+    env.filters["refused_hosts"] = refused_hosts
     # A record id in a link's path: every character but letters and digits escaped (an id
     # another process wrote may hold "/", "?" or "..").
     env.filters["record_link"] = _record_link
