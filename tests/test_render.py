@@ -312,6 +312,22 @@ async def test_proxy_connect_to_internal_targets_never_connects() -> None:
     assert [reason for _, reason in proxy.refused] == ["internal_address"]
 
 
+async def test_the_proxy_keeps_a_bounded_note_of_what_it_refused() -> None:
+    """A page firing requests that are refused at once (past the render's cap, at internal
+    addresses) made the proxy keep every URL (of up to 16 KB) for the whole render: it
+    keeps the first 1000, and the call's record still names the host once."""
+    path = "/" + "a" * 1500
+    async with make_web() as web:
+        gate, record = gate_for(web)
+        async with open_proxy(gate) as proxy:
+            for n in range(1100):
+                raw = f"GET http://127.0.0.2:8080{path}{n} HTTP/1.1\r\n{_auth(proxy)}\r\n"
+                assert (await _proxy_request(proxy.port, raw.encode())).startswith(b"HTTP/1.1 403 ")
+    assert len(proxy.refused) == 1000
+    assert proxy.refused[0] == (f"http://127.0.0.2:8080{path}0", "internal_address")
+    assert record.render_refused == ["127.0.0.2:8080 (internal_address)"]
+
+
 async def test_proxy_forwards_a_plain_get_to_an_allowed_target() -> None:
     """An absolute-form GET to an allowed loopback page is forwarded in origin form."""
     with serve(routes={"/hello": respond(200, "hi there", "text/plain")}) as srv:

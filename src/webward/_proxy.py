@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -48,6 +48,8 @@ _MAX_HEAD = 16 * 1024
 _CHUNK = 65536
 _MIN_SHARE = 256 * 1024  # the least a body of unknown length may read, budget permitting
 _USER = "webward"
+_MAX_NOTED = 1000  # URLs an EgressProxy keeps of those it relayed, and of those it refused
+_T = TypeVar("_T")
 # Request headers that belong to the hop between Chromium and the proxy, or that the
 # transport sets itself, not to the origin.
 _HOP_HEADERS = frozenset(
@@ -98,7 +100,8 @@ class Gate(Protocol):
 
 @dataclass
 class EgressProxy:
-    """A running proxy: its port and secret, and what it relayed and refused (for the tests)."""
+    """A running proxy: its port and secret, and what it relayed and refused (for the tests;
+    the first :data:`_MAX_NOTED` of each)."""
 
     port: int
     password: str = field(repr=False)
@@ -107,6 +110,13 @@ class EgressProxy:
     allowed: list[str] = field(default_factory=list)
     unauthenticated: int = 0  # client connections turned away with 407
     bytes_left: int = 0  # of the render's budget, not yet read nor set aside for a body
+
+    def noted(self, into: list[_T], entry: _T) -> None:
+        """Keep ``entry`` in one of the lists above while it holds fewer than
+        :data:`_MAX_NOTED`: a page firing requests past the render's cap (each refused at
+        once) kept every URL (of up to 16 KB) in the server's memory for the render."""
+        if len(into) < _MAX_NOTED:
+            into.append(entry)
 
     def reserve(self, headers: Sequence[tuple[str, str]]) -> int:
         """Set aside, from what is left of the budget, what one response may read: its
@@ -345,10 +355,10 @@ async def _relay(
         body = await gate.request(head.method, url, headers, cap_for)
     except WebwardError as exc:
         # What a failed body read is not known: its share stays spent.
-        proxy.refused.append((url, exc.reason))
+        proxy.noted(proxy.refused, (url, exc.reason))
         await _answer(client, _status_for(exc), exc.for_model)
         return
-    proxy.allowed.append(url)
+    proxy.noted(proxy.allowed, url)
     proxy.settle(reserved, len(body.content))
     out = [f"HTTP/1.1 {body.status} {_phrase(body.status)}"]
     out += [f"{k}: {v}" for k, v in body.headers if k.lower() not in _HOP_RESPONSE_HEADERS]
@@ -368,7 +378,7 @@ def _no_upgrade() -> Refused:
 
 def _refuse(gate: Gate, proxy: EgressProxy, url: str, exc: WebwardError) -> None:
     """A refusal of the proxy's own, noted in the call's record as the gate's are."""
-    proxy.refused.append((url, exc.reason))
+    proxy.noted(proxy.refused, (url, exc.reason))
     gate.refuse(url, exc)
 
 
