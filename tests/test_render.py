@@ -1416,6 +1416,52 @@ async def test_the_audit_table_shows_a_call_whose_render_was_refused_an_internal
     assert "allowed   1 (1 internal)  200" in lines[1]
 
 
+async def test_a_renders_refused_hosts_are_counted_in_the_metrics() -> None:
+    """A call whose render had an image refused at an internal address, and a beacon refused
+    for its method, is an "allowed" call: webward_calls_total, which an operator alerts on,
+    showed nothing of either. webward_render_refusals_total counts each refused host of the
+    record by reason."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from webward._telemetry import Telemetry
+
+    with accept_counter("127.0.0.2") as internal:
+        page = f"""<html><body><h1>Plain page</h1><p>Words enough to be read.</p>
+          <img src="http://127.0.0.2:{internal.port}/pixel.png">
+          <script>navigator.sendBeacon("/beacon", "x");</script></body></html>"""
+        with serve(routes={"/": respond(200, page)}) as srv:
+            telemetry = Telemetry(metrics=True)
+            audit = MemoryAuditSink()
+            web = make_web(audit=audit, renderer=ChromiumRenderer(), telemetry=telemetry)
+            async with web:
+                await web.fetch(srv.url("/"), include_screenshot=True, tier="full")
+    assert internal.accepts == 0
+    assert sorted(audit.records[-1].render_refused) == [
+        f"127.0.0.1:{srv.port} (render_method)",
+        f"127.0.0.2:{internal.port} (internal_address)",
+    ]
+    assert telemetry.metrics is not None
+    counted = {
+        s.labels["reason"]: s.value
+        for family in text_string_to_metric_families(telemetry.metrics.exposition().decode())
+        for s in family.samples
+        if s.name == "webward_render_refusals_total"
+    }
+    telemetry.close()
+    assert counted == {"internal_address": 1.0, "render_method": 1.0}
+
+
+def test_a_render_refusals_reason_label_is_a_fixed_code() -> None:
+    """The label is taken from the record's entry, whose host the page chose: only a reason
+    webward has is a label value; the list's count of the rest is none."""
+    from webward._telemetry import _render_refusal_reason
+
+    assert _render_refusal_reason("127.0.0.2:8080 (internal_address)") == "internal_address"
+    assert _render_refusal_reason("x (y) (render_upgrade)") == "render_upgrade"
+    assert _render_refusal_reason("evil (made-up)") == "other"
+    assert _render_refusal_reason("... and 12 more hosts") is None
+
+
 async def test_contacted_hosts_past_the_cap_are_counted() -> None:
     """55 distinct hosts contacted: 50 are listed and a last entry says 5 more were."""
     names = [f"h{n}.webward-test.net" for n in range(55)]

@@ -59,7 +59,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ._addresses import is_loopback, names_this_machine
-from ._errors import InvalidInput, WebwardError
+from ._errors import InvalidInput, Reason, WebwardError
 from ._redact import redact_message, redact_secrets
 from ._settings import Settings, is_agent_name
 from ._tokens import bearer_token
@@ -1046,9 +1046,19 @@ class _Metrics:
             "audit record), by reason: missing, malformed, unknown.",
             ("reason",),
         )
+        # A render's requests the gate refused, one per host its call's record lists (an
+        # internal address a page's image or script tried): the call itself is "allowed",
+        # so webward_calls_total, on which an operator alerts, never showed them.
+        self.render_refusals = _Counter(
+            "webward_render_refusals",
+            "Hosts the gate refused requests of a headless render to, as the call's audit "
+            "record lists them (renderRefused), by reason.",
+            ("reason",),
+        )
         hot: tuple[_Family, ...] = (
             self.calls,
             self.auth_refusals,
+            self.render_refusals,
             self.duration,
             self.bytes,
             cache_hits,
@@ -1109,6 +1119,10 @@ class _Metrics:
             read.value += record.bytes
         if limited:
             self.hosts.refused(_limited_key(record), record.reason)
+        for entry in record.render_refused:
+            reason = _render_refusal_reason(entry)
+            if reason is not None:
+                self.render_refusals.cell(reason).value += 1
 
     def _agent_label(self, agent: str) -> str:
         if agent in self._agents:
@@ -1133,6 +1147,20 @@ class _Metrics:
 #: The HTTP statuses registered (RFC 9110 and the like): their reasons are label values as
 #: they are; any other status a server sends is folded into its class (``http_5xx``).
 _REGISTERED_STATUSES = frozenset(f"http_{s.value}" for s in http.HTTPStatus)
+
+
+def _render_refusal_reason(entry: str) -> str | None:
+    """The reason of one entry of a record's renderRefused (``host[:port] (reason)``) as a
+    label value; None for the list's last entry counting the rest (``... and 12 more
+    hosts``). A reason no registry holds is ``other``: the host before it is the page's."""
+    _host, sep, reason = entry.rpartition(" (")
+    if not sep or not reason.endswith(")"):
+        return None
+    reason = reason[:-1]
+    return reason if reason in _REASONS else "other"
+
+
+_REASONS = frozenset(Reason)
 
 
 def _reason_label(reason: str) -> str:
