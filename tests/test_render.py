@@ -1658,6 +1658,51 @@ async def test_an_origins_challenge_for_credentials_does_not_hold_the_page() -> 
     assert record.render_contacted == [f"127.0.0.1:{srv.port}"]
 
 
+def _mdns_sockets() -> set[str]:
+    """The inodes of the UDP sockets bound to port 5353 (mDNS) in this network namespace."""
+    found = set()
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        with open(table) as lines:
+            for line in list(lines)[1:]:
+                fields = line.split()
+                if fields[1].rpartition(":")[2] == "14E9":
+                    found.add(fields[9])
+    return found
+
+
+async def test_a_pages_webrtc_opens_no_mdns_listener() -> None:
+    """A page's RTCPeerConnection made Chromium join the mDNS multicast group
+    (224.0.0.251:5353, on every interface) to answer for the .local names it hides host
+    addresses behind: a socket outside the proxy, taking packets from the local network for
+    the render's life. With WebRTC held to proxied traffic no host address is gathered, so
+    there is nothing to hide: the feature is off and no such socket is opened. The page
+    asks the server, once its ICE gathering is complete, to look for one."""
+    before = _mdns_sockets()
+    seen: list[set[str]] = []
+
+    def look(req: Request, sock: socket.socket) -> None:
+        seen.append(_mdns_sockets() - before)
+        send(sock, 200, b"looked", "text/plain")
+
+    page = """<html><body><p id="out">pending</p><script>
+      const pc = new RTCPeerConnection({iceServers: [{urls: "stun:127.0.0.1:9"}]});
+      pc.createDataChannel("x");
+      pc.onicegatheringstatechange = async () => {
+        if (pc.iceGatheringState !== "complete") return;
+        const sdp = pc.localDescription.sdp;
+        await fetch("/look");
+        document.getElementById("out").textContent = "looked " + /a=candidate/.test(sdp);
+      };
+      pc.createOffer().then((offer) => pc.setLocalDescription(offer));
+    </script></body></html>"""
+    with serve(routes={"/": respond(200, page), "/look": look}) as srv:
+        async with make_web() as web:
+            gate, _ = gate_for(web)
+            out = await ChromiumRenderer().render(srv.url("/"), screenshot=False, gate=gate)
+    assert "looked false" in out.html
+    assert seen == [set()]
+
+
 async def test_a_page_that_floods_its_history_is_read() -> None:
     """Playwright starts Chromium with its IPC flooding protection off, so a page changing its
     address thousands of times a tick (pushState, or location.hash) flooded the browser: its

@@ -108,6 +108,11 @@ _ARGS = (
             "OptimizationHintsFetchingAnonymousDataConsent", "AutofillServerCommunication",
             "CertificateTransparencyComponentUpdater", "Translate", "InterestFeedContentSuggestions",
             "SafeBrowsingEnhancedProtection", "PrivacySandboxSettings4", "FedCm",
+            # A page's RTCPeerConnection made Chromium join the mDNS group (224.0.0.251:5353)
+            # to answer for the .local names it hides host addresses behind: a socket outside
+            # the proxy taking the local network's packets. WebRTC gathers no host address
+            # here (proxied UDP only), so there is nothing to hide.
+            "WebRtcHideLocalIpsWithMdns",
         )
     ),
 )  # fmt: skip
