@@ -312,6 +312,31 @@ async def test_proxy_connect_to_internal_targets_never_connects() -> None:
     assert [reason for _, reason in proxy.refused] == ["internal_address"]
 
 
+async def test_a_refusal_past_the_request_cap_names_no_setting_in_the_page() -> None:
+    """The proxy answers a refused request with the model's message, which a frame of the
+    page's own origin shows as the page's text (a shell's reading held it, in a code block):
+    past the render's request cap it said "([limits] render_max_requests)", a setting for
+    the model to read. The operator's step stays in the message the operator reads."""
+    with serve(routes={"*": respond(200, "ok", "text/plain")}) as srv:
+        async with make_web({"render_max_requests": 1}) as web:
+            gate, _ = gate_for(web)
+            async with open_proxy(gate) as proxy:
+                answers = [
+                    await _proxy_request(
+                        proxy.port,
+                        f"GET {srv.url(f'/{n}')} HTTP/1.1\r\n{_auth(proxy)}\r\n".encode(),
+                    )
+                    for n in range(2)
+                ]
+    assert answers[0].startswith(b"HTTP/1.1 200 ")
+    refused = answers[1].decode()
+    assert refused.startswith("HTTP/1.1 403 ")
+    assert refused.endswith("\r\n\r\nrefused: a render may send at most 1 requests\n")
+    with pytest.raises(Refused) as caught:
+        await gate.request("GET", srv.url("/2"), [], lambda s, h: (0, True))
+    assert "[limits] render_max_requests" in caught.value.message
+
+
 async def test_the_proxy_keeps_a_bounded_note_of_what_it_refused() -> None:
     """A page firing requests that are refused at once (past the render's cap, at internal
     addresses) made the proxy keep every URL (of up to 16 KB) for the whole render: it

@@ -649,9 +649,14 @@ class RenderGate:
                 self.exhausted.set()
             parsed = self._screen(url)
             if self.requests > limit:
+                # The proxy answers a refusal with the model's message, which a refused frame
+                # of the page's own origin shows in the page's text: it names no setting.
                 raise Refused(
-                    f"refused: a render may send at most {limit} requests "
-                    "([limits] render_max_requests)",
+                    operator_step(
+                        f"refused: a render may send at most {limit} requests",
+                        "raise [limits] render_max_requests",
+                        model="",
+                    ),
                     reason=Reason.RENDER_REQUESTS,
                 )
             if method not in self._METHODS:
