@@ -24,7 +24,14 @@ from fake_search import BRAVE_PATH, FakeBrave
 from localserver import LocalServer, accept_counter, held, respond, serve
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.types import CallToolResult, EmbeddedResource, ImageContent, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+)
 from PIL import Image
 from reportlab.pdfgen import canvas
 from stores import stored_records
@@ -933,6 +940,32 @@ async def test_a_call_of_a_tool_the_server_does_not_have_is_audited(tmp_path: Pa
     assert (unknown.agent, unknown.tier, unknown.decision) == ("ide", "connected", "refused")
     assert fetch.session is not None and unknown.session == fetch.session
     assert named_unknown.session == "mcp:ide:app:conversation-7"
+
+
+@pytest.mark.anyio
+async def test_a_list_asked_for_with_a_cursor_it_never_gave_is_invalid_params(
+    tmp_path: Path,
+) -> None:
+    """Every list fits one page, so no cursor was ever given out: a list asked for with one is
+    -32602, as the MCP spec's pagination says an invalid cursor should be, not the first page
+    again (a client paging on was told nothing was wrong). Without one it lists as ever."""
+    async with (
+        memory_web(tmp_path, MemoryAuditSink()) as web,
+        Client(build_server(web, agent="ide", tier="connected")) as client,
+    ):
+        listings = (
+            client.list_tools,
+            client.list_prompts,
+            client.list_resources,
+            client.list_resource_templates,
+        )
+        for listing in listings:
+            with pytest.raises(MCPError) as refused:
+                await listing(cursor="eyJwYWdlIjogMn0=")
+            assert refused.value.error.code == INVALID_PARAMS
+            assert refused.value.error.message == _mcp._NO_CURSOR
+        page = await client.list_tools()
+        assert page.next_cursor is None and len(page.tools) == 2
 
 
 @pytest.mark.anyio

@@ -331,6 +331,13 @@ def build_server(
         name no string, its arguments no object, or sent before ``initialize``) is a call
         too: audited, and answered with one sentence rather than "Invalid request
         parameters"."""
+        if ctx.method in _PAGED_LISTS and ctx.request_id is not None:
+            cursor = ctx.params.get("cursor") if isinstance(ctx.params, dict) else None
+            if cursor is not None:
+                # Every list fits one page here, so no cursor was ever handed out: the MCP
+                # spec's pagination says an invalid cursor SHOULD be -32602. The SDK answered
+                # the first page again, and a client paging on was told nothing was wrong.
+                raise MCPError(INVALID_PARAMS, _NO_CURSOR)
         if ctx.method == "tools/list" and ctx.request_id is not None:
             try:
                 return await call_next(ctx)
@@ -541,6 +548,14 @@ _BAD_CALL = (
 )
 _BEFORE_INITIALIZE = "a tools/call before initialize: send initialize first, then call tools"
 _LIST_BEFORE_INITIALIZE = "a tools/list before initialize: send initialize first, then list tools"
+#: The list methods the MCP spec pages by a cursor (its "Pagination" utility).
+_PAGED_LISTS = frozenset(
+    ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+)
+_NO_CURSOR = (
+    "this server lists everything on one page and gave no cursor to go on from: list again "
+    "without a cursor"
+)
 
 
 async def reject_call(
