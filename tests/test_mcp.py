@@ -1640,6 +1640,40 @@ def test_stdio_answers_every_request_it_cannot_read_and_audits_refused_calls(
     assert len({r["session"] for r in records}) == 1 and records[0]["session"]
 
 
+def test_a_request_the_sdk_finds_invalid_is_answered_with_what_to_send(tmp_path: Path) -> None:
+    """An initialize without its protocolVersion or clientInfo, a prompts/list before
+    initialize, a resources/read whose uri is no string: the SDK answered each "Invalid
+    request parameters" (data ""), and a client showed its user nothing of what to send. Each
+    is -32602 with one sentence that says it; the session then opens as ever."""
+    with raw_stdio_server(tmp_path, "--tier", "connected") as process:
+        ask = asker(process)
+        info = {"name": "raw", "version": "1"}
+        bad_inits = ({"capabilities": {}, "clientInfo": info},
+                     {"protocolVersion": "2025-06-18", "capabilities": {}},
+                     {"protocolVersion": 20250618, "capabilities": {}, "clientInfo": info})  # fmt: skip
+        for n, params in enumerate(bad_inits):
+            line = {"jsonrpc": "2.0", "id": n, "method": "initialize", "params": params}
+            error = ask(json.dumps(line).encode())["error"]
+            assert error == {"code": -32602, "message": _mcp._BAD_INITIALIZE}
+        assert '"protocolVersion": "2025-11-25"' in _mcp._BAD_INITIALIZE
+        answer = ask(b'{"jsonrpc": "2.0", "id": 5, "method": "prompts/list"}')
+        assert answer["error"] == {
+            "code": -32602,
+            "message": "a prompts/list before initialize: send initialize first, then prompts/list",
+        }
+        read = b'{"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": 5}}'
+        assert ask(read)["error"]["message"] == (
+            "the params of resources/read are not those MCP defines for it: send them as its "
+            "schema says"
+        )
+        initialize(process, ask)
+        assert ask(b'{"jsonrpc": "2.0", "id": 7, "method": "prompts/list"}')["result"] == {
+            "prompts": []
+        }
+        process.stdin.close()  # type: ignore[union-attr]
+        assert process.wait(timeout=30) == 0
+
+
 def test_a_line_that_is_not_utf8_is_answered_with_its_id_and_its_call_audited(
     tmp_path: Path,
 ) -> None:

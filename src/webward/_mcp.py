@@ -330,7 +330,8 @@ def build_server(
         """A ``tools/call`` the SDK refuses before any tool runs (its params no object, its
         name no string, its arguments no object, or sent before ``initialize``) is a call
         too: audited, and answered with one sentence rather than "Invalid request
-        parameters"."""
+        parameters"; so is any other request the SDK refuses so (answered, no call), and a
+        list asked for with a cursor."""
         if ctx.method in _PAGED_LISTS and ctx.request_id is not None:
             cursor = ctx.params.get("cursor") if isinstance(ctx.params, dict) else None
             if cursor is not None:
@@ -338,13 +339,16 @@ def build_server(
                 # spec's pagination says an invalid cursor SHOULD be -32602. The SDK answered
                 # the first page again, and a client paging on was told nothing was wrong.
                 raise MCPError(INVALID_PARAMS, _NO_CURSOR)
-        if ctx.method == "tools/list" and ctx.request_id is not None:
+        if ctx.method != "tools/call" and ctx.request_id is not None:
+            # Any other request the SDK refuses as "Invalid request parameters" (data ""): an
+            # initialize without its protocolVersion or clientInfo, a list before initialize.
+            # A client showed those words with nothing to say what to send instead.
             try:
                 return await call_next(ctx)
-            except MCPError as exc:  # well formed (it takes no params): before initialize
-                if exc.code != INVALID_PARAMS:
+            except (MCPError, ValidationError) as exc:
+                if isinstance(exc, MCPError) and exc.error.message != _SDK_INVALID_PARAMS:
                     raise
-                raise MCPError(INVALID_PARAMS, _LIST_BEFORE_INITIALIZE) from None
+                raise MCPError(INVALID_PARAMS, _invalid_request(ctx.method, exc)) from None
         if ctx.method != "tools/call" or ctx.request_id is None:
             return await call_next(ctx)
         try:
@@ -548,6 +552,29 @@ _BAD_CALL = (
 )
 _BEFORE_INITIALIZE = "a tools/call before initialize: send initialize first, then call tools"
 _LIST_BEFORE_INITIALIZE = "a tools/list before initialize: send initialize first, then list tools"
+#: What the SDK answers a request it refuses before its handler runs: params its schema
+#: refuses, or a request before initialize.
+_SDK_INVALID_PARAMS = "Invalid request parameters"
+_BAD_INITIALIZE = (
+    f'an initialize needs params {{"protocolVersion": "{HANDSHAKE_PROTOCOL_VERSIONS[-1]}", '
+    '"capabilities": {...}, "clientInfo": {"name": "...", "version": "..."}}: the protocol '
+    "version as a string, the capabilities and the client's name and version as objects"
+)
+
+
+def _invalid_request(method: str, exc: Exception) -> str:
+    """What to answer a request (not a ``tools/call``) of ``method`` the SDK refused, with
+    ``exc``, as "Invalid request parameters": one sentence with what to send instead."""
+    if method == "initialize":
+        return _BAD_INITIALIZE
+    shown = neutralise_line(method)[:100]  # a method this server serves (others are -32601)
+    if isinstance(exc, MCPError):  # the SDK's gate: a request before initialize
+        if method == "tools/list":
+            return _LIST_BEFORE_INITIALIZE
+        return f"a {shown} before initialize: send initialize first, then {shown}"
+    return f"the params of {shown} are not those MCP defines for it: send them as its schema says"
+
+
 #: The list methods the MCP spec pages by a cursor (its "Pagination" utility).
 _PAGED_LISTS = frozenset(
     ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
