@@ -302,6 +302,38 @@ async def test_a_message_the_sdk_cannot_read_is_one_sentence_and_a_call_is_audit
 
 
 @pytest.mark.anyio
+async def test_a_batch_of_the_sessionless_protocol_is_refused_as_a_batch_and_its_call_audited(
+    tmp_path: Path,
+) -> None:
+    """A batch sent as the sessionless protocol (2026-07-28: no session, its version in
+    MCP-Protocol-Version) is refused by the SDK's reader in its own words ("Body must be a
+    single JSON-RPC request or notification object"), and the tools/call in it went unaudited,
+    where the same batch in a session is refused in one sentence and its call audited. Both
+    are now: the batch's sentence, and one record of the token's agent."""
+    config = token_config(tmp_path)
+    version = "2026-07-28"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    call = {"name": "web_fetch", "arguments": {"url": "https://a.test/"}, "_meta": meta}
+    batch = [{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call}]
+    sessionless = {"mcp-protocol-version": version, "mcp-method": "tools/call"}
+    async with (
+        mcp_over_http(tmp_path, config, args=()) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        answer = await http.post(
+            url, json=batch, headers={**ACCEPT, **sessionless, **bearer("alice")}
+        )
+    assert answer.status_code == 400
+    error = answer.json()
+    assert error["id"] is None and error["error"]["code"] == -32600
+    assert error["error"]["message"].startswith("the message is a batch")
+    assert await records(config) == [("alice", "connected", "refused")]
+
+
+@pytest.mark.anyio
 async def test_valid_json_the_sdk_cannot_read_is_answered_with_its_id_and_audited(
     tmp_path: Path,
 ) -> None:

@@ -2405,7 +2405,11 @@ class _MalformedRequests:
                 if said is None:
                     return None  # not the SDK's JSON-RPC error: as it was
                 message, answered_id = said
-                if not message.startswith(("Validation error", "Parse error")):
+                # A batch the sessionless protocol's reader refuses in its own words ("Body
+                # must be a single JSON-RPC request"): refused as a batch in a session is, each
+                # call in it audited (none was).
+                batch = isinstance(value, list) and problem is not None
+                if not batch and not message.startswith(("Validation error", "Parse error")):
                     # One of the SDK's own sentences. Refusing a tools/call it read (the
                     # sessionless protocol's _meta), answered with its id: audited as such; a
                     # transport's refusal (a protocol version) has none, and is no call.
