@@ -894,6 +894,56 @@ async def test_a_request_in_a_session_not_open_is_told_to_start_one(tmp_path: Pa
 
 
 @pytest.mark.anyio
+async def test_a_protocol_version_header_no_version_names_is_told_so(tmp_path: Path) -> None:
+    """An MCP-Protocol-Version the SDK does not know (a typo, a version from nowhere), in a
+    session or not, is still 400, as the MCP spec asks of an unsupported version; but the
+    SDK took it for a request of the sessionless protocol and told a client of the 2025
+    protocol to send "envelope keys" in its _meta. It is told what is wrong instead, with
+    the versions to send, and a call sent so is audited with that sentence. A header of the
+    sessionless protocol without its _meta keeps the SDK's words, which are right for it."""
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "web_fetch", "arguments": {"url": "https://a.test/"}}}  # fmt: skip
+    async with (
+        mcp_over_http(tmp_path) as url,
+        httpx.AsyncClient(trust_env=False, timeout=20) as http,
+    ):
+        opened = await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+        session = {**MCP_HEADERS, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        answers = [
+            await http.post(
+                url, json=call, headers={**session, "MCP-Protocol-Version": "1999-01-01"}
+            ),
+            await http.post(url, json=call, headers={**MCP_HEADERS, "MCP-Protocol-Version": "v2"}),
+        ]
+        modern = await http.post(
+            url, json=call, headers={**MCP_HEADERS, "MCP-Protocol-Version": "2026-07-28"}
+        )
+        listed = await http.post(
+            url, json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+            headers={**session, "MCP-Protocol-Version": "2025-06-18"},
+        )  # fmt: skip
+    for answer, version in zip(answers, ("1999-01-01", "v2"), strict=True):
+        assert answer.status_code == 400
+        assert answer.json()["id"] == 3
+        assert answer.json()["error"] == {
+            "code": -32602,
+            "message": f"the MCP-Protocol-Version header names a protocol version this server "
+            f"does not speak ('{version}'): send the version initialize agreed on (2024-11-05, "
+            "2025-03-26, 2025-06-18, 2025-11-25), or 2026-07-28 with its _meta",
+        }
+    assert modern.status_code == 400
+    assert modern.json()["error"]["message"].startswith("params._meta must be an object")
+    assert listed.status_code == 200 and "web_fetch" in listed.text  # the session goes on
+    records = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "webward.cli", "audit", "--json"], capture_output=True,
+            env={**os.environ, **child_env(tmp_path)}, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert [r["decision"] for r in records] == ["refused"] * 3  # each call, as ever
+
+
+@pytest.mark.anyio
 async def test_streamable_http_serves_only_its_own_origin(tmp_path: Path) -> None:
     """A browser's Origin counts only when it is the server's own: a loopback name or the
     bound address at the bound port. Another port on this machine (any page a local dev

@@ -93,7 +93,11 @@ from mcp.types import (
     jsonrpc_message_adapter,
 )
 from mcp_types.methods import SPEC_CLIENT_METHODS, SPEC_CLIENT_NOTIFICATION_METHODS
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    KNOWN_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+)
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 
 from ._addresses import is_loopback, plain_http_warning
@@ -2311,6 +2315,7 @@ class _MalformedRequests:
         # The session a call refused here is audited in, as _session_id tells a call's.
         transport = _first_headers(scope).get(b"mcp-session-id", b"").decode("latin-1")
         transport = transport or SESSIONLESS
+        version = _first_headers(scope).get(b"mcp-protocol-version")
         claimed = None
         if body is not None and refused is None:
             claimed, refused = self._claim(scope, body, value)
@@ -2335,7 +2340,7 @@ class _MalformedRequests:
             rewritten = None
             if body is not None and not message.get("more_body", False):
                 rewritten = await self._rewritten(
-                    start["status"], message, body, refused, who, reach, transport
+                    start["status"], message, body, refused, who, reach, transport, version
                 )
             if rewritten is None:
                 await send(start)
@@ -2369,10 +2374,12 @@ class _MalformedRequests:
         who: str,
         reach: str | None,
         transport: str,
+        version: bytes | None = None,
     ) -> tuple[int, bytes] | None:
         """The answer (status, body) in place of the SDK's (``status``, ``sent``) to
         ``body``, or None to keep the SDK's. ``refused``: what is wrong with a body the SDK
-        was handed :data:`_UNREADABLE_BODY` for; ``transport``: the request's session id."""
+        was handed :data:`_UNREADABLE_BODY` for; ``transport``: the request's session id;
+        ``version``: its MCP-Protocol-Version header."""
 
         def reject(params: dict[str, Any], message: str) -> Awaitable[WebwardError]:
             return reject_call(self._web, who, reach, params, message, transport)
@@ -2413,11 +2420,18 @@ class _MalformedRequests:
                     # One of the SDK's own sentences. Refusing a tools/call it read (the
                     # sessionless protocol's _meta), answered with its id: audited as such; a
                     # transport's refusal (a protocol version) has none, and is no call.
+                    unsupported = _unsupported_version(version, message)
+                    message = unsupported or message
                     given = value.get("id") if isinstance(value, dict) else None
                     if problem is None and given is not None and answered_id == given:
                         for call in _calls_in(value):
                             await reject_call(self._web, who, reach, call, message, transport)
-                    return None
+                    if unsupported is None:
+                        return None
+                    wire = {"code": INVALID_PARAMS, "message": unsupported}
+                    return 400, json.dumps(
+                        {"jsonrpc": "2.0", "id": answered_id, "error": wire}
+                    ).encode()
                 if message.startswith("Parse error") and not undecodable:
                     problem = _parse_error(body, problem is not _NOT_JSON_PROBLEM, value)
                 elif problem is None:
@@ -2457,6 +2471,32 @@ def _refused_before_read(scope: Any, body: bytes, value: Any = _UNREAD) -> Malfo
     shown = repeated.decode("latin-1").title()
     message = f"send one {shown} header; this request sent more"
     return Malformed(request_id=_request_id(value), message=message, calls=_calls_in(value))
+
+
+#: How the SDK begins its refusal of a request of the sessionless protocol without the
+#: envelope keys in its _meta; it takes any MCP-Protocol-Version it does not know for that.
+_NO_ENVELOPE = "params._meta must be an object carrying the required"
+
+
+def _unsupported_version(version: bytes | None, said: str) -> str | None:
+    """What to answer, in place of the SDK's ``said``, a request whose MCP-Protocol-Version
+    header names no version the SDK knows (``1999-01-01``, a typo); None for any other.
+
+    The SDK takes such a request for one of the sessionless protocol, and told a client of
+    the 2025 protocol, in its session, to send envelope keys in its _meta: a client that
+    sent its header wrong learnt nothing of what was wrong. Still 400, as the MCP spec asks
+    of an invalid or unsupported version."""
+    if version is None or not said.startswith(_NO_ENVELOPE):
+        return None
+    shown = neutralise_line(version.decode("latin-1"))[:40]
+    if shown in KNOWN_PROTOCOL_VERSIONS:
+        return None
+    return (
+        f"the MCP-Protocol-Version header names a protocol version this server does not speak "
+        f"({shown!r}): send the version initialize agreed on "
+        f"({', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}), or {' or '.join(MODERN_PROTOCOL_VERSIONS)} "
+        "with its _meta"
+    )
 
 
 def _parse_error(body: bytes, parsed: bool, value: Any) -> Malformed:
