@@ -1418,6 +1418,67 @@ def test_the_fetch_path_imports_no_tracing_or_metrics_library(tmp_path: Path) ->
     assert done.stdout.strip() == "[]"
 
 
+def test_a_web_in_an_application_leaves_the_tracer_provider_to_it(tmp_path: Path) -> None:
+    """OTEL_* variables set for the application's own tracing: a Web made before the
+    application installs its tracer provider installed webward's SDK as the process's one (the
+    application's was then refused, "Overriding of current TracerProvider is not allowed", and
+    its spans went out as service "webward"), and with only the OpenTelemetry API installed
+    Web() raised. A Web in an application installs nothing; its spans go to the provider the
+    application installs. Never exported: the endpoint is a closed loopback port."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(child_env(tmp_path))
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        later = (
+            "import anyio, webward\n"
+            "from opentelemetry import trace\n"
+            "from opentelemetry.sdk.trace import TracerProvider\n"
+            "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+            "from opentelemetry.sdk.trace.export.in_memory_span_exporter import (\n"
+            "    InMemorySpanExporter)\n"
+            "async def main():\n"
+            "    async with webward.Web(webward.Settings()) as web:\n"
+            "        exporter = InMemorySpanExporter()\n"
+            "        mine = TracerProvider()\n"
+            "        mine.add_span_processor(SimpleSpanProcessor(exporter))\n"
+            "        trace.set_tracer_provider(mine)\n"
+            "        print(trace.get_tracer_provider() is mine)\n"
+            "        try:\n"
+            "            await web.fetch('http://10.0.0.1/', agent='app')\n"
+            "        except webward.Refused:\n"
+            "            pass\n"
+            "    print('web_fetch' in [s.name for s in exporter.get_finished_spans()])\n"
+            "anyio.run(main)\n"
+        )
+        api_only = (
+            "import sys\n"
+            "sys.modules['opentelemetry.sdk'] = None  # the application has the API alone\n"
+            "import anyio, webward\n"
+            "async def main():\n"
+            "    async with webward.Web(webward.Settings()):\n"
+            "        pass\n"
+            "anyio.run(main)\n"
+            "print('made')\n"
+        )
+        runs = [
+            subprocess.run(
+                [sys.executable, "-c", code],
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            for code in (later, api_only)
+        ]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[0].stdout.splitlines() == ["True", "True"], runs[0].stdout
+    assert "Overriding" not in runs[0].stderr
+    assert runs[1].returncode == 0, runs[1].stderr
+    assert runs[1].stdout.strip() == "made"
+
+
 def test_otel_variables_asking_for_an_unknown_exporter_are_one_sentence() -> None:
     from webward._telemetry import _exporters_asked
 

@@ -422,11 +422,15 @@ class Telemetry:
             self._log = _CallLog(call_log)
 
     @classmethod
-    def for_settings(cls, settings: Settings, *, server: bool) -> Telemetry:
+    def for_settings(cls, settings: Settings, *, server: bool, tracing: bool = True) -> Telemetry:
         """What ``[observability]`` asks for: servers keep metrics and log each call to
         stderr unless told otherwise; the command line and the library log nothing unless
-        ``call_log`` is set. Also installs OTLP export if the ``OTEL_*`` variables ask."""
-        configure_tracing()
+        ``call_log`` is set. With ``tracing`` (webward's own commands and servers), also
+        installs OTLP export if the ``OTEL_*`` variables ask: a ``Web`` in an application
+        passes False, since the tracer provider is the application's to install, once a
+        process (an SDK webward set up first took its place and name)."""
+        if tracing:
+            configure_tracing()
         obs = settings.observability
         call_log = obs.call_log or ("stderr" if server else "off")
         return cls(

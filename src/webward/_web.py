@@ -181,8 +181,13 @@ class Web:
         self._face = face
         self.settings = settings or Settings.load()
         # Metrics and the call log of this Web (servers pass theirs); traces are process-wide.
+        # Tracing is set up by webward's own commands only: in an application (face library)
+        # the OTEL_* variables are the application's, and so is the one tracer provider a
+        # process may install; its spans reach whatever provider the application installs.
         self._own_telemetry = telemetry is None
-        self.telemetry = telemetry or Telemetry.for_settings(self.settings, server=False)
+        self.telemetry = telemetry or Telemetry.for_settings(
+            self.settings, server=False, tracing=face != "library"
+        )
         self._clock = clock
         allow = self.settings.network.allow_networks()
         # ssl_context=None: the system's trust store with host-name checks (httpcore's
