@@ -494,3 +494,15 @@ def test_a_utf16_config_file_is_named_as_such(tmp_path: Path, encoding: str) -> 
         f"the config file {path} is UTF-16 text (as Windows PowerShell's > and Out-File write "
         "it), and webward reads UTF-8; save it as UTF-8"
     )
+
+
+def test_a_settings_repr_shows_no_redis_password() -> None:
+    """[state] redis_url carries Redis's password (":PASSWORD@", as docs/servers.md says to
+    give it): a Settings logged, or in a traceback's locals as an error tracker records them,
+    showed it. Its repr names the server without it; the setting itself is unchanged."""
+    url = "rediss://app:hunter2@127.0.0.1:6380/1?password=hunter3"
+    settings = Settings().replace({"state": {"redis_url": url}})
+    for shown in (repr(settings), repr(settings.state), str(settings)):
+        assert "hunter2" not in shown and "hunter3" not in shown
+        assert "rediss://127.0.0.1:6380/1" in shown
+    assert settings.state.redis_url == url

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import InvalidInput
+from ._redact import redact_secrets
 from ._unicode import BIDI_CONTROLS, BIDI_MARKS
 
 __all__ = ["ROLES", "TIERS", "AgentSettings", "BudgetSettings", "Settings"]
@@ -148,6 +149,15 @@ class StateSettings:
     # database each take a prefix of their own (their keys name agents, hosts and sessions,
     # never the deployment, so they shared budgets, breakers and session URLs).
     redis_prefix: str = "webward:"
+
+    def __repr__(self) -> str:
+        # The URL carries Redis's password when it has one (":PASSWORD@", the documented way
+        # to give it): a Settings logged, or in a traceback's locals (an error tracker's),
+        # showed it. The URL itself is left whole: the Redis client needs it.
+        return (
+            f"StateSettings(dir={self.dir!r}, redis_url={redact_secrets(self.redis_url)!r}, "
+            f"redis_prefix={self.redis_prefix!r})"
+        )
 
     def path(self) -> Path:
         if self.dir:
