@@ -98,6 +98,31 @@ def test_a_web_used_from_a_second_event_loop_says_so() -> None:
     assert [r.decision for r in audit.records] == ["allowed"]
 
 
+def test_a_trio_older_than_anyio_needs_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a trio older than anyio's trio support needs (``anyio[trio]``), the first call
+    was refused as "audit unavailable ... the audit sink failed: TypeError; make that store
+    writable": the store was fine, and nothing named trio. Now the call says which trio it
+    needs, and sends nothing."""
+    import trio
+
+    from webward._web import _check_trio
+
+    monkeypatch.setattr(trio, "__version__", "0.22.2")
+    _check_trio.cache_clear()  # the check is made once a process
+    audit = MemoryAuditSink()
+    with serve(routes={"/": respond(200, "<p>owls</p>")}) as srv:
+
+        async def read() -> None:
+            async with web(audit=audit) as w:
+                await w.fetch(srv.url("/"))
+
+        with pytest.raises(RuntimeError, match=r"^webward runs on trio 0\.\d+[\d.]* or newer"):
+            anyio.run(read, backend="trio")
+    _check_trio.cache_clear()
+    assert srv.accepts == 0
+    assert audit.records == []
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

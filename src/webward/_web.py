@@ -23,7 +23,9 @@ import datetime as dt
 import functools
 import logging
 import math
+import re
 import ssl
+import sys
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
@@ -124,6 +126,33 @@ async def _prepared(text: str) -> str:
     if len(text) <= _PREPARE_NEARBY_CHARS:
         return _envelope.prepare_body(text)
     return await anyio.to_thread.run_sync(_envelope.prepare_body, text)
+
+
+@functools.cache
+def _check_trio() -> None:
+    """Refuse a trio older than anyio's support for it needs (``anyio[trio]``): its first
+    thread call failed with a TypeError, which the audit store's probe reported as the store's
+    fault ("make that store writable"), and nothing said which version to install."""
+    import importlib.metadata  # here: only a call on trio pays for importing it
+
+    trio = sys.modules.get("trio")
+    try:
+        needs = [r for r in importlib.metadata.requires("anyio") or () if r.startswith("trio")]
+    except importlib.metadata.PackageNotFoundError:
+        return
+    least = re.match(r"trio\s*>=\s*([\d.]+)", needs[0]) if needs else None
+    if trio is None or least is None:
+        return
+
+    def release(version: str) -> tuple[int, ...]:
+        return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+
+    if release(trio.__version__) < release(least.group(1)):
+        raise RuntimeError(
+            f"webward runs on trio {least.group(1)} or newer (what anyio's trio support "
+            f"needs), and this is trio {trio.__version__}: pip install 'anyio[trio]' to "
+            "upgrade it, or run on asyncio"
+        )
 
 
 class Web:
@@ -1012,6 +1041,8 @@ class Web:
                 "make a new Web for further calls"
             )
         loop = asyncio._get_running_loop()
+        if loop is None:  # not asyncio: trio, through anyio
+            _check_trio()
         if loop is not self._loop:
             if self._loop is None:
                 self._loop = loop
