@@ -123,6 +123,31 @@ def test_a_trio_older_than_anyio_needs_is_named(monkeypatch: pytest.MonkeyPatch)
     assert audit.records == []
 
 
+async def test_a_results_repr_holds_no_page_text() -> None:
+    """``print(page)``, a result logged with %r, or a traceback's locals wrote out the whole
+    enveloped window (up to 40,000 characters of the page's words) and every link's anchor
+    text; a part's base64 was already kept out. The repr counts them instead, the fields
+    still hold them."""
+    from webward import SearchResult
+
+    links = "".join(f'<a href="/p{i}">anchor owl {i}</a> ' for i in range(150))
+    body = f"<html><title>Owls</title><body><p>{'hoot ' * 20_000}</p>{links}</body></html>"
+    with serve(routes={"/": respond(200, body)}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/"), include_links=True)
+    shown = repr(page)
+    assert "hoot" not in shown and "anchor owl" not in shown, shown[:300]
+    assert f"content=<{len(page.content):,} characters>" in shown
+    assert f"links=<{len(page.links or ())} links>" in shown
+    assert "title='Owls'" in shown and "next_offset=40000" in shown
+    assert len(shown) < 1000 and str(page) == shown
+    result = SearchResult("fake", "owls", (), "hoot " * 1000, "2026-01-01T00:00:00Z")
+    assert repr(result) == (
+        "SearchResult(provider='fake', query='owls', hits=(), content=<5,000 characters>, "
+        "retrieved_at='2026-01-01T00:00:00Z')"
+    )
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

@@ -8,13 +8,34 @@ serialise what it is given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ._capabilities import FETCH
 from ._unicode import replace_surrogates
 
 __all__ = ["Hit", "Link", "Page", "Part", "Passage", "SearchResult", "Window"]
+
+
+def _short_repr(model: Any) -> str:
+    """``model``'s repr with its ``content`` as a count of characters, and a page's links as a
+    count of links: the enveloped text is up to 40,000 characters of a page's own words, and
+    the links up to 200 anchor texts, which ``print(page)`` or a logged result (a traceback's
+    locals too) wrote out whole; ``.content`` and ``.links`` still hold them."""
+
+    def shown(name: str, value: Any) -> str:
+        if name == "content":
+            return f"<{len(value):,} characters>"
+        if name == "links" and value is not None:
+            return f"<{len(value)} links>"
+        return repr(value)
+
+    return "{}({})".format(
+        type(model).__name__,
+        ", ".join(
+            f"{f.name}={shown(f.name, getattr(model, f.name))}" for f in fields(model) if f.repr
+        ),
+    )
 
 
 def _no_surrogates(model: Any, names: tuple[str, ...]) -> None:
@@ -134,6 +155,9 @@ class Page:
             self, ("requested_url", "final_url", "title", "content_type", "retrieved_at")
         )
 
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
     def with_content(self, content: str) -> Page:
         """This page with ``content`` in place of its own, every other field shared: the
         core keeps one answer per cached window and hands it out in a fresh envelope per call.
@@ -249,6 +273,9 @@ class SearchResult:
 
     def __post_init__(self) -> None:
         _no_surrogates(self, ("provider", "query", "content", "retrieved_at"))
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
 
     def to_wire(self) -> dict[str, Any]:
         return {
