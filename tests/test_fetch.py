@@ -148,6 +148,17 @@ async def test_a_results_repr_holds_no_page_text() -> None:
     )
 
 
+def test_every_result_model_is_exported() -> None:
+    """A page read with ``query`` holds ``Passage`` objects, but webward did not export the
+    class: an application annotating or checking them imported it from a private module."""
+    import webward
+    from webward import _models
+
+    assert set(_models.__all__) <= set(webward.__all__)
+    for name in _models.__all__:
+        assert getattr(webward, name) is getattr(_models, name)
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from ._errors import InvalidInput, Refused, UpstreamError, WebwardError
-    from ._models import Hit, Link, Page, Part, SearchResult, Window
+    from ._models import Hit, Link, Page, Part, Passage, SearchResult, Window
     from ._resolver import Resolver, StaticResolver, SystemResolver
     from ._settings import Settings
     from ._web import Web
@@ -31,6 +31,7 @@ _SOURCES = {
     "Link": "_models",
     "Page": "_models",
     "Part": "_models",
+    "Passage": "_models",
     "Refused": "_errors",
     "Resolver": "_resolver",
     "SearchResult": "_models",
@@ -49,6 +50,7 @@ __all__ = [
     "Link",
     "Page",
     "Part",
+    "Passage",
     "Refused",
     "Resolver",
     "SearchResult",
