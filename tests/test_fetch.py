@@ -81,6 +81,28 @@ async def test_a_closed_web_refuses_every_call_without_a_request() -> None:
     assert len(srv.requests) == 1
 
 
+async def test_a_closed_web_refuses_its_other_methods_too() -> None:
+    """Reads and searches of a closed Web were refused, but ``declare_urls`` still declared
+    into its closed session store, ``check_ready`` said it was ready, ``start_workers``
+    started a conversion process that nothing would stop, and ``async with`` took it again.
+    Each is now the caller's bug in the same sentence."""
+    w = web()
+    async with w:
+        pass
+    calls = (
+        w.declare_urls("s1", "see https://example.org/owls", agent="cli"),
+        w.check_ready(),
+        w.start_workers(),
+    )
+    for call in calls:
+        with pytest.raises(RuntimeError, match=r"^this Web is closed \(its `async with`"):
+            await call
+    with pytest.raises(RuntimeError, match=r"^this Web is closed"):
+        async with w:
+            pass
+    assert w._converter._zygote is None and not w._converter._idle  # no process started
+
+
 def test_a_web_used_from_a_second_event_loop_says_so() -> None:
     """One Web kept across ``asyncio.run`` calls: its pooled connections are the first loop's,
     and every other call failed with a bare "Event loop is closed", audited as webward's own

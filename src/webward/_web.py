@@ -305,6 +305,7 @@ class Web:
         return self._budgets.state
 
     async def __aenter__(self) -> Web:
+        self._refuse_if_closed()
         return self
 
     async def __aexit__(
@@ -315,10 +316,21 @@ class Web:
     ) -> None:
         await self.aclose()
 
+    def _refuse_if_closed(self) -> None:
+        """Raise if this Web is closed: its stores are closed, and some would quietly open
+        again (a read went out, recorded in a log nobody would close; a declaration went to a
+        session store nobody would close; workers started that nothing would stop)."""
+        if self._closed:  # the caller's bug, as httpx's closed client: no call to audit
+            raise RuntimeError(
+                "this Web is closed (its `async with` block ended, or aclose() was called); "
+                "make a new Web for further calls"
+            )
+
     async def start_workers(self) -> None:
         """Start the conversion workers now, not on the first large page (whose call would
         otherwise pay for the zygote's start inside its deadline): servers call it at start-up.
         A failure is logged; the first conversion that needs a worker tries again."""
+        self._refuse_if_closed()
         try:
             await self._converter.start()
         except OSError as exc:
@@ -329,7 +341,9 @@ class Web:
         budgets' store, when apart) each pass their probe (a store without one is trusted).
         Raises the refusal a call would get (``audit_unavailable``, ``limits_unavailable``);
         writes no audit record, being no call.
-        A gateway's ``/readyz`` asks this, so a load balancer stops sending calls here."""
+        A gateway's ``/readyz`` asks this, so a load balancer stops sending calls here.
+        A closed Web raises ``RuntimeError``: it serves no call."""
+        self._refuse_if_closed()
         if hasattr(self._audit, "probe"):
             await self._prove_audit()
         stores = [self._limiter.state]
@@ -419,6 +433,7 @@ class Web:
         over all its sessions (``budget_exhausted`` past it): the faces pass it."""
         from ._provenance import urls_in
 
+        self._refuse_if_closed()
         check_session(session)
         # Under the operator's limit: a longer URL than the default 2,048 is read, and was
         # refused as never seen, its declaration dropped.
@@ -1035,11 +1050,7 @@ class Web:
         recorded as ``failed`` (reason ``cancelled`` or ``internal_error``), the record
         written even while the call is being cancelled, and the exception re-raised.
         """
-        if self._closed:  # the caller's bug, as httpx's closed client: no call to audit
-            raise RuntimeError(
-                "this Web is closed (its `async with` block ended, or aclose() was called); "
-                "make a new Web for further calls"
-            )
+        self._refuse_if_closed()
         loop = asyncio._get_running_loop()
         if loop is None:  # not asyncio: trio, through anyio
             _check_trio()
