@@ -478,6 +478,29 @@ def test_the_ranker_is_loaded_before_the_page_is_asked_for(tmp_path: Path) -> No
     assert loaded == [True] and "Blight" in out
 
 
+async def test_the_ranker_is_loaded_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ranker's first import (bm25s, NumPy: 0.2-0.4 s) ran on the event loop, so a
+    process's first find-in-page call held every other call of the loop that long (asyncio's
+    debug mode: "Executing <Task ...> took 0.406 seconds"). It is loaded in a thread, still
+    before the page is asked for."""
+    import threading
+
+    from webward import _find
+
+    where: list[tuple[bool, int]] = []
+
+    def load() -> None:  # what loading sees: which thread, and whether the page was asked for
+        where.append((threading.current_thread() is threading.main_thread(), len(srv.requests)))
+
+    monkeypatch.setattr(_find, "ranker_loaded", lambda: False, raising=False)  # a fresh process
+    monkeypatch.setattr(_find, "load_ranker", load)
+    with serve(routes={"/a": respond(200, _ARTICLE, "text/markdown; charset=utf-8")}) as srv:
+        async with web() as w:
+            page = await w.fetch(srv.url("/a"), query="blight")
+    assert where == [(False, 0)]
+    assert page.passages
+
+
 def test_cli_max_chars_and_query(tmp_path: Path) -> None:
     config = tmp_path / "webward.toml"
     config.write_text(

@@ -25,6 +25,7 @@ a millisecond; ``rank-bm25``, the other common choice, has had no release since 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from ._models import Passage
@@ -130,6 +131,11 @@ def blocks(text: str) -> list[Block]:
         else:
             joined.append(Block(pending, spans[-1].end))
     return joined
+
+
+def ranker_loaded() -> bool:
+    """Whether :func:`load_ranker` has nothing left to do."""
+    return "bm25s" in sys.modules
 
 
 def load_ranker() -> None:

@@ -476,6 +476,14 @@ class Web:
         if reading.query is not None or reading.max_age is not None:  # most ask for neither
             query = self._check_find_query(reading.query, offset)
             max_age = check_max_age(reading.max_age)
+            from . import _find
+
+            if query is not None and not _find.ranker_loaded():
+                # The ranker's libraries (NumPy, OpenBLAS) are loaded before the page is asked
+                # for: under a tight memory limit OpenBLAS ends the process as it loads, which
+                # after the read left a request made and no record of it. In a thread: the
+                # first import takes 0.2-0.4 s, which on the event loop held every other call.
+                await anyio.to_thread.run_sync(_find.load_ranker)
         if session is not None:
             check_session(session)
         # Steps 1 and 2 of the gate (literal guard, then policy) and the call's own checks,
@@ -815,14 +823,7 @@ class Web:
                 "pass either offset or query, not both: query finds passages in the whole page",
                 reason=Reason.BAD_QUERY,
             )
-        checked = check_query(query, self.settings.limits.max_query_chars)
-        from . import _find
-
-        # The ranker's libraries (NumPy, OpenBLAS) are loaded before the page is asked for:
-        # under a tight memory limit OpenBLAS ends the process as it loads, which after the
-        # read left a request made and no record of it.
-        _find.load_ranker()
-        return checked
+        return check_query(query, self.settings.limits.max_query_chars)
 
     @staticmethod
     async def _find(
