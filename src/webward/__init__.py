@@ -64,15 +64,20 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    source = _SOURCES.get(name)
-    if source is None:
-        raise AttributeError(f"module 'webward' has no attribute {name!r}")
-    obj = getattr(importlib.import_module(f"webward.{source}"), name)
-    with contextlib.suppress(AttributeError, TypeError):
-        obj.__module__ = "webward"  # reprs and docs read webward.Web, not webward._web.Web
-    globals()[name] = obj
-    return obj
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which read the imports above: a module __getattr__ typed
+    # ``-> Any`` made every name of webward one (``from webward import Refsued`` passed
+    # ``mypy --strict``, an Any).
+
+    def __getattr__(name: str) -> Any:
+        source = _SOURCES.get(name)
+        if source is None:
+            raise AttributeError(f"module 'webward' has no attribute {name!r}")
+        obj = getattr(importlib.import_module(f"webward.{source}"), name)
+        with contextlib.suppress(AttributeError, TypeError):
+            obj.__module__ = "webward"  # reprs and docs read webward.Web, not webward._web.Web
+        globals()[name] = obj
+        return obj
 
 
 def __dir__() -> list[str]:
