@@ -190,10 +190,13 @@ def test_type_checkers_see_exactly_webwards_exports() -> None:
     import ast
 
     import webward
+    import webward.console
 
+    for package in (webward, webward.console):
+        tree = ast.parse(Path(package.__file__ or "").read_text(encoding="utf-8"))
+        seen = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert "__getattr__" not in seen, package  # only under `if not TYPE_CHECKING:`
     tree = ast.parse(Path(webward.__file__).read_text(encoding="utf-8"))
-    seen = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    assert "__getattr__" not in seen  # defined only under `if not TYPE_CHECKING:`
     typed = {
         alias.asname or alias.name
         for node in tree.body

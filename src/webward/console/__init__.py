@@ -37,9 +37,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The pages need Starlette and Jinja2 (the serve extra), loaded when first asked for:
-    # `webward audit` reads the log through the queries on a plain install.
-    if name in ("COOKIE", "CSP", "Console"):
-        return getattr(importlib.import_module("._app", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the imports above (see webward/__init__.py)
+
+    def __getattr__(name: str) -> Any:
+        # The pages need Starlette and Jinja2 (the serve extra), loaded when first asked for:
+        # `webward audit` reads the log through the queries on a plain install.
+        if name in ("COOKIE", "CSP", "Console"):
+            return getattr(importlib.import_module("._app", __name__), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
