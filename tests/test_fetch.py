@@ -209,6 +209,43 @@ def test_type_checkers_see_exactly_webwards_exports() -> None:
     assert isinstance(webward.__getattr__("Web"), type)  # the lazy import still works
 
 
+async def test_the_envelopes_tables_are_read_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first non-ASCII text a process enveloped (a page's, an image's size line, a
+    search hit's) read Unicode's confusables on the event loop, about 0.2 s in which every
+    other call stood still. Until they are read, a page's text is prepared in a thread, and
+    a search reads them in one before its hits are neutralised."""
+    import threading
+
+    from webward import Hit, _envelope
+
+    read_on: list[bool] = []  # for each reading of the tables: whether on the loop's thread
+    data = _envelope._confusables_data
+
+    def watched() -> dict[str, list[dict[str, str]]]:
+        read_on.append(threading.current_thread() is threading.main_thread())
+        return data()
+
+    class Provider:
+        name = "owls"
+
+        async def search(self, query: str, limit: int) -> list[Hit]:
+            return [Hit(title="Caf\u00e9 owls", url="https://example.org/", snippet="na\u00efve")]
+
+    monkeypatch.setattr(_envelope, "_confusables_data", watched)
+    with serve(routes={"/": respond(200, "<p>caf\u00e9 \u2014 na\u00efve owls</p>")}) as srv:
+        async with web(search_provider=Provider()) as w:
+            for first in ("page", "search"):
+                for table in (_envelope._prototypes, _envelope._confusables, _envelope._fold_char):
+                    table.cache_clear()  # as in a fresh process
+                if first == "page":
+                    assert "caf\u00e9" in (await w.fetch(srv.url("/"))).content
+                else:
+                    assert (await w.search("owls")).hits[0].title == "Caf\u00e9 owls"
+    assert read_on and not any(read_on), read_on
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

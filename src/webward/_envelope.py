@@ -894,6 +894,17 @@ fresh_nonce = _NonceSource()
 os.register_at_fork(after_in_child=fresh_nonce.reseed)
 
 
+def tables_loaded() -> bool:
+    """Whether the fold's tables (Unicode's confusables, the letter shapes) are read: until
+    then, the first text with a non-ASCII character reads them, about 0.2 s."""
+    return _prototypes.cache_info().currsize > 0
+
+
+def load_tables() -> None:
+    """Read the fold's tables now (see :func:`tables_loaded`), as a worker thread can."""
+    _prototypes()  # which reads the confusables and the letter shapes too
+
+
 def prepare_body(text: str) -> str:
     """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi,
     control and tag characters dropped, marker-like spans neutralised. Any substring of

@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from . import _envelope
 from ._capabilities import MAX_LIMIT, SEARCH, whole_number
 from ._credentials import CredentialStore, default_store
@@ -267,6 +269,10 @@ class Searcher:
         finally:
             CUT_SHORT.reset(cut)
             SEARCH_DEADLINE.reset(deadline)
+        if not _envelope.tables_loaded():
+            # Hits are neutralised and wrapped on the event loop, and the first non-ASCII text
+            # folded reads the fold's tables (about 0.2 s): read here in a thread instead.
+            await anyio.to_thread.run_sync(_envelope.load_tables)
         hits = finish_hits(found, count, filters)
         # The agent's own search lists ([agents.NAME] search_allow / search_deny) drop hits;
         # report mode drops none, and its record says what enforce mode would have dropped.

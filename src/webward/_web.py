@@ -123,7 +123,9 @@ _PREPARE_NEARBY_CHARS = 64_000
 
 async def _prepared(text: str) -> str:
     """``text`` prepared for the envelope (:func:`_envelope.prepare_body`)."""
-    if len(text) <= _PREPARE_NEARBY_CHARS:
+    # The first text with a non-ASCII character (an image's size line has a multiplication
+    # sign) reads the fold's tables, about 0.2 s: in a thread too, not on the event loop.
+    if len(text) <= _PREPARE_NEARBY_CHARS and (text.isascii() or _envelope.tables_loaded()):
         return _envelope.prepare_body(text)
     return await anyio.to_thread.run_sync(_envelope.prepare_body, text)
 
