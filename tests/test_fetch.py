@@ -246,6 +246,38 @@ async def test_the_envelopes_tables_are_read_off_the_event_loop(
     assert read_on and not any(read_on), read_on
 
 
+async def test_a_search_reads_its_key_off_the_event_loop() -> None:
+    """A search read its provider's key on the event loop, the OS keyring's too: a backend
+    that blocks (a locked Secret Service waiting on its unlock prompt, D-Bus on a timeout)
+    held every other call of the loop meanwhile (a keyring taking 1 s a look: a search took
+    2 s, and a task ticking every 50 ms ticked once). The store is read in a thread."""
+    import threading
+
+    from webward._credentials import Secret
+
+    on_loop: list[str] = []
+
+    class Keyring:  # the store a Web is given, as the OS keyring would be read
+        kind = "keyring"
+
+        def get(self, name: str) -> str | None:
+            if threading.current_thread() is threading.main_thread():
+                on_loop.append(name)
+            return None
+
+        def set(self, name: str, value: str | Secret) -> None:
+            raise NotImplementedError
+
+        def delete(self, name: str) -> bool:
+            raise NotImplementedError
+
+    async with web(credentials=Keyring()) as w:
+        with pytest.raises(Refused, match=r"^web search is not configured") as refused:
+            await w.search("owls")
+    assert refused.value.code == "not_configured"
+    assert on_loop == []
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

@@ -241,7 +241,14 @@ class Searcher:
         name = check_provider_name(provider)
         check_session(session)
         self.gate.check_search(agent, tier, call)
-        chosen = self._provider_for(name, call, agent, session)
+        injected = self.injected
+        if injected is not None and (name is None or name == injected.name):
+            chosen: SearchProvider = injected
+        else:
+            # Choosing reads the provider's key, from the OS keyring too, whose backend may
+            # block (a locked Secret Service waits on its unlock prompt, D-Bus on a timeout):
+            # in a thread, not on the event loop every other call needs.
+            chosen = await anyio.to_thread.run_sync(self._provider_for, name, call, agent, session)
         call.provider = chosen.name
         await self.gate.charge_call(agent, "search", session)  # a configured search only
         cut = CUT_SHORT.set(None)
