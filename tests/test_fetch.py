@@ -278,6 +278,37 @@ async def test_a_search_reads_its_key_off_the_event_loop() -> None:
     assert on_loop == []
 
 
+async def test_the_packages_own_example_passes_the_policy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``help(webward)`` shows an example that read docs.python.org with the default tier,
+    as-owner, whose allow list is empty: as written, it was refused (host_not_allowed). Run
+    here as written, with no config file, through a resolver table and a connector that
+    records where it would connect and never connects."""
+    import re
+
+    import webward
+
+    (block,) = re.findall(r"```python\n(.*?)```", webward.__doc__ or "", re.S)
+    connector = RecordingConnector()
+    made = webward.Web
+
+    def web_for_the_example(*args: Any, **kw: Any) -> Web:
+        kw.update(resolver=StaticResolver({"docs.python.org": ["151.101.0.223"]}))
+        return made(*args, connector=connector, audit=MemoryAuditSink(), **kw)
+
+    monkeypatch.setattr(webward, "Web", web_for_the_example)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("WEBWARD_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("WEBWARD_CONFIG", raising=False)
+    body = "".join(f"    {line}\n" for line in block.splitlines())
+    namespace: dict[str, Any] = {}
+    exec(f"async def example():\n{body}", namespace)  # the docstring's code, as written
+    with pytest.raises(UpstreamError, match=r"recording connector|could not connect"):
+        await namespace["example"]()
+    assert connector.attempts == [("151.101.0.223", 443)]
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

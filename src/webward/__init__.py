@@ -4,8 +4,11 @@
 from webward import Web, Settings
 
 async with Web(settings=Settings.load()) as web:
-    page = await web.fetch("https://docs.python.org/3/", agent="cli")
+    page = await web.fetch("https://docs.python.org/3/", agent="cli", tier="connected")
 ```
+
+Without ``tier`` (or an ``[agents.cli] tier`` or ``[policy] allow`` of the config file), the
+read is refused: an agent's default tier, ``as-owner``, reads only the hosts allowed.
 """
 
 from __future__ import annotations
