@@ -309,6 +309,17 @@ async def test_the_packages_own_example_passes_the_policy(
     assert connector.attempts == [("151.101.0.223", 443)]
 
 
+def test_help_on_a_webs_calls_says_what_they_raise() -> None:
+    """``help(Web.fetch)`` and ``help(Web.search)`` (what an IDE shows) did not say that they
+    raise, nor what, and ``aclose`` had no docstring: the exceptions were in docs/design.md
+    alone."""
+    for call in (Web.fetch, Web.search):
+        doc = call.__doc__ or ""
+        for name in ("Refused", "InvalidInput", "UpstreamError", "WebwardError", "RuntimeError"):
+            assert name in doc, (call.__name__, name)
+    assert "RuntimeError" in (Web.aclose.__doc__ or "")
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

@@ -360,6 +360,8 @@ class Web:
                 await probe()
 
     async def aclose(self) -> None:
+        """Close the connections, stores and conversion workers of this Web (``async with``
+        does it); calls after it raise ``RuntimeError``. Closing twice is harmless."""
         # A call after this is refused (:meth:`_audited`): its stores are closed, and some
         # would quietly open again (a read went out, recorded in a log nobody would close).
         self._closed = True
@@ -403,6 +405,12 @@ class Web:
         to the conditional request still renews the cached reading; see ``_cache``).
         ``session`` names the session the call belongs to (its URL provenance and session
         budgets); the page's URL, redirects, links and the URLs in its text join it.
+
+        Raises ``webward.Refused`` (policy, guard, limits, robots.txt, not configured),
+        ``webward.InvalidInput`` or ``webward.UpstreamError`` (HTTP error, timeout, provider),
+        each a ``webward.WebwardError`` with ``.code`` (the wire code), ``.reason`` and a
+        one-sentence message; every call is audited, refused or not. ``RuntimeError`` when
+        this Web is closed or was first used on another event loop (nothing sent).
         """
         return await self.telemetry.call(
             "web_fetch",
@@ -972,6 +980,12 @@ class Web:
         from ``blocked_domains``, published within ``freshness`` (day, week, month, year), for
         ``country`` (ISO 3166-1 alpha-2) and in ``language`` (ISO 639-1). A filter the chosen
         provider cannot honour is refused by name (``webward.search._filters``).
+
+        Raises ``webward.Refused`` (policy, guard, limits, robots.txt, not configured),
+        ``webward.InvalidInput`` or ``webward.UpstreamError`` (HTTP error, timeout, provider),
+        each a ``webward.WebwardError`` with ``.code`` (the wire code), ``.reason`` and a
+        one-sentence message; every call is audited, refused or not. ``RuntimeError`` when
+        this Web is closed or was first used on another event loop (nothing sent).
         """
         from ._search_core import Searcher
         from .search import check_filters
