@@ -320,6 +320,30 @@ def test_help_on_a_webs_calls_says_what_they_raise() -> None:
     assert "RuntimeError" in (Web.aclose.__doc__ or "")
 
 
+@pytest.mark.parametrize("face", ["library", "cli"])
+async def test_a_refusal_for_the_tier_names_the_tier_argument_in_an_application(
+    face: str,
+) -> None:
+    """A library caller refused for its call's tier (a host off tier as-owner's allow list,
+    a search in it) was told only of the operator's "[agents.cli] tier in the config", a file
+    it may not have, where the command line adds --tier. An application's Web names the
+    call's tier argument; what the model is shown and webward's own faces are unchanged."""
+    audit = MemoryAuditSink()
+    plain = Settings().replace({"network": {"allow_ranges": ["127.0.0.1/32"]}})
+    async with Web(plain, StaticResolver({}), audit=audit, face=face) as w:
+        for call, method in (
+            (w.fetch("https://example.org/"), "fetch"),
+            (w.search("owls"), "search"),
+        ):
+            with pytest.raises(Refused) as refused:
+                await call
+            step = f"; or choose this call's tier with web.{method}(..., tier=...)"
+            assert refused.value.message.endswith(step) is (face == "library")
+            assert str(refused.value) == refused.value.message
+            assert "tier=" not in refused.value.for_model
+    assert [r.reason for r in audit.records] == ["host_not_allowed", "search_needs_tier"]
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

@@ -119,7 +119,7 @@ async def test_as_owner_reads_only_its_allow_list_and_says_how_to_allow() -> Non
     assert err.value.message == (
         "refused: 127.0.0.1 is not on the allow-list of tier as-owner; an operator can add it "
         "to [policy] allow, or give agent owner tier connected ([agents.owner] tier in the "
-        "config)"
+        "config); or choose this call's tier with web.fetch(..., tier=...)"
     )
     [record] = audit.records
     assert (record.tier, record.decision, record.reason) == (

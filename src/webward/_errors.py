@@ -42,6 +42,7 @@ __all__ = [
     "Refused",
     "UpstreamError",
     "WebwardError",
+    "another_tier_would_pass",
     "http_status_reason",
     "human_wait",
     "internal_error",
@@ -304,6 +305,27 @@ class UpstreamError(WebwardError):
     """The upstream failed: an HTTP error status, a timeout, a broken connection or body."""
 
     default_code = "upstream_error"
+
+
+# Refusals a call in another tier would not get, by reason and by what the sentence says
+# (host_not_allowed is also an agent's own allow list, which no tier passes): the command
+# line's --tier and the library's tier argument choose a call's tier.
+_TIER_REFUSALS = {
+    "host_not_allowed": "is not on the allow-list of tier as-owner",
+    "search_needs_tier": "web search needs tier",
+    "screenshot_needs_tier": "screenshots need tier",
+    "needs_browser": "renders such pages in tiers",
+    # A server on this machine: its range's step, and then the tier's (Gate._tier_step).
+    "internal_address": "tier as-owner reads only the hosts",
+    "internal_name": "tier as-owner reads only the hosts",
+}
+
+
+def another_tier_would_pass(error: WebwardError) -> bool:
+    """Whether ``error`` refused the call for its tier: one the caller choosing the call's
+    tier (``--tier``, ``tier=``) may get past, as the operator's step is not theirs to take."""
+    said = _TIER_REFUSALS.get(str(error.reason))
+    return said is not None and said in error.message
 
 
 def internal_error(exc: BaseException) -> WebwardError:

@@ -39,7 +39,15 @@ from ._budgets import Budgets
 from ._cache import CachedPage, MemoryPageCache, PageCache, cache_key, check_max_age, reach_of
 from ._call import CALL_DEADLINE, STORE_GRACE_S, Call
 from ._capabilities import FETCH, SEARCH
-from ._errors import InvalidInput, Reason, Refused, UpstreamError, WebwardError, operator_step
+from ._errors import (
+    InvalidInput,
+    Reason,
+    Refused,
+    UpstreamError,
+    WebwardError,
+    another_tier_would_pass,
+    operator_step,
+)
 from ._fetch import FetchResult, fetch
 from ._gate import Gate
 from ._models import Link, Page, Part, Passage, SearchResult, Window
@@ -412,29 +420,33 @@ class Web:
         one-sentence message; every call is audited, refused or not. ``RuntimeError`` when
         this Web is closed or was first used on another event loop (nothing sent).
         """
-        return await self.telemetry.call(
-            "web_fetch",
-            FETCH,
-            agent,
-            self._audited(
+        try:
+            return await self.telemetry.call(
+                "web_fetch",
                 FETCH,
                 agent,
-                tier,
-                url,
-                lambda t, call: self._fetch(
-                    url,
-                    offset,
-                    include_links,
-                    include_screenshot,
+                self._audited(
+                    FETCH,
                     agent,
-                    t,
-                    call,
-                    _Reading(max_chars, query, max_age),
+                    tier,
+                    url,
+                    lambda t, call: self._fetch(
+                        url,
+                        offset,
+                        include_links,
+                        include_screenshot,
+                        agent,
+                        t,
+                        call,
+                        _Reading(max_chars, query, max_age),
+                        session,
+                    ),
                     session,
                 ),
-                session,
-            ),
-        )
+            )
+        except WebwardError as exc:
+            self._name_the_tier_argument(exc, "fetch")
+            raise
 
     async def declare_urls(self, session: str, *texts: str, agent: str | None = None) -> None:
         """Declare for ``session`` the URLs written in ``texts``: the user's own input or URLs
@@ -1002,9 +1014,25 @@ class Web:
             )
             return searcher.run(query, limit, agent, t, provider, record, filters, session=session)
 
-        return await self.telemetry.call(
-            "web_search", SEARCH, agent, self._audited(SEARCH, agent, tier, query, call, session)
-        )
+        try:
+            return await self.telemetry.call(
+                "web_search",
+                SEARCH,
+                agent,
+                self._audited(SEARCH, agent, tier, query, call, session),
+            )
+        except WebwardError as exc:
+            self._name_the_tier_argument(exc, "search")
+            raise
+
+    def _name_the_tier_argument(self, exc: WebwardError, method: str) -> None:
+        """A refusal for the call's tier names, in an application, the step a program may
+        take itself: the call's ``tier`` argument, as the command line names ``--tier``. The
+        operator's step said only "[agents.cli] tier in the config", a file the developer
+        may not have. The audit record and what a model is shown are unchanged."""
+        if self._face == "library" and another_tier_would_pass(exc):
+            exc.message += f"; or choose this call's tier with web.{method}(..., tier=...)"
+            exc.args = (exc.message,)
 
     async def reject(
         self,

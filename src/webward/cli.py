@@ -32,6 +32,7 @@ from ._errors import (
     Refused,
     UpstreamError,
     WebwardError,
+    another_tier_would_pass,
     internal_error,
 )
 from ._signals import dropped_interrupt, forget_unhandled_interrupt, taken_signals
@@ -113,25 +114,10 @@ def report_error(error: WebwardError, as_json: bool) -> int:
             except OSError:
                 _silence_stdout()
         message = error.message
-        said = _TIER_REFUSALS.get(str(error.reason))
-        if said is not None and said in message:
+        if another_tier_would_pass(error):
             message += "; or choose this call's tier with --tier"  # at the terminal, one may
         print(f"webward: {message}", file=sys.stderr, flush=True)
     return exit_code(error)
-
-
-# Refusals a call in another tier would not get, by reason and by what the sentence says
-# (host_not_allowed is also an agent's own allow list, which no tier passes): on the command
-# line --tier chooses the tier.
-_TIER_REFUSALS = {
-    "host_not_allowed": "is not on the allow-list of tier as-owner",
-    "search_needs_tier": "web search needs tier",
-    "screenshot_needs_tier": "screenshots need tier",
-    "needs_browser": "renders such pages in tiers",
-    # A server on this machine: its range's step, and then the tier's (Gate._tier_step).
-    "internal_address": "tier as-owner reads only the hosts",
-    "internal_name": "tier as-owner reads only the hosts",
-}
 
 
 def _silence_stdout() -> None:
