@@ -344,6 +344,28 @@ async def test_a_refusal_for_the_tier_names_the_tier_argument_in_an_application(
     assert [r.reason for r in audit.records] == ["host_not_allowed", "search_needs_tier"]
 
 
+async def test_a_pages_retrieved_at_follows_the_webs_clock() -> None:
+    """``Web(clock=FakeClock())`` dated a search's results by that clock but a page by the
+    real time: a test of an agent could not pin a page's ``retrieved_at`` (or its envelope's
+    retrieved-at line). Both follow the Web's clock."""
+    from webward import Hit
+    from webward.testing import FakeClock
+
+    class Provider:
+        name = "owls"
+
+        async def search(self, query: str, limit: int) -> list[Hit]:
+            return [Hit(title="Owls", url="https://example.org/", snippet="owls")]
+
+    clock = FakeClock(start=1_767_225_600.0)  # 2026-01-01T00:00:00Z
+    with serve(routes={"/": respond(200, "<p>owls</p>")}) as srv:
+        async with web(clock=clock, search_provider=Provider()) as w:
+            page = await w.fetch(srv.url("/"))
+            found = await w.search("owls")
+    assert page.retrieved_at == found.retrieved_at == "2026-01-01T00:00:00Z"
+    assert "retrieved-at: 2026-01-01T00:00:00Z" in page.content
+
+
 async def test_a_content_type_like_the_envelopes_marker_is_neutralised_in_the_page() -> None:
     """``contentType`` is the server's word outside the envelope, as the title is: a media
     type spelled like the envelope's marker reaches the wire neutralised, as the envelope's

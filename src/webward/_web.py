@@ -97,8 +97,11 @@ _REFUSAL_WAIT_S = 0.25
 log = logging.getLogger("webward")
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+def _now(clock: Callable[[], float]) -> str:
+    """``clock``'s time as a page's ``retrieved_at``: the Web's own clock, as a search's is
+    (a ``FakeClock`` gave a page the real time and a search the fake one)."""
+    when = dt.datetime.fromtimestamp(clock(), dt.UTC)
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _check_verifies(context: ssl.SSLContext) -> None:
@@ -714,7 +717,7 @@ class Web:
             converted=converted,
             redirects=result.redirects,
             bytes_read=result.body.wire_bytes,
-            retrieved_at=_now(),
+            retrieved_at=_now(self._clock),
             etag=result.body.header("etag") or "",
             last_modified=result.body.header("last-modified") or "",
             fetched_at=self._clock(),
@@ -824,7 +827,7 @@ class Web:
         renewed = dataclasses.replace(
             stale,
             redirects=result.redirects,
-            retrieved_at=_now(),
+            retrieved_at=_now(self._clock),
             # A 304 may carry updated validators (RFC 9110 section 15.4.5).
             etag=result.body.header("etag") or stale.etag,
             last_modified=result.body.header("last-modified") or stale.last_modified,
