@@ -91,8 +91,9 @@ BEGIN = "<<<untrusted-web-content nonce={nonce}>>>"
 END = "<<<end-untrusted-web-content nonce={nonce}>>>"
 #: What a forged marker becomes.
 REPLACEMENT = "[marker removed]"
-# What a text that rebuilds a forged marker from each removal becomes (_neutralise_markers):
-# said, so that an agent does not take a lone "[marker removed]" for the page's own text.
+# What the lines of a text that rebuild a forged marker from each removal become
+# (_neutralise_markers): said, so that an agent does not take a lone "[marker removed]" for
+# the page's own text.
 WITHHELD = "[text withheld: it rebuilt a forged marker each time one was removed]"
 
 _NONCE_RE = re.compile(r"^[0-9a-f]{32,}$")
@@ -611,7 +612,7 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
     # inner "[marker removed]" closing the tag that then hides between the next words),
     # one layer a pass, each over the whole text: 50 kB of layers took 7 s, a megabyte most
     # of an hour. No page but one written to evade the search needs more than a few passes:
-    # one that still holds a marker after _MAX_PASSES is withheld whole (WITHHELD).
+    # the lines of one that still holds a marker after _MAX_PASSES are withheld (WITHHELD).
     for _ in range(_MAX_PASSES):
         spans = find_markers(text, folded) or _rendered_spans(text, folded)
         if not spans:
@@ -620,11 +621,69 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
         # Folded once for both searches (each folded the text anew: 0.13 s a megabyte of
         # non-ASCII text, a pass).
         folded = _folded_view(text, with_index=False)[0]
-    # The last look asks only whether a span is left: mapping each back costs more than
-    # finding it, and the text is then withheld whole.
-    if find_markers(text, folded) or _rendered_spans(text, folded, whether=True):
+    # What is still left is withheld line by line (_withheld_lines), where withholding it
+    # whole let one comment of layers blank the whole page; a last look makes sure.
+    spans = sorted(find_markers(text, folded) + _rendered_spans(text, folded))
+    if not spans:
+        return text
+    text = _withheld_lines(text, spans)
+    # (_withheld_lines says why no span can be left; only a flaw in that reasoning would
+    # reach this, and then nothing of the text is handed on.) It asks only whether: mapping
+    # spans back costs more than finding them.
+    if find_markers(text) or _rendered_spans(text, whether=True):
         return WITHHELD
     return text
+
+
+# Where a tag, a comment or what a browser takes for one may open (_RENDERED_AWAY_RE, which
+# reads the text without Markdown's marks: "<*b" is a tag there).
+_TAG_OPEN_RE = re.compile(r"<[*_`~]*+[!?/a-z]")
+
+
+def _withheld_lines(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the whole lines holding each of ``spans`` (sorted) replaced by
+    WITHHELD, each such region widened back to the line of any "<" a tag could open before
+    it. No marker can then be left, nor made from what is left: a search's span holds no
+    newline next to a WITHHELD ("[text...removed]", letters, no bracket of a tag, no
+    digit), and crosses none (_CORE_RE's joins and a header's gaps hold no "[" or letter;
+    the markers' shape and the tails hold no newline; a link's label, text and target
+    cross no line; a reference no blank); and the rendered view of what is left is the
+    view it had, as a tag or comment is the only part of that view that crosses a line,
+    and none is open where a region starts. Linear: each search below scans text that
+    the one before it did not, or the same text once more."""
+    folded, index = _folded_view(text)
+
+    def in_folded(at: int) -> int:
+        return at if index is None else bisect.bisect_left(index, at)
+
+    regions: list[list[int]] = []
+    line_end = -1  # the end of the line last found, reused while spans stay on it
+    for start, end in spans:
+        if end > line_end:
+            line_end = text.find("\n", end)
+            line_end = len(text) if line_end == -1 else line_end
+        if regions and start <= regions[-1][1]:
+            regions[-1][1] = max(regions[-1][1], line_end)
+            continue
+        last = regions[-1][1] if regions else 0  # at a newline: the region before ends there
+        region_start = text.rfind("\n", last, start) + 1
+        while True:  # back to the line of the first tag opened after the last ">" before it
+            closing = folded.rfind(">", in_folded(last), in_folded(region_start))
+            opening = _TAG_OPEN_RE.search(
+                folded, max(closing + 1, in_folded(last)), in_folded(region_start)
+            )
+            if opening is None:
+                break
+            at = opening.start() if index is None else index[opening.start()]
+            region_start = text.rfind("\n", last, at) + 1
+        regions.append([region_start, line_end])
+    out: list[str] = []
+    last = 0
+    for region_start, region_end in regions:
+        out += (text[last:region_start], WITHHELD)
+        last = region_end
+    out.append(text[last:])
+    return "".join(out)
 
 
 # Passes of _neutralise_markers that remove spans: one for the text as written and one for
@@ -793,20 +852,27 @@ def _segments(
         for (start, end), view, cut in zip(bounds, view_starts, shrink, strict=True)
     ]
 
-    def origin(at: int, edge: int, past: int) -> int:
-        """Where the view's character ``at`` comes from (``past``: 1 for the position after
-        it); inside a replacement, the match's ``edge`` (0: its start, 1: its end)."""
-        # The last match whose replacement begins at or before ``at``: of several shown as
-        # nothing there, the last, as the character follows them all.
-        k = bisect.bisect_right(view_starts, at) - 1
-        if k < 0:
-            return at + past
-        if at < view_ends[k]:
-            return bounds[k][edge]
-        return bounds[k][1] + at - view_ends[k] + past
-
     def back(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        return [(origin(start, 0, 0), origin(end - 1, 1, 1)) for start, end in spans]
+        # Where the view's characters come from: a span's first character's origin, and
+        # the position after its last's; inside a replacement, the match's start or end.
+        # The last match whose replacement begins at or before a character: of several
+        # shown as nothing there, the last, as the character follows them all. (Written
+        # out in one loop rather than a call per edge: the last look maps a megabyte's
+        # hundred thousand spans; the matches' own bounds are read in place, as a page of
+        # marks holds a million of them.)
+        out = []
+        for start, end in spans:
+            k = bisect.bisect_right(view_starts, start) - 1
+            if k >= 0:
+                start = (
+                    bounds[k][0] if start < view_ends[k] else bounds[k][1] + start - view_ends[k]
+                )
+            last = end - 1
+            k = bisect.bisect_right(view_starts, last) - 1
+            if k >= 0:
+                end = bounds[k][1] + (0 if last < view_ends[k] else last - view_ends[k] + 1)
+            out.append((start, end))
+        return out
 
     return back
 
