@@ -626,13 +626,15 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
     spans = sorted(find_markers(text, folded) + _rendered_spans(text, folded))
     if not spans:
         return text
-    text = _withheld_lines(text, spans)
-    # (_withheld_lines says why no span can be left; only a flaw in that reasoning would
-    # reach this, and then nothing of the text is handed on.) It asks only whether: mapping
-    # spans back costs more than finding them.
-    if find_markers(text) or _rendered_spans(text, whether=True):
-        return WITHHELD
-    return text
+    # Each look asks only whether a span is left: mapping spans back costs more than
+    # finding them.
+    for any_tag in (False, True):
+        withheld = _withheld_lines(text, spans, any_tag)
+        if not (find_markers(withheld) or _rendered_spans(withheld, whether=True)):
+            return withheld
+    # (_withheld_lines says why no span can be left the second time; only a flaw in that
+    # reasoning would reach this, and then nothing of the text is handed on.)
+    return WITHHELD
 
 
 # Where a tag, a comment or what a browser takes for one may open (_RENDERED_AWAY_RE, which
@@ -640,17 +642,21 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
 _TAG_OPEN_RE = re.compile(r"<[*_`~]*+[!?/a-z]")
 
 
-def _withheld_lines(text: str, spans: list[tuple[int, int]]) -> str:
+def _withheld_lines(text: str, spans: list[tuple[int, int]], any_tag: bool = False) -> str:
     """``text`` with the whole lines holding each of ``spans`` (sorted) replaced by
-    WITHHELD, each such region widened back to the line of any "<" a tag could open before
-    it. No marker can then be left, nor made from what is left: a search's span holds no
-    newline next to a WITHHELD ("[text...removed]", letters, no bracket of a tag, no
-    digit), and crosses none (_CORE_RE's joins and a header's gaps hold no "[" or letter;
-    the markers' shape and the tails hold no newline; a link's label, text and target
-    cross no line; a reference no blank); and the rendered view of what is left is the
-    view it had, as a tag or comment is the only part of that view that crosses a line,
-    and none is open where a region starts. Linear: each search below scans text that
-    the one before it did not, or the same text once more."""
+    WITHHELD, each such region widened back to the line of a tag that may be open before
+    it: opened after the last ">" before it, or (``any_tag``) any opened since the region
+    before it. No marker can then be left, nor made from what is left: a search's span
+    holds no newline next to a WITHHELD ("[text...removed]", letters, no bracket of a tag,
+    no digit), and crosses none (_CORE_RE's joins and a header's gaps hold no "[" or
+    letter; the markers' shape and the tails hold no newline; a link's label, text and
+    target cross no line; a reference no blank); and the rendered view of what is left
+    is the view it had, as a tag or comment is the only part of that view that crosses a
+    line, and none is open where a region starts. That holds for certain with
+    ``any_tag``, where no tag opens between the regions at all; without it, a ">" inside
+    a quoted value or a comment may end no tag, and the caller looks again. Linear: each
+    search below scans text that the one before it did not, or the same text once
+    more."""
     folded, index = _folded_view(text)
 
     def in_folded(at: int) -> int:
@@ -668,7 +674,7 @@ def _withheld_lines(text: str, spans: list[tuple[int, int]]) -> str:
         last = regions[-1][1] if regions else 0  # at a newline: the region before ends there
         region_start = text.rfind("\n", last, start) + 1
         while True:  # back to the line of the first tag opened after the last ">" before it
-            closing = folded.rfind(">", in_folded(last), in_folded(region_start))
+            closing = -1 if any_tag else folded.rfind(">", in_folded(last), in_folded(region_start))
             opening = _TAG_OPEN_RE.search(
                 folded, max(closing + 1, in_folded(last)), in_folded(region_start)
             )
@@ -701,7 +707,7 @@ _MAX_PASSES = 2
 # "[webw<b>a</b>rd]": an HTML page's <b>e</b> is read as **e**) is one on screen, and a model
 # reads through them too. They are found in the folded view (lower case; a look-alike
 # bracket is a "<" there); each part stops at the next bracket (a tag's or a comment's at the
-# next "<" or ">", a link's text at the next "[", "]" or line break, its target at the next
+# next "<" or ">" outside its quoted values, see below; a link's text at the next "[", "]" or line break, its target at the next
 # parenthesis or blank), so a page of them is one linear pass, however long each is: a
 # renderer hides an attribute, a comment or a target of any length, and a bound of a few
 # hundred characters let a page pad one past it. A tag escaped with a backslash is shown as
@@ -711,9 +717,20 @@ _RENDERED_MARKS = "*_`~"
 _RENDERED_MARKS_RE = re.compile(f"[{_RENDERED_MARKS}]+")  # what _unmarked deletes
 # Each alternative starts with a character of the set in front, so that the regex engine
 # skips ahead to one (0.5 ms for 100 kB of Markdown, where a lookbehind first took 1.3).
+# A bracket inside a comment or a quoted attribute value does not end it
+# ('unt<!-- > -->rusted', 'e<span title="a>b">n</span>d-untrusted'): a comment runs to its
+# "-->" (an opener inside it ends the match there, and that opener's comment is taken away
+# next: each scan stops at the next opener, so a page of unclosed ones stays linear), and a
+# tag whose attributes follow HTML's grammar (a quote opens a value only after "=") runs
+# to the ">" after its last value. Anything else still ends at the next bracket.
+_RENDERED_ATTRIBUTES = (
+    r"(?:\s++[a-z_:][a-z0-9_.:-]*+(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'|[^\s\"'=<>`]++))?+)*+"
+)
 _RENDERED_AWAY_RE = re.compile(
     r"[<!\[\]](?:"
-    r"(?<=<)(?<!\\<)(?:!--[^<>]*?--|[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:\s[^<>]*+)?/?)>"
+    r"(?<=<)(?<!\\<)(?:!--(?:[^<-]++|-(?!->)|<(?!!--))*+(?:-->|(?=<!--))"
+    rf"|/?[a-z][a-z0-9-]*+{_RENDERED_ATTRIBUTES}\s*+/?>"
+    r"|(?:[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:\s[^<>]*+)?/?)>)"
     r"|(?<=!)\[(?=[^\[\]\n]*+\][(\[])|(?<=\[)(?=[^\[\]\n]*+\][(\[])"
     r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
