@@ -734,6 +734,19 @@ _RENDERED_AWAY_RE = re.compile(
     r"|(?<=!)\[(?=[^\[\]\n]*+\][(\[])|(?<=\[)(?=[^\[\]\n]*+\][(\[])"
     r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
+# A shortcut reference link ("[label]", its brackets not followed by a target, a label or
+# a ":") is a link where the page defines its label ("[label]: url" at a line's start, up
+# to three spaces in): a renderer shows its text alone, so "[webw[a]rd]" or "unt[r]usted"
+# with "[a]: x" or "[r]: x" anywhere on the page reads as the words.
+_SHORTCUT_RE = re.compile(r"\[[^\[\]\n]{1,999}+\](?![(\[:])")
+_DEFINITION_RE = re.compile(r"^ {0,3}\[([^\[\]\n]{1,999}+)\]:", re.MULTILINE)
+
+
+def _defined_labels(text: str) -> frozenset[str]:
+    """The link labels ``text`` defines, blanks folded (its folded view is lower case)."""
+    return frozenset(" ".join(label.split()) for label in _DEFINITION_RE.findall(text))
+
+
 _RENDERED_REF_RE = re.compile(r"&(?:#[0-9]{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});")
 # A character of what a renderer takes away or decodes: a text without any shows as written.
 _RENDERED_HINTS = "<&*_`~["
@@ -795,9 +808,16 @@ def _rendered_spans(
         folded = _folded_view(text, with_index=False)[0]
     unmarked = _unmarked(folded)
     untagged = _RENDERED_AWAY_RE.sub("", unmarked)
+    linked, shown_link = untagged, None
+    if "]:" in untagged and (labels := _defined_labels(untagged)):
+
+        def shown_link(link: str) -> str:
+            return link[1:-1] if " ".join(link[1:-1].split()) in labels else link
+
+        linked = _SHORTCUT_RE.sub(lambda m: shown_link(m.group()), untagged)
     found: list[tuple[int, int]] = []
     marks_back = None
-    for seen in (unmarked,) if untagged == unmarked else (unmarked, untagged):
+    for seen in (unmarked,) if linked == unmarked else (unmarked, linked):
         view = _RENDERED_REF_RE.sub(_rendered_reference_of, seen) if "&" in seen else seen
         # The view's references are decoded: its brackets are "<" (or escaped, "\<"), and
         # a run of three is looked for as such ("&lt;p&gt;" is "<<p>>" here, &lt; counted as
@@ -814,7 +834,9 @@ def _rendered_spans(
             return [(0, len(text))]
         # Back from the view to the text: through the references, the tags and the fold.
         steps = [_segments(seen, _RENDERED_REF_RE, _rendered_reference)]
-        if seen is untagged:
+        if seen is linked and shown_link is not None:
+            steps.append(_segments(untagged, _SHORTCUT_RE, shown_link))
+        if seen is linked:
             steps.append(_segments(unmarked, _RENDERED_AWAY_RE))
         # The same for both views: made once (a page of marks is a hundred thousand matches).
         marks_back = marks_back or _segments(folded, _RENDERED_MARKS_RE)
