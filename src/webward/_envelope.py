@@ -722,15 +722,17 @@ _RENDERED_MARKS_RE = re.compile(f"[{_RENDERED_MARKS}]+")  # what _unmarked delet
 # "-->" (an opener inside it ends the match there, and that opener's comment is taken away
 # next: each scan stops at the next opener, so a page of unclosed ones stays linear), and a
 # tag whose attributes follow HTML's grammar (a quote opens a value only after "=") runs
-# to the ">" after its last value. Anything else still ends at the next bracket.
+# to the ">" after its last value. Anything else still ends at the next bracket. As in a
+# browser, "<!-->" and "<!--->" are whole comments, "--!>" ends one too, and a "/" may part
+# a tag's name from its attributes ("<b/x>").
 _RENDERED_ATTRIBUTES = (
     r"(?:\s++[a-z_:][a-z0-9_.:-]*+(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'|[^\s\"'=<>`]++))?+)*+"
 )
 _RENDERED_AWAY_RE = re.compile(
     r"[<!\[\]](?:"
-    r"(?<=<)(?<!\\<)(?:!--(?:[^<-]++|-(?!->)|<(?!!--))*+(?:-->|(?=<!--))"
+    r"(?<=<)(?<!\\<)(?:!--(?:-?>|(?:[^<-]++|-(?!-!?>)|<(?!!--))*+(?:--!?>|(?=<!--)))"
     rf"|/?[a-z][a-z0-9-]*+{_RENDERED_ATTRIBUTES}\s*+/?>"
-    r"|(?:[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:\s[^<>]*+)?/?)>)"
+    r"|(?:[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:[\s/][^<>]*+)?/?)>)"
     r"|(?<=!)\[(?=[^\[\]\n]*+\][(\[])|(?<=\[)(?=[^\[\]\n]*+\][(\[])"
     r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
