@@ -649,14 +649,15 @@ def _withheld_lines(text: str, spans: list[tuple[int, int]], any_tag: bool = Fal
     before it. No marker can then be left, nor made from what is left: a search's span
     holds no newline next to a WITHHELD ("[text...removed]", letters, no bracket of a tag,
     no digit), and crosses none (_CORE_RE's joins and a header's gaps hold no "[" or
-    letter; the markers' shape and the tails hold no newline; a link's label, text and
-    target cross no line; a reference no blank); and the rendered view of what is left
-    is the view it had, as a tag or comment is the only part of that view that crosses a
-    line, and none is open where a region starts. That holds for certain with
-    ``any_tag``, where no tag opens between the regions at all; without it, a ">" inside
-    a quoted value or a comment may end no tag, and the caller looks again. Linear: each
-    search below scans text that the one before it did not, or the same text once
-    more."""
+    letter; the markers' shape and the tails hold no newline; a link's label and target
+    cross no line, and a link's text, which may, loses only its brackets, and none whose
+    text would reach a WITHHELD's "["; a reference no blank); and the rendered view of
+    what is left is the view it had, as a tag or comment is the only part of that view
+    that crosses a line, and none is open where a region starts. That holds for certain
+    with ``any_tag``, where no tag opens between the regions at all; without it, a ">"
+    inside a quoted value or a comment may end no tag, and the caller looks again.
+    Linear: each search below scans text that the one before it did not, or the same
+    text once more."""
     folded, index = _folded_view(text)
 
     def in_folded(at: int) -> int:
@@ -707,12 +708,13 @@ _MAX_PASSES = 2
 # "[webw<b>a</b>rd]": an HTML page's <b>e</b> is read as **e**) is one on screen, and a model
 # reads through them too. They are found in the folded view (lower case; a look-alike
 # bracket is a "<" there); each part stops at the next bracket (a tag's or a comment's at the
-# next "<" or ">" outside its quoted values, see below; a link's text at the next "[", "]" or line break, its target at the next
-# parenthesis or blank), so a page of them is one linear pass, however long each is: a
-# renderer hides an attribute, a comment or a target of any length, and a bound of a few
-# hundred characters let a page pad one past it. A tag escaped with a backslash is shown as
-# written, and stays. A processing instruction (<?x?>), a declaration (<!x>) and a CDATA
-# section (<![CDATA[x]]>), raw HTML to Markdown that a browser shows as nothing, go as tags do.
+# next "<" or ">" outside its quoted values, see below; a link's text at the next "[", "]"
+# or blank line, its target at the next parenthesis or blank), so a page of them is one
+# linear pass, however long each is: a renderer hides an attribute, a comment or a target
+# of any length, and a bound of a few hundred characters let a page pad one past it. A tag
+# escaped with a backslash is shown as written, and stays. A processing instruction
+# (<?x?>), a declaration (<!x>) and a CDATA section (<![CDATA[x]]>), raw HTML to Markdown
+# that a browser shows as nothing, go as tags do.
 _RENDERED_MARKS = "*_`~"
 _RENDERED_MARKS_RE = re.compile(f"[{_RENDERED_MARKS}]+")  # what _unmarked deletes
 # Each alternative starts with a character of the set in front, so that the regex engine
@@ -728,12 +730,15 @@ _RENDERED_MARKS_RE = re.compile(f"[{_RENDERED_MARKS}]+")  # what _unmarked delet
 _RENDERED_ATTRIBUTES = (
     r"(?:\s++[a-z_:][a-z0-9_.:-]*+(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'|[^\s\"'=<>`]++))?+)*+"
 )
+# A link's text, which may go on past a line's end but not past a blank line (a paragraph's
+# end): "unt[rusted-web-\ncontent](x)" shows as the words across a soft line break.
+_LINK_TEXT = r"(?:[^\[\]\n]++|\n(?![^\S\n]*+\n))*+"
 _RENDERED_AWAY_RE = re.compile(
     r"[<!\[\]](?:"
     r"(?<=<)(?<!\\<)(?:!--(?:-?>|(?:[^<-]++|-(?!-!?>)|<(?!!--))*+(?:--!?>|(?=<!--)))"
     rf"|/?[a-z][a-z0-9-]*+{_RENDERED_ATTRIBUTES}\s*+/?>"
     r"|(?:[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:[\s/][^<>]*+)?/?)>)"
-    r"|(?<=!)\[(?=[^\[\]\n]*+\][(\[])|(?<=\[)(?=[^\[\]\n]*+\][(\[])"
+    rf"|(?<=!)\[(?={_LINK_TEXT}\][(\[])|(?<=\[)(?={_LINK_TEXT}\][(\[])"
     r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
 # A shortcut reference link ("[label]", its brackets not followed by a target, a label or
