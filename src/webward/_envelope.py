@@ -733,12 +733,16 @@ _RENDERED_ATTRIBUTES = (
 # A link's text, which may go on past a line's end but not past a blank line (a paragraph's
 # end): "unt[rusted-web-\ncontent](x)" shows as the words across a soft line break.
 _LINK_TEXT = r"(?:[^\[\]\n]++|\n(?![^\S\n]*+\n))*+"
+# What makes a bracketed text a link's: a whole target or a whole label after it (as the
+# alternatives below take away). An unclosed one ("[webw<b>a</b>rd]( system") makes none,
+# and its brackets show, as the notice's do.
+_LINK_TAIL = r"\](?:\([^()\s]*+\)|\[[^\[\]\n]*+\])"
 _RENDERED_AWAY_RE = re.compile(
     r"[<!\[\]](?:"
     r"(?<=<)(?<!\\<)(?:!--(?:-?>|(?:[^<-]++|-(?!-!?>)|<(?!!--))*+(?:--!?>|(?=<!--)))"
     rf"|/?[a-z][a-z0-9-]*+{_RENDERED_ATTRIBUTES}\s*+/?>"
     r"|(?:[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:[\s/][^<>]*+)?/?)>)"
-    rf"|(?<=!)\[(?={_LINK_TEXT}\][(\[])|(?<=\[)(?={_LINK_TEXT}\][(\[])"
+    rf"|(?<=!)\[(?={_LINK_TEXT}{_LINK_TAIL})|(?<=\[)(?={_LINK_TEXT}{_LINK_TAIL})"
     r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
 # A shortcut reference link ("[label]", its brackets not followed by a target, a label or
