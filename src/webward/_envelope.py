@@ -622,7 +622,11 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
         # non-ASCII text, a pass).
         folded = _folded_view(text, with_index=False)[0]
     # What is still left is withheld line by line (_withheld_lines), where withholding it
-    # whole let one comment of layers blank the whole page; a last look makes sure.
+    # whole let one comment of layers blank the whole page; a last look makes sure. A text
+    # of one line is that line: whether a span is left is all there is to ask.
+    if "\n" not in text:
+        whole = find_markers(text, folded) or _rendered_spans(text, folded, whether=True)
+        return WITHHELD if whole else text
     spans = sorted(find_markers(text, folded) + _rendered_spans(text, folded))
     if not spans:
         return text
@@ -897,10 +901,16 @@ def _segments(
     view_starts = [
         start - before for (start, _), before in zip(bounds, removed_before, strict=False)
     ]
-    view_ends = [
-        view + end - start - cut
-        for (start, end), view, cut in zip(bounds, view_starts, shrink, strict=True)
-    ]
+    # A match shown as nothing ends in the view where it begins (a page of marks or tags
+    # is a hundred thousand of them: one list fewer to build).
+    view_ends = (
+        view_starts
+        if shown is None
+        else [
+            view + end - start - cut
+            for (start, end), view, cut in zip(bounds, view_starts, shrink, strict=True)
+        ]
+    )
 
     def back(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         # Where the view's characters come from: a span's first character's origin, and
