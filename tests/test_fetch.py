@@ -246,6 +246,51 @@ async def test_the_envelopes_tables_are_read_off_the_event_loop(
     assert read_on and not any(read_on), read_on
 
 
+async def test_a_non_ascii_title_or_query_reads_the_tables_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A page whose text is ASCII but whose title is not ("Caf\u00e9 \u2013 owls"), or a
+    non-ASCII query (a search's, a page's find-in-page), was neutralised on the event loop
+    before anything read the fold's tables in a thread: the first read them there, 0.2 s of
+    every other call. The tables are read in a thread first."""
+    import threading
+
+    from webward import Hit, _envelope
+
+    read_on: list[bool] = []  # for each reading of the tables: whether on the loop's thread
+    data = _envelope._confusables_data
+
+    def watched() -> dict[str, list[dict[str, str]]]:
+        read_on.append(threading.current_thread() is threading.main_thread())
+        return data()
+
+    class Provider:
+        name = "owls"
+
+        async def search(self, query: str, limit: int) -> list[Hit]:
+            return [Hit(title="owls", url="https://example.org/", snippet="plain owls")]
+
+    monkeypatch.setattr(_envelope, "_confusables_data", watched)
+    title = "<title>Caf\u00e9 \u2013 owls</title><p>plain words about owls</p>"
+    routes = {
+        "/title": respond(200, title),
+        "/plain": respond(200, "<title>Owls</title><p>plain words about owls</p>"),
+    }
+    with serve(routes=routes) as srv:
+        async with web(search_provider=Provider()) as w:
+            for first in ("title", "query", "search"):
+                for table in (_envelope._prototypes, _envelope._confusables, _envelope._fold_char):
+                    table.cache_clear()  # as in a fresh process
+                if first == "title":
+                    assert (await w.fetch(srv.url("/title"))).title == "Caf\u00e9 \u2013 owls"
+                elif first == "query":
+                    page = await w.fetch(srv.url("/plain"), query="caf\u00e9 owls")
+                    assert "plain words about owls" in page.content
+                else:
+                    assert (await w.search("na\u00efve owls")).query == "na\u00efve owls"
+    assert len(read_on) >= 3 and not any(read_on), read_on  # each case read them
+
+
 async def test_a_search_reads_its_key_off_the_event_loop() -> None:
     """A search read its provider's key on the event loop, the OS keyring's too: a backend
     that blocks (a locked Secret Service waiting on its unlock prompt, D-Bus on a timeout)

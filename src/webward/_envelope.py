@@ -1031,6 +1031,17 @@ def load_tables() -> None:
     _prototypes()  # which reads the confusables and the letter shapes too
 
 
+async def load_tables_for(*texts: object) -> None:
+    """Read the fold's tables in a worker thread if they are not read yet and one of ``texts``
+    (strings; anything else is skipped) is not ASCII: the call about to neutralise them on the
+    event loop would read them there, 0.2 s of every other call."""
+    if tables_loaded() or all(not isinstance(t, str) or t.isascii() for t in texts):
+        return
+    import anyio  # here: the envelope itself is synchronous
+
+    await anyio.to_thread.run_sync(load_tables)
+
+
 def prepare_body(text: str) -> str:
     """``text`` as :func:`wrap` puts it between the markers: newlines normalised, bidi,
     control and tag characters dropped, marker-like spans neutralised. Any substring of

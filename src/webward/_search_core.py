@@ -236,6 +236,9 @@ class Searcher:
 
         ``filters`` (already validated by ``search.check_filters``) go to the provider only
         when one is set, so a provider that takes none keeps working for unfiltered searches."""
+        # A query's check neutralises it: a non-ASCII one ("caf\u00e9") read the fold's tables
+        # on the event loop, before the hits' reading of them in a thread below.
+        await _envelope.load_tables_for(query)
         text = check_query(query, self.settings.limits.max_query_chars)
         count = check_limit(limit)
         name = check_provider_name(provider)

@@ -499,6 +499,7 @@ class Web:
         )
         query = max_age = None
         if reading.query is not None or reading.max_age is not None:  # most ask for neither
+            await _envelope.load_tables_for(reading.query)  # its check neutralises it
             query = self._check_find_query(reading.query, offset)
             max_age = check_max_age(reading.max_age)
             from . import _find
@@ -545,6 +546,11 @@ class Web:
             screenshot = await self._screenshot(cached.final_url, agent, tier, call)
         if query is not None:
             found = await self._find(cached.converted, url, query, max_chars)
+        # The title and a link's words are neutralised on the event loop as the page is
+        # presented: the first non-ASCII one read the fold's tables there (0.2 s of every
+        # other call), where the page's own text was ASCII and so prepared on the loop.
+        if not _envelope.tables_loaded():  # once a process: the texts are not gathered after
+            await _envelope.load_tables_for(*_beside_text(cached, url, include_links))
         answer = self._present(
             url, cached, offset, max_chars, include_links, screenshot, query, found
         )
@@ -1512,6 +1518,16 @@ def _furniture_reading(converted: _convert.Converted, note: str) -> _convert.Con
 #: 40,000, and a page of 200 links with 2,000-character URLs and 200-character texts would
 #: otherwise hand over ten windows' worth of its own text with each.
 MAX_LINK_CHARS = 20_000
+
+
+def _beside_text(cached: CachedPage, url: str, include_links: bool) -> list[str]:
+    """What a read of ``cached`` neutralises beside its text, which is prepared on its own:
+    the title, the type, the URLs, and the links' words when asked for."""
+    converted = cached.converted
+    said = [converted.title, converted.media_type, url, cached.final_url]
+    if include_links:
+        said += [f"{link.url} {link.text}" for link in converted.links]
+    return said
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
