@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -499,6 +500,61 @@ async def test_the_ranker_is_loaded_off_the_event_loop(monkeypatch: pytest.Monke
             page = await w.fetch(srv.url("/a"), query="blight")
     assert where == [(False, 0)]
     assert page.passages
+
+
+async def test_a_call_during_the_rankers_import_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ranker counted as loaded once "bm25s" was in sys.modules, where the import puts it
+    as it begins: a second find-in-page call made during the first one's import (0.2-0.4 s)
+    skipped the load and asked for its page before the ranker was loaded, the order
+    faa320e keeps. It waits for the load as the first does."""
+    import threading
+    import types
+
+    import anyio
+
+    from webward import _find
+
+    state = threading.Condition()
+    loads: list[bool] = []  # one per call that waits for the ranker
+    asked: list[str] = []  # one per page request the server saw
+    release = threading.Event()
+
+    def load() -> None:  # the ranker's import under way: in sys.modules, not yet loaded
+        sys.modules["bm25s"] = types.ModuleType("bm25s")
+        with state:
+            loads.append(True)
+            state.notify_all()
+        release.wait(30)
+        sys.modules["bm25s"] = real
+
+    real = sys.modules.get("bm25s") or __import__("bm25s")
+    monkeypatch.delitem(sys.modules, "bm25s")  # a fresh process
+    monkeypatch.setattr(_find, "_loaded", False, raising=False)
+    monkeypatch.setattr(_find, "load_ranker", load)
+    article = respond(200, _ARTICLE, "text/markdown; charset=utf-8")
+
+    def page(req: Request, sock: socket.socket) -> None:
+        with state:
+            asked.append(req.path)
+            state.notify_all()
+        article(req, sock)
+
+    def until(seen: Callable[[], object]) -> None:
+        with state:
+            assert state.wait_for(seen, 30)
+
+    with serve(routes={"/a": page, "/b": page}) as srv:
+        async with web() as w, anyio.create_task_group() as tg:
+            tg.start_soon(lambda: w.fetch(srv.url("/a"), query="blight"))
+            await anyio.to_thread.run_sync(until, lambda: loads)  # its import has begun
+            tg.start_soon(lambda: w.fetch(srv.url("/b"), query="blight"))
+            await anyio.to_thread.run_sync(until, lambda: len(loads) == 2 or asked)
+            seen = "page asked for" if asked else "both wait for the ranker"
+            release.set()
+    assert seen == "both wait for the ranker"
+    assert sorted(asked) == ["/a", "/b"]
 
 
 def test_cli_max_chars_and_query(tmp_path: Path) -> None:

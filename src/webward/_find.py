@@ -25,7 +25,6 @@ a millisecond; ``rank-bm25``, the other common choice, has had no release since 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 
 from ._models import Passage
@@ -133,14 +132,23 @@ def blocks(text: str) -> list[Block]:
     return joined
 
 
+#: Whether :func:`load_ranker` has completed once. Not ``"bm25s" in sys.modules``: the import
+#: puts it there as it begins, so a call made during another's import (0.2-0.4 s) took the
+#: ranker for loaded and asked for its page first.
+_loaded = False
+
+
 def ranker_loaded() -> bool:
     """Whether :func:`load_ranker` has nothing left to do."""
-    return "bm25s" in sys.modules
+    return _loaded
 
 
 def load_ranker() -> None:
     """Import the ranker (a few tenths of a second the first time; nothing after)."""
+    global _loaded
     import bm25s  # type: ignore[import-untyped]  # noqa: F401  # bm25s ships no type information
+
+    _loaded = True
 
 
 def _tokenize(texts: list[str]) -> list[list[str]]:
