@@ -269,6 +269,45 @@ def test_find_reads_words_with_combining_marks_and_scripts_without_spaces(
     assert paragraph in text[passages[0].offset : passages[0].end]
 
 
+@pytest.mark.parametrize(
+    ("paragraph", "query"),
+    [
+        (
+            "Le cr\u00e8me br\u00fbl\u00e9e est un dessert \u00e0 base de cr\u00e8me.",
+            "bru\u0302le\u0301e",
+        ),
+        (
+            "Le cre\u0300me bru\u0302le\u0301e est un dessert a\u0300 base de cre\u0300me.",
+            "br\u00fbl\u00e9e",
+        ),
+        (
+            "The Caf\u00e9 M\u00fcller opened in Z\u00fcrich in 1950 on the old square.",
+            "cafe zurich",
+        ),
+        (
+            "\u039f\u0394\u03a5\u03a3\u03a3\u0395\u03a5\u03a3 returned to Ithaca after twenty years.",
+            "\u039f\u03b4\u03c5\u03c3\u03c3\u03b5\u03cd\u03c2",
+        ),
+        ("Die Stra\u00dfe f\u00fchrt am Fluss entlang bis zum Hafen der Stadt.", "STRASSE"),
+    ],
+    ids=["nfd-query", "nfd-page", "no-accents", "greek-capitals", "sharp-s"],
+)
+def test_find_matches_a_word_however_its_accents_and_case_are_written(
+    paragraph: str, query: str
+) -> None:
+    """A query finds its word whether page and query write an accent as one character or as
+    a letter and a combining mark, with or without it, and in any case (a model types "cafe"
+    for "Caf\u00e9", and Greek capitals carry no accents): a page in NFD and a query in NFC
+    shared no word, so the passage was not found."""
+    filler = "\n\n".join(
+        f"An unrelated paragraph number {i} about gardening." * 8 for i in range(6)
+    )
+    text = f"{filler}\n\n{paragraph}\n\n{filler}"
+    _, passages = find(text, query, 40_000)
+    assert passages, query
+    assert paragraph in text[passages[0].offset : passages[0].end]
+
+
 def test_find_counts_words_of_one_character_digits_above_all() -> None:
     """A step's or a version's number is a word: "step 7" ranks Step 7 first, and "7" alone
     finds Version 7 (words of one character were left out, so "step 7" found every step

@@ -11,8 +11,9 @@ date line) is joined to the block after it, so a heading is found with the parag
 
 Ranking: BM25 (``bm25s``, Lucene's variant, k1 = 1.5, b = 0.75) over the blocks' lowercase word
 tokens (a word of one character counts: "7", "B"), English stop words left out (and the
-single letters of "I" and contractions: :data:`STOP_WORDS`), combining marks kept in their
-words; CJK, Thai, Lao,
+single letters of "I" and contractions: :data:`STOP_WORDS`), case folded and accents left out
+("cafe" finds "Caf\u00e9", written precomposed or with a combining mark: :func:`_fold`), other
+combining marks kept in their words; CJK, Thai, Lao,
 Myanmar and Khmer characters count one token each, since those scripts do not put spaces
 between words. Ties go to the earlier block. Blocks that share no word with
 the query are never returned.
@@ -25,6 +26,7 @@ a millisecond; ``rank-bm25``, the other common choice, has had no release since 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ._models import Passage
@@ -151,12 +153,28 @@ def load_ranker() -> None:
     _loaded = True
 
 
+# The accents of Latin, Greek and Cyrillic letters, once decomposed (U+0300..U+036F).
+_ACCENTS = re.compile("[\u0300-\u036f]+")
+
+
+def _fold(text: str) -> str:
+    """``text`` as words are compared: case folded ("Stra\u00dfe" as "strasse"), and accents
+    left out whether written as one character or as a letter and a combining mark, so "cafe",
+    "caf\u00e9" and "cafe\u0301" are one word (a page in NFD shared no word with a query in
+    NFC, and Greek capitals, written without accents, none with a query with them). Only the
+    words are folded: blocks keep their offsets in the text as it is."""
+    if text.isascii():
+        return text.lower()
+    text = _ACCENTS.sub("", unicodedata.normalize("NFD", text.casefold()))
+    return unicodedata.normalize("NFC", text)  # Hangul syllables and the like, recomposed
+
+
 def _tokenize(texts: list[str]) -> list[list[str]]:
     # Loaded by load_ranker before the read (see there).
     import bm25s
 
     tokens: list[list[str]] = bm25s.tokenize(
-        texts,
+        [_fold(text) for text in texts],
         lower=True,
         token_pattern=_TOKEN_PATTERN,
         stopwords=list(STOP_WORDS),
