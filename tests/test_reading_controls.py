@@ -247,15 +247,22 @@ def test_find_ranks_the_passage_that_holds_the_words_first() -> None:
         ("नई दिल्ली भारत की राजधानी है और देश का एक बड़ा शहर भी है।", "दिल्ली राजधानी"),
         ("กรุงเทพมหานครเป็นเมืองหลวงและเมืองที่ใหญ่ที่สุดของประเทศไทย", "เมืองหลวง"),
         ("Le crème brûlée est un dessert à base de crème et de sucre caramélisé.", "brûlée"),
+        # CJK Extension B and later, past U+FFFF: a run of them read as one word, so a query
+        # for one of them found nothing.
+        (
+            "古籍中的\U00020000\U00020001\U00020002字和\U0002a6a5\U0002a6a5字都收在字典裡。",
+            "\U00020001",
+        ),
     ],
-    ids=["hindi", "thai", "decomposed-accents"],
+    ids=["hindi", "thai", "decomposed-accents", "cjk-extension-b"],
 )
 def test_find_reads_words_with_combining_marks_and_scripts_without_spaces(
     paragraph: str, query: str
 ) -> None:
     """Hindi's vowel signs and viramas are part of its words (\\w leaves them out, which broke
     "दिल्ली" into one-letter pieces); Thai, written without spaces, is matched character by
-    character as CJK is; accents written as combining marks stay in their words."""
+    character as CJK is, the ideographs past U+FFFF too; accents written as combining marks
+    stay in their words."""
     import unicodedata
 
     if query == "brûlée":

@@ -13,8 +13,8 @@ Ranking: BM25 (``bm25s``, Lucene's variant, k1 = 1.5, b = 0.75) over the blocks'
 tokens (a word of one character counts: "7", "B"), English stop words left out (and the
 single letters of "I" and contractions: :data:`STOP_WORDS`), case folded and accents left out
 ("cafe" finds "Caf\u00e9", written precomposed or with a combining mark: :func:`_fold`), other
-combining marks kept in their words; CJK, Thai, Lao,
-Myanmar and Khmer characters count one token each, since those scripts do not put spaces
+combining marks kept in their words; CJK (past U+FFFF too), Thai,
+Lao, Myanmar and Khmer characters count one token each, since those scripts do not put spaces
 between words. Ties go to the earlier block. Blocks that share no word with
 the query are never returned.
 
@@ -55,6 +55,8 @@ _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
 _CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
     "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+    # CJK Extension B and later (U+20000..U+3FFFF): rare characters, names and old texts.
+    "\U00020000-\U0003ffff"
 )
 # Marks that are part of a word though \w leaves them out: combining accents, and the vowel
 # signs and viramas of the Indic scripts (Devanagari to Sinhala), so "दिल्ली" is one word and not
