@@ -350,6 +350,20 @@ def test_find_with_no_shared_word_returns_no_passage() -> None:
     assert rendering.startswith("no passage of this page")
 
 
+@pytest.mark.parametrize("query", ["the and of to it", "???", "I'd"])
+def test_a_query_with_no_word_to_look_for_says_so(query: str) -> None:
+    """A query of stop words or punctuation alone finds nothing because it asks for nothing:
+    the result says that, not that no passage matches (which sent a model paging through a
+    page its other words would have found a passage in)."""
+    rendering, passages = find(_ARTICLE, query, 40_000)
+    assert passages == ()
+    assert rendering == (
+        f"the query holds no word to look for in this page ({len(_ARTICLE)} characters): only "
+        'common words such as "the" and "of", or punctuation; ask with words the passage '
+        "would hold, or read it in windows with offset"
+    )
+
+
 def test_find_keeps_to_max_chars() -> None:
     _, passages = find(_ARTICLE, "compost mulch trellis", 150)
     assert sum(p.end - p.offset for p in passages) <= 150

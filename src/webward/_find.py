@@ -237,6 +237,15 @@ def find(text: str, query: str, max_chars: int) -> tuple[str, tuple[Passage, ...
             f"offset={block.offset} to read the page from here\n\n{text[block.offset : end]}"
         )
     if not chosen:
+        if not _tokenize([query])[0]:
+            # Said apart: "matches the query" sent a model asking "how to install it" off to
+            # page through the whole text, when other words of its question would find it.
+            return (
+                f"the query holds no word to look for in this page ({total} characters): "
+                'only common words such as "the" and "of", or punctuation; ask with words '
+                "the passage would hold, or read it in windows with offset",
+                (),
+            )
         return (
             f"no passage of this page ({total} characters) matches the query; "
             "read it in windows with offset instead",
