@@ -136,6 +136,14 @@ def test_fetch_description_explains_windows_offsets_and_the_envelope() -> None:
     assert len(text) <= 1024 and len(wide) <= 1024
 
 
+def test_the_offset_argument_names_the_unit_it_counts() -> None:
+    """Offsets count code points; a client in JavaScript counts UTF-16 units (an emoji is 2
+    there): the argument's description says which, so a client computing an offset from the
+    text it holds counts as webward does."""
+    description = WEB_FETCH.input_schema["properties"]["offset"]["description"]
+    assert "Unicode code points" in description and "JavaScript" in description
+
+
 def test_search_description_says_results_are_untrusted_and_fetch_still_works() -> None:
     """The search tool's description names the envelope and the not-configured case."""
     text = WEB_SEARCH.description

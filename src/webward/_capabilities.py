@@ -312,8 +312,12 @@ def _catalogue(limits: LimitsSettings) -> Catalogue:
                     "type": "integer",
                     "minimum": 0,
                     "default": 0,
-                    "description": "where the window starts, in characters: 0 for the start, "
-                    "or the number after 'pass offset=' in the previous window's header",
+                    # Said, since a client in JavaScript counts a string's length in UTF-16
+                    # units: an emoji or a rare CJK character is 2 there and 1 here.
+                    "description": "where the window starts, in characters (Unicode code "
+                    "points: an emoji is one, though JavaScript's string length counts two): "
+                    "0 for the start, or the number after 'pass offset=' in the previous "
+                    "window's header",
                 },
                 "{name} must be a non-negative whole number",
             ),
