@@ -305,3 +305,15 @@ def test_windows_keep_flags_skin_tones_and_hangul_syllables_whole() -> None:
                 for i in range(1, len(unit)):
                     assert not piece.endswith(unit[:i]) or piece.endswith(unit), (size, piece)
                     assert not piece.startswith(unit[i:]) or piece.startswith(unit), (size, piece)
+
+
+def test_cut_keeps_an_indic_conjunct_whole() -> None:
+    """A virama joins the letter after it into one conjunct (\u0915\u094d\u0937, "ksha"): the
+    cut falls before the conjunct, not after its virama, which left a half letter at one
+    window's end and the other letter at the next one's start."""
+    word = "\u0928\u0915\u094d\u0937\u0924\u094d\u0930"  # nakshatra
+    _, window = make_window(word, 0, 3)
+    assert window.end == 1
+    _, window = make_window(word, 0, 6)
+    assert window.end == 4
+    assert "".join(t.split("\n\n", 1)[1] for t, _ in read_all(word, 3)) == word

@@ -10,8 +10,9 @@ hint, and a page read whole has no header at all. Windows tile exactly: the bodi
 windows from offset 0, each starting where the previous one ended, concatenate to the text.
 
 A cut never separates ``\\r`` from ``\\n``, a backslash from the character it escapes
-(``\\*``), a base character from its combining marks or joiner, or the halves of a surrogate
-pair: the cut moves back, and the next window starts where this one ended.
+(``\\*``), a base character from its combining marks or joiner, the letters of an Indic
+conjunct (joined by a virama), or the halves of a surrogate pair: the cut moves back, and
+the next window starts where this one ended.
 
 A call may ask for smaller windows (``max_chars``, 1 up to the operator's
 ``[limits] max_fetch_text_chars``): :func:`check_max_chars` validates it, and the header and
@@ -162,6 +163,14 @@ def _binds_left(ch: str) -> bool:
     return unicodedata.combining(ch) != 0 or unicodedata.category(ch) in ("Mn", "Mc", "Me")
 
 
+def _joins_a_conjunct(before: str, after: str) -> bool:
+    """Whether a virama (``before``, combining class 9) joins ``after``, a letter, into one
+    conjunct: Devanagari's "\u0915\u094d\u0937" is one character a reader sees, and a cut after the
+    virama left a half letter at the end of one window and a whole one at the start of the
+    next (Unicode's grapheme rule GB9c)."""
+    return unicodedata.combining(before) == 9 and unicodedata.category(after) == "Lo"
+
+
 def _regional(ch: str) -> bool:
     return "\U0001f1e6" <= ch <= "\U0001f1ff"
 
@@ -198,6 +207,7 @@ def _cut(text: str, offset: int, limit: int) -> int:
             (before == "\r" and after == "\n")
             or _binds_left(after)
             or before == "\u200d"
+            or _joins_a_conjunct(before, after)
             or ("\ud800" <= before <= "\udbff")
             or (before == "\\" and _odd_backslashes(text, end))
             or _splits_a_flag(text, end)
