@@ -591,6 +591,35 @@ def test_on_h11_a_request_it_cannot_parse_is_answered_in_the_error_model(tmp_pat
     assert warned.count("Invalid HTTP request received.") <= 1
 
 
+def test_on_h11_both_transfer_encoding_and_content_length_are_refused(tmp_path: Path) -> None:
+    """h11 read a request with both Transfer-Encoding and Content-Length as chunked and kept
+    the connection: what a proxy in front counted into the body by its Content-Length was
+    served as the next request (smuggled past the proxy). As on httptools, 400 in the error
+    model and the connection closed; nothing behind it is served."""
+    from test_gateway import load, loopback_web, running_gateway
+
+    from webward.testing import MemoryAuditSink
+
+    settings = load(tmp_path)
+    web = lambda: loopback_web(settings, MemoryAuditSink())  # noqa: E731
+    smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = b"0\r\n\r\n" + smuggled
+    request = (
+        b"POST /v1/capabilities/web:page.fetch@1 HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body) + body
+    )
+    with running_gateway(settings, web, http="h11") as base:
+        host, port = base.removeprefix("http://").split(":")
+        answer = _exchange((host, int(port)), request)
+    head, _, rest = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), answer
+    assert json.loads(rest)["error"]["message"].startswith(
+        "the request is not HTTP/1.1 webward can read"
+    )
+    assert b"HTTP/1.1 200 " not in answer
+
+
 def test_on_h11_a_head_not_in_time_is_answered_408(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -139,12 +139,30 @@ def _answering_h11() -> type:
 
     _warn_rarely()
 
+    class OneFraming(h11.Connection):
+        # A request with both Transfer-Encoding and Content-Length is refused, as httptools
+        # refuses it: h11 reads its body as chunked and keeps the connection, so the bytes
+        # a proxy in front counted into the body by its Content-Length were served here as
+        # the next request (one smuggled past whatever the proxy checks). uvicorn answers a
+        # RemoteProtocolError with send_400_response and closes.
+        def next_event(self) -> Any:
+            event = super().next_event()
+            if isinstance(event, h11.Request):
+                names = {name for name, _ in event.headers}
+                if b"transfer-encoding" in names and b"content-length" in names:
+                    raise h11.RemoteProtocolError("both Transfer-Encoding and Content-Length")
+            return event
+
     class AnsweringH11(H11Protocol):
         # A request's head must be in HEAD_TIMEOUT_S after the connection, or after the
         # answer before it, as on httptools: h11 bounds its size alone, and a client that
         # sent half a head, or nothing, held the connection and its memory for good (uvicorn
         # arms its keep-alive timeout only after an answer, and drops it at the first byte).
         _head_timer: Any = None
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.conn = OneFraming(h11.SERVER, self.conn._max_incomplete_event_size)
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
