@@ -1088,3 +1088,52 @@ def test_a_signal_while_a_record_waits_for_its_commit_keeps_that_one_record(
         ("allowed", site.url("/page?1")),
         ("allowed", site.url("/page?2")),
     ]
+
+
+def test_serve_raises_its_open_files_limit_so_one_client_cannot_hold_them_all(
+    tmp_path: Path,
+) -> None:
+    """Every connection is an open file, and a client needs no token to open them: under a
+    soft limit of 1024 (systemd's default) one client holding a thousand idle connections,
+    opened again as the head deadline closed them, left every agent unanswered, with nothing
+    in the log. The server raises its soft limit to the hard one at start, where one address
+    runs out of ports first; and it serves a client past the limit it was started with."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    started_with = 128
+    assert hard == resource.RLIM_INFINITY or hard > 4 * started_with
+
+    def low_limit() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (started_with, hard))
+
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    config = gateway_config(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webward.cli", "serve", "--port", "0", "--config", str(config)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        preexec_fn=low_limit,
+    )
+    held_open: list[socket.socket] = []
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "gateway on http://" in line, line
+        base = line.split("gateway on ")[1].split()[0]
+        limits = Path(f"/proc/{proc.pid}/limits").read_text().splitlines()
+        (files,) = [row for row in limits if row.startswith("Max open files")]
+        assert int(files.split()[3]) > started_with, files
+        host, port = base.removeprefix("http://").split(":")
+        for _ in range(2 * started_with):  # idle: no request sent
+            held_open.append(socket.create_connection((host, int(port))))
+        assert httpx.get(base + "/healthz", timeout=30).status_code == 200
+    finally:
+        for conn in held_open:
+            conn.close()
+        _stop(proc)

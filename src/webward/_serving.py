@@ -563,6 +563,7 @@ async def serve(
     from ._signals import stop_if_interrupted
 
     stop_if_interrupted()  # one Python dropped while the server loaded: it never starts
+    _raise_open_files_limit()
     server = _signalled_server()(config)
     server.on_exit = on_exit
     grace = _GraceRanOut(command, config.timeout_graceful_shutdown)
@@ -572,6 +573,31 @@ async def serve(
         await server.serve(sockets=sockets)
     finally:
         uvicorn_log.removeFilter(grace)
+
+
+def _raise_open_files_limit() -> None:
+    """Raise the process's soft limit on open files to its hard limit. Every connection is
+    one, and one client needs no token to open them: at a soft limit of 1024 (systemd's and
+    many shells' default, under a hard limit of 524288) one client holding a thousand idle
+    connections, each opened again as the 10 s head deadline closes it, left every agent
+    unanswered (accept failing, and nothing in the log). At the hard limit one address
+    cannot reach it: it has no more than about 28,000 ports to connect from, about 4 KB of
+    the server's memory each."""
+    try:
+        import resource
+    except ImportError:  # no POSIX limits here (Windows)
+        return
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = _FILES_AT_MOST if hard == resource.RLIM_INFINITY else min(hard, _FILES_AT_MOST)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+# Some kernels refuse an "unlimited" soft limit (macOS), and some children (a browser, old
+# libraries) walk every descriptor up to it: a hard limit of a billion (containerd's
+# "infinity") is not taken whole.
+_FILES_AT_MOST = 1 << 20
 
 
 @functools.lru_cache(maxsize=1)
