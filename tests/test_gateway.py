@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import json
 import logging
@@ -621,6 +622,27 @@ async def test_non_json_bodies_are_400_or_415(
     assert [(r.agent, r.decision, r.reason) for r in audit.records] == [
         ("alice", "refused", "invalid_input")
     ] * 8
+
+
+@pytest.mark.anyio
+async def test_a_compressed_body_is_415_not_read_as_sent(
+    gateway: tuple[str, MemoryAuditSink], client: httpx.AsyncClient
+) -> None:
+    """The gateway never decodes a body's Content-Encoding: a gzip body was refused as "not
+    UTF-8", and a plain JSON body labelled gzip was read and served, which a proxy or WAF in
+    front that decodes (or refuses) it does not see. 415 naming the header, audited."""
+    base, audit = gateway
+    body = b'{"url": "http://127.0.0.1/"}'
+    for encoding, raw in (("gzip", gzip.compress(body)), ("gzip", body), ("br", body)):
+        headers = {**auth("alice"), "Content-Type": "application/json"}
+        r = await client.post(
+            base + FETCH_PATH, content=raw, headers={**headers, "Content-Encoding": encoding}
+        )
+        assert_error(r, 415, "invalid_input")
+        assert "without Content-Encoding" in r.json()["error"]["message"]
+    assert [(r.agent, r.decision, r.reason) for r in audit.records] == [
+        ("alice", "refused", "invalid_input")
+    ] * 3
 
 
 @pytest.mark.anyio

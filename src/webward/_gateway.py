@@ -12,7 +12,7 @@
 
 Each request is checked in this order, and the first failure answers with the error model
 (``{"error": {"code", "message"}}``): route (404), method (405), bearer token (401),
-``Content-Type`` (415), body size while reading the stream (413), JSON in UTF-8 with each
+``Content-Type`` or a ``Content-Encoding`` (415), body size while reading the stream (413), JSON in UTF-8 with each
 field named once (400), the body's shape:
 missing, extra or mistyped fields (400), as the capability catalogue (``_capabilities``) names
 and types them; a URL is read without the whitespace around it, as every face reads it, and a blank
@@ -560,6 +560,16 @@ class _Capability:
         if not _is_json(content_type):
             message = "the request body must be JSON (Content-Type: application/json)"
             return await self._reject(agent, 415, InvalidInput(message), None, named)
+        encoding = found.get(b"content-encoding")
+        if encoding is not None and encoding.strip().lower() not in (b"", b"identity"):
+            # The body is read as sent, never decoded: taken as it was, a gzip body was
+            # "not UTF-8", and a plain one labelled gzip was read as JSON, which a proxy or
+            # WAF in front that decodes it first (or refuses it) does not see (RFC 9110 8.4).
+            message = (
+                "the request body must not be compressed: send it without Content-Encoding "
+                f"(this request's is {_header_text(encoding.strip())!r})"
+            )
+            return await self._reject(agent, 415, InvalidInput(message), None, named)
         try:
             raw = await _read_body(receive, content_length, self._max_body_bytes)
         except _Disconnected:  # the caller left mid-body, or the server cut a late one off
@@ -784,7 +794,14 @@ def _client_left(host: asyncio.Task[Any]) -> bool:
 
 #: The request headers the gateway reads (the rest pass by with one set lookup each).
 _READ_HEADERS = frozenset(
-    {b"authorization", b"content-type", b"content-length", SESSION_HEADER, SESSION_URLS_HEADER}
+    {
+        b"authorization",
+        b"content-type",
+        b"content-length",
+        b"content-encoding",
+        SESSION_HEADER,
+        SESSION_URLS_HEADER,
+    }
 )
 _CONTENT_TYPE = (b"content-type", b"application/json")
 _NO_STORE = (b"cache-control", b"no-store")

@@ -36,7 +36,7 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
         401: "no bearer token, or one this gateway does not know",
         403: "refused: policy, reach tier, the address guard or robots.txt",
         413: "the request body is larger than 64 KiB",
-        415: "the request body is not JSON",
+        415: "the request body is not JSON, or is compressed (Content-Encoding)",
         422: "the fetched resource is over its cap (too_large) "
         "or of a type webward does not read (unsupported_type)",
         429: "rate limited; Retry-After says when to retry",
