@@ -556,6 +556,27 @@ def test_a_request_httptools_cannot_parse_is_answered_in_the_error_model(
         assert error["message"].startswith("the request is not HTTP/1.1 webward can read")
 
 
+def test_a_transfer_coding_other_than_chunked_is_refused(
+    bounded_server: tuple[str, int],
+) -> None:
+    """httptools read "Transfer-Encoding: gzip, chunked" as chunked alone, the gzip never
+    undone: a body other than the one a proxy in front that decodes it checks. Refused as h11
+    refuses it, 400 in the error model; chunked alone is still read."""
+    for coding in (b"gzip, chunked", b"deflate,chunked", b"identity, chunked"):
+        answer = _exchange(
+            bounded_server,
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + b"\r\n\r\n0\r\n\r\n",
+        )
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), (coding, answer)
+        assert json.loads(body)["error"]["message"].startswith(
+            "the request is not HTTP/1.1 webward can read"
+        )
+    plain = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked \r\nConnection: close"
+    answer = _exchange(bounded_server, plain + b"\r\n\r\n0\r\n\r\n")
+    assert not answer.startswith(b"HTTP/1.1 400 "), answer
+
+
 def test_on_h11_a_request_it_cannot_parse_is_answered_in_the_error_model(tmp_path: Path) -> None:
     """Where httptools is not installed (`pip install 'webward[mcp]'` alone serves `webward mcp
     --http` on h11), a malformed request got uvicorn's text/plain "Invalid HTTP request

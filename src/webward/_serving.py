@@ -310,6 +310,12 @@ def _bounded_httptools() -> type:
                 # in. An Authorization in the trailer alone (past a proxy that checks the
                 # head's) named the agent. Not merged into the head (RFC 9110, 6.5.1): dropped.
                 return
+            if name.lower() == b"transfer-encoding" and value.strip().lower() != b"chunked":
+                # httptools reads a body whose last coding is chunked and ignores the rest:
+                # "gzip, chunked" was taken as plain chunked, the gzip never undone, a body
+                # other than a proxy in front that decodes it checks. h11 refuses any coding
+                # but chunked (RFC 9112 6.1); so does this: the parser stops, 400.
+                raise _UnknownCoding
             base_on_header(self, name, value)
 
         def on_headers_complete(self) -> None:
@@ -421,6 +427,11 @@ def _bounded_httptools() -> type:
     # loop of the same id without any sweep.
     _sweeping: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
     return BoundedHttpTools
+
+
+class _UnknownCoding(Exception):
+    """Raised from a parser callback at a Transfer-Encoding other than chunked alone: the
+    parser stops, and the request is answered 400 as one it cannot parse."""
 
 
 class _HeadTooLarge(Exception):
