@@ -641,6 +641,39 @@ def test_on_h11_both_transfer_encoding_and_content_length_are_refused(tmp_path: 
     assert b"HTTP/1.1 200 " not in answer
 
 
+def test_on_h11_a_head_too_large_is_answered_431_as_on_httptools(tmp_path: Path) -> None:
+    """On h11 a head past its 16 KiB was answered 400 "a malformed request line or header",
+    which sent a client with a large cookie looking for a typo. It has httptools's bound and
+    answer: 431 past 64 KiB, saying so; a head under it is served."""
+    from test_gateway import load, loopback_web, running_gateway
+
+    from webward.testing import MemoryAuditSink
+
+    settings = load(tmp_path)
+    web = lambda: loopback_web(settings, MemoryAuditSink())  # noqa: E731
+    with running_gateway(settings, web, http="h11") as base:
+        host, port = base.removeprefix("http://").split(":")
+        address = (host, int(port))
+        cookie = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: "
+        served = _exchange(address, cookie + b"a" * 40_000 + b"\r\n\r\n")
+        assert served.startswith(b"HTTP/1.1 200 "), served
+        whole = _exchange(address, cookie + b"a" * 70_000 + b"\r\n\r\n")  # in one write
+        assert whole.startswith(b"HTTP/1.1 431 "), whole
+        sock = socket.create_connection(address, timeout=10)
+        with sock:
+            sock.sendall(cookie)
+            # In pieces, past h11's 16 KiB and then just past 64 KiB: all of it read by the
+            # time of the answer, so the close is no reset under it.
+            for _ in range(66):
+                sock.sendall(b"a" * 1000)
+            answer = sock.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431 "), answer
+    assert json.loads(body)["error"]["message"] == (
+        "the request line and headers are larger than 64 KiB"
+    )
+
+
 def test_on_h11_a_head_not_in_time_is_answered_408(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

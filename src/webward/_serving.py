@@ -89,7 +89,7 @@ _SWEEP_EVERY_S = 1.0  # how often the bounds above are checked, over all connect
 
 def http_protocol(stack: Stack) -> Any:
     """What to give uvicorn's ``http`` setting for ``stack``: httptools with the bounds above
-    (:func:`_bounded_httptools`), h11 with its own 16 KiB bound on a head, the head's
+    (:func:`_bounded_httptools`), h11 with the same bound on a head (h11's own is 16 KiB), the head's
     deadline and webward's answer to a request it cannot parse (:func:`_answering_h11`)."""
     return _bounded_httptools() if stack.http == "httptools" else _answering_h11()
 
@@ -145,9 +145,22 @@ def _answering_h11() -> type:
         # a proxy in front counted into the body by its Content-Length were served here as
         # the next request (one smuggled past whatever the proxy checks). uvicorn answers a
         # RemoteProtocolError with send_400_response and closes.
+        too_large = False  # the head outgrew MAX_HEAD_BYTES: answered 431, not 400
+
         def next_event(self) -> Any:
-            event = super().next_event()
+            try:
+                event = super().next_event()
+            except h11.RemoteProtocolError as exc:
+                self.too_large = exc.error_status_hint == 431
+                raise
             if isinstance(event, h11.Request):
+                # h11 bounds a head still incomplete; one that arrived whole in a read (a
+                # 70 KB cookie in one write) is counted here, as httptools counts it.
+                size = len(event.method) + len(event.target)
+                size += sum(len(name) + len(value) + 4 for name, value in event.headers)
+                if size > MAX_HEAD_BYTES:
+                    self.too_large = True
+                    raise h11.RemoteProtocolError("head too large", error_status_hint=431)
                 names = {name for name, _ in event.headers}
                 if b"transfer-encoding" in names and b"content-length" in names:
                     raise h11.RemoteProtocolError("both Transfer-Encoding and Content-Length")
@@ -162,7 +175,8 @@ def _answering_h11() -> type:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.conn = OneFraming(h11.SERVER, self.conn._max_incomplete_event_size)
+            # The head's bound is httptools's (h11's own is 16 KiB): one limit, one answer.
+            self.conn = OneFraming(h11.SERVER, MAX_HEAD_BYTES)
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -191,7 +205,12 @@ def _answering_h11() -> type:
         def send_400_response(self, msg: str) -> None:
             # The connection closes: h11's state for it need not hear of the answer.
             if not self.transport.is_closing():
-                self.transport.write(_plain_answer("400 Bad Request", _unreadable_request(msg)))
+                # A head too large was answered "not HTTP/1.1 webward can read: a malformed
+                # request line or header", which sent a client with a large cookie looking
+                # for a typo: 431 and its size, as on httptools.
+                too_large = isinstance(self.conn, OneFraming) and self.conn.too_large
+                answer = _plain_answer("400 Bad Request", _unreadable_request(msg))
+                self.transport.write(_TOO_LARGE if too_large else answer)
                 self.transport.close()
 
         def _unsupported_upgrade_warning(self) -> None:
