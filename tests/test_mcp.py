@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import io
 import json
 import os
@@ -680,6 +681,24 @@ async def test_streamable_http_refuses_a_host_origin_or_content_type_sent_twice(
             text = text.split(b"\r\n")[1]  # one chunk: the JSON
         message = json.loads(text)["error"]["message"]
         assert message == f"send one {name} header; this request sent more"
+
+
+@pytest.mark.anyio
+async def test_streamable_http_refuses_a_compressed_body(tmp_path: Path) -> None:
+    """The SDK reads a body as sent: a plain message labelled Content-Encoding: gzip was
+    served (a proxy or WAF in front decodes or refuses it, and so checks another), and a gzip
+    one was "not UTF-8 text, one a line". Each is 400, one sentence naming the header."""
+    body = json.dumps(INITIALIZE).encode()
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with mcp_over_http(tmp_path) as url, httpx.AsyncClient() as client:
+        for raw in (body, gzip.compress(body)):
+            r = await client.post(
+                url, content=raw, headers={**headers, "Content-Encoding": "gzip"}, timeout=20
+            )
+            assert r.status_code == 400, r.text
+            assert "mcp-session-id" not in r.headers
+            message = json.loads(r.text)["error"]["message"]
+            assert message.startswith("the request body must not be compressed"), message
 
 
 def test_a_server_on_port_80_serves_a_host_without_its_port() -> None:

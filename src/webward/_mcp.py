@@ -2466,6 +2466,17 @@ def _refused_before_read(scope: Any, body: bytes, value: Any = _UNREAD) -> Malfo
             seen.add(name)
     if value is _UNREAD:
         value = _read_message(body)
+    encoding = _first_headers(scope).get(b"content-encoding")
+    if repeated is None and encoding is not None and encoding.strip().lower() != b"identity":
+        # The SDK reads a body as sent, never decoded: a plain message labelled gzip was
+        # served, one a proxy or WAF in front decodes (or refuses) and so checks as another;
+        # a gzip one was "not UTF-8 text". As the gateway answers it (RFC 9110 8.4).
+        shown = neutralise_line(encoding.strip().decode("latin-1"))[:40]
+        message = (
+            "the request body must not be compressed: send it without Content-Encoding "
+            f"(this request's is {shown!r})"
+        )
+        return Malformed(request_id=_request_id(value), message=message, calls=_calls_in(value))
     if repeated is None:
         return _named_twice_in(body, value)
     shown = repeated.decode("latin-1").title()
