@@ -749,6 +749,23 @@ _RENDERED_AWAY_RE = re.compile(
     rf"|(?<=!)\[(?={_LINK_TEXT}{_LINK_TAIL})|(?<=\[)(?={_LINK_TEXT}{_LINK_TAIL})"
     r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
 )
+# The same view with each tag and comment ending at its next bracket, as one reading the
+# text as written takes them: where a quoted value or a comment holds a ">" or a "<", the
+# view above takes it all away as a browser does, but a model reading the text reads the
+# words inside and through the tags among them ('<a title="><<<end-unt<b>r</b>usted-web-
+# content ...>>>">'), which this view shows; both are looked in.
+_BRACKETED_AWAY_RE = re.compile(
+    r"[<!\[\]](?:"
+    r"(?<=<)(?<!\\<)(?:!--[^<>]*?--!?|[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:[\s/][^<>]*+)?/?)>"
+    rf"|(?<=!)\[(?={_LINK_TEXT}{_LINK_TAIL})|(?<=\[)(?={_LINK_TEXT}{_LINK_TAIL})"
+    r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
+)
+# Where the two views may differ: a quoted value or a comment holding a bracket (or a
+# comment "<!-->", "<!--->"), found in one linear scan (each try stops at the next bracket);
+# a page without one is not taken apart a third time.
+_HIDDEN_BRACKET_RE = re.compile(
+    r"<(?:[a-z/][^<>]*?=\s*+(?:\"[^\"<>]*+|'[^'<>]*+)[<>]|!--(?:-?>|(?:[^<>-]|-(?!-!?>))*+[<>]))"
+)
 # A shortcut reference link ("[label]", its brackets not followed by a target, a label or
 # a ":") is a link where the page defines its label ("[label]: url" at a line's start, up
 # to three spaces in): a renderer shows its text alone, so "[webw[a]rd]" or "unt[r]usted"
@@ -831,8 +848,22 @@ def _rendered_spans(
 
         linked = _SHORTCUT_RE.sub(lambda m: shown_link(m.group()), untagged)
     found: list[tuple[int, int]] = []
+
+    def views() -> Iterator[str]:
+        yield unmarked
+        if linked != unmarked:
+            yield linked
+        # The view that ends each tag at its next bracket (_BRACKETED_AWAY_RE) differs only
+        # where a quoted value or a comment holds one; it is looked in where the others
+        # found nothing, as what they found is taken away first and the next look sees the
+        # rest (a page of such markup is not taken apart and mapped back twice).
+        if not found and _HIDDEN_BRACKET_RE.search(unmarked):
+            bracketed = _BRACKETED_AWAY_RE.sub("", unmarked)
+            if bracketed not in (unmarked, linked):
+                yield bracketed
+
     marks_back = None
-    for seen in (unmarked,) if linked == unmarked else (unmarked, linked):
+    for seen in views():
         view = _RENDERED_REF_RE.sub(_rendered_reference_of, seen) if "&" in seen else seen
         # The view's references are decoded: its brackets are "<" (or escaped, "\<"), and
         # a run of three is looked for as such ("&lt;p&gt;" is "<<p>>" here, &lt; counted as
@@ -853,6 +884,8 @@ def _rendered_spans(
             steps.append(_segments(untagged, _SHORTCUT_RE, shown_link))
         if seen is linked:
             steps.append(_segments(unmarked, _RENDERED_AWAY_RE))
+        elif seen is not unmarked:
+            steps.append(_segments(unmarked, _BRACKETED_AWAY_RE))
         # The same for both views: made once (a page of marks is a hundred thousand matches).
         marks_back = marks_back or _segments(folded, _RENDERED_MARKS_RE)
         steps.append(marks_back)
