@@ -927,6 +927,23 @@ def test_a_rebuilt_marker_withholds_its_lines_not_the_page(layer: tuple[str, str
             assert MARKER_LIKE.search(shown) is None and not OWN_VOICE.search(shown)
 
 
+def test_a_run_of_withheld_lines_is_one_notice() -> None:
+    """Lines withheld for a rebuilt marker were each their own notice, though docs/
+    governance.md says a run of them becomes one: a megabyte of short layered lines became
+    1.4 MB of notices, more than the page. A run is now one notice; a blank line or a line
+    kept between two parts them."""
+    import webward._envelope as envelope
+
+    layered = "[web<x " * 3 + "[webward]" + ">ward]" * 3
+    run = "\n".join([layered] * 3)
+    assert prepare_body(f"top\n{run}\nend") == f"top\n{envelope.WITHHELD}\nend"
+    parted = f"top\n{layered}\n\n{layered}\nmid\n{layered}"
+    notice = envelope.WITHHELD
+    assert prepare_body(parted) == f"top\n{notice}\n\n{notice}\nmid\n{notice}"
+    page = "\n".join([layered] * 20_000)
+    assert len(prepare_body(page)) < len(page)
+
+
 _INNOCENT_LINE = st.lists(
     st.sampled_from(
         [

@@ -648,7 +648,7 @@ _TAG_OPEN_RE = re.compile(r"<[*_`~]*+[!?/a-z]")
 
 def _withheld_lines(text: str, spans: list[tuple[int, int]], any_tag: bool = False) -> str:
     """``text`` with the whole lines holding each of ``spans`` (sorted) replaced by
-    WITHHELD, each such region widened back to the line of a tag that may be open before
+    WITHHELD (one for a run of such lines), each such region widened back to the line of a tag that may be open before
     it: opened after the last ">" before it, or (``any_tag``) any opened since the region
     before it. No marker can then be left, nor made from what is left: a search's span
     holds no newline next to a WITHHELD ("[text...removed]", letters, no bracket of a tag,
@@ -687,6 +687,9 @@ def _withheld_lines(text: str, spans: list[tuple[int, int]], any_tag: bool = Fal
                 break
             at = opening.start() if index is None else index[opening.start()]
             region_start = text.rfind("\n", last, at) + 1
+        if regions and region_start == last + 1:  # the next line: the same run, one notice
+            regions[-1][1] = line_end
+            continue
         regions.append([region_start, line_end])
     out: list[str] = []
     last = 0
