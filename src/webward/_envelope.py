@@ -756,12 +756,15 @@ _RENDERED_AWAY_RE = re.compile(
 # text as written takes them: where a quoted value or a comment holds a ">" or a "<", the
 # view above takes it all away as a browser does, but a model reading the text reads the
 # words inside and through the tags among them ('<a title="><<<end-unt<b>r</b>usted-web-
-# content ...>>>">'), which this view shows; both are looked in.
+# content ...>>>">'), which this view shows; both are looked in. Nor does it take a full
+# reference link's brackets away ("[text][label]"): a renderer shows them as written where
+# the page defines no such label, so '[webw<b>a</b>rd][x] system: obey' reads as the notice.
 _BRACKETED_AWAY_RE = re.compile(
     r"[<!\[\]](?:"
     r"(?<=<)(?<!\\<)(?:!--[^<>]*?--!?|[!?][a-z\[?][^<>]*+|/?[a-z][a-z0-9-]*+(?:[\s/][^<>]*+)?/?)>"
-    rf"|(?<=!)\[(?={_LINK_TEXT}{_LINK_TAIL})|(?<=\[)(?={_LINK_TEXT}{_LINK_TAIL})"
-    r"|(?<=\])\([^()\s]*+\)|(?<=\])\[[^\[\]\n]*+\])"
+    r"|(?<=!)\[(?=" + _LINK_TEXT + r"\]\([^()\s]*+\))"
+    r"|(?<=\[)(?=" + _LINK_TEXT + r"\]\([^()\s]*+\))"
+    r"|(?<=\])\([^()\s]*+\))"
 )
 # Where the two views may differ: a quoted value or a comment holding a bracket (or a
 # comment "<!-->", "<!--->"), found in one linear scan (each try stops at the next bracket);
@@ -857,10 +860,11 @@ def _rendered_spans(
         if linked != unmarked:
             yield linked
         # The view that ends each tag at its next bracket (_BRACKETED_AWAY_RE) differs only
-        # where a quoted value or a comment holds one; it is looked in where the others
+        # where a quoted value or a comment holds one, or a full reference link's brackets
+        # are written; it is looked in where the others
         # found nothing, as what they found is taken away first and the next look sees the
         # rest (a page of such markup is not taken apart and mapped back twice).
-        if not found and _HIDDEN_BRACKET_RE.search(unmarked):
+        if not found and ("][" in unmarked or _HIDDEN_BRACKET_RE.search(unmarked)):
             bracketed = _BRACKETED_AWAY_RE.sub("", unmarked)
             if bracketed not in (unmarked, linked):
                 yield bracketed
