@@ -927,6 +927,23 @@ def test_a_rebuilt_marker_withholds_its_lines_not_the_page(layer: tuple[str, str
             assert MARKER_LIKE.search(shown) is None and not OWN_VOICE.search(shown)
 
 
+def test_a_long_text_holding_a_rebuilt_marker_is_withheld_whole() -> None:
+    """Finding the lines that still hold a rebuilt marker takes a third look at the whole
+    text: past _LINES_AT_MOST (256 KiB) the text is withheld whole, as every such text was
+    before, and just under it only the lines go."""
+    import webward._envelope as envelope
+
+    opening, inner, closing = _LAYERS[0]
+    forged = "Comment: " + opening * 6 + inner + closing * 6 + " thanks"
+    line = "Plain prose of the page, nothing forged in it.\n"
+    filler = line * ((envelope._LINES_AT_MOST - len(forged)) // len(line) - 1)
+    under = filler + forged + "\nend"
+    assert len(under) <= envelope._LINES_AT_MOST
+    assert prepare_body(under) == filler + envelope.WITHHELD + "\nend"
+    over = line * 50 + under  # past the bound even once the passes have shortened it
+    assert prepare_body(over) == envelope.WITHHELD
+
+
 def test_a_run_of_withheld_lines_is_one_notice() -> None:
     """Lines withheld for a rebuilt marker were each their own notice, though docs/
     governance.md says a run of them becomes one: a megabyte of short layered lines became

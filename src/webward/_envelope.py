@@ -623,8 +623,11 @@ def _neutralise_markers(text: str, plain: bool | None = None) -> str:
         folded = _folded_view(text, with_index=False)[0]
     # What is still left is withheld line by line (_withheld_lines), where withholding it
     # whole let one comment of layers blank the whole page; a last look makes sure. A text
-    # of one line is that line: whether a span is left is all there is to ask.
-    if "\n" not in text:
+    # of one line is that line: whether a span is left is all there is to ask. So is one
+    # past _LINES_AT_MOST, withheld whole: finding the lines takes a third full look and
+    # more (a crafted megabyte, 0.35 -> 0.48 s), and a page that long still holding a
+    # rebuilt marker after both passes is one written to evade the search.
+    if "\n" not in text or len(text) > _LINES_AT_MOST:
         whole = find_markers(text, folded) or _rendered_spans(text, folded, whether=True)
         return WITHHELD if whole else text
     spans = sorted(find_markers(text, folded) + _rendered_spans(text, folded))
@@ -704,6 +707,10 @@ def _withheld_lines(text: str, spans: list[tuple[int, int]], any_tag: bool = Fal
 # its rendered view; only a page that rebuilds a marker each time another is removed needs
 # more, as many as it has layers.
 _MAX_PASSES = 2
+
+# The longest text whose lines holding a marker rebuilt past _MAX_PASSES are withheld one
+# by one rather than the text whole (_neutralise_markers): a quarter of the 1 MB text cap.
+_LINES_AT_MOST = 256 * 1024
 
 
 # What a Markdown or HTML renderer shows otherwise than it is written: inline tags and
