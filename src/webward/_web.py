@@ -549,8 +549,10 @@ class Web:
         # The title and a link's words are neutralised on the event loop as the page is
         # presented: the first non-ASCII one read the fold's tables there (0.2 s of every
         # other call), where the page's own text was ASCII and so prepared on the loop.
-        if not _envelope.tables_loaded():  # once a process: the texts are not gathered after
-            await _envelope.load_tables_for(*_beside_text(cached, url, include_links))
+        # Asked on every read until a non-ASCII text has read them: without building a
+        # list or a coroutine a call (a cached read's answer is otherwise made in 25 us).
+        if not _envelope.tables_loaded() and not _beside_ascii(cached, url, include_links):
+            await anyio.to_thread.run_sync(_envelope.load_tables)
         answer = self._present(
             url, cached, offset, max_chars, include_links, screenshot, query, found
         )
@@ -1520,14 +1522,20 @@ def _furniture_reading(converted: _convert.Converted, note: str) -> _convert.Con
 MAX_LINK_CHARS = 20_000
 
 
-def _beside_text(cached: CachedPage, url: str, include_links: bool) -> list[str]:
-    """What a read of ``cached`` neutralises beside its text, which is prepared on its own:
-    the title, the type, the URLs, and the links' words when asked for."""
+def _beside_ascii(cached: CachedPage, url: str, include_links: bool) -> bool:
+    """Whether what a read of ``cached`` neutralises beside its text, which is prepared on
+    its own, is ASCII: the title, the type, the URLs, and the links' words when asked for."""
     converted = cached.converted
-    said = [converted.title, converted.media_type, url, cached.final_url]
-    if include_links:
-        said += [f"{link.url} {link.text}" for link in converted.links]
-    return said
+    if not (
+        converted.title.isascii()
+        and converted.media_type.isascii()
+        and url.isascii()
+        and cached.final_url.isascii()
+    ):
+        return False
+    return not include_links or all(
+        link.url.isascii() and link.text.isascii() for link in converted.links
+    )
 
 
 def _neutral_links(links: tuple[Link, ...]) -> tuple[Link, ...]:
