@@ -1160,3 +1160,18 @@ def test_a_file_size_limit_is_named_not_taken_for_a_broken_log(tmp_path: Path) -
     assert listed.returncode == 3, listed.stderr
     assert "file size limit (ulimit -f), 8,192 bytes" in listed.stderr
     assert "move it aside" not in listed.stderr
+
+
+@pytest.mark.parametrize("fd", [0, 1])
+def test_mcp_started_without_stdin_or_stdout_says_so(tmp_path: Path, fd: int) -> None:
+    """`webward mcp >&-` (or `<&-`): the stdio server has no pipe to speak on, which is said in
+    one sentence with the next step, exit 2 (stdout closed failed as a bug, "failed
+    unexpectedly (AttributeError)", and stdin closed exited 0 in silence)."""
+    closed = _webward(tmp_path, "mcp", close=(fd,))
+    name = "stdin" if fd == 0 else "stdout"
+    assert closed.returncode == 2
+    assert closed.stderr.decode() == (
+        f"webward: {name} is closed, and without --http MCP runs on stdin and stdout; start "
+        "`webward mcp` from an MCP client (which gives it both pipes), or serve over HTTP "
+        "with --http 127.0.0.1:8765\n"
+    )

@@ -68,6 +68,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     with asyncio_only():
         from ._mcp import run as run_mcp
 
+    from .cli import is_closed
+
+    if args.http is None and (sys.stdin is None or is_closed(sys.stdout)):
+        # Started without the pipe a client speaks on (`webward mcp >&-`, `<&-`): stdout
+        # closed failed in the MCP library as a bug (AttributeError), stdin closed served
+        # nothing and exited 0 in silence. No call was made, so there is none to audit.
+        closed = "stdin" if sys.stdin is None else "stdout"
+        raise InvalidInput(
+            f"{closed} is closed, and without --http MCP runs on stdin and stdout; start "
+            "`webward mcp` from an MCP client (which gives it both pipes), or serve over "
+            "HTTP with --http 127.0.0.1:8765"
+        )
     if args.http is None and sys.stdin is not None and sys.stdin.isatty():
         # Started at a terminal (a person trying the command): the protocol waits on stdin
         # in silence, which looked like a hang. Said on stderr, which no client reads as MCP.
