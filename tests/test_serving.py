@@ -1191,3 +1191,49 @@ def test_serve_raises_its_open_files_limit_so_one_client_cannot_hold_them_all(
         for conn in held_open:
             conn.close()
         _stop(proc)
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+@pytest.mark.parametrize("files", [64, 1024])
+def test_a_server_with_few_open_files_says_so_as_it_starts(
+    tmp_path: Path, command: str, files: int
+) -> None:
+    """Under `ulimit -n 64` a burst of 50 clients used up the descriptors, and uvloop closed
+    the connections past them unanswered with nothing logged: the server now says the limit
+    and the step as it starts. systemd's default of 1024 brings no warning."""
+    import resource
+
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(child_env(tmp_path))
+    config = gateway_config(tmp_path) if command == "serve" else mcp_config(tmp_path)
+    where = ["--port", "0"] if command == "serve" else ["--http", "127.0.0.1:0"]
+
+    def limited() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webward.cli", command, *where, "--config", str(config)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        preexec_fn=limited,
+    )
+    assert proc.stderr is not None
+    lines = []
+    while not lines or " on http://" not in lines[-1]:  # up to the line that it listens
+        line = proc.stderr.readline()
+        assert line, lines
+        lines.append(line)
+    _stop(proc)
+    warnings = [line for line in lines if "files (ulimit -n)" in line]
+    if files == 1024:
+        assert warnings == []
+    else:
+        assert warnings == [
+            f"webward {command}: warning: this process may open only 64 files (ulimit -n), "
+            "which a burst of requests uses up, and a client past that is disconnected "
+            "unanswered; raise the limit (ulimit -n 4096, or LimitNOFILE= in a systemd unit)\n"
+        ]

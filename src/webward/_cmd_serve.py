@@ -133,6 +133,11 @@ async def _serve(settings: Settings, host: str, port: int, stack: Stack) -> None
     )
     if warning is not None:
         print(warning, file=sys.stderr, flush=True)
+    from ._serving import few_files_warning
+
+    few_files = few_files_warning("webward serve")
+    if few_files is not None:
+        print(few_files, file=sys.stderr, flush=True)
 
     def ready() -> None:  # once the Web is open and its workers started: ready to answer
         print(

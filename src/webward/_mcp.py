@@ -119,7 +119,14 @@ from ._models import Page, Part, SearchResult
 from ._parts import tool_result_text
 from ._provenance import SESSIONLESS, scoped_session
 from ._redact import redact_traceback
-from ._serving import Stack, content_length, fastest_stack, http_protocol, run_server
+from ._serving import (
+    Stack,
+    content_length,
+    fastest_stack,
+    few_files_warning,
+    http_protocol,
+    run_server,
+)
 from ._serving import serve as serve_until_signalled
 from ._settings import Settings
 from ._telemetry import (
@@ -2631,6 +2638,9 @@ async def serve_http(
 def print_ready(url: str, stack: Stack | None = None) -> None:
     """Tell a person where the server listens, on stderr (stdout may be the protocol), and
     warn when that is plain HTTP other machines may reach (tokens are then required)."""
+    few_files = few_files_warning("webward mcp")
+    if few_files is not None:
+        print(few_files, file=sys.stderr, flush=True)
     shown = f" ({stack.describe()})" if stack is not None else ""
     print(f"webward mcp: streamable HTTP on {url}{shown}", file=sys.stderr, flush=True)
     where = urlsplit(url)

@@ -29,7 +29,15 @@ from typing import Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
-__all__ = ["Stack", "asyncio_only", "fastest_stack", "http_protocol", "run_server", "serve"]
+__all__ = [
+    "Stack",
+    "asyncio_only",
+    "fastest_stack",
+    "few_files_warning",
+    "http_protocol",
+    "run_server",
+    "serve",
+]
 
 T = TypeVar("T")
 
@@ -44,6 +52,34 @@ class Stack:
 
     def describe(self) -> str:
         return f"{self.http}, {self.loop}"
+
+
+#: Below this many open files a server says so as it starts. systemd gives a service 1024
+#: (soft) unless told otherwise, which holds hundreds of requests at once: no warning there.
+FEW_OPEN_FILES = 1024
+
+
+def few_files_warning(name: str) -> str | None:
+    """A warning for a server (``name``: "webward serve") whose process may open fewer than
+    :data:`FEW_OPEN_FILES` files (``ulimit -n``), else None. Each request in flight holds two
+    descriptors (its client's connection and the origin's); past the limit the event loop
+    cannot accept a connection, and uvloop closes it unanswered with nothing logged, so an
+    operator saw clients reset at 50 requests at once under ``ulimit -n 64`` and no reason.
+    The soft limit is first raised to the hard one (:func:`_raise_open_files_limit`), so only
+    a hard limit that low is warned of."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to read
+        return None
+    _raise_open_files_limit()
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or soft >= FEW_OPEN_FILES:
+        return None
+    return (
+        f"{name}: warning: this process may open only {soft} files (ulimit -n), which a "
+        "burst of requests uses up, and a client past that is disconnected unanswered; "
+        f"raise the limit (ulimit -n {FEW_OPEN_FILES * 4}, or LimitNOFILE= in a systemd unit)"
+    )
 
 
 def _importable(module: str) -> bool:
