@@ -680,3 +680,27 @@ def test_a_long_lived_sqlite_store_drops_rows_idle_a_day(tmp_path: Path) -> None
         return rows, live is not None
 
     assert anyio.run(main) == (1, True)
+
+
+@pytest.mark.anyio
+async def test_a_clock_put_back_from_years_ahead_does_not_lock_the_host_out(
+    state: LimitState,
+) -> None:
+    """A machine that ran with its clock in 2099 (booted before NTP) and then had it put
+    right: the host's bucket, emptied then, refilled nothing until 2099 and a hold set then
+    lasted as long, every read refused "retry in 0.5 s" for years. The bucket now counts
+    from the corrected time, and a hold is never longer than its bound from now."""
+    clock = FakeClock(start=4_070_908_800.0)  # 2099-01-01
+    lim = limiter(state, clock)
+    for _ in range(5):
+        await lim.record(await lim.acquire(HOST), status=200)
+    await lim.record(await lim.acquire("held.example"), status=429)  # held: Retry-After
+    clock.now = 1_796_000_000.0  # 2026: the clock put right
+    err = await refused(lim)  # the tokens spent stay spent: no un-spending
+    assert err.retry_after == pytest.approx(0.5)
+    clock.advance(0.5)
+    await lim.record(await lim.acquire(HOST), status=200)  # as told: 0.5 s later, admitted
+    held = await refused(lim, "held.example")
+    assert held.retry_after <= 3600
+    clock.advance(3600)
+    await lim.record(await lim.acquire("held.example"), status=200)

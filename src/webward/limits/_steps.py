@@ -61,9 +61,30 @@ def _fresh(cfg: Config, now: float) -> HostState:
 
 def _refill(s: HostState, cfg: Config, now: float) -> HostState:
     # A clock that steps backwards refills nothing (and never un-spends tokens).
+    s = _within_reach(s, cfg, now)
     elapsed = max(0.0, now - s.updated)
     return replace(
         s, tokens=min(cfg.burst, s.tokens + elapsed * cfg.rate), updated=max(now, s.updated)
+    )
+
+
+def _within_reach(s: HostState, cfg: Config, now: float) -> HostState:
+    """``s`` with no time further ahead of ``now`` than it can be set: a machine that ran
+    with its clock years ahead (booted before NTP, a VM's clock) left times from then in the
+    store, and once the clock was put right the bucket refilled nothing until that time and
+    a hold or an open circuit lasted as long, every read of the host refused ("retry in
+    0.5 s") for years. A step back by more than the bucket takes to fill is taken as the
+    clock put right: the bucket counts from now, its tokens as they were; a small one (clocks
+    of processes sharing a store differ a little) still refills nothing. A hold, an open
+    circuit or a probe's lease is never longer from now than its own bound."""
+    full_s = cfg.burst / cfg.rate if cfg.rate > 0 else 0.0
+    if s.updated - now > full_s:
+        s = replace(s, updated=now)
+    return replace(
+        s,
+        hold_until=min(s.hold_until, now + MAX_BACKPRESSURE_S),
+        open_until=min(s.open_until, now + cfg.max_open_s),
+        probe_until=min(s.probe_until, now + cfg.probe_lease_s),
     )
 
 
