@@ -906,3 +906,46 @@ async def test_the_log_line_of_a_bug_at_mcp_and_the_gateway_holds_no_secret(
     logged = caplog.text  # the messages with any traceback logged beside them
     assert "Traceback" in logged and "converter bug" in logged and "provider bug" in logged
     assert "Zq" not in logged and "X-Amz-Signature=REDACTED" in logged
+
+
+# What Python raises when a thread cannot be started: the process at its limit on a user's
+# processes and threads (``ulimit -u``), which root is not held to, so no test can reach it.
+NO_THREAD = "can't start new thread"
+
+
+class NoThreadProvider:
+    """A search provider whose thread (a DNS lookup, a conversion) cannot be started."""
+
+    name = "no-thread"
+
+    async def search(self, query: str, limit: int) -> list[Hit]:
+        raise RuntimeError(NO_THREAD)
+
+
+class NoThreadSink(MemoryAuditSink):
+    """A store whose write runs on a thread that cannot be started."""
+
+    async def write(self, record: AuditRecord) -> None:
+        raise RuntimeError(NO_THREAD)
+
+
+@pytest.mark.anyio
+async def test_a_thread_that_cannot_start_is_said_as_the_limit_to_raise(tmp_path: Path) -> None:
+    """Under a low `ulimit -u` a read failed as "webward failed unexpectedly (RuntimeError);
+    this is a bug", and a store's write as "the audit sink failed: RuntimeError; make that
+    store writable": both now name the limit and the step, and the call is audited."""
+    async with searching_gateway(tmp_path, NoThreadProvider()) as (post, audit):
+        response = await post(SEARCH_PATH, {"query": "owls"})
+    message = response.json()["error"]["message"]
+    assert response.status_code == 500
+    assert message.startswith("webward could not start a thread (ulimit -u is ")
+    assert "raise that limit" in message and "a bug" not in message
+    assert [(r.decision, r.reason) for r in audit.records] == [("failed", "internal_error")]
+    with serve(routes={"/page": respond(200, PAGE)}) as site:
+        async with Web(settings_for(tmp_path), audit=NoThreadSink()) as web:
+            with pytest.raises(Refused) as info:
+                await web.fetch(site.url("/page"))
+    assert info.value.reason == "audit_unavailable"
+    assert "the audit sink could not start a thread (ulimit -u is " in info.value.message
+    assert info.value.message.endswith("; raise that limit")
+    assert "writable" not in info.value.message

@@ -333,11 +333,15 @@ def internal_error(exc: BaseException) -> WebwardError:
     the exception's type (its text may hold anything), code and reason ``internal_error``.
     Running out of file descriptors is said as itself, with the limit to raise: no bug, and
     wherever it struck (a lazy import, a socket) the step is the same."""
-    return out_of_files(exc) or WebwardError(
-        f"webward failed unexpectedly ({type(exc).__name__}); this is a bug in webward or one "
-        "of its libraries, and the read or search was not completed",
-        code="internal_error",
-        reason=Reason.INTERNAL_ERROR,
+    return (
+        out_of_files(exc)
+        or out_of_threads(exc)
+        or WebwardError(
+            f"webward failed unexpectedly ({type(exc).__name__}); this is a bug in webward or one "
+            "of its libraries, and the read or search was not completed",
+            code="internal_error",
+            reason=Reason.INTERNAL_ERROR,
+        )
     )
 
 
@@ -351,6 +355,32 @@ def out_of_files(exc: BaseException) -> WebwardError | None:
         code="internal_error",
         reason=Reason.INTERNAL_ERROR,
     )
+
+
+def out_of_threads(exc: BaseException) -> WebwardError | None:
+    """The answer to ``exc`` when it is the process unable to start a thread (Python's
+    RuntimeError "can't start new thread"), else None. Under a low ``ulimit -u``, which counts
+    a user's threads with its processes, a read (its DNS lookup, its audit write, its
+    conversion each take a thread) failed as "webward failed unexpectedly (RuntimeError);
+    this is a bug", with nothing to raise named."""
+    if not (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)):
+        return None
+    return WebwardError(
+        f"webward could not start a thread ({_processes_limit()}, and it counts this user's "
+        "threads too); raise that limit, and the read or search was not completed",
+        code="internal_error",
+        reason=Reason.INTERNAL_ERROR,
+    )
+
+
+def _processes_limit() -> str:
+    """The process's limit on processes and threads, as a person sets it (``ulimit -u``)."""
+    try:
+        import resource
+    except ImportError:  # no POSIX limits here
+        return "too many threads"
+    soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    return "no limit set" if soft == resource.RLIM_INFINITY else f"ulimit -u is {soft}"
 
 
 def _open_files_limit() -> str:

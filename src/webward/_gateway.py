@@ -68,7 +68,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._capabilities import DEFAULT_LIMIT, HTTP, Capability
 from ._capabilities import capabilities as catalogue_of
-from ._errors import InvalidInput, Reason, Refused, WebwardError, out_of_files
+from ._errors import (
+    InvalidInput,
+    Reason,
+    Refused,
+    WebwardError,
+    out_of_files,
+    out_of_threads,
+)
 from ._openapi import FETCH_PATH, SEARCH_PATH, openapi_document
 from ._provenance import scoped_session
 from ._redact import redact_traceback
@@ -624,7 +631,7 @@ class _Capability:
                 wire["error"]["message"] = _spelled(self._shape.capability, exc.for_model)
             return status, wire, list(headers.items())
         except Exception as exc:  # a bug: logged with its traceback, answered without one
-            if (limit := out_of_files(exc)) is not None:  # no bug: the limit to raise, said
+            if (limit := out_of_files(exc) or out_of_threads(exc)) is not None:  # no bug: said
                 log.warning("the gateway %s", limit.message.removeprefix("webward "))
                 return 500, limit.to_wire(), []
             log.error(

@@ -47,6 +47,7 @@ from ._errors import (
     WebwardError,
     another_tier_would_pass,
     operator_step,
+    out_of_threads,
 )
 from ._fetch import FetchResult, fetch
 from ._gate import Gate
@@ -1204,7 +1205,7 @@ class Web:
             self._audit_refusal = exc
             raise
         except Exception as exc:  # a sink of the caller's own that fails in its own way
-            self._audit_refusal = audit_unavailable(f"the audit sink failed: {type(exc).__name__}")
+            self._audit_refusal = _sink_failed(exc)
             raise self._audit_refusal from exc
         else:
             self._audit_proven_at = self._clock()
@@ -1291,7 +1292,7 @@ class Web:
                 if isinstance(exc, WebwardError):
                     raise
                 # a sink of the caller's own that fails in its own way
-                raise audit_unavailable(f"the audit sink failed: {type(exc).__name__}") from exc
+                raise _sink_failed(exc) from exc
             finally:
                 del waits[key]
                 if self._audit_moved is not None:
@@ -1570,3 +1571,16 @@ def _screenshot_part(png: bytes | None) -> Part:
         name="screenshot.png",
         data=base64.b64encode(png).decode("ascii"),
     )
+
+
+def _sink_failed(exc: Exception) -> Refused:
+    """The refusal for an audit sink that failed with ``exc``, not a WebwardError. A sink
+    that could not start its thread (a low ``ulimit -u``) was told to "make that store
+    writable", which does nothing for it: the limit is named, with its step."""
+    threads = out_of_threads(exc)
+    if threads is not None:
+        return audit_unavailable(
+            "the audit sink " + threads.message.removeprefix("webward ").split(";")[0],
+            "raise that limit",
+        )
+    return audit_unavailable(f"the audit sink failed: {type(exc).__name__}")
