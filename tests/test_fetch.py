@@ -209,6 +209,23 @@ def test_type_checkers_see_exactly_webwards_exports() -> None:
     assert isinstance(webward.__getattr__("Web"), type)  # the lazy import still works
 
 
+def _watch_table_reads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each reading of the fold's tables from now on: whether on the loop's thread."""
+    import threading
+
+    from webward import _envelope
+
+    read_on: list[bool] = []
+    data = _envelope._confusables_data
+
+    def watched() -> dict[str, list[dict[str, str]]]:
+        read_on.append(threading.current_thread() is threading.main_thread())
+        return data()
+
+    monkeypatch.setattr(_envelope, "_confusables_data", watched)
+    return read_on
+
+
 async def test_the_envelopes_tables_are_read_off_the_event_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -216,16 +233,9 @@ async def test_the_envelopes_tables_are_read_off_the_event_loop(
     search hit's) read Unicode's confusables on the event loop, about 0.2 s in which every
     other call stood still. Until they are read, a page's text is prepared in a thread, and
     a search reads them in one before its hits are neutralised."""
-    import threading
-
     from webward import Hit, _envelope
 
-    read_on: list[bool] = []  # for each reading of the tables: whether on the loop's thread
-    data = _envelope._confusables_data
-
-    def watched() -> dict[str, list[dict[str, str]]]:
-        read_on.append(threading.current_thread() is threading.main_thread())
-        return data()
+    read_on = _watch_table_reads(monkeypatch)
 
     class Provider:
         name = "owls"
@@ -233,7 +243,6 @@ async def test_the_envelopes_tables_are_read_off_the_event_loop(
         async def search(self, query: str, limit: int) -> list[Hit]:
             return [Hit(title="Caf\u00e9 owls", url="https://example.org/", snippet="na\u00efve")]
 
-    monkeypatch.setattr(_envelope, "_confusables_data", watched)
     with serve(routes={"/": respond(200, "<p>caf\u00e9 \u2014 na\u00efve owls</p>")}) as srv:
         async with web(search_provider=Provider()) as w:
             for first in ("page", "search"):
@@ -253,16 +262,9 @@ async def test_a_non_ascii_title_or_query_reads_the_tables_off_the_event_loop(
     non-ASCII query (a search's, a page's find-in-page), was neutralised on the event loop
     before anything read the fold's tables in a thread: the first read them there, 0.2 s of
     every other call. The tables are read in a thread first."""
-    import threading
-
     from webward import Hit, _envelope
 
-    read_on: list[bool] = []  # for each reading of the tables: whether on the loop's thread
-    data = _envelope._confusables_data
-
-    def watched() -> dict[str, list[dict[str, str]]]:
-        read_on.append(threading.current_thread() is threading.main_thread())
-        return data()
+    read_on = _watch_table_reads(monkeypatch)
 
     class Provider:
         name = "owls"
@@ -270,7 +272,6 @@ async def test_a_non_ascii_title_or_query_reads_the_tables_off_the_event_loop(
         async def search(self, query: str, limit: int) -> list[Hit]:
             return [Hit(title="owls", url="https://example.org/", snippet="plain owls")]
 
-    monkeypatch.setattr(_envelope, "_confusables_data", watched)
     title = "<title>Caf\u00e9 \u2013 owls</title><p>plain words about owls</p>"
     routes = {
         "/title": respond(200, title),
