@@ -699,6 +699,11 @@ async def test_streamable_http_refuses_a_compressed_body(tmp_path: Path) -> None
             assert "mcp-session-id" not in r.headers
             message = json.loads(r.text)["error"]["message"]
             assert message.startswith("the request body must not be compressed"), message
+        for none in ("identity", ""):  # no coding at all, as the gateway reads them
+            r = await client.post(
+                url, content=body, headers={**headers, "Content-Encoding": none}, timeout=20
+            )
+            assert r.status_code == 200, r.text
 
 
 def test_a_server_on_port_80_serves_a_host_without_its_port() -> None:

@@ -2474,7 +2474,11 @@ def _refused_before_read(scope: Any, body: bytes, value: Any = _UNREAD) -> Malfo
     if value is _UNREAD:
         value = _read_message(body)
     encoding = _first_headers(scope).get(b"content-encoding")
-    if repeated is None and encoding is not None and encoding.strip().lower() != b"identity":
+    if (
+        repeated is None
+        and encoding is not None
+        and encoding.strip().lower() not in (b"", b"identity")
+    ):
         # The SDK reads a body as sent, never decoded: a plain message labelled gzip was
         # served, one a proxy or WAF in front decodes (or refuses) and so checks as another;
         # a gzip one was "not UTF-8 text". As the gateway answers it (RFC 9110 8.4).
