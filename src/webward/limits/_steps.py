@@ -78,10 +78,16 @@ def _within_reach(s: HostState, cfg: Config, now: float) -> HostState:
     of processes sharing a store differ a little) still refills nothing. A hold, an open
     circuit or a probe's lease is never longer from now than its own bound."""
     full_s = cfg.burst / cfg.rate if cfg.rate > 0 else 0.0
-    if s.updated - now > full_s:
-        s = replace(s, updated=now)
+    if (  # almost always: a state is made again only when a clock went back (every step)
+        s.updated - now <= full_s
+        and s.hold_until <= now + MAX_BACKPRESSURE_S
+        and s.open_until <= now + cfg.max_open_s
+        and s.probe_until <= now + cfg.probe_lease_s
+    ):
+        return s
     return replace(
         s,
+        updated=now if s.updated - now > full_s else s.updated,
         hold_until=min(s.hold_until, now + MAX_BACKPRESSURE_S),
         open_until=min(s.open_until, now + cfg.max_open_s),
         probe_until=min(s.probe_until, now + cfg.probe_lease_s),
