@@ -938,7 +938,7 @@ async def test_a_thread_that_cannot_start_is_said_as_the_limit_to_raise(tmp_path
         response = await post(SEARCH_PATH, {"query": "owls"})
     message = response.json()["error"]["message"]
     assert response.status_code == 500
-    assert message.startswith("webward could not start a thread (ulimit -u is ")
+    assert message.startswith("webward could not start a thread (ulimit -u ")  # set or not
     assert "raise that limit" in message and "a bug" not in message
     assert [(r.decision, r.reason) for r in audit.records] == [("failed", "internal_error")]
     with serve(routes={"/page": respond(200, PAGE)}) as site:
@@ -946,6 +946,31 @@ async def test_a_thread_that_cannot_start_is_said_as_the_limit_to_raise(tmp_path
             with pytest.raises(Refused) as info:
                 await web.fetch(site.url("/page"))
     assert info.value.reason == "audit_unavailable"
-    assert "the audit sink could not start a thread (ulimit -u is " in info.value.message
+    assert "the audit sink could not start a thread (ulimit -u " in info.value.message
     assert info.value.message.endswith("; raise that limit")
     assert "writable" not in info.value.message
+
+
+def test_a_thread_that_cannot_start_under_no_ulimit_names_the_systems_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where `ulimit -u` sets no limit, the sentence said "(no limit set, and it counts this
+    user's threads too); raise that limit": a limit it had just said was not there."""
+    import resource
+
+    from webward._errors import out_of_threads
+
+    real = resource.getrlimit
+
+    def unlimited(which: int) -> tuple[int, int]:
+        if which == resource.RLIMIT_NPROC:
+            return (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+        return real(which)
+
+    monkeypatch.setattr(resource, "getrlimit", unlimited)
+    said = out_of_threads(RuntimeError(NO_THREAD))
+    assert said is not None
+    assert said.message.startswith(
+        "webward could not start a thread (ulimit -u sets no limit here, so the system's own "
+        "did: kernel.threads-max, or memory); raise that limit"
+    ), said.message

@@ -366,21 +366,26 @@ def out_of_threads(exc: BaseException) -> WebwardError | None:
     if not (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)):
         return None
     return WebwardError(
-        f"webward could not start a thread ({_processes_limit()}, and it counts this user's "
-        "threads too); raise that limit, and the read or search was not completed",
+        f"webward could not start a thread ({_processes_limit()}); raise that limit, and the "
+        "read or search was not completed",
         code="internal_error",
         reason=Reason.INTERNAL_ERROR,
     )
 
 
 def _processes_limit() -> str:
-    """The process's limit on processes and threads, as a person sets it (``ulimit -u``)."""
+    """The process's limit on processes and threads, as a person sets it (``ulimit -u``), or
+    where none is set the system's (which "no limit set, and it counts..." contradicted)."""
     try:
         import resource
     except ImportError:  # no POSIX limits here
         return "too many threads"
     soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    return "no limit set" if soft == resource.RLIM_INFINITY else f"ulimit -u is {soft}"
+    if soft == resource.RLIM_INFINITY:
+        return (
+            "ulimit -u sets no limit here, so the system's own did: kernel.threads-max, or memory"
+        )
+    return f"ulimit -u is {soft}, and it counts this user's threads too"
 
 
 def _open_files_limit() -> str:
