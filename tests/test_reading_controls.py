@@ -267,6 +267,11 @@ def test_find_reads_words_with_combining_marks_and_scripts_without_spaces(
 
     if query == "brûlée":
         paragraph, query = (unicodedata.normalize("NFD", s) for s in (paragraph, query))
+    _assert_found_among_others(paragraph, query)
+
+
+def _assert_found_among_others(paragraph: str, query: str) -> None:
+    """``query`` finds ``paragraph`` set among unrelated ones, its passage holding it whole."""
     filler = "\n\n".join(
         f"An unrelated paragraph number {i} about gardening." * 8 for i in range(6)
     )
@@ -306,13 +311,7 @@ def test_find_matches_a_word_however_its_accents_and_case_are_written(
     a letter and a combining mark, with or without it, and in any case (a model types "cafe"
     for "Caf\u00e9", and Greek capitals carry no accents): a page in NFD and a query in NFC
     shared no word, so the passage was not found."""
-    filler = "\n\n".join(
-        f"An unrelated paragraph number {i} about gardening." * 8 for i in range(6)
-    )
-    text = f"{filler}\n\n{paragraph}\n\n{filler}"
-    _, passages = find(text, query, 40_000)
-    assert passages, query
-    assert paragraph in text[passages[0].offset : passages[0].end]
+    _assert_found_among_others(paragraph, query)
 
 
 def test_find_counts_words_of_one_character_digits_above_all() -> None:

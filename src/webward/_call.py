@@ -86,3 +86,13 @@ class Call:
 
     def duration_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
+
+
+def render_refusal_reason(entry: str) -> str | None:
+    """The reason of one entry of a call's ``render_refused`` (``host[:port] (reason)``, as the
+    render's gate writes them); None for the list's last entry counting the rest (``... and
+    12 more hosts``). Read by the metrics and by the audit's table and console."""
+    _host, sep, reason = entry.rpartition(" (")
+    if not sep or not reason.endswith(")"):
+        return None
+    return reason[:-1]

@@ -12,7 +12,8 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidInput, Refused, WebwardError
+from ._call import render_refusal_reason
+from ._errors import InvalidInput, Reason, Refused, WebwardError
 
 if TYPE_CHECKING:  # imported when the command runs, not for `webward --help`
     from ._settings import Settings
@@ -405,13 +406,13 @@ def refused_hosts(refused: tuple[str, ...]) -> str:
     more = _MORE_HOSTS.fullmatch(refused[-1])
     listed = refused[:-1] if more else refused
     count = f"{'over ' if more and more[1] else ''}{len(listed) + (int(more[2]) if more else 0)}"
-    internal = sum(entry.endswith(_INTERNAL) for entry in listed)
+    internal = sum(render_refusal_reason(entry) in _INTERNAL for entry in listed)
     return f"{count} ({internal} internal)" if internal else count
 
 
 # The last entry of a full host list (_gate._HostList), and the reasons of an internal target.
 _MORE_HOSTS = re.compile(r"\.\.\. and (over )?(\d+) more hosts?")
-_INTERNAL = (" (internal_address)", " (internal_name)")
+_INTERNAL = (Reason.INTERNAL_ADDRESS, Reason.INTERNAL_NAME)
 
 
 def name_cell(value: str) -> str:

@@ -651,8 +651,8 @@ _TAG_OPEN_RE = re.compile(r"<[*_`~]*+[!?/a-z]")
 
 def _withheld_lines(text: str, spans: list[tuple[int, int]], any_tag: bool = False) -> str:
     """``text`` with the whole lines holding each of ``spans`` (sorted) replaced by
-    WITHHELD (one for a run of such lines), each such region widened back to the line of a tag that may be open before
-    it: opened after the last ">" before it, or (``any_tag``) any opened since the region
+    WITHHELD (one for a run of such lines), each such region widened back to the line of a
+    tag that may be open before it: opened after the last ">" before it, or (``any_tag``) any opened since the region
     before it. No marker can then be left, nor made from what is left: a search's span
     holds no newline next to a WITHHELD ("[text...removed]", letters, no bracket of a tag,
     no digit), and crosses none (_CORE_RE's joins and a header's gaps hold no "[" or

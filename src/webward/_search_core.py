@@ -186,9 +186,8 @@ class Searcher:
     def _provider_for(
         self, name: str | None, call: Call, agent: str, session: str | None
     ) -> SearchProvider:
-        injected = self.injected
-        if injected is not None and (name is None or name == injected.name):
-            return injected
+        """The configured provider ``name`` (or the default), with its key and HTTP; the
+        injected one is taken by :meth:`run` before this, which reads the key store."""
         credentials = self.credentials if self.credentials is not None else default_store()
         gate = self.gate
 

@@ -59,6 +59,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ._addresses import is_loopback, names_this_machine
+from ._call import render_refusal_reason
 from ._errors import InvalidInput, Reason, WebwardError
 from ._redact import redact_message, redact_secrets
 from ._settings import Settings, is_agent_name
@@ -1154,14 +1155,10 @@ _REGISTERED_STATUSES = frozenset(f"http_{s.value}" for s in http.HTTPStatus)
 
 
 def _render_refusal_reason(entry: str) -> str | None:
-    """The reason of one entry of a record's renderRefused (``host[:port] (reason)``) as a
-    label value; None for the list's last entry counting the rest (``... and 12 more
-    hosts``). A reason no registry holds is ``other``: the host before it is the page's."""
-    _host, sep, reason = entry.rpartition(" (")
-    if not sep or not reason.endswith(")"):
-        return None
-    reason = reason[:-1]
-    return reason if reason in _REASONS else "other"
+    """The reason of one entry of a record's renderRefused as a label value (None for the
+    count of the rest): a reason no registry holds is ``other``, the host before it the page's."""
+    reason = render_refusal_reason(entry)
+    return reason if reason is None or reason in _REASONS else "other"
 
 
 _REASONS = frozenset(Reason)
